@@ -1,0 +1,74 @@
+// What every mantissa-cli subcommand shares: argument scanning, the exit codes, the command
+// registry. Each subcommand lives in its own cmd_*.cpp and registers itself with
+// MANTISSA_CLI_COMMAND, so adding one touches no other file.
+//
+// Exit codes: 0 ok, 1 the run (or the operation) failed, 2 bad usage or bad input.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mantissa::cli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failed = 1;
+inline constexpr int exit_usage = 2;
+
+// Thrown for bad usage or bad input; main prints "mantissa-cli NAME: <message>" and exits 2.
+struct UsageError {
+    std::string message;
+};
+
+// A simple scanner over one subcommand's arguments: flags (--json), options (--to LIST, --to=LIST),
+// repeated options (--set K=V ...), and positional values. Unknown options are usage errors.
+class Args {
+public:
+    explicit Args(std::vector<std::string> args) : m_args(std::move(args)) {}
+
+    // Declare before parse(): flags take no value, options take one.
+    void flag(std::string name) { m_flags.push_back(std::move(name)); }
+    void option(std::string name) { m_options.push_back(std::move(name)); }
+    void parse();  // throws UsageError naming the unknown option or the missing value
+
+    bool has(std::string_view name) const;                       // flag or option given
+    std::optional<std::string> value(std::string_view name) const;   // last occurrence
+    std::vector<std::string> values(std::string_view name) const;    // every occurrence
+    const std::vector<std::string>& positional() const { return m_positional; }
+
+    // Typed access; a value that does not parse is a UsageError naming the option.
+    std::optional<long long> integer(std::string_view name) const;
+
+private:
+    std::vector<std::string> m_args;
+    std::vector<std::string> m_flags, m_options;
+    std::vector<std::pair<std::string, std::string>> m_given;
+    std::vector<std::string> m_positional;
+};
+
+struct Command {
+    std::string name;
+    std::string summary;   // one line for `mantissa-cli --help`
+    std::string usage;     // full text for `mantissa-cli NAME --help`
+    std::function<int(Args&)> run;
+};
+
+bool register_command(Command command);
+const std::vector<Command>& commands();
+
+// The shared store: $XDG_DATA_HOME/mantissa/runs.sqlite, or ~/.local/share/mantissa/runs.sqlite.
+std::string default_store_path();
+
+// True when stdout is a terminal (progress lines are drawn only then).
+bool stdout_is_terminal();
+
+}  // namespace mantissa::cli
+
+#define MANTISSA_CLI_CONCAT2(a, b) a##b
+#define MANTISSA_CLI_CONCAT(a, b) MANTISSA_CLI_CONCAT2(a, b)
+// Registers a subcommand at static-initialisation time: MANTISSA_CLI_COMMAND({...});
+#define MANTISSA_CLI_COMMAND(...)                                                                 \
+    static const bool MANTISSA_CLI_CONCAT(mantissa_cli_registered_, __LINE__) =                  \
+        ::mantissa::cli::register_command(__VA_ARGS__)

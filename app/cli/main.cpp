@@ -1,0 +1,62 @@
+// mantissa-cli: the headless face of Mantissa. Dispatches to the registered subcommands and turns
+// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input).
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "error.h"
+
+using namespace mantissa::cli;
+
+namespace {
+
+void print_overview() {
+    std::printf("usage: mantissa-cli COMMAND [OPTIONS]\n\nMantissa %s, a lab for mixed-precision training.\n\n"
+                "Commands:\n", MANTISSA_VERSION);
+    for (const auto& c : commands()) std::printf("  %-10s %s\n", c.name.c_str(), c.summary.c_str());
+    std::printf("\nRun 'mantissa-cli COMMAND --help' for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_overview();
+        return args.empty() ? exit_usage : exit_ok;
+    }
+    if (args[0] == "--version") {
+        std::printf("mantissa-cli %s\n", MANTISSA_VERSION);
+        return exit_ok;
+    }
+    const Command* command = nullptr;
+    for (const auto& c : commands())
+        if (c.name == args[0]) command = &c;
+    if (!command) {
+        std::fprintf(stderr, "mantissa-cli: unknown command '%s'; run 'mantissa-cli --help' for the list.\n",
+                     args[0].c_str());
+        return exit_usage;
+    }
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    for (const auto& a : rest) {
+        if (a == "--help" || a == "-h") {
+            std::printf("%s", command->usage.c_str());
+            return exit_ok;
+        }
+    }
+    try {
+        Args parsed(rest);
+        return command->run(parsed);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.message.c_str());
+        return exit_usage;
+    } catch (const mantissa::Error& e) {
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.what());
+        return exit_usage;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(), e.what());
+        return exit_failed;
+    }
+}

@@ -1,0 +1,48 @@
+// Datasets: what the trainer consumes. A Dataset is two dense splits of fp32 features with integer
+// class labels (classification) or fp32 targets (regression), already normalised, plus the
+// per-epoch shuffled batch order. Loaders: IDX (MNIST, Fashion-MNIST, raw or .gz), CSV, and seeded
+// synthetic sets (spirals, blobs, sine).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/experiment.h"
+
+namespace mantissa {
+
+struct Split {
+    std::int64_t rows = 0;
+    std::vector<float> x;          // (rows, features), row-major
+    std::vector<std::int32_t> y;   // (rows) class labels, classification only
+    std::vector<float> targets;    // (rows, outputs), regression only
+};
+
+struct Dataset {
+    std::string name;              // "fashion-mnist", "spirals", ...
+    int features = 0;
+    int classes = 0;               // 0: regression
+    int outputs = 0;               // classes for classification, target width for regression
+    Split train;
+    Split test;
+    std::vector<std::string> notices;  // e.g. "Fashion-MNIST not found at ...; using spirals."
+    bool is_regression() const { return classes == 0; }
+};
+
+// Loads what the spec asks for. For fashion-mnist/mnist, when the files are absent, falls back to
+// spirals and says why in `notices`; any other problem (a corrupt file, a wrong path for kind
+// "idx" or "csv") throws mantissa::Error naming the file and what is wrong with it.
+// `seed` drives synthetic generation and the train/test split.
+Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed);
+
+// The sample order of one epoch: a permutation of [0, rows) determined by (seed, epoch) alone.
+std::vector<std::int64_t> epoch_order(std::int64_t rows, std::uint64_t seed, std::int64_t epoch);
+
+// Copies the rows order[first .. first+count) of `split` into x (count, features) and y or
+// targets, for one batch. Buffers are resized only when too small (no per-step allocation).
+void gather_batch(const Dataset& data, const Split& split, const std::vector<std::int64_t>& order,
+                  std::int64_t first, std::int64_t count, std::vector<float>& x,
+                  std::vector<std::int32_t>& y, std::vector<float>& targets);
+
+}  // namespace mantissa

@@ -1,0 +1,52 @@
+// Gradient statistics for the telemetry: what rounding a gradient to its format did (zeros
+// before and after, subnormals, non-finite values), the largest magnitude and the log2 exponent
+// histogram. Kept apart from convert.h because they count rather than convert; they run on the
+// CPU backend's FP32 arrays and are the reference a GPU backend's fused kernels are tested
+// against.
+//
+// Definitions (docs/numerics.md): an element "underflows" when it is non-zero before the rounding
+// and zero after; since rounding never turns a zero into a non-zero, underflows = zeros after -
+// zeros before. "Subnormal" is relative to the format the values are stored in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "numeric/convert.h"
+#include "numeric/format.h"
+
+namespace mantissa {
+
+struct RoundingStats {
+    std::int64_t elements = 0;
+    std::int64_t zeros_before = 0;  // exact zeros before the rounding
+    std::int64_t zeros = 0;         // after the rounding
+    std::int64_t subnormals = 0;    // after: non-zero and below the format's smallest normal
+    std::int64_t nonfinite = 0;     // after: inf or NaN
+    std::int64_t underflows() const { return zeros - zeros_before; }
+    RoundingStats& operator+=(const RoundingStats& o);
+};
+
+// Counts exact zeros (either sign) in data[0..n).
+std::int64_t count_zeros(const float* data, std::size_t n);
+
+// Adds to `stats` the zeros, subnormals (relative to `format`) and non-finite values of
+// data[0..n), and n to elements. zeros_before is not touched.
+void count_classes(Format format, const float* data, std::size_t n, RoundingStats& stats);
+
+// Rounds data[0..n) in place to `format` (mantissa::round_array) and adds what that did to
+// `stats`: zeros before, and the classes after.
+void round_array_with_stats(Format format, float* data, std::size_t n, RoundingStats& stats,
+                            Overflow overflow = Overflow::to_inf);
+
+// floor(log2 |x|) for a finite non-zero fp32 value, exact for subnormals (-149 .. 127).
+int exponent_of(float x);
+
+// Over data[0..n) multiplied by `multiplier` in FP32 (1: as they are): the largest finite
+// magnitude goes into *amax (max with its current value), the count of inf/NaN is added to
+// *nonfinite, and each finite non-zero value adds one to counts[clamp(exponent - min_exponent,
+// 0, bins - 1)].
+void exponent_histogram(const float* data, std::size_t n, float multiplier, int min_exponent,
+                        std::uint32_t* counts, int bins, double* amax, std::int64_t* nonfinite);
+
+}  // namespace mantissa

@@ -1,0 +1,162 @@
+// RunStore: every run in one SQLite file (a public format: docs/schema.md).
+//
+// Threads: a RunStore's reading and editing methods are for the thread that made it. A Recorder,
+// made by start_run(), owns its own connection on its own writer thread; it is a TelemetrySink, so
+// the training thread hands it rows and returns, and the writer commits a batch about every
+// 100 ms. It never drops a row: when it falls a bound behind, the training thread waits and an
+// event says so.
+//
+// A store opened read-only (asked for, or because the file or its folder is not writable) never
+// writes: it does not mark dead runs `interrupted` in the file, but reports them so (status) all
+// the same. The file format, its bad-file sentences and its migrations: docs/schema.md.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/telemetry.h"
+
+namespace mantissa {
+
+enum class RunStatus : std::uint8_t { running, completed, stopped, failed, interrupted };
+const char* run_status_name(RunStatus s);
+
+struct RunInfo {                 // what a run is started with
+    std::string name;
+    std::string backend;         // "cpu", "cuda"
+    std::string device;
+    std::string config_json;     // the full experiment, as experiment_to_json prints it
+};
+
+struct RunRow {                  // one line of `mantissa-cli runs`
+    std::int64_t id = 0;
+    std::string uuid;
+    std::string name;
+    std::string created_at;      // ISO 8601, UTC
+    std::string finished_at;     // empty while running
+    RunStatus status = RunStatus::running;
+    std::string backend;
+    std::string device;
+    std::string config_json;
+    std::string notes;
+    std::string tags;            // comma-separated
+    std::string app_version;
+    std::int64_t steps = 0;      // rows in `steps`
+    std::optional<double> final_loss;
+    std::optional<double> test_accuracy;
+    std::optional<double> test_loss;
+    // Added with the run store (schema version 2):
+    std::string error;           // why the run failed (status failed), else empty
+    std::string updated_at;      // when the recorder last committed rows (ISO 8601, UTC)
+    std::string host;            // the machine and process that recorded it
+    std::int64_t pid = 0;
+};
+
+// Totals over a run's steps, for `mantissa-cli show` and the GUI's run summary.
+struct RunTotals {
+    std::int64_t steps = 0;
+    std::int64_t overflow_steps = 0;
+    std::int64_t skipped_steps = 0;
+    std::optional<double> final_loss_scale;   // the last step's
+    std::optional<double> elapsed_s;          // the last step's time_s
+    std::optional<double> mean_samples_per_s; // over the steps
+    std::int64_t peak_memory_bytes = 0;       // the largest MemoryBreakdown::total() of a step
+    std::int64_t layer_rows = 0, evals = 0, events = 0;
+};
+
+// How a Recorder batches and waits. The defaults are what training uses; tests shrink them.
+struct RecorderOptions {
+    std::size_t queue_bound_rows = 100000;  // queued rows (steps + layer rows + evals + events)
+                                            // beyond which the training thread waits
+    int commit_interval_ms = 100;           // the writer commits at least this often when rows wait
+    std::int64_t max_page_count = 0;        // > 0: caps the file (PRAGMA max_page_count), which
+                                            // makes writes fail as on a full disk: for tests
+};
+
+class Recorder;
+
+class RunStore {
+public:
+    // Opens (creating when absent, with its folder) and migrates the store; marks runs left
+    // `running` by dead processes `interrupted`. read_only opens without writing (also the
+    // fallback when the file or folder is not writable). Throws mantissa::Error with one sentence:
+    // not a Mantissa store, corrupt, from a newer version, cannot be created.
+    explicit RunStore(const std::string& path, bool read_only = false);
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    const std::string& path() const;
+    bool read_only() const;
+    // When this open migrated an older file: the version it had (else 0) and the backup copy made
+    // before migrating ("runs.sqlite.bak-v1").
+    int migrated_from() const;
+    const std::string& backup_path() const;
+
+    // Starts recording a run (status running); the Recorder writes from its own thread.
+    std::shared_ptr<Recorder> start_run(const RunInfo& info);
+    std::shared_ptr<Recorder> start_run(const RunInfo& info, const RecorderOptions& options);
+
+    std::vector<RunRow> list_runs();
+    RunRow run(std::int64_t id);
+    // An id ("12") or a unique name prefix; throws naming the ambiguity or the absence.
+    std::int64_t resolve(const std::string& id_or_prefix);
+
+    std::vector<StepRecord> steps(std::int64_t run_id, std::int64_t from_step = 0);
+    std::vector<LayerStepRecord> layer_steps(std::int64_t run_id, std::int64_t from_step = 0);
+    std::vector<EvalRecord> evals(std::int64_t run_id);
+    std::vector<Event> events(std::int64_t run_id);
+    // For live following: only rows at or after from_step (events of one step may arrive in two
+    // batches, so a follower re-reads its last step and keeps what it has not seen).
+    std::vector<EvalRecord> evals(std::int64_t run_id, std::int64_t from_step);
+    std::vector<Event> events(std::int64_t run_id, std::int64_t from_step);
+    RunTotals totals(std::int64_t run_id);
+
+    // remove() refuses a run whose recording process still lives (stop it first).
+
+    void remove(std::int64_t run_id);
+    void rename(std::int64_t run_id, const std::string& name);
+    void set_notes(std::int64_t run_id, const std::string& notes);
+    void set_tags(std::int64_t run_id, const std::string& tags);
+
+    // CSV or JSON of one table of a run (the code behind `mantissa-cli export` and the GUI).
+    enum class ExportFormat { csv, json };
+    std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
+    // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
+    // evals, events. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
+    // objects, one per line. docs/schema.md, "Exports", gives the value formats.
+    void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
+    static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Thread use: on_step/on_eval/on_event from the training thread (one producer at a time);
+// finish() and error() from any thread. Rows handed in after finish() are ignored, and so are rows
+// after a write error (error() then says why recording stopped).
+class Recorder : public TelemetrySink {
+public:
+    ~Recorder() override;  // finishes as `stopped` if finish() was not called
+    std::int64_t run_id() const;
+    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override;
+    void on_eval(const EvalRecord& eval) override;
+    void on_event(const Event& event) override;
+    // Flushes every queued row, sets the final status (and the error, for failed), joins the writer.
+    void finish(RunStatus status, const std::string& error = {});
+    // Non-empty when the writer hit an error (disk full): recording stopped, data so far kept.
+    std::string error() const;
+
+private:
+    friend class RunStore;
+    struct Impl;
+    explicit Recorder(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace mantissa

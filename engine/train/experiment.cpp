@@ -1,0 +1,1 @@
+// placeholder: the experiment file parser is being written.

@@ -1,0 +1,150 @@
+// The experiment: everything a run needs, as the experiment file (JSON) describes it. Every key is
+// optional; the defaults below are the documented ones (docs/experiment.md). Parsing rejects
+// unknown keys, wrong types and out-of-range values with a mantissa::Error naming the key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "numeric/format.h"
+
+namespace mantissa {
+
+struct DatasetSpec {
+    std::string kind = "fashion-mnist";  // fashion-mnist | mnist | idx | csv | spirals | blobs | sine
+    std::string path = "/usr/share/datasets/fashion-mnist";  // folder (idx kinds) or file (csv)
+    std::int64_t samples = 2000;         // synthetic sets: number of samples
+    int classes = 3;                     // spirals, blobs: number of classes
+    double noise = 0.1;                  // synthetic sets: noise level
+    double test_fraction = 0.2;          // csv and synthetic sets; idx sets come with their own split
+    int label_column = -1;               // csv: -1 = last column
+    bool normalize = true;               // standardise features with the training split's statistics
+
+    bool operator==(const DatasetSpec&) const = default;
+};
+
+enum class Activation : std::uint8_t { relu, gelu, tanh };
+
+struct ModelSpec {
+    std::string kind = "mlp";
+    std::vector<int> hidden = {256, 128};
+    Activation activation = Activation::relu;
+
+    bool operator==(const ModelSpec&) const = default;
+};
+
+enum class OptimizerKind : std::uint8_t { sgd, adamw };
+enum class LrSchedule : std::uint8_t { constant, cosine };
+
+struct TrainSpec {
+    int batch_size = 128;
+    int epochs = 3;                 // used when steps == 0
+    std::int64_t steps = 0;         // 0: run `epochs` epochs
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    double lr = 1e-3;
+    double momentum = 0.9;          // sgd
+    double weight_decay = 0.0;      // sgd: L2 added to the gradient; adamw: decoupled
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
+    LrSchedule schedule = LrSchedule::constant;
+    std::int64_t warmup_steps = 0;  // cosine: linear warmup from 0
+    std::uint64_t seed = 1;
+    std::int64_t eval_every = 200;  // steps; 0: only at the end
+    std::int64_t layer_stats_every = 1;  // per-layer telemetry every k steps
+
+    bool operator==(const TrainSpec&) const = default;
+};
+
+enum class Autocast : std::uint8_t { off, fp16, bf16 };
+
+// A layer's precision: auto follows autocast; anything else overrides it for that layer.
+enum class LayerPrecision : std::uint8_t { automatic, fp32, tf32, fp16, bf16, fp8_e4m3 };
+
+enum class LossScalingMode : std::uint8_t { off, fixed, dynamic };  // "off" | "static" | "dynamic"
+
+struct LossScalingSpec {
+    LossScalingMode mode = LossScalingMode::dynamic;
+    double init_scale = 65536.0;    // also the static scale
+    double growth_factor = 2.0;
+    double backoff_factor = 0.5;
+    std::int64_t growth_interval = 2000;
+    std::optional<double> min_scale;  // extensions, off by default (null in the file)
+    std::optional<double> max_scale;
+
+    bool operator==(const LossScalingSpec&) const = default;
+};
+
+enum class AmaxAlgo : std::uint8_t { max, most_recent };
+
+struct Fp8Spec {                    // delayed per-tensor scaling, as Transformer Engine does
+    int amax_history_len = 16;
+    int margin = 0;
+    AmaxAlgo amax_compute_algo = AmaxAlgo::max;
+
+    bool operator==(const Fp8Spec&) const = default;
+};
+
+struct PrecisionSpec {
+    Autocast autocast = Autocast::off;
+    bool master_weights = true;
+    std::map<std::string, LayerPrecision> layers;  // "fc1" -> fp32; absent = auto
+    LossScalingSpec loss_scaling;
+    Fp8Spec fp8;
+
+    bool operator==(const PrecisionSpec&) const = default;
+};
+
+struct LessonSpec {                 // classroom presets: shown when the file is loaded
+    std::string title;
+    std::string text;               // the concept, in a few sentences
+    std::string watch;              // what to watch on the charts
+    bool classroom = false;         // hide the advanced controls
+
+    bool operator==(const LessonSpec&) const = default;
+};
+
+struct Experiment {
+    std::string name = "experiment";
+    DatasetSpec dataset;
+    ModelSpec model;
+    TrainSpec train;
+    PrecisionSpec precision;
+    std::string backend = "auto";   // auto | cpu | cuda
+    int device = 0;                 // backend.device: GPU index
+    LessonSpec lesson;
+
+    bool operator==(const Experiment&) const = default;
+};
+
+// Parsing and printing. from_json throws mantissa::Error naming the key ("precision.autocast: ...").
+// experiment_from_json(experiment_to_json(e)) == e for every valid e. "backend" is read as a string
+// ("cuda") or an object ({"kind": "cuda", "device": 1}) and written as the object.
+Experiment experiment_from_json(const nlohmann::json& j);
+Experiment load_experiment(const std::string& path);       // reads, parses, names the file in errors
+nlohmann::json experiment_to_json(const Experiment& e);    // every key, defaults included
+void save_experiment(const Experiment& e, const std::string& path);
+
+// Applies one "--set" assignment: a dotted key and a value in JSON syntax, or a bare word taken as
+// a string ("precision.autocast=bf16", "model.hidden=[512,256]", "precision.layers.fc1=fp32").
+// Validated exactly as the file is (same errors); on an error `e` is left unchanged.
+void apply_setting(Experiment& e, const std::string& assignment);
+
+// Names as in the experiment file.
+const char* autocast_name(Autocast a);
+const char* layer_precision_name(LayerPrecision p);
+const char* loss_scaling_mode_name(LossScalingMode m);
+const char* activation_name(Activation a);
+const char* optimizer_name(OptimizerKind o);
+const char* lr_schedule_name(LrSchedule s);
+const char* amax_algo_name(AmaxAlgo a);
+std::optional<LayerPrecision> parse_layer_precision(const std::string& s);
+std::optional<Autocast> parse_autocast(const std::string& s);
+std::optional<LossScalingMode> parse_loss_scaling_mode(const std::string& s);
+std::optional<Activation> parse_activation(const std::string& s);
+std::optional<OptimizerKind> parse_optimizer(const std::string& s);
+
+}  // namespace mantissa

@@ -1,0 +1,99 @@
+// Session: one training run on its own thread, steered by commands and observed through sinks.
+//
+// Threads: the constructor, start(), post(), request_stop(), wait() and the accessors may be called
+// from any thread (the GUI's, the CLI's). Only the training thread touches the backend and the
+// model. Commands go through a control queue and are applied between steps; each applied command
+// becomes an Event at that step. Telemetry goes out through TelemetrySinks, called on the training
+// thread; they must copy and return.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "train/experiment.h"
+#include "train/telemetry.h"
+
+namespace mantissa {
+
+namespace command {
+struct Pause {};
+struct Resume {};
+struct Stop {};
+struct SetLayerPrecision { std::string layer; LayerPrecision precision; };
+struct SetAutocast { Autocast autocast; };
+struct SetMasterWeights { bool enabled; };
+struct SetLossScaling { LossScalingSpec spec; };
+struct SetLearningRate { double lr; };
+// Puts `value` (inf or NaN) into the named layer's weight gradient at the next step, for
+// demonstrations: the step overflows and, with loss scaling, is skipped.
+struct InjectNonFinite { std::string layer; float value; };
+}  // namespace command
+
+using Command = std::variant<command::Pause, command::Resume, command::Stop,
+                             command::SetLayerPrecision, command::SetAutocast,
+                             command::SetMasterWeights, command::SetLossScaling,
+                             command::SetLearningRate, command::InjectNonFinite>;
+
+enum class SessionState : std::uint8_t { created, running, paused, completed, stopped, failed };
+const char* session_state_name(SessionState s);
+
+struct LayerInfo {
+    std::string name;        // "fc1"
+    int in_features = 0;
+    int out_features = 0;
+    std::int64_t parameters = 0;  // weights + bias
+};
+
+struct RunSummary {
+    SessionState state = SessionState::created;
+    std::int64_t steps = 0;             // steps taken
+    std::int64_t total_steps = 0;       // the budget
+    double final_loss = 0;              // last step's training loss
+    double test_loss = 0;               // last evaluation (NaN when none)
+    double test_accuracy = 0;
+    std::int64_t overflow_steps = 0;
+    std::int64_t skipped_steps = 0;
+    double final_loss_scale = 1;
+    double samples_per_s = 0;           // over the whole run
+    double elapsed_s = 0;
+    std::string error;                  // when failed
+};
+
+class Session {
+public:
+    // Loads the dataset and builds the model and the backend; throws mantissa::Error on bad input
+    // (a missing dataset file, an unknown layer name in precision.layers, no such backend).
+    explicit Session(Experiment experiment);
+    ~Session();  // stops and joins the training thread
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Must be called before start(). Sinks are called on the training thread.
+    void add_sink(std::shared_ptr<TelemetrySink> sink);
+
+    void start();                       // spawns the training thread
+    void post(Command command);         // thread-safe; applied before the next step
+    void request_stop() { post(command::Stop{}); }
+    void wait();                        // joins the training thread
+
+    SessionState state() const { return m_state.load(); }
+    const Experiment& experiment() const;     // as started (live changes are events)
+    const std::vector<LayerInfo>& layers() const;
+    std::string backend_name() const;         // "cpu"
+    std::string device_name() const;          // "AMD EPYC (2 threads, AVX2)"
+    std::int64_t total_steps() const;
+    std::int64_t steps_per_epoch() const;
+    std::vector<std::string> notices() const; // e.g. why the dataset fell back to spirals
+    RunSummary summary() const;               // complete after wait(); a snapshot before
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    std::atomic<SessionState> m_state{SessionState::created};
+};
+
+}  // namespace mantissa

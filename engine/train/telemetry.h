@@ -1,0 +1,115 @@
+// What a training session reports: one StepRecord per step, LayerStepRecords (every step, or every
+// k steps), EvalRecords and Events. These are plain values: they are copied out of the training
+// thread to the GUI's ring and to the store's writer thread, and are the rows of the run store.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "numeric/format.h"
+
+namespace mantissa {
+
+// Bytes by category. On the CPU backend these are the bytes the declared formats would take on a
+// device ("modelled"); on CUDA, the allocator's real accounting.
+struct MemoryBreakdown {
+    std::int64_t parameters = 0;
+    std::int64_t master_weights = 0;
+    std::int64_t gradients = 0;
+    std::int64_t optimizer_state = 0;
+    std::int64_t activations = 0;
+    std::int64_t workspace = 0;
+    std::int64_t device_in_use = 0;   // whole device, from the driver (0 on the CPU backend)
+    std::int64_t device_total = 0;
+    bool modelled = true;             // true: figures are what a device would need, not measured
+    std::int64_t total() const {
+        return parameters + master_weights + gradients + optimizer_state + activations + workspace;
+    }
+};
+
+struct StepRecord {
+    std::int64_t step = 0;        // 0-based optimizer step index (skipped steps count)
+    std::int32_t epoch = 0;       // 0-based
+    double time_s = 0;            // seconds since the run started, at the end of the step
+    double loss = 0;              // unscaled training loss of the batch (fp32)
+    double loss_scale = 1;        // the scale used for this step's backward
+    bool overflow = false;        // a gradient held inf/NaN
+    bool skipped = false;         // the optimizer did not step
+    double grad_norm = 0;         // L2 norm of the unscaled gradients (inf/NaN on overflow)
+    double learning_rate = 0;
+    double samples_per_s = 0;     // batch size / step time
+    double step_time_ms = 0;
+    MemoryBreakdown memory;
+};
+
+// Gradient exponent histogram: bin i counts non-zero finite |g| with floor(log2|g|) == min + i,
+// clamped to the ends; zeros and non-finite values are counted separately in LayerStepRecord.
+struct ExponentHistogram {
+    static constexpr int min_exponent = -150;   // below fp32's smallest subnormal (2^-149)
+    static constexpr int max_exponent = 127;    // fp32's largest finite binade
+    static constexpr int bins = max_exponent - min_exponent + 1;
+    std::array<std::uint32_t, bins> counts{};
+};
+
+struct LayerStepRecord {
+    std::int64_t step = 0;
+    std::int32_t layer = 0;                 // index into the model's layers, 0 = fc1
+    std::string name;                       // "fc1"
+    Format precision = Format::fp32;        // the compute format in effect this step
+    double grad_amax = 0;                   // max |dW| (unscaled), over the weight gradient
+    std::int64_t grad_elements = 0;
+    double frac_zero = 0;                   // of weight-gradient elements, after rounding
+    double frac_subnormal = 0;
+    double frac_nonfinite = 0;
+    double frac_underflow = 0;              // non-zero in fp32, zero after rounding to the format
+    double frac_lost_updates = 0;           // of weights whose non-zero update left them unchanged
+    ExponentHistogram grad_exponents;
+};
+
+struct EvalRecord {
+    std::int64_t step = 0;
+    std::string split;                      // "test" (or "train")
+    double loss = 0;
+    double accuracy = 0;                    // fraction in [0,1]; NaN for regression
+};
+
+enum class EventKind : std::uint8_t {
+    run_started,
+    run_finished,
+    run_stopped,
+    run_failed,
+    run_interrupted,
+    overflow,        // data_json: {"layer": "fc2", "tensor": "dW"}
+    scale_change,    // data_json: {"old": 65536, "new": 32768, "reason": "backoff"}
+    setting_change,  // data_json: {"key": "precision.layers.fc1", "old": "auto", "new": "fp16"}
+    divergence,
+    checkpoint,
+    evaluation,
+    paused,
+    resumed,
+    notice,          // anything a person should know (fallback dataset, recorder backpressure)
+};
+const char* event_kind_name(EventKind kind);  // "setting_change", ...
+
+struct Event {
+    std::int64_t step = 0;
+    double time_s = 0;
+    EventKind kind = EventKind::notice;
+    std::string message;     // one sentence for a person
+    std::string data_json;   // machine-readable details, "{}" when none
+};
+
+// Receives a session's telemetry on the training thread. Implementations must return quickly
+// (copy into a queue or ring); the training thread never waits on a slow subscriber, except the
+// store's recorder, which by design makes training wait rather than drop a row.
+class TelemetrySink {
+public:
+    virtual ~TelemetrySink() = default;
+    virtual void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) = 0;
+    virtual void on_eval(const EvalRecord& eval) = 0;
+    virtual void on_event(const Event& event) = 0;
+};
+
+}  // namespace mantissa
