@@ -1,1 +1,640 @@
-// placeholder: the experiment file parser is being written.
+// The experiment file: JSON <-> Experiment, with errors that name the full dotted key.
+//
+// Reading goes through one small helper, Reader, over one JSON object: every read names a key (so
+// the Reader knows all the keys its object may hold), checks the value's type and range when the key
+// is present, and leaves the default when it is absent. finish() then reports any key that was never
+// read as unknown, with the nearest known key as a suggestion. The checks on values (as_integer,
+// as_real, as_choice, ...) are free functions, so array elements and the free-form layer table use
+// the same sentences. apply_setting (--set KEY=VALUE) edits the printed JSON and reads it back, so a
+// setting is validated by exactly the code that validates a file. Everything here is a pure function
+// of its arguments (and the file), callable from any thread.
+#include "train/experiment.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <span>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+
+namespace mantissa {
+
+using json = nlohmann::json;
+
+namespace {
+
+// ---- names of the enumerations, as the file spells them
+
+template <class E>
+struct Named {
+    E value;
+    const char* name;
+};
+
+constexpr Named<Autocast> autocast_names[] = {
+    {Autocast::off, "off"}, {Autocast::fp16, "fp16"}, {Autocast::bf16, "bf16"}};
+constexpr Named<LayerPrecision> layer_precision_names[] = {
+    {LayerPrecision::automatic, "auto"}, {LayerPrecision::fp32, "fp32"},
+    {LayerPrecision::tf32, "tf32"},      {LayerPrecision::fp16, "fp16"},
+    {LayerPrecision::bf16, "bf16"},      {LayerPrecision::fp8_e4m3, "fp8-e4m3"}};
+constexpr Named<LossScalingMode> loss_scaling_names[] = {{LossScalingMode::off, "off"},
+                                                         {LossScalingMode::fixed, "static"},
+                                                         {LossScalingMode::dynamic, "dynamic"}};
+constexpr Named<Activation> activation_names[] = {
+    {Activation::relu, "relu"}, {Activation::gelu, "gelu"}, {Activation::tanh, "tanh"}};
+constexpr Named<OptimizerKind> optimizer_names[] = {{OptimizerKind::sgd, "sgd"},
+                                                    {OptimizerKind::adamw, "adamw"}};
+constexpr Named<LrSchedule> schedule_names[] = {{LrSchedule::constant, "constant"},
+                                                {LrSchedule::cosine, "cosine"}};
+constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
+                                               {AmaxAlgo::most_recent, "most_recent"}};
+
+// Kinds kept as strings in the structs; the reader still checks them against these lists.
+constexpr std::array<const char*, 7> dataset_kinds = {"fashion-mnist", "mnist", "idx",  "csv",
+                                                      "spirals",       "blobs", "sine"};
+constexpr std::array<const char*, 1> model_kinds = {"mlp"};
+constexpr std::array<const char*, 3> backend_kinds = {"auto", "cpu", "cuda"};
+
+template <class E>
+const char* name_in(std::span<const Named<E>> table, E value) {
+    for (const auto& n : table)
+        if (n.value == value) return n.name;
+    return table.front().name;
+}
+
+template <class E>
+std::optional<E> parse_in(std::span<const Named<E>> table, std::string_view s) {
+    for (const auto& n : table)
+        if (s == n.name) return n.value;
+    return std::nullopt;
+}
+
+template <class E>
+std::vector<std::string> names_of(std::span<const Named<E>> table) {
+    std::vector<std::string> out;
+    for (const auto& n : table) out.emplace_back(n.name);
+    return out;
+}
+
+template <std::size_t N>
+std::vector<std::string> names_of(const std::array<const char*, N>& list) {
+    return {list.begin(), list.end()};
+}
+
+// ---- wording
+
+std::string joined(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+    return out;
+}
+
+// Edits (insert, delete, substitute, swap two neighbours) that turn a into b: "trian" -> "train" is 1.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// "; did you mean 'x'?" when one candidate is close: the same but for letter case, a few edits away
+// (a third of its letters, at most 3), or starting with the word ("fashion" -> "fashion-mnist").
+std::string suggestion(std::string_view word, const std::vector<std::string>& candidates) {
+    const auto lower = [](std::string_view s) {
+        std::string out(s);
+        for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return out;
+    };
+    const std::string w = lower(word);
+    const std::string* best = nullptr;
+    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+    for (const auto& c : candidates) {
+        const std::string lc = lower(c);
+        std::size_t d = edit_distance(w, lc);
+        if (w.size() >= 2 && lc.starts_with(w)) d = std::min<std::size_t>(d, 1);
+        const std::size_t limit = std::clamp<std::size_t>(c.size() / 3, 1, 3);
+        if (d <= limit && d < best_distance) best = &c, best_distance = d;
+    }
+    return best ? "; did you mean '" + *best + "'?" : std::string();
+}
+
+std::string number_text(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+// The value as a person would write it, shortened: 0.5, "fp8", [512,256].
+std::string value_text(const json& v) {
+    if (v.is_number_float()) return number_text(v.get<double>());
+    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return s;
+}
+
+// "a string (\"abc\")", "an array", "null": what a value is, for type errors.
+std::string kind_of(const json& v) {
+    switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean (" + value_text(v) + ")";
+    case json::value_t::string: return "a string (" + value_text(v) + ")";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "a number (" + value_text(v) + ")";
+    default: return "something else";
+    }
+}
+
+[[noreturn]] void fail(const std::string& at, const std::string& what) {
+    throw Error(at + ": " + what);
+}
+
+[[noreturn]] void wrong_type(const std::string& at, const char* expected, const json& v) {
+    fail(at, std::string("expected ") + expected + ", got " + kind_of(v));
+}
+
+// ---- values
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t no_limit = std::numeric_limits<std::int64_t>::max();
+
+struct Range {              // for reals: lo < v or lo <= v, and v < hi or v <= hi
+    double lo, hi;
+    bool lo_open, hi_open;
+};
+constexpr Range positive{0, inf, true, false};
+constexpr Range non_negative{0, inf, false, false};
+constexpr Range open_unit{0, 1, true, true};        // (0, 1)
+constexpr Range half_open_unit{0, 1, false, true};  // [0, 1)
+constexpr Range above_one{1, inf, true, false};
+
+std::string describe(const Range& r) {
+    const std::string lo = number_text(r.lo), hi = number_text(r.hi);
+    if (!r.lo_open && !r.hi_open && r.hi < inf) return "between " + lo + " and " + hi;
+    std::string s = (r.lo_open ? "greater than " : "at least ") + lo;
+    if (r.hi < inf) s += (r.hi_open ? " and less than " : " and at most ") + hi;
+    return s;
+}
+
+double as_real(const json& v, const std::string& at, const Range& r) {
+    if (!v.is_number()) wrong_type(at, "a number", v);
+    const double x = v.get<double>();
+    if (!std::isfinite(x)) fail(at, "must be a finite number, got " + number_text(x));
+    const bool low = r.lo_open ? !(x > r.lo) : !(x >= r.lo);
+    const bool high = r.hi_open ? !(x < r.hi) : !(x <= r.hi);
+    if (low || high) fail(at, "must be " + describe(r) + ", got " + number_text(x));
+    return x;
+}
+
+std::int64_t as_integer(const json& v, const std::string& at, std::int64_t lo, std::int64_t hi) {
+    if (!v.is_number()) wrong_type(at, "an integer", v);
+    const auto out_of_range = [&](bool below) {
+        fail(at, (below && hi == no_limit ? "must be at least " + std::to_string(lo)
+                                          : "must be between " + std::to_string(lo) + " and " + std::to_string(hi)) +
+                     ", got " + value_text(v));
+    };
+    std::int64_t x = 0;
+    if (v.is_number_unsigned()) {
+        if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(no_limit)) out_of_range(false);
+        x = static_cast<std::int64_t>(v.get<std::uint64_t>());
+    } else if (v.is_number_integer()) {
+        x = v.get<std::int64_t>();
+    } else {  // a float is accepted when it is a whole number (1e3 from --set)
+        const double d = v.get<double>();
+        if (!std::isfinite(d) || d != std::floor(d)) wrong_type(at, "an integer", v);
+        if (d < -9.2e18 || d > 9.2e18) out_of_range(d < 0);
+        x = static_cast<std::int64_t>(d);
+    }
+    if (x < lo || x > hi) out_of_range(x < lo);
+    return x;
+}
+
+std::uint64_t as_unsigned(const json& v, const std::string& at) {
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>();  // the full 64-bit range
+    if (v.is_number_float() && v.get<double>() >= 0x1p63) {     // whole numbers, every one of them
+        if (v.get<double>() >= 0x1p64) fail(at, "must be between 0 and 18446744073709551615, got " + value_text(v));
+        return static_cast<std::uint64_t>(v.get<double>());
+    }
+    return static_cast<std::uint64_t>(as_integer(v, at, 0, no_limit));
+}
+
+bool as_bool(const json& v, const std::string& at) {
+    if (!v.is_boolean()) wrong_type(at, "true or false", v);
+    return v.get<bool>();
+}
+
+std::string as_text(const json& v, const std::string& at) {
+    if (!v.is_string()) wrong_type(at, "a string", v);
+    try {
+        (void)v.dump();  // strict UTF-8 check, so the experiment can always be printed again
+    } catch (const json::exception&) {
+        fail(at, "must be valid UTF-8 text");
+    }
+    return v.get<std::string>();
+}
+
+std::string as_one_of(const json& v, const std::string& at, const std::vector<std::string>& names) {
+    const std::string expected = "one of " + joined(names);
+    if (!v.is_string()) wrong_type(at, expected.c_str(), v);
+    const std::string s = v.get<std::string>();
+    if (std::find(names.begin(), names.end(), s) == names.end())
+        fail(at, "must be " + expected + ", got " + value_text(v) + suggestion(s, names));
+    return s;
+}
+
+template <class E>
+E as_choice(const json& v, const std::string& at, std::span<const Named<E>> table) {
+    return *parse_in(table, as_one_of(v, at, names_of(table)));
+}
+
+// ---- the reader over one object
+
+class Reader {
+public:
+    Reader(const json& object, std::string path) : j_(object), path_(std::move(path)) {}
+
+    std::string at(std::string_view key) const {
+        return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+    }
+
+    // Marks `key` as one this object may hold; its value, or nullptr when absent.
+    const json* find(const char* key) {
+        known_.emplace_back(key);
+        const auto it = j_.find(key);
+        return it == j_.end() ? nullptr : &*it;
+    }
+
+    void text(const char* key, std::string& out) {
+        if (const json* v = find(key)) out = as_text(*v, at(key));
+    }
+    void boolean(const char* key, bool& out) {
+        if (const json* v = find(key)) out = as_bool(*v, at(key));
+    }
+    void real(const char* key, double& out, const Range& r) {
+        if (const json* v = find(key)) out = as_real(*v, at(key), r);
+    }
+    template <class Int>
+    void integer(const char* key, Int& out, std::int64_t lo, std::int64_t hi) {
+        if (const json* v = find(key)) out = static_cast<Int>(as_integer(*v, at(key), lo, hi));
+    }
+    template <class E, std::size_t N>
+    void choice(const char* key, E& out, const Named<E> (&table)[N]) {
+        if (const json* v = find(key)) out = as_choice<E>(*v, at(key), table);
+    }
+    template <std::size_t N>
+    void one_of(const char* key, std::string& out, const std::array<const char*, N>& names) {
+        if (const json* v = find(key)) out = as_one_of(*v, at(key), names_of(names));
+    }
+
+    // A nested object; when absent, a reader over an empty object (every default kept).
+    Reader group(const char* key) {
+        static const json empty = json::object();
+        const json* v = find(key);
+        if (v && !v->is_object()) wrong_type(at(key), "an object", *v);
+        return Reader(v ? *v : empty, at(key));
+    }
+
+    // Every key present must have been read: the first one that was not is unknown.
+    void finish() const {
+        for (const auto& item : j_.items()) {
+            if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
+            const std::string hint = suggestion(item.key(), known_);
+            fail(at(item.key()), "unknown key" + (hint.empty() ? "; the keys here are " + joined(known_) : hint));
+        }
+    }
+
+private:
+    const json& j_;
+    std::string path_;
+    std::vector<std::string> known_;
+};
+
+// ---- the sections
+
+bool is_layer_name(std::string_view s) {  // fc1, fc2, ...: "fc" and a number without leading zeros
+    if (s.size() < 3 || s.size() > 6 || s.substr(0, 2) != "fc" || s[2] == '0') return false;
+    return std::all_of(s.begin() + 2, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void read_dataset(Reader r, DatasetSpec& d) {
+    r.one_of("kind", d.kind, dataset_kinds);
+    r.text("path", d.path);
+    r.integer("samples", d.samples, 10, 10'000'000);
+    r.integer("classes", d.classes, 2, 1000);
+    r.real("noise", d.noise, {0, 100, false, false});
+    r.real("test_fraction", d.test_fraction, open_unit);
+    r.integer("label_column", d.label_column, -1, 1'000'000);
+    r.boolean("normalize", d.normalize);
+    r.finish();
+    if ((d.kind == "csv" || d.kind == "idx") && d.path.empty())
+        fail(r.at("path"), "must name the " + std::string(d.kind == "csv" ? "CSV file" : "folder of IDX files") +
+                               " for kind '" + d.kind + "'");
+}
+
+void read_model(Reader r, ModelSpec& m) {
+    r.one_of("kind", m.kind, model_kinds);
+    if (const json* v = r.find("hidden")) {
+        const std::string at = r.at("hidden");
+        if (!v->is_array()) wrong_type(at, "an array of layer widths", *v);
+        if (v->size() > 16) fail(at, "at most 16 hidden layers, got " + std::to_string(v->size()));
+        m.hidden.clear();
+        for (std::size_t i = 0; i < v->size(); ++i)
+            m.hidden.push_back(static_cast<int>(as_integer((*v)[i], at + "[" + std::to_string(i) + "]", 1, 65536)));
+    }
+    r.choice("activation", m.activation, activation_names);
+    r.finish();
+}
+
+void read_train(Reader r, TrainSpec& t) {
+    r.integer("batch_size", t.batch_size, 1, 65536);
+    r.integer("epochs", t.epochs, 0, 1'000'000);
+    r.integer("steps", t.steps, 0, 1'000'000'000'000);
+    r.choice("optimizer", t.optimizer, optimizer_names);
+    r.real("lr", t.lr, positive);
+    r.real("momentum", t.momentum, half_open_unit);
+    r.real("weight_decay", t.weight_decay, non_negative);
+    r.real("beta1", t.beta1, half_open_unit);
+    r.real("beta2", t.beta2, half_open_unit);
+    r.real("eps", t.eps, positive);
+    r.choice("schedule", t.schedule, schedule_names);
+    r.integer("warmup_steps", t.warmup_steps, 0, no_limit);
+    if (const json* v = r.find("seed")) t.seed = as_unsigned(*v, r.at("seed"));
+    r.integer("eval_every", t.eval_every, 0, no_limit);
+    r.integer("layer_stats_every", t.layer_stats_every, 1, no_limit);
+    r.finish();
+    if (t.steps == 0 && t.epochs < 1)
+        fail(r.at("epochs"), "must be at least 1 when train.steps is 0, got " + std::to_string(t.epochs));
+}
+
+void read_loss_scaling(Reader r, LossScalingSpec& s) {
+    r.choice("mode", s.mode, loss_scaling_names);
+    r.real("init_scale", s.init_scale, positive);
+    r.real("growth_factor", s.growth_factor, above_one);
+    r.real("backoff_factor", s.backoff_factor, open_unit);
+    r.integer("growth_interval", s.growth_interval, 1, no_limit);
+    for (auto [key, out] : {std::pair{"min_scale", &s.min_scale}, std::pair{"max_scale", &s.max_scale}}) {
+        const json* v = r.find(key);
+        if (v && v->is_null()) *out = std::nullopt;  // null: the extension is off
+        else if (v) *out = as_real(*v, r.at(key), positive);
+    }
+    r.finish();
+    if (s.min_scale && s.max_scale && *s.min_scale > *s.max_scale)
+        fail(r.at("min_scale"), "must not exceed max_scale (" + number_text(*s.max_scale) + "), got " +
+                                    number_text(*s.min_scale));
+}
+
+void read_fp8(Reader r, Fp8Spec& f) {
+    r.integer("amax_history_len", f.amax_history_len, 1, 1024);
+    r.integer("margin", f.margin, 0, 16);
+    r.choice("amax_compute_algo", f.amax_compute_algo, amax_algo_names);
+    r.finish();
+}
+
+void read_precision(Reader r, PrecisionSpec& p) {
+    r.choice("autocast", p.autocast, autocast_names);
+    r.boolean("master_weights", p.master_weights);
+    if (const json* v = r.find("layers")) {
+        const std::string at = r.at("layers");
+        if (!v->is_object()) wrong_type(at, "an object such as {\"fc1\": \"fp32\"}", *v);
+        p.layers.clear();
+        for (const auto& item : v->items()) {
+            const std::string key = at + "." + item.key();
+            if (!is_layer_name(item.key()))
+                fail(key, "not a layer name; the linear layers are named fc1, fc2, ... from the input to "
+                          "the output");
+            p.layers[item.key()] = as_choice<LayerPrecision>(item.value(), key, layer_precision_names);
+        }
+    }
+    read_loss_scaling(r.group("loss_scaling"), p.loss_scaling);
+    read_fp8(r.group("fp8"), p.fp8);
+    r.finish();
+}
+
+void read_backend(Reader& root, Experiment& e) {
+    const json* v = root.find("backend");
+    if (!v) return;
+    if (v->is_string()) {
+        e.backend = as_one_of(*v, "backend", names_of(backend_kinds));
+        e.device = 0;
+        return;
+    }
+    if (!v->is_object()) wrong_type("backend", "a string (auto, cpu, cuda) or an object", *v);
+    Reader r(*v, "backend");
+    r.one_of("kind", e.backend, backend_kinds);
+    r.integer("device", e.device, 0, 255);
+    r.finish();
+}
+
+void read_lesson(Reader r, LessonSpec& l) {
+    r.text("title", l.title);
+    r.text("text", l.text);
+    r.text("watch", l.watch);
+    r.boolean("classroom", l.classroom);
+    r.finish();
+}
+
+std::string system_error_text() { return std::strerror(errno); }
+
+}  // namespace
+
+// ---- names
+
+const char* autocast_name(Autocast a) { return name_in<Autocast>(autocast_names, a); }
+const char* layer_precision_name(LayerPrecision p) { return name_in<LayerPrecision>(layer_precision_names, p); }
+const char* loss_scaling_mode_name(LossScalingMode m) { return name_in<LossScalingMode>(loss_scaling_names, m); }
+const char* activation_name(Activation a) { return name_in<Activation>(activation_names, a); }
+const char* optimizer_name(OptimizerKind o) { return name_in<OptimizerKind>(optimizer_names, o); }
+const char* lr_schedule_name(LrSchedule s) { return name_in<LrSchedule>(schedule_names, s); }
+const char* amax_algo_name(AmaxAlgo a) { return name_in<AmaxAlgo>(amax_algo_names, a); }
+
+std::optional<LayerPrecision> parse_layer_precision(const std::string& s) {
+    return parse_in<LayerPrecision>(layer_precision_names, s);
+}
+std::optional<Autocast> parse_autocast(const std::string& s) { return parse_in<Autocast>(autocast_names, s); }
+std::optional<LossScalingMode> parse_loss_scaling_mode(const std::string& s) {
+    return parse_in<LossScalingMode>(loss_scaling_names, s);
+}
+std::optional<Activation> parse_activation(const std::string& s) {
+    return parse_in<Activation>(activation_names, s);
+}
+std::optional<OptimizerKind> parse_optimizer(const std::string& s) {
+    return parse_in<OptimizerKind>(optimizer_names, s);
+}
+
+// ---- JSON
+
+Experiment experiment_from_json(const json& j) {
+    if (!j.is_object()) wrong_type("experiment", "a JSON object ({...}) at the top level", j);
+    Experiment e;
+    Reader r(j, "");
+    r.text("name", e.name);
+    if (e.name.empty()) fail("name", "must not be empty");
+    read_dataset(r.group("dataset"), e.dataset);
+    read_model(r.group("model"), e.model);
+    read_train(r.group("train"), e.train);
+    read_precision(r.group("precision"), e.precision);
+    read_backend(r, e);
+    read_lesson(r.group("lesson"), e.lesson);
+    r.finish();
+    return e;
+}
+
+json experiment_to_json(const Experiment& e) {
+    const auto& d = e.dataset;
+    const auto& t = e.train;
+    const auto& p = e.precision;
+    const auto& s = p.loss_scaling;
+    json layers = json::object();
+    for (const auto& [name, precision] : p.layers) layers[name] = layer_precision_name(precision);
+    const auto optional_scale = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    return {
+        {"name", e.name},
+        {"dataset", {{"kind", d.kind}, {"path", d.path}, {"samples", d.samples}, {"classes", d.classes},
+                     {"noise", d.noise}, {"test_fraction", d.test_fraction},
+                     {"label_column", d.label_column}, {"normalize", d.normalize}}},
+        {"model", {{"kind", e.model.kind}, {"hidden", e.model.hidden},
+                   {"activation", activation_name(e.model.activation)}}},
+        {"train", {{"batch_size", t.batch_size}, {"epochs", t.epochs}, {"steps", t.steps},
+                   {"optimizer", optimizer_name(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
+                   {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
+                   {"eps", t.eps}, {"schedule", lr_schedule_name(t.schedule)},
+                   {"warmup_steps", t.warmup_steps}, {"seed", t.seed}, {"eval_every", t.eval_every},
+                   {"layer_stats_every", t.layer_stats_every}}},
+        {"precision",
+         {{"autocast", autocast_name(p.autocast)},
+          {"master_weights", p.master_weights},
+          {"layers", layers},
+          {"loss_scaling", {{"mode", loss_scaling_mode_name(s.mode)}, {"init_scale", s.init_scale},
+                            {"growth_factor", s.growth_factor}, {"backoff_factor", s.backoff_factor},
+                            {"growth_interval", s.growth_interval},
+                            {"min_scale", optional_scale(s.min_scale)},
+                            {"max_scale", optional_scale(s.max_scale)}}},
+          {"fp8", {{"amax_history_len", p.fp8.amax_history_len}, {"margin", p.fp8.margin},
+                   {"amax_compute_algo", amax_algo_name(p.fp8.amax_compute_algo)}}}}},
+        {"backend", {{"kind", e.backend}, {"device", e.device}}},
+        {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
+                    {"classroom", e.lesson.classroom}}},
+    };
+}
+
+// ---- files
+
+Experiment load_experiment(const std::string& path) {
+    namespace fs = std::filesystem;
+    const std::string file = "Experiment file " + path;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+        throw Error("Cannot read experiment file " + path + ": " + ec.message() + ".");
+    if (!fs::exists(status)) throw Error(file + " does not exist.");
+    if (fs::is_directory(status)) throw Error(file + " is a folder, not a file.");
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (!ec && size > (16u << 20))
+        throw Error(file + " is " + std::to_string(size) + " bytes, too large to be an experiment file.");
+
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("Cannot open experiment file " + path + ": " + system_error_text() + ".");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw Error("Cannot read experiment file " + path + ": " + system_error_text() + ".");
+
+    json j;
+    try {
+        j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+    } catch (const json::parse_error& err) {
+        // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 1: ...".
+        std::string why = err.what();
+        if (const auto at = why.find("parse error at "); at != std::string::npos) why = why.substr(at + 15);
+        throw Error(file + " is not valid JSON: " + why);
+    }
+    if (!j.is_object())
+        throw Error(file + " must hold a JSON object ({...}) at the top level, not " + kind_of(j) + ".");
+    try {
+        return experiment_from_json(j);
+    } catch (const Error& err) {
+        throw Error(file + ": " + err.what());
+    }
+}
+
+void save_experiment(const Experiment& e, const std::string& path) {
+    const std::string text = experiment_to_json(e).dump(2) + "\n";
+    const std::string partial = path + ".partial";  // written whole, then renamed over the target
+    {
+        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+        if (out) out << text;
+        if (!out || !out.flush()) {
+            const std::string why = system_error_text();
+            std::error_code ignored;
+            std::filesystem::remove(partial, ignored);
+            throw Error("Cannot write experiment file " + path + ": " + why + ".");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(partial, path, ec);
+    if (ec) {
+        std::filesystem::remove(partial, ec);
+        throw Error("Cannot write experiment file " + path + ": " + ec.message() + ".");
+    }
+}
+
+// ---- --set KEY=VALUE
+
+void apply_setting(Experiment& e, const std::string& assignment) {
+    const std::string usage = "--set " + assignment + ": expected KEY=VALUE with a dotted key from the "
+                              "experiment file, e.g. train.lr=0.01 or precision.autocast=bf16";
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error(usage);
+    std::vector<std::string> parts;
+    for (std::size_t start = 0;;) {
+        const auto dot = assignment.find('.', start);
+        const auto end = std::min(dot, eq);
+        parts.push_back(assignment.substr(start, end - start));
+        if (parts.back().empty()) throw Error(usage);
+        if (end == eq) break;
+        start = end + 1;
+    }
+    json value;
+    try {
+        value = json::parse(assignment.substr(eq + 1));
+    } catch (const json::parse_error&) {
+        value = assignment.substr(eq + 1);  // a bare word: bf16, fp32, off
+    }
+    if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");
+
+    json j = experiment_to_json(e);
+    json* node = &j;
+    std::string at;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        at += (at.empty() ? "" : ".") + parts[i];
+        json& child = (*node)[parts[i]];  // a new name becomes an object that from_json calls unknown
+        if (child.is_null()) child = json::object();
+        if (!child.is_object())
+            fail(at + "." + parts[i + 1], "unknown key; " + at + " is a single value, not a group of keys");
+        node = &child;
+    }
+    (*node)[parts.back()] = std::move(value);
+    e = experiment_from_json(j);
+}
+
+}  // namespace mantissa

@@ -1,0 +1,442 @@
+// The experiment file: defaults, exact round trips, errors that name the full dotted key (a table),
+// --set assignments, loading bad files, and every example under resources/experiments. Also checks
+// that docs/experiment.md documents every key the engine writes.
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "train/experiment.h"
+
+using namespace mantissa;
+using json = nlohmann::json;
+
+namespace {
+
+// The message of the mantissa::Error that `f` throws; empty when it throws nothing.
+QString error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+void write_file(const QString& path, const std::string& text) {
+    std::ofstream(path.toStdString(), std::ios::binary) << text;
+}
+
+// Every leaf of a JSON object as a dotted key: "train.lr", "precision.loss_scaling.mode", ...
+void dotted_keys(const json& j, const std::string& prefix, std::vector<std::string>& out) {
+    for (const auto& item : j.items()) {
+        const std::string key = prefix.empty() ? item.key() : prefix + "." + item.key();
+        if (item.value().is_object() && item.key() != "layers") dotted_keys(item.value(), key, out);
+        else out.push_back(key);
+    }
+}
+
+Experiment non_default_experiment() {
+    Experiment e;
+    e.name = "spirals-bf16 \"quoted\" ünïcode";
+    e.dataset = {"spirals", "/tmp/x.csv", 1234, 5, 0.25, 0.3, 2, false};
+    e.model.hidden = {64, 32, 16};
+    e.model.activation = Activation::gelu;
+    e.train.batch_size = 33;
+    e.train.epochs = 7;
+    e.train.steps = 900;
+    e.train.optimizer = OptimizerKind::sgd;
+    e.train.lr = 0.1234567890123;
+    e.train.momentum = 0.8;
+    e.train.weight_decay = 1e-4;
+    e.train.beta1 = 0.85;
+    e.train.beta2 = 0.98;
+    e.train.eps = 1e-6;
+    e.train.schedule = LrSchedule::cosine;
+    e.train.warmup_steps = 50;
+    e.train.seed = 18446744073709551615ull;
+    e.train.eval_every = 0;
+    e.train.layer_stats_every = 4;
+    e.precision.autocast = Autocast::bf16;
+    e.precision.master_weights = false;
+    e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
+                          {"fc2", LayerPrecision::automatic}, {"fc3", LayerPrecision::tf32}};
+    e.precision.loss_scaling = {LossScalingMode::fixed, 1024, 4, 0.25, 100, 1.0, 1e9};
+    e.precision.fp8 = {64, 2, AmaxAlgo::most_recent};
+    e.backend = "cuda";
+    e.device = 3;
+    e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true};
+    return e;
+}
+
+}  // namespace
+
+class TestExperiment : public QObject {
+    Q_OBJECT
+private slots:
+    void defaults() {
+        const Experiment e = experiment_from_json(json::object());
+        QVERIFY(e == Experiment{});
+        QCOMPARE(e.name, std::string("experiment"));
+        QCOMPARE(e.dataset.kind, std::string("fashion-mnist"));
+        QCOMPARE(e.model.hidden, (std::vector<int>{256, 128}));
+        QCOMPARE(e.train.batch_size, 128);
+        QCOMPARE(e.train.lr, 1e-3);
+        QVERIFY(e.train.optimizer == OptimizerKind::adamw);
+        QVERIFY(e.precision.autocast == Autocast::off);
+        QVERIFY(e.precision.master_weights);
+        QVERIFY(e.precision.loss_scaling.mode == LossScalingMode::dynamic);
+        QCOMPARE(e.precision.loss_scaling.init_scale, 65536.0);
+        QCOMPARE(e.precision.loss_scaling.growth_interval, std::int64_t(2000));
+        QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
+        QCOMPARE(e.backend, std::string("auto"));
+
+        // Every key is written, defaults included: name 1, dataset 8, model 3, train 15, precision
+        // 2 + layers + loss_scaling 7 + fp8 3, backend 2, lesson 4.
+        std::vector<std::string> keys;
+        dotted_keys(experiment_to_json(e), "", keys);
+        QCOMPARE(int(keys.size()), 46);
+        const json j = experiment_to_json(e);
+        QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
+        QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
+    }
+
+    void roundTrip() {
+        const Experiment e = non_default_experiment();
+        QVERIFY(experiment_from_json(experiment_to_json(e)) == e);
+        // through text too: what a saved file holds
+        const std::string text = experiment_to_json(e).dump(2);
+        QVERIFY(experiment_from_json(json::parse(text)) == e);
+        // and every field really differs from the default, so the equality above means something
+        const json a = experiment_to_json(e), b = experiment_to_json(Experiment{});
+        std::vector<std::string> keys;
+        dotted_keys(b, "", keys);
+        for (const auto& key : keys) {
+            if (key == "model.kind") continue;  // "mlp" is the only kind so far
+            std::string pointer = "/" + key;
+            std::replace(pointer.begin(), pointer.end(), '.', '/');
+            QVERIFY2(a.at(json::json_pointer(pointer)) != b.at(json::json_pointer(pointer)), key.c_str());
+        }
+    }
+
+    void saveAndLoad() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("saved.json").toStdString();
+        const Experiment e = non_default_experiment();
+        save_experiment(e, path);
+        QVERIFY(load_experiment(path) == e);
+        QVERIFY(!std::filesystem::exists(path + ".partial"));
+        const QString err = error_of([&] { save_experiment(e, dir.filePath("no/such/folder.json").toStdString()); });
+        QVERIFY2(err.contains("Cannot write experiment file") && err.contains("folder.json"), qPrintable(err));
+    }
+
+    void backendForms() {
+        Experiment e = experiment_from_json(json::parse(R"({"backend": "cuda"})"));
+        QCOMPARE(e.backend, std::string("cuda"));
+        QCOMPARE(e.device, 0);
+        e = experiment_from_json(json::parse(R"({"backend": {"kind": "cuda", "device": 2}})"));
+        QCOMPARE(e.backend, std::string("cuda"));
+        QCOMPARE(e.device, 2);
+        e = experiment_from_json(json::parse(R"({"train": {"steps": 10, "epochs": 0, "batch_size": 1e2}})"));
+        QCOMPARE(e.train.epochs, 0);
+        QCOMPARE(e.train.batch_size, 100);
+    }
+
+    void names() {
+        for (auto a : {Autocast::off, Autocast::fp16, Autocast::bf16})
+            QVERIFY(parse_autocast(autocast_name(a)) == a);
+        for (auto p : {LayerPrecision::automatic, LayerPrecision::fp32, LayerPrecision::tf32, LayerPrecision::fp16,
+                       LayerPrecision::bf16, LayerPrecision::fp8_e4m3})
+            QVERIFY(parse_layer_precision(layer_precision_name(p)) == p);
+        for (auto m : {LossScalingMode::off, LossScalingMode::fixed, LossScalingMode::dynamic})
+            QVERIFY(parse_loss_scaling_mode(loss_scaling_mode_name(m)) == m);
+        for (auto a : {Activation::relu, Activation::gelu, Activation::tanh})
+            QVERIFY(parse_activation(activation_name(a)) == a);
+        for (auto o : {OptimizerKind::sgd, OptimizerKind::adamw}) QVERIFY(parse_optimizer(optimizer_name(o)) == o);
+        QCOMPARE(std::string(layer_precision_name(LayerPrecision::automatic)), std::string("auto"));
+        QCOMPARE(std::string(loss_scaling_mode_name(LossScalingMode::fixed)), std::string("static"));
+        QCOMPARE(std::string(lr_schedule_name(LrSchedule::cosine)), std::string("cosine"));
+        QCOMPARE(std::string(amax_algo_name(AmaxAlgo::most_recent)), std::string("most_recent"));
+        QVERIFY(!parse_layer_precision("fp8-e5m2"));
+        QVERIFY(!parse_autocast("FP16"));
+    }
+
+    void badInput_data() {
+        QTest::addColumn<QString>("input");
+        QTest::addColumn<QString>("message");  // the message starts with this
+        const auto row = [](const char* input, const char* message) { QTest::newRow(message) << input << message; };
+        row(R"({"precision": {"autocas": "fp16"}})", "precision.autocas: unknown key; did you mean 'autocast'?");
+        row(R"({"trian": {}})", "trian: unknown key; did you mean 'train'?");
+        row(R"({"backend": {"kind": "cuda", "gpu": 1}})", "backend.gpu: unknown key; the keys here are kind, device");
+        row(R"({"train": {"lr": "0.01"}})", "train.lr: expected a number, got a string (\"0.01\")");
+        row(R"({"train": {"batch_size": 0}})", "train.batch_size: must be between 1 and 65536, got 0");
+        row(R"({"train": {"batch_size": 12.5}})", "train.batch_size: expected an integer, got a number (12.5)");
+        row(R"({"train": {"lr": 0}})", "train.lr: must be greater than 0, got 0");
+        row(R"({"train": {"lr": -0.001}})", "train.lr: must be greater than 0, got -0.001");
+        row(R"({"train": {"epochs": 0}})", "train.epochs: must be at least 1 when train.steps is 0, got 0");
+        row(R"({"train": {"steps": -1}})", "train.steps: must be between 0 and");
+        row(R"({"train": {"eval_every": -5}})", "train.eval_every: must be at least 0, got -5");
+        row(R"({"train": {"layer_stats_every": 0}})", "train.layer_stats_every: must be at least 1, got 0");
+        row(R"({"train": {"seed": -1}})", "train.seed: must be at least 0, got -1");
+        row(R"({"train": {"seed": 18446744073709551616}})",
+            "train.seed: must be between 0 and 18446744073709551615, got 18446744073709551616");
+        row(R"({"train": {"warmup_steps": 1e19}})",
+            "train.warmup_steps: must be between 0 and 9223372036854775807, got 1e+19");
+        row(R"({"train": {"beta2": 1}})", "train.beta2: must be at least 0 and less than 1, got 1");
+        row(R"({"train": {"optimizer": "adam"}})",
+            "train.optimizer: must be one of sgd, adamw, got \"adam\"; did you mean 'adamw'?");
+        row(R"({"precision": {"loss_scaling": {"growth_factor": 1}}})",
+            "precision.loss_scaling.growth_factor: must be greater than 1, got 1");
+        row(R"({"precision": {"loss_scaling": {"backoff_factor": 1}}})",
+            "precision.loss_scaling.backoff_factor: must be greater than 0 and less than 1, got 1");
+        row(R"({"precision": {"loss_scaling": {"backoff_factor": 0}}})",
+            "precision.loss_scaling.backoff_factor: must be greater than 0 and less than 1, got 0");
+        row(R"({"precision": {"loss_scaling": {"growth_interval": 0}}})",
+            "precision.loss_scaling.growth_interval: must be at least 1, got 0");
+        row(R"({"precision": {"loss_scaling": {"init_scale": 0}}})",
+            "precision.loss_scaling.init_scale: must be greater than 0, got 0");
+        row(R"({"precision": {"loss_scaling": {"min_scale": 4096, "max_scale": 1024}}})",
+            "precision.loss_scaling.min_scale: must not exceed max_scale (1024), got 4096");
+        row(R"({"precision": {"loss_scaling": {"mode": "auto"}}})",
+            "precision.loss_scaling.mode: must be one of off, static, dynamic, got \"auto\"");
+        row(R"({"precision": {"autocast": "FP16"}})",
+            "precision.autocast: must be one of off, fp16, bf16, got \"FP16\"; did you mean 'fp16'?");
+        row(R"({"precision": {"layers": {"fc2": "fp8"}}})",
+            "precision.layers.fc2: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, got \"fp8\"; did you mean "
+            "'fp8-e4m3'?");
+        row(R"({"precision": {"master_weights": "yes"}})",
+            "precision.master_weights: expected true or false, got a string (\"yes\")");
+        row(R"({"precision": {"layers": {"conv1": "fp32"}}})", "precision.layers.conv1: not a layer name");
+        row(R"({"precision": {"layers": {"fc0": "fp32"}}})", "precision.layers.fc0: not a layer name");
+        row(R"({"precision": {"layers": {"fc1": "fp8-e5m2"}}})",
+            "precision.layers.fc1: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, got \"fp8-e5m2\"");
+        row(R"({"precision": {"layers": ["fc1"]}})", "precision.layers: expected an object");
+        row(R"({"precision": {"fp8": {"amax_history_len": 0}}})",
+            "precision.fp8.amax_history_len: must be between 1 and 1024, got 0");
+        row(R"({"precision": {"fp8": {"margin": 17}}})", "precision.fp8.margin: must be between 0 and 16, got 17");
+        row(R"({"precision": {"fp8": {"amax_compute_algo": "mean"}}})",
+            "precision.fp8.amax_compute_algo: must be one of max, most_recent, got \"mean\"");
+        row(R"({"precision": []})", "precision: expected an object, got an array");
+        row(R"({"model": {"hidden": [256, 0]}})", "model.hidden[1]: must be between 1 and 65536, got 0");
+        row(R"({"model": {"hidden": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}})",
+            "model.hidden: at most 16 hidden layers, got 17");
+        row(R"({"model": {"hidden": "256"}})", "model.hidden: expected an array of layer widths, got a string");
+        row(R"({"model": {"activation": "relu6"}})",
+            "model.activation: must be one of relu, gelu, tanh, got \"relu6\"; did you mean 'relu'?");
+        row(R"({"model": {"kind": "cnn"}})", "model.kind: must be one of mlp, got \"cnn\"");
+        row(R"({"dataset": {"kind": "cifar"}})", "dataset.kind: must be one of fashion-mnist, mnist");
+        row(R"({"dataset": {"kind": "fashion"}})",
+            "dataset.kind: must be one of fashion-mnist, mnist, idx, csv, spirals, blobs, sine, got \"fashion\"; "
+            "did you mean 'fashion-mnist'?");
+        row(R"({"dataset": {"samples": 5}})", "dataset.samples: must be between 10 and");
+        row(R"({"dataset": {"test_fraction": 1}})",
+            "dataset.test_fraction: must be greater than 0 and less than 1, got 1");
+        row(R"({"dataset": {"noise": -0.1}})", "dataset.noise: must be between 0 and 100, got -0.1");
+        row(R"({"dataset": {"kind": "csv", "path": ""}})", "dataset.path: must name the CSV file");
+        row(R"({"backend": "tpu"})", "backend: must be one of auto, cpu, cuda, got \"tpu\"");
+        row(R"({"backend": 1})", "backend: expected a string (auto, cpu, cuda) or an object");
+        row(R"({"backend": {"kind": "cuda", "device": -1}})", "backend.device: must be between 0 and 255, got -1");
+        row(R"({"lesson": {"classroom": 1}})", "lesson.classroom: expected true or false, got a number (1)");
+        row(R"({"lesson": {"title": null}})", "lesson.title: expected a string, got null");
+        row(R"({"name": ""})", "name: must not be empty");
+        row(R"([1, 2])", "experiment: expected a JSON object");
+    }
+    void badInput() {
+        QFETCH(QString, input);
+        QFETCH(QString, message);
+        const QString err = error_of([&] { experiment_from_json(json::parse(input.toStdString())); });
+        QVERIFY2(err.startsWith(message), qPrintable("got: " + err));
+    }
+
+    void invalidUtf8IsRefused() {  // so that every experiment can be printed (and stored) again
+        const json j = {{"name", std::string("bad \xff byte")}};
+        QCOMPARE(error_of([&] { experiment_from_json(j); }), QString("name: must be valid UTF-8 text"));
+        Experiment e;
+        QVERIFY(error_of([&] { apply_setting(e, "lesson.title=\xff"); }).startsWith("lesson.title: must be valid"));
+    }
+
+    void nonFiniteNumbersAreRefused() {  // JSON text cannot hold them, but a json built in code can
+        json j = {{"train", {{"lr", std::numeric_limits<double>::infinity()}}}};
+        QCOMPARE(error_of([&] { experiment_from_json(j); }), QString("train.lr: must be a finite number, got inf"));
+        j = {{"precision", {{"loss_scaling", {{"init_scale", std::nan("")}}}}}};
+        QVERIFY(error_of([&] { experiment_from_json(j); })
+                    .startsWith("precision.loss_scaling.init_scale: must be a finite"));
+    }
+
+    void applySetting_data() {
+        QTest::addColumn<QString>("assignment");
+        QTest::addColumn<QString>("pointer");   // where the value lands in experiment_to_json
+        QTest::addColumn<QString>("expected");  // as JSON
+        const auto row = [](const char* a, const char* p, const char* v) { QTest::newRow(a) << a << p << v; };
+        row("precision.autocast=bf16", "/precision/autocast", R"("bf16")");
+        row("precision.layers.fc1=fp32", "/precision/layers/fc1", R"("fp32")");
+        row("precision.layers.fc3=fp8-e4m3", "/precision/layers/fc3", R"("fp8-e4m3")");
+        row("precision.loss_scaling.mode=off", "/precision/loss_scaling/mode", R"("off")");
+        row("precision.loss_scaling.mode=static", "/precision/loss_scaling/mode", R"("static")");
+        row("precision.loss_scaling.max_scale=1e6", "/precision/loss_scaling/max_scale", "1000000.0");
+        row("precision.loss_scaling.min_scale=null", "/precision/loss_scaling/min_scale", "null");
+        row("precision.master_weights=false", "/precision/master_weights", "false");
+        row("train.lr=0.01", "/train/lr", "0.01");
+        row("train.batch_size=1e3", "/train/batch_size", "1000");
+        row("train.seed=18446744073709551615", "/train/seed", "18446744073709551615");
+        row("model.hidden=[512,256]", "/model/hidden", "[512,256]");
+        row("model.hidden=[]", "/model/hidden", "[]");
+        row("backend=cuda", "/backend/kind", R"("cuda")");
+        row("backend.device=1", "/backend/device", "1");
+        row("name=my run", "/name", R"("my run")");
+        row(R"(name="42")", "/name", R"("42")");
+        row("lesson.classroom=true", "/lesson/classroom", "true");
+        row(R"(precision.layers={"fc2":"bf16"})", "/precision/layers", R"({"fc2":"bf16"})");
+    }
+    void applySetting() {
+        QFETCH(QString, assignment);
+        QFETCH(QString, pointer);
+        QFETCH(QString, expected);
+        Experiment original;
+        original.precision.layers["fc2"] = LayerPrecision::fp16;  // an entry that most settings keep
+        Experiment e = original;
+        apply_setting(e, assignment.toStdString());
+        const json j = experiment_to_json(e);
+        QCOMPARE(QString::fromStdString(j.at(json::json_pointer(pointer.toStdString())).dump()),
+                 QString::fromStdString(json::parse(expected.toStdString()).dump()));
+        // nothing else moved
+        json before = experiment_to_json(original);
+        json after = j;
+        const json::json_pointer changed(pointer.startsWith("/precision/layers") ? "/precision/layers"
+                                                                                  : pointer.toStdString());
+        before.at(changed) = nullptr;
+        after.at(changed) = nullptr;
+        QCOMPARE(QString::fromStdString(after.dump()), QString::fromStdString(before.dump()));
+    }
+
+    void applySettingsAccumulate() {
+        Experiment e;
+        for (const char* a : {"precision.autocast=fp16", "precision.layers.fc3=fp32", "train.lr=0.01",
+                              "model.hidden=[512,256]", "backend.device=2", "backend=cpu"})
+            apply_setting(e, a);
+        QVERIFY(e.precision.autocast == Autocast::fp16);
+        QVERIFY(e.precision.layers.at("fc3") == LayerPrecision::fp32);
+        QCOMPARE(e.train.lr, 0.01);
+        QCOMPARE(e.model.hidden, (std::vector<int>{512, 256}));
+        QCOMPARE(e.backend, std::string("cpu"));
+        QCOMPARE(e.device, 2);  // "backend=cpu" sets the kind and keeps the device
+    }
+
+    void applySettingErrors_data() {
+        QTest::addColumn<QString>("assignment");
+        QTest::addColumn<QString>("message");  // the message starts with this
+        const auto row = [](const char* a, const char* m) { QTest::newRow(a) << a << m; };
+        row("train.lr", "--set train.lr: expected KEY=VALUE");
+        row("=5", "--set =5: expected KEY=VALUE");
+        row("train..lr=1", "--set train..lr=1: expected KEY=VALUE");
+        row("train.=1", "--set train.=1: expected KEY=VALUE");
+        row("precision.autocas=bf16", "precision.autocas: unknown key; did you mean 'autocast'?");
+        row("trian.lr=1", "trian: unknown key; did you mean 'train'?");
+        row("train.lr.max=1", "train.lr.max: unknown key; train.lr is a single value");
+        row("train.lr=fast", "train.lr: expected a number, got a string (\"fast\")");
+        row("train.lr=0", "train.lr: must be greater than 0, got 0");
+        row("train.batch_size=0", "train.batch_size: must be between 1 and 65536, got 0");
+        row("model.hidden=[512,0]", "model.hidden[1]: must be between 1 and 65536, got 0");
+        row("model.hidden=512", "model.hidden: expected an array of layer widths, got a number (512)");
+        row("precision.layers.conv1=fp32", "precision.layers.conv1: not a layer name");
+        row("precision.layers.fc1=fp64", "precision.layers.fc1: must be one of auto, fp32");
+        row("precision.loss_scaling.mode=dyn", "precision.loss_scaling.mode: must be one of off, static, dynamic");
+        row("precision.autocast=", "precision.autocast: must be one of off, fp16, bf16, got \"\"");
+        row("backend=tpu", "backend.kind: must be one of auto, cpu, cuda, got \"tpu\"");
+    }
+    void applySettingErrors() {
+        QFETCH(QString, assignment);
+        QFETCH(QString, message);
+        const Experiment original = non_default_experiment();
+        Experiment e = original;
+        const QString err = error_of([&] { apply_setting(e, assignment.toStdString()); });
+        QVERIFY2(err.startsWith(message), qPrintable("got: " + err));
+        QVERIFY(e == original);  // a failed setting changes nothing
+    }
+
+    void loadErrors() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const auto load_error = [&](const QString& name) {
+            return error_of([&] { load_experiment(dir.filePath(name).toStdString()); });
+        };
+        const auto expect = [&](const QString& name, const QString& fragment) {
+            const QString err = load_error(name);
+            QVERIFY2(err.contains(dir.filePath(name)) && err.contains(fragment), qPrintable("got: " + err));
+        };
+        expect("missing.json", "does not exist");
+        QVERIFY(QDir(dir.path()).mkdir("folder.json"));
+        expect("folder.json", "is a folder, not a file");
+        write_file(dir.filePath("garbage.json"), "this is not json");
+        expect("garbage.json", "is not valid JSON: line 1, column 2");
+        write_file(dir.filePath("truncated.json"), "{\n  \"train\": {\"lr\": 0.01,\n");
+        expect("truncated.json", "is not valid JSON: line 3, column 1");
+        write_file(dir.filePath("empty.json"), "");
+        expect("empty.json", "is not valid JSON");
+        write_file(dir.filePath("array.json"), "[1, 2]");
+        expect("array.json", "must hold a JSON object ({...}) at the top level, not an array");
+        write_file(dir.filePath("bad-value.json"), R"({"train": {"lr": -1}})");
+        expect("bad-value.json", ": train.lr: must be greater than 0, got -1");
+
+        write_file(dir.filePath("comments.json"), "// a preset\n{\"name\": \"x\" /* inline */}\n");
+        QCOMPARE(load_experiment(dir.filePath("comments.json").toStdString()).name, std::string("x"));
+    }
+
+    void resourcesParse() {
+        const QString root = qEnvironmentVariable("MANTISSA_SOURCE_DIR");
+        QVERIFY2(!root.isEmpty(), "MANTISSA_SOURCE_DIR is not set (run through ctest)");
+        QDirIterator it(root + "/resources/experiments", {"*.json"}, QDir::Files, QDirIterator::Subdirectories);
+        int count = 0;
+        while (it.hasNext()) {
+            const std::string path = it.next().toStdString();
+            const QString err = error_of([&] {
+                const Experiment e = load_experiment(path);
+                QVERIFY(experiment_from_json(experiment_to_json(e)) == e);
+            });
+            QVERIFY2(err.isEmpty(), qPrintable(err));
+            ++count;
+        }
+        QVERIFY(count >= 2);
+
+        const Experiment def = load_experiment((root + "/resources/experiments/default.json").toStdString());
+        QCOMPARE(def.dataset.kind, std::string("fashion-mnist"));
+        QCOMPARE(def.model.hidden, (std::vector<int>{256, 128}));
+        QVERIFY(def.model.activation == Activation::relu);
+        QVERIFY(def.train.optimizer == OptimizerKind::adamw);
+        QCOMPARE(def.train.lr, 1e-3);
+        QCOMPARE(def.train.batch_size, 128);
+        QCOMPARE(def.train.epochs, 3);
+        QVERIFY(def.precision.autocast == Autocast::fp16);
+        QVERIFY(def.precision.master_weights);
+        QVERIFY(def.precision.loss_scaling.mode == LossScalingMode::dynamic);
+
+        Experiment ref = load_experiment((root + "/resources/experiments/reference-fp32.json").toStdString());
+        QVERIFY(ref.precision.autocast == Autocast::off);
+        QVERIFY(ref.precision.layers.empty());
+        ref.precision.autocast = Autocast::fp16;  // otherwise the same experiment
+        ref.precision.layers = def.precision.layers;
+        ref.name = def.name;
+        ref.lesson = def.lesson;
+        QVERIFY(ref == def);
+    }
+
+    void docsNameEveryKey() {
+        const QString root = qEnvironmentVariable("MANTISSA_SOURCE_DIR");
+        QFile doc(root + "/docs/experiment.md");
+        QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(doc.fileName()));
+        const QString text = QString::fromUtf8(doc.readAll());
+        std::vector<std::string> keys;
+        dotted_keys(experiment_to_json(Experiment{}), "", keys);
+        for (const auto& key : keys)
+            QVERIFY2(text.contains(QString("`%1`").arg(QString::fromStdString(key))), key.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExperiment)
+#include "test_experiment.moc"
