@@ -1,7 +1,9 @@
 // Datasets: what the trainer consumes. A Dataset is two dense splits of fp32 features with integer
 // class labels (classification) or fp32 targets (regression), already normalised, plus the
 // per-epoch shuffled batch order. Loaders: IDX (MNIST, Fashion-MNIST, raw or .gz), CSV, and seeded
-// synthetic sets (spirals, blobs, sine).
+// synthetic sets (spirals, blobs, sine). Kinds, keys, defaults, normalisation and error messages:
+// docs/datasets.md. Nothing here holds shared state: any thread may load a dataset; a loaded
+// Dataset is read-only to the trainer.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,8 @@ struct Dataset {
 // spirals and says why in `notices`; any other problem (a corrupt file, a wrong path for kind
 // "idx" or "csv") throws mantissa::Error naming the file and what is wrong with it.
 // `seed` drives synthetic generation and the train/test split.
+// Normalisation (spec.normalize) uses the training split's statistics only: one global mean/std
+// for images, per feature otherwise; labels and regression targets are left as they are.
 Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed);
 
 // The sample order of one epoch: a permutation of [0, rows) determined by (seed, epoch) alone.

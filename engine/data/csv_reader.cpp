@@ -1,0 +1,166 @@
+// The CSV reader (see csv_reader.h). The file is read whole and scanned once; numbers are parsed
+// with std::from_chars (locale-independent, exact). Lines and columns in messages are 1-based, as
+// an editor shows them. Quoting is limited to a field wrapped in double quotes (no embedded commas),
+// which covers the numeric tables this reader is for.
+#include "data/csv_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "error.h"
+
+namespace mantissa::data {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    return s;
+}
+
+void split_fields(std::string_view line, std::vector<std::string_view>& fields) {
+    fields.clear();
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = line.find(',', start);
+        if (comma == std::string_view::npos) {
+            fields.push_back(trim(line.substr(start)));
+            return;
+        }
+        fields.push_back(trim(line.substr(start, comma - start)));
+        start = comma + 1;
+    }
+}
+
+// Parses the whole field as a finite number; false otherwise.
+bool parse_number(std::string_view s, double& out) {
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    if (s.empty()) return false;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
+}
+
+std::string shown(std::string_view s) {
+    if (s.size() > 40) return std::string(s.substr(0, 37)) + "...";
+    return std::string(s);
+}
+
+bool is_blank(std::string_view line) {
+    for (char c : line)
+        if (c != ' ' && c != '\t' && c != '\r') return false;
+    return true;
+}
+
+}  // namespace
+
+CsvData read_csv(const std::string& path, int label_column) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw Error("Cannot open the CSV file " + path + " (dataset.path).");
+    std::ostringstream buffer;
+    buffer << file.rdbuf();
+    const std::string text = buffer.str();
+    std::string_view rest(text);
+    if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // UTF-8 byte order mark
+
+    CsvData csv;
+    std::vector<std::string_view> fields;
+    std::size_t columns = 0;      // set by the first non-blank line
+    std::size_t label = 0;        // index of the label column
+    std::int64_t first_line = 0;  // line number of the first non-blank line
+    std::int64_t line_no = 0;
+    while (!rest.empty()) {
+        const std::size_t nl = rest.find('\n');
+        const std::string_view line = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+        ++line_no;
+        if (is_blank(line)) continue;
+        split_fields(line, fields);
+
+        if (columns == 0) {
+            columns = fields.size();
+            first_line = line_no;
+            if (columns < 2)
+                throw Error("The CSV file " + path + " line " + std::to_string(line_no) +
+                            " has 1 column; it needs at least one feature column and a label.");
+            const int n = static_cast<int>(columns);
+            const int index = label_column < 0 ? n + label_column : label_column;
+            if (index < 0 || index >= n)
+                throw Error("The CSV file " + path + " has " + std::to_string(n) +
+                            " columns, so dataset.label_column " + std::to_string(label_column) +
+                            " does not name one (0.." + std::to_string(n - 1) + ", or -1 for the last).");
+            label = static_cast<std::size_t>(index);
+            csv.features = n - 1;
+            bool header = false;
+            double ignored = 0.0;
+            for (std::string_view f : fields)
+                if (!parse_number(f, ignored)) header = true;
+            if (header) {
+                for (std::string_view f : fields) csv.header.emplace_back(f);
+                csv.label_name = "'" + csv.header[label] + "'";
+                continue;
+            }
+            csv.label_name = "column " + std::to_string(label + 1);
+        }
+
+        if (fields.size() != columns)
+            throw Error("The CSV file " + path + " line " + std::to_string(line_no) + " has " +
+                        std::to_string(fields.size()) + " columns, but line " + std::to_string(first_line) + " has " +
+                        std::to_string(columns) + ".");
+        for (std::size_t c = 0; c < columns; ++c) {
+            double v = 0.0;
+            if (!parse_number(fields[c], v))
+                throw Error(path + " line " + std::to_string(line_no) + ", column " + std::to_string(c + 1) + ": '" +
+                            shown(fields[c]) + "' is not " +
+                            (fields[c].empty() ? "a number (the cell is empty)." : "a number."));
+            if (c == label)
+                csv.labels.push_back(v);
+            else
+                csv.x.push_back(static_cast<float>(v));
+        }
+        ++csv.rows;
+    }
+    if (csv.rows == 0)
+        throw Error("The CSV file " + path + " holds no data rows" + (csv.header.empty() ? "." : " (only a header)."));
+    return csv;
+}
+
+Table csv_to_table(CsvData&& csv, const std::string& path, std::vector<std::string>& notices) {
+    Table t;
+    t.rows = csv.rows;
+    t.features = csv.features;
+    t.x = std::move(csv.x);
+
+    bool integers = true;
+    double max_label = 0.0;
+    for (double v : csv.labels) {
+        if (v < 0.0 || v >= kMaxCsvClasses || v != std::floor(v)) {
+            integers = false;
+            break;
+        }
+        max_label = std::max(max_label, v);
+    }
+    if (integers) {
+        t.classes = static_cast<int>(max_label) + 1;
+        t.outputs = t.classes;
+        t.y.reserve(csv.labels.size());
+        for (double v : csv.labels) t.y.push_back(static_cast<std::int32_t>(v));
+        notices.push_back("CSV " + path + ": label " + csv.label_name + " holds integers 0.." +
+                          std::to_string(t.classes - 1) + ", so this is classification with " +
+                          std::to_string(t.classes) + " classes.");
+    } else {
+        t.classes = 0;
+        t.outputs = 1;
+        t.targets.reserve(csv.labels.size());
+        for (double v : csv.labels) t.targets.push_back(static_cast<float>(v));
+        notices.push_back("CSV " + path + ": label " + csv.label_name + " holds values that are not class numbers 0.." +
+                          std::to_string(kMaxCsvClasses - 1) + ", so this is regression with 1 output.");
+    }
+    return t;
+}
+
+}  // namespace mantissa::data

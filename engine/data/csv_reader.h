@@ -1,0 +1,37 @@
+// The CSV reader: numeric feature columns and one label column, comma separated, with an optional
+// header row. The whole file is parsed before anything is decided, so a bad cell anywhere is
+// reported with its file, line and column, and the label column's contents decide the task:
+// integers 0..K-1 make a classification set with K classes, anything else a regression set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/table.h"
+
+namespace mantissa::data {
+
+// Integer labels at or above this are taken as regression targets, not class numbers.
+inline constexpr int kMaxCsvClasses = 1000;
+
+struct CsvData {
+    std::int64_t rows = 0;
+    int features = 0;
+    std::vector<std::string> header;  // column names; empty when the file has no header row
+    std::string label_name;           // the label column's header, or "column N" (1-based)
+    std::vector<float> x;             // (rows, features), the non-label columns in file order
+    std::vector<double> labels;       // (rows)
+};
+
+// Parses `path`. label_column is 0-based; negative counts from the end (-1: the last column).
+// Blank lines are skipped; the first non-blank line is a header when any of its fields is not a
+// number. Throws mantissa::Error naming the file, line and column of the first bad cell.
+CsvData read_csv(const std::string& path, int label_column);
+
+// Turns parsed CSV data into a Table: classification when every label is an integer in
+// [0, kMaxCsvClasses), else regression with one output. Appends one sentence to `notices` saying
+// which it chose and why.
+Table csv_to_table(CsvData&& csv, const std::string& path, std::vector<std::string>& notices);
+
+}  // namespace mantissa::data

@@ -1,0 +1,185 @@
+// The CSV reader: header detection, label column choice, classification vs regression, the split,
+// and errors that name the file, line and column.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+
+#include "data/csv_reader.h"
+#include "data/dataset.h"
+#include "error.h"
+
+using namespace mantissa;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+std::string write_file(const QTemporaryDir& dir, const std::string& name, const std::string& text) {
+    const std::string path = dir.path().toStdString() + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+DatasetSpec csv_spec(const std::string& path) {
+    DatasetSpec spec;
+    spec.kind = "csv";
+    spec.path = path;
+    spec.test_fraction = 0.0;
+    spec.normalize = false;
+    return spec;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+class TestCsvReader : public QObject {
+    Q_OBJECT
+
+private slots:
+    void reads_classification_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("label_column");
+        QTest::addColumn<bool>("has_header");
+        const QString rows = "1.5,2,0\n-3,4e1,2\n\n   \n0.25, 7 ,1\n";
+        QTest::newRow("no header") << rows << -1 << false;
+        QTest::newRow("header") << "x1,x2,label\n" + rows << -1 << true;
+        QTest::newRow("quoted header, CRLF, BOM")
+            << "\xEF\xBB\xBF\"x1\",\"x2\",\"label\"\r\n1.5,2,0\r\n-3,4e1,2\r\n\r\n0.25,7,1\r\n"
+            << -1 << true;
+        QTest::newRow("label first") << "0,1.5,2\n2,-3,40\n1,0.25,+7\n" << 0 << false;
+        QTest::newRow("label in the middle") << "a,label,b\n1.5,0,2\n-3,2,40\n0.25,1,7\n" << 1 << true;
+        QTest::newRow("label -2: second from the end") << "1.5,0,2\n-3,2,40\n0.25,1,7\n" << -2 << false;
+    }
+    void reads_classification() {
+        QFETCH(QString, text);
+        QFETCH(int, label_column);
+        QFETCH(bool, has_header);
+        QTemporaryDir dir;
+        const std::string path = write_file(dir, "data.csv", text.toStdString());
+
+        const data::CsvData csv = data::read_csv(path, label_column);
+        QCOMPARE(csv.header.empty(), !has_header);
+        QCOMPARE(csv.rows, std::int64_t{3});
+
+        DatasetSpec spec = csv_spec(path);
+        spec.label_column = label_column;
+        const Dataset data = load_dataset(spec, 1);
+        QCOMPARE(data.name, std::string("csv"));
+        QCOMPARE(data.features, 2);
+        QCOMPARE(data.classes, 3);
+        QCOMPARE(data.outputs, 3);
+        QCOMPARE(data.train.rows, std::int64_t{3});
+        QCOMPARE(data.test.rows, std::int64_t{0});
+        QCOMPARE(data.train.x, (std::vector<float>{1.5f, 2.0f, -3.0f, 40.0f, 0.25f, 7.0f}));
+        QCOMPARE(data.train.y, (std::vector<std::int32_t>{0, 2, 1}));
+        QVERIFY(data.train.targets.empty());
+        QCOMPARE(data.notices.size(), std::size_t{1});
+        QVERIFY2(contains(data.notices[0], "classification with 3 classes"), data.notices[0].c_str());
+    }
+
+    void regression_labels_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QList<float>>("targets");
+        QTest::newRow("fractions") << "x,y\n1,0.5\n2,1.25\n3,2\n" << QList<float>{0.5f, 1.25f, 2.0f};
+        QTest::newRow("negative integers") << "1,-1\n2,1\n3,-1\n" << QList<float>{-1.0f, 1.0f, -1.0f};
+        QTest::newRow("beyond the class limit") << "1,0\n2,5000\n" << QList<float>{0.0f, 5000.0f};
+    }
+    void regression_labels() {
+        QFETCH(QString, text);
+        QFETCH(QList<float>, targets);
+        QTemporaryDir dir;
+        const Dataset data = load_dataset(csv_spec(write_file(dir, "r.csv", text.toStdString())), 3);
+        QVERIFY(data.is_regression());
+        QCOMPARE(data.classes, 0);
+        QCOMPARE(data.outputs, 1);
+        QCOMPARE(data.features, 1);
+        QCOMPARE(data.train.targets, std::vector<float>(targets.begin(), targets.end()));
+        QVERIFY(data.train.y.empty());
+        QVERIFY2(contains(data.notices.at(0), "regression with 1 output"), data.notices[0].c_str());
+    }
+
+    void classes_are_max_label_plus_one() {
+        QTemporaryDir dir;
+        const Dataset data = load_dataset(csv_spec(write_file(dir, "c.csv", "1,0\n2,4\n3,4.0\n")), 1);
+        QCOMPARE(data.classes, 5);
+        QCOMPARE(data.train.y, (std::vector<std::int32_t>{0, 4, 4}));
+    }
+
+    void bad_files_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("label_column");
+        QTest::addColumn<QStringList>("words");
+        QTest::newRow("bad number") << "a,b,c\n1,2,0\n3,abc,1\n"
+                                    << -1 << QStringList{"bad.csv line 3, column 2: 'abc' is not a number"};
+        QTest::newRow("bad number after blank lines") << "1,2,0\n\n\n3,4,1\n5,6,x7\n"
+                                                      << -1 << QStringList{"line 5, column 3: 'x7' is not a number"};
+        QTest::newRow("empty cell") << "1,2,0\n3,,1\n" << -1 << QStringList{"line 2, column 2", "the cell is empty"};
+        QTest::newRow("not finite") << "1,2,0\n3,nan,1\n"
+                                    << -1 << QStringList{"line 2, column 2: 'nan' is not a number"};
+        QTest::newRow("too few columns") << "x,y,z\n1,2,0\n3,1\n"
+                                         << -1 << QStringList{"line 3 has 2 columns", "line 1 has 3"};
+        QTest::newRow("too many columns") << "1,2,0\n3,1,1,1\n" << -1 << QStringList{"line 2 has 4 columns"};
+        QTest::newRow("label column out of range") << "1,2,0\n"
+                                                   << 3 << QStringList{"3 columns", "dataset.label_column 3"};
+        QTest::newRow("label column far from the end") << "1,2,0\n" << -4 << QStringList{"dataset.label_column -4"};
+        QTest::newRow("empty file") << "\n\n" << -1 << QStringList{"holds no data rows"};
+        QTest::newRow("header only") << "a,b\n" << -1 << QStringList{"holds no data rows", "only a header"};
+        QTest::newRow("one column") << "1\n2\n" << -1 << QStringList{"line 1 has 1 column"};
+    }
+    void bad_files() {
+        QFETCH(QString, text);
+        QFETCH(int, label_column);
+        QFETCH(QStringList, words);
+        QTemporaryDir dir;
+        DatasetSpec spec = csv_spec(write_file(dir, "bad.csv", text.toStdString()));
+        spec.label_column = label_column;
+        const std::string message = error_of([&] { load_dataset(spec, 1); });
+        QVERIFY2(!message.empty(), "no error was thrown");
+        QVERIFY2(contains(message, "bad.csv"), message.c_str());
+        for (const QString& w : words)
+            QVERIFY2(contains(message, w.toStdString()),
+                     qPrintable("'" + w + "' not in: " + QString::fromStdString(message)));
+    }
+
+    void missing_file() {
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString() + "/absent.csv";
+        const std::string message = error_of([&] { load_dataset(csv_spec(path), 1); });
+        QVERIFY2(contains(message, "Cannot open the CSV file " + path), message.c_str());
+    }
+
+    void splits_by_test_fraction() {
+        QTemporaryDir dir;
+        std::string text = "f,label\n";
+        for (int i = 0; i < 10; ++i) text += std::to_string(i) + "," + std::to_string(i % 2) + "\n";
+        DatasetSpec spec = csv_spec(write_file(dir, "s.csv", text));
+        spec.test_fraction = 0.3;
+        const Dataset a = load_dataset(spec, 5);
+        QCOMPARE(a.train.rows, std::int64_t{7});
+        QCOMPARE(a.test.rows, std::int64_t{3});
+        // Every row lands in exactly one split, with its own label.
+        std::vector<float> all = a.train.x;
+        all.insert(all.end(), a.test.x.begin(), a.test.x.end());
+        std::sort(all.begin(), all.end());
+        for (int i = 0; i < 10; ++i) QCOMPARE(all[static_cast<std::size_t>(i)], static_cast<float>(i));
+        for (std::size_t i = 0; i < 7; ++i) QCOMPARE(a.train.y[i], static_cast<int>(a.train.x[i]) % 2);
+        const Dataset b = load_dataset(spec, 5);
+        QCOMPARE(a.test.x, b.test.x);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCsvReader)
+#include "test_csv_reader.moc"
