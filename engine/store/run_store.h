@@ -11,6 +11,7 @@
 // the same. The file format, its bad-file sentences and its migrations: docs/schema.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -25,34 +26,34 @@ namespace mantissa {
 enum class RunStatus : std::uint8_t { running, completed, stopped, failed, interrupted };
 const char* run_status_name(RunStatus s);
 
-struct RunInfo {                 // what a run is started with
+struct RunInfo {  // what a run is started with
     std::string name;
-    std::string backend;         // "cpu", "cuda"
+    std::string backend;  // "cpu", "cuda"
     std::string device;
-    std::string config_json;     // the full experiment, as experiment_to_json prints it
+    std::string config_json;  // the full experiment, as experiment_to_json prints it
 };
 
-struct RunRow {                  // one line of `mantissa-cli runs`
+struct RunRow {  // one line of `mantissa-cli runs`
     std::int64_t id = 0;
     std::string uuid;
     std::string name;
-    std::string created_at;      // ISO 8601, UTC
-    std::string finished_at;     // empty while running
+    std::string created_at;   // ISO 8601, UTC
+    std::string finished_at;  // empty while running
     RunStatus status = RunStatus::running;
     std::string backend;
     std::string device;
     std::string config_json;
     std::string notes;
-    std::string tags;            // comma-separated
+    std::string tags;  // comma-separated
     std::string app_version;
-    std::int64_t steps = 0;      // rows in `steps`
+    std::int64_t steps = 0;  // rows in `steps`
     std::optional<double> final_loss;
     std::optional<double> test_accuracy;
     std::optional<double> test_loss;
     // Added with the run store (schema version 2):
-    std::string error;           // why the run failed (status failed), else empty
-    std::string updated_at;      // when the recorder last committed rows (ISO 8601, UTC)
-    std::string host;            // the machine and process that recorded it
+    std::string error;       // why the run failed (status failed), else empty
+    std::string updated_at;  // when the recorder last committed rows (ISO 8601, UTC)
+    std::string host;        // the machine and process that recorded it
     std::int64_t pid = 0;
 };
 
@@ -61,10 +62,10 @@ struct RunTotals {
     std::int64_t steps = 0;
     std::int64_t overflow_steps = 0;
     std::int64_t skipped_steps = 0;
-    std::optional<double> final_loss_scale;   // the last step's
-    std::optional<double> elapsed_s;          // the last step's time_s
-    std::optional<double> mean_samples_per_s; // over the steps
-    std::int64_t peak_memory_bytes = 0;       // the largest MemoryBreakdown::total() of a step
+    std::optional<double> final_loss_scale;    // the last step's
+    std::optional<double> elapsed_s;           // the last step's time_s
+    std::optional<double> mean_samples_per_s;  // over the steps
+    std::int64_t peak_memory_bytes = 0;        // the largest MemoryBreakdown::total() of a step
     std::int64_t layer_rows = 0, evals = 0, events = 0;
 };
 
@@ -116,8 +117,8 @@ public:
     std::vector<Event> events(std::int64_t run_id, std::int64_t from_step);
     RunTotals totals(std::int64_t run_id);
 
-    // remove() refuses a run whose recording process still lives (stop it first).
-
+    // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
+    // run whose recording process still lives (stop it first).
     void remove(std::int64_t run_id);
     void rename(std::int64_t run_id, const std::string& name);
     void set_notes(std::int64_t run_id, const std::string& notes);

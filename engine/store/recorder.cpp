@@ -1,0 +1,382 @@
+// Recorder: the training thread's side (copy into the queue, wait only when the writer is a bound
+// behind) and the writer thread (one transaction per batch, prepared statements reused). See
+// recorder_impl.h for who owns what.
+#include "store/recorder_impl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <sqlite3.h>
+
+#include "store/histogram_codec.h"
+#include "store/schema.h"
+#include "store/store_open.h"
+#include "store/store_util.h"
+
+namespace mantissa {
+
+using store::Statement;
+
+namespace {
+
+EventKind terminal_kind(RunStatus s) {
+    switch (s) {
+        case RunStatus::completed: return EventKind::run_finished;
+        case RunStatus::failed: return EventKind::run_failed;
+        case RunStatus::interrupted: return EventKind::run_interrupted;
+        default: return EventKind::run_stopped;
+    }
+}
+
+int terminal_index(EventKind k) {
+    switch (k) {
+        case EventKind::run_finished: return 0;
+        case EventKind::run_stopped: return 1;
+        case EventKind::run_failed: return 2;
+        case EventKind::run_interrupted: return 3;
+        default: return -1;
+    }
+}
+
+}  // namespace
+
+// ---- construction
+
+Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& options)
+    : run_id(id),
+      m_path(std::move(path)),
+      m_options(options),
+      m_commit_trigger(std::clamp<std::size_t>(options.queue_bound_rows / 2, 1, 16384)),
+      m_db(store::open_writer_connection(m_path, options.max_page_count)),
+      m_insert_step(m_db, store::insert_sql(store::steps_table())),
+      m_insert_layer(m_db, store::insert_sql(store::layer_steps_table())),
+      m_insert_eval(m_db, store::insert_sql(store::evals_table())),
+      m_insert_event(m_db, store::insert_sql(store::events_table())),
+      m_update_progress(m_db, "UPDATE runs SET step_count = ?, updated_at = ? WHERE id = ?"),
+      m_update_final(m_db,
+                     "UPDATE runs SET step_count = ?, updated_at = ?, finished_at = ?, status = ?, error = ? "
+                     "WHERE id = ?"),
+      m_update_failed(m_db,
+                      "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, updated_at = ? "
+                      "WHERE id = ?") {
+    if (m_options.queue_bound_rows == 0) throw Error("RecorderOptions::queue_bound_rows must be at least 1.");
+}
+
+Recorder::Impl::~Impl() {
+    if (m_writer.joinable()) {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_writer_wake.notify_all();
+        m_room.notify_all();
+        m_writer.join();
+    }
+}
+
+void Recorder::Impl::start() {
+    m_writer = std::thread([this] { writer_main(); });
+}
+
+// ---- training thread
+
+bool Recorder::Impl::admit(std::unique_lock<std::mutex>& lock, std::size_t rows, std::int64_t step, double time_s) {
+    if (m_stop || m_failed) return false;
+    if (m_queue.rows() + rows <= m_options.queue_bound_rows || m_queue.rows() == 0) return true;
+    if (!m_backpressure_noted) {
+        m_backpressure_noted = true;
+        Event notice;
+        notice.step = step;
+        notice.time_s = time_s;
+        notice.kind = EventKind::notice;
+        notice.message = "Training waited for the run store: its writer fell " + std::to_string(m_queue.rows()) +
+                         " rows behind (the disk is slower than training); no rows were dropped.";
+        notice.data_json = "{\"queued_rows\":" + std::to_string(m_queue.rows()) +
+                           ",\"bound_rows\":" + std::to_string(m_options.queue_bound_rows) + "}";
+        m_queue.events.push_back(std::move(notice));
+    }
+    m_writer_wake.notify_one();
+    m_room.wait(lock, [&] {
+        return m_stop || m_failed || m_queue.rows() == 0 || m_queue.rows() + rows <= m_options.queue_bound_rows;
+    });
+    return !(m_stop || m_failed);
+}
+
+void Recorder::Impl::after_push(std::size_t rows_before) {
+    // Wake the writer early only when the queue crosses the trigger, not on every row.
+    if (rows_before < m_commit_trigger && m_queue.rows() >= m_commit_trigger) m_writer_wake.notify_one();
+}
+
+void Recorder::Impl::push_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) {
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, 1 + layers.size(), step.step, step.time_s)) return;
+    const std::size_t before = m_queue.rows();
+    m_queue.steps.push_back(step);
+    for (const LayerStepRecord& l : layers) {
+        const auto offset = static_cast<std::uint32_t>(m_queue.blobs.size());
+        store::append_histogram(l.grad_exponents, m_queue.blobs);
+        m_queue.layers.push_back({l.step, l.layer, l.precision, l.name, l.grad_amax, l.grad_elements, l.frac_zero,
+                                  l.frac_subnormal, l.frac_nonfinite, l.frac_underflow, l.frac_lost_updates, offset,
+                                  static_cast<std::uint32_t>(m_queue.blobs.size()) - offset});
+    }
+    after_push(before);
+}
+
+void Recorder::Impl::push_eval(const EvalRecord& eval) {
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, 1, eval.step, 0)) return;
+    const std::size_t before = m_queue.rows();
+    m_queue.evals.push_back(eval);
+    after_push(before);
+}
+
+void Recorder::Impl::push_event(const Event& event) {
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, 1, event.step, event.time_s)) return;
+    const std::size_t before = m_queue.rows();
+    m_queue.events.push_back(event);
+    after_push(before);
+}
+
+// ---- any thread
+
+void Recorder::Impl::finish(RunStatus status, const std::string& error) {
+    if (status == RunStatus::running)
+        throw Error(
+            "Recorder::finish() needs the run's final status (completed, stopped, failed or interrupted), "
+            "not running.");
+    std::lock_guard finishing(m_finish_mutex);  // a second caller returns once the first is done
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_finish_called) return;
+        m_finish_called = true;
+        m_final_status = status;
+        m_final_error = error;
+        m_stop = true;
+    }
+    m_writer_wake.notify_all();
+    m_room.notify_all();
+    if (m_writer.joinable()) m_writer.join();
+}
+
+std::string Recorder::Impl::error() const {
+    std::lock_guard lock(m_mutex);
+    return m_error;
+}
+
+// ---- writer thread
+
+void Recorder::Impl::writer_main() noexcept {
+    using clock = std::chrono::steady_clock;
+    const auto interval = std::chrono::milliseconds(std::max(1, m_options.commit_interval_ms));
+    auto next_commit = clock::now() + interval;
+    for (;;) {
+        bool stopping = false, failed = false;
+        {
+            std::unique_lock lock(m_mutex);
+            m_writer_wake.wait_until(lock, next_commit, [&] { return m_stop || m_queue.rows() >= m_commit_trigger; });
+            std::swap(m_queue, m_batch);
+            stopping = m_stop;
+            failed = m_failed;
+            if (m_batch.rows() < m_commit_trigger) m_backpressure_noted = false;  // caught up: a new episode
+        }
+        m_room.notify_all();
+        next_commit = clock::now() + interval;
+        if (!failed && (m_batch.rows() > 0 || stopping)) {
+            // Another process holding the write lock past the busy timeout (a large remove) is
+            // waited out, batch kept, for up to a minute; any other error stops recording.
+            for (int attempt = 1;; ++attempt) {
+                try {
+                    write_batch(m_batch, stopping);
+                    break;
+                } catch (const store::SqliteError& e) {
+                    if (e.code() == SQLITE_BUSY && attempt * store::busy_timeout_ms < 60000) continue;
+                    record_failure(e);
+                    break;
+                } catch (const std::exception& e) {
+                    record_failure(e);
+                    break;
+                }
+            }
+        }
+        m_batch.clear();
+        if (stopping) break;
+    }
+    bool failed = false;
+    {
+        std::lock_guard lock(m_mutex);
+        failed = m_failed;
+    }
+    if (failed && !m_marked_failed) try_mark_failed();
+}
+
+void Recorder::Impl::write_batch(const Batch& batch, bool final) {
+    store::Transaction transaction(m_db);
+    std::int64_t last_step = m_last_step;
+    double last_time = m_last_time_s;
+    bool seen[4] = {};
+
+    for (const StepRecord& s : batch.steps) {
+        Statement& q = m_insert_step;
+        const MemoryBreakdown& m = s.memory;
+        q.bind(1, run_id).bind(2, s.step).bind(3, static_cast<std::int64_t>(s.epoch)).bind(4, s.time_s);
+        q.bind(5, s.loss).bind(6, s.loss_scale).bind(7, s.overflow).bind(8, s.skipped).bind(9, s.grad_norm);
+        q.bind(10, s.learning_rate).bind(11, s.samples_per_s).bind(12, s.step_time_ms);
+        q.bind(13, m.parameters).bind(14, m.master_weights).bind(15, m.gradients).bind(16, m.optimizer_state);
+        q.bind(17, m.activations).bind(18, m.workspace).bind(19, m.device_in_use).bind(20, m.device_total);
+        q.bind(21, m.modelled);
+        q.run();
+        if (s.step >= last_step) {
+            last_step = s.step;
+            last_time = s.time_s;
+        }
+    }
+    for (const QueuedLayer& l : batch.layers) {
+        Statement& q = m_insert_layer;
+        const std::span<const std::uint8_t> blob(batch.blobs.data() + l.blob_offset, l.blob_size);
+        q.bind(1, run_id).bind(2, l.step).bind(3, static_cast<std::int64_t>(l.layer)).bind_static(4, l.name);
+        q.bind_static(5, format_name(l.precision)).bind(6, l.grad_amax).bind(7, l.grad_elements).bind(8, l.frac_zero);
+        q.bind(9, l.frac_subnormal).bind(10, l.frac_nonfinite).bind(11, l.frac_underflow);
+        q.bind(12, l.frac_lost_updates).bind_static_blob(13, blob);
+        q.run();
+    }
+    for (const EvalRecord& e : batch.evals) {
+        Statement& q = m_insert_eval;
+        q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);
+        q.run();
+    }
+    auto insert_event = [&](const Event& e) {
+        Statement& q = m_insert_event;
+        q.bind(1, run_id).bind(2, e.step).bind(3, e.time_s).bind_static(4, event_kind_name(e.kind));
+        q.bind_static(5, e.message);
+        q.bind_static(6, e.data_json.empty() ? std::string_view("{}") : std::string_view(e.data_json));
+        q.run();
+        if (int i = terminal_index(e.kind); i >= 0) seen[i] = true;
+    };
+    for (const Event& e : batch.events) insert_event(e);
+
+    const std::int64_t step_count = m_step_count + static_cast<std::int64_t>(batch.steps.size());
+    const std::string now = store::iso8601_now();
+    if (final) {
+        RunStatus status;
+        std::string error;
+        {
+            std::lock_guard lock(m_mutex);
+            status = m_final_status;
+            error = m_final_error;
+        }
+        const int ti = terminal_index(terminal_kind(status));
+        if (!seen[ti] && !m_terminal_event_written[ti]) {
+            Event e;
+            e.step = last_step;
+            e.time_s = last_time;
+            e.kind = terminal_kind(status);
+            const std::string n = std::to_string(step_count) + (step_count == 1 ? " step" : " steps");
+            switch (status) {
+                case RunStatus::completed: e.message = "The run completed after " + n + "."; break;
+                case RunStatus::failed: e.message = error.empty() ? "The run failed after " + n + "." : error; break;
+                case RunStatus::interrupted: e.message = "The run was interrupted after " + n + "."; break;
+                default: e.message = "The run was stopped after " + n + "."; break;
+            }
+            e.data_json = "{\"steps\":" + std::to_string(step_count) + "}";
+            insert_event(e);
+        }
+        Statement& q = m_update_final;
+        q.bind(1, step_count).bind(2, now).bind(3, now);
+        q.bind(4, run_status_name(status)).bind(5, error).bind(6, run_id);
+        q.run();
+    } else {
+        m_update_progress.bind(1, step_count).bind(2, now).bind(3, run_id);
+        m_update_progress.run();
+    }
+    transaction.commit();
+
+    m_step_count = step_count;
+    m_last_step = last_step;
+    m_last_time_s = last_time;
+    for (int i = 0; i < 4; ++i) m_terminal_event_written[i] = m_terminal_event_written[i] || seen[i];
+}
+
+void Recorder::Impl::record_failure(const std::exception& e) noexcept {
+    try {
+        std::string sentence = "Recording of run " + std::to_string(run_id) + " stopped";
+        sentence +=
+            m_step_count > 0 ? " after step " + std::to_string(m_last_step) : std::string(" before its first step");
+        sentence += " (what was recorded before is kept): " + store::continue_sentence(e.what()) + ".";
+        {
+            std::lock_guard lock(m_mutex);
+            m_failed = true;
+            m_error = sentence;
+        }
+    } catch (...) {
+        std::lock_guard lock(m_mutex);
+        m_failed = true;
+        if (m_error.empty()) m_error = "Recording stopped after a write error.";
+    }
+    m_room.notify_all();
+    try_mark_failed();
+}
+
+void Recorder::Impl::try_mark_failed() noexcept {
+    try {
+        std::string error;
+        {
+            std::lock_guard lock(m_mutex);
+            error = m_error;
+        }
+        const std::string now = store::iso8601_now();
+        m_update_failed.reset();
+        m_update_failed.bind(1, error).bind(2, now);
+        m_update_failed.bind(3, now).bind(4, run_id);
+        m_update_failed.run();  // autocommit: one row, most likely to fit where a batch did not
+        m_marked_failed = true;
+        try {
+            Event e;
+            m_insert_event.reset();
+            m_insert_event.bind(1, run_id).bind(2, m_last_step).bind(3, m_last_time_s);
+            m_insert_event.bind(4, event_kind_name(EventKind::run_failed)).bind(5, error);
+            m_insert_event.bind(6, "{}");
+            m_insert_event.run();
+        } catch (...) {
+            // The status says it; the event is a courtesy that may not fit on a full disk.
+        }
+    } catch (...) {
+        // Still `running` in the file: the next open marks it interrupted once this process ends.
+    }
+}
+
+// ---- Recorder
+
+Recorder::Recorder(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+Recorder::~Recorder() {
+    try {
+        m_impl->finish(RunStatus::stopped, {});
+    } catch (...) {
+    }
+}
+
+std::int64_t Recorder::run_id() const {
+    return m_impl->run_id;
+}
+
+void Recorder::on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) {
+    m_impl->push_step(step, layers);
+}
+void Recorder::on_eval(const EvalRecord& eval) {
+    m_impl->push_eval(eval);
+}
+void Recorder::on_event(const Event& event) {
+    m_impl->push_event(event);
+}
+
+void Recorder::finish(RunStatus status, const std::string& error) {
+    m_impl->finish(status, error);
+}
+
+std::string Recorder::error() const {
+    return m_impl->error();
+}
+
+}  // namespace mantissa

@@ -1,0 +1,110 @@
+// The inside of a Recorder: a queue the training thread appends to, and a writer thread that owns
+// the recorder's own SQLite connection and commits what is queued in one transaction per batch.
+//
+// Ownership: everything under `m_mutex` is shared (the queue, the flags, the error); the
+// connection, its prepared statements and the members marked "writer thread" belong to the writer
+// thread once start() has run (before that, to the thread that made the Impl).
+//
+// Invariants: a row is either queued, or committed, or part of the batch the writer is writing
+// (committed or rolled back as a whole). The queue holds at most `queue_bound_rows` rows plus one
+// notice and the record being admitted; a producer waits for room and never drops, except after
+// finish() or after a write error, when nothing more can be written.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/run_store.h"
+#include "store/sqlite_db.h"
+
+namespace mantissa {
+
+struct Recorder::Impl {
+    Impl(std::string path, std::int64_t run_id, const RecorderOptions& options);  // throws
+    ~Impl();
+
+    void start();
+    void push_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers);
+    void push_eval(const EvalRecord& eval);
+    void push_event(const Event& event);
+    void finish(RunStatus status, const std::string& error);
+    std::string error() const;
+
+    const std::int64_t run_id;
+
+private:
+    // A layer row as queued: the histogram is encoded by the producer into the batch's byte
+    // arena, so a queued row takes ~100 bytes instead of LayerStepRecord's 1.2 KB (the queue's
+    // memory stays small at its bound, and the writer reads it warm).
+    struct QueuedLayer {
+        std::int64_t step;
+        std::int32_t layer;
+        Format precision;
+        std::string name;
+        double grad_amax;
+        std::int64_t grad_elements;
+        double frac_zero, frac_subnormal, frac_nonfinite, frac_underflow, frac_lost_updates;
+        std::uint32_t blob_offset, blob_size;  // into Batch::blobs
+    };
+
+    struct Batch {
+        std::vector<StepRecord> steps;
+        std::vector<QueuedLayer> layers;
+        std::vector<std::uint8_t> blobs;
+        std::vector<EvalRecord> evals;
+        std::vector<Event> events;
+        std::size_t rows() const { return steps.size() + layers.size() + evals.size() + events.size(); }
+        void clear() {  // keeps the capacity: batches are swapped and reused
+            steps.clear();
+            layers.clear();
+            blobs.clear();
+            evals.clear();
+            events.clear();
+        }
+    };
+
+    // Waits (lock held) until `rows` more fit; false when the rows must be dropped (finished or
+    // failed). Queues the backpressure notice once per episode.
+    bool admit(std::unique_lock<std::mutex>& lock, std::size_t rows, std::int64_t step, double time_s);
+    void after_push(std::size_t rows_before);
+
+    void writer_main() noexcept;
+    void write_batch(const Batch& batch, bool final);
+    void record_failure(const std::exception& e) noexcept;
+    void try_mark_failed() noexcept;
+
+    const std::string m_path;
+    const RecorderOptions m_options;
+    const std::size_t m_commit_trigger;  // rows that wake the writer before its interval ends
+
+    std::mutex m_finish_mutex;  // serialises finish() callers
+    mutable std::mutex m_mutex;
+    std::condition_variable m_writer_wake;  // rows to write, or stop
+    std::condition_variable m_room;         // the queue has room, or recording ended
+    Batch m_queue;
+    bool m_stop = false;
+    bool m_finish_called = false;
+    bool m_failed = false;
+    bool m_backpressure_noted = false;
+    RunStatus m_final_status = RunStatus::stopped;
+    std::string m_final_error;
+    std::string m_error;
+    std::thread m_writer;
+
+    // Writer thread.
+    store::Connection m_db;
+    store::Statement m_insert_step, m_insert_layer, m_insert_eval, m_insert_event;
+    store::Statement m_update_progress, m_update_final, m_update_failed;
+    Batch m_batch;                  // the batch being written
+    std::int64_t m_step_count = 0;  // rows committed to steps
+    std::int64_t m_last_step = 0;
+    double m_last_time_s = 0;
+    bool m_terminal_event_written[4] = {};  // run_finished, run_stopped, run_failed, run_interrupted seen
+    bool m_marked_failed = false;
+};
+
+}  // namespace mantissa

@@ -1,0 +1,414 @@
+// RunStore: opening (store_open.cpp), reading and editing runs. Recording lives in recorder.cpp,
+// exports in export_table.cpp. Every method runs on the thread that made the store, over its one
+// connection; readers see the last committed batch of a run being recorded (WAL).
+#include "store/run_store.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "store/export_table.h"
+#include "store/histogram_codec.h"
+#include "store/interrupted_runs.h"
+#include "store/recorder_impl.h"
+#include "store/schema.h"
+#include "store/store_open.h"
+#include "store/store_util.h"
+
+namespace mantissa {
+
+using store::Statement;
+
+const char* run_status_name(RunStatus s) {
+    switch (s) {
+        case RunStatus::running: return "running";
+        case RunStatus::completed: return "completed";
+        case RunStatus::stopped: return "stopped";
+        case RunStatus::failed: return "failed";
+        case RunStatus::interrupted: return "interrupted";
+    }
+    return "running";
+}
+
+struct RunStore::Impl {
+    std::string path;
+    store::OpenedStore opened;
+    store::Connection& db() { return opened.connection; }
+    std::string quoted_path() const { return "'" + path + "'"; }
+
+    void require_writable(const std::string& doing) const {
+        if (opened.read_only)
+            throw Error("Cannot " + doing + ": the run store " + quoted_path() +
+                        " is open read-only (the file or its folder is not writable).");
+    }
+    [[noreturn]] void no_such_run(std::int64_t id) const {
+        throw Error("There is no run " + std::to_string(id) + " in " + quoted_path() +
+                    " ('mantissa-cli runs' lists them).");
+    }
+    bool exists(std::int64_t id) {
+        Statement q(db(), "SELECT 1 FROM runs WHERE id = ?");
+        q.bind(1, id);
+        return q.step();
+    }
+    void require_run(std::int64_t id) {
+        if (!exists(id)) no_such_run(id);
+    }
+};
+
+namespace {
+
+const char* const run_select = R"sql(
+SELECT r.id, r.uuid, r.name, r.created_at, r.finished_at, r.status, r.backend, r.device, r.config_json,
+       r.notes, r.tags, r.app_version, r.step_count, r.error, r.updated_at, r.host, r.pid,
+       r.process_start, r.boot_id,
+       (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),
+       le.id, le.accuracy, le.loss
+FROM runs r
+LEFT JOIN evals le ON le.id = (SELECT e.id FROM evals e WHERE e.run_id = r.id AND e.split = 'test'
+                               ORDER BY e.step DESC, e.id DESC LIMIT 1)
+)sql";
+
+RunRow read_run_row(const Statement& q, bool read_only) {
+    RunRow r;
+    r.id = q.column_int(0);
+    r.uuid = q.column_text(1);
+    r.name = q.column_text(2);
+    r.created_at = q.column_text(3);
+    r.finished_at = q.column_text(4);
+    r.status = store::parse_run_status(q.column_text(5)).value_or(RunStatus::failed);
+    r.backend = q.column_text(6);
+    r.device = q.column_text(7);
+    r.config_json = q.column_text(8);
+    r.notes = q.column_text(9);
+    r.tags = q.column_text(10);
+    r.app_version = q.column_text(11);
+    r.steps = q.column_int(12);
+    r.error = q.column_text(13);
+    r.updated_at = q.column_text(14);
+    r.host = q.column_text(15);
+    r.pid = q.column_int(16);
+    if (read_only && r.status == RunStatus::running) {
+        store::ProcessIdentity who{r.host, r.pid, q.column_int(17), q.column_text(18)};
+        r.status = store::effective_status(r.status, who);
+    }
+    if (r.steps > 0) r.final_loss = q.column_double(19);
+    if (!q.column_is_null(20)) {
+        r.test_accuracy = q.column_double(21);
+        r.test_loss = q.column_double(22);
+    }
+    return r;
+}
+
+StepRecord read_step(const Statement& q) {
+    StepRecord s;
+    s.step = q.column_int(0);
+    s.epoch = static_cast<std::int32_t>(q.column_int(1));
+    s.time_s = q.column_double(2);
+    s.loss = q.column_double(3);
+    s.loss_scale = q.column_double(4);
+    s.overflow = q.column_int(5) != 0;
+    s.skipped = q.column_int(6) != 0;
+    s.grad_norm = q.column_double(7);
+    s.learning_rate = q.column_double(8);
+    s.samples_per_s = q.column_double(9);
+    s.step_time_ms = q.column_double(10);
+    s.memory.parameters = q.column_int(11);
+    s.memory.master_weights = q.column_int(12);
+    s.memory.gradients = q.column_int(13);
+    s.memory.optimizer_state = q.column_int(14);
+    s.memory.activations = q.column_int(15);
+    s.memory.workspace = q.column_int(16);
+    s.memory.device_in_use = q.column_int(17);
+    s.memory.device_total = q.column_int(18);
+    s.memory.modelled = q.column_int(19) != 0;
+    return s;
+}
+
+std::string select_sql(const store::TableSpec& t, const char* where) {
+    return std::string("SELECT ") + store::column_list(t) + " FROM " + t.name + " WHERE " + where + " ORDER BY " +
+           t.order_by;
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && s.size() < 19 &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+}  // namespace
+
+// ---- opening
+
+RunStore::RunStore(const std::string& path, bool read_only)
+    : m_impl(std::make_unique<Impl>(Impl{path, store::open_store(path, read_only)})) {
+    if (!m_impl->opened.read_only) store::mark_interrupted_runs(m_impl->db());
+}
+
+RunStore::~RunStore() = default;
+
+const std::string& RunStore::path() const {
+    return m_impl->path;
+}
+bool RunStore::read_only() const {
+    return m_impl->opened.read_only;
+}
+int RunStore::migrated_from() const {
+    return m_impl->opened.migrated_from;
+}
+const std::string& RunStore::backup_path() const {
+    return m_impl->opened.backup_path;
+}
+
+// ---- recording
+
+std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info) {
+    return start_run(info, RecorderOptions{});
+}
+
+std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const RecorderOptions& options) {
+    m_impl->require_writable("record a run");
+    const store::ProcessIdentity me = store::current_process();
+    const std::string now = store::iso8601_now();
+    std::int64_t id = 0;
+    {
+        Statement q(m_impl->db(),
+                    "INSERT INTO runs(uuid, name, created_at, updated_at, status, backend, device, config_json, "
+                    "app_version, host, pid, process_start, boot_id) "
+                    "VALUES(?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)");
+        const std::string uuid = store::new_uuid();
+        q.bind(1, std::string_view(uuid))
+            .bind(2, info.name.empty() ? std::string_view("run") : std::string_view(info.name));
+        q.bind(3, now).bind(4, now).bind(5, info.backend);
+        q.bind(6, info.device);
+        q.bind(7, info.config_json.empty() ? std::string_view("{}") : std::string_view(info.config_json));
+        q.bind(8, MANTISSA_VERSION).bind(9, me.host).bind(10, me.pid);
+        q.bind(11, me.start_ticks).bind(12, me.boot_id);
+        q.run();
+        id = m_impl->db().last_insert_rowid();
+    }
+    try {
+        auto impl = std::make_unique<Recorder::Impl>(m_impl->path, id, options);
+        impl->start();
+        return std::shared_ptr<Recorder>(new Recorder(std::move(impl)));
+    } catch (const std::exception& e) {
+        try {
+            Statement q(m_impl->db(), "UPDATE runs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?");
+            q.bind(1, e.what()).bind(2, now).bind(3, id);
+            q.run();
+        } catch (...) {
+        }
+        throw;
+    }
+}
+
+// ---- reading
+
+std::vector<RunRow> RunStore::list_runs() {
+    std::vector<RunRow> rows;
+    Statement q(m_impl->db(), std::string(run_select) + " ORDER BY r.id");
+    while (q.step()) rows.push_back(read_run_row(q, read_only()));
+    return rows;
+}
+
+RunRow RunStore::run(std::int64_t id) {
+    Statement q(m_impl->db(), std::string(run_select) + " WHERE r.id = ?");
+    q.bind(1, id);
+    if (!q.step()) m_impl->no_such_run(id);
+    return read_run_row(q, read_only());
+}
+
+std::int64_t RunStore::resolve(const std::string& id_or_prefix) {
+    if (id_or_prefix.empty()) throw Error("No run was given: give its id or the start of its name.");
+    if (all_digits(id_or_prefix)) {
+        std::int64_t id = std::stoll(id_or_prefix);
+        if (m_impl->exists(id)) return id;
+    }
+    Statement q(m_impl->db(), "SELECT id, name FROM runs WHERE substr(name, 1, length(?1)) = ?1 ORDER BY id");
+    q.bind(1, id_or_prefix);
+    std::vector<std::pair<std::int64_t, std::string>> matches;
+    while (q.step()) matches.emplace_back(q.column_int(0), q.column_text(1));
+    if (matches.size() == 1) return matches[0].first;
+    if (matches.empty())
+        throw Error("No run in " + m_impl->quoted_path() + " has the id or a name starting with '" + id_or_prefix +
+                    "' ('mantissa-cli runs' lists them).");
+    std::vector<std::int64_t> exact;
+    for (const auto& [id, name] : matches)
+        if (name == id_or_prefix) exact.push_back(id);
+    if (exact.size() == 1) return exact[0];
+    std::string list;
+    for (std::size_t i = 0; i < matches.size() && i < 10; ++i)
+        list += (i ? ", " : "") + std::to_string(matches[i].first) + " (" + matches[i].second + ")";
+    if (matches.size() > 10) list += " and " + std::to_string(matches.size() - 10) + " more";
+    throw Error("'" + id_or_prefix + "' matches " + std::to_string(matches.size()) + " runs: " + list +
+                "; give the id or more of the name.");
+}
+
+std::vector<StepRecord> RunStore::steps(std::int64_t run_id, std::int64_t from_step) {
+    Statement q(m_impl->db(), select_sql(store::steps_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    std::vector<StepRecord> out;
+    while (q.step()) out.push_back(read_step(q));
+    return out;
+}
+
+std::vector<LayerStepRecord> RunStore::layer_steps(std::int64_t run_id, std::int64_t from_step) {
+    Statement q(m_impl->db(), select_sql(store::layer_steps_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    std::vector<LayerStepRecord> out;
+    while (q.step()) {
+        LayerStepRecord l;
+        l.step = q.column_int(0);
+        l.layer = static_cast<std::int32_t>(q.column_int(1));
+        l.name = q.column_text(2);
+        l.precision = parse_format(q.column_text(3)).value_or(Format::fp32);
+        l.grad_amax = q.column_double(4);
+        l.grad_elements = q.column_int(5);
+        l.frac_zero = q.column_double(6);
+        l.frac_subnormal = q.column_double(7);
+        l.frac_nonfinite = q.column_double(8);
+        l.frac_underflow = q.column_double(9);
+        l.frac_lost_updates = q.column_double(10);
+        if (!store::decode_histogram(q.column_blob(11), l.grad_exponents))
+            throw Error("The run store " + m_impl->quoted_path() + " is damaged: the gradient histogram of run " +
+                        std::to_string(run_id) + ", step " + std::to_string(l.step) + ", layer " +
+                        std::to_string(l.layer) + " cannot be decoded.");
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+std::vector<EvalRecord> RunStore::evals(std::int64_t run_id) {
+    return evals(run_id, 0);
+}
+
+std::vector<EvalRecord> RunStore::evals(std::int64_t run_id, std::int64_t from_step) {
+    Statement q(m_impl->db(), select_sql(store::evals_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    std::vector<EvalRecord> out;
+    while (q.step()) {
+        EvalRecord e;
+        e.step = q.column_int(0);
+        e.split = q.column_text(1);
+        e.loss = q.column_double(2);
+        e.accuracy = q.column_double(3);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<Event> RunStore::events(std::int64_t run_id) {
+    return events(run_id, 0);
+}
+
+std::vector<Event> RunStore::events(std::int64_t run_id, std::int64_t from_step) {
+    Statement q(m_impl->db(), select_sql(store::events_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    std::vector<Event> out;
+    while (q.step()) {
+        Event e;
+        e.step = q.column_int(0);
+        e.time_s = q.column_double(1);
+        e.kind = store::parse_event_kind(q.column_text(2)).value_or(EventKind::notice);
+        e.message = q.column_text(3);
+        e.data_json = q.column_text(4);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+RunTotals RunStore::totals(std::int64_t run_id) {
+    m_impl->require_run(run_id);
+    RunTotals t;
+    auto& db = m_impl->db();
+    {
+        Statement q(db,
+                    "SELECT count(*), total(overflow), total(skipped), avg(samples_per_s), "
+                    "max(mem_parameters + mem_master_weights + mem_gradients + mem_optimizer_state + "
+                    "mem_activations + mem_workspace) FROM steps WHERE run_id = ?");
+        q.bind(1, run_id);
+        q.step();
+        t.steps = q.column_int(0);
+        t.overflow_steps = q.column_int(1);
+        t.skipped_steps = q.column_int(2);
+        if (!q.column_is_null(3)) t.mean_samples_per_s = q.column_double(3);
+        t.peak_memory_bytes = q.column_int(4);
+    }
+    {
+        Statement q(db, "SELECT loss_scale, time_s FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1");
+        q.bind(1, run_id);
+        if (q.step()) {
+            t.final_loss_scale = q.column_double(0);
+            t.elapsed_s = q.column_double(1);
+        }
+    }
+    for (auto [table, field] :
+         {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals}, std::pair{"events", &t.events}}) {
+        Statement q(db, std::string("SELECT count(*) FROM ") + table + " WHERE run_id = ?");
+        q.bind(1, run_id);
+        q.step();
+        *field = q.column_int(0);
+    }
+    return t;
+}
+
+// ---- editing
+
+void RunStore::remove(std::int64_t run_id) {
+    m_impl->require_writable("remove run " + std::to_string(run_id));
+    RunRow r = run(run_id);
+    if (r.status == RunStatus::running)
+        throw Error("Run " + std::to_string(run_id) + " (" + r.name + ") is still being recorded by process " +
+                    std::to_string(r.pid) + " on " + r.host + "; stop it before removing it.");
+    Statement q(m_impl->db(), "DELETE FROM runs WHERE id = ?");
+    q.bind(1, run_id);
+    q.run();
+}
+
+void RunStore::rename(std::int64_t run_id, const std::string& name) {
+    m_impl->require_writable("rename run " + std::to_string(run_id));
+    if (name.empty()) throw Error("A run's name cannot be empty.");
+    Statement q(m_impl->db(), "UPDATE runs SET name = ? WHERE id = ?");
+    q.bind(1, name).bind(2, run_id);
+    q.run();
+    if (m_impl->db().changes() == 0) m_impl->no_such_run(run_id);
+}
+
+void RunStore::set_notes(std::int64_t run_id, const std::string& notes) {
+    m_impl->require_writable("change the notes of run " + std::to_string(run_id));
+    Statement q(m_impl->db(), "UPDATE runs SET notes = ? WHERE id = ?");
+    q.bind(1, notes).bind(2, run_id);
+    q.run();
+    if (m_impl->db().changes() == 0) m_impl->no_such_run(run_id);
+}
+
+void RunStore::set_tags(std::int64_t run_id, const std::string& tags) {
+    m_impl->require_writable("change the tags of run " + std::to_string(run_id));
+    const std::string normal = store::normalize_tags(tags);
+    Statement q(m_impl->db(), "UPDATE runs SET tags = ? WHERE id = ?");
+    q.bind(1, normal).bind(2, run_id);
+    q.run();
+    if (m_impl->db().changes() == 0) m_impl->no_such_run(run_id);
+}
+
+// ---- exporting
+
+std::optional<RunStore::ExportFormat> RunStore::parse_export_format(const std::string& name) {
+    if (name == "csv") return ExportFormat::csv;
+    if (name == "json") return ExportFormat::json;
+    return std::nullopt;
+}
+
+void RunStore::export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out) {
+    const store::TableSpec* spec = store::find_run_table(table);
+    if (!spec)
+        throw Error("There is no table '" + table + "' to export; the tables are " + store::run_table_names + ".");
+    m_impl->require_run(run_id);
+    store::write_table_export(m_impl->db(), run_id, *spec, format == ExportFormat::json, out);
+}
+
+std::string RunStore::export_table(std::int64_t run_id, const std::string& table, ExportFormat format) {
+    std::ostringstream out;
+    export_table(run_id, table, format, out);
+    return out.str();
+}
+
+}  // namespace mantissa

@@ -1,0 +1,218 @@
+// The DDL of each schema version and the migrations between them. Version 1 is frozen: a new
+// store is created as version 1 and migrated forward, exactly as an old file is, so the migration
+// code runs on every new store and the column order never depends on a file's history.
+#include "store/schema.h"
+
+#include <array>
+
+#include "store/sqlite_db.h"
+
+namespace mantissa::store {
+
+namespace {
+
+// Schema version 1 (Mantissa 0.0). Never edit: old files were created by it.
+const char* const schema_v1 = R"sql(
+CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid          TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    finished_at   TEXT,
+    status        TEXT NOT NULL
+                  CHECK (status IN ('running', 'completed', 'stopped', 'failed', 'interrupted')),
+    error         TEXT NOT NULL DEFAULT '',
+    backend       TEXT NOT NULL DEFAULT '',
+    device        TEXT NOT NULL DEFAULT '',
+    config_json   TEXT NOT NULL DEFAULT '{}',
+    notes         TEXT NOT NULL DEFAULT '',
+    app_version   TEXT NOT NULL DEFAULT '',
+    host          TEXT NOT NULL DEFAULT '',
+    pid           INTEGER NOT NULL DEFAULT 0,
+    process_start INTEGER NOT NULL DEFAULT 0,
+    boot_id       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_status ON runs(status);
+
+CREATE TABLE steps (
+    run_id              INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step                INTEGER NOT NULL,
+    epoch               INTEGER NOT NULL,
+    time_s              REAL,
+    loss                REAL,
+    loss_scale          REAL,
+    overflow            INTEGER NOT NULL,
+    skipped             INTEGER NOT NULL,
+    grad_norm           REAL,
+    learning_rate       REAL,
+    samples_per_s       REAL,
+    step_time_ms        REAL,
+    mem_parameters      INTEGER NOT NULL,
+    mem_master_weights  INTEGER NOT NULL,
+    mem_gradients       INTEGER NOT NULL,
+    mem_optimizer_state INTEGER NOT NULL,
+    mem_activations     INTEGER NOT NULL,
+    mem_workspace       INTEGER NOT NULL,
+    device_mem_in_use   INTEGER NOT NULL,
+    device_mem_total    INTEGER NOT NULL,
+    memory_modelled     INTEGER NOT NULL,
+    PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE layer_steps (
+    run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step              INTEGER NOT NULL,
+    layer             INTEGER NOT NULL,
+    name              TEXT NOT NULL,
+    precision         TEXT NOT NULL,
+    grad_amax         REAL,
+    grad_elements     INTEGER NOT NULL,
+    frac_zero         REAL,
+    frac_subnormal    REAL,
+    frac_nonfinite    REAL,
+    frac_underflow    REAL,
+    frac_lost_updates REAL,
+    PRIMARY KEY (run_id, step, layer)
+) WITHOUT ROWID;
+
+CREATE TABLE evals (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step     INTEGER NOT NULL,
+    split    TEXT NOT NULL,
+    loss     REAL,
+    accuracy REAL
+);
+CREATE INDEX evals_by_run ON evals(run_id, step);
+
+CREATE TABLE events (
+    id        INTEGER PRIMARY KEY,
+    run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step      INTEGER NOT NULL,
+    time_s    REAL,
+    kind      TEXT NOT NULL,
+    message   TEXT NOT NULL,
+    data_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_by_run ON events(run_id, step);
+)sql";
+
+// Version 1 -> 2: tags on runs, a cached step count for fast listing, the layers' gradient
+// exponent histograms, and an index for "the last test evaluation".
+const char* const migration_1_to_2 = R"sql(
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN step_count INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET step_count = (SELECT count(*) FROM steps WHERE steps.run_id = runs.id);
+ALTER TABLE layer_steps ADD COLUMN grad_exponents BLOB;
+CREATE INDEX evals_by_split ON evals(run_id, split, step);
+)sql";
+
+constexpr std::array steps_columns = {
+    ColumnSpec{"step", ColumnKind::integer},
+    ColumnSpec{"epoch", ColumnKind::integer},
+    ColumnSpec{"time_s", ColumnKind::real},
+    ColumnSpec{"loss", ColumnKind::real},
+    ColumnSpec{"loss_scale", ColumnKind::real},
+    ColumnSpec{"overflow", ColumnKind::boolean},
+    ColumnSpec{"skipped", ColumnKind::boolean},
+    ColumnSpec{"grad_norm", ColumnKind::real},
+    ColumnSpec{"learning_rate", ColumnKind::real},
+    ColumnSpec{"samples_per_s", ColumnKind::real},
+    ColumnSpec{"step_time_ms", ColumnKind::real},
+    ColumnSpec{"mem_parameters", ColumnKind::integer},
+    ColumnSpec{"mem_master_weights", ColumnKind::integer},
+    ColumnSpec{"mem_gradients", ColumnKind::integer},
+    ColumnSpec{"mem_optimizer_state", ColumnKind::integer},
+    ColumnSpec{"mem_activations", ColumnKind::integer},
+    ColumnSpec{"mem_workspace", ColumnKind::integer},
+    ColumnSpec{"device_mem_in_use", ColumnKind::integer},
+    ColumnSpec{"device_mem_total", ColumnKind::integer},
+    ColumnSpec{"memory_modelled", ColumnKind::boolean},
+};
+
+constexpr std::array layer_steps_columns = {
+    ColumnSpec{"step", ColumnKind::integer},
+    ColumnSpec{"layer", ColumnKind::integer},
+    ColumnSpec{"name", ColumnKind::text},
+    ColumnSpec{"precision", ColumnKind::text},
+    ColumnSpec{"grad_amax", ColumnKind::real},
+    ColumnSpec{"grad_elements", ColumnKind::integer},
+    ColumnSpec{"frac_zero", ColumnKind::real},
+    ColumnSpec{"frac_subnormal", ColumnKind::real},
+    ColumnSpec{"frac_nonfinite", ColumnKind::real},
+    ColumnSpec{"frac_underflow", ColumnKind::real},
+    ColumnSpec{"frac_lost_updates", ColumnKind::real},
+    ColumnSpec{"grad_exponents", ColumnKind::histogram},
+};
+
+constexpr std::array evals_columns = {
+    ColumnSpec{"step", ColumnKind::integer},
+    ColumnSpec{"split", ColumnKind::text},
+    ColumnSpec{"loss", ColumnKind::real},
+    ColumnSpec{"accuracy", ColumnKind::real},
+};
+
+constexpr std::array events_columns = {
+    ColumnSpec{"step", ColumnKind::integer},        ColumnSpec{"time_s", ColumnKind::real},
+    ColumnSpec{"kind", ColumnKind::text},           ColumnSpec{"message", ColumnKind::text},
+    ColumnSpec{"data_json", ColumnKind::json_text},
+};
+
+const TableSpec steps_spec{"steps", steps_columns, "step"};
+const TableSpec layer_steps_spec{"layer_steps", layer_steps_columns, "step, layer"};
+const TableSpec evals_spec{"evals", evals_columns, "step, id"};
+const TableSpec events_spec{"events", events_columns, "id"};
+
+}  // namespace
+
+const TableSpec& steps_table() {
+    return steps_spec;
+}
+const TableSpec& layer_steps_table() {
+    return layer_steps_spec;
+}
+const TableSpec& evals_table() {
+    return evals_spec;
+}
+const TableSpec& events_table() {
+    return events_spec;
+}
+
+const TableSpec* find_run_table(std::string_view name) {
+    for (const TableSpec* t : {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec})
+        if (name == t->name) return t;
+    return nullptr;
+}
+
+std::string column_list(const TableSpec& table) {
+    std::string s;
+    for (const auto& c : table.columns) {
+        if (!s.empty()) s += ", ";
+        s += c.name;
+    }
+    return s;
+}
+
+std::string insert_sql(const TableSpec& table) {
+    std::string sql = std::string("INSERT INTO ") + table.name + "(run_id, " + column_list(table) + ") VALUES(?";
+    for (std::size_t i = 0; i < table.columns.size(); ++i) sql += ", ?";
+    return sql + ")";
+}
+
+void create_schema(Connection& db) {
+    db.exec(schema_v1, "creating the tables");
+    db.exec("PRAGMA application_id = " + std::to_string(application_id), "stamping the application id");
+    db.exec("PRAGMA user_version = 1", "setting the schema version");
+    for (int v = 1; v < schema_version; ++v) migrate_schema(db, v);
+}
+
+void migrate_schema(Connection& db, int from) {
+    switch (from) {
+        case 1: db.exec(migration_1_to_2, "migrating the schema from version 1 to 2"); break;
+        default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
+    }
+    db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");
+}
+
+}  // namespace mantissa::store

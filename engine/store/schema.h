@@ -1,0 +1,63 @@
+// The run store's schema: its identity (application_id, user_version), the tables' columns as the
+// code reads and writes them, and the forward migrations. docs/schema.md documents every table
+// and column; change both together, and never change a released version's DDL: add a migration.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace mantissa::store {
+
+class Connection;
+
+// PRAGMA application_id of every Mantissa store: 'MANT' in ASCII.
+inline constexpr std::int64_t application_id = 0x4D414E54;
+// PRAGMA user_version: the schema version this build writes (and the newest it reads).
+inline constexpr int schema_version = 2;
+
+// Creates the schema of the current version in an empty database and stamps application_id and
+// user_version. The caller holds a write transaction. A new store is built as version 1 and then
+// migrated, so new and migrated stores have the same columns in the same order.
+void create_schema(Connection& db);
+
+// Migrates from version `from` to `from + 1` and sets user_version. The caller holds a write
+// transaction (one per migration) and has made the backup copy.
+void migrate_schema(Connection& db, int from);
+
+// How a column's value is read back and exported (CSV/JSON).
+enum class ColumnKind : std::uint8_t {
+    integer,
+    real,     // NULL stands for NaN (SQLite stores a NaN as NULL)
+    boolean,  // 0 or 1
+    text,
+    json_text,  // text holding a JSON value
+    histogram,  // the grad_exponents blob (histogram_codec.h)
+};
+
+struct ColumnSpec {
+    const char* name;
+    ColumnKind kind;
+};
+
+// The per-run tables, without their run_id column, in the order the code binds and reads them.
+struct TableSpec {
+    const char* name;
+    std::span<const ColumnSpec> columns;
+    const char* order_by;  // the natural order of a run's rows
+};
+
+const TableSpec& steps_table();
+const TableSpec& layer_steps_table();
+const TableSpec& evals_table();
+const TableSpec& events_table();
+// steps, layer_steps, evals or events; nullptr for another name.
+const TableSpec* find_run_table(std::string_view name);
+inline constexpr const char* run_table_names = "steps, layer_steps, evals, events";
+
+// "a, b, c" for a table's columns, and "INSERT INTO t(run_id, a, b, c) VALUES(?, ?, ?, ?)".
+std::string column_list(const TableSpec& table);
+std::string insert_sql(const TableSpec& table);
+
+}  // namespace mantissa::store

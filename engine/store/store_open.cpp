@@ -1,0 +1,260 @@
+// open_store(): the checks, in the order that keeps a bad file untouched: the file's first bytes,
+// then a read-only look at its header (application_id, user_version, tables), and only then a
+// read-write connection, WAL, creation or migration.
+#include "store/store_open.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "store/schema.h"
+#include "store/store_util.h"
+
+namespace mantissa::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string in_quotes(const std::string& s) {
+    return "'" + s + "'";
+}
+
+struct Header {
+    std::int64_t application_id = 0;
+    std::int64_t version = 0;
+    std::int64_t objects = 0;  // entries in sqlite_schema
+    std::int64_t tables = 0;   // how many of the store's five tables exist
+};
+
+Header read_header(Connection& db) {
+    Header h;
+    h.application_id = db.query_int("PRAGMA application_id", "reading its application id");
+    h.version = db.query_int("PRAGMA user_version", "reading its schema version");
+    h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading its list of tables");
+    h.tables = db.query_int(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
+        "('runs', 'steps', 'layer_steps', 'evals', 'events')",
+        "reading its list of tables");
+    return h;
+}
+
+// Throws for a file that is not a store this build may use; true when it is an empty database
+// that may become one.
+bool check_header(const Header& h, const std::string& path) {
+    if (h.application_id != application_id) {
+        if (h.objects == 0 && h.version == 0) return true;
+        char id[16];
+        std::snprintf(id, sizeof id, "0x%08X", static_cast<unsigned>(h.application_id & 0xFFFFFFFF));
+        throw Error("The file " + in_quotes(path) +
+                    " is an SQLite database but not a Mantissa run store (its "
+                    "application_id is " +
+                    id +
+                    ", a run store's is 0x4D414E54); it was left unchanged: "
+                    "choose another file (--db FILE).");
+    }
+    if (h.version > schema_version)
+        throw Error("The run store " + in_quotes(path) + " was written by a newer Mantissa (schema version " +
+                    std::to_string(h.version) + "; this build reads versions up to " + std::to_string(schema_version) +
+                    "); it was left unchanged: open it with a newer "
+                    "Mantissa, or record to another file (--db FILE).");
+    if (h.version < 1) {
+        if (h.objects == 0) return true;
+        throw Error("The run store " + in_quotes(path) +
+                    " is damaged (it has tables but no schema version); "
+                    "restore a backup or move the file aside to start a new store.");
+    }
+    if (h.tables != 5)
+        throw Error("The run store " + in_quotes(path) + " is damaged (only " + std::to_string(h.tables) +
+                    " of its 5 tables exist); restore a backup or move the file aside to start a new store.");
+    return false;
+}
+
+// Looks at the file's first 100 bytes (SQLite's database header) before any SQLite connection
+// touches it: SQLite's own answer for a non-database comes only at the first read (and for a short
+// file it may call it empty), and a connection to a WAL file creates -wal and -shm files beside
+// it. So a file that plainly is not ours, or is from a newer version, is refused untouched here.
+// (A header whose newest changes still sit in a WAL is checked again through SQLite.)
+void check_file_header(const std::string& path) {
+    std::error_code ec;
+    auto size = fs::file_size(path, ec);
+    if (ec || size == 0) return;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return;  // SQLite will say why it cannot read it
+    unsigned char h[100] = {};
+    in.read(reinterpret_cast<char*>(h), sizeof h);
+    if (in.gcount() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
+        throw Error("The file " + in_quotes(path) +
+                    " is not an SQLite database, so it is not a Mantissa run "
+                    "store; it was left unchanged: choose another file (--db FILE).");
+    auto be32 = [&](int at) {
+        return static_cast<std::int64_t>(
+            static_cast<std::int32_t>((std::uint32_t{h[at]} << 24) | (std::uint32_t{h[at + 1]} << 16) |
+                                      (std::uint32_t{h[at + 2]} << 8) | std::uint32_t{h[at + 3]}));
+    };
+    Header header;
+    header.version = be32(60);
+    header.application_id = be32(68);
+    header.objects = 1;  // unknown here: only an id that is neither ours nor 0 is judged now
+    header.tables = 5;
+    const bool foreign = header.application_id != 0 && header.application_id != application_id;
+    const bool newer = header.application_id == application_id && header.version > schema_version;
+    if (foreign || newer) check_header(header, path);  // throws the sentence for either
+}
+
+void configure_reader(Connection& db) {
+    db.exec("PRAGMA busy_timeout = " + std::to_string(busy_timeout_ms), "setting the busy timeout");
+    db.exec("PRAGMA query_only = 1", "opening it read-only");
+}
+
+void configure_writer(Connection& db) {
+    db.exec("PRAGMA busy_timeout = " + std::to_string(busy_timeout_ms), "setting the busy timeout");
+    db.query_text("PRAGMA journal_mode = WAL", "switching it to write-ahead logging");
+    db.exec("PRAGMA synchronous = NORMAL", "setting its synchronous mode");
+    db.exec("PRAGMA foreign_keys = ON", "turning on foreign keys");
+}
+
+bool is_file_damage(int code) {
+    return code == SQLITE_NOTADB || code == SQLITE_CORRUPT;
+}
+
+// A read-only connection whose header has been read. A WAL store in a folder we cannot write has
+// no -shm file to share: SQLite then reads it only as "immutable" (nobody can be writing it, since
+// nobody can create the -wal file there either).
+struct Inspected {
+    Connection connection;
+    Header header;
+};
+
+Inspected inspect_read_only(const std::string& path) {
+    try {
+        Connection db(path, Connection::Mode::read_only);
+        configure_reader(db);
+        Header h = read_header(db);
+        return {std::move(db), h};
+    } catch (const SqliteError& e) {
+        if (is_file_damage(e.code())) throw;
+        Connection db(path, Connection::Mode::immutable);
+        configure_reader(db);
+        Header h = read_header(db);
+        return {std::move(db), h};
+    }
+}
+
+std::string folder_of(const std::string& path) {
+    fs::path p = fs::path(path).parent_path();
+    return p.empty() ? std::string(".") : p.string();
+}
+
+// The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists.
+std::string backup_before_migrating(Connection& db, const std::string& path, int version) {
+    std::string base = path + ".bak-v" + std::to_string(version);
+    std::string target = base;
+    for (int i = 2; fs::exists(target); ++i) target = base + "." + std::to_string(i);
+    try {
+        Statement s(db, "VACUUM INTO ?");
+        s.bind(1, target);
+        s.run();
+    } catch (const SqliteError& e) {
+        throw Error("Cannot upgrade the run store " + in_quotes(path) + " from schema version " +
+                    std::to_string(version) + ": writing its backup copy " + in_quotes(target) +
+                    " failed: " + continue_sentence(e.what()) + ".");
+    }
+    return target;
+}
+
+OpenedStore open_read_only(const std::string& path, const char* why) {
+    if (!fs::exists(path))
+        throw Error("There is no run store at " + in_quotes(path) + " yet (it is created when a run is recorded).");
+    if (fs::is_directory(path))
+        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
+    check_file_header(path);
+    Inspected in = inspect_read_only(path);
+    if (check_header(in.header, path))
+        throw Error("The file " + in_quotes(path) + " is an empty database, not yet a run store" + std::string(why) +
+                    ".");
+    if (in.header.version < schema_version)
+        throw Error("The run store " + in_quotes(path) + " uses schema version " + std::to_string(in.header.version) +
+                    " and cannot be upgraded to version " + std::to_string(schema_version) + " here" + why +
+                    "; open it once with write access to upgrade it.");
+    return {std::move(in.connection), true, 0, {}};
+}
+
+}  // namespace
+
+OpenedStore open_store(const std::string& path, bool read_only) {
+    if (path.empty()) throw Error("No run store file was given (--db FILE).");
+    if (read_only) return open_read_only(path, "");
+
+    std::error_code ec;
+    const std::string folder = folder_of(path);
+    const bool exists = fs::exists(path, ec);
+    bool current = false;  // an existing store of this version: opening it takes no write lock
+    if (exists && fs::is_directory(path, ec))
+        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
+    if (!exists) {
+        fs::create_directories(folder, ec);
+        if (ec)
+            throw Error("Cannot create the folder " + in_quotes(folder) + " for the run store " + in_quotes(path) +
+                        ": " + ec.message() + ".");
+        if (access(folder.c_str(), W_OK) != 0)
+            throw Error("Cannot create the run store " + in_quotes(path) + ": the folder " + in_quotes(folder) +
+                        " is not writable.");
+    } else {
+        check_file_header(path);
+        const bool writable = access(path.c_str(), W_OK) == 0 && access(folder.c_str(), W_OK) == 0;
+        if (!writable) return open_read_only(path, " (the file or its folder is not writable)");
+        if (fs::file_size(path, ec) > 0) {
+            // Look before touching: a file that fails here is never opened for writing.
+            Inspected in = inspect_read_only(path);
+            current = !check_header(in.header, path) && in.header.version == schema_version;
+        }
+    }
+
+    Connection db(path, Connection::Mode::read_write_create);
+    configure_writer(db);
+    OpenedStore out{std::move(db), false, 0, {}};
+    Connection& c = out.connection;
+
+    int version = schema_version;
+    if (!current) {
+        Transaction t(c);
+        Header h = read_header(c);  // again, under the write lock: another process may have created it
+        if (check_header(h, path)) {
+            create_schema(c);
+            version = schema_version;
+        } else {
+            version = static_cast<int>(h.version);
+        }
+        t.commit();
+    }
+    if (version < schema_version) {
+        out.backup_path = backup_before_migrating(c, path, version);
+        out.migrated_from = version;
+        for (int v = version; v < schema_version; ++v) {
+            Transaction t(c);
+            int now = static_cast<int>(c.query_int("PRAGMA user_version", "reading its schema version"));
+            if (now == v) migrate_schema(c, v);  // else another process migrated it meanwhile
+            t.commit();
+        }
+    }
+    return out;
+}
+
+Connection open_writer_connection(const std::string& path, std::int64_t max_page_count) {
+    Connection db(path, Connection::Mode::read_write);
+    configure_writer(db);
+    // A batch is written in one transaction; a page cache that holds it avoids spilling pages to
+    // the WAL twice (SQLite's default cache is 2 MiB; a 16k-row batch of steps is about 3 MiB).
+    db.exec("PRAGMA cache_size = -16384", "sizing its page cache");
+    if (max_page_count > 0)
+        db.query_int("PRAGMA max_page_count = " + std::to_string(max_page_count), "capping its size");
+    return db;
+}
+
+}  // namespace mantissa::store

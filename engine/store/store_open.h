@@ -1,0 +1,33 @@
+// Opening a run store file: every check a file must pass before the store reads or writes it
+// (an SQLite file, a Mantissa store, not from a newer version, not damaged), the read-only
+// fallback, creation, and the forward migrations with their backup copy. Nothing is written to a
+// file that fails a check: a newer store is left byte-identical.
+#pragma once
+
+#include <string>
+
+#include "store/sqlite_db.h"
+
+namespace mantissa::store {
+
+struct OpenedStore {
+    Connection connection;
+    bool read_only = false;
+    int migrated_from = 0;    // the version before migrating, 0 when none was needed
+    std::string backup_path;  // the copy made before migrating
+};
+
+// Opens (creating when writable and absent) and migrates. read_only never writes. A writable open
+// falls back to read-only when the file or its folder is not writable. Throws mantissa::Error
+// with one sentence.
+OpenedStore open_store(const std::string& path, bool read_only);
+
+// A second connection to a store open_store() has already checked and migrated, for a Recorder's
+// writer thread.
+Connection open_writer_connection(const std::string& path, std::int64_t max_page_count);
+
+// The busy timeout every connection uses: a writer commits in milliseconds, so a reader or an
+// editor that waits longer than this has met a stuck process.
+inline constexpr int busy_timeout_ms = 5000;
+
+}  // namespace mantissa::store

@@ -1,0 +1,184 @@
+// Shared by the store suites: synthetic telemetry with every field set (so a column that is not
+// written or read back shows up as a difference), NaN-aware comparisons, and raw SQLite access
+// that does not go through the store's own code.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QString>
+
+#include <sqlite3.h>
+
+#include "train/telemetry.h"
+
+namespace store_test {
+
+using namespace mantissa;
+
+inline StepRecord make_step(std::int64_t i) {
+    StepRecord s;
+    s.step = i;
+    s.epoch = static_cast<std::int32_t>(i / 100);
+    s.time_s = 0.0125 * static_cast<double>(i + 1);
+    s.loss = 2.5 / static_cast<double>(i + 1);  // most need 16 or 17 digits
+    s.loss_scale = std::ldexp(1.0, 16 - static_cast<int>(i % 5));
+    s.overflow = i % 7 == 3;
+    s.skipped = i % 7 == 3;
+    s.grad_norm = s.overflow ? INFINITY : 0.1 * static_cast<double>(i % 13) + 0.01;
+    s.learning_rate = 1e-3 * (1.0 - static_cast<double>(i) * 1e-6);
+    s.samples_per_s = 12345.678 + static_cast<double>(i);
+    s.step_time_ms = 10.5 + static_cast<double>(i % 3);
+    s.memory.parameters = 1000 + i;
+    s.memory.master_weights = 2000 + i;
+    s.memory.gradients = 3000 + i;
+    s.memory.optimizer_state = 4000 + i;
+    s.memory.activations = 5000 + i;
+    s.memory.workspace = 6000 + i;
+    s.memory.device_in_use = (std::int64_t{1} << 33) + i;
+    s.memory.device_total = std::int64_t{1} << 36;
+    s.memory.modelled = i % 2 == 0;
+    return s;
+}
+
+inline std::vector<LayerStepRecord> make_layers(std::int64_t step, int count) {
+    std::vector<LayerStepRecord> v;
+    for (int l = 0; l < count; ++l) {
+        LayerStepRecord r;
+        r.step = step;
+        r.layer = l;
+        r.name = "fc" + std::to_string(l + 1);
+        r.precision = all_formats[static_cast<std::size_t>(step + l) % all_formats.size()];
+        r.grad_amax = 0.5 / static_cast<double>(step + l + 1);
+        r.grad_elements = 784 * 256 + l;
+        r.frac_zero = 0.01 * l;
+        r.frac_subnormal = 0.001 * static_cast<double>(step % 10);
+        r.frac_nonfinite = step % 7 == 3 ? 1.0 / 3.0 : 0.0;
+        r.frac_underflow = 0.25 / static_cast<double>(l + 2);
+        r.frac_lost_updates = 0.125 * l;
+        // A realistic spread of binades, plus the two end bins now and then.
+        const int centre = -20 - l - static_cast<int>(step % 9);
+        for (int d = -12; d <= 12; ++d)
+            r.grad_exponents.counts[static_cast<std::size_t>(centre + d - ExponentHistogram::min_exponent)] =
+                static_cast<std::uint32_t>(1000 / (1 + d * d) + step);
+        if (step % 11 == 0) r.grad_exponents.counts.front() = 7;
+        if (step % 13 == 0) r.grad_exponents.counts.back() = 4000000000u;
+        v.push_back(std::move(r));
+    }
+    return v;
+}
+
+inline bool same(double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+struct Field {
+    const char* name;
+    double a, b;
+};
+
+inline QString first_difference(std::int64_t step, std::initializer_list<Field> fields) {
+    for (const Field& f : fields)
+        if (!same(f.a, f.b))
+            return QString("step %1: %2 %3 != %4").arg(step).arg(f.name).arg(f.a, 0, 'g', 17).arg(f.b, 0, 'g', 17);
+    return {};
+}
+
+template <typename T>
+double d(T v) {
+    return static_cast<double>(v);
+}
+
+// Empty when equal, else the first field that differs.
+inline QString diff(const StepRecord& a, const StepRecord& b) {
+    const MemoryBreakdown &m = a.memory, &n = b.memory;
+    return first_difference(a.step, {{"step", d(a.step), d(b.step)},
+                                     {"epoch", d(a.epoch), d(b.epoch)},
+                                     {"time_s", a.time_s, b.time_s},
+                                     {"loss", a.loss, b.loss},
+                                     {"loss_scale", a.loss_scale, b.loss_scale},
+                                     {"overflow", d(a.overflow), d(b.overflow)},
+                                     {"skipped", d(a.skipped), d(b.skipped)},
+                                     {"grad_norm", a.grad_norm, b.grad_norm},
+                                     {"learning_rate", a.learning_rate, b.learning_rate},
+                                     {"samples_per_s", a.samples_per_s, b.samples_per_s},
+                                     {"step_time_ms", a.step_time_ms, b.step_time_ms},
+                                     {"memory.parameters", d(m.parameters), d(n.parameters)},
+                                     {"memory.master_weights", d(m.master_weights), d(n.master_weights)},
+                                     {"memory.gradients", d(m.gradients), d(n.gradients)},
+                                     {"memory.optimizer_state", d(m.optimizer_state), d(n.optimizer_state)},
+                                     {"memory.activations", d(m.activations), d(n.activations)},
+                                     {"memory.workspace", d(m.workspace), d(n.workspace)},
+                                     {"memory.device_in_use", d(m.device_in_use), d(n.device_in_use)},
+                                     {"memory.device_total", d(m.device_total), d(n.device_total)},
+                                     {"memory.modelled", d(m.modelled), d(n.modelled)}});
+}
+
+inline QString diff(const LayerStepRecord& a, const LayerStepRecord& b) {
+    QString f = first_difference(a.step, {{"step", d(a.step), d(b.step)},
+                                          {"layer", d(a.layer), d(b.layer)},
+                                          {"grad_amax", a.grad_amax, b.grad_amax},
+                                          {"grad_elements", d(a.grad_elements), d(b.grad_elements)},
+                                          {"frac_zero", a.frac_zero, b.frac_zero},
+                                          {"frac_subnormal", a.frac_subnormal, b.frac_subnormal},
+                                          {"frac_nonfinite", a.frac_nonfinite, b.frac_nonfinite},
+                                          {"frac_underflow", a.frac_underflow, b.frac_underflow},
+                                          {"frac_lost_updates", a.frac_lost_updates, b.frac_lost_updates}});
+    if (!f.isEmpty()) return f;
+    if (a.name != b.name) return QString("layer name %1 != %2").arg(a.name.c_str(), b.name.c_str());
+    if (a.precision != b.precision) return QString("step %1 layer %2: precision differs").arg(a.step).arg(a.layer);
+    if (a.grad_exponents.counts != b.grad_exponents.counts)
+        return QString("step %1 layer %2: histogram differs").arg(a.step).arg(a.layer);
+    return {};
+}
+
+inline QByteArray file_sha256(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    h.addData(&f);
+    return h.result().toHex();
+}
+
+// A plain sqlite3 connection, for building files by hand and checking what the store wrote.
+class RawDb {
+public:
+    explicit RawDb(const QString& path, bool read_only = false) {
+        sqlite3_open_v2(path.toUtf8().constData(), &m_db,
+                        read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), nullptr);
+    }
+    ~RawDb() { sqlite3_close_v2(m_db); }
+    RawDb(const RawDb&) = delete;
+    RawDb& operator=(const RawDb&) = delete;
+    // Returns the error message, empty on success.
+    QString exec(const QString& sql) {
+        char* err = nullptr;
+        int rc = sqlite3_exec(m_db, sql.toUtf8().constData(), nullptr, nullptr, &err);
+        QString msg = rc == SQLITE_OK ? QString() : QString::fromUtf8(err ? err : sqlite3_errstr(rc));
+        sqlite3_free(err);
+        return msg;
+    }
+    // The first column of the first row, as text ("" when none or on error).
+    QString text(const QString& sql) {
+        sqlite3_stmt* s = nullptr;
+        QString out;
+        if (sqlite3_prepare_v2(m_db, sql.toUtf8().constData(), -1, &s, nullptr) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW) {
+            const unsigned char* t = sqlite3_column_text(s, 0);
+            out = t ? QString::fromUtf8(reinterpret_cast<const char*>(t)) : QString();
+        }
+        sqlite3_finalize(s);
+        return out;
+    }
+    long long integer(const QString& sql) { return text(sql).toLongLong(); }
+
+private:
+    sqlite3* m_db = nullptr;
+};
+
+}  // namespace store_test

@@ -1,0 +1,235 @@
+// mantissa-cli's store commands end to end (runs, show, export, rm, rename, note, tag): the built
+// executable is run on stores made here, and its output, files and exit codes are checked. Bad
+// input exits 2 with one sentence on stderr.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "store/run_store.h"
+#include "store_test_util.h"
+
+using namespace mantissa;
+using namespace store_test;
+
+namespace {
+
+struct Result {
+    int code = -1;
+    QString out, err;
+};
+
+Result cli(const QStringList& args, const QString& xdg_data_home = {}) {
+    QProcess p;
+    if (!xdg_data_home.isEmpty()) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("XDG_DATA_HOME", xdg_data_home);
+        p.setProcessEnvironment(env);
+    }
+    p.start(MANTISSA_CLI, args);
+    if (!p.waitForFinished(30000)) return {};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+void record(RunStore& store, const std::string& name, int steps, RunStatus status) {
+    auto rec = store.start_run({name, "cpu", "test CPU", R"({"name":")" + name + R"(","train":{"lr":0.001}})"});
+    for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, 3));
+    rec->on_eval({steps - 1, "test", 0.375, 0.875});
+    rec->on_event({2, 0.03, EventKind::setting_change, "Autocast changed from off to fp16.",
+                   R"({"key":"precision.autocast","old":"off","new":"fp16"})"});
+    rec->finish(status);
+}
+
+}  // namespace
+
+class StoreCli : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_db;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath("cli.sqlite");
+        RunStore store(m_db.toStdString());
+        record(store, "fmnist-fp16", 40, RunStatus::completed);
+        record(store, "fmnist-bf16", 25, RunStatus::stopped);
+        record(store, "spirals", 10, RunStatus::failed);
+    }
+
+    void helpForEveryCommand_data() {
+        QTest::addColumn<QString>("command");
+        for (const char* c : {"runs", "show", "export", "rm", "rename", "note", "tag"}) QTest::newRow(c) << c;
+    }
+
+    void helpForEveryCommand() {
+        QFETCH(QString, command);
+        Result r = cli({command, "--help"});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.startsWith("usage: mantissa-cli " + command), qPrintable(r.out));
+        QVERIFY2(r.out.contains("--db FILE"), qPrintable(r.out));
+        QVERIFY(cli({"--help"}).out.contains(QRegularExpression("\\n  " + command + " +\\w")));
+    }
+
+    void runsListsEveryRun() {
+        Result r = cli({"runs", "--db", m_db});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(
+            r.out.contains(QRegularExpression(R"(\n +1  fmnist-fp16  completed  .*  +40  +0\.0625  +87\.50%  cpu)")),
+            qPrintable(r.out));
+        QVERIFY2(r.out.contains(QRegularExpression(R"(\n +2  fmnist-bf16  stopped +.* 25 )")), qPrintable(r.out));
+        QVERIFY(r.out.contains("spirals"));
+
+        Result j = cli({"runs", "--json", "--db", m_db});
+        QCOMPARE(j.code, 0);
+        const QJsonArray a = QJsonDocument::fromJson(j.out.toUtf8()).array();
+        QCOMPARE(a.size(), 3);
+        QCOMPARE(a[0].toObject()["name"].toString(), QString("fmnist-fp16"));
+        QCOMPARE(a[0].toObject()["steps"].toInt(), 40);
+        QCOMPARE(a[0].toObject()["final_loss"].toDouble(), make_step(39).loss);
+        QCOMPARE(a[0].toObject()["test_accuracy"].toDouble(), 0.875);
+        QCOMPARE(a[2].toObject()["status"].toString(), QString("failed"));
+    }
+
+    void runsWithoutAStore() {
+        const QString missing = m_dir.filePath("none/runs.sqlite");
+        Result r = cli({"runs", "--db", missing});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("No runs yet"));
+        QCOMPARE(cli({"runs", "--json", "--db", missing}).out.trimmed(), QString("[]"));
+        QVERIFY(!QFile::exists(missing));
+        Result s = cli({"show", "1", "--db", missing});
+        QCOMPARE(s.code, 2);
+        QVERIFY2(s.err.contains("There is no run store at"), qPrintable(s.err));
+        QVERIFY(!QFile::exists(missing));
+    }
+
+    void defaultStoreFollowsXdgDataHome() {
+        const QString home = m_dir.filePath("xdg");
+        QVERIFY(QDir().mkpath(home + "/mantissa"));
+        QVERIFY(QFile::copy(m_db, home + "/mantissa/runs.sqlite"));
+        Result r = cli({"runs"}, home);
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("fmnist-bf16"), qPrintable(r.out));
+    }
+
+    void showSummarisesARun() {
+        Result r = cli({"show", "fmnist-f", "--db", m_db});
+        QCOMPARE(r.code, 0);
+        for (const char* part : {"Run 1: fmnist-fp16", "status       completed", "Final metrics", "steps        40 (",
+                                 "accuracy 87.50%", "Events (2)", "setting_change  Autocast changed from off to fp16.",
+                                 "run_finished", "Configuration", "\"lr\": 0.001"})
+            QVERIFY2(r.out.contains(part), qPrintable(QString("missing '%1' in:\n%2").arg(part, r.out)));
+
+        Result j = cli({"show", "3", "--json", "--db", m_db});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        QCOMPARE(o["name"].toString(), QString("spirals"));
+        QCOMPARE(o["status"].toString(), QString("failed"));
+        QCOMPARE(o["config"].toObject()["train"].toObject()["lr"].toDouble(), 0.001);
+        QCOMPARE(o["totals"].toObject()["steps"].toInt(), 10);
+        QCOMPARE(o["totals"].toObject()["layer_rows"].toInt(), 30);
+        const QJsonArray events = o["events"].toArray();
+        QCOMPARE(events.size(), 2);
+        QCOMPARE(events[0].toObject()["data"].toObject()["new"].toString(), QString("fp16"));
+        QCOMPARE(events[1].toObject()["kind"].toString(), QString("run_failed"));
+    }
+
+    void exportWritesTables() {
+        const QString csv = m_dir.filePath("out/steps.csv");
+        QVERIFY(QDir().mkpath(m_dir.filePath("out")));
+        Result r = cli({"export", "fmnist-bf", "--format", "csv", "-o", csv, "--db", m_db});
+        QCOMPARE(r.code, 0);
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray text = f.readAll();
+        QCOMPARE(text.count("\r\n"), 26);  // header + 25 steps
+        QVERIFY(text.startsWith("step,epoch,time_s,loss,"));
+        QVERIFY(!QFile::exists(csv + ".partial"));
+
+        Result j = cli({"export", "1", "--format=json", "--table", "layer_steps", "--db", m_db});
+        QCOMPARE(j.code, 0);
+        QJsonParseError err;
+        const QJsonArray a = QJsonDocument::fromJson(j.out.toUtf8(), &err).array();
+        QCOMPARE(err.error, QJsonParseError::NoError);
+        QCOMPARE(a.size(), 120);
+        QCOMPARE(a[4].toObject()["name"].toString(), QString("fc2"));
+
+        Result e = cli({"export", "1", "--table", "evals", "--db", m_db});
+        QCOMPARE(e.code, 0);
+        QCOMPARE(e.out, QString("step,split,loss,accuracy\r\n39,test,0.375,0.875\r\n"));
+    }
+
+    void badInputExitsTwo_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("bad format") << QStringList{"export", "1", "--format", "xlsx"} << "unknown --format 'xlsx'";
+        QTest::newRow("bad table") << QStringList{"export", "1", "--table", "weights"} << "unknown --table 'weights'";
+        QTest::newRow("unknown run") << QStringList{"show", "resnet"} << "No run in";
+        QTest::newRow("ambiguous run") << QStringList{"show", "fmnist"}
+                                       << "'fmnist' matches 2 runs: 1 (fmnist-fp16), 2 (fmnist-bf16)";
+        QTest::newRow("no run given") << QStringList{"show"} << "give the run to show";
+        QTest::newRow("unknown option") << QStringList{"runs", "--colour"} << "unknown option '--colour'";
+        QTest::newRow("rm unknown") << QStringList{"rm", "42"} << "No run in";
+        QTest::newRow("rename without name") << QStringList{"rename", "1"} << "rename RUN NAME";
+        QTest::newRow("export to a missing folder") << QStringList{"export", "1", "-o", "/nonexistent/dir/x.csv"}
+                                                    << "Cannot write '/nonexistent/dir/x.csv.partial'";
+    }
+
+    void badInputExitsTwo() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        Result r = cli(args + QStringList{"--db", m_db});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains(message), qPrintable(r.err));
+        QCOMPARE(r.err.count('\n'), 1);  // one sentence
+    }
+
+    void newerStoreIsRefused() {
+        const QString path = m_dir.filePath("newer.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("PRAGMA user_version = 9"), QString());
+        }
+        const QByteArray before = file_sha256(path);
+        Result r = cli({"runs", "--db", path});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("written by a newer Mantissa (schema version 9"), qPrintable(r.err));
+        QCOMPARE(file_sha256(path), before);
+    }
+
+    void editCommands() {
+        const QString path = m_dir.filePath("edit.sqlite");
+        {
+            RunStore store(path.toStdString());
+            record(store, "first", 5, RunStatus::completed);
+            record(store, "second", 5, RunStatus::completed);
+        }
+        Result r = cli({"rename", "first", "baseline fp32", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("Renamed run 1: first -> baseline fp32"));
+        QCOMPARE(cli({"note", "1", "loss", "scaling", "off", "--db", path}).code, 0);
+        QCOMPARE(cli({"tag", "base", "fp32, baseline", "--db", path}).code, 0);
+        Result rm = cli({"rm", "sec", "--db", path});
+        QCOMPARE(rm.code, 0);
+        QVERIFY2(rm.out.contains("Removed run 2 (second) and its 5 steps."), qPrintable(rm.out));
+
+        RunStore store(path.toStdString(), true);
+        auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t(1));
+        QCOMPARE(runs[0].name, std::string("baseline fp32"));
+        QCOMPARE(runs[0].notes, std::string("loss scaling off"));
+        QCOMPARE(runs[0].tags, std::string("fp32,baseline"));
+        QCOMPARE(cli({"note", "1", "", "--db", path}).code, 0);
+        QCOMPARE(store.run(1).notes, std::string());
+    }
+};
+
+QTEST_GUILESS_MAIN(StoreCli)
+#include "tst_store_cli.moc"

@@ -1,0 +1,244 @@
+// Exports: every table of a run as CSV and as JSON, parsed back here with independent parsers (an
+// RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header, values
+// (shortest exact doubles, NaN and inf), histograms, and text that needs quoting.
+#include <sstream>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "error.h"
+#include "store/run_store.h"
+#include "store_test_util.h"
+
+using namespace mantissa;
+using namespace store_test;
+
+namespace {
+
+// RFC 4180: fields separated by commas, records by CRLF; a quoted field may hold commas, CRLF and
+// doubled quotes. Returns false on malformed input.
+bool parse_csv(const QByteArray& text, QList<QStringList>& rows) {
+    rows.clear();
+    QStringList row;
+    QByteArray field;
+    bool quoted = false, after_quote = false;
+    for (qsizetype i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quoted) {
+            if (c == '"') {
+                if (i + 1 < text.size() && text[i + 1] == '"') {
+                    field += '"';
+                    ++i;
+                } else {
+                    quoted = false;
+                    after_quote = true;
+                }
+            } else {
+                field += c;
+            }
+        } else if (c == '"') {
+            if (!field.isEmpty() || after_quote) return false;
+            quoted = true;
+        } else if (c == ',') {
+            row << QString::fromUtf8(field);
+            field.clear();
+            after_quote = false;
+        } else if (c == '\r') {
+            if (i + 1 >= text.size() || text[i + 1] != '\n') return false;
+            ++i;
+            row << QString::fromUtf8(field);
+            rows << row;
+            row.clear();
+            field.clear();
+            after_quote = false;
+        } else if (c == '\n') {
+            return false;  // a bare LF outside quotes: not CRLF
+        } else {
+            if (after_quote) return false;
+            field += c;
+        }
+    }
+    return !quoted && field.isEmpty() && row.isEmpty();
+}
+
+const std::string tricky = "Loss scale backed off, \"hard\" at step 3;\r\nsee fc2's dW.";
+
+}  // namespace
+
+class StoreExport : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<RunStore> m_store;
+    std::int64_t m_id = 0;
+    static constexpr int steps = 120, layers = 3;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_store = std::make_unique<RunStore>(m_dir.filePath("export.sqlite").toStdString());
+        auto rec = m_store->start_run({"export", "cpu", "", "{}"});
+        m_id = rec->run_id();
+        for (int i = 0; i < steps; ++i) {
+            StepRecord s = make_step(i);
+            if (i == 5) s.loss = NAN;
+            rec->on_step(s, make_layers(i, layers));
+        }
+        rec->on_eval({50, "test", 0.25, 0.5});
+        rec->on_eval({100, "test", 0.125, NAN});
+        rec->on_event({3, 0.04, EventKind::scale_change, tricky, R"({"old":65536,"new":32768})"});
+        rec->on_event({4, 0.05, EventKind::notice, " leading and trailing spaces ", "not json"});
+        rec->finish(RunStatus::completed);
+    }
+
+    void csvParsesBack_data() {
+        QTest::addColumn<QString>("table");
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<QString>("header");
+        QTest::newRow("steps") << "steps" << steps
+                               << "step,epoch,time_s,loss,loss_scale,overflow,skipped,grad_norm,learning_rate,"
+                                  "samples_per_s,step_time_ms,mem_parameters,mem_master_weights,mem_gradients,"
+                                  "mem_optimizer_state,mem_activations,mem_workspace,device_mem_in_use,"
+                                  "device_mem_total,memory_modelled";
+        QTest::newRow("layer_steps") << "layer_steps" << steps * layers
+                                     << "step,layer,name,precision,grad_amax,grad_elements,frac_zero,frac_subnormal,"
+                                        "frac_nonfinite,frac_underflow,frac_lost_updates,grad_exponents";
+        QTest::newRow("evals") << "evals" << 2 << "step,split,loss,accuracy";
+        QTest::newRow("events") << "events" << 3 << "step,time_s,kind,message,data_json";
+    }
+
+    void csvParsesBack() {
+        QFETCH(QString, table);
+        QFETCH(int, rows);
+        QFETCH(QString, header);
+        const std::string csv = m_store->export_table(m_id, table.toStdString(), RunStore::ExportFormat::csv);
+        QList<QStringList> parsed;
+        QVERIFY2(parse_csv(QByteArray::fromStdString(csv), parsed), "not RFC 4180 CSV");
+        QCOMPARE(parsed.size(), rows + 1);
+        QCOMPARE(parsed[0].join(','), header);
+        for (const QStringList& r : parsed) QCOMPARE(r.size(), parsed[0].size());
+
+        if (table == "steps") {
+            for (int i = 0; i < steps; ++i) {
+                const StepRecord want = make_step(i);
+                const QStringList& r = parsed[i + 1];
+                QCOMPARE(r[0].toLongLong(), want.step);
+                if (i == 5)
+                    QCOMPARE(r[3], QString());  // NaN: an empty field
+                else
+                    QCOMPARE(r[3].toDouble(), want.loss);  // shortest form, read back exactly
+                if (std::isinf(want.grad_norm))
+                    QCOMPARE(r[7], QString("inf"));
+                else
+                    QCOMPARE(r[7].toDouble(), want.grad_norm);
+                QCOMPARE(r[5], want.overflow ? QString("1") : QString("0"));
+                QCOMPARE(r[17].toLongLong(), want.memory.device_in_use);
+            }
+        } else if (table == "layer_steps") {
+            const auto want = make_layers(11, layers)[1];
+            const QStringList& r = parsed[11 * layers + 1 + 1];
+            QCOMPARE(r[2], QString("fc2"));
+            QCOMPARE(r[3], QString::fromUtf8(format_name(want.precision).data()));
+            QStringList bins = r[11].split(' ');
+            qint64 total = 0, want_total = 0;
+            for (const QString& b : bins) total += b.section(':', 1).toLongLong();
+            for (auto c : want.grad_exponents.counts) want_total += c;
+            QCOMPARE(total, want_total);
+            QCOMPARE(bins.first(), QString("-150:7"));  // step 11 has the lowest bin set
+        } else if (table == "evals") {
+            QCOMPARE(parsed[2][3], QString());
+        } else {
+            QCOMPARE(parsed[1][3], QString::fromStdString(tricky));
+            QCOMPARE(parsed[2][3], QString(" leading and trailing spaces "));
+            QCOMPARE(parsed[1][4], QString(R"({"old":65536,"new":32768})"));
+            QCOMPARE(parsed[3][2], QString("run_finished"));
+        }
+    }
+
+    void jsonParsesBack_data() {
+        QTest::addColumn<QString>("table");
+        QTest::addColumn<int>("rows");
+        QTest::newRow("steps") << "steps" << steps;
+        QTest::newRow("layer_steps") << "layer_steps" << steps * layers;
+        QTest::newRow("evals") << "evals" << 2;
+        QTest::newRow("events") << "events" << 3;
+    }
+
+    void jsonParsesBack() {
+        QFETCH(QString, table);
+        QFETCH(int, rows);
+        const std::string json = m_store->export_table(m_id, table.toStdString(), RunStore::ExportFormat::json);
+        QJsonParseError err;
+        const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &err);
+        QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(err.errorString()));
+        QVERIFY(doc.isArray());
+        const QJsonArray a = doc.array();
+        QCOMPARE(a.size(), rows);
+        if (table == "steps") {
+            for (int i = 0; i < steps; ++i) {
+                const StepRecord want = make_step(i);
+                const QJsonObject o = a[i].toObject();
+                QCOMPARE(o.size(), 20);
+                QCOMPARE(o["step"].toInteger(), want.step);
+                if (i == 5)
+                    QVERIFY(o["loss"].isNull());
+                else
+                    QCOMPARE(o["loss"].toDouble(), want.loss);
+                QCOMPARE(o["overflow"].toBool(), want.overflow);
+                QCOMPARE(o["memory_modelled"].toBool(), want.memory.modelled);
+                if (std::isinf(want.grad_norm)) QVERIFY(o["grad_norm"].isNull());
+                QCOMPARE(o["mem_workspace"].toInteger(), want.memory.workspace);
+            }
+        } else if (table == "layer_steps") {
+            const QJsonObject o = a[13 * layers].toObject();  // step 13, layer 0: top bin set
+            const QJsonArray bins = o["grad_exponents"].toArray();
+            QCOMPARE(bins.last().toArray()[0].toInt(), 127);
+            QCOMPARE(bins.last().toArray()[1].toInteger(), 4000000000LL);
+            QCOMPARE(o["precision"].toString(), QString::fromUtf8(format_name(make_layers(13, 1)[0].precision).data()));
+        } else if (table == "evals") {
+            QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
+            QVERIFY(a[1].toObject()["accuracy"].isNull());
+        } else {
+            QCOMPARE(a[0].toObject()["message"].toString(), QString::fromStdString(tricky));
+            QCOMPARE(a[0].toObject()["data_json"].toObject()["new"].toInt(), 32768);  // embedded as JSON
+            QCOMPARE(a[1].toObject()["data_json"].toString(), QString("not json"));   // kept as text
+            QCOMPARE(a[2].toObject()["kind"].toString(), QString("run_finished"));
+        }
+    }
+
+    void streamedEqualsString() {
+        std::ostringstream out;
+        m_store->export_table(m_id, "layer_steps", RunStore::ExportFormat::csv, out);
+        QCOMPARE(out.str(), m_store->export_table(m_id, "layer_steps", RunStore::ExportFormat::csv));
+    }
+
+    void emptyTable() {
+        auto rec = m_store->start_run({"empty", "cpu", "", "{}"});
+        rec->finish(RunStatus::stopped);
+        QCOMPARE(m_store->export_table(rec->run_id(), "evals", RunStore::ExportFormat::json), std::string("[]\n"));
+        QCOMPARE(m_store->export_table(rec->run_id(), "evals", RunStore::ExportFormat::csv),
+                 std::string("step,split,loss,accuracy\r\n"));
+    }
+
+    void badRequests() {
+        try {
+            m_store->export_table(m_id, "weights", RunStore::ExportFormat::csv);
+            QFAIL("an unknown table should throw");
+        } catch (const Error& e) {
+            QCOMPARE(
+                QString(e.what()),
+                QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events."));
+        }
+        QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
+        QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));
+        QCOMPARE(RunStore::parse_export_format("json"), std::optional(RunStore::ExportFormat::json));
+        QVERIFY(!RunStore::parse_export_format("xlsx"));
+    }
+};
+
+QTEST_GUILESS_MAIN(StoreExport)
+#include "tst_store_export.moc"

@@ -1,0 +1,476 @@
+// Files the store meets: a new one (with its folders), a version-1 store to migrate (built here
+// by hand, as Mantissa 0.0 wrote it), one from a newer version (refused, left byte-identical),
+// another program's SQLite database, files that are not SQLite, damaged files, read-only files
+// and folders (read through the fallback), and paths that cannot be created. Each bad case must
+// give one clear sentence, never a crash.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "error.h"
+#include "store/run_store.h"
+#include "store_test_util.h"
+
+using namespace mantissa;
+using namespace store_test;
+
+namespace {
+
+// Schema version 1, as Mantissa 0.0 created it (kept here, apart from the store's own copy, so a
+// change to the store's v1 DDL cannot hide a migration bug).
+const char* const v1_schema = R"sql(
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, finished_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'stopped', 'failed', 'interrupted')),
+  error TEXT NOT NULL DEFAULT '', backend TEXT NOT NULL DEFAULT '', device TEXT NOT NULL DEFAULT '',
+  config_json TEXT NOT NULL DEFAULT '{}', notes TEXT NOT NULL DEFAULT '', app_version TEXT NOT NULL DEFAULT '',
+  host TEXT NOT NULL DEFAULT '', pid INTEGER NOT NULL DEFAULT 0, process_start INTEGER NOT NULL DEFAULT 0,
+  boot_id TEXT NOT NULL DEFAULT '');
+CREATE INDEX runs_by_status ON runs(status);
+CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL, time_s REAL, loss REAL, loss_scale REAL, overflow INTEGER NOT NULL,
+  skipped INTEGER NOT NULL, grad_norm REAL, learning_rate REAL, samples_per_s REAL, step_time_ms REAL,
+  mem_parameters INTEGER NOT NULL, mem_master_weights INTEGER NOT NULL, mem_gradients INTEGER NOT NULL,
+  mem_optimizer_state INTEGER NOT NULL, mem_activations INTEGER NOT NULL, mem_workspace INTEGER NOT NULL,
+  device_mem_in_use INTEGER NOT NULL, device_mem_total INTEGER NOT NULL, memory_modelled INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step)) WITHOUT ROWID;
+CREATE TABLE layer_steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, layer INTEGER NOT NULL, name TEXT NOT NULL, precision TEXT NOT NULL, grad_amax REAL,
+  grad_elements INTEGER NOT NULL, frac_zero REAL, frac_subnormal REAL, frac_nonfinite REAL,
+  frac_underflow REAL, frac_lost_updates REAL, PRIMARY KEY (run_id, step, layer)) WITHOUT ROWID;
+CREATE TABLE evals (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, split TEXT NOT NULL, loss REAL, accuracy REAL);
+CREATE INDEX evals_by_run ON evals(run_id, step);
+CREATE TABLE events (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, time_s REAL, kind TEXT NOT NULL, message TEXT NOT NULL,
+  data_json TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX events_by_run ON events(run_id, step);
+PRAGMA application_id = 1296125524;
+PRAGMA user_version = 1;
+)sql";
+
+void make_v1_store(const QString& path, int steps) {
+    RawDb raw(path);
+    QCOMPARE(raw.exec("PRAGMA journal_mode = WAL"), QString());
+    QCOMPARE(raw.exec(v1_schema), QString());
+    QCOMPARE(raw.exec("INSERT INTO runs(uuid, name, created_at, updated_at, finished_at, status, backend, "
+                      "config_json, app_version) VALUES('00000000-0000-4000-8000-000000000001', 'old-run', "
+                      "'2025-01-02T03:04:05.000Z', '2025-01-02T03:05:00.000Z', '2025-01-02T03:05:00.000Z', "
+                      "'completed', 'cpu', '{\"old\":true}', '0.0.9')"),
+             QString());
+    QString sql = "BEGIN;";
+    for (int i = 0; i < steps; ++i) {
+        StepRecord s = make_step(i);
+        sql += QString(
+                   "INSERT INTO steps VALUES(1, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "
+                   "%15, %16, %17, %18, %19, %20);")
+                   .arg(s.step)
+                   .arg(s.epoch)
+                   .arg(s.time_s, 0, 'g', 17)
+                   .arg(s.loss, 0, 'g', 17)
+                   .arg(s.loss_scale, 0, 'g', 17)
+                   .arg(int(s.overflow))
+                   .arg(int(s.skipped))
+                   .arg(std::isinf(s.grad_norm) ? QString("9e999") : QString::number(s.grad_norm, 'g', 17))
+                   .arg(s.learning_rate, 0, 'g', 17)
+                   .arg(s.samples_per_s, 0, 'g', 17)
+                   .arg(s.step_time_ms, 0, 'g', 17)
+                   .arg(s.memory.parameters)
+                   .arg(s.memory.master_weights)
+                   .arg(s.memory.gradients)
+                   .arg(s.memory.optimizer_state)
+                   .arg(s.memory.activations)
+                   .arg(s.memory.workspace)
+                   .arg(s.memory.device_in_use)
+                   .arg(s.memory.device_total)
+                   .arg(int(s.memory.modelled));
+        sql +=
+            QString("INSERT INTO layer_steps VALUES(1, %1, 0, 'fc1', 'fp16', 0.5, 100, 0.1, 0.2, 0, 0.3, 0.4);").arg(i);
+    }
+    sql += "INSERT INTO evals(run_id, step, split, loss, accuracy) VALUES(1, 5, 'test', 0.7, 0.6);";
+    sql += "INSERT INTO events(run_id, step, time_s, kind, message) VALUES(1, 0, 0, 'run_started', 'Started.');";
+    sql += "COMMIT;";
+    QCOMPARE(raw.exec(sql), QString());
+}
+
+// Opens the store and reads everything in it, as a user browsing it would.
+void open_and_read_everything(const QString& path, bool read_only = false) {
+    RunStore store(path.toStdString(), read_only);
+    for (const RunRow& r : store.list_runs()) {
+        store.steps(r.id);
+        store.layer_steps(r.id);
+        store.evals(r.id);
+        store.events(r.id);
+        store.export_table(r.id, "steps", RunStore::ExportFormat::csv);
+    }
+}
+
+void record_small_run(const QString& path, int steps = 50, int layers = 2) {
+    RunStore store(path.toStdString());
+    auto rec = store.start_run({"small", "cpu", "test", "{}"});
+    for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, layers));
+    rec->on_eval({steps - 1, "test", 0.5, 0.9});
+    rec->finish(RunStatus::completed);
+}
+
+void write_file(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+}
+
+}  // namespace
+
+class StoreFiles : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    int m_counter = 0;
+    // A fresh path for each case (data-driven rows included).
+    QString fresh(const QString& name) { return m_dir.filePath(QString("%1-%2").arg(++m_counter).arg(name)); }
+
+    template <typename F>
+    QString error_of(F&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return QString::fromUtf8(e.what());
+        }
+        return {};
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void createsTheFileAndItsFolders() {
+        const QString path = m_dir.filePath("new/deeper/runs.sqlite");
+        {
+            RunStore store(path.toStdString());
+            QVERIFY(!store.read_only());
+            QCOMPARE(store.migrated_from(), 0);
+            QVERIFY(store.list_runs().empty());
+        }
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+        QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
+        QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
+                             "('runs', 'steps', 'layer_steps', 'evals', 'events')"),
+                 5LL);
+        QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+    }
+
+    void emptyFileBecomesAStore() {
+        const QString path = fresh("empty.sqlite");
+        write_file(path, {});
+        RunStore store(path.toStdString());
+        QVERIFY(store.list_runs().empty());
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+    }
+
+    void migratesVersion1WithABackup() {
+        const QString path = fresh("v1.sqlite");
+        make_v1_store(path, 40);
+        const QByteArray before = file_sha256(path);
+        {
+            RunStore store(path.toStdString());
+            QCOMPARE(store.migrated_from(), 1);
+            QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v1");
+            auto runs = store.list_runs();
+            QCOMPARE(runs.size(), std::size_t(1));
+            QCOMPARE(runs[0].name, std::string("old-run"));
+            QCOMPARE(runs[0].steps, std::int64_t(40));  // the cached count, filled by the migration
+            QCOMPARE(runs[0].tags, std::string());
+            QCOMPARE(runs[0].test_accuracy.value(), 0.6);
+            QCOMPARE(runs[0].final_loss.value(), make_step(39).loss);
+            auto steps = store.steps(1);
+            QCOMPARE(steps.size(), std::size_t(40));
+            for (int i = 0; i < 40; ++i) {
+                QString d = diff(steps[static_cast<std::size_t>(i)], make_step(i));
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+            auto layers = store.layer_steps(1);
+            QCOMPARE(layers.size(), std::size_t(40));
+            QCOMPARE(layers[3].precision, Format::fp16);
+            for (auto c : layers[3].grad_exponents.counts) QCOMPARE(c, 0u);  // v1 had no histograms
+            // The migrated store records like a new one.
+            store.set_tags(1, "old");
+            auto rec = store.start_run({"after-migration", "cpu", "", "{}"});
+            rec->on_step(make_step(0), make_layers(0, 2));
+            rec->finish(RunStatus::completed);
+            QCOMPARE(store.layer_steps(rec->run_id()).size(), std::size_t(2));
+        }
+        {
+            RawDb raw(path, true);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+            QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+            QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
+                     1LL);
+        }
+        {
+            RawDb backup(path + ".bak-v1", true);
+            QCOMPARE(backup.integer("PRAGMA user_version"), 1LL);
+            QCOMPARE(backup.integer("PRAGMA application_id"), 0x4D414E54LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM steps"), 40LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'tags'"), 0LL);
+        }
+        QVERIFY(file_sha256(path) != before);
+        RunStore again(path.toStdString());
+        QCOMPARE(again.migrated_from(), 0);
+        QVERIFY(again.backup_path().empty());
+    }
+
+    void migrationKeepsAnEarlierBackup() {
+        const QString path = fresh("v1-again.sqlite");
+        make_v1_store(path, 3);
+        write_file(path + ".bak-v1", "an earlier backup");
+        RunStore store(path.toStdString());
+        QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v1.2");
+        QFile earlier(path + ".bak-v1");
+        QVERIFY(earlier.open(QIODevice::ReadOnly));
+        QCOMPARE(earlier.readAll(), QByteArray("an earlier backup"));
+        RawDb backup(path + ".bak-v1.2", true);
+        QCOMPARE(backup.integer("PRAGMA user_version"), 1LL);
+    }
+
+    void newerVersionIsRefusedUntouched_data() {
+        QTest::addColumn<bool>("readOnly");
+        QTest::newRow("writable open") << false;
+        QTest::newRow("read-only open") << true;
+    }
+
+    void newerVersionIsRefusedUntouched() {
+        QFETCH(bool, readOnly);
+        const QString path = fresh("newer.sqlite");
+        record_small_run(path);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("PRAGMA user_version = 3"), QString());
+        }
+        const QByteArray before = file_sha256(path);
+        const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 3; this build reads versions up to 2)"),
+                 qPrintable(error));
+        QVERIFY2(error.contains(path), qPrintable(error));
+        QCOMPARE(file_sha256(path), before);
+        QVERIFY(!QFile::exists(path + "-wal") && !QFile::exists(path + "-shm"));  // nothing beside it either
+    }
+
+    void anotherProgramsDatabaseIsRefused() {
+        const QString path = fresh("photos.sqlite");
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("CREATE TABLE photos(id INTEGER PRIMARY KEY, file TEXT); "
+                              "INSERT INTO photos(file) VALUES('cat.jpg')"),
+                     QString());
+        }
+        const QByteArray before = file_sha256(path);
+        for (bool read_only : {false, true}) {
+            const QString error = error_of([&] { RunStore store(path.toStdString(), read_only); });
+            QVERIFY2(error.contains("is an SQLite database but not a Mantissa run store (its application_id is "
+                                    "0x00000000"),
+                     qPrintable(error));
+        }
+        QCOMPARE(file_sha256(path), before);
+        QVERIFY(!QFile::exists(path + "-wal") && !QFile::exists(path + "-shm"));
+    }
+
+    void notSqliteIsRefusedUntouched_data() {
+        QTest::addColumn<QByteArray>("content");
+        QTest::newRow("text") << QByteArray("step,loss\n0,2.3\n1,2.1\n");
+        QByteArray noise(8192, '\0');
+        QRandomGenerator rng(42);
+        for (auto& c : noise) c = static_cast<char>(rng.bounded(256));
+        QTest::newRow("random bytes") << noise;
+        QTest::newRow("five bytes") << QByteArray("MANT\n");
+        QByteArray almost = QByteArray("SQLite format 2") + QByteArray(4081, '\0');
+        QTest::newRow("almost the header") << almost;
+    }
+
+    void notSqliteIsRefusedUntouched() {
+        QFETCH(QByteArray, content);
+        const QString path = fresh("not-sqlite.sqlite");
+        write_file(path, content);
+        const QByteArray before = file_sha256(path);
+        for (bool read_only : {false, true}) {
+            const QString error = error_of([&] { RunStore store(path.toStdString(), read_only); });
+            QVERIFY2(error.contains("is not an SQLite database, so it is not a Mantissa run store"), qPrintable(error));
+        }
+        QCOMPARE(file_sha256(path), before);
+    }
+
+    // Damage that SQLite must notice: the message says "damaged" (or, for a destroyed header, "not
+    // an SQLite database"), whether it surfaces at open or at the first read of a damaged page.
+    void damagedFileGivesOneSentence_data() {
+        QTest::addColumn<QString>("damage");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("every page after the first") << "pages"
+                                                    << "is damaged";
+        QTest::newRow("the header's page size") << "header"
+                                                << "";
+        QTest::newRow("truncated to a third") << "truncate"
+                                              << "is damaged";
+        QTest::newRow("table pages overwritten") << "tables"
+                                                 << "is damaged";
+    }
+
+    void damagedFileGivesOneSentence() {
+        QFETCH(QString, damage);
+        QFETCH(QString, expected);
+        const QString path = fresh("damaged.sqlite");
+        record_small_run(path, 1500, 3);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        const qint64 size = f.size();
+        QVERIFY(size > 16 * 4096);
+        if (damage == "pages") {
+            f.seek(4096);
+            f.write(QByteArray(static_cast<int>(size - 4096), '\xA5'));
+        } else if (damage == "header") {
+            f.seek(16);
+            f.write(QByteArray(8, '\x7F'));
+        } else if (damage == "truncate") {
+            f.resize(size / 3);
+        } else {
+            // The root pages of the tables (pages 2..12) and their neighbours.
+            f.seek(4096);
+            f.write(QByteArray(11 * 4096, '\x00'));
+        }
+        f.close();
+        for (bool read_only : {false, true}) {
+            const QString error = error_of([&] { open_and_read_everything(path, read_only); });
+            QVERIFY2(!error.isEmpty(), "a damaged store was read without complaint");
+            if (!expected.isEmpty())
+                QVERIFY2(error.contains(expected), qPrintable(error));
+            else
+                QVERIFY2(error.contains("is damaged") || error.contains("is not an SQLite database"),
+                         qPrintable(error));
+            QVERIFY2(error.contains(path), qPrintable(error));
+            QVERIFY2(!error.contains('\n'), qPrintable(error));
+        }
+    }
+
+    void readOnlyOpenWritesNothing() {
+        const QString path = fresh("look.sqlite");
+        record_small_run(path);
+        const QByteArray before = file_sha256(path);
+        {
+            RunStore store(path.toStdString(), true);
+            QVERIFY(store.read_only());
+            QCOMPARE(store.list_runs().size(), std::size_t(1));
+            QVERIFY_THROWS_EXCEPTION(Error, store.rename(1, "x"));
+        }
+        QCOMPARE(file_sha256(path), before);
+    }
+
+    // A file or folder the user cannot write: the store opens read-only and still reads. Root
+    // ignores permissions, so as root the check runs in store_helper dropped to uid 65534.
+    void readOnlyFileOrFolderStillReads_data() {
+        QTest::addColumn<bool>("folderReadOnly");
+        QTest::newRow("read-only file") << false;
+        QTest::newRow("read-only folder") << true;
+    }
+
+    void readOnlyFileOrFolderStillReads() {
+        QFETCH(bool, folderReadOnly);
+        const QString folder = m_dir.filePath(folderReadOnly ? "ro-folder" : "ro-file");
+        QVERIFY(QDir().mkpath(folder));
+        const QString path = folder + "/runs.sqlite";
+        record_small_run(path, 30, 1);
+        QVERIFY(!QFile::exists(path + "-wal"));
+        ::chmod(m_dir.path().toUtf8().constData(), 0755);
+        ::chmod(folder.toUtf8().constData(), folderReadOnly ? 0555 : 0777);
+        ::chmod(path.toUtf8().constData(), folderReadOnly ? 0666 : 0444);
+        const QByteArray before = file_sha256(path);
+
+        QString output;
+        if (geteuid() != 0) {
+            RunStore store(path.toStdString());
+            output = QString("READONLY %1\n").arg(store.read_only() ? 1 : 0);
+            for (const RunRow& r : store.list_runs())
+                output += QString("RUN %1 %2 %3 %4\n")
+                              .arg(r.id)
+                              .arg(run_status_name(r.status))
+                              .arg(r.steps)
+                              .arg(r.name.c_str());
+            output += "RECORD " + error_of([&] { store.start_run({"x", "", "", "{}"}); });
+        } else {
+            QProcess helper;
+            helper.start(STORE_HELPER, {"list", path, "--as-nobody"});
+            QVERIFY(helper.waitForFinished(20000));
+            output = QString::fromUtf8(helper.readAllStandardOutput());
+            if (helper.exitCode() == 4) QSKIP("cannot drop root privileges here to test permissions");
+            QCOMPARE(helper.exitCode(), 0);
+        }
+        ::chmod(folder.toUtf8().constData(), 0755);
+        QVERIFY2(output.contains("READONLY 1"), qPrintable(output));
+        QVERIFY2(output.contains("RUN 1 completed 30 small"), qPrintable(output));
+        QVERIFY2(output.contains("Cannot record a run: the run store") && output.contains("is open read-only"),
+                 qPrintable(output));
+        QCOMPARE(file_sha256(path), before);
+    }
+
+    void pathsThatCannotBeUsed_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<bool>("readOnly");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("under a regular file") << "under-file" << false << "Cannot create the folder";
+        QTest::newRow("a folder") << "folder" << false << "is a folder, not a run store file";
+        QTest::newRow("a folder, read-only") << "folder" << true << "is a folder, not a run store file";
+        QTest::newRow("missing, read-only") << "missing" << true << "There is no run store at";
+        QTest::newRow("empty name") << "empty" << false << "No run store file was given";
+    }
+
+    void pathsThatCannotBeUsed() {
+        QFETCH(QString, kind);
+        QFETCH(bool, readOnly);
+        QFETCH(QString, expected);
+        QString path;
+        if (kind == "under-file") {
+            const QString file = fresh("plain-file");
+            write_file(file, "x");
+            path = file + "/sub/runs.sqlite";
+        } else if (kind == "folder") {
+            path = fresh("a-folder");
+            QVERIFY(QDir().mkpath(path));
+        } else if (kind == "missing") {
+            path = fresh("missing.sqlite");
+        }
+        const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
+        QVERIFY2(error.contains(expected), qPrintable(error));
+        if (kind == "missing") QVERIFY(!QFile::exists(path));
+    }
+
+    // A write error from the kernel (the process may not grow a file: RLIMIT_FSIZE, which fails
+    // writes as a full disk does): the run stops recording cleanly and what was written is kept.
+    void writeErrorKeepsWhatWasWritten() {
+        const QString path = fresh("fsize.sqlite");
+        record_small_run(path, 10, 1);
+        const qint64 size = QFileInfo(path).size();
+        QProcess helper;
+        helper.start(STORE_HELPER,
+                     {"record", path, "--layers", "3", "--fsize-limit", QString::number(size + 2 * 1024 * 1024)});
+        QVERIFY(helper.waitForFinished(30000));
+        const QString output = QString::fromUtf8(helper.readAllStandardOutput());
+        QCOMPARE(helper.exitCode(), 3);
+        QVERIFY2(output.contains("ERROR Recording of run 2 stopped after step"), qPrintable(output));
+        RunStore store(path.toStdString());
+        RunRow r = store.run(2);
+        QVERIFY2(r.status == RunStatus::failed || r.status == RunStatus::interrupted, run_status_name(r.status));
+        auto steps = store.steps(2);
+        QVERIFY(!steps.empty());
+        for (std::size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, std::int64_t(i));
+        QCOMPARE(store.run(1).steps, std::int64_t(10));
+        RawDb raw(path, true);
+        QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+    }
+};
+
+QTEST_GUILESS_MAIN(StoreFiles)
+#include "tst_store_files.moc"
