@@ -1,0 +1,62 @@
+// AmaxHistory: Transformer Engine's delayed scaling (see the header for the formulas).
+#include "backend/amax_history.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "error.h"
+
+namespace mantissa {
+
+AmaxHistory::AmaxHistory(int history_len, int margin, AmaxAlgo algo, float fp8_max)
+    : m_margin(margin), m_algo(algo), m_fp8_max(fp8_max) {
+    if (history_len < 1)
+        throw Error("precision.fp8.amax_history_len must be at least 1 (got " +
+                    std::to_string(history_len) + ").");
+    m_window.assign(static_cast<std::size_t>(history_len), 0.0f);
+}
+
+void AmaxHistory::record(float amax) {
+    // NaN must win (a NaN amax keeps the scale, as TE's isfinite check does).
+    if (std::isnan(amax) || std::isnan(m_pending)) m_pending = std::nanf("");
+    else m_pending = std::max(m_pending, amax);
+}
+
+void AmaxHistory::update() {
+    const int len = static_cast<int>(m_window.size());
+    m_newest = (m_newest + 1) % len;
+    m_window[static_cast<std::size_t>(m_newest)] = m_pending;
+    m_count = std::min(m_count + 1, len);
+    m_pending = 0;
+
+    float amax = m_window[static_cast<std::size_t>(m_newest)];
+    if (m_algo == AmaxAlgo::max) {
+        for (int i = 0; i < m_count; ++i) {
+            const float v = m_window[static_cast<std::size_t>(i)];
+            if (std::isnan(v) || std::isnan(amax)) amax = std::nanf("");
+            else amax = std::max(amax, v);
+        }
+    }
+    if (amax > 0.0f && std::isfinite(amax)) {
+        const float scale = (m_fp8_max / amax) / std::ldexp(1.0f, m_margin);
+        if (std::isfinite(scale) && scale > 0.0f) {
+            m_scale = scale;
+            m_scale_inv = 1.0f / scale;
+        }
+    }
+}
+
+std::vector<float> AmaxHistory::history() const {
+    std::vector<float> out;
+    const int len = static_cast<int>(m_window.size());
+    for (int i = 0; i < m_count; ++i)
+        out.push_back(m_window[static_cast<std::size_t>(((m_newest - i) % len + len) % len)]);
+    return out;
+}
+
+void AmaxHistory::set_recipe(int margin, AmaxAlgo algo) {
+    m_margin = margin;
+    m_algo = algo;
+}
+
+}  // namespace mantissa

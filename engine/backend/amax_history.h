@@ -1,0 +1,42 @@
+// AmaxHistory: one tensor's delayed-scaling state for FP8, as Transformer Engine keeps it.
+//
+// During a step the tensor is quantised with the current scale while its amax (max |x| before
+// scaling) is recorded; at the end of the step (update()) that amax joins a window of the last
+// `history_len` amaxes and the next scale is computed from the window:
+//     amax  = max(window)            (algo max)   or   the newest entry   (algo most_recent)
+//     scale = (fp8_max / amax) / 2^margin,  kept unchanged when amax is 0 or not finite.
+// The first step uses scale 1. Arithmetic in FP32, as TE does it. Host-side; the CPU backend uses
+// it directly and a GPU backend can mirror it.
+#pragma once
+
+#include <vector>
+
+#include "train/experiment.h"
+
+namespace mantissa {
+
+class AmaxHistory {
+public:
+    AmaxHistory(int history_len, int margin, AmaxAlgo algo, float fp8_max);
+
+    float scale() const { return m_scale; }
+    float scale_inv() const { return m_scale_inv; }
+    // Records this step's amax (max with anything already recorded this step).
+    void record(float amax);
+    // Ends the step: the recorded amax (0 when none) enters the window, the scale is recomputed.
+    void update();
+    std::vector<float> history() const;  // newest first
+    void set_recipe(int margin, AmaxAlgo algo);
+
+private:
+    std::vector<float> m_window;  // ring buffer of the last history_len amaxes
+    int m_newest = -1;            // index of the newest entry, -1 before the first update
+    int m_count = 0;
+    int m_margin;
+    AmaxAlgo m_algo;
+    float m_fp8_max;
+    float m_pending = 0;          // this step's amax so far
+    float m_scale = 1, m_scale_inv = 1;
+};
+
+}  // namespace mantissa

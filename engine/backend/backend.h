@@ -1,0 +1,256 @@
+// Backend: the plain C++ face of a compute device (the CPU reference, or the CUDA module loaded at
+// run time). It owns tensors and runs the operations of mixed-precision training at the
+// granularity a GPU wants: a whole linear layer's forward or backward with its rounding points, an
+// activation, the loss, the fused unscale + non-finite check, the fused optimizer updates.
+//
+// Rules every backend follows (DESIGN.md, "Numerics"; docs/numerics.md has the formulas):
+// - A tensor has a declared Format and a MemoryCategory. Every operation rounds each value it
+//   writes to the declared format of the tensor it writes (round to nearest even; overflow to
+//   inf, or NaN for e4m3), so a tensor always holds values of its format. Exceptions are named
+//   where they happen: unscale_and_check leaves FP32 values in gradient tensors (gradients are
+//   unscaled in FP32), and the scaled FP8 casts saturate.
+// - Matmul operands are cast to the layer's compute format (the fp8 ones scaled), products are
+//   exact and accumulate in FP32.
+// - Memory is accounted per category as the bytes the declared formats take on a device.
+//
+// No templates, no CUDA types: the GUI and the CUDA module see only this header. A backend is
+// used by one thread at a time (the training thread); tensors belong to the backend that made
+// them and must be destroyed before it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "numeric/format.h"
+#include "numeric/stats.h"
+#include "train/experiment.h"
+#include "train/telemetry.h"
+
+namespace mantissa {
+
+enum class MemoryCategory : std::uint8_t {
+    parameters,       // the weights the forward pass reads (the compute copy, or the stored weights)
+    master_weights,   // FP32 master copies (master weights on)
+    gradients,
+    optimizer_state,
+    activations,      // what the forward pass keeps for backward
+    workspace,        // transient buffers: gradients of activations, the loss's probabilities
+};
+const char* memory_category_name(MemoryCategory c);
+
+// True when every value of `inner` is a value of `outer`: rounding to `outer` changes nothing.
+bool format_contains(Format outer, Format inner);
+
+struct TensorDesc {
+    std::string name;             // "fc1.weight", for messages
+    std::int64_t rows = 1;        // 2-D, row-major; a vector is (1, n)
+    std::int64_t cols = 0;
+    Format format = Format::fp32;
+    MemoryCategory category = MemoryCategory::workspace;
+    std::int64_t numel() const { return rows * cols; }
+};
+
+// A tensor owned by a backend. Move-only through unique_ptr; destroying it returns its bytes to
+// the backend's accounting.
+class Tensor {
+public:
+    virtual ~Tensor() = default;
+    Tensor(const Tensor&) = delete;
+    Tensor& operator=(const Tensor&) = delete;
+    const TensorDesc& desc() const { return m_desc; }
+    Format format() const { return m_desc.format; }
+    std::int64_t rows() const { return m_desc.rows; }
+    std::int64_t cols() const { return m_desc.cols; }
+    std::int64_t numel() const { return m_desc.numel(); }
+
+protected:
+    explicit Tensor(TensorDesc desc) : m_desc(std::move(desc)) {}
+    TensorDesc m_desc;  // format changes only through Backend::convert
+};
+
+// FP8 delayed scaling (Transformer Engine's recipe): per tensor, a history of the last
+// `history_len` amax values and a scale = (fp8_max / amax) / 2^margin, where amax is the history's
+// maximum or its most recent entry.
+struct Fp8Recipe {
+    int history_len = 16;
+    int margin = 0;
+    AmaxAlgo algo = AmaxAlgo::max;
+};
+
+enum class Fp8Role : std::uint8_t { input, weight, grad_output };  // e4m3, e4m3, e5m2
+const char* fp8_role_name(Fp8Role r);
+
+struct Fp8TensorSnapshot {
+    float scale = 1;                   // multiplies values before the saturating cast
+    float scale_inv = 1;               // 1 / scale, applied to the FP32 accumulator
+    std::vector<float> amax_history;   // newest first; at most history_len entries
+};
+
+// One FP8 layer's scaling state (input, weight, output gradient), kept by the backend (on a GPU
+// it lives on the device). The amaxes recorded during a step take effect at update_fp8_scales.
+class Fp8State {
+public:
+    virtual ~Fp8State() = default;
+    virtual Fp8TensorSnapshot snapshot(Fp8Role role) const = 0;
+};
+
+// The tensors of one linear layer y = x·Wᵀ + b, W of shape (out, in). Owned by the caller (the
+// Network); the backend reads their declared formats to know what to round to.
+struct LinearTensors {
+    Format compute = Format::fp32;  // fp32, tf32, fp16, bf16 or fp8_e4m3 (hybrid: e5m2 gradients)
+    Tensor* weight = nullptr;       // (out, in) the stored weights the optimizer updates
+    Tensor* weight_compute = nullptr;  // (out, in) the operand copy, or null: weight is used as is
+                                       //   (rounded on the fly to tf32). Required for fp8.
+    Tensor* bias = nullptr;         // (1, out) stored bias
+    Tensor* bias_compute = nullptr; // (1, out) the bias in the output's format, or null
+    Tensor* grad_weight = nullptr;  // (out, in)
+    Tensor* grad_bias = nullptr;    // (1, out)
+    Tensor* saved_input = nullptr;  // (batch, in) x cast to the operand format, kept for backward;
+                                    //   null when x already is in it (fp8 always needs one)
+    Fp8State* fp8 = nullptr;        // required when compute is fp8_e4m3
+};
+
+// What the rounding of a gradient to its stored format did (counts over the tensor).
+struct LossResult {
+    double loss = 0;              // mean over the batch (FP32 arithmetic, reported as double)
+    std::int64_t correct = 0;     // classification: argmax == label
+};
+
+struct UnscaleResult {
+    bool found_nonfinite = false;
+    int first_nonfinite = -1;     // index into the list of gradients of the first holding inf/NaN
+    double sum_squares = 0;       // of the unscaled values (inf/NaN when found_nonfinite)
+};
+
+// Per-tensor statistics of unscaled gradients, filled by unscale_and_check when asked.
+struct GradientSummary {
+    double amax = 0;
+    std::int64_t nonfinite = 0;
+    ExponentHistogram exponents;
+};
+
+// Hyper-parameters as the host holds them (double, like Python floats); backends apply them as
+// torch does: scalars combined in double, then used in FP32.
+struct SgdParams {
+    double lr = 0, momentum = 0, weight_decay = 0;
+    bool first_step = true;       // torch initialises the momentum buffer with the gradient
+};
+
+struct AdamWParams {
+    double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+    std::int64_t step = 1;        // 1-based count of steps taken (bias correction)
+};
+
+// The parameter the optimizer updates: `param` in its declared format (FP32 master, or the
+// stored low-precision weights, rounded after the update), its gradient (unscaled, FP32 values)
+// and FP32 state tensors (null when unused).
+struct OptimizerTensors {
+    Tensor* param = nullptr;
+    const Tensor* grad = nullptr;
+    Tensor* state1 = nullptr;     // sgd: momentum buffer; adamw: exp_avg
+    Tensor* state2 = nullptr;     // adamw: exp_avg_sq
+};
+
+struct UpdateCounts {
+    std::int64_t nonzero_updates = 0;  // elements whose computed update was non-zero
+    std::int64_t lost_updates = 0;     // of those, elements left unchanged by the rounding
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string name() const = 0;         // "cpu", "cuda"
+    virtual std::string device_name() const = 0;  // "AMD EPYC (2 threads, AVX2)"
+
+    // ---- tensors
+    virtual std::unique_ptr<Tensor> allocate(const TensorDesc& desc) = 0;  // zero-filled
+    // Host <-> tensor copies of the first n values (n <= numel). upload rounds to the format.
+    virtual void upload(Tensor& t, const float* data, std::int64_t n) = 0;
+    virtual void download(const Tensor& t, float* data, std::int64_t n) const = 0;
+    virtual void fill(Tensor& t, float value) = 0;  // rounded to the format
+    // Writes one value without rounding (demonstrations: inject inf/NaN into a gradient).
+    virtual void poke(Tensor& t, std::int64_t index, float value) = 0;
+    // dst = src rounded to dst's format (same numel).
+    virtual void cast(const Tensor& src, Tensor& dst) = 0;
+    // Re-declares t's format and rounds its values to it (live precision changes); the memory
+    // accounting follows.
+    virtual void convert(Tensor& t, Format format) = 0;
+
+    // ---- FP8 scaling state
+    virtual std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) = 0;
+    // End of a training step: the amaxes recorded during the step enter the histories and the
+    // scales for the next step are computed.
+    virtual void update_fp8_scales(Fp8State& state) = 0;
+
+    // ---- layers
+    // y(batch, out) = x(batch, in)·Wᵀ + b, rounded to y's format. Casts the weight (from
+    // `weight`, the FP32 master when master weights are on) into weight_compute, and x into
+    // saved_input. record_amax: training steps record FP8 amaxes, evaluation does not.
+    virtual void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y,
+                                std::int64_t batch, bool record_amax) = 0;
+    // From dy(batch, out): dx(batch, in) (null for the first layer), grad_weight and grad_bias,
+    // each accumulated in FP32 and rounded to its format. `x` is the forward's input (used when
+    // saved_input is null). When weight_stats is not null, it receives what the rounding of
+    // grad_weight did (zeros before and after, subnormals, non-finite; see
+    // set_gradient_tracing for what "before" means).
+    virtual void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy,
+                                 Tensor* dx, std::int64_t batch, RoundingStats* weight_stats) = 0;
+
+    virtual void activation_forward(Activation act, const Tensor& z, Tensor& a,
+                                    std::int64_t batch) = 0;
+    // dz = da ⊙ act'(z), rounded to dz's format. As torch does, relu and tanh take the
+    // derivative from the stored output a, gelu from the input z.
+    virtual void activation_backward(Activation act, const Tensor& z, const Tensor& a,
+                                     const Tensor& da, Tensor& dz, std::int64_t batch) = 0;
+
+    // ---- losses (FP32). dlogits / dy (when not null) receive loss_scale × ∂loss/∂input, rounded
+    // to their format. Labels and targets are host arrays of `batch` rows.
+    virtual LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels,
+                                             std::int64_t batch, float loss_scale,
+                                             Tensor* dlogits) = 0;
+    virtual LossResult mse(const Tensor& y, const float* targets, std::int64_t batch,
+                           float loss_scale, Tensor* dy) = 0;
+
+    // ---- gradients
+    // Multiplies every gradient by inv_scale in FP32 (skipped when inv_scale is 1) and checks
+    // them all for inf/NaN in the same pass. summaries (when not null) gets one GradientSummary
+    // per tensor for the tensors whose want_summary flag is set.
+    virtual UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
+                                            const std::vector<bool>& want_summary,
+                                            std::vector<GradientSummary>* summaries) = 0;
+
+    // ---- optimizers (FP32 arithmetic and state; the result rounded to param's format)
+    virtual UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) = 0;
+    virtual UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) = 0;
+
+    // ---- underflow telemetry
+    // While on (the trainer turns it on for the steps that report layer statistics, and each
+    // call starts a new step), the ops that write a gradient in a narrow format (the losses,
+    // activation_backward) keep the FP32 values they computed before rounding, and
+    // linear_backward's weight_stats count an element of the weight gradient as underflowed when
+    // it is zero after rounding but non-zero computed in FP32 from those values: the gradient
+    // flushed either at the layer's output gradient or at its own store. A backend that does not
+    // keep them counts the weight gradient's own rounding only (the default).
+    virtual void set_gradient_tracing(bool on) { (void)on; }
+
+    // ---- accounting
+    virtual MemoryBreakdown memory() const = 0;
+};
+
+// What `mantissa-cli devices` and the GUI show: each backend, whether it can run here and why not.
+struct BackendAvailability {
+    std::string name;          // "cpu", "cuda"
+    bool available = false;
+    std::string device;        // when available
+    std::string reason;        // when not: one sentence
+};
+std::vector<BackendAvailability> backend_availability();
+
+// "cpu"; "cuda" (the run-time module; device = GPU index); "auto": cuda when available, else
+// cpu. Throws mantissa::Error saying why a backend cannot be made.
+std::unique_ptr<Backend> make_backend(const std::string& name, int device = 0);
+
+}  // namespace mantissa

@@ -1,0 +1,181 @@
+// CpuBackend: tensors, memory accounting, host copies, casts and the FP8 scaling state.
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "error.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void check_count(const Tensor& t, std::int64_t n, const char* what) {
+    if (n < 0 || n > t.numel())
+        throw Error(std::string(what) + ": " + std::to_string(n) + " values do not fit tensor " +
+                    t.desc().name + " of " + std::to_string(t.numel()) + " elements.");
+}
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                auto name = line.substr(colon + 1);
+                name.erase(0, name.find_first_not_of(" \t"));
+                return name;
+            }
+        }
+    }
+    return "CPU";
+}
+
+}  // namespace
+
+// ---- tensors
+
+CpuTensor::CpuTensor(TensorDesc desc, std::shared_ptr<CpuLedger> ledger)
+    : Tensor(std::move(desc)), m_data(static_cast<std::size_t>(m_desc.numel()), 0.0f),
+      m_ledger(std::move(ledger)) {
+    m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
+}
+
+CpuTensor::~CpuTensor() { m_ledger->bytes[static_cast<int>(m_desc.category)] -= bytes(); }
+
+std::int64_t CpuTensor::bytes() const { return m_desc.numel() * format_bytes(m_desc.format); }
+
+void CpuTensor::set_format(Format f) {
+    m_ledger->bytes[static_cast<int>(m_desc.category)] -= bytes();
+    m_desc.format = f;
+    m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
+}
+
+CpuFp8State::CpuFp8State(const Fp8Recipe& r)
+    : m_history{AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
+                AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
+                AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e5m2).max_finite)} {}
+
+Fp8TensorSnapshot CpuFp8State::snapshot(Fp8Role role) const {
+    const AmaxHistory& h = m_history[static_cast<int>(role)];
+    return {h.scale(), h.scale_inv(), h.history()};
+}
+
+// ---- backend
+
+CpuBackend::CpuBackend() : m_ledger(std::make_shared<CpuLedger>()) {}
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::device_name() const {
+    const int threads = m_matmul.threads();
+    return cpu_model_name() + " (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
+           CpuMatmul::isa_name() + ")";
+}
+
+std::unique_ptr<Tensor> CpuBackend::allocate(const TensorDesc& desc) {
+    if (desc.rows < 0 || desc.cols < 0)
+        throw Error("Tensor " + desc.name + " has a negative dimension.");
+    return std::make_unique<CpuTensor>(desc, m_ledger);
+}
+
+void CpuBackend::upload(Tensor& t, const float* data, std::int64_t n) {
+    check_count(t, n, "upload");
+    float* dst = cpu(t).data();
+    std::memcpy(dst, data, static_cast<std::size_t>(n) * sizeof(float));
+    if (t.format() != Format::fp32) round_array(t.format(), dst, static_cast<std::size_t>(n));
+}
+
+void CpuBackend::download(const Tensor& t, float* data, std::int64_t n) const {
+    check_count(t, n, "download");
+    std::memcpy(data, cpu(t).data(), static_cast<std::size_t>(n) * sizeof(float));
+}
+
+void CpuBackend::fill(Tensor& t, float value) {
+    const float v = round_to(t.format(), value);
+    std::fill_n(cpu(t).data(), t.numel(), v);
+}
+
+void CpuBackend::poke(Tensor& t, std::int64_t index, float value) {
+    if (index < 0 || index >= t.numel())
+        throw Error("Element " + std::to_string(index) + " is outside tensor " + t.desc().name + ".");
+    cpu(t).data()[index] = value;
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst) {
+    if (src.numel() != dst.numel())
+        throw Error("cast: " + src.desc().name + " and " + dst.desc().name +
+                    " have different sizes.");
+    upload(dst, cpu(src).data(), src.numel());
+}
+
+void CpuBackend::convert(Tensor& t, Format format) {
+    cpu(t).set_format(format);
+    if (format != Format::fp32) round_array(format, cpu(t).data(), static_cast<std::size_t>(t.numel()));
+}
+
+std::unique_ptr<Fp8State> CpuBackend::create_fp8_state(const Fp8Recipe& recipe) {
+    return std::make_unique<CpuFp8State>(recipe);
+}
+
+void CpuBackend::update_fp8_scales(Fp8State& state) {
+    auto& s = static_cast<CpuFp8State&>(state);
+    for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) s.history(r).update();
+}
+
+MemoryBreakdown CpuBackend::memory() const {
+    MemoryBreakdown m;
+    const auto& b = m_ledger->bytes;
+    m.parameters = b[static_cast<int>(MemoryCategory::parameters)];
+    m.master_weights = b[static_cast<int>(MemoryCategory::master_weights)];
+    m.gradients = b[static_cast<int>(MemoryCategory::gradients)];
+    m.optimizer_state = b[static_cast<int>(MemoryCategory::optimizer_state)];
+    m.activations = b[static_cast<int>(MemoryCategory::activations)];
+    m.workspace = b[static_cast<int>(MemoryCategory::workspace)];
+    m.modelled = true;
+    return m;
+}
+
+void CpuBackend::set_gradient_tracing(bool on) {
+    m_tracing = on;
+    for (auto& [tensor, shadow] : m_shadows) shadow.valid = false;  // a new step begins
+}
+
+float* CpuBackend::shadow_for(const Tensor& t, std::int64_t n) {
+    Shadow& s = m_shadows[&t];
+    if (s.values.size() < static_cast<std::size_t>(n)) s.values.resize(static_cast<std::size_t>(n));
+    s.valid = true;
+    return s.values.data();
+}
+
+void CpuBackend::keep_unrounded(const Tensor& t, const float* data, std::int64_t n) {
+    if (!m_tracing || t.format() == Format::fp32) return;
+    std::memcpy(shadow_for(t, n), data, static_cast<std::size_t>(n) * sizeof(float));
+}
+
+const float* CpuBackend::unrounded(const Tensor& t) const {
+    const auto it = m_shadows.find(&t);
+    return it != m_shadows.end() && it->second.valid ? it->second.values.data() : nullptr;
+}
+
+float* CpuBackend::scratch(int slot, std::int64_t n) {
+    auto& buf = m_scratch[static_cast<std::size_t>(slot)];
+    if (buf.size() < static_cast<std::size_t>(n)) buf.resize(static_cast<std::size_t>(n));
+    return buf.data();
+}
+
+const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format format, int slot) {
+    if (format_contains(format, t.format())) return t.data();  // rounding would change nothing
+    float* buf = scratch(slot, n);
+    std::memcpy(buf, t.data(), static_cast<std::size_t>(n) * sizeof(float));
+    round_array(format, buf, static_cast<std::size_t>(n));
+    return buf;
+}
+
+}  // namespace mantissa

@@ -1,0 +1,136 @@
+// CpuBackend: the reference backend. Every tensor is an FP32 array whose values are rounded to
+// the tensor's declared format at exactly the points DESIGN.md names (see backend.h), so training
+// on the CPU shows the same underflow, lost updates and overflows a GPU does. Matmuls go through
+// oneDNN (CpuMatmul); rounding through mantissa::round_array (vectorised). Memory figures are the
+// bytes the declared formats would take on a device ("modelled").
+//
+// The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts),
+// cpu_linear.cpp (linear layers, FP8 scaling), cpu_elementwise.cpp (activations, losses),
+// cpu_gradients.cpp (unscale and check), cpu_optimizer.cpp (SGD, AdamW).
+// Training thread only.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/amax_history.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_matmul.h"
+
+namespace mantissa {
+
+// Bytes per category, shared by the backend and its tensors (a tensor returns its bytes when
+// destroyed).
+struct CpuLedger {
+    std::array<std::int64_t, 6> bytes{};
+};
+
+class CpuTensor final : public Tensor {
+public:
+    CpuTensor(TensorDesc desc, std::shared_ptr<CpuLedger> ledger);
+    ~CpuTensor() override;
+    float* data() { return m_data.data(); }
+    const float* data() const { return m_data.data(); }
+    void set_format(Format f);  // accounting only; the caller rounds
+
+private:
+    std::int64_t bytes() const;
+    std::vector<float> m_data;
+    // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
+    // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's
+    // shadow valid for this step and returns its n values to fill; unrounded is null when t has
+    // none this step. keep_unrounded: the shadow of an output about to be rounded.
+    float* shadow_for(const Tensor& t, std::int64_t n);
+    const float* unrounded(const Tensor& t) const;
+    void keep_unrounded(const Tensor& t, const float* data, std::int64_t n);
+
+    struct Shadow {
+        std::vector<float> values;
+        bool valid = false;
+    };
+    std::shared_ptr<CpuLedger> m_ledger;
+    bool m_tracing = false;
+    std::unordered_map<const Tensor*, Shadow> m_shadows;
+};
+
+class CpuFp8State final : public Fp8State {
+public:
+    explicit CpuFp8State(const Fp8Recipe& r);
+    Fp8TensorSnapshot snapshot(Fp8Role role) const override;
+    AmaxHistory& history(Fp8Role role) { return m_history[static_cast<int>(role)]; }
+
+private:
+    std::array<AmaxHistory, 3> m_history;
+};
+
+class CpuBackend final : public Backend {
+public:
+    CpuBackend();
+    ~CpuBackend() override;
+
+    std::string name() const override { return "cpu"; }
+    std::string device_name() const override;
+
+    std::unique_ptr<Tensor> allocate(const TensorDesc& desc) override;
+    void upload(Tensor& t, const float* data, std::int64_t n) override;
+    void download(const Tensor& t, float* data, std::int64_t n) const override;
+    void fill(Tensor& t, float value) override;
+    void poke(Tensor& t, std::int64_t index, float value) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+    void convert(Tensor& t, Format format) override;
+
+    std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) override;
+    void update_fp8_scales(Fp8State& state) override;
+
+    void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                        bool record_amax) override;
+    void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
+                         std::int64_t batch, RoundingStats* weight_stats) override;
+    void activation_forward(Activation act, const Tensor& z, Tensor& a,
+                            std::int64_t batch) override;
+    void activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da,
+                             Tensor& dz, std::int64_t batch) override;
+    LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels,
+                                     std::int64_t batch, float loss_scale,
+                                     Tensor* dlogits) override;
+    LossResult mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
+                   Tensor* dy) override;
+    UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
+                                    const std::vector<bool>& want_summary,
+                                    std::vector<GradientSummary>* summaries) override;
+    UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
+    UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
+    void set_gradient_tracing(bool on) override;
+    MemoryBreakdown memory() const override;
+
+    CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
+
+private:
+    // Scratch buffers, grown on demand and kept: no allocation on the steady-state step.
+    float* scratch(int slot, std::int64_t n);
+    // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
+    const float* operand(const CpuTensor& t, std::int64_t n, Format format, int slot);
+
+    // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
+    // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's
+    // shadow valid for this step and returns its n values to fill; unrounded is null when t has
+    // none this step. keep_unrounded: the shadow of an output about to be rounded.
+    float* shadow_for(const Tensor& t, std::int64_t n);
+    const float* unrounded(const Tensor& t) const;
+    void keep_unrounded(const Tensor& t, const float* data, std::int64_t n);
+
+    struct Shadow {
+        std::vector<float> values;
+        bool valid = false;
+    };
+    std::shared_ptr<CpuLedger> m_ledger;
+    bool m_tracing = false;
+    std::unordered_map<const Tensor*, Shadow> m_shadows;
+    CpuMatmul m_matmul;
+    std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4: optimizer
+    std::vector<unsigned char> m_mask;
+};
+
+}  // namespace mantissa

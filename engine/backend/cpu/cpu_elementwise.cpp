@@ -1,0 +1,181 @@
+// CpuBackend: activations and losses. Arithmetic in FP32 (the losses are on autocast's FP32
+// list); results rounded to the output tensor's format.
+//
+// gelu is the exact (erf) form, torch's default: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)),
+// gelu'(z) = Φ(z) + z·φ(z), φ(z) = exp(-z²/2)/√(2π). As torch does, the relu and tanh
+// derivatives are taken from the stored output (relu: a > 0; tanh: 1 - a²).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+void check_same(const Tensor& a, const Tensor& b, std::int64_t batch, const char* op) {
+    if (a.cols() != b.cols() || a.rows() < batch || b.rows() < batch)
+        throw Error(std::string(op) + ": tensors " + a.desc().name + " and " + b.desc().name +
+                    " do not match for a batch of " + std::to_string(batch) + ".");
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_HOT
+#endif
+
+MANTISSA_HOT void relu_forward(const float* __restrict z, float* __restrict a, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) a[i] = z[i] > 0.0f ? z[i] : (z[i] != z[i] ? z[i] : 0.0f);
+}
+
+// dz = a > 0 ? da : 0.
+MANTISSA_HOT void relu_backward(const float* __restrict a, const float* __restrict da, float* __restrict dz,
+                                std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dz[i] = a[i] > 0.0f ? da[i] : 0.0f;
+}
+
+constexpr float inv_sqrt2 = 0.70710678118654752440f;
+constexpr float inv_sqrt_2pi = 0.39894228040143267794f;
+
+}  // namespace
+
+void CpuBackend::activation_forward(Activation act, const Tensor& z_in, Tensor& a_out,
+                                    std::int64_t batch) {
+    check_same(z_in, a_out, batch, "activation_forward");
+    const float* z = cpu(z_in).data();
+    float* a = cpu(a_out).data();
+    const std::int64_t n = batch * z_in.cols();
+    switch (act) {
+    case Activation::relu: relu_forward(z, a, n); break;
+    case Activation::gelu:
+        for (std::int64_t i = 0; i < n; ++i) a[i] = 0.5f * z[i] * (1.0f + std::erf(z[i] * inv_sqrt2));
+        break;
+    case Activation::tanh:
+        for (std::int64_t i = 0; i < n; ++i) a[i] = std::tanh(z[i]);
+        break;
+    }
+    round_output(a_out.format(), a, n);
+}
+
+void CpuBackend::activation_backward(Activation act, const Tensor& z_in, const Tensor& a_in,
+                                     const Tensor& da_in, Tensor& dz_out, std::int64_t batch) {
+    check_same(z_in, dz_out, batch, "activation_backward");
+    check_same(da_in, dz_out, batch, "activation_backward");
+    check_same(a_in, dz_out, batch, "activation_backward");
+    const float* z = cpu(z_in).data();
+    const float* a = cpu(a_in).data();
+    const float* da = cpu(da_in).data();
+    float* dz = cpu(dz_out).data();
+    const std::int64_t n = batch * z_in.cols();
+    // Gradient tracing: the shadow of dz is the derivative times da's shadow (da's values
+    // before their rounding), or times da when it has none.
+    const float* sda = m_tracing ? unrounded(da_in) : nullptr;
+    float* sdz = m_tracing && (sda || dz_out.format() != Format::fp32) ? shadow_for(dz_out, n) : nullptr;
+    if (!sda) sda = da;
+    auto write = [&](std::int64_t i, float d) {
+        dz[i] = da[i] * d;
+        if (sdz) sdz[i] = sda[i] * d;
+    };
+    switch (act) {
+    case Activation::relu:
+        relu_backward(a, da, dz, n);
+        if (sdz) relu_backward(a, sda, sdz, n);
+        break;
+    case Activation::gelu:
+        for (std::int64_t i = 0; i < n; ++i) {
+            const float cdf = 0.5f * (1.0f + std::erf(z[i] * inv_sqrt2));
+            const float pdf = inv_sqrt_2pi * std::exp(-0.5f * z[i] * z[i]);
+            write(i, cdf + z[i] * pdf);
+        }
+        break;
+    case Activation::tanh:
+        for (std::int64_t i = 0; i < n; ++i) write(i, 1.0f - a[i] * a[i]);
+        break;
+    }
+    round_output(dz_out.format(), dz, n);
+}
+
+LossResult CpuBackend::softmax_cross_entropy(const Tensor& logits_in, const std::int32_t* labels,
+                                             std::int64_t batch, float loss_scale,
+                                             Tensor* dlogits) {
+    if (logits_in.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
+    if (dlogits) check_same(logits_in, *dlogits, batch, "softmax_cross_entropy");
+    const std::int64_t classes = logits_in.cols();
+    const float* logits = cpu(logits_in).data();
+    float* d = dlogits ? cpu(*dlogits).data() : nullptr;
+    LossResult result;
+    if (batch == 0) return result;
+    const float grad_factor = loss_scale / static_cast<float>(batch);
+    double total = 0;
+    for (std::int64_t r = 0; r < batch; ++r) {
+        const float* l = logits + r * classes;
+        const std::int32_t label = labels[r];
+        if (label < 0 || label >= classes)
+            throw Error("softmax_cross_entropy: label " + std::to_string(label) + " of row " +
+                        std::to_string(r) + " is outside [0, " + std::to_string(classes) + ").");
+        float m = -std::numeric_limits<float>::infinity();
+        std::int64_t argmax = 0;
+        for (std::int64_t c = 0; c < classes; ++c) {
+            if (l[c] > m) {
+                m = l[c];
+                argmax = c;
+            }
+        }
+        if (!std::isfinite(m)) m = 0.0f;  // all -inf or a NaN: let the NaN/inf propagate below
+        float sum = 0.0f;
+        for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(l[c] - m);
+        const float log_sum = std::log(sum);
+        total += static_cast<double>(log_sum - (l[label] - m));
+        result.correct += argmax == label;
+        if (d) {
+            float* dr = d + r * classes;
+            for (std::int64_t c = 0; c < classes; ++c) {
+                const float p = std::exp(l[c] - m - log_sum);
+                dr[c] = (p - (c == label ? 1.0f : 0.0f)) * grad_factor;
+            }
+        }
+    }
+    if (d) {
+        keep_unrounded(*dlogits, d, batch * classes);
+        round_output(dlogits->format(), d, batch * classes);
+    }
+    result.loss = static_cast<double>(static_cast<float>(total / static_cast<double>(batch)));
+    return result;
+}
+
+LossResult CpuBackend::mse(const Tensor& y_in, const float* targets, std::int64_t batch,
+                           float loss_scale, Tensor* dy) {
+    if (y_in.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
+    if (dy) check_same(y_in, *dy, batch, "mse");
+    const std::int64_t n = batch * y_in.cols();
+    const float* y = cpu(y_in).data();
+    float* d = dy ? cpu(*dy).data() : nullptr;
+    LossResult result;
+    if (n == 0) return result;
+    const float grad_factor = 2.0f * loss_scale / static_cast<float>(n);
+    double total = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float diff = y[i] - targets[i];
+        total += static_cast<double>(diff * diff);
+        if (d) d[i] = diff * grad_factor;
+    }
+    if (d) {
+        keep_unrounded(*dy, d, n);
+        round_output(dy->format(), d, n);
+    }
+    result.loss = static_cast<double>(static_cast<float>(total / static_cast<double>(n)));
+    return result;
+}
+
+}  // namespace mantissa

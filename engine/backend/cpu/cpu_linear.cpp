@@ -1,0 +1,260 @@
+// CpuBackend: linear layers, forward and backward, with DESIGN.md's rounding points.
+//
+// forward:  x and W cast to the operand format (FP8: scaled by the delayed scale, saturating
+//           e4m3), matmul with FP32 accumulation, × the FP8 dequantisation factor, + bias (in the
+//           output's format), rounded to y's format.
+// backward: dy cast to the gradient operand format (FP8: scaled, saturating e5m2), dX = dy·W and
+//           dW = dyᵀ·x in FP32, × dequantisation, rounded to their formats (this is where
+//           gradients underflow; the weight gradient's rounding is measured); dB = Σ_rows dy in
+//           FP32 (FP8: of the unquantised dy, as TE's fused bias-gradient does), rounded.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+#include "numeric/stats.h"
+
+namespace mantissa {
+
+namespace {
+
+enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_reference = 5 };
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_HOT
+#endif
+
+// dst = src * scale; returns the max of |src|'s bit patterns, which orders non-negative floats
+// and puts NaN above inf (a NaN amax keeps the scale).
+MANTISSA_HOT std::uint32_t scale_copy_amax(const float* __restrict src, float* __restrict dst,
+                                           std::int64_t n, float scale) {
+    const auto* bits = reinterpret_cast<const std::uint32_t*>(src);
+    std::uint32_t amax_bits = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        amax_bits = std::max(amax_bits, bits[i] & 0x7fffffffu);
+        dst[i] = src[i] * scale;
+    }
+    return amax_bits;
+}
+
+// dst = saturate_cast<format>(src * scale); returns amax(|src|).
+float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale, Format format) {
+    const std::uint32_t amax_bits = scale_copy_amax(src, dst, n, scale);
+    round_array(format, dst, static_cast<std::size_t>(n), Overflow::saturate);
+    float amax;
+    std::memcpy(&amax, &amax_bits, sizeof amax);
+    return amax;
+}
+
+MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
+    if (factor == 1.0f) return;
+    for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
+
+// y(rows, cols) = y * dequant + b (per column).
+MANTISSA_HOT void add_bias(float* __restrict y, const float* __restrict b, std::int64_t rows,
+                           std::int64_t cols, float dequant) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        float* row = y + r * cols;
+        if (dequant != 1.0f)
+            for (std::int64_t c = 0; c < cols; ++c) row[c] = row[c] * dequant + b[c];
+        else
+            for (std::int64_t c = 0; c < cols; ++c) row[c] += b[c];
+    }
+}
+
+// db(cols) = Σ_rows dy.
+MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, std::int64_t rows,
+                              std::int64_t cols) {
+    for (std::int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = dy + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c) db[c] += row[c];
+    }
+}
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+void require(bool ok, const std::string& message) {
+    if (!ok) throw Error(message);
+}
+
+void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
+    const std::string where = std::string(op) + " of layer " +
+                              (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
+    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
+    require(x.cols() == l.weight->cols(), where + "the input has " + std::to_string(x.cols()) +
+                                              " features, the weight expects " +
+                                              std::to_string(l.weight->cols()) + ".");
+    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
+    if (l.compute == Format::fp8_e4m3)
+        require(l.fp8 && l.weight_compute && l.saved_input,
+                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
+    if (l.saved_input) require(l.saved_input->rows() >= batch, where + "saved input too small.");
+}
+
+}  // namespace
+
+void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_out,
+                                std::int64_t batch, bool record_amax) {
+    check_layer(l, x_in, batch, "linear_forward");
+    const CpuTensor& x = cpu(x_in);
+    CpuTensor& y = cpu(y_out);
+    CpuTensor& w = cpu(*l.weight);
+    const std::int64_t in = w.cols(), out = w.rows();
+    require(y.cols() == out && y.rows() >= batch,
+            "linear_forward of " + w.desc().name + ": the output tensor has the wrong shape.");
+
+    const float* x_op;
+    const float* w_op;
+    float dequant = 1.0f;
+    const bool fp8 = l.compute == Format::fp8_e4m3;
+    if (fp8) {
+        auto& state = static_cast<CpuFp8State&>(*l.fp8);
+        AmaxHistory& hx = state.history(Fp8Role::input);
+        AmaxHistory& hw = state.history(Fp8Role::weight);
+        float* wq = cpu(*l.weight_compute).data();
+        float* xq = cpu(*l.saved_input).data();
+        const float amax_w = quantize_scaled(w.data(), wq, in * out, hw.scale(), Format::fp8_e4m3);
+        const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
+        if (record_amax) {
+            hw.record(amax_w);
+            hx.record(amax_x);
+        }
+        dequant = hx.scale_inv() * hw.scale_inv();
+        x_op = xq;
+        w_op = wq;
+    } else {
+        if (l.weight_compute) {
+            cast(w, *l.weight_compute);
+            w_op = cpu(*l.weight_compute).data();
+        } else {
+            w_op = operand(w, in * out, l.compute, slot_w);
+        }
+        if (l.saved_input) {
+            float* s = cpu(*l.saved_input).data();
+            std::memcpy(s, x.data(), static_cast<std::size_t>(batch * in) * sizeof(float));
+            round_output(l.saved_input->format(), s, batch * in);
+            x_op = s;
+        } else {
+            x_op = operand(x, batch * in, l.compute, slot_x);
+        }
+    }
+
+    float* yd = y.data();
+    const bool bf16_ok = fp8 || l.compute == Format::bf16;
+    m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
+
+    const float* b;
+    if (l.bias_compute) {
+        cast(*l.bias, *l.bias_compute);
+        b = cpu(*l.bias_compute).data();
+    } else {
+        b = cpu(*l.bias).data();
+    }
+    add_bias(yd, b, batch, out, dequant);
+    round_output(y.format(), yd, batch * out);
+}
+
+void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
+                                 Tensor* dx_out, std::int64_t batch, RoundingStats* weight_stats) {
+    check_layer(l, x_in, batch, "linear_backward");
+    const CpuTensor& x = cpu(x_in);
+    const CpuTensor& dy = cpu(dy_in);
+    CpuTensor& w = cpu(*l.weight);
+    const std::int64_t in = w.cols(), out = w.rows();
+    require(dy.cols() == out && dy.rows() >= batch,
+            "linear_backward of " + w.desc().name + ": the output gradient has the wrong shape.");
+    if (dx_out)
+        require(dx_out->cols() == in && dx_out->rows() >= batch,
+                "linear_backward of " + w.desc().name + ": the input gradient has the wrong shape.");
+
+    const bool fp8 = l.compute == Format::fp8_e4m3;
+    const float* dy_op;
+    const float* x_op;
+    const float* w_op;
+    float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
+    if (fp8) {
+        auto& state = static_cast<CpuFp8State&>(*l.fp8);
+        AmaxHistory& hg = state.history(Fp8Role::grad_output);
+        float* q = scratch(slot_dy, batch * out);
+        hg.record(quantize_scaled(dy.data(), q, batch * out, hg.scale(), Format::fp8_e5m2));
+        dq_g = hg.scale_inv();
+        dq_x = state.history(Fp8Role::input).scale_inv();
+        dq_w = state.history(Fp8Role::weight).scale_inv();
+        dy_op = q;
+        x_op = cpu(*l.saved_input).data();
+        w_op = cpu(*l.weight_compute).data();
+    } else {
+        dy_op = operand(dy, batch * out, l.compute, slot_dy);
+        x_op = l.saved_input ? cpu(*l.saved_input).data() : operand(x, batch * in, l.compute, slot_x);
+        w_op = l.weight_compute ? cpu(*l.weight_compute).data()
+                                : operand(w, in * out, l.compute, slot_w);
+    }
+    const bool bf16_ok = fp8 || l.compute == Format::bf16;
+
+    // Gradient tracing (set_gradient_tracing): dy_reference is dy before any rounding since the
+    // loss; when the rounding of dy (to its format or to the operand) flushed elements, the
+    // shadows of dx and the reference for dW's underflow need their own products.
+    const std::size_t n_dy = static_cast<std::size_t>(batch * out);
+    const float* dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    const float* dy_reference = dy_shadow ? dy_shadow : dy.data();
+    const bool flushed = m_tracing && count_zeros(dy_op, n_dy) != count_zeros(dy_reference, n_dy);
+
+    if (dx_out) {
+        float* dx = cpu(*dx_out).data();
+        m_matmul.multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
+        scale_in_place(dx, batch * in, dq_g * dq_w);
+        if (m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32)) {
+            float* s = shadow_for(*dx_out, batch * in);
+            if (flushed) {
+                m_matmul.multiply(dy_reference, false, w_op, false, s, batch, in, out, false);
+                scale_in_place(s, batch * in, dq_w);  // fp8: dy_reference is not scaled
+            } else {
+                std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+            }
+        }
+        round_output(dx_out->format(), dx, batch * in);
+    }
+
+    CpuTensor& gw = cpu(*l.grad_weight);
+    m_matmul.multiply(dy_op, true, x_op, false, gw.data(), out, in, batch, bf16_ok);
+    scale_in_place(gw.data(), out * in, dq_g * dq_x);
+    if (!weight_stats) {
+        round_output(gw.format(), gw.data(), out * in);
+    } else {
+        // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
+        const std::size_t n_w = static_cast<std::size_t>(out * in);
+        if (!flushed) {
+            round_array_with_stats(gw.format(), gw.data(), n_w, *weight_stats);
+        } else {
+            float* ref = scratch(slot_reference, out * in);
+            m_matmul.multiply(dy_reference, true, x_op, false, ref, out, in, batch, false);
+            round_output(gw.format(), gw.data(), out * in);
+            RoundingStats s;
+            count_classes(gw.format(), gw.data(), n_w, s);
+            const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
+            const auto* gb = reinterpret_cast<const std::uint32_t*>(gw.data());
+            std::int64_t flushed = 0;
+            for (std::size_t i = 0; i < n_w; ++i)
+                flushed += (rb[i] & 0x7fffffffu) != 0 && (gb[i] & 0x7fffffffu) == 0;
+            s.zeros_before = s.zeros - flushed;
+            *weight_stats += s;
+        }
+    }
+
+    CpuTensor& gb = cpu(*l.grad_bias);
+    float* db = gb.data();
+    column_sums(fp8 ? dy.data() : dy_op, db, batch, out);
+    round_output(gb.format(), db, out);
+}
+
+}  // namespace mantissa

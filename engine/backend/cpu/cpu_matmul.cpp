@@ -1,0 +1,173 @@
+// CpuMatmul on oneDNN (2.x and 3.x APIs): a cache of matmul primitives keyed by shape.
+#include "backend/cpu/cpu_matmul.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "error.h"
+
+namespace mantissa {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+struct Key {
+    std::int64_t m, n, k;
+    bool trans_a, trans_b, bf16;
+    auto tie() const { return std::tie(m, n, k, trans_a, trans_b, bf16); }
+    bool operator<(const Key& o) const { return tie() < o.tie(); }
+};
+
+struct Entry {
+    dnnl::matmul prim;
+    dnnl::memory a, b, c, scratch;
+    std::vector<unsigned char> scratch_bytes;
+};
+
+// bf16 bits of a value bf16 represents exactly: the high half of its fp32 bits.
+void to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
+    const auto* bits = reinterpret_cast<const std::uint32_t*>(src);
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint16_t>(bits[i] >> 16);
+}
+
+}  // namespace
+
+int CpuMatmul::default_threads() {
+    if (const char* env = std::getenv("MANTISSA_CPU_THREADS")) {
+        const int n = std::atoi(env);
+        if (n >= 1) return n;
+    }
+    if (std::getenv("OMP_NUM_THREADS")) return std::max(1, omp_get_max_threads());
+    const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+    return std::max(1, hardware - 1);
+}
+
+struct CpuMatmul::Impl {
+    dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream{engine};
+    std::map<Key, Entry> cache;
+    bool bf16 = false;
+    int threads = 1;
+    std::vector<std::uint16_t> a16, b16;  // bf16 operand copies, grown as needed
+
+    Entry& entry(const Key& key) {
+        auto it = cache.find(key);
+        if (it != cache.end()) return it->second;
+        const dt type = key.bf16 ? dt::bf16 : dt::f32;
+        const dnnl::memory::desc a_md({key.m, key.k}, type, key.trans_a ? tag::ba : tag::ab);
+        const dnnl::memory::desc b_md({key.k, key.n}, type, key.trans_b ? tag::ba : tag::ab);
+        const dnnl::memory::desc c_md({key.m, key.n}, dt::f32, tag::ab);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        try {
+#if DNNL_VERSION_MAJOR >= 3
+            dnnl::matmul::primitive_desc pd(engine, a_md, b_md, c_md, attr);
+#else
+            dnnl::matmul::desc desc(a_md, b_md, c_md);
+            dnnl::matmul::primitive_desc pd(desc, attr, engine);
+#endif
+            Entry e;
+            e.prim = dnnl::matmul(pd);
+            e.a = dnnl::memory(a_md, engine, DNNL_MEMORY_NONE);
+            e.b = dnnl::memory(b_md, engine, DNNL_MEMORY_NONE);
+            e.c = dnnl::memory(c_md, engine, DNNL_MEMORY_NONE);
+            const auto sp_md = pd.scratchpad_desc();
+            e.scratch_bytes.resize(sp_md.get_size() + 1);
+            e.scratch = dnnl::memory(sp_md, engine, e.scratch_bytes.data());
+            return cache.emplace(key, std::move(e)).first->second;
+        } catch (const dnnl::error& err) {
+            throw Error(std::string("oneDNN could not create a ") + (key.bf16 ? "bf16" : "fp32") +
+                        " matmul of shape (" + std::to_string(key.m) + " x " +
+                        std::to_string(key.k) + ") x (" + std::to_string(key.k) + " x " +
+                        std::to_string(key.n) + "): " + err.what());
+        }
+    }
+};
+
+CpuMatmul::CpuMatmul() : m_impl(std::make_unique<Impl>()) {
+    m_impl->threads = default_threads();
+    m_impl->bf16 = cpu_has_fast_bf16();
+    if (const char* env = std::getenv("MANTISSA_CPU_BF16_MATMUL")) m_impl->bf16 = std::strcmp(env, "0") != 0;
+}
+
+CpuMatmul::~CpuMatmul() = default;
+
+int CpuMatmul::threads() const { return m_impl->threads; }
+void CpuMatmul::set_threads(int n) { m_impl->threads = std::max(1, n); }
+bool CpuMatmul::bf16_enabled() const { return m_impl->bf16; }
+void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on; }
+
+void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
+                         std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        std::memset(c, 0, static_cast<std::size_t>(m * n) * sizeof(float));
+        return;
+    }
+    bool bf16 = bf16_operands && m_impl->bf16;
+    Entry* entry;
+    try {
+        entry = &m_impl->entry({m, n, k, trans_a, trans_b, bf16});
+    } catch (const Error&) {
+        if (!bf16) throw;
+        // This oneDNN has no bf16 matmul here (asked for through MANTISSA_CPU_BF16_MATMUL): the
+        // FP32 primitive gives the same products.
+        m_impl->bf16 = bf16 = false;
+        entry = &m_impl->entry({m, n, k, trans_a, trans_b, false});
+    }
+    Entry& e = *entry;
+    const int threads = m * n * k < (std::int64_t{1} << 20) ? 1 : m_impl->threads;
+    if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    if (bf16) {
+        auto& a16 = m_impl->a16;
+        auto& b16 = m_impl->b16;
+        if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
+        if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
+        to_bf16(a, a16.data(), m * k);
+        to_bf16(b, b16.data(), k * n);
+        e.a.set_data_handle(a16.data());
+        e.b.set_data_handle(b16.data());
+    } else {
+        e.a.set_data_handle(const_cast<float*>(a));
+        e.b.set_data_handle(const_cast<float*>(b));
+    }
+    e.c.set_data_handle(c);
+    e.prim.execute(m_impl->stream, {{DNNL_ARG_SRC, e.a},
+                                    {DNNL_ARG_WEIGHTS, e.b},
+                                    {DNNL_ARG_DST, e.c},
+                                    {DNNL_ARG_SCRATCHPAD, e.scratch}});
+    m_impl->stream.wait();
+}
+
+std::string CpuMatmul::isa_name() {
+    using isa = dnnl::cpu_isa;
+    switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "SSE4.1";
+    case isa::avx: return "AVX";
+    case isa::avx2: return "AVX2";
+    case isa::avx2_vnni: return "AVX2 VNNI";
+    case isa::avx512_core: return "AVX-512";
+    case isa::avx512_core_vnni: return "AVX-512 VNNI";
+    case isa::avx512_core_bf16: return "AVX-512 BF16";
+    case isa::avx512_core_amx: return "AMX";
+    default: return "x86-64";
+    }
+}
+
+bool CpuMatmul::cpu_has_fast_bf16() {
+    using isa = dnnl::cpu_isa;
+    const auto have = dnnl::get_effective_cpu_isa();
+    return have == isa::avx512_core_bf16 || have == isa::avx512_core_amx;
+}
+
+}  // namespace mantissa

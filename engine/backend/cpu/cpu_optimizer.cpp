@@ -1,0 +1,159 @@
+// CpuBackend: SGD and AdamW with torch's semantics and FP32 state.
+//
+// The update is computed in FP32 from the parameter's current value and written back rounded to
+// the parameter's format, once (as a fused optimizer kernel does): the FP32 master (master
+// weights on, exact) or the stored low-precision weights (master weights off), where a non-zero
+// update smaller than half an ulp leaves the weight unchanged: a lost update, counted.
+//
+// SGD   (torch.optim.SGD, dampening 0, no nesterov):
+//   d = g + wd·p;  buf = d (first step) or momentum·buf + d;  p ← p - lr·buf
+// AdamW (torch.optim.AdamW, decoupled):
+//   p ← p·(1 - lr·wd);  m ← m + (1-β1)(g - m);  v ← β2·v + (1-β2)·g²
+//   p ← p - (lr / (1-β1^t)) · m / (√v / √(1-β2^t) + eps)
+// The loops are plain arithmetic over restrict pointers so the compiler vectorises them (this
+// folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
+// x86-64 (chosen at run time).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_HOT
+#endif
+
+void check_tensors(const OptimizerTensors& t, bool need1, bool need2, const char* op) {
+    if (!t.param || !t.grad || t.param->numel() != t.grad->numel())
+        throw Error(std::string(op) + ": the parameter and its gradient must be given, of one size.");
+    if ((need1 && (!t.state1 || t.state1->numel() != t.param->numel())) ||
+        (need2 && (!t.state2 || t.state2->numel() != t.param->numel())))
+        throw Error(std::string(op) + ": the optimizer state of " + t.param->desc().name +
+                    " is missing or of the wrong size.");
+}
+
+struct SgdScalars {
+    float lr, wd, mu;
+    bool first, momentum;
+};
+
+// Writes the new FP32 values into out and marks the elements whose update is non-zero.
+MANTISSA_HOT void sgd_kernel(const float* __restrict p, const float* __restrict g,
+                             float* __restrict buf, float* __restrict out, std::int64_t n,
+                             SgdScalars s, unsigned char* __restrict nonzero_mask) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        float d = g[i] + s.wd * p[i];
+        if (s.momentum) {
+            d = s.first ? d : s.mu * buf[i] + d;
+            buf[i] = d;
+        }
+        const float step = -s.lr * d;
+        nonzero_mask[i] = step != 0.0f;
+        out[i] = p[i] + step;
+    }
+}
+
+struct AdamScalars {
+    float decay, step_size, bc2_sqrt, w1, w2, beta2, eps;
+    bool decays;
+};
+
+MANTISSA_HOT void adamw_kernel(const float* __restrict p, const float* __restrict g,
+                               float* __restrict m, float* __restrict v, float* __restrict out,
+                               std::int64_t n, AdamScalars s, unsigned char* __restrict nonzero_mask) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float decayed = s.decays ? p[i] * s.decay : p[i];
+        const float mi = m[i] + s.w1 * (g[i] - m[i]);
+        const float vi = v[i] * s.beta2 + s.w2 * (g[i] * g[i]);
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+        const float update = -s.step_size * (mi / denom);
+        nonzero_mask[i] = (update != 0.0f) | (s.decays & (p[i] != 0.0f));
+        out[i] = decayed + update;
+    }
+}
+
+// Stores the new values; counts the non-zero updates and those that left the value unchanged.
+MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restrict fresh,
+                                      const unsigned char* __restrict nonzero_mask, std::int64_t n,
+                                      UpdateCounts* counts) {
+    std::uint32_t nonzero = 0, lost = 0;  // per block of 2^20, so 32 bits never overflow
+    constexpr std::int64_t block = std::int64_t{1} << 20;
+    for (std::int64_t start = 0; start < n; start += block) {
+        const std::int64_t end = std::min(n, start + block);
+        nonzero = lost = 0;
+        for (std::int64_t i = start; i < end; ++i) {
+            const std::uint32_t nz = nonzero_mask[i];
+            nonzero += nz;
+            lost += nz & static_cast<std::uint32_t>(fresh[i] == p[i]);
+            p[i] = fresh[i];
+        }
+        counts->nonzero_updates += nonzero;
+        counts->lost_updates += lost;
+    }
+}
+
+}  // namespace
+
+// The shared tail of both optimizers: the new values are in `fresh`; round them to the
+// parameter's format, store them in the parameter and count lost updates against the old values.
+static UpdateCounts finish_update(float* p, float* fresh, std::int64_t n, Format format,
+                                  const unsigned char* mask) {
+    UpdateCounts c;
+    if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
+    store_counting_lost(p, fresh, mask, n, &c);
+    return c;
+}
+
+UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s) {
+    const bool momentum = s.momentum != 0.0;
+    check_tensors(t, momentum, false, "sgd_step");
+    const std::int64_t n = t.param->numel();
+    float* p = static_cast<CpuTensor*>(t.param)->data();
+    const float* g = static_cast<const CpuTensor*>(t.grad)->data();
+    float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : scratch(6, n);
+    float* fresh = scratch(4, n);
+    if (m_mask.size() < static_cast<std::size_t>(n)) m_mask.resize(static_cast<std::size_t>(n));
+    const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
+                        static_cast<float>(s.momentum), s.first_step, momentum};
+    sgd_kernel(p, g, buf, fresh, n, sc, m_mask.data());
+    return finish_update(p, fresh, n, t.param->format(), m_mask.data());
+}
+
+UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams& a) {
+    check_tensors(t, true, true, "adamw_step");
+    if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
+    const std::int64_t n = t.param->numel();
+    float* p = static_cast<CpuTensor*>(t.param)->data();
+    const float* g = static_cast<const CpuTensor*>(t.grad)->data();
+    float* m = static_cast<CpuTensor*>(t.state1)->data();
+    float* v = static_cast<CpuTensor*>(t.state2)->data();
+    // Scalars as torch computes them: in double on the host, applied as FP32.
+    const double step = static_cast<double>(a.step);
+    const double bc1 = 1.0 - std::pow(a.beta1, step);
+    const double bc2 = 1.0 - std::pow(a.beta2, step);
+    AdamScalars sc;
+    sc.decay = static_cast<float>(1.0 - a.lr * a.weight_decay);
+    sc.step_size = static_cast<float>(a.lr / bc1);
+    sc.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+    sc.w1 = static_cast<float>(1.0 - a.beta1);
+    sc.w2 = static_cast<float>(1.0 - a.beta2);
+    sc.beta2 = static_cast<float>(a.beta2);
+    sc.eps = static_cast<float>(a.eps);
+    sc.decays = a.weight_decay != 0.0 && a.lr != 0.0;
+    float* fresh = scratch(4, n);
+    if (m_mask.size() < static_cast<std::size_t>(n)) m_mask.resize(static_cast<std::size_t>(n));
+    adamw_kernel(p, g, m, v, fresh, n, sc, m_mask.data());
+    return finish_update(p, fresh, n, t.param->format(), m_mask.data());
+}
+
+}  // namespace mantissa

@@ -1,0 +1,286 @@
+// Session: a Trainer on its own thread, a control queue in front of it, sinks behind it.
+//
+// The training thread owns the Trainer (and through it the backend). Between steps it drains the
+// queue: each command is applied and becomes an Event at the index of the next step. While paused
+// it sleeps on the queue's condition variable. Evaluations run every eval_every steps and once at
+// the end (also after a stop, so the summary has a test accuracy). Any exception on the thread
+// ends the run as failed, with its message in the summary and a run_failed event.
+#include "train/session.h"
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "error.h"
+#include "train/trainer.h"
+
+namespace mantissa {
+
+const char* session_state_name(SessionState s) {
+    switch (s) {
+    case SessionState::created: return "created";
+    case SessionState::running: return "running";
+    case SessionState::paused: return "paused";
+    case SessionState::completed: return "completed";
+    case SessionState::stopped: return "stopped";
+    case SessionState::failed: return "failed";
+    }
+    return "created";
+}
+
+struct Session::Impl {
+    Experiment experiment;
+    std::vector<LayerInfo> layers;
+    std::vector<std::string> notices;
+    std::string backend_name, device_name;
+    std::int64_t total_steps = 0, steps_per_epoch = 0;
+    std::unique_ptr<Trainer> trainer;            // training thread only, once started
+    std::vector<std::shared_ptr<TelemetrySink>> sinks;
+
+    std::mutex queue_mutex;
+    std::condition_variable queue_cv;
+    std::deque<Command> queue;
+
+    mutable std::mutex summary_mutex;
+    RunSummary summary;
+
+    std::thread thread;
+    std::mutex join_mutex;
+    bool started = false;
+
+    // ---- training thread
+    void emit(const Event& e) {
+        for (auto& s : sinks) s->on_event(e);
+    }
+    Event event(EventKind kind, std::string message, nlohmann::json data = nlohmann::json::object()) {
+        return {trainer->steps_taken(), trainer->elapsed_s(), kind, std::move(message), data.dump()};
+    }
+    void run(std::atomic<SessionState>& state);
+    // Applies the queued commands; returns false when the run must stop. Blocks while paused.
+    bool drain(std::atomic<SessionState>& state);
+    void apply(const Command& c, std::atomic<SessionState>& state, bool& stop);
+    void evaluate();
+};
+
+Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
+    Impl& im = *m_impl;
+    im.experiment = std::move(experiment);
+    Dataset data = load_dataset(im.experiment.dataset, im.experiment.train.seed);
+    im.notices = data.notices;
+    auto backend = make_backend(im.experiment.backend, im.experiment.device);
+    im.backend_name = backend->name();
+    im.device_name = backend->device_name();
+    im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend));
+    for (const auto& l : im.trainer->network().desc().layers)
+        im.layers.push_back({l.name, l.in, l.out, l.parameters()});
+    im.total_steps = im.trainer->total_steps();
+    im.steps_per_epoch = im.trainer->steps_per_epoch();
+    im.summary.total_steps = im.total_steps;
+    im.summary.test_loss = std::nan("");
+    im.summary.test_accuracy = std::nan("");
+    im.summary.final_loss = std::nan("");
+    im.summary.final_loss_scale = im.trainer->scaler().scale();
+}
+
+Session::~Session() {
+    if (m_impl->started) {
+        request_stop();
+        wait();
+    }
+}
+
+void Session::add_sink(std::shared_ptr<TelemetrySink> sink) {
+    if (m_impl->started) throw Error("Session::add_sink must be called before start().");
+    if (sink) m_impl->sinks.push_back(std::move(sink));
+}
+
+void Session::start() {
+    if (m_impl->started) throw Error("The session has already been started.");
+    m_impl->started = true;
+    m_state = SessionState::running;
+    {
+        std::lock_guard lock(m_impl->summary_mutex);
+        m_impl->summary.state = SessionState::running;
+    }
+    m_impl->thread = std::thread([this] { m_impl->run(m_state); });
+}
+
+void Session::post(Command command) {
+    {
+        std::lock_guard lock(m_impl->queue_mutex);
+        m_impl->queue.push_back(std::move(command));
+    }
+    m_impl->queue_cv.notify_all();
+}
+
+void Session::wait() {
+    std::lock_guard lock(m_impl->join_mutex);
+    if (m_impl->thread.joinable()) m_impl->thread.join();
+}
+
+const Experiment& Session::experiment() const { return m_impl->experiment; }
+const std::vector<LayerInfo>& Session::layers() const { return m_impl->layers; }
+std::string Session::backend_name() const { return m_impl->backend_name; }
+std::string Session::device_name() const { return m_impl->device_name; }
+std::int64_t Session::total_steps() const { return m_impl->total_steps; }
+std::int64_t Session::steps_per_epoch() const { return m_impl->steps_per_epoch; }
+std::vector<std::string> Session::notices() const { return m_impl->notices; }
+
+RunSummary Session::summary() const {
+    std::lock_guard lock(m_impl->summary_mutex);
+    RunSummary s = m_impl->summary;
+    s.state = m_state.load();
+    return s;
+}
+
+// ---- the training thread
+
+void Session::Impl::run(std::atomic<SessionState>& state) {
+    double step_seconds = 0;
+    std::int64_t samples = 0;
+    bool stopped = false;
+    try {
+        trainer->restart_clock();
+        emit(event(EventKind::run_started,
+                   "Run \"" + experiment.name + "\" started on " + backend_name + " (" + device_name + ").",
+                   {{"backend", backend_name}, {"device", device_name}, {"total_steps", total_steps}}));
+        for (const auto& n : notices) emit(event(EventKind::notice, n));
+
+        const std::int64_t eval_every = experiment.train.eval_every;
+        std::int64_t last_eval = -1;
+        while (!trainer->done()) {
+            if (!drain(state)) {
+                stopped = true;
+                break;
+            }
+            const StepReport& r = trainer->step();
+            for (const auto& e : r.events) emit(e);
+            for (auto& s : sinks) s->on_step(r.step, r.layers);
+            step_seconds += r.step.step_time_ms / 1e3;
+            samples += r.samples;
+            {
+                std::lock_guard lock(summary_mutex);
+                summary.steps = trainer->steps_taken();
+                summary.final_loss = r.step.loss;
+                summary.overflow_steps += r.step.overflow;
+                summary.skipped_steps += r.step.skipped;
+                summary.final_loss_scale = trainer->scaler().scale();
+                summary.samples_per_s = step_seconds > 0 ? static_cast<double>(samples) / step_seconds : 0;
+                summary.elapsed_s = trainer->elapsed_s();
+            }
+            if (eval_every > 0 && trainer->steps_taken() % eval_every == 0) {
+                evaluate();
+                last_eval = trainer->steps_taken();
+            }
+        }
+        if (!stopped) {
+            // A stop posted during the last step still counts as a stop.
+            std::lock_guard lock(queue_mutex);
+            for (const auto& c : queue) stopped = stopped || std::holds_alternative<command::Stop>(c);
+        }
+        if (last_eval != trainer->steps_taken() && trainer->steps_taken() > 0) evaluate();
+        const SessionState final_state = stopped ? SessionState::stopped : SessionState::completed;
+        {
+            std::lock_guard lock(summary_mutex);
+            summary.state = final_state;
+            summary.elapsed_s = trainer->elapsed_s();
+        }
+        const std::string steps = std::to_string(trainer->steps_taken());
+        if (stopped)
+            emit(event(EventKind::run_stopped, "Run stopped after " + steps + " steps.", {{"steps", trainer->steps_taken()}}));
+        else
+            emit(event(EventKind::run_finished, "Run finished after " + steps + " steps.", {{"steps", trainer->steps_taken()}}));
+        state = final_state;
+    } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(summary_mutex);
+            summary.state = SessionState::failed;
+            summary.error = e.what();
+            summary.elapsed_s = trainer->elapsed_s();
+        }
+        state = SessionState::failed;
+        try {
+            emit(event(EventKind::run_failed, std::string("Run failed: ") + e.what(), {{"error", e.what()}}));
+        } catch (...) {
+            // A sink that fails while reporting a failure has nothing left to report to.
+        }
+    }
+}
+
+void Session::Impl::evaluate() {
+    const EvalRecord e = trainer->evaluate();
+    for (auto& s : sinks) s->on_eval(e);
+    std::lock_guard lock(summary_mutex);
+    summary.test_loss = e.loss;
+    summary.test_accuracy = e.accuracy;
+}
+
+bool Session::Impl::drain(std::atomic<SessionState>& state) {
+    bool stop = false;
+    for (;;) {
+        std::deque<Command> batch;
+        {
+            std::unique_lock lock(queue_mutex);
+            if (queue.empty() && state == SessionState::paused && !stop)
+                queue_cv.wait(lock, [&] { return !queue.empty(); });
+            batch.swap(queue);
+        }
+        for (const auto& c : batch) {
+            apply(c, state, stop);
+            if (stop) break;
+        }
+        if (stop) return false;
+        if (state != SessionState::paused) return true;
+    }
+}
+
+void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bool& stop) {
+    using namespace command;
+    std::visit(
+        [&](const auto& cmd) {
+            using T = std::decay_t<decltype(cmd)>;
+            if constexpr (std::is_same_v<T, Pause>) {
+                if (state != SessionState::paused) {
+                    state = SessionState::paused;
+                    emit(event(EventKind::paused, "Paused before step " + std::to_string(trainer->steps_taken()) + "."));
+                }
+            } else if constexpr (std::is_same_v<T, Resume>) {
+                if (state == SessionState::paused) {
+                    state = SessionState::running;
+                    emit(event(EventKind::resumed, "Resumed at step " + std::to_string(trainer->steps_taken()) + "."));
+                }
+            } else if constexpr (std::is_same_v<T, Stop>) {
+                stop = true;
+            } else {
+                // A setting the run cannot take (an unknown layer, a bad value) is reported and
+                // the run goes on: a person typed it, the training is not at fault.
+                try {
+                    if constexpr (std::is_same_v<T, SetLayerPrecision>)
+                        emit(trainer->set_layer_precision(cmd.layer, cmd.precision));
+                    else if constexpr (std::is_same_v<T, SetAutocast>)
+                        emit(trainer->set_autocast(cmd.autocast));
+                    else if constexpr (std::is_same_v<T, SetMasterWeights>)
+                        emit(trainer->set_master_weights(cmd.enabled));
+                    else if constexpr (std::is_same_v<T, SetLossScaling>)
+                        emit(trainer->set_loss_scaling(cmd.spec));
+                    else if constexpr (std::is_same_v<T, SetLearningRate>)
+                        emit(trainer->set_learning_rate(cmd.lr));
+                    else if constexpr (std::is_same_v<T, InjectNonFinite>)
+                        emit(trainer->inject_non_finite(cmd.layer, cmd.value));
+                } catch (const Error& e) {
+                    emit(event(EventKind::notice, std::string("Command refused: ") + e.what(),
+                               {{"refused", true}, {"error", e.what()}}));
+                }
+            }
+        },
+        c);
+}
+
+}  // namespace mantissa

@@ -1,0 +1,351 @@
+// Trainer: the step loop of one run (see trainer.h for the order of a step).
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "train/lr_schedule.h"
+
+namespace mantissa {
+
+namespace {
+
+using json = nlohmann::json;
+
+// JSON has no inf/NaN: such numbers are written as the strings "inf", "-inf", "nan".
+json number(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+}
+
+std::string format_number(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+json loss_scaling_json(const LossScalingSpec& s) {
+    json j = {{"mode", loss_scaling_mode_name(s.mode)},
+              {"init_scale", s.init_scale},
+              {"growth_factor", s.growth_factor},
+              {"backoff_factor", s.backoff_factor},
+              {"growth_interval", s.growth_interval}};
+    j["min_scale"] = s.min_scale ? json(*s.min_scale) : json(nullptr);
+    j["max_scale"] = s.max_scale ? json(*s.max_scale) : json(nullptr);
+    return j;
+}
+
+}  // namespace
+
+Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend)
+    : m_experiment(experiment), m_data(std::move(data)), m_backend(std::move(backend)),
+      m_scaler(experiment.precision.loss_scaling), m_start(std::chrono::steady_clock::now()) {
+    if (!m_backend) throw Error("Trainer: no backend.");
+    const TrainSpec& t = m_experiment.train;
+    if (t.batch_size < 1) throw Error("train.batch_size must be at least 1.");
+    if (m_data.train.rows < 1) throw Error("The dataset's training split is empty.");
+    if (!(t.lr >= 0) || !std::isfinite(t.lr)) throw Error("train.lr must be a finite number >= 0.");
+    m_desc = describe_model(m_experiment.model, m_data.features, m_data.outputs, m_data.is_regression());
+
+    m_layer_settings.assign(m_desc.layers.size(), LayerPrecision::automatic);
+    for (const auto& [name, precision] : m_experiment.precision.layers) {
+        const int index = m_desc.layer_index(name);
+        if (index < 0)
+            throw Error("precision.layers." + name + ": the model has no layer \"" + name +
+                        "\" (its layers are fc1..fc" + std::to_string(m_desc.layers.size()) + ").");
+        m_layer_settings[static_cast<std::size_t>(index)] = precision;
+    }
+
+    m_steps_per_epoch = (m_data.train.rows + t.batch_size - 1) / t.batch_size;
+    m_total_steps = t.steps > 0 ? t.steps : static_cast<std::int64_t>(t.epochs) * m_steps_per_epoch;
+    if (m_total_steps < 1) throw Error("train.epochs or train.steps must give at least one step.");
+
+    Fp8Recipe recipe;
+    recipe.history_len = m_experiment.precision.fp8.amax_history_len;
+    recipe.margin = m_experiment.precision.fp8.margin;
+    recipe.algo = m_experiment.precision.fp8.amax_compute_algo;
+    if (recipe.history_len < 1) throw Error("precision.fp8.amax_history_len must be at least 1.");
+
+    m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe,
+                                          resolve_formats());
+    m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
+    m_test_order.resize(static_cast<std::size_t>(m_data.test.rows));
+    std::iota(m_test_order.begin(), m_test_order.end(), std::int64_t{0});
+}
+
+Trainer::~Trainer() {
+    // Tensors before the backend that made them.
+    m_optimizer.reset();
+    m_network.reset();
+}
+
+double Trainer::elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+}
+
+void Trainer::restart_clock() { m_start = std::chrono::steady_clock::now(); }
+
+std::vector<LayerFormats> Trainer::resolve_formats() const {
+    std::vector<LayerFormats> f;
+    for (LayerPrecision p : m_layer_settings)
+        f.push_back(resolve_layer_formats(p, m_experiment.precision.autocast,
+                                          m_experiment.precision.master_weights));
+    return f;
+}
+
+void Trainer::apply_formats() { m_network->set_formats(resolve_formats()); }
+
+LayerPrecision Trainer::layer_setting(int layer) const {
+    return m_layer_settings.at(static_cast<std::size_t>(layer));
+}
+
+double Trainer::current_lr() const {
+    const TrainSpec& t = m_experiment.train;
+    return learning_rate_at(t.schedule, t.lr, m_step, t.warmup_steps, m_total_steps);
+}
+
+const StepReport& Trainer::step() {
+    if (done()) throw Error("The run has already taken its " + std::to_string(m_total_steps) + " steps.");
+    const auto t0 = std::chrono::steady_clock::now();
+    const TrainSpec& t = m_experiment.train;
+    StepReport& r = m_report;
+    r.layers.clear();
+    r.events.clear();
+    const int layers = m_network->layer_count();
+
+    // ---- the batch
+    const std::int64_t epoch = m_step / m_steps_per_epoch;
+    if (epoch != m_order_epoch) {
+        m_order = epoch_order(m_data.train.rows, t.seed, epoch);
+        m_order_epoch = epoch;
+    }
+    const std::int64_t first = (m_step % m_steps_per_epoch) * t.batch_size;
+    const std::int64_t count = std::min<std::int64_t>(t.batch_size, m_data.train.rows - first);
+    gather_batch(m_data, m_data.train, m_order, first, count, m_x, m_y, m_targets);
+
+    // ---- forward, loss, backward
+    const float scale = m_scaler.scale();
+    const bool stats = t.layer_stats_every > 0 && m_step % t.layer_stats_every == 0;
+    m_backend->set_gradient_tracing(stats);
+    m_network->forward(m_x.data(), count, true);
+    const LossResult loss = m_network->loss(m_y.data(), m_targets.data(), count, scale, true);
+    m_network->backward(count, stats ? &m_rounding : nullptr);
+
+    if (m_inject_layer >= 0) {
+        m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
+        m_inject_layer = -1;
+    }
+
+    // ---- unscale and the one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB
+    m_grads.clear();
+    m_want.clear();
+    for (int l = layers - 1; l >= 0; --l) {
+        m_grads.push_back(&m_network->grad_weight(l));
+        m_grads.push_back(&m_network->grad_bias(l));
+        m_want.push_back(stats);
+        m_want.push_back(false);
+    }
+    const UnscaleResult check = m_backend->unscale_and_check(m_grads, m_scaler.inv_scale(), m_want,
+                                                             stats ? &m_summaries : nullptr);
+    const double lr = current_lr();
+    const LossScaler::Update update = m_scaler.update(check.found_nonfinite);
+    std::vector<UpdateCounts> counts(static_cast<std::size_t>(layers));
+    if (!update.skipped) counts = m_optimizer->step(lr);
+    m_network->end_step();
+
+    // ---- telemetry
+    const auto t1 = std::chrono::steady_clock::now();
+    const double step_s = std::chrono::duration<double>(t1 - t0).count();
+    StepRecord& s = r.step;
+    s = StepRecord{};
+    s.step = m_step;
+    s.epoch = static_cast<std::int32_t>(epoch);
+    s.time_s = elapsed_s();
+    s.loss = loss.loss;
+    s.loss_scale = scale;
+    s.overflow = check.found_nonfinite;
+    s.skipped = update.skipped;
+    s.grad_norm = std::sqrt(check.sum_squares);
+    s.learning_rate = lr;
+    s.step_time_ms = step_s * 1e3;
+    s.samples_per_s = step_s > 0 ? static_cast<double>(count) / step_s : 0;
+    s.memory = m_backend->memory();
+    r.samples = count;
+
+    if (stats) {
+        for (int l = 0; l < layers; ++l) {
+            const auto back_index = static_cast<std::size_t>(2 * (layers - 1 - l));
+            const GradientSummary& g = m_summaries[back_index];
+            const RoundingStats& rs = m_rounding[static_cast<std::size_t>(l)];
+            LayerStepRecord rec;
+            rec.step = m_step;
+            rec.layer = l;
+            rec.name = m_desc.layers[static_cast<std::size_t>(l)].name;
+            rec.precision = m_network->formats(l).compute;
+            rec.grad_amax = g.amax;
+            rec.grad_elements = m_network->grad_weight(l).numel();
+            const double n = static_cast<double>(std::max<std::int64_t>(1, rec.grad_elements));
+            rec.frac_zero = static_cast<double>(rs.zeros) / n;
+            rec.frac_subnormal = static_cast<double>(rs.subnormals) / n;
+            rec.frac_nonfinite = static_cast<double>(g.nonfinite) / n;
+            rec.frac_underflow = static_cast<double>(rs.underflows()) / n;
+            const UpdateCounts& c = counts[static_cast<std::size_t>(l)];
+            rec.frac_lost_updates = c.nonzero_updates > 0 ? static_cast<double>(c.lost_updates) /
+                                                                static_cast<double>(c.nonzero_updates)
+                                                          : 0.0;
+            rec.grad_exponents = g.exponents;
+            r.layers.push_back(std::move(rec));
+        }
+    }
+
+    if (check.found_nonfinite) {
+        const int layer = layers - 1 - check.first_nonfinite / 2;
+        const char* tensor = check.first_nonfinite % 2 == 0 ? "dW" : "dB";
+        const std::string& name = m_desc.layers[static_cast<std::size_t>(layer)].name;
+        std::string msg = "Overflow: " + name + "'s " + (tensor[1] == 'W' ? "weight" : "bias") +
+                          " gradient held inf/NaN";
+        msg += update.skipped ? "; the step was skipped." : "; the optimizer stepped anyway (loss scaling is off).";
+        r.events.push_back({m_step, s.time_s, EventKind::overflow, msg,
+                            json{{"layer", name}, {"tensor", tensor}, {"skipped", update.skipped}}.dump()});
+    }
+    if (update.changed()) {
+        r.events.push_back({m_step, s.time_s, EventKind::scale_change,
+                            "Loss scale " + format_number(update.old_scale) + " -> " +
+                                format_number(update.new_scale) + " (" + update.reason + ").",
+                            json{{"old", update.old_scale}, {"new", update.new_scale}, {"reason", update.reason}}
+                                .dump()});
+    }
+    if (!std::isfinite(loss.loss)) {
+        if (!m_diverged)
+            r.events.push_back({m_step, s.time_s, EventKind::divergence,
+                                "The training loss is " + format_number(loss.loss) + ": the run has diverged.",
+                                json{{"loss", number(loss.loss)}}.dump()});
+        m_diverged = true;
+    } else {
+        m_diverged = false;
+    }
+    ++m_step;
+    return r;
+}
+
+EvalRecord Trainer::evaluate() {
+    EvalRecord e;
+    e.step = m_step;
+    e.split = "test";
+    const std::int64_t rows = m_data.test.rows;
+    if (rows == 0) {
+        e.loss = e.accuracy = std::nan("");
+        return e;
+    }
+    const std::int64_t B = m_network->capacity();
+    double total = 0;
+    std::int64_t correct = 0;
+    for (std::int64_t first = 0; first < rows; first += B) {
+        const std::int64_t count = std::min(B, rows - first);
+        gather_batch(m_data, m_data.test, m_test_order, first, count, m_x, m_y, m_targets);
+        m_network->forward(m_x.data(), count, false);
+        const LossResult l = m_network->loss(m_y.data(), m_targets.data(), count, 1.0f, false);
+        total += l.loss * static_cast<double>(count);
+        correct += l.correct;
+    }
+    e.loss = total / static_cast<double>(rows);
+    e.accuracy = m_data.is_regression() ? std::nan("")
+                                        : static_cast<double>(correct) / static_cast<double>(rows);
+    return e;
+}
+
+// ---- live control
+
+int Trainer::require_layer(const std::string& name) const {
+    const int index = m_desc.layer_index(name);
+    if (index < 0)
+        throw Error("There is no layer \"" + name + "\"; the model's layers are fc1..fc" +
+                    std::to_string(m_desc.layers.size()) + ".");
+    return index;
+}
+
+Event Trainer::make_setting_event(const std::string& key, const std::string& old_value,
+                                  const std::string& new_value, bool quote) {
+    json data = {{"key", key}};
+    if (quote) {
+        data["old"] = old_value;
+        data["new"] = new_value;
+    } else {
+        data["old"] = json::parse(old_value);
+        data["new"] = json::parse(new_value);
+    }
+    return {m_step, elapsed_s(), EventKind::setting_change, key + ": " + old_value + " -> " + new_value + ".",
+            data.dump()};
+}
+
+Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision precision) {
+    const int index = require_layer(layer);
+    const LayerPrecision old = m_layer_settings[static_cast<std::size_t>(index)];
+    m_layer_settings[static_cast<std::size_t>(index)] = precision;
+    if (precision == LayerPrecision::automatic) m_experiment.precision.layers.erase(layer);
+    else m_experiment.precision.layers[layer] = precision;
+    apply_formats();
+    return make_setting_event("precision.layers." + layer, layer_precision_name(old),
+                              layer_precision_name(precision), true);
+}
+
+Event Trainer::set_autocast(Autocast autocast) {
+    const Autocast old = m_experiment.precision.autocast;
+    m_experiment.precision.autocast = autocast;
+    apply_formats();
+    return make_setting_event("precision.autocast", autocast_name(old), autocast_name(autocast), true);
+}
+
+Event Trainer::set_master_weights(bool enabled) {
+    const bool old = m_experiment.precision.master_weights;
+    m_experiment.precision.master_weights = enabled;
+    apply_formats();
+    return make_setting_event("precision.master_weights", old ? "true" : "false",
+                              enabled ? "true" : "false", false);
+}
+
+Event Trainer::set_loss_scaling(const LossScalingSpec& spec) {
+    const LossScalingSpec old = m_scaler.spec();
+    m_scaler.reconfigure(spec);
+    m_experiment.precision.loss_scaling = spec;
+    const json o = loss_scaling_json(old), n = loss_scaling_json(spec);
+    std::vector<std::string> changed;
+    for (auto it = n.begin(); it != n.end(); ++it)
+        if (o.at(it.key()) != it.value()) changed.push_back(it.key());
+    if (changed.size() == 1) {
+        const std::string& k = changed.front();
+        json data = {{"key", "precision.loss_scaling." + k}, {"old", o.at(k)}, {"new", n.at(k)}};
+        auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+        return {m_step, elapsed_s(), EventKind::setting_change,
+                "precision.loss_scaling." + k + ": " + text(o.at(k)) + " -> " + text(n.at(k)) + ".",
+                data.dump()};
+    }
+    json data = {{"key", "precision.loss_scaling"}, {"old", o}, {"new", n}};
+    return {m_step, elapsed_s(), EventKind::setting_change,
+            "precision.loss_scaling: " + o.dump() + " -> " + n.dump() + ".", data.dump()};
+}
+
+Event Trainer::set_learning_rate(double lr) {
+    if (!(lr >= 0) || !std::isfinite(lr)) throw Error("train.lr must be a finite number >= 0.");
+    const double old = m_experiment.train.lr;
+    m_experiment.train.lr = lr;
+    return make_setting_event("train.lr", json(old).dump(), json(lr).dump(), false);
+}
+
+Event Trainer::inject_non_finite(const std::string& layer, float value) {
+    m_inject_layer = require_layer(layer);
+    m_inject_value = value;
+    const std::string v = format_number(value);
+    return {m_step, elapsed_s(), EventKind::notice,
+            "Injected " + v + " into " + layer + "'s weight gradient at step " + std::to_string(m_step) + ".",
+            json{{"action", "inject_non_finite"}, {"layer", layer}, {"value", v}}.dump()};
+}
+
+}  // namespace mantissa

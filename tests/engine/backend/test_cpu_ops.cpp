@@ -1,0 +1,516 @@
+// The CPU backend's operations against independent double-precision references: the linear
+// layer's rounding points (operands cast to the compute format, FP32 accumulation, output and
+// gradients rounded to their formats, underflow counted), activations, losses, the fused unscale
+// and check, SGD/AdamW (torch's formulas, written out here in double), lost updates under master
+// weights off, memory accounting, and the backend factory.
+#include <QtTest>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+#include "numeric/stats.h"
+
+using namespace mantissa;
+Q_DECLARE_METATYPE(mantissa::Format)
+Q_DECLARE_METATYPE(mantissa::Activation)
+
+namespace {
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+std::vector<float> random_values(std::size_t n, float scale, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+std::unique_ptr<Tensor> make(Backend& b, std::int64_t rows, std::int64_t cols, Format f,
+                             MemoryCategory c = MemoryCategory::workspace, const char* name = "t") {
+    return b.allocate(TensorDesc{name, rows, cols, f, c});
+}
+
+std::vector<float> read(Backend& b, const Tensor& t) {
+    std::vector<float> v(static_cast<std::size_t>(t.numel()));
+    b.download(t, v.data(), t.numel());
+    return v;
+}
+
+std::vector<float> rounded(Format f, std::vector<float> v) {
+    for (auto& x : v) x = round_to(f, x);
+    return v;
+}
+
+bool all_in_format(Format f, const std::vector<float>& v) {
+    for (float x : v)
+        if (!(round_to(f, x) == x || (std::isnan(x) && std::isnan(round_to(f, x))))) return false;
+    return true;
+}
+
+// One linear layer's tensors in a given compute format, output format `out_format`.
+struct LinearFixture {
+    std::unique_ptr<Tensor> w, b, wc, grad_w, grad_b, x, y, dy, dx;
+    LinearTensors t;
+    LinearFixture(Backend& be, int batch, int in, int out, Format compute, Format out_format) {
+        w = make(be, out, in, Format::fp32, MemoryCategory::master_weights, "w");
+        b = make(be, 1, out, Format::fp32, MemoryCategory::master_weights, "b");
+        if (compute == Format::fp16 || compute == Format::bf16)
+            wc = make(be, out, in, compute, MemoryCategory::parameters, "wc");
+        grad_w = make(be, out, in, out_format, MemoryCategory::gradients, "gw");
+        grad_b = make(be, 1, out, out_format, MemoryCategory::gradients, "gb");
+        x = make(be, batch, in, Format::fp32, MemoryCategory::activations, "x");
+        y = make(be, batch, out, out_format, MemoryCategory::activations, "y");
+        dy = make(be, batch, out, out_format, MemoryCategory::workspace, "dy");
+        dx = make(be, batch, in, out_format, MemoryCategory::workspace, "dx");
+        t.compute = compute;
+        t.weight = w.get();
+        t.weight_compute = wc.get();
+        t.bias = b.get();
+        t.grad_weight = grad_w.get();
+        t.grad_bias = grad_b.get();
+    }
+};
+
+}  // namespace
+
+class TestCpuOps : public QObject {
+    Q_OBJECT
+private slots:
+    // y = round_out( Σ round_F(x)·round_F(w) + round_out(b) ): compared with a double reference
+    // of the same rounding points; FP32 accumulation allows a one-ulp difference of the output.
+    void linearForwardRoundsAtTheDesignPoints_data() {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<Format>("output");
+        QTest::newRow("fp32") << Format::fp32 << Format::fp32;
+        QTest::newRow("tf32") << Format::tf32 << Format::fp32;
+        QTest::newRow("fp16") << Format::fp16 << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16 << Format::bf16;
+    }
+    void linearForwardRoundsAtTheDesignPoints() {
+        QFETCH(Format, compute);
+        QFETCH(Format, output);
+        CpuBackend be;
+        const int B = 7, in = 33, out = 5;
+        LinearFixture f(be, B, in, out, compute, output);
+        auto xv = random_values(B * in, 1.0f, 1), wv = random_values(in * out, 0.3f, 2), bv = random_values(out, 0.1f, 3);
+        be.upload(*f.x, xv.data(), B * in);
+        be.upload(*f.w, wv.data(), in * out);
+        be.upload(*f.b, bv.data(), out);
+        std::unique_ptr<Tensor> bc;
+        if (output != Format::fp32) {
+            bc = make(be, 1, out, output, MemoryCategory::parameters, "bc");
+            f.t.bias_compute = bc.get();
+        }
+        be.linear_forward(f.t, *f.x, *f.y, B, true);
+        const auto y = read(be, *f.y);
+        QVERIFY(all_in_format(output, y));
+        const auto xr = rounded(compute, xv), wr = rounded(compute, wv), br = rounded(output, bv);
+        const double ulp = format_info(output).epsilon;
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c < out; ++c) {
+                double acc = 0;
+                for (int k = 0; k < in; ++k) acc += static_cast<double>(xr[r * in + k]) * wr[c * in + k];
+                const double ref = round_to(output, static_cast<float>(acc + br[c]));
+                const double got = y[r * out + c];
+                QVERIFY2(std::abs(got - ref) <= std::abs(ref) * ulp * 1.01 + 1e-6,
+                         qPrintable(QString("y[%1,%2] = %3, reference %4").arg(r).arg(c).arg(got).arg(ref)));
+            }
+        }
+        if (compute == Format::fp16 || compute == Format::bf16) QVERIFY(all_in_format(compute, read(be, *f.wc)));
+    }
+
+    // Backward: dy rounded to F, dX = dy·W and dW = dyᵀ·x in FP32 then rounded to the gradient
+    // format, dB = Σ dy; underflow is counted where a non-zero FP32 value rounds to zero.
+    void linearBackwardRoundsAndCountsUnderflow() {
+        CpuBackend be;
+        const int B = 4, in = 6, out = 3;
+        LinearFixture f(be, B, in, out, Format::fp16, Format::fp16);
+        auto xv = random_values(B * in, 1.0f, 4), wv = random_values(in * out, 0.5f, 5);
+        // Tiny gradients: most products fall below fp16's smallest subnormal (2^-24 ≈ 6e-8).
+        auto dyv = random_values(B * out, 1e-4f, 6);
+        xv[0] = 1e-4f;  // x rounds to fp16 before the product
+        be.upload(*f.x, xv.data(), B * in);
+        be.upload(*f.w, wv.data(), in * out);
+        be.linear_forward(f.t, *f.x, *f.y, B, true);
+        be.upload(*f.dy, dyv.data(), B * out);  // rounded to fp16 on upload (dy's format)
+        // Scale the x so dW products underflow: x·1e-4 with |x| ~ 1e-4.
+        std::vector<float> small_x(B * in);
+        for (int i = 0; i < B * in; ++i) small_x[i] = xv[i] * 1e-4f;
+        be.upload(*f.x, small_x.data(), B * in);
+        RoundingStats stats;
+        be.linear_backward(f.t, *f.x, *f.dy, f.dx.get(), B, &stats);
+
+        const auto dy = read(be, *f.dy), gw = read(be, *f.grad_w), gb = read(be, *f.grad_b), dx = read(be, *f.dx);
+        const auto xr = rounded(Format::fp16, small_x), wr = rounded(Format::fp16, wv);
+        QVERIFY(all_in_format(Format::fp16, gw));
+        QVERIFY(all_in_format(Format::fp16, dx));
+        std::int64_t expect_underflow = 0, expect_zero_before = 0;
+        for (int o = 0; o < out; ++o) {
+            for (int i = 0; i < in; ++i) {
+                double acc = 0;
+                for (int r = 0; r < B; ++r) acc += static_cast<double>(dy[r * out + o]) * xr[r * in + i];
+                const float fp32 = static_cast<float>(acc);
+                const float ref = round_to(Format::fp16, fp32);
+                QCOMPARE(gw[o * in + i], ref);
+                expect_zero_before += fp32 == 0.0f;
+                expect_underflow += fp32 != 0.0f && ref == 0.0f;
+            }
+        }
+        QVERIFY(expect_underflow > 0);  // the case exercises underflow
+        QCOMPARE(stats.elements, std::int64_t{out * in});
+        QCOMPARE(stats.zeros_before, expect_zero_before);
+        QCOMPARE(stats.underflows(), expect_underflow);
+        for (int i = 0; i < in; ++i) {
+            for (int r = 0; r < B; ++r) {
+                double acc = 0;
+                for (int o = 0; o < out; ++o) acc += static_cast<double>(dy[r * out + o]) * wr[o * in + i];
+                QCOMPARE(dx[r * in + i], round_to(Format::fp16, static_cast<float>(acc)));
+            }
+        }
+        for (int o = 0; o < out; ++o) {
+            float acc = 0;
+            for (int r = 0; r < B; ++r) acc += dy[r * out + o];
+            QCOMPARE(gb[o], round_to(Format::fp16, acc));
+        }
+    }
+
+    // With master weights on, the forward reads the weight cast from the FP32 master: a master
+    // value between two fp16 values is read as its rounding, and the master keeps its value.
+    void forwardCastsFromTheMaster() {
+        CpuBackend be;
+        LinearFixture f(be, 1, 1, 1, Format::fp16, Format::fp16);
+        const float w = 1.0f + 0x1.0p-12f;  // not an fp16 value (fp16 has 10 fraction bits)
+        const float x = 1.0f;
+        be.upload(*f.w, &w, 1);
+        be.upload(*f.x, &x, 1);
+        be.linear_forward(f.t, *f.x, *f.y, 1, true);
+        QCOMPARE(read(be, *f.y)[0], 1.0f);
+        QCOMPARE(read(be, *f.w)[0], w);
+        QCOMPARE(read(be, *f.wc)[0], 1.0f);
+    }
+
+    void activations_data() {
+        QTest::addColumn<Activation>("act");
+        QTest::newRow("relu") << Activation::relu;
+        QTest::newRow("gelu") << Activation::gelu;
+        QTest::newRow("tanh") << Activation::tanh;
+    }
+    void activations() {
+        QFETCH(Activation, act);
+        CpuBackend be;
+        const int n = 64;
+        auto zv = random_values(n, 2.0f, 7);
+        auto dav = random_values(n, 1.0f, 8);
+        auto z = make(be, 1, n, Format::fp32), a = make(be, 1, n, Format::fp32);
+        auto da = make(be, 1, n, Format::fp32), dz = make(be, 1, n, Format::fp32);
+        be.upload(*z, zv.data(), n);
+        be.upload(*da, dav.data(), n);
+        be.activation_forward(act, *z, *a, 1);
+        be.activation_backward(act, *z, *a, *da, *dz, 1);
+        const auto av = read(be, *a), dzv = read(be, *dz);
+        for (int i = 0; i < n; ++i) {
+            const double zz = zv[i];
+            double ref, deriv;
+            switch (act) {
+            case Activation::relu: ref = zz > 0 ? zz : 0; deriv = zz > 0 ? 1 : 0; break;
+            case Activation::gelu: {
+                const double cdf = 0.5 * (1 + std::erf(zz / std::sqrt(2.0)));
+                ref = zz * cdf;
+                deriv = cdf + zz * std::exp(-zz * zz / 2) / std::sqrt(2 * M_PI);
+                break;
+            }
+            default: ref = std::tanh(zz); deriv = 1 - std::tanh(zz) * std::tanh(zz); break;
+            }
+            QVERIFY(std::abs(av[i] - ref) <= 1e-6 * (1 + std::abs(ref)));
+            QVERIFY(std::abs(dzv[i] - dav[i] * deriv) <= 1e-5 * (1 + std::abs(dav[i] * deriv)));
+        }
+        // Output rounding: into an fp16 tensor the result is an fp16 value.
+        auto a16 = make(be, 1, n, Format::fp16);
+        be.activation_forward(act, *z, *a16, 1);
+        QVERIFY(all_in_format(Format::fp16, read(be, *a16)));
+    }
+
+    void softmaxCrossEntropyAndMse() {
+        CpuBackend be;
+        const int B = 5, C = 4;
+        auto lv = random_values(B * C, 2.0f, 9);
+        std::vector<std::int32_t> labels = {0, 3, 1, 2, 3};
+        auto logits = make(be, B, C, Format::fp32), d = make(be, B, C, Format::fp32);
+        be.upload(*logits, lv.data(), B * C);
+        const float scale = 1024.0f;
+        const LossResult r = be.softmax_cross_entropy(*logits, labels.data(), B, scale, d.get());
+        const auto dv = read(be, *d);
+        double total = 0;
+        std::int64_t correct = 0;
+        for (int i = 0; i < B; ++i) {
+            double m = -1e300;
+            int arg = 0;
+            for (int c = 0; c < C; ++c)
+                if (lv[i * C + c] > m) m = lv[i * C + c], arg = c;
+            double s = 0;
+            for (int c = 0; c < C; ++c) s += std::exp(lv[i * C + c] - m);
+            total += std::log(s) + m - lv[i * C + labels[i]];
+            correct += arg == labels[i];
+            for (int c = 0; c < C; ++c) {
+                const double p = std::exp(lv[i * C + c] - m) / s;
+                const double ref = (p - (c == labels[i])) * scale / B;
+                QVERIFY(std::abs(dv[i * C + c] - ref) <= 1e-5 * (1 + std::abs(ref)));
+            }
+        }
+        QVERIFY(std::abs(r.loss - total / B) <= 1e-6 * (1 + total / B));
+        QCOMPARE(r.correct, correct);
+
+        auto y = make(be, B, 2, Format::fp32), dy = make(be, B, 2, Format::fp32);
+        auto yv = random_values(B * 2, 1.0f, 10), tv = random_values(B * 2, 1.0f, 11);
+        be.upload(*y, yv.data(), B * 2);
+        const LossResult m = be.mse(*y, tv.data(), B, 2.0f, dy.get());
+        const auto dyv = read(be, *dy);
+        double se = 0;
+        for (int i = 0; i < B * 2; ++i) {
+            se += (static_cast<double>(yv[i]) - tv[i]) * (static_cast<double>(yv[i]) - tv[i]);
+            const double ref = 2.0 * (static_cast<double>(yv[i]) - tv[i]) * 2.0 / (B * 2);
+            QVERIFY(std::abs(dyv[i] - ref) <= 1e-6 * (1 + std::abs(ref)));
+        }
+        QVERIFY(std::abs(m.loss - se / (B * 2)) <= 1e-6 * (1 + se));
+        // A label outside the classes is an error naming it.
+        labels[2] = 7;
+        QVERIFY_THROWS_EXCEPTION(Error, be.softmax_cross_entropy(*logits, labels.data(), B, 1.0f, nullptr));
+    }
+
+    // One pass: ×inv_scale in FP32, the first non-finite tensor in the given order, the sum of
+    // squares, and per-tensor amax / exponent histogram when asked.
+    void unscaleAndCheck() {
+        CpuBackend be;
+        auto g0 = make(be, 1, 4, Format::fp16), g1 = make(be, 1, 3, Format::fp16), g2 = make(be, 1, 2, Format::fp16);
+        const std::vector<float> v0 = {1024, -2048, 0, 512}, v1 = {8, 16, 32}, v2 = {4, 4};
+        be.upload(*g0, v0.data(), 4);
+        be.upload(*g1, v1.data(), 3);
+        be.upload(*g2, v2.data(), 2);
+        std::vector<GradientSummary> sums;
+        UnscaleResult r = be.unscale_and_check({g0.get(), g1.get(), g2.get()}, 1.0f / 1024, {true, false, true}, &sums);
+        QVERIFY(!r.found_nonfinite);
+        QCOMPARE(r.first_nonfinite, -1);
+        QCOMPARE(read(be, *g0), (std::vector<float>{1, -2, 0, 0.5f}));
+        const double expect = 1 + 4 + 0.25 + (64.0 + 256 + 1024) / (1024.0 * 1024) + 2 * 16.0 / (1024.0 * 1024);
+        QVERIFY(std::abs(r.sum_squares - expect) < 1e-12);
+        QCOMPARE(sums[0].amax, 2.0);
+        QCOMPARE(sums[0].exponents.counts[0 - ExponentHistogram::min_exponent], 1u);  // 1
+        QCOMPARE(sums[0].exponents.counts[1 - ExponentHistogram::min_exponent], 1u);  // -2
+        QCOMPARE(sums[0].exponents.counts[-1 - ExponentHistogram::min_exponent], 1u); // 0.5
+        QCOMPARE(sums[2].amax, 4.0 / 1024);
+
+        be.poke(*g1, 1, inf);
+        be.poke(*g2, 0, std::nanf(""));
+        r = be.unscale_and_check({g0.get(), g1.get(), g2.get()}, 1.0f, {false, false, false}, nullptr);
+        QVERIFY(r.found_nonfinite);
+        QCOMPARE(r.first_nonfinite, 1);
+        QVERIFY(!std::isfinite(r.sum_squares));
+    }
+
+    // SGD with momentum and weight decay over three steps against torch's formulas in double.
+    void sgdFollowsTorch() {
+        CpuBackend be;
+        const int n = 5;
+        auto p = make(be, 1, n, Format::fp32), g = make(be, 1, n, Format::fp32), buf = make(be, 1, n, Format::fp32);
+        auto pv = random_values(n, 1.0f, 12);
+        be.upload(*p, pv.data(), n);
+        std::vector<double> P(pv.begin(), pv.end()), Bf(n, 0);
+        const double lr = 0.1, mu = 0.9, wd = 0.01;
+        for (int step = 0; step < 3; ++step) {
+            auto gv = random_values(n, 1.0f, 20 + step);
+            be.upload(*g, gv.data(), n);
+            SgdParams s{lr, mu, wd, step == 0};
+            const UpdateCounts c = be.sgd_step({p.get(), g.get(), buf.get(), nullptr}, s);
+            QCOMPARE(c.nonzero_updates, std::int64_t{n});
+            QCOMPARE(c.lost_updates, std::int64_t{0});
+            for (int i = 0; i < n; ++i) {
+                const double d = gv[i] + wd * P[i];
+                Bf[i] = step == 0 ? d : mu * Bf[i] + d;
+                P[i] -= lr * Bf[i];
+            }
+        }
+        const auto got = read(be, *p);
+        for (int i = 0; i < n; ++i) QVERIFY(std::abs(got[i] - P[i]) < 1e-6);
+    }
+
+    void adamwFollowsTorch() {
+        CpuBackend be;
+        const int n = 6;
+        auto p = make(be, 1, n, Format::fp32), g = make(be, 1, n, Format::fp32);
+        auto m = make(be, 1, n, Format::fp32), v = make(be, 1, n, Format::fp32);
+        auto pv = random_values(n, 1.0f, 13);
+        be.upload(*p, pv.data(), n);
+        std::vector<double> P(pv.begin(), pv.end()), M(n, 0), V(n, 0);
+        const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.05;
+        for (int t = 1; t <= 4; ++t) {
+            auto gv = random_values(n, 1.0f, 30 + t);
+            be.upload(*g, gv.data(), n);
+            AdamWParams a{lr, b1, b2, eps, wd, t};
+            be.adamw_step({p.get(), g.get(), m.get(), v.get()}, a);
+            for (int i = 0; i < n; ++i) {
+                P[i] *= 1 - lr * wd;
+                M[i] = b1 * M[i] + (1 - b1) * gv[i];
+                V[i] = b2 * V[i] + (1 - b2) * gv[i] * gv[i];
+                const double mh = M[i] / (1 - std::pow(b1, t)), vh = V[i] / (1 - std::pow(b2, t));
+                P[i] -= lr * mh / (std::sqrt(vh) + eps);
+            }
+        }
+        const auto got = read(be, *p), mv = read(be, *m), vv = read(be, *v);
+        for (int i = 0; i < n; ++i) {
+            QVERIFY2(std::abs(got[i] - P[i]) < 1e-6, qPrintable(QString("%1 vs %2").arg(got[i]).arg(P[i])));
+            QVERIFY(std::abs(mv[i] - M[i]) < 1e-6);
+            QVERIFY(std::abs(vv[i] - V[i]) < 1e-6);
+        }
+    }
+
+    // Master weights off: an fp16 weight of 1.0 has an ulp of 2^-10; an update below half of it
+    // is swallowed (lost), a larger one lands. The FP32 master keeps the small update.
+    void lostUpdatesWithoutMaster() {
+        CpuBackend be;
+        auto p16 = make(be, 1, 2, Format::fp16), p32 = make(be, 1, 2, Format::fp32), g = make(be, 1, 2, Format::fp32);
+        const std::vector<float> w = {1.0f, 1.0f}, gv = {1e-4f, 1e-2f};
+        be.upload(*p16, w.data(), 2);
+        be.upload(*p32, w.data(), 2);
+        be.upload(*g, gv.data(), 2);
+        const SgdParams s{1.0, 0.0, 0.0, true};
+        const UpdateCounts c16 = be.sgd_step({p16.get(), g.get(), nullptr, nullptr}, s);
+        QCOMPARE(c16.nonzero_updates, std::int64_t{2});
+        QCOMPARE(c16.lost_updates, std::int64_t{1});
+        const auto a = read(be, *p16);
+        QCOMPARE(a[0], 1.0f);
+        QCOMPARE(a[1], round_to(Format::fp16, 1.0f - 1e-2f));
+        const UpdateCounts c32 = be.sgd_step({p32.get(), g.get(), nullptr, nullptr}, s);
+        QCOMPARE(c32.lost_updates, std::int64_t{0});
+        QCOMPARE(read(be, *p32)[0], 1.0f - 1e-4f);
+    }
+
+    void memoryIsAccountedByCategory() {
+        CpuBackend be;
+        QCOMPARE(be.memory().total(), std::int64_t{0});
+        auto a = make(be, 10, 10, Format::fp16, MemoryCategory::parameters);
+        auto b = make(be, 10, 10, Format::fp32, MemoryCategory::master_weights);
+        auto c = make(be, 4, 8, Format::fp8_e4m3, MemoryCategory::activations);
+        MemoryBreakdown m = be.memory();
+        QCOMPARE(m.parameters, std::int64_t{200});
+        QCOMPARE(m.master_weights, std::int64_t{400});
+        QCOMPARE(m.activations, std::int64_t{32});
+        QVERIFY(m.modelled);
+        be.convert(*a, Format::fp32);
+        QCOMPARE(be.memory().parameters, std::int64_t{400});
+        b.reset();
+        QCOMPARE(be.memory().master_weights, std::int64_t{0});
+        QCOMPARE(be.memory().total(), std::int64_t{432});
+    }
+
+    void convertRoundsValues() {
+        CpuBackend be;
+        auto t = make(be, 1, 3, Format::fp32);
+        const std::vector<float> v = {1.0f + 0x1.0p-12f, 1e-9f, 70000.0f};
+        be.upload(*t, v.data(), 3);
+        be.convert(*t, Format::fp16);
+        QCOMPARE(t->format(), Format::fp16);
+        const auto r = read(be, *t);
+        QCOMPARE(r[0], 1.0f);
+        QCOMPARE(r[1], 0.0f);
+        QCOMPARE(r[2], inf);
+    }
+
+    void formatInclusion() {
+        QVERIFY(format_contains(Format::fp32, Format::fp16));
+        QVERIFY(format_contains(Format::tf32, Format::fp16));
+        QVERIFY(format_contains(Format::tf32, Format::bf16));
+        QVERIFY(format_contains(Format::fp16, Format::fp8_e4m3));
+        QVERIFY(format_contains(Format::bf16, Format::fp8_e5m2));
+        QVERIFY(!format_contains(Format::fp16, Format::bf16));
+        QVERIFY(!format_contains(Format::bf16, Format::fp16));
+        QVERIFY(!format_contains(Format::fp8_e4m3, Format::fp8_e5m2));
+        QVERIFY(!format_contains(Format::fp16, Format::fp32));
+    }
+
+    void statsHelpers() {
+        QCOMPARE(exponent_of(1.0f), 0);
+        QCOMPARE(exponent_of(-3.0f), 1);
+        QCOMPARE(exponent_of(0x1.0p-149f), -149);
+        QCOMPARE(exponent_of(0x1.8p-140f), -140);
+        QCOMPARE(exponent_of(std::numeric_limits<float>::max()), 127);
+        std::vector<float> v = {0.0f, -0.0f, 1e-6f, 1.0f, 6e-5f, inf, std::nanf("")};
+        RoundingStats s;
+        round_array_with_stats(Format::fp16, v.data(), v.size(), s);
+        QCOMPARE(s.elements, std::int64_t{7});
+        QCOMPARE(s.zeros_before, std::int64_t{2});
+        QCOMPARE(s.zeros, std::int64_t{2});          // 1e-6 is an fp16 subnormal, not zero
+        QCOMPARE(s.subnormals, std::int64_t{2});     // 1e-6 and 6e-5 (< 2^-14)
+        QCOMPARE(s.nonfinite, std::int64_t{2});
+        std::vector<float> tiny = {1e-9f, 2e-8f, 1.0f};
+        RoundingStats t;
+        round_array_with_stats(Format::fp16, tiny.data(), tiny.size(), t);
+        QCOMPARE(t.underflows(), std::int64_t{2});
+    }
+
+    // The fast exponent histogram against its definition, over normals, subnormals, zeros and
+    // non-finite values, with and without a multiplier.
+    void exponentHistogramMatchesDefinition() {
+        std::mt19937 rng(99);
+        std::vector<float> v;
+        for (int i = 0; i < 5000; ++i) v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+        for (int i = 0; i < 300; ++i) v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0x807fffffu));
+        v.insert(v.end(), {0.0f, -0.0f, inf, -inf, std::nanf(""), 1e-45f, 3e38f});
+        for (float multiplier : {1.0f, 0.25f}) {
+            std::array<std::uint32_t, ExponentHistogram::bins> got{}, want{};
+            double amax = 0, want_amax = 0;
+            std::int64_t nonfinite = 0, want_nonfinite = 0;
+            exponent_histogram(v.data(), v.size(), multiplier, ExponentHistogram::min_exponent, got.data(),
+                               ExponentHistogram::bins, &amax, &nonfinite);
+            for (float x : v) {
+                const float y = x * multiplier;
+                if (!std::isfinite(y)) {
+                    ++want_nonfinite;
+                    continue;
+                }
+                if (y == 0.0f) continue;
+                want_amax = std::max(want_amax, static_cast<double>(std::abs(y)));
+                const int e = static_cast<int>(std::floor(std::log2(static_cast<double>(std::abs(y)))));
+                ++want[static_cast<std::size_t>(std::clamp(e - ExponentHistogram::min_exponent, 0, ExponentHistogram::bins - 1))];
+            }
+            QCOMPARE(nonfinite, want_nonfinite);
+            QCOMPARE(amax, want_amax);
+            QVERIFY(got == want);
+        }
+    }
+
+    void factory() {
+        auto cpu = make_backend("cpu");
+        QCOMPARE(QString::fromStdString(cpu->name()), QString("cpu"));
+        QVERIFY(!cpu->device_name().empty());
+        auto automatic = make_backend("auto");
+        QVERIFY(automatic != nullptr);
+        QVERIFY_THROWS_EXCEPTION(Error, make_backend("tpu"));
+        bool cuda_ok = false;
+        for (const auto& a : backend_availability()) {
+            if (a.name == "cuda") cuda_ok = a.available;
+            if (a.name == "cpu") QVERIFY(a.available);
+        }
+        if (!cuda_ok) {
+            try {
+                make_backend("cuda");
+                QFAIL("make_backend(\"cuda\") must throw without the CUDA module");
+            } catch (const Error& e) {
+                QVERIFY(QString(e.what()).contains("not built/available"));
+            }
+            QCOMPARE(QString::fromStdString(automatic->name()), QString("cpu"));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuOps)
+#include "test_cpu_ops.moc"

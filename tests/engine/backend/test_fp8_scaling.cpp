@@ -1,0 +1,148 @@
+// FP8 delayed scaling: the AmaxHistory window and scale formula (Transformer Engine's recipe),
+// and the CPU backend's FP8 linear layer: saturating scaled casts, dequantisation of the FP32
+// accumulator, amaxes recorded in training and not in evaluation.
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend/amax_history.h"
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+
+namespace {
+
+constexpr float e4m3_max = 448.0f;
+
+std::vector<float> read(Backend& b, const Tensor& t) {
+    std::vector<float> v(static_cast<std::size_t>(t.numel()));
+    b.download(t, v.data(), t.numel());
+    return v;
+}
+
+}  // namespace
+
+class TestFp8Scaling : public QObject {
+    Q_OBJECT
+private slots:
+    void historyMaxWindow() {
+        AmaxHistory h(3, 0, AmaxAlgo::max, e4m3_max);
+        QCOMPARE(h.scale(), 1.0f);  // before any amax
+        const float amaxes[] = {2.0f, 8.0f, 1.0f, 0.5f, 0.25f};
+        const float expect[] = {448.0f / 2, 448.0f / 8, 448.0f / 8, 448.0f / 8, 448.0f / 1};
+        for (int i = 0; i < 5; ++i) {
+            h.record(amaxes[i] / 2);
+            h.record(amaxes[i]);  // the step's amax is the max of what was recorded
+            h.update();
+            QCOMPARE(h.scale(), expect[i]);
+            QCOMPARE(h.scale_inv(), 1.0f / expect[i]);
+        }
+        QCOMPARE(h.history(), (std::vector<float>{0.25f, 0.5f, 1.0f}));  // newest first, 3 kept
+    }
+
+    void historyMostRecentAndMargin() {
+        AmaxHistory h(4, 2, AmaxAlgo::most_recent, e4m3_max);
+        h.record(8.0f);
+        h.update();
+        QCOMPARE(h.scale(), 448.0f / 8 / 4);
+        h.record(1.0f);
+        h.update();
+        QCOMPARE(h.scale(), 448.0f / 1 / 4);  // the older, larger amax is ignored
+    }
+
+    void zeroOrNonFiniteAmaxKeepsTheScale() {
+        AmaxHistory h(1, 0, AmaxAlgo::max, e4m3_max);
+        h.record(4.0f);
+        h.update();
+        QCOMPARE(h.scale(), 112.0f);
+        h.update();  // nothing recorded: amax 0
+        QCOMPARE(h.scale(), 112.0f);
+        h.record(std::numeric_limits<float>::infinity());
+        h.update();
+        QCOMPARE(h.scale(), 112.0f);
+        h.record(std::nanf(""));
+        h.record(1.0f);
+        h.update();
+        QCOMPARE(h.scale(), 112.0f);
+        QVERIFY_THROWS_EXCEPTION(Error, AmaxHistory(0, 0, AmaxAlgo::max, e4m3_max));
+    }
+
+    // A one-layer FP8 forward: x and W quantised with their scales (saturating), the product
+    // dequantised by 1/(sx·sw), the bias added, the output stored in the output format.
+    void fp8LinearForwardAndBackward() {
+        CpuBackend be;
+        const int B = 2, in = 3, out = 2;
+        auto mk = [&](std::int64_t r, std::int64_t c, Format f) {
+            return be.allocate(TensorDesc{"t", r, c, f, MemoryCategory::workspace});
+        };
+        auto w = mk(out, in, Format::fp32), b = mk(1, out, Format::fp32), wq = mk(out, in, Format::fp8_e4m3);
+        auto gw = mk(out, in, Format::fp32), gb = mk(1, out, Format::fp32), xs = mk(B, in, Format::fp8_e4m3);
+        auto x = mk(B, in, Format::fp32), y = mk(B, out, Format::fp32), dy = mk(B, out, Format::fp32), dx = mk(B, in, Format::fp32);
+        auto state = be.create_fp8_state(Fp8Recipe{2, 0, AmaxAlgo::max});
+        LinearTensors t;
+        t.compute = Format::fp8_e4m3;
+        t.weight = w.get();
+        t.weight_compute = wq.get();
+        t.bias = b.get();
+        t.grad_weight = gw.get();
+        t.grad_bias = gb.get();
+        t.saved_input = xs.get();
+        t.fp8 = state.get();
+        const std::vector<float> xv = {1000.0f, 0.3f, -2.0f, 0.01f, 5.0f, -7.0f};  // 1000 saturates at 448
+        const std::vector<float> wv = {0.5f, -0.25f, 0.125f, 1.1f, 0.0f, -3.0f};
+        const std::vector<float> bv = {0.1f, -0.2f};
+        be.upload(*x, xv.data(), B * in);
+        be.upload(*w, wv.data(), out * in);
+        be.upload(*b, bv.data(), out);
+
+        auto check_forward = [&](float sx, float sw) {
+            be.linear_forward(t, *x, *y, B, true);
+            const auto yv = read(be, *y);
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c < out; ++c) {
+                    float acc = 0;
+                    for (int k = 0; k < in; ++k)
+                        acc += round_to(Format::fp8_e4m3, xv[r * in + k] * sx, Overflow::saturate) *
+                               round_to(Format::fp8_e4m3, wv[c * in + k] * sw, Overflow::saturate);
+                    const float ref = acc * ((1.0f / sx) * (1.0f / sw)) + bv[c];
+                    QVERIFY2(std::abs(yv[r * out + c] - ref) <= 1e-5f * (1 + std::abs(ref)),
+                             qPrintable(QString("%1 vs %2").arg(yv[r * out + c]).arg(ref)));
+                }
+            }
+        };
+        check_forward(1.0f, 1.0f);  // first step: scale 1
+        QCOMPARE(read(be, *xs)[0], 448.0f);  // saturated, not NaN
+
+        const std::vector<float> dyv = {1e-3f, -2e-3f, 4e-3f, 0.5f};
+        be.upload(*dy, dyv.data(), B * out);
+        be.linear_backward(t, *x, *dy, dx.get(), B, nullptr);
+        // dB sums the unquantised gradient.
+        QVERIFY(std::abs(read(be, *gb)[1] - (-2e-3f + 0.5f)) < 1e-7f);
+
+        be.update_fp8_scales(*state);
+        const auto sx = state->snapshot(Fp8Role::input), sw = state->snapshot(Fp8Role::weight),
+                   sg = state->snapshot(Fp8Role::grad_output);
+        QCOMPARE(sx.scale, 448.0f / 1000.0f);
+        QCOMPARE(sw.scale, 448.0f / 3.0f);
+        QCOMPARE(sg.scale, 57344.0f / 0.5f);
+        QCOMPARE(sx.amax_history, (std::vector<float>{1000.0f}));
+        check_forward(sx.scale, sw.scale);
+
+        be.update_fp8_scales(*state);
+        QCOMPARE(state->snapshot(Fp8Role::input).amax_history, (std::vector<float>{1000.0f, 1000.0f}));
+
+        // Evaluation forwards do not record amaxes: a step with only an evaluation adds amax 0.
+        const std::vector<float> x2 = {50.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+        be.upload(*x, x2.data(), B * in);
+        be.linear_forward(t, *x, *y, B, false);
+        be.update_fp8_scales(*state);
+        QCOMPARE(state->snapshot(Fp8Role::input).amax_history, (std::vector<float>{0.0f, 1000.0f}));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFp8Scaling)
+#include "test_fp8_scaling.moc"

@@ -1,0 +1,249 @@
+// The threaded Session: a run to completion with its events and summary; commands posted from a
+// sink at a known step become events at the next step and take effect there; pause blocks the
+// training thread until resume; stop ends the run as stopped with a final evaluation; a failure
+// on the training thread ends it as failed with the error; bad input is refused at construction.
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "error.h"
+#include "train/session.h"
+#include "train_support.h"
+
+using namespace mantissa;
+using namespace mantissa::test;
+
+namespace {
+
+Experiment session_experiment(std::int64_t steps) {
+    Experiment e = quick_experiment(steps);
+    e.dataset.kind = "blobs";
+    e.dataset.samples = 1000;
+    e.train.eval_every = 10;
+    return e;
+}
+
+// A sink that also runs a callback on the training thread after each step.
+class ScriptedSink : public CollectingSink {
+public:
+    std::function<void(const StepRecord&)> after_step;
+    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override {
+        CollectingSink::on_step(step, layers);
+        if (after_step) after_step(step);
+    }
+};
+
+}  // namespace
+
+class TestSession : public QObject {
+    Q_OBJECT
+private slots:
+    void runsToCompletion() {
+        Session s(session_experiment(25));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        QCOMPARE(s.state(), SessionState::created);
+        QCOMPARE(s.total_steps(), std::int64_t{25});
+        QCOMPARE(s.layers().size(), std::size_t{3});
+        QCOMPARE(s.layers()[0].parameters, std::int64_t{2 * 32 + 32});
+        QCOMPARE(QString::fromStdString(s.backend_name()), QString("cpu"));
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        const RunSummary r = s.summary();
+        QCOMPARE(r.state, SessionState::completed);
+        QCOMPARE(r.steps, std::int64_t{25});
+        QCOMPARE(r.total_steps, std::int64_t{25});
+        QVERIFY(r.error.empty());
+        QVERIFY(r.samples_per_s > 0 && r.elapsed_s > 0);
+        QVERIFY(r.test_accuracy > 0.5);
+        QCOMPARE(r.final_loss, sink->steps.back().loss);
+        QCOMPARE(sink->steps.size(), std::size_t{25});
+        // evaluations at 10, 20 and the end (25)
+        QCOMPARE(sink->evals.size(), std::size_t{3});
+        QCOMPARE(sink->evals[0].step, std::int64_t{10});
+        QCOMPARE(sink->evals[2].step, std::int64_t{25});
+        QCOMPARE(r.test_loss, sink->evals.back().loss);
+        QCOMPARE(sink->events.front().kind, EventKind::run_started);
+        QCOMPARE(sink->events.back().kind, EventKind::run_finished);
+        QVERIFY_THROWS_EXCEPTION(Error, s.start());
+    }
+
+    // Commands posted during step k are applied before step k+1: events at k+1, effect at k+1.
+    void commandsBecomeEventsAtTheNextStep() {
+        Experiment e = session_experiment(12);
+        e.precision.loss_scaling.mode = LossScalingMode::dynamic;  // the injected step is skipped
+        Session s(e);
+        auto sink = std::make_shared<ScriptedSink>();
+        Session* sp = &s;
+        sink->after_step = [sp](const StepRecord& st) {
+            if (st.step == 4) {
+                sp->post(command::SetLayerPrecision{"fc1", LayerPrecision::fp16});
+                sp->post(command::SetLearningRate{0.005});
+                sp->post(command::SetLayerPrecision{"fc9", LayerPrecision::fp16});  // refused, run goes on
+            }
+            if (st.step == 7) sp->post(command::InjectNonFinite{"fc3", std::numeric_limits<float>::infinity()});
+            if (st.step == 8) sp->post(command::SetMasterWeights{false});
+        };
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        const auto changes = sink->events_of(EventKind::setting_change);
+        QCOMPARE(changes.size(), std::size_t{3});
+        QCOMPARE(changes[0].step, std::int64_t{5});
+        QCOMPARE(QString::fromStdString(nlohmann::json::parse(changes[0].data_json)["key"]),
+                 QString("precision.layers.fc1"));
+        QCOMPARE(changes[1].step, std::int64_t{5});
+        QCOMPARE(QString::fromStdString(nlohmann::json::parse(changes[1].data_json)["key"]), QString("train.lr"));
+        QCOMPARE(changes[2].step, std::int64_t{9});
+        QCOMPARE(QString::fromStdString(nlohmann::json::parse(changes[2].data_json)["key"]),
+                 QString("precision.master_weights"));
+        // The layer records show the new precision from step 5 on, the lr too.
+        for (const auto& l : sink->layer_records)
+            if (l.layer == 0) QCOMPARE(l.precision, l.step >= 5 ? Format::fp16 : Format::fp32);
+        QCOMPARE(sink->steps[4].learning_rate, 1e-3);
+        QCOMPARE(sink->steps[5].learning_rate, 0.005);
+        // The refused command is a notice; the injection overflows step 8, which is skipped.
+        bool refused = false, injected = false;
+        for (const auto& ev : sink->events_of(EventKind::notice)) {
+            const auto j = nlohmann::json::parse(ev.data_json);
+            if (j.contains("refused")) refused = true;
+            if (j.contains("action")) {
+                injected = true;
+                QCOMPARE(ev.step, std::int64_t{8});
+            }
+        }
+        QVERIFY(refused && injected);
+        QVERIFY(sink->steps[8].overflow);
+        QVERIFY(!sink->steps[7].overflow);
+        const auto overflow = sink->events_of(EventKind::overflow);
+        QCOMPARE(overflow.size(), std::size_t{1});
+        QCOMPARE(QString::fromStdString(nlohmann::json::parse(overflow[0].data_json)["layer"]), QString("fc3"));
+        QCOMPARE(s.summary().overflow_steps, std::int64_t{1});
+        QCOMPARE(s.summary().skipped_steps, std::int64_t{1});
+        QCOMPARE(s.summary().final_loss_scale, 32768.0);
+        QCOMPARE(s.experiment().precision.layers.count("fc1"), std::size_t{0});  // as started
+    }
+
+    void pauseResumeStop() {
+        Session s(session_experiment(1000));
+        auto sink = std::make_shared<ScriptedSink>();
+        Session* sp = &s;
+        sink->after_step = [sp](const StepRecord& st) {
+            if (st.step == 2) sp->post(command::Pause{});
+        };
+        s.add_sink(sink);
+        s.start();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (s.state() != SessionState::paused && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        QCOMPARE(s.state(), SessionState::paused);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        QCOMPARE(s.summary().steps, std::int64_t{3});  // nothing runs while paused
+        s.post(command::SetAutocast{Autocast::bf16});  // applied while paused, at step 3
+        s.post(command::Resume{});
+        while (s.summary().steps < 6 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        s.request_stop();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::stopped);
+        const RunSummary r = s.summary();
+        QCOMPARE(r.state, SessionState::stopped);
+        QVERIFY(r.steps >= 6 && r.steps < 1000);
+        QVERIFY(!std::isnan(r.test_accuracy));  // the final evaluation ran
+        const auto paused = sink->events_of(EventKind::paused), resumed = sink->events_of(EventKind::resumed);
+        QCOMPARE(paused.size(), std::size_t{1});
+        QCOMPARE(resumed.size(), std::size_t{1});
+        QCOMPARE(paused[0].step, std::int64_t{3});
+        QCOMPARE(resumed[0].step, std::int64_t{3});
+        const auto changes = sink->events_of(EventKind::setting_change);
+        QCOMPARE(changes.size(), std::size_t{1});
+        QCOMPARE(changes[0].step, std::int64_t{3});
+        QCOMPARE(sink->events.back().kind, EventKind::run_stopped);
+        QCOMPARE(sink->steps[3].step, std::int64_t{3});
+    }
+
+    void stopWhilePausedAndBeforeStart() {
+        Session s(session_experiment(100));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::Pause{});  // before start: applied before step 0
+        s.start();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (s.state() != SessionState::paused && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        QCOMPARE(s.state(), SessionState::paused);
+        s.request_stop();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::stopped);
+        QCOMPARE(s.summary().steps, std::int64_t{0});
+        QVERIFY(sink->steps.empty());
+        QVERIFY(sink->evals.empty());  // nothing trained, nothing evaluated
+    }
+
+    void failureOnTheTrainingThread() {
+        Session s(session_experiment(50));
+        auto sink = std::make_shared<ScriptedSink>();
+        sink->after_step = [](const StepRecord& st) {
+            if (st.step == 3) throw Error("the recorder's disk is full");
+        };
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::failed);
+        const RunSummary r = s.summary();
+        QCOMPARE(r.state, SessionState::failed);
+        QVERIFY(QString::fromStdString(r.error).contains("disk is full"));
+        QCOMPARE(sink->events.back().kind, EventKind::run_failed);
+    }
+
+    void destructorStopsARunningSession() {
+        auto sink = std::make_shared<CollectingSink>();
+        {
+            Session s(session_experiment(100000));
+            s.add_sink(sink);
+            s.start();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        QCOMPARE(sink->events.back().kind, EventKind::run_stopped);
+    }
+
+    void badInputIsRefusedAtConstruction() {
+        Experiment e = session_experiment(5);
+        e.precision.layers["fc4"] = LayerPrecision::bf16;
+        QVERIFY_THROWS_EXCEPTION(Error, Session{e});
+        e = session_experiment(5);
+        e.backend = "cuda";
+        bool cuda = false;
+        for (const auto& a : backend_availability()) cuda = cuda || (a.name == "cuda" && a.available);
+        if (!cuda) QVERIFY_THROWS_EXCEPTION(Error, Session{e});
+        e = session_experiment(5);
+        e.dataset.kind = "csv";
+        e.dataset.path = "/nonexistent/file.csv";
+        QVERIFY_THROWS_EXCEPTION(Error, Session{e});
+    }
+
+    // A missing Fashion-MNIST falls back to spirals, and the session says why.
+    void datasetNoticesArePassedOn() {
+        Experiment e = session_experiment(3);
+        e.dataset = DatasetSpec{};
+        e.dataset.path = "/nonexistent/fashion-mnist";
+        Session s(e);
+        QVERIFY(!s.notices().empty());
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QVERIFY(!sink->events_of(EventKind::notice).empty());
+        QCOMPARE(sink->events_of(EventKind::notice)[0].message, s.notices()[0]);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSession)
+#include "test_session.moc"
