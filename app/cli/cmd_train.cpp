@@ -1,0 +1,232 @@
+// `mantissa-cli train`: one training run, headless. Loads the experiment (file + --set), records
+// the run in the store, draws a progress line on a terminal, stops cleanly on Ctrl-C (after the
+// current step) and prints a summary, or one JSON object with --json.
+//
+// Threads: the session trains on its own thread; this (main) thread only polls a snapshot the
+// progress sink keeps, posts Stop on Ctrl-C, and prints.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "cli/cli_common.h"
+#include "error.h"
+#include "store/run_store.h"
+#include "train/session.h"
+
+namespace mantissa::cli {
+namespace {
+
+std::atomic<int> g_interrupts{0};
+extern "C" void on_sigint(int) {
+    if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);  // a second Ctrl-C: leave at once
+}
+
+// Keeps the latest step for the progress line; called on the training thread, returns at once.
+class ProgressSink : public TelemetrySink {
+public:
+    struct Snapshot {
+        StepRecord step;
+        bool has_step = false;
+        std::int64_t overflow_steps = 0;
+        std::optional<EvalRecord> eval;
+    };
+    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>&) override {
+        std::lock_guard lock(m_mutex);
+        m_snapshot.step = step;
+        m_snapshot.has_step = true;
+        if (step.overflow) ++m_snapshot.overflow_steps;
+    }
+    void on_eval(const EvalRecord& eval) override {
+        std::lock_guard lock(m_mutex);
+        m_snapshot.eval = eval;
+    }
+    void on_event(const Event&) override {}
+    Snapshot snapshot() const {
+        std::lock_guard lock(m_mutex);
+        return m_snapshot;
+    }
+
+private:
+    mutable std::mutex m_mutex;
+    Snapshot m_snapshot;
+};
+
+std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+    const long s = std::lround(seconds);
+    char buf[32];
+    if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
+    return buf;
+}
+
+std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_steps, std::int64_t steps_per_epoch) {
+    const StepRecord& r = s.step;
+    const double done = static_cast<double>(r.step + 1);
+    const double eta = r.time_s / done * (static_cast<double>(total_steps) - done);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %d/%lld  loss %.4f  scale %g  %.0f samples/s  ETA %s",
+                  static_cast<long long>(r.step + 1), static_cast<long long>(total_steps), r.epoch + 1,
+                  static_cast<long long>((total_steps + steps_per_epoch - 1) / std::max<std::int64_t>(1, steps_per_epoch)),
+                  r.loss, r.loss_scale, r.samples_per_s, format_duration(eta).c_str());
+    return buf;
+}
+
+RunStatus run_status_of(SessionState s) {
+    switch (s) {
+    case SessionState::completed: return RunStatus::completed;
+    case SessionState::failed: return RunStatus::failed;
+    default: return RunStatus::stopped;
+    }
+}
+
+nlohmann::ordered_json number_or_null(double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+
+int run_train(Args& args) {
+    args.option("config");
+    args.option("set");
+    args.option("steps");
+    args.option("db");
+    args.option("name");
+    args.flag("json");
+    args.flag("no-record");
+    args.parse();
+    if (!args.positional().empty())
+        throw UsageError{"unexpected argument '" + args.positional().front() + "' (settings go in --set KEY=VALUE)"};
+
+    Experiment experiment = args.value("config") ? load_experiment(*args.value("config")) : Experiment{};
+    for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+    if (auto steps = args.integer("steps")) {
+        if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
+        experiment.train.steps = *steps;
+    }
+    if (auto name = args.value("name")) experiment.name = *name;
+    const bool json = args.has("json");
+
+    Session session(experiment);  // loads the data and builds the model: bad input throws here
+    for (const auto& notice : session.notices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+
+    std::unique_ptr<RunStore> store;
+    std::shared_ptr<Recorder> recorder;
+    if (!args.has("no-record")) {
+        const std::string db = args.value("db").value_or(default_store_path());
+        store = std::make_unique<RunStore>(db);
+        if (store->read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the run cannot be recorded; use --db FILE or --no-record");
+        recorder = store->start_run({experiment.name, session.backend_name(), session.device_name(),
+                                     experiment_to_json(experiment).dump()});
+        session.add_sink(recorder);
+    }
+    auto progress = std::make_shared<ProgressSink>();
+    session.add_sink(progress);
+
+    g_interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction old_sa {};
+    sigaction(SIGINT, &sa, &old_sa);
+
+    const bool draw = isatty(STDERR_FILENO) == 1;
+    session.start();
+    bool stop_posted = false;
+    std::string last_line;
+    while (true) {
+        const SessionState st = session.state();
+        if (st == SessionState::completed || st == SessionState::stopped || st == SessionState::failed) break;
+        if (g_interrupts.load() > 0 && !stop_posted) {
+            session.request_stop();
+            stop_posted = true;
+            if (draw) std::fprintf(stderr, "\nstopping after the current step (Ctrl-C again to quit at once)\n");
+        }
+        if (draw) {
+            const auto snap = progress->snapshot();
+            if (snap.has_step) {
+                const std::string line = progress_line(snap, session.total_steps(), session.steps_per_epoch());
+                std::fprintf(stderr, "\r%-100s", line.c_str());
+                std::fflush(stderr);
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    session.wait();
+    sigaction(SIGINT, &old_sa, nullptr);
+    if (draw) std::fprintf(stderr, "\n");
+
+    const RunSummary summary = session.summary();
+    std::int64_t run_id = 0;
+    std::string record_error;
+    if (recorder) {
+        run_id = recorder->run_id();
+        recorder->finish(run_status_of(summary.state), summary.error);
+        record_error = recorder->error();
+    }
+    const char* status = run_status_name(run_status_of(summary.state));
+
+    if (json) {
+        nlohmann::ordered_json out = {
+            {"status", status},
+            {"steps", summary.steps},
+            {"final_loss", number_or_null(summary.final_loss)},
+            {"test_accuracy", number_or_null(summary.test_accuracy)},
+            {"test_loss", number_or_null(summary.test_loss)},
+            {"overflow_steps", summary.overflow_steps},
+            {"skipped_steps", summary.skipped_steps},
+            {"final_loss_scale", summary.final_loss_scale},
+            {"samples_per_s", summary.samples_per_s},
+            {"elapsed_s", summary.elapsed_s},
+            {"backend", session.backend_name()},
+            {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},
+        };
+        if (!summary.error.empty()) out["error"] = summary.error;
+        std::cout << out.dump() << std::endl;
+    } else {
+        std::printf("%s: %s after %lld of %lld steps in %s (%.0f samples/s, %s on %s)\n", experiment.name.c_str(), status,
+                    static_cast<long long>(summary.steps), static_cast<long long>(summary.total_steps),
+                    format_duration(summary.elapsed_s).c_str(), summary.samples_per_s, session.backend_name().c_str(),
+                    session.device_name().c_str());
+        std::printf("  final loss       %.4f\n", summary.final_loss);
+        if (std::isfinite(summary.test_accuracy))
+            std::printf("  test             accuracy %.2f%%, loss %.4f\n", summary.test_accuracy * 100, summary.test_loss);
+        std::printf("  overflow steps   %lld (skipped %lld); final loss scale %g\n",
+                    static_cast<long long>(summary.overflow_steps), static_cast<long long>(summary.skipped_steps),
+                    summary.final_loss_scale);
+        if (recorder) std::printf("  recorded as run %lld in %s\n", static_cast<long long>(run_id), store->path().c_str());
+        if (!summary.error.empty()) std::printf("  error: %s\n", summary.error.c_str());
+    }
+    if (!record_error.empty()) std::fprintf(stderr, "warning: recording stopped early: %s\n", record_error.c_str());
+    return summary.state == SessionState::failed ? exit_failed : exit_ok;
+}
+
+}  // namespace
+
+MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
+                      "usage: mantissa-cli train [--config FILE] [--set KEY=VALUE]... [--steps N] [--name NAME]\n"
+                      "                          [--db FILE | --no-record] [--json]\n\n"
+                      "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
+                      "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
+                      "still prints the summary.\n\n"
+                      "  --config FILE     experiment file (JSON)\n"
+                      "  --set KEY=VALUE   change one setting by its dotted key, e.g. precision.autocast=bf16,\n"
+                      "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"
+                      "                    repeatable, applied in order after the file\n"
+                      "  --steps N         train N steps (sets train.steps)\n"
+                      "  --name NAME       the run's name (default: the experiment's)\n"
+                      "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
+                      "  --no-record       do not record the run\n"
+                      "  --json            print one JSON object: status, steps, final_loss, test_accuracy,\n"
+                      "                    test_loss, overflow_steps, skipped_steps, final_loss_scale, samples_per_s\n\n"
+                      "Exit status: 0 the run completed (or was stopped), 1 it failed, 2 bad usage or input.\n",
+                      run_train});
+
+}  // namespace mantissa::cli

@@ -1,0 +1,125 @@
+// mantissa-cli as a user meets it: exit codes (0 ok, 1 failed, 2 bad input), one clear sentence for
+// every mistake, the --json shapes the docs promise, and a short training run recorded in a store.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    QByteArray out, err;
+};
+
+Result run_cli(const QStringList& args, const QString& xdg_data_home = {}) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (!xdg_data_home.isEmpty()) env.insert("XDG_DATA_HOME", xdg_data_home);
+    p.setProcessEnvironment(env);
+    p.start(MANTISSA_CLI_PATH, args);
+    if (!p.waitForFinished(300'000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void formatJson() {
+        const Result r = run_cli({"format", "--json", "0.1", "65520", "-inf"});
+        QCOMPARE(r.code, 0);
+        const QJsonArray all = QJsonDocument::fromJson(r.out).array();
+        QCOMPARE(all.size(), 3);
+        const QJsonObject first = all[0].toObject();
+        QCOMPARE(first["input"].toString(), QString("0.1"));
+        QCOMPARE(first["fp32_bits"].toString(), QString("0x3dcccccd"));
+        const QJsonArray results = first["results"].toArray();
+        QCOMPARE(results.size(), 6);
+        QJsonObject fp16;
+        for (const auto& v : results)
+            if (v.toObject()["format"].toString() == "fp16") fp16 = v.toObject();
+        QCOMPARE(fp16["bits"].toString(), QString("0x2e66"));
+        QCOMPARE(fp16["value"].toDouble(), 0.0999755859375);
+        QCOMPARE(fp16["class"].toString(), QString("normal"));
+        QVERIFY(fp16["abs_error"].toDouble() > 2.4e-5 && fp16["abs_error"].toDouble() < 2.5e-5);
+        // 65520 overflows fp16 to inf, e4m3 to NaN: reported as strings.
+        for (const auto& v : all[1].toObject()["results"].toArray()) {
+            const QJsonObject o = v.toObject();
+            if (o["format"] == "fp16") QCOMPARE(o["value"].toString(), QString("inf"));
+            if (o["format"] == "fp8-e4m3") QCOMPARE(o["value"].toString(), QString("nan"));
+            if (o["format"] == "fp16") QVERIFY(o["overflow"].toBool());
+        }
+        QCOMPARE(all[2].toObject()["results"].toArray()[0].toObject()["value"].toString(), QString("-inf"));
+    }
+
+    void formatTo() {
+        const Result r = run_cli({"format", "--to", "bf16,e5m2", "--json", "1e-8"});
+        QCOMPARE(r.code, 0);
+        const QJsonArray results = QJsonDocument::fromJson(r.out).array()[0].toObject()["results"].toArray();
+        QCOMPARE(results.size(), 2);
+        QCOMPARE(results[1].toObject()["format"].toString(), QString("fp8-e5m2"));
+        QVERIFY(results[1].toObject()["flushed_to_zero"].toBool());
+    }
+
+    void badInput_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("not a number") << QStringList{"format", "12abc"} << "'12abc' is not a number";
+        QTest::newRow("unknown format") << QStringList{"format", "--to", "fp12", "1"} << "unknown format 'fp12'";
+        QTest::newRow("no value") << QStringList{"format"} << "at least one value";
+        QTest::newRow("unknown option") << QStringList{"format", "--bogus", "1"} << "--bogus";
+        QTest::newRow("unknown command") << QStringList{"fly"} << "unknown command 'fly'";
+        QTest::newRow("missing config") << QStringList{"train", "--config", "/nonexistent/x.json", "--no-record"} << "/nonexistent/x.json";
+        QTest::newRow("bad setting") << QStringList{"train", "--set", "train.lr=-1", "--no-record"} << "train.lr";
+        QTest::newRow("unknown key") << QStringList{"train", "--set", "precision.autocas=fp16", "--no-record"} << "precision.autocas";
+        QTest::newRow("bad steps") << QStringList{"train", "--steps", "ten", "--no-record"} << "--steps";
+    }
+    void badInput() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, mentions);
+        const Result r = run_cli(args);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+        QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence, one line
+    }
+
+    void helpForEveryCommand() {
+        const Result overview = run_cli({"--help"});
+        QCOMPARE(overview.code, 0);
+        for (const char* command : {"format", "train"}) {
+            const Result r = run_cli({command, "--help"});
+            QCOMPARE(r.code, 0);
+            QVERIFY(r.out.startsWith("usage: mantissa-cli " + QByteArray(command)));
+        }
+    }
+
+    // A short run on spirals, recorded in a store of its own; --json has every promised key.
+    void trainJson() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const Result r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "60",
+                                  "--set", "train.eval_every=30", "--db", db, "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        for (const char* key : {"status", "steps", "final_loss", "test_accuracy", "test_loss", "overflow_steps", "skipped_steps",
+                                "final_loss_scale", "samples_per_s"})
+            QVERIFY2(o.contains(key), key);
+        QCOMPARE(o["status"].toString(), QString("completed"));
+        QCOMPARE(o["steps"].toInt(), 60);
+        QVERIFY(o["final_loss"].toDouble() > 0);
+        QVERIFY(o["test_accuracy"].toDouble() > 0.2);
+        QVERIFY(QFile::exists(db));
+        QVERIFY(o["run_id"].toInt() >= 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

@@ -1,0 +1,168 @@
+// The classroom presets in resources/experiments/lessons: each one loads, runs on the CPU backend
+// and shows, in the telemetry, the effect its lesson text promises. A preset whose lesson stopped
+// being visible (after a change to the engine or to the file) fails here, not in front of a class.
+#include <QtTest>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "train/experiment.h"
+#include "train/trainer.h"
+
+using namespace mantissa;
+
+namespace {
+
+Experiment preset(const char* file) {
+    const QByteArray root = qgetenv("MANTISSA_SOURCE_DIR");
+    if (root.isEmpty()) qFatal("MANTISSA_SOURCE_DIR is not set (run through ctest)");
+    return load_experiment(root.toStdString() + "/resources/experiments/lessons/" + file);
+}
+
+struct Tail {  // averages over the last `window` steps
+    double loss = 0, underflow = 0, lost = 0;
+    int overflows = 0, skipped = 0, scale_ups = 0, scale_downs = 0;
+};
+
+Tail run(Trainer& t, std::int64_t steps, std::int64_t window) {
+    Tail tail;
+    double prev_scale = -1;
+    int layer_rows = 0;
+    for (std::int64_t i = 0; i < steps && !t.done(); ++i) {
+        const StepReport& r = t.step();
+        if (prev_scale > 0 && r.step.loss_scale > prev_scale) ++tail.scale_ups;
+        if (prev_scale > 0 && r.step.loss_scale < prev_scale) ++tail.scale_downs;
+        prev_scale = r.step.loss_scale;
+        tail.overflows += r.step.overflow;
+        tail.skipped += r.step.skipped;
+        if (i >= steps - window) {
+            tail.loss += r.step.loss / static_cast<double>(window);
+            for (const auto& l : r.layers) {
+                tail.underflow += l.frac_underflow;
+                tail.lost += l.frac_lost_updates;
+                ++layer_rows;
+            }
+        }
+    }
+    if (layer_rows) {
+        tail.underflow /= layer_rows;
+        tail.lost /= layer_rows;
+    }
+    return tail;
+}
+
+Trainer make(const Experiment& e) { return Trainer(e, load_dataset(e.dataset, e.train.seed), make_backend("cpu")); }
+
+}  // namespace
+
+class TestPresets : public QObject {
+    Q_OBJECT
+private slots:
+    void everyPresetHasALesson() {
+        const QDir dir(qgetenv("MANTISSA_SOURCE_DIR") + "/resources/experiments/lessons");
+        const QStringList files = dir.entryList({"*.json"}, QDir::Files);
+        QVERIFY(files.size() >= 6);
+        for (const QString& f : files) {
+            const Experiment e = preset(f.toUtf8().constData());
+            QVERIFY2(!e.lesson.title.empty() && !e.lesson.text.empty() && !e.lesson.watch.empty(), qPrintable(f));
+            QVERIFY2(e.lesson.classroom, qPrintable(f));
+        }
+    }
+
+    // Underflow without scaling; dynamic scaling (switched on live, as the lesson says) repairs it.
+    void fp16Underflow() {
+        const Experiment e = preset("01-fp16-underflow.json");
+        Trainer plain = make(e);
+        const Tail off = run(plain, e.train.steps, 20);
+        Experiment scaled = e;
+        scaled.precision.loss_scaling.mode = LossScalingMode::dynamic;
+        Trainer repaired = make(scaled);
+        const Tail on = run(repaired, e.train.steps, 20);
+        qInfo("underflow without scaling %.3f, with %.3f; loss %.4g vs %.4g", off.underflow, on.underflow, off.loss, on.loss);
+        QVERIFY(off.underflow > 0.3);
+        QVERIFY(on.underflow < 0.02);
+        QVERIFY(on.loss < off.loss);
+    }
+
+    void dynamicLossScaling() {
+        const Experiment e = preset("02-dynamic-loss-scaling.json");
+        Trainer t = make(e);
+        const Tail tail = run(t, e.train.steps, 20);
+        qInfo("scale grew %d times, backed off %d times; %d skipped steps; underflow %.3f", tail.scale_ups, tail.scale_downs,
+              tail.skipped, tail.underflow);
+        QVERIFY(tail.scale_ups >= 3);
+        QVERIFY(tail.scale_downs >= 1);
+        QCOMPARE(tail.skipped, tail.scale_downs);  // every backoff is a skipped step
+        QVERIFY(tail.underflow < 0.05);
+    }
+
+    void lostUpdates() {
+        const Experiment e = preset("03-lost-updates.json");
+        Trainer off = make(e);
+        const Tail without = run(off, 150, 20);
+        Trainer on = make(e);
+        on.set_master_weights(true);
+        const Tail with = run(on, 150, 20);
+        qInfo("lost updates without master weights %.3f, with %.3f", without.lost, with.lost);
+        QVERIFY(without.lost > 0.5);
+        QVERIFY(with.lost < 0.05);
+    }
+
+    void bf16Range() {
+        const Experiment e = preset("04-bf16-range.json");
+        Trainer t = make(e);
+        const Tail bf16 = run(t, e.train.steps, 20);
+        Experiment as_fp16 = e;
+        as_fp16.precision.autocast = Autocast::fp16;
+        Trainer f = make(as_fp16);
+        const Tail fp16 = run(f, e.train.steps, 20);
+        qInfo("bf16 underflow %.3f loss %.4g; fp16 underflow %.3f loss %.4g", bf16.underflow, bf16.loss, fp16.underflow, fp16.loss);
+        QVERIFY(bf16.underflow < 0.02);
+        QVERIFY(bf16.loss < fp16.loss);
+    }
+
+    void fp8Scaling() {
+        const Experiment e = preset("05-fp8-scaling.json");
+        Trainer t = make(e);
+        const StepReport first = t.step();
+        QCOMPARE(first.layers.at(0).precision, Format::fp8_e4m3);
+        QCOMPARE(first.layers.at(1).precision, Format::fp8_e4m3);
+        QCOMPARE(first.layers.at(2).precision, Format::fp32);
+        const Tail tail = run(t, 120, 20);
+        qInfo("fp8: first loss %.4g, last %.4g", first.step.loss, tail.loss);
+        QVERIFY(tail.loss < 0.6 * first.step.loss);
+        // The per-tensor scales moved off 1 from the recorded amaxes.
+        const Fp8State* st = t.network().fp8_state(0);
+        QVERIFY(st != nullptr);
+        QVERIFY(st->snapshot(Fp8Role::input).scale != 1.0f);
+        QVERIFY(!st->snapshot(Fp8Role::grad_output).amax_history.empty());
+    }
+
+    void perLayerPrecision() {
+        const Experiment e = preset("06-per-layer-precision.json");
+        Trainer t = make(e);
+        const StepReport r = t.step();
+        QCOMPARE(r.layers.at(0).precision, Format::fp16);
+        QCOMPARE(r.layers.at(1).precision, Format::fp16);
+        QCOMPARE(r.layers.at(2).precision, Format::fp32);
+    }
+
+    void injectedOverflow() {
+        const Experiment e = preset("07-injected-overflow.json");
+        Trainer t = make(e);
+        run(t, 10, 1);
+        const double scale = t.step().step.loss_scale;
+        t.inject_non_finite("fc2", std::numeric_limits<float>::infinity());
+        const StepReport r = t.step();
+        QVERIFY(r.step.overflow);
+        QVERIFY(r.step.skipped);
+        const StepReport next = t.step();
+        QCOMPARE(next.step.loss_scale, scale * 0.5);
+        QVERIFY(std::isfinite(next.step.loss));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPresets)
+#include "test_presets.moc"
