@@ -1,0 +1,207 @@
+// CudaBackend: the Backend interface on one NVIDIA GPU. Tensors hold their declared formats for
+// real in device memory (fp32 and tf32 in 4 bytes, fp16 and bf16 in 2, fp8 in 1), allocated
+// through a caching allocator (BlockCache) that accounts bytes per MemoryCategory; matmuls go
+// through cuBLASLt with FP32 compute (LtMatmul); everything else through the kernels in kernels/,
+// each with the CPU backend's function of the same name as its reference (cpu/*.cpp).
+//
+// Same semantics as the CPU backend (backend.h, DESIGN.md "Numerics"): conversions and elementwise
+// ops bit-identical, matmuls within FP32 accumulation-order tolerance. Two differences in how,
+// not what:
+// - unscale_and_check leaves FP32 values in gradients. A 4-byte gradient gets them written back;
+//   a narrower one keeps its bits and the tensor records the multiplier, applied in FP32 on every
+//   later read (download, cast, the optimizers): the same values, no widening of the tensor.
+// - A format the GPU cannot multiply in (format_support.h) is refused with the reason when a
+//   layer first computes in it. FP8 layers whose sizes cuBLASLt's FP8 kernels do not take (not
+//   multiples of 16) multiply their quantised operands as bf16: the same products.
+// Everything runs on one stream in order; the calls that return host values (losses, the check,
+// the optimizers' counts, statistics) wait for the stream, the others do not.
+//
+// Implementation split: cuda_backend.cpp (device, tensors, casts, FP8 state, accounting),
+// cuda_linear.cpp (linear layers), cuda_ops.cpp (activations, losses, the check, optimizers),
+// cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture).
+// Training thread only (the device is made current at every entry).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/block_cache.h"
+#include "backend/cuda/format_support.h"
+#include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/lt_matmul.h"
+
+namespace mantissa::cuda {
+
+class CudaBackend;
+
+class CudaTensor final : public Tensor {
+public:
+    CudaTensor(TensorDesc desc, BlockCache& cache);
+    ~CudaTensor() override;
+    void* data() const { return m_data; }
+    // Values read from this tensor are (stored value) x multiplier in FP32; 1 except for narrow
+    // gradients after unscale_and_check. Any write sets it back to 1.
+    float multiplier() const { return m_multiplier; }
+
+private:
+    friend class CudaBackend;
+    BlockCache* m_cache;
+    void* m_data = nullptr;
+    float m_multiplier = 1.0f;
+};
+
+class CudaFp8State final : public Fp8State {
+public:
+    CudaFp8State(CudaBackend& backend, const Fp8Recipe& recipe);
+    ~CudaFp8State() override;
+    Fp8TensorSnapshot snapshot(Fp8Role role) const override;  // waits for the stream
+
+    // Device pointers into the state (Fp8StateLayout).
+    float* scale(Fp8Role r) const { return m_state + Fp8StateLayout::scale + static_cast<int>(r); }
+    float* scale_inv(Fp8Role r) const { return m_state + Fp8StateLayout::scale_inv + static_cast<int>(r); }
+    std::uint32_t* pending(Fp8Role r) const {
+        return reinterpret_cast<std::uint32_t*>(m_state + Fp8StateLayout::pending + static_cast<int>(r));
+    }
+    float* device_state() const { return m_state; }
+    const Fp8Recipe& recipe() const { return m_recipe; }
+
+private:
+    CudaBackend& m_backend;
+    Fp8Recipe m_recipe;
+    float* m_state = nullptr;
+};
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device);  // throws mantissa::Error naming what failed
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    std::string device_name() const override;
+
+    std::unique_ptr<Tensor> allocate(const TensorDesc& desc) override;
+    void upload(Tensor& t, const float* data, std::int64_t n) override;
+    void download(const Tensor& t, float* data, std::int64_t n) const override;
+    void fill(Tensor& t, float value) override;
+    void poke(Tensor& t, std::int64_t index, float value) override;
+    void cast(const Tensor& src, Tensor& dst) override;
+    void convert(Tensor& t, Format format) override;
+
+    std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) override;
+    void update_fp8_scales(Fp8State& state) override;
+
+    void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                        bool record_amax) override;
+    void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
+                         RoundingStats* weight_stats) override;
+    void activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) override;
+    void activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
+                             std::int64_t batch) override;
+    LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
+                                     float loss_scale, Tensor* dlogits) override;
+    LossResult mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) override;
+    UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
+                                    const std::vector<bool>& want_summary,
+                                    std::vector<GradientSummary>* summaries) override;
+    UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
+    UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
+    MemoryBreakdown memory() const override;
+
+    // ---- CUDA specifics (tests, benchmarks, the asynchronous step)
+    int device() const { return m_device; }
+    ComputeCapability capability() const { return m_cc; }
+    int multiprocessors() const { return m_multiprocessors; }
+    cudaStream_t stream() const { return m_stream; }
+    BlockCache& cache() { return *m_cache; }
+    const LtMatmul& matmul() const { return *m_matmul; }
+    void synchronize() const;
+    void activate() const;  // makes this backend's GPU current on the calling thread
+    // Whether the last linear call could use cuBLASLt's fused output (bias epilogue, output type)
+    // or needed the FP32 workspace and an epilogue kernel: counts since construction.
+    std::int64_t fused_matmuls() const { return m_fused_matmuls; }
+    std::int64_t unfused_matmuls() const { return m_unfused_matmuls; }
+
+    // The asynchronous step (cuda_device_step.cpp): nothing waits for the GPU. The scaler state
+    // lives on the device; the check sets its found_inf, the optimizers skip on it, the update
+    // consumes it. Results go to device buffers the caller reads later.
+    ScalerState* create_scaler_state(const LossScalingSpec& spec);  // owned by the backend
+    void softmax_cross_entropy_async(const Tensor& logits, const std::int32_t* labels_device, std::int64_t batch,
+                                     const ScalerState* scaler, Tensor* dlogits, float* row_loss,
+                                     std::int32_t* row_correct);
+    // The fused check's chunk table for a list of gradients, uploaded once (it waits): a
+    // captured step only launches. Free with release_buffer(plan.chunks).
+    struct CheckPlan {
+        CheckChunk* chunks = nullptr;
+        int chunk_count = 0;
+        int tensors = 0;
+    };
+    CheckPlan prepare_check(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary);
+    // results: one CheckResult per gradient; first_bad: one int. Capturable.
+    void unscale_and_check_async(const CheckPlan& plan, ScalerState* scaler, CheckResult* results, int* first_bad);
+    // Narrow gradients are read with the scaler's inv_scale (the async check leaves their bits);
+    // the optimizer does nothing when the check found inf/NaN.
+    void sgd_step_async(const OptimizerTensors& t, const SgdParams& p, const ScalerState* scaler,
+                        unsigned long long* counts);
+    void adamw_step_async(const OptimizerTensors& t, const AdamWScalars* scalars, const ScalerState* scaler,
+                          unsigned long long* counts);
+    void update_loss_scale_async(ScalerState* scaler, const LossScalingSpec& spec);
+    // A device buffer from the cache for the caller's async results (category workspace).
+    void* device_buffer(std::size_t bytes, const std::string& what);
+    void release_buffer(void* ptr) { m_cache->release(ptr); }
+
+private:
+    friend class CudaFp8State;
+    enum Slot : int {
+        slot_staging,
+        slot_acc,
+        slot_x,
+        slot_w,
+        slot_dy,
+        slot_tx,
+        slot_tw,
+        slot_tdy,
+        slot_labels,
+        slot_rows,
+        slot_results,
+        slot_chunks,
+        slot_count
+    };
+    void* scratch(Slot slot, std::size_t bytes);
+    void* host_scratch(std::size_t bytes);  // pinned
+    // A matmul operand for `compute`: the tensor itself when its storage and values already are
+    // the compute format's, else a rounded copy in scratch slot `slot`.
+    const void* operand(const CudaTensor& t, std::int64_t n, Format compute, Slot slot);
+    // FP8 values (e4m3 or e5m2 patterns) as bf16 in scratch slot `slot`: exact.
+    const void* as_bf16(const void* fp8_values, int fmt, std::int64_t n, Slot slot);
+    void require_plain(const Tensor& t, const char* op) const;  // no pending multiplier
+    void written(Tensor& t) { static_cast<CudaTensor&>(t).m_multiplier = 1.0f; }
+    void run_matmul(const MatmulCall& call, const char* what);
+    void check_matmul_format(Format compute, const std::string& layer) const;
+    void fold_multiplier(CudaTensor& t);
+
+    int m_device = 0;
+    ComputeCapability m_cc;
+    std::string m_name;
+    std::int64_t m_total_memory = 0;
+    int m_multiprocessors = 0;
+    cudaStream_t m_stream = nullptr;
+    std::unique_ptr<BlockCache> m_cache;
+    void* m_workspace = nullptr;
+    std::unique_ptr<LtMatmul> m_matmul;
+    std::array<void*, slot_count> m_scratch{};
+    std::array<std::size_t, slot_count> m_scratch_bytes{};
+    void* m_host = nullptr;
+    std::size_t m_host_bytes = 0;
+    std::vector<void*> m_owned;  // scaler states and the like
+    std::int64_t m_fused_matmuls = 0, m_unfused_matmuls = 0;
+};
+
+// The CUDA type of a format's storage for cuBLASLt.
+cudaDataType_t storage_type(Format f);
+
+}  // namespace mantissa::cuda

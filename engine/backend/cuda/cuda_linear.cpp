@@ -1,0 +1,402 @@
+// CudaBackend: linear layers, forward and backward, with DESIGN.md's rounding points, on cuBLASLt.
+//
+// Row-major tensors seen as column-major matrices (cuBLAS's convention):
+//   forward   yᵀ(out, batch)  = W(out, in)      · xᵀ(in, batch)     "TN": A = W (T), B = x (N)
+//   dX        dxᵀ(in, batch)  = Wᵀ(in, out)     · dyᵀ(out, batch)   "NN" (FP8: A = Wqᵀ copy, "TN")
+//   dW        dWᵀ(in, out)    = xᵀ(in, batch)   · dy(batch, out)    "NT" (FP8: xqᵀ, dyqᵀ copies, "TN")
+// FP8 GEMMs accept only "TN", hence the transposed byte copies (transpose_u8) in the backward,
+// and sizes (in, out, batch) that are multiples of 16. Other sizes multiply the same quantised
+// operands as bf16 (every e4m3 and e5m2 value is a bf16 value, the products are exact either way:
+// the CPU backend does the same), so an FP8 layer of 10 outputs or an odd last batch still runs.
+//
+// Two output paths, chosen per call:
+//   fused    cuBLASLt writes the output in its own type, adding the bias in its epilogue and, for
+//            FP8, applying the dequantisation through its scale pointers (read on the device);
+//   general  cuBLASLt writes FP32 into the workspace and linear_epilogue's kernels dequantise,
+//            add the bias and round exactly as the CPU does, measuring the weight gradient's
+//            rounding when asked. Taken for outputs in tf32/fp8 formats, for a bias whose storage
+//            differs from the output's, for statistics, and whenever cuBLASLt has no fused
+//            algorithm.
+// Both differ from the CPU only in the FP32 accumulation order.
+// The reference: CpuBackend::linear_forward / linear_backward (cpu/cpu_linear.cpp).
+#include <algorithm>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/convert.cuh"
+#include "error.h"
+
+namespace mantissa::cuda {
+
+namespace {
+
+CudaTensor& cuda(Tensor& t) {
+    return static_cast<CudaTensor&>(t);
+}
+const CudaTensor& cuda(const Tensor& t) {
+    return static_cast<const CudaTensor&>(t);
+}
+int code(Format f) {
+    return static_cast<int>(f);
+}
+
+void require(bool ok, const std::string& message) {
+    if (!ok) throw Error(message);
+}
+
+void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
+    const std::string where =
+        std::string(op) + " of layer " + (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
+    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
+    require(x.cols() == l.weight->cols(), where + "the input has " + std::to_string(x.cols()) +
+                                              " features, the weight expects " + std::to_string(l.weight->cols()) +
+                                              ".");
+    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
+    if (l.compute == Format::fp8_e4m3) {
+        require(l.fp8 && l.weight_compute && l.saved_input,
+                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
+        require(l.weight_compute->format() == Format::fp8_e4m3 && l.saved_input->format() == Format::fp8_e4m3,
+                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
+    }
+    if (l.saved_input) require(l.saved_input->rows() >= batch, where + "saved input too small.");
+}
+
+cublasComputeType_t compute_type(Format compute) {
+    return compute == Format::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+// The operand storage type for a compute format (fp8: e4m3 here; the gradient is e5m2).
+cudaDataType_t operand_type(Format compute) {
+    switch (compute) {
+        case Format::fp16: return CUDA_R_16F;
+        case Format::bf16: return CUDA_R_16BF;
+        case Format::fp8_e4m3: return CUDA_R_8F_E4M3;
+        case Format::fp8_e5m2: return CUDA_R_8F_E5M2;
+        default: return CUDA_R_32F;
+    }
+}
+
+// Whether cuBLASLt can write an output of `out` storage directly from operands of `operands`.
+// cuBLASLt's FP8 kernels need every dimension a multiple of 16 (16-byte rows).
+bool fp8_native_shape(std::int64_t in, std::int64_t out, std::int64_t batch) {
+    return in % 16 == 0 && out % 16 == 0 && batch % 16 == 0;
+}
+
+bool fused_output_ok(cudaDataType_t operands, Format out) {
+    if (out != Format::fp32 && out != Format::fp16 && out != Format::bf16) return false;
+    const cudaDataType_t d = storage_type(out);
+    switch (operands) {
+        case CUDA_R_32F: return d == CUDA_R_32F;
+        case CUDA_R_16F: return d == CUDA_R_16F || d == CUDA_R_32F;
+        case CUDA_R_16BF: return d == CUDA_R_16BF || d == CUDA_R_32F;
+        default: return d == CUDA_R_16F || d == CUDA_R_16BF;  // FP8 into a 16-bit output
+    }
+}
+
+}  // namespace
+
+void CudaBackend::check_matmul_format(Format compute, const std::string& layer) const {
+    const Support s = matmul_support(compute, m_cc);
+    if (!s.supported)
+        throw Error("Layer " + layer + " cannot compute in " + std::string(format_name(compute)) + " on " + m_name +
+                    ": " + s.reason + ". Choose another precision for it.");
+}
+
+void CudaBackend::run_matmul(const MatmulCall& call, const char* what) {
+    if (!m_matmul->run(call, m_stream))
+        throw Error(std::string("cuBLASLt has no algorithm for the ") + what + " matmul (" + std::to_string(call.m) +
+                    " x " + std::to_string(call.n) + " x " + std::to_string(call.k) + ") on " + m_name + ".");
+}
+
+const void* CudaBackend::as_bf16(const void* fp8_values, int fmt, std::int64_t n, Slot slot) {
+    void* buf = scratch(slot, static_cast<std::size_t>(n) * 2);
+    launch_cast(fp8_values, fmt, 1.0f, buf, fmt_bf16, n, false, m_stream);
+    return buf;
+}
+
+const void* CudaBackend::operand(const CudaTensor& t, std::int64_t n, Format compute, Slot slot) {
+    require_plain(t, "matmul");
+    if (storage_type(t.format()) == operand_type(compute) && format_contains(compute, t.format())) return t.data();
+    const Format target = compute == Format::tf32 ? Format::tf32 : compute;  // fp32 storage for tf32
+    void* buf = scratch(slot, static_cast<std::size_t>(n) * static_cast<std::size_t>(format_bytes(target)));
+    launch_cast(t.data(), code(t.format()), 1.0f, buf, code(target), n, false, m_stream);
+    return buf;
+}
+
+void CudaBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
+                                 bool record_amax) {
+    check_layer(l, x_in, batch, "linear_forward");
+    activate();
+    const CudaTensor& x = cuda(x_in);
+    CudaTensor& y = cuda(y_out);
+    CudaTensor& w = cuda(*l.weight);
+    const std::int64_t in = w.cols(), out = w.rows();
+    require(y.cols() == out && y.rows() >= batch,
+            "linear_forward of " + w.desc().name + ": the output tensor has the wrong shape.");
+    check_matmul_format(l.compute, w.desc().name);
+    require_plain(w, "linear_forward");
+    require_plain(x, "linear_forward");
+    y.m_multiplier = 1.0f;
+    const bool fp8 = l.compute == Format::fp8_e4m3;
+
+    MatmulCall call;
+    call.m = out;
+    call.n = batch;
+    call.k = in;
+    call.trans_a = true;
+    call.lda = in;
+    call.trans_b = false;
+    call.ldb = in;
+    call.ldd = out;
+    call.compute = compute_type(l.compute);
+    const float* dq_a = nullptr;
+    const float* dq_b = nullptr;
+    bool fused_allowed = true;
+    if (fp8) {
+        auto& state = static_cast<CudaFp8State&>(*l.fp8);
+        auto* wq = static_cast<std::uint8_t*>(cuda(*l.weight_compute).data());
+        auto* xq = static_cast<std::uint8_t*>(cuda(*l.saved_input).data());
+        launch_quantize_fp8(w.data(), code(w.format()), in * out, state.scale(Fp8Role::weight), wq, true,
+                            record_amax ? state.pending(Fp8Role::weight) : nullptr, m_stream);
+        launch_quantize_fp8(x.data(), code(x.format()), batch * in, state.scale(Fp8Role::input), xq, true,
+                            record_amax ? state.pending(Fp8Role::input) : nullptr, m_stream);
+        written(*l.weight_compute);
+        written(*l.saved_input);
+        call.a = wq;
+        call.b = xq;
+        call.a_type = call.b_type = CUDA_R_8F_E4M3;
+        dq_a = state.scale_inv(Fp8Role::weight);
+        dq_b = state.scale_inv(Fp8Role::input);
+        if (!fp8_native_shape(in, out, batch)) {
+            call.a = as_bf16(wq, fmt_e4m3, in * out, slot_w);
+            call.b = as_bf16(xq, fmt_e4m3, batch * in, slot_x);
+            call.a_type = call.b_type = CUDA_R_16BF;
+            fused_allowed = false;  // the dequantisation happens in the epilogue kernel
+        }
+    } else {
+        if (l.weight_compute) {
+            cast(w, *l.weight_compute);
+            call.a = operand(cuda(*l.weight_compute), in * out, l.compute, slot_w);
+        } else {
+            call.a = operand(w, in * out, l.compute, slot_w);
+        }
+        if (l.saved_input) {
+            CudaTensor& s = cuda(*l.saved_input);
+            launch_cast(x.data(), code(x.format()), 1.0f, s.data(), code(s.format()), batch * in, false, m_stream);
+            s.m_multiplier = 1.0f;
+            call.b = operand(s, batch * in, l.compute, slot_x);
+        } else {
+            call.b = operand(x, batch * in, l.compute, slot_x);
+        }
+        call.a_type = call.b_type = operand_type(l.compute);
+    }
+
+    const CudaTensor* bias = &cuda(*l.bias);
+    if (l.bias_compute) {
+        cast(*l.bias, *l.bias_compute);
+        bias = &cuda(*l.bias_compute);
+    }
+    require_plain(*bias, "linear_forward");
+    if (batch == 0) return;
+
+    if (fused_allowed && fused_output_ok(call.a_type, y.format()) &&
+        storage_type(bias->format()) == storage_type(y.format())) {
+        MatmulCall fused = call;
+        fused.d = y.data();
+        fused.d_type = storage_type(y.format());
+        fused.bias = bias->data();
+        fused.a_scale = dq_a;
+        fused.b_scale = dq_b;
+        if (m_matmul->run(fused, m_stream)) {
+            ++m_fused_matmuls;
+            return;
+        }
+    }
+    ++m_unfused_matmuls;
+    auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(batch * out) * sizeof(float)));
+    call.d = acc;
+    call.d_type = CUDA_R_32F;
+    run_matmul(call, "forward");
+    launch_bias_round(acc, batch, out, dq_a, dq_b, bias->data(), code(bias->format()), y.data(), code(y.format()),
+                      m_stream);
+}
+
+void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in, Tensor* dx_out,
+                                  std::int64_t batch, RoundingStats* weight_stats) {
+    check_layer(l, x_in, batch, "linear_backward");
+    activate();
+    const CudaTensor& x = cuda(x_in);
+    const CudaTensor& dy = cuda(dy_in);
+    CudaTensor& w = cuda(*l.weight);
+    const std::int64_t in = w.cols(), out = w.rows();
+    require(dy.cols() == out && dy.rows() >= batch,
+            "linear_backward of " + w.desc().name + ": the output gradient has the wrong shape.");
+    if (dx_out)
+        require(dx_out->cols() == in && dx_out->rows() >= batch,
+                "linear_backward of " + w.desc().name + ": the input gradient has the wrong shape.");
+    check_matmul_format(l.compute, w.desc().name);
+    require_plain(dy, "linear_backward");
+    const bool fp8 = l.compute == Format::fp8_e4m3;
+    CudaTensor& gw = cuda(*l.grad_weight);
+    CudaTensor& gb = cuda(*l.grad_bias);
+    gw.m_multiplier = gb.m_multiplier = 1.0f;
+    if (dx_out) cuda(*dx_out).m_multiplier = 1.0f;
+
+    const void* dy_op;     // (batch, out)
+    const void* x_op;      // (batch, in)
+    const void* w_op;      // (out, in)
+    const void* bias_src;  // what the bias gradient sums
+    int bias_src_fmt;
+    cudaDataType_t dy_type, xw_type;
+    const float* dq_g = nullptr;
+    const float* dq_x = nullptr;
+    const float* dq_w = nullptr;
+    const bool fp8_native = fp8 && fp8_native_shape(in, out, batch);
+    if (fp8) {
+        auto& state = static_cast<CudaFp8State&>(*l.fp8);
+        auto* q = static_cast<std::uint8_t*>(scratch(slot_dy, static_cast<std::size_t>(batch * out)));
+        launch_quantize_fp8(dy.data(), code(dy.format()), batch * out, state.scale(Fp8Role::grad_output), q, false,
+                            state.pending(Fp8Role::grad_output), m_stream);
+        dq_g = state.scale_inv(Fp8Role::grad_output);
+        dq_x = state.scale_inv(Fp8Role::input);
+        dq_w = state.scale_inv(Fp8Role::weight);
+        dy_op = q;
+        x_op = cuda(*l.saved_input).data();
+        w_op = cuda(*l.weight_compute).data();
+        dy_type = CUDA_R_8F_E5M2;
+        xw_type = CUDA_R_8F_E4M3;
+        bias_src = dy.data();  // TE's fused bias gradient: of the unquantised dy
+        bias_src_fmt = code(dy.format());
+        if (!fp8_native) {  // the same values as bf16 operands, in the plain layouts below
+            dy_op = as_bf16(q, fmt_e5m2, batch * out, slot_tdy);
+            x_op = as_bf16(x_op, fmt_e4m3, batch * in, slot_tx);
+            w_op = as_bf16(w_op, fmt_e4m3, in * out, slot_tw);
+            dy_type = xw_type = CUDA_R_16BF;
+        }
+    } else {
+        dy_op = operand(dy, batch * out, l.compute, slot_dy);
+        x_op = l.saved_input ? operand(cuda(*l.saved_input), batch * in, l.compute, slot_x)
+                             : operand(x, batch * in, l.compute, slot_x);
+        w_op = l.weight_compute ? operand(cuda(*l.weight_compute), in * out, l.compute, slot_w)
+                                : operand(w, in * out, l.compute, slot_w);
+        dy_type = xw_type = operand_type(l.compute);
+        bias_src = dy_op;
+        // dy_op holds dy's values in the compute format's storage (dy itself when it already did).
+        bias_src_fmt = dy_op == dy.data() ? code(dy.format()) : code(l.compute);
+    }
+    const cublasComputeType_t compute = compute_type(l.compute);
+
+    // A product into `dst` of `n` values: fused when possible, else FP32 workspace + scale_round.
+    auto product = [&](MatmulCall call, const float* scale_a, const float* scale_b, CudaTensor& dst, std::int64_t n,
+                       unsigned long long* stats, const char* what) {
+        if (!stats && (!fp8 || fp8_native) && fused_output_ok(call.a_type, dst.format())) {
+            MatmulCall fused = call;
+            fused.d = dst.data();
+            fused.d_type = storage_type(dst.format());
+            fused.a_scale = scale_a;
+            fused.b_scale = scale_b;
+            if (m_matmul->run(fused, m_stream)) {
+                ++m_fused_matmuls;
+                return;
+            }
+        }
+        ++m_unfused_matmuls;
+        auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(n) * sizeof(float)));
+        call.d = acc;
+        call.d_type = CUDA_R_32F;
+        run_matmul(call, what);
+        launch_scale_round(acc, n, scale_a, scale_b, dst.data(), code(dst.format()), stats, m_stream);
+    };
+
+    if (dx_out && batch > 0) {
+        MatmulCall call;
+        call.m = in;
+        call.n = batch;
+        call.k = out;
+        call.compute = compute;
+        call.b = dy_op;
+        call.b_type = dy_type;
+        call.trans_b = false;
+        call.ldb = out;
+        call.ldd = in;
+        call.a_type = xw_type;
+        if (fp8_native) {
+            auto* wt = static_cast<std::uint8_t*>(scratch(slot_tw, static_cast<std::size_t>(in * out)));
+            launch_transpose_u8(static_cast<const std::uint8_t*>(w_op), out, in, wt, m_stream);
+            call.a = wt;
+            call.trans_a = true;
+            call.lda = out;
+        } else {
+            call.a = w_op;
+            call.trans_a = false;
+            call.lda = in;
+        }
+        // CPU: dx x (dq_g x dq_w); the fused path multiplies by A's (W) and B's (dy) factors.
+        product(call, fp8 ? dq_w : nullptr, fp8 ? dq_g : nullptr, cuda(*dx_out), batch * in, nullptr, "input-gradient");
+    }
+
+    unsigned long long* stats = nullptr;
+    if (weight_stats) {
+        stats = static_cast<unsigned long long*>(scratch(slot_results, 4 * sizeof(unsigned long long)));
+        MANTISSA_CUDA_CHECK(cudaMemsetAsync(stats, 0, 4 * sizeof(unsigned long long), m_stream));
+    }
+    if (batch > 0) {
+        MatmulCall call;
+        call.m = in;
+        call.n = out;
+        call.k = batch;
+        call.compute = compute;
+        call.a_type = xw_type;
+        call.b_type = dy_type;
+        call.ldd = in;
+        if (fp8_native) {
+            auto* xt = static_cast<std::uint8_t*>(scratch(slot_tx, static_cast<std::size_t>(batch * in)));
+            auto* dyt = static_cast<std::uint8_t*>(scratch(slot_tdy, static_cast<std::size_t>(batch * out)));
+            launch_transpose_u8(static_cast<const std::uint8_t*>(x_op), batch, in, xt, m_stream);
+            launch_transpose_u8(static_cast<const std::uint8_t*>(dy_op), batch, out, dyt, m_stream);
+            call.a = xt;
+            call.trans_a = true;
+            call.lda = batch;
+            call.b = dyt;
+            call.trans_b = false;
+            call.ldb = batch;
+        } else {
+            call.a = x_op;
+            call.trans_a = false;
+            call.lda = in;
+            call.b = dy_op;
+            call.trans_b = true;
+            call.ldb = out;
+        }
+        // CPU: dW x (dq_g x dq_x); A is x, B is dy.
+        product(call, fp8 ? dq_x : nullptr, fp8 ? dq_g : nullptr, gw, out * in, stats, "weight-gradient");
+    } else {
+        launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
+    }
+    launch_bias_grad(bias_src, bias_src_fmt, batch, out, gb.data(), code(gb.format()), m_stream);
+
+    if (weight_stats) {
+        auto* host = static_cast<unsigned long long*>(host_scratch(4 * sizeof(unsigned long long)));
+        MANTISSA_CUDA_CHECK(
+            cudaMemcpyAsync(host, stats, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));
+        synchronize();
+        RoundingStats r;
+        r.elements = out * in;
+        r.zeros_before = static_cast<std::int64_t>(host[0]);
+        r.zeros = static_cast<std::int64_t>(host[1]);
+        r.subnormals = static_cast<std::int64_t>(host[2]);
+        r.nonfinite = static_cast<std::int64_t>(host[3]);
+        if (batch == 0) {
+            r.zeros_before = r.zeros = out * in;
+            r.subnormals = r.nonfinite = 0;
+        }
+        // (field by field: RoundingStats::operator+= lives in mantissa_core, outside the module)
+        weight_stats->elements += r.elements;
+        weight_stats->zeros_before += r.zeros_before;
+        weight_stats->zeros += r.zeros;
+        weight_stats->subnormals += r.subnormals;
+        weight_stats->nonfinite += r.nonfinite;
+    }
+}
+
+}  // namespace mantissa::cuda

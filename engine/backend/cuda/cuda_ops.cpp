@@ -1,0 +1,291 @@
+// CudaBackend: activations, losses, the fused unscale + check, and the optimizers: argument checks
+// (the CPU backend's messages), then the kernels of kernels/. The calls that return host values
+// wait for the stream once, after every kernel of the call.
+// The references: cpu/cpu_elementwise.cpp, cpu/cpu_gradients.cpp, cpu/cpu_optimizer.cpp.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/convert.cuh"
+#include "error.h"
+
+namespace mantissa::cuda {
+
+namespace {
+
+CudaTensor& cuda(Tensor& t) {
+    return static_cast<CudaTensor&>(t);
+}
+const CudaTensor& cuda(const Tensor& t) {
+    return static_cast<const CudaTensor&>(t);
+}
+int code(Format f) {
+    return static_cast<int>(f);
+}
+
+void check_same(const Tensor& a, const Tensor& b, std::int64_t batch, const char* op) {
+    if (a.cols() != b.cols() || a.rows() < batch || b.rows() < batch)
+        throw Error(std::string(op) + ": tensors " + a.desc().name + " and " + b.desc().name +
+                    " do not match for a batch of " + std::to_string(batch) + ".");
+}
+
+void check_labels(const std::int32_t* labels, std::int64_t batch, std::int64_t classes) {
+    for (std::int64_t r = 0; r < batch; ++r)
+        if (labels[r] < 0 || labels[r] >= classes)
+            throw Error("softmax_cross_entropy: label " + std::to_string(labels[r]) + " of row " + std::to_string(r) +
+                        " is outside [0, " + std::to_string(classes) + ").");
+}
+
+void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, const char* op) {
+    if (!t.param || !t.grad || t.param->numel() != t.grad->numel())
+        throw Error(std::string(op) + ": the parameter and its gradient must be given, of one size.");
+    if ((need1 && (!t.state1 || t.state1->numel() != t.param->numel())) ||
+        (need2 && (!t.state2 || t.state2->numel() != t.param->numel())))
+        throw Error(std::string(op) + ": the optimizer state of " + t.param->desc().name +
+                    " is missing or of the wrong size.");
+    for (const Tensor* s : {static_cast<const Tensor*>(t.state1), static_cast<const Tensor*>(t.state2)})
+        if (s && s->format() != Format::fp32)
+            throw Error(std::string(op) + ": the optimizer state " + s->desc().name + " must be fp32 (it is " +
+                        std::string(format_name(s->format())) + ").");
+}
+
+constexpr std::int64_t check_chunk = 65536;  // elements per block of the fused check
+
+// The kernels' constants are the engine's.
+static_assert(histogram_bins == ExponentHistogram::bins && histogram_min_exponent == ExponentHistogram::min_exponent,
+              "the fused check's histogram must be telemetry's ExponentHistogram");
+static_assert(fmt_fp32 == static_cast<int>(Format::fp32) && fmt_tf32 == static_cast<int>(Format::tf32) &&
+                  fmt_fp16 == static_cast<int>(Format::fp16) && fmt_bf16 == static_cast<int>(Format::bf16) &&
+                  fmt_e4m3 == static_cast<int>(Format::fp8_e4m3) && fmt_e5m2 == static_cast<int>(Format::fp8_e5m2),
+              "kernel format codes must be mantissa::Format's values");
+static_assert(static_cast<int>(Activation::relu) == 0 && static_cast<int>(Activation::gelu) == 1 &&
+                  static_cast<int>(Activation::tanh) == 2,
+              "activation codes (activation.cuh)");
+static_assert(static_cast<int>(LossScalingMode::off) == 0 && static_cast<int>(LossScalingMode::fixed) == 1 &&
+                  static_cast<int>(LossScalingMode::dynamic) == 2,
+              "loss scaling modes (loss_scale.cuh)");
+static_assert(static_cast<int>(AmaxAlgo::max) == 0, "amax algorithms (fp8_scaling.cuh)");
+
+}  // namespace
+
+// ---- activations
+
+void CudaBackend::activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) {
+    check_same(z, a, batch, "activation_forward");
+    activate();
+    require_plain(z, "activation_forward");
+    written(a);
+    launch_activation_forward(static_cast<int>(act), cuda(z).data(), code(z.format()), cuda(a).data(), code(a.format()),
+                              batch * z.cols(), m_stream);
+}
+
+void CudaBackend::activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
+                                      std::int64_t batch) {
+    check_same(z, dz, batch, "activation_backward");
+    check_same(da, dz, batch, "activation_backward");
+    check_same(a, dz, batch, "activation_backward");
+    activate();
+    require_plain(z, "activation_backward");
+    require_plain(a, "activation_backward");
+    require_plain(da, "activation_backward");
+    written(dz);
+    launch_activation_backward(static_cast<int>(act), cuda(z).data(), code(z.format()), cuda(a).data(),
+                               code(a.format()), cuda(da).data(), code(da.format()), cuda(dz).data(), code(dz.format()),
+                               batch * z.cols(), m_stream);
+}
+
+// ---- losses
+
+LossResult CudaBackend::softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
+                                              float loss_scale, Tensor* dlogits) {
+    if (logits.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
+    if (dlogits) check_same(logits, *dlogits, batch, "softmax_cross_entropy");
+    LossResult result;
+    if (batch == 0) return result;
+    const std::int64_t classes = logits.cols();
+    check_labels(labels, batch, classes);
+    activate();
+    require_plain(logits, "softmax_cross_entropy");
+    if (dlogits) written(*dlogits);
+    const auto label_bytes = static_cast<std::size_t>(batch) * sizeof(std::int32_t);
+    auto* dev_labels = static_cast<std::int32_t*>(scratch(slot_labels, label_bytes));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(dev_labels, labels, label_bytes, cudaMemcpyHostToDevice, m_stream));
+    const auto row_bytes = static_cast<std::size_t>(batch) * (sizeof(float) + sizeof(std::int32_t));
+    auto* rows = static_cast<unsigned char*>(scratch(slot_rows, row_bytes));
+    auto* row_loss = reinterpret_cast<float*>(rows);
+    auto* row_correct = reinterpret_cast<std::int32_t*>(rows + static_cast<std::size_t>(batch) * sizeof(float));
+    const float grad_factor = loss_scale / static_cast<float>(batch);
+    launch_softmax_cross_entropy(cuda(logits).data(), code(logits.format()), batch, classes, dev_labels, grad_factor,
+                                 nullptr, dlogits ? cuda(*dlogits).data() : nullptr,
+                                 dlogits ? code(dlogits->format()) : 0, row_loss, row_correct, m_stream);
+    auto* host = static_cast<unsigned char*>(host_scratch(row_bytes));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(host, rows, row_bytes, cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    const auto* loss = reinterpret_cast<const float*>(host);
+    const auto* correct = reinterpret_cast<const std::int32_t*>(host + static_cast<std::size_t>(batch) * sizeof(float));
+    double total = 0;  // in row order, as the CPU sums
+    for (std::int64_t r = 0; r < batch; ++r) {
+        total += static_cast<double>(loss[r]);
+        result.correct += correct[r];
+    }
+    result.loss = static_cast<double>(static_cast<float>(total / static_cast<double>(batch)));
+    return result;
+}
+
+LossResult CudaBackend::mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) {
+    if (y.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
+    if (dy) check_same(y, *dy, batch, "mse");
+    LossResult result;
+    const std::int64_t n = batch * y.cols();
+    if (n == 0) return result;
+    activate();
+    require_plain(y, "mse");
+    if (dy) written(*dy);
+    const auto target_bytes = static_cast<std::size_t>(n) * sizeof(float);
+    auto* dev_targets = static_cast<float*>(scratch(slot_staging, target_bytes));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(dev_targets, targets, target_bytes, cudaMemcpyHostToDevice, m_stream));
+    auto* sum = static_cast<double*>(scratch(slot_results, sizeof(double)));
+    MANTISSA_CUDA_CHECK(cudaMemsetAsync(sum, 0, sizeof(double), m_stream));
+    const float grad_factor = 2.0f * loss_scale / static_cast<float>(n);
+    launch_mse(cuda(y).data(), code(y.format()), dev_targets, n, grad_factor, dy ? cuda(*dy).data() : nullptr,
+               dy ? code(dy->format()) : 0, sum, m_stream);
+    auto* host = static_cast<double*>(host_scratch(sizeof(double)));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(host, sum, sizeof(double), cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    result.loss = static_cast<double>(static_cast<float>(*host / static_cast<double>(n)));
+    return result;
+}
+
+// ---- gradients
+
+UnscaleResult CudaBackend::unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
+                                             const std::vector<bool>& want_summary,
+                                             std::vector<GradientSummary>* summaries) {
+    if (summaries) {
+        if (want_summary.size() != grads.size())
+            throw Error("unscale_and_check: want_summary must have one flag per gradient.");
+        summaries->resize(grads.size());
+    }
+    UnscaleResult result;
+    if (grads.empty()) return result;
+    activate();
+
+    std::vector<CheckChunk> chunks;
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        CudaTensor& g = cuda(*grads[t]);
+        const bool wide = format_bytes(g.format()) == 4;
+        for (std::int64_t begin = 0; begin < g.numel(); begin += check_chunk) {
+            CheckChunk c{};
+            c.data = g.data();
+            c.begin = begin;
+            c.end = std::min(g.numel(), begin + check_chunk);
+            c.tensor = static_cast<int>(t);
+            c.fmt = code(g.format());
+            c.multiplier = g.multiplier();
+            c.write_back = wide ? 1 : 0;
+            c.want_summary = summaries && want_summary[t] ? 1 : 0;
+            chunks.push_back(c);
+        }
+    }
+    const std::size_t results_bytes = grads.size() * sizeof(CheckResult);
+    const std::size_t chunk_bytes = chunks.size() * sizeof(CheckChunk);
+    auto* dev = static_cast<unsigned char*>(scratch(slot_results, results_bytes + sizeof(int)));
+    auto* dev_results = reinterpret_cast<CheckResult*>(dev);
+    auto* dev_first = reinterpret_cast<int*>(dev + results_bytes);
+    auto* dev_chunks = static_cast<CheckChunk*>(scratch(slot_chunks, std::max<std::size_t>(chunk_bytes, 1)));
+    // The pinned buffer: chunks going up, then results coming down.
+    auto* host = static_cast<unsigned char*>(host_scratch(std::max(chunk_bytes, results_bytes + sizeof(int))));
+    if (!chunks.empty()) {
+        std::memcpy(host, chunks.data(), chunk_bytes);
+        MANTISSA_CUDA_CHECK(cudaMemcpyAsync(dev_chunks, host, chunk_bytes, cudaMemcpyHostToDevice, m_stream));
+    }
+    MANTISSA_CUDA_CHECK(cudaMemsetAsync(dev_results, 0, results_bytes, m_stream));
+    launch_fill_bits(dev_first, 4, static_cast<std::uint32_t>(INT_MAX), 1, m_stream);
+    launch_unscale_check(dev_chunks, static_cast<int>(chunks.size()), inv_scale, nullptr, dev_results, dev_first,
+                         nullptr, m_stream);
+    // The copy below waits for the kernel, which waits for the chunk upload: the pinned buffer
+    // can be reused for the results.
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(host, dev, results_bytes + sizeof(int), cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+
+    // Narrow gradients keep their bits and take the multiplier (see CudaTensor).
+    if (inv_scale != 1.0f)
+        for (Tensor* t : grads) {
+            CudaTensor& g = cuda(*t);
+            if (format_bytes(g.format()) != 4) g.m_multiplier *= inv_scale;
+        }
+    const auto* res = reinterpret_cast<const CheckResult*>(host);
+    int first = INT_MAX;
+    std::memcpy(&first, host + results_bytes, sizeof first);
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        result.sum_squares += res[t].sum_squares;
+        if (summaries && want_summary[t]) {
+            GradientSummary& s = (*summaries)[t];
+            s = GradientSummary{};
+            float amax;
+            std::memcpy(&amax, &res[t].amax_bits, sizeof amax);
+            s.amax = static_cast<double>(amax);
+            s.nonfinite = static_cast<std::int64_t>(res[t].nonfinite);
+            for (int b = 0; b < histogram_bins; ++b)
+                s.exponents.counts[static_cast<std::size_t>(b)] = res[t].histogram[b];
+        }
+    }
+    if (first != INT_MAX) {
+        result.found_nonfinite = true;
+        result.first_nonfinite = first;
+    }
+    return result;
+}
+
+// ---- optimizers
+
+UpdateCounts CudaBackend::sgd_step(const OptimizerTensors& t, const SgdParams& p) {
+    const bool momentum = p.momentum != 0.0f;
+    check_optimizer_tensors(t, momentum, false, "sgd_step");
+    activate();
+    require_plain(*t.param, "sgd_step");
+    auto* counts = static_cast<unsigned long long*>(scratch(slot_results, 2 * sizeof(unsigned long long)));
+    MANTISSA_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(unsigned long long), m_stream));
+    sgd_step_async(t, p, nullptr, counts);
+    auto* host = static_cast<unsigned long long*>(host_scratch(2 * sizeof(unsigned long long)));
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(host, counts, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    return {static_cast<std::int64_t>(host[0]), static_cast<std::int64_t>(host[1])};
+}
+
+UpdateCounts CudaBackend::adamw_step(const OptimizerTensors& t, const AdamWParams& a) {
+    check_optimizer_tensors(t, true, true, "adamw_step");
+    if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
+    activate();
+    require_plain(*t.param, "adamw_step");
+    // Scalars as torch computes them: in double on the host, applied as FP32 (cpu_optimizer.cpp).
+    const double step = static_cast<double>(a.step);
+    const double bc1 = 1.0 - std::pow(a.beta1, step);
+    const double bc2 = 1.0 - std::pow(a.beta2, step);
+    AdamWScalars s{};
+    s.decay = static_cast<float>(1.0 - a.lr * a.weight_decay);
+    s.step_size = static_cast<float>(a.lr / bc1);
+    s.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+    s.w1 = static_cast<float>(1.0 - a.beta1);
+    s.w2 = static_cast<float>(1.0 - a.beta2);
+    s.beta2 = static_cast<float>(a.beta2);
+    s.eps = static_cast<float>(a.eps);
+    s.decays = a.weight_decay != 0.0 && a.lr != 0.0;
+    auto* counts = static_cast<unsigned long long*>(scratch(slot_results, 2 * sizeof(unsigned long long)));
+    MANTISSA_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(unsigned long long), m_stream));
+    const CudaTensor& g = cuda(*t.grad);
+    launch_adamw(cuda(*t.param).data(), code(t.param->format()), g.data(), code(g.format()), g.multiplier(), nullptr,
+                 static_cast<float*>(cuda(*t.state1).data()), static_cast<float*>(cuda(*t.state2).data()),
+                 t.param->numel(), s, nullptr, counts, nullptr, m_stream);
+    auto* host = static_cast<unsigned long long*>(host_scratch(2 * sizeof(unsigned long long)));
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(host, counts, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    return {static_cast<std::int64_t>(host[0]), static_cast<std::int64_t>(host[1])};
+}
+
+}  // namespace mantissa::cuda

@@ -1,0 +1,124 @@
+// The kernel launchers: plain C++ functions, one group per kernel file, that the backend's host
+// code calls. Pointers are device pointers; `fmt` arguments are FormatCode values (convert.cuh,
+// equal to mantissa::Format); every launch goes to `stream` and is checked (mantissa::Error).
+// Nothing here synchronises: results land in device memory and are copied out by the caller.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace mantissa::cuda {
+
+// ---- cast.cuh: dst = round(src x multiplier) to dst's format (saturating when asked)
+void launch_cast(const void* src, int src_fmt, float src_multiplier, void* dst, int dst_fmt, std::int64_t n,
+                 bool saturate, cudaStream_t stream);
+// Writes the same stored pattern (1, 2 or 4 bytes wide) into n values.
+void launch_fill_bits(void* dst, int bytes_per_value, std::uint32_t bits, std::int64_t n, cudaStream_t stream);
+
+// ---- activation.cuh (act: mantissa::Activation's value: 0 relu, 1 gelu, 2 tanh)
+void launch_activation_forward(int act, const void* z, int z_fmt, void* a, int a_fmt, std::int64_t n,
+                               cudaStream_t stream);
+void launch_activation_backward(int act, const void* z, int z_fmt, const void* a, int a_fmt, const void* da, int da_fmt,
+                                void* dz, int dz_fmt, std::int64_t n, cudaStream_t stream);
+
+// ---- softmax_xent.cuh: per row loss and argmax == label; dlogits = (p - onehot) x grad_factor
+// grad_factor = *loss_scale_dev / batch when loss_scale_dev is set, else `grad_factor`.
+void launch_softmax_cross_entropy(const void* logits, int fmt, std::int64_t batch, std::int64_t classes,
+                                  const std::int32_t* labels, float grad_factor, const float* loss_scale_dev,
+                                  void* dlogits, int d_fmt, float* row_loss, std::int32_t* row_correct,
+                                  cudaStream_t stream);
+
+// ---- mse.cuh: dy = (y - t) x grad_factor; *sum += Σ double((y - t)²)
+void launch_mse(const void* y, int fmt, const float* targets, std::int64_t n, float grad_factor, void* dy, int dy_fmt,
+                double* sum, cudaStream_t stream);
+
+// ---- linear_epilogue.cuh
+// y(rows, cols) = round(acc x (dq_a x dq_b) + bias) (dq pointers may be null: 1).
+void launch_bias_round(const float* acc, std::int64_t rows, std::int64_t cols, const float* dq_a, const float* dq_b,
+                       const void* bias, int bias_fmt, void* y, int y_fmt, cudaStream_t stream);
+// dst = round(acc x (dq_a x dq_b)); stats (4 counters: zeros before, zeros, subnormals,
+// non-finite after) when not null.
+void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, const float* dq_b, void* dst, int dst_fmt,
+                        unsigned long long* stats, cudaStream_t stream);
+// db(cols) = Σ over rows of dy (each column summed in row order, in FP32), rounded.
+void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, void* db, int db_fmt,
+                      cudaStream_t stream);
+
+// ---- fp8_quantize.cuh
+// dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null.
+void launch_quantize_fp8(const void* src, int src_fmt, std::int64_t n, const float* scale, std::uint8_t* dst, bool e4m3,
+                         std::uint32_t* amax_bits, cudaStream_t stream);
+// dst(cols, rows) = src(rows, cols)ᵀ, bytes.
+void launch_transpose_u8(const std::uint8_t* src, std::int64_t rows, std::int64_t cols, std::uint8_t* dst,
+                         cudaStream_t stream);
+
+// ---- fp8_scaling.cuh: one FP8 layer's state (see Fp8StateLayout) at the end of a step
+struct Fp8StateLayout {
+    static constexpr int scale = 0;      // [3] floats, by Fp8Role
+    static constexpr int scale_inv = 3;  // [3]
+    static constexpr int pending = 6;    // [3] this step's amax, as FP32 bit patterns
+    static constexpr int newest = 9;     // int, -1 before the first update
+    static constexpr int count = 10;     // int
+    static constexpr int window = 16;    // [3][history_len] floats, role-major
+    static constexpr int words(int history_len) { return window + 3 * history_len; }
+};
+void launch_fp8_update(float* state, int history_len, int margin, int algo, cudaStream_t stream);
+
+// ---- unscale_check.cuh: the fused unscale + non-finite check + statistics over many tensors
+constexpr int histogram_bins = 278;  // ExponentHistogram::bins (exponents -150 .. 127)
+constexpr int histogram_min_exponent = -150;
+struct CheckChunk {  // a slice [begin, end) of one gradient
+    void* data;
+    std::int64_t begin, end;
+    int tensor;  // index into the list of gradients
+    int fmt;
+    float multiplier;  // the tensor's pending multiplier (1 normally)
+    int write_back;    // 1: 4-byte storage, the unscaled values are written
+    int want_summary;
+};
+struct CheckResult {  // per tensor, zeroed before the launch
+    unsigned int nonfinite_flag;
+    unsigned int amax_bits;  // of finite magnitudes
+    unsigned long long nonfinite;
+    double sum_squares;
+    unsigned int histogram[histogram_bins];
+};
+// inv_scale_dev (when set) replaces inv_scale; first_bad gets the lowest tensor index holding
+// inf/NaN (atomicMin; initialise to INT_MAX); found_inf (when set) becomes 1.
+void launch_unscale_check(const CheckChunk* chunks, int chunk_count, float inv_scale, const float* inv_scale_dev,
+                          CheckResult* results, int* first_bad, int* found_inf, cudaStream_t stream);
+
+// ---- optimizer.cuh: SGD and AdamW over one parameter; counts[0] += non-zero updates,
+// counts[1] += lost updates; nothing happens when skip is set and *skip != 0.
+struct SgdScalars {
+    float lr, weight_decay, momentum;
+    int first_step;
+};
+struct AdamWScalars {
+    float decay, step_size, bc2_sqrt, w1, w2, beta2, eps;
+    int decays;
+};
+void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* momentum_buf,
+                std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip, cudaStream_t stream);
+// scalars_dev (when set) replaces `s` (a captured graph reads them from the device).
+void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* m, float* v,
+                  std::int64_t n, AdamWScalars s, const AdamWScalars* scalars_dev, unsigned long long* counts,
+                  const int* skip, cudaStream_t stream);
+// The AdamW scalars of the next step from a device step counter (incremented unless *skip).
+void launch_adamw_prepare(AdamWScalars* out, long long* step, double lr, double beta1, double beta2, double eps,
+                          double weight_decay, const int* skip, cudaStream_t stream);
+
+// ---- loss_scale.cuh: GradScaler's update on the device
+struct ScalerState {
+    float scale;
+    float inv_scale;  // float(1.0 / double(scale))
+    long long growth_tracker;
+    int found_inf;  // set by unscale_check, consumed (cleared) by the update
+    int skipped;    // the last update's decision
+};
+// mode: 0 off, 1 fixed, 2 dynamic (mantissa::LossScalingMode); min/max: 0 / inf when unused.
+void launch_loss_scale_update(ScalerState* state, int mode, double growth, double backoff, long long interval,
+                              float min_scale, float max_scale, cudaStream_t stream);
+
+}  // namespace mantissa::cuda

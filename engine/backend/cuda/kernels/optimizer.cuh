@@ -1,0 +1,120 @@
+// optimizer: fused SGD (momentum, weight decay) and AdamW (decoupled weight decay) over one
+// parameter, torch's formulas, FP32 arithmetic and FP32 state. The new value is computed from the
+// parameter as stored and written back rounded to the parameter's format, once: the FP32 master
+// (master weights on) or the low-precision stored weights (off), where a non-zero update smaller
+// than half an ulp leaves the weight unchanged: a lost update, counted here with the non-zero
+// ones. The gradient is read with its pending unscale multiplier (see unscale_check.cuh).
+// `skip` (a device flag, the fused check's found_inf) makes the whole kernel a no-op, so the skip
+// decision never visits the host. adamw_prepare computes AdamW's scalars from a device step
+// counter for captured steps. Bit-identical to the CPU (same operations, --fmad=false, IEEE
+// division and square root).
+// The reference: CpuBackend::sgd_step / adamw_step (cpu_optimizer.cpp).
+#pragma once
+
+#include "backend/cuda/kernels/common.cuh"
+#include "backend/cuda/kernels/launchers.h"
+
+namespace mantissa::cuda {
+
+// ---- kernels
+
+__device__ __forceinline__ void add_update_counts(unsigned long long nonzero, unsigned long long lost,
+                                                  unsigned long long* counts) {
+    nonzero = block_sum(nonzero);
+    lost = block_sum(lost);
+    if (threadIdx.x == 0 && counts) {
+        if (nonzero) atomicAdd(counts + 0, nonzero);
+        if (lost) atomicAdd(counts + 1, lost);
+    }
+}
+
+__global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
+                           float* buf, std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip) {
+    if (skip && *skip) return;
+    const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
+    unsigned long long nonzero = 0, lost = 0;
+    MANTISSA_GRID_STRIDE(i, n) {
+        const float old = load_value(p, p_fmt, i);
+        float d = apply_multiplier(load_value(g, g_fmt, i), multiplier);
+        if (s.weight_decay != 0.0f) d = d + s.weight_decay * old;
+        if (buf) {
+            buf[i] = s.first_step ? d : s.momentum * buf[i] + d;
+            d = buf[i];
+        }
+        const float step = -s.lr * d;
+        const bool nz = step != 0.0f;
+        const float stored = store_rounded(p, p_fmt, i, old + step);
+        nonzero += nz;
+        lost += nz && stored == old;
+    }
+    add_update_counts(nonzero, lost, counts);
+}
+
+__global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
+                             float* m, float* v, std::int64_t n, AdamWScalars s, const AdamWScalars* s_dev,
+                             unsigned long long* counts, const int* skip) {
+    if (skip && *skip) return;
+    if (s_dev) s = *s_dev;
+    const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
+    unsigned long long nonzero = 0, lost = 0;
+    MANTISSA_GRID_STRIDE(i, n) {
+        const float old = load_value(p, p_fmt, i);
+        const float gi = apply_multiplier(load_value(g, g_fmt, i), multiplier);
+        const float decayed = s.decays ? old * s.decay : old;
+        m[i] = m[i] + s.w1 * (gi - m[i]);
+        v[i] = v[i] * s.beta2 + s.w2 * (gi * gi);
+        const float denom = sqrtf(v[i]) / s.bc2_sqrt + s.eps;
+        const float update = -s.step_size * (m[i] / denom);
+        const bool nz = update != 0.0f || (s.decays && old != 0.0f);
+        const float stored = store_rounded(p, p_fmt, i, decayed + update);
+        nonzero += nz;
+        lost += nz && stored == old;
+    }
+    add_update_counts(nonzero, lost, counts);
+}
+
+__global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double lr, double beta1, double beta2,
+                                     double eps, double weight_decay, const int* skip) {
+    if (skip && *skip) return;
+    const long long t = *step + 1;
+    *step = t;
+    const double bc1 = 1.0 - pow(beta1, static_cast<double>(t));
+    const double bc2 = 1.0 - pow(beta2, static_cast<double>(t));
+    AdamWScalars s;
+    s.decay = static_cast<float>(1.0 - lr * weight_decay);
+    s.step_size = static_cast<float>(lr / bc1);
+    s.bc2_sqrt = static_cast<float>(sqrt(bc2));
+    s.w1 = static_cast<float>(1.0 - beta1);
+    s.w2 = static_cast<float>(1.0 - beta2);
+    s.beta2 = static_cast<float>(beta2);
+    s.eps = static_cast<float>(eps);
+    s.decays = weight_decay != 0.0 && lr != 0.0;
+    *out = s;
+}
+
+// ---- launchers
+
+void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* buf,
+                std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip, cudaStream_t stream) {
+    if (n <= 0) return;
+    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf, n, s, counts,
+                                                             skip);
+    check_launch("sgd");
+}
+
+void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* m, float* v,
+                  std::int64_t n, AdamWScalars s, const AdamWScalars* scalars_dev, unsigned long long* counts,
+                  const int* skip, cudaStream_t stream) {
+    if (n <= 0) return;
+    adamw_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, m, v, n, s,
+                                                               scalars_dev, counts, skip);
+    check_launch("adamw");
+}
+
+void launch_adamw_prepare(AdamWScalars* out, long long* step, double lr, double beta1, double beta2, double eps,
+                          double weight_decay, const int* skip, cudaStream_t stream) {
+    adamw_prepare_kernel<<<1, 1, 0, stream>>>(out, step, lr, beta1, beta2, eps, weight_decay, skip);
+    check_launch("adamw_prepare");
+}
+
+}  // namespace mantissa::cuda

@@ -1,0 +1,45 @@
+// Shared by the GPU suites: getting a CUDA backend (or the reason there is none, for QSKIP),
+// twin tensors on the CPU and the CUDA backend holding the same values, and the comparisons the
+// issue asks for: bit for bit, or within atol + |ref|·eps.
+#pragma once
+
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace gpu_test {
+
+// A CUDA backend on GPU 0 through the run-time module (as the application gets one), or null
+// with the reason in `reason`.
+std::unique_ptr<mantissa::Backend> cuda_backend(std::string& reason);
+
+// The same tensor on two backends.
+struct Twin {
+    std::unique_ptr<mantissa::Tensor> cpu, gpu;
+    mantissa::Tensor& c() { return *cpu; }
+    mantissa::Tensor& g() { return *gpu; }
+};
+Twin twin(mantissa::Backend& cpu, mantissa::Backend& gpu, const mantissa::TensorDesc& d,
+          const std::vector<float>& values = {});
+
+std::vector<float> read(mantissa::Backend& b, const mantissa::Tensor& t);
+
+// Random values: normal(0, scale), with a share of exact zeros.
+std::vector<float> random_values(std::int64_t n, float scale, std::uint32_t seed, double zero_share = 0.0);
+// Interesting FP32 bit patterns: every exponent, halfway points, subnormals, inf, NaN.
+std::vector<float> probe_values(std::uint32_t seed);
+
+// Empty when equal bit for bit; else where and how they differ (the first few places).
+QString compare_bits(const std::vector<float>& ref, const std::vector<float>& got);
+// Empty when |got - ref| <= atol + |ref|·eps everywhere (NaN where NaN, the same infinities).
+QString compare_close(const std::vector<float>& ref, const std::vector<float>& got, double atol, double eps);
+// Empty when the values are at most `ulps` apart in FP32 ordering (NaN where NaN).
+QString compare_ulps(const std::vector<float>& ref, const std::vector<float>& got, std::int64_t ulps);
+
+}  // namespace gpu_test
