@@ -1,5 +1,5 @@
 // bench_store: the run store's ingest rates, measured in one run next to raw SQLite, and the cost
-// of recording to a (synthetic, for now) training loop. Prints a table; never a pass/fail test.
+// of recording to a synthetic training loop and to real training (the reference experiment). Prints a table; never a pass/fail test.
 //
 //   bench_store [--steps N] [--dir DIR] [--no-training]
 //
@@ -22,7 +22,10 @@
 #include <vector>
 
 #include "recording_cost.h"
+#include "backend/backend.h"
+#include "data/dataset.h"
 #include "store/run_store.h"
+#include "train/trainer.h"
 
 using namespace mantissa;
 using clock_type = std::chrono::steady_clock;
@@ -382,11 +385,38 @@ int main(int argc, char** argv) {
                     per_call_us, 100.0 * per_call_us * 1e-3 / (1000.0 * cost.without_s / train_steps),
                     1000.0 * cost.without_s / train_steps);
     }
+    // (5) The same on real training: the reference experiment (784-256-128-10, batch 128, every
+    // layer's row each step) on the CPU backend, a Trainer feeding the Recorder as Session does.
+    bench::RecordingCost real;
+    bool real_measured = false;
+    if (training) {
+        Experiment e;
+        e.train.steps = 400;
+        e.train.eval_every = 0;
+        e.backend = "cpu";
+        const Dataset data = load_dataset(e.dataset, e.train.seed);
+        real = bench::measure_recording_cost(
+            [&](TelemetrySink* sink) {
+                Trainer t(e, data, make_backend("cpu"));
+                while (!t.done()) {
+                    const StepReport& r = t.step();
+                    if (sink) {
+                        sink->on_step(r.step, r.layers);
+                        for (const auto& ev : r.events) sink->on_event(ev);
+                    }
+                }
+            },
+            dir, 3);
+        real_measured = true;
+        std::printf("real training (%s, %lld steps of %.2f ms, 3 layer rows each): off %.3fs, on %.3fs, slowdown %+.2f%%\n",
+                    data.name.c_str(), static_cast<long long>(e.train.steps), 1000.0 * real.without_s / 400,
+                    real.without_s, real.with_s, 100.0 * real.slowdown());
+    }
     std::printf(
-        "\naims: steps only >= 500,000 rows/s [%s]; 3 layer rows >= 100,000 steps/s [%s]; slowdown <= 2%% [%s]\n",
+        "\naims: steps only >= 500,000 rows/s [%s]; 3 layer rows >= 100,000 steps/s [%s]; real training slowdown <= 2%% [%s]\n",
         only_rows >= 500000 ? "met" : "NOT MET", three_steps >= 100000 ? "met" : "NOT MET",
-        !training                 ? "not measured"
-        : cost.slowdown() <= 0.02 ? "met"
+        !real_measured            ? "not measured"
+        : real.slowdown() <= 0.02 ? "met"
                                   : "NOT MET");
     std::filesystem::remove_all(dir);
     return 0;
