@@ -1,0 +1,97 @@
+// mantissa: the desktop application. Parses the command line, builds the main window and runs the
+// event loop; `--screenshot FILE.png` runs the experiment for N steps, saves a PNG of the window
+// and exits (for docs, tests and reviews without a display: -platform offscreen or Xvfb).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "app_icon.h"
+#include "main_window.h"
+#include "screenshot_job.h"
+
+using mantissa::ui::MainWindow;
+using mantissa::ui::ScreenshotJob;
+
+int main(int argc, char** argv) {
+    QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("Mantissa"));
+    QApplication::setApplicationName(QStringLiteral("mantissa"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Mantissa"));
+    QApplication::setApplicationVersion(QStringLiteral(MANTISSA_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.mantissa.Mantissa"));  // packaging's desktop entry
+    QApplication::setWindowIcon(mantissa::ui::appIcon());
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Mantissa, a desktop lab for mixed-precision training."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption config({QStringLiteral("c"), QStringLiteral("config")},
+                                    QStringLiteral("Open the experiment file FILE."), QStringLiteral("FILE"));
+    const QCommandLineOption store(QStringLiteral("store"),
+                                   QStringLiteral("Record runs in the store PATH (default: "
+                                                  "$XDG_DATA_HOME/mantissa/runs.sqlite)."),
+                                   QStringLiteral("PATH"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("Run the experiment, save a PNG of the window to FILE, exit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption steps(QStringLiteral("steps"),
+                                   QStringLiteral("With --screenshot: the steps to run (default 300)."),
+                                   QStringLiteral("N"), QStringLiteral("300"));
+    const QCommandLineOption during(QStringLiteral("during"),
+                                    QStringLiteral("With --screenshot: capture after N steps while the run is still "
+                                                   "training (its own budget), then stop it."));
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QStringLiteral("With --screenshot: the window size (default 1600x1000)."),
+                                  QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+    const QCommandLineOption at(QStringLiteral("at"),
+                                QStringLiteral("With --screenshot: when step STEP arrives, change a setting live as "
+                                               "the panels would (precision.layers.fc1=fp16, precision.autocast=bf16, "
+                                               "train.lr=0.01) or inject an overflow (inject=fc2). Repeatable."),
+                                QStringLiteral("STEP:KEY=VALUE"));
+    parser.addOptions({config, store, screenshot, steps, during, size, at});
+    parser.process(app);
+
+    const bool shooting = parser.isSet(screenshot);
+    MainWindow::Options options;
+    options.storePath = parser.value(store);
+    options.useSettings = !shooting;  // screenshots neither depend on nor change the user's settings
+    MainWindow window(options);
+    if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting) {
+        std::fprintf(stderr, "mantissa: %s\n", qPrintable(window.lastError()));
+        return 2;
+    }
+    if (!shooting) {
+        window.show();
+        return app.exec();
+    }
+
+    ScreenshotJob::Options job;
+    job.file = parser.value(screenshot);
+    bool ok = false;
+    job.steps = parser.value(steps).toLongLong(&ok);
+    const auto wh = QRegularExpression(QStringLiteral(R"(^(\d+)x(\d+)$)")).match(parser.value(size));
+    if (!ok || job.steps <= 0 || !wh.hasMatch()) {
+        std::fprintf(stderr, "mantissa: --steps takes a positive number and --size takes WxH (1600x1000)\n");
+        return 2;
+    }
+    job.duringRun = parser.isSet(during);
+    for (const QString& a : parser.values(at)) {
+        const auto m = QRegularExpression(QStringLiteral(R"(^(\d+):(.+=.+)$)")).match(a);
+        if (!m.hasMatch()) {
+            std::fprintf(stderr, "mantissa: --at takes STEP:KEY=VALUE (e.g. 100:precision.layers.fc1=fp16), not '%s'\n",
+                         qPrintable(a));
+            return 2;
+        }
+        job.actions.emplace_back(m.captured(1).toLongLong(), m.captured(2).toStdString());
+    }
+    window.resize(wh.captured(1).toInt(), wh.captured(2).toInt());
+    window.show();
+    ScreenshotJob shot(&window, job);
+    QObject::connect(&shot, &ScreenshotJob::finished, &app, [](int code) { QApplication::exit(code); });
+    QTimer::singleShot(0, &shot, &ScreenshotJob::start);
+    return app.exec();
+}

@@ -1,0 +1,165 @@
+// ChartsPanel and ChartView on a synthetic run (no training): the charts draw a bounded number of
+// points whatever the run's length, share one step axis (zoom one, all follow; reset follows the
+// run again), centre on an event's step, label setting changes on every chart, read out values
+// under the crosshair, and take their colours from the palette.
+#include <QtTest>
+
+#include "charts/charts_panel.h"
+#include "series/run_series.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+void fill(RunSeries& s, std::int64_t steps) {
+    s.reset({"fc1", "fc2"});
+    for (std::int64_t i = 0; i < steps; ++i) {
+        StepRecord r;
+        r.step = i;
+        r.time_s = 0.001 * static_cast<double>(i);
+        r.loss = 1.0 + 0.5 * std::sin(0.01 * static_cast<double>(i)) + 0.01 * static_cast<double>(i % 13);
+        r.loss_scale = i < steps / 2 ? 65536 : 32768;
+        r.overflow = r.skipped = i == steps / 2 - 1;
+        r.samples_per_s = 1000 + static_cast<double>(i % 17);
+        r.memory.parameters = 1 << 20;
+        r.memory.master_weights = 2 << 20;
+        r.memory.modelled = true;
+        s.addStep(r);
+        for (int l = 0; l < 2; ++l) {
+            LayerSample ls;
+            ls.step = i;
+            ls.layer = l;
+            ls.frac_underflow = 0.001 * static_cast<double>((i + l) % 5);
+            s.addLayerSample(ls);
+        }
+    }
+    Event e;
+    e.step = steps / 4;
+    e.kind = EventKind::setting_change;
+    e.data_json = R"({"key": "precision.layers.fc2", "old": "auto", "new": "bf16"})";
+    s.addEvent(e);
+}
+}  // namespace
+
+class TestChartsPanel : public QObject {
+    Q_OBJECT
+private slots:
+    void drawsABoundedNumberOfPoints_data() {
+        QTest::addColumn<int>("steps");
+        QTest::newRow("1e3") << 1000;
+        QTest::newRow("1e5") << 100000;
+        QTest::newRow("1e6") << 1000000;
+    }
+    void drawsABoundedNumberOfPoints() {
+        QFETCH(int, steps);
+        RunSeries s;
+        fill(s, steps);
+        ChartsPanel panel;
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&s);
+        panel.redrawNow(true);
+        for (ChartView* c : panel.charts()) {
+            const int columns = c->axisRect()->width();
+            QVERIFY(columns > 100);
+            // Two points per column at most, per graph (the loss chart also has its evaluations).
+            QVERIFY2(c->drawnPoints() <= 2 * columns * c->graphCount(),
+                     qPrintable(QStringLiteral("%1 points on %2").arg(c->drawnPoints()).arg(c->yAxis->label())));
+            QVERIFY(c->drawnPoints() > 0);
+            QCOMPARE(c->xAxis->range().lower, 0.0);
+            QVERIFY(c->xAxis->range().upper >= steps - 1);
+        }
+    }
+
+    void oneStepAxisForAllCharts() {
+        RunSeries s;
+        fill(s, 10000);
+        ChartsPanel panel;
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&s);
+        QVERIFY(panel.following());
+        // A zoom or pan on one chart (QCustomPlot sets the range) moves them all.
+        panel.memoryChart()->xAxis->setRange(1000, 2000);
+        QVERIFY(!panel.following());
+        for (ChartView* c : panel.charts()) {
+            QCOMPARE(c->xAxis->range().lower, 1000.0);
+            QCOMPARE(c->xAxis->range().upper, 2000.0);
+        }
+        panel.centerOn(5000);
+        for (ChartView* c : panel.charts()) QCOMPARE(c->xAxis->range().center(), 5000.0);
+        QCOMPARE(panel.lossChart()->xAxis->range().size(), 1000.0);  // the zoom is kept
+        panel.resetView();
+        QVERIFY(panel.following());
+        QVERIFY(panel.underflowChart()->xAxis->range().upper >= 9999);
+    }
+
+    void settingChangesAreLabelledOnEveryChart() {
+        RunSeries s;
+        fill(s, 2000);
+        ChartsPanel panel;
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&s);
+        panel.redrawNow(true);
+        for (ChartView* c : panel.charts()) {
+            QCOMPARE(c->markerCount(), std::size_t{1});
+            bool labelled = false;
+            for (int i = 0; i < c->itemCount(); ++i)
+                if (auto* t = qobject_cast<QCPItemText*>(c->item(i)); t && t->text() == QStringLiteral("fc2=bf16"))
+                    labelled = true;
+            QVERIFY(labelled);
+        }
+    }
+
+    void crosshairReadsOutTheValues() {
+        RunSeries s;
+        fill(s, 2000);
+        ChartsPanel panel;
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&s);
+        panel.redrawNow(true);
+        const QString loss = panel.lossChart()->readoutText(100);
+        QVERIFY2(loss.startsWith(QStringLiteral("step 100")), qPrintable(loss));
+        QVERIFY2(loss.contains(QStringLiteral("loss %1").arg(s.loss().y(100), 0, 'g', 4)), qPrintable(loss));
+        const QString scale = panel.scaleChart()->readoutText(999);
+        QVERIFY2(scale.contains(QStringLiteral("overflow at 999, step skipped")), qPrintable(scale));
+        QVERIFY2(scale.contains(QStringLiteral("scale 6.554e+04")), qPrintable(scale));
+        // Memory: each category's own bytes, not the stacked sum.
+        const QString memory = panel.memoryChart()->readoutText(10);
+        QVERIFY2(memory.contains(QStringLiteral("master weights 2 MiB")), qPrintable(memory));
+        QVERIFY2(memory.contains(QStringLiteral("parameters 1 MiB")), qPrintable(memory));
+        QCOMPARE(panel.memoryChart()->yAxis->label(), QStringLiteral("memory (MiB)"));
+        QVERIFY(panel.memoryChart()->noteText().contains(QStringLiteral("modelled")));
+    }
+
+    void controlsChangeTheDrawing() {
+        RunSeries s;
+        fill(s, 2000);
+        ChartsPanel panel;
+        panel.show();
+        panel.setSeries(&s);
+        panel.setSmoothingWeight(0.9);
+        QCOMPARE(s.smoothingWeight(), 0.9);
+        panel.setLogLoss(true);
+        QVERIFY(panel.lossChart()->logarithmic());
+        QVERIFY(panel.scaleChart()->logarithmic());  // always: scales are powers of two
+        panel.setLogLoss(false);
+        QVERIFY(!panel.lossChart()->logarithmic());
+    }
+
+    void followsThePalette() {
+        ChartsPanel panel;
+        panel.show();
+        QPalette dark = panel.palette();
+        dark.setColor(QPalette::Base, QColor(30, 30, 30));
+        dark.setColor(QPalette::Text, QColor(230, 230, 230));
+        panel.setPalette(dark);
+        QCoreApplication::processEvents();
+        for (ChartView* c : panel.charts()) QCOMPARE(c->yAxis->tickLabelColor(), QColor(230, 230, 230));
+    }
+};
+
+QTEST_MAIN(TestChartsPanel)
+#include "test_charts_panel.moc"

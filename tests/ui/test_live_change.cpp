@@ -1,0 +1,103 @@
+// planLiveChange: a "KEY=VALUE" assignment turned into what a running session needs, through the
+// engine's own parser: per-layer settings, one command per other change, nothing for a value
+// already in effect, and a sentence for what cannot change during a run.
+#include <QtTest>
+
+#include <cmath>
+
+#include "error.h"
+#include "live/live_change.h"
+
+using namespace mantissa;
+using mantissa::ui::LiveChange;
+using mantissa::ui::planLiveChange;
+
+namespace {
+const std::vector<std::string> layers = {"fc1", "fc2", "fc3"};
+
+QString describe(const Command& c) {
+    return std::visit(
+        [](const auto& cmd) -> QString {
+            using T = std::decay_t<decltype(cmd)>;
+            if constexpr (std::is_same_v<T, command::SetAutocast>)
+                return QStringLiteral("autocast %1").arg(QLatin1String(autocast_name(cmd.autocast)));
+            else if constexpr (std::is_same_v<T, command::SetMasterWeights>)
+                return QStringLiteral("master %1").arg(cmd.enabled);
+            else if constexpr (std::is_same_v<T, command::SetLossScaling>)
+                return QStringLiteral("scaling %1 %2")
+                    .arg(QLatin1String(loss_scaling_mode_name(cmd.spec.mode)))
+                    .arg(cmd.spec.growth_interval);
+            else if constexpr (std::is_same_v<T, command::SetLearningRate>)
+                return QStringLiteral("lr %1").arg(cmd.lr);
+            else if constexpr (std::is_same_v<T, command::InjectNonFinite>)
+                return QStringLiteral("inject %1 %2").arg(QString::fromStdString(cmd.layer)).arg(std::isinf(cmd.value));
+            else
+                return QStringLiteral("other");
+        },
+        c);
+}
+}  // namespace
+
+class TestLiveChange : public QObject {
+    Q_OBJECT
+private slots:
+    void assignmentsBecomeCommands_data() {
+        QTest::addColumn<QString>("assignment");
+        QTest::addColumn<QString>("layerChanges");  // "fc2=fp16", comma-separated
+        QTest::addColumn<QString>("commands");      // describe(), comma-separated
+        QTest::newRow("autocast") << "precision.autocast=bf16" << "" << "autocast bf16";
+        QTest::newRow("master weights") << "precision.master_weights=false" << "" << "master 0";
+        QTest::newRow("scaling mode") << "precision.loss_scaling.mode=off" << "" << "scaling off 2000";
+        QTest::newRow("growth interval") << "precision.loss_scaling.growth_interval=100" << "" << "scaling dynamic 100";
+        QTest::newRow("learning rate") << "train.lr=0.5" << "" << "lr 0.5";
+        QTest::newRow("layer") << "precision.layers.fc2=fp16" << "fc2=fp16" << "";
+        QTest::newRow("layer back to auto") << "precision.layers.fc3=auto" << "fc3=auto" << "";
+        QTest::newRow("already in effect") << "precision.autocast=off" << "" << "";
+        QTest::newRow("inject") << "inject=fc1" << "" << "inject fc1 1";
+    }
+    void assignmentsBecomeCommands() {
+        QFETCH(QString, assignment);
+        QFETCH(QString, layerChanges);
+        QFETCH(QString, commands);
+        Experiment current;
+        current.precision.layers["fc3"] = LayerPrecision::fp32;
+        const LiveChange change = planLiveChange(current, layers, assignment.toStdString());
+        QStringList gotLayers, gotCommands;
+        for (const auto& [name, p] : change.layers)
+            gotLayers << QStringLiteral("%1=%2").arg(QString::fromStdString(name), QLatin1String(layer_precision_name(p)));
+        for (const Command& c : change.commands) gotCommands << describe(c);
+        QCOMPARE(gotLayers.join(QLatin1Char(',')), layerChanges);
+        QCOMPARE(gotCommands.join(QLatin1Char(',')), commands);
+    }
+
+    void theResultingExperimentHasTheChange() {
+        Experiment current;
+        const LiveChange change = planLiveChange(current, layers, "precision.layers.fc1=bf16");
+        QCOMPARE(change.after.precision.layers.at("fc1"), LayerPrecision::bf16);
+        QCOMPARE(change.after.model.hidden, current.model.hidden);
+    }
+
+    void refusals_data() {
+        QTest::addColumn<QString>("assignment");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("model") << "model.hidden=[4]" << "new run";
+        QTest::newRow("dataset") << "dataset.kind=spirals" << "new run";
+        QTest::newRow("unknown layer") << "precision.layers.fc9=fp16" << "fc9";
+        QTest::newRow("inject unknown layer") << "inject=fc9" << "fc9";
+        QTest::newRow("bad value") << "precision.autocast=fp64" << "precision.autocast";
+        QTest::newRow("unknown key") << "train.nonsense=1" << "nonsense";
+    }
+    void refusals() {
+        QFETCH(QString, assignment);
+        QFETCH(QString, mentions);
+        try {
+            planLiveChange(Experiment{}, layers, assignment.toStdString());
+            QFAIL("no error");
+        } catch (const Error& e) {
+            QVERIFY2(QString::fromStdString(e.what()).contains(mentions), e.what());
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestLiveChange)
+#include "test_live_change.moc"

@@ -1,0 +1,386 @@
+// The main window driving real runs on spirals (offscreen): starting a run, changing a layer's
+// precision through the table model (event recorded at a step, the engine's next steps report the
+// new precision, live and in the store), injecting an overflow (skipped step, halved scale in the
+// chart's data), pause and resume, closing during a run (recorded `stopped`, within a second), and
+// errors that become messages while the window keeps working.
+#include <QtTest>
+
+#include <QPushButton>
+#include <QComboBox>
+
+#include <nlohmann/json.hpp>
+
+#include "charts/charts_panel.h"
+#include "live/run_controller.h"
+#include "main_window.h"
+#include "models/layer_table_model.h"
+#include "panels/experiment_panel.h"
+#include "panels/notice_bar.h"
+#include "panels/precision_panel.h"
+#include "error.h"
+#include "store/run_store.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+Experiment spirals() {
+    Experiment e;
+    e.name = "gui-test";
+    e.dataset.kind = "spirals";
+    e.dataset.samples = 600;
+    e.model.hidden = {32, 32};
+    e.train.batch_size = 32;
+    e.train.steps = 1'000'000;  // the tests stop the runs
+    e.train.eval_every = 50;
+    e.backend = "cpu";
+    return e;
+}
+
+bool hasEvent(const RunSeries& s, EventKind kind, std::int64_t* step = nullptr, const std::string& contains = {}) {
+    for (const auto& e : s.events()) {
+        if (e.kind == kind && (contains.empty() || e.data_json.find(contains) != std::string::npos ||
+                               e.message.find(contains) != std::string::npos)) {
+            if (step) *step = e.step;
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+    QString storePath() const { return m_dir.filePath(QStringLiteral("runs.sqlite")); }
+
+    std::unique_ptr<MainWindow> makeWindow() {
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = false;
+        auto w = std::make_unique<MainWindow>(o);
+        w->setExperiment(spirals());
+        w->resize(1200, 800);
+        w->show();
+        return w;
+    }
+
+    static void stopAndWait(MainWindow& w) {
+        w.controller()->stop();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->active(), 10000);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(QStringLiteral("MantissaTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("test_main_window"));
+        QVERIFY(m_dir.isValid());
+    }
+
+    void startsARunOnSpirals() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QVERIFY(c->active());
+        QCOMPARE(w->layerModel()->rowCount(), 3);
+        QCOMPARE(w->layerModel()->layerName(2), QStringLiteral("fc3"));
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 60, 20000);
+        QVERIFY(c->runId() >= 0);
+        // The charts draw what arrived, and the table shows each layer's statistics.
+        w->chartsPanel()->redrawNow(true);
+        QVERIFY(w->chartsPanel()->lossChart()->drawnPoints() > 0);
+        QVERIFY(w->chartsPanel()->underflowChart()->drawnPoints() > 0);
+        QTRY_VERIFY(c->series().testLoss().size() >= 1);  // eval_every 50
+        QTRY_VERIFY(w->layerModel()->index(0, LayerTableModel::GradAmax).data().toString().toDouble() > 0);
+        QVERIFY(hasEvent(c->series(), EventKind::run_started));
+        stopAndWait(*w);
+        QCOMPARE(c->state(), SessionState::stopped);
+    }
+
+    void tablePrecisionChangeAppliesAtTheNextStep() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 10, 20000);
+        QCOMPARE(c->series().latestLayers()[0]->precision, Format::fp32);
+
+        LayerTableModel* model = w->layerModel();
+        const QModelIndex cell = model->index(0, LayerTableModel::Precision);
+        QVERIFY(model->flags(cell) & Qt::ItemIsEditable);
+        QVERIFY(model->setData(cell, QStringLiteral("fp16"), Qt::EditRole));
+        QCOMPARE(model->setting(0), LayerPrecision::fp16);
+
+        std::int64_t changedAt = -1;
+        QTRY_VERIFY_WITH_TIMEOUT(hasEvent(c->series(), EventKind::setting_change, &changedAt, "precision.layers.fc1"),
+                                 10000);
+        QVERIFY(changedAt > 0);
+        // The engine's following steps report fp16 for fc1 (and the others stay fp32).
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().latestLayers()[0]->step > changedAt + 3, 10000);
+        QCOMPARE(c->series().latestLayers()[0]->precision, Format::fp16);
+        QCOMPARE(c->series().latestLayers()[1]->precision, Format::fp32);
+        QVERIFY(model->index(0, LayerTableModel::Precision).data().toString().startsWith(QStringLiteral("fp16")));
+        // A labelled marker on every chart.
+        QCOMPARE(c->series().markers().size(), std::size_t{1});
+        QCOMPARE(QString::fromStdString(c->series().markers()[0].label), QStringLiteral("fc1=fp16"));
+        w->chartsPanel()->redrawNow(true);
+        for (ChartView* chart : w->chartsPanel()->charts()) QCOMPARE(chart->markerCount(), std::size_t{1});
+        // The change is kept for the next run and for saving.
+        QCOMPARE(w->currentExperiment().precision.layers.at("fc1"), LayerPrecision::fp16);
+        const std::int64_t runId = c->runId();
+        stopAndWait(*w);
+
+        // The store holds the event at its step and the layer records on either side of it.
+        RunStore store(storePath().toStdString(), true);
+        bool eventStored = false;
+        for (const auto& e : store.events(runId))
+            if (e.kind == EventKind::setting_change && e.step == changedAt) eventStored = true;
+        QVERIFY(eventStored);
+        int before = 0, after = 0;
+        for (const auto& r : store.layer_steps(runId)) {
+            if (r.layer != 0) continue;
+            if (r.step < changedAt) {
+                QCOMPARE(r.precision, Format::fp32);
+                ++before;
+            } else {
+                QCOMPARE(r.precision, Format::fp16);
+                ++after;
+            }
+        }
+        QVERIFY(before > 0);
+        QVERIFY(after > 0);
+    }
+
+    void injectedOverflowSkipsTheStepAndHalvesTheScale() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 10, 20000);
+        const double scale = c->series().lossScale().lastY();
+        QCOMPARE(scale, 65536.0);
+
+        auto* layer = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("injectLayer"));
+        auto* inject = w->precisionPanel()->findChild<QPushButton*>(QStringLiteral("injectOverflow"));
+        QVERIFY(layer && inject);
+        QVERIFY(inject->isEnabled());
+        layer->setCurrentIndex(layer->findText(QStringLiteral("fc2")));
+        inject->click();
+
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().overflowCount() == 1, 10000);
+        const double step = c->series().overflows().x(0);
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().lossScale().lastX() >= step + 1, 10000);
+        QCOMPARE(c->series().skipped().size(), std::size_t{1});
+        QCOMPARE(c->series().skipped().x(0), step);
+        QCOMPARE(c->series().lossScale().atOrBefore(step)->y, scale);
+        QCOMPARE(c->series().lossScale().atOrBefore(step + 1)->y, scale / 2);
+        std::int64_t overflowAt = -1;
+        QVERIFY(hasEvent(c->series(), EventKind::overflow, &overflowAt, "fc2"));
+        QCOMPARE(double(overflowAt), step);
+        stopAndWait(*w);
+
+        // What the loss-scale chart draws: the marker at the step and the halved scale after it.
+        ChartsPanel* charts = w->chartsPanel();
+        charts->centerOn(static_cast<std::int64_t>(step));
+        charts->redrawNow(true);
+        QCPGraph* scaleGraph = charts->scaleChart()->graph(0);
+        QCPGraph* markers = charts->scaleChart()->graph(1);
+        auto valueAt = [](QCPGraph* g, double key) {
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+                if (it->key == key) return it->value;
+            return qQNaN();
+        };
+        QCOMPARE(valueAt(markers, step), scale);
+        QCOMPARE(valueAt(scaleGraph, step), scale);
+        QCOMPARE(valueAt(scaleGraph, step + 1), scale / 2);
+    }
+
+    void liveSettingsBecomeEvents_data() {
+        QTest::addColumn<QString>("assignment");
+        QTest::addColumn<QString>("key");
+        QTest::newRow("autocast") << "precision.autocast=bf16" << "precision.autocast";
+        QTest::newRow("master weights") << "precision.master_weights=false" << "precision.master_weights";
+        QTest::newRow("scaling") << "precision.loss_scaling.mode=off" << "precision.loss_scaling.mode";
+        QTest::newRow("layer") << "precision.layers.fc2=bf16" << "precision.layers.fc2";
+        QTest::newRow("learning rate") << "train.lr=0.01" << "train.lr";
+    }
+    void liveSettingsBecomeEvents() {
+        QFETCH(QString, assignment);
+        QFETCH(QString, key);
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 3, 20000);
+        w->applyLiveSetting(assignment.toStdString());
+        QTRY_VERIFY_WITH_TIMEOUT(hasEvent(c->series(), EventKind::setting_change, nullptr,
+                                          "\"key\":\"" + key.toStdString() + "\""),
+                                 10000);
+        // The panels show what is in effect, so a save keeps it.
+        Experiment expected = spirals();
+        apply_setting(expected, assignment.toStdString());
+        const Experiment now = w->currentExperiment();
+        QCOMPARE(experiment_to_json(now).dump(), experiment_to_json(expected).dump());
+        // What cannot change during a run is refused with a sentence, and the run goes on.
+        QVERIFY_THROWS_EXCEPTION(mantissa::Error, w->applyLiveSetting("model.hidden=[8]"));
+        QVERIFY_THROWS_EXCEPTION(mantissa::Error, w->applyLiveSetting("inject=fc9"));
+        QVERIFY(c->active());
+        stopAndWait(*w);
+    }
+
+    void pauseAndResume() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 5, 20000);
+        c->togglePause();
+        QTRY_COMPARE_WITH_TIMEOUT(c->state(), SessionState::paused, 5000);
+        QTest::qWait(100);
+        c->drainNow();
+        const std::int64_t pausedAt = c->series().stepCount();
+        QTest::qWait(300);
+        c->drainNow();
+        QCOMPARE(c->series().stepCount(), pausedAt);
+        QVERIFY(hasEvent(c->series(), EventKind::paused));
+        c->togglePause();
+        QTRY_COMPARE_WITH_TIMEOUT(c->state(), SessionState::running, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() > pausedAt + 5, 10000);
+        QVERIFY(hasEvent(c->series(), EventKind::resumed));
+        // Stop works from a pause too.
+        c->togglePause();
+        QTRY_COMPARE_WITH_TIMEOUT(c->state(), SessionState::paused, 5000);
+        stopAndWait(*w);
+        QCOMPARE(c->state(), SessionState::stopped);
+    }
+
+    void closingDuringARunRecordsItStopped() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 5, 20000);
+        const std::int64_t runId = c->runId();
+        QVERIFY(runId >= 0);
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY(w->close());
+        const qint64 ms = clock.elapsed();
+        QVERIFY2(ms < 1000, qPrintable(QStringLiteral("closing took %1 ms").arg(ms)));
+        QVERIFY(!c->active());
+        RunStore store(storePath().toStdString(), true);
+        const RunRow row = store.run(runId);
+        QCOMPARE(row.status, RunStatus::stopped);
+        QVERIFY(row.steps >= 5);
+        QVERIFY(!row.finished_at.empty());
+    }
+
+    void destroyingTheWindowDuringARunRecordsItStopped() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 3, 20000);
+        const std::int64_t runId = w->controller()->runId();
+        w.reset();
+        RunStore store(storePath().toStdString(), true);
+        QCOMPARE(store.run(runId).status, RunStatus::stopped);
+    }
+
+    void errorsAreMessagesAndTheWindowKeepsWorking() {
+        auto w = makeWindow();
+        // A bad experiment file.
+        const QString bad = m_dir.filePath(QStringLiteral("bad.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"train": {"batch_size": "many"}})");
+        f.close();
+        QVERIFY(!w->openExperiment(bad));
+        QVERIFY2(w->lastError().contains(QStringLiteral("batch_size")), qPrintable(w->lastError()));
+        QCOMPARE(w->currentExperiment().dataset.kind, std::string("spirals"));  // the form is unchanged
+        // A missing dataset.
+        Experiment missing = spirals();
+        missing.dataset.kind = "csv";
+        missing.dataset.path = m_dir.filePath(QStringLiteral("no-such.csv")).toStdString();
+        w->setExperiment(missing);
+        QVERIFY(!w->startRun());
+        QVERIFY2(w->lastError().contains(QStringLiteral("no-such.csv")), qPrintable(w->lastError()));
+        QVERIFY(!w->controller()->active());
+        // The window still runs a good experiment, and saves and reopens it.
+        w->setExperiment(spirals());
+        const QString good = m_dir.filePath(QStringLiteral("good.json"));
+        QVERIFY(w->saveExperiment(good));
+        QVERIFY(w->openExperiment(good));
+        QCOMPARE(w->currentExperiment().model.hidden, (std::vector<int>{32, 32}));
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 3, 20000);
+        stopAndWait(*w);
+    }
+
+    void unopenableStoreStillTrains() {
+        MainWindow::Options o;
+        o.storePath = m_dir.filePath(QStringLiteral("bad.json/runs.sqlite"));  // a file used as a folder
+        o.useSettings = false;
+        QFile(m_dir.filePath(QStringLiteral("bad.json"))).open(QIODevice::WriteOnly | QIODevice::Append);
+        MainWindow w(o);
+        w.setExperiment(spirals());
+        w.show();
+        QVERIFY(w.startRun());
+        QVERIFY(w.noticeBar()->isVisible());
+        QVERIFY2(w.noticeBar()->text().contains(QStringLiteral("not be recorded")), qPrintable(w.noticeBar()->text()));
+        QCOMPARE(w.controller()->runId(), std::int64_t{-1});
+        QTRY_VERIFY_WITH_TIMEOUT(w.controller()->series().stepCount() >= 3, 20000);
+        stopAndWait(w);
+    }
+
+    void remembersTheLastExperiment() {
+        QSettings().clear();
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = true;
+        {
+            MainWindow w(o);
+            Experiment e = spirals();
+            e.name = "remember-me";
+            e.precision.autocast = Autocast::bf16;
+            w.setExperiment(e);
+            w.show();
+            QVERIFY(w.close());
+        }
+        MainWindow again(o);
+        QCOMPARE(again.currentExperiment().name, std::string("remember-me"));
+        QCOMPARE(again.currentExperiment().precision.autocast, Autocast::bf16);
+    }
+
+    void shortcutsAreBound_data() {
+        QTest::addColumn<QString>("action");
+        QTest::addColumn<QKeySequence>("keys");
+        QTest::newRow("start") << "&Start" << QKeySequence(Qt::CTRL | Qt::Key_R);
+        QTest::newRow("pause") << "&Pause" << QKeySequence(Qt::Key_Space);
+        QTest::newRow("stop") << "S&top" << QKeySequence(Qt::CTRL | Qt::Key_Period);
+        QTest::newRow("open") << "&Open…" << QKeySequence(QKeySequence::Open);
+        QTest::newRow("save") << "&Save…" << QKeySequence(QKeySequence::Save);
+    }
+    void shortcutsAreBound() {
+        QFETCH(QString, action);
+        QFETCH(QKeySequence, keys);
+        auto w = makeWindow();
+        QAction* found = nullptr;
+        for (QAction* a : w->findChildren<QAction*>())
+            if (a->text() == action) found = a;
+        QVERIFY(found);
+        QCOMPARE(found->shortcut(), keys);
+    }
+
+    void ctrlRStartsAndCtrlPeriodStops() {
+        auto w = makeWindow();
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        w->activateWindow();
+        QTest::keyClick(w.get(), Qt::Key_R, Qt::ControlModifier);
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->active(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 3, 20000);
+        QTest::keyClick(w.get(), Qt::Key_Period, Qt::ControlModifier);
+        QTRY_VERIFY_WITH_TIMEOUT(!w->controller()->active(), 10000);
+        QCOMPARE(w->controller()->state(), SessionState::stopped);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

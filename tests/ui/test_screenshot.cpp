@@ -1,0 +1,74 @@
+// `mantissa --screenshot FILE.png --steps N --config FILE`: the executable, run as a person or a
+// docs script would, writes a PNG of the whole window at the requested size and exits 0; a bad
+// experiment file exits 2 with the reason on stderr.
+#include <QtTest>
+
+#include <QImage>
+#include <QProcess>
+
+class TestScreenshot : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+
+    int runMantissa(const QStringList& args, QString* stderrText) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config")));
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(MANTISSA_GUI_EXE), args);
+        if (!p.waitForFinished(120000)) {
+            p.kill();
+            return -1;
+        }
+        *stderrText = QString::fromLocal8Bit(p.readAllStandardError());
+        return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    }
+
+    QString writeFile(const QString& name, const QByteArray& text) {
+        const QString path = m_dir.filePath(name);
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly)) return {};
+        f.write(text);
+        return path;
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void writesAPngOfTheWindow() {
+        const QString config = writeFile(QStringLiteral("spirals.json"),
+                                         R"({"name": "shot", "dataset": {"kind": "spirals", "samples": 400},
+                                             "model": {"hidden": [16]}, "train": {"batch_size": 32, "eval_every": 10},
+                                             "backend": "cpu"})");
+        const QString png = m_dir.filePath(QStringLiteral("shot.png"));
+        QString err;
+        const int code = runMantissa({QStringLiteral("--screenshot"), png, QStringLiteral("--steps"), QStringLiteral("25"),
+                                      QStringLiteral("--config"), config, QStringLiteral("--size"),
+                                      QStringLiteral("1000x700")},
+                                     &err);
+        QVERIFY2(code == 0, qPrintable(err));
+        QImage image(png);
+        QVERIFY(!image.isNull());
+        QCOMPARE(image.size(), QSize(1000, 700));
+        QVERIFY2(err.contains(QStringLiteral("25 steps")), qPrintable(err));
+        // The run was recorded in the default store ($XDG_DATA_HOME/mantissa/runs.sqlite).
+        QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("data/mantissa/runs.sqlite"))));
+    }
+
+    void badExperimentFileExits2() {
+        const QString config = writeFile(QStringLiteral("bad.json"), R"({"model": {"hidden": "wide"}})");
+        QString err;
+        const int code = runMantissa({QStringLiteral("--screenshot"), m_dir.filePath(QStringLiteral("x.png")),
+                                      QStringLiteral("--config"), config},
+                                     &err);
+        QCOMPARE(code, 2);
+        QVERIFY2(err.contains(QStringLiteral("model.hidden")), qPrintable(err));
+        QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("x.png"))));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestScreenshot)
+#include "test_screenshot.moc"

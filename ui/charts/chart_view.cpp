@@ -1,0 +1,447 @@
+// ChartView: a QCustomPlot fed from level-of-detail series (see chart_view.h).
+#include "charts/chart_view.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace mantissa::ui {
+
+namespace {
+
+constexpr int ticksPerAxis = 4;  // the charts are short: more labels would crowd
+
+// Tick labels of a log2 axis as powers of two ("2¹⁶"): loss scales are powers of two.
+class Log2Ticker : public QCPAxisTickerLog {
+public:
+    Log2Ticker() {
+        setLogBase(2);
+        setSubTickCount(0);
+    }
+
+protected:
+    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
+        static const std::array<QChar, 10> superscript = {QChar(0x2070), QChar(0x00b9), QChar(0x00b2),
+                                                          QChar(0x00b3), QChar(0x2074), QChar(0x2075),
+                                                          QChar(0x2076), QChar(0x2077), QChar(0x2078),
+                                                          QChar(0x2079)};
+        const long exponent = std::lround(std::log2(tick));
+        QString digits = QString::number(std::labs(exponent));
+        QString out = QStringLiteral("2");
+        if (exponent < 0) out += QChar(0x207b);
+        for (QChar c : digits) out += superscript[static_cast<std::size_t>(c.digitValue())];
+        return out;
+    }
+};
+
+QString formatValue(double v) {
+    if (std::isnan(v)) return QStringLiteral("NaN");
+    if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::number(v, 'g', 4);
+}
+
+}  // namespace
+
+QColor seriesColor(int index) {
+    static const std::array<QColor, 10> tableau = {
+        QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0xe1, 0x57, 0x59), QColor(0x76, 0xb7, 0xb2),
+        QColor(0x59, 0xa1, 0x4f), QColor(0xed, 0xc9, 0x48), QColor(0xb0, 0x7a, 0xa1), QColor(0xff, 0x9d, 0xa7),
+        QColor(0x9c, 0x75, 0x5f), QColor(0xba, 0xb0, 0xac)};
+    return tableau[static_cast<std::size_t>(index) % tableau.size()];
+}
+
+ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(parent) {
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    axisRect()->setRangeDrag(Qt::Horizontal);
+    axisRect()->setRangeZoom(Qt::Horizontal);
+    setNoAntialiasingOnDrag(true);
+    // Wide antialiased polylines through min/max zigzags are what makes QPainter slow; drawing them
+    // as separate segments costs a fraction and looks the same at these widths.
+    setPlottingHints(QCP::phCacheLabels | QCP::phFastPolylines);
+    setNotAntialiasedElements(QCP::aeFills);  // the edges are drawn by the antialiased lines anyway
+    yAxis->setLabel(valueLabel);
+    yAxis->setNumberFormat(QStringLiteral("g"));
+    yAxis->ticker()->setTickCount(ticksPerAxis);
+    yAxis2->setVisible(true);
+    yAxis2->setTickLabels(false);
+    yAxis2->setTicks(false);
+    xAxis->setRange(0, 100);
+
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    legend->setFont(small);
+    // A header row above the plot holds a note on the left (stretching) and the legend on the
+    // right, so neither covers data in these short charts.
+    legend->setVisible(false);
+    legend->setRowSpacing(0);
+    legend->setColumnSpacing(8);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    legend->setWrap(6);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    axisRect()->insetLayout()->take(legend);
+    axisRect()->insetLayout()->simplify();
+    m_header = new QCPLayoutGrid;
+    plotLayout()->insertRow(0);
+    plotLayout()->setRowSpacing(0);
+    plotLayout()->addElement(0, 0, m_header);
+    plotLayout()->setRowStretchFactor(0, 0.001);
+    m_note = new QCPTextElement(this, QString(), small);
+    m_note->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
+    m_header->addElement(0, 0, m_note);
+    m_header->addElement(0, 1, legend);
+    m_header->setColumnStretchFactor(0, 1);
+    m_header->setColumnStretchFactor(1, 0.001);
+
+    // The crosshair and its read-out live on their own buffered layer, so moving the mouse
+    // repaints only that layer, never the graphs.
+    layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmBuffered);
+    m_crosshair = new QCPItemStraightLine(this);
+    m_crosshair->setLayer(QStringLiteral("overlay"));
+    for (QCPItemPosition* p : {m_crosshair->point1, m_crosshair->point2}) {
+        p->setTypeX(QCPItemPosition::ptPlotCoords);
+        p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        p->setAxisRect(axisRect());
+    }
+    m_crosshair->setVisible(false);
+    m_readout = new QCPItemText(this);
+    m_readout->setLayer(QStringLiteral("overlay"));
+    m_readout->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_readout->position->setAxisRect(axisRect());
+    m_readout->position->setCoords(0.005, 0.01);
+    m_readout->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_readout->setTextAlignment(Qt::AlignLeft);
+    m_readout->setPadding(QMargins(4, 2, 4, 2));
+    m_readout->setFont(small);
+    m_readout->setVisible(false);
+
+    connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& r) {
+        if (!m_settingRange) emit userChangedRange(r);
+    });
+    applyPalette();
+}
+
+QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, const QColor& color, GraphStyle style,
+                               bool rightAxis, double factor) {
+    QCPGraph* g = addGraph(xAxis, rightAxis ? yAxis2 : yAxis);
+    g->setName(name);
+    g->setAdaptiveSampling(true);
+    switch (style) {
+    case GraphStyle::line: g->setPen(QPen(color, 1.6)); break;
+    case GraphStyle::faintLine: {
+        QColor c = color;
+        c.setAlpha(90);
+        g->setPen(QPen(c, 1));
+        g->setAntialiased(false);  // a dense raw zigzag under its smoothed line: crisp 1 px is enough
+        break;
+    }
+    case GraphStyle::steps:
+        g->setPen(QPen(color, 1.6));
+        g->setLineStyle(QCPGraph::lsStepLeft);
+        break;
+    case GraphStyle::points:
+        g->setPen(QPen(color, 1.4));
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, color.lighter(130), 6));
+        break;
+    case GraphStyle::markers:
+        g->setPen(QPen(color, 1.4));
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color, color, 8));
+        break;
+    case GraphStyle::stacked: {
+        g->setPen(QPen(color, 1.2));
+        QColor fill = color;
+        fill.setAlpha(120);
+        g->setBrush(fill);
+        for (auto it = m_bindings.rbegin(); it != m_bindings.rend(); ++it) {
+            if (it->style == GraphStyle::stacked) {
+                g->setChannelFillGraph(it->graph);
+                break;
+            }
+        }
+        break;
+    }
+    }
+    m_bindings.push_back({g, series, style, factor, name, {}, g->pen().widthF()});
+    return g;
+}
+
+ChartView::Binding* ChartView::binding(QCPGraph* graph) {
+    for (auto& b : m_bindings)
+        if (b.graph == graph) return &b;
+    return nullptr;
+}
+
+void ChartView::setReadout(QCPGraph* graph, std::function<QString(double)> readout) {
+    if (Binding* b = binding(graph)) b->readout = std::move(readout);
+}
+
+void ChartView::setFactor(QCPGraph* graph, double factor) {
+    if (Binding* b = binding(graph)) b->factor = factor;
+}
+
+void ChartView::removeAllSeries() {
+    clearGraphs();
+    m_bindings.clear();
+    legend->setVisible(false);
+}
+
+void ChartView::setNote(const QString& note) {
+    if (m_note->text() != note) m_note->setText(note);
+}
+
+QString ChartView::noteText() const { return m_note->text(); }
+
+void ChartView::setLogarithmic(bool on, double base) {
+    if (on) {
+        yAxis->setScaleType(QCPAxis::stLogarithmic);
+        if (base == 2) {
+            yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new Log2Ticker));
+        } else {
+            QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+            ticker->setLogBase(base);
+            yAxis->setTicker(ticker);
+            yAxis->setNumberFormat(QStringLiteral("eb"));
+            yAxis->setNumberPrecision(0);
+        }
+    } else {
+        yAxis->setScaleType(QCPAxis::stLinear);
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        yAxis->setNumberFormat(QStringLiteral("g"));
+        yAxis->setNumberPrecision(6);
+    }
+    yAxis->ticker()->setTickCount(ticksPerAxis);
+}
+
+void ChartView::setRightAxis(const QString& label, QCPRange range) {
+    yAxis2->setTicks(true);
+    yAxis2->setTickLabels(true);
+    yAxis2->setLabel(label);
+    yAxis2->setRange(range);
+}
+
+void ChartView::setXTickLabels(bool on) {
+    xAxis->setTickLabels(on);
+    xAxis->setLabel(on ? tr("step") : QString());
+}
+
+void ChartView::setSideMargins(int left, int right) {
+    axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+    axisRect()->setMargins(QMargins(left, 0, right, 0));
+    m_header->setAutoMargins(QCP::msNone);
+    m_header->setMargins(QMargins(left, 0, right, 0));
+}
+
+void ChartView::setXRange(const QCPRange& range) {
+    m_settingRange = true;
+    xAxis->setRange(range);
+    m_settingRange = false;
+}
+
+void ChartView::refreshData(bool immediate) {
+    const QCPRange range = xAxis->range();
+    // One min/max column per two pixels: the drawn envelope is the same, the polylines half as long.
+    const auto columns = static_cast<std::size_t>(std::max(1, axisRect()->width() / 2));
+    for (Binding& b : m_bindings) {
+        // Markers are thinned to one min/max pair per 8 px: closer ones would overlap anyway, and
+        // each antialiased marker costs as much as a long stretch of line.
+        const bool isLine = b.style != GraphStyle::points && b.style != GraphStyle::markers;
+        const bool summary = b.series->query(range.lower, range.upper,
+                                             isLine ? columns : std::max<std::size_t>(1, columns / 4), m_points, isLine);
+        m_scratch.resize(static_cast<int>(m_points.size()));
+        for (std::size_t i = 0; i < m_points.size(); ++i)
+            m_scratch[static_cast<int>(i)] = QCPGraphData(m_points[i].x, m_points[i].y * b.factor);
+        b.graph->data()->set(m_scratch, true);
+        // Antialiasing and a wide pen smooth a curve through real points; on a min/max summary (a
+        // zigzag that reads as a filled band) they only cost time: it is drawn 1 px wide, without.
+        if (b.style == GraphStyle::line || b.style == GraphStyle::steps || b.style == GraphStyle::stacked) {
+            b.graph->setAntialiased(!summary);
+            QPen pen = b.graph->pen();
+            pen.setWidthF(summary ? 1.0 : b.penWidth);
+            b.graph->setPen(pen);
+        }
+    }
+    fitValueAxes();
+    // immediate: draw now, and let the widget repaints of all charts merge into one window update.
+    replot(immediate ? rpQueuedRefresh : rpQueuedReplot);
+}
+
+void ChartView::fitValueAxes() {
+    // Over what the graphs hold: the window plus one point beyond either edge (the lines run to
+    // them), which also covers a flat run collapsed to its two ends outside the window.
+    const bool log = logarithmic();
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const Binding& b : m_bindings) {
+        if (b.graph->valueAxis() != yAxis || !b.graph->visible()) continue;
+        for (auto it = b.graph->data()->constBegin(); it != b.graph->data()->constEnd(); ++it) {
+            if (log && !(it->value > 0)) continue;
+            lo = std::min(lo, it->value);
+            hi = std::max(hi, it->value);
+        }
+    }
+    if (!(lo <= hi)) return;  // nothing visible: keep the range
+    if (log) {
+        const double pad = yAxis->ticker().dynamicCast<Log2Ticker>() ? 2.0 : 1.3;
+        yAxis->setRange(lo / pad, hi * pad);
+        return;
+    }
+    if (m_includeZero) {
+        lo = std::min(lo, 0.0);
+        hi = std::max(hi, 0.0);
+    }
+    double span = hi - lo;
+    if (span <= 0) span = hi != 0 ? std::abs(hi) * 0.1 : 1.0;  // a flat line: show it mid-chart
+    yAxis->setRange(lo == 0 && m_includeZero ? 0 : lo - 0.05 * span, hi + 0.08 * span);
+}
+
+QString ChartView::readoutText(double step) const {
+    const QCPRange x = xAxis->range();
+    const double stepsPerPixel = x.size() / std::max(1, axisRect()->width());
+    QStringList parts{tr("step %1").arg(std::llround(step))};
+    for (const Binding& b : m_bindings) {
+        if (!b.graph->visible()) continue;
+        if (b.readout) {
+            const QString s = b.readout(step);
+            if (!s.isEmpty()) parts << s;
+            continue;
+        }
+        std::optional<SeriesPoint> p;
+        switch (b.style) {
+        case GraphStyle::steps: p = b.series->atOrBefore(step); break;
+        case GraphStyle::points:
+        case GraphStyle::markers:
+            p = b.series->nearest(step);
+            if (p && std::abs(p->x - step) > 4 * stepsPerPixel) p.reset();
+            break;
+        default: p = b.series->nearest(step); break;
+        }
+        if (p) parts << QStringLiteral("%1 %2").arg(b.name, formatValue(p->y * b.factor));
+    }
+    return parts.join(QStringLiteral("   "));
+}
+
+void ChartView::setCrosshair(double step) {
+    m_crosshairStep = step;
+    const bool show = !std::isnan(step);
+    m_crosshair->setVisible(show);
+    m_readout->setVisible(show);
+    if (show) {
+        m_crosshair->point1->setCoords(step, 0);
+        m_crosshair->point2->setCoords(step, 1);
+        m_readout->setText(readoutText(step));
+    }
+    layer(QStringLiteral("overlay"))->replot();
+}
+
+void ChartView::setMarkers(const std::vector<ChartMarker>& markers) {
+    if (markers.size() < m_markers.size()) {
+        for (auto& m : m_markers) {
+            removeItem(m.line);
+            removeItem(m.label);
+        }
+        m_markers.clear();
+    }
+    const QColor text = palette().color(QPalette::Text);
+    QColor lineColor = text;
+    lineColor.setAlpha(140);
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    for (std::size_t i = m_markers.size(); i < markers.size(); ++i) {
+        const double step = static_cast<double>(markers[i].step);
+        auto* line = new QCPItemStraightLine(this);
+        line->setPen(QPen(lineColor, 1, Qt::DashLine));
+        for (QCPItemPosition* p : {line->point1, line->point2}) {
+            p->setTypeX(QCPItemPosition::ptPlotCoords);
+            p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+            p->setAxisRect(axisRect());
+        }
+        line->point1->setCoords(step, 0);
+        line->point2->setCoords(step, 1);
+        auto* label = new QCPItemText(this);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setAxisRect(axisRect());
+        label->position->setCoords(step, 0.0);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);  // at the top, just right of the line
+        label->setFont(small);
+        label->setColor(text);
+        label->setPadding(QMargins(3, 0, 3, 1));
+        QColor labelBrush = palette().color(QPalette::Base);
+        labelBrush.setAlpha(200);
+        label->setBrush(labelBrush);
+        label->setText(QString::fromStdString(markers[i].label));
+        label->setClipToAxisRect(true);
+        m_markers.push_back({line, label});
+    }
+}
+
+int ChartView::drawnPoints() const {
+    int n = 0;
+    for (const Binding& b : m_bindings) n += b.graph->dataCount();
+    return n;
+}
+
+void ChartView::mouseMoveEvent(QMouseEvent* event) {
+    QCustomPlot::mouseMoveEvent(event);
+    const QPointF pos = event->position();
+    if (axisRect()->rect().contains(pos.toPoint()))
+        emit crosshairRequested(xAxis->pixelToCoord(pos.x()));
+    else
+        emit crosshairRequested(qQNaN());
+}
+
+void ChartView::leaveEvent(QEvent* event) {
+    QCustomPlot::leaveEvent(event);
+    emit crosshairRequested(qQNaN());
+}
+
+void ChartView::changeEvent(QEvent* event) {
+    QCustomPlot::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) {
+        applyPalette();
+        replot(rpQueuedReplot);
+    }
+}
+
+void ChartView::applyPalette() {
+    const QPalette pal = palette();
+    const QColor base = pal.color(QPalette::Base);
+    const QColor text = pal.color(QPalette::Text);
+    QColor grid = text;
+    grid.setAlpha(45);
+    setBackground(QBrush(base));
+    for (QCPAxis* axis : {xAxis, yAxis, xAxis2, yAxis2}) {
+        axis->setBasePen(QPen(text, 1));
+        axis->setTickPen(QPen(text, 1));
+        axis->setSubTickPen(QPen(text, 1));
+        axis->setTickLabelColor(text);
+        axis->setLabelColor(text);
+        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+        axis->grid()->setSubGridVisible(false);
+        axis->grid()->setZeroLinePen(Qt::NoPen);
+    }
+    yAxis2->grid()->setVisible(false);
+    legend->setTextColor(text);
+    QColor readoutBrush = base;
+    readoutBrush.setAlpha(225);
+    m_readout->setBrush(readoutBrush);
+    m_readout->setColor(text);
+    m_readout->setPen(QPen(grid));
+    m_crosshair->setPen(QPen(text, 1));
+    QColor noteColor = text;
+    noteColor.setAlpha(170);
+    m_note->setTextColor(noteColor);
+    QColor lineColor = text;
+    lineColor.setAlpha(140);
+    QColor labelBrush = base;
+    labelBrush.setAlpha(200);
+    for (auto& m : m_markers) {
+        m.line->setPen(QPen(lineColor, 1, Qt::DashLine));
+        m.label->setColor(text);
+        m.label->setBrush(labelBrush);
+    }
+}
+
+}  // namespace mantissa::ui

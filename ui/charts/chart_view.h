@@ -1,0 +1,119 @@
+// ChartView: one QCustomPlot chart whose graphs are drawn from LodSeries, re-queried for the
+// visible step window at the axis rect's pixel width, so a redraw costs the same at 10^3 or 10^6
+// points. It adds what every Mantissa chart has: y that fits the visible data, a crosshair with a
+// read-out of each graph's value at the hovered step, labelled vertical markers for setting
+// changes, and colours from the system palette (light or dark).
+//
+// The x axis is the training step; ChartsPanel keeps the charts' x ranges in step. Zoom (wheel)
+// and pan (drag) act on x only; y always fits what is visible.
+//
+// GUI thread only. The LodSeries a graph draws from must outlive it (or removeAllSeries()).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <qcustomplot.h>
+
+#include "series/lod_series.h"
+#include "series/run_series.h"
+
+namespace mantissa::ui {
+
+enum class GraphStyle {
+    line,       // a line through the points
+    faintLine,  // a thin translucent line (raw data under its smoothed version)
+    steps,      // a step function: the value holds until the next point (loss scale)
+    points,     // circles, no line (evaluations)
+    markers,    // red triangles, no line (overflows)
+    stacked,    // a line filled down to the previous stacked graph (or to zero)
+};
+
+class ChartView : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit ChartView(const QString& valueLabel, QWidget* parent = nullptr);
+
+    // Adds a graph drawing `series` (scaled by `factor` for display: fraction -> %, bytes -> MiB).
+    QCPGraph* addSeries(const LodSeries* series, const QString& name, const QColor& color, GraphStyle style,
+                        bool rightAxis = false, double factor = 1);
+    // Replaces the default read-out of a graph (its value at the hovered step).
+    void setReadout(QCPGraph* graph, std::function<QString(double step)> readout);
+    void setFactor(QCPGraph* graph, double factor);
+    void removeAllSeries();
+
+    void setValueLabel(const QString& label) { yAxis->setLabel(label); }
+    // A small note above the plot, left of the legend (empty: none), e.g. that figures are modelled.
+    void setNote(const QString& note);
+    // Logarithmic left axis with ticks at powers of `base` (2 for the loss scale, 10 for loss).
+    void setLogarithmic(bool on, double base = 10);
+    bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
+    // Linear left axis always shows 0 (memory, throughput, underflow).
+    void setIncludeZero(bool on) { m_includeZero = on; }
+    // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled.
+    void setRightAxis(const QString& label, QCPRange range);
+    void setXTickLabels(bool on);
+    // Left and right margins in pixels, equal on every chart so the step axes line up.
+    void setSideMargins(int left, int right);
+
+    // Re-queries every graph for the current x range and fits y; then a queued (or immediate) replot.
+    void refreshData(bool immediate = false);
+    void setXRange(const QCPRange& range);   // programmatic: does not emit userChangedRange
+    void setCrosshair(double step);          // NaN hides it
+    void setMarkers(const std::vector<ChartMarker>& markers);
+    std::size_t markerCount() const { return m_markers.size(); }
+    // The points the graphs currently draw (for tests and the benchmark).
+    int drawnPoints() const;
+    // What the crosshair read-out says at `step`: "step 120   loss 0.41   smoothed 0.43".
+    QString readoutText(double step) const;
+    QString noteText() const;
+
+    // Small: a chart squeezes its legend rather than widen the window (QCustomPlot would ask for
+    // the legend's full width).
+    QSize minimumSizeHint() const override { return {240, 60}; }
+
+signals:
+    void crosshairRequested(double step);       // the mouse moved over the plot (NaN: it left)
+    void userChangedRange(const QCPRange& range);
+
+protected:
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void changeEvent(QEvent* event) override;
+
+private:
+    struct Binding {
+        QCPGraph* graph = nullptr;
+        const LodSeries* series = nullptr;
+        GraphStyle style = GraphStyle::line;
+        double factor = 1;
+        QString name;
+        std::function<QString(double)> readout;
+        double penWidth = 1;  // when the data is sparse enough to draw smooth
+    };
+    struct MarkerItems {
+        QCPItemStraightLine* line = nullptr;
+        QCPItemText* label = nullptr;
+    };
+
+    void applyPalette();
+    void fitValueAxes();
+    Binding* binding(QCPGraph* graph);
+
+    std::vector<Binding> m_bindings;
+    std::vector<MarkerItems> m_markers;
+    QCPItemStraightLine* m_crosshair = nullptr;
+    QCPItemText* m_readout = nullptr;
+    QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
+    QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend
+    QVector<QCPGraphData> m_scratch;
+    std::vector<SeriesPoint> m_points;
+    bool m_includeZero = false;
+    bool m_settingRange = false;
+    double m_crosshairStep = qQNaN();
+};
+
+// The qualitative colours every chart uses (Tableau 10): readable on light and dark backgrounds.
+QColor seriesColor(int index);
+
+}  // namespace mantissa::ui

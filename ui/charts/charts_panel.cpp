@@ -1,0 +1,301 @@
+// ChartsPanel: five ChartViews on one step axis (see charts_panel.h).
+#include "charts/charts_panel.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <QElapsedTimer>
+
+#include <cmath>
+
+#include "series/run_series.h"
+
+namespace mantissa::ui {
+
+namespace {
+constexpr double defaultSmoothing = 0.6;  // TensorBoard's default
+
+struct MemoryUnit {
+    double bytes;
+    const char* name;
+};
+MemoryUnit memoryUnitFor(double totalBytes) {
+    if (totalBytes >= 1024.0 * 1024 * 1024) return {1024.0 * 1024 * 1024, "GiB"};
+    if (totalBytes >= 1024.0 * 1024) return {1024.0 * 1024, "MiB"};
+    return {1024.0, "KiB"};
+}
+}  // namespace
+
+ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
+    m_loss = new ChartView(tr("loss"));
+    m_scale = new ChartView(tr("loss scale"));
+    m_memory = new ChartView(tr("memory"));
+    m_throughput = new ChartView(tr("samples/s"));
+    m_underflow = new ChartView(tr("underflow (%)"));
+    m_scale->setLogarithmic(true, 2);
+    m_memory->setIncludeZero(true);
+    m_throughput->setIncludeZero(true);
+    m_underflow->setIncludeZero(true);
+    m_loss->setRightAxis(tr("test accuracy (%)"), QCPRange(0, 100));
+    m_memory->legend->setWrap(3);  // six categories: two rows of three
+
+    // Equal side margins on every chart, so the five step axes line up exactly.
+    const QFontMetrics fm(font());
+    const int left = fm.horizontalAdvance(QStringLiteral("-0.00000")) + 2 * fm.height() + 8;
+    const int right = fm.horizontalAdvance(QStringLiteral("100")) + 2 * fm.height() + 8;
+    auto* splitter = new QSplitter(Qt::Vertical);
+    splitter->setChildrenCollapsible(false);
+    for (ChartView* c : charts()) {
+        c->setSideMargins(left, right);
+        c->setXTickLabels(c == m_underflow);
+        splitter->addWidget(c);
+        connect(c, &ChartView::userChangedRange, this, [this, c](const QCPRange& r) { onUserRange(c, r); });
+        connect(c, &ChartView::crosshairRequested, this, &ChartsPanel::onCrosshair);
+    }
+    // The loss gets the most room; the last chart also carries the step axis's labels.
+    const int stretch[] = {3, 2, 2, 2, 3};
+    for (int i = 0; i < 5; ++i) splitter->setStretchFactor(i, stretch[i]);
+
+    m_smoothing = new QSlider(Qt::Horizontal);
+    m_smoothing->setRange(0, 990);
+    m_smoothing->setSingleStep(10);
+    m_smoothing->setPageStep(100);
+    m_smoothing->setValue(static_cast<int>(defaultSmoothing * 1000));
+    m_smoothing->setMaximumWidth(160);
+    m_smoothing->setToolTip(tr("Weight of the debiased moving average drawn over the raw loss and throughput, "
+                               "as in TensorBoard; 0 shows the raw values alone."));
+    m_smoothingValue = new QLabel(QString::number(defaultSmoothing, 'f', 2));
+    m_smoothingValue->setMinimumWidth(fm.horizontalAdvance(QStringLiteral("0.000")));
+    m_logLoss = new QCheckBox(tr("Log loss"));
+    m_logLoss->setToolTip(tr("Draw the loss on a logarithmic axis, to see progress late in training."));
+    auto* reset = new QPushButton(tr("Reset view"));
+    reset->setToolTip(tr("Show the whole run again and follow it as it grows (wheel zooms, drag pans)."));
+    auto* hint = new QLabel(tr("wheel: zoom · drag: pan · hover: values"));
+    hint->setEnabled(false);
+    hint->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // gives way on narrow windows
+    hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Smoothing")));
+    bar->addWidget(m_smoothing);
+    bar->addWidget(m_smoothingValue);
+    bar->addSpacing(12);
+    bar->addWidget(m_logLoss);
+    bar->addWidget(hint, 1);  // takes the free room, right-aligned; shrinks to nothing when narrow
+    bar->addWidget(reset);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(bar);
+    layout->addWidget(splitter, 1);
+
+    m_clock.start();
+    m_roundTimer.setSingleShot(true);
+    m_roundTimer.setInterval(0);
+    connect(&m_roundTimer, &QTimer::timeout, this, &ChartsPanel::drawNextChartOfRound);
+    m_deferTimer.setSingleShot(true);
+    connect(&m_deferTimer, &QTimer::timeout, this, &ChartsPanel::refresh);
+
+    connect(m_smoothing, &QSlider::valueChanged, this, [this](int v) {
+        m_smoothingValue->setText(QString::number(v / 1000.0, 'f', 2));
+        if (m_series) m_series->setSmoothingWeight(v / 1000.0);
+        redrawNow();
+    });
+    connect(m_logLoss, &QCheckBox::toggled, this, &ChartsPanel::setLogLoss);
+    connect(reset, &QPushButton::clicked, this, &ChartsPanel::resetView);
+}
+
+void ChartsPanel::setSeries(RunSeries* series) {
+    m_series = series;
+    if (m_series) m_series->setSmoothingWeight(smoothingWeight());
+    buildGraphs();
+    m_follow = true;
+    m_drawnRevision = ~std::uint64_t{0};
+    m_nextRoundMs = 0;
+    redrawNow();
+}
+
+void ChartsPanel::buildGraphs() {
+    for (ChartView* c : charts()) {
+        c->removeAllSeries();
+        c->setMarkers({});
+    }
+    m_memoryGraphs.clear();
+    m_memoryUnit = 0;
+    if (!m_series) return;
+    RunSeries& s = *m_series;
+    const QColor lossColor = seriesColor(0);
+    m_loss->addSeries(&s.loss(), tr("loss"), lossColor, GraphStyle::faintLine);
+    m_loss->addSeries(&s.lossSmoothed(), tr("smoothed"), lossColor, GraphStyle::line);
+    m_loss->addSeries(&s.testLoss(), tr("test loss"), seriesColor(1), GraphStyle::points);
+    m_loss->addSeries(&s.testAccuracy(), tr("test acc. %"), seriesColor(4), GraphStyle::points, true, 100.0);
+    m_loss->legend->setVisible(true);
+
+    m_scale->addSeries(&s.lossScale(), tr("scale"), seriesColor(6), GraphStyle::steps);
+    QCPGraph* overflow = m_scale->addSeries(&s.overflows(), tr("overflow"), seriesColor(2), GraphStyle::markers);
+    m_scale->setReadout(overflow, [this](double step) {
+        const auto p = m_series->overflows().nearest(step);
+        const QCPRange x = m_scale->xAxis->range();
+        if (!p || std::abs(p->x - step) > 4 * x.size() / std::max(1, m_scale->axisRect()->width())) return QString();
+        const auto skipped = m_series->skipped().nearest(p->x);
+        const bool wasSkipped = skipped && skipped->x == p->x;
+        return wasSkipped ? tr("overflow at %1, step skipped").arg(std::llround(p->x))
+                          : tr("overflow at %1").arg(std::llround(p->x));
+    });
+    m_scale->legend->setVisible(true);
+
+    for (int c = 0; c < memoryCategoryCount; ++c) {
+        const auto category = static_cast<MemoryCategory>(c);
+        QCPGraph* g = m_memory->addSeries(&s.memoryStack(category), tr(memoryCategoryLabel(category)),
+                                          seriesColor(c), GraphStyle::stacked);
+        m_memory->setReadout(g, [this, category, c](double step) {
+            const auto top = m_series->memoryStack(category).atOrBefore(step);
+            if (!top) return QString();
+            double below = 0;
+            if (c > 0) {
+                const auto p = m_series->memoryStack(static_cast<MemoryCategory>(c - 1)).atOrBefore(step);
+                below = p ? p->y : 0;
+            }
+            const MemoryUnit unit = memoryUnitFor(m_series->memoryStack(MemoryCategory::workspace).lastY());
+            return QStringLiteral("%1 %2 %3")
+                .arg(tr(memoryCategoryLabel(category)))
+                .arg((top->y - below) / unit.bytes, 0, 'g', 4)
+                .arg(QLatin1String(unit.name));
+        });
+        m_memoryGraphs.push_back(g);
+    }
+    m_memory->legend->setVisible(true);
+
+    m_throughput->addSeries(&s.throughput(), tr("samples/s"), seriesColor(3), GraphStyle::faintLine);
+    m_throughput->addSeries(&s.throughputSmoothed(), tr("smoothed"), seriesColor(3), GraphStyle::line);
+    m_throughput->legend->setVisible(true);
+
+    for (std::size_t i = 0; i < s.layerNames().size(); ++i)
+        m_underflow->addSeries(&s.underflow(i), QString::fromStdString(s.layerNames()[i]),
+                               seriesColor(static_cast<int>(i)), GraphStyle::line, false, 100.0);
+    m_underflow->legend->setVisible(!s.layerNames().empty());
+}
+
+void ChartsPanel::updateMemoryUnit() {
+    const auto& last = m_series->lastStep();
+    const bool modelled = !last || last->memory.modelled;
+    m_memory->setNote(modelled ? tr("modelled: bytes on a device") : QString());
+    const MemoryUnit unit = memoryUnitFor(m_series->memoryStack(MemoryCategory::workspace).lastY());
+    if (unit.bytes == m_memoryUnit) return;
+    m_memoryUnit = unit.bytes;
+    for (QCPGraph* g : m_memoryGraphs) m_memory->setFactor(g, 1.0 / unit.bytes);
+    m_memory->setValueLabel(tr("memory (%1)").arg(QLatin1String(unit.name)));
+}
+
+void ChartsPanel::prepareRound() {
+    if (m_follow) {
+        // The final evaluation comes at the step after the last one: keep it in view.
+        const double last = std::max({m_series->loss().lastX(), m_series->testLoss().lastX(), 1.0});
+        const double first = m_series->loss().empty() ? 0.0 : m_series->loss().x(0);
+        applyRange(QCPRange(first, last + 0.02 * (last - first)));
+    }
+    updateMemoryUnit();
+    for (ChartView* c : charts()) c->setMarkers(m_series->markers());
+    m_roundRevision = m_series->revision();
+    m_rangeDirty = false;
+}
+
+bool ChartsPanel::dirty() const { return m_series && (m_rangeDirty || m_series->revision() != m_drawnRevision); }
+
+void ChartsPanel::refresh() {
+    if (!dirty()) return;
+    if (m_roundChart >= 0) return;  // a round is drawing; it checks for news when it ends
+    const qint64 now = m_clock.elapsed();
+    if (now < m_nextRoundMs) {
+        if (!m_deferTimer.isActive()) m_deferTimer.start(static_cast<int>(m_nextRoundMs - now));
+        return;
+    }
+    prepareRound();
+    m_roundChart = 0;
+    m_roundCostMs = 0;
+    m_roundTimer.start();
+}
+
+void ChartsPanel::drawNextChartOfRound() {
+    const std::vector<ChartView*> all = charts();
+    if (m_roundChart < 0 || !m_series) {
+        m_roundChart = -1;
+        return;
+    }
+    QElapsedTimer t;
+    t.start();
+    all[static_cast<std::size_t>(m_roundChart)]->refreshData(true);
+    m_roundCostMs += static_cast<double>(t.nsecsElapsed()) / 1e6;
+    if (++m_roundChart < static_cast<int>(all.size())) {
+        m_roundTimer.start();  // the next chart after the event loop has had its turn
+        return;
+    }
+    m_roundChart = -1;
+    m_drawnRevision = m_roundRevision;
+    // Keep live redrawing to a small share of one core, whatever the machine: the next round waits
+    // until this one's cost is that share of the time between them.
+    m_nextRoundMs = m_clock.elapsed() + std::max<qint64>(minRoundIntervalMs, std::llround(m_roundCostMs / liveCpuShare));
+    refresh();
+}
+
+void ChartsPanel::redrawNow(bool synchronous) {
+    m_roundTimer.stop();
+    m_deferTimer.stop();
+    m_roundChart = -1;
+    if (!m_series) {
+        for (ChartView* c : charts()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    prepareRound();
+    for (ChartView* c : charts()) c->refreshData(synchronous);
+    m_drawnRevision = m_roundRevision;
+}
+
+void ChartsPanel::applyRange(const QCPRange& range, ChartView* except) {
+    m_range = range;
+    for (ChartView* c : charts())
+        if (c != except) c->setXRange(range);
+}
+
+void ChartsPanel::onUserRange(ChartView* source, const QCPRange& range) {
+    m_follow = false;
+    applyRange(range, source);
+    redrawNow();
+}
+
+void ChartsPanel::centerOn(std::int64_t step) {
+    double width = m_range.size();
+    if (m_follow && m_series) width = std::min(width, std::max(200.0, width / 10));  // zoom in a little
+    const double s = static_cast<double>(step);
+    m_follow = false;
+    applyRange(QCPRange(s - width / 2, s + width / 2));
+    redrawNow();
+    onCrosshair(s);
+}
+
+void ChartsPanel::resetView() {
+    m_follow = true;
+    redrawNow();
+}
+
+void ChartsPanel::setSmoothingWeight(double weight) {
+    m_smoothing->setValue(static_cast<int>(std::lround(weight * 1000)));
+}
+
+double ChartsPanel::smoothingWeight() const { return m_smoothing->value() / 1000.0; }
+
+void ChartsPanel::setLogLoss(bool on) {
+    if (m_logLoss->isChecked() != on) m_logLoss->setChecked(on);  // re-enters through toggled
+    if (m_loss->logarithmic() == on) return;
+    m_loss->setLogarithmic(on, 10);
+    redrawNow();
+}
+
+void ChartsPanel::onCrosshair(double step) {
+    for (ChartView* c : charts()) c->setCrosshair(step);
+}
+
+}  // namespace mantissa::ui

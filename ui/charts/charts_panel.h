@@ -1,0 +1,99 @@
+// ChartsPanel: the five live charts of a run on one shared step axis, with their controls.
+//   loss        raw (faint) and smoothed (TensorBoard's debiased EMA, user weight), test loss and
+//               accuracy as points, log y on demand
+//   loss scale  log2 axis, overflows as red markers
+//   memory      bytes by category, stacked (modelled on the CPU backend)
+//   throughput  samples/s
+//   underflow   fraction of each layer's gradient flushed to zero by rounding, per layer
+// Every setting change is a labelled vertical marker on all five. Zoom (wheel) or pan (drag) on any
+// chart moves them all and stops following the run; "Reset view" follows it again.
+//
+// GUI thread only. It draws a RunSeries it does not own (the RunController's, or a recorded run's).
+#pragma once
+
+#include <QElapsedTimer>
+#include <QTimer>
+#include <QWidget>
+
+#include <cstdint>
+#include <vector>
+
+#include "charts/chart_view.h"
+
+class QCheckBox;
+class QLabel;
+class QSlider;
+
+namespace mantissa::ui {
+
+class RunSeries;
+
+class ChartsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ChartsPanel(QWidget* parent = nullptr);
+
+    // Draws `series` (nullptr: nothing); rebuilds the graphs for its layers and follows it.
+    void setSeries(RunSeries* series);
+    // Live update, called as data arrives: redraws the charts if anything changed, one chart per
+    // event-loop turn (so input is never held up for a whole round), and no more often than keeps
+    // the redrawing to liveCpuShare of one core (a slow machine redraws less often, not slower).
+    void refresh();
+    // Redraws everything now: for interaction (zoom, pan, smoothing) with queued replots that
+    // coalesce, or synchronously (screenshots, the benchmark, tests).
+    void redrawNow(bool synchronous = false);
+    static constexpr double liveCpuShare = 0.05;   // of one core, for live redraws
+    static constexpr int minRoundIntervalMs = 33;  // at most ~30 redraws a second
+
+    void centerOn(std::int64_t step);  // keeps the zoom, stops following
+    void resetView();                  // follow the whole run again
+    bool following() const { return m_follow; }
+    QCPRange xRange() const { return m_range; }
+
+    void setSmoothingWeight(double weight);
+    double smoothingWeight() const;
+    void setLogLoss(bool on);
+
+    ChartView* lossChart() const { return m_loss; }
+    ChartView* scaleChart() const { return m_scale; }
+    ChartView* memoryChart() const { return m_memory; }
+    ChartView* throughputChart() const { return m_throughput; }
+    ChartView* underflowChart() const { return m_underflow; }
+    std::vector<ChartView*> charts() const { return {m_loss, m_scale, m_memory, m_throughput, m_underflow}; }
+
+private:
+    bool dirty() const;
+    void prepareRound();          // the shared step range, memory unit and markers
+    void drawNextChartOfRound();
+    void buildGraphs();
+    void applyRange(const QCPRange& range, ChartView* except = nullptr);
+    void updateMemoryUnit();
+    void onUserRange(ChartView* source, const QCPRange& range);
+    void onCrosshair(double step);
+
+    RunSeries* m_series = nullptr;
+    ChartView* m_loss = nullptr;
+    ChartView* m_scale = nullptr;
+    ChartView* m_memory = nullptr;
+    ChartView* m_throughput = nullptr;
+    ChartView* m_underflow = nullptr;
+    QSlider* m_smoothing = nullptr;
+    QLabel* m_smoothingValue = nullptr;
+    QCheckBox* m_logLoss = nullptr;
+    std::vector<QCPGraph*> m_memoryGraphs;
+    double m_memoryUnit = 0;       // bytes per displayed unit
+    bool m_follow = true;
+    QCPRange m_range{0, 100};
+    std::uint64_t m_drawnRevision = ~std::uint64_t{0};
+    std::uint64_t m_roundRevision = 0;
+    bool m_rangeDirty = true;
+    // The live redraw round: chart m_roundChart is drawn next (-1: no round), one per turn.
+    QTimer m_roundTimer;
+    QTimer m_deferTimer;          // starts the next round when the CPU share allows
+    QElapsedTimer m_clock;
+    qint64 m_nextRoundMs = 0;
+    int m_roundChart = -1;
+    double m_roundCostMs = 0;     // ms spent drawing this round so far
+};
+
+}  // namespace mantissa::ui

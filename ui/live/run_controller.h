@@ -1,0 +1,96 @@
+// RunController: the GUI's side of one training run. It owns the Session (which trains on its own
+// thread), the TelemetryRing it drains, the Recorder that writes the run to the store, and the
+// RunSeries the views draw.
+//
+// Data flow (DESIGN.md, "Threads and data flow"):
+//   GUI thread --post(Command)--> session's control queue --> training thread
+//   training thread --records--> TelemetryRing (lock-free, never blocks) --~30 Hz timer--> RunSeries
+//   training thread --records--> Recorder --> its writer thread --> SQLite
+// The GUI thread never waits on a step: it only drains what is there. The one deliberate wait is
+// shutdown() (closing the window during a run), which asks the session to stop after its current
+// step, joins it, and finishes the recording as `stopped`.
+//
+// A store that cannot be opened does not prevent training: the run goes on unrecorded and
+// noticeRaised says why. GUI thread only.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <memory>
+#include <vector>
+
+#include "series/run_series.h"
+#include "train/session.h"
+
+namespace mantissa {
+class RunStore;
+class Recorder;
+}  // namespace mantissa
+
+namespace mantissa::ui {
+
+class TelemetryRing;
+
+class RunController : public QObject {
+    Q_OBJECT
+public:
+    static constexpr int drainIntervalMs = 33;  // ~30 Hz
+
+    explicit RunController(QObject* parent = nullptr);
+    ~RunController() override;  // shuts a running session down cleanly
+
+    // Where runs are recorded; empty: not recorded. Opened at the next start().
+    void setStorePath(const QString& path);
+    QString storePath() const { return m_storePath; }
+
+    // Builds the session (loads the dataset, builds the model) and starts it. On bad input emits
+    // errorOccurred with the engine's sentence and returns false; the previous run's data stays.
+    bool start(const Experiment& experiment);
+    void post(const Command& command);   // applied by the session before its next step
+    void togglePause();
+    void stop();                        // asks to stop; runFinished follows from the timer
+    // Stops a running session and waits for it (its current step, then the recording's flush).
+    void shutdown();
+
+    bool active() const;                // started and not yet finished
+    SessionState state() const;
+    RunSeries& series() { return m_series; }
+    const RunSeries& series() const { return m_series; }
+    const Session* session() const { return m_session.get(); }
+    const std::vector<LayerInfo>& layers() const;
+    std::int64_t runId() const { return m_runId; }   // in the store; -1 when not recorded
+    std::int64_t droppedSteps() const;               // records the live view lost (the store has all)
+
+    // The timer's work, public so tests can drain without waiting: moves everything in the ring
+    // into the series, then notices state changes and the end of the run.
+    void drainNow();
+
+signals:
+    void runStarted();
+    void telemetryArrived();
+    void stateChanged(mantissa::SessionState state);
+    void runFinished(mantissa::SessionState state, const QString& error);
+    void errorOccurred(const QString& message);  // the user must read it (a dialog)
+    void noticeRaised(const QString& message);   // worth saying, not blocking (status bar, log)
+
+private:
+    bool openStore();
+    bool drainRing();   // true when anything arrived
+    void finishRun();
+
+    QString m_storePath;
+    std::unique_ptr<RunStore> m_store;
+    std::unique_ptr<Session> m_session;
+    std::shared_ptr<TelemetryRing> m_ring;
+    std::shared_ptr<Recorder> m_recorder;
+    RunSeries m_series;
+    QTimer m_timer;
+    SessionState m_lastState = SessionState::created;
+    std::int64_t m_runId = -1;
+    std::int64_t m_reportedDrops = 0;
+    bool m_finished = true;  // no session, or its end has been handled
+};
+
+}  // namespace mantissa::ui

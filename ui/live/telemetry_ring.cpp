@@ -1,0 +1,34 @@
+// TelemetryRing: copies records into the rings on the training thread (see telemetry_ring.h).
+#include "live/telemetry_ring.h"
+
+namespace mantissa::ui {
+
+TelemetryRing::TelemetryRing(std::size_t layerCount, std::size_t stepCapacity, std::size_t noteCapacity)
+    : m_steps(stepCapacity), m_notes(noteCapacity) {
+    // Fill every slot once from this thread before any producer exists, reserving its layers.
+    for (std::size_t i = 0; i < m_steps.capacity(); ++i) {
+        m_steps.tryPush([&](StepPacket& p) { p.layers.reserve(layerCount); });
+        m_steps.tryPop([](StepPacket&) {});
+    }
+}
+
+void TelemetryRing::on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) {
+    const bool pushed = m_steps.tryPush([&](StepPacket& p) {
+        p.step = step;
+        p.layers.clear();
+        for (const auto& l : layers) p.layers.push_back(LayerSample::from(l));
+    });
+    if (!pushed) m_droppedSteps.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TelemetryRing::on_eval(const EvalRecord& eval) {
+    if (!m_notes.tryPush([&](NotePacket& p) { p = eval; }))
+        m_droppedNotes.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TelemetryRing::on_event(const Event& event) {
+    if (!m_notes.tryPush([&](NotePacket& p) { p = event; }))
+        m_droppedNotes.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace mantissa::ui

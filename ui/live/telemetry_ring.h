@@ -1,0 +1,60 @@
+// TelemetryRing: the GUI's TelemetrySink. The training thread copies each record into a slot of a
+// bounded lock-free ring and returns; the GUI thread drains the rings on its ~30 Hz timer.
+//
+// Never blocks training: when a ring is full (the GUI thread was stalled for thousands of steps),
+// the record is dropped and counted; droppedSteps() says how many so the window can say so. The
+// run store's Recorder is a separate sink and keeps every row, so a drop only thins the live view.
+// Steps (with their layer samples) and the rare evaluations/events travel in separate rings, so a
+// burst of steps never pushes out an event.
+//
+// Threads: on_step/on_eval/on_event on the training thread (the one producer); drain* and the
+// counters on the GUI thread (the one consumer).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "live/layer_sample.h"
+#include "live/spsc_ring.h"
+#include "train/telemetry.h"
+
+namespace mantissa::ui {
+
+struct StepPacket {
+    StepRecord step;
+    std::vector<LayerSample> layers;  // empty on steps without per-layer statistics
+};
+
+using NotePacket = std::variant<EvalRecord, Event>;
+
+class TelemetryRing final : public TelemetrySink {
+public:
+    // layerCount sizes each slot's layer vector up front, so steady-state pushes do not allocate.
+    explicit TelemetryRing(std::size_t layerCount, std::size_t stepCapacity = 4096,
+                           std::size_t noteCapacity = 4096);
+
+    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override;
+    void on_eval(const EvalRecord& eval) override;
+    void on_event(const Event& event) override;
+
+    // GUI thread. The callbacks get each packet by reference and may move out of it.
+    template <typename F>
+    std::size_t drainSteps(F&& f) { return m_steps.drain(f); }
+    template <typename F>
+    std::size_t drainNotes(F&& f) { return m_notes.drain(f); }
+
+    std::int64_t droppedSteps() const { return m_droppedSteps.load(std::memory_order_relaxed); }
+    std::int64_t droppedNotes() const { return m_droppedNotes.load(std::memory_order_relaxed); }
+    std::size_t stepCapacity() const { return m_steps.capacity(); }
+
+private:
+    SpscRing<StepPacket> m_steps;
+    SpscRing<NotePacket> m_notes;
+    std::atomic<std::int64_t> m_droppedSteps{0};
+    std::atomic<std::int64_t> m_droppedNotes{0};
+};
+
+}  // namespace mantissa::ui

@@ -1,0 +1,394 @@
+// MainWindow: places the panels and wires them to the run controller (see main_window.h).
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "charts/charts_panel.h"
+#include "error.h"
+#include "live/live_change.h"
+#include "live/run_controller.h"
+#include "live/store_location.h"
+#include "models/event_log_model.h"
+#include "models/layer_table_model.h"
+#include "panels/events_panel.h"
+#include "panels/experiment_panel.h"
+#include "panels/layers_panel.h"
+#include "panels/notice_bar.h"
+#include "panels/precision_panel.h"
+#include "panels/run_status_bar.h"
+
+namespace mantissa::ui {
+
+namespace {
+QDockWidget* makeDock(const QString& title, const QString& name, QWidget* content, QWidget* parent) {
+    auto* dock = new QDockWidget(title, parent);
+    dock->setObjectName(name);  // saveState() needs names
+    dock->setWidget(content);
+    return dock;
+}
+
+// A panel in a vertical scroll area that is never narrower than the panel, so a dock can be
+// short but never clips its controls.
+QWidget* scrollable(QWidget* content) {
+    auto* area = new QScrollArea;
+    area->setWidget(content);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    area->setMinimumWidth(content->minimumSizeHint().width() + area->verticalScrollBar()->sizeHint().width());
+    return area;
+}
+}  // namespace
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent), m_options(options) {
+    setWindowTitle(tr("Mantissa"));
+    m_controller = new RunController(this);
+    m_controller->setStorePath(options.storePath.isEmpty() ? defaultStorePath() : options.storePath);
+    m_layerModel = new LayerTableModel(this);
+    m_eventModel = new EventLogModel(this);
+    m_eventModel->setSeries(&m_controller->series());
+
+    m_experiment = new ExperimentPanel;
+    m_precision = new PrecisionPanel;
+    m_layers = new LayersPanel(m_layerModel);
+    m_events = new EventsPanel(m_eventModel);
+    m_charts = new ChartsPanel;
+    m_notice = new NoticeBar;
+    m_status = new RunStatusBar;
+
+    auto* central = new QWidget;
+    auto* centralLayout = new QVBoxLayout(central);
+    centralLayout->setContentsMargins(4, 4, 4, 0);
+    centralLayout->addWidget(m_notice);
+    centralLayout->addWidget(m_charts, 1);
+    setCentralWidget(central);
+    statusBar()->addPermanentWidget(m_status);
+
+    createActions();
+    createMenus();
+    createDocks();
+    connectController();
+
+    connect(m_layerModel, &LayerTableModel::precisionRequested, this,
+            [this](const QString& layer, LayerPrecision precision) {
+                m_precision->setLayerPrecision(layer.toStdString(), precision);
+                m_controller->post(command::SetLayerPrecision{layer.toStdString(), precision});
+            });
+    connect(m_precision, &PrecisionPanel::commandRequested, m_controller, &RunController::post);
+    connect(m_experiment, &ExperimentPanel::learningRateEdited, this,
+            [this](double lr) { m_controller->post(command::SetLearningRate{lr}); });
+    connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
+
+    m_charts->setSeries(&m_controller->series());
+    resize(1500, 950);
+    if (m_options.useSettings) restoreSettings();
+    updateActions();
+}
+
+MainWindow::~MainWindow() {
+    // A window destroyed without being closed still stops and records its run, before any widget
+    // goes; the views are not told (they are about to go).
+    m_controller->disconnect(this);
+    m_controller->shutdown();
+}
+
+void MainWindow::createActions() {
+    QStyle* s = style();
+    m_open = new QAction(s->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open…"), this);
+    m_open->setShortcut(QKeySequence::Open);
+    m_open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
+    m_save = new QAction(s->standardIcon(QStyle::SP_DialogSaveButton), tr("&Save…"), this);
+    m_save->setShortcut(QKeySequence::Save);
+    m_save->setToolTip(tr("Save the experiment, live changes included (Ctrl+S)"));
+    m_start = new QAction(s->standardIcon(QStyle::SP_MediaPlay), tr("&Start"), this);
+    m_start->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_start->setToolTip(tr("Start training this experiment (Ctrl+R)"));
+    m_pause = new QAction(s->standardIcon(QStyle::SP_MediaPause), tr("&Pause"), this);
+    m_pause->setShortcut(QKeySequence(Qt::Key_Space));
+    m_pause->setToolTip(tr("Pause or resume after the current step (Space)"));
+    m_stop = new QAction(s->standardIcon(QStyle::SP_MediaStop), tr("S&top"), this);
+    m_stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    m_stop->setToolTip(tr("Stop the run after the current step; it is recorded as stopped (Ctrl+.)"));
+    m_quit = new QAction(tr("&Quit"), this);
+    m_quit->setShortcut(QKeySequence::Quit);
+    m_resetCharts = new QAction(tr("&Reset charts"), this);
+    m_resetCharts->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    m_about = new QAction(tr("&About Mantissa"), this);
+    for (QAction* a : {m_open, m_save, m_start, m_pause, m_stop, m_quit, m_resetCharts})
+        a->setShortcutContext(Qt::WindowShortcut);
+
+    connect(m_open, &QAction::triggered, this, &MainWindow::openFromDialog);
+    connect(m_save, &QAction::triggered, this, &MainWindow::saveFromDialog);
+    connect(m_start, &QAction::triggered, this, &MainWindow::startRun);
+    connect(m_pause, &QAction::triggered, m_controller, &RunController::togglePause);
+    connect(m_stop, &QAction::triggered, m_controller, &RunController::stop);
+    connect(m_quit, &QAction::triggered, this, &QWidget::close);
+    connect(m_resetCharts, &QAction::triggered, m_charts, &ChartsPanel::resetView);
+    connect(m_about, &QAction::triggered, this, [this] {
+        QMessageBox::about(this, tr("About Mantissa"),
+                           tr("<b>Mantissa %1</b><p>A desktop lab for mixed-precision training: train a small "
+                              "network and change its precision while it trains.</p>")
+                               .arg(QStringLiteral(MANTISSA_VERSION)));
+    });
+    m_experiment->setActions(m_open, m_save, m_start, m_pause, m_stop);
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(m_open);
+    file->addAction(m_save);
+    file->addSeparator();
+    file->addAction(m_quit);
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(m_start);
+    run->addAction(m_pause);
+    run->addAction(m_stop);
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->setObjectName(QStringLiteral("viewMenu"));
+    view->addAction(m_resetCharts);
+    view->addSeparator();
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(m_about);
+
+    QToolBar* bar = addToolBar(tr("Run"));
+    bar->setObjectName(QStringLiteral("runToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->addAction(m_start);
+    bar->addAction(m_pause);
+    bar->addAction(m_stop);
+    bar->addSeparator();
+    bar->addAction(m_open);
+    bar->addAction(m_save);
+}
+
+void MainWindow::createDocks() {
+    m_experimentDock = makeDock(tr("Experiment"), QStringLiteral("experimentDock"), scrollable(m_experiment), this);
+    m_precisionDock = makeDock(tr("Precision"), QStringLiteral("precisionDock"), scrollable(m_precision), this);
+    m_layersDock = makeDock(tr("Layers"), QStringLiteral("layersDock"), m_layers, this);
+    m_eventsDock = makeDock(tr("Events"), QStringLiteral("eventsDock"), m_events, this);
+    addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
+    addDockWidget(Qt::RightDockWidgetArea, m_precisionDock);
+    addDockWidget(Qt::BottomDockWidgetArea, m_layersDock);
+    splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
+    resizeDocks({m_experimentDock, m_precisionDock}, {290, 270}, Qt::Horizontal);
+    resizeDocks({m_layersDock}, {210}, Qt::Vertical);
+    resizeDocks({m_layersDock, m_eventsDock}, {820, 680}, Qt::Horizontal);
+    if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
+        for (QDockWidget* d : {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock})
+            view->addAction(d->toggleViewAction());
+}
+
+void MainWindow::connectController() {
+    connect(m_controller, &RunController::runStarted, this, &MainWindow::onRunStarted);
+    connect(m_controller, &RunController::telemetryArrived, this, &MainWindow::onTelemetry);
+    connect(m_controller, &RunController::stateChanged, this, [this](SessionState state) {
+        updateActions();
+        if (state == SessionState::paused) statusBar()->showMessage(tr("Paused"));
+        if (state == SessionState::running) statusBar()->clearMessage();
+    });
+    connect(m_controller, &RunController::runFinished, this, &MainWindow::onRunFinished);
+    connect(m_controller, &RunController::errorOccurred, this, &MainWindow::showError);
+    connect(m_controller, &RunController::noticeRaised, this, &MainWindow::showNotice);
+}
+
+Experiment MainWindow::currentExperiment() const {
+    Experiment e = m_experiment->experiment();
+    e.precision = m_precision->precision();
+    return e;
+}
+
+void MainWindow::setExperiment(const Experiment& experiment) {
+    m_experiment->setExperiment(experiment);
+    m_precision->setPrecision(experiment.precision);
+    if (!experiment.lesson.title.empty())
+        showNotice(QStringLiteral("<b>%1</b> %2").arg(QString::fromStdString(experiment.lesson.title).toHtmlEscaped(),
+                                                      QString::fromStdString(experiment.lesson.text).toHtmlEscaped()));
+}
+
+bool MainWindow::openExperiment(const QString& path) {
+    try {
+        setExperiment(load_experiment(path.toStdString()));
+        m_experimentPath = path;
+        statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
+        return true;
+    } catch (const std::exception& e) {
+        showError(QString::fromStdString(e.what()));
+        return false;
+    }
+}
+
+bool MainWindow::saveExperiment(const QString& path) {
+    try {
+        save_experiment(currentExperiment(), path.toStdString());
+        m_experimentPath = path;
+        statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(path).fileName()), 5000);
+        return true;
+    } catch (const std::exception& e) {
+        showError(QString::fromStdString(e.what()));
+        return false;
+    }
+}
+
+void MainWindow::openFromDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), m_experimentPath,
+                                                      tr("Experiment files (*.json);;All files (*)"));
+    if (!path.isEmpty()) openExperiment(path);
+}
+
+void MainWindow::saveFromDialog() {
+    QString suggestion = m_experimentPath;
+    if (suggestion.isEmpty()) suggestion = QString::fromStdString(currentExperiment().name) + QStringLiteral(".json");
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save experiment"), suggestion,
+                                                      tr("Experiment files (*.json);;All files (*)"));
+    if (!path.isEmpty()) saveExperiment(path);
+}
+
+bool MainWindow::startRun() {
+    m_lastError.clear();
+    QApplication::setOverrideCursor(Qt::WaitCursor);  // loading a dataset can take a moment
+    const bool started = m_controller->start(currentExperiment());
+    QApplication::restoreOverrideCursor();
+    return started;
+}
+
+void MainWindow::applyLiveSetting(const std::string& assignment) {
+    if (!m_controller->active()) throw Error("\"" + assignment + "\" needs a running session.");
+    std::vector<std::string> layers;
+    for (const auto& l : m_controller->layers()) layers.push_back(l.name);
+    const LiveChange change = planLiveChange(currentExperiment(), layers, assignment);
+    // Layer precision goes through the table, exactly as a pick in its combo box does.
+    for (const auto& [layer, precision] : change.layers)
+        m_layerModel->setData(m_layerModel->index(m_layerModel->rowOf(QString::fromStdString(layer)),
+                                                  LayerTableModel::Precision),
+                              QString::fromLatin1(layer_precision_name(precision)));
+    for (const Command& c : change.commands) m_controller->post(c);
+    m_precision->setPrecision(change.after.precision);  // the panels show what is now in effect
+    m_experiment->setExperiment(change.after);
+}
+
+void MainWindow::onRunStarted() {
+    const Experiment e = m_controller->session()->experiment();
+    m_layerModel->setLayers(m_controller->layers(), e.precision.layers);
+    m_eventModel->setSeries(&m_controller->series());
+    m_charts->setSeries(&m_controller->series());
+    std::vector<std::string> names;
+    for (const auto& l : m_controller->layers()) names.push_back(l.name);
+    m_precision->setLive(true, names);
+    m_experiment->setRunning(true);
+    m_status->update(*m_controller);
+    statusBar()->showMessage(m_controller->runId() >= 0
+                                 ? tr("Recording run %1 in %2").arg(m_controller->runId()).arg(m_controller->storePath())
+                                 : tr("Training (not recorded)"),
+                             8000);
+    updateActions();
+    if (m_options.useSettings) saveSettings();
+}
+
+void MainWindow::refreshViews() {
+    m_charts->redrawNow(true);
+    m_layerModel->update(m_controller->series());
+    m_eventModel->sync();
+    m_status->update(*m_controller);
+}
+
+void MainWindow::onTelemetry() {
+    m_eventModel->sync();
+    m_charts->refresh();  // paces itself
+    // The table and the status bar change every step; a person reads them a few times a second.
+    if (!m_viewClock.isValid() || m_viewClock.elapsed() >= viewUpdateIntervalMs) {
+        m_viewClock.start();
+        m_layerModel->update(m_controller->series());
+        m_status->update(*m_controller);
+    }
+}
+
+void MainWindow::onRunFinished(SessionState s, const QString& error) {
+    std::vector<std::string> names;
+    for (const auto& l : m_controller->layers()) names.push_back(l.name);
+    m_precision->setLive(false, names);
+    m_experiment->setRunning(false);
+    refreshViews();  // the run's last steps, whatever the live pacing skipped
+    updateActions();
+    if (s == SessionState::failed)
+        showError(tr("The run failed: %1").arg(error));
+    else
+        statusBar()->showMessage(s == SessionState::completed ? tr("Run completed") : tr("Run stopped"), 10000);
+}
+
+void MainWindow::updateActions() {
+    const bool active = m_controller->active();
+    m_start->setEnabled(!active);
+    m_open->setEnabled(!active);
+    m_pause->setEnabled(active);
+    m_stop->setEnabled(active);
+    const bool paused = active && m_controller->state() == SessionState::paused;
+    m_pause->setText(paused ? tr("&Resume") : tr("&Pause"));
+    m_pause->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+}
+
+void MainWindow::showError(const QString& message) {
+    m_lastError = message;
+    // Window-modal but not blocking: open() returns at once, so runs, timers and tests go on.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Mantissa"), message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void MainWindow::showNotice(const QString& message) {
+    m_notice->showNotice(message);
+    statusBar()->showMessage(QString(message).remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    // Stop the session, join it and finish its recording (`stopped`) before any widget goes.
+    m_controller->shutdown();
+    if (m_options.useSettings) saveSettings();
+    event->accept();
+}
+
+void MainWindow::restoreSettings() {
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_charts->setSmoothingWeight(settings.value(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight()).toDouble());
+    m_charts->setLogLoss(settings.value(QStringLiteral("charts/logLoss"), false).toBool());
+    m_experimentPath = settings.value(QStringLiteral("experiment/path")).toString();
+    const QString json = settings.value(QStringLiteral("experiment/last")).toString();
+    if (json.isEmpty()) return;
+    try {
+        setExperiment(experiment_from_json(nlohmann::json::parse(json.toStdString())));
+    } catch (const std::exception& e) {
+        showNotice(tr("The last experiment could not be restored (%1); the defaults are shown.")
+                       .arg(QString::fromStdString(e.what())));
+    }
+}
+
+void MainWindow::saveSettings() const {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight());
+    settings.setValue(QStringLiteral("charts/logLoss"), m_charts->lossChart()->logarithmic());
+    settings.setValue(QStringLiteral("experiment/path"), m_experimentPath);
+    settings.setValue(QStringLiteral("experiment/last"),
+                      QString::fromStdString(experiment_to_json(currentExperiment()).dump()));
+}
+
+}  // namespace mantissa::ui

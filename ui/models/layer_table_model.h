@@ -1,0 +1,74 @@
+// LayerTableModel: one row per layer of the running model, with its precision setting (editable:
+// the edit is a request that the controller posts to the session, applied at the next step) and
+// the latest per-layer telemetry: gradient amax, underflow fraction, non-finite count and
+// lost-update fraction. Cells that signal trouble are coloured (amber: worth a look; red: the
+// layer is losing its signal), with a tooltip saying why.
+//
+// GUI thread only. Live columns are refreshed from a RunSeries by update(), which emits
+// dataChanged for the live columns only.
+#pragma once
+
+#include <QAbstractTableModel>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "live/layer_sample.h"
+#include "train/experiment.h"
+#include "train/session.h"
+
+namespace mantissa::ui {
+
+class RunSeries;
+
+class LayerTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Name, Shape, Parameters, Precision, Memory, GradAmax, Underflow, NonFinite, LostUpdates, ColumnCount };
+
+    // Thresholds for the trouble colours (fractions).
+    static constexpr double underflowWarn = 0.01, underflowBad = 0.10;
+    static constexpr double lostWarn = 0.10, lostBad = 0.50;
+
+    explicit LayerTableModel(QObject* parent = nullptr);
+
+    // A new model: its layers and the precision each was started with (absent: auto).
+    void setLayers(const std::vector<LayerInfo>& layers, const std::map<std::string, LayerPrecision>& settings);
+    void clear();
+    // Takes the latest per-layer samples.
+    void update(const RunSeries& series);
+
+    // The setting of a layer (what the user asked for; the format in effect is in the samples).
+    LayerPrecision setting(int row) const { return m_rows[static_cast<std::size_t>(row)].setting; }
+    QString layerName(int row) const;
+    int rowOf(const QString& layer) const;  // -1 when absent
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    Qt::ItemFlags flags(const QModelIndex& index) const override;
+    // Precision column, EditRole, a name ("fp16"): records the setting and emits precisionRequested.
+    bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+
+signals:
+    void precisionRequested(const QString& layer, mantissa::LayerPrecision precision);
+
+private:
+    struct Row {
+        LayerInfo info;
+        LayerPrecision setting = LayerPrecision::automatic;
+        std::optional<LayerSample> sample;
+    };
+    enum class Trouble { none, warn, bad };
+    Trouble trouble(const Row& row, int column, QString* why) const;
+
+    std::vector<Row> m_rows;
+};
+
+// Human-readable bytes: "12.5 KiB".
+QString formatBytes(double bytes);
+
+}  // namespace mantissa::ui

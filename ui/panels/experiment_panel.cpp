@@ -1,0 +1,245 @@
+// ExperimentPanel: the experiment form (see experiment_panel.h).
+#include "panels/experiment_panel.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleValidator>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QRegularExpressionValidator>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace mantissa::ui {
+
+namespace {
+const QStringList datasetKinds = {"fashion-mnist", "mnist", "idx", "csv", "spirals", "blobs", "sine"};
+bool usesPath(const QString& kind) { return kind == "fashion-mnist" || kind == "mnist" || kind == "idx" || kind == "csv"; }
+
+template <typename Enum>
+void addEnumItem(QComboBox* combo, const char* name, Enum value) {
+    combo->addItem(QString::fromLatin1(name), static_cast<int>(value));
+}
+template <typename Enum>
+void selectEnum(QComboBox* combo, Enum value) {
+    combo->setCurrentIndex(std::max(0, combo->findData(static_cast<int>(value))));
+}
+template <typename Enum>
+Enum selectedEnum(const QComboBox* combo) {
+    return static_cast<Enum>(combo->currentData().toInt());
+}
+void selectText(QComboBox* combo, const QString& text) {
+    int i = combo->findText(text);
+    if (i < 0 && combo->isEditable()) {
+        combo->addItem(text);
+        i = combo->count() - 1;
+    }
+    combo->setCurrentIndex(std::max(0, i));
+}
+}  // namespace
+
+ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
+    m_name = new QLineEdit;
+    m_name->setToolTip(tr("The run's name in the store and in the run list."));
+
+    m_datasetKind = new QComboBox;
+    m_datasetKind->addItems(datasetKinds);
+    m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CSV reads a table; spirals, blobs "
+                                 "and sine are generated from the seed."));
+    m_datasetPath = new QLineEdit;
+    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds) or file (CSV)."));
+    m_browse = new QToolButton;
+    m_browse->setText(QStringLiteral("…"));
+    m_browse->setToolTip(tr("Choose the dataset's folder or file."));
+    m_samples = new QSpinBox;
+    m_samples->setRange(10, 10'000'000);
+    m_samples->setToolTip(tr("Number of samples a synthetic dataset generates."));
+
+    m_hidden = new QLineEdit;
+    m_hidden->setValidator(new QRegularExpressionValidator(
+        QRegularExpression(QStringLiteral(R"(^\s*(\d+\s*(,\s*\d+\s*)*)?$)")), m_hidden));
+    m_hidden->setToolTip(tr("Widths of the hidden layers, comma-separated (\"256, 128\"); empty: a linear model."));
+    m_activation = new QComboBox;
+    for (Activation a : {Activation::relu, Activation::gelu, Activation::tanh})
+        addEnumItem(m_activation, activation_name(a), a);
+
+    m_optimizer = new QComboBox;
+    for (OptimizerKind o : {OptimizerKind::adamw, OptimizerKind::sgd}) addEnumItem(m_optimizer, optimizer_name(o), o);
+    m_lr = new QLineEdit;
+    auto* lrValidator = new QDoubleValidator(1e-12, 100.0, 12, m_lr);
+    lrValidator->setNotation(QDoubleValidator::ScientificNotation);
+    lrValidator->setLocale(QLocale::c());
+    m_lr->setValidator(lrValidator);
+    m_lr->setToolTip(tr("Learning rate (e.g. 0.001 or 1e-3); during a run, Enter applies it at the next step."));
+    m_schedule = new QComboBox;
+    addEnumItem(m_schedule, "constant", LrSchedule::constant);
+    addEnumItem(m_schedule, "cosine", LrSchedule::cosine);
+    m_batch = new QSpinBox;
+    m_batch->setRange(1, 65536);
+    m_epochs = new QSpinBox;
+    m_epochs->setRange(1, 100000);
+    m_steps = new QSpinBox;
+    m_steps->setRange(0, 2'000'000'000);
+    m_steps->setSpecialValueText(tr("use epochs"));
+    m_steps->setToolTip(tr("Optimizer steps to run; 0 runs the number of epochs instead."));
+    m_seed = new QSpinBox;
+    m_seed->setRange(0, 2'000'000'000);
+    m_seed->setToolTip(tr("Seeds initialisation, shuffling and synthetic data: the same seed gives the same run."));
+    m_backend = new QComboBox;
+    m_backend->addItems({"auto", "cpu", "cuda"});
+    m_backend->setToolTip(tr("auto uses the GPU when one is usable and the CPU otherwise."));
+    m_device = new QSpinBox;
+    m_device->setRange(0, 63);
+    m_device->setToolTip(tr("The GPU's index (CUDA backend)."));
+
+    for (int i = 0; i < 5; ++i) {
+        m_buttons[i] = new QToolButton;
+        m_buttons[i]->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        m_buttons[i]->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    }
+    auto* runRow = new QHBoxLayout;
+    for (int i = 2; i < 5; ++i) runRow->addWidget(m_buttons[i]);
+    auto* fileRow = new QHBoxLayout;
+    fileRow->addWidget(m_buttons[0]);
+    fileRow->addWidget(m_buttons[1]);
+
+    auto* pathRow = new QHBoxLayout;
+    pathRow->setContentsMargins(0, 0, 0, 0);
+    pathRow->addWidget(m_datasetPath, 1);
+    pathRow->addWidget(m_browse);
+
+    auto* data = new QGroupBox(tr("Dataset"));
+    auto* dataForm = new QFormLayout(data);
+    dataForm->addRow(tr("Kind"), m_datasetKind);
+    dataForm->addRow(tr("Path"), pathRow);
+    dataForm->addRow(tr("Samples"), m_samples);
+
+    auto* model = new QGroupBox(tr("Model (MLP)"));
+    auto* modelForm = new QFormLayout(model);
+    modelForm->addRow(tr("Hidden"), m_hidden);
+    modelForm->addRow(tr("Activation"), m_activation);
+
+    auto* train = new QGroupBox(tr("Training"));
+    auto* trainForm = new QFormLayout(train);
+    trainForm->addRow(tr("Optimizer"), m_optimizer);
+    trainForm->addRow(tr("Learning rate"), m_lr);
+    trainForm->addRow(tr("Schedule"), m_schedule);
+    trainForm->addRow(tr("Batch size"), m_batch);
+    trainForm->addRow(tr("Epochs"), m_epochs);
+    trainForm->addRow(tr("Steps"), m_steps);
+    trainForm->addRow(tr("Seed"), m_seed);
+
+    auto* backend = new QGroupBox(tr("Backend"));
+    auto* backendForm = new QFormLayout(backend);
+    backendForm->addRow(tr("Backend"), m_backend);
+    backendForm->addRow(tr("Device"), m_device);
+
+    auto* nameForm = new QFormLayout;
+    nameForm->addRow(tr("Name"), m_name);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(runRow);
+    layout->addLayout(fileRow);
+    layout->addLayout(nameForm);
+    layout->addWidget(data);
+    layout->addWidget(model);
+    layout->addWidget(train);
+    layout->addWidget(backend);
+    layout->addStretch(1);
+
+    m_setupControls = {m_name,    m_datasetKind, m_datasetPath, m_browse, m_samples, m_hidden,  m_activation,
+                       m_optimizer, m_schedule,  m_batch,       m_epochs, m_steps,   m_seed,    m_backend,
+                       m_device};
+
+    connect(m_datasetKind, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
+    connect(m_backend, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
+    connect(m_browse, &QToolButton::clicked, this, &ExperimentPanel::browseDataset);
+    connect(m_lr, &QLineEdit::editingFinished, this, [this] {
+        bool ok = false;
+        const double lr = QLocale::c().toDouble(m_lr->text(), &ok);
+        if (m_running && ok && lr > 0) emit learningRateEdited(lr);
+    });
+    setExperiment(Experiment{});
+}
+
+void ExperimentPanel::setActions(QAction* open, QAction* save, QAction* start, QAction* pause, QAction* stop) {
+    QAction* actions[5] = {open, save, start, pause, stop};
+    for (int i = 0; i < 5; ++i) m_buttons[i]->setDefaultAction(actions[i]);
+}
+
+void ExperimentPanel::setExperiment(const Experiment& e) {
+    m_experiment = e;
+    m_name->setText(QString::fromStdString(e.name));
+    m_datasetKind->setCurrentIndex(std::max(0, static_cast<int>(datasetKinds.indexOf(QString::fromStdString(e.dataset.kind)))));
+    m_datasetPath->setText(QString::fromStdString(e.dataset.path));
+    m_samples->setValue(static_cast<int>(std::min<std::int64_t>(e.dataset.samples, m_samples->maximum())));
+    QStringList widths;
+    for (int w : e.model.hidden) widths << QString::number(w);
+    m_hidden->setText(widths.join(QStringLiteral(", ")));
+    selectEnum(m_activation, e.model.activation);
+    selectEnum(m_optimizer, e.train.optimizer);
+    m_lr->setText(QLocale::c().toString(e.train.lr, 'g', 6));
+    selectEnum(m_schedule, e.train.schedule);
+    m_batch->setValue(e.train.batch_size);
+    m_epochs->setValue(e.train.epochs);
+    m_steps->setValue(static_cast<int>(std::min<std::int64_t>(e.train.steps, m_steps->maximum())));
+    m_seed->setValue(static_cast<int>(std::min<std::uint64_t>(e.train.seed, 2'000'000'000)));
+    selectText(m_backend, QString::fromStdString(e.backend));
+    m_device->setValue(e.device);
+    updateDatasetControls();
+}
+
+Experiment ExperimentPanel::experiment() const {
+    Experiment e = m_experiment;
+    const QString name = m_name->text().trimmed();
+    if (!name.isEmpty()) e.name = name.toStdString();
+    e.dataset.kind = m_datasetKind->currentText().toStdString();
+    e.dataset.path = m_datasetPath->text().trimmed().toStdString();
+    e.dataset.samples = m_samples->value();
+    e.model.hidden.clear();
+    for (const QString& w : m_hidden->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (const int v = w.trimmed().toInt(); v > 0) e.model.hidden.push_back(v);
+    e.model.activation = selectedEnum<Activation>(m_activation);
+    e.train.optimizer = selectedEnum<OptimizerKind>(m_optimizer);
+    bool ok = false;
+    const double lr = QLocale::c().toDouble(m_lr->text(), &ok);
+    if (ok && lr > 0) e.train.lr = lr;
+    e.train.schedule = selectedEnum<LrSchedule>(m_schedule);
+    e.train.batch_size = m_batch->value();
+    e.train.epochs = m_epochs->value();
+    e.train.steps = m_steps->value();
+    e.train.seed = static_cast<std::uint64_t>(m_seed->value());
+    e.backend = m_backend->currentText().toStdString();
+    e.device = m_device->value();
+    return e;
+}
+
+void ExperimentPanel::setRunning(bool running) {
+    m_running = running;
+    for (QWidget* w : m_setupControls) w->setEnabled(!running);
+    if (!running) updateDatasetControls();
+}
+
+void ExperimentPanel::updateDatasetControls() {
+    if (m_running) return;
+    const QString kind = m_datasetKind->currentText();
+    m_datasetPath->setEnabled(usesPath(kind));
+    m_browse->setEnabled(usesPath(kind));
+    m_samples->setEnabled(!usesPath(kind));
+    m_device->setEnabled(m_backend->currentText() != QLatin1String("cpu"));
+}
+
+void ExperimentPanel::browseDataset() {
+    const QString current = m_datasetPath->text();
+    const QString chosen =
+        m_datasetKind->currentText() == QLatin1String("csv")
+            ? QFileDialog::getOpenFileName(this, tr("Choose a CSV file"), current, tr("CSV files (*.csv);;All files (*)"))
+            : QFileDialog::getExistingDirectory(this, tr("Choose the dataset's folder"), current);
+    if (!chosen.isEmpty()) m_datasetPath->setText(chosen);
+}
+
+}  // namespace mantissa::ui

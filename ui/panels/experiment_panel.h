@@ -1,0 +1,67 @@
+// ExperimentPanel: the form for what a run trains (dataset, model, optimizer and schedule, budget,
+// seed, backend) and the buttons that open/save the experiment file and start, pause/resume and
+// stop a run. It holds the whole Experiment it was given, so keys without a control here (the
+// lesson, FP8 details, eval_every...) survive an open/edit/save round trip; the precision part is
+// the PrecisionPanel's.
+//
+// While a run is going the form is read-only, except the learning rate, which the session can
+// change live (learningRateEdited). GUI thread only.
+#pragma once
+
+#include <QWidget>
+
+#include "train/experiment.h"
+
+class QAction;
+class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QSpinBox;
+class QToolButton;
+class QGroupBox;
+
+namespace mantissa::ui {
+
+class ExperimentPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ExperimentPanel(QWidget* parent = nullptr);
+
+    void setExperiment(const Experiment& experiment);
+    // The given experiment with this form's values; its precision is left as it was.
+    Experiment experiment() const;
+
+    // Buttons for the main window's actions (which carry the shortcuts).
+    void setActions(QAction* open, QAction* save, QAction* start, QAction* pause, QAction* stop);
+    void setRunning(bool running);
+
+signals:
+    void learningRateEdited(double lr);  // while running: apply it live
+
+private:
+    void updateDatasetControls();
+    void browseDataset();
+
+    Experiment m_experiment;
+    bool m_running = false;
+    QLineEdit* m_name = nullptr;
+    QComboBox* m_datasetKind = nullptr;
+    QLineEdit* m_datasetPath = nullptr;
+    QToolButton* m_browse = nullptr;
+    QSpinBox* m_samples = nullptr;
+    QLineEdit* m_hidden = nullptr;
+    QComboBox* m_activation = nullptr;
+    QComboBox* m_optimizer = nullptr;
+    QLineEdit* m_lr = nullptr;
+    QComboBox* m_schedule = nullptr;
+    QSpinBox* m_batch = nullptr;
+    QSpinBox* m_epochs = nullptr;
+    QSpinBox* m_steps = nullptr;
+    QSpinBox* m_seed = nullptr;
+    QComboBox* m_backend = nullptr;
+    QSpinBox* m_device = nullptr;
+    QList<QWidget*> m_setupControls;  // disabled while a run is going
+    QToolButton* m_buttons[5] = {};
+};
+
+}  // namespace mantissa::ui

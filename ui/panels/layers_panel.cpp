@@ -1,0 +1,32 @@
+// LayersPanel: a table view over LayerTableModel (see layers_panel.h).
+#include "panels/layers_panel.h"
+
+#include <QHeaderView>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "models/layer_table_model.h"
+#include "models/precision_delegate.h"
+
+namespace mantissa::ui {
+
+LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(parent) {
+    m_view = new QTableView;
+    m_view->setModel(model);
+    m_view->setItemDelegateForColumn(LayerTableModel::Precision, new PrecisionDelegate(m_view));
+    m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::SelectedClicked |
+                            QAbstractItemView::EditKeyPressed);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->verticalHeader()->setVisible(false);
+    m_view->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setStretchLastSection(false);  // a coloured cell stays cell-sized
+    m_view->setAlternatingRowColors(true);
+    m_view->setToolTip(tr("Double-click a layer's precision to change it live."));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_view);
+}
+
+}  // namespace mantissa::ui

@@ -1,0 +1,191 @@
+// PrecisionPanel: the live precision controls (see precision_panel.h).
+#include "panels/precision_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace mantissa::ui {
+
+PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
+    m_autocast = new QComboBox;
+    for (Autocast a : {Autocast::off, Autocast::fp16, Autocast::bf16})
+        m_autocast->addItem(QString::fromLatin1(autocast_name(a)), static_cast<int>(a));
+    m_autocast->setToolTip(tr("Runs the layers set to auto (their matmuls) in FP16 or BF16 while softmax, losses "
+                              "and norms stay FP32; watch the loss, the underflow chart and the memory chart."));
+
+    m_master = new QCheckBox(tr("FP32 master weights"));
+    m_master->setToolTip(tr("Keeps an FP32 copy of the weights for the optimizer so small updates are not rounded "
+                            "away; watch the Lost updates column and the master-weights band on the memory chart."));
+
+    m_mode = new QComboBox;
+    for (LossScalingMode m : {LossScalingMode::off, LossScalingMode::fixed, LossScalingMode::dynamic})
+        m_mode->addItem(QString::fromLatin1(loss_scaling_mode_name(m)), static_cast<int>(m));
+    m_mode->setToolTip(tr("Multiplies the loss before backward so small low-precision gradients stay representable "
+                          "(dynamic backs off after overflows); watch the loss-scale and underflow charts."));
+    m_scaleLabel = new QLabel;
+    m_scale = new QDoubleSpinBox;
+    m_scale->setDecimals(0);
+    m_scale->setRange(1, 4294967296.0);  // 2^32
+    m_scale->setToolTip(tr("The fixed scale (static) or the starting scale (dynamic); too large overflows (red "
+                           "markers), too small lets gradients underflow."));
+    m_growth = new QDoubleSpinBox;
+    m_growth->setDecimals(2);
+    m_growth->setRange(1.01, 64);
+    m_growth->setToolTip(tr("Dynamic scaling multiplies the scale by this after a run of clean steps; watch the "
+                            "scale chart climb in steps."));
+    m_backoff = new QDoubleSpinBox;
+    m_backoff->setDecimals(3);
+    m_backoff->setRange(0.001, 0.999);
+    m_backoff->setSingleStep(0.05);
+    m_backoff->setToolTip(tr("Dynamic scaling multiplies the scale by this after an overflow and skips that step; "
+                             "watch the red markers and the drops on the scale chart."));
+    m_interval = new QSpinBox;
+    m_interval->setRange(1, 10'000'000);
+    m_interval->setToolTip(tr("Clean steps dynamic scaling waits before growing the scale; shorter means more "
+                              "probing overflows on the scale chart."));
+
+    m_injectLayer = new QComboBox;
+    m_injectLayer->setToolTip(tr("The layer whose weight gradient receives the injected value."));
+    m_injectValue = new QComboBox;
+    m_injectValue->addItem(QStringLiteral("inf"), std::numeric_limits<double>::infinity());
+    m_injectValue->addItem(QStringLiteral("NaN"), std::numeric_limits<double>::quiet_NaN());
+    m_injectValue->setToolTip(tr("The non-finite value to inject."));
+    m_inject = new QPushButton(tr("Inject overflow"));
+    m_inject->setToolTip(tr("Puts an inf or NaN into the chosen layer's gradient at the next step, as a real "
+                            "overflow would; watch for the red marker, the skipped step and the scale halving."));
+    m_inject->setEnabled(false);
+    m_inject->setObjectName(QStringLiteral("injectOverflow"));
+    m_injectLayer->setObjectName(QStringLiteral("injectLayer"));
+    m_autocast->setObjectName(QStringLiteral("autocast"));
+    m_mode->setObjectName(QStringLiteral("lossScalingMode"));
+
+    auto* compute = new QGroupBox(tr("Compute"));
+    auto* computeForm = new QFormLayout(compute);
+    computeForm->addRow(tr("Autocast"), m_autocast);
+    computeForm->addRow(m_master);
+
+    auto* scaling = new QGroupBox(tr("Loss scaling"));
+    auto* scalingForm = new QFormLayout(scaling);
+    scalingForm->addRow(tr("Mode"), m_mode);
+    scalingForm->addRow(m_scaleLabel, m_scale);
+    scalingForm->addRow(tr("Growth factor"), m_growth);
+    scalingForm->addRow(tr("Backoff factor"), m_backoff);
+    scalingForm->addRow(tr("Growth interval"), m_interval);
+
+    auto* demo = new QGroupBox(tr("Demonstrate an overflow"));
+    auto* demoLayout = new QVBoxLayout(demo);
+    auto* pick = new QHBoxLayout;
+    pick->addWidget(m_injectLayer, 1);
+    pick->addWidget(m_injectValue);
+    demoLayout->addLayout(pick);
+    demoLayout->addWidget(m_inject);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(compute);
+    layout->addWidget(scaling);
+    layout->addWidget(demo);
+    layout->addStretch(1);
+
+    connect(m_autocast, &QComboBox::activated, this, [this] {
+        readControls();
+        if (m_live) emit commandRequested(command::SetAutocast{m_spec.autocast});
+    });
+    connect(m_master, &QCheckBox::toggled, this, [this] {
+        if (m_updating) return;
+        readControls();
+        if (m_live) emit commandRequested(command::SetMasterWeights{m_spec.master_weights});
+    });
+    connect(m_mode, &QComboBox::activated, this, [this] {
+        readControls();
+        updateScalingControls();
+        sendScaling();
+    });
+    for (QAbstractSpinBox* box : {static_cast<QAbstractSpinBox*>(m_scale), static_cast<QAbstractSpinBox*>(m_growth),
+                                  static_cast<QAbstractSpinBox*>(m_backoff), static_cast<QAbstractSpinBox*>(m_interval)})
+        connect(box, &QAbstractSpinBox::editingFinished, this, [this] {
+            const LossScalingSpec before = m_spec.loss_scaling;
+            readControls();
+            const LossScalingSpec& after = m_spec.loss_scaling;
+            if (before.init_scale != after.init_scale || before.growth_factor != after.growth_factor ||
+                before.backoff_factor != after.backoff_factor || before.growth_interval != after.growth_interval)
+                sendScaling();
+        });
+    connect(m_inject, &QPushButton::clicked, this, &PrecisionPanel::inject);
+    setPrecision(PrecisionSpec{});
+}
+
+void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
+    m_updating = true;
+    m_spec = precision;
+    m_autocast->setCurrentIndex(std::max(0, m_autocast->findData(static_cast<int>(precision.autocast))));
+    m_master->setChecked(precision.master_weights);
+    const LossScalingSpec& s = precision.loss_scaling;
+    m_mode->setCurrentIndex(std::max(0, m_mode->findData(static_cast<int>(s.mode))));
+    m_scale->setValue(s.init_scale);
+    m_growth->setValue(s.growth_factor);
+    m_backoff->setValue(s.backoff_factor);
+    m_interval->setValue(static_cast<int>(std::min<std::int64_t>(s.growth_interval, m_interval->maximum())));
+    updateScalingControls();
+    m_updating = false;
+}
+
+void PrecisionPanel::setLayerPrecision(const std::string& layer, LayerPrecision precision) {
+    if (precision == LayerPrecision::automatic)
+        m_spec.layers.erase(layer);
+    else
+        m_spec.layers[layer] = precision;
+}
+
+void PrecisionPanel::setLive(bool live, const std::vector<std::string>& layers) {
+    m_live = live;
+    const QString current = m_injectLayer->currentText();
+    m_injectLayer->clear();
+    for (const auto& l : layers) m_injectLayer->addItem(QString::fromStdString(l));
+    if (const int i = m_injectLayer->findText(current); i >= 0) m_injectLayer->setCurrentIndex(i);
+    m_inject->setEnabled(live && !layers.empty());
+    m_injectLayer->setEnabled(live);
+    m_injectValue->setEnabled(live);
+}
+
+void PrecisionPanel::readControls() {
+    if (m_updating) return;
+    m_spec.autocast = static_cast<Autocast>(m_autocast->currentData().toInt());
+    m_spec.master_weights = m_master->isChecked();
+    LossScalingSpec& s = m_spec.loss_scaling;
+    s.mode = static_cast<LossScalingMode>(m_mode->currentData().toInt());
+    s.init_scale = m_scale->value();
+    s.growth_factor = m_growth->value();
+    s.backoff_factor = m_backoff->value();
+    s.growth_interval = m_interval->value();
+}
+
+void PrecisionPanel::updateScalingControls() {
+    const auto mode = static_cast<LossScalingMode>(m_mode->currentData().toInt());
+    m_scaleLabel->setText(mode == LossScalingMode::fixed ? tr("Scale") : tr("Initial scale"));
+    m_scale->setEnabled(mode != LossScalingMode::off);
+    for (QWidget* w : {static_cast<QWidget*>(m_growth), static_cast<QWidget*>(m_backoff),
+                       static_cast<QWidget*>(m_interval)})
+        w->setEnabled(mode == LossScalingMode::dynamic);
+}
+
+void PrecisionPanel::sendScaling() {
+    if (m_live) emit commandRequested(command::SetLossScaling{m_spec.loss_scaling});
+}
+
+void PrecisionPanel::inject() {
+    if (!m_live || m_injectLayer->currentIndex() < 0) return;
+    emit commandRequested(command::InjectNonFinite{m_injectLayer->currentText().toStdString(),
+                                                   static_cast<float>(m_injectValue->currentData().toDouble())});
+}
+
+}  // namespace mantissa::ui

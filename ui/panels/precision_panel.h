@@ -1,0 +1,62 @@
+// PrecisionPanel: autocast, FP32 master weights, loss scaling (mode and parameters) and "Inject
+// overflow". Before a run it edits the experiment's precision; during a run every change is also
+// sent to the session as a command (commandRequested), applied at the next step and recorded there
+// as a setting_change event. Each control's tooltip says in one sentence what it does and what to
+// watch on the charts.
+//
+// It holds the whole PrecisionSpec (per-layer settings, FP8 and min/max scale included), so what
+// has no control here survives. GUI thread only.
+#pragma once
+
+#include <QWidget>
+
+#include "train/session.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace mantissa::ui {
+
+class PrecisionPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit PrecisionPanel(QWidget* parent = nullptr);
+
+    void setPrecision(const PrecisionSpec& precision);
+    PrecisionSpec precision() const { return m_spec; }
+    // Keeps the per-layer table's edits in the spec, so they are saved and reused.
+    void setLayerPrecision(const std::string& layer, LayerPrecision precision);
+
+    // live: changes are also sent as commands. Layers: the choices for "Inject overflow".
+    void setLive(bool live, const std::vector<std::string>& layers = {});
+
+signals:
+    void commandRequested(const mantissa::Command& command);
+
+private:
+    void readControls();         // controls -> m_spec
+    void updateScalingControls();
+    void sendScaling();
+    void inject();
+
+    PrecisionSpec m_spec;
+    bool m_live = false;
+    bool m_updating = false;     // true while setPrecision fills the controls
+    QComboBox* m_autocast = nullptr;
+    QCheckBox* m_master = nullptr;
+    QComboBox* m_mode = nullptr;
+    QLabel* m_scaleLabel = nullptr;
+    QDoubleSpinBox* m_scale = nullptr;
+    QDoubleSpinBox* m_growth = nullptr;
+    QDoubleSpinBox* m_backoff = nullptr;
+    QSpinBox* m_interval = nullptr;
+    QComboBox* m_injectLayer = nullptr;
+    QComboBox* m_injectValue = nullptr;
+    QPushButton* m_inject = nullptr;
+};
+
+}  // namespace mantissa::ui

@@ -1,0 +1,65 @@
+// RunStatusBar: labels fed from the controller's series (see run_status_bar.h).
+#include "panels/run_status_bar.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+
+#include <cmath>
+
+#include "live/run_controller.h"
+
+namespace mantissa::ui {
+
+QString formatDuration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("—");
+    const auto s = static_cast<long long>(std::llround(seconds));
+    const long long h = s / 3600, m = (s / 60) % 60, sec = s % 60;
+    if (h > 0) return QStringLiteral("%1:%2:%3").arg(h).arg(m, 2, 10, QLatin1Char('0')).arg(sec, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2").arg(m).arg(sec, 2, 10, QLatin1Char('0'));
+}
+
+RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(16);
+    for (QLabel** l : {&m_device, &m_step, &m_epoch, &m_rate, &m_elapsed, &m_remaining}) {
+        *l = new QLabel;
+        layout->addWidget(*l);
+    }
+    m_device->setToolTip(tr("The backend and device training runs on."));
+    m_rate->setToolTip(tr("Training samples per second, averaged over the last few hundred steps."));
+    m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps."));
+    clear();
+}
+
+void RunStatusBar::clear() {
+    m_device->setText(tr("no run"));
+    for (QLabel* l : {m_step, m_epoch, m_rate, m_elapsed, m_remaining}) l->clear();
+}
+
+void RunStatusBar::update(const RunController& c) {
+    const Session* session = c.session();
+    if (!session) {
+        clear();
+        return;
+    }
+    const QLocale locale;
+    m_device->setText(QStringLiteral("%1 · %2").arg(QString::fromStdString(session->backend_name()),
+                                                  QString::fromStdString(session->device_name())));
+    const RunSeries& s = c.series();
+    const std::int64_t total = session->total_steps();
+    const auto& last = s.lastStep();
+    const std::int64_t done = last ? last->step + 1 : 0;
+    m_step->setText(tr("step %1 / %2").arg(locale.toString(static_cast<qlonglong>(done)),
+                                           locale.toString(static_cast<qlonglong>(total))));
+    const std::int64_t perEpoch = std::max<std::int64_t>(1, session->steps_per_epoch());
+    const std::int64_t epochs = (total + perEpoch - 1) / perEpoch;
+    m_epoch->setText(last ? tr("epoch %1 / %2").arg(last->epoch + 1).arg(epochs) : QString());
+    m_rate->setText(last ? tr("%1 samples/s").arg(locale.toString(s.recentSamplesPerSecond(), 'f', 0)) : QString());
+    m_elapsed->setText(last ? tr("elapsed %1").arg(formatDuration(last->time_s)) : QString());
+    const auto left = s.remainingSeconds(total);
+    m_remaining->setText(c.active() && left ? tr("remaining %1").arg(formatDuration(*left)) : QString());
+}
+
+}  // namespace mantissa::ui

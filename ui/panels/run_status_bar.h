@@ -1,0 +1,33 @@
+// RunStatusBar: the permanent part of the main window's status bar: backend and device, step (of
+// the budget), epoch, samples/s (mean over the last few hundred steps), elapsed and remaining time.
+// Every figure comes from the engine's step records; remaining time extrapolates their recent pace.
+#pragma once
+
+#include <QWidget>
+
+class QLabel;
+
+namespace mantissa::ui {
+
+class RunController;
+
+class RunStatusBar : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunStatusBar(QWidget* parent = nullptr);
+    void update(const RunController& controller);
+    void clear();
+
+private:
+    QLabel* m_device = nullptr;
+    QLabel* m_step = nullptr;
+    QLabel* m_epoch = nullptr;
+    QLabel* m_rate = nullptr;
+    QLabel* m_elapsed = nullptr;
+    QLabel* m_remaining = nullptr;
+};
+
+// "1:02:03" or "2:03".
+QString formatDuration(double seconds);
+
+}  // namespace mantissa::ui

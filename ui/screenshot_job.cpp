@@ -1,0 +1,97 @@
+// ScreenshotJob: run, wait, grab, save (see screenshot_job.h).
+#include "screenshot_job.h"
+
+#include <QDateTime>
+#include <QPixmap>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "live/run_controller.h"
+#include "main_window.h"
+
+namespace mantissa::ui {
+
+ScreenshotJob::ScreenshotJob(MainWindow* window, Options options, QObject* parent)
+    : QObject(parent), m_window(window), m_options(std::move(options)) {
+    std::stable_sort(m_options.actions.begin(), m_options.actions.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    m_poll.setInterval(50);
+    connect(&m_poll, &QTimer::timeout, this, &ScreenshotJob::poll);
+}
+
+void ScreenshotJob::start() {
+    Experiment e = m_window->currentExperiment();
+    if (!m_options.duringRun) {
+        e.train.steps = m_options.steps;
+        m_window->setExperiment(e);
+    }
+    if (!m_window->startRun()) {
+        fail(m_window->lastError());
+        return;
+    }
+    m_deadline = QDateTime::currentMSecsSinceEpoch() + 1000LL * m_options.timeoutSeconds;
+    // Actions follow the telemetry (every drain), the capture check a slower poll.
+    connect(m_window->controller(), &RunController::telemetryArrived, this, &ScreenshotJob::applyDueActions);
+    m_poll.start();
+}
+
+void ScreenshotJob::applyDueActions() {
+    RunController* c = m_window->controller();
+    while (m_nextAction < m_options.actions.size() && c->active() &&
+           c->series().stepCount() >= m_options.actions[m_nextAction].first) {
+        const std::string& assignment = m_options.actions[m_nextAction++].second;
+        try {
+            m_window->applyLiveSetting(assignment);
+        } catch (const std::exception& e) {
+            m_failed = true;
+            m_poll.stop();
+            c->shutdown();
+            fail(QString::fromStdString(e.what()));
+            return;
+        }
+    }
+}
+
+void ScreenshotJob::poll() {
+    RunController* c = m_window->controller();
+    applyDueActions();
+    if (m_failed) return;
+    const bool enough = m_options.duringRun && c->series().stepCount() >= m_options.steps;
+    if (enough || !c->active()) {
+        m_poll.stop();
+        capture();
+        return;
+    }
+    if (QDateTime::currentMSecsSinceEpoch() > m_deadline) {
+        m_poll.stop();
+        c->shutdown();
+        fail(tr("the run did not reach %1 steps within %2 s").arg(m_options.steps).arg(m_options.timeoutSeconds));
+    }
+}
+
+void ScreenshotJob::capture() {
+    RunController* c = m_window->controller();
+    c->drainNow();
+    if (c->state() == SessionState::failed) {
+        fail(tr("the run failed: %1").arg(QString::fromStdString(c->session()->summary().error)));
+        return;
+    }
+    m_window->refreshViews();
+    const QPixmap shot = m_window->grab();
+    if (m_options.duringRun) c->shutdown();
+    if (shot.isNull() || !shot.save(m_options.file, "PNG", 0)) {
+        fail(tr("could not write %1").arg(m_options.file));
+        return;
+    }
+    std::fprintf(stderr, "mantissa: saved %s (%dx%d, %lld steps)\n", qPrintable(m_options.file), shot.width(),
+                 shot.height(), static_cast<long long>(c->series().stepCount()));
+    emit finished(0);
+}
+
+void ScreenshotJob::fail(const QString& message) {
+    std::fprintf(stderr, "mantissa --screenshot: %s\n", qPrintable(message));
+    emit finished(1);
+}
+
+}  // namespace mantissa::ui

@@ -1,0 +1,56 @@
+// ScreenshotJob: the work behind `mantissa --screenshot FILE.png [--steps N] [--during]`. It starts
+// the window's experiment, waits (on the event loop, never blocking it) until the run has finished
+// its N steps, or, with `during`, until N steps have arrived while it is still training, then
+// redraws everything, saves a PNG of the whole main window and reports an exit code. Scripted live
+// changes (--at STEP:KEY=VALUE) let a screenshot show setting markers and overflows. Works under
+// the offscreen platform and under Xvfb, so the GUI can be reviewed without a display.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mantissa::ui {
+
+class MainWindow;
+
+class ScreenshotJob : public QObject {
+    Q_OBJECT
+public:
+    struct Options {
+        QString file;
+        std::int64_t steps = 300;
+        bool duringRun = false;   // capture while the run still trains (its own budget), then stop it
+        int timeoutSeconds = 600;
+        // Live changes made as soon as the window has seen the step, as a person would make them
+        // (so they land a few steps later on a fast run): (step, "KEY=VALUE" or "inject=LAYER"),
+        // see MainWindow::applyLiveSetting.
+        std::vector<std::pair<std::int64_t, std::string>> actions;
+    };
+    ScreenshotJob(MainWindow* window, Options options, QObject* parent = nullptr);
+
+    void start();
+
+signals:
+    void finished(int exitCode);  // 0: saved; 1: the run or the save failed (said on stderr)
+
+private:
+    void applyDueActions();
+    void poll();
+    void capture();
+    void fail(const QString& message);
+
+    MainWindow* m_window;
+    Options m_options;
+    QTimer m_poll;
+    qint64 m_deadline = 0;
+    std::size_t m_nextAction = 0;
+    bool m_failed = false;
+};
+
+}  // namespace mantissa::ui

@@ -1,0 +1,162 @@
+// RunSeries: turns the engine's records into chart series (see run_series.h).
+#include "series/run_series.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace mantissa::ui {
+
+namespace {
+constexpr std::size_t paceWindow = 256;  // steps the remaining-time estimate looks back over
+}
+
+const char* memoryCategoryLabel(MemoryCategory c) {
+    switch (c) {
+    case MemoryCategory::parameters: return "parameters";
+    case MemoryCategory::master_weights: return "master weights";
+    case MemoryCategory::gradients: return "gradients";
+    case MemoryCategory::optimizer_state: return "optimizer state";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::workspace: return "workspace";
+    }
+    return "";
+}
+
+std::string markerLabel(const Event& event) {
+    try {
+        const auto data = nlohmann::json::parse(event.data_json);
+        std::string key = data.value("key", std::string{});
+        if (key.empty() || !data.contains("new")) return event.message;
+        // Short enough to read along a line on a short chart: "fc1", "autocast", "scaling", "lr".
+        for (const char* prefix : {"precision.layers.", "precision.", "train."}) {
+            const std::string p(prefix);
+            if (key.rfind(p, 0) == 0) {
+                key = key.substr(p.size());
+                break;
+            }
+        }
+        if (key == "loss_scaling" || key == "loss_scaling.mode") key = "scaling";
+        else if (key.rfind("loss_scaling.", 0) == 0) key = key.substr(std::string("loss_scaling.").size());
+        const auto& value = data["new"];
+        if (value.is_string()) return key + "=" + value.get<std::string>();
+        if (value.is_object() && value.contains("mode") && value["mode"].is_string())
+            return key + "=" + value["mode"].get<std::string>();
+        return key + "=" + value.dump();
+    } catch (const nlohmann::json::exception&) {
+        return event.message;
+    }
+}
+
+RunSeries::RunSeries() { reset({}); }
+
+void RunSeries::reset(std::vector<std::string> layerNames) {
+    m_layerNames = std::move(layerNames);
+    for (LodSeries* s : {&m_loss, &m_lossSmoothed, &m_testLoss, &m_testAccuracy, &m_lossScale, &m_overflows,
+                         &m_skipped, &m_throughput, &m_throughputSmoothed})
+        s->clear();
+    for (auto& s : m_memoryStack) s.clear();
+    m_underflow.assign(m_layerNames.size(), LodSeries{});
+    m_latestLayers.assign(m_layerNames.size(), std::nullopt);
+    m_nonFiniteSteps.assign(m_layerNames.size(), 0);
+    m_events.clear();
+    m_markers.clear();
+    m_lastStep.reset();
+    m_pace.clear();
+    m_stepCount = 0;
+    m_lossEma = {};
+    m_throughputEma = {};
+    ++m_revision;
+}
+
+void RunSeries::Ema::append(LodSeries& out, double x, double y, double w) {
+    if (!std::isfinite(y)) return;
+    biased = biased * w + (1 - w) * y;
+    weightPow *= w;
+    const double debias = 1 - weightPow;
+    out.append(x, debias > 0 ? biased / debias : y);
+}
+
+void RunSeries::resmooth() {
+    m_lossSmoothed.clear();
+    m_throughputSmoothed.clear();
+    m_lossEma = {};
+    m_throughputEma = {};
+    for (std::size_t i = 0; i < m_loss.size(); ++i) m_lossEma.append(m_lossSmoothed, m_loss.x(i), m_loss.y(i), m_smoothing);
+    for (std::size_t i = 0; i < m_throughput.size(); ++i)
+        m_throughputEma.append(m_throughputSmoothed, m_throughput.x(i), m_throughput.y(i), m_smoothing);
+}
+
+void RunSeries::setSmoothingWeight(double weight) {
+    weight = std::clamp(weight, 0.0, 0.999);
+    if (weight == m_smoothing) return;
+    m_smoothing = weight;
+    resmooth();
+    ++m_revision;
+}
+
+void RunSeries::addStep(const StepRecord& s) {
+    const double x = static_cast<double>(s.step);
+    m_loss.append(x, s.loss);
+    m_lossEma.append(m_lossSmoothed, x, s.loss, m_smoothing);
+    m_lossScale.append(x, s.loss_scale);
+    if (s.overflow) m_overflows.append(x, s.loss_scale);
+    if (s.skipped) m_skipped.append(x, s.loss_scale);
+    m_throughput.append(x, s.samples_per_s);
+    m_throughputEma.append(m_throughputSmoothed, x, s.samples_per_s, m_smoothing);
+    const std::array<std::int64_t, memoryCategoryCount> bytes = {
+        s.memory.parameters,      s.memory.master_weights, s.memory.gradients,
+        s.memory.optimizer_state, s.memory.activations,    s.memory.workspace};
+    double sum = 0;
+    for (int c = 0; c < memoryCategoryCount; ++c) {
+        sum += static_cast<double>(bytes[static_cast<std::size_t>(c)]);
+        m_memoryStack[static_cast<std::size_t>(c)].append(x, sum);
+    }
+    m_lastStep = s;
+    m_pace.push_back({s.step, s.time_s, s.samples_per_s});
+    if (m_pace.size() > paceWindow) m_pace.pop_front();
+    ++m_stepCount;
+    ++m_revision;
+}
+
+void RunSeries::addLayerSample(const LayerSample& sample) {
+    if (sample.layer < 0 || static_cast<std::size_t>(sample.layer) >= m_underflow.size()) return;
+    const auto i = static_cast<std::size_t>(sample.layer);
+    m_underflow[i].append(static_cast<double>(sample.step), sample.frac_underflow);
+    if (sample.frac_nonfinite > 0) ++m_nonFiniteSteps[i];
+    m_latestLayers[i] = sample;
+    ++m_revision;
+}
+
+void RunSeries::addEval(const EvalRecord& eval) {
+    if (eval.split != "test") return;
+    const double x = static_cast<double>(eval.step);
+    m_testLoss.append(x, eval.loss);
+    if (std::isfinite(eval.accuracy)) m_testAccuracy.append(x, eval.accuracy);
+    ++m_revision;
+}
+
+void RunSeries::addEvent(const Event& event) {
+    m_events.push_back(event);
+    if (event.kind == EventKind::setting_change) m_markers.push_back({event.step, markerLabel(event)});
+    ++m_revision;
+}
+
+std::optional<double> RunSeries::remainingSeconds(std::int64_t totalSteps) const {
+    if (m_pace.size() < 2 || !m_lastStep) return std::nullopt;
+    const double steps = static_cast<double>(m_pace.back().step - m_pace.front().step);
+    const double seconds = m_pace.back().time_s - m_pace.front().time_s;
+    if (steps <= 0 || seconds <= 0) return std::nullopt;
+    const double left = static_cast<double>(std::max<std::int64_t>(0, totalSteps - m_lastStep->step - 1));
+    return left * seconds / steps;
+}
+
+double RunSeries::recentSamplesPerSecond() const {
+    if (m_pace.empty()) return 0;
+    double sum = 0;
+    for (const Pace& p : m_pace) sum += p.samples_per_s;
+    return sum / static_cast<double>(m_pace.size());
+}
+
+}  // namespace mantissa::ui

@@ -1,0 +1,128 @@
+// RunSeries: everything the charts, the layer table and the status bar show about one run, built
+// from the engine's records as they arrive (live, from the ring) or as they were stored (a
+// recorded run). Every value is one the engine measured; the only things computed here are for
+// display: the smoothed loss and throughput (TensorBoard's debiased exponential moving average,
+// weight chosen by the user), the running sums that stack the memory categories, and the remaining-time estimate.
+//
+// Plain C++ (no Qt) so it is tested alone. GUI thread only.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "live/layer_sample.h"
+#include "series/lod_series.h"
+#include "train/telemetry.h"
+
+namespace mantissa::ui {
+
+enum class MemoryCategory : int {
+    parameters,
+    master_weights,
+    gradients,
+    optimizer_state,
+    activations,
+    workspace,
+};
+inline constexpr int memoryCategoryCount = 6;
+const char* memoryCategoryLabel(MemoryCategory c);  // "master weights"
+
+// A setting change drawn as a labelled vertical line on every chart.
+struct ChartMarker {
+    std::int64_t step = 0;
+    std::string label;  // short: "fc1=fp16", "autocast=bf16"
+};
+
+// "fc1=fp16" from a setting_change event's data ({"key": "precision.layers.fc1", "new": "fp16"});
+// the event's message when the data cannot be read.
+std::string markerLabel(const Event& event);
+
+class RunSeries {
+public:
+    RunSeries();
+
+    // Forgets everything and prepares one underflow series per layer.
+    void reset(std::vector<std::string> layerNames);
+
+    void addStep(const StepRecord& step);
+    void addLayerSample(const LayerSample& sample);
+    void addEval(const EvalRecord& eval);
+    void addEvent(const Event& event);
+
+    // Smoothing weight in [0, 1) (0: none; TensorBoard's default is 0.6). Changing it recomputes
+    // the smoothed series from the raw ones once (O(steps)).
+    void setSmoothingWeight(double weight);
+    double smoothingWeight() const { return m_smoothing; }
+
+    const LodSeries& loss() const { return m_loss; }
+    const LodSeries& lossSmoothed() const { return m_lossSmoothed; }
+    const LodSeries& testLoss() const { return m_testLoss; }
+    const LodSeries& testAccuracy() const { return m_testAccuracy; }     // fraction in [0,1]
+    const LodSeries& lossScale() const { return m_lossScale; }
+    const LodSeries& overflows() const { return m_overflows; }           // y: the step's scale
+    const LodSeries& skipped() const { return m_skipped; }               // y: the step's scale
+    const LodSeries& throughput() const { return m_throughput; }         // samples/s
+    const LodSeries& throughputSmoothed() const { return m_throughputSmoothed; }
+    // Running sum of the categories 0..c in bytes, so category c is drawn between c-1 and c.
+    const LodSeries& memoryStack(MemoryCategory c) const { return m_memoryStack[static_cast<int>(c)]; }
+    const LodSeries& underflow(std::size_t layer) const { return m_underflow[layer]; }  // fraction
+
+    const std::vector<std::string>& layerNames() const { return m_layerNames; }
+    const std::vector<Event>& events() const { return m_events; }
+    const std::vector<ChartMarker>& markers() const { return m_markers; }
+    const std::optional<StepRecord>& lastStep() const { return m_lastStep; }
+    // The latest sample of each layer (empty until its first statistics arrive).
+    const std::vector<std::optional<LayerSample>>& latestLayers() const { return m_latestLayers; }
+    // Non-finite gradient steps per layer since the run began (a step counts once per layer).
+    const std::vector<std::int64_t>& nonFiniteSteps() const { return m_nonFiniteSteps; }
+    std::int64_t stepCount() const { return m_stepCount; }
+    std::int64_t overflowCount() const { return static_cast<std::int64_t>(m_overflows.size()); }
+
+    // Seconds left for `totalSteps`, from the pace of the last few hundred steps; empty until
+    // there is a pace to go by.
+    std::optional<double> remainingSeconds(std::int64_t totalSteps) const;
+    // Mean of the engine's samples/s over the same recent steps (steadier than the last step's).
+    double recentSamplesPerSecond() const;
+
+    // Grows on every change; views compare it to skip redundant redraws.
+    std::uint64_t revision() const { return m_revision; }
+
+private:
+    // TensorBoard's smoothing: an exponential moving average started at 0 and divided by
+    // (1 - w^n), so early points are not pulled towards 0; non-finite values are skipped.
+    struct Ema {
+        double biased = 0;
+        double weightPow = 1;  // w^n
+        void append(LodSeries& out, double x, double y, double w);
+    };
+    void resmooth();
+
+    std::vector<std::string> m_layerNames;
+    LodSeries m_loss, m_lossSmoothed, m_testLoss, m_testAccuracy, m_lossScale, m_overflows, m_skipped,
+        m_throughput, m_throughputSmoothed;
+    std::array<LodSeries, memoryCategoryCount> m_memoryStack;
+    std::vector<LodSeries> m_underflow;
+    std::vector<std::optional<LayerSample>> m_latestLayers;
+    std::vector<std::int64_t> m_nonFiniteSteps;
+    std::vector<Event> m_events;
+    std::vector<ChartMarker> m_markers;
+    std::optional<StepRecord> m_lastStep;
+    struct Pace {
+        std::int64_t step;
+        double time_s;
+        double samples_per_s;
+    };
+    std::deque<Pace> m_pace;  // the most recent steps, oldest first
+    std::int64_t m_stepCount = 0;
+    std::uint64_t m_revision = 0;
+
+    double m_smoothing = 0.6;
+    Ema m_lossEma, m_throughputEma;
+};
+
+}  // namespace mantissa::ui
