@@ -92,18 +92,6 @@ std::optional<long long> Args::integer(std::string_view name) const {
     return n;
 }
 
-std::string default_store_path() {
-    const char* xdg = std::getenv("XDG_DATA_HOME");
-    std::string base;
-    if (xdg && *xdg) {
-        base = xdg;
-    } else {
-        const char* home = std::getenv("HOME");
-        base = std::string(home && *home ? home : ".") + "/.local/share";
-    }
-    return base + "/mantissa/runs.sqlite";
-}
-
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 
 }  // namespace mantissa::cli

@@ -58,9 +58,6 @@ struct Command {
 bool register_command(Command command);
 const std::vector<Command>& commands();
 
-// The shared store: $XDG_DATA_HOME/mantissa/runs.sqlite, or ~/.local/share/mantissa/runs.sqlite.
-std::string default_store_path();
-
 // True when stdout is a terminal (progress lines are drawn only then).
 bool stdout_is_terminal();
 

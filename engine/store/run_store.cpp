@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "store/export_table.h"
@@ -16,6 +17,19 @@
 #include "store/store_util.h"
 
 namespace mantissa {
+
+std::string default_store_path() {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    std::string base;
+    if (xdg && *xdg) {
+        base = xdg;
+    } else {
+        const char* home = std::getenv("HOME");
+        base = std::string(home && *home ? home : ".") + "/.local/share";
+    }
+    return base + "/mantissa/runs.sqlite";
+}
+
 
 using store::Statement;
 

@@ -26,6 +26,10 @@ namespace mantissa {
 enum class RunStatus : std::uint8_t { running, completed, stopped, failed, interrupted };
 const char* run_status_name(RunStatus s);
 
+// The store the GUI and the CLI share: $XDG_DATA_HOME/mantissa/runs.sqlite, or
+// ~/.local/share/mantissa/runs.sqlite when XDG_DATA_HOME is unset or empty.
+std::string default_store_path();
+
 struct RunInfo {  // what a run is started with
     std::string name;
     std::string backend;  // "cpu", "cuda"

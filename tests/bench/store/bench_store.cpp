@@ -96,6 +96,32 @@ void check(int rc, sqlite3* db, const char* what) {
     }
 }
 
+// Binds one StepRecord to the raw steps-table insert (the width the store's `steps` rows have).
+void bind_step_row(sqlite3_stmt* st, const StepRecord& s) {
+    const MemoryBreakdown& m = s.memory;
+    sqlite3_bind_int64(st, 1, 1);
+    sqlite3_bind_int64(st, 2, s.step);
+    sqlite3_bind_int64(st, 3, s.epoch);
+    sqlite3_bind_double(st, 4, s.time_s);
+    sqlite3_bind_double(st, 5, s.loss);
+    sqlite3_bind_double(st, 6, s.loss_scale);
+    sqlite3_bind_int64(st, 7, s.overflow);
+    sqlite3_bind_int64(st, 8, s.skipped);
+    sqlite3_bind_double(st, 9, s.grad_norm);
+    sqlite3_bind_double(st, 10, s.learning_rate);
+    sqlite3_bind_double(st, 11, s.samples_per_s);
+    sqlite3_bind_double(st, 12, s.step_time_ms);
+    sqlite3_bind_int64(st, 13, m.parameters);
+    sqlite3_bind_int64(st, 14, m.master_weights);
+    sqlite3_bind_int64(st, 15, m.gradients);
+    sqlite3_bind_int64(st, 16, m.optimizer_state);
+    sqlite3_bind_int64(st, 17, m.activations);
+    sqlite3_bind_int64(st, 18, m.workspace);
+    sqlite3_bind_int64(st, 19, m.device_in_use);
+    sqlite3_bind_int64(st, 20, m.device_total);
+    sqlite3_bind_int64(st, 21, m.modelled);
+}
+
 // (1) Raw SQLite, the baseline: rows/s.
 Measurement raw_sqlite_steps(const std::string& path, std::int64_t rows, bool foreign_key) {
     std::filesystem::remove(path);
@@ -129,29 +155,7 @@ Measurement raw_sqlite_steps(const std::string& path, std::int64_t rows, bool fo
     const double c0 = process_cpu_s();
     for (std::int64_t i = 0; i < rows; ++i) {
         if (i % 10000 == 0) check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db, "begin");
-        const StepRecord s = make_step(i);
-        const MemoryBreakdown& m = s.memory;
-        sqlite3_bind_int64(st, 1, 1);
-        sqlite3_bind_int64(st, 2, s.step);
-        sqlite3_bind_int64(st, 3, s.epoch);
-        sqlite3_bind_double(st, 4, s.time_s);
-        sqlite3_bind_double(st, 5, s.loss);
-        sqlite3_bind_double(st, 6, s.loss_scale);
-        sqlite3_bind_int64(st, 7, s.overflow);
-        sqlite3_bind_int64(st, 8, s.skipped);
-        sqlite3_bind_double(st, 9, s.grad_norm);
-        sqlite3_bind_double(st, 10, s.learning_rate);
-        sqlite3_bind_double(st, 11, s.samples_per_s);
-        sqlite3_bind_double(st, 12, s.step_time_ms);
-        sqlite3_bind_int64(st, 13, m.parameters);
-        sqlite3_bind_int64(st, 14, m.master_weights);
-        sqlite3_bind_int64(st, 15, m.gradients);
-        sqlite3_bind_int64(st, 16, m.optimizer_state);
-        sqlite3_bind_int64(st, 17, m.activations);
-        sqlite3_bind_int64(st, 18, m.workspace);
-        sqlite3_bind_int64(st, 19, m.device_in_use);
-        sqlite3_bind_int64(st, 20, m.device_total);
-        sqlite3_bind_int64(st, 21, m.modelled);
+        bind_step_row(st, make_step(i));
         check(sqlite3_step(st), db, "insert");
         sqlite3_reset(st);
         if (i % 10000 == 9999 || i == rows - 1)
@@ -190,29 +194,7 @@ Measurement raw_sqlite_layer_steps(const std::string& path, std::int64_t steps, 
     const double c0 = process_cpu_s();
     for (std::int64_t i = 0; i < steps; ++i) {
         if (i % 10000 == 0) check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db, "begin");
-        const StepRecord s = make_step(i);
-        const MemoryBreakdown& m = s.memory;
-        sqlite3_bind_int64(st, 1, 1);
-        sqlite3_bind_int64(st, 2, s.step);
-        sqlite3_bind_int64(st, 3, s.epoch);
-        sqlite3_bind_double(st, 4, s.time_s);
-        sqlite3_bind_double(st, 5, s.loss);
-        sqlite3_bind_double(st, 6, s.loss_scale);
-        sqlite3_bind_int64(st, 7, s.overflow);
-        sqlite3_bind_int64(st, 8, s.skipped);
-        sqlite3_bind_double(st, 9, s.grad_norm);
-        sqlite3_bind_double(st, 10, s.learning_rate);
-        sqlite3_bind_double(st, 11, s.samples_per_s);
-        sqlite3_bind_double(st, 12, s.step_time_ms);
-        sqlite3_bind_int64(st, 13, m.parameters);
-        sqlite3_bind_int64(st, 14, m.master_weights);
-        sqlite3_bind_int64(st, 15, m.gradients);
-        sqlite3_bind_int64(st, 16, m.optimizer_state);
-        sqlite3_bind_int64(st, 17, m.activations);
-        sqlite3_bind_int64(st, 18, m.workspace);
-        sqlite3_bind_int64(st, 19, m.device_in_use);
-        sqlite3_bind_int64(st, 20, m.device_total);
-        sqlite3_bind_int64(st, 21, m.modelled);
+        bind_step_row(st, make_step(i));
         check(sqlite3_step(st), db, "insert");
         sqlite3_reset(st);
         for (const auto& l : rows) {
