@@ -37,4 +37,10 @@ float round_to(Format format, float x, Overflow overflow = Overflow::to_inf);
 // Vectorised (F16C/AVX2 where the CPU has them, chosen at run time); bit-identical to round_to.
 void round_array(Format format, float* data, std::size_t n, Overflow overflow = Overflow::to_inf);
 
+// dst[i] = round_to(format, src[i]) for i in [0, n): the copy and the rounding in one pass, bit for
+// bit what a copy followed by the in-place form gives. src == dst is the in-place form; otherwise
+// the arrays must not overlap. fp32 is a plain copy.
+void round_array(Format format, const float* src, float* dst, std::size_t n,
+                 Overflow overflow = Overflow::to_inf);
+
 }  // namespace mantissa

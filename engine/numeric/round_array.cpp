@@ -1,4 +1,6 @@
-// round_array: rounds a float array to a format in place, the CPU backend's hot path.
+// round_array: rounds a float array to a format, in place or while copying (one pass instead of a
+// copy and a rounding: the CPU backend's weight casts and operand copies), the CPU backend's hot
+// path. Both forms run the same kernels (load from src, store to dst), so they agree bit for bit.
 //
 // Three AVX2 kernels cover every format, each bit-identical to the scalar round_to (tested over
 // random bit patterns and every edge):
@@ -26,8 +28,9 @@ namespace mantissa {
 
 namespace {
 
-void round_scalar(Format format, float* data, std::size_t n, Overflow overflow) {
-    for (std::size_t i = 0; i < n; ++i) data[i] = round_to(format, data[i], overflow);
+// src == dst (in place) or the two do not overlap; element i is read before it is written.
+void round_scalar(Format format, const float* src, float* dst, std::size_t n, Overflow overflow) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = round_to(format, src[i], overflow);
 }
 
 // The fp32 bits round_to gives for NaN: {positive pattern, whether the input's sign is kept}.
@@ -67,39 +70,41 @@ __attribute__((target("avx2"))) inline __m256 saturate(__m256 r, float max_finit
     return _mm256_or_ps(mag, _mm256_and_ps(sign_mask, r));
 }
 
-__attribute__((target("avx2"))) void round_wide_exponent_avx2(Format format, float* data, std::size_t n,
-                                                               Overflow overflow) {
+__attribute__((target("avx2"))) void round_wide_exponent_avx2(Format format, const float* src, float* dst,
+                                                               std::size_t n, Overflow overflow) {
     const int shift = 23 - format_info(format).mantissa_bits;
     const NanResult nan = nan_result(format);
     const float max_finite = format_info(format).max_finite;
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(data + i);
+        const __m256 v = _mm256_loadu_ps(src + i);
         __m256 r = _mm256_castsi256_ps(round_bits(_mm256_castps_si256(v), shift));
         if (overflow == Overflow::saturate) r = saturate(r, max_finite);
-        _mm256_storeu_ps(data + i, apply_nan(v, r, nan));
+        _mm256_storeu_ps(dst + i, apply_nan(v, r, nan));
     }
-    round_scalar(format, data + i, n - i, overflow);
+    round_scalar(format, src + i, dst + i, n - i, overflow);
 }
 
-__attribute__((target("avx2,f16c"))) void round_fp16_f16c(float* data, std::size_t n, Overflow overflow) {
+__attribute__((target("avx2,f16c"))) void round_fp16_f16c(const float* src, float* dst, std::size_t n,
+                                                           Overflow overflow) {
     const NanResult nan = nan_result(Format::fp16);
     const float max_finite = format_info(Format::fp16).max_finite;
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(data + i);
+        const __m256 v = _mm256_loadu_ps(src + i);
         __m256 x = v;
         // Clamping the input is the same as saturating the result: everything that would round
         // past 65504 becomes 65504, and nothing below it changes. (NaN lanes are replaced below.)
         if (overflow == Overflow::saturate)
             x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(max_finite)), _mm256_set1_ps(-max_finite));
         const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_storeu_ps(data + i, apply_nan(v, _mm256_cvtph_ps(h), nan));
+        _mm256_storeu_ps(dst + i, apply_nan(v, _mm256_cvtph_ps(h), nan));
     }
-    round_scalar(Format::fp16, data + i, n - i, overflow);
+    round_scalar(Format::fp16, src + i, dst + i, n - i, overflow);
 }
 
-__attribute__((target("avx2"))) void round_fp8_avx2(Format format, float* data, std::size_t n, Overflow overflow) {
+__attribute__((target("avx2"))) void round_fp8_avx2(Format format, const float* src, float* dst, std::size_t n,
+                                                     Overflow overflow) {
     const FormatInfo& info = format_info(format);
     const int shift = 23 - info.mantissa_bits;
     const NanResult nan = nan_result(format);
@@ -114,16 +119,16 @@ __attribute__((target("avx2"))) void round_fp8_avx2(Format format, float* data, 
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(data + i);
+        const __m256 v = _mm256_loadu_ps(src + i);
         const __m256 a = _mm256_andnot_ps(sign_mask, v);
         const __m256 normal = _mm256_castsi256_ps(round_bits(_mm256_castps_si256(a), shift));
         const __m256 sub = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
         __m256 r = _mm256_blendv_ps(normal, sub, _mm256_cmp_ps(a, min_normal, _CMP_LT_OQ));
         r = _mm256_blendv_ps(r, overflow_v, _mm256_cmp_ps(r, max_finite, _CMP_GT_OQ));
         r = _mm256_or_ps(r, _mm256_and_ps(v, sign_mask));
-        _mm256_storeu_ps(data + i, apply_nan(v, r, nan));
+        _mm256_storeu_ps(dst + i, apply_nan(v, r, nan));
     }
-    round_scalar(format, data + i, n - i, overflow);
+    round_scalar(format, src + i, dst + i, n - i, overflow);
 }
 
 bool cpu_has_avx2_f16c() {
@@ -135,21 +140,29 @@ bool cpu_has_avx2_f16c() {
 
 }  // namespace
 
-void round_array(Format format, float* data, std::size_t n, Overflow overflow) {
-    if (format == Format::fp32 || n == 0) return;
+void round_array(Format format, const float* src, float* dst, std::size_t n, Overflow overflow) {
+    if (n == 0) return;
+    if (format == Format::fp32) {
+        if (src != dst) std::memcpy(dst, src, n * sizeof(float));
+        return;
+    }
 #ifdef MANTISSA_X86
     if (cpu_has_avx2_f16c()) {
         switch (format) {
         case Format::bf16:
-        case Format::tf32: round_wide_exponent_avx2(format, data, n, overflow); return;
-        case Format::fp16: round_fp16_f16c(data, n, overflow); return;
+        case Format::tf32: round_wide_exponent_avx2(format, src, dst, n, overflow); return;
+        case Format::fp16: round_fp16_f16c(src, dst, n, overflow); return;
         case Format::fp8_e4m3:
-        case Format::fp8_e5m2: round_fp8_avx2(format, data, n, overflow); return;
+        case Format::fp8_e5m2: round_fp8_avx2(format, src, dst, n, overflow); return;
         case Format::fp32: return;
         }
     }
 #endif
-    round_scalar(format, data, n, overflow);
+    round_scalar(format, src, dst, n, overflow);
+}
+
+void round_array(Format format, float* data, std::size_t n, Overflow overflow) {
+    round_array(format, data, data, n, overflow);
 }
 
 }  // namespace mantissa

@@ -35,7 +35,8 @@ std::int64_t count_zeros(const float* data, std::size_t n);
 void count_classes(Format format, const float* data, std::size_t n, RoundingStats& stats);
 
 // Rounds data[0..n) in place to `format` (mantissa::round_array) and adds what that did to
-// `stats`: zeros before, and the classes after.
+// `stats`: zeros before, and the classes after. One pass over memory: the counting and the
+// rounding run block by block while a block is in the L1 cache.
 void round_array_with_stats(Format format, float* data, std::size_t n, RoundingStats& stats,
                             Overflow overflow = Overflow::to_inf);
 
@@ -48,5 +49,29 @@ int exponent_of(float x);
 // 0, bins - 1)].
 void exponent_histogram(const float* data, std::size_t n, float multiplier, int min_exponent,
                         std::uint32_t* counts, int bins, double* amax, std::int64_t* nonfinite);
+
+// exponent_histogram with multiplier 1, fed in pieces: a fused pass (the CPU backend's unscale)
+// adds each block while it is in cache, then finish() adds the result to the caller's histogram.
+// The same counts, amax and non-finite count as one exponent_histogram call over the
+// concatenated pieces. Any sizes. About 6 KiB: keep one and reset() it rather than make one per
+// call in a loop.
+class ExponentTally {
+public:
+    ExponentTally() { reset(); }
+    void reset();
+    void add(const float* data, std::size_t n);
+    // counts[clamp(e - min_exponent, 0, bins - 1)] += ..., *amax = max(*amax, ...),
+    // *nonfinite += ...; does not reset the tally.
+    void finish(int min_exponent, std::uint32_t* counts, int bins, double* amax,
+                std::int64_t* nonfinite) const;
+
+private:
+    void flush();
+    std::uint64_t m_fields[256];       // counts of the exponent field (field 0: zeros, subnormals)
+    std::uint32_t m_tables[4][256];    // the same, 32-bit and interleaved, not yet in m_fields
+    std::size_t m_pending = 0;         // values counted in m_tables (flushed before 2^24)
+    std::uint64_t m_subnormal[23];     // subnormal values by exponent, -149 .. -127
+    std::uint32_t m_amax_bits = 0;     // the largest finite magnitude's bits
+};
 
 }  // namespace mantissa

@@ -31,8 +31,9 @@ Optimizer::Optimizer(Backend& backend, Network& network, const TrainSpec& spec)
 
 Optimizer::~Optimizer() = default;
 
-std::vector<UpdateCounts> Optimizer::step(double lr) {
-    std::vector<UpdateCounts> counts(static_cast<std::size_t>(m_network.layer_count()));
+const std::vector<UpdateCounts>& Optimizer::step(double lr) {
+    std::vector<UpdateCounts>& counts = m_counts;
+    counts.assign(static_cast<std::size_t>(m_network.layer_count()), UpdateCounts{});
     ++m_steps;
     for (int l = 0; l < m_network.layer_count(); ++l) {
         for (int p = 0; p < 2; ++p) {

@@ -19,8 +19,9 @@ public:
     ~Optimizer();
 
     // One step over every layer's weight and bias at learning rate lr; returns, per layer, what
-    // happened to the weight's updates (non-zero, lost to rounding).
-    std::vector<UpdateCounts> step(double lr);
+    // happened to the weight's updates (non-zero, lost to rounding): a reference to a member,
+    // valid until the next step (no allocation on the steady-state step).
+    const std::vector<UpdateCounts>& step(double lr);
     std::int64_t steps_taken() const { return m_steps; }
     OptimizerKind kind() const { return m_spec.optimizer; }
     // The state tensors of a layer's weight (0) or bias (1): for tests and checks.
@@ -34,6 +35,7 @@ private:
     Network& m_network;
     TrainSpec m_spec;
     std::vector<ParamState> m_state;  // 2 per layer: weight, bias
+    std::vector<UpdateCounts> m_counts;  // the last step's, one per layer
     std::int64_t m_steps = 0;
 };
 

@@ -156,8 +156,9 @@ const StepReport& Trainer::step() {
                                                              stats ? &m_summaries : nullptr);
     const double lr = current_lr();
     const LossScaler::Update update = m_scaler.update(check.found_nonfinite);
-    std::vector<UpdateCounts> counts(static_cast<std::size_t>(layers));
-    if (!update.skipped) counts = m_optimizer->step(lr);
+    std::vector<UpdateCounts>& counts = m_counts;  // kept: no allocation on the steady-state step
+    if (update.skipped) counts.assign(static_cast<std::size_t>(layers), UpdateCounts{});
+    else counts = m_optimizer->step(lr);
     m_network->end_step();
 
     // ---- telemetry

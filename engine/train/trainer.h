@@ -95,6 +95,7 @@ private:
     std::vector<GradientSummary> m_summaries;
     std::vector<Tensor*> m_grads;
     std::vector<bool> m_want;
+    std::vector<UpdateCounts> m_counts;
     int m_inject_layer = -1;
     float m_inject_value = 0;
     bool m_diverged = false;

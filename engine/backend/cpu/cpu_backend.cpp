@@ -87,9 +87,7 @@ std::unique_ptr<Tensor> CpuBackend::allocate(const TensorDesc& desc) {
 
 void CpuBackend::upload(Tensor& t, const float* data, std::int64_t n) {
     check_count(t, n, "upload");
-    float* dst = cpu(t).data();
-    std::memcpy(dst, data, static_cast<std::size_t>(n) * sizeof(float));
-    if (t.format() != Format::fp32) round_array(t.format(), dst, static_cast<std::size_t>(n));
+    round_array(t.format(), data, cpu(t).data(), static_cast<std::size_t>(n));  // copy and round
 }
 
 void CpuBackend::download(const Tensor& t, float* data, std::int64_t n) const {
@@ -173,8 +171,7 @@ float* CpuBackend::scratch(int slot, std::int64_t n) {
 const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format format, int slot) {
     if (format_contains(format, t.format())) return t.data();  // rounding would change nothing
     float* buf = scratch(slot, n);
-    std::memcpy(buf, t.data(), static_cast<std::size_t>(n) * sizeof(float));
-    round_array(format, buf, static_cast<std::size_t>(n));
+    round_array(format, t.data(), buf, static_cast<std::size_t>(n));
     return buf;
 }
 

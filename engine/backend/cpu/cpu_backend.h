@@ -4,6 +4,11 @@
 // oneDNN (CpuMatmul); rounding through mantissa::round_array (vectorised). Memory figures are the
 // bytes the declared formats would take on a device ("modelled").
 //
+// Speed: the step is bound by its matmuls; everything else is one pass over memory per operation
+// at most (copies fused with their rounding, epilogues and statistics done block by block while
+// the block is in the L1 cache), scratch buffers are kept between steps (no allocation on the
+// steady-state step), and oneDNN's primitives are created once per shape (CpuMatmul).
+//
 // The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts),
 // cpu_linear.cpp (linear layers, FP8 scaling), cpu_elementwise.cpp (activations, losses),
 // cpu_gradients.cpp (unscale and check), cpu_optimizer.cpp (SGD, AdamW).
@@ -38,21 +43,7 @@ public:
 private:
     std::int64_t bytes() const;
     std::vector<float> m_data;
-    // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
-    // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's
-    // shadow valid for this step and returns its n values to fill; unrounded is null when t has
-    // none this step. keep_unrounded: the shadow of an output about to be rounded.
-    float* shadow_for(const Tensor& t, std::int64_t n);
-    const float* unrounded(const Tensor& t) const;
-    void keep_unrounded(const Tensor& t, const float* data, std::int64_t n);
-
-    struct Shadow {
-        std::vector<float> values;
-        bool valid = false;
-    };
     std::shared_ptr<CpuLedger> m_ledger;
-    bool m_tracing = false;
-    std::unordered_map<const Tensor*, Shadow> m_shadows;
 };
 
 class CpuFp8State final : public Fp8State {
@@ -129,8 +120,9 @@ private:
     bool m_tracing = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
-    std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4: optimizer
-    std::vector<unsigned char> m_mask;
+    std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
+    std::vector<unsigned char> m_mask;            // the optimizer's non-zero update flags
+    ExponentTally m_tally;                        // unscale_and_check's histogram, reused
 };
 
 }  // namespace mantissa

@@ -1,44 +1,97 @@
-// CpuBackend: the fused unscale + non-finite check over all gradients (one pass per tensor),
-// with the per-tensor statistics (amax, exponent histogram) when asked. As torch's
-// _amp_foreach_non_finite_check_and_unscale_, values are multiplied by inv_scale in FP32 and
-// stay FP32. The pass is built for AVX2 and for baseline x86-64 (chosen at run time).
+// CpuBackend: the fused unscale + non-finite check over all gradients, with the per-tensor
+// statistics (amax, exponent histogram) when asked, in one pass over memory: each tensor is
+// walked in blocks of 2048 values, unscaled and checked, then tallied while the block is in the L1
+// cache. As torch's _amp_foreach_non_finite_check_and_unscale_, values are multiplied by inv_scale
+// in FP32 and stay FP32; when inv_scale is 1 the values are not rewritten (x·1 == x).
+//
+// The sum of squares is accumulated in double in four lanes, lane k taking the elements whose
+// index is k mod 4 and the last n mod 4 elements of a tensor going to lane 0, then summed as
+// (l0 + l1) + (l2 + l3): the AVX2 kernel keeps the four lanes in one register and adds in exactly
+// that order, so its result is bit-identical to the scalar loop (the baseline x86-64 path).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MANTISSA_X86 1
+#endif
+
 namespace mantissa {
 
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define MANTISSA_HOT
-#endif
+constexpr std::int64_t piece = 2048;  // values per block (8 KiB), a multiple of 8
 
-// g *= inv_scale (in place, one pass); returns the sum of squares (double: tiny and huge gradients keep
-// their contribution; four accumulators so the loop is not bound by the addition's latency) and
-// sets *nonfinite when any value is inf/NaN.
-MANTISSA_HOT double unscale_pass(float* __restrict g, std::int64_t n, float inv_scale, bool* nonfinite) {
-    std::uint32_t bad = 0;
+// The running state of one tensor's pass.
+struct Lanes {
     double acc[4] = {0, 0, 0, 0};
+    std::uint32_t bad = 0;  // non-zero when an inf/NaN was seen
+};
+
+// g[0..n) *= inv_scale (not written when inv_scale is 1); n is a multiple of 4 except in a
+// tensor's last block, whose remainder goes to lane 0.
+void unscale_scalar(float* g, std::int64_t n, float inv_scale, Lanes& s) {
     auto visit = [&](std::int64_t i, int lane) {
         const float v = g[i] * inv_scale;  // exact when inv_scale is 1
-        g[i] = v;
+        if (inv_scale != 1.0f) g[i] = v;
         std::uint32_t bits;
         std::memcpy(&bits, &v, sizeof bits);
-        bad |= static_cast<std::uint32_t>((bits & 0x7fffffffu) >= 0x7f800000u);
+        s.bad |= static_cast<std::uint32_t>((bits & 0x7fffffffu) >= 0x7f800000u);
         const double d = v;
-        acc[lane] += d * d;
+        s.acc[lane] += d * d;
     };
     std::int64_t i = 0;
     for (; i + 4 <= n; i += 4)
         for (int k = 0; k < 4; ++k) visit(i + k, k);
     for (; i < n; ++i) visit(i, 0);
-    *nonfinite = bad != 0;
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+#ifdef MANTISSA_X86
+// The same in AVX2 (no FMA: d·d is rounded before the addition, as in the scalar loop).
+__attribute__((target("avx2"))) void unscale_avx2(float* g, std::int64_t n, float inv_scale, Lanes& s) {
+    __m256d acc = _mm256_loadu_pd(s.acc);
+    __m256i bad = _mm256_setzero_si256();
+    const __m256 scale = _mm256_set1_ps(inv_scale);
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+    const __m256i max_finite = _mm256_set1_epi32(0x7f7fffff);
+    const bool rescale = inv_scale != 1.0f;
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(g + i);
+        if (rescale) {
+            v = _mm256_mul_ps(v, scale);
+            _mm256_storeu_ps(g + i, v);
+        }
+        const __m256i mag = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+        bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(mag, max_finite));
+        const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+        const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(lo, lo));
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(hi, hi));
+    }
+    _mm256_storeu_pd(s.acc, acc);
+    s.bad |= static_cast<std::uint32_t>(!_mm256_testz_si256(bad, bad));
+    unscale_scalar(g + i, n - i, inv_scale, s);  // i is a multiple of 4: the lanes line up
+}
+
+bool cpu_has_avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+#endif
+
+void unscale_block(float* g, std::int64_t n, float inv_scale, Lanes& s) {
+#ifdef MANTISSA_X86
+    if (cpu_has_avx2()) {
+        unscale_avx2(g, n, inv_scale, s);
+        return;
+    }
+#endif
+    unscale_scalar(g, n, inv_scale, s);
 }
 
 }  // namespace
@@ -55,20 +108,26 @@ UnscaleResult CpuBackend::unscale_and_check(const std::vector<Tensor*>& grads, f
     for (std::size_t t = 0; t < grads.size(); ++t) {
         float* g = static_cast<CpuTensor*>(grads[t])->data();
         const std::int64_t n = grads[t]->numel();
-        bool nonfinite = false;
-        result.sum_squares += unscale_pass(g, n, inv_scale, &nonfinite);
-        if (nonfinite && !result.found_nonfinite) {
+        const bool summarise = summaries && want_summary[t];
+        if (summarise) m_tally.reset();
+        Lanes lanes;
+        for (std::int64_t start = 0; start < n; start += piece) {
+            const std::int64_t len = std::min(piece, n - start);
+            unscale_block(g + start, len, inv_scale, lanes);
+            if (summarise) m_tally.add(g + start, static_cast<std::size_t>(len));
+        }
+        result.sum_squares += (lanes.acc[0] + lanes.acc[1]) + (lanes.acc[2] + lanes.acc[3]);
+        if (lanes.bad && !result.found_nonfinite) {
             result.found_nonfinite = true;
             result.first_nonfinite = static_cast<int>(t);
         }
-        if (summaries && want_summary[t]) {
+        if (summarise) {
             GradientSummary& s = (*summaries)[t];
             s.amax = 0;
             s.nonfinite = 0;
             s.exponents.counts.fill(0);
-            exponent_histogram(g, static_cast<std::size_t>(n), 1.0f, ExponentHistogram::min_exponent,
-                               s.exponents.counts.data(), ExponentHistogram::bins, &s.amax,
-                               &s.nonfinite);
+            m_tally.finish(ExponentHistogram::min_exponent, s.exponents.counts.data(),
+                           ExponentHistogram::bins, &s.amax, &s.nonfinite);
         }
     }
     return result;

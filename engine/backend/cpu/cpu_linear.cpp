@@ -43,10 +43,19 @@ MANTISSA_HOT std::uint32_t scale_copy_amax(const float* __restrict src, float* _
     return amax_bits;
 }
 
+// Values per block of the fused passes below (8 KiB): a block is written, then rounded while it
+// is in the L1 cache, so each pass costs one trip through memory. Elementwise, so the blocking
+// changes no value.
+constexpr std::int64_t piece = 2048;
+
 // dst = saturate_cast<format>(src * scale); returns amax(|src|).
 float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale, Format format) {
-    const std::uint32_t amax_bits = scale_copy_amax(src, dst, n, scale);
-    round_array(format, dst, static_cast<std::size_t>(n), Overflow::saturate);
+    std::uint32_t amax_bits = 0;
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        amax_bits = std::max(amax_bits, scale_copy_amax(src + start, dst + start, len, scale));
+        round_array(format, dst + start, static_cast<std::size_t>(len), Overflow::saturate);
+    }
     float amax;
     std::memcpy(&amax, &amax_bits, sizeof amax);
     return amax;
@@ -55,6 +64,20 @@ float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale,
 MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
     if (factor == 1.0f) return;
     for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+// data = round_format(data * factor): the FP8 dequantisation and the store in one pass.
+void scale_and_round(float* data, std::int64_t n, float factor, Format format) {
+    if (factor == 1.0f) return round_output(format, data, n);
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        scale_in_place(data + start, len, factor);
+        round_output(format, data + start, len);
+    }
 }
 
 // y(rows, cols) = y * dequant + b (per column).
@@ -69,6 +92,17 @@ MANTISSA_HOT void add_bias(float* __restrict y, const float* __restrict b, std::
     }
 }
 
+// y = round_format(y * dequant + b), a few rows at a time (the bias epilogue in one pass).
+void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_t cols,
+                        float dequant, Format format) {
+    const std::int64_t step = std::max<std::int64_t>(1, piece / std::max<std::int64_t>(1, cols));
+    for (std::int64_t r = 0; r < rows; r += step) {
+        const std::int64_t len = std::min(step, rows - r);
+        add_bias(y + r * cols, b, len, cols, dequant);
+        round_output(format, y + r * cols, len * cols);
+    }
+}
+
 // db(cols) = Σ_rows dy.
 MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, std::int64_t rows,
                               std::int64_t cols) {
@@ -77,10 +111,6 @@ MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, 
         const float* row = dy + r * cols;
         for (std::int64_t c = 0; c < cols; ++c) db[c] += row[c];
     }
-}
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
 }
 
 void require(bool ok, const std::string& message) {
@@ -141,8 +171,7 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         }
         if (l.saved_input) {
             float* s = cpu(*l.saved_input).data();
-            std::memcpy(s, x.data(), static_cast<std::size_t>(batch * in) * sizeof(float));
-            round_output(l.saved_input->format(), s, batch * in);
+            round_array(l.saved_input->format(), x.data(), s, static_cast<std::size_t>(batch * in));
             x_op = s;
         } else {
             x_op = operand(x, batch * in, l.compute, slot_x);
@@ -160,8 +189,7 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
     } else {
         b = cpu(*l.bias).data();
     }
-    add_bias(yd, b, batch, out, dequant);
-    round_output(y.format(), yd, batch * out);
+    add_bias_and_round(yd, b, batch, out, dequant, y.format());
 }
 
 void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
@@ -196,8 +224,10 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
     } else {
         dy_op = operand(dy, batch * out, l.compute, slot_dy);
         x_op = l.saved_input ? cpu(*l.saved_input).data() : operand(x, batch * in, l.compute, slot_x);
+        // The weight operand serves dx only (the first layer has none: no rounding pass for it).
         w_op = l.weight_compute ? cpu(*l.weight_compute).data()
-                                : operand(w, in * out, l.compute, slot_w);
+               : dx_out         ? operand(w, in * out, l.compute, slot_w)
+                                : nullptr;
     }
     const bool bf16_ok = fp8 || l.compute == Format::bf16;
 
@@ -212,8 +242,11 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
         m_matmul.multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
-        scale_in_place(dx, batch * in, dq_g * dq_w);
-        if (m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32)) {
+        const float dq = dq_g * dq_w;
+        if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
+            scale_and_round(dx, batch * in, dq, dx_out->format());
+        } else {  // the shadow needs dx before its rounding
+            scale_in_place(dx, batch * in, dq);
             float* s = shadow_for(*dx_out, batch * in);
             if (flushed) {
                 m_matmul.multiply(dy_reference, false, w_op, false, s, batch, in, out, false);
@@ -221,16 +254,16 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
             } else {
                 std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
             }
+            round_output(dx_out->format(), dx, batch * in);
         }
-        round_output(dx_out->format(), dx, batch * in);
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);
     m_matmul.multiply(dy_op, true, x_op, false, gw.data(), out, in, batch, bf16_ok);
-    scale_in_place(gw.data(), out * in, dq_g * dq_x);
     if (!weight_stats) {
-        round_output(gw.format(), gw.data(), out * in);
+        scale_and_round(gw.data(), out * in, dq_g * dq_x, gw.format());
     } else {
+        scale_in_place(gw.data(), out * in, dq_g * dq_x);
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
         const std::size_t n_w = static_cast<std::size_t>(out * in);
         if (!flushed) {

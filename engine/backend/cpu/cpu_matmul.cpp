@@ -42,6 +42,11 @@ void to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
 
 }  // namespace
 
+int CpuMatmul::threads_for(std::int64_t multiply_adds, int max_threads) {
+    const std::int64_t by_work = multiply_adds / min_work_per_thread;
+    return static_cast<int>(std::clamp<std::int64_t>(by_work, 1, std::max(1, max_threads)));
+}
+
 int CpuMatmul::default_threads() {
     if (const char* env = std::getenv("MANTISSA_CPU_THREADS")) {
         const int n = std::atoi(env);
@@ -126,7 +131,7 @@ void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool tran
         entry = &m_impl->entry({m, n, k, trans_a, trans_b, false});
     }
     Entry& e = *entry;
-    const int threads = m * n * k < (std::int64_t{1} << 20) ? 1 : m_impl->threads;
+    const int threads = threads_for(m * n * k, m_impl->threads);
     if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
     if (bf16) {
         auto& a16 = m_impl->a16;

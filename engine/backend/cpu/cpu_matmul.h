@@ -7,13 +7,17 @@
 // the bf16 primitive with FP32 accumulation is used when it is faster on this CPU (AMX or
 // AVX512-BF16; MANTISSA_CPU_BF16_MATMUL=0/1 overrides): same products, different speed.
 //
-// Threads: oneDNN runs on OpenMP. A product of fewer than 2^20 multiply-adds runs on one thread
-// (forking costs more than it saves); larger ones on threads() threads: MANTISSA_CPU_THREADS, or
-// OMP_NUM_THREADS, else all hardware threads but one. One is left to the GUI and the recorder:
-// OpenMP threads spin while they wait, and on an oversubscribed machine a step then costs several
-// times what it costs on one thread (measured on 2 shared cores: 29 ms against 5.5 ms). The count
-// is set on the calling thread only. Results depend on the thread count (summation order), not
-// on timing.
+// Threads: oneDNN runs on OpenMP. A product gets one thread per 2^20 multiply-adds (about 15 us
+// of work at AVX2 speed, well above a fork/join), at most threads(): MANTISSA_CPU_THREADS, or
+// OMP_NUM_THREADS, else all hardware threads but one. So a product of fewer than 2^21
+// multiply-adds runs on the calling thread alone, and the reference model's fc2 (4.2 M) on at most
+// four threads however many cores there are. One hardware thread is left to the GUI and the
+// recorder: libgomp's threads spin while they wait (unless OMP_WAIT_POLICY=passive is set before
+// the process starts; it cannot be changed from inside), and on an oversubscribed machine a step
+// then costs many times what it costs on one thread (measured on 2 shared cores under load, the
+// reference step: 80 ms on 2 spinning threads, 5.5-6.7 ms on one, 6.9-7.4 ms on 2 passive ones).
+// The count is set on the calling thread only. Results depend on the thread count
+// (summation order), not on timing: a machine and a setting give the same bits every run.
 // Training thread only.
 #pragma once
 
@@ -37,6 +41,9 @@ public:
                   std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false);
 
     static int default_threads();
+    // Threads for a product of `multiply_adds` when up to max_threads are allowed (>= 1).
+    static int threads_for(std::int64_t multiply_adds, int max_threads);
+    static constexpr std::int64_t min_work_per_thread = std::int64_t{1} << 20;
     int threads() const;
     void set_threads(int n);       // >= 1
     bool bf16_enabled() const;     // whether bf16 operands take the bf16 primitive

@@ -10,6 +10,10 @@
 // AdamW (torch.optim.AdamW, decoupled):
 //   p ← p·(1 - lr·wd);  m ← m + (1-β1)(g - m);  v ← β2·v + (1-β2)·g²
 //   p ← p - (lr / (1-β1^t)) · m / (√v / √(1-β2^t) + eps)
+// Both run block by block (update_block values): the new values go to a block-sized buffer that
+// stays in the L1 cache, are rounded there and stored with the lost-update count, so the
+// parameter, gradient and state are each read once and written once per step. Every element's
+// arithmetic is unchanged by the blocking.
 // The loops are plain arithmetic over restrict pointers so the compiler vectorises them (this
 // folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
 // x86-64 (chosen at run time).
@@ -39,6 +43,8 @@ void check_tensors(const OptimizerTensors& t, bool need1, bool need2, const char
         throw Error(std::string(op) + ": the optimizer state of " + t.param->desc().name +
                     " is missing or of the wrong size.");
 }
+
+constexpr std::size_t update_block = 1024;
 
 struct SgdScalars {
     float lr, wd, mu;
@@ -104,14 +110,13 @@ MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restri
 
 }  // namespace
 
-// The shared tail of both optimizers: the new values are in `fresh`; round them to the
-// parameter's format, store them in the parameter and count lost updates against the old values.
-static UpdateCounts finish_update(float* p, float* fresh, std::int64_t n, Format format,
-                                  const unsigned char* mask) {
-    UpdateCounts c;
+// The shared tail of both optimizers, for one block: the new values are in `fresh`; round them to
+// the parameter's format, store them in the parameter and count lost updates against the old
+// values.
+static void finish_update(float* p, float* fresh, std::int64_t n, Format format,
+                          const unsigned char* mask, UpdateCounts& c) {
     if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
     store_counting_lost(p, fresh, mask, n, &c);
-    return c;
 }
 
 UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s) {
@@ -120,13 +125,19 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const std::int64_t n = t.param->numel();
     float* p = static_cast<CpuTensor*>(t.param)->data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
-    float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : scratch(6, n);
-    float* fresh = scratch(4, n);
-    if (m_mask.size() < static_cast<std::size_t>(n)) m_mask.resize(static_cast<std::size_t>(n));
+    float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : nullptr;
+    float* fresh = scratch(4, update_block);
+    float* no_buf = momentum ? nullptr : scratch(6, update_block);  // sgd_kernel's unused buffer
+    if (m_mask.size() < static_cast<std::size_t>(update_block)) m_mask.resize(update_block);
     const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
                         static_cast<float>(s.momentum), s.first_step, momentum};
-    sgd_kernel(p, g, buf, fresh, n, sc, m_mask.data());
-    return finish_update(p, fresh, n, t.param->format(), m_mask.data());
+    UpdateCounts c;
+    for (std::int64_t start = 0; start < n; start += update_block) {
+        const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
+        sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
+        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c);
+    }
+    return c;
 }
 
 UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams& a) {
@@ -150,10 +161,15 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     sc.beta2 = static_cast<float>(a.beta2);
     sc.eps = static_cast<float>(a.eps);
     sc.decays = a.weight_decay != 0.0 && a.lr != 0.0;
-    float* fresh = scratch(4, n);
-    if (m_mask.size() < static_cast<std::size_t>(n)) m_mask.resize(static_cast<std::size_t>(n));
-    adamw_kernel(p, g, m, v, fresh, n, sc, m_mask.data());
-    return finish_update(p, fresh, n, t.param->format(), m_mask.data());
+    float* fresh = scratch(4, update_block);
+    if (m_mask.size() < static_cast<std::size_t>(update_block)) m_mask.resize(update_block);
+    UpdateCounts c;
+    for (std::int64_t start = 0; start < n; start += update_block) {
+        const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
+        adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
+        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c);
+    }
+    return c;
 }
 
 }  // namespace mantissa

@@ -317,6 +317,178 @@ private slots:
         QVERIFY(!std::isfinite(r.sum_squares));
     }
 
+    // The vectorised, blocked unscale against the scalar definition, bit for bit: the values
+    // (×inv_scale in FP32), the sum of squares (double, four lanes by index mod 4, the last n mod
+    // 4 values in lane 0, summed (l0 + l1) + (l2 + l3)) and the summary (exponent_histogram of
+    // the unscaled values), over sizes that cross the kernel's vectors and blocks.
+    void unscaleMatchesScalarDefinition() {
+        CpuBackend be;
+        const std::vector<std::int64_t> sizes = {1, 7, 2048, 2053, 70'003};
+        for (float inv_scale : {1.0f, 1.0f / 1024, 3.0f}) {
+            std::vector<std::unique_ptr<Tensor>> owned;
+            std::vector<Tensor*> grads;
+            std::vector<std::vector<float>> values;
+            for (std::size_t t = 0; t < sizes.size(); ++t) {
+                auto v = random_values(static_cast<std::size_t>(sizes[t]), 0.01f, 70 + static_cast<unsigned>(t));
+                if (t == 3) v[5] = 0.0f;
+                owned.push_back(make(be, 1, sizes[t], Format::fp32, MemoryCategory::gradients));
+                be.upload(*owned.back(), v.data(), sizes[t]);
+                grads.push_back(owned.back().get());
+                values.push_back(std::move(v));
+            }
+            std::vector<GradientSummary> sums;
+            const std::vector<bool> want = {true, false, true, true, true};
+            const UnscaleResult r = be.unscale_and_check(grads, inv_scale, want, &sums);
+            double total = 0;
+            for (std::size_t t = 0; t < sizes.size(); ++t) {
+                std::vector<float> u(values[t].size());
+                double lane[4] = {0, 0, 0, 0};
+                const std::size_t n = u.size();
+                for (std::size_t i = 0; i < n; ++i) {
+                    u[i] = values[t][i] * inv_scale;
+                    const double d = u[i];
+                    lane[i < n / 4 * 4 ? i % 4 : 0] += d * d;
+                }
+                total += (lane[0] + lane[1]) + (lane[2] + lane[3]);
+                const auto got = read(be, *grads[t]);
+                for (std::size_t i = 0; i < n; ++i)
+                    QCOMPARE(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(u[i]));
+                if (want[t]) {
+                    std::array<std::uint32_t, ExponentHistogram::bins> h{};
+                    double amax = 0;
+                    std::int64_t nonfinite = 0;
+                    exponent_histogram(u.data(), n, 1.0f, ExponentHistogram::min_exponent, h.data(),
+                                       ExponentHistogram::bins, &amax, &nonfinite);
+                    QVERIFY(sums[t].exponents.counts == h);
+                    QCOMPARE(sums[t].amax, amax);
+                    QCOMPARE(sums[t].nonfinite, nonfinite);
+                }
+            }
+            QVERIFY(!r.found_nonfinite);
+            QCOMPARE(std::bit_cast<std::uint64_t>(r.sum_squares), std::bit_cast<std::uint64_t>(total));
+        }
+        // A non-finite value far into a large tensor, past the first block, is found.
+        auto big = make(be, 1, 70'003, Format::fp32, MemoryCategory::gradients);
+        be.poke(*big, 65'000, -inf);
+        const UnscaleResult r = be.unscale_and_check({big.get()}, 1.0f, {false}, nullptr);
+        QVERIFY(r.found_nonfinite);
+        QCOMPARE(r.first_nonfinite, 0);
+    }
+
+    // The optimizers work block by block; the result must be elementwise: one large tensor gives,
+    // bit for bit, what the same values give split into small tensors, for FP32 and for fp16
+    // parameters (master weights off: rounding and lost updates), with the same counts.
+    void optimizerBlocksAreElementwise_data() {
+        QTest::addColumn<Format>("format");
+        QTest::addColumn<bool>("adamw");
+        for (Format f : {Format::fp32, Format::fp16, Format::bf16}) {
+            QTest::newRow((std::string(format_name(f)) + " adamw").c_str()) << f << true;
+            QTest::newRow((std::string(format_name(f)) + " sgd").c_str()) << f << false;
+        }
+    }
+    void optimizerBlocksAreElementwise() {
+        QFETCH(Format, format);
+        QFETCH(bool, adamw);
+        CpuBackend be;
+        const int n = 5000, part = 500;
+        const auto pv = random_values(n, 1.0f, 81);
+        auto big = make(be, 1, n, format), bg = make(be, 1, n, Format::fp32);
+        auto bs1 = make(be, 1, n, Format::fp32), bs2 = make(be, 1, n, Format::fp32);
+        be.upload(*big, pv.data(), n);
+        std::vector<std::unique_ptr<Tensor>> p, g, s1, s2;
+        for (int k = 0; k < n / part; ++k) {
+            p.push_back(make(be, 1, part, format));
+            g.push_back(make(be, 1, part, Format::fp32));
+            s1.push_back(make(be, 1, part, Format::fp32));
+            s2.push_back(make(be, 1, part, Format::fp32));
+            be.upload(*p.back(), pv.data() + k * part, part);
+        }
+        for (int step = 1; step <= 3; ++step) {
+            auto gv = random_values(n, step == 2 ? 1e-5f : 0.1f, 90 + step);
+            be.upload(*bg, gv.data(), n);
+            UpdateCounts whole, split;
+            if (adamw) {
+                const AdamWParams a{1e-3, 0.9, 0.999, 1e-8, 0.01, step};
+                whole = be.adamw_step({big.get(), bg.get(), bs1.get(), bs2.get()}, a);
+                for (int k = 0; k < n / part; ++k) {
+                    be.upload(*g[k], gv.data() + k * part, part);
+                    const UpdateCounts c = be.adamw_step({p[k].get(), g[k].get(), s1[k].get(), s2[k].get()}, a);
+                    split.nonzero_updates += c.nonzero_updates;
+                    split.lost_updates += c.lost_updates;
+                }
+            } else {
+                const SgdParams sp{0.05, 0.9, 1e-4, step == 1};
+                whole = be.sgd_step({big.get(), bg.get(), bs1.get(), nullptr}, sp);
+                for (int k = 0; k < n / part; ++k) {
+                    be.upload(*g[k], gv.data() + k * part, part);
+                    const UpdateCounts c = be.sgd_step({p[k].get(), g[k].get(), s1[k].get(), nullptr}, sp);
+                    split.nonzero_updates += c.nonzero_updates;
+                    split.lost_updates += c.lost_updates;
+                }
+            }
+            QCOMPARE(whole.nonzero_updates, split.nonzero_updates);
+            QCOMPARE(whole.lost_updates, split.lost_updates);
+            if (format != Format::fp32 && step == 2) QVERIFY(whole.lost_updates > 0);  // tiny updates vanish
+            const auto w = read(be, *big);
+            for (int k = 0; k < n / part; ++k) {
+                const auto q = read(be, *p[k]);
+                for (int i = 0; i < part; ++i)
+                    QCOMPARE(std::bit_cast<std::uint32_t>(w[static_cast<std::size_t>(k * part + i)]),
+                             std::bit_cast<std::uint32_t>(q[static_cast<std::size_t>(i)]));
+            }
+        }
+    }
+
+    // Asking for the weight gradient's statistics changes no gradient: the fused count-and-round
+    // gives the values the plain rounding gives, for every compute format (FP8's dequantisation
+    // and store are fused too), on a layer larger than the fused passes' blocks.
+    void weightStatsDoNotChangeGradients_data() {
+        QTest::addColumn<Format>("compute");
+        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16, Format::fp8_e4m3})
+            QTest::newRow(format_name(f).data()) << f;
+    }
+    void weightStatsDoNotChangeGradients() {
+        QFETCH(Format, compute);
+        const int B = 16, in = 300, out = 20;
+        const Format out_format = compute == Format::fp8_e4m3 ? Format::fp16 : (compute == Format::fp16 || compute == Format::bf16 ? compute : Format::fp32);
+        std::vector<std::vector<float>> grads[2];
+        RoundingStats stats;
+        for (int with_stats = 0; with_stats < 2; ++with_stats) {
+            CpuBackend be;
+            LinearFixture f(be, B, in, out, compute, out_format);
+            std::unique_ptr<Tensor> saved, wc;
+            std::unique_ptr<Fp8State> fp8;
+            if (compute == Format::fp8_e4m3) {
+                fp8 = be.create_fp8_state(Fp8Recipe{});
+                wc = make(be, out, in, Format::fp8_e4m3, MemoryCategory::parameters, "wq");
+                saved = make(be, B, in, Format::fp8_e4m3, MemoryCategory::activations, "xq");
+                f.t.fp8 = fp8.get();
+                f.t.weight_compute = wc.get();
+                f.t.saved_input = saved.get();
+            }
+            const auto xv = random_values(B * in, 1.0f, 5), wv = random_values(out * in, 0.1f, 6),
+                       dyv = random_values(B * out, 1e-3f, 7);
+            be.upload(*f.x, xv.data(), B * in);
+            be.upload(*f.w, wv.data(), out * in);
+            be.upload(*f.dy, dyv.data(), B * out);
+            for (int step = 0; step < 2; ++step) {  // the second step runs with FP8 scales from the first
+                be.linear_forward(f.t, *f.x, *f.y, B, true);
+                RoundingStats s;
+                be.linear_backward(f.t, *f.x, *f.dy, f.dx.get(), B, with_stats ? &s : nullptr);
+                if (fp8) be.update_fp8_scales(*fp8);
+                if (with_stats) stats = s;
+            }
+            grads[with_stats] = {read(be, *f.grad_w), read(be, *f.grad_b), read(be, *f.dx), read(be, *f.y)};
+        }
+        for (std::size_t k = 0; k < grads[0].size(); ++k)
+            for (std::size_t i = 0; i < grads[0][k].size(); ++i)
+                QCOMPARE(std::bit_cast<std::uint32_t>(grads[1][k][i]), std::bit_cast<std::uint32_t>(grads[0][k][i]));
+        QCOMPARE(stats.elements, std::int64_t{out * in});
+        std::int64_t zeros = 0;
+        for (float v : grads[0][0]) zeros += v == 0.0f;
+        QCOMPARE(stats.zeros, zeros);
+    }
+
     // SGD with momentum and weight decay over three steps against torch's formulas in double.
     void sgdFollowsTorch() {
         CpuBackend be;
@@ -486,6 +658,17 @@ private slots:
             QCOMPARE(amax, want_amax);
             QVERIFY(got == want);
         }
+    }
+
+    // The matmul's thread policy: one thread per 2^20 multiply-adds, at least one, at most the
+    // allowed count (the reference model's fc2, 128x256x128, gets four at most).
+    void matmulThreadsFollowTheWork() {
+        QCOMPARE(CpuMatmul::threads_for(0, 8), 1);
+        QCOMPARE(CpuMatmul::threads_for((std::int64_t{1} << 21) - 1, 8), 1);
+        QCOMPARE(CpuMatmul::threads_for(std::int64_t{3} << 20, 8), 3);
+        QCOMPARE(CpuMatmul::threads_for(128 * 256 * 128, 15), 4);
+        QCOMPARE(CpuMatmul::threads_for(128 * 784 * 256, 15), 15);
+        QCOMPARE(CpuMatmul::threads_for(128 * 784 * 256, 0), 1);
     }
 
     void factory() {

@@ -1,5 +1,6 @@
 // round_array (the vector kernels) against round_to (the scalar definition), bit for bit: random
-// bit patterns, the edges of each format, every tail length, and both overflow modes.
+// bit patterns, the edges of each format, every tail length, and both overflow modes; and the
+// copying form round_array(src, dst) against the in-place form, bit for bit, NaNs included.
 #include <QtTest>
 
 #include <bit>
@@ -82,6 +83,48 @@ private slots:
                 QCOMPARE(buf.back(), 0.3f);
                 for (std::size_t k = 0; k < n; ++k)
                     QCOMPARE(bits_of(buf[k + 1]), bits_of(round_to(f, 1.0f / static_cast<float>(k + 3))));
+            }
+        }
+    }
+
+    // The copying form writes exactly what a copy followed by the in-place form gives (every bit,
+    // NaN payloads and signs included) and leaves its source untouched.
+    void copyingMatchesInPlace_data() { matchesScalar_data(); }
+    void copyingMatchesInPlace() {
+        QFETCH(Format, format);
+        QFETCH(Overflow, overflow);
+        const std::vector<float> in = inputs(format, 200'000);
+        std::vector<float> in_place = in;
+        round_array(format, in_place.data(), in_place.size(), overflow);
+        const std::vector<float> src = in;
+        std::vector<float> dst(in.size(), 7.0f);
+        round_array(format, src.data(), dst.data(), src.size(), overflow);
+        int failures = 0;
+        for (std::size_t k = 0; k < in.size(); ++k) {
+            if (bits_of(dst[k]) != bits_of(in_place[k]) && ++failures <= 5)
+                qWarning("input 0x%08x: copying 0x%08x, in place 0x%08x", bits_of(in[k]), bits_of(dst[k]),
+                         bits_of(in_place[k]));
+            if (bits_of(src[k]) != bits_of(in[k])) ++failures;
+        }
+        QCOMPARE(failures, 0);
+    }
+
+    // The copying form's tails: every length up to a few vectors, nothing outside [0, n) of the
+    // destination written; src == dst is the in-place form.
+    void copyingTails() {
+        for (Format f : all_formats) {
+            for (std::size_t n = 0; n <= 19; ++n) {
+                std::vector<float> src(n), dst(n + 2, 0.3f);
+                for (std::size_t k = 0; k < n; ++k) src[k] = 1.0f / static_cast<float>(k + 3);
+                round_array(f, src.data(), dst.data() + 1, n);
+                QCOMPARE(dst.front(), 0.3f);
+                QCOMPARE(dst.back(), 0.3f);
+                std::vector<float> same = src;
+                round_array(f, same.data(), same.data(), n);
+                for (std::size_t k = 0; k < n; ++k) {
+                    QCOMPARE(bits_of(dst[k + 1]), bits_of(round_to(f, src[k])));
+                    QCOMPARE(bits_of(same[k]), bits_of(dst[k + 1]));
+                }
             }
         }
     }
