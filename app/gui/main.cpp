@@ -1,14 +1,18 @@
 // mantissa: the desktop application. Parses the command line, builds the main window and runs the
 // event loop; `--screenshot FILE.png` runs the experiment for N steps, saves a PNG of the window
-// and exits (for docs, tests and reviews without a display: -platform offscreen or Xvfb).
+// and exits (for docs, tests and reviews without a display: -platform offscreen or Xvfb);
+// `--bench-gui [--json] [--quick] [--blocks N]` runs the GUI benchmark suite (gui_bench.h), offscreen
+// unless QT_QPA_PLATFORM says otherwise, prints it and exits: `mantissa-cli bench --suite gui` reads it.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
 
 #include "app_icon.h"
+#include "gui_bench.h"
 #include "main_window.h"
 #include "screenshot_job.h"
 
@@ -16,6 +20,9 @@ using mantissa::ui::MainWindow;
 using mantissa::ui::ScreenshotJob;
 
 int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)  // the benchmark needs no display; the platform is chosen before QApplication
+        if (std::strcmp(argv[i], "--bench-gui") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
     QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Mantissa"));
@@ -52,8 +59,38 @@ int main(int argc, char** argv) {
                                                "the panels would (precision.layers.fc1=fp16, precision.autocast=bf16, "
                                                "train.lr=0.01) or inject an overflow (inject=fc2). Repeatable."),
                                 QStringLiteral("STEP:KEY=VALUE"));
-    parser.addOptions({config, store, screenshot, steps, during, size, at});
+    const QCommandLineOption benchGui(QStringLiteral("bench-gui"),
+                                      QStringLiteral("Run the GUI benchmark suite (offscreen), print its tables, exit."));
+    const QCommandLineOption benchJson(QStringLiteral("json"), QStringLiteral("With --bench-gui: print JSON."));
+    const QCommandLineOption benchQuick(QStringLiteral("quick"), QStringLiteral("With --bench-gui: a short run."));
+    const QCommandLineOption benchBlocks(QStringLiteral("blocks"),
+                                         QStringLiteral("With --bench-gui: repeats per figure (default 15)."),
+                                         QStringLiteral("N"));
+    parser.addOptions({config, store, screenshot, steps, during, size, at, benchGui, benchJson, benchQuick, benchBlocks});
     parser.process(app);
+
+    if (parser.isSet(benchGui)) {
+        mantissa::ui::GuiBenchOptions bench;
+        bench.quick = parser.isSet(benchQuick);
+        bool ok = true;
+        if (parser.isSet(benchBlocks)) bench.blocks = parser.value(benchBlocks).toInt(&ok);
+        if (!ok || bench.blocks < 0) {
+            std::fprintf(stderr, "mantissa: --blocks takes a positive number, not '%s'\n",
+                         qPrintable(parser.value(benchBlocks)));
+            return 2;
+        }
+        QApplication::setOrganizationName(QStringLiteral("MantissaBench"));  // never the user's settings
+        try {
+            const auto suite = mantissa::ui::runGuiBench(bench);
+            const std::string out = parser.isSet(benchJson) ? mantissa::bench::to_json(suite).dump(2) + "\n"
+                                                            : mantissa::bench::render_text(suite);
+            std::fwrite(out.data(), 1, out.size(), stdout);
+            return 0;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "mantissa: the GUI benchmark failed: %s\n", e.what());
+            return 1;
+        }
+    }
 
     const bool shooting = parser.isSet(screenshot);
     MainWindow::Options options;

@@ -5,10 +5,20 @@
 files of Debian's dataset-fashion-mnist, normalised with the training split's global mean and std
 as Mantissa does. Modes: fp32, and bf16 under torch.autocast("cpu", dtype=torch.bfloat16).
 
-Throughput is the median of timed blocks of steps after a warm-up, the blocks of the modes
-interleaved so a noisy machine slows them alike; accuracy is measured on the test split after the
-given number of epochs. Prints one JSON object per mode (or a table without --json).
-Usage: python3 torch_mlp.py [--epochs 3] [--threads N] [--modes fp32,bf16] [--json]
+Two ways to run it:
+- standalone: `python3 torch_mlp.py [--epochs 3] [--threads N] [--modes fp32,bf16] [--json]`
+  times interleaved blocks of steps after a warm-up (median, spread) and then trains fresh models
+  for the given epochs and reports their test accuracy;
+- `--serve`, as `mantissa-cli bench --suite peer` runs it: after loading and warming up it prints
+  one JSON line {"ready": true, ...} and then answers commands on stdin, one JSON line each:
+    block MODE STEPS     -> {"mode", "steps", "seconds", "samples_per_s"}
+    accuracy MODE EPOCHS -> {"mode", "epochs", "steps", "test_accuracy", "seconds"}
+    quit
+  so that Mantissa's and PyTorch's timed blocks interleave in one run.
+Exit status 3 when PyTorch is not installed (one line on stderr says so).
+The BLAS PyTorch uses is reported ("blas"): torch.__config__'s BLAS_INFO, the BLAS library this
+process actually mapped (Debian's python3-torch calls libblas.so.3: the reference netlib BLAS unless
+an OpenBLAS package provides that alternative), and the libblas.so.3 alternative's target.
 """
 import argparse
 import gzip
@@ -97,30 +107,89 @@ class Trainer:
         return correct / x.shape[0]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--modes", default="fp32,bf16")
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--block-steps", type=int, default=50)
-    ap.add_argument("--blocks", type=int, default=7)
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+def blas_report(torch):
+    """Which BLAS this PyTorch uses: its build setting, what is mapped now, the alternative."""
+    config = torch.__config__.show()
+    info = {}
+    for key in ("BLAS_INFO", "LAPACK_INFO"):
+        pos = config.find(key + "=")
+        if pos >= 0:
+            info[key.lower()] = config[pos + len(key) + 1:].split(",")[0].strip()
+    a = torch.ones(64, 64)
+    (a @ a).sum().item()  # make sure the BLAS is loaded
+    mapped = set()
     try:
-        import torch
-    except ImportError:
-        print("torch_mlp.py: PyTorch is not installed (apt-get install python3-torch)", file=sys.stderr)
-        return 3
-    torch.set_num_threads(args.threads)
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                name = os.path.basename(path)
+                if "blas" in name or "lapack" in name:
+                    mapped.add(path)
+    except OSError:
+        pass
+    info["mapped"] = sorted(mapped)
+    alt = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
+    if os.path.exists(alt):
+        info["libblas_so_3_alternative"] = os.path.realpath(alt)
+    # The library that answers libblas.so.3's symbols (the first mapped libblas): its folder names it.
+    blas = [p for p in info["mapped"] if os.path.basename(p).startswith("libblas.so")]
+    where = (blas[0] if blas else " ".join(info["mapped"])).lower()
+    info["kind"] = ("openblas" if "openblas" in where else "netlib (reference)" if "/blas/" in where
+                    else "mkl" if "mkl" in where else "unknown")
+    return info
+
+
+def load_data(args, torch):
     train_x, train_y = load_split(args.data, "train", torch)
     test_x, test_y = load_split(args.data, "t10k", torch)
     mean, std = train_x.mean(), train_x.std()
-    train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
+    return (train_x - mean) / std, train_y, (test_x - mean) / std, test_y
 
+
+def train_for_accuracy(torch, mode, data, batch, epochs):
+    train_x, train_y, test_x, test_y = data
+    steps = epochs * (train_x.shape[0] // batch)
+    t = Trainer(torch, mode, (train_x, train_y), batch, seed=1)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        t.step()
+    return {"mode": mode, "epochs": epochs, "steps": steps, "test_accuracy": t.accuracy(test_x, test_y),
+            "seconds": time.perf_counter() - t0}
+
+
+def serve(args, torch, data):
     modes = args.modes.split(",")
-    trainers = {m: Trainer(torch, m, (train_x, train_y), args.batch, seed=1) for m in modes}
+    trainers = {m: Trainer(torch, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
+    for m in modes:  # warm-up
+        for _ in range(10):
+            trainers[m].step()
+    print(json.dumps({"ready": True, "peer": "pytorch", "torch_version": torch.__version__,
+                      "threads": torch.get_num_threads(), "batch": args.batch, "blas": blas_report(torch)}),
+          flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "quit":
+            break
+        if words[0] == "block" and len(words) == 3 and words[1] in trainers:
+            steps = int(words[2])
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                trainers[words[1]].step()
+            seconds = time.perf_counter() - t0
+            reply = {"mode": words[1], "steps": steps, "seconds": seconds, "samples_per_s": steps * args.batch / seconds}
+        elif words[0] == "accuracy" and len(words) == 3 and words[1] in trainers:
+            reply = train_for_accuracy(torch, words[1], data, args.batch, int(words[2]))
+        else:
+            reply = {"error": f"unknown command: {line.strip()}"}
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
+def standalone(args, torch, data):
+    modes = args.modes.split(",")
+    trainers = {m: Trainer(torch, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
     rates = {m: [] for m in modes}
     for m in modes:  # warm-up
         for _ in range(10):
@@ -131,26 +200,42 @@ def main():
             for _ in range(args.block_steps):
                 trainers[m].step()
             rates[m].append(args.block_steps * args.batch / (time.perf_counter() - t0))
-
-    # Accuracy after the same number of epochs as Mantissa: fresh models, full epochs.
-    steps = args.epochs * (train_x.shape[0] // args.batch)
-    results = []
+    blas = blas_report(torch)
     for m in modes:
-        t = Trainer(torch, m, (train_x, train_y), args.batch, seed=1)
-        for _ in range(steps):
-            t.step()
+        r = train_for_accuracy(torch, m, data, args.batch, args.epochs)
         med = statistics.median(rates[m])
-        results.append({"peer": "pytorch", "torch_version": torch.__version__, "mode": m, "threads": args.threads,
-                        "batch": args.batch, "samples_per_s": med,
-                        "spread": (max(rates[m]) - min(rates[m])) / med, "epochs": args.epochs, "steps": steps,
-                        "test_accuracy": t.accuracy(test_x, test_y)})
-    for r in results:
+        r.update({"peer": "pytorch", "torch_version": torch.__version__, "threads": torch.get_num_threads(),
+                  "batch": args.batch, "samples_per_s": med, "spread": (max(rates[m]) - min(rates[m])) / med,
+                  "blas": blas})
         if args.json:
             print(json.dumps(r))
         else:
-            print(f"{r['mode']:6} {r['samples_per_s']:10.0f} samples/s (spread {r['spread']*100:.0f}%)  "
-                  f"test accuracy {r['test_accuracy']*100:.2f}% after {r['epochs']} epochs")
+            print(f"{m:6} {med:10.0f} samples/s (spread {r['spread']*100:.0f}%)  test accuracy "
+                  f"{r['test_accuracy']*100:.2f}% after {r['epochs']} epochs  [BLAS: {blas['kind']}]")
     return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--modes", default="fp32,bf16")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--block-steps", type=int, default=50)
+    ap.add_argument("--blocks", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--serve", action="store_true")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print(f"torch_mlp.py: PyTorch is not installed for {sys.executable} (apt-get install python3-torch)",
+              file=sys.stderr)
+        return 3
+    torch.set_num_threads(args.threads)
+    data = load_data(args, torch)
+    return serve(args, torch, data) if args.serve else standalone(args, torch, data)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+// The reference data, experiment and precision settings: see reference_data.h.
+#include "bench/reference_data.h"
+
+#include <algorithm>
+#include <string>
+
+#include "data/random.h"
+
+namespace mantissa::bench {
+
+namespace {
+
+// Every layer of e's MLP: fc1 .. fc(hidden + 1).
+void set_all_layers(Experiment& e, LayerPrecision p) {
+    for (std::size_t i = 0; i <= e.model.hidden.size(); ++i) e.precision.layers["fc" + std::to_string(i + 1)] = p;
+}
+
+void truncate(Split& s, std::int64_t rows, int features) {
+    if (rows <= 0 || s.rows <= rows) return;
+    s.rows = rows;
+    s.x.resize(static_cast<std::size_t>(rows * features));
+    s.y.resize(static_cast<std::size_t>(rows));
+}
+
+}  // namespace
+
+Dataset reference_data(std::int64_t train_rows, std::int64_t test_rows) {
+    try {
+        DatasetSpec spec;  // fashion-mnist at its default path
+        Dataset d = load_dataset(spec, 1);
+        if (d.name == "fashion-mnist") {
+            truncate(d.train, train_rows, d.features);
+            truncate(d.test, test_rows, d.features);
+            return d;
+        }
+    } catch (const std::exception&) {
+    }
+    Dataset d;
+    d.name = "random-784 (Fashion-MNIST not found)";
+    d.features = 784;
+    d.classes = d.outputs = 10;
+    data::Rng rng(7);
+    for (Split* s : {&d.train, &d.test}) {
+        s->rows = s == &d.train ? (train_rows > 0 ? train_rows : 60000) : (test_rows > 0 ? test_rows : 10000);
+        s->x.resize(static_cast<std::size_t>(s->rows * 784));
+        s->y.resize(static_cast<std::size_t>(s->rows));
+        for (auto& v : s->x) v = static_cast<float>(2 * rng.uniform() - 1);
+        for (auto& v : s->y) v = static_cast<std::int32_t>(rng.below(10));
+    }
+    return d;
+}
+
+Experiment reference_experiment() {
+    Experiment e;
+    e.name = "bench-reference";
+    e.backend = "cpu";
+    e.model.hidden = {256, 128};
+    e.train.batch_size = 128;
+    e.train.steps = 1'000'000'000;  // timed by blocks; never runs out
+    e.train.eval_every = 0;
+    e.precision.loss_scaling.mode = LossScalingMode::off;
+    return e;
+}
+
+const std::vector<PrecisionConfig>& precision_configs() {
+    static const std::vector<PrecisionConfig> configs = {
+        {"fp32", "autocast off", [](Experiment&) {}},
+        {"tf32", "every layer tf32",
+         [](Experiment& e) { set_all_layers(e, LayerPrecision::tf32); }},
+        {"fp16", "autocast fp16, dynamic loss scaling",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::fp16;
+             e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+         }},
+        {"bf16", "autocast bf16", [](Experiment& e) { e.precision.autocast = Autocast::bf16; }},
+        {"fp8-e4m3", "every layer fp8-e4m3 (E5M2 gradients), autocast bf16",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             set_all_layers(e, LayerPrecision::fp8_e4m3);
+         }},
+    };
+    return configs;
+}
+
+const PrecisionConfig* find_precision(const std::string& name) {
+    for (const auto& c : precision_configs())
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+}  // namespace mantissa::bench

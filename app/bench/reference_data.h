@@ -1,0 +1,29 @@
+// The data the engine-side suites train on: the first rows of Fashion-MNIST from Debian's
+// dataset-fashion-mnist (speed does not depend on the set's size), or random data of its shape
+// when the files are not installed (the suite then says so).
+#pragma once
+
+#include <cstdint>
+
+#include "data/dataset.h"
+#include "train/experiment.h"
+
+namespace mantissa::bench {
+
+// train_rows / test_rows: 0 keeps the whole split.
+Dataset reference_data(std::int64_t train_rows, std::int64_t test_rows);
+
+// The reference experiment: 784-256-128-10 relu, AdamW lr 1e-3, batch 128, no loss scaling, on
+// the CPU, evaluation only when asked, per-layer statistics every step (as the GUI records).
+Experiment reference_experiment();
+
+// One of the precisions the engine suite times, as the experiment file names them.
+struct PrecisionConfig {
+    const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3"
+    const char* description;    // how it is set in the experiment
+    void (*apply)(Experiment& e);
+};
+const std::vector<PrecisionConfig>& precision_configs();
+const PrecisionConfig* find_precision(const std::string& name);
+
+}  // namespace mantissa::bench

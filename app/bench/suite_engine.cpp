@@ -1,0 +1,231 @@
+// The `engine` suite: what a training step costs per precision and backend.
+//
+// For each model (the reference 784-256-128-10 at batch 128, then wider MLPs) and backend (the
+// CPU; CUDA when the backend factory can make one), one Trainer per precision is built and
+// warmed up; then rounds of timed blocks, every precision once per round (interleaved). A block
+// is as many steps as take ~0.25 s (0.05 s with --quick), measured during the warm-up. Printed:
+// median step time and samples/s, the spread of the blocks, the step-time ratio to fp32 (median
+// of the per-round ratios) and the process CPU time per step (steadier than the wall clock on a
+// shared machine). A second table times oneDNN's matmul on the reference shapes, fp32 against
+// bf16 with FP32 accumulation: the bf16 path is taken only where it is faster (cpu_matmul.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_matmul.h"
+#include "bench/bench.h"
+#include "bench/reference_data.h"
+#include "bench/stats.h"
+#include "train/trainer.h"
+
+namespace mantissa::bench {
+
+namespace {
+
+struct ModelCase {
+    std::vector<int> hidden;
+    int batch;
+    bool quick;  // also timed with --quick
+};
+
+std::string model_name(const std::vector<int>& hidden) {
+    std::string s = "784";
+    for (int h : hidden) {
+        s += '-';
+        s += std::to_string(h);
+    }
+    s += "-10";
+    return s;
+}
+
+Table step_table() {
+    Table t;
+    t.name = "steps";
+    t.title = "Training step per precision (median of interleaved blocks; vs fp32 = step-time ratio, same rounds)";
+    t.columns = {{"backend", "backend"},
+                 {"model", "model"},
+                 {"batch", "batch"},
+                 {"precision", "precision"},
+                 {"ms_per_step", "ms/step", "ms", 3},
+                 {"samples_per_s", "samples/s", "samples/s", 0},
+                 {"spread_pct", "spread", "%", 0, "%"},
+                 {"vs_fp32", "vs fp32", "ratio", 2, "x"},
+                 {"cpu_ms_per_step", "cpu ms/step", "ms", 3},
+                 {"blocks", "blocks x steps"}};
+    return t;
+}
+
+// Times every precision in `configs` on one model and backend; appends rows to `table`.
+void time_model(const ModelCase& mc, const std::string& backend, const Dataset& data,
+                const std::vector<const PrecisionConfig*>& configs, const BenchOptions& o, Table& table) {
+    std::vector<std::unique_ptr<Trainer>> trainers;
+    for (const PrecisionConfig* c : configs) {
+        Experiment e = reference_experiment();
+        e.backend = backend;
+        e.model.hidden = mc.hidden;
+        e.train.batch_size = mc.batch;
+        c->apply(e);
+        trainers.push_back(std::make_unique<Trainer>(e, data, make_backend(backend)));
+    }
+    // Warm-up, and how many steps make a block of about `target` seconds (from the median step
+    // time of the precisions: one slow moment of the machine must not shrink every block).
+    const double target = o.quick ? 0.05 : 0.3;
+    std::vector<double> step_s;
+    for (auto& t : trainers) {
+        for (int i = 0; i < 2; ++i) t->step();
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 2; ++i) t->step();
+        step_s.push_back(seconds_since(t0) / 2);
+    }
+    const int steps = std::clamp(static_cast<int>(std::lround(target / std::max(median(step_s), 1e-6))), 1, 100);
+    const int rounds = o.blocks_or(7, 3);
+
+    const std::size_t n = trainers.size();
+    std::vector<std::vector<double>> cpu(n);
+    std::vector<std::function<void()>> blocks;
+    for (std::size_t i = 0; i < n; ++i)
+        blocks.push_back([&, i] {
+            const double c0 = process_cpu_s();
+            for (int s = 0; s < steps; ++s) trainers[i]->step();
+            cpu[i].push_back(process_cpu_s() - c0);
+        });
+    auto seconds = time_interleaved(blocks, 1, rounds);
+    for (std::size_t i = 0; i < n; ++i) cpu[i].erase(cpu[i].begin());  // the warm-up round's
+
+    std::size_t base = n;
+    for (std::size_t i = 0; i < n; ++i)
+        if (std::string(configs[i]->name) == "fp32") base = i;
+    for (std::size_t i = 0; i < n; ++i) {
+        const Summary s = summarize(seconds[i]);
+        const double ms = 1e3 * s.median / steps;
+        nlohmann::json row = {{"backend", backend},
+                              {"device", trainers[i]->backend().device_name()},
+                              {"model", model_name(mc.hidden)},
+                              {"batch", mc.batch},
+                              {"precision", configs[i]->name},
+                              {"ms_per_step", ms},
+                              {"samples_per_s", mc.batch / (ms / 1e3)},
+                              {"spread_pct", s.spread_pct()},
+                              {"vs_fp32", base < n ? nlohmann::json(median(ratios(seconds[i], seconds[base])))
+                                                   : nlohmann::json(nullptr)},
+                              {"cpu_ms_per_step", 1e3 * median(cpu[i]) / steps},
+                              {"blocks", std::to_string(rounds) + " x " + std::to_string(steps)},
+                              {"rounds", rounds},
+                              {"steps_per_block", steps}};
+        table.rows.push_back(std::move(row));
+    }
+}
+
+// oneDNN's matmul on the reference shapes: fp32 against bf16 operands, interleaved.
+Table matmul_table(const BenchOptions& o) {
+    Table t;
+    t.name = "matmul";
+    t.title = std::string("oneDNN matmul on the reference shapes, ms per call (bf16 path enabled on this CPU: ") +
+              (CpuMatmul::cpu_has_fast_bf16() ? "yes" : "no") + ")";
+    t.columns = {{"shape", "shape"},
+                 {"fp32_ms", "fp32 ms", "ms", 4},
+                 {"bf16_ms", "bf16 ms", "ms", 4},
+                 {"bf16_vs_fp32", "bf16/fp32", "ratio", 2, "x"},
+                 {"spread_pct", "spread", "%", 0, "%"}};
+    struct Shape {
+        const char* what;
+        std::int64_t m, n, k;
+        bool ta, tb;
+    };
+    const Shape shapes[] = {{"fc1 forward  128x784 . 784x256", 128, 256, 784, false, true},
+                            {"fc1 dW       256x128 . 128x784", 256, 784, 128, true, false},
+                            {"fc2 forward  128x256 . 256x128", 128, 128, 256, false, true}};
+    CpuMatmul fp32, bf16;
+    fp32.set_bf16_enabled(false);
+    bf16.set_bf16_enabled(true);
+    const int calls = o.quick ? 5 : 20;
+    for (const Shape& s : shapes) {
+        std::vector<float> a(static_cast<std::size_t>(s.m * s.k), 0.5f), b(static_cast<std::size_t>(s.k * s.n), 0.25f),
+            c(static_cast<std::size_t>(s.m * s.n));
+        auto block = [&](CpuMatmul& mm) {
+            return [&] {
+                for (int i = 0; i < calls; ++i) mm.multiply(a.data(), s.ta, b.data(), s.tb, c.data(), s.m, s.n, s.k, true);
+            };
+        };
+        const auto sec = time_interleaved({block(fp32), block(bf16)}, 1, o.blocks_or(15, 3));
+        const Summary f = summarize(sec[0]);
+        // A CpuMatmul without a bf16 primitive on this CPU falls back to fp32 and says so.
+        const bool has_bf16 = bf16.bf16_enabled();
+        t.rows.push_back({{"shape", s.what},
+                          {"fp32_ms", 1e3 * f.median / calls},
+                          {"bf16_ms", has_bf16 ? nlohmann::json(1e3 * median(sec[1]) / calls) : nlohmann::json(nullptr)},
+                          {"bf16_vs_fp32", has_bf16 ? nlohmann::json(median(ratios(sec[1], sec[0])))
+                                                    : nlohmann::json(nullptr)},
+                          {"spread_pct", f.spread_pct()}});
+    }
+    if (!bf16.bf16_enabled()) t.notes.push_back("bf16: n/a, this oneDNN has no bf16 matmul for this CPU");
+    return t;
+}
+
+}  // namespace
+
+SuiteResult run_engine_suite(const BenchOptions& o) {
+    const auto t0 = Clock::now();
+    SuiteResult r;
+    r.name = "engine";
+    r.title = "samples/s and step time per precision and backend";
+    std::vector<const PrecisionConfig*> configs;
+    if (o.precisions.empty())
+        for (const auto& c : precision_configs()) configs.push_back(&c);
+    for (const auto& name : o.precisions)
+        if (const PrecisionConfig* c = find_precision(name)) configs.push_back(c);
+
+    const Dataset data = reference_data(8192, 1000);
+    r.notes.push_back("data: " + data.name + " (first 8192 training rows); relu, AdamW lr 1e-3; per-layer statistics "
+                      "every step (as the GUI records)");
+    std::string precisions;
+    for (const auto* c : configs) precisions += std::string(precisions.empty() ? "" : "; ") + c->name + ": " + c->description;
+    r.notes.push_back("precisions: " + precisions);
+
+    std::vector<std::string> backends = {"cpu"};
+    for (const auto& a : backend_availability()) {
+        if (a.name == "cpu") continue;
+        if (a.available) backends.push_back(a.name);
+        else r.notes.push_back(a.name + ": not measured: " + a.reason);
+    }
+    const std::vector<ModelCase> models = {
+        {{256, 128}, 128, true}, {{1024, 1024}, 128, false}, {{1024, 1024}, 256, false}, {{4096}, 256, false}};
+    Table steps = step_table();
+    for (const std::string& backend : backends) {
+        for (const ModelCase& mc : models) {
+            if (o.quick && !mc.quick) continue;
+            o.say("engine: " + backend + " " + model_name(mc.hidden) + " batch " + std::to_string(mc.batch));
+            try {
+                time_model(mc, backend, data, configs, o, steps);
+            } catch (const std::exception& e) {
+                steps.notes.push_back(backend + " " + model_name(mc.hidden) + ": failed: " + e.what());
+            }
+        }
+    }
+    if (o.quick) steps.notes.push_back("--quick: the wider MLPs (784-1024-1024-10, 784-4096-10) are left out");
+    // The aim for emulation: fp16 and fp8 at most 1.3x the fp32 step time (reference, CPU).
+    std::string aims;
+    for (const auto& row : steps.rows) {
+        const std::string p = row.value("precision", "");
+        if (row.value("backend", "") != "cpu" || row.value("model", "") != "784-256-128-10" ||
+            (p != "fp16" && p != "fp8-e4m3") || !row["vs_fp32"].is_number())
+            continue;
+        const double v = row["vs_fp32"].get<double>();
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s%s %.2fx [%s]", aims.empty() ? "" : "; ", p.c_str(), v,
+                      v <= 1.3 ? "met" : "NOT MET");
+        aims += buf;
+    }
+    if (!aims.empty()) steps.notes.push_back("aim: emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu): " + aims);
+    r.tables.push_back(std::move(steps));
+    o.say("engine: oneDNN matmul");
+    r.tables.push_back(matmul_table(o));
+    r.seconds = seconds_since(t0);
+    return r;
+}
+
+}  // namespace mantissa::bench

@@ -1,0 +1,103 @@
+// The `numeric` suite: how fast round_array rounds fp32 arrays to each format, in elements per
+// second on one thread, for an array that stays in cache (64 Ki floats) and one that streams from
+// memory (16 Mi floats; 4 Mi with --quick), against the scalar round_to loop in the same rounds.
+// Values spread over many binades, some beyond each format's range, as gradients are. Every
+// format's blocks are interleaved; the speed-up is the median of per-round ratios.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "bench/stats.h"
+#include "numeric/convert.h"
+
+namespace mantissa::bench {
+
+namespace {
+
+std::vector<float> make_input(std::size_t n) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> mant(0.0f, 1.0f);
+    std::uniform_int_distribution<int> exp(-30, 20);
+    std::vector<float> v(n);
+    for (auto& x : v) x = std::ldexp(mant(rng), exp(rng));
+    return v;
+}
+
+// Rounds `reps` fresh copies of `input`; returns the seconds spent rounding (copies not timed).
+double round_block(Format f, std::vector<float>& work, const std::vector<float>& input, int reps, bool scalar) {
+    double seconds = 0;
+    for (int r = 0; r < reps; ++r) {
+        std::copy(input.begin(), input.end(), work.begin());
+        const auto t0 = Clock::now();
+        if (scalar) {
+            for (auto& x : work) x = round_to(f, x);
+        } else {
+            round_array(f, work.data(), work.size());
+        }
+        seconds += seconds_since(t0);
+    }
+    return seconds;
+}
+
+}  // namespace
+
+SuiteResult run_numeric_suite(const BenchOptions& o) {
+    const auto t0 = Clock::now();
+    SuiteResult r;
+    r.name = "numeric";
+    r.title = "rounding fp32 arrays in place to each format, elements/s on one thread";
+    const Format formats[] = {Format::tf32, Format::fp16, Format::bf16, Format::fp8_e4m3, Format::fp8_e5m2};
+    const std::size_t small_n = std::size_t{1} << 16, large_n = std::size_t{1} << (o.quick ? 22 : 24);
+    const int small_reps = o.quick ? 20 : 200, large_reps = o.quick ? 1 : 3, scalar_reps = o.quick ? 2 : 10;
+    const auto small_in = make_input(small_n), large_in = make_input(large_n);
+    std::vector<float> small_work(small_n), large_work(large_n);
+    const int rounds = o.blocks_or(11, 3);
+
+    std::vector<std::function<void()>> blocks;
+    std::vector<std::vector<double>> cache(5), memory(5), scalar(5);
+    for (int k = 0; k < 5; ++k)
+        blocks.push_back([&, k] {
+            const Format f = formats[k];
+            cache[k].push_back(static_cast<double>(small_n) * small_reps / round_block(f, small_work, small_in, small_reps, false));
+            memory[k].push_back(static_cast<double>(large_n) * large_reps / round_block(f, large_work, large_in, large_reps, false));
+            scalar[k].push_back(static_cast<double>(small_n) * scalar_reps / round_block(f, small_work, small_in, scalar_reps, true));
+        });
+    o.say("numeric: " + std::to_string(rounds) + " rounds");
+    time_interleaved(blocks, 1, rounds);
+
+    Table t;
+    t.name = "rounding";
+    t.title = "round_array vs the scalar round_to loop (median of " + std::to_string(rounds) +
+              " interleaved blocks; G el/s = 10^9 elements/s)";
+    t.columns = {{"format", "format"},
+                 {"cache_gel_s", "in cache G el/s", "1e9 elements/s", 2},
+                 {"cache_spread_pct", "spread", "%", 0, "%"},
+                 {"memory_gel_s", "from memory G el/s", "1e9 elements/s", 2},
+                 {"memory_spread_pct", "spread", "%", 0, "%"},
+                 {"scalar_gel_s", "scalar G el/s", "1e9 elements/s", 3},
+                 {"speedup", "vs scalar", "ratio", 1, "x"}};
+    for (int k = 0; k < 5; ++k) {
+        // Drop the warm-up round's values.
+        for (auto* v : {&cache[k], &memory[k], &scalar[k]}) v->erase(v->begin());
+        const Summary c = summarize(cache[k]), m = summarize(memory[k]), s = summarize(scalar[k]);
+        t.rows.push_back({{"format", std::string(format_name(formats[k]))},
+                          {"cache_gel_s", c.median / 1e9},
+                          {"cache_spread_pct", c.spread_pct()},
+                          {"memory_gel_s", m.median / 1e9},
+                          {"memory_spread_pct", m.spread_pct()},
+                          {"scalar_gel_s", s.median / 1e9},
+                          {"speedup", median(ratios(cache[k], scalar[k]))},
+                          {"cache_elements", small_n},
+                          {"memory_elements", large_n}});
+    }
+    t.notes.push_back("in cache: " + std::to_string(small_n) + " floats; from memory: " + std::to_string(large_n) +
+                      " floats; aim: >= 1 G el/s per core for fp16 and bf16");
+    r.tables.push_back(std::move(t));
+    r.seconds = seconds_since(t0);
+    return r;
+}
+
+}  // namespace mantissa::bench

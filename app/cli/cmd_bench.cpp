@@ -1,0 +1,229 @@
+// `mantissa-cli bench`: the performance suites (app/bench/), as aligned tables or one JSON
+// document (machine, date, versions, threads, suites -> tables -> rows). Every figure is a median
+// over repeated timed blocks after a warm-up, with its spread; comparisons are ratios measured in
+// the same run, blocks interleaved. Progress goes to stderr; results to stdout or -o FILE.
+// Exit 0 when every suite ran or said why it was skipped, 1 when a suite failed, 2 bad input.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench.h"
+#include "bench/reference_data.h"
+#include "cli/cli_common.h"
+#include "error.h"
+
+namespace mantissa::cli {
+namespace {
+
+using namespace mantissa::bench;
+
+std::vector<std::string> split_list(const std::vector<std::string>& values) {
+    std::vector<std::string> out;
+    for (const auto& v : values) {
+        std::stringstream in(v);
+        std::string item;
+        while (std::getline(in, item, ','))
+            if (!item.empty()) out.push_back(item);
+    }
+    return out;
+}
+
+int bounded(const Args& args, const char* name, long long lo, long long hi) {
+    const auto v = args.integer(name);
+    if (!v) return 0;
+    if (*v < lo || *v > hi)
+        throw UsageError{"--" + std::string(name) + " takes a number from " + std::to_string(lo) + " to " +
+                         std::to_string(hi) + ", not " + std::to_string(*v)};
+    return static_cast<int>(*v);
+}
+
+std::string suite_names() {
+    std::string s;
+    for (const auto& d : all_suites()) s += (s.empty() ? "" : ", ") + d.name;
+    return s;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// The tables of a bench document (what --json prints), with its header lines.
+std::string render_document(const nlohmann::json& doc) {
+    std::ostringstream out;
+    const nlohmann::json machine = doc.value("machine", nlohmann::json::object());
+    out << "Mantissa " << doc.value("app_version", "?") << " (git " << doc.value("git", "?") << "), bench "
+        << doc.value("date", "?") << (doc.value("quick", false) ? " --quick" : "") << "\n";
+    out << "machine: " << machine.value("cpu", "?") << ", " << machine.value("logical_cpus", 0)
+        << " logical CPUs, oneDNN " << machine.value("onednn", "?") << " ISA " << machine.value("isa", "?") << ", "
+        << machine.value("os", "?") << "\n";
+    out << "threads: " << doc.value("threads", 0) << " (CPU backend"
+        << (doc.value("threads_given", false) ? ", --threads" : ", its default") << "; the peer gets the same)\n";
+    const nlohmann::json suites = doc.value("suites", nlohmann::json::object());
+    std::vector<std::string> order = doc.value("suite_order", std::vector<std::string>{});
+    if (order.empty())
+        for (const auto& [name, _] : suites.items()) order.push_back(name);
+    for (const auto& name : order)
+        if (suites.contains(name)) out << "\n" << render_text(suite_from_json(suites[name]));
+    return out.str();
+}
+
+int run_bench(Args& args) {
+    for (const char* f : {"json", "quick", "list"}) args.flag(f);
+    for (const char* o : {"suite", "output", "threads", "blocks", "epochs", "precision", "python", "peer-blas", "from"})
+        args.option(o);
+    args.parse();
+    if (!args.positional().empty())
+        throw UsageError{"bench takes no positional arguments ('" + args.positional()[0] + "'); see --help"};
+    if (args.has("list")) {
+        for (const auto& d : all_suites()) std::printf("%-8s %s\n", d.name.c_str(), d.summary.c_str());
+        return exit_ok;
+    }
+
+    if (auto from = args.value("from")) {  // re-print a saved --json document as tables
+        std::ifstream in(*from);
+        if (!in) throw UsageError{"cannot read '" + *from + "'"};
+        const auto doc = nlohmann::json::parse(in, nullptr, false);
+        if (doc.is_discarded() || !doc.contains("suites"))
+            throw UsageError{"'" + *from + "' is not a document written by 'mantissa-cli bench --json'"};
+        const std::string text = render_document(doc);
+        if (auto output = args.value("output")) {
+            std::ofstream file(*output);
+            if (!(file << text)) throw UsageError{"cannot write '" + *output + "'"};
+        } else {
+            std::cout << text;
+        }
+        return exit_ok;
+    }
+
+    BenchOptions o;
+    o.quick = args.has("quick");
+    o.threads = bounded(args, "threads", 1, 1024);
+    o.blocks = bounded(args, "blocks", 1, 1000);
+    o.epochs = bounded(args, "epochs", 1, 100);
+    for (const auto& p : split_list(args.values("precision"))) {
+        if (!find_precision(p))
+            throw UsageError{"unknown precision '" + p + "': use fp32, tf32, fp16, bf16 or fp8-e4m3"};
+        o.precisions.push_back(p);
+    }
+    if (auto py = args.value("python")) o.python = *py;
+    if (args.has("peer-blas")) {
+        o.peer_blas = split_list(args.values("peer-blas"));
+        for (const auto& b : o.peer_blas)
+            if (b != "system" && b != "netlib")
+                throw UsageError{"unknown --peer-blas '" + b + "': use system, netlib or system,netlib"};
+        if (o.peer_blas.empty()) throw UsageError{"--peer-blas needs system, netlib or both"};
+    }
+    std::vector<const SuiteDef*> chosen;
+    const auto wanted = split_list(args.values("suite"));
+    if (args.has("suite") && wanted.empty()) throw UsageError{"--suite needs a name: " + suite_names()};
+    for (const auto& d : all_suites())
+        if (wanted.empty() || std::find(wanted.begin(), wanted.end(), d.name) != wanted.end()) chosen.push_back(&d);
+    for (const auto& w : wanted) {
+        bool known = false;
+        for (const auto& d : all_suites()) known = known || d.name == w;
+        if (!known) throw UsageError{"unknown suite '" + w + "': use " + suite_names()};
+    }
+    const auto output = args.value("output");
+    if (output && output->empty()) throw UsageError{"-o needs a file name"};
+    std::ofstream file;
+    if (output) {
+        file.open(*output);
+        if (!file) throw UsageError{"cannot write '" + *output + "'"};
+    }
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "bench: %s\n", line.c_str()); };
+
+    const int threads = apply_threads(o);
+    const std::string date = utc_now();
+    const nlohmann::json machine = machine_info();
+    int code = exit_ok;
+    std::vector<SuiteResult> results;
+    for (const SuiteDef* d : chosen) {
+        try {
+            results.push_back(d->run(o));
+        } catch (const std::exception& e) {
+            SuiteResult failed;
+            failed.name = d->name;
+            failed.title = d->summary;
+            failed.skipped = true;
+            failed.notes.push_back(std::string("failed: ") + e.what());
+            results.push_back(std::move(failed));
+            code = exit_failed;
+        }
+        if (results.back().skipped) o.say(d->name + ": " + results.back().notes.back());
+    }
+
+    nlohmann::json suites = nlohmann::json::object();
+    for (const auto& r : results) suites[r.name] = to_json(r);
+    const nlohmann::json doc = {{"tool", "mantissa-cli bench"},
+                                {"app_version", MANTISSA_VERSION},
+                                {"git", MANTISSA_BENCH_GIT},
+                                {"date", date},
+                                {"machine", machine},
+                                {"threads", threads},
+                                {"threads_given", o.threads > 0},
+                                {"quick", o.quick},
+                                {"suite_order", [&] {
+                                     nlohmann::json names = nlohmann::json::array();
+                                     for (const auto& r : results) names.push_back(r.name);
+                                     return names;
+                                 }()},
+                                {"suites", suites}};
+    std::ostringstream out;
+    if (args.has("json")) {
+        out << doc.dump(2) << "\n";
+    } else {
+        out << render_document(doc);
+    }
+    if (output) {
+        file << out.str();
+        std::fprintf(stderr, "bench: wrote %s\n", output->c_str());
+    } else {
+        std::cout << out.str() << std::flush;
+    }
+    return code;
+}
+
+MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, store, gui, peer)",
+                      "usage: mantissa-cli bench [--suite NAME]... [--json] [-o FILE] [--quick] [options]\n\n"
+                      "Runs the performance suites and prints their tables: each figure is the median of repeated\n"
+                      "timed blocks after a warm-up, with its spread; comparisons are ratios measured in the same\n"
+                      "run, blocks interleaved. Progress goes to stderr.\n\n"
+                      "Suites (all by default, in this order):\n"
+                      "  engine    samples/s and step time per precision, reference MLP and wider ones\n"
+                      "  numeric   rounding elements/s per format vs the scalar path\n"
+                      "  store     Recorder rows/s vs raw SQLite; training slowdown with recording on\n"
+                      "  gui       replot times, GUI-open vs headless throughput (runs `mantissa --bench-gui`)\n"
+                      "  peer      Mantissa vs PyTorch on the CPU (needs /usr/bin/python3 with python3-torch)\n\n"
+                      "Options:\n"
+                      "  --suite NAME[,NAME]  run these suites only (repeatable)\n"
+                      "  --json               print one JSON document (machine, date, versions, suites -> rows)\n"
+                      "  -o, --output FILE    write the tables or the JSON to FILE\n"
+                      "  --quick              a short run (seconds a suite): fewer, shorter blocks, no wide MLPs\n"
+                      "  --threads N          CPU backend threads (default: all hardware threads but one);\n"
+                      "                       PyTorch gets the same\n"
+                      "  --blocks N           timed blocks per figure (default 5 to 15 by suite; 3 with --quick)\n"
+                      "  --precision LIST     engine: time only these (fp32,tf32,fp16,bf16,fp8-e4m3)\n"
+                      "  --epochs N           peer: epochs before comparing test accuracy (default 3; 1 quick)\n"
+                      "  --peer-blas LIST     peer: system (PyTorch as installed) and/or netlib (forces the\n"
+                      "                       reference BLAS, what Debian gives without OpenBLAS); default system\n"
+                      "  --python PATH        peer: the interpreter with PyTorch (default /usr/bin/python3)\n"
+                      "  --from FILE.json     print the tables of a saved --json document and exit\n"
+                      "  --list               list the suites and exit\n\n"
+                      "Exit status: 0 done (a suite that cannot run here says why), 1 a suite failed, 2 bad input.\n",
+                      run_bench});
+
+}  // namespace
+}  // namespace mantissa::cli

@@ -1,0 +1,143 @@
+// `mantissa-cli bench` as a script meets it: the --json document of a quick numeric run (machine,
+// versions, threads, the suite's rows with positive rates), the text tables written with -o, the
+// peer suite skipping in one line when its interpreter is missing, and one-sentence exit-2 errors
+// for bad input. Nothing here is timed: the figures are only checked to be measured at all.
+#include <QtTest>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    QByteArray out, err;
+};
+
+Result run_cli(const QStringList& args) {
+    QProcess p;
+    p.start(MANTISSA_CLI_PATH, args);
+    if (!p.waitForFinished(120'000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+}  // namespace
+
+class TestCliBench : public QObject {
+    Q_OBJECT
+private slots:
+    void numericJson() {
+        const Result r = run_cli({"bench", "--quick", "--suite", "numeric", "--json", "--threads", "1"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QJsonParseError error{};
+        const QJsonObject doc = QJsonDocument::fromJson(r.out, &error).object();
+        QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+        for (const char* key : {"tool", "app_version", "git", "date", "machine", "threads", "suites"})
+            QVERIFY2(doc.contains(key), key);
+        QCOMPARE(doc["threads"].toInt(), 1);
+        QVERIFY(doc["quick"].toBool());
+        QVERIFY(!doc["machine"].toObject()["cpu"].toString().isEmpty());
+        QVERIFY(!doc["machine"].toObject()["onednn"].toString().isEmpty());
+        const QJsonObject suites = doc["suites"].toObject();
+        QCOMPARE(suites.keys(), QStringList{"numeric"});
+        const QJsonObject numeric = suites["numeric"].toObject();
+        QVERIFY(!numeric["skipped"].toBool());
+        const QJsonArray tables = numeric["tables"].toArray();
+        QCOMPARE(tables.size(), 1);
+        const QJsonArray rows = tables[0].toObject()["rows"].toArray();
+        QStringList formats;
+        for (const auto& v : rows) {
+            const QJsonObject row = v.toObject();
+            formats << row["format"].toString();
+            for (const char* key : {"cache_gel_s", "memory_gel_s", "scalar_gel_s", "speedup"})
+                QVERIFY2(row[key].toDouble() > 0, key);
+            QVERIFY(row["cache_spread_pct"].toDouble() >= 0);
+        }
+        QCOMPARE(formats, (QStringList{"tf32", "fp16", "bf16", "fp8-e4m3", "fp8-e5m2"}));
+        // Every column the rows use is declared, with its header.
+        for (const auto& c : tables[0].toObject()["columns"].toArray())
+            QVERIFY(!c.toObject()["header"].toString().isEmpty());
+
+        // The saved document prints back as the same tables.
+        QTemporaryDir dir;
+        QFile saved(dir.filePath("bench.json"));
+        QVERIFY(saved.open(QIODevice::WriteOnly));
+        saved.write(r.out);
+        saved.close();
+        const Result again = run_cli({"bench", "--from", saved.fileName()});
+        QVERIFY2(again.code == 0, again.err.constData());
+        QVERIFY(again.out.contains("== numeric:"));
+        QVERIFY(again.out.contains("fp8-e5m2"));
+        QVERIFY(again.out.contains("threads: 1 (CPU backend, --threads"));
+    }
+
+    void textToFile() {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("bench.txt");
+        const Result r = run_cli({"bench", "--quick", "--suite=numeric", "--blocks", "1", "-o", file});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY(r.out.isEmpty());
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(f.readAll());
+        QVERIFY2(text.contains("== numeric:"), qPrintable(text));
+        QVERIFY(text.contains("threads:"));
+        // Aligned: the header and every row of the rounding table have the same width.
+        const QStringList lines = text.split('\n');
+        const int header = lines.indexOf(QRegularExpression("^\\s+format\\s.*"));
+        QVERIFY(header > 0);
+        for (int i = header + 1; i <= header + 5; ++i) QCOMPARE(lines[i].size(), lines[header].size());
+    }
+
+    void peerSkipsWithoutInterpreter() {
+        const Result r = run_cli({"bench", "--quick", "--suite", "peer", "--python", "/nonexistent/python3", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject peer = QJsonDocument::fromJson(r.out).object()["suites"].toObject()["peer"].toObject();
+        QVERIFY(peer["skipped"].toBool());
+        const QString notes = QJsonDocument(peer["notes"].toArray()).toJson();
+        QVERIFY2(notes.contains("skipped"), qPrintable(notes));
+    }
+
+    void list() {
+        const Result r = run_cli({"bench", "--list"});
+        QCOMPARE(r.code, 0);
+        for (const char* suite : {"engine", "numeric", "store", "gui", "peer"}) QVERIFY2(r.out.contains(suite), suite);
+    }
+
+    void badInput_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("unknown suite") << QStringList{"bench", "--suite", "warp"} << "unknown suite 'warp'";
+        QTest::newRow("unknown suite in a list") << QStringList{"bench", "--suite", "numeric,warp"} << "unknown suite 'warp'";
+        QTest::newRow("threads not a number") << QStringList{"bench", "--threads", "two"} << "--threads needs a whole number";
+        QTest::newRow("threads zero") << QStringList{"bench", "--threads", "0"} << "--threads takes a number from 1";
+        QTest::newRow("blocks negative") << QStringList{"bench", "--blocks", "-3"} << "--blocks takes a number from 1";
+        QTest::newRow("epochs not a number") << QStringList{"bench", "--epochs", "3x"} << "--epochs needs a whole number";
+        QTest::newRow("unknown precision") << QStringList{"bench", "--precision", "fp12"} << "unknown precision 'fp12'";
+        QTest::newRow("unknown blas") << QStringList{"bench", "--peer-blas", "mkl"} << "unknown --peer-blas 'mkl'";
+        QTest::newRow("unknown option") << QStringList{"bench", "--fast"} << "--fast";
+        QTest::newRow("positional") << QStringList{"bench", "engine"} << "'engine'";
+        QTest::newRow("missing value") << QStringList{"bench", "--suite"} << "--suite needs a value";
+        QTest::newRow("from a missing file") << QStringList{"bench", "--from", "/nonexistent/bench.json"}
+                                             << "cannot read '/nonexistent/bench.json'";
+    }
+    void badInput() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, mentions);
+        const Result r = run_cli(args);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+        QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence, one line
+        QVERIFY(r.out.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliBench)
+#include "test_cli_bench.moc"
