@@ -19,7 +19,7 @@ usage() {
 [[ $action == run || $action == test ]] || usage
 
 packages=(cmake ninja-build g++ pkg-config
-          qt6-base-dev libgl-dev libqcustomplot-dev
+          qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
           libdnnl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
           dataset-fashion-mnist)
 

@@ -1,0 +1,290 @@
+// The gradient histogram heat map over a run store made in the test (a Recorder fed synthetic
+// LayerStepRecords): without loss scaling the gradient as held in fp16 has mass below fp16's
+// subnormal floor (2^-24); with a 2^16 scale the same unscaled gradients sit above it; the
+// unscaled view of both agrees; the layer chooser switches layers; the format bounds are drawn
+// where they belong; a run being recorded is followed; a bad store or run gives one sentence.
+// With MANTISSA_SCREENSHOT_DIR set, a real fp16 run (lesson 01, loss scaling switched on half-way)
+// is trained and the view saved as histogram.png.
+#include <QtTest>
+
+#include <QComboBox>
+#include <QTemporaryDir>
+
+#include <qcustomplot.h>
+#include <nlohmann/json.hpp>
+
+#include "export/chart_export.h"
+#include "histogram/gradient_histogram_view.h"
+#include "store/run_store.h"
+#include "train/experiment.h"
+#include "train/session.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+constexpr std::int64_t elements = 1000;
+
+// fc1: the unscaled gradient spread over 2^-31 .. 2^-18 (70 % of the non-zero mass below 2^-24);
+// fc2: around 2^-10. 10 % of the elements are zero.
+std::vector<LayerStepRecord> layers(std::int64_t step) {
+    std::vector<LayerStepRecord> v;
+    for (int l = 0; l < 2; ++l) {
+        LayerStepRecord r;
+        r.step = step;
+        r.layer = l;
+        r.name = "fc" + std::to_string(l + 1);
+        r.precision = Format::fp16;
+        r.grad_elements = elements;
+        r.frac_zero = 0.1;
+        auto put = [&](int exponent, std::uint32_t count) {
+            r.grad_exponents.counts[static_cast<std::size_t>(exponent - ExponentHistogram::min_exponent)] = count;
+        };
+        if (l == 0) {
+            put(-31, 200);
+            put(-28, 250);
+            put(-25, 180);
+            put(-22, 170);
+            put(-18, 100);
+        } else {
+            put(-11, 400);
+            put(-10, 500);
+        }
+        v.push_back(std::move(r));
+    }
+    return v;
+}
+
+StepRecord stepRow(std::int64_t step, double scale) {
+    StepRecord s;
+    s.step = step;
+    s.time_s = 0.01 * static_cast<double>(step + 1);
+    s.loss = 1;
+    s.loss_scale = scale;
+    return s;
+}
+
+RecorderOptions fast() {
+    RecorderOptions o;
+    o.commit_interval_ms = 5;
+    return o;
+}
+
+std::int64_t recordRun(RunStore& store, const std::string& name, double scale, int steps) {
+    auto rec = store.start_run({name, "cpu", "test", "{}"}, fast());
+    for (int i = 0; i < steps; ++i) rec->on_step(stepRow(i, scale), layers(i));
+    rec->finish(RunStatus::completed);
+    return rec->run_id();
+}
+
+// Posts "switch dynamic loss scaling on" once the run reaches `at` (training thread; post is thread-safe).
+class SwitchScalingAt : public TelemetrySink {
+public:
+    SwitchScalingAt(Session* s, std::int64_t at) : m_session(s), m_at(at) {}
+    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>&) override {
+        if (step.step + 1 == m_at) {
+            LossScalingSpec spec;
+            spec.mode = LossScalingMode::dynamic;
+            m_session->post(command::SetLossScaling{spec});
+        }
+    }
+    void on_eval(const EvalRecord&) override {}
+    void on_event(const Event&) override {}
+
+private:
+    Session* m_session;
+    std::int64_t m_at;
+};
+
+}  // namespace
+
+class TestGradientHistogramView : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    QString m_path;
+    std::int64_t m_unscaled = 0, m_scaled = 0;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        RunStore store(m_path.toStdString());
+        m_unscaled = recordRun(store, "fp16-no-scaling", 1.0, 60);
+        m_scaled = recordRun(store, "fp16-scaled", 65536.0, 60);
+    }
+
+    void withoutScalingMassFallsBelowTheFp16Floor() {
+        GradientHistogramView view;
+        view.resize(900, 500);
+        view.show();
+        QCOMPARE(view.setRun(m_path, m_unscaled), QString());
+        QCOMPARE(int(view.feed()->series().size()), 60);
+        QCOMPARE(view.feed()->layer(), QStringLiteral("fc1"));
+        const HistogramGrid& g = view.grid();
+        QVERIFY(g.columns > 0);
+        for (int c = 0; c < g.columns; ++c) {
+            QCOMPARE(g.massBelow(c, -24), 0.63);  // (200 + 250 + 180) of 1000 elements
+            QCOMPARE(g.zero_fraction[c], 0.1);
+        }
+        QVERIFY(view.viewLabel().contains(QStringLiteral("as held in the compute format")));
+        QVERIFY(view.viewLabel().contains(QStringLiteral("both views agree")));
+        // The map itself holds the mass: the cell of binade -28 at the first column.
+        auto* map = qobject_cast<QCPColorMap*>(view.plot()->plottable(0));
+        QVERIFY(map);
+        int ck = -1, cv = -1;
+        map->data()->coordToCell(g.column_step[0], -28 + 0.5, &ck, &cv);
+        QCOMPARE(ck, 0);
+        QCOMPARE(map->data()->cell(ck, cv), 0.25);
+        map->data()->coordToCell(g.column_step[0], -24 + 0.5, &ck, &cv);  // nothing in 2^-24: transparent
+        QVERIFY(std::isnan(map->data()->cell(ck, cv)));
+        QCOMPARE(map->gradient().nanHandling(), QCPColorGradient::nhTransparent);
+        QCOMPARE(map->gradient().color(1, QCPRange(0, 1)), QColor(0xfd, 0xe7, 0x25).rgb());
+    }
+
+    void withScalingTheSameGradientsSitAboveIt() {
+        GradientHistogramView view;
+        view.resize(900, 500);
+        view.show();
+        QCOMPARE(view.setRun(m_path, m_scaled), QString());
+        const HistogramGrid& held = view.grid();
+        QVERIFY(held.columns > 0);
+        for (int c = 0; c < held.columns; ++c) {
+            QCOMPARE(held.massBelow(c, -24), 0.0);
+            QCOMPARE(held.massAtOrAbove(c, -24), 0.9);
+        }
+        QCOMPARE(held.min_exponent, -31 + 16);
+        QVERIFY(!view.viewLabel().contains(QStringLiteral("both views agree")));
+        // Unscaled, the scaled run shows what the unscaled run shows.
+        view.setAsHeld(false);
+        QVERIFY(view.viewLabel().contains(QStringLiteral("unscaled")));
+        for (int c = 0; c < view.grid().columns; ++c) QCOMPARE(view.grid().massBelow(c, -24), 0.63);
+    }
+
+    void layerChooser() {
+        GradientHistogramView view;
+        view.resize(900, 500);
+        view.show();
+        view.setRun(m_path, m_unscaled);
+        auto* combo = view.findChild<QComboBox*>(QStringLiteral("layerChoice"));
+        QVERIFY(combo);
+        QCOMPARE(combo->count(), 2);
+        QCOMPARE(combo->itemText(1), QStringLiteral("fc2"));
+        view.setLayer(QStringLiteral("fc2"));
+        QCOMPARE(combo->currentText(), QStringLiteral("fc2"));
+        QCOMPARE(view.grid().min_exponent, -11);
+        QCOMPARE(view.grid().max_exponent, -10);
+        QCOMPARE(int(view.feed()->series().size()), 60);
+        // A chosen layer carries over to the next run.
+        view.setRun(m_path, m_scaled);
+        QCOMPARE(view.feed()->layer(), QStringLiteral("fc2"));
+        QCOMPARE(view.grid().min_exponent, -11 + 16);
+    }
+
+    void formatBoundsAreDrawn() {
+        GradientHistogramView view;
+        view.resize(900, 500);
+        view.show();
+        view.setRun(m_path, m_unscaled);
+        const QList<double> ys = view.boundLines();
+        auto has = [&](double y) {
+            return std::any_of(ys.begin(), ys.end(), [&](double v) { return std::fabs(v - y) < 1e-9; });
+        };
+        QVERIFY(has(-24));                 // fp16 smallest subnormal
+        QVERIFY(has(-14));                 // fp16 and e5m2 smallest normal
+        QVERIFY(has(std::log2(65504.0)));  // fp16 largest
+        QVERIFY(has(-9) && has(-6) && has(std::log2(448.0)));
+        QVERIFY(has(-16) && has(std::log2(57344.0)));
+        QVERIFY(!has(-133));  // bf16's floor is beyond the view, and said so
+        QVERIFY(view.viewLabel().contains(QStringLiteral("Beyond this view, bf16")));
+        QVERIFY(view.plot()->yAxis->range().contains(-24.5));
+        view.setFormatShown(Format::fp16, false);
+        const QList<double> without = view.boundLines();
+        QVERIFY(!without.isEmpty());  // e4m3's and e5m2's remain
+        QVERIFY(std::none_of(without.begin(), without.end(), [](double v) { return std::fabs(v + 24) < 1e-9; }));
+        // The heat map exports like any chart.
+        const QString svg = m_dir.filePath(QStringLiteral("histogram.svg"));
+        QCOMPARE(exportChart(view.plot(), svg, {800, 400, 1}), QString());
+        QVERIFY(QFileInfo(svg).size() > 1000);
+    }
+
+    void followsARunBeingRecorded() {
+        RunStore store(m_path.toStdString());
+        auto rec = store.start_run({"live", "cpu", "test", "{}"}, fast());
+        for (int i = 0; i < 5; ++i) rec->on_step(stepRow(i, 1024), layers(i));
+        QTRY_COMPARE_WITH_TIMEOUT(int(store.steps(rec->run_id()).size()), 5, 5000);
+
+        GradientHistogramView view;
+        view.feed()->setPollInterval(20);
+        QCOMPARE(view.setRun(m_path, rec->run_id()), QString());
+        QVERIFY(view.feed()->following());
+        QTRY_COMPARE_WITH_TIMEOUT(int(view.feed()->series().size()), 5, 5000);
+        for (int i = 5; i < 12; ++i) rec->on_step(stepRow(i, 1024), layers(i));
+        QTRY_COMPARE_WITH_TIMEOUT(int(view.feed()->series().size()), 12, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(view.feed()->series().lastStep(), std::int64_t(11), 5000);
+        QCOMPARE(view.feed()->series().shiftAt(11), 10);
+        rec->finish(RunStatus::completed);
+        QTRY_VERIFY_WITH_TIMEOUT(!view.feed()->following(), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(view.grid().columns, 12, 5000);  // the map caught up
+    }
+
+    void badStoreOrRunIsOneSentence() {
+        GradientHistogramView view;
+        QString error = view.setRun(m_path, 987654);
+        QVERIFY2(error.startsWith(QStringLiteral("Cannot show gradient histograms")), qPrintable(error));
+        QVERIFY(view.feed()->series().empty());
+        const QString junk = m_dir.filePath(QStringLiteral("junk.sqlite"));
+        QFile f(junk);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(4096, 'x'));
+        f.close();
+        error = view.setRun(junk, 1);
+        QVERIFY2(!error.isEmpty(), "a file that is not a store must be refused");
+        QVERIFY(view.findChild<QLabel*>(QStringLiteral("statusLabel"))->isVisibleTo(&view));
+    }
+
+    void screenshotOfARealRun() {
+        const QByteArray dir = qgetenv("MANTISSA_SCREENSHOT_DIR");
+        if (dir.isEmpty()) QSKIP("set MANTISSA_SCREENSHOT_DIR to train lesson 01 and write histogram.png");
+        const QString lesson = qEnvironmentVariable("MANTISSA_SOURCE_DIR") +
+                               QStringLiteral("/resources/experiments/lessons/01-fp16-underflow.json");
+        Experiment e = load_experiment(lesson.toStdString());
+        e.train.steps = 600;
+        e.train.eval_every = 100;
+        RunStore store(m_path.toStdString());
+        Session session(e);
+        auto rec =
+            store.start_run({e.name, session.backend_name(), session.device_name(), experiment_to_json(e).dump()});
+        session.add_sink(rec);
+        session.add_sink(std::make_shared<SwitchScalingAt>(&session, 300));
+        session.start();
+        session.wait();
+        rec->finish(RunStatus::completed);
+
+        GradientHistogramView view;
+        view.resize(1000, 560);
+        view.show();
+        QCOMPARE(view.setRun(m_path, rec->run_id()), QString());
+        view.setLayer(QStringLiteral("fc2"));  // 64 × 64 weights: a fuller picture than fc1's 128
+        QCoreApplication::processEvents();
+        view.rebuildNow();
+        const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(QStringLiteral("histogram.png"));
+        QVERIFY(view.grab().save(path));
+        // The lesson's point, on real data: before the switch much of the gradient is zero in fp16
+        // (flushed), after it little is.
+        const HistogramGrid& g = view.grid();
+        QVERIFY(g.columns > 2);
+        double before = 0, after = 0;
+        int nb = 0, na = 0;
+        for (int c = 0; c < g.columns; ++c) {
+            if (g.first_step[c] >= 200 && g.last_step[c] < 300) before += g.zero_fraction[c], ++nb;
+            if (g.first_step[c] >= 500) after += g.zero_fraction[c], ++na;
+        }
+        QVERIFY(nb > 0 && na > 0);
+        qInfo("zero fraction: steps 200-299 %.3f, steps 500+ %.3f", before / nb, after / na);
+        QVERIFY(before / nb > after / na + 0.2);
+    }
+};
+
+QTEST_MAIN(TestGradientHistogramView)
+#include "test_gradient_histogram_view.moc"
