@@ -1,0 +1,358 @@
+// Comparing recorded runs and exporting them: two runs overlaid (both series, one colour each,
+// the legend names them), exactly the differing configuration keys in the table, the step/time
+// toggle and the shared smoothing, nine runs refused; each export writes a valid file (CSV parses
+// to the table's rows, JSON parses, the experiment file re-parses to the recorded experiment).
+// With MANTISSA_SCREENSHOT_DIR set, writes browser.png and compare.png there (see screenshots()).
+#include <QtTest>
+
+#include <QLabel>
+#include <QTableWidget>
+
+#include <fstream>
+#include <sstream>
+
+#include "charts/chart_view.h"
+#include "charts/charts_panel.h"
+#include "history/compare_view.h"
+#include "history/config_summary.h"
+#include "history/run_browser.h"
+#include "history/run_export.h"
+#include "history/run_table_model.h"
+#include "history/run_viewer.h"
+#include "test_history_fixture.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+using namespace history_test;
+
+namespace {
+
+// Splits RFC 4180 CSV into records of fields (quoted fields may hold commas, quotes, line breaks).
+std::vector<std::vector<std::string>> parseCsv(const std::string& text, bool* ok) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> row;
+    std::string field;
+    bool quoted = false, any = false;
+    *ok = true;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+            else if (c == '"') quoted = false;
+            else field += c;
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            row.push_back(field), field.clear();
+        } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+            row.push_back(field), field.clear();
+            rows.push_back(row), row.clear();
+            ++i;
+        } else if (c == '\n') {
+            *ok = false;  // the store writes CRLF
+        } else {
+            field += c;
+        }
+        any = true;
+    }
+    if (quoted) *ok = false;
+    if (any && (!field.empty() || !row.empty())) row.push_back(field), rows.push_back(row);
+    return rows;
+}
+
+std::string readAll(const QString& path) {
+    std::ifstream in(QFile::encodeName(path).toStdString(), std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+class TestHistoryCompare : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+    std::string m_path;
+    Experiment m_fp32, m_fp16;
+    std::int64_t m_a = 0, m_b = 0, m_twinA = 0, m_twinB = 0;
+    std::shared_ptr<RunStore> m_store;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath(QStringLiteral("runs.sqlite")).toStdString();
+        m_fp32 = spirals("cmp-fp32", 30);
+        m_fp16 = spirals("cmp-fp16", 30);
+        m_fp16.precision.autocast = Autocast::fp16;
+        m_fp16.precision.loss_scaling.mode = LossScalingMode::off;
+        m_fp16.precision.layers["fc3"] = LayerPrecision::fp32;
+        m_a = trainRun(m_path, m_fp32);
+        m_b = trainRun(m_path, m_fp16);
+        RunStore store(m_path);
+        const std::string same = syntheticConfig("twin");  // identical configurations
+        syntheticRun(store, "twin-a", 20, RunStatus::completed, same);
+        syntheticRun(store, "twin-b", 15, RunStatus::completed, same);
+        m_twinA = store.resolve("twin-a");
+        m_twinB = store.resolve("twin-b");
+        m_store = std::make_shared<RunStore>(m_path);
+    }
+
+    void flattenAndDiffer() {
+        const auto a = flattenConfig(R"({"x": 1, "p": {"layers": {}, "mode": "off"}, "h": [1, 2]})");
+        const auto b = flattenConfig(R"({"x": 1, "p": {"layers": {"fc3": "fp32"}, "mode": "off"}, "h": [1, 3]})");
+        QCOMPARE(a.size(), std::size_t{3});  // x, p.mode, h: the empty object adds no key
+        QCOMPARE(a.at("h"), std::string("[1,2]"));
+        QCOMPARE(differingKeys({a, b}), (std::vector<std::string>{"h", "p.layers.fc3"}));
+        QCOMPARE(differingKeys({a, a, a}), std::vector<std::string>{});
+        QVERIFY(flattenConfig("[1]").empty());
+    }
+
+    void comparingTwoRunsOverlaysBoth() {
+        CompareView view(m_store);
+        view.resize(1200, 800);
+        view.show();
+        QCOMPARE(view.setRuns({m_a, m_b}), QString());
+        QCOMPARE(view.curves().size(), std::size_t{2});
+        const auto stepsA = m_store->steps(m_a);
+        const auto stepsB = m_store->steps(m_b);
+        const auto& ca = view.curves()[0];
+        const auto& cb = view.curves()[1];
+        QCOMPARE(ca.id, m_a);
+        QCOMPARE(ca.name, QStringLiteral("cmp-fp32"));
+        QCOMPARE(ca.loss.size(), stepsA.size());
+        QCOMPARE(cb.loss.size(), stepsB.size());
+        for (std::size_t i = 0; i < stepsB.size(); ++i) {
+            QCOMPARE(cb.loss.x(i), static_cast<double>(stepsB[i].step));
+            QCOMPARE(cb.loss.y(i), static_cast<double>(static_cast<float>(stepsB[i].loss)));
+            QCOMPARE(cb.lossScale.y(i), static_cast<double>(static_cast<float>(stepsB[i].loss_scale)));
+        }
+        QVERIFY(ca.color != cb.color);
+        QCOMPARE(ca.accuracy.size(), m_store->evals(m_a).size());
+        // Underflow: the mean over the layers at each step.
+        const auto layers = m_store->layer_steps(m_b);
+        double sum0 = 0;
+        int n0 = 0;
+        for (const auto& l : layers)
+            if (l.step == layers.front().step) sum0 += l.frac_underflow, ++n0;
+        QCOMPARE(cb.underflow.y(0), static_cast<double>(static_cast<float>(sum0 / n0)));
+        view.setUnderflowLayer(1);
+        for (const auto& l : layers)
+            if (l.step == layers.front().step && l.layer == 1)
+                QCOMPARE(view.curves()[1].underflow.y(0), static_cast<double>(static_cast<float>(l.frac_underflow)));
+
+        // Both runs drawn on every chart, named in the legend.
+        view.redrawNow();
+        QCOMPARE(view.lossChart()->graphCount(), 4);  // raw and smoothed per run
+        QCOMPARE(view.scaleChart()->graphCount(), 2);
+        QCOMPARE(view.accuracyChart()->graphCount(), 2);
+        QCOMPARE(view.underflowChart()->graphCount(), 2);
+        QVERIFY(view.lossChart()->drawnPoints() > 0);
+        QVERIFY(view.legendLabel()->text().contains(QStringLiteral("cmp-fp32")));
+        QVERIFY(view.legendLabel()->text().contains(QStringLiteral("cmp-fp16")));
+        QVERIFY(view.legendLabel()->text().contains(ca.color.name()));
+
+        // Exactly the keys that differ.
+        QCOMPARE(view.differingKeys(), (std::vector<std::string>{"name", "precision.autocast", "precision.layers.fc3",
+                                                                 "precision.loss_scaling.mode"}));
+        QTableWidget* t = view.differenceTable();
+        QCOMPARE(t->rowCount(), 4);
+        QCOMPARE(t->columnCount(), 2);
+        QCOMPARE(t->verticalHeaderItem(1)->text(), QStringLiteral("precision.autocast"));
+        QCOMPARE(t->item(1, 0)->text(), QStringLiteral("off"));
+        QCOMPARE(t->item(1, 1)->text(), QStringLiteral("fp16"));
+        QCOMPARE(t->item(2, 0)->text(), QStringLiteral("(absent)"));
+        QCOMPARE(t->item(2, 1)->text(), QStringLiteral("fp32"));
+        QCOMPARE(t->horizontalHeaderItem(1)->text(), QStringLiteral("cmp-fp16"));
+    }
+
+    void alignsByTimeAndSmoothsAll() {
+        CompareView view(m_store);
+        QCOMPARE(view.setRuns({m_a, m_b}), QString());
+        const auto stepsA = m_store->steps(m_a);
+        view.setXAxis(CompareView::XAxis::time);
+        QCOMPARE(view.curves()[0].loss.x(5), stepsA[5].time_s);
+        QCOMPARE(view.underflowChart()->xAxis->label(), QStringLiteral("elapsed time (s)"));
+        view.setXAxis(CompareView::XAxis::step);
+        QCOMPARE(view.curves()[0].loss.x(5), 5.0);
+        view.setLogLoss(true);
+        QVERIFY(view.lossChart()->logarithmic());
+        QVERIFY(view.scaleChart()->logarithmic());  // the scale is always on log2
+        view.setSmoothingWeight(0);
+        for (const auto& c : view.curves())
+            for (std::size_t i = 0; i < c.loss.size(); ++i) QCOMPARE(c.lossSmoothed.y(i), c.loss.y(i));
+        view.setSmoothingWeight(0.9);
+        for (const auto& c : view.curves()) {
+            QCOMPARE(c.lossSmoothed.y(0), c.loss.y(0));  // debiased: the first point is the raw one
+            QVERIFY(c.lossSmoothed.y(10) != c.loss.y(10));
+        }
+    }
+
+    void identicalConfigurationsSaySo() {
+        CompareView view(m_store);
+        QCOMPARE(view.setRuns({m_twinA, m_twinB}), QString());
+        QVERIFY(view.differingKeys().empty());
+        QCOMPARE(view.differenceTable()->rowCount(), 0);
+        QVERIFY(view.differenceNote().contains(QStringLiteral("No configuration key differs")));
+    }
+
+    void compareRefusesNineAndOne() {
+        RunBrowser b;
+        QVERIFY(b.openStore(QString::fromStdString(m_path)));
+        std::vector<std::int64_t> nine;
+        for (int i = 0; i < 9; ++i) nine.push_back(i % 2 ? m_a : m_b);
+        QSignalSpy requested(&b, &RunBrowser::compareRequested);
+        QVERIFY(!b.compareRuns(nine));
+        QVERIFY(b.lastError().contains(QStringLiteral("at most 8")));
+        QVERIFY(!b.compareRuns({m_a}));
+        QVERIFY(b.lastError().contains(QStringLiteral("at least two")));
+        QCOMPARE(requested.count(), 0);
+        CompareView* v = b.compareRuns({m_a, m_b, m_twinA});
+        QVERIFY(v);
+        QCOMPARE(v->curves().size(), std::size_t{3});
+        QCOMPARE(requested.count(), 1);
+        QCOMPARE(requested.at(0).at(0).value<QList<qint64>>(), (QList<qint64>{m_a, m_b, m_twinA}));
+        b.selectRuns({m_a, m_b});
+        QVERIFY(b.compareAction()->isEnabled());
+        b.selectRuns({m_a});
+        QVERIFY(!b.compareAction()->isEnabled());
+    }
+
+    void exportsTables_data() {
+        QTest::addColumn<QString>("table");
+        QTest::addColumn<bool>("json");
+        for (const QString& t : exportTableNames()) {
+            QTest::newRow(qPrintable(t + QStringLiteral(" csv"))) << t << false;
+            QTest::newRow(qPrintable(t + QStringLiteral(" json"))) << t << true;
+        }
+    }
+    void exportsTables() {
+        QFETCH(QString, table);
+        QFETCH(bool, json);
+        std::size_t expected = 0;
+        if (table == QLatin1String("steps")) expected = m_store->steps(m_b).size();
+        else if (table == QLatin1String("layer_steps")) expected = m_store->layer_steps(m_b).size();
+        else if (table == QLatin1String("evals")) expected = m_store->evals(m_b).size();
+        else expected = m_store->events(m_b).size();
+        QVERIFY(expected > 0);
+        const QString path = m_dir.filePath(QStringLiteral("export-%1.%2").arg(table, json ? "json" : "csv"));
+        RunBrowser b;
+        QVERIFY(b.openStore(QString::fromStdString(m_path)));
+        const ExportChoice choice{ExportChoice::tableFile, table, json ? RunStore::ExportFormat::json : RunStore::ExportFormat::csv};
+        QCOMPARE(b.exportRun(m_b, choice, path), QString());
+        QVERIFY(!QFile::exists(path + QStringLiteral(".partial")));
+        const std::string text = readAll(path);
+        // The same bytes as the CLI's code writes.
+        std::ostringstream direct;
+        m_store->export_table(m_b, table.toStdString(), choice.format, direct);
+        QCOMPARE(text, direct.str());
+        if (json) {
+            const auto j = nlohmann::json::parse(text);
+            QVERIFY(j.is_array());
+            QCOMPARE(j.size(), expected);
+            QVERIFY(j.front().contains("step"));
+        } else {
+            bool ok = false;
+            const auto rows = parseCsv(text, &ok);
+            QVERIFY(ok);
+            QCOMPARE(rows.size(), expected + 1);  // a header row
+            QVERIFY(std::find(rows.front().begin(), rows.front().end(), "step") != rows.front().end());
+            for (const auto& r : rows) QCOMPARE(r.size(), rows.front().size());
+        }
+    }
+
+    void exportsTheExperimentToRerunIt() {
+        const QString path = m_dir.filePath(QStringLiteral("rerun.json"));
+        RunViewer viewer(m_store, m_b);
+        QVERIFY(viewer.load());
+        QCOMPARE(viewer.exportTo({ExportChoice::experimentFile, {}, RunStore::ExportFormat::json}, path), QString());
+        const Experiment back = load_experiment(QFile::encodeName(path).toStdString());
+        QVERIFY(back == m_fp16);  // exactly what was trained
+        QVERIFY(back == experiment_from_json(nlohmann::json::parse(m_store->run(m_b).config_json)));
+        QVERIFY(readAll(path).find("\n  \"") != std::string::npos);  // pretty
+        // A failure is a sentence, not an exception.
+        const QString bad = viewer.exportTo({ExportChoice::experimentFile, {}, RunStore::ExportFormat::json},
+                                            m_dir.filePath(QStringLiteral("no-such-dir/x.json")));
+        QVERIFY(bad.contains(QStringLiteral("Cannot write")));
+        QCOMPARE(suggestedExportName(m_store->run(m_b), {ExportChoice::tableFile, QStringLiteral("evals"), RunStore::ExportFormat::csv}),
+                 QStringLiteral("cmp-fp16_evals.csv"));
+    }
+
+    // Not a check: the screenshots for docs/, written when MANTISSA_SCREENSHOT_DIR is set.
+    void screenshots();
+};
+
+void TestHistoryCompare::screenshots() {
+    const QString outDir = qEnvironmentVariable("MANTISSA_SCREENSHOT_DIR");
+    if (outDir.isEmpty()) QSKIP("set MANTISSA_SCREENSHOT_DIR to write browser.png and compare.png");
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("runs.sqlite")).toStdString();
+    const QString lesson = qEnvironmentVariable("MANTISSA_SOURCE_DIR") +
+                           QStringLiteral("/resources/experiments/lessons/01-fp16-underflow.json");
+    Experiment base = load_experiment(lesson.toStdString());
+    base.lesson = {};
+    Experiment fp32 = base, noScale = base, dynamic = base;
+    fp32.name = "blobs-fp32";
+    fp32.precision.autocast = Autocast::off;
+    noScale.name = "blobs-fp16-no-scaling";
+    dynamic.name = "blobs-fp16-dynamic";
+    dynamic.precision.loss_scaling.mode = LossScalingMode::dynamic;
+    const std::int64_t a = trainRun(path, fp32, "lesson, baseline", "FP32 reference for the underflow lesson.");
+    const std::int64_t b = trainRun(path, noScale, "lesson, fp16", "Gradients flush to zero late in training.");
+    const std::int64_t c = trainRun(path, dynamic, "lesson, fp16", "Dynamic scaling keeps them.");
+    Experiment bf16 = spirals("spirals-bf16-no-master", 200);
+    bf16.precision.autocast = Autocast::bf16;
+    bf16.precision.master_weights = false;
+    bf16.precision.loss_scaling.mode = LossScalingMode::off;
+    trainRun(path, bf16, "spirals");
+    Experiment perLayer = spirals("spirals-fp16-fc3-fp32", 200);
+    perLayer.precision.autocast = Autocast::fp16;
+    perLayer.precision.layers["fc3"] = LayerPrecision::fp32;
+    trainRun(path, perLayer, "spirals, per-layer");
+    std::shared_ptr<Recorder> live;
+    {
+        RunStore store(path);
+        Experiment fp8;  // Fashion-MNIST defaults
+        fp8.name = "fmnist-fp8-try";
+        fp8.precision.autocast = Autocast::bf16;
+        fp8.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc2", LayerPrecision::fp8_e4m3}};
+        syntheticRun(store, fp8.name, 60, RunStatus::failed, experiment_to_json(fp8).dump());
+        Experiment longRun;
+        longRun.name = "fmnist-fp16-long";
+        longRun.precision.autocast = Autocast::fp16;
+        longRun.train.epochs = 20;
+        live = syntheticRun(store, longRun.name, 120, RunStatus::running, experiment_to_json(longRun).dump());
+        store.set_tags(live->run_id(), "fmnist");
+    }
+    RunStore probe(path, true);
+    QTRY_VERIFY_WITH_TIMEOUT(probe.steps(live->run_id()).size() == 120, 5000);
+
+    RunBrowser browser;
+    QVERIFY(browser.openStore(QString::fromStdString(path)));
+    browser.resize(1440, 420);
+    browser.show();
+    browser.selectRuns({b});
+    QVERIFY(QTest::qWaitForWindowExposed(&browser));
+    QVERIFY(browser.grab().save(outDir + QStringLiteral("/browser.png")));
+
+    CompareView* compare = browser.compareRuns({a, b, c});
+    QVERIFY(compare);
+    compare->resize(1400, 900);
+    compare->setLogLoss(true);
+    QVERIFY(QTest::qWaitForWindowExposed(compare));
+    compare->redrawNow();
+    QTest::qWait(50);
+    QVERIFY(compare->grab().save(outDir + QStringLiteral("/compare.png")));
+    if (qEnvironmentVariableIsSet("HISTORY_VIEWER_SHOT")) {
+        RunViewer* v = browser.openRun(live->run_id());
+        QVERIFY(v);
+        v->resize(1200, 900);
+        QVERIFY(QTest::qWaitForWindowExposed(v));
+        v->chartsPanel()->redrawNow(true);
+        QVERIFY(v->grab().save(qEnvironmentVariable("HISTORY_VIEWER_SHOT")));
+    }
+    live->finish(RunStatus::completed);
+}
+
+QTEST_MAIN(TestHistoryCompare)
+#include "test_history_compare.moc"

@@ -1,0 +1,398 @@
+// CompareView: runs overlaid on shared charts, and their configuration differences (see
+// compare_view.h).
+#include "history/compare_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QScrollBar>
+#include <QLabel>
+#include <QSlider>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "charts/chart_view.h"
+#include "history/config_summary.h"
+#include "history/run_palette.h"
+
+namespace mantissa::ui {
+
+// What a comparison keeps of a run: its rows, without the layer histograms.
+struct CompareView::RunData {
+    RunRow row;
+    std::vector<StepRecord> steps;
+    std::vector<EvalRecord> evals;
+    std::vector<std::string> layerNames;
+    // Per step that has layer rows: the step and each layer's underflow fraction (NaN: absent).
+    std::vector<std::int64_t> layerSteps;
+    std::vector<std::vector<double>> underflow;  // [i][layer]
+
+    // The x of a step: the step, or the elapsed seconds at its end (the nearest recorded step's).
+    double x(std::int64_t step, XAxis axis) const {
+        if (axis == XAxis::step || steps.empty()) return static_cast<double>(step);
+        auto it = std::lower_bound(steps.begin(), steps.end(), step,
+                                   [](const StepRecord& s, std::int64_t v) { return s.step < v; });
+        if (it == steps.end()) --it;
+        return it->time_s;
+    }
+};
+
+namespace {
+
+// TensorBoard's debiased exponential moving average, as RunSeries draws it.
+void smoothInto(const LodSeries& raw, LodSeries& out, double w) {
+    double biased = 0, weightPow = 1;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        const double y = raw.y(i);
+        if (!std::isfinite(y)) continue;
+        biased = biased * w + (1 - w) * y;
+        weightPow *= w;
+        const double debias = 1 - weightPow;
+        out.append(raw.x(i), debias > 0 ? biased / debias : y);
+    }
+}
+
+}  // namespace
+
+CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWidget(parent), m_store(std::move(store)) {
+    m_lossChart = new ChartView(tr("loss"));
+    m_scaleChart = new ChartView(tr("loss scale"));
+    m_accuracyChart = new ChartView(tr("test acc. (%)"));
+    m_throughputChart = new ChartView(tr("samples/s"));
+    m_underflowChart = new ChartView(tr("underflow (%)"));
+    m_scaleChart->setLogarithmic(true, 2);
+    m_throughputChart->setIncludeZero(true);
+    m_underflowChart->setIncludeZero(true);
+    m_accuracyChart->setIncludeZero(true);
+
+    const QFontMetrics fm(font());
+    const int left = fm.horizontalAdvance(QStringLiteral("-0.00000")) + 2 * fm.height() + 8;
+    const int right = fm.height() + 8;
+    auto* chartSplitter = new QSplitter(Qt::Vertical);
+    chartSplitter->setChildrenCollapsible(false);
+    for (ChartView* c : charts()) {
+        c->setSideMargins(left, right);
+        c->setXTickLabels(c == m_underflowChart);
+        c->yAxis2->setVisible(false);
+        chartSplitter->addWidget(c);
+        connect(c, &ChartView::userChangedRange, this, [this, c](const QCPRange& r) { applyRange(r, c); });
+        connect(c, &ChartView::crosshairRequested, this, [this](double x) {
+            for (ChartView* v : charts()) v->setCrosshair(x);
+        });
+    }
+    const int stretch[] = {3, 2, 2, 2, 3};
+    for (int i = 0; i < 5; ++i) chartSplitter->setStretchFactor(i, stretch[i]);
+
+    m_xChoice = new QComboBox;
+    m_xChoice->addItem(tr("step"));
+    m_xChoice->addItem(tr("elapsed time"));
+    m_xChoice->setToolTip(tr("Align the runs by training step, or by seconds since each run started "
+                             "(to compare speed as well as progress)."));
+    m_layerChoice = new QComboBox;
+    m_layerChoice->addItem(tr("mean over layers"), -1);
+    m_layerChoice->setToolTip(tr("Which layer's gradient underflow to draw."));
+    m_smoothingSlider = new QSlider(Qt::Horizontal);
+    m_smoothingSlider->setRange(0, 990);
+    m_smoothingSlider->setValue(static_cast<int>(m_smoothing * 1000));
+    m_smoothingSlider->setMaximumWidth(160);
+    m_smoothingSlider->setToolTip(tr("Weight of the debiased moving average drawn over every run's loss and "
+                                     "throughput, as in TensorBoard; 0 shows the raw values alone."));
+    m_smoothingValue = new QLabel(QString::number(m_smoothing, 'f', 2));
+    m_smoothingValue->setMinimumWidth(fm.horizontalAdvance(QStringLiteral("0.000")));
+
+    m_logLoss = new QCheckBox(tr("Log loss"));
+    m_logLoss->setToolTip(tr("Draw the loss on a logarithmic axis, to see the runs apart late in training."));
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Align by")));
+    bar->addWidget(m_xChoice);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("Smoothing")));
+    bar->addWidget(m_smoothingSlider);
+    bar->addWidget(m_smoothingValue);
+    bar->addSpacing(12);
+    bar->addWidget(m_logLoss);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("Underflow of")));
+    bar->addWidget(m_layerChoice);
+    bar->addStretch(1);
+
+    m_legend = new QLabel;
+    m_legend->setTextFormat(Qt::RichText);
+    m_legend->setWordWrap(true);
+
+    m_diffNote = new QLabel;
+    m_diffNote->setWordWrap(true);
+    m_diffTable = new QTableWidget;
+    m_diffTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_diffTable->setSelectionMode(QAbstractItemView::NoSelection);
+    m_diffTable->verticalHeader()->setDefaultSectionSize(fm.height() + 6);
+    m_diffTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_diffTable->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    auto* diffBox = new QWidget;
+    auto* diffLayout = new QVBoxLayout(diffBox);
+    diffLayout->setContentsMargins(0, 0, 0, 0);
+    auto* diffTitle = new QLabel(tr("<b>Configuration differences</b>"));
+    diffLayout->addWidget(diffTitle);
+    diffLayout->addWidget(m_diffNote);
+    diffLayout->addWidget(m_diffTable, 1);
+
+    auto* chartsBox = new QWidget;
+    auto* chartsLayout = new QVBoxLayout(chartsBox);
+    chartsLayout->setContentsMargins(0, 0, 0, 0);
+    chartsLayout->addWidget(m_legend);
+    chartsLayout->addWidget(chartSplitter, 1);
+
+    // The differences under the charts, across the full width: they are usually a few rows, and
+    // every run's column then has room.
+    auto* split = new QSplitter(Qt::Vertical);
+    split->setChildrenCollapsible(false);
+    split->addWidget(chartsBox);
+    split->addWidget(diffBox);
+    split->setStretchFactor(0, 5);
+    split->setStretchFactor(1, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(bar);
+    layout->addWidget(split, 1);
+
+    connect(m_xChoice, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setXAxis(i == 1 ? XAxis::time : XAxis::step); });
+    connect(m_layerChoice, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setUnderflowLayer(m_layerChoice->itemData(i).toInt()); });
+    connect(m_logLoss, &QCheckBox::toggled, this, &CompareView::setLogLoss);
+    connect(m_smoothingSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothingWeight(v / 1000.0); });
+    setWindowTitle(tr("Compare runs — Mantissa"));
+    resize(1300, 860);
+}
+
+CompareView::~CompareView() {
+    for (ChartView* c : charts()) c->removeAllSeries();  // they draw m_curves' series
+}
+
+std::vector<ChartView*> CompareView::charts() const {
+    return {m_lossChart, m_scaleChart, m_accuracyChart, m_throughputChart, m_underflowChart};
+}
+
+QString CompareView::checkRunCount(std::size_t count) {
+    if (count < static_cast<std::size_t>(minRuns)) return tr("Select at least two runs to compare.");
+    if (count > static_cast<std::size_t>(maxRuns))
+        return tr("Select at most %1 runs to compare (%2 are selected): more curves than that cannot be told apart.")
+            .arg(maxRuns)
+            .arg(count);
+    return {};
+}
+
+QString CompareView::setRuns(const std::vector<std::int64_t>& ids) {
+    if (QString why = checkRunCount(ids.size()); !why.isEmpty()) return why;
+    std::vector<std::unique_ptr<RunData>> runs;
+    try {
+        for (std::int64_t id : ids) {
+            auto d = std::make_unique<RunData>();
+            d->row = m_store->run(id);
+            d->steps = m_store->steps(id);
+            d->evals = m_store->evals(id);
+            d->layerNames = layerNamesFromConfig(d->row.config_json);
+            for (const LayerStepRecord& r : m_store->layer_steps(id)) {
+                if (r.layer < 0) continue;
+                const auto l = static_cast<std::size_t>(r.layer);
+                if (l >= d->layerNames.size()) d->layerNames.resize(l + 1, "fc" + std::to_string(l + 1));
+                if (!r.name.empty()) d->layerNames[l] = r.name;
+                if (d->layerSteps.empty() || d->layerSteps.back() != r.step) {
+                    d->layerSteps.push_back(r.step);
+                    d->underflow.emplace_back();
+                }
+                auto& row = d->underflow.back();
+                if (row.size() <= l) row.resize(l + 1, NAN);
+                row[l] = r.frac_underflow;
+            }
+            runs.push_back(std::move(d));
+        }
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    for (ChartView* c : charts()) c->removeAllSeries();
+    m_runs = std::move(runs);
+
+    // The layer choice: the union of the runs' layer names, by position.
+    std::vector<std::string> names;
+    for (const auto& r : m_runs)
+        for (std::size_t i = 0; i < r->layerNames.size(); ++i)
+            if (i >= names.size()) names.push_back(r->layerNames[i]);
+    const QSignalBlocker block(m_layerChoice);
+    m_layerChoice->clear();
+    m_layerChoice->addItem(tr("mean over layers"), -1);
+    for (std::size_t i = 0; i < names.size(); ++i) m_layerChoice->addItem(QString::fromStdString(names[i]), static_cast<int>(i));
+    if (m_underflowLayer >= static_cast<int>(names.size())) m_underflowLayer = -1;
+    m_layerChoice->setCurrentIndex(m_underflowLayer + 1);
+
+    fillDifferenceTable();
+    rebuildSeries();
+    QStringList legend;
+    for (const auto& c : m_curves)
+        legend << QStringLiteral("<span style=\"color:%1\">&#9632;&#9632;</span>&nbsp;%2&nbsp;<span style=\"color:gray\">(%3)</span>")
+                      .arg(c.color.name(), c.name.toHtmlEscaped())
+                      .arg(c.id);
+    m_legend->setText(legend.join(QStringLiteral(" &nbsp;&nbsp; ")));
+    QStringList names2;
+    for (const auto& c : m_curves) names2 << c.name;
+    setWindowTitle(tr("Compare: %1 — Mantissa").arg(names2.join(QStringLiteral(", "))));
+    return {};
+}
+
+void CompareView::setXAxis(XAxis axis) {
+    if (axis == m_xAxis) return;
+    m_xAxis = axis;
+    const QSignalBlocker block(m_xChoice);
+    m_xChoice->setCurrentIndex(axis == XAxis::time ? 1 : 0);
+    rebuildSeries();
+}
+
+void CompareView::setSmoothingWeight(double weight) {
+    weight = std::clamp(weight, 0.0, 0.99);
+    if (weight == m_smoothing) return;
+    m_smoothing = weight;
+    const QSignalBlocker block(m_smoothingSlider);
+    m_smoothingSlider->setValue(static_cast<int>(std::lround(weight * 1000)));
+    m_smoothingValue->setText(QString::number(weight, 'f', 2));
+    rebuildSeries();
+}
+
+void CompareView::setUnderflowLayer(int layer) {
+    if (layer < -1 || layer >= m_layerChoice->count() - 1) layer = -1;
+    if (layer == m_underflowLayer) return;
+    m_underflowLayer = layer;
+    const QSignalBlocker block(m_layerChoice);
+    m_layerChoice->setCurrentIndex(layer + 1);
+    rebuildSeries();
+}
+
+void CompareView::setLogLoss(bool on) {
+    const QSignalBlocker block(m_logLoss);
+    m_logLoss->setChecked(on);
+    m_lossChart->setLogarithmic(on, 10);
+    m_lossChart->refreshData();
+}
+
+bool CompareView::logLoss() const {
+    return m_lossChart->logarithmic();
+}
+
+void CompareView::rebuildSeries() {
+    for (ChartView* c : charts()) c->removeAllSeries();
+    m_curves.clear();
+    m_curves.reserve(m_runs.size());  // the charts keep pointers into it
+    for (std::size_t i = 0; i < m_runs.size(); ++i) {
+        const RunData& d = *m_runs[i];
+        RunCurves c;
+        c.id = d.row.id;
+        c.name = QString::fromStdString(d.row.name);
+        c.color = runColor(static_cast<int>(i));
+        for (const StepRecord& s : d.steps) {
+            const double x = m_xAxis == XAxis::step ? static_cast<double>(s.step) : s.time_s;
+            c.loss.append(x, s.loss);
+            c.lossScale.append(x, s.loss_scale);
+            c.throughput.append(x, s.samples_per_s);
+        }
+        smoothInto(c.loss, c.lossSmoothed, m_smoothing);
+        smoothInto(c.throughput, c.throughputSmoothed, m_smoothing);
+        for (const EvalRecord& e : d.evals)
+            if (e.split == "test" && std::isfinite(e.accuracy)) c.accuracy.append(d.x(e.step, m_xAxis), e.accuracy);
+        for (std::size_t k = 0; k < d.layerSteps.size(); ++k) {
+            const auto& row = d.underflow[k];
+            double value = NAN;
+            if (m_underflowLayer >= 0) {
+                if (static_cast<std::size_t>(m_underflowLayer) < row.size()) value = row[static_cast<std::size_t>(m_underflowLayer)];
+            } else {
+                double sum = 0;
+                int n = 0;
+                for (double v : row)
+                    if (std::isfinite(v)) sum += v, ++n;
+                if (n > 0) value = sum / n;
+            }
+            c.underflow.append(d.x(d.layerSteps[k], m_xAxis), value);
+        }
+        m_curves.push_back(std::move(c));
+    }
+    rebuildGraphs();
+}
+
+void CompareView::rebuildGraphs() {
+    double xMax = 0;
+    for (const RunCurves& c : m_curves) {
+        // Raw curves first, so every run's smoothed line is drawn above all the faint ones.
+        m_lossChart->addSeries(&c.loss, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine);
+        m_throughputChart->addSeries(&c.throughput, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine);
+        xMax = std::max({xMax, c.loss.lastX(), c.accuracy.lastX(), c.underflow.lastX()});
+    }
+    for (const RunCurves& c : m_curves) {
+        m_lossChart->addSeries(&c.lossSmoothed, c.name, c.color, GraphStyle::line);
+        m_throughputChart->addSeries(&c.throughputSmoothed, c.name, c.color, GraphStyle::line);
+        m_scaleChart->addSeries(&c.lossScale, c.name, c.color, GraphStyle::steps);
+        QCPGraph* acc = m_accuracyChart->addSeries(&c.accuracy, c.name, c.color, GraphStyle::line, false, 100.0);
+        acc->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c.color, c.color, 5));
+        m_underflowChart->addSeries(&c.underflow, c.name, c.color, GraphStyle::line, false, 100.0);
+    }
+    const QString xLabel = m_xAxis == XAxis::step ? tr("step") : tr("elapsed time (s)");
+    m_underflowChart->xAxis->setLabel(xLabel);
+    applyRange(QCPRange(0, xMax > 0 ? xMax : 1), nullptr);
+}
+
+void CompareView::applyRange(const QCPRange& range, ChartView* except) {
+    for (ChartView* c : charts()) {
+        if (c != except) c->setXRange(range);
+        c->refreshData();
+    }
+}
+
+void CompareView::redrawNow() {
+    for (ChartView* c : charts()) c->refreshData(true);
+}
+
+void CompareView::fillDifferenceTable() {
+    std::vector<std::map<std::string, std::string>> configs;
+    for (const auto& r : m_runs) configs.push_back(flattenConfig(r->row.config_json));
+    m_keys = ui::differingKeys(configs);
+    m_diffTable->clear();
+    m_diffTable->setRowCount(static_cast<int>(m_keys.size()));
+    m_diffTable->setColumnCount(static_cast<int>(m_runs.size()));
+    for (std::size_t col = 0; col < m_runs.size(); ++col) {
+        auto* header = new QTableWidgetItem(QString::fromStdString(m_runs[col]->row.name));
+        header->setForeground(runColor(static_cast<int>(col)));
+        header->setToolTip(tr("run %1").arg(m_runs[col]->row.id));
+        m_diffTable->setHorizontalHeaderItem(static_cast<int>(col), header);
+    }
+    for (std::size_t row = 0; row < m_keys.size(); ++row) {
+        m_diffTable->setVerticalHeaderItem(static_cast<int>(row), new QTableWidgetItem(QString::fromStdString(m_keys[row])));
+        for (std::size_t col = 0; col < configs.size(); ++col) {
+            const auto it = configs[col].find(m_keys[row]);
+            QString text = it == configs[col].end() ? tr("(absent)") : QString::fromStdString(it->second);
+            if (text.size() >= 2 && text.startsWith(QLatin1Char('"')) && text.endsWith(QLatin1Char('"')))
+                text = text.mid(1, text.size() - 2);  // strings without their JSON quotes
+            m_diffTable->setItem(static_cast<int>(row), static_cast<int>(col), new QTableWidgetItem(text));
+        }
+    }
+    m_diffTable->setVisible(!m_keys.empty());
+    // Tall enough for up to eight keys without scrolling; more scroll.
+    m_diffTable->resizeColumnsToContents();
+    const int rows = std::min<int>(static_cast<int>(m_keys.size()), 8);
+    const int height = m_diffTable->horizontalHeader()->sizeHint().height() +
+                       rows * m_diffTable->verticalHeader()->defaultSectionSize() + 2 * m_diffTable->frameWidth() +
+                       m_diffTable->horizontalScrollBar()->sizeHint().height();
+    m_diffTable->setMinimumHeight(height);
+    m_diffNote->setText(differenceNote());
+}
+
+QString CompareView::differenceNote() const {
+    if (m_runs.empty()) return {};
+    if (m_keys.empty()) return tr("No configuration key differs: these runs were set up identically.");
+    return tr("%n key(s) differ; keys the runs share are not shown.", nullptr, static_cast<int>(m_keys.size()));
+}
+
+}  // namespace mantissa::ui

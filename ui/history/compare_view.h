@@ -1,0 +1,110 @@
+// CompareView: two to eight recorded runs overlaid on the same charts, one Okabe-Ito colour per
+// run, named in a legend: loss (smoothed, raw faint), loss scale, test accuracy, throughput and
+// gradient underflow (mean over layers, or one chosen layer). The x axis is the step or the
+// elapsed time (a toggle); one smoothing weight applies to every run. Beside the charts, a table of
+// the experiment keys whose values differ between the runs, one column per run.
+//
+// The runs are read once from the store when set (the comparison is of what was recorded; a run
+// still recording shows what it had). Series are rebuilt from those rows when the x axis or the
+// smoothing changes. GUI thread only.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "series/lod_series.h"
+#include "store/run_store.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSlider;
+class QTableWidget;
+class QCPRange;
+
+namespace mantissa::ui {
+
+class ChartView;
+
+class CompareView : public QWidget {
+    Q_OBJECT
+public:
+    static constexpr int minRuns = 2;
+    static constexpr int maxRuns = 8;
+    enum class XAxis { step, time };
+
+    explicit CompareView(std::shared_ptr<RunStore> store, QWidget* parent = nullptr);
+    ~CompareView() override;
+
+    // Loads and draws the runs. Returns "" or one sentence (too few or too many runs, a run the
+    // store cannot give); on an error the view keeps what it showed.
+    QString setRuns(const std::vector<std::int64_t>& ids);
+    static QString checkRunCount(std::size_t count);  // "" when minRuns..maxRuns, else the reason
+
+    void setXAxis(XAxis axis);
+    XAxis xAxis() const { return m_xAxis; }
+    void setSmoothingWeight(double weight);  // [0, 1)
+    double smoothingWeight() const { return m_smoothing; }
+    void setUnderflowLayer(int layer);       // -1: mean over layers
+    void setLogLoss(bool on);                // the loss on a log10 axis (late-training gaps show)
+    bool logLoss() const;
+    int underflowLayer() const { return m_underflowLayer; }
+
+    ChartView* lossChart() const { return m_lossChart; }
+    ChartView* scaleChart() const { return m_scaleChart; }
+    ChartView* accuracyChart() const { return m_accuracyChart; }
+    ChartView* throughputChart() const { return m_throughputChart; }
+    ChartView* underflowChart() const { return m_underflowChart; }
+    std::vector<ChartView*> charts() const;
+    QTableWidget* differenceTable() const { return m_diffTable; }
+    QLabel* legendLabel() const { return m_legend; }
+    QString differenceNote() const;  // "3 keys differ" or "No configuration key differs ..."
+
+    // What is drawn, per run in the order given: for tests.
+    struct RunCurves {
+        std::int64_t id = 0;
+        QString name;
+        QColor color;
+        LodSeries loss, lossSmoothed, lossScale, accuracy, throughput, throughputSmoothed, underflow;
+    };
+    const std::vector<RunCurves>& curves() const { return m_curves; }
+    const std::vector<std::string>& differingKeys() const { return m_keys; }
+
+    // Redraws every chart now (tests, screenshots).
+    void redrawNow();
+
+private:
+    struct RunData;
+    void rebuildSeries();
+    void rebuildGraphs();
+    void fillDifferenceTable();
+    void applyRange(const QCPRange& range, ChartView* except);
+
+    std::shared_ptr<RunStore> m_store;
+    std::vector<std::unique_ptr<RunData>> m_runs;
+    std::vector<RunCurves> m_curves;
+    std::vector<std::string> m_keys;
+    XAxis m_xAxis = XAxis::step;
+    double m_smoothing = 0.6;
+    int m_underflowLayer = -1;
+
+    ChartView* m_lossChart = nullptr;
+    ChartView* m_scaleChart = nullptr;
+    ChartView* m_accuracyChart = nullptr;
+    ChartView* m_throughputChart = nullptr;
+    ChartView* m_underflowChart = nullptr;
+    QComboBox* m_xChoice = nullptr;
+    QComboBox* m_layerChoice = nullptr;
+    QCheckBox* m_logLoss = nullptr;
+    QSlider* m_smoothingSlider = nullptr;
+    QLabel* m_smoothingValue = nullptr;
+    QLabel* m_legend = nullptr;
+    QLabel* m_diffNote = nullptr;
+    QTableWidget* m_diffTable = nullptr;
+};
+
+}  // namespace mantissa::ui

@@ -1,0 +1,123 @@
+// Store -> RunSeries, once or following (see run_loader.h).
+#include "history/run_loader.h"
+
+#include <algorithm>
+#include <map>
+
+#include "error.h"
+#include "history/config_summary.h"
+#include "live/layer_sample.h"
+#include "series/run_series.h"
+
+namespace mantissa::ui {
+
+namespace {
+
+// Keeps the rows of `rows` the cursor has not seen: all those after `lastStep`, and at `lastStep`
+// those past the first `seenAtStep`; then moves (lastStep, seenAtStep) to the end of `rows`.
+// The store returns rows in step order, and within a step in the order they were written.
+template <typename Row>
+std::vector<const Row*> unseen(const std::vector<Row>& rows, std::int64_t& lastStep, std::int64_t& seenAtStep) {
+    std::vector<const Row*> out;
+    std::int64_t atLast = 0;
+    for (const Row& r : rows) {
+        if (r.step < lastStep) continue;
+        if (r.step == lastStep && atLast++ < seenAtStep) continue;
+        out.push_back(&r);
+    }
+    for (const Row* r : out) {
+        if (r->step != lastStep) {
+            lastStep = r->step;
+            seenAtStep = 0;
+        }
+        ++seenAtStep;
+    }
+    return out;
+}
+
+std::vector<std::string> layerNames(const std::string& configJson, const std::vector<LayerStepRecord>& rows) {
+    std::vector<std::string> names = layerNamesFromConfig(configJson);
+    for (const auto& r : rows) {  // the recorded names win over what the config implies
+        if (r.layer < 0) continue;
+        const auto i = static_cast<std::size_t>(r.layer);
+        if (i >= names.size()) names.resize(i + 1);
+        if (!r.name.empty()) names[i] = r.name;
+    }
+    for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i].empty()) names[i] = "fc" + std::to_string(i + 1);
+    return names;
+}
+
+}  // namespace
+
+std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series, RunCursor& cursor) {
+    const auto steps = store.steps(runId, cursor.nextStep);
+    const auto layerRows = store.layer_steps(runId, std::max<std::int64_t>(cursor.layerStep, 0));
+    const auto evals = store.evals(runId, std::max<std::int64_t>(cursor.evalStep, 0));
+    const auto events = store.events(runId, std::max<std::int64_t>(cursor.eventStep, 0));
+    if (!cursor.started) {
+        series.reset(layerNames(store.run(runId).config_json, layerRows));
+        cursor.started = true;
+    }
+    const auto newLayers = unseen(layerRows, cursor.layerStep, cursor.layersAtStep);
+    const auto newEvals = unseen(evals, cursor.evalStep, cursor.evalsAtStep);
+    const auto newEvents = unseen(events, cursor.eventStep, cursor.eventsAtStep);
+
+    // Interleaved by step as they arrived live: a step's record, then its layers, then its
+    // evaluations and events (RunSeries keeps each kind in its own series, so this only matters
+    // for the order of the event log, which follows the stored order).
+    std::size_t li = 0, vi = 0, ei = 0;
+    auto flushUpTo = [&](std::int64_t step) {
+        for (; li < newLayers.size() && newLayers[li]->step <= step; ++li)
+            series.addLayerSample(LayerSample::from(*newLayers[li]));
+        for (; vi < newEvals.size() && newEvals[vi]->step <= step; ++vi) series.addEval(*newEvals[vi]);
+        for (; ei < newEvents.size() && newEvents[ei]->step <= step; ++ei) series.addEvent(*newEvents[ei]);
+    };
+    for (const StepRecord& s : steps) {
+        flushUpTo(s.step - 1);
+        series.addStep(s);
+        cursor.nextStep = s.step + 1;
+        flushUpTo(s.step);
+    }
+    flushUpTo(INT64_MAX);
+    return static_cast<std::int64_t>(steps.size() + newLayers.size() + newEvals.size() + newEvents.size());
+}
+
+std::int64_t loadRun(RunStore& store, std::int64_t runId, RunSeries& series) {
+    RunCursor cursor;
+    return loadNewRows(store, runId, series, cursor);
+}
+
+RunFollower::RunFollower(std::shared_ptr<RunStore> store, std::int64_t runId, RunSeries* series, RunCursor cursor,
+                         QObject* parent)
+    : QObject(parent), m_store(std::move(store)), m_runId(runId), m_series(series), m_cursor(cursor) {
+    connect(&m_timer, &QTimer::timeout, this, &RunFollower::poll);
+}
+
+void RunFollower::start(int intervalMs) {
+    m_timer.start(intervalMs);
+}
+
+void RunFollower::stop() {
+    m_timer.stop();
+}
+
+std::int64_t RunFollower::poll() {
+    try {
+        // Status first: rows committed before the run ended are then certain to be read below.
+        m_status = m_store->run(m_runId).status;
+        const std::int64_t added = loadNewRows(*m_store, m_runId, *m_series, m_cursor);
+        if (added > 0) emit rowsAdded(added);
+        if (m_status != RunStatus::running) {
+            m_timer.stop();
+            emit finished(m_status);
+        }
+        return added;
+    } catch (const std::exception& e) {
+        m_timer.stop();
+        emit failed(QString::fromStdString(e.what()));
+        return 0;
+    }
+}
+
+}  // namespace mantissa::ui

@@ -1,0 +1,164 @@
+// RunViewer: a recorded (or still recording) run's charts and events (see run_viewer.h).
+#include "history/run_viewer.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QSplitter>
+#include <QTextDocument>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "charts/charts_panel.h"
+#include "history/config_summary.h"
+#include "history/run_loader.h"
+#include "history/run_table_model.h"
+#include "models/event_log_model.h"
+#include "panels/events_panel.h"
+
+namespace mantissa::ui {
+
+RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidget* parent)
+    : QWidget(parent), m_store(std::move(store)), m_runId(runId) {
+    m_summary = new QLabel;
+    m_summary->setTextFormat(Qt::RichText);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summary->setWordWrap(true);
+    m_notes = new QLabel;
+    m_notes->setWordWrap(true);
+    m_notes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_notes->setVisible(false);
+
+    m_export = new QToolButton;
+    m_export->setText(tr("Export"));
+    m_export->setPopupMode(QToolButton::InstantPopup);
+    m_export->setToolTip(tr("Save this run's tables as CSV or JSON (as mantissa-cli export does), or its experiment "
+                            "file to run it again."));
+    auto* menu = new QMenu(m_export);
+    for (const ExportChoice& c : exportChoices()) {
+        if (c.kind == ExportChoice::experimentFile) menu->addSeparator();
+        menu->addAction(exportChoiceLabel(c), this, [this, c] { exportRunWithDialog(this, *m_store, m_runId, c); });
+    }
+    m_export->setMenu(menu);
+
+    m_charts = new ChartsPanel;
+    m_eventModel = new EventLogModel(this);
+    m_events = new EventsPanel(m_eventModel);
+    connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
+
+    auto* header = new QHBoxLayout;
+    header->addWidget(m_summary, 1);
+    header->addWidget(m_export, 0, Qt::AlignTop);
+    auto* splitter = new QSplitter(Qt::Vertical);
+    splitter->setChildrenCollapsible(false);
+    splitter->addWidget(m_charts);
+    splitter->addWidget(m_events);
+    splitter->setStretchFactor(0, 4);
+    splitter->setStretchFactor(1, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(header);
+    layout->addWidget(m_notes);
+    layout->addWidget(splitter, 1);
+    resize(1100, 820);
+}
+
+RunViewer::~RunViewer() {
+    // The charts draw m_series: detach them before it goes.
+    if (m_follower) m_follower->stop();
+    m_charts->setSeries(nullptr);
+    m_eventModel->setSeries(nullptr);
+}
+
+bool RunViewer::load() {
+    RunCursor cursor;
+    try {
+        m_run = m_store->run(m_runId);
+        loadNewRows(*m_store, m_runId, m_series, cursor);
+    } catch (const std::exception& e) {
+        m_error = QString::fromStdString(e.what());
+        return false;
+    }
+    m_charts->setSeries(&m_series);
+    m_eventModel->setSeries(&m_series);
+    m_charts->redrawNow();
+    setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
+    delete m_follower;
+    m_follower = nullptr;
+    if (m_run.status == RunStatus::running) {
+        m_follower = new RunFollower(m_store, m_runId, &m_series, cursor, this);
+        connect(m_follower, &RunFollower::rowsAdded, this, &RunViewer::onRowsAdded);
+        connect(m_follower, &RunFollower::finished, this, &RunViewer::onFinished);
+        connect(m_follower, &RunFollower::failed, this, [this](const QString& message) {
+            m_error = message;
+            updateSummary();
+        });
+        m_follower->start();
+    }
+    updateSummary();
+    return true;
+}
+
+bool RunViewer::following() const {
+    return m_follower && m_follower->active();
+}
+
+void RunViewer::onRowsAdded() {
+    m_charts->refresh();
+    m_eventModel->sync();
+    updateSummary();
+    emit runUpdated(m_runId);
+}
+
+void RunViewer::onFinished() {
+    try {
+        m_run = m_store->run(m_runId);
+    } catch (const std::exception& e) {
+        m_error = QString::fromStdString(e.what());
+    }
+    m_charts->redrawNow();
+    m_eventModel->sync();
+    updateSummary();
+    emit runFinished(m_runId);
+}
+
+QString RunViewer::summaryText() const {
+    QTextDocument doc;
+    doc.setHtml(m_summary->text());
+    return doc.toPlainText();
+}
+
+void RunViewer::updateSummary() {
+    const QString name = QString::fromStdString(m_run.name).toHtmlEscaped();
+    QString status = QString::fromLatin1(run_status_name(m_run.status));
+    if (following()) status = tr("running — following live");
+    const auto& last = m_series.lastStep();
+    QStringList facts;
+    facts << tr("%1 steps").arg(QLocale().toString(static_cast<qlonglong>(m_series.stepCount())));
+    if (last) facts << tr("final loss %1").arg(QString::number(last->loss, 'g', 4));
+    else if (m_run.final_loss) facts << tr("final loss %1").arg(QString::number(*m_run.final_loss, 'g', 4));
+    if (!m_series.testAccuracy().empty())
+        facts << tr("test accuracy %1 %").arg(QString::number(m_series.testAccuracy().lastY() * 100, 'f', 1));
+    if (last) facts << tr("loss scale %1").arg(QString::number(last->loss_scale, 'g', 6));
+    if (m_series.overflowCount() > 0) facts << tr("%n overflow(s)", nullptr, static_cast<int>(m_series.overflowCount()));
+    QString html = QStringLiteral("<b>%1</b> &nbsp; <span>run %2 · %3 · %4 on %5</span><br>%6<br><i>%7</i>")
+                       .arg(name)
+                       .arg(m_runId)
+                       .arg(status.toHtmlEscaped(), RunTableModel::displayDate(m_run.created_at),
+                            QString::fromStdString(m_run.backend + (m_run.device.empty() ? "" : " (" + m_run.device + ")")).toHtmlEscaped())
+                       .arg(facts.join(QStringLiteral(" · ")).toHtmlEscaped(),
+                            QString::fromStdString(configSummary(m_run.config_json)).toHtmlEscaped());
+    if (!m_run.error.empty()) html += QStringLiteral("<br>") + tr("Failed: %1").arg(QString::fromStdString(m_run.error).toHtmlEscaped());
+    if (!m_error.isEmpty()) html += QStringLiteral("<br><b>%1</b>").arg(m_error.toHtmlEscaped());
+    m_summary->setText(html);
+    m_notes->setText(tr("Notes: %1").arg(QString::fromStdString(m_run.notes)));
+    m_notes->setVisible(!m_run.notes.empty());
+}
+
+QString RunViewer::exportTo(const ExportChoice& choice, const QString& path) {
+    return choice.kind == ExportChoice::experimentFile ? exportRunExperiment(*m_store, m_runId, path)
+                                                   : exportRunTable(*m_store, m_runId, choice.table, choice.format, path);
+}
+
+}  // namespace mantissa::ui

@@ -1,0 +1,75 @@
+// RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
+// accuracy, configuration, notes), the same ChartsPanel and EventsPanel the live window uses over a
+// RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
+// process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
+//
+// A window of its own (the browser opens one per run) or a widget to embed. GUI thread only.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+#include <memory>
+
+#include "history/run_export.h"
+#include "series/run_series.h"
+#include "store/run_store.h"
+
+class QLabel;
+class QToolButton;
+
+namespace mantissa::ui {
+
+class ChartsPanel;
+class EventLogModel;
+class EventsPanel;
+class RunFollower;
+
+class RunViewer : public QWidget {
+    Q_OBJECT
+public:
+    RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidget* parent = nullptr);
+    ~RunViewer() override;
+
+    // Reads the run (and starts following it when it is running). False, with error() set to one
+    // sentence, when the store cannot give it.
+    bool load();
+    QString error() const { return m_error; }
+
+    std::int64_t runId() const { return m_runId; }
+    const RunRow& run() const { return m_run; }
+    RunSeries& series() { return m_series; }
+    ChartsPanel* chartsPanel() const { return m_charts; }
+    EventsPanel* eventsPanel() const { return m_events; }
+    EventLogModel* eventModel() const { return m_eventModel; }
+    RunFollower* follower() const { return m_follower; }  // nullptr when the run is not followed
+    bool following() const;
+    QString summaryText() const;  // the header's text, plain
+
+    // Exports without a dialog; returns "" or one sentence.
+    QString exportTo(const ExportChoice& choice, const QString& path);
+
+signals:
+    void runFinished(qint64 runId);  // a followed run ended (its status is in run())
+    void runUpdated(qint64 runId);   // new rows were appended
+
+private:
+    void onRowsAdded();
+    void onFinished();
+    void updateSummary();
+
+    std::shared_ptr<RunStore> m_store;
+    std::int64_t m_runId;
+    RunRow m_run;
+    RunSeries m_series;
+    QString m_error;
+    ChartsPanel* m_charts = nullptr;
+    EventLogModel* m_eventModel = nullptr;
+    EventsPanel* m_events = nullptr;
+    RunFollower* m_follower = nullptr;
+    QLabel* m_summary = nullptr;
+    QLabel* m_notes = nullptr;
+    QToolButton* m_export = nullptr;
+};
+
+}  // namespace mantissa::ui
