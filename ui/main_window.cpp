@@ -15,12 +15,17 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 #include <nlohmann/json.hpp>
 
 #include "charts/charts_panel.h"
+#include "classroom/lesson_panel.h"
+#include "explorer/format_explorer.h"
+#include "histogram/gradient_histogram_view.h"
+#include "history/run_browser.h"
 #include "error.h"
 #include "live/live_change.h"
 #include "live/run_controller.h"
@@ -72,6 +77,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_charts = new ChartsPanel;
     m_notice = new NoticeBar;
     m_status = new RunStatusBar;
+    m_lesson = new LessonPanel;
+    m_histogram = new GradientHistogramView;
+    // Tabbed with the events under the charts: short by default, so the five charts keep the
+    // height their legends need; float or enlarge the dock to study it.
+    m_histogram->plot()->setMinimumSize(240, 110);
 
     auto* central = new QWidget;
     auto* centralLayout = new QVBoxLayout(central);
@@ -130,8 +140,30 @@ void MainWindow::createActions() {
     m_quit->setShortcut(QKeySequence::Quit);
     m_resetCharts = new QAction(tr("&Reset charts"), this);
     m_resetCharts->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    m_classroomAction = new QAction(tr("&Classroom mode"), this);
+    m_classroomAction->setCheckable(true);
+    m_classroomAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    m_classroomAction->setToolTip(tr("Show only what a lesson needs: the lesson, the run buttons, the precision "
+                                     "switches and the teaching charts (Ctrl+Shift+C)"));
+    connect(m_classroomAction, &QAction::toggled, this, &MainWindow::setClassroomMode);
+    m_history = new QAction(tr("Run &history…"), this);
+    m_history->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
+    m_history->setToolTip(tr("Every recorded run: open, compare, rename, tag, export or delete (Ctrl+H)"));
+    connect(m_history, &QAction::triggered, this, &MainWindow::showRunBrowser);
+    m_openStore = new QAction(tr("Open run s&tore…"), this);
+    m_openStore->setToolTip(tr("Browse the runs of another store file (runs are still recorded in %1)")
+                                .arg(m_controller->storePath()));
+    connect(m_openStore, &QAction::triggered, this, [this] {
+        showRunBrowser();
+        m_browser->openStoreWithDialog();
+    });
+    m_explorer = new QAction(tr("&Format explorer…"), this);
+    m_explorer->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_explorer->setToolTip(tr("How a value is stored in fp32, tf32, fp16, bf16 and fp8: bits, error, range (Ctrl+E)"));
+    connect(m_explorer, &QAction::triggered, this, &MainWindow::showFormatExplorer);
     m_about = new QAction(tr("&About Mantissa"), this);
-    for (QAction* a : {m_open, m_save, m_start, m_pause, m_stop, m_quit, m_resetCharts})
+    for (QAction* a : {m_open, m_save, m_start, m_pause, m_stop, m_quit, m_resetCharts, m_history, m_explorer,
+                       m_classroomAction})
         a->setShortcutContext(Qt::WindowShortcut);
 
     connect(m_open, &QAction::triggered, this, &MainWindow::openFromDialog);
@@ -155,6 +187,9 @@ void MainWindow::createMenus() {
     file->addAction(m_open);
     file->addAction(m_save);
     file->addSeparator();
+    file->addAction(m_history);
+    file->addAction(m_openStore);
+    file->addSeparator();
     file->addAction(m_quit);
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     run->addAction(m_start);
@@ -163,7 +198,10 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->setObjectName(QStringLiteral("viewMenu"));
     view->addAction(m_resetCharts);
+    view->addAction(m_classroomAction);
     view->addSeparator();
+    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+    tools->addAction(m_explorer);
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_about);
 
@@ -183,15 +221,22 @@ void MainWindow::createDocks() {
     m_precisionDock = makeDock(tr("Precision"), QStringLiteral("precisionDock"), scrollable(m_precision), this);
     m_layersDock = makeDock(tr("Layers"), QStringLiteral("layersDock"), m_layers, this);
     m_eventsDock = makeDock(tr("Events"), QStringLiteral("eventsDock"), m_events, this);
+    m_lessonDock = makeDock(tr("Lesson"), QStringLiteral("lessonDock"), scrollable(m_lesson), this);
+    m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), m_histogram, this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
+    splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
+    m_lessonDock->hide();  // shown by an experiment that has a lesson
     addDockWidget(Qt::RightDockWidgetArea, m_precisionDock);
     addDockWidget(Qt::BottomDockWidgetArea, m_layersDock);
     splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
+    tabifyDockWidget(m_eventsDock, m_histogramDock);
+    m_eventsDock->raise();
     resizeDocks({m_experimentDock, m_precisionDock}, {290, 270}, Qt::Horizontal);
     resizeDocks({m_layersDock}, {210}, Qt::Vertical);
     resizeDocks({m_layersDock, m_eventsDock}, {820, 680}, Qt::Horizontal);
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
-        for (QDockWidget* d : {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock})
+        for (QDockWidget* d :
+             {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock})
             view->addAction(d->toggleViewAction());
 }
 
@@ -217,9 +262,27 @@ Experiment MainWindow::currentExperiment() const {
 void MainWindow::setExperiment(const Experiment& experiment) {
     m_experiment->setExperiment(experiment);
     m_precision->setPrecision(experiment.precision);
-    if (!experiment.lesson.title.empty())
-        showNotice(QStringLiteral("<b>%1</b> %2").arg(QString::fromStdString(experiment.lesson.title).toHtmlEscaped(),
-                                                      QString::fromStdString(experiment.lesson.text).toHtmlEscaped()));
+    m_lesson->setLesson(experiment.lesson);
+    m_lessonDock->setVisible(m_lesson->hasLesson());
+    if (m_lesson->hasLesson()) {
+        if (experiment.lesson.classroom) m_classroomAction->setChecked(true);
+        // The Lesson panel holds the text; the banner only announces it.
+        const QString mode = m_classroom ? tr(" Classroom mode is on (View ▸ Classroom mode, Ctrl+Shift+C).") : QString();
+        showNotice(tr("<b>%1</b>: the lesson and what to watch are in the Lesson panel.%2")
+                       .arg(QString::fromStdString(experiment.lesson.title).toHtmlEscaped(), mode.toHtmlEscaped()));
+    }
+}
+
+void MainWindow::setClassroomMode(bool on) {
+    m_classroom = on;
+    if (m_classroomAction->isChecked() != on) m_classroomAction->setChecked(on);  // re-enters once
+    m_experiment->setClassroomMode(on);
+    m_precision->setClassroomMode(on);
+    // Throughput is about the machine, not the numerics a lesson shows.
+    m_charts->throughputChart()->setVisible(!on);
+    for (int column : {LayerTableModel::Shape, LayerTableModel::Parameters, LayerTableModel::GradAmax})
+        m_layers->view()->setColumnHidden(column, on);
+    if (on && m_lesson->hasLesson()) m_lessonDock->show();
 }
 
 bool MainWindow::openExperiment(const QString& path) {
@@ -293,6 +356,12 @@ void MainWindow::onRunStarted() {
     m_precision->setLive(true, names);
     m_experiment->setRunning(true);
     m_status->update(*m_controller);
+    // The live ring carries no histograms; the heat map follows the run through the store.
+    if (m_controller->runId() >= 0)
+        m_histogram->setRun(m_controller->storePath(), m_controller->runId());
+    else
+        m_histogram->clear();
+    if (m_browser && m_browser->storePath() == m_controller->storePath()) m_browser->refresh();  // lists it
     statusBar()->showMessage(m_controller->runId() >= 0
                                  ? tr("Recording run %1 in %2").arg(m_controller->runId()).arg(m_controller->storePath())
                                  : tr("Training (not recorded)"),
@@ -326,10 +395,51 @@ void MainWindow::onRunFinished(SessionState s, const QString& error) {
     m_experiment->setRunning(false);
     refreshViews();  // the run's last steps, whatever the live pacing skipped
     updateActions();
+    if (m_browser && m_browser->isVisible()) m_browser->refresh();
     if (s == SessionState::failed)
         showError(tr("The run failed: %1").arg(error));
     else
         statusBar()->showMessage(s == SessionState::completed ? tr("Run completed") : tr("Run stopped"), 10000);
+}
+
+RunBrowser* MainWindow::runBrowser() {
+    if (!m_browser) {
+        m_browser = new RunBrowser(this);
+        m_browser->setWindowFlag(Qt::Window);
+        m_browser->setWindowTitle(tr("Mantissa — run history"));
+        m_browser->resize(1200, 640);
+        // The default store is created by the first run; until then the list is simply empty.
+        m_browser->openStore(m_controller->storePath(), false, true);
+        connect(m_browser, &RunBrowser::storeChanged, this, [this](const QString& path) {
+            m_browser->setWindowTitle(tr("Mantissa — run history — %1").arg(path));
+        });
+    }
+    return m_browser;
+}
+
+void MainWindow::showRunBrowser() {
+    RunBrowser* b = runBrowser();
+    b->refresh();
+    b->show();
+    b->raise();
+    b->activateWindow();
+}
+
+FormatExplorer* MainWindow::formatExplorer() {
+    if (!m_formatExplorer) {
+        m_formatExplorer = new FormatExplorer(this);
+        m_formatExplorer->setWindowFlag(Qt::Window);
+        m_formatExplorer->setWindowTitle(tr("Mantissa — format explorer"));
+        m_formatExplorer->resize(1100, 560);
+    }
+    return m_formatExplorer;
+}
+
+void MainWindow::showFormatExplorer() {
+    FormatExplorer* e = formatExplorer();
+    e->show();
+    e->raise();
+    e->activateWindow();
 }
 
 void MainWindow::updateActions() {
@@ -370,6 +480,7 @@ void MainWindow::restoreSettings() {
     m_charts->setSmoothingWeight(settings.value(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight()).toDouble());
     m_charts->setLogLoss(settings.value(QStringLiteral("charts/logLoss"), false).toBool());
     m_experimentPath = settings.value(QStringLiteral("experiment/path")).toString();
+    setClassroomMode(settings.value(QStringLiteral("view/classroom"), false).toBool());
     const QString json = settings.value(QStringLiteral("experiment/last")).toString();
     if (json.isEmpty()) return;
     try {
@@ -387,6 +498,7 @@ void MainWindow::saveSettings() const {
     settings.setValue(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight());
     settings.setValue(QStringLiteral("charts/logLoss"), m_charts->lossChart()->logarithmic());
     settings.setValue(QStringLiteral("experiment/path"), m_experimentPath);
+    settings.setValue(QStringLiteral("view/classroom"), m_classroom);
     settings.setValue(QStringLiteral("experiment/last"),
                       QString::fromStdString(experiment_to_json(currentExperiment()).dump()));
 }

@@ -20,9 +20,13 @@ namespace mantissa::ui {
 class ChartsPanel;
 class EventLogModel;
 class EventsPanel;
+class FormatExplorer;
+class GradientHistogramView;
+class RunBrowser;
 class ExperimentPanel;
 class LayerTableModel;
 class LayersPanel;
+class LessonPanel;
 class NoticeBar;
 class PrecisionPanel;
 class RunController;
@@ -50,6 +54,12 @@ public:
     // Throws mantissa::Error for a bad assignment or a key that cannot change during a run.
     void applyLiveSetting(const std::string& assignment);
 
+    // Classroom mode: only what a lesson needs (the lesson, the run buttons, the precision switches,
+    // the teaching charts and columns). A preset with "classroom": true turns it on when loaded;
+    // View ▸ Classroom mode turns it on or off, and the choice is remembered.
+    void setClassroomMode(bool on);
+    bool classroomMode() const { return m_classroom; }
+
     // Brings every view up to the data now (the live updates are paced); for screenshots and tests.
     void refreshViews();
 
@@ -61,6 +71,16 @@ public:
     ChartsPanel* chartsPanel() const { return m_charts; }
     EventsPanel* eventsPanel() const { return m_events; }
     NoticeBar* noticeBar() const { return m_notice; }
+    LessonPanel* lessonPanel() const { return m_lesson; }
+    // The run history (a window of its own, made on first use) over the store runs are recorded in,
+    // until "Open store…" picks another.
+    RunBrowser* runBrowser();
+    void showRunBrowser();
+    FormatExplorer* formatExplorer();  // a window of its own, made on first use
+    void showFormatExplorer();
+    GradientHistogramView* histogramView() const { return m_histogram; }
+    QDockWidget* histogramDock() const { return m_histogramDock; }
+    QDockWidget* lessonDock() const { return m_lessonDock; }
     QString lastError() const { return m_lastError; }
 
 protected:
@@ -93,6 +113,17 @@ private:
     EventsPanel* m_events = nullptr;
     NoticeBar* m_notice = nullptr;
     RunStatusBar* m_status = nullptr;
+    LessonPanel* m_lesson = nullptr;
+    QDockWidget* m_lessonDock = nullptr;
+    QAction* m_classroomAction = nullptr;
+    QAction* m_history = nullptr;
+    QAction* m_openStore = nullptr;
+    QAction* m_explorer = nullptr;
+    RunBrowser* m_browser = nullptr;
+    FormatExplorer* m_formatExplorer = nullptr;
+    GradientHistogramView* m_histogram = nullptr;
+    QDockWidget* m_histogramDock = nullptr;
+    bool m_classroom = false;
     QDockWidget* m_experimentDock = nullptr;
     QDockWidget* m_precisionDock = nullptr;
     QDockWidget* m_layersDock = nullptr;

@@ -1,10 +1,14 @@
 // ChartView: a QCustomPlot fed from level-of-detail series (see chart_view.h).
 #include "charts/chart_view.h"
 
+#include <QMenu>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+
+#include "export/chart_export_dialog.h"
 
 namespace mantissa::ui {
 
@@ -67,6 +71,8 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     yAxis2->setTickLabels(false);
     yAxis2->setTicks(false);
     xAxis->setRange(0, 100);
+    setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(this, &QWidget::customContextMenuRequested, this, &ChartView::showContextMenu);
 
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
@@ -442,6 +448,15 @@ void ChartView::applyPalette() {
         m.label->setColor(text);
         m.label->setBrush(labelBrush);
     }
+}
+
+void ChartView::showContextMenu(const QPoint& pos) {
+    QMenu menu(this);
+    QAction* one = menu.addAction(tr("Export chart…"));
+    QAction* all = m_exportGroup ? menu.addAction(tr("Export all charts…")) : nullptr;
+    QAction* chosen = menu.exec(mapToGlobal(pos));
+    if (chosen == one) ChartExportDialog::exportPlot(this, window(), m_exportName);
+    if (chosen && chosen == all) ChartExportDialog::exportPlots(m_exportGroup(), window(), tr("charts"));
 }
 
 }  // namespace mantissa::ui

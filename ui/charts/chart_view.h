@@ -56,6 +56,12 @@ public:
     // Left and right margins in pixels, equal on every chart so the step axes line up.
     void setSideMargins(int left, int right);
 
+    // Right-click offers "Export chart…" (PNG, SVG or PDF at a chosen size, ChartExportDialog) under
+    // `name` ("loss"), and "Export all charts…" stacked in one file when the chart is one of a
+    // group (`group` returns the group's charts at the moment of the export).
+    void setExportName(const QString& name) { m_exportName = name; }
+    void setExportGroup(std::function<QList<QCustomPlot*>()> group) { m_exportGroup = std::move(group); }
+
     // Re-queries every graph for the current x range and fits y; then a queued (or immediate) replot.
     void refreshData(bool immediate = false);
     void setXRange(const QCPRange& range);   // programmatic: does not emit userChangedRange
@@ -98,6 +104,7 @@ private:
 
     void applyPalette();
     void fitValueAxes();
+    void showContextMenu(const QPoint& pos);
     Binding* binding(QCPGraph* graph);
 
     std::vector<Binding> m_bindings;
@@ -111,6 +118,8 @@ private:
     bool m_includeZero = false;
     bool m_settingRange = false;
     double m_crosshairStep = qQNaN();
+    QString m_exportName = QStringLiteral("chart");
+    std::function<QList<QCustomPlot*>()> m_exportGroup;
 };
 
 // The qualitative colours every chart uses (Tableau 10): readable on light and dark backgrounds.

@@ -37,6 +37,18 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_throughput = new ChartView(tr("samples/s"));
     m_underflow = new ChartView(tr("underflow (%)"));
     m_scale->setLogarithmic(true, 2);
+    const std::pair<ChartView*, const char*> exportNames[] = {
+        {m_loss, "loss"}, {m_scale, "loss-scale"}, {m_memory, "memory"}, {m_throughput, "throughput"},
+        {m_underflow, "underflow"}};
+    for (const auto& [chart, name] : exportNames) {
+        chart->setExportName(QString::fromLatin1(name));
+        chart->setExportGroup([this] {  // the charts on screen, top to bottom
+            QList<QCustomPlot*> shown;
+            for (ChartView* c : charts())
+                if (c->isVisible()) shown.append(c);
+            return shown;
+        });
+    }
     m_memory->setIncludeZero(true);
     m_throughput->setIncludeZero(true);
     m_underflow->setIncludeZero(true);

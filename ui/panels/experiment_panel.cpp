@@ -8,6 +8,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QRegularExpressionValidator>
 #include <QSpinBox>
@@ -141,15 +142,23 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     auto* nameForm = new QFormLayout;
     nameForm->addRow(tr("Name"), m_name);
 
+    m_classroomNote = new QLabel(tr("Classroom mode: the lesson's file sets the dataset, the model and the "
+                                    "training. View ▸ Classroom mode shows them."));
+    m_classroomNote->setWordWrap(true);
+    m_classroomNote->setEnabled(false);  // drawn as secondary text
+    m_classroomNote->hide();
+
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(runRow);
     layout->addLayout(fileRow);
     layout->addLayout(nameForm);
+    layout->addWidget(m_classroomNote);
     layout->addWidget(data);
     layout->addWidget(model);
     layout->addWidget(train);
     layout->addWidget(backend);
     layout->addStretch(1);
+    m_advancedGroups = {data, model, train, backend};
 
     m_setupControls = {m_name,    m_datasetKind, m_datasetPath, m_browse, m_samples, m_hidden,  m_activation,
                        m_optimizer, m_schedule,  m_batch,       m_epochs, m_steps,   m_seed,    m_backend,
@@ -222,6 +231,12 @@ void ExperimentPanel::setRunning(bool running) {
     m_running = running;
     for (QWidget* w : m_setupControls) w->setEnabled(!running);
     if (!running) updateDatasetControls();
+}
+
+void ExperimentPanel::setClassroomMode(bool on) {
+    m_classroom = on;
+    for (QWidget* group : m_advancedGroups) group->setVisible(!on);
+    m_classroomNote->setVisible(on);
 }
 
 void ExperimentPanel::updateDatasetControls() {

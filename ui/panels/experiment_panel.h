@@ -19,6 +19,7 @@ class QLineEdit;
 class QSpinBox;
 class QToolButton;
 class QGroupBox;
+class QLabel;
 
 namespace mantissa::ui {
 
@@ -34,6 +35,9 @@ public:
     // Buttons for the main window's actions (which carry the shortcuts).
     void setActions(QAction* open, QAction* save, QAction* start, QAction* pause, QAction* stop);
     void setRunning(bool running);
+    // Classroom mode shows only the name and the run buttons: the lesson's file sets the rest.
+    void setClassroomMode(bool on);
+    bool classroomMode() const { return m_classroom; }
 
 signals:
     void learningRateEdited(double lr);  // while running: apply it live
@@ -61,6 +65,9 @@ private:
     QComboBox* m_backend = nullptr;
     QSpinBox* m_device = nullptr;
     QList<QWidget*> m_setupControls;  // disabled while a run is going
+    QList<QWidget*> m_advancedGroups; // hidden in classroom mode
+    QLabel* m_classroomNote = nullptr;
+    bool m_classroom = false;
     QToolButton* m_buttons[5] = {};
 };
 

@@ -76,6 +76,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
 
     auto* scaling = new QGroupBox(tr("Loss scaling"));
     auto* scalingForm = new QFormLayout(scaling);
+    m_scalingForm = scalingForm;
     scalingForm->addRow(tr("Mode"), m_mode);
     scalingForm->addRow(m_scaleLabel, m_scale);
     scalingForm->addRow(tr("Growth factor"), m_growth);
@@ -167,6 +168,13 @@ void PrecisionPanel::readControls() {
     s.growth_factor = m_growth->value();
     s.backoff_factor = m_backoff->value();
     s.growth_interval = m_interval->value();
+}
+
+void PrecisionPanel::setClassroomMode(bool on) {
+    m_classroom = on;
+    for (QWidget* w : {static_cast<QWidget*>(m_growth), static_cast<QWidget*>(m_backoff),
+                       static_cast<QWidget*>(m_interval)})
+        m_scalingForm->setRowVisible(w, !on);
 }
 
 void PrecisionPanel::updateScalingControls() {

@@ -15,6 +15,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -33,6 +34,11 @@ public:
 
     // live: changes are also sent as commands. Layers: the choices for "Inject overflow".
     void setLive(bool live, const std::vector<std::string>& layers = {});
+
+    // Classroom mode hides the dynamic scaler's tuning (growth, backoff, interval): the lesson's
+    // file sets them, and a class changes only what the lesson is about.
+    void setClassroomMode(bool on);
+    bool classroomMode() const { return m_classroom; }
 
 signals:
     void commandRequested(const mantissa::Command& command);
@@ -57,6 +63,8 @@ private:
     QComboBox* m_injectLayer = nullptr;
     QComboBox* m_injectValue = nullptr;
     QPushButton* m_inject = nullptr;
+    QFormLayout* m_scalingForm = nullptr;  // the loss-scaling group's rows
+    bool m_classroom = false;
 };
 
 }  // namespace mantissa::ui

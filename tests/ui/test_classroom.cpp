@@ -1,0 +1,266 @@
+// Classroom mode (a setting, and the experiment file's lesson.classroom flag) and the classroom
+// presets as a class sees them: loaded in the window, trained on the CPU backend, each lesson's
+// promised effect read from the series the charts and the layer table draw.
+#include <QtTest>
+
+#include <QDockWidget>
+#include <QGroupBox>
+#include <QSpinBox>
+#include <QTableView>
+
+#include <memory>
+
+#include "charts/charts_panel.h"
+#include "classroom/lesson_panel.h"
+#include "live/run_controller.h"
+#include "main_window.h"
+#include "models/layer_table_model.h"
+#include "panels/experiment_panel.h"
+#include "panels/layers_panel.h"
+#include "panels/precision_panel.h"
+#include "series/run_series.h"
+#include "train/experiment.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+QString preset(const char* file) {
+    return QString::fromLocal8Bit(qgetenv("MANTISSA_SOURCE_DIR")) + QStringLiteral("/resources/experiments/") +
+           QString::fromLatin1(file);
+}
+
+// Mean over layers of the latest sample's field; -1 until every layer has one.
+double latestMean(const RunSeries& s, double LayerSample::*field) {
+    double sum = 0;
+    for (const auto& l : s.latestLayers()) {
+        if (!l) return -1;
+        sum += (*l).*field;
+    }
+    return s.latestLayers().empty() ? -1 : sum / static_cast<double>(s.latestLayers().size());
+}
+
+bool visibleIn(const QWidget* w, const QWidget* window) { return w->isVisibleTo(window); }
+
+QGroupBox* group(QWidget* parent, const QString& title) {
+    for (auto* g : parent->findChildren<QGroupBox*>())
+        if (g->title() == title) return g;
+    return nullptr;
+}
+
+}  // namespace
+
+class TestClassroom : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+
+    std::unique_ptr<MainWindow> makeWindow() {
+        MainWindow::Options o;
+        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        o.useSettings = false;
+        auto w = std::make_unique<MainWindow>(o);
+        w->resize(1400, 900);
+        w->show();
+        return w;
+    }
+
+    // Opens a preset with a budget long enough to change settings mid-run (the lesson's numerics
+    // are untouched: only the step count grows) and starts it.
+    static void openAndStart(MainWindow& w, const char* file) {
+        QVERIFY2(w.openExperiment(preset(file)), qPrintable(w.lastError()));
+        Experiment e = w.currentExperiment();
+        e.train.steps = 100000;
+        e.train.eval_every = 0;
+        w.setExperiment(e);
+        QVERIFY2(w.startRun(), qPrintable(w.lastError()));
+    }
+
+    static void waitSteps(MainWindow& w, std::int64_t steps) {
+        QTRY_VERIFY_WITH_TIMEOUT(w.controller()->series().stepCount() >= steps, 60000);
+    }
+
+    static void stop(MainWindow& w) {
+        w.controller()->stop();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->active(), 20000);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QVERIFY(m_dir.isValid());
+    }
+
+    void presetTurnsClassroomModeOn() {
+        auto w = makeWindow();
+        QVERIFY(!w->classroomMode());
+        QVERIFY(!w->lessonDock()->isVisible());
+        QVERIFY(w->openExperiment(preset("lessons/01-fp16-underflow.json")));
+        QVERIFY(w->classroomMode());
+        QVERIFY(w->lessonDock()->isVisible());
+        const Experiment e = load_experiment(preset("lessons/01-fp16-underflow.json").toStdString());
+        QCOMPARE(w->lessonPanel()->titleText(), QString::fromStdString(e.lesson.title));
+        QCOMPARE(w->lessonPanel()->watchText(), QString::fromStdString(e.lesson.watch));
+        // The advanced controls are hidden; the lesson's switches are not.
+        for (const char* title : {"Dataset", "Model (MLP)", "Training", "Backend"})
+            QVERIFY2(!visibleIn(group(w->experimentPanel(), QString::fromLatin1(title)), w.get()), title);
+        QVERIFY(!visibleIn(w->chartsPanel()->throughputChart(), w.get()));
+        QVERIFY(visibleIn(w->chartsPanel()->underflowChart(), w.get()));
+        QVERIFY(w->layersPanel()->view()->isColumnHidden(LayerTableModel::GradAmax));
+        QVERIFY(!w->layersPanel()->view()->isColumnHidden(LayerTableModel::LostUpdates));
+        const auto spins = w->precisionPanel()->findChildren<QSpinBox*>();  // the growth interval
+        QVERIFY(!spins.isEmpty());
+        for (auto* s : spins) QVERIFY(!visibleIn(s, w.get()));
+
+        w->setClassroomMode(false);
+        for (const char* title : {"Dataset", "Model (MLP)", "Training", "Backend"})
+            QVERIFY2(visibleIn(group(w->experimentPanel(), QString::fromLatin1(title)), w.get()), title);
+        QVERIFY(visibleIn(w->chartsPanel()->throughputChart(), w.get()));
+        QVERIFY(!w->layersPanel()->view()->isColumnHidden(LayerTableModel::GradAmax));
+        for (auto* s : spins) QVERIFY(visibleIn(s, w.get()));
+        QVERIFY(w->lessonDock()->isVisible());  // the lesson stays readable outside classroom mode
+    }
+
+    void experimentWithoutLessonHidesTheLesson() {
+        auto w = makeWindow();
+        QVERIFY(w->openExperiment(preset("lessons/02-dynamic-loss-scaling.json")));
+        QVERIFY(w->lessonDock()->isVisible());
+        QVERIFY(w->openExperiment(preset("default.json")));
+        QVERIFY(!w->lessonDock()->isVisible());
+        QVERIFY(!w->lessonPanel()->hasLesson());
+        QVERIFY(w->classroomMode());  // a setting: loading an ordinary file does not turn it off
+    }
+
+    // The experiment file is all a teacher shares: saving in classroom mode keeps the lesson.
+    void savedFileKeepsTheLesson() {
+        auto w = makeWindow();
+        QVERIFY(w->openExperiment(preset("lessons/03-lost-updates.json")));
+        const QString path = m_dir.filePath(QStringLiteral("shared.json"));
+        QVERIFY(w->saveExperiment(path));
+        const Experiment original = load_experiment(preset("lessons/03-lost-updates.json").toStdString());
+        const Experiment saved = load_experiment(path.toStdString());
+        QVERIFY(saved.lesson.classroom);
+        QCOMPARE(saved.lesson.title, original.lesson.title);
+        QCOMPARE(saved.lesson.watch, original.lesson.watch);
+        QVERIFY(saved.precision == original.precision);
+        QCOMPARE(saved.train.lr, original.train.lr);
+    }
+
+    // Lesson 1: FP16 gradients underflow without scaling; switching dynamic scaling on live
+    // brings them back.
+    void fp16UnderflowLesson() {
+        auto w = makeWindow();
+        openAndStart(*w, "lessons/01-fp16-underflow.json");
+        waitSteps(*w, 250);
+        const double before = latestMean(w->controller()->series(), &LayerSample::frac_underflow);
+        w->applyLiveSetting("precision.loss_scaling.mode=dynamic");
+        const std::int64_t switched = w->controller()->series().stepCount();
+        waitSteps(*w, switched + 20);
+        const double after = latestMean(w->controller()->series(), &LayerSample::frac_underflow);
+        stop(*w);
+        qInfo("underflow %.3f without scaling, %.3f after switching dynamic scaling on", before, after);
+        QVERIFY(before > 0.3);
+        QVERIFY(after >= 0 && after < 0.02);
+    }
+
+    // Lesson 2: the scale grows every growth interval and halves at an overflow (a skipped step).
+    void dynamicScalingLesson() {
+        auto w = makeWindow();
+        openAndStart(*w, "lessons/02-dynamic-loss-scaling.json");
+        waitSteps(*w, 300);
+        stop(*w);
+        const RunSeries& s = w->controller()->series();
+        int ups = 0, downs = 0;
+        for (std::size_t i = 1; i < s.lossScale().size(); ++i) {
+            ups += s.lossScale().y(i) > s.lossScale().y(i - 1);
+            downs += s.lossScale().y(i) < s.lossScale().y(i - 1);
+        }
+        qInfo("scale grew %d times and backed off %d times; %lld overflows", ups, downs,
+              static_cast<long long>(s.overflowCount()));
+        QVERIFY(ups >= 3);
+        QVERIFY(downs >= 1);
+        QVERIFY(s.overflowCount() >= 1);
+        QCOMPARE(static_cast<std::int64_t>(s.skipped().size()), s.overflowCount());
+    }
+
+    // Lesson 3: without FP32 master weights most small updates are lost; turning them on live
+    // keeps them.
+    void lostUpdatesLesson() {
+        auto w = makeWindow();
+        openAndStart(*w, "lessons/03-lost-updates.json");
+        waitSteps(*w, 60);
+        const double before = latestMean(w->controller()->series(), &LayerSample::frac_lost_updates);
+        w->applyLiveSetting("precision.master_weights=true");
+        const std::int64_t switched = w->controller()->series().stepCount();
+        waitSteps(*w, switched + 20);
+        const double after = latestMean(w->controller()->series(), &LayerSample::frac_lost_updates);
+        stop(*w);
+        qInfo("lost updates %.3f without master weights, %.3f with", before, after);
+        QVERIFY(before > 0.5);
+        QVERIFY(after >= 0 && after < 0.05);
+    }
+
+    // Lesson 4: BF16 needs no scaling: nothing underflows; switching to FP16 live makes it appear.
+    void bf16RangeLesson() {
+        auto w = makeWindow();
+        openAndStart(*w, "lessons/04-bf16-range.json");
+        waitSteps(*w, 250);
+        const double bf16 = latestMean(w->controller()->series(), &LayerSample::frac_underflow);
+        w->applyLiveSetting("precision.autocast=fp16");
+        const std::int64_t switched = w->controller()->series().stepCount();
+        waitSteps(*w, switched + 20);
+        const double fp16 = latestMean(w->controller()->series(), &LayerSample::frac_underflow);
+        stop(*w);
+        qInfo("underflow %.3f in bf16, %.3f after switching to fp16", bf16, fp16);
+        QVERIFY(bf16 >= 0 && bf16 < 0.02);
+        QVERIFY(fp16 > 0.1);
+    }
+
+    // Lessons 5 and 6: the layers run in the formats the preset gives them, and the loss falls.
+    void layerFormatLessons_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QStringList>("formats");
+        QTest::newRow("fp8") << "lessons/05-fp8-scaling.json" << QStringList{"fp8-e4m3", "fp8-e4m3", "fp32"};
+        QTest::newRow("per-layer") << "lessons/06-per-layer-precision.json" << QStringList{"fp16", "fp16", "fp32"};
+    }
+    void layerFormatLessons() {
+        QFETCH(QString, file);
+        QFETCH(QStringList, formats);
+        auto w = makeWindow();
+        openAndStart(*w, file.toUtf8().constData());
+        waitSteps(*w, 80);
+        stop(*w);
+        const RunSeries& s = w->controller()->series();
+        QCOMPARE(static_cast<int>(s.latestLayers().size()), formats.size());
+        for (int l = 0; l < formats.size(); ++l) {
+            QVERIFY(s.latestLayers()[static_cast<std::size_t>(l)].has_value());
+            QCOMPARE(QString::fromStdString(std::string(format_name(s.latestLayers()[static_cast<std::size_t>(l)]->precision))),
+                     formats[l]);
+        }
+        QVERIFY(s.loss().lastY() < 0.7 * s.loss().y(0));
+    }
+
+    // Lesson 7: an injected inf is caught: an overflow marker, a skipped step, the scale halved.
+    void injectedOverflowLesson() {
+        auto w = makeWindow();
+        openAndStart(*w, "lessons/07-injected-overflow.json");
+        waitSteps(*w, 10);
+        const double scaleBefore = w->controller()->series().lossScale().lastY();
+        w->applyLiveSetting("inject=fc2");
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().overflowCount() == 1, 20000);
+        const std::int64_t at = static_cast<std::int64_t>(w->controller()->series().overflows().x(0));
+        waitSteps(*w, at + 3);
+        stop(*w);
+        const RunSeries& s = w->controller()->series();
+        QCOMPARE(s.skipped().size(), std::size_t{1});
+        QCOMPARE(s.skipped().x(0), static_cast<double>(at));
+        const auto after = s.lossScale().atOrBefore(static_cast<double>(at + 1));
+        QVERIFY(after.has_value());
+        QCOMPARE(after->y, scaleBefore / 2);
+        QVERIFY(std::isfinite(s.loss().lastY()));
+    }
+};
+
+QTEST_MAIN(TestClassroom)
+#include "test_classroom.moc"
