@@ -8,33 +8,13 @@
 #include <QProcess>
 #include <QTemporaryDir>
 
-namespace {
-
-struct Result {
-    int code = -1;
-    QByteArray out, err;
-};
-
-Result run_cli(const QStringList& args, const QString& xdg_data_home = {}) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    if (!xdg_data_home.isEmpty()) env.insert("XDG_DATA_HOME", xdg_data_home);
-    p.setProcessEnvironment(env);
-    p.start(MANTISSA_CLI_PATH, args);
-    if (!p.waitForFinished(300'000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
-}
-
-}  // namespace
+#include "run_cli.h"
 
 class TestCli : public QObject {
     Q_OBJECT
 private slots:
     void formatJson() {
-        const Result r = run_cli({"format", "--json", "0.1", "65520", "-inf"});
+        const CliResult r = run_cli({"format", "--json", "0.1", "65520", "-inf"});
         QCOMPARE(r.code, 0);
         const QJsonArray all = QJsonDocument::fromJson(r.out).array();
         QCOMPARE(all.size(), 3);
@@ -61,7 +41,7 @@ private slots:
     }
 
     void formatTo() {
-        const Result r = run_cli({"format", "--to", "bf16,e5m2", "--json", "1e-8"});
+        const CliResult r = run_cli({"format", "--to", "bf16,e5m2", "--json", "1e-8"});
         QCOMPARE(r.code, 0);
         const QJsonArray results = QJsonDocument::fromJson(r.out).array()[0].toObject()["results"].toArray();
         QCOMPARE(results.size(), 2);
@@ -85,17 +65,17 @@ private slots:
     void badInput() {
         QFETCH(QStringList, args);
         QFETCH(QString, mentions);
-        const Result r = run_cli(args);
+        const CliResult r = run_cli(args);
         QCOMPARE(r.code, 2);
         QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
         QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence, one line
     }
 
     void helpForEveryCommand() {
-        const Result overview = run_cli({"--help"});
+        const CliResult overview = run_cli({"--help"});
         QCOMPARE(overview.code, 0);
         for (const char* command : {"format", "train"}) {
-            const Result r = run_cli({command, "--help"});
+            const CliResult r = run_cli({command, "--help"});
             QCOMPARE(r.code, 0);
             QVERIFY(r.out.startsWith("usage: mantissa-cli " + QByteArray(command)));
         }
@@ -105,7 +85,7 @@ private slots:
     void trainJson() {
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
-        const Result r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "60",
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "60",
                                   "--set", "train.eval_every=30", "--db", db, "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();

@@ -11,30 +11,13 @@
 #include <QProcess>
 #include <QTemporaryDir>
 
-namespace {
-
-struct Result {
-    int code = -1;
-    QByteArray out, err;
-};
-
-Result run_cli(const QStringList& args) {
-    QProcess p;
-    p.start(MANTISSA_CLI_PATH, args);
-    if (!p.waitForFinished(120'000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
-}
-
-}  // namespace
+#include "run_cli.h"
 
 class TestCliBench : public QObject {
     Q_OBJECT
 private slots:
     void numericJson() {
-        const Result r = run_cli({"bench", "--quick", "--suite", "numeric", "--json", "--threads", "1"});
+        const CliResult r = run_cli({"bench", "--quick", "--suite", "numeric", "--json", "--threads", "1"});
         QVERIFY2(r.code == 0, r.err.constData());
         QJsonParseError error{};
         const QJsonObject doc = QJsonDocument::fromJson(r.out, &error).object();
@@ -71,7 +54,7 @@ private slots:
         QVERIFY(saved.open(QIODevice::WriteOnly));
         saved.write(r.out);
         saved.close();
-        const Result again = run_cli({"bench", "--from", saved.fileName()});
+        const CliResult again = run_cli({"bench", "--from", saved.fileName()});
         QVERIFY2(again.code == 0, again.err.constData());
         QVERIFY(again.out.contains("== numeric:"));
         QVERIFY(again.out.contains("fp8-e5m2"));
@@ -81,7 +64,7 @@ private slots:
     void textToFile() {
         QTemporaryDir dir;
         const QString file = dir.filePath("bench.txt");
-        const Result r = run_cli({"bench", "--quick", "--suite=numeric", "--blocks", "1", "-o", file});
+        const CliResult r = run_cli({"bench", "--quick", "--suite=numeric", "--blocks", "1", "-o", file});
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY(r.out.isEmpty());
         QFile f(file);
@@ -97,7 +80,7 @@ private slots:
     }
 
     void peerSkipsWithoutInterpreter() {
-        const Result r = run_cli({"bench", "--quick", "--suite", "peer", "--python", "/nonexistent/python3", "--json"});
+        const CliResult r = run_cli({"bench", "--quick", "--suite", "peer", "--python", "/nonexistent/python3", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject peer = QJsonDocument::fromJson(r.out).object()["suites"].toObject()["peer"].toObject();
         QVERIFY(peer["skipped"].toBool());
@@ -106,7 +89,7 @@ private slots:
     }
 
     void list() {
-        const Result r = run_cli({"bench", "--list"});
+        const CliResult r = run_cli({"bench", "--list"});
         QCOMPARE(r.code, 0);
         for (const char* suite : {"engine", "numeric", "store", "gui", "peer"}) QVERIFY2(r.out.contains(suite), suite);
     }
@@ -131,7 +114,7 @@ private slots:
     void badInput() {
         QFETCH(QStringList, args);
         QFETCH(QString, mentions);
-        const Result r = run_cli(args);
+        const CliResult r = run_cli(args);
         QCOMPARE(r.code, 2);
         QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
         QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence, one line
