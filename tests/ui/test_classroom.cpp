@@ -78,7 +78,15 @@ private:
     }
 
     static void waitSteps(MainWindow& w, std::int64_t steps) {
-        QTRY_VERIFY_WITH_TIMEOUT(w.controller()->series().stepCount() >= steps, 60000);
+        // On a timeout, say where the run was and why it stopped, if it did.
+        QTRY_VERIFY2_WITH_TIMEOUT(w.controller()->series().stepCount() >= steps,
+                                  qPrintable(QStringLiteral("waiting for step %1: at step %2, %3; last error: %4")
+                                                 .arg(steps)
+                                                 .arg(w.controller()->series().stepCount())
+                                                 .arg(w.controller()->active() ? QStringLiteral("active")
+                                                                                : QStringLiteral("not active"))
+                                                 .arg(w.lastError())),
+                                  60000);
     }
 
     static void stop(MainWindow& w) {
@@ -241,23 +249,34 @@ private slots:
         QVERIFY(s.loss().lastY() < 0.7 * s.loss().y(0));
     }
 
-    // Lesson 7: an injected inf is caught: an overflow marker, a skipped step, the scale halved.
+    // Lesson 7: an injected inf is caught: an overflow naming the layer, a skipped step, the
+    // scale halved. (This run also overflows on its own early on, and the window's series trails
+    // the training thread, so the test waits for the overflow that names the injected layer.)
     void injectedOverflowLesson() {
         auto w = makeWindow();
         openAndStart(*w, "lessons/07-injected-overflow.json");
         waitSteps(*w, 10);
-        const double scaleBefore = w->controller()->series().lossScale().lastY();
+        const RunSeries& s = w->controller()->series();
+        const std::int64_t injectedAfter = s.stepCount();
         w->applyLiveSetting("inject=fc2");
-        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().overflowCount() == 1, 20000);
-        const std::int64_t at = static_cast<std::int64_t>(w->controller()->series().overflows().x(0));
+        const auto injectedOverflow = [&]() -> std::int64_t {
+            for (const Event& e : s.events())
+                if (e.kind == EventKind::overflow && e.step >= injectedAfter &&
+                    e.data_json.find("\"fc2\"") != std::string::npos)
+                    return e.step;
+            return -1;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(injectedOverflow() >= 0, 20000);
+        const std::int64_t at = injectedOverflow();
         waitSteps(*w, at + 3);
         stop(*w);
-        const RunSeries& s = w->controller()->series();
-        QCOMPARE(s.skipped().size(), std::size_t{1});
-        QCOMPARE(s.skipped().x(0), static_cast<double>(at));
-        const auto after = s.lossScale().atOrBefore(static_cast<double>(at + 1));
-        QVERIFY(after.has_value());
-        QCOMPARE(after->y, scaleBefore / 2);
+        bool skippedThere = false;
+        for (std::size_t i = 0; i < s.skipped().size(); ++i) skippedThere |= s.skipped().x(i) == static_cast<double>(at);
+        QVERIFY(skippedThere);
+        const auto scaleAt = s.lossScale().atOrBefore(static_cast<double>(at));
+        const auto scaleAfter = s.lossScale().atOrBefore(static_cast<double>(at + 1));
+        QVERIFY(scaleAt.has_value() && scaleAfter.has_value());
+        QCOMPARE(scaleAfter->y, scaleAt->y / 2);
         QVERIFY(std::isfinite(s.loss().lastY()));
     }
 };
