@@ -145,7 +145,7 @@ void MainWindow::createActions() {
     m_classroomAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
     m_classroomAction->setToolTip(tr("Show only what a lesson needs: the lesson, the run buttons, the precision "
                                      "switches and the teaching charts (Ctrl+Shift+C)"));
-    connect(m_classroomAction, &QAction::toggled, this, &MainWindow::setClassroomMode);
+    connect(m_classroomAction, &QAction::toggled, this, &MainWindow::applyClassroomMode);
     m_history = new QAction(tr("Run &history…"), this);
     m_history->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
     m_history->setToolTip(tr("Every recorded run: open, compare, rename, tag, export or delete (Ctrl+H)"));
@@ -267,15 +267,17 @@ void MainWindow::setExperiment(const Experiment& experiment) {
     if (m_lesson->hasLesson()) {
         if (experiment.lesson.classroom) m_classroomAction->setChecked(true);
         // The Lesson panel holds the text; the banner only announces it.
-        const QString mode = m_classroom ? tr(" Classroom mode is on (View ▸ Classroom mode, Ctrl+Shift+C).") : QString();
+        const QString mode = classroomMode() ? tr(" Classroom mode is on (View ▸ Classroom mode, Ctrl+Shift+C).") : QString();
         showNotice(tr("<b>%1</b>: the lesson and what to watch are in the Lesson panel.%2")
                        .arg(QString::fromStdString(experiment.lesson.title).toHtmlEscaped(), mode.toHtmlEscaped()));
     }
 }
 
-void MainWindow::setClassroomMode(bool on) {
-    m_classroom = on;
-    if (m_classroomAction->isChecked() != on) m_classroomAction->setChecked(on);  // re-enters once
+// The action's check state is the setting; toggling it applies it.
+void MainWindow::setClassroomMode(bool on) { m_classroomAction->setChecked(on); }
+bool MainWindow::classroomMode() const { return m_classroomAction->isChecked(); }
+
+void MainWindow::applyClassroomMode(bool on) {
     m_experiment->setClassroomMode(on);
     m_precision->setClassroomMode(on);
     // Throughput is about the machine, not the numerics a lesson shows.
@@ -498,7 +500,7 @@ void MainWindow::saveSettings() const {
     settings.setValue(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight());
     settings.setValue(QStringLiteral("charts/logLoss"), m_charts->lossChart()->logarithmic());
     settings.setValue(QStringLiteral("experiment/path"), m_experimentPath);
-    settings.setValue(QStringLiteral("view/classroom"), m_classroom);
+    settings.setValue(QStringLiteral("view/classroom"), classroomMode());
     settings.setValue(QStringLiteral("experiment/last"),
                       QString::fromStdString(experiment_to_json(currentExperiment()).dump()));
 }

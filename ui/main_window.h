@@ -58,7 +58,7 @@ public:
     // the teaching charts and columns). A preset with "classroom": true turns it on when loaded;
     // View ▸ Classroom mode turns it on or off, and the choice is remembered.
     void setClassroomMode(bool on);
-    bool classroomMode() const { return m_classroom; }
+    bool classroomMode() const;
 
     // Brings every view up to the data now (the live updates are paced); for screenshots and tests.
     void refreshViews();
@@ -96,6 +96,7 @@ private:
     void showNotice(const QString& message);
     void restoreSettings();
     void saveSettings() const;
+    void applyClassroomMode(bool on);  // the View menu's action, checked or not
     void onRunStarted();
     void onTelemetry();
     void onRunFinished(SessionState state, const QString& error);
@@ -123,7 +124,6 @@ private:
     FormatExplorer* m_formatExplorer = nullptr;
     GradientHistogramView* m_histogram = nullptr;
     QDockWidget* m_histogramDock = nullptr;
-    bool m_classroom = false;
     QDockWidget* m_experimentDock = nullptr;
     QDockWidget* m_precisionDock = nullptr;
     QDockWidget* m_layersDock = nullptr;

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/model_desc.h"
+#include "train/experiment.h"
+
 namespace mantissa::ui {
 
 namespace {
@@ -64,12 +67,15 @@ std::string configSummary(const std::string& configJson) {
 std::vector<std::string> layerNamesFromConfig(const std::string& configJson) {
     nlohmann::json j;
     if (!parseObject(configJson, j)) return {};
-    std::size_t hidden = 2;  // the documented default, {256, 128}
-    if (j.contains("model") && j["model"].is_object() && j["model"].contains("hidden") && j["model"]["hidden"].is_array())
-        hidden = j["model"]["hidden"].size();
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i <= hidden; ++i) names.push_back("fc" + std::to_string(i + 1));
-    return names;
+    try {
+        // The engine names the layers; their names do not depend on the data's widths.
+        const ModelDesc desc = describe_model(experiment_from_json(j).model, 1, 1, false);
+        std::vector<std::string> names;
+        for (const auto& layer : desc.layers) names.push_back(layer.name);
+        return names;
+    } catch (const std::exception&) {
+        return {};  // a config this version cannot read: the recorded rows name the layers
+    }
 }
 
 std::map<std::string, std::string> flattenConfig(const std::string& configJson) {
