@@ -87,6 +87,7 @@ QString compare_bits(const std::vector<float>& ref, const std::vector<float>& go
     std::size_t bad = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {
         if (std::bit_cast<std::uint32_t>(ref[i]) == std::bit_cast<std::uint32_t>(got[i])) continue;
+        if (std::isnan(ref[i]) && std::isnan(got[i])) continue;  // payloads: see the header
         ++bad;
         if (shown++ < 5) out += describe(i, ref[i], got[i]) + "; ";
     }

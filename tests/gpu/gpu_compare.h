@@ -35,7 +35,10 @@ std::vector<float> random_values(std::int64_t n, float scale, std::uint32_t seed
 // Interesting FP32 bit patterns: every exponent, halfway points, subnormals, inf, NaN.
 std::vector<float> probe_values(std::uint32_t seed);
 
-// Empty when equal bit for bit; else where and how they differ (the first few places).
+// Empty when equal bit for bit, NaN matching any NaN; else where and how they differ (the first
+// few places). A NaN's sign and payload are the hardware's, not Mantissa's: x86 passes an
+// operand's payload on (0x7fc00000), CUDA's arithmetic returns 0x7fffffff, and nothing in the
+// engine reads a payload, so they are not compared.
 QString compare_bits(const std::vector<float>& ref, const std::vector<float>& got);
 // Empty when |got - ref| <= atol + |ref|·eps everywhere (NaN where NaN, the same infinities).
 QString compare_close(const std::vector<float>& ref, const std::vector<float>& got, double atol, double eps);

@@ -205,7 +205,7 @@ private slots:
         REQUIRE_GPU();
         QFETCH(Activation, act);
         QFETCH(Format, format);
-        const std::int64_t rows = 64, cols = 333;
+        const std::int64_t rows = 63, cols = 333;  // an odd count: relu's vectorised path has a tail
         std::vector<float> zv = random_values(rows * cols, 3.0f, 21, 0.05);
         zv[0] = NAN;
         zv[1] = INFINITY;
@@ -308,7 +308,8 @@ private slots:
         QTest::addColumn<int>("out");
         for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16, Format::fp8_e4m3}) {
             const std::string n(format_name(f));
-            for (int b : {64, 256}) QTest::addRow("%s-batch%d", n.c_str(), b) << f << b << 96 << 48;
+            // 1008: the bias gradient's column sums span several tiles of 256 rows, the last one short.
+            for (int b : {64, 256, 1008}) QTest::addRow("%s-batch%d", n.c_str(), b) << f << b << 96 << 48;
             // Sizes cuBLASLt's FP8 kernels do not take (a 10-class head, an odd last batch).
             QTest::addRow("%s-odd", n.c_str()) << f << 50 << 100 << 10;
         }

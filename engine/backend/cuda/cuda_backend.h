@@ -183,6 +183,8 @@ private:
     void run_matmul(const MatmulCall& call, const char* what);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
+    // The fused check's table: every gradient cut into chunks, one block each.
+    std::vector<CheckChunk> check_chunks(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) const;
 
     int m_device = 0;
     ComputeCapability m_cc;

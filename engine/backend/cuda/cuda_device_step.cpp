@@ -62,22 +62,7 @@ void CudaBackend::softmax_cross_entropy_async(const Tensor& logits, const std::i
 CudaBackend::CheckPlan CudaBackend::prepare_check(const std::vector<Tensor*>& grads,
                                                   const std::vector<bool>& want_summary) {
     activate();
-    std::vector<CheckChunk> chunks;
-    for (std::size_t t = 0; t < grads.size(); ++t) {
-        CudaTensor& g = cuda(*grads[t]);
-        for (std::int64_t begin = 0; begin < g.numel(); begin += 65536) {
-            CheckChunk c{};
-            c.data = g.data();
-            c.begin = begin;
-            c.end = std::min(g.numel(), begin + 65536);
-            c.tensor = static_cast<int>(t);
-            c.fmt = code(g.format());
-            c.multiplier = 1.0f;  // the async path never leaves a host-side multiplier
-            c.write_back = format_bytes(g.format()) == 4 ? 1 : 0;
-            c.want_summary = t < want_summary.size() && want_summary[t] ? 1 : 0;
-            chunks.push_back(c);
-        }
-    }
+    const std::vector<CheckChunk> chunks = check_chunks(grads, want_summary);  // multipliers: 1 on this path
     CheckPlan plan;
     plan.tensors = static_cast<int>(grads.size());
     plan.chunk_count = static_cast<int>(chunks.size());

@@ -52,8 +52,6 @@ void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, 
                         std::string(format_name(s->format())) + ").");
 }
 
-constexpr std::int64_t check_chunk = 65536;  // elements per block of the fused check
-
 // The kernels' constants are the engine's.
 static_assert(histogram_bins == ExponentHistogram::bins && histogram_min_exponent == ExponentHistogram::min_exponent,
               "the fused check's histogram must be telemetry's ExponentHistogram");
@@ -161,6 +159,34 @@ LossResult CudaBackend::mse(const Tensor& y, const float* targets, std::int64_t 
 
 // ---- gradients
 
+std::vector<CheckChunk> CudaBackend::check_chunks(const std::vector<Tensor*>& grads,
+                                                  const std::vector<bool>& want_summary) const {
+    // One block per chunk: small enough that a small model's few gradients still fill the GPU
+    // (about 4 blocks per multiprocessor), large enough that a block's fixed cost (its histogram
+    // in shared memory, its reductions) is spread over many elements.
+    std::int64_t total = 0;
+    for (const Tensor* t : grads) total += t->numel();
+    const std::int64_t per_block = total / (4 * std::max(1, m_multiprocessors));
+    const std::int64_t chunk = std::clamp<std::int64_t>((per_block + 1023) / 1024 * 1024, 2048, 65536);
+    std::vector<CheckChunk> chunks;
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        const CudaTensor& g = cuda(*grads[t]);
+        for (std::int64_t begin = 0; begin < g.numel(); begin += chunk) {
+            CheckChunk c{};
+            c.data = g.data();
+            c.begin = begin;
+            c.end = std::min(g.numel(), begin + chunk);
+            c.tensor = static_cast<int>(t);
+            c.fmt = code(g.format());
+            c.multiplier = g.multiplier();
+            c.write_back = format_bytes(g.format()) == 4 ? 1 : 0;  // narrower: a multiplier (CudaTensor)
+            c.want_summary = t < want_summary.size() && want_summary[t] ? 1 : 0;
+            chunks.push_back(c);
+        }
+    }
+    return chunks;
+}
+
 UnscaleResult CudaBackend::unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
                                              const std::vector<bool>& want_summary,
                                              std::vector<GradientSummary>* summaries) {
@@ -173,23 +199,7 @@ UnscaleResult CudaBackend::unscale_and_check(const std::vector<Tensor*>& grads, 
     if (grads.empty()) return result;
     activate();
 
-    std::vector<CheckChunk> chunks;
-    for (std::size_t t = 0; t < grads.size(); ++t) {
-        CudaTensor& g = cuda(*grads[t]);
-        const bool wide = format_bytes(g.format()) == 4;
-        for (std::int64_t begin = 0; begin < g.numel(); begin += check_chunk) {
-            CheckChunk c{};
-            c.data = g.data();
-            c.begin = begin;
-            c.end = std::min(g.numel(), begin + check_chunk);
-            c.tensor = static_cast<int>(t);
-            c.fmt = code(g.format());
-            c.multiplier = g.multiplier();
-            c.write_back = wide ? 1 : 0;
-            c.want_summary = summaries && want_summary[t] ? 1 : 0;
-            chunks.push_back(c);
-        }
-    }
+    const std::vector<CheckChunk> chunks = check_chunks(grads, summaries ? want_summary : std::vector<bool>{});
     const std::size_t results_bytes = grads.size() * sizeof(CheckResult);
     const std::size_t chunk_bytes = chunks.size() * sizeof(CheckChunk);
     auto* dev = static_cast<unsigned char*>(scratch(slot_results, results_bytes + sizeof(int)));

@@ -4,8 +4,11 @@
 //   bias_round:  y = round(acc x dequant + b)      (acc + b when dequant is 1)
 //   scale_round: d = round(acc x dequant), counting zeros before and zeros, subnormals and
 //                non-finite values after (numeric/stats.h: round_array_with_stats)
-//   bias_grad:   db[c] = Σ_rows dy[r][c], one thread per column adding the rows in order, so the
-//                FP32 sum is the CPU's exactly
+//   bias_grad:   db[c] = Σ_rows dy[r][c], each column's rows added in order by one thread, so the
+//                FP32 sum is the CPU's exactly. The chain of adds is short (a few cycles each);
+//                what costs is the loads' latency, so a block of 8 warps keeps the loads of the
+//                next tile of 256 rows x 32 columns in flight (32 per thread, in registers)
+//                while its first warp adds the current tile, in shared memory, down its columns.
 // dequant = *dq_a x *dq_b is read from the device (the FP8 scale inverses live there).
 // The reference: CpuBackend::linear_forward / linear_backward (cpu_linear.cpp).
 #pragma once
@@ -63,13 +66,45 @@ __global__ void scale_round_kernel(const float* acc, std::int64_t n, const float
     }
 }
 
-__global__ void bias_grad_kernel(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, void* db,
-                                 int db_fmt) {
-    const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (c >= cols) return;
+constexpr int bias_grad_columns = 32;     // one warp's lanes: a tile's width
+constexpr int bias_grad_warps = 8;        // all load; the first also adds
+constexpr int bias_grad_rows_per_warp = 32;
+constexpr int bias_grad_tile_rows = bias_grad_warps * bias_grad_rows_per_warp;  // 32 KiB of FP32
+
+template <int Fmt>
+__global__ void __launch_bounds__(bias_grad_columns* bias_grad_warps)
+    bias_grad_kernel(const void* dy, std::int64_t rows, std::int64_t cols, void* db, int db_fmt) {
+    // One tile in shared memory, the next one in registers: while the first warp adds tile t
+    // down its columns, every warp's loads of tile t + 1 are in flight.
+    __shared__ float tile[bias_grad_tile_rows][bias_grad_columns];
+    const int lane = threadIdx.x, warp = threadIdx.y;
+    const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * bias_grad_columns + lane;
+    const bool column = c < cols;
+    const std::int64_t tiles = (rows + bias_grad_tile_rows - 1) / bias_grad_tile_rows;
+    float next[bias_grad_rows_per_warp];
+    auto fetch = [&](std::int64_t t) {
+        const std::int64_t r0 = t * bias_grad_tile_rows + warp * bias_grad_rows_per_warp;
+#pragma unroll
+        for (int j = 0; j < bias_grad_rows_per_warp; ++j) {
+            const std::int64_t r = r0 + j;
+            next[j] = (column && r < rows) ? load_value(dy, Fmt, r * cols + c) : 0.0f;
+        }
+    };
     float sum = 0.0f;
-    for (std::int64_t r = 0; r < rows; ++r) sum += load_value(dy, dy_fmt, r * cols + c);
-    store_value(db, db_fmt, c, sum, false);
+    if (tiles > 0) fetch(0);
+    for (std::int64_t t = 0; t < tiles; ++t) {
+#pragma unroll
+        for (int j = 0; j < bias_grad_rows_per_warp; ++j) tile[warp * bias_grad_rows_per_warp + j][lane] = next[j];
+        __syncthreads();
+        if (t + 1 < tiles) fetch(t + 1);
+        if (warp == 0) {
+            const std::int64_t left = rows - t * bias_grad_tile_rows;
+            const int n = left < bias_grad_tile_rows ? static_cast<int>(left) : bias_grad_tile_rows;
+            for (int k = 0; k < n; ++k) sum += tile[k][lane];  // in row order: the CPU's sum
+        }
+        __syncthreads();  // the tile is added before it is overwritten
+    }
+    if (warp == 0 && column) store_value(db, db_fmt, c, sum, false);
 }
 
 // ---- launchers
@@ -93,9 +128,15 @@ void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, con
 void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, void* db, int db_fmt,
                       cudaStream_t stream) {
     if (cols <= 0) return;
-    const int threads = 128;
-    const auto blocks = static_cast<unsigned>((cols + threads - 1) / threads);
-    bias_grad_kernel<<<blocks, threads, 0, stream>>>(dy, dy_fmt, rows, cols, db, db_fmt);
+    const auto blocks = static_cast<unsigned>((cols + bias_grad_columns - 1) / bias_grad_columns);
+    const dim3 threads(bias_grad_columns, bias_grad_warps);
+    switch (dy_fmt) {  // the storage type as a constant: no per-element switch in the loads
+        case fmt_fp16: bias_grad_kernel<fmt_fp16><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+        case fmt_bf16: bias_grad_kernel<fmt_bf16><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+        case fmt_e4m3: bias_grad_kernel<fmt_e4m3><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+        case fmt_e5m2: bias_grad_kernel<fmt_e5m2><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+        default: bias_grad_kernel<fmt_fp32><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+    }
     check_launch("bias_grad");
 }
 
