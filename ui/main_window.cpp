@@ -82,6 +82,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     // Tabbed with the events under the charts: short by default, so the five charts keep the
     // height their legends need; float or enlarge the dock to study it.
     m_histogram->plot()->setMinimumSize(240, 110);
+    m_histogram->feed()->setPaused(true);  // until its dock is shown (below): a hidden tab reads nothing
 
     auto* central = new QWidget;
     auto* centralLayout = new QVBoxLayout(central);
@@ -231,6 +232,10 @@ void MainWindow::createDocks() {
     splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
     tabifyDockWidget(m_eventsDock, m_histogramDock);
     m_eventsDock->raise();
+    // Shown or hidden, floated, or its tab selected or not: the feed reads the store only while
+    // the heat map can be seen, and catches up in one read when it can again.
+    connect(m_histogramDock, &QDockWidget::visibilityChanged, this,
+            [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
     resizeDocks({m_experimentDock, m_precisionDock}, {290, 270}, Qt::Horizontal);
     resizeDocks({m_layersDock}, {210}, Qt::Vertical);
     resizeDocks({m_layersDock, m_eventsDock}, {820, 680}, Qt::Horizontal);

@@ -2,7 +2,8 @@
 // LayerStepRecords): without loss scaling the gradient as held in fp16 has mass below fp16's
 // subnormal floor (2^-24); with a 2^16 scale the same unscaled gradients sit above it; the
 // unscaled view of both agrees; the layer chooser switches layers; the format bounds are drawn
-// where they belong; a run being recorded is followed; a bad store or run gives one sentence.
+// where they belong; a run being recorded is followed (and not read while paused); a bad store
+// or run gives one sentence.
 // With MANTISSA_SCREENSHOT_DIR set, a real fp16 run (lesson 01, loss scaling switched on half-way)
 // is trained and the view saved as histogram.png.
 #include <QtTest>
@@ -226,6 +227,39 @@ private slots:
         rec->finish(RunStatus::completed);
         QTRY_VERIFY_WITH_TIMEOUT(!view.feed()->following(), 5000);
         QTRY_COMPARE_WITH_TIMEOUT(view.grid().columns, 12, 5000);  // the map caught up
+    }
+
+    // Paused (its dock tab not shown), the feed reads nothing; resumed, it catches up in one read.
+    void readsNothingWhilePaused() {
+        RunStore store(m_path.toStdString());
+        auto rec = store.start_run({"paused", "cpu", "test", "{}"}, fast());
+        for (int i = 0; i < 4; ++i) rec->on_step(stepRow(i, 1024), layers(i));
+        QTRY_COMPARE_WITH_TIMEOUT(int(store.steps(rec->run_id()).size()), 4, 5000);
+
+        GradientHistogramView view;
+        view.feed()->setPollInterval(20);
+        view.feed()->setPaused(true);
+        QCOMPARE(view.setRun(m_path, rec->run_id()), QString());
+        QVERIFY(view.feed()->following());
+        QVERIFY(!view.feed()->polling());
+        QCOMPARE(int(view.feed()->series().size()), 0);
+
+        view.feed()->setPaused(false);
+        QCOMPARE(int(view.feed()->series().size()), 4);  // one read on resuming
+        QVERIFY(view.feed()->polling());
+
+        view.feed()->setPaused(true);
+        QVERIFY(!view.feed()->polling());
+        for (int i = 4; i < 9; ++i) rec->on_step(stepRow(i, 1024), layers(i));
+        QTRY_COMPARE_WITH_TIMEOUT(int(store.steps(rec->run_id()).size()), 9, 5000);
+        QTest::qWait(100);  // five poll intervals: a running timer would have read them
+        QCOMPARE(int(view.feed()->series().size()), 4);
+
+        view.feed()->setPaused(false);
+        QCOMPARE(int(view.feed()->series().size()), 9);
+        rec->finish(RunStatus::completed);
+        QTRY_VERIFY_WITH_TIMEOUT(!view.feed()->following(), 5000);
+        QVERIFY(!view.feed()->polling());
     }
 
     void badStoreOrRunIsOneSentence() {

@@ -73,6 +73,17 @@ private slots:
     void histogramFollowsTheRecordedRun() {
         GradientHistogramView* h = m_window->histogramView();
         QCOMPARE(h->feed()->runId(), m_window->controller()->runId());
+        // Its dock is a tab behind the events: it read nothing during the run. Its tab selected,
+        // it reads the whole run at once; the events' tab selected again, it pauses.
+        QVERIFY(h->feed()->paused());
+        QCOMPARE(static_cast<std::int64_t>(h->feed()->series().size()), std::int64_t{0});
+        auto* histogramDock = m_window->findChild<QDockWidget*>(QStringLiteral("histogramDock"));
+        auto* eventsDock = m_window->findChild<QDockWidget*>(QStringLiteral("eventsDock"));
+        histogramDock->raise();
+        QTRY_VERIFY(!h->feed()->paused());
+        QCOMPARE(static_cast<std::int64_t>(h->feed()->series().size()), std::int64_t{40});
+        eventsDock->raise();
+        QTRY_VERIFY(h->feed()->paused());
         h->feed()->poll();
         QCOMPARE(static_cast<std::int64_t>(h->feed()->series().size()), std::int64_t{40});
         QVERIFY(h->feed()->layers().contains(QStringLiteral("fc1")));

@@ -17,6 +17,7 @@ HistogramFeed::~HistogramFeed() = default;
 
 void HistogramFeed::clear() {
     stopFollowing();
+    m_unread = false;
     m_store.reset();
     m_storePath.clear();
     m_runId = 0;
@@ -40,15 +41,38 @@ QString HistogramFeed::setRun(const QString& storePath, std::int64_t runId) {
         m_storePath = storePath;
         m_runId = runId;
         m_layer = keepLayer;  // the same layer name in the next run, when it has one
-        if (row.status == RunStatus::running) m_timer.start();
+        m_following = row.status == RunStatus::running;
     } catch (const std::exception& e) {
         m_store.reset();
         const QString sentence = QStringLiteral("Cannot show gradient histograms: %1").arg(QString::fromUtf8(e.what()));
         emit failed(sentence);
         return sentence;
     }
-    poll();
+    if (m_paused) {
+        m_unread = true;
+    } else {
+        poll();
+    }
+    updateTimer();
     return {};
+}
+
+void HistogramFeed::setPaused(bool paused) {
+    if (paused == m_paused) return;
+    m_paused = paused;
+    if (!paused && m_store && (m_unread || m_following)) {
+        m_unread = false;
+        poll();  // what was recorded meanwhile
+    }
+    updateTimer();
+}
+
+void HistogramFeed::updateTimer() {
+    if (m_following && !m_paused) {
+        if (!m_timer.isActive()) m_timer.start();
+    } else {
+        m_timer.stop();
+    }
 }
 
 void HistogramFeed::setLayer(const QString& name) {
@@ -59,17 +83,19 @@ void HistogramFeed::setLayer(const QString& name) {
     m_scales.clear();
     m_series.clear();
     emit seriesChanged();
-    if (m_store) poll();
+    if (m_store && !m_paused) poll();
+    if (m_paused) m_unread = m_store != nullptr;
 }
 
 void HistogramFeed::stopFollowing() {
-    m_timer.stop();
+    m_following = false;
+    updateTimer();
 }
 
 void HistogramFeed::poll() {
     if (!m_store) return;
     try {
-        const bool wasRunning = m_timer.isActive();
+        const bool wasRunning = m_following;
         // Read the status first: rows committed before a final status are then all visible below.
         const bool running = m_store->run(m_runId).status == RunStatus::running;
         const std::vector<LayerStepRecord> rows = m_store->layer_steps(m_runId, m_nextStep);
@@ -109,7 +135,10 @@ void HistogramFeed::poll() {
         m_scales.erase(m_scales.begin(), m_scales.lower_bound(m_nextStep));
         if (appended) emit seriesChanged();
         if (!running && wasRunning) stopFollowing();
-        if (running && !wasRunning) m_timer.start();
+        if (running && !wasRunning) {
+            m_following = true;
+            updateTimer();
+        }
     } catch (const std::exception& e) {
         stopFollowing();
         emit failed(QStringLiteral("Reading gradient histograms stopped: %1").arg(QString::fromUtf8(e.what())));

@@ -5,7 +5,8 @@
 //
 // Each poll reads layer_steps(run, next) and steps(run, next); a layer row is appended once its
 // step row (which holds the loss scale) is there too, so a step is never appended with a guessed
-// scale. Polling stops when the run is no longer `running`.
+// scale. Polling stops when the run is no longer `running`. While paused (the view is hidden: a
+// dock tab not shown), nothing is read; resuming reads everything missed in one poll.
 //
 // The store is opened read-only with its own connection on the GUI thread; reads are short (only
 // the rows after the last step seen). GUI thread only.
@@ -48,7 +49,12 @@ public:
     // The compute format the layer had at the last step read (fp32 before any).
     Format lastPrecision() const { return m_lastPrecision; }
     const HistogramSeries& series() const { return m_series; }
-    bool following() const { return m_timer.isActive(); }
+    // following: the run is being recorded and the feed keeps up with it (unless paused);
+    // polling: its timer runs now (following and not paused).
+    bool following() const { return m_following; }
+    bool polling() const { return m_timer.isActive(); }
+    void setPaused(bool paused);
+    bool paused() const { return m_paused; }
 
     void setPollInterval(int ms) { m_timer.setInterval(ms); }
     int pollInterval() const { return m_timer.interval(); }
@@ -64,6 +70,7 @@ signals:
 
 private:
     void stopFollowing();
+    void updateTimer();  // runs exactly while following and not paused
 
     std::unique_ptr<RunStore> m_store;
     QString m_storePath;
@@ -76,6 +83,9 @@ private:
     Format m_lastPrecision = Format::fp32;
     HistogramSeries m_series;
     QTimer m_timer;
+    bool m_following = false;
+    bool m_paused = false;
+    bool m_unread = false;  // a run was set while paused: its rows are read on resuming
 };
 
 }  // namespace mantissa::ui
