@@ -38,10 +38,11 @@ int main(int argc, char** argv) {
     parser.addVersionOption();
     const QCommandLineOption config({QStringLiteral("c"), QStringLiteral("config")},
                                     QStringLiteral("Open the experiment file FILE."), QStringLiteral("FILE"));
-    const QCommandLineOption store(QStringLiteral("store"),
-                                   QStringLiteral("Record runs in the store PATH (default: "
+    // --db as mantissa-cli names it; --store, its first name here, still works.
+    const QCommandLineOption store({QStringLiteral("db"), QStringLiteral("store")},
+                                   QStringLiteral("Record runs in the store FILE, as mantissa-cli --db does (default: "
                                                   "$XDG_DATA_HOME/mantissa/runs.sqlite)."),
-                                   QStringLiteral("PATH"));
+                                   QStringLiteral("FILE"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Run the experiment, save a PNG of the window to FILE, exit."),
                                         QStringLiteral("FILE"));

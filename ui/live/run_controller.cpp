@@ -47,7 +47,7 @@ bool RunController::openStore() {
         auto store = std::make_unique<RunStore>(m_storePath.toStdString());
         if (store->read_only()) {
             emit noticeRaised(tr("The run store %1 can only be read, so this run will not be recorded; "
-                                 "choose a writable location with --store.")
+                                 "choose a writable location with --db.")
                                   .arg(m_storePath));
             return false;
         }
