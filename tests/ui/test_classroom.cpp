@@ -250,8 +250,9 @@ private slots:
     }
 
     // Lesson 7: an injected inf is caught: an overflow naming the layer, a skipped step, the
-    // scale halved. (This run also overflows on its own early on, and the window's series trails
-    // the training thread, so the test waits for the overflow that names the injected layer.)
+    // scale halved; and it is the run's only overflow (the preset's initial scale of 1024 keeps the
+    // run from overflowing on its own, as GradScaler's 65536 does at about step 22). The window's
+    // series trails the training thread, so the test waits for the overflow naming the layer.
     void injectedOverflowLesson() {
         auto w = makeWindow();
         openAndStart(*w, "lessons/07-injected-overflow.json");
@@ -278,6 +279,9 @@ private slots:
         QVERIFY(scaleAt.has_value() && scaleAfter.has_value());
         QCOMPARE(scaleAfter->y, scaleAt->y / 2);
         QVERIFY(std::isfinite(s.loss().lastY()));
+        int overflows = 0;
+        for (const Event& e : s.events()) overflows += e.kind == EventKind::overflow;
+        QCOMPARE(overflows, 1);
     }
 };
 
