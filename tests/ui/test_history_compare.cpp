@@ -196,6 +196,42 @@ private slots:
         QVERIFY(view.differenceNote().contains(QStringLiteral("No configuration key differs")));
     }
 
+    // A run still recording (by mantissa-cli, or this process) is followed: its new steps,
+    // layer rows and evaluations are drawn as they are committed, until it finishes.
+    void followsARunStillRecording() {
+        RunStore store(m_path);
+        auto live = syntheticRun(store, "cmp-live", 12, RunStatus::running);
+        const std::int64_t id = live->run_id();
+        QTRY_COMPARE_WITH_TIMEOUT(m_store->steps(id).size(), std::size_t{12}, 5000);
+        CompareView view(m_store);
+        view.setFollowInterval(20);
+        QCOMPARE(view.setRuns({m_twinA, id}), QString());
+        QVERIFY(view.following());
+        QCOMPARE(view.curves()[1].loss.size(), std::size_t{12});
+        QCOMPARE(view.curves()[1].accuracy.size(), std::size_t{1});  // the evaluation at step 9
+
+        // The whole run shown: the x range grows with it. Zoomed in: the zoom stays.
+        feed(*live, 12, 20);
+        QTRY_COMPARE_WITH_TIMEOUT(view.curves()[1].loss.size(), std::size_t{20}, 5000);
+        QCOMPARE(view.lossChart()->xAxis->range().upper, 19.0);  // twin-a's last step, too
+        view.lossChart()->setXRange(QCPRange(2, 6));
+        feed(*live, 20, 30);
+        QTRY_COMPARE_WITH_TIMEOUT(view.curves()[1].loss.size(), std::size_t{30}, 5000);
+        QCOMPARE(view.lossChart()->xAxis->range().upper, 6.0);
+        QCOMPARE(view.underflowChart()->xAxis->range().lower, 2.0);
+        QTRY_COMPARE_WITH_TIMEOUT(view.curves()[1].accuracy.size(), std::size_t{3}, 5000);  // 9, 19, 29
+        QCOMPARE(view.curves()[1].underflow.size(), std::size_t{30});
+        QCOMPARE(view.curves()[1].loss.lastX(), 29.0);
+        QCOMPARE(view.curves()[0].loss.size(), std::size_t{20});  // the finished run as it was
+        live->finish(RunStatus::completed);
+        QTRY_VERIFY_WITH_TIMEOUT(!view.following(), 5000);
+        QCOMPARE(view.curves()[1].loss.size(), std::size_t{30});
+
+        // Only finished runs: nothing to follow.
+        QCOMPARE(view.setRuns({m_twinA, m_twinB}), QString());
+        QVERIFY(!view.following());
+    }
+
     void compareRefusesNineAndOne() {
         RunBrowser b;
         QVERIFY(b.openStore(QString::fromStdString(m_path)));

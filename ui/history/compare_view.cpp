@@ -32,6 +32,41 @@ struct CompareView::RunData {
     // Per step that has layer rows: the step and each layer's underflow fraction (NaN: absent).
     std::vector<std::int64_t> layerSteps;
     std::vector<std::vector<double>> underflow;  // [i][layer]
+    std::int64_t nextStep = 0;                   // the first step not read yet
+
+    // Appends layer rows (in step order, after those already held).
+    void addLayerRows(const std::vector<LayerStepRecord>& rows) {
+        for (const LayerStepRecord& r : rows) {
+            if (r.layer < 0) continue;
+            const auto l = static_cast<std::size_t>(r.layer);
+            if (l >= layerNames.size()) layerNames.resize(l + 1, "fc" + std::to_string(l + 1));
+            if (!r.name.empty()) layerNames[l] = r.name;
+            if (layerSteps.empty() || layerSteps.back() != r.step) {
+                layerSteps.push_back(r.step);
+                underflow.emplace_back();
+            }
+            auto& row = underflow.back();
+            if (row.size() <= l) row.resize(l + 1, NAN);
+            row[l] = r.frac_underflow;
+        }
+    }
+    // Reads the rows from nextStep on. A step's row and its layer rows are committed together by
+    // the Recorder; an evaluation may come in a later commit, so the evaluations are read whole
+    // (they are few). Returns whether anything new arrived.
+    bool read(RunStore& store) {
+        row = store.run(row.id);
+        std::vector<StepRecord> more = store.steps(row.id, nextStep);
+        std::vector<LayerStepRecord> layers = store.layer_steps(row.id, nextStep);
+        const std::int64_t through = more.empty() ? nextStep - 1 : more.back().step;
+        std::erase_if(layers, [&](const LayerStepRecord& r) { return r.step > through; });
+        std::vector<EvalRecord> allEvals = store.evals(row.id);
+        const bool changed = !more.empty() || !layers.empty() || allEvals.size() != evals.size();
+        steps.insert(steps.end(), more.begin(), more.end());
+        addLayerRows(layers);
+        evals = std::move(allEvals);
+        nextStep = through + 1;
+        return changed;
+    }
 
     // The x of a step: the step, or the elapsed seconds at its end (the nearest recorded step's).
     double x(std::int64_t step, XAxis axis) const {
@@ -170,6 +205,8 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     connect(m_smoothingSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothingWeight(v / 1000.0); });
     setWindowTitle(tr("Compare runs — Mantissa"));
     resize(1300, 860);
+    m_follow.setInterval(1000);
+    connect(&m_follow, &QTimer::timeout, this, &CompareView::followRunning);
 }
 
 CompareView::~CompareView() {
@@ -196,22 +233,8 @@ QString CompareView::setRuns(const std::vector<std::int64_t>& ids) {
         for (std::int64_t id : ids) {
             auto d = std::make_unique<RunData>();
             d->row = m_store->run(id);
-            d->steps = m_store->steps(id);
-            d->evals = m_store->evals(id);
             d->layerNames = layerNamesFromConfig(d->row.config_json);
-            for (const LayerStepRecord& r : m_store->layer_steps(id)) {
-                if (r.layer < 0) continue;
-                const auto l = static_cast<std::size_t>(r.layer);
-                if (l >= d->layerNames.size()) d->layerNames.resize(l + 1, "fc" + std::to_string(l + 1));
-                if (!r.name.empty()) d->layerNames[l] = r.name;
-                if (d->layerSteps.empty() || d->layerSteps.back() != r.step) {
-                    d->layerSteps.push_back(r.step);
-                    d->underflow.emplace_back();
-                }
-                auto& row = d->underflow.back();
-                if (row.size() <= l) row.resize(l + 1, NAN);
-                row[l] = r.frac_underflow;
-            }
+            d->read(*m_store);
             runs.push_back(std::move(d));
         }
     } catch (const std::exception& e) {
@@ -234,6 +257,38 @@ QString CompareView::setRuns(const std::vector<std::int64_t>& ids) {
 
     fillDifferenceTable();
     rebuildSeries();
+    updateLegend();
+    bool recording = false;
+    for (const auto& r : m_runs) recording |= r->row.status == RunStatus::running;
+    if (recording) {
+        m_follow.start();
+    } else {
+        m_follow.stop();
+    }
+    return {};
+}
+
+void CompareView::followRunning() {
+    bool changed = false, recording = false;
+    try {
+        for (auto& r : m_runs) {
+            if (r->row.status != RunStatus::running) continue;
+            changed |= r->read(*m_store);
+            recording |= r->row.status == RunStatus::running;
+        }
+    } catch (const std::exception&) {
+        recording = false;  // the store went away or broke: keep what is shown, stop reading
+    }
+    if (!recording) m_follow.stop();
+    if (!changed) return;
+    // New steps widen the x range when the whole run was shown; a range the user zoomed to stays.
+    const QCPRange shown = m_lossChart->xAxis->range();
+    const bool zoomed = shown.lower > 0 || shown.upper < m_xMax;
+    rebuildSeries();
+    if (zoomed) applyRange(shown, nullptr);
+}
+
+void CompareView::updateLegend() {
     QStringList legend;
     for (const auto& c : m_curves)
         legend << QStringLiteral("<span style=\"color:%1\">&#9632;&#9632;</span>&nbsp;%2&nbsp;<span style=\"color:gray\">(%3)</span>")
@@ -243,7 +298,6 @@ QString CompareView::setRuns(const std::vector<std::int64_t>& ids) {
     QStringList names2;
     for (const auto& c : m_curves) names2 << c.name;
     setWindowTitle(tr("Compare: %1 — Mantissa").arg(names2.join(QStringLiteral(", "))));
-    return {};
 }
 
 void CompareView::setXAxis(XAxis axis) {
@@ -341,7 +395,8 @@ void CompareView::rebuildGraphs() {
     }
     const QString xLabel = m_xAxis == XAxis::step ? tr("step") : tr("elapsed time (s)");
     m_underflowChart->xAxis->setLabel(xLabel);
-    applyRange(QCPRange(0, xMax > 0 ? xMax : 1), nullptr);
+    m_xMax = xMax > 0 ? xMax : 1;
+    applyRange(QCPRange(0, m_xMax), nullptr);
 }
 
 void CompareView::applyRange(const QCPRange& range, ChartView* except) {

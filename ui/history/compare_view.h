@@ -4,11 +4,13 @@
 // elapsed time (a toggle); one smoothing weight applies to every run. Beside the charts, a table of
 // the experiment keys whose values differ between the runs, one column per run.
 //
-// The runs are read once from the store when set (the comparison is of what was recorded; a run
-// still recording shows what it had). Series are rebuilt from those rows when the x axis or the
-// smoothing changes. GUI thread only.
+// The runs are read from the store when set; a run still recording (here or by mantissa-cli) is
+// followed: once a second the rows it recorded since are read and the curves redrawn, until no
+// run is recording. Series are rebuilt from the rows when the x axis or the smoothing changes.
+// GUI thread only.
 #pragma once
 
+#include <QTimer>
 #include <QWidget>
 
 #include <cstdint>
@@ -77,12 +79,21 @@ public:
     // Redraws every chart now (tests, screenshots).
     void redrawNow();
 
+    // Whether some run shown is still recording and is followed; the interval (default 1000 ms).
+    bool following() const { return m_follow.isActive(); }
+    void setFollowInterval(int ms) { m_follow.setInterval(ms); }
+
+public slots:
+    // Reads what the running runs recorded since the last read (public: tests need not wait).
+    void followRunning();
+
 private:
     struct RunData;
     void rebuildSeries();
     void rebuildGraphs();
     void fillDifferenceTable();
     void applyRange(const QCPRange& range, ChartView* except);
+    void updateLegend();
 
     std::shared_ptr<RunStore> m_store;
     std::vector<std::unique_ptr<RunData>> m_runs;
@@ -105,6 +116,8 @@ private:
     QLabel* m_legend = nullptr;
     QLabel* m_diffNote = nullptr;
     QTableWidget* m_diffTable = nullptr;
+    QTimer m_follow;
+    double m_xMax = 1;  // the x range rebuildGraphs last showed: [0, m_xMax]
 };
 
 }  // namespace mantissa::ui
