@@ -171,7 +171,8 @@ public:
     virtual void upload(Tensor& t, const float* data, std::int64_t n) = 0;
     virtual void download(const Tensor& t, float* data, std::int64_t n) const = 0;
     virtual void fill(Tensor& t, float value) = 0;  // rounded to the format
-    // Writes one value without rounding (demonstrations: inject inf/NaN into a gradient).
+    // Writes one value (demonstrations: inject inf/NaN into a gradient): unrounded in a 4-byte
+    // format, the nearest value in a narrower one (inf and NaN exactly; e4m3 has no inf: NaN).
     virtual void poke(Tensor& t, std::int64_t index, float value) = 0;
     // dst = src rounded to dst's format (same numel).
     virtual void cast(const Tensor& src, Tensor& dst) = 0;

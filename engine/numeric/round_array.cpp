@@ -12,6 +12,7 @@
 //   after rounding, as encode() does.
 // NaN lanes get the canonical NaN that round_to produces. The kernels are compiled for AVX2/F16C
 // by target attributes and chosen at run time; other CPUs take the scalar path.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -103,8 +104,12 @@ __attribute__((target("avx2,f16c"))) void round_fp16_f16c(const float* src, floa
     round_scalar(Format::fp16, src + i, dst + i, n - i, overflow);
 }
 
-__attribute__((target("avx2"))) void round_fp8_avx2(Format format, const float* src, float* dst, std::size_t n,
-                                                     Overflow overflow) {
+// Scaled: each value is first multiplied by `scale` (an FP32 multiply, as a separate pass would
+// do) and the largest |src| bit pattern is accumulated into *amax_bits (NaN above inf).
+template <bool Scaled>
+__attribute__((target("avx2"))) void round_fp8_avx2_impl(Format format, const float* src, float* dst,
+                                                          std::size_t n, Overflow overflow, float scale,
+                                                          std::uint32_t* amax_bits) {
     const FormatInfo& info = format_info(format);
     const int shift = 23 - info.mantissa_bits;
     const NanResult nan = nan_result(format);
@@ -117,9 +122,16 @@ __attribute__((target("avx2"))) void round_fp8_avx2(Format format, const float* 
                                      : std::abs(round_to(format, std::numeric_limits<float>::infinity()));
     const __m256 overflow_v = _mm256_set1_ps(overflow_value);
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+    const __m256 scale_v = _mm256_set1_ps(scale);
+    const __m256i abs_bits = _mm256_set1_epi32(0x7fffffff);
+    __m256i amax = _mm256_setzero_si256();
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(src + i);
+        __m256 v = _mm256_loadu_ps(src + i);
+        if constexpr (Scaled) {
+            amax = _mm256_max_epu32(amax, _mm256_and_si256(_mm256_castps_si256(v), abs_bits));
+            v = _mm256_mul_ps(v, scale_v);
+        }
         const __m256 a = _mm256_andnot_ps(sign_mask, v);
         const __m256 normal = _mm256_castsi256_ps(round_bits(_mm256_castps_si256(a), shift));
         const __m256 sub = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
@@ -128,7 +140,22 @@ __attribute__((target("avx2"))) void round_fp8_avx2(Format format, const float* 
         r = _mm256_or_ps(r, _mm256_and_ps(v, sign_mask));
         _mm256_storeu_ps(dst + i, apply_nan(v, r, nan));
     }
-    round_scalar(format, src + i, dst + i, n - i, overflow);
+    if constexpr (Scaled) {
+        alignas(32) std::uint32_t lanes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), amax);
+        for (std::uint32_t l : lanes) *amax_bits = std::max(*amax_bits, l);
+        for (; i < n; ++i) {
+            *amax_bits = std::max(*amax_bits, std::bit_cast<std::uint32_t>(src[i]) & 0x7fffffffu);
+            dst[i] = round_to(format, src[i] * scale, overflow);
+        }
+    } else {
+        round_scalar(format, src + i, dst + i, n - i, overflow);
+    }
+}
+
+__attribute__((target("avx2"))) void round_fp8_avx2(Format format, const float* src, float* dst, std::size_t n,
+                                                     Overflow overflow) {
+    round_fp8_avx2_impl<false>(format, src, dst, n, overflow, 1.0f, nullptr);
 }
 
 bool cpu_has_avx2_f16c() {
@@ -163,6 +190,28 @@ void round_array(Format format, const float* src, float* dst, std::size_t n, Ove
 
 void round_array(Format format, float* data, std::size_t n, Overflow overflow) {
     round_array(format, data, data, n, overflow);
+}
+
+float scale_round_array(Format format, const float* src, float* dst, std::size_t n, float scale,
+                        Overflow overflow) {
+    std::uint32_t amax_bits = 0;
+#ifdef MANTISSA_X86
+    if (cpu_has_avx2_f16c() && (format == Format::fp8_e4m3 || format == Format::fp8_e5m2)) {
+        round_fp8_avx2_impl<true>(format, src, dst, n, overflow, scale, &amax_bits);
+        return std::bit_cast<float>(amax_bits);
+    }
+#endif
+    // Other formats and CPUs: the multiply and the rounding in blocks of 1024 (in the L1 cache).
+    constexpr std::size_t block = 1024;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t len = std::min(block, n - start);
+        for (std::size_t i = start; i < start + len; ++i) {
+            amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(src[i]) & 0x7fffffffu);
+            dst[i] = src[i] * scale;
+        }
+        round_array(format, dst + start, len, overflow);
+    }
+    return std::bit_cast<float>(amax_bits);
 }
 
 }  // namespace mantissa

@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -44,15 +45,33 @@ std::string cpu_model_name() {
 
 CpuTensor::CpuTensor(TensorDesc desc, std::shared_ptr<CpuLedger> ledger)
     : Tensor(std::move(desc)), m_data(static_cast<std::size_t>(m_desc.numel()), 0.0f),
-      m_ledger(std::move(ledger)) {
+      m_ledger(std::move(ledger)), m_stamp(next_stamp()) {
     m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
 }
 
-CpuTensor::~CpuTensor() { m_ledger->bytes[static_cast<int>(m_desc.category)] -= bytes(); }
+CpuTensor::~CpuTensor() {
+    m_ledger->bytes[static_cast<int>(m_desc.category)] -= bytes();
+    auto& copies = m_ledger->cast_copies;
+    copies.erase(this);
+    for (auto it = copies.begin(); it != copies.end();)
+        it = it->second == this ? copies.erase(it) : std::next(it);
+}
+
+std::uint64_t CpuTensor::next_stamp() {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void CpuTensor::mark_copy_of(const CpuTensor& source) {
+    m_source = &source;
+    m_source_stamp = source.m_stamp;
+    m_copy_stamp = m_stamp;
+}
 
 std::int64_t CpuTensor::bytes() const { return m_desc.numel() * format_bytes(m_desc.format); }
 
 void CpuTensor::set_format(Format f) {
+    m_stamp = next_stamp();
     m_ledger->bytes[static_cast<int>(m_desc.category)] -= bytes();
     m_desc.format = f;
     m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
@@ -103,7 +122,9 @@ void CpuBackend::fill(Tensor& t, float value) {
 void CpuBackend::poke(Tensor& t, std::int64_t index, float value) {
     if (index < 0 || index >= t.numel())
         throw Error("Element " + std::to_string(index) + " is outside tensor " + t.desc().name + ".");
-    cpu(t).data()[index] = value;
+    // As a GPU stores it: 4-byte formats hold any FP32 value, narrower ones their nearest value
+    // (inf and NaN exactly; e4m3 has no inf and stores NaN).
+    cpu(t).data()[index] = format_bytes(t.format()) == 4 ? value : round_to(t.format(), value);
 }
 
 void CpuBackend::cast(const Tensor& src, Tensor& dst) {
@@ -160,6 +181,13 @@ void CpuBackend::keep_unrounded(const Tensor& t, const float* data, std::int64_t
 const float* CpuBackend::unrounded(const Tensor& t) const {
     const auto it = m_shadows.find(&t);
     return it != m_shadows.end() && it->second.valid ? it->second.values.data() : nullptr;
+}
+
+CpuTensor* CpuBackend::fresh_cast_copy(const Tensor& param) const {
+    const auto& source = cpu(param);
+    const auto it = m_ledger->cast_copies.find(&source);
+    if (it == m_ledger->cast_copies.end() || !it->second->is_copy_of(source)) return nullptr;
+    return it->second;
 }
 
 float* CpuBackend::scratch(int slot, std::int64_t n) {

@@ -7,7 +7,11 @@
 // Speed: the step is bound by its matmuls; everything else is one pass over memory per operation
 // at most (copies fused with their rounding, epilogues and statistics done block by block while
 // the block is in the L1 cache), scratch buffers are kept between steps (no allocation on the
-// steady-state step), and oneDNN's primitives are created once per shape (CpuMatmul).
+// steady-state step), and oneDNN's primitives are created once per shape (CpuMatmul). With
+// master weights the optimizer also writes the weights' cast copies (write stamps below), and on
+// statistics steps the underflow reference of dW is proven element by element where it can be
+// instead of computed by a second matmul (cpu_flush_count.h). docs/numerics.md, "The CPU
+// backend's speed".
 //
 // The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts),
 // cpu_linear.cpp (linear layers, FP8 scaling), cpu_elementwise.cpp (activations, losses),
@@ -22,28 +26,51 @@
 
 #include "backend/amax_history.h"
 #include "backend/backend.h"
+#include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
 
 namespace mantissa {
 
+class CpuTensor;
+
 // Bytes per category, shared by the backend and its tensors (a tensor returns its bytes when
-// destroyed).
+// destroyed), and the weights whose cast copy the optimizer keeps up to date (master -> copy; a
+// tensor removes itself when destroyed, so no entry dangles).
 struct CpuLedger {
     std::array<std::int64_t, 6> bytes{};
+    std::unordered_map<const CpuTensor*, CpuTensor*> cast_copies;
 };
 
+// Write stamps: every access that can change a tensor's values or format (the non-const data(),
+// set_format) gives it a new stamp, unique in the process. A cast copy records the stamps of its
+// source and of itself when it was written; while both are unchanged, it still holds exactly
+// what casting the source again would give, and linear_forward skips the cast.
 class CpuTensor final : public Tensor {
 public:
     CpuTensor(TensorDesc desc, std::shared_ptr<CpuLedger> ledger);
     ~CpuTensor() override;
-    float* data() { return m_data.data(); }
+    float* data() {
+        m_stamp = next_stamp();
+        return m_data.data();
+    }
     const float* data() const { return m_data.data(); }
     void set_format(Format f);  // accounting only; the caller rounds
 
+    // This tensor now holds round_array(format(), source's values).
+    void mark_copy_of(const CpuTensor& source);
+    // Whether it still does (neither was written since mark_copy_of).
+    bool is_copy_of(const CpuTensor& source) const {
+        return m_source == &source && m_source_stamp == source.m_stamp && m_copy_stamp == m_stamp;
+    }
+
 private:
+    static std::uint64_t next_stamp();
     std::int64_t bytes() const;
     std::vector<float> m_data;
     std::shared_ptr<CpuLedger> m_ledger;
+    std::uint64_t m_stamp;
+    const CpuTensor* m_source = nullptr;  // compared, never dereferenced
+    std::uint64_t m_source_stamp = 0, m_copy_stamp = 0;
 };
 
 class CpuFp8State final : public Fp8State {
@@ -99,6 +126,9 @@ public:
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
 
 private:
+    // The cast copy of `param` that the optimizer should update with it (rounding each new value
+    // to the copy's format while its block is in the L1 cache), or null.
+    CpuTensor* fresh_cast_copy(const Tensor& param) const;
     // Scratch buffers, grown on demand and kept: no allocation on the steady-state step.
     float* scratch(int slot, std::int64_t n);
     // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
@@ -123,6 +153,7 @@ private:
     std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
     std::vector<unsigned char> m_mask;            // the optimizer's non-zero update flags
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
+    cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count
 };
 
 }  // namespace mantissa

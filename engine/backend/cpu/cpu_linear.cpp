@@ -9,8 +9,10 @@
 //           FP32 (FP8: of the unquantised dy, as TE's fused bias-gradient does), rounded.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_flush_count.h"
 #include "error.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
@@ -30,35 +32,14 @@ const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t);
 #define MANTISSA_HOT
 #endif
 
-// dst = src * scale; returns the max of |src|'s bit patterns, which orders non-negative floats
-// and puts NaN above inf (a NaN amax keeps the scale).
-MANTISSA_HOT std::uint32_t scale_copy_amax(const float* __restrict src, float* __restrict dst,
-                                           std::int64_t n, float scale) {
-    const auto* bits = reinterpret_cast<const std::uint32_t*>(src);
-    std::uint32_t amax_bits = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-        amax_bits = std::max(amax_bits, bits[i] & 0x7fffffffu);
-        dst[i] = src[i] * scale;
-    }
-    return amax_bits;
-}
-
 // Values per block of the fused passes below (8 KiB): a block is written, then rounded while it
 // is in the L1 cache, so each pass costs one trip through memory. Elementwise, so the blocking
 // changes no value.
 constexpr std::int64_t piece = 2048;
 
-// dst = saturate_cast<format>(src * scale); returns amax(|src|).
+// dst = saturate_cast<format>(src * scale); returns amax(|src|). One pass (scale_round_array).
 float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale, Format format) {
-    std::uint32_t amax_bits = 0;
-    for (std::int64_t start = 0; start < n; start += piece) {
-        const std::int64_t len = std::min(piece, n - start);
-        amax_bits = std::max(amax_bits, scale_copy_amax(src + start, dst + start, len, scale));
-        round_array(format, dst + start, static_cast<std::size_t>(len), Overflow::saturate);
-    }
-    float amax;
-    std::memcpy(&amax, &amax_bits, sizeof amax);
-    return amax;
+    return scale_round_array(format, src, dst, static_cast<std::size_t>(n), scale, Overflow::saturate);
 }
 
 MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
@@ -153,7 +134,8 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         AmaxHistory& hw = state.history(Fp8Role::weight);
         float* wq = cpu(*l.weight_compute).data();
         float* xq = cpu(*l.saved_input).data();
-        const float amax_w = quantize_scaled(w.data(), wq, in * out, hw.scale(), Format::fp8_e4m3);
+        const float amax_w =
+            quantize_scaled(std::as_const(w).data(), wq, in * out, hw.scale(), Format::fp8_e4m3);
         const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
         if (record_amax) {
             hw.record(amax_w);
@@ -164,8 +146,15 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         w_op = wq;
     } else {
         if (l.weight_compute) {
-            cast(w, *l.weight_compute);
-            w_op = cpu(*l.weight_compute).data();
+            // The optimizer keeps the copy current when it can (cast_copies): cast only when
+            // the copy is not what the cast would give.
+            CpuTensor& wc = cpu(*l.weight_compute);
+            if (!wc.is_copy_of(w)) {
+                cast(w, wc);
+                wc.mark_copy_of(w);
+                m_ledger->cast_copies[&w] = &wc;
+            }
+            w_op = std::as_const(wc).data();
         } else {
             w_op = operand(w, in * out, l.compute, slot_w);
         }
@@ -220,12 +209,12 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
         dq_w = state.history(Fp8Role::weight).scale_inv();
         dy_op = q;
         x_op = cpu(*l.saved_input).data();
-        w_op = cpu(*l.weight_compute).data();
+        w_op = std::as_const(cpu(*l.weight_compute)).data();
     } else {
         dy_op = operand(dy, batch * out, l.compute, slot_dy);
         x_op = l.saved_input ? cpu(*l.saved_input).data() : operand(x, batch * in, l.compute, slot_x);
         // The weight operand serves dx only (the first layer has none: no rounding pass for it).
-        w_op = l.weight_compute ? cpu(*l.weight_compute).data()
+        w_op = l.weight_compute ? std::as_const(cpu(*l.weight_compute)).data()
                : dx_out         ? operand(w, in * out, l.compute, slot_w)
                                 : nullptr;
     }
@@ -263,22 +252,34 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
     if (!weight_stats) {
         scale_and_round(gw.data(), out * in, dq_g * dq_x, gw.format());
     } else {
-        scale_in_place(gw.data(), out * in, dq_g * dq_x);
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
         const std::size_t n_w = static_cast<std::size_t>(out * in);
+        const float dq = dq_g * dq_x;
         if (!flushed) {
-            round_array_with_stats(gw.format(), gw.data(), n_w, *weight_stats);
+            // The dequantisation, the rounding and its counts block by block (the counts add up).
+            for (std::int64_t start = 0; start < out * in; start += piece) {
+                const std::int64_t len = std::min(piece, out * in - start);
+                scale_in_place(gw.data() + start, len, dq);
+                round_array_with_stats(gw.format(), gw.data() + start, static_cast<std::size_t>(len),
+                                       *weight_stats);
+            }
         } else {
-            float* ref = scratch(slot_reference, out * in);
-            m_matmul.multiply(dy_reference, true, x_op, false, ref, out, in, batch, false);
-            round_output(gw.format(), gw.data(), out * in);
+            scale_and_round(gw.data(), out * in, dq, gw.format());
             RoundingStats s;
             count_classes(gw.format(), gw.data(), n_w, s);
-            const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
-            const auto* gb = reinterpret_cast<const std::uint32_t*>(gw.data());
-            std::int64_t flushed = 0;
-            for (std::size_t i = 0; i < n_w; ++i)
-                flushed += (rb[i] & 0x7fffffffu) != 0 && (gb[i] & 0x7fffffffu) == 0;
+            // The zeros of gw whose reference is not zero: proven without the reference where
+            // possible (cpu_flush_count.h), else from the reference matmul; the same count.
+            std::int64_t flushed = cpu_detail::count_flushed_weight_gradient(
+                dy_reference, x_op, gw.data(), batch, out, in, m_flush_scratch);
+            if (flushed < 0) {
+                float* ref = scratch(slot_reference, out * in);
+                m_matmul.multiply(dy_reference, true, x_op, false, ref, out, in, batch, false);
+                const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
+                const auto* gb = reinterpret_cast<const std::uint32_t*>(gw.data());
+                flushed = 0;
+                for (std::size_t i = 0; i < n_w; ++i)
+                    flushed += (rb[i] & 0x7fffffffu) != 0 && (gb[i] & 0x7fffffffu) == 0;
+            }
             s.zeros_before = s.zeros - flushed;
             *weight_stats += s;
         }

@@ -113,17 +113,23 @@ MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restri
 // The shared tail of both optimizers, for one block: the new values are in `fresh`; round them to
 // the parameter's format, store them in the parameter and count lost updates against the old
 // values.
+// copy: the parameter's cast copy (CpuTensor::is_copy_of), kept current here, or null.
 static void finish_update(float* p, float* fresh, std::int64_t n, Format format,
-                          const unsigned char* mask, UpdateCounts& c) {
+                          const unsigned char* mask, UpdateCounts& c, CpuTensor* copy,
+                          float* copy_data) {
     if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
     store_counting_lost(p, fresh, mask, n, &c);
+    if (copy) round_array(copy->format(), p, copy_data, static_cast<std::size_t>(n));  // as cast()
 }
 
 UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s) {
     const bool momentum = s.momentum != 0.0;
     check_tensors(t, momentum, false, "sgd_step");
     const std::int64_t n = t.param->numel();
-    float* p = static_cast<CpuTensor*>(t.param)->data();
+    CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
+    float* copy_base = copy ? copy->data() : nullptr;
+    CpuTensor& param = *static_cast<CpuTensor*>(t.param);
+    float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
     float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : nullptr;
     float* fresh = scratch(4, update_block);
@@ -135,8 +141,10 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c);
+        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
+                      copy ? copy_base + start : nullptr);
     }
+    if (copy) copy->mark_copy_of(param);
     return c;
 }
 
@@ -144,7 +152,10 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     check_tensors(t, true, true, "adamw_step");
     if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
     const std::int64_t n = t.param->numel();
-    float* p = static_cast<CpuTensor*>(t.param)->data();
+    CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
+    float* copy_base = copy ? copy->data() : nullptr;
+    CpuTensor& param = *static_cast<CpuTensor*>(t.param);
+    float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
     float* m = static_cast<CpuTensor*>(t.state1)->data();
     float* v = static_cast<CpuTensor*>(t.state2)->data();
@@ -167,8 +178,10 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c);
+        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
+                      copy ? copy_base + start : nullptr);
     }
+    if (copy) copy->mark_copy_of(param);
     return c;
 }
 

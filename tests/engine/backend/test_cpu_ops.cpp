@@ -584,6 +584,28 @@ private slots:
         QCOMPARE(be.memory().total(), std::int64_t{432});
     }
 
+    // poke stores what the format's storage can hold, as the GPU does: 4-byte formats any FP32
+    // value, narrower ones the nearest value; e4m3 has no infinity, so an injected inf is NaN.
+    void pokeStoresWhatTheFormatHolds() {
+        CpuBackend be;
+        const float inf = std::numeric_limits<float>::infinity();
+        for (Format f : all_formats) {
+            auto t = make(be, 1, 6, f);
+            const float values[] = {inf, -inf, std::nanf(""), 1e-9f, 70000.0f, 0.1f};
+            for (int i = 0; i < 6; ++i) be.poke(*t, i, values[i]);
+            const std::vector<float> got = read(be, *t);
+            for (int i = 0; i < 6; ++i) {
+                const float want = format_bytes(f) == 4 ? values[i] : round_to(f, values[i]);
+                QVERIFY2(std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(want) ||
+                             (std::isnan(got[i]) && std::isnan(want)),
+                         qPrintable(QString("%1[%2]").arg(format_name(f).data()).arg(i)));
+            }
+            if (f == Format::fp8_e4m3) QVERIFY(std::isnan(got[0]) && std::isnan(got[1]));
+            if (f == Format::fp16) QVERIFY(std::isinf(got[0]) && got[3] == 0.0f);
+            if (f == Format::fp32) QCOMPARE(got[3], 1e-9f);
+        }
+    }
+
     void convertRoundsValues() {
         CpuBackend be;
         auto t = make(be, 1, 3, Format::fp32);

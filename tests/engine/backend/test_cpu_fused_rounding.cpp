@@ -1,0 +1,188 @@
+// The CPU backend's fused rounding passes, bit for bit against the passes they replace:
+// - scale_round_array (numeric/convert.h), FP8 quantisation with a per-tensor scale in one pass:
+//   equal to an FP32 multiply pass then round_array, and its amax to the largest |src| bit
+//   pattern, over random bit patterns and the edges (zeros, subnormals, inf, NaN, the saturation
+//   threshold), every format, both overflow modes, lengths that leave a scalar tail;
+// - the optimizer's update of a weight's cast copy (CpuTensor write stamps): after SGD and AdamW
+//   steps the forward's operand copy is what a fresh cast gives, and a write to the master
+//   through the backend (poke) makes the forward cast again.
+#include <QtTest>
+
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+
+namespace {
+
+std::vector<float> awkward_values(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<float> v(n);
+    const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, 448.0f, 464.0f, -465.0f, 57344.0f, 61440.0f,
+                           65504.0f, 65520.0f, std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN(), 1.0f / 512, 1.0f / 1024 / 1024};
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t r = rng();
+        if (i % 5 == 0) {
+            v[i] = edges[r % std::size(edges)];
+        } else if (i % 5 == 1) {
+            v[i] = std::bit_cast<float>(r);  // any pattern
+        } else {
+            // magnitudes around the FP8 range: 2^-24 .. 2^16
+            const int exponent = static_cast<int>(r >> 27) - 24 + 16 * static_cast<int>((r >> 16) & 1);
+            const float mantissa = 1.0f + static_cast<float>(r & 0xffff) / 65536.0f;
+            v[i] = std::ldexp(mantissa, exponent) * ((r >> 20) & 1 ? -1.0f : 1.0f);
+        }
+    }
+    return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b, std::size_t* where) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) {
+            *where = i;
+            return false;
+        }
+    return true;
+}
+
+std::vector<float> read(Backend& b, const Tensor& t) {
+    std::vector<float> v(static_cast<std::size_t>(t.numel()));
+    b.download(t, v.data(), t.numel());
+    return v;
+}
+
+}  // namespace
+
+class TestCpuFusedRounding : public QObject {
+    Q_OBJECT
+private slots:
+    void scaleRoundMatchesTwoPasses_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<bool>("saturate");
+        QTest::addColumn<float>("scale");
+        QTest::addColumn<int>("n");
+        for (Format f : all_formats)
+            for (bool sat : {false, true}) {
+                const std::string name = std::string(format_name(f)) + (sat ? " saturate" : " to_inf");
+                QTest::newRow((name + " scale 1").c_str()) << static_cast<int>(f) << sat << 1.0f << 4099;
+                QTest::newRow((name + " scale 2^7").c_str()) << static_cast<int>(f) << sat << 128.0f << 1027;
+                QTest::newRow((name + " scale 0.37").c_str()) << static_cast<int>(f) << sat << 0.37f << 13;
+                QTest::newRow((name + " scale 3e5").c_str()) << static_cast<int>(f) << sat << 3e5f << 2048;
+            }
+    }
+    void scaleRoundMatchesTwoPasses() {
+        QFETCH(int, format);
+        QFETCH(bool, saturate);
+        QFETCH(float, scale);
+        QFETCH(int, n);
+        const Format f = static_cast<Format>(format);
+        const Overflow o = saturate ? Overflow::saturate : Overflow::to_inf;
+        for (unsigned seed = 1; seed <= 3; ++seed) {
+            const auto src = awkward_values(static_cast<std::size_t>(n), seed);
+            std::vector<float> expect(src.size()), got(src.size(), 7.0f);
+            std::uint32_t amax_bits = 0;
+            for (std::size_t i = 0; i < src.size(); ++i) {
+                expect[i] = src[i] * scale;
+                amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(src[i]) & 0x7fffffffu);
+            }
+            round_array(f, expect.data(), expect.size(), o);
+            const float amax = scale_round_array(f, src.data(), got.data(), got.size(), scale, o);
+            std::size_t where = 0;
+            QVERIFY2(same_bits(expect, got, &where),
+                     qPrintable(QString("element %1: %2 * %3").arg(where).arg(src[where]).arg(scale)));
+            QCOMPARE(std::bit_cast<std::uint32_t>(amax), amax_bits);
+        }
+    }
+
+    // The weight copy the optimizer writes equals a fresh cast, step after step; a poke on the
+    // master is seen by the next forward.
+    void optimizerKeepsCastCopy_data() {
+        QTest::addColumn<bool>("adamw");
+        QTest::addColumn<int>("format");
+        QTest::newRow("sgd fp16") << false << static_cast<int>(Format::fp16);
+        QTest::newRow("adamw fp16") << true << static_cast<int>(Format::fp16);
+        QTest::newRow("adamw bf16") << true << static_cast<int>(Format::bf16);
+    }
+    void optimizerKeepsCastCopy() {
+        QFETCH(bool, adamw);
+        QFETCH(int, format);
+        const Format f = static_cast<Format>(format);
+        CpuBackend be;
+        const std::int64_t in = 37, out = 11, batch = 5;
+        auto desc = [](const char* name, std::int64_t r, std::int64_t c, Format fm, MemoryCategory cat) {
+            TensorDesc d;
+            d.name = name;
+            d.rows = r;
+            d.cols = c;
+            d.format = fm;
+            d.category = cat;
+            return d;
+        };
+        auto w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
+        auto wc = be.allocate(desc("wc", out, in, f, MemoryCategory::parameters));
+        auto b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
+        auto gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
+        auto gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
+        auto s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        auto s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        auto x = be.allocate(desc("x", batch, in, f, MemoryCategory::activations));
+        auto y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
+        auto fresh = be.allocate(desc("fresh", out, in, f, MemoryCategory::workspace));
+        std::mt19937 rng(5);
+        std::normal_distribution<float> nd(0.0f, 0.1f);
+        std::vector<float> v(static_cast<std::size_t>(out * in));
+        for (float& e : v) e = nd(rng);
+        be.upload(*w, v.data(), w->numel());
+        for (float& e : v) e = nd(rng);
+        be.upload(*gw, v.data(), gw->numel());
+        std::vector<float> xs(static_cast<std::size_t>(batch * in), 0.5f);
+        be.upload(*x, xs.data(), x->numel());
+        be.fill(*b, 0.0f);
+        be.fill(*s1, 0.0f);
+        be.fill(*s2, 0.0f);
+        LinearTensors l;
+        l.weight = w.get();
+        l.weight_compute = wc.get();
+        l.bias = b.get();
+        l.grad_weight = gw.get();
+        l.grad_bias = gb.get();
+        l.compute = f;
+        for (int step = 1; step <= 4; ++step) {
+            be.linear_forward(l, *x, *y, batch, true);
+            be.cast(*w, *fresh);
+            QCOMPARE(read(be, *wc), read(be, *fresh));
+            OptimizerTensors t{w.get(), gw.get(), s1.get(), s2.get()};
+            if (adamw) {
+                AdamWParams p;
+                p.lr = 1e-2;
+                p.step = step;
+                be.adamw_step(t, p);
+            } else {
+                SgdParams p;
+                p.lr = 1e-2;
+                p.momentum = 0.9;
+                p.first_step = step == 1;
+                be.sgd_step(t, p);
+            }
+            be.cast(*w, *fresh);
+            QCOMPARE(read(be, *wc), read(be, *fresh));  // updated with the master
+        }
+        be.poke(*w, 3, 1.2345f);  // a write the optimizer did not make
+        be.linear_forward(l, *x, *y, batch, true);
+        be.cast(*w, *fresh);
+        QCOMPARE(read(be, *wc), read(be, *fresh));
+        QCOMPARE(read(be, *wc)[3], round_to(f, 1.2345f));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuFusedRounding)
+#include "test_cpu_fused_rounding.moc"
