@@ -157,7 +157,7 @@ if rows:
           "autocast + GradScaler; aims: graph/torch >= 3x at widths 256/1024, >= 1.05x at 8192; checks, telem. <= 2%")
 PY
 
-SKIPS=$(cat "$LOG"/test_gpu_*.txt | grep -c "^SKIP")
+SKIPS=$(for t in "${GPU_SUITES[@]}"; do cat "$LOG/$t.txt"; done | grep -c "^SKIP")
 printf '\nGPU suites: %s; host-logic suites: %s; skipped GPU test functions: %s; %ds in all\n' \
   "$([[ $GPU_RC == 0 ]] && echo passed || echo FAILED)" "$([[ $HOST_RC == 0 ]] && echo passed || echo FAILED)" \
   "$SKIPS" $(( $(date +%s) - START ))

@@ -62,7 +62,11 @@ void CudaBackend::softmax_cross_entropy_async(const Tensor& logits, const std::i
 CudaBackend::CheckPlan CudaBackend::prepare_check(const std::vector<Tensor*>& grads,
                                                   const std::vector<bool>& want_summary) {
     activate();
-    const std::vector<CheckChunk> chunks = check_chunks(grads, want_summary);  // multipliers: 1 on this path
+    // The async path keeps no host-side multiplier (narrow gradients are read with the scaler's
+    // inv_scale). One a synchronous step left on a gradient ends when the next backward rewrites
+    // it, before this plan's check reads it, so it is not baked into the table.
+    std::vector<CheckChunk> chunks = check_chunks(grads, want_summary);
+    for (CheckChunk& c : chunks) c.multiplier = 1.0f;
     CheckPlan plan;
     plan.tensors = static_cast<int>(grads.size());
     plan.chunk_count = static_cast<int>(chunks.size());
