@@ -55,6 +55,10 @@ CpuTensor::~CpuTensor() {
     copies.erase(this);
     for (auto it = copies.begin(); it != copies.end();)
         it = it->second == this ? copies.erase(it) : std::next(it);
+    auto& fp8 = m_ledger->fp8_copies;
+    fp8.erase(this);
+    for (auto it = fp8.begin(); it != fp8.end();)
+        it = it->second.copy == this ? fp8.erase(it) : std::next(it);
 }
 
 std::uint64_t CpuTensor::next_stamp() {
@@ -77,10 +81,19 @@ void CpuTensor::set_format(Format f) {
     m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
 }
 
-CpuFp8State::CpuFp8State(const Fp8Recipe& r)
+CpuFp8State::CpuFp8State(const Fp8Recipe& r, std::shared_ptr<CpuLedger> ledger)
     : m_history{AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
                 AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
-                AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e5m2).max_finite)} {}
+                AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e5m2).max_finite)},
+      m_ledger(std::move(ledger)) {}
+
+CpuFp8State::~CpuFp8State() {
+    auto& fp8 = m_ledger->fp8_copies;
+    for (auto it = fp8.begin(); it != fp8.end();) {
+        const AmaxHistory* h = it->second.history;
+        it = h >= m_history.data() && h < m_history.data() + m_history.size() ? fp8.erase(it) : std::next(it);
+    }
+}
 
 Fp8TensorSnapshot CpuFp8State::snapshot(Fp8Role role) const {
     const AmaxHistory& h = m_history[static_cast<int>(role)];
@@ -140,7 +153,7 @@ void CpuBackend::convert(Tensor& t, Format format) {
 }
 
 std::unique_ptr<Fp8State> CpuBackend::create_fp8_state(const Fp8Recipe& recipe) {
-    return std::make_unique<CpuFp8State>(recipe);
+    return std::make_unique<CpuFp8State>(recipe, m_ledger);
 }
 
 void CpuBackend::update_fp8_scales(Fp8State& state) {
@@ -188,6 +201,17 @@ CpuTensor* CpuBackend::fresh_cast_copy(const Tensor& param) const {
     const auto it = m_ledger->cast_copies.find(&source);
     if (it == m_ledger->cast_copies.end() || !it->second->is_copy_of(source)) return nullptr;
     return it->second;
+}
+
+CpuFp8WeightCopy* CpuBackend::fp8_copy_to_write(const Tensor& param) {
+    const auto it = m_ledger->fp8_copies.find(&cpu(param));
+    if (it == m_ledger->fp8_copies.end()) return nullptr;
+    // The scale the history will have after this step's update (end_step, after the optimizer):
+    // the update of a copy (assigned into a kept object: no allocation once it has grown).
+    m_next_scale = *it->second.history;
+    m_next_scale.update();
+    it->second.scale = m_next_scale.scale();
+    return &it->second;
 }
 
 float* CpuBackend::scratch(int slot, std::int64_t n) {

@@ -8,8 +8,9 @@
 // at most (copies fused with their rounding, epilogues and statistics done block by block while
 // the block is in the L1 cache), scratch buffers are kept between steps (no allocation on the
 // steady-state step), and oneDNN's primitives are created once per shape (CpuMatmul). With
-// master weights the optimizer also writes the weights' cast copies (write stamps below), and on
-// statistics steps the underflow reference of dW is proven element by element where it can be
+// master weights the optimizer also writes the weights' cast copies (write stamps below), for FP8
+// layers the quantised weights with the scale the next forward will use (CpuFp8WeightCopy), and
+// on statistics steps the underflow reference of dW is proven element by element where it can be
 // instead of computed by a second matmul (cpu_flush_count.h). docs/numerics.md, "The CPU
 // backend's speed".
 //
@@ -33,12 +34,25 @@ namespace mantissa {
 
 class CpuTensor;
 
+// An FP8 layer's quantised weight copy (saturate_e4m3(w · scale)), which the optimizer writes
+// with the scale the layer's weight history will have after this step's update (the delayed
+// scaling is known then), so that linear_forward can skip the quantisation pass. Valid while
+// `copy` is_copy_of the weight and the history's scale is bit for bit `scale`; amax is max |w|
+// (as scale_round_array returns it) of the weight it was made from.
+struct CpuFp8WeightCopy {
+    CpuTensor* copy = nullptr;
+    const AmaxHistory* history = nullptr;
+    float scale = 0.0f, amax = 0.0f;
+};
+
 // Bytes per category, shared by the backend and its tensors (a tensor returns its bytes when
-// destroyed), and the weights whose cast copy the optimizer keeps up to date (master -> copy; a
-// tensor removes itself when destroyed, so no entry dangles).
+// destroyed), the weights whose cast copy the optimizer keeps up to date (master -> copy) and
+// the FP8 weights whose quantised copy it writes (weight -> copy). A tensor removes itself when
+// destroyed, and an FP8 state the entries that name its history, so no entry dangles.
 struct CpuLedger {
     std::array<std::int64_t, 6> bytes{};
     std::unordered_map<const CpuTensor*, CpuTensor*> cast_copies;
+    std::unordered_map<const CpuTensor*, CpuFp8WeightCopy> fp8_copies;
 };
 
 // Write stamps: every access that can change a tensor's values or format (the non-const data(),
@@ -75,12 +89,14 @@ private:
 
 class CpuFp8State final : public Fp8State {
 public:
-    explicit CpuFp8State(const Fp8Recipe& r);
+    CpuFp8State(const Fp8Recipe& r, std::shared_ptr<CpuLedger> ledger);
+    ~CpuFp8State() override;
     Fp8TensorSnapshot snapshot(Fp8Role role) const override;
     AmaxHistory& history(Fp8Role role) { return m_history[static_cast<int>(role)]; }
 
 private:
     std::array<AmaxHistory, 3> m_history;
+    std::shared_ptr<CpuLedger> m_ledger;
 };
 
 class CpuBackend final : public Backend {
@@ -129,6 +145,9 @@ private:
     // The cast copy of `param` that the optimizer should update with it (rounding each new value
     // to the copy's format while its block is in the L1 cache), or null.
     CpuTensor* fresh_cast_copy(const Tensor& param) const;
+    // The quantised FP8 copy of `param` the optimizer should write with it, or null; its entry's
+    // scale is set to the one the next forward will use.
+    CpuFp8WeightCopy* fp8_copy_to_write(const Tensor& param);
     // Scratch buffers, grown on demand and kept: no allocation on the steady-state step.
     float* scratch(int slot, std::int64_t n);
     // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
@@ -153,6 +172,7 @@ private:
     std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
     std::vector<unsigned char> m_mask;            // the optimizer's non-zero update flags
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
+    AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy
     cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count
 };
 

@@ -7,7 +7,9 @@
 // an order of its own. Only whether ref(o, i) is zero matters, and only where gw(o, i) is zero:
 // - when column o of dy or column i of x is all zeros, or no row b has both dy(b, o) and x(b, i)
 //   non-zero (bit masks of the non-zero rows), and every input is finite, every product is ±0
-//   and so is ref(o, i), in any order, with or without FMA or flush-to-zero;
+//   and so is ref(o, i), in any order, with or without FMA or flush-to-zero; the masks are built
+//   in the pass over x and dy that checks them, the zeros of gw are found eight at a time
+//   (AVX2), and only the zeros this test leaves open (usually a handful) cost a dot product;
 // - otherwise the products are summed exactly in double (an FP32 product is exact in double):
 //   S = Σ p_b and A = Σ |p_b|. Any FP32 summation of K products, in any order and tree, with the
 //   products rounded or fused, differs from S by at most γ_K·A, γ_K = K·u/(1 - K·u), u = 2^-24,
@@ -29,15 +31,23 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 namespace mantissa::cpu_detail {
 
 struct FlushCountScratch {
     std::vector<std::uint32_t> x_any, dy_any;  // per column: OR of |bits| (non-zero: not all ±0)
-    std::vector<std::int64_t> open_per_row;    // per row of gw: zeros the column flags leave open
     std::vector<double> x_t;                   // columns of x as contiguous rows, (in, batch)
     std::vector<unsigned char> x_t_ready;      // which columns x_t holds
     std::vector<double> dy_col;                // one column of dy, (batch)
-    std::vector<std::uint64_t> x_mask, dy_mask;  // which rows of a column are not ±0, 64 a word
+    // Which rows of each column are not ±0, 64 rows a word, word-major: mask[w * cols + c] holds
+    // rows 64w .. 64w + 63 of column c (built row by row, as m is stored).
+    std::vector<std::uint64_t> x_mask, dy_mask;
+    std::vector<std::uint64_t> x_mask_t;       // x_mask column-major: x_mask_t[c * words + w]
+    std::vector<std::uint64_t> dy_word;        // one column of dy_mask, (words)
+    std::vector<std::int64_t> open;            // the zeros of gw that need a dot: o * in + i
 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -52,15 +62,21 @@ struct FlushCountScratch {
 // (chosen at run time). Integer work and exact products only, except the two double sums of a
 // dot, whose order does not matter to the bound (see the file comment).
 
-// any[c] |= |m(r, c)| bits over all rows; returns non-zero when m holds an inf, NaN or subnormal.
-MANTISSA_FLUSH_ALWAYS_INLINE inline std::uint32_t column_or_body(const std::uint32_t* m, std::int64_t rows,
-                                                                 std::int64_t cols, std::uint32_t* any) {
+// Over m (rows, cols) row-major: any[c] |= |m(r, c)| bits, and bit r % 64 of mask[(r / 64) * cols
+// + c] set where m(r, c) is not ±0 (both zeroed by the caller). Returns non-zero when m holds an
+// inf, NaN or subnormal.
+MANTISSA_FLUSH_ALWAYS_INLINE inline std::uint32_t column_flags_body(const std::uint32_t* m, std::int64_t rows,
+                                                                    std::int64_t cols, std::uint32_t* any,
+                                                                    std::uint64_t* mask) {
     std::uint32_t bad = 0;
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::uint32_t* row = m + r * cols;
+        std::uint64_t* word = mask + (r / 64) * cols;
+        const std::uint64_t bit = std::uint64_t{1} << (r % 64);
         for (std::int64_t c = 0; c < cols; ++c) {
             const std::uint32_t mag = row[c] & 0x7fffffffu;
             any[c] |= mag;
+            word[c] |= mag != 0 ? bit : std::uint64_t{0};
             bad |= static_cast<std::uint32_t>(mag - 1u < 0x007fffffu) |
                    static_cast<std::uint32_t>(mag > 0x7f7fffffu);
         }
@@ -68,15 +84,11 @@ MANTISSA_FLUSH_ALWAYS_INLINE inline std::uint32_t column_or_body(const std::uint
     return bad;
 }
 
-// Zeros of gw row `row` (n values) whose column is flagged in x_any.
-MANTISSA_FLUSH_ALWAYS_INLINE inline std::int64_t open_in_row_body(const std::uint32_t* row,
-                                                                   const std::uint32_t* x_any,
-                                                                   std::int64_t n) {
-    std::uint32_t open = 0;  // n < 2^32 per row
+// Calls visit(i) for each i in [0, n) where row[i] is ±0, in increasing order.
+template <class Visit>
+MANTISSA_FLUSH_ALWAYS_INLINE inline void for_each_zero_body(const std::uint32_t* row, std::int64_t n, Visit& visit) {
     for (std::int64_t i = 0; i < n; ++i)
-        open += static_cast<std::uint32_t>((row[i] & 0x7fffffffu) == 0) &
-                static_cast<std::uint32_t>(x_any[i] != 0);
-    return open;
+        if ((row[i] & 0x7fffffffu) == 0) visit(i);
 }
 
 // S = Σ a[b]·x[b] and A = Σ |a[b]·x[b]| (products exact: the inputs are FP32 values), in 4 lanes.
@@ -99,18 +111,44 @@ MANTISSA_FLUSH_ALWAYS_INLINE inline void dot_body(const double* a, const double*
     magnitude = (m[0] + m[1]) + (m[2] + m[3]);
 }
 
-#ifdef MANTISSA_FLUSH_DISPATCH
-MANTISSA_FLUSH_AVX2 inline std::uint32_t column_or_avx2(const std::uint32_t* m, std::int64_t rows,
-                                                        std::int64_t cols, std::uint32_t* any) {
-    return column_or_body(m, rows, cols, any);
+// #{i : ref[i] is not ±0 and gw[i] is ±0} (the count from the reference product).
+MANTISSA_FLUSH_ALWAYS_INLINE inline std::int64_t flushed_against_body(const std::uint32_t* ref,
+                                                                      const std::uint32_t* gw,
+                                                                      std::int64_t n) {
+    std::uint64_t flushed = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+        flushed += static_cast<std::uint64_t>((ref[i] & 0x7fffffffu) != 0) &
+                   static_cast<std::uint64_t>((gw[i] & 0x7fffffffu) == 0);
+    return static_cast<std::int64_t>(flushed);
 }
-MANTISSA_FLUSH_AVX2 inline std::int64_t open_in_row_avx2(const std::uint32_t* row, const std::uint32_t* x_any,
-                                                         std::int64_t n) {
-    return open_in_row_body(row, x_any, n);
+
+#ifdef MANTISSA_FLUSH_DISPATCH
+MANTISSA_FLUSH_AVX2 inline std::uint32_t column_flags_avx2(const std::uint32_t* m, std::int64_t rows,
+                                                           std::int64_t cols, std::uint32_t* any,
+                                                           std::uint64_t* mask) {
+    return column_flags_body(m, rows, cols, any, mask);
+}
+// Eight elements a compare; the zeros' positions from the sign mask.
+template <class Visit>
+MANTISSA_FLUSH_AVX2 inline void for_each_zero_avx2(const std::uint32_t* row, std::int64_t n, Visit& visit) {
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+    const __m256i zero = _mm256_setzero_si256();
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)), magnitude);
+        auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, zero))));
+        for (; bits != 0; bits &= bits - 1) visit(i + __builtin_ctz(bits));
+    }
+    for (; i < n; ++i)
+        if ((row[i] & 0x7fffffffu) == 0) visit(i);
 }
 MANTISSA_FLUSH_AVX2 inline void dot_avx2(const double* a, const double* x, std::int64_t n, double& sum,
                                          double& magnitude) {
     dot_body(a, x, n, sum, magnitude);
+}
+MANTISSA_FLUSH_AVX2 inline std::int64_t flushed_against_avx2(const std::uint32_t* ref, const std::uint32_t* gw,
+                                                             std::int64_t n) {
+    return flushed_against_body(ref, gw, n);
 }
 inline bool flush_count_has_avx2() {
     static const bool has = __builtin_cpu_supports("avx2");
@@ -118,19 +156,20 @@ inline bool flush_count_has_avx2() {
 }
 #endif
 
-inline std::uint32_t column_or(const std::uint32_t* m, std::int64_t rows, std::int64_t cols,
-                               std::uint32_t* any) {
+inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std::int64_t cols,
+                                  std::uint32_t* any, std::uint64_t* mask) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return column_or_avx2(m, rows, cols, any);
+    if (flush_count_has_avx2()) return column_flags_avx2(m, rows, cols, any, mask);
 #endif
-    return column_or_body(m, rows, cols, any);
+    return column_flags_body(m, rows, cols, any, mask);
 }
 
-inline std::int64_t open_in_row(const std::uint32_t* row, const std::uint32_t* x_any, std::int64_t n) {
+template <class Visit>
+inline void for_each_zero(const std::uint32_t* row, std::int64_t n, Visit& visit) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return open_in_row_avx2(row, x_any, n);
+    if (flush_count_has_avx2()) return for_each_zero_avx2(row, n, visit);
 #endif
-    return open_in_row_body(row, x_any, n);
+    for_each_zero_body(row, n, visit);
 }
 
 inline void dot_exact_products(const double* a, const double* x, std::int64_t n, double& sum,
@@ -141,80 +180,97 @@ inline void dot_exact_products(const double* a, const double* x, std::int64_t n,
     dot_body(a, x, n, sum, magnitude);
 }
 
+// The reference count, from the reference product `ref` and the rounded gw (n values each).
+inline std::int64_t count_flushed_against_reference(const float* ref, const float* gw, std::int64_t n) {
+    const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
+    const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
+#ifdef MANTISSA_FLUSH_DISPATCH
+    if (flush_count_has_avx2()) return flushed_against_avx2(rb, gb, n);
+#endif
+    return flushed_against_body(rb, gb, n);
+}
+
 // dy: (batch, out) row-major; x: (batch, in) row-major; gw: (out, in) row-major, already rounded.
 // Returns #{(o, i) : |gw(o, i)| == 0 and ref(o, i) != 0}, or -1 when it must be computed.
 inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* x, const float* gw,
                                                   std::int64_t batch, std::int64_t out,
                                                   std::int64_t in, FlushCountScratch& s) {
     if (batch <= 0 || out <= 0 || in <= 0) return 0;  // ref is all zeros (or empty)
+    const std::int64_t words = (batch + 63) / 64;
     s.dy_any.assign(static_cast<std::size_t>(out), 0);
     s.x_any.assign(static_cast<std::size_t>(in), 0);
+    s.dy_mask.assign(static_cast<std::size_t>(words * out), 0);
+    s.x_mask.assign(static_cast<std::size_t>(words * in), 0);
     const auto* dyb = reinterpret_cast<const std::uint32_t*>(dy);
     const auto* xb = reinterpret_cast<const std::uint32_t*>(x);
-    if (column_or(dyb, batch, out, s.dy_any.data()) != 0 || column_or(xb, batch, in, s.x_any.data()) != 0)
+    if (column_flags(dyb, batch, out, s.dy_any.data(), s.dy_mask.data()) != 0 ||
+        column_flags(xb, batch, in, s.x_any.data(), s.x_mask.data()) != 0)
         return -1;
 
-    // The zeros of gw that the column flags do not settle, row by row.
+    // The zeros of gw that need a dot product: those where some row b has both dy(b, o) and
+    // x(b, i) non-zero (elsewhere every product is ±0, the inputs being finite, and ref is zero;
+    // this covers the all-zero columns of dy and x). Listed row by row, in increasing order.
+    // Deciding one costs a dot product of length batch: beyond a few percent of the elements (and
+    // a thousand) the matmul is cheaper, and the listing stops.
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
-    s.open_per_row.assign(static_cast<std::size_t>(out), 0);
-    std::int64_t open = 0;
+    s.dy_word.resize(static_cast<std::size_t>(words));
+    s.open.clear();
+    s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
+    for (std::int64_t w = 0; w < words; ++w)
+        for (std::int64_t i = 0; i < in; ++i)
+            s.x_mask_t[static_cast<std::size_t>(i * words + w)] = s.x_mask[static_cast<std::size_t>(w * in + i)];
+    const std::uint64_t* x_mask = s.x_mask_t.data();
+    const std::uint64_t* dy_word = s.dy_word.data();
+    std::int64_t row_base = 0;
+    auto visit = [&](std::int64_t i) {
+        const std::uint64_t* xm = x_mask + i * words;
+        std::uint64_t overlap = 0;
+        for (std::int64_t w = 0; w < words; ++w) overlap |= xm[w] & dy_word[w];
+        if (overlap != 0) s.open.push_back(row_base + i);
+    };
     for (std::int64_t o = 0; o < out; ++o) {
         if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
-        const std::int64_t n = open_in_row(gb + o * in, s.x_any.data(), in);
-        s.open_per_row[static_cast<std::size_t>(o)] = n;
-        open += n;
+        for (std::int64_t w = 0; w < words; ++w)
+            s.dy_word[static_cast<std::size_t>(w)] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
+        row_base = o * in;
+        for_each_zero(gb + o * in, in, visit);
+        const auto open = static_cast<std::int64_t>(s.open.size());
+        if (open > 1024 && open * 16 > out * in) return -1;
     }
-    if (open == 0) return 0;
-    // Deciding an element costs a dot product of length batch: beyond a few percent of the
-    // elements (and a thousand) the matmul is cheaper.
-    if (open > 1024 && open * 16 > out * in) return -1;
+    if (s.open.empty()) return 0;
 
     s.x_t.resize(static_cast<std::size_t>(in * batch));
     s.x_t_ready.assign(static_cast<std::size_t>(in), 0);
     s.dy_col.resize(static_cast<std::size_t>(batch));
-    const std::int64_t words = (batch + 63) / 64;
-    s.x_mask.resize(static_cast<std::size_t>(in * words));
-    s.dy_mask.resize(static_cast<std::size_t>(words));
-    // Column c of m, (rows, cols) row-major, as doubles in `col` and a mask of its non-zeros.
-    auto gather = [words](const float* m, std::int64_t rows, std::int64_t cols, std::int64_t c,
-                          double* col, std::uint64_t* mask) {
-        std::fill_n(mask, words, std::uint64_t{0});
-        for (std::int64_t r = 0; r < rows; ++r) {
-            const float v = m[r * cols + c];
-            col[r] = static_cast<double>(v);
-            mask[r / 64] |= static_cast<std::uint64_t>(v != 0.0f) << (r % 64);
-        }
+    // Column c of m, (rows, cols) row-major, as doubles in `col`.
+    auto gather = [](const float* m, std::int64_t rows, std::int64_t cols, std::int64_t c, double* col) {
+        for (std::int64_t r = 0; r < rows; ++r) col[r] = static_cast<double>(m[r * cols + c]);
     };
 
     const double k = static_cast<double>(batch);
     const double relative = (2.0 * k + 2.0) * std::ldexp(1.0, -24);
     const double absolute = (k + 1.0) * std::ldexp(1.0, -124);
     std::int64_t flushed = 0;
-    for (std::int64_t o = 0; o < out; ++o) {
-        if (s.open_per_row[static_cast<std::size_t>(o)] == 0) continue;
-        gather(dy, batch, out, o, s.dy_col.data(), s.dy_mask.data());
-        const std::uint32_t* row = gb + o * in;
-        for (std::int64_t i = 0; i < in; ++i) {
-            if ((row[i] & 0x7fffffffu) != 0 || s.x_any[static_cast<std::size_t>(i)] == 0) continue;
-            double* xi = s.x_t.data() + i * batch;
-            std::uint64_t* xm = s.x_mask.data() + i * words;
-            if (!s.x_t_ready[static_cast<std::size_t>(i)]) {  // column i of x, gathered once
-                gather(x, batch, in, i, xi, xm);
-                s.x_t_ready[static_cast<std::size_t>(i)] = 1;
-            }
-            // No row where both are non-zero: every product is ±0 (the inputs are finite).
-            std::uint64_t overlap = 0;
-            for (std::int64_t w = 0; w < words; ++w) overlap |= xm[w] & s.dy_mask[static_cast<std::size_t>(w)];
-            if (overlap == 0) continue;
-            double sum, magnitude;
-            dot_exact_products(s.dy_col.data(), xi, batch, sum, magnitude);
-            if (magnitude == 0.0) continue;  // every product is ±0: ref is zero
-            if (std::fabs(sum) > relative * magnitude + absolute) {
-                ++flushed;  // ref is certainly not zero
-                continue;
-            }
-            return -1;  // cancellation too close to call
+    std::int64_t gathered_row = -1;
+    for (const std::int64_t e : s.open) {
+        const std::int64_t o = e / in, i = e % in;
+        if (o != gathered_row) {
+            gather(dy, batch, out, o, s.dy_col.data());
+            gathered_row = o;
         }
+        double* xi = s.x_t.data() + i * batch;
+        if (!s.x_t_ready[static_cast<std::size_t>(i)]) {  // column i of x, gathered once
+            gather(x, batch, in, i, xi);
+            s.x_t_ready[static_cast<std::size_t>(i)] = 1;
+        }
+        double sum, magnitude;
+        dot_exact_products(s.dy_col.data(), xi, batch, sum, magnitude);
+        if (magnitude == 0.0) continue;  // every product is ±0: ref is zero
+        if (std::fabs(sum) > relative * magnitude + absolute) {
+            ++flushed;  // ref is certainly not zero
+            continue;
+        }
+        return -1;  // cancellation too close to call
     }
     return flushed;
 }

@@ -8,6 +8,7 @@
 //           gradients underflow; the weight gradient's rounding is measured); dB = Σ_rows dy in
 //           FP32 (FP8: of the unquantised dy, as TE's fused bias-gradient does), rounded.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -132,10 +133,22 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         auto& state = static_cast<CpuFp8State&>(*l.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
         AmaxHistory& hw = state.history(Fp8Role::weight);
-        float* wq = cpu(*l.weight_compute).data();
+        // The optimizer writes the quantised weights with the scale this step uses when it can
+        // (CpuFp8WeightCopy): quantise only when the copy is not what quantising would give.
+        CpuTensor& wc = cpu(*l.weight_compute);
+        CpuFp8WeightCopy& entry = m_ledger->fp8_copies[&w];
+        float amax_w;
+        if (entry.copy == &wc && wc.is_copy_of(w) &&
+            std::bit_cast<std::uint32_t>(entry.scale) == std::bit_cast<std::uint32_t>(hw.scale())) {
+            amax_w = entry.amax;
+        } else {
+            amax_w = quantize_scaled(std::as_const(w).data(), wc.data(), in * out, hw.scale(),
+                                     Format::fp8_e4m3);
+            wc.mark_copy_of(w);
+            entry = CpuFp8WeightCopy{&wc, &hw, hw.scale(), amax_w};
+        }
+        const float* wq = std::as_const(wc).data();
         float* xq = cpu(*l.saved_input).data();
-        const float amax_w =
-            quantize_scaled(std::as_const(w).data(), wq, in * out, hw.scale(), Format::fp8_e4m3);
         const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
         if (record_amax) {
             hw.record(amax_w);
@@ -274,11 +287,8 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
             if (flushed < 0) {
                 float* ref = scratch(slot_reference, out * in);
                 m_matmul.multiply(dy_reference, true, x_op, false, ref, out, in, batch, false);
-                const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
-                const auto* gb = reinterpret_cast<const std::uint32_t*>(gw.data());
-                flushed = 0;
-                for (std::size_t i = 0; i < n_w; ++i)
-                    flushed += (rb[i] & 0x7fffffffu) != 0 && (gb[i] & 0x7fffffffu) == 0;
+                flushed = cpu_detail::count_flushed_against_reference(ref, gw.data(),
+                                                                      static_cast<std::int64_t>(n_w));
             }
             s.zeros_before = s.zeros - flushed;
             *weight_stats += s;

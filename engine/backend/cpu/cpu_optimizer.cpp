@@ -18,6 +18,7 @@
 // folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
 // x86-64 (chosen at run time).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -114,13 +115,38 @@ MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restri
 // the parameter's format, store them in the parameter and count lost updates against the old
 // values.
 // copy: the parameter's cast copy (CpuTensor::is_copy_of), kept current here, or null.
+// fp8: the parameter's quantised FP8 copy (CpuFp8WeightCopy), written here as linear_forward
+// would (scale_round_array, elementwise, so the blocking changes no value), or null; the largest
+// |p| bit pattern goes into *fp8_amax_bits.
 static void finish_update(float* p, float* fresh, std::int64_t n, Format format,
                           const unsigned char* mask, UpdateCounts& c, CpuTensor* copy,
-                          float* copy_data) {
+                          float* copy_data, const CpuFp8WeightCopy* fp8, float* fp8_data,
+                          std::uint32_t* fp8_amax_bits) {
     if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
     store_counting_lost(p, fresh, mask, n, &c);
     if (copy) round_array(copy->format(), p, copy_data, static_cast<std::size_t>(n));  // as cast()
+    if (fp8) {
+        const float amax = scale_round_array(Format::fp8_e4m3, p, fp8_data, static_cast<std::size_t>(n),
+                                             fp8->scale, Overflow::saturate);
+        *fp8_amax_bits = std::max(*fp8_amax_bits, std::bit_cast<std::uint32_t>(amax));
+    }
 }
+
+namespace {
+
+// The FP8 copy's side of an optimizer step: where to write and what to record after.
+struct Fp8Write {
+    CpuFp8WeightCopy* entry = nullptr;
+    float* data = nullptr;
+    std::uint32_t amax_bits = 0;
+    void finish(const CpuTensor& param) {
+        if (!entry) return;
+        entry->amax = std::bit_cast<float>(amax_bits);
+        entry->copy->mark_copy_of(param);
+    }
+};
+
+}  // namespace
 
 UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s) {
     const bool momentum = s.momentum != 0.0;
@@ -128,6 +154,8 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const std::int64_t n = t.param->numel();
     CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
     float* copy_base = copy ? copy->data() : nullptr;
+    Fp8Write q;
+    if (!copy && (q.entry = fp8_copy_to_write(*t.param))) q.data = q.entry->copy->data();
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -142,9 +170,11 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
         finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
-                      copy ? copy_base + start : nullptr);
+                      copy ? copy_base + start : nullptr, q.entry, q.data ? q.data + start : nullptr,
+                      &q.amax_bits);
     }
     if (copy) copy->mark_copy_of(param);
+    q.finish(param);
     return c;
 }
 
@@ -154,6 +184,8 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     const std::int64_t n = t.param->numel();
     CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
     float* copy_base = copy ? copy->data() : nullptr;
+    Fp8Write q;
+    if (!copy && (q.entry = fp8_copy_to_write(*t.param))) q.data = q.entry->copy->data();
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -179,9 +211,11 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
         finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
-                      copy ? copy_base + start : nullptr);
+                      copy ? copy_base + start : nullptr, q.entry, q.data ? q.data + start : nullptr,
+                      &q.amax_bits);
     }
     if (copy) copy->mark_copy_of(param);
+    q.finish(param);
     return c;
 }
 

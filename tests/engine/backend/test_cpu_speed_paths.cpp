@@ -1,0 +1,185 @@
+// The CPU backend's shortcuts that must not change a result (issue 8's emulation speed):
+// - an FP8 layer's quantised weights written by the optimizer with the scale the next forward
+//   uses (CpuFp8WeightCopy): training with the shortcut gives, step by step, the same outputs,
+//   gradients and amax histories bit for bit as training where every forward quantises afresh,
+//   and after an optimizer step the copy already holds saturate_e4m3(w · next scale);
+// - the underflow count's bit-mask test over many rows (more than one 64-row word, ragged
+//   sizes) agrees with the reference product, and the vectorised reference count with a plain
+//   loop.
+#include <QtTest>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_matmul.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+
+namespace {
+
+std::vector<float> read(Backend& b, const Tensor& t) {
+    std::vector<float> v(static_cast<std::size_t>(t.numel()));
+    b.download(t, v.data(), t.numel());
+    return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> random_values(std::size_t n, float scale, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+// One FP8 linear layer with its tensors, on its own backend.
+struct Fp8Layer {
+    static constexpr int batch = 5, in = 70, out = 33;  // 2310 weights: three optimizer blocks
+    CpuBackend be;
+    std::unique_ptr<Tensor> w, b, wq, gw, gb, xs, x, y, dy, dx, m1, m2, mb1, mb2;
+    std::unique_ptr<Fp8State> state;
+    LinearTensors t;
+
+    Fp8Layer() {
+        auto mk = [&](std::int64_t r, std::int64_t c, Format f) {
+            return be.allocate(TensorDesc{"t", r, c, f, MemoryCategory::workspace});
+        };
+        w = mk(out, in, Format::fp32), b = mk(1, out, Format::fp32), wq = mk(out, in, Format::fp8_e4m3);
+        gw = mk(out, in, Format::fp32), gb = mk(1, out, Format::fp32), xs = mk(batch, in, Format::fp8_e4m3);
+        x = mk(batch, in, Format::fp32), y = mk(batch, out, Format::bf16), dy = mk(batch, out, Format::bf16);
+        dx = mk(batch, in, Format::bf16);
+        m1 = mk(out, in, Format::fp32), m2 = mk(out, in, Format::fp32);
+        mb1 = mk(1, out, Format::fp32), mb2 = mk(1, out, Format::fp32);
+        state = be.create_fp8_state(Fp8Recipe{3, 0, AmaxAlgo::max});
+        t.compute = Format::fp8_e4m3;
+        t.weight = w.get();
+        t.weight_compute = wq.get();
+        t.bias = b.get();
+        t.grad_weight = gw.get();
+        t.grad_bias = gb.get();
+        t.saved_input = xs.get();
+        t.fp8 = state.get();
+        const auto wv = random_values(static_cast<std::size_t>(out * in), 0.2f, 1);
+        be.upload(*w, wv.data(), out * in);
+    }
+
+    // One training step; `fresh`: the weight is rewritten first (same values), so the forward
+    // cannot use the optimizer's copy and quantises.
+    void step(int n, bool fresh, bool sgd) {
+        if (fresh) {
+            const auto wv = read(be, *w);
+            be.upload(*w, wv.data(), out * in);
+        }
+        const auto xv = random_values(static_cast<std::size_t>(batch * in), 1.0f, 100 + n);
+        be.upload(*x, xv.data(), batch * in);
+        be.linear_forward(t, *x, *y, batch, true);
+        const auto dyv = random_values(static_cast<std::size_t>(batch * out), 1e-2f, 200 + n);
+        be.upload(*dy, dyv.data(), batch * out);
+        be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
+        if (sgd) {
+            SgdParams p;
+            p.lr = 0.05;
+            p.momentum = 0.9;
+            p.first_step = n == 0;
+            be.sgd_step(OptimizerTensors{w.get(), gw.get(), m1.get(), nullptr}, p);
+        } else {
+            AdamWParams p;
+            p.lr = 1e-2;
+            p.weight_decay = 0.01;
+            p.step = n + 1;
+            be.adamw_step(OptimizerTensors{w.get(), gw.get(), m1.get(), m2.get()}, p);
+        }
+        be.update_fp8_scales(*state);
+    }
+};
+
+}  // namespace
+
+class TestCpuSpeedPaths : public QObject {
+    Q_OBJECT
+private slots:
+    void optimizerQuantisedWeightsChangeNothing_data() {
+        QTest::addColumn<bool>("sgd");
+        QTest::newRow("adamw") << false;
+        QTest::newRow("sgd") << true;
+    }
+    void optimizerQuantisedWeightsChangeNothing() {
+        QFETCH(bool, sgd);
+        Fp8Layer shortcut, fresh;
+        for (int n = 0; n < 6; ++n) {
+            shortcut.step(n, false, sgd);
+            fresh.step(n, true, sgd);
+            QVERIFY2(same_bits(read(shortcut.be, *shortcut.y), read(fresh.be, *fresh.y)), qPrintable(QString("y, step %1").arg(n)));
+            QVERIFY(same_bits(read(shortcut.be, *shortcut.dx), read(fresh.be, *fresh.dx)));
+            QVERIFY(same_bits(read(shortcut.be, *shortcut.gw), read(fresh.be, *fresh.gw)));
+            QVERIFY(same_bits(read(shortcut.be, *shortcut.w), read(fresh.be, *fresh.w)));
+            for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output})
+                QCOMPARE(shortcut.state->snapshot(r).amax_history, fresh.state->snapshot(r).amax_history);
+            // The copy the optimizer wrote is already the next forward's quantised weight.
+            const float scale = shortcut.state->snapshot(Fp8Role::weight).scale;
+            const auto wv = read(shortcut.be, *shortcut.w);
+            const auto qv = read(shortcut.be, *shortcut.wq);
+            for (std::size_t i = 0; i < wv.size(); ++i)
+                QCOMPARE(std::bit_cast<std::uint32_t>(qv[i]),
+                         std::bit_cast<std::uint32_t>(round_to(Format::fp8_e4m3, wv[i] * scale, Overflow::saturate)));
+        }
+    }
+
+    // Batches over 64 rows take several mask words; ragged widths take the scalar tails.
+    void maskTestMatchesTheReferenceOverManyRows_data() {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("out");
+        QTest::addColumn<int>("in");
+        QTest::newRow("130 rows") << 130 << 21 << 75;
+        QTest::newRow("256 rows") << 256 << 16 << 64;
+        QTest::newRow("65 rows") << 65 << 9 << 13;
+    }
+    void maskTestMatchesTheReferenceOverManyRows() {
+        QFETCH(int, batch);
+        QFETCH(int, out);
+        QFETCH(int, in);
+        CpuMatmul mm;
+        mm.set_threads(1);
+        cpu_detail::FlushCountScratch scratch;
+        int decided = 0;
+        for (unsigned seed = 1; seed <= 4; ++seed) {
+            std::mt19937 rng(seed);
+            std::uniform_real_distribution<float> u(0.0f, 1.0f);
+            std::vector<float> dy(static_cast<std::size_t>(batch * out)), x(static_cast<std::size_t>(batch * in));
+            // Sparse rows: most products are zero, a few gradients flush in fp16.
+            for (float& v : dy) v = u(rng) < 0.7f ? 0.0f : (u(rng) - 0.5f) * (u(rng) < 0.5f ? 1e-9f : 1e-2f);
+            for (float& v : x) v = u(rng) < 0.8f ? 0.0f : u(rng);
+            std::vector<float> dy_op(dy.size()), gw(static_cast<std::size_t>(out * in)), ref(gw.size());
+            round_array(Format::fp16, dy.data(), dy_op.data(), dy.size());
+            mm.multiply(dy_op.data(), true, x.data(), false, gw.data(), out, in, batch);
+            round_array(Format::fp16, gw.data(), gw.size());
+            mm.multiply(dy.data(), true, x.data(), false, ref.data(), out, in, batch);
+            std::int64_t expected = 0;
+            for (std::size_t i = 0; i < gw.size(); ++i)
+                expected += (std::bit_cast<std::uint32_t>(ref[i]) & 0x7fffffffu) != 0 &&
+                            (std::bit_cast<std::uint32_t>(gw[i]) & 0x7fffffffu) == 0;
+            QCOMPARE(cpu_detail::count_flushed_against_reference(ref.data(), gw.data(),
+                                                                 static_cast<std::int64_t>(gw.size())),
+                     expected);
+            const std::int64_t got = cpu_detail::count_flushed_weight_gradient(dy.data(), x.data(), gw.data(),
+                                                                               batch, out, in, scratch);
+            if (got < 0) continue;
+            ++decided;
+            QCOMPARE(got, expected);
+        }
+        QVERIFY(decided > 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuSpeedPaths)
+#include "test_cpu_speed_paths.moc"
