@@ -109,42 +109,52 @@ MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restri
     }
 }
 
-}  // namespace
+// The copies an optimizer step writes with its parameter, block by block while the new values are
+// in the L1 cache: the cast copy (CpuTensor::is_copy_of; master weights), or else the quantised
+// FP8 copy (CpuFp8WeightCopy), written as linear_forward would (scale_round_array: elementwise, so
+// the blocking changes no value), with the largest |p| bit pattern for its amax. Set up before
+// the parameter is written (freshness is judged by write stamps), finished after.
+struct CopyWrites {
+    CpuTensor* cast = nullptr;
+    float* cast_data = nullptr;
+    CpuFp8WeightCopy* fp8 = nullptr;
+    float* fp8_data = nullptr;
+    std::uint32_t fp8_amax_bits = 0;
 
-// The shared tail of both optimizers, for one block: the new values are in `fresh`; round them to
-// the parameter's format, store them in the parameter and count lost updates against the old
-// values.
-// copy: the parameter's cast copy (CpuTensor::is_copy_of), kept current here, or null.
-// fp8: the parameter's quantised FP8 copy (CpuFp8WeightCopy), written here as linear_forward
-// would (scale_round_array, elementwise, so the blocking changes no value), or null; the largest
-// |p| bit pattern goes into *fp8_amax_bits.
-static void finish_update(float* p, float* fresh, std::int64_t n, Format format,
-                          const unsigned char* mask, UpdateCounts& c, CpuTensor* copy,
-                          float* copy_data, const CpuFp8WeightCopy* fp8, float* fp8_data,
-                          std::uint32_t* fp8_amax_bits) {
-    if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
-    store_counting_lost(p, fresh, mask, n, &c);
-    if (copy) round_array(copy->format(), p, copy_data, static_cast<std::size_t>(n));  // as cast()
-    if (fp8) {
-        const float amax = scale_round_array(Format::fp8_e4m3, p, fp8_data, static_cast<std::size_t>(n),
-                                             fp8->scale, Overflow::saturate);
-        *fp8_amax_bits = std::max(*fp8_amax_bits, std::bit_cast<std::uint32_t>(amax));
+    explicit CopyWrites(CpuTensor* cast_copy) : cast(cast_copy) {
+        if (cast) cast_data = cast->data();
     }
-}
-
-namespace {
-
-// The FP8 copy's side of an optimizer step: where to write and what to record after.
-struct Fp8Write {
-    CpuFp8WeightCopy* entry = nullptr;
-    float* data = nullptr;
-    std::uint32_t amax_bits = 0;
+    void set_fp8(CpuFp8WeightCopy* entry) {
+        fp8 = entry;
+        if (fp8) fp8_data = fp8->copy->data();
+    }
+    // p[0, n) holds the parameter's new values from element `start` on.
+    void block(const float* p, std::int64_t start, std::int64_t n) {
+        if (cast) round_array(cast->format(), p, cast_data + start, static_cast<std::size_t>(n));  // as cast()
+        if (fp8) {
+            const float amax = scale_round_array(Format::fp8_e4m3, p, fp8_data + start, static_cast<std::size_t>(n),
+                                                 fp8->scale, Overflow::saturate);
+            fp8_amax_bits = std::max(fp8_amax_bits, std::bit_cast<std::uint32_t>(amax));
+        }
+    }
     void finish(const CpuTensor& param) {
-        if (!entry) return;
-        entry->amax = std::bit_cast<float>(amax_bits);
-        entry->copy->mark_copy_of(param);
+        if (cast) cast->mark_copy_of(param);
+        if (fp8) {
+            fp8->amax = std::bit_cast<float>(fp8_amax_bits);
+            fp8->copy->mark_copy_of(param);
+        }
     }
 };
+
+// The shared tail of both optimizers, for one block starting at element `start`: the new values
+// are in `fresh`; round them to the parameter's format, store them in the parameter (p: the
+// block), count lost updates against the old values, and write the copies.
+void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, Format format,
+                   const unsigned char* mask, UpdateCounts& c, CopyWrites& copies) {
+    if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
+    store_counting_lost(p, fresh, mask, n, &c);
+    copies.block(p, start, n);
+}
 
 }  // namespace
 
@@ -152,10 +162,8 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const bool momentum = s.momentum != 0.0;
     check_tensors(t, momentum, false, "sgd_step");
     const std::int64_t n = t.param->numel();
-    CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
-    float* copy_base = copy ? copy->data() : nullptr;
-    Fp8Write q;
-    if (!copy && (q.entry = fp8_copy_to_write(*t.param))) q.data = q.entry->copy->data();
+    CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
+    if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -169,12 +177,9 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
-                      copy ? copy_base + start : nullptr, q.entry, q.data ? q.data + start : nullptr,
-                      &q.amax_bits);
+        finish_update(p + start, fresh, start, len, t.param->format(), m_mask.data(), c, copies);
     }
-    if (copy) copy->mark_copy_of(param);
-    q.finish(param);
+    copies.finish(param);
     return c;
 }
 
@@ -182,10 +187,8 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     check_tensors(t, true, true, "adamw_step");
     if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
     const std::int64_t n = t.param->numel();
-    CpuTensor* copy = fresh_cast_copy(*t.param);  // before p is written
-    float* copy_base = copy ? copy->data() : nullptr;
-    Fp8Write q;
-    if (!copy && (q.entry = fp8_copy_to_write(*t.param))) q.data = q.entry->copy->data();
+    CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
+    if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -210,12 +213,9 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, len, t.param->format(), m_mask.data(), c, copy,
-                      copy ? copy_base + start : nullptr, q.entry, q.data ? q.data + start : nullptr,
-                      &q.amax_bits);
+        finish_update(p + start, fresh, start, len, t.param->format(), m_mask.data(), c, copies);
     }
-    if (copy) copy->mark_copy_of(param);
-    q.finish(param);
+    copies.finish(param);
     return c;
 }
 
