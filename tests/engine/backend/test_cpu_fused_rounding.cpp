@@ -14,10 +14,12 @@
 #include <random>
 #include <vector>
 
+#include "backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "numeric/convert.h"
 
 using namespace mantissa;
+using backend_test::read;
 
 namespace {
 
@@ -52,12 +54,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b, std::si
             return false;
         }
     return true;
-}
-
-std::vector<float> read(Backend& b, const Tensor& t) {
-    std::vector<float> v(static_cast<std::size_t>(t.numel()));
-    b.download(t, v.data(), t.numel());
-    return v;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "backend_test_util.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
@@ -20,6 +21,8 @@
 #include "numeric/stats.h"
 
 using namespace mantissa;
+using backend_test::read;
+using backend_test::random_values;
 Q_DECLARE_METATYPE(mantissa::Format)
 Q_DECLARE_METATYPE(mantissa::Activation)
 
@@ -27,23 +30,9 @@ namespace {
 
 constexpr float inf = std::numeric_limits<float>::infinity();
 
-std::vector<float> random_values(std::size_t n, float scale, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
 std::unique_ptr<Tensor> make(Backend& b, std::int64_t rows, std::int64_t cols, Format f,
                              MemoryCategory c = MemoryCategory::workspace, const char* name = "t") {
     return b.allocate(TensorDesc{name, rows, cols, f, c});
-}
-
-std::vector<float> read(Backend& b, const Tensor& t) {
-    std::vector<float> v(static_cast<std::size_t>(t.numel()));
-    b.download(t, v.data(), t.numel());
-    return v;
 }
 
 std::vector<float> rounded(Format f, std::vector<float> v) {

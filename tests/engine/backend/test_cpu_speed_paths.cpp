@@ -15,31 +15,20 @@
 #include <random>
 #include <vector>
 
+#include "backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
 #include "numeric/convert.h"
 
 using namespace mantissa;
+using backend_test::read;
+using backend_test::random_values;
 
 namespace {
 
-std::vector<float> read(Backend& b, const Tensor& t) {
-    std::vector<float> v(static_cast<std::size_t>(t.numel()));
-    b.download(t, v.data(), t.numel());
-    return v;
-}
-
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::vector<float> random_values(std::size_t n, float scale, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
 }
 
 // One FP8 linear layer with its tensors, on its own backend.

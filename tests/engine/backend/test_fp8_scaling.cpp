@@ -7,22 +7,18 @@
 #include <limits>
 #include <vector>
 
+#include "backend_test_util.h"
 #include "backend/amax_history.h"
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
 #include "numeric/convert.h"
 
 using namespace mantissa;
+using backend_test::read;
 
 namespace {
 
 constexpr float e4m3_max = 448.0f;
-
-std::vector<float> read(Backend& b, const Tensor& t) {
-    std::vector<float> v(static_cast<std::size_t>(t.numel()));
-    b.download(t, v.data(), t.numel());
-    return v;
-}
 
 }  // namespace
 
