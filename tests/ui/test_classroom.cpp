@@ -200,8 +200,17 @@ private slots:
         waitSteps(*w, 60);
         const double before = latestMean(w->controller()->series(), &LayerSample::frac_lost_updates);
         w->applyLiveSetting("precision.master_weights=true");
-        const std::int64_t switched = w->controller()->series().stepCount();
-        waitSteps(*w, switched + 20);
+        // Measure 20 steps after the step the switch applied at (its setting_change event): the
+        // window's series can trail the training thread by more than that on a loaded machine.
+        const RunSeries& series = w->controller()->series();
+        const auto appliedAt = [&]() -> std::int64_t {
+            for (const Event& e : series.events())
+                if (e.kind == EventKind::setting_change && e.data_json.find("master_weights") != std::string::npos)
+                    return e.step;
+            return -1;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(appliedAt() >= 0, 20000);
+        waitSteps(*w, appliedAt() + 20);
         const double after = latestMean(w->controller()->series(), &LayerSample::frac_lost_updates);
         stop(*w);
         qInfo("lost updates %.3f without master weights, %.3f with", before, after);
