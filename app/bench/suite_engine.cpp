@@ -3,7 +3,8 @@
 // For each model (the reference 784-256-128-10 at batch 128, then wider MLPs) and backend (the
 // CPU; CUDA when the backend factory can make one), one Trainer per precision is built and
 // warmed up; then rounds of timed blocks, every precision once per round (interleaved). A block
-// is as many steps as take ~0.25 s (0.05 s with --quick), measured during the warm-up. Printed:
+// is as many steps as take ~0.25 s (0.05 s with --quick), measured during the warm-up, issued as
+// the Session issues them (Trainer::advance: on a GPU, pipelined and replayed as CUDA graphs). Printed:
 // median step time and samples/s, the spread of the blocks, the step-time ratio to fp32 (median
 // of the per-round ratios) and the process CPU time per step (steadier than the wall clock on a
 // shared machine). A second table times oneDNN's matmul on the reference shapes, fp32 against
@@ -90,7 +91,10 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
     for (std::size_t i = 0; i < n; ++i)
         blocks.push_back([&, i] {
             const double c0 = process_cpu_s();
-            for (int s = 0; s < steps; ++s) trainers[i]->step();
+            // As Session drives it: issued ahead, results read as they come (a GPU overlaps the
+            // host's next step with this one), every step's report in by the block's end.
+            for (int s = 0; s < steps; ++s) trainers[i]->advance();
+            trainers[i]->flush();
             cpu[i].push_back(process_cpu_s() - c0);
         });
     auto seconds = time_interleaved(blocks, 1, rounds);

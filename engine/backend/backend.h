@@ -30,6 +30,8 @@
 
 namespace mantissa {
 
+class StepPipeline;  // backend/step_pipeline.h
+
 enum class MemoryCategory : std::uint8_t {
     parameters,       // the weights the forward pass reads (the compute copy, or the stored weights)
     master_weights,   // FP32 master copies (master weights on)
@@ -239,6 +241,11 @@ public:
 
     // ---- accounting
     virtual MemoryBreakdown memory() const = 0;
+
+    // ---- the pipelined step (step_pipeline.h)
+    // A pipeline whose steps leave their results on the device until collected (the loss scaler
+    // living there too), or null: the Trainer then runs SyncStepPipeline over the calls above.
+    virtual std::unique_ptr<StepPipeline> create_pipeline(const LossScalingSpec& spec);
 };
 
 // What `mantissa-cli devices` and the GUI show: each backend, whether it can run here and why not.

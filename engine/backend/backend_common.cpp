@@ -1,5 +1,6 @@
 // Small helpers of the backend interface shared by every backend: names and format inclusion.
 #include "backend/backend.h"
+#include "backend/step_pipeline.h"
 
 namespace mantissa {
 
@@ -31,6 +32,11 @@ bool format_contains(Format outer, Format inner) {
     // Enough fraction bits, range and subnormal reach, and inf stays inf.
     return o.mantissa_bits >= i.mantissa_bits && o.max_finite >= i.max_finite &&
            o.min_subnormal <= i.min_subnormal && (o.has_infinity || !i.has_infinity);
+}
+
+std::unique_ptr<StepPipeline> Backend::create_pipeline(const LossScalingSpec& spec) {
+    (void)spec;
+    return nullptr;
 }
 
 }  // namespace mantissa

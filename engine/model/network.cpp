@@ -143,6 +143,13 @@ void Network::forward(const float* x, std::int64_t batch, bool training) {
         throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
                     std::to_string(m_capacity) + ".");
     m_backend.upload(*m_input, x, batch * m_desc.inputs());
+    forward_uploaded(batch, training);
+}
+
+void Network::forward_uploaded(std::int64_t batch, bool training) {
+    if (batch < 0 || batch > m_capacity)
+        throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
+                    std::to_string(m_capacity) + ".");
     for (int i = 0; i < layer_count(); ++i) {
         Layer& l = *m_layers[static_cast<std::size_t>(i)];
         LinearTensors t = l.tensors();
@@ -158,6 +165,11 @@ LossResult Network::loss(const std::int32_t* labels, const float* targets, std::
     if (m_desc.loss == LossKind::cross_entropy)
         return m_backend.softmax_cross_entropy(*last.z, labels, batch, loss_scale, grad);
     return m_backend.mse(*last.z, targets, batch, loss_scale, grad);
+}
+
+void Network::loss(StepPipeline& pipeline) {
+    Layer& last = *m_layers.back();
+    pipeline.loss(*last.z, last.dz.get());
 }
 
 void Network::backward(std::int64_t batch, std::vector<RoundingStats>* weight_stats) {

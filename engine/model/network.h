@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/step_pipeline.h"
 #include "model/layer_formats.h"
 #include "model/model_desc.h"
 
@@ -40,6 +41,12 @@ public:
 
     // x: (batch, inputs) host rows. training: FP8 layers record amaxes.
     void forward(const float* x, std::int64_t batch, bool training);
+    // The forward pass over rows already in input() (a StepPipeline uploads them).
+    void forward_uploaded(std::int64_t batch, bool training);
+    Tensor& input() { return *m_input; }
+    // The loss of the last forward through a pipeline (its scale, its deferred results), the
+    // output gradient written for backward.
+    void loss(StepPipeline& pipeline);
     // Loss of the last forward against labels (classification) or targets (regression); with
     // with_grad, the output gradient (× loss_scale) is written for backward.
     LossResult loss(const std::int32_t* labels, const float* targets, std::int64_t batch,

@@ -42,6 +42,12 @@ public:
     // static takes the new init_scale, dynamic keeps its current scale and counter and takes the
     // new factors, interval and bounds (the scale clamped to them).
     void reconfigure(const LossScalingSpec& spec);
+    // The state a StepPipeline reported after a step (its scaler runs where the steps run, with
+    // this spec): the Trainer keeps this one as the host's mirror of it.
+    void restore(float scale, std::int64_t growth_tracker) {
+        m_scale = scale;
+        m_tracker = growth_tracker;
+    }
 
 private:
     float clamp(float s) const;

@@ -1,4 +1,5 @@
-// Optimizer: allocates FP32 state per parameter and calls the backend's fused updates.
+// Optimizer: allocates FP32 state per parameter and hands each parameter to the step pipeline,
+// which runs the backend's fused update (or skips it).
 #include "train/optimizer.h"
 
 #include "error.h"
@@ -6,7 +7,7 @@
 namespace mantissa {
 
 Optimizer::Optimizer(Backend& backend, Network& network, const TrainSpec& spec)
-    : m_backend(backend), m_network(network), m_spec(spec) {
+    : m_network(network), m_spec(spec) {
     const bool sgd = spec.optimizer == OptimizerKind::sgd;
     const bool momentum = sgd && spec.momentum != 0.0;
     for (int l = 0; l < network.layer_count(); ++l) {
@@ -31,40 +32,30 @@ Optimizer::Optimizer(Backend& backend, Network& network, const TrainSpec& spec)
 
 Optimizer::~Optimizer() = default;
 
-const std::vector<UpdateCounts>& Optimizer::step(double lr) {
-    std::vector<UpdateCounts>& counts = m_counts;
-    counts.assign(static_cast<std::size_t>(m_network.layer_count()), UpdateCounts{});
-    ++m_steps;
+OptimizerHyper Optimizer::hyper() const {
+    OptimizerHyper h;
+    h.kind = m_spec.optimizer;
+    h.momentum = m_spec.momentum;
+    h.weight_decay = m_spec.weight_decay;
+    h.beta1 = m_spec.beta1;
+    h.beta2 = m_spec.beta2;
+    h.eps = m_spec.eps;
+    return h;
+}
+
+void Optimizer::step(StepPipeline& pipeline) const {
+    const OptimizerHyper h = hyper();
     for (int l = 0; l < m_network.layer_count(); ++l) {
         for (int p = 0; p < 2; ++p) {
-            ParamState& st = m_state[static_cast<std::size_t>(2 * l + p)];
+            const ParamState& st = m_state[static_cast<std::size_t>(2 * l + p)];
             OptimizerTensors t;
             t.param = p == 0 ? &m_network.weight(l) : &m_network.bias(l);
             t.grad = p == 0 ? &m_network.grad_weight(l) : &m_network.grad_bias(l);
             t.state1 = st.s1.get();
             t.state2 = st.s2.get();
-            UpdateCounts c;
-            if (m_spec.optimizer == OptimizerKind::sgd) {
-                SgdParams s;
-                s.lr = lr;
-                s.momentum = m_spec.momentum;
-                s.weight_decay = m_spec.weight_decay;
-                s.first_step = m_steps == 1;
-                c = m_backend.sgd_step(t, s);
-            } else {
-                AdamWParams a;
-                a.lr = lr;
-                a.beta1 = m_spec.beta1;
-                a.beta2 = m_spec.beta2;
-                a.eps = m_spec.eps;
-                a.weight_decay = m_spec.weight_decay;
-                a.step = m_steps;
-                c = m_backend.adamw_step(t, a);
-            }
-            if (p == 0) counts[static_cast<std::size_t>(l)] = c;
+            pipeline.optimizer_step(t, h, p == 0 ? l : -1);
         }
     }
-    return counts;
 }
 
 const Tensor* Optimizer::state(int layer, int param, int which) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/step_pipeline.h"
 #include "model/network.h"
 #include "train/experiment.h"
 
@@ -18,11 +19,14 @@ public:
     Optimizer(Backend& backend, Network& network, const TrainSpec& spec);
     ~Optimizer();
 
-    // One step over every layer's weight and bias at learning rate lr; returns, per layer, what
-    // happened to the weight's updates (non-zero, lost to rounding): a reference to a member,
-    // valid until the next step (no allocation on the steady-state step).
-    const std::vector<UpdateCounts>& step(double lr);
+    // One step over every layer's weight and bias through a pipeline: the learning rate, the step
+    // count and the skip are the pipeline's; what happened to each layer's weight updates
+    // (non-zero, lost to rounding) comes back in its StepResults::counts.
+    void step(StepPipeline& pipeline) const;
+    // Steps taken, as the pipeline reported them (the Trainer records them at each report).
     std::int64_t steps_taken() const { return m_steps; }
+    void record_steps_taken(std::int64_t steps) { m_steps = steps; }
+    OptimizerHyper hyper() const;
     OptimizerKind kind() const { return m_spec.optimizer; }
     // The state tensors of a layer's weight (0) or bias (1): for tests and checks.
     const Tensor* state(int layer, int param, int which) const;
@@ -31,11 +35,9 @@ private:
     struct ParamState {
         std::unique_ptr<Tensor> s1, s2;
     };
-    Backend& m_backend;
     Network& m_network;
     TrainSpec m_spec;
     std::vector<ParamState> m_state;  // 2 per layer: weight, bias
-    std::vector<UpdateCounts> m_counts;  // the last step's, one per layer
     std::int64_t m_steps = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,10 @@ struct Session::Impl {
     bool drain(std::atomic<SessionState>& state);
     void apply(const Command& c, std::atomic<SessionState>& state, bool& stop);
     void evaluate();
+    // Reports of completed steps to the sinks and the summary, in step order.
+    void deliver(std::span<const StepReport> reports);
+    double step_seconds = 0;  // training thread: the reported steps' time and rows
+    std::int64_t samples = 0;
 };
 
 Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
@@ -143,8 +148,6 @@ RunSummary Session::summary() const {
 // ---- the training thread
 
 void Session::Impl::run(std::atomic<SessionState>& state) {
-    double step_seconds = 0;
-    std::int64_t samples = 0;
     bool stopped = false;
     try {
         trainer->restart_clock();
@@ -160,26 +163,14 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
                 stopped = true;
                 break;
             }
-            const StepReport& r = trainer->step();
-            for (const auto& e : r.events) emit(e);
-            for (auto& s : sinks) s->on_step(r.step, r.layers);
-            step_seconds += r.step.step_time_ms / 1e3;
-            samples += r.samples;
-            {
-                std::lock_guard lock(summary_mutex);
-                summary.steps = trainer->steps_taken();
-                summary.final_loss = r.step.loss;
-                summary.overflow_steps += r.step.overflow;
-                summary.skipped_steps += r.step.skipped;
-                summary.final_loss_scale = trainer->scaler().scale();
-                summary.samples_per_s = step_seconds > 0 ? static_cast<double>(samples) / step_seconds : 0;
-                summary.elapsed_s = trainer->elapsed_s();
-            }
+            deliver(trainer->advance());
             if (eval_every > 0 && trainer->steps_taken() % eval_every == 0) {
+                deliver(trainer->flush());
                 evaluate();
                 last_eval = trainer->steps_taken();
             }
         }
+        deliver(trainer->flush());
         if (!stopped) {
             // A stop posted during the last step still counts as a stop.
             std::lock_guard lock(queue_mutex);
@@ -214,6 +205,23 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
     }
 }
 
+void Session::Impl::deliver(std::span<const StepReport> reports) {
+    for (const StepReport& r : reports) {
+        for (const auto& e : r.events) emit(e);
+        for (auto& s : sinks) s->on_step(r.step, r.layers);
+        step_seconds += r.step.step_time_ms / 1e3;
+        samples += r.samples;
+        std::lock_guard lock(summary_mutex);
+        summary.steps = r.step.step + 1;
+        summary.final_loss = r.step.loss;
+        summary.overflow_steps += r.step.overflow;
+        summary.skipped_steps += r.step.skipped;
+        summary.final_loss_scale = trainer->scaler().scale();
+        summary.samples_per_s = step_seconds > 0 ? static_cast<double>(samples) / step_seconds : 0;
+        summary.elapsed_s = trainer->elapsed_s();
+    }
+}
+
 void Session::Impl::evaluate() {
     const EvalRecord e = trainer->evaluate();
     for (auto& s : sinks) s->on_eval(e);
@@ -232,6 +240,9 @@ bool Session::Impl::drain(std::atomic<SessionState>& state) {
                 queue_cv.wait(lock, [&] { return !queue.empty(); });
             batch.swap(queue);
         }
+        // Commands apply between steps with none in flight: the steps already issued report
+        // first, so every event keeps its place in step order.
+        if (!batch.empty()) deliver(trainer->flush());
         for (const auto& c : batch) {
             apply(c, state, stop);
             if (stop) break;

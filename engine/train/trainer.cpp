@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/sync_step_pipeline.h"
 #include "error.h"
 #include "train/lr_schedule.h"
 
@@ -44,7 +45,8 @@ json loss_scaling_json(const LossScalingSpec& s) {
 
 }  // namespace
 
-Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend)
+Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend,
+                 TrainerOptions options)
     : m_experiment(experiment), m_data(std::move(data)), m_backend(std::move(backend)),
       m_scaler(experiment.precision.loss_scaling), m_start(std::chrono::steady_clock::now()) {
     if (!m_backend) throw Error("Trainer: no backend.");
@@ -76,12 +78,16 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe,
                                           resolve_formats());
     m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
+    const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
+    if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
+    if (!m_pipeline) m_pipeline = std::make_unique<SyncStepPipeline>(*m_backend, scaling, options.sync_lag);
     m_test_order.resize(static_cast<std::size_t>(m_data.test.rows));
     std::iota(m_test_order.begin(), m_test_order.end(), std::int64_t{0});
 }
 
 Trainer::~Trainer() {
-    // Tensors before the backend that made them.
+    // The pipeline and the tensors before the backend that made them.
+    m_pipeline.reset();
     m_optimizer.reset();
     m_network.reset();
 }
@@ -100,7 +106,11 @@ std::vector<LayerFormats> Trainer::resolve_formats() const {
     return f;
 }
 
-void Trainer::apply_formats() { m_network->set_formats(resolve_formats()); }
+void Trainer::apply_formats() {
+    m_network->set_formats(resolve_formats());
+    ++m_generation;  // tensors may have been re-declared
+    m_pipeline->invalidate("a layer's formats changed");
+}
 
 LayerPrecision Trainer::layer_setting(int layer) const {
     return m_layer_settings.at(static_cast<std::size_t>(layer));
@@ -111,13 +121,43 @@ double Trainer::current_lr() const {
     return learning_rate_at(t.schedule, t.lr, m_step, t.warmup_steps, m_total_steps);
 }
 
-const StepReport& Trainer::step() {
+int Trainer::in_flight() const { return m_pipeline->in_flight(); }
+
+std::string Trainer::pipeline_description() const { return m_pipeline->describe(); }
+
+void Trainer::require_idle(const char* what) const {
+    if (m_pipeline->in_flight() > 0)
+        throw Error(std::string("Trainer: ") + what + " with " + std::to_string(m_pipeline->in_flight()) +
+                    " step(s) in flight; flush() first.");
+}
+
+std::span<const StepReport> Trainer::advance() {
     if (done()) throw Error("The run has already taken its " + std::to_string(m_total_steps) + " steps.");
+    m_report_count = 0;
+    issue();
+    while (m_pipeline->in_flight() >= m_pipeline->depth()) report_one();
+    return {m_reports.data(), m_report_count};
+}
+
+std::span<const StepReport> Trainer::flush() {
+    m_report_count = 0;
+    while (m_pipeline->in_flight() > 0) report_one();
+    return {m_reports.data(), m_report_count};
+}
+
+const StepReport& Trainer::step() {
+    advance();
+    const std::span<const StepReport> reports = flush();
+    if (m_report_count == 0) {  // advance reported it already
+        m_report_count = 1;
+        return m_reports.front();
+    }
+    return reports.back();
+}
+
+void Trainer::issue() {
     const auto t0 = std::chrono::steady_clock::now();
     const TrainSpec& t = m_experiment.train;
-    StepReport& r = m_report;
-    r.layers.clear();
-    r.events.clear();
     const int layers = m_network->layer_count();
 
     // ---- the batch
@@ -130,66 +170,111 @@ const StepReport& Trainer::step() {
     const std::int64_t count = std::min<std::int64_t>(t.batch_size, m_data.train.rows - first);
     gather_batch(m_data, m_data.train, m_order, first, count, m_x, m_y, m_targets);
 
-    // ---- forward, loss, backward
-    const float scale = m_scaler.scale();
     const bool stats = t.layer_stats_every > 0 && m_step % t.layer_stats_every == 0;
-    m_backend->set_gradient_tracing(stats);
-    m_network->forward(m_x.data(), count, true);
-    const LossResult loss = m_network->loss(m_y.data(), m_targets.data(), count, scale, true);
-    m_network->backward(count, stats ? &m_rounding : nullptr);
-
-    if (m_inject_layer >= 0) {
-        m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
-        m_inject_layer = -1;
+    Issued issued;
+    if (!m_issued_spare.empty()) {
+        issued = std::move(m_issued_spare.back());
+        m_issued_spare.pop_back();
     }
+    issued.step = m_step;
+    issued.epoch = epoch;
+    issued.samples = count;
+    issued.lr = current_lr();
+    issued.stats = stats;
+    issued.precisions.clear();
+    for (int l = 0; l < layers; ++l) issued.precisions.push_back(m_network->formats(l).compute);
 
-    // ---- unscale and the one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB
-    m_grads.clear();
-    m_want.clear();
-    for (int l = layers - 1; l >= 0; --l) {
-        m_grads.push_back(&m_network->grad_weight(l));
-        m_grads.push_back(&m_network->grad_bias(l));
-        m_want.push_back(stats);
-        m_want.push_back(false);
+    StepBegin b;
+    b.step = m_step;
+    b.batch = count;
+    b.input = &m_network->input();
+    b.x = m_x.data();
+    b.features = m_data.features;
+    const bool classification = m_network->desc().loss == LossKind::cross_entropy;
+    b.labels = classification ? m_y.data() : nullptr;
+    b.targets = classification ? nullptr : m_targets.data();
+    b.outputs = m_data.outputs;
+    b.layers = layers;
+    b.lr = issued.lr;
+    b.stats = stats;
+    b.generation = m_generation;
+    b.replayable = m_inject_layer < 0;
+    b.started = t0;
+    m_issued.push_back(std::move(issued));
+
+    // ---- forward, loss, backward, check, optimizer: issued unless the pipeline replays them
+    bool issue_body = m_pipeline->begin(b);
+    for (;;) {
+        if (issue_body) {
+            m_backend->set_gradient_tracing(stats);
+            m_network->forward_uploaded(count, true);
+            m_network->loss(*m_pipeline);
+            m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
+            if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
+            // The one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB.
+            m_grads.clear();
+            m_want.clear();
+            for (int l = layers - 1; l >= 0; --l) {
+                m_grads.push_back(&m_network->grad_weight(l));
+                m_grads.push_back(&m_network->grad_bias(l));
+                m_want.push_back(stats);
+                m_want.push_back(false);
+            }
+            m_pipeline->check(m_grads, m_want);
+            m_optimizer->step(*m_pipeline);
+            m_network->end_step();
+        }
+        if (!m_pipeline->end()) break;
+        issue_body = true;  // a failed recording: nothing ran, issue it again
     }
-    const UnscaleResult check = m_backend->unscale_and_check(m_grads, m_scaler.inv_scale(), m_want,
-                                                             stats ? &m_summaries : nullptr);
-    const double lr = current_lr();
-    const LossScaler::Update update = m_scaler.update(check.found_nonfinite);
-    std::vector<UpdateCounts>& counts = m_counts;  // kept: no allocation on the steady-state step
-    if (update.skipped) counts.assign(static_cast<std::size_t>(layers), UpdateCounts{});
-    else counts = m_optimizer->step(lr);
-    m_network->end_step();
+    m_inject_layer = -1;
+    ++m_step;
+}
 
-    // ---- telemetry
-    const auto t1 = std::chrono::steady_clock::now();
-    const double step_s = std::chrono::duration<double>(t1 - t0).count();
+void Trainer::report_one() {
+    StepResults& res = m_results;
+    if (!m_pipeline->collect(res) || m_issued.empty())
+        throw Error("Trainer: the step pipeline has no results for an issued step.");
+    Issued issued = std::move(m_issued.front());
+    m_issued.pop_front();
+    if (res.step != issued.step)
+        throw Error("Trainer: the step pipeline reported step " + std::to_string(res.step) + " for step " +
+                    std::to_string(issued.step) + ".");
+    m_scaler.restore(res.next_scale, res.growth_tracker);
+    m_optimizer->record_steps_taken(res.optimizer_steps);
+
+    if (m_reports.size() <= m_report_count) m_reports.resize(m_report_count + 1);
+    StepReport& r = m_reports[m_report_count++];
+    r.layers.clear();
+    r.events.clear();
+    const int layers = m_network->layer_count();
+
     StepRecord& s = r.step;
     s = StepRecord{};
-    s.step = m_step;
-    s.epoch = static_cast<std::int32_t>(epoch);
+    s.step = issued.step;
+    s.epoch = static_cast<std::int32_t>(issued.epoch);
     s.time_s = elapsed_s();
-    s.loss = loss.loss;
-    s.loss_scale = scale;
-    s.overflow = check.found_nonfinite;
-    s.skipped = update.skipped;
-    s.grad_norm = std::sqrt(check.sum_squares);
-    s.learning_rate = lr;
-    s.step_time_ms = step_s * 1e3;
-    s.samples_per_s = step_s > 0 ? static_cast<double>(count) / step_s : 0;
+    s.loss = res.loss.loss;
+    s.loss_scale = res.scale;
+    s.overflow = res.check.found_nonfinite;
+    s.skipped = res.skipped;
+    s.grad_norm = std::sqrt(res.check.sum_squares);
+    s.learning_rate = issued.lr;
+    s.step_time_ms = res.seconds * 1e3;
+    s.samples_per_s = res.seconds > 0 ? static_cast<double>(issued.samples) / res.seconds : 0;
     s.memory = m_backend->memory();
-    r.samples = count;
+    r.samples = issued.samples;
 
-    if (stats) {
+    if (issued.stats) {
         for (int l = 0; l < layers; ++l) {
             const auto back_index = static_cast<std::size_t>(2 * (layers - 1 - l));
-            const GradientSummary& g = m_summaries[back_index];
-            const RoundingStats& rs = m_rounding[static_cast<std::size_t>(l)];
+            const GradientSummary& g = res.summaries.at(back_index);
+            const RoundingStats& rs = res.rounding.at(static_cast<std::size_t>(l));
             LayerStepRecord rec;
-            rec.step = m_step;
+            rec.step = issued.step;
             rec.layer = l;
             rec.name = m_desc.layers[static_cast<std::size_t>(l)].name;
-            rec.precision = m_network->formats(l).compute;
+            rec.precision = issued.precisions[static_cast<std::size_t>(l)];
             rec.grad_amax = g.amax;
             rec.grad_elements = m_network->grad_weight(l).numel();
             const double n = static_cast<double>(std::max<std::int64_t>(1, rec.grad_elements));
@@ -197,7 +282,9 @@ const StepReport& Trainer::step() {
             rec.frac_subnormal = static_cast<double>(rs.subnormals) / n;
             rec.frac_nonfinite = static_cast<double>(g.nonfinite) / n;
             rec.frac_underflow = static_cast<double>(rs.underflows()) / n;
-            const UpdateCounts& c = counts[static_cast<std::size_t>(l)];
+            const UpdateCounts c = static_cast<std::size_t>(l) < res.counts.size() && !res.skipped
+                                       ? res.counts[static_cast<std::size_t>(l)]
+                                       : UpdateCounts{};
             rec.frac_lost_updates = c.nonzero_updates > 0 ? static_cast<double>(c.lost_updates) /
                                                                 static_cast<double>(c.nonzero_updates)
                                                           : 0.0;
@@ -206,37 +293,38 @@ const StepReport& Trainer::step() {
         }
     }
 
-    if (check.found_nonfinite) {
-        const int layer = layers - 1 - check.first_nonfinite / 2;
-        const char* tensor = check.first_nonfinite % 2 == 0 ? "dW" : "dB";
+    if (res.check.found_nonfinite) {
+        const int layer = layers - 1 - res.check.first_nonfinite / 2;
+        const char* tensor = res.check.first_nonfinite % 2 == 0 ? "dW" : "dB";
         const std::string& name = m_desc.layers[static_cast<std::size_t>(layer)].name;
         std::string msg = "Overflow: " + name + "'s " + (tensor[1] == 'W' ? "weight" : "bias") +
                           " gradient held inf/NaN";
-        msg += update.skipped ? "; the step was skipped." : "; the optimizer stepped anyway (loss scaling is off).";
-        r.events.push_back({m_step, s.time_s, EventKind::overflow, msg,
-                            json{{"layer", name}, {"tensor", tensor}, {"skipped", update.skipped}}.dump()});
+        msg += res.skipped ? "; the step was skipped." : "; the optimizer stepped anyway (loss scaling is off).";
+        r.events.push_back({issued.step, s.time_s, EventKind::overflow, msg,
+                            json{{"layer", name}, {"tensor", tensor}, {"skipped", res.skipped}}.dump()});
     }
-    if (update.changed()) {
-        r.events.push_back({m_step, s.time_s, EventKind::scale_change,
-                            "Loss scale " + format_number(update.old_scale) + " -> " +
-                                format_number(update.new_scale) + " (" + update.reason + ").",
-                            json{{"old", update.old_scale}, {"new", update.new_scale}, {"reason", update.reason}}
-                                .dump()});
+    if (res.next_scale != res.scale) {
+        // GradScaler backs off on an overflow and grows after growth_interval clean steps.
+        const char* reason = res.check.found_nonfinite ? "backoff" : "growth";
+        r.events.push_back({issued.step, s.time_s, EventKind::scale_change,
+                            "Loss scale " + format_number(res.scale) + " -> " + format_number(res.next_scale) +
+                                " (" + reason + ").",
+                            json{{"old", res.scale}, {"new", res.next_scale}, {"reason", reason}}.dump()});
     }
-    if (!std::isfinite(loss.loss)) {
+    if (!std::isfinite(res.loss.loss)) {
         if (!m_diverged)
-            r.events.push_back({m_step, s.time_s, EventKind::divergence,
-                                "The training loss is " + format_number(loss.loss) + ": the run has diverged.",
-                                json{{"loss", number(loss.loss)}}.dump()});
+            r.events.push_back({issued.step, s.time_s, EventKind::divergence,
+                                "The training loss is " + format_number(res.loss.loss) + ": the run has diverged.",
+                                json{{"loss", number(res.loss.loss)}}.dump()});
         m_diverged = true;
     } else {
         m_diverged = false;
     }
-    ++m_step;
-    return r;
+    m_issued_spare.push_back(std::move(issued));
 }
 
 EvalRecord Trainer::evaluate() {
+    require_idle("evaluate()");
     EvalRecord e;
     e.step = m_step;
     e.split = "test";
@@ -287,6 +375,7 @@ Event Trainer::make_setting_event(const std::string& key, const std::string& old
 }
 
 Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision precision) {
+    require_idle("set_layer_precision");
     const int index = require_layer(layer);
     const LayerPrecision old = m_layer_settings[static_cast<std::size_t>(index)];
     m_layer_settings[static_cast<std::size_t>(index)] = precision;
@@ -298,6 +387,7 @@ Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision prec
 }
 
 Event Trainer::set_autocast(Autocast autocast) {
+    require_idle("set_autocast");
     const Autocast old = m_experiment.precision.autocast;
     m_experiment.precision.autocast = autocast;
     apply_formats();
@@ -305,6 +395,7 @@ Event Trainer::set_autocast(Autocast autocast) {
 }
 
 Event Trainer::set_master_weights(bool enabled) {
+    require_idle("set_master_weights");
     const bool old = m_experiment.precision.master_weights;
     m_experiment.precision.master_weights = enabled;
     apply_formats();
@@ -313,8 +404,12 @@ Event Trainer::set_master_weights(bool enabled) {
 }
 
 Event Trainer::set_loss_scaling(const LossScalingSpec& spec) {
+    require_idle("set_loss_scaling");
     const LossScalingSpec old = m_scaler.spec();
     m_scaler.reconfigure(spec);
+    m_pipeline->set_loss_scaling(spec);
+    ++m_generation;
+    m_pipeline->invalidate("precision.loss_scaling changed");
     m_experiment.precision.loss_scaling = spec;
     const json o = loss_scaling_json(old), n = loss_scaling_json(spec);
     std::vector<std::string> changed;
@@ -334,6 +429,7 @@ Event Trainer::set_loss_scaling(const LossScalingSpec& spec) {
 }
 
 Event Trainer::set_learning_rate(double lr) {
+    require_idle("set_learning_rate");
     if (!(lr >= 0) || !std::isfinite(lr)) throw Error("train.lr must be a finite number >= 0.");
     const double old = m_experiment.train.lr;
     m_experiment.train.lr = lr;
@@ -341,6 +437,7 @@ Event Trainer::set_learning_rate(double lr) {
 }
 
 Event Trainer::inject_non_finite(const std::string& layer, float value) {
+    require_idle("inject_non_finite");
     m_inject_layer = require_layer(layer);
     m_inject_value = value;
     const std::string v = format_number(value);

@@ -1,18 +1,23 @@
 // Trainer: one run, step by step, on the calling thread. It owns the model's Network on a
-// backend, the optimizer, the loss scaler and the batch order, and turns each step into
-// telemetry (StepRecord, LayerStepRecords, Events). Session runs it on a thread; tests drive it
-// directly.
+// backend, the optimizer, the batch order and the step pipeline (backend/step_pipeline.h), and
+// turns each step's results into telemetry (StepRecord, LayerStepRecords, Events). Session runs it
+// on a thread; tests drive it directly.
 //
 // A step: gather the batch -> forward -> loss × scale -> backward (weight gradients rounded to
 // their format, measured on stats steps) -> [injected non-finite value] -> unscale + the one
 // inf/NaN check over all gradients -> optimizer (unless skipped) -> loss scaler update -> FP8
-// scales update. Live settings change between steps through the set_* methods, each returning
+// scales update. The pipeline runs it where the backend computes and keeps the loss scale and the
+// skip there, so on a GPU the host issues step k+1 while step k runs and reads step k's results
+// after (advance); on the CPU each step's results are ready at its end. Live settings change
+// between steps, with no step in flight (flush first), through the set_* methods, each returning
 // the Event that records it (at the index of the first step that runs under the new setting).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,26 +38,46 @@ struct StepReport {
     std::vector<Event> events;            // overflow, scale_change, divergence, notices
 };
 
+struct TrainerOptions {
+    // Run the backend's synchronous calls (SyncStepPipeline) even where it offers a pipeline of
+    // its own: for comparisons and for finding where a deferred path goes wrong.
+    bool synchronous = false;
+    // Hold SyncStepPipeline's results back by this many steps, as a GPU's are held: the tests of
+    // the pipelining use it. 0 in use.
+    int sync_lag = 0;
+};
+
 class Trainer {
 public:
     // Builds the model for `data` on `backend`. Throws mantissa::Error on a bad experiment (an
     // unknown layer in precision.layers, an unknown model kind, bad loss scaling values).
-    Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend);
+    Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend,
+            TrainerOptions options = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
 
-    bool done() const { return m_step >= m_total_steps; }
-    const StepReport& step();      // runs the next step; throws mantissa::Error when done()
-    EvalRecord evaluate();         // the test split in batches, current settings, no FP8 amaxes
+    bool done() const { return m_step >= m_total_steps; }   // every step issued
+    // Issues the next step and returns the reports of the steps that have completed: the same
+    // step's on the CPU, the previous one's on a GPU, none while the pipeline fills. Throws
+    // mantissa::Error when done(). The span is valid until the next advance, flush or step.
+    std::span<const StepReport> advance();
+    // Waits for every issued step and returns their reports.
+    std::span<const StepReport> flush();
+    // advance + flush, for one step at a time (tests, examples): that step's report. Any report
+    // an earlier advance left in flight is dropped: flush those first.
+    const StepReport& step();
+    int in_flight() const;         // steps issued and not yet reported
+    // The test split in batches, current settings, no FP8 amaxes. Needs no step in flight.
+    EvalRecord evaluate();
 
-    std::int64_t steps_taken() const { return m_step; }
+    std::int64_t steps_taken() const { return m_step; }     // issued (reported: minus in_flight)
     std::int64_t total_steps() const { return m_total_steps; }
     std::int64_t steps_per_epoch() const { return m_steps_per_epoch; }
     double elapsed_s() const;      // since construction or restart_clock()
     void restart_clock();
 
-    // ---- live control (between steps)
+    // ---- live control (between steps, none in flight: throws mantissa::Error otherwise)
     Event set_layer_precision(const std::string& layer, LayerPrecision precision);
     Event set_autocast(Autocast autocast);
     Event set_master_weights(bool enabled);
@@ -66,11 +91,23 @@ public:
     Backend& backend() { return *m_backend; }
     Network& network() { return *m_network; }
     const Optimizer& optimizer() const { return *m_optimizer; }
+    // The loss scaler as of the last reported step (the pipeline's own runs where the steps run).
     const LossScaler& scaler() const { return m_scaler; }
+    std::string pipeline_description() const;  // "eager", "graph replayed 120 times", ...
     LayerPrecision layer_setting(int layer) const;
     double current_lr() const;     // for the next step
 
 private:
+    // What the report of a step in flight needs from the moment it was issued.
+    struct Issued {
+        std::int64_t step = 0, epoch = 0, samples = 0;
+        double lr = 0;
+        bool stats = false;
+        std::vector<Format> precisions;  // per layer
+    };
+    void issue();
+    void report_one();
+    void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;
     void apply_formats();
     Event make_setting_event(const std::string& key, const std::string& old_value,
@@ -83,7 +120,9 @@ private:
     ModelDesc m_desc;
     std::unique_ptr<Network> m_network;
     std::unique_ptr<Optimizer> m_optimizer;
+    std::unique_ptr<StepPipeline> m_pipeline;
     LossScaler m_scaler;
+    std::uint64_t m_generation = 0;  // bumped at every live change (StepBegin::generation)
     std::vector<LayerPrecision> m_layer_settings;
 
     std::int64_t m_step = 0, m_total_steps = 0, m_steps_per_epoch = 0;
@@ -91,15 +130,16 @@ private:
     std::vector<std::int64_t> m_order, m_test_order;
     std::vector<float> m_x, m_targets;
     std::vector<std::int32_t> m_y;
-    std::vector<RoundingStats> m_rounding;
-    std::vector<GradientSummary> m_summaries;
     std::vector<Tensor*> m_grads;
     std::vector<bool> m_want;
-    std::vector<UpdateCounts> m_counts;
     int m_inject_layer = -1;
     float m_inject_value = 0;
     bool m_diverged = false;
-    StepReport m_report;
+    std::deque<Issued> m_issued;
+    std::vector<Issued> m_issued_spare;
+    StepResults m_results;
+    std::vector<StepReport> m_reports;  // reused: m_report_count of them are this call's
+    std::size_t m_report_count = 0;
     std::chrono::steady_clock::time_point m_start;
 };
 

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #endif
 
-#define MANTISSA_CUDA_ABI_VERSION 1
+#define MANTISSA_CUDA_ABI_VERSION 2  // 2: Backend::create_pipeline (StepPipeline)
 
 // What mantissa_cuda_list_devices returns when it cannot count the GPUs.
 #define MANTISSA_CUDA_ERR_OTHER (-1)

@@ -1,0 +1,120 @@
+// StepPipeline: training steps whose host-visible results are read later, so that nothing inside a
+// step waits for the device (issue 7: "no host synchronisation inside a step"; DESIGN.md,
+// "Threads and data flow").
+//
+// The Trainer composes every step the same way, whatever the backend:
+//   begin(StepBegin)       the batch goes in (inputs, labels), with the learning rate and flags
+//   the body               issued by the caller only when begin returns true:
+//                          Network::forward_uploaded -> loss() -> Network::backward (with
+//                          rounding_sink() on statistics steps) -> [an injected value] ->
+//                          check() -> optimizer_step() per parameter -> Network::end_step
+//   end()                  GradScaler's update; the step's results start their way to the host.
+//                          true (rare): recording the body failed and nothing of it ran: the
+//                          caller issues the body again, eagerly, and calls end() again
+//   collect(StepResults&)  later: the oldest uncollected step's results, waiting for them
+// GradScaler's state (scale, growth counter), the skip decision and the optimizer's step count
+// live in the pipeline, where the step runs: on a GPU in device memory, so the host needs none of
+// them to issue the next step. begin returns false when the pipeline replays a body it recorded
+// from an earlier step of the same shape (a CUDA graph): the caller then issues nothing.
+//
+// SyncStepPipeline (sync_step_pipeline.h) is the reference and the CPU's: each call runs at once
+// through the Backend's synchronous operations, with a LossScaler on the host. A backend with
+// deferred execution returns its own from Backend::create_pipeline; both give the same results.
+// Training thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "train/experiment.h"
+
+namespace mantissa {
+
+struct StepBegin {
+    std::int64_t step = 0;               // the step's index (reported back in StepResults)
+    std::int64_t batch = 0;              // rows
+    Tensor* input = nullptr;             // (capacity, features) fp32: the network's input tensor
+    const float* x = nullptr;            // (batch, features) host rows, read before begin returns
+    std::int64_t features = 0;
+    const std::int32_t* labels = nullptr;  // classification: batch host labels (else null)
+    const float* targets = nullptr;        // regression: batch × outputs host targets (else null)
+    std::int64_t outputs = 0;
+    int layers = 0;                      // the network's linear layers
+    double lr = 0;                       // this step's learning rate (the schedule applied)
+    bool stats = false;                  // per-layer statistics: rounding_sink, summaries, counts
+    // What a recorded body depends on besides the values above: the Trainer bumps it at every
+    // live change (formats re-declare tensors, new hyper-parameters). Steps that may not be
+    // recorded or replayed (an injected value) set replayable false; they run eagerly and leave
+    // any recording in place.
+    std::uint64_t generation = 0;
+    bool replayable = true;
+    std::chrono::steady_clock::time_point started{};  // when the host began preparing the step
+};
+
+// The optimizer's hyper-parameters that stay fixed between live changes (the learning rate comes
+// with each step, the step count from the pipeline).
+struct OptimizerHyper {
+    OptimizerKind kind = OptimizerKind::sgd;
+    double momentum = 0, weight_decay = 0;
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+struct StepResults {
+    std::int64_t step = 0;
+    LossResult loss;
+    UnscaleResult check;                     // found_nonfinite decides `skipped` with the scaler
+    std::vector<GradientSummary> summaries;  // one per gradient given to check (statistics steps)
+    std::vector<RoundingStats> rounding;     // one per layer (statistics steps)
+    std::vector<UpdateCounts> counts;        // per reported layer (optimizer_step's report_layer)
+    float scale = 1;                         // the loss scale the step used
+    float next_scale = 1;                    // after GradScaler's update
+    std::int64_t growth_tracker = 0;         // after the update
+    bool skipped = false;                    // the optimizer did not step
+    std::int64_t optimizer_steps = 0;        // steps the optimizer has taken, this one included
+    double seconds = 0;                      // the step's duration as the backend measured it
+    bool replayed = false;                   // the body was a replay of a recorded one
+};
+
+class StepPipeline {
+public:
+    virtual ~StepPipeline() = default;
+
+    // How many steps may be in flight: the Trainer collects step k - depth() + 1 after issuing
+    // step k (1: every step's results are ready at its end).
+    virtual int depth() const = 0;
+    virtual int in_flight() const = 0;
+
+    // Live changes, applied from the next begin on. set_loss_scaling follows
+    // LossScaler::reconfigure. invalidate drops any recorded body (the reason is kept for the
+    // telemetry).
+    virtual void set_loss_scaling(const LossScalingSpec& spec) = 0;
+    virtual void invalidate(const std::string& reason) = 0;
+
+    // ---- one step
+    virtual bool begin(const StepBegin& b) = 0;  // true: the caller issues the body
+    // The loss of the network's output (classification when begin had labels) × the loss scale;
+    // its gradient into `grad` (the last layer's dz).
+    virtual void loss(const Tensor& output, Tensor* grad) = 0;
+    // For Network::backward on statistics steps: one RoundingStats per layer, delivered in
+    // StepResults::rounding (what a deferred backend writes there is filled in at collect).
+    virtual std::vector<RoundingStats>* rounding_sink() = 0;
+    // Unscale + the one inf/NaN check, with the pipeline's scale; decides the skip.
+    virtual void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) = 0;
+    // One parameter's update (nothing when the step is skipped). report_layer >= 0: its counts go
+    // to StepResults::counts[report_layer].
+    virtual void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) = 0;
+    // True: issue the body again and call end() again (see above).
+    [[nodiscard]] virtual bool end() = 0;
+
+    // The oldest uncollected step's results, waiting for the device; false when none is in flight.
+    virtual bool collect(StepResults& out) = 0;
+
+    // For the telemetry: how the bodies ran ("eager", "recorded", "replayed N", the last reason
+    // a recording was dropped).
+    virtual std::string describe() const = 0;
+};
+
+}  // namespace mantissa
