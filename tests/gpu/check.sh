@@ -144,17 +144,20 @@ try:
 except (OSError, KeyError, ValueError):
     pass
 if rows:
-    print(f"\n{'precision':<9} {'width':>5} {'batch':>6} {'engine':>10} {'graph':>10} {'torch':>10} {'graph/torch':>11} {'checks':>7} {'telem.':>7}")
+    print(f"\n{'precision':<9} {'width':>5} {'batch':>6} {'engine':>10} {'graph':>10} {'trainer':>10} {'torch':>10} {'graph/torch':>11} {'trainer/torch':>13} {'checks':>7} {'telem.':>7}")
     for (p, w, b), v in rows.items():
         g, e = v.get("graph:checks", 0), v.get("engine:checks+telemetry", 0)
         full, bare = v.get("graph:checks+telemetry", 0), v.get("graph:bare", 0)
         t = torch.get((p, w, b))
+        tr = v.get("trainer-pipelined:checks+telemetry", 0)
         ratio = f"{g / t:.2f}x" if t else "-"
+        tratio = f"{tr / t:.2f}x" if t and tr else "-"
         checks = f"{100 * (bare / g - 1):.1f}%" if g else "-"
         telem = f"{100 * (g / full - 1):.1f}%" if full else "-"
-        print(f"{p:<9} {w:>5} {b:>6} {e:>10.0f} {g:>10.0f} {t if t else 0:>10.0f} {ratio:>11} {checks:>7} {telem:>7}")
-    print("samples/s; graph = the asynchronous step with loss-scaling checks as a CUDA graph; torch = eager with "
-          "autocast + GradScaler; aims: graph/torch >= 3x at widths 256/1024, >= 1.05x at 8192; checks, telem. <= 2%")
+        print(f"{p:<9} {w:>5} {b:>6} {e:>10.0f} {g:>10.0f} {tr:>10.0f} {t if t else 0:>10.0f} {ratio:>11} {tratio:>13} {checks:>7} {telem:>7}")
+    print("samples/s; graph = the asynchronous step with loss-scaling checks as a CUDA graph; trainer = the Trainer's\n"
+          "pipelined step (checks and telemetry on); torch = eager with autocast + GradScaler; aims: graph/torch >= 3x\n"
+          "at widths 256/1024, >= 1.05x at 8192; checks, telem. <= 2%")
 PY
 
 SKIPS=$(for t in "${GPU_SUITES[@]}"; do cat "$LOG/$t.txt"; done | grep -c "^SKIP")

@@ -2,13 +2,17 @@
 // runs them: the training semantics must be identical in outcome (issue 7):
 //   - GradScaler's scale sequence (growth and backoff) and the skipped steps, step for step;
 //   - a skipped step leaves every weight, bias and optimizer state bit-identical;
-//   - without master weights small updates are lost to rounding on both, in like measure.
-// The losses agree closely but not bit for bit (matmul accumulation order). Skips with the reason
+//   - without master weights small updates are lost to rounding on both, in like measure;
+//   - the Trainer's pipelined step on the GPU (CudaStepPipeline: scaler and skip on the device,
+//     results a step late, CUDA graphs) gives the same bits as the synchronous calls.
+// The Trainer pipelines by default, so every test here runs CudaStepPipeline. CPU against GPU,
+// the losses agree closely but not bit for bit (matmul accumulation order). Skips with the reason
 // when there is no usable GPU.
 #include <QtTest>
 
 #include <bit>
 #include <cmath>
+#include <span>
 
 #include "backend/cuda/cuda_loader.h"
 #include "data/dataset.h"
@@ -71,10 +75,28 @@ class TestGpuTraining : public QObject {
 #define REQUIRE_GPU() \
     if (!m_have_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
 
-    std::unique_ptr<Trainer> make(const Experiment& e, bool gpu) {
+    std::unique_ptr<Trainer> make(const Experiment& e, bool gpu, TrainerOptions options = {}) {
         Dataset data = load_dataset(e.dataset, e.train.seed);
         std::unique_ptr<Backend> b = gpu ? make_cuda_backend(0) : make_backend("cpu");
-        return std::make_unique<Trainer>(e, std::move(data), std::move(b));
+        return std::make_unique<Trainer>(e, std::move(data), std::move(b), options);
+    }
+
+    // Every step of a run, issued ahead (advance) with an injected overflow and a live change,
+    // flushing first as Session does.
+    static std::vector<StepReport> run_pipelined(Trainer& t, std::int64_t inject_at, std::int64_t change_at) {
+        std::vector<StepReport> out;
+        auto keep = [&](std::span<const StepReport> r) { out.insert(out.end(), r.begin(), r.end()); };
+        while (!t.done()) {
+            const std::int64_t next = t.steps_taken();
+            if (next == inject_at || next == change_at) {
+                keep(t.flush());
+                if (next == inject_at) t.inject_non_finite("fc2", INFINITY);
+                if (next == change_at) t.set_layer_precision("fc1", LayerPrecision::bf16);
+            }
+            keep(t.advance());
+        }
+        keep(t.flush());
+        return out;
     }
 
 private slots:
@@ -131,6 +153,63 @@ private slots:
             QVERIFY(!next.step.skipped);
             QVERIFY(snapshot(*gpu) != before);  // and the next step does update
         }
+    }
+
+    // The pipelined step (device-side scaler and skip, results read a step late, CUDA graphs)
+    // against the synchronous calls on the same GPU: the same kernels, so the same bits.
+    void pipeline_matches_the_synchronous_calls_data() {
+        QTest::addColumn<int>("stats_every");
+        QTest::addColumn<int>("optimizer");
+        QTest::newRow("adamw, statistics every step") << 1 << static_cast<int>(OptimizerKind::adamw);
+        QTest::newRow("sgd, statistics every 4th step") << 4 << static_cast<int>(OptimizerKind::sgd);
+    }
+    void pipeline_matches_the_synchronous_calls() {
+        REQUIRE_GPU();
+        QFETCH(int, stats_every);
+        QFETCH(int, optimizer);
+        Experiment e = spirals_experiment();
+        e.train.steps = 60;
+        e.train.layer_stats_every = stats_every;
+        e.train.optimizer = static_cast<OptimizerKind>(optimizer);
+        e.train.momentum = 0.9;
+        e.train.schedule = LrSchedule::cosine;  // a new rate every step: read from the device
+        TrainerOptions sync;
+        sync.synchronous = true;
+        auto direct = make(e, true, sync);
+        auto piped = make(e, true);
+        const auto a = run_pipelined(*direct, 9, 30);
+        const auto b = run_pipelined(*piped, 9, 30);
+        QCOMPARE(b.size(), a.size());
+        int skipped = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const QString at = QString("step %1").arg(i);
+            QCOMPARE(b[i].step.step, static_cast<std::int64_t>(i));
+            QVERIFY2(std::bit_cast<std::uint64_t>(b[i].step.loss) == std::bit_cast<std::uint64_t>(a[i].step.loss),
+                     qPrintable(at + QString(": loss %1 vs %2").arg(b[i].step.loss).arg(a[i].step.loss)));
+            QCOMPARE(b[i].step.loss_scale, a[i].step.loss_scale);
+            QCOMPARE(b[i].step.skipped, a[i].step.skipped);
+            QCOMPARE(b[i].step.overflow, a[i].step.overflow);
+            QVERIFY2(std::bit_cast<std::uint64_t>(b[i].step.grad_norm) ==
+                         std::bit_cast<std::uint64_t>(a[i].step.grad_norm) ||
+                         (std::isnan(b[i].step.grad_norm) && std::isnan(a[i].step.grad_norm)),
+                     qPrintable(at + ": grad norm"));
+            QCOMPARE(b[i].layers.size(), a[i].layers.size());
+            for (std::size_t l = 0; l < a[i].layers.size(); ++l) {
+                QCOMPARE(b[i].layers[l].frac_zero, a[i].layers[l].frac_zero);
+                QCOMPARE(b[i].layers[l].frac_lost_updates, a[i].layers[l].frac_lost_updates);
+                QCOMPARE(b[i].layers[l].grad_amax, a[i].layers[l].grad_amax);
+                QVERIFY(b[i].layers[l].grad_exponents.counts == a[i].layers[l].grad_exponents.counts);
+            }
+            QCOMPARE(b[i].events.size(), a[i].events.size());
+            skipped += b[i].step.skipped;
+        }
+        QCOMPARE(skipped, 1);
+        QVERIFY(snapshot(*piped) == snapshot(*direct));
+        QCOMPARE(piped->optimizer().steps_taken(), direct->optimizer().steps_taken());
+        const std::string how = piped->pipeline_description();
+        qInfo("%s", how.c_str());
+        QVERIFY2(how.find("CUDA graphs: 0 recorded") == std::string::npos, how.c_str());
+        QVERIFY2(how.find(" 0 steps replayed") == std::string::npos, how.c_str());
     }
 
     void lost_updates_without_master_weights() {

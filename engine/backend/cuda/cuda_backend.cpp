@@ -170,6 +170,7 @@ void* CudaBackend::scratch(Slot slot, std::size_t bytes) {
     const auto s = static_cast<std::size_t>(slot);
     if (m_scratch_bytes[s] >= bytes && m_scratch[s]) return m_scratch[s];
     if (m_scratch[s]) m_cache->release(m_scratch[s]);  // stream-ordered: safe to hand out again
+    ++m_scratch_generation;
     m_scratch[s] = nullptr;
     m_scratch_bytes[s] = 0;
     const BlockCache::Block b = m_cache->allocate(bytes, MemoryCategory::workspace, "a scratch buffer");

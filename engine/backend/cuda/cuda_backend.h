@@ -111,6 +111,8 @@ public:
     UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
     UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
     MemoryBreakdown memory() const override;
+    // CudaStepPipeline (cuda_step_pipeline.h): the step with no host wait, captured as a graph.
+    std::unique_ptr<StepPipeline> create_pipeline(const LossScalingSpec& spec) override;
 
     // ---- CUDA specifics (tests, benchmarks, the asynchronous step)
     int device() const { return m_device; }
@@ -145,11 +147,24 @@ public:
     void unscale_and_check_async(const CheckPlan& plan, ScalerState* scaler, CheckResult* results, int* first_bad);
     // Narrow gradients are read with the scaler's inv_scale (the async check leaves their bits);
     // the optimizer does nothing when the check found inf/NaN.
+    // scalars_dev (when set) replaces p's learning rate and first_step (launch_sgd_prepare).
     void sgd_step_async(const OptimizerTensors& t, const SgdParams& p, const ScalerState* scaler,
-                        unsigned long long* counts);
+                        unsigned long long* counts, const SgdScalars* scalars_dev = nullptr);
     void adamw_step_async(const OptimizerTensors& t, const AdamWScalars* scalars, const ScalerState* scaler,
                           unsigned long long* counts);
+    void mse_async(const Tensor& y, const float* targets_device, std::int64_t batch, const ScalerState* scaler,
+                   Tensor* dy, double* sum);  // *sum += the squares (zero it first)
     void update_loss_scale_async(ScalerState* scaler, const LossScalingSpec& spec);
+    // Statistics steps of a pipeline: while set, linear_backward's weight_stats that point into
+    // host[0, count) do not wait for the device: element i's four counters (zeros before, zeros,
+    // subnormals, non-finite) go to device + 4 i, and only `elements` is added on the host.
+    void defer_rounding_stats(const RoundingStats* host, int count, unsigned long long* device) {
+        m_deferred_host = host;
+        m_deferred_count = count;
+        m_deferred_device = device;
+    }
+    // Bumped whenever a scratch buffer moves: a captured graph that used the old one is stale.
+    std::uint64_t scratch_generation() const { return m_scratch_generation; }
     // A device buffer from the cache for the caller's async results (category workspace).
     void* device_buffer(std::size_t bytes, const std::string& what);
     void release_buffer(void* ptr) { m_cache->release(ptr); }
@@ -179,6 +194,12 @@ private:
     // FP8 values (e4m3 or e5m2 patterns) as bf16 in scratch slot `slot`: exact.
     const void* as_bf16(const void* fp8_values, int fmt, std::int64_t n, Slot slot);
     void require_plain(const Tensor& t, const char* op) const;  // no pending multiplier
+    unsigned long long* deferred_rounding(const RoundingStats* weight_stats) const {
+        if (!weight_stats || !m_deferred_device || weight_stats < m_deferred_host ||
+            weight_stats >= m_deferred_host + m_deferred_count)
+            return nullptr;
+        return m_deferred_device + 4 * (weight_stats - m_deferred_host);
+    }
     void written(Tensor& t) { static_cast<CudaTensor&>(t).m_multiplier = 1.0f; }
     void run_matmul(const MatmulCall& call, const char* what);
     void check_matmul_format(Format compute, const std::string& layer) const;
@@ -201,6 +222,10 @@ private:
     std::size_t m_host_bytes = 0;
     std::vector<void*> m_owned;  // scaler states and the like
     std::int64_t m_fused_matmuls = 0, m_unfused_matmuls = 0;
+    std::uint64_t m_scratch_generation = 0;
+    const RoundingStats* m_deferred_host = nullptr;
+    int m_deferred_count = 0;
+    unsigned long long* m_deferred_device = nullptr;
 };
 
 // The CUDA type of a format's storage for cuBLASLt.

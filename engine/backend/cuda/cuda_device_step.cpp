@@ -4,6 +4,7 @@
 //   softmax_cross_entropy_async  labels already on the device, loss scale read from the scaler
 //   unscale_and_check_async      inv_scale read from the scaler, found_inf written to it
 //   sgd/adamw_step_async         skip on found_inf; narrow gradients read x inv_scale
+//   mse_async                    the same for regression (targets already on the device)
 //   update_loss_scale_async      GradScaler's update, consuming found_inf
 // Results (per-row losses, check results, update counts) stay in device buffers the caller
 // copies out asynchronously and reads a step or two later.
@@ -91,7 +92,7 @@ void CudaBackend::unscale_and_check_async(const CheckPlan& plan, ScalerState* sc
 }
 
 void CudaBackend::sgd_step_async(const OptimizerTensors& t, const SgdParams& p, const ScalerState* scaler,
-                                 unsigned long long* counts) {
+                                 unsigned long long* counts, const SgdScalars* scalars_dev) {
     activate();
     const CudaTensor& g = cuda(*t.grad);
     SgdScalars s{};
@@ -99,12 +100,12 @@ void CudaBackend::sgd_step_async(const OptimizerTensors& t, const SgdParams& p, 
     s.weight_decay = static_cast<float>(p.weight_decay);
     s.momentum = static_cast<float>(p.momentum);
     s.first_step = p.first_step ? 1 : 0;
-    const bool momentum = p.momentum != 0.0f;
+    const bool momentum = p.momentum != 0.0 && t.state1 != nullptr;
     // Narrow gradients after the async check: x inv_scale from the scaler (their bits are kept).
     const float* g_mul_dev = scaler && format_bytes(g.format()) != 4 ? &scaler->inv_scale : nullptr;
     launch_sgd(cuda(*t.param).data(), code(t.param->format()), g.data(), code(g.format()), g.multiplier(), g_mul_dev,
-               momentum ? static_cast<float*>(cuda(*t.state1).data()) : nullptr, t.param->numel(), s, counts,
-               scaler ? &scaler->found_inf : nullptr, m_stream);
+               momentum ? static_cast<float*>(cuda(*t.state1).data()) : nullptr, t.param->numel(), s, scalars_dev,
+               counts, scaler ? &scaler->found_inf : nullptr, m_stream);
 }
 
 void CudaBackend::adamw_step_async(const OptimizerTensors& t, const AdamWScalars* scalars, const ScalerState* scaler,
@@ -115,6 +116,16 @@ void CudaBackend::adamw_step_async(const OptimizerTensors& t, const AdamWScalars
     launch_adamw(cuda(*t.param).data(), code(t.param->format()), g.data(), code(g.format()), g.multiplier(), g_mul_dev,
                  static_cast<float*>(cuda(*t.state1).data()), static_cast<float*>(cuda(*t.state2).data()),
                  t.param->numel(), AdamWScalars{}, scalars, counts, scaler ? &scaler->found_inf : nullptr, m_stream);
+}
+
+void CudaBackend::mse_async(const Tensor& y, const float* targets_device, std::int64_t batch,
+                            const ScalerState* scaler, Tensor* dy, double* sum) {
+    activate();
+    if (dy) written(*dy);
+    const std::int64_t n = batch * y.cols();
+    launch_mse(cuda(y).data(), code(y.format()), targets_device, n, 2.0f / static_cast<float>(std::max<std::int64_t>(n, 1)),
+               dy ? cuda(*dy).data() : nullptr, dy ? code(dy->format()) : 0, sum, m_stream,
+               scaler ? &scaler->scale : nullptr);
 }
 
 void CudaBackend::update_loss_scale_async(ScalerState* scaler, const LossScalingSpec& spec) {

@@ -336,10 +336,14 @@ void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Te
     }
 
     unsigned long long* stats = nullptr;
-    if (weight_stats) {
+    unsigned long long* deferred = deferred_rounding(weight_stats);
+    if (deferred) {  // a pipelined statistics step: the counts stay on the device until collected
+        stats = deferred;
+        weight_stats->elements += out * in;
+    } else if (weight_stats) {
         stats = static_cast<unsigned long long*>(scratch(slot_results, 4 * sizeof(unsigned long long)));
-        MANTISSA_CUDA_CHECK(cudaMemsetAsync(stats, 0, 4 * sizeof(unsigned long long), m_stream));
     }
+    if (stats) MANTISSA_CUDA_CHECK(cudaMemsetAsync(stats, 0, 4 * sizeof(unsigned long long), m_stream));
     if (batch > 0) {
         MatmulCall call;
         call.m = in;
@@ -375,7 +379,7 @@ void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Te
     }
     launch_bias_grad(bias_src, bias_src_fmt, batch, out, gb.data(), code(gb.format()), m_stream);
 
-    if (weight_stats) {
+    if (weight_stats && !deferred) {
         auto* host = static_cast<unsigned long long*>(host_scratch(4 * sizeof(unsigned long long)));
         MANTISSA_CUDA_CHECK(
             cudaMemcpyAsync(host, stats, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));

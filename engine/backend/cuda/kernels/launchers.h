@@ -30,8 +30,9 @@ void launch_softmax_cross_entropy(const void* logits, int fmt, std::int64_t batc
                                   cudaStream_t stream);
 
 // ---- mse.cuh: dy = (y - t) x grad_factor; *sum += Σ double((y - t)²)
+// loss_scale_dev (when set) makes the gradient factor 2 x *loss_scale_dev / n (as the host forms it).
 void launch_mse(const void* y, int fmt, const float* targets, std::int64_t n, float grad_factor, void* dy, int dy_fmt,
-                double* sum, cudaStream_t stream);
+                double* sum, cudaStream_t stream, const float* loss_scale_dev = nullptr);
 
 // ---- linear_epilogue.cuh
 // y(rows, cols) = round(acc x (dq_a x dq_b) + bias) (dq pointers may be null: 1).
@@ -99,15 +100,22 @@ struct AdamWScalars {
     float decay, step_size, bc2_sqrt, w1, w2, beta2, eps;
     int decays;
 };
+// scalars_dev (when set) replaces `s` (a captured graph reads them from the device).
 void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* momentum_buf,
-                std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip, cudaStream_t stream);
+                std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
+                const int* skip, cudaStream_t stream);
+// The SGD scalars of the next step: the learning rate from the device, first_step from the device
+// step counter (== 0), which is then incremented; nothing unless *skip is 0.
+void launch_sgd_prepare(SgdScalars* out, long long* step, const double* lr_dev, double momentum, double weight_decay,
+                        const int* skip, cudaStream_t stream);
 // scalars_dev (when set) replaces `s` (a captured graph reads them from the device).
 void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* m, float* v,
                   std::int64_t n, AdamWScalars s, const AdamWScalars* scalars_dev, unsigned long long* counts,
                   const int* skip, cudaStream_t stream);
-// The AdamW scalars of the next step from a device step counter (incremented unless *skip).
+// The AdamW scalars of the next step from a device step counter (incremented unless *skip);
+// lr_dev (when set) replaces lr.
 void launch_adamw_prepare(AdamWScalars* out, long long* step, double lr, double beta1, double beta2, double eps,
-                          double weight_decay, const int* skip, cudaStream_t stream);
+                          double weight_decay, const int* skip, cudaStream_t stream, const double* lr_dev = nullptr);
 
 // ---- loss_scale.cuh: GradScaler's update on the device
 struct ScalerState {

@@ -13,7 +13,8 @@ namespace mantissa::cuda {
 // ---- kernels
 
 __global__ void mse_kernel(const void* y, int fmt, const float* targets, std::int64_t n, float grad_factor, void* dy,
-                           int dy_fmt, double* sum) {
+                           int dy_fmt, double* sum, const float* loss_scale_dev) {
+    if (loss_scale_dev) grad_factor = 2.0f * *loss_scale_dev / static_cast<float>(n);  // as the host forms it
     double local = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float diff = load_value(y, fmt, i) - targets[i];
@@ -27,9 +28,10 @@ __global__ void mse_kernel(const void* y, int fmt, const float* targets, std::in
 // ---- launchers
 
 void launch_mse(const void* y, int fmt, const float* targets, std::int64_t n, float grad_factor, void* dy, int dy_fmt,
-                double* sum, cudaStream_t stream) {
+                double* sum, cudaStream_t stream, const float* loss_scale_dev) {
     if (n <= 0) return;
-    mse_kernel<<<grid_for(n, 4096), block_size, 0, stream>>>(y, fmt, targets, n, grad_factor, dy, dy_fmt, sum);
+    mse_kernel<<<grid_for(n, 4096), block_size, 0, stream>>>(y, fmt, targets, n, grad_factor, dy, dy_fmt, sum,
+                                                             loss_scale_dev);
     check_launch("mse");
 }
 

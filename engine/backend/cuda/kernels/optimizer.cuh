@@ -5,8 +5,8 @@
 // than half an ulp leaves the weight unchanged: a lost update, counted here with the non-zero
 // ones. The gradient is read with its pending unscale multiplier (see unscale_check.cuh).
 // `skip` (a device flag, the fused check's found_inf) makes the whole kernel a no-op, so the skip
-// decision never visits the host. adamw_prepare computes AdamW's scalars from a device step
-// counter for captured steps. Bit-identical to the CPU (same operations, --fmad=false, IEEE
+// decision never visits the host. sgd_prepare and adamw_prepare compute the scalars of a step
+// from a device step counter and a device learning rate, for captured steps. Bit-identical to the CPU (same operations, --fmad=false, IEEE
 // division and square root).
 // The reference: CpuBackend::sgd_step / adamw_step (cpu_optimizer.cpp).
 #pragma once
@@ -29,8 +29,10 @@ __device__ __forceinline__ void add_update_counts(unsigned long long nonzero, un
 }
 
 __global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
-                           float* buf, std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip) {
+                           float* buf, std::int64_t n, SgdScalars s, const SgdScalars* s_dev,
+                           unsigned long long* counts, const int* skip) {
     if (skip && *skip) return;
+    if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
     unsigned long long nonzero = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
@@ -73,9 +75,22 @@ __global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float
     add_update_counts(nonzero, lost, counts);
 }
 
-__global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double lr, double beta1, double beta2,
-                                     double eps, double weight_decay, const int* skip) {
+__global__ void sgd_prepare_kernel(SgdScalars* out, long long* step, const double* lr, double momentum,
+                                   double weight_decay, const int* skip) {
     if (skip && *skip) return;
+    SgdScalars s;
+    s.lr = static_cast<float>(*lr);
+    s.weight_decay = static_cast<float>(weight_decay);
+    s.momentum = static_cast<float>(momentum);
+    s.first_step = *step == 0 ? 1 : 0;
+    *step = *step + 1;
+    *out = s;
+}
+
+__global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double lr, const double* lr_dev,
+                                     double beta1, double beta2, double eps, double weight_decay, const int* skip) {
+    if (skip && *skip) return;
+    if (lr_dev) lr = *lr_dev;
     const long long t = *step + 1;
     *step = t;
     const double bc1 = 1.0 - pow(beta1, static_cast<double>(t));
@@ -95,10 +110,11 @@ __global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double 
 // ---- launchers
 
 void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* buf,
-                std::int64_t n, SgdScalars s, unsigned long long* counts, const int* skip, cudaStream_t stream) {
+                std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
+                const int* skip, cudaStream_t stream) {
     if (n <= 0) return;
-    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf, n, s, counts,
-                                                             skip);
+    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf, n, s,
+                                                             scalars_dev, counts, skip);
     check_launch("sgd");
 }
 
@@ -111,9 +127,15 @@ void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, con
     check_launch("adamw");
 }
 
+void launch_sgd_prepare(SgdScalars* out, long long* step, const double* lr_dev, double momentum, double weight_decay,
+                        const int* skip, cudaStream_t stream) {
+    sgd_prepare_kernel<<<1, 1, 0, stream>>>(out, step, lr_dev, momentum, weight_decay, skip);
+    check_launch("sgd_prepare");
+}
+
 void launch_adamw_prepare(AdamWScalars* out, long long* step, double lr, double beta1, double beta2, double eps,
-                          double weight_decay, const int* skip, cudaStream_t stream) {
-    adamw_prepare_kernel<<<1, 1, 0, stream>>>(out, step, lr, beta1, beta2, eps, weight_decay, skip);
+                          double weight_decay, const int* skip, cudaStream_t stream, const double* lr_dev) {
+    adamw_prepare_kernel<<<1, 1, 0, stream>>>(out, step, lr, lr_dev, beta1, beta2, eps, weight_decay, skip);
     check_launch("adamw_prepare");
 }
 

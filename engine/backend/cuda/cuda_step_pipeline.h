@@ -1,0 +1,134 @@
+// CudaStepPipeline: the Trainer's steps on one GPU with no host wait inside them (issue 7,
+// deliverable 5), and the whole step replayed as a CUDA graph once its shape is stable.
+//
+// Per step, on the backend's one stream:
+//   begin   the batch (x, labels or targets) and the learning rate go through this slot's pinned
+//           buffer to fixed device buffers; a start event; then either the recorded graph is
+//           launched, or the body is issued (eagerly, or under stream capture):
+//   body    a prologue (zero the counters; the scaler's state as the step starts), the caller's
+//           forward and backward, the async loss, the fused check that sets the device scaler's
+//           found_inf, the optimizer (its scalars prepared on the device from the device step
+//           counter and learning rate; every kernel a no-op when found_inf), GradScaler's update,
+//           and an epilogue (the scaler after it, the step count) into one device block
+//   end     that block goes to the slot's pinned buffer; an end event
+//   collect waits for the oldest slot's end event and turns its block into StepResults.
+// The host therefore issues step k+1 while the GPU runs step k (depth 2), and reads nothing from
+// a step before its end event.
+//
+// Graphs: GraphPolicy (graph_policy.h) decides per step from a fingerprint of everything a
+// recorded step bakes in: the Trainer's generation (bumped at every live change, which may
+// re-declare tensors), the batch rows, the loss kind, the backend's scratch generation and this
+// pipeline's buffers. Statistics steps and plain steps differ in what they launch, so each kind
+// has its own policy and graph: a run with statistics every k steps replays both. A step with an
+// injected value runs eagerly and leaves the graphs in place. A capture that fails turns graphs
+// off for the run, with its reason in describe(), and the step is issued again eagerly.
+//
+// Same results as SyncStepPipeline on the CPU in outcome, and as CudaBackend's synchronous calls
+// bit for bit (the same kernels, with device-side scalars formed by the same FP32 and double
+// operations); tests/gpu/test_gpu_training.cpp holds it to both. Training thread only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/graph_policy.h"
+#include "backend/step_pipeline.h"
+#include "train/experiment.h"
+
+namespace mantissa::cuda {
+
+class CudaStepPipeline final : public StepPipeline {
+public:
+    CudaStepPipeline(CudaBackend& backend, const LossScalingSpec& spec, int depth = 2);
+    ~CudaStepPipeline() override;
+    CudaStepPipeline(const CudaStepPipeline&) = delete;
+    CudaStepPipeline& operator=(const CudaStepPipeline&) = delete;
+
+    int depth() const override { return m_depth; }
+    int in_flight() const override { return static_cast<int>(m_flight.size()); }
+    void set_loss_scaling(const LossScalingSpec& spec) override;
+    void invalidate(const std::string& reason) override;
+
+    bool begin(const StepBegin& b) override;
+    void loss(const Tensor& output, Tensor* grad) override;
+    std::vector<RoundingStats>* rounding_sink() override { return &m_rounding_sink; }
+    void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) override;
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) override;
+    bool end() override;
+    bool collect(StepResults& out) override;
+    std::string describe() const override;
+
+private:
+    // One step's device block (and its pinned copy): the header, then per gradient a CheckResult,
+    // per layer two update counts and four rounding counts, then per row the loss and argmax hit.
+    struct Layout {
+        int layers = 0;
+        std::int64_t rows = 0;
+        std::size_t results = 0, counts = 0, rounding = 0, row_loss = 0, row_correct = 0, bytes = 0;
+    };
+    struct Slot {
+        void* pinned = nullptr;   // the block coming down, then the inputs going up
+        std::size_t pinned_bytes = 0;
+        cudaEvent_t started = nullptr, finished = nullptr;
+    };
+    struct InFlight {
+        int slot = 0;
+        std::int64_t step = 0, batch = 0, outputs = 0;
+        bool classification = true, stats = false, replayed = false, scaling_off = false;
+        std::vector<std::int64_t> elements;  // per layer, statistics steps
+    };
+    struct Graph {
+        GraphPolicy policy{3};
+        cudaGraphExec_t exec = nullptr;
+    };
+
+    static Layout layout_for(int layers, std::int64_t rows);
+    void ensure_buffers(int layers, std::int64_t rows, std::int64_t outputs, std::int64_t input_bytes);
+    void release_buffers();
+    void drop_graphs();
+    void prologue();
+    void epilogue();
+    const CudaBackend::CheckPlan& plan_for(const std::vector<Tensor*>& grads, const std::vector<bool>& want);
+    void release_plans();
+    unsigned char* block() const { return static_cast<unsigned char*>(m_block); }
+
+    CudaBackend& m_backend;
+    LossScalingSpec m_spec;
+    int m_depth;
+    ScalerState* m_scaler = nullptr;           // device
+    long long* m_optimizer_steps = nullptr;    // device: steps the optimizer has taken
+    double* m_lr = nullptr;                    // device: this step's learning rate
+    SgdScalars* m_sgd = nullptr;               // device: prepared each step
+    AdamWScalars* m_adamw = nullptr;           // device: prepared each step
+    void* m_block = nullptr;                   // device: Layout
+    std::int32_t* m_labels = nullptr;          // device: (rows)
+    float* m_targets = nullptr;                // device: (rows, outputs)
+    Layout m_layout;
+    std::int64_t m_target_capacity = 0;
+    std::uint64_t m_buffer_generation = 0;
+    std::vector<Slot> m_slots;
+    int m_next_slot = 0;
+    std::deque<InFlight> m_flight;
+    std::array<Graph, 2> m_graphs;             // [0] plain steps, [1] statistics steps
+    struct PlanEntry {
+        std::uint64_t key = 0;
+        CudaBackend::CheckPlan plan;
+    };
+    std::vector<PlanEntry> m_plans;
+
+    // The step being issued.
+    bool m_open = false, m_issue = false, m_capturing = false, m_prepared = false;
+    StepBegin m_begin;
+    int m_graph = 0;
+    InFlight m_current;
+    std::vector<RoundingStats> m_rounding_sink;
+    std::vector<std::int64_t> m_last_elements[2];  // per graph: what its issued steps recorded
+    std::int64_t m_captures = 0, m_replays = 0, m_eager = 0;
+    std::string m_graph_note;
+};
+
+}  // namespace mantissa::cuda
