@@ -74,7 +74,11 @@ struct StepResults {
     std::int64_t growth_tracker = 0;         // after the update
     bool skipped = false;                    // the optimizer did not step
     std::int64_t optimizer_steps = 0;        // steps the optimizer has taken, this one included
-    double seconds = 0;                      // the step's duration as the backend measured it
+    // The step's time as the backend measured it: SyncStepPipeline, the host's wall time from
+    // StepBegin::started to end(); CudaStepPipeline, the GPU's time from the previous step's end
+    // to this one's when they ran back to back (the steady rate, host time included), else from
+    // this step's start to its end.
+    double seconds = 0;
     bool replayed = false;                   // the body was a replay of a recorded one
 };
 
@@ -108,6 +112,13 @@ public:
     virtual void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) = 0;
     // True: issue the body again and call end() again (see above).
     [[nodiscard]] virtual bool end() = 0;
+    // The body threw `what` part-way. True: the pipeline was recording it, abandoned the recording
+    // (nothing of it ran) and turned recording off; the caller issues the body again, eagerly.
+    // False: the error stands.
+    virtual bool body_failed(const std::string& what) {
+        (void)what;
+        return false;
+    }
 
     // The oldest uncollected step's results, waiting for the device; false when none is in flight.
     virtual bool collect(StepResults& out) = 0;

@@ -146,6 +146,7 @@ std::span<const StepReport> Trainer::flush() {
 }
 
 const StepReport& Trainer::step() {
+    flush();  // no earlier step's report may share the buffer with this one
     advance();
     const std::span<const StepReport> reports = flush();
     if (m_report_count == 0) {  // advance reported it already
@@ -198,7 +199,9 @@ void Trainer::issue() {
     b.lr = issued.lr;
     b.stats = stats;
     b.generation = m_generation;
-    b.replayable = m_inject_layer < 0;
+    // An injected value, and the partial last batch of an epoch (once per epoch: never stable),
+    // run eagerly and leave any recorded step in place.
+    b.replayable = m_inject_layer < 0 && count == t.batch_size;
     b.started = t0;
     m_issued.push_back(std::move(issued));
 
@@ -206,29 +209,39 @@ void Trainer::issue() {
     bool issue_body = m_pipeline->begin(b);
     for (;;) {
         if (issue_body) {
-            m_backend->set_gradient_tracing(stats);
-            m_network->forward_uploaded(count, true);
-            m_network->loss(*m_pipeline);
-            m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
-            if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
-            // The one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB.
-            m_grads.clear();
-            m_want.clear();
-            for (int l = layers - 1; l >= 0; --l) {
-                m_grads.push_back(&m_network->grad_weight(l));
-                m_grads.push_back(&m_network->grad_bias(l));
-                m_want.push_back(stats);
-                m_want.push_back(false);
+            try {
+                issue_body_of_step(count, stats);
+            } catch (const std::exception& e) {  // std::exception: the CUDA module's Error is its own type
+                if (!m_pipeline->body_failed(e.what())) throw;
+                continue;  // a recording was abandoned: nothing ran, issue it again
             }
-            m_pipeline->check(m_grads, m_want);
-            m_optimizer->step(*m_pipeline);
-            m_network->end_step();
         }
         if (!m_pipeline->end()) break;
         issue_body = true;  // a failed recording: nothing ran, issue it again
     }
     m_inject_layer = -1;
     ++m_step;
+}
+
+void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
+    const int layers = m_network->layer_count();
+    m_backend->set_gradient_tracing(stats);
+    m_network->forward_uploaded(count, true);
+    m_network->loss(*m_pipeline);
+    m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
+    if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
+    // The one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB.
+    m_grads.clear();
+    m_want.clear();
+    for (int l = layers - 1; l >= 0; --l) {
+        m_grads.push_back(&m_network->grad_weight(l));
+        m_grads.push_back(&m_network->grad_bias(l));
+        m_want.push_back(stats);
+        m_want.push_back(false);
+    }
+    m_pipeline->check(m_grads, m_want);
+    m_optimizer->step(*m_pipeline);
+    m_network->end_step();
 }
 
 void Trainer::report_one() {

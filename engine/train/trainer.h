@@ -64,8 +64,8 @@ public:
     std::span<const StepReport> advance();
     // Waits for every issued step and returns their reports.
     std::span<const StepReport> flush();
-    // advance + flush, for one step at a time (tests, examples): that step's report. Any report
-    // an earlier advance left in flight is dropped: flush those first.
+    // flush + advance + flush, for one step at a time (tests, examples): that step's report. Any
+    // report an earlier advance left in flight is dropped: flush those first.
     const StepReport& step();
     int in_flight() const;         // steps issued and not yet reported
     // The test split in batches, current settings, no FP8 amaxes. Needs no step in flight.
@@ -106,6 +106,7 @@ private:
         std::vector<Format> precisions;  // per layer
     };
     void issue();
+    void issue_body_of_step(std::int64_t count, bool stats);
     void report_one();
     void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;

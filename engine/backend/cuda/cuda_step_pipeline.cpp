@@ -47,7 +47,8 @@ CudaStepPipeline::CudaStepPipeline(CudaBackend& backend, const LossScalingSpec& 
     m_slots.resize(static_cast<std::size_t>(m_depth + 1));
     for (Slot& s : m_slots) {
         MANTISSA_CUDA_CHECK(cudaEventCreate(&s.started));
-        MANTISSA_CUDA_CHECK(cudaEventCreate(&s.finished));
+        // collect() waits on it: blocking, so the waiting host thread does not spin a core.
+        MANTISSA_CUDA_CHECK(cudaEventCreateWithFlags(&s.finished, cudaEventBlockingSync));
     }
     m_backend.synchronize();
 }
@@ -161,7 +162,8 @@ const CudaBackend::CheckPlan& CudaStepPipeline::plan_for(const std::vector<Tenso
         if (p.key == f.value()) return p.plan;
     // prepare_check waits for its upload: never while a graph is being recorded.
     if (m_capturing) throw Error("CudaStepPipeline: the gradient check's table changed while recording a step.");
-    if (m_plans.size() >= 4) release_plans();  // shapes changed (a live change): start over
+    // Shapes changed (a live change): start over, dropping the graphs that point at the old tables.
+    if (m_plans.size() >= 4) invalidate("the gradient check's table changed");
     m_plans.push_back({f.value(), m_backend.prepare_check(grads, want)});
     return m_plans.back().plan;
 }
@@ -228,6 +230,8 @@ bool CudaStepPipeline::begin(const StepBegin& b) {
     m_current.classification = classification;
     m_current.stats = b.stats;
     m_current.scaling_off = m_spec.mode == LossScalingMode::off;
+    // Back to back with the previous step (still in flight): time it from that step's end.
+    m_current.previous_slot = m_flight.empty() ? -1 : m_flight.back().slot;
 
     // ---- the inputs, through the slot's pinned buffer (free: its last step was collected)
     cudaStream_t stream = m_backend.stream();
@@ -238,6 +242,10 @@ bool CudaStepPipeline::begin(const StepBegin& b) {
                                         static_cast<std::size_t>(x_bytes), cudaMemcpyHostToDevice, stream));
     std::size_t at = static_cast<std::size_t>(x_bytes);
     if (classification) {
+        for (std::int64_t r = 0; r < b.batch; ++r)  // the kernel indexes the logits with them
+            if (b.labels[r] < 0 || b.labels[r] >= b.outputs)
+                throw Error("CudaStepPipeline: label " + std::to_string(b.labels[r]) + " in row " + std::to_string(r) +
+                            " is outside the " + std::to_string(b.outputs) + " classes.");
         const std::size_t n = static_cast<std::size_t>(b.batch) * sizeof(std::int32_t);
         std::memcpy(up + at, b.labels, n);
         MANTISSA_CUDA_CHECK(cudaMemcpyAsync(m_labels, up + at, n, cudaMemcpyHostToDevice, stream));
@@ -357,6 +365,23 @@ void CudaStepPipeline::epilogue() {
     m_backend.defer_rounding_stats(nullptr, 0, nullptr);
 }
 
+bool CudaStepPipeline::body_failed(const std::string& what) {
+    if (!m_open || !m_capturing) return false;
+    // An illegal call under capture fails at the call (and invalidates the capture): end it,
+    // turn recording off for the run, and let the caller issue the body again, eagerly.
+    m_capturing = false;
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(m_backend.stream(), &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    Graph& graph = m_graphs[static_cast<std::size_t>(m_graph)];
+    graph.policy.captured(false, "recording the step as a CUDA graph failed: " + what);
+    m_graph_note = graph.policy.last_reason();
+    m_prepared = false;
+    prologue();
+    return true;
+}
+
 bool CudaStepPipeline::end() {
     if (!m_open) throw Error("CudaStepPipeline: end() without begin().");
     cudaStream_t stream = m_backend.stream();
@@ -380,7 +405,8 @@ bool CudaStepPipeline::end() {
                 graph.policy.captured(false, std::string("recording the step as a CUDA graph failed: ") +
                                                  cudaGetErrorString(e));
                 m_graph_note = graph.policy.last_reason();
-                prologue();  // nothing recorded ran: the caller issues the body again, eagerly
+                m_prepared = false;  // the recorded prepare kernel never ran
+                prologue();          // nothing recorded ran: the caller issues the body again, eagerly
                 return true;
             }
             graph.policy.captured(true);
@@ -411,7 +437,11 @@ bool CudaStepPipeline::collect(StepResults& out) {
     out.step = f.step;
     out.replayed = f.replayed;
     float ms = 0;
-    MANTISSA_CUDA_CHECK(cudaEventElapsedTime(&ms, slot.started, slot.finished));
+    // The previous slot's event is still this one's: a slot is recorded again only after the
+    // step two later begins, and this step is collected before that.
+    const cudaEvent_t from =
+        f.previous_slot >= 0 ? m_slots[static_cast<std::size_t>(f.previous_slot)].finished : slot.started;
+    MANTISSA_CUDA_CHECK(cudaEventElapsedTime(&ms, from, slot.finished));
     out.seconds = static_cast<double>(ms) / 1e3;
     out.scale = h.before.scale;
     out.next_scale = h.after.scale;

@@ -20,8 +20,14 @@
 // re-declare tensors), the batch rows, the loss kind, the backend's scratch generation and this
 // pipeline's buffers. Statistics steps and plain steps differ in what they launch, so each kind
 // has its own policy and graph: a run with statistics every k steps replays both. A step with an
-// injected value runs eagerly and leaves the graphs in place. A capture that fails turns graphs
-// off for the run, with its reason in describe(), and the step is issued again eagerly.
+// injected value, and an epoch's partial last batch, run eagerly and leave the graphs in place.
+// A capture that fails (at a call: body_failed; or at instantiation: end) turns graphs off for
+// the run, with its reason in describe(), and the step is issued again eagerly.
+//
+// After a pipelined step, narrow (fp16/bf16) gradients keep their loss-scaled bits with no host
+// multiplier (the optimizer read them × the device's inv_scale): reading a gradient tensor then
+// gives scaled values, where the synchronous calls leave a multiplier that unscales them. Nothing
+// in the application reads gradients between steps; a test that does runs synchronously.
 //
 // Same results as SyncStepPipeline on the CPU in outcome, and as CudaBackend's synchronous calls
 // bit for bit (the same kernels, with device-side scalars formed by the same FP32 and double
@@ -59,6 +65,7 @@ public:
     void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) override;
     void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) override;
     bool end() override;
+    bool body_failed(const std::string& what) override;
     bool collect(StepResults& out) override;
     std::string describe() const override;
 
@@ -77,6 +84,7 @@ private:
     };
     struct InFlight {
         int slot = 0;
+        int previous_slot = -1;  // the step issued just before, when still in flight at begin
         std::int64_t step = 0, batch = 0, outputs = 0;
         bool classification = true, stats = false, replayed = false, scaling_off = false;
         std::vector<std::int64_t> elements;  // per layer, statistics steps
