@@ -71,6 +71,43 @@ private slots:
         }
     }
 
+    // Short charts (a short window, the experiment form open) still show every legend whole: the
+    // legend gets at least the height its entries need, and lies inside the chart; where five
+    // such charts do not fit, they scroll.
+    void legendsAreNeverClipped_data() {
+        QTest::addColumn<int>("height");
+        QTest::newRow("800 px") << 800;
+        QTest::newRow("560 px") << 560;
+        QTest::newRow("420 px") << 420;
+        QTest::newRow("330 px") << 330;
+    }
+    void legendsAreNeverClipped() {
+        QFETCH(int, height);
+        RunSeries s;
+        fill(s, 500);
+        ChartsPanel panel;
+        panel.resize(1000, height);
+        panel.show();
+        panel.setSeries(&s);
+        panel.redrawNow(true);
+        // The first layout tells each chart what its legend needs; the splitter then re-lays out.
+        for (int i = 0; i < 3; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        QCOMPARE(panel.height(), height);  // the charts scroll; the panel does not grow
+        for (ChartView* c : panel.charts()) {
+            if (!c->legend->visible()) continue;
+            c->replot();
+            const QRect r = c->legend->outerRect();
+            const QSize need = c->legend->minimumOuterSizeHint();
+            const QString what = c->yAxis->label();
+            QVERIFY2(r.height() >= need.height(), qPrintable(QStringLiteral("%1: legend %2 px high, needs %3")
+                                                                 .arg(what).arg(r.height()).arg(need.height())));
+            QVERIFY2(r.top() >= 0 && r.bottom() <= c->height(), qPrintable(what + QStringLiteral(": legend outside")));
+        }
+    }
+
     void oneStepAxisForAllCharts() {
         RunSeries s;
         fill(s, 10000);

@@ -86,6 +86,7 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     legend->setWrap(6);
     legend->setBorderPen(Qt::NoPen);
     legend->setBrush(Qt::NoBrush);
+    legend->setMargins(QMargins(4, 2, 4, 1));  // a short chart has no height to spare
     axisRect()->insetLayout()->take(legend);
     axisRect()->insetLayout()->simplify();
     m_header = new QCPLayoutGrid;
@@ -95,10 +96,25 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     plotLayout()->setRowStretchFactor(0, 0.001);
     m_note = new QCPTextElement(this, QString(), small);
     m_note->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
+    // A text element's maximum height is its text's, and a layout row takes the smallest maximum
+    // of its elements: the header row would be capped below the legend's height, clipping it in
+    // short charts. An explicit maximum lifts the cap (QCustomPlot adds the margins to it and
+    // ignores anything that reaches QWIDGETSIZE_MAX, so a large ordinary number).
+    m_note->setMaximumSize(100000, 100000);
     m_header->addElement(0, 0, m_note);
     m_header->addElement(0, 1, legend);
     m_header->setColumnStretchFactor(0, 1);
     m_header->setColumnStretchFactor(1, 0.001);
+    // QCustomPlot's default minimum plot of 50 px is more than a short chart has; 24 px still shows
+    // a trend, and the header gets its legend's full height first.
+    axisRect()->setMinimumSize(50, 24);
+    connect(this, &QCustomPlot::afterLayout, this, [this] {
+        const int h = plotLayout()->minimumOuterSizeHint().height();
+        if (h > 0 && h != m_minimumHeight) {
+            m_minimumHeight = h;
+            updateGeometry();
+        }
+    });
 
     // The crosshair and its read-out live on their own buffered layer, so moving the mouse
     // repaints only that layer, never the graphs.

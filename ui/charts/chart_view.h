@@ -74,9 +74,10 @@ public:
     QString readoutText(double step) const;
     QString noteText() const;
 
-    // Small: a chart squeezes its legend rather than widen the window (QCustomPlot would ask for
-    // the legend's full width).
-    QSize minimumSizeHint() const override { return {240, 60}; }
+    // Narrow: a chart squeezes its legend rather than widen the window (QCustomPlot would ask for
+    // the legend's full width). As short as the header row (the legend whole) and the axes with a
+    // small plot allow, measured at each layout: a splitter never squeezes the legend's text.
+    QSize minimumSizeHint() const override { return {240, m_minimumHeight}; }
 
 signals:
     void crosshairRequested(double step);       // the mouse moved over the plot (NaN: it left)
@@ -113,6 +114,7 @@ private:
     QCPItemText* m_readout = nullptr;
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
     QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend
+    int m_minimumHeight = 60;
     QVector<QCPGraphData> m_scratch;
     std::vector<SeriesPoint> m_points;
     bool m_includeZero = false;

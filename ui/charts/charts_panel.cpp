@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSlider>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -102,7 +103,15 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(bar);
-    layout->addWidget(splitter, 1);
+    // Each chart is at least as tall as its legend and axes need; where the window is shorter
+    // than five such charts (a laptop's screen, the docks open), the charts scroll rather than
+    // clip their legends or hold the window taller than the screen.
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(splitter);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    layout->addWidget(scroll, 1);
 
     m_clock.start();
     m_roundTimer.setSingleShot(true);
