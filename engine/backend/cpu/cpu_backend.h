@@ -27,6 +27,7 @@
 
 #include "backend/amax_history.h"
 #include "backend/backend.h"
+#include "backend/cpu/cpu_buffer.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
 
@@ -80,7 +81,7 @@ public:
 private:
     static std::uint64_t next_stamp();
     std::int64_t bytes() const;
-    std::vector<float> m_data;
+    CpuBuffer m_data;  // placed for oneDNN (cpu_buffer.h)
     std::shared_ptr<CpuLedger> m_ledger;
     std::uint64_t m_stamp;
     const CpuTensor* m_source = nullptr;  // compared, never dereferenced
@@ -162,14 +163,14 @@ private:
     void keep_unrounded(const Tensor& t, const float* data, std::int64_t n);
 
     struct Shadow {
-        std::vector<float> values;
+        CpuBuffer values;
         bool valid = false;
     };
     std::shared_ptr<CpuLedger> m_ledger;
     bool m_tracing = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
-    std::array<std::vector<float>, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
+    std::array<CpuBuffer, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
     std::vector<unsigned char> m_mask;            // the optimizer's non-zero update flags
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy

@@ -5,7 +5,9 @@
 //   and after an optimizer step the copy already holds saturate_e4m3(w · next scale);
 // - the underflow count's bit-mask test over many rows (more than one 64-row word, ragged
 //   sizes) agrees with the reference product, and the vectorised reference count with a plain
-//   loop.
+//   loop;
+// - every CPU array placed 16 bytes past a 64-byte boundary (cpu_buffer.h: oneDNN's fast case for
+//   4-KiB rows), whatever its size and however it grows.
 #include <QtTest>
 
 #include <bit>
@@ -133,6 +135,20 @@ private slots:
         QTest::newRow("256 rows") << 256 << 16 << 64;
         QTest::newRow("65 rows") << 65 << 9 << 13;
     }
+    void buffersArePlacedForOneDnn() {
+        auto offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64; };
+        CpuBackend be;
+        for (std::int64_t cols : {1, 3, 1024, 4096, 300000}) {
+            auto t = be.allocate(TensorDesc{"t", 1, cols, Format::fp32, MemoryCategory::parameters});
+            QCOMPARE(offset(static_cast<CpuTensor&>(*t).data()), std::uintptr_t{16});
+        }
+        CpuBuffer grown;
+        for (std::size_t n : {1u, 17u, 1000u, 70000u}) {
+            grown.resize(n);
+            QCOMPARE(offset(grown.data()), std::uintptr_t{16});
+        }
+    }
+
     void maskTestMatchesTheReferenceOverManyRows() {
         QFETCH(int, batch);
         QFETCH(int, out);
