@@ -79,7 +79,8 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
                                           resolve_formats());
     m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
-    if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
+    if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
+    else if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
     if (!m_pipeline) m_pipeline = std::make_unique<SyncStepPipeline>(*m_backend, scaling, options.sync_lag);
     m_test_order.resize(static_cast<std::size_t>(m_data.test.rows));
     std::iota(m_test_order.begin(), m_test_order.end(), std::int64_t{0});

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +46,9 @@ struct TrainerOptions {
     // Hold SyncStepPipeline's results back by this many steps, as a GPU's are held: the tests of
     // the pipelining use it. 0 in use.
     int sync_lag = 0;
+    // A pipeline of the caller's making instead (tests of the Trainer's side of a failed
+    // recording); called once, with the Trainer's backend and the experiment's loss scaling.
+    std::function<std::unique_ptr<StepPipeline>(Backend&, const LossScalingSpec&)> make_pipeline;
 };
 
 class Trainer {

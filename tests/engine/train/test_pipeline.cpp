@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
+#include "backend/sync_step_pipeline.h"
 #include "error.h"
 #include "train/trainer.h"
 #include "train_support.h"
@@ -122,9 +123,69 @@ std::int64_t count_events(const Run& r, EventKind kind) {
     return n;
 }
 
+// A pipeline that "records" the body of one chosen step and fails, as a GPU pipeline's CUDA graph
+// capture can: while recording it runs nothing of the body's pipeline calls (as a capture runs
+// nothing), then either end() reports the failed instantiation or check() throws as an illegal
+// call under capture does. The Trainer must issue the body again and lose nothing.
+class FailingRecorder final : public StepPipeline {
+public:
+    enum class How { at_end, in_body };
+    FailingRecorder(Backend& b, const LossScalingSpec& spec, std::int64_t fail_at, How how)
+        : m_inner(b, spec), m_fail_at(fail_at), m_how(how) {}
+    int depth() const override { return m_inner.depth(); }
+    int in_flight() const override { return m_inner.in_flight(); }
+    void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
+    void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
+    bool begin(const StepBegin& b) override {
+        m_recording = b.step == m_fail_at;
+        return m_inner.begin(b);
+    }
+    void loss(const Tensor& output, Tensor* grad) override {
+        if (!m_recording) m_inner.loss(output, grad);
+    }
+    std::vector<RoundingStats>* rounding_sink() override {
+        return m_recording ? &m_discarded : m_inner.rounding_sink();
+    }
+    void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want) override {
+        if (m_recording && m_how == How::in_body) throw Error("operation not permitted when stream is capturing");
+        if (!m_recording) m_inner.check(grads, want);
+    }
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int layer) override {
+        if (!m_recording) m_inner.optimizer_step(t, h, layer);
+    }
+    bool end() override {
+        if (m_recording) {  // instantiation failed: nothing ran, issue it again
+            m_recording = false;
+            ++retries;
+            return true;
+        }
+        return m_inner.end();
+    }
+    bool body_failed(const std::string& what) override {
+        if (!m_recording) return false;
+        m_recording = false;
+        ++retries;
+        reason = what;
+        return true;
+    }
+    bool collect(StepResults& out) override { return m_inner.collect(out); }
+    std::string describe() const override { return "failing recorder"; }
+
+    int retries = 0;
+    std::string reason;
+
+private:
+    SyncStepPipeline m_inner;
+    std::int64_t m_fail_at;
+    How m_how;
+    bool m_recording = false;
+    std::vector<RoundingStats> m_discarded;
+};
+
 }  // namespace
 
 Q_DECLARE_METATYPE(Scenario)
+Q_DECLARE_METATYPE(FailingRecorder::How)
 
 class TestPipeline : public QObject {
     Q_OBJECT
@@ -216,6 +277,47 @@ private slots:
         QCOMPARE(e.step, std::int64_t{1});
         QVERIFY(std::isfinite(t.evaluate().loss));
         QCOMPARE(t.step().step.step, std::int64_t{1});
+    }
+
+    // A recording that fails, at the end or part-way through the body, costs the run nothing: the
+    // Trainer issues the body again and the run is the same, bit for bit.
+    void failedRecordingIsIssuedAgain_data() {
+        QTest::addColumn<FailingRecorder::How>("how");
+        QTest::newRow("instantiation fails at end()") << FailingRecorder::How::at_end;
+        QTest::newRow("a call fails in the body") << FailingRecorder::How::in_body;
+    }
+    void failedRecordingIsIssuedAgain() {
+        QFETCH(FailingRecorder::How, how);
+        Experiment e = quick_experiment(12);
+        e.precision.autocast = Autocast::fp16;
+        e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+        e.train.optimizer = OptimizerKind::adamw;
+        const Dataset data = blobs_set(1000, 3, 4);
+        Trainer plain(e, data, make_backend("cpu"));
+        FailingRecorder* recorder = nullptr;
+        TrainerOptions options;
+        options.make_pipeline = [&](Backend& b, const LossScalingSpec& spec) {
+            auto p = std::make_unique<FailingRecorder>(b, spec, 5, how);
+            recorder = p.get();
+            return p;
+        };
+        Trainer flaky(e, data, make_backend("cpu"), options);
+        QVERIFY(recorder);
+        for (int i = 0; i < 12; ++i) {
+            const StepReport a = plain.step();
+            const StepReport& b = flaky.step();
+            QCOMPARE(b.step.step, a.step.step);
+            QVERIFY2(same_bits(b.step.loss, a.step.loss), qPrintable(QString("step %1").arg(i)));
+            QCOMPARE(b.step.loss_scale, a.step.loss_scale);
+            QVERIFY(same_bits(b.step.grad_norm, a.step.grad_norm));
+            QCOMPARE(b.layers.size(), a.layers.size());
+        }
+        QCOMPARE(recorder->retries, 1);
+        if (how == FailingRecorder::How::in_body)
+            QVERIFY(recorder->reason.find("capturing") != std::string::npos);
+        for (int l = 0; l < plain.network().layer_count(); ++l)
+            QVERIFY(plain.network().read(plain.network().weight(l)) == flaky.network().read(flaky.network().weight(l)));
+        QCOMPARE(flaky.optimizer().steps_taken(), plain.optimizer().steps_taken());
     }
 
     // Each step() returns its own report, whatever the lag.
