@@ -126,6 +126,9 @@ public:
     // For the telemetry: how the bodies ran ("eager", "recorded", "replayed N", the last reason
     // a recording was dropped).
     virtual std::string describe() const = 0;
+    // Why recording steps (CUDA graphs) is off for the rest of the run; empty while it is allowed,
+    // and where there is nothing to record.
+    virtual std::string recording_off() const { return {}; }
 };
 
 }  // namespace mantissa

@@ -325,6 +325,26 @@ void Trainer::report_one() {
                                 " (" + reason + ").",
                             json{{"old", res.scale}, {"new", res.next_scale}, {"reason", reason}}.dump()});
     }
+    // How the pipeline runs the steps, once each a run: what a person comparing throughput wants
+    // to know (the steps' results are the same either way).
+    if (res.replayed && !m_told_replay) {
+        m_told_replay = true;
+        r.events.push_back({issued.step, s.time_s, EventKind::notice,
+                            "From step " + std::to_string(issued.step) +
+                                " each step replays as one recorded CUDA graph: the host no longer issues its "
+                                "operations one by one.",
+                            json{{"pipeline", "replaying"}}.dump()});
+    }
+    if (!m_told_recording_off) {
+        const std::string off = m_pipeline->recording_off();
+        if (!off.empty()) {
+            m_told_recording_off = true;
+            r.events.push_back({issued.step, s.time_s, EventKind::notice,
+                                "CUDA graphs are off for the rest of this run (" + off +
+                                    "); the steps run eagerly, with the same results.",
+                                json{{"pipeline", "recording_off"}, {"reason", off}}.dump()});
+        }
+    }
     if (!std::isfinite(res.loss.loss)) {
         if (!m_diverged)
             r.events.push_back({issued.step, s.time_s, EventKind::divergence,

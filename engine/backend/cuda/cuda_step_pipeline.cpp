@@ -506,6 +506,12 @@ bool CudaStepPipeline::collect(StepResults& out) {
     return true;
 }
 
+std::string CudaStepPipeline::recording_off() const {
+    for (const Graph& g : m_graphs)
+        if (g.policy.disabled()) return g.policy.last_reason();
+    return {};
+}
+
 std::string CudaStepPipeline::describe() const {
     std::string s = "CUDA graphs: " + std::to_string(m_captures) + " recorded, " + std::to_string(m_replays) +
                     " steps replayed, " + std::to_string(m_eager) + " eager";

@@ -68,6 +68,7 @@ public:
     bool body_failed(const std::string& what) override;
     bool collect(StepResults& out) override;
     std::string describe() const override;
+    std::string recording_off() const override;
 
 private:
     // One step's device block (and its pinned copy): the header, then per gradient a CheckResult,

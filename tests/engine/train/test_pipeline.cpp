@@ -182,6 +182,37 @@ private:
     std::vector<RoundingStats> m_discarded;
 };
 
+// A pipeline that says its steps replay from one step on, and that recording turned off at a
+// later one: the Trainer tells the person each once.
+class NarratingPipeline final : public StepPipeline {
+public:
+    NarratingPipeline(Backend& b, const LossScalingSpec& spec) : m_inner(b, spec) {}
+    int depth() const override { return m_inner.depth(); }
+    int in_flight() const override { return m_inner.in_flight(); }
+    void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
+    void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
+    bool begin(const StepBegin& b) override { return m_inner.begin(b); }
+    void loss(const Tensor& output, Tensor* grad) override { m_inner.loss(output, grad); }
+    std::vector<RoundingStats>* rounding_sink() override { return m_inner.rounding_sink(); }
+    void check(const std::vector<Tensor*>& g, const std::vector<bool>& w) override { m_inner.check(g, w); }
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int l) override {
+        m_inner.optimizer_step(t, h, l);
+    }
+    bool end() override { return m_inner.end(); }
+    bool collect(StepResults& out) override {
+        if (!m_inner.collect(out)) return false;
+        out.replayed = out.step >= 3;
+        m_collected = out.step;
+        return true;
+    }
+    std::string describe() const override { return "narrating"; }
+    std::string recording_off() const override { return m_collected >= 6 ? "a test said so" : std::string(); }
+
+private:
+    SyncStepPipeline m_inner;
+    std::int64_t m_collected = -1;
+};
+
 }  // namespace
 
 Q_DECLARE_METATYPE(Scenario)
@@ -318,6 +349,24 @@ private slots:
         for (int l = 0; l < plain.network().layer_count(); ++l)
             QVERIFY(plain.network().read(plain.network().weight(l)) == flaky.network().read(flaky.network().weight(l)));
         QCOMPARE(flaky.optimizer().steps_taken(), plain.optimizer().steps_taken());
+    }
+
+    void replayAndRecordingOffAreToldOnce() {
+        TrainerOptions options;
+        options.make_pipeline = [](Backend& b, const LossScalingSpec& spec) {
+            return std::make_unique<NarratingPipeline>(b, spec);
+        };
+        Trainer t(quick_experiment(10), blobs_set(500, 3, 1), make_backend("cpu"), options);
+        std::vector<Event> notices;
+        while (!t.done())
+            for (const Event& e : t.step().events)
+                if (e.kind == EventKind::notice) notices.push_back(e);
+        QCOMPARE(notices.size(), std::size_t{2});
+        QCOMPARE(notices[0].step, std::int64_t{3});
+        QVERIFY(notices[0].message.find("From step 3") != std::string::npos);
+        QVERIFY(notices[0].data_json.find("replaying") != std::string::npos);
+        QCOMPARE(notices[1].step, std::int64_t{6});
+        QVERIFY(notices[1].message.find("a test said so") != std::string::npos);
     }
 
     // Each step() returns its own report, whatever the lag.
