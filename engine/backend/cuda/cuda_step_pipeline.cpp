@@ -23,8 +23,6 @@ struct BlockHeader {
     int pad;
 };
 
-std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
 int scaling_mode_code(LossScalingMode m) { return static_cast<int>(m); }
 
 }  // namespace
@@ -80,18 +78,7 @@ CudaStepPipeline::~CudaStepPipeline() {
 // ---- buffers
 
 CudaStepPipeline::Layout CudaStepPipeline::layout_for(int layers, std::int64_t rows) {
-    Layout l;
-    l.layers = layers;
-    l.rows = rows;
-    const auto L = static_cast<std::size_t>(layers);
-    const auto R = static_cast<std::size_t>(rows);
-    l.results = align_up(sizeof(BlockHeader));
-    l.counts = l.results + align_up(2 * L * sizeof(CheckResult));
-    l.rounding = l.counts + 2 * L * sizeof(unsigned long long);  // counts and rounding: one memset
-    l.row_loss = align_up(l.rounding + 4 * L * sizeof(unsigned long long));
-    l.row_correct = l.row_loss + align_up(R * sizeof(float));
-    l.bytes = l.row_correct + align_up(R * sizeof(std::int32_t));
-    return l;
+    return layout_step_block(layers, rows, sizeof(BlockHeader), sizeof(CheckResult));
 }
 
 void CudaStepPipeline::ensure_buffers(int layers, std::int64_t rows, std::int64_t outputs, std::int64_t input_bytes) {

@@ -42,6 +42,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/graph_policy.h"
+#include "backend/cuda/step_block_layout.h"
 #include "backend/step_pipeline.h"
 #include "train/experiment.h"
 
@@ -71,13 +72,8 @@ public:
     std::string recording_off() const override;
 
 private:
-    // One step's device block (and its pinned copy): the header, then per gradient a CheckResult,
-    // per layer two update counts and four rounding counts, then per row the loss and argmax hit.
-    struct Layout {
-        int layers = 0;
-        std::int64_t rows = 0;
-        std::size_t results = 0, counts = 0, rounding = 0, row_loss = 0, row_correct = 0, bytes = 0;
-    };
+    // One step's device block (and its pinned copy): step_block_layout.h.
+    using Layout = StepBlockLayout;
     struct Slot {
         void* pinned = nullptr;   // the block coming down, then the inputs going up
         std::size_t pinned_bytes = 0;
