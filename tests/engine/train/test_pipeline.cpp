@@ -123,19 +123,38 @@ std::int64_t count_events(const Run& r, EventKind kind) {
     return n;
 }
 
-// A pipeline that "records" the body of one chosen step and fails, as a GPU pipeline's CUDA graph
-// capture can: while recording it runs nothing of the body's pipeline calls (as a capture runs
-// nothing), then either end() reports the failed instantiation or check() throws as an illegal
-// call under capture does. The Trainer must issue the body again and lose nothing.
-class FailingRecorder final : public StepPipeline {
+// A SyncStepPipeline behind every call, for test pipelines that change a few of them.
+class WrappedSync : public StepPipeline {
 public:
-    enum class How { at_end, in_body };
-    FailingRecorder(Backend& b, const LossScalingSpec& spec, std::int64_t fail_at, How how)
-        : m_inner(b, spec), m_fail_at(fail_at), m_how(how) {}
+    WrappedSync(Backend& b, const LossScalingSpec& spec) : m_inner(b, spec) {}
     int depth() const override { return m_inner.depth(); }
     int in_flight() const override { return m_inner.in_flight(); }
     void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
     void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
+    bool begin(const StepBegin& b) override { return m_inner.begin(b); }
+    void loss(const Tensor& output, Tensor* grad) override { m_inner.loss(output, grad); }
+    std::vector<RoundingStats>* rounding_sink() override { return m_inner.rounding_sink(); }
+    void check(const std::vector<Tensor*>& g, const std::vector<bool>& w) override { m_inner.check(g, w); }
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int l) override {
+        m_inner.optimizer_step(t, h, l);
+    }
+    bool end() override { return m_inner.end(); }
+    bool collect(StepResults& out) override { return m_inner.collect(out); }
+    std::string describe() const override { return "wrapped"; }
+
+protected:
+    SyncStepPipeline m_inner;
+};
+
+// A pipeline that "records" the body of one chosen step and fails, as a GPU pipeline's CUDA graph
+// capture can: while recording it runs nothing of the body's pipeline calls (as a capture runs
+// nothing), then either end() reports the failed instantiation or check() throws as an illegal
+// call under capture does. The Trainer must issue the body again and lose nothing.
+class FailingRecorder final : public WrappedSync {
+public:
+    enum class How { at_end, in_body };
+    FailingRecorder(Backend& b, const LossScalingSpec& spec, std::int64_t fail_at, How how)
+        : WrappedSync(b, spec), m_fail_at(fail_at), m_how(how) {}
     bool begin(const StepBegin& b) override {
         m_recording = b.step == m_fail_at;
         return m_inner.begin(b);
@@ -168,14 +187,11 @@ public:
         reason = what;
         return true;
     }
-    bool collect(StepResults& out) override { return m_inner.collect(out); }
-    std::string describe() const override { return "failing recorder"; }
 
     int retries = 0;
     std::string reason;
 
 private:
-    SyncStepPipeline m_inner;
     std::int64_t m_fail_at;
     How m_how;
     bool m_recording = false;
@@ -184,32 +200,18 @@ private:
 
 // A pipeline that says its steps replay from one step on, and that recording turned off at a
 // later one: the Trainer tells the person each once.
-class NarratingPipeline final : public StepPipeline {
+class NarratingPipeline final : public WrappedSync {
 public:
-    NarratingPipeline(Backend& b, const LossScalingSpec& spec) : m_inner(b, spec) {}
-    int depth() const override { return m_inner.depth(); }
-    int in_flight() const override { return m_inner.in_flight(); }
-    void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
-    void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
-    bool begin(const StepBegin& b) override { return m_inner.begin(b); }
-    void loss(const Tensor& output, Tensor* grad) override { m_inner.loss(output, grad); }
-    std::vector<RoundingStats>* rounding_sink() override { return m_inner.rounding_sink(); }
-    void check(const std::vector<Tensor*>& g, const std::vector<bool>& w) override { m_inner.check(g, w); }
-    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int l) override {
-        m_inner.optimizer_step(t, h, l);
-    }
-    bool end() override { return m_inner.end(); }
+    using WrappedSync::WrappedSync;
     bool collect(StepResults& out) override {
         if (!m_inner.collect(out)) return false;
         out.replayed = out.step >= 3;
         m_collected = out.step;
         return true;
     }
-    std::string describe() const override { return "narrating"; }
     std::string recording_off() const override { return m_collected >= 6 ? "a test said so" : std::string(); }
 
 private:
-    SyncStepPipeline m_inner;
     std::int64_t m_collected = -1;
 };
 
