@@ -80,8 +80,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_lesson = new LessonPanel;
     m_histogram = new GradientHistogramView;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
-    // height their legends need; float or enlarge the dock to study it.
-    m_histogram->plot()->setMinimumSize(240, 110);
+    // height their legends need; float or enlarge the dock to study it. Its minimum sets the
+    // bottom docks' (the tallest tab's): 60 px lets a 768-px screen show all five charts.
+    m_histogram->plot()->setMinimumSize(240, 60);
     m_histogram->feed()->setPaused(true);  // until its dock is shown (below): a hidden tab reads nothing
 
     auto* central = new QWidget;
