@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <span>
@@ -82,7 +84,11 @@ Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
     auto backend = make_backend(im.experiment.backend, im.experiment.device);
     im.backend_name = backend->name();
     im.device_name = backend->device_name();
-    im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend));
+    // MANTISSA_SYNC_STEPS=1: the backend's synchronous calls instead of its step pipeline (on a
+    // GPU: no CUDA graphs, a host wait inside each step), to compare or to rule the pipeline out.
+    TrainerOptions options;
+    if (const char* env = std::getenv("MANTISSA_SYNC_STEPS")) options.synchronous = std::strcmp(env, "0") != 0;
+    im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend), options);
     for (const auto& l : im.trainer->network().desc().layers)
         im.layers.push_back({l.name, l.in, l.out, l.parameters()});
     im.total_steps = im.trainer->total_steps();
