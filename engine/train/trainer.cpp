@@ -132,32 +132,27 @@ void Trainer::require_idle(const char* what) const {
                     " step(s) in flight; flush() first.");
 }
 
-std::span<const StepReport> Trainer::advance() {
-    if (done()) throw Error("The run has already taken its " + std::to_string(m_total_steps) + " steps.");
+std::span<const StepReport> Trainer::report_until(int left_in_flight) {
     m_report_count = 0;
-    issue();
-    while (m_pipeline->in_flight() >= m_pipeline->depth()) report_one();
+    while (m_pipeline->in_flight() > left_in_flight) report_one();
     return {m_reports.data(), m_report_count};
 }
 
-std::span<const StepReport> Trainer::flush() {
-    m_report_count = 0;
-    while (m_pipeline->in_flight() > 0) report_one();
-    return {m_reports.data(), m_report_count};
+std::span<const StepReport> Trainer::advance() {
+    issue();
+    return report_until(m_pipeline->depth() - 1);
 }
+
+std::span<const StepReport> Trainer::flush() { return report_until(0); }
 
 const StepReport& Trainer::step() {
     flush();  // no earlier step's report may share the buffer with this one
-    advance();
-    const std::span<const StepReport> reports = flush();
-    if (m_report_count == 0) {  // advance reported it already
-        m_report_count = 1;
-        return m_reports.front();
-    }
-    return reports.back();
+    issue();
+    return flush().back();  // this step's report, whatever the pipeline's depth
 }
 
 void Trainer::issue() {
+    if (done()) throw Error("The run has already taken its " + std::to_string(m_total_steps) + " steps.");
     const auto t0 = std::chrono::steady_clock::now();
     const TrainSpec& t = m_experiment.train;
     const int layers = m_network->layer_count();

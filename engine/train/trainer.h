@@ -68,8 +68,8 @@ public:
     std::span<const StepReport> advance();
     // Waits for every issued step and returns their reports.
     std::span<const StepReport> flush();
-    // flush + advance + flush, for one step at a time (tests, examples): that step's report. Any
-    // report an earlier advance left in flight is dropped: flush those first.
+    // One step at a time (tests, examples): issues the next step, waits for it and returns its
+    // report. Reports an earlier advance left in flight are dropped: flush those first.
     const StepReport& step();
     int in_flight() const;         // steps issued and not yet reported
     // The test split in batches, current settings, no FP8 amaxes. Needs no step in flight.
@@ -112,6 +112,8 @@ private:
     void issue();
     void issue_body_of_step(std::int64_t count, bool stats);
     void report_one();
+    // Reports steps until at most `left_in_flight` remain in flight: this call's reports.
+    std::span<const StepReport> report_until(int left_in_flight);
     void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;
     void apply_formats();

@@ -77,15 +77,13 @@ CudaStepPipeline::~CudaStepPipeline() {
 
 // ---- buffers
 
-CudaStepPipeline::Layout CudaStepPipeline::layout_for(int layers, std::int64_t rows) {
-    return layout_step_block(layers, rows, sizeof(BlockHeader), sizeof(CheckResult));
-}
-
 void CudaStepPipeline::ensure_buffers(int layers, std::int64_t rows, std::int64_t outputs, std::int64_t input_bytes) {
     const bool grow_block = layers != m_layout.layers || rows > m_layout.rows;
     const std::int64_t targets = rows * std::max<std::int64_t>(outputs, 1);
     const bool grow_targets = targets > m_target_capacity;
-    const Layout want = grow_block ? layout_for(layers, std::max(rows, m_layout.rows)) : m_layout;
+    const StepBlockLayout want = grow_block ? layout_step_block(layers, std::max(rows, m_layout.rows),
+                                                                sizeof(BlockHeader), sizeof(CheckResult))
+                                            : m_layout;
     // The pinned slot carries the block down and the inputs up (labels or targets, x, the rate).
     const std::size_t up = static_cast<std::size_t>(input_bytes) +
                            static_cast<std::size_t>(std::max(targets, rows)) * sizeof(float) + 2 * sizeof(double);

@@ -72,8 +72,6 @@ public:
     std::string recording_off() const override;
 
 private:
-    // One step's device block (and its pinned copy): step_block_layout.h.
-    using Layout = StepBlockLayout;
     struct Slot {
         void* pinned = nullptr;   // the block coming down, then the inputs going up
         std::size_t pinned_bytes = 0;
@@ -91,7 +89,6 @@ private:
         cudaGraphExec_t exec = nullptr;
     };
 
-    static Layout layout_for(int layers, std::int64_t rows);
     void ensure_buffers(int layers, std::int64_t rows, std::int64_t outputs, std::int64_t input_bytes);
     void release_buffers();
     void drop_graphs();
@@ -109,10 +106,10 @@ private:
     double* m_lr = nullptr;                    // device: this step's learning rate
     SgdScalars* m_sgd = nullptr;               // device: prepared each step
     AdamWScalars* m_adamw = nullptr;           // device: prepared each step
-    void* m_block = nullptr;                   // device: Layout
+    void* m_block = nullptr;                   // device: m_layout
     std::int32_t* m_labels = nullptr;          // device: (rows)
     float* m_targets = nullptr;                // device: (rows, outputs)
-    Layout m_layout;
+    StepBlockLayout m_layout;  // one step's device block and its pinned copy
     std::int64_t m_target_capacity = 0;
     std::uint64_t m_buffer_generation = 0;
     std::vector<Slot> m_slots;

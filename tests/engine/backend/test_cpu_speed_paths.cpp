@@ -37,60 +37,47 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 struct Fp8Layer {
     static constexpr int batch = 5, in = 70, out = 33;  // 2310 weights: three optimizer blocks
     CpuBackend be;
-    std::unique_ptr<Tensor> w, b, wq, gw, gb, xs, x, y, dy, dx, m1, m2, mb1, mb2;
-    std::unique_ptr<Fp8State> state;
-    LinearTensors t;
+    backend_test::Fp8Linear layer{be, batch, in, out, 3};
+    std::unique_ptr<Tensor> x, y, dy, dx, m1, m2;
 
     Fp8Layer() {
         auto mk = [&](std::int64_t r, std::int64_t c, Format f) {
             return be.allocate(TensorDesc{"t", r, c, f, MemoryCategory::workspace});
         };
-        w = mk(out, in, Format::fp32), b = mk(1, out, Format::fp32), wq = mk(out, in, Format::fp8_e4m3);
-        gw = mk(out, in, Format::fp32), gb = mk(1, out, Format::fp32), xs = mk(batch, in, Format::fp8_e4m3);
         x = mk(batch, in, Format::fp32), y = mk(batch, out, Format::bf16), dy = mk(batch, out, Format::bf16);
         dx = mk(batch, in, Format::bf16);
         m1 = mk(out, in, Format::fp32), m2 = mk(out, in, Format::fp32);
-        mb1 = mk(1, out, Format::fp32), mb2 = mk(1, out, Format::fp32);
-        state = be.create_fp8_state(Fp8Recipe{3, 0, AmaxAlgo::max});
-        t.compute = Format::fp8_e4m3;
-        t.weight = w.get();
-        t.weight_compute = wq.get();
-        t.bias = b.get();
-        t.grad_weight = gw.get();
-        t.grad_bias = gb.get();
-        t.saved_input = xs.get();
-        t.fp8 = state.get();
         const auto wv = random_values(static_cast<std::size_t>(out * in), 0.2f, 1);
-        be.upload(*w, wv.data(), out * in);
+        be.upload(*layer.w, wv.data(), out * in);
     }
 
     // One training step; `fresh`: the weight is rewritten first (same values), so the forward
     // cannot use the optimizer's copy and quantises.
     void step(int n, bool fresh, bool sgd) {
         if (fresh) {
-            const auto wv = read(be, *w);
-            be.upload(*w, wv.data(), out * in);
+            const auto wv = read(be, *layer.w);
+            be.upload(*layer.w, wv.data(), out * in);
         }
         const auto xv = random_values(static_cast<std::size_t>(batch * in), 1.0f, 100 + n);
         be.upload(*x, xv.data(), batch * in);
-        be.linear_forward(t, *x, *y, batch, true);
+        be.linear_forward(layer.t, *x, *y, batch, true);
         const auto dyv = random_values(static_cast<std::size_t>(batch * out), 1e-2f, 200 + n);
         be.upload(*dy, dyv.data(), batch * out);
-        be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
+        be.linear_backward(layer.t, *x, *dy, dx.get(), batch, nullptr);
         if (sgd) {
             SgdParams p;
             p.lr = 0.05;
             p.momentum = 0.9;
             p.first_step = n == 0;
-            be.sgd_step(OptimizerTensors{w.get(), gw.get(), m1.get(), nullptr}, p);
+            be.sgd_step(OptimizerTensors{layer.w.get(), layer.gw.get(), m1.get(), nullptr}, p);
         } else {
             AdamWParams p;
             p.lr = 1e-2;
             p.weight_decay = 0.01;
             p.step = n + 1;
-            be.adamw_step(OptimizerTensors{w.get(), gw.get(), m1.get(), m2.get()}, p);
+            be.adamw_step(OptimizerTensors{layer.w.get(), layer.gw.get(), m1.get(), m2.get()}, p);
         }
-        be.update_fp8_scales(*state);
+        be.update_fp8_scales(*layer.state);
     }
 };
 
@@ -112,14 +99,14 @@ private slots:
             fresh.step(n, true, sgd);
             QVERIFY2(same_bits(read(shortcut.be, *shortcut.y), read(fresh.be, *fresh.y)), qPrintable(QString("y, step %1").arg(n)));
             QVERIFY(same_bits(read(shortcut.be, *shortcut.dx), read(fresh.be, *fresh.dx)));
-            QVERIFY(same_bits(read(shortcut.be, *shortcut.gw), read(fresh.be, *fresh.gw)));
-            QVERIFY(same_bits(read(shortcut.be, *shortcut.w), read(fresh.be, *fresh.w)));
+            QVERIFY(same_bits(read(shortcut.be, *shortcut.layer.gw), read(fresh.be, *fresh.layer.gw)));
+            QVERIFY(same_bits(read(shortcut.be, *shortcut.layer.w), read(fresh.be, *fresh.layer.w)));
             for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output})
-                QCOMPARE(shortcut.state->snapshot(r).amax_history, fresh.state->snapshot(r).amax_history);
+                QCOMPARE(shortcut.layer.state->snapshot(r).amax_history, fresh.layer.state->snapshot(r).amax_history);
             // The copy the optimizer wrote is already the next forward's quantised weight.
-            const float scale = shortcut.state->snapshot(Fp8Role::weight).scale;
-            const auto wv = read(shortcut.be, *shortcut.w);
-            const auto qv = read(shortcut.be, *shortcut.wq);
+            const float scale = shortcut.layer.state->snapshot(Fp8Role::weight).scale;
+            const auto wv = read(shortcut.be, *shortcut.layer.w);
+            const auto qv = read(shortcut.be, *shortcut.layer.wq);
             for (std::size_t i = 0; i < wv.size(); ++i)
                 QCOMPARE(std::bit_cast<std::uint32_t>(qv[i]),
                          std::bit_cast<std::uint32_t>(round_to(Format::fp8_e4m3, wv[i] * scale, Overflow::saturate)));

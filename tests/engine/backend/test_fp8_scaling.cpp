@@ -75,19 +75,11 @@ private slots:
         auto mk = [&](std::int64_t r, std::int64_t c, Format f) {
             return be.allocate(TensorDesc{"t", r, c, f, MemoryCategory::workspace});
         };
-        auto w = mk(out, in, Format::fp32), b = mk(1, out, Format::fp32), wq = mk(out, in, Format::fp8_e4m3);
-        auto gw = mk(out, in, Format::fp32), gb = mk(1, out, Format::fp32), xs = mk(B, in, Format::fp8_e4m3);
+        backend_test::Fp8Linear layer(be, B, in, out, 2);
+        LinearTensors& t = layer.t;
+        Tensor *w = layer.w.get(), *b = layer.b.get(), *xs = layer.xs.get(), *gb = layer.gb.get();
+        Fp8State* state = layer.state.get();
         auto x = mk(B, in, Format::fp32), y = mk(B, out, Format::fp32), dy = mk(B, out, Format::fp32), dx = mk(B, in, Format::fp32);
-        auto state = be.create_fp8_state(Fp8Recipe{2, 0, AmaxAlgo::max});
-        LinearTensors t;
-        t.compute = Format::fp8_e4m3;
-        t.weight = w.get();
-        t.weight_compute = wq.get();
-        t.bias = b.get();
-        t.grad_weight = gw.get();
-        t.grad_bias = gb.get();
-        t.saved_input = xs.get();
-        t.fp8 = state.get();
         const std::vector<float> xv = {1000.0f, 0.3f, -2.0f, 0.01f, 5.0f, -7.0f};  // 1000 saturates at 448
         const std::vector<float> wv = {0.5f, -0.25f, 0.125f, 1.1f, 0.0f, -3.0f};
         const std::vector<float> bv = {0.1f, -0.2f};
