@@ -6,12 +6,14 @@
 // backward: dy cast to the gradient operand format (FP8: scaled, saturating e5m2), dX = dy·W and
 //           dW = dyᵀ·x in FP32, × dequantisation, rounded to their formats (this is where
 //           gradients underflow; the weight gradient's rounding is measured); dB = Σ_rows dy in
-//           FP32 (FP8: of the unquantised dy, as TE's fused bias-gradient does), rounded.
+//           FP32 in blocks of rows (bias_grad_order.h; FP8: of the unquantised dy, as TE's fused
+//           bias-gradient does), rounded.
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <utility>
 
+#include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "error.h"
@@ -22,7 +24,7 @@ namespace mantissa {
 
 namespace {
 
-enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_reference = 5 };
+enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5 };
 
 CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
 const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
@@ -85,13 +87,18 @@ void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_
     }
 }
 
-// db(cols) = Σ_rows dy.
-MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, std::int64_t rows,
-                              std::int64_t cols) {
+// db(cols) = Σ_rows dy, in bias_grad_order.h's blocks of rows; `block` holds cols floats.
+MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, float* __restrict block,
+                              std::int64_t rows, std::int64_t cols) {
     for (std::int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* row = dy + r * cols;
-        for (std::int64_t c = 0; c < cols; ++c) db[c] += row[c];
+    for (std::int64_t r0 = 0; r0 < rows; r0 += bias_grad_block_rows) {
+        const std::int64_t r1 = std::min(rows, r0 + bias_grad_block_rows);
+        for (std::int64_t c = 0; c < cols; ++c) block[c] = 0.0f;
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const float* row = dy + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) block[c] += row[c];
+        }
+        for (std::int64_t c = 0; c < cols; ++c) db[c] += block[c];
     }
 }
 
@@ -297,7 +304,7 @@ void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Ten
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    column_sums(fp8 ? dy.data() : dy_op, db, batch, out);
+    column_sums(fp8 ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
     round_output(gb.format(), db, out);
 }
 

@@ -184,6 +184,7 @@ private:
         slot_rows,
         slot_results,
         slot_chunks,
+        slot_bias_blocks,
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);

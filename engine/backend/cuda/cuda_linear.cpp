@@ -21,6 +21,7 @@
 // The reference: CpuBackend::linear_forward / linear_backward (cpu/cpu_linear.cpp).
 #include <algorithm>
 
+#include "backend/bias_grad_order.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/convert.cuh"
@@ -377,7 +378,11 @@ void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Te
     } else {
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }
-    launch_bias_grad(bias_src, bias_src_fmt, batch, out, gb.data(), code(gb.format()), m_stream);
+    const std::int64_t bias_blocks = bias_grad_blocks(batch);
+    auto* bias_partial = bias_blocks > 1 ? static_cast<float*>(scratch(
+                                               slot_bias_blocks, static_cast<std::size_t>(bias_blocks * out) * 4))
+                                         : nullptr;
+    launch_bias_grad(bias_src, bias_src_fmt, batch, out, bias_partial, gb.data(), code(gb.format()), m_stream);
 
     if (weight_stats && !deferred) {
         auto* host = static_cast<unsigned long long*>(host_scratch(4 * sizeof(unsigned long long)));

@@ -15,6 +15,7 @@
 
 #include "backend_test_util.h"
 #include "backend/backend.h"
+#include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
 #include "numeric/convert.h"
@@ -171,6 +172,39 @@ private slots:
             for (int r = 0; r < B; ++r) acc += dy[r * out + o];
             QCOMPARE(gb[o], round_to(Format::fp16, acc));
         }
+    }
+
+    // dB adds its rows in blocks of bias_grad_block_rows (bias_grad_order.h), each block in row
+    // order, then the block sums: the order the CUDA backend adds them in too. A column of 2^24
+    // followed by ones tells the orders apart: in one chain each +1 is lost to rounding (2^24 + 1
+    // rounds to even), a block of ones keeps its count.
+    void biasGradientAddsBlocksOfRows_data() {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<float>("expected");
+        constexpr float big = 16777216.0f;  // 2^24: big + 1 rounds back to big
+        QTest::newRow("one block: one chain") << 256 << big;
+        QTest::newRow("two blocks") << 512 << big + 256.0f;
+        QTest::newRow("a partial last block") << 300 << big + 44.0f;
+    }
+    void biasGradientAddsBlocksOfRows() {
+        QFETCH(int, batch);
+        QFETCH(float, expected);
+        QCOMPARE(bias_grad_block_rows, std::int64_t{256});  // the rows above are laid out for it
+        CpuBackend be;
+        const int in = 2, out = 2;
+        LinearFixture f(be, batch, in, out, Format::fp32, Format::fp32);
+        std::vector<float> dy(static_cast<std::size_t>(batch * out), 1.0f);
+        dy[0] = 16777216.0f;  // column 0: 2^24, then ones
+        const std::vector<float> x(static_cast<std::size_t>(batch * in), 0.5f), w(in * out, 0.25f);
+        be.upload(*f.x, x.data(), batch * in);
+        be.upload(*f.w, w.data(), in * out);
+        be.upload(*f.dy, dy.data(), batch * out);
+        be.linear_backward(f.t, *f.x, *f.dy, f.dx.get(), batch, nullptr);
+        const auto gb = read(be, *f.grad_b);
+        // Exact comparisons: QCOMPARE's fuzzy float compare would take 2^24 + 44 for 2^24.
+        const QString got = QString("got %1, expected %2").arg(gb[0], 0, 'f', 1).arg(expected, 0, 'f', 1);
+        QVERIFY2(gb[0] == expected, qPrintable(got));
+        QVERIFY(gb[1] == static_cast<float>(batch));  // ones throughout: exact in any order
     }
 
     // With master weights on, the forward reads the weight cast from the FP32 master: a master

@@ -42,9 +42,10 @@ void launch_bias_round(const float* acc, std::int64_t rows, std::int64_t cols, c
 // non-finite after) when not null.
 void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, const float* dq_b, void* dst, int dst_fmt,
                         unsigned long long* stats, cudaStream_t stream);
-// db(cols) = Σ over rows of dy (each column summed in row order, in FP32), rounded.
-void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, void* db, int db_fmt,
-                      cudaStream_t stream);
+// db(cols) = Σ over rows of dy in FP32, in bias_grad_order.h's order, rounded. `partial` holds
+// bias_grad_blocks(rows) x cols floats (unused, may be null, for a batch of one block or less).
+void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, float* partial, void* db,
+                      int db_fmt, cudaStream_t stream);
 
 // ---- fp8_quantize.cuh
 // dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null.

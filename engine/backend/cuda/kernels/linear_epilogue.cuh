@@ -4,15 +4,18 @@
 //   bias_round:  y = round(acc x dequant + b)      (acc + b when dequant is 1)
 //   scale_round: d = round(acc x dequant), counting zeros before and zeros, subnormals and
 //                non-finite values after (numeric/stats.h: round_array_with_stats)
-//   bias_grad:   db[c] = Σ_rows dy[r][c], each column's rows added in order by one thread, so the
-//                FP32 sum is the CPU's exactly. The chain of adds is short (a few cycles each);
-//                what costs is the loads' latency, so a block of 8 warps keeps the loads of the
-//                next tile of 256 rows x 32 columns in flight (32 per thread, in registers)
-//                while its first warp adds the current tile, in shared memory, down its columns.
+//   bias_grad:   db[c] = Σ_rows dy[r][c] in bias_grad_order.h's blocks of rows, so the FP32 sum is
+//                the CPU's exactly: one thread adds one column of one block of 256 rows in
+//                order (a warp: 32 adjacent columns, so each row's loads coalesce), into a
+//                workspace; a second kernel adds each column's block sums in order. Every
+//                multiprocessor has blocks to add even when the layer is narrow.
 // dequant = *dq_a x *dq_b is read from the device (the FP8 scale inverses live there).
 // The reference: CpuBackend::linear_forward / linear_backward (cpu_linear.cpp).
 #pragma once
 
+#include <algorithm>
+
+#include "backend/bias_grad_order.h"
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/launchers.h"
 
@@ -66,45 +69,55 @@ __global__ void scale_round_kernel(const float* acc, std::int64_t n, const float
     }
 }
 
-constexpr int bias_grad_columns = 32;     // one warp's lanes: a tile's width
-constexpr int bias_grad_warps = 8;        // all load; the first also adds
-constexpr int bias_grad_rows_per_warp = 32;
-constexpr int bias_grad_tile_rows = bias_grad_warps * bias_grad_rows_per_warp;  // 32 KiB of FP32
+constexpr int bias_grad_columns = 32;  // one warp's lanes: adjacent columns, so a row's loads coalesce
+constexpr int bias_grad_warps = 8;     // one block of rows per warp
+constexpr int bias_grad_rows = static_cast<int>(bias_grad_block_rows);
+constexpr int bias_grad_unroll = 16;  // loads in flight per thread ahead of its chain of adds
 
+// Adds rows [r0, r1) of column c in row order from +0, the loads issued a batch ahead.
+template <int Fmt>
+__device__ __forceinline__ float sum_rows(const void* dy, std::int64_t r0, std::int64_t r1, std::int64_t cols,
+                                          std::int64_t c) {
+    float sum = 0.0f;
+    std::int64_t r = r0;
+    for (; r + bias_grad_unroll <= r1; r += bias_grad_unroll) {
+        float v[bias_grad_unroll];
+#pragma unroll
+        for (int j = 0; j < bias_grad_unroll; ++j) v[j] = load_value(dy, Fmt, (r + j) * cols + c);
+#pragma unroll
+        for (int j = 0; j < bias_grad_unroll; ++j) sum += v[j];
+    }
+    for (; r < r1; ++r) sum += load_value(dy, Fmt, r * cols + c);
+    return sum;
+}
+
+// S_k[c]: each thread one column of one block of rows. With a single block of rows S_0 is the
+// sum and goes straight to db (0 + S_0 is S_0: a sum that starts at +0 is never -0).
 template <int Fmt>
 __global__ void __launch_bounds__(bias_grad_columns* bias_grad_warps)
-    bias_grad_kernel(const void* dy, std::int64_t rows, std::int64_t cols, void* db, int db_fmt) {
-    // One tile in shared memory, the next one in registers: while the first warp adds tile t
-    // down its columns, every warp's loads of tile t + 1 are in flight.
-    __shared__ float tile[bias_grad_tile_rows][bias_grad_columns];
-    const int lane = threadIdx.x, warp = threadIdx.y;
-    const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * bias_grad_columns + lane;
-    const bool column = c < cols;
-    const std::int64_t tiles = (rows + bias_grad_tile_rows - 1) / bias_grad_tile_rows;
-    float next[bias_grad_rows_per_warp];
-    auto fetch = [&](std::int64_t t) {
-        const std::int64_t r0 = t * bias_grad_tile_rows + warp * bias_grad_rows_per_warp;
-#pragma unroll
-        for (int j = 0; j < bias_grad_rows_per_warp; ++j) {
-            const std::int64_t r = r0 + j;
-            next[j] = (column && r < rows) ? load_value(dy, Fmt, r * cols + c) : 0.0f;
-        }
-    };
-    float sum = 0.0f;
-    if (tiles > 0) fetch(0);
-    for (std::int64_t t = 0; t < tiles; ++t) {
-#pragma unroll
-        for (int j = 0; j < bias_grad_rows_per_warp; ++j) tile[warp * bias_grad_rows_per_warp + j][lane] = next[j];
-        __syncthreads();
-        if (t + 1 < tiles) fetch(t + 1);
-        if (warp == 0) {
-            const std::int64_t left = rows - t * bias_grad_tile_rows;
-            const int n = left < bias_grad_tile_rows ? static_cast<int>(left) : bias_grad_tile_rows;
-            for (int k = 0; k < n; ++k) sum += tile[k][lane];  // in row order: the CPU's sum
-        }
-        __syncthreads();  // the tile is added before it is overwritten
+    bias_grad_blocks_kernel(const void* dy, std::int64_t rows, std::int64_t cols, float* partial, void* db,
+                            int db_fmt) {
+    const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * bias_grad_columns + threadIdx.x;
+    if (c >= cols) return;
+    const std::int64_t blocks = (rows + bias_grad_rows - 1) / bias_grad_rows;
+    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.y) * bias_grad_warps + threadIdx.y; k < blocks;
+         k += static_cast<std::int64_t>(gridDim.y) * bias_grad_warps) {
+        const std::int64_t r0 = k * bias_grad_rows;
+        const std::int64_t r1 = r0 + bias_grad_rows < rows ? r0 + bias_grad_rows : rows;
+        const float sum = sum_rows<Fmt>(dy, r0, r1, cols, c);
+        if (partial)
+            partial[k * cols + c] = sum;
+        else
+            store_value(db, db_fmt, c, sum, false);
     }
-    if (warp == 0 && column) store_value(db, db_fmt, c, sum, false);
+}
+
+// db[c] = the block sums of column c added in block order from +0, rounded to db's format.
+__global__ void bias_grad_combine_kernel(const float* partial, std::int64_t blocks, std::int64_t cols, void* db,
+                                         int db_fmt) {
+    MANTISSA_GRID_STRIDE(c, cols) {
+        store_value(db, db_fmt, c, sum_rows<fmt_fp32>(partial, 0, blocks, cols, c), false);
+    }
 }
 
 // ---- launchers
@@ -125,19 +138,37 @@ void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, con
     check_launch("scale_round");
 }
 
-void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, void* db, int db_fmt,
-                      cudaStream_t stream) {
-    if (cols <= 0) return;
-    const auto blocks = static_cast<unsigned>((cols + bias_grad_columns - 1) / bias_grad_columns);
+template <int Fmt>
+void launch_bias_grad_blocks(dim3 grid, const void* dy, std::int64_t rows, std::int64_t cols, float* partial, void* db,
+                             int db_fmt, cudaStream_t stream) {
     const dim3 threads(bias_grad_columns, bias_grad_warps);
-    switch (dy_fmt) {  // the storage type as a constant: no per-element switch in the loads
-        case fmt_fp16: bias_grad_kernel<fmt_fp16><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
-        case fmt_bf16: bias_grad_kernel<fmt_bf16><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
-        case fmt_e4m3: bias_grad_kernel<fmt_e4m3><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
-        case fmt_e5m2: bias_grad_kernel<fmt_e5m2><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
-        default: bias_grad_kernel<fmt_fp32><<<blocks, threads, 0, stream>>>(dy, rows, cols, db, db_fmt); break;
+    bias_grad_blocks_kernel<Fmt><<<grid, threads, 0, stream>>>(dy, rows, cols, partial, db, db_fmt);
+}
+
+void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, float* partial, void* db,
+                      int db_fmt, cudaStream_t stream) {
+    if (cols <= 0) return;
+    const std::int64_t blocks = bias_grad_blocks(rows < 0 ? 0 : rows);
+    if (blocks > 1 && !partial)
+        throw Error("CUDA bias gradient: " + std::to_string(rows) + " rows need a workspace for their block sums.");
+    if (blocks > 0) {
+        float* to = blocks > 1 ? partial : nullptr;
+        const auto row_groups = static_cast<unsigned>(
+            std::min<std::int64_t>((blocks + bias_grad_warps - 1) / bias_grad_warps, 65535));
+        const dim3 grid(static_cast<unsigned>((cols + bias_grad_columns - 1) / bias_grad_columns), row_groups);
+        switch (dy_fmt) {  // the storage type as a constant: no per-element switch in the loads
+            case fmt_fp16: launch_bias_grad_blocks<fmt_fp16>(grid, dy, rows, cols, to, db, db_fmt, stream); break;
+            case fmt_bf16: launch_bias_grad_blocks<fmt_bf16>(grid, dy, rows, cols, to, db, db_fmt, stream); break;
+            case fmt_e4m3: launch_bias_grad_blocks<fmt_e4m3>(grid, dy, rows, cols, to, db, db_fmt, stream); break;
+            case fmt_e5m2: launch_bias_grad_blocks<fmt_e5m2>(grid, dy, rows, cols, to, db, db_fmt, stream); break;
+            default: launch_bias_grad_blocks<fmt_fp32>(grid, dy, rows, cols, to, db, db_fmt, stream); break;
+        }
+        check_launch("bias_grad_blocks");
     }
-    check_launch("bias_grad");
+    if (blocks != 1) {  // no rows: the empty sum, +0
+        bias_grad_combine_kernel<<<grid_for(cols), block_size, 0, stream>>>(partial, blocks, cols, db, db_fmt);
+        check_launch("bias_grad_combine");
+    }
 }
 
 }  // namespace mantissa::cuda
