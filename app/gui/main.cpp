@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 
 #include "app_icon.h"
 #include "gui_bench.h"
@@ -19,10 +20,45 @@
 using mantissa::ui::MainWindow;
 using mantissa::ui::ScreenshotJob;
 
-int main(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i)  // the benchmark needs no display; the platform is chosen before QApplication
-        if (std::strcmp(argv[i], "--bench-gui") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+namespace {
+
+bool hasOption(int argc, char** argv, std::initializer_list<const char*> names) {
+    for (int i = 1; i < argc; ++i)
+        for (const char* name : names)
+            if (std::strcmp(argv[i], name) == 0) return true;
+    return false;
+}
+
+// Qt aborts when its platform plugin finds no display, so the platform is settled before
+// QApplication exists: what needs no window runs offscreen (the benchmark always does, unless
+// QT_QPA_PLATFORM says otherwise); a window with no display to show it on gets one sentence.
+// Returns false when the application cannot start.
+bool choosePlatform(int argc, char** argv) {
+    if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") || hasOption(argc, argv, {"-platform"})) return true;
+    if (hasOption(argc, argv, {"--bench-gui"})) {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+        return true;
+    }
+#if defined(Q_OS_UNIX) && !defined(Q_OS_MACOS)
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+        if (hasOption(argc, argv, {"-h", "--help", "--help-all", "-v", "--version", "--screenshot"})) {
             qputenv("QT_QPA_PLATFORM", "offscreen");
+            return true;
+        }
+        std::fprintf(stderr,
+                     "mantissa: there is no display to open its window on (neither DISPLAY nor WAYLAND_DISPLAY is "
+                     "set); start it in a desktop session or under xvfb-run, or train without a window with "
+                     "mantissa-cli.\n");
+        return false;
+    }
+#endif
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (!choosePlatform(argc, argv)) return 1;
     QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Mantissa"));

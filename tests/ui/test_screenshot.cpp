@@ -1,6 +1,7 @@
 // `mantissa --screenshot FILE.png --steps N --config FILE`: the executable, run as a person or a
 // docs script would, writes a PNG of the whole window at the requested size and exits 0; a bad
-// experiment file exits 2 with the reason on stderr.
+// experiment file exits 2 with the reason on stderr. Without a display, help and version still
+// answer and the window is refused with a sentence, not Qt's abort.
 #include <QtTest>
 
 #include <QImage>
@@ -11,10 +12,17 @@ class TestScreenshot : public QObject {
 private:
     QTemporaryDir m_dir;
 
-    int runMantissa(const QStringList& args, QString* stderrText) {
+    // headless: no display at all (no DISPLAY, WAYLAND_DISPLAY or QT_QPA_PLATFORM), as over ssh.
+    int runMantissa(const QStringList& args, QString* stderrText, bool headless = false,
+                    QString* stdoutText = nullptr) {
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        if (headless) {
+            for (const char* name : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"})
+                env.remove(QString::fromLatin1(name));
+        } else {
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        }
         env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
         env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config")));
         p.setProcessEnvironment(env);
@@ -24,6 +32,7 @@ private:
             return -1;
         }
         *stderrText = QString::fromLocal8Bit(p.readAllStandardError());
+        if (stdoutText) *stdoutText = QString::fromLocal8Bit(p.readAllStandardOutput());
         return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
     }
 
@@ -67,6 +76,27 @@ private slots:
         QCOMPARE(code, 2);
         QVERIFY2(err.contains(QStringLiteral("model.hidden")), qPrintable(err));
         QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("x.png"))));
+    }
+
+    // Without a display Qt would abort; what shows no window runs offscreen, and the window itself
+    // is refused with one sentence.
+    void withoutADisplay_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("says");
+        QTest::newRow("--version") << QStringList{QStringLiteral("--version")} << 0
+                                   << QStringLiteral(MANTISSA_VERSION);
+        QTest::newRow("--help") << QStringList{QStringLiteral("--help")} << 0 << QStringLiteral("--screenshot");
+        QTest::newRow("the window") << QStringList{} << 1 << QStringLiteral("no display");
+    }
+    void withoutADisplay() {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, says);
+        QString err, out;
+        QCOMPARE(runMantissa(args, &err, true, &out), exitCode);
+        QVERIFY2((out + err).contains(says), qPrintable(out + err));
+        if (exitCode != 0) QCOMPARE(err.count(QLatin1Char('\n')), 1);  // one sentence
     }
 };
 
