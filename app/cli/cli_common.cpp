@@ -30,7 +30,7 @@ void Args::parse() {
     bool options_done = false;
     for (std::size_t i = 0; i < m_args.size(); ++i) {
         const std::string& a = m_args[i];
-        if (options_done || a.size() < 2 || a[0] != '-' || (a[1] != '-' && a != "-o")) {
+        if (options_done || a.size() < 2 || a[0] != '-' || (a[1] != '-' && a != "-o" && a != "-c")) {
             // A lone "-" or a negative number ("-1.5", "-inf") is a value, not an option.
             m_positional.push_back(a);
             continue;
@@ -39,7 +39,7 @@ void Args::parse() {
             options_done = true;
             continue;
         }
-        std::string name = a == "-o" ? "--output" : a;
+        std::string name = a == "-o" ? "--output" : a == "-c" ? "--config" : a;  // the GUI's short names
         std::string value;
         bool has_inline = false;
         if (auto eq = name.find('='); eq != std::string::npos) {

@@ -102,10 +102,16 @@ int run_train(Args& args) {
     args.flag("json");
     args.flag("no-record");
     args.parse();
-    if (!args.positional().empty())
-        throw UsageError{"unexpected argument '" + args.positional().front() + "' (settings go in --set KEY=VALUE)"};
+    // One bare argument is the experiment file, as the GUI takes it; a KEY=VALUE goes in --set.
+    std::optional<std::string> config = args.value("config");
+    for (const std::string& a : args.positional()) {
+        if (a.find('=') != std::string::npos)
+            throw UsageError{"unexpected argument '" + a + "' (settings go in --set KEY=VALUE)"};
+        if (config) throw UsageError{"unexpected argument '" + a + "': the experiment file is " + *config};
+        config = a;
+    }
 
-    Experiment experiment = args.value("config") ? load_experiment(*args.value("config")) : Experiment{};
+    Experiment experiment = config ? load_experiment(*config) : Experiment{};
     for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
     if (auto steps = args.integer("steps")) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
@@ -211,12 +217,12 @@ int run_train(Args& args) {
 }  // namespace
 
 MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
-                      "usage: mantissa-cli train [--config FILE] [--set KEY=VALUE]... [--steps N] [--name NAME]\n"
+                      "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N] [--name NAME]\n"
                       "                          [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
                       "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
                       "still prints the summary.\n\n"
-                      "  --config FILE     experiment file (JSON)\n"
+                      "  --config FILE     experiment file (JSON); also -c FILE, or FILE alone\n"
                       "  --set KEY=VALUE   change one setting by its dotted key, e.g. precision.autocast=bf16,\n"
                       "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"
                       "                    repeatable, applied in order after the file\n"

@@ -61,6 +61,10 @@ private slots:
         QTest::newRow("bad setting") << QStringList{"train", "--set", "train.lr=-1", "--no-record"} << "train.lr";
         QTest::newRow("unknown key") << QStringList{"train", "--set", "precision.autocas=fp16", "--no-record"} << "precision.autocas";
         QTest::newRow("bad steps") << QStringList{"train", "--steps", "ten", "--no-record"} << "--steps";
+        QTest::newRow("a setting without --set") << QStringList{"train", "train.lr=0.1", "--no-record"} << "--set";
+        QTest::newRow("two experiment files") << QStringList{"train", "-c", "a.json", "b.json", "--no-record"}
+                                              << "'b.json': the experiment file is a.json";
+        QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
     }
     void badInput() {
         QFETCH(QStringList, args);
@@ -98,6 +102,27 @@ private slots:
         QVERIFY(o["test_accuracy"].toDouble() > 0.2);
         QVERIFY(QFile::exists(db));
         QVERIFY(o["run_id"].toInt() >= 1);
+    }
+
+    // The experiment file as the GUI takes it: -c FILE, or FILE alone, the same as --config FILE.
+    void experimentFileSpellings_data() {
+        QTest::addColumn<QStringList>("spelling");
+        QTest::newRow("--config") << QStringList{"--config"};
+        QTest::newRow("-c") << QStringList{"-c"};
+        QTest::newRow("bare") << QStringList{};
+    }
+    void experimentFileSpellings() {
+        QFETCH(QStringList, spelling);
+        QTemporaryDir dir;
+        QFile file(dir.filePath("tiny.json"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(R"({"name": "tiny-run", "dataset": {"kind": "spirals", "samples": 200}, "model": {"hidden": [8]},
+                       "train": {"steps": 5, "batch_size": 16}, "backend": "cpu"})");
+        file.close();
+        const CliResult r = run_cli(QStringList{"train"} + spelling + QStringList{file.fileName(), "--no-record", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o["steps"].toInt(), 5);  // the file's, not the default's
     }
 };
 
