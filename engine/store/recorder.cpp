@@ -39,6 +39,24 @@ int terminal_index(EventKind k) {
     }
 }
 
+// Inserts `rows` through `many` (`per` rows a statement) while that many are left, the rest
+// through `one`; bind(q, p, row) binds a row's parameters p + 1 .. p + the table's columns + 1
+// (run_id and its columns).
+template <typename Row, typename Bind>
+void insert_rows(const std::vector<Row>& rows, Statement& one, Statement& many, std::size_t per,
+                 const store::TableSpec& table, Bind bind) {
+    const int columns = static_cast<int>(table.columns.size()) + 1;
+    std::size_t i = 0;
+    for (; i + per <= rows.size(); i += per) {
+        for (std::size_t r = 0; r < per; ++r) bind(many, static_cast<int>(r) * columns, rows[i + r]);
+        many.run();
+    }
+    for (; i < rows.size(); ++i) {
+        bind(one, 0, rows[i]);
+        one.run();
+    }
+}
+
 }  // namespace
 
 // ---- construction
@@ -50,7 +68,9 @@ Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& o
       m_commit_trigger(std::clamp<std::size_t>(options.queue_bound_rows / 2, 1, 16384)),
       m_db(store::open_writer_connection(m_path, options.max_page_count)),
       m_insert_step(m_db, store::insert_sql(store::steps_table())),
+      m_insert_steps(m_db, store::insert_sql(store::steps_table(), rows_per_insert)),
       m_insert_layer(m_db, store::insert_sql(store::layer_steps_table())),
+      m_insert_layers(m_db, store::insert_sql(store::layer_steps_table(), rows_per_insert)),
       m_insert_eval(m_db, store::insert_sql(store::evals_table())),
       m_insert_event(m_db, store::insert_sql(store::events_table())),
       m_update_progress(m_db, "UPDATE runs SET step_count = ?, updated_at = ? WHERE id = ?"),
@@ -218,29 +238,32 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     bool seen[4] = {};
 
     for (const StepRecord& s : batch.steps) {
-        Statement& q = m_insert_step;
-        const MemoryBreakdown& m = s.memory;
-        q.bind(1, run_id).bind(2, s.step).bind(3, static_cast<std::int64_t>(s.epoch)).bind(4, s.time_s);
-        q.bind(5, s.loss).bind(6, s.loss_scale).bind(7, s.overflow).bind(8, s.skipped).bind(9, s.grad_norm);
-        q.bind(10, s.learning_rate).bind(11, s.samples_per_s).bind(12, s.step_time_ms);
-        q.bind(13, m.parameters).bind(14, m.master_weights).bind(15, m.gradients).bind(16, m.optimizer_state);
-        q.bind(17, m.activations).bind(18, m.workspace).bind(19, m.device_in_use).bind(20, m.device_total);
-        q.bind(21, m.modelled);
-        q.run();
         if (s.step >= last_step) {
             last_step = s.step;
             last_time = s.time_s;
         }
     }
-    for (const QueuedLayer& l : batch.layers) {
-        Statement& q = m_insert_layer;
+    auto bind_step = [&](Statement& q, int p, const StepRecord& s) {
+        const MemoryBreakdown& m = s.memory;
+        q.bind(p + 1, run_id).bind(p + 2, s.step).bind(p + 3, static_cast<std::int64_t>(s.epoch));
+        q.bind(p + 4, s.time_s).bind(p + 5, s.loss).bind(p + 6, s.loss_scale).bind(p + 7, s.overflow);
+        q.bind(p + 8, s.skipped).bind(p + 9, s.grad_norm).bind(p + 10, s.learning_rate);
+        q.bind(p + 11, s.samples_per_s).bind(p + 12, s.step_time_ms).bind(p + 13, m.parameters);
+        q.bind(p + 14, m.master_weights).bind(p + 15, m.gradients).bind(p + 16, m.optimizer_state);
+        q.bind(p + 17, m.activations).bind(p + 18, m.workspace).bind(p + 19, m.device_in_use);
+        q.bind(p + 20, m.device_total).bind(p + 21, m.modelled);
+    };
+    auto bind_layer = [&](Statement& q, int p, const QueuedLayer& l) {
         const std::span<const std::uint8_t> blob(batch.blobs.data() + l.blob_offset, l.blob_size);
-        q.bind(1, run_id).bind(2, l.step).bind(3, static_cast<std::int64_t>(l.layer)).bind_static(4, l.name);
-        q.bind_static(5, format_name(l.precision)).bind(6, l.grad_amax).bind(7, l.grad_elements).bind(8, l.frac_zero);
-        q.bind(9, l.frac_subnormal).bind(10, l.frac_nonfinite).bind(11, l.frac_underflow);
-        q.bind(12, l.frac_lost_updates).bind_static_blob(13, blob);
-        q.run();
-    }
+        q.bind(p + 1, run_id).bind(p + 2, l.step).bind(p + 3, static_cast<std::int64_t>(l.layer));
+        q.bind_static(p + 4, l.name).bind_static(p + 5, format_name(l.precision)).bind(p + 6, l.grad_amax);
+        q.bind(p + 7, l.grad_elements).bind(p + 8, l.frac_zero).bind(p + 9, l.frac_subnormal);
+        q.bind(p + 10, l.frac_nonfinite).bind(p + 11, l.frac_underflow).bind(p + 12, l.frac_lost_updates);
+        q.bind_static_blob(p + 13, blob);
+    };
+    insert_rows(batch.steps, m_insert_step, m_insert_steps, rows_per_insert, store::steps_table(), bind_step);
+    insert_rows(batch.layers, m_insert_layer, m_insert_layers, rows_per_insert, store::layer_steps_table(),
+                bind_layer);
     for (const EvalRecord& e : batch.evals) {
         Statement& q = m_insert_eval;
         q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);

@@ -97,7 +97,10 @@ private:
 
     // Writer thread.
     store::Connection m_db;
-    store::Statement m_insert_step, m_insert_layer, m_insert_eval, m_insert_event;
+    // Steps and layer rows go in rows_per_insert at a time while a batch has that many: one
+    // statement for many rows spends SQLite's per-statement work once.
+    static constexpr int rows_per_insert = 16;
+    store::Statement m_insert_step, m_insert_steps, m_insert_layer, m_insert_layers, m_insert_eval, m_insert_event;
     store::Statement m_update_progress, m_update_final, m_update_failed;
     Batch m_batch;                  // the batch being written
     std::int64_t m_step_count = 0;  // rows committed to steps

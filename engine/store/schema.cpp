@@ -194,10 +194,13 @@ std::string column_list(const TableSpec& table) {
     return s;
 }
 
-std::string insert_sql(const TableSpec& table) {
-    std::string sql = std::string("INSERT INTO ") + table.name + "(run_id, " + column_list(table) + ") VALUES(?";
-    for (std::size_t i = 0; i < table.columns.size(); ++i) sql += ", ?";
-    return sql + ")";
+std::string insert_sql(const TableSpec& table, int rows) {
+    std::string row = "(?";
+    for (std::size_t i = 0; i < table.columns.size(); ++i) row += ", ?";
+    row += ")";
+    std::string sql = std::string("INSERT INTO ") + table.name + "(run_id, " + column_list(table) + ") VALUES" + row;
+    for (int r = 1; r < rows; ++r) sql += "," + row;
+    return sql;
 }
 
 void create_schema(Connection& db) {

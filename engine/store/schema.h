@@ -56,8 +56,9 @@ const TableSpec& events_table();
 const TableSpec* find_run_table(std::string_view name);
 inline constexpr const char* run_table_names = "steps, layer_steps, evals, events";
 
-// "a, b, c" for a table's columns, and "INSERT INTO t(run_id, a, b, c) VALUES(?, ?, ?, ?)".
+// "a, b, c" for a table's columns, and "INSERT INTO t(run_id, a, b, c) VALUES(?, ?, ?, ?)" with
+// `rows` rows of parameters (row r's parameters start at r x (columns + 1) + 1).
 std::string column_list(const TableSpec& table);
-std::string insert_sql(const TableSpec& table);
+std::string insert_sql(const TableSpec& table, int rows = 1);
 
 }  // namespace mantissa::store
