@@ -80,9 +80,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_lesson = new LessonPanel;
     m_histogram = new GradientHistogramView;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
-    // height their legends need; float or enlarge the dock to study it. Its minimum sets the
-    // bottom docks' (the tallest tab's): 60 px lets a 768-px screen show all five charts.
-    m_histogram->plot()->setMinimumSize(240, 60);
+    // height; float or enlarge the dock to study it. The tallest tab's minimum sets the bottom
+    // docks'; the view keeps its own small (GradientHistogramView::minimumShortHeight).
     m_histogram->feed()->setPaused(true);  // until its dock is shown (below): a hidden tab reads nothing
 
     auto* central = new QWidget;
@@ -238,7 +237,9 @@ void MainWindow::createDocks() {
     connect(m_histogramDock, &QDockWidget::visibilityChanged, this,
             [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
     resizeDocks({m_experimentDock, m_precisionDock}, {290, 270}, Qt::Horizontal);
-    resizeDocks({m_layersDock}, {210}, Qt::Vertical);
+    // The bottom docks start short (three layer rows; their minimum where that is more) and the
+    // charts take the rest of the height; drag the splitter to see more rows.
+    resizeDocks({m_layersDock}, {150}, Qt::Vertical);
     resizeDocks({m_layersDock, m_eventsDock}, {820, 680}, Qt::Horizontal);
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
         for (QDockWidget* d :

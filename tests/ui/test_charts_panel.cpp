@@ -1,7 +1,8 @@
 // ChartsPanel and ChartView on a synthetic run (no training): the charts draw a bounded number of
 // points whatever the run's length, share one step axis (zoom one, all follow; reset follows the
 // run again), centre on an event's step, label setting changes on every chart, read out values
-// under the crosshair, and take their colours from the palette.
+// under the crosshair, and take their colours from the palette. However short the charts, their
+// y tick labels never overlap and their rotated axis labels are shown whole or not at all.
 #include <QtTest>
 
 #include "charts/charts_panel.h"
@@ -64,7 +65,7 @@ private slots:
             QVERIFY(columns > 100);
             // Two points per column at most, per graph (the loss chart also has its evaluations).
             QVERIFY2(c->drawnPoints() <= 2 * columns * c->graphCount(),
-                     qPrintable(QStringLiteral("%1 points on %2").arg(c->drawnPoints()).arg(c->yAxis->label())));
+                     qPrintable(QStringLiteral("%1 points on %2").arg(c->drawnPoints()).arg(c->valueLabel())));
             QVERIFY(c->drawnPoints() > 0);
             QCOMPARE(c->xAxis->range().lower, 0.0);
             QVERIFY(c->xAxis->range().upper >= steps - 1);
@@ -101,10 +102,74 @@ private slots:
             c->replot();
             const QRect r = c->legend->outerRect();
             const QSize need = c->legend->minimumOuterSizeHint();
-            const QString what = c->yAxis->label();
+            const QString what = c->valueLabel();
             QVERIFY2(r.height() >= need.height(), qPrintable(QStringLiteral("%1: legend %2 px high, needs %3")
                                                                  .arg(what).arg(r.height()).arg(need.height())));
             QVERIFY2(r.top() >= 0 && r.bottom() <= c->height(), qPrintable(what + QStringLiteral(": legend outside")));
+        }
+    }
+
+    // The value axes follow the plot's height: no two tick labels overlap (their centres are at
+    // least a label's height apart), a tall plot still gets several ticks, and each axis shows the
+    // longest form of its label that fits along the plot (the full one whenever it fits), or none.
+    void axesFitTheChartHeight_data() {
+        QTest::addColumn<int>("height");
+        QTest::newRow("1400 px") << 1400;
+        QTest::newRow("800 px") << 800;
+        QTest::newRow("560 px") << 560;
+        QTest::newRow("420 px") << 420;
+        QTest::newRow("330 px") << 330;
+    }
+    void axesFitTheChartHeight() {
+        QFETCH(int, height);
+        RunSeries s;
+        fill(s, 500);
+        ChartsPanel panel;
+        panel.resize(1000, height);
+        panel.show();
+        panel.setSeries(&s);
+        for (int i = 0; i < 3; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        for (ChartView* c : panel.charts()) {
+            c->replot();
+            const int plotHeight = c->axisRect()->height();
+            QVERIFY(plotHeight > 0);
+            for (QCPAxis* axis : {c->yAxis, c->yAxis2}) {
+                if (!axis->visible() || !axis->tickLabels()) continue;
+                const QString what = QStringLiteral("%1 (%2 px plot)").arg(c->valueLabel()).arg(plotHeight);
+                const double labelHeight = QFontMetricsF(axis->tickLabelFont()).height();
+                QVector<double> pixels;
+                for (double t : axis->tickVector()) pixels.append(axis->coordToPixel(t));
+                std::sort(pixels.begin(), pixels.end());
+                QVERIFY2(!pixels.isEmpty(), qPrintable(what + QStringLiteral(": no tick")));
+                for (int i = 1; i < pixels.size(); ++i)
+                    QVERIFY2(pixels[i] - pixels[i - 1] >= labelHeight,
+                             qPrintable(QStringLiteral("%1: tick labels %2 px apart, %3 px high")
+                                            .arg(what)
+                                            .arg(pixels[i] - pixels[i - 1])
+                                            .arg(labelHeight)));
+                if (plotHeight >= 8 * labelHeight)
+                    QVERIFY2(pixels.size() >= 3, qPrintable(what + QStringLiteral(": too few ticks")));
+
+                const QStringList forms = c->labelForms(axis);
+                QVERIFY(!forms.isEmpty());
+                const QString shown = axis->label();
+                QVERIFY2(shown.isEmpty() || forms.contains(shown), qPrintable(what + QStringLiteral(": ") + shown));
+                const QFontMetricsF fm(axis->labelFont());
+                if (!shown.isEmpty())
+                    QVERIFY2(fm.horizontalAdvance(shown) <= plotHeight,
+                             qPrintable(QStringLiteral("%1: label \"%2\" is %3 px long")
+                                            .arg(what, shown)
+                                            .arg(fm.horizontalAdvance(shown))));
+                // The longest form that fits is the one shown.
+                for (const QString& form : forms) {
+                    if (fm.horizontalAdvance(form) > plotHeight) continue;
+                    QCOMPARE(shown, form);
+                    break;
+                }
+            }
         }
     }
 
@@ -167,7 +232,9 @@ private slots:
         const QString memory = panel.memoryChart()->readoutText(10);
         QVERIFY2(memory.contains(QStringLiteral("master weights 2 MiB")), qPrintable(memory));
         QVERIFY2(memory.contains(QStringLiteral("parameters 1 MiB")), qPrintable(memory));
-        QCOMPARE(panel.memoryChart()->yAxis->label(), QStringLiteral("memory (MiB)"));
+        QCOMPARE(panel.memoryChart()->valueLabel(), QStringLiteral("memory (MiB)"));
+        QCOMPARE(panel.memoryChart()->labelForms(panel.memoryChart()->yAxis),
+                 QStringList({QStringLiteral("memory (MiB)"), QStringLiteral("MiB")}));
         QVERIFY(panel.memoryChart()->noteText().contains(QStringLiteral("modelled")));
     }
 

@@ -3,11 +3,14 @@
 // subnormal floor (2^-24); with a 2^16 scale the same unscaled gradients sit above it; the
 // unscaled view of both agrees; the layer chooser switches layers; the format bounds are drawn
 // where they belong; a run being recorded is followed (and not read while paused); a bad store
-// or run gives one sentence.
+// or run gives one sentence. In a short dock the view stays usable: a small minimum height at
+// which every control is shown whole, and a plot whose y ticks thin out and whose axis labels
+// shorten or go rather than overlap or be cut.
 // With MANTISSA_SCREENSHOT_DIR set, a real fp16 run (lesson 01, loss scaling switched on half-way)
-// is trained and the view saved as histogram.png.
+// is trained and the view saved as histogram.png, and the short view as histogram-short*.png.
 #include <QtTest>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QTemporaryDir>
 
@@ -260,6 +263,88 @@ private slots:
         rec->finish(RunStatus::completed);
         QTRY_VERIFY_WITH_TIMEOUT(!view.feed()->following(), 5000);
         QVERIFY(!view.feed()->polling());
+    }
+
+    // Its minimum height is at most minimumShortHeight (130 px), with or without the one-line status;
+    // at that height every control is visible at its own minimum size inside the view, the caption
+    // shows one line, the plot has its minimum height, and the plot's axes fit it.
+    void usableWhenShort_data() {
+        QTest::addColumn<bool>("withRun");
+        QTest::newRow("a run") << true;
+        QTest::newRow("no run (status shown)") << false;
+    }
+    void usableWhenShort() {
+        QFETCH(bool, withRun);
+        GradientHistogramView view;
+        if (withRun) QCOMPARE(view.setRun(m_path, m_unscaled), QString());
+        const QSize least = view.minimumSizeHint();
+        QVERIFY2(least.height() <= GradientHistogramView::minimumShortHeight,
+                 qPrintable(QStringLiteral("minimum height %1 px").arg(least.height())));
+        view.resize(std::max(least.width(), 700), least.height());
+        view.show();
+        for (int i = 0; i < 3; ++i) {
+            QCoreApplication::processEvents();
+            view.rebuildNow();
+        }
+        QCOMPARE(view.height(), least.height());
+        QList<QWidget*> controls;
+        for (QComboBox* c : view.findChildren<QComboBox*>()) controls.append(c);
+        for (QCheckBox* c : view.findChildren<QCheckBox*>()) controls.append(c);
+        QCOMPARE(controls.size(), 2 + 4);  // layer, view; fp16, bf16, e4m3, e5m2
+        for (QWidget* w : controls) {
+            const QRect r(w->mapTo(&view, QPoint(0, 0)), w->size());
+            const QString what = w->objectName().isEmpty() ? w->property("text").toString() : w->objectName();
+            QVERIFY2(w->isVisible(), qPrintable(what));
+            QVERIFY2(w->height() >= w->minimumSizeHint().height() && w->width() >= w->minimumSizeHint().width(),
+                     qPrintable(QStringLiteral("%1 is %2x%3").arg(what).arg(w->width()).arg(w->height())));
+            QVERIFY2(view.rect().contains(r), qPrintable(what + QStringLiteral(" lies outside the view")));
+        }
+        auto* caption = view.findChild<QLabel*>(QStringLiteral("viewLabel"));
+        QVERIFY(caption && caption->isVisible());
+        QVERIFY(caption->height() >= caption->fontMetrics().height());
+        QCOMPARE(caption->toolTip(), view.viewLabel());  // the whole sentence, on hover
+        auto* status = view.findChild<QLabel*>(QStringLiteral("statusLabel"));
+        QCOMPARE(status->isVisible(), !withRun);
+        if (!withRun) QVERIFY(status->height() >= status->fontMetrics().height());
+
+        QCustomPlot* plot = view.plot();
+        QVERIFY(plot->height() >= GradientHistogramView::minimumPlotHeight);
+        plot->replot();
+        const int plotHeight = plot->axisRect()->height();
+        QVERIFY(plotHeight > 0);
+        QCPAxis* fraction = plot->axisRect()->axis(QCPAxis::atLeft);
+        for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+            if (auto* scale = qobject_cast<QCPColorScale*>(e)) fraction = scale->axis();
+        QVERIFY(fraction != plot->yAxis);
+        for (QCPAxis* axis : {plot->yAxis, fraction}) {
+            QVector<double> pixels;
+            for (double t : axis->tickVector()) pixels.append(axis->coordToPixel(t));
+            std::sort(pixels.begin(), pixels.end());
+            // The binade axis always has "zero"; the fractions may span less than a decade (no tick).
+            if (axis == plot->yAxis) QVERIFY(pixels.size() >= 2);
+            const double labelHeight = QFontMetricsF(axis->tickLabelFont()).height();
+            for (int i = 1; i < pixels.size(); ++i)
+                QVERIFY2(pixels[i] - pixels[i - 1] >= labelHeight,
+                         qPrintable(QStringLiteral("%1: ticks %2 px apart in a %3 px plot")
+                                        .arg(axis->label())
+                                        .arg(pixels[i] - pixels[i - 1])
+                                        .arg(plotHeight)));
+            QVERIFY2(QFontMetricsF(axis->labelFont()).horizontalAdvance(axis->label()) <= plotHeight,
+                     qPrintable(QStringLiteral("\"%1\" along a %2 px plot").arg(axis->label()).arg(plotHeight)));
+        }
+        if (const QByteArray dir = qgetenv("MANTISSA_SCREENSHOT_DIR"); !dir.isEmpty())
+            view.grab().save(QDir(QString::fromLocal8Bit(dir))
+                                 .filePath(withRun ? QStringLiteral("histogram-short.png")
+                                                   : QStringLiteral("histogram-short-empty.png")));
+        // Tall, the full labels come back.
+        view.resize(900, 600);
+        for (int i = 0; i < 3; ++i) {
+            QCoreApplication::processEvents();
+            plot->replot();
+        }
+        QCOMPARE(plot->yAxis->label(), QStringLiteral("|gradient| (log2 binade)"));
+        QCOMPARE(fraction->label(), QStringLiteral("fraction of the step's elements"));
+        QCOMPARE(plot->xAxis->label(), QStringLiteral("step"));
     }
 
     void badStoreOrRunIsOneSentence() {

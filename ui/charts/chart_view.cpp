@@ -8,16 +8,19 @@
 #include <cmath>
 #include <limits>
 
+#include "charts/axis_fit.h"
 #include "export/chart_export_dialog.h"
 
 namespace mantissa::ui {
 
 namespace {
 
-constexpr int ticksPerAxis = 4;  // the charts are short: more labels would crowd
+// At most about this many ticks on a value axis; fewer where the chart is too short for their
+// labels (axis_fit.h spaces them by the label height).
+constexpr int ticksPerAxis = 4;
 
 // Tick labels of a log2 axis as powers of two ("2¹⁶"): loss scales are powers of two.
-class Log2Ticker : public QCPAxisTickerLog {
+class Log2Ticker : public SpacedLogTicker {
 public:
     Log2Ticker() {
         setLogBase(2);
@@ -64,9 +67,12 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     // as separate segments costs a fraction and looks the same at these widths.
     setPlottingHints(QCP::phCacheLabels | QCP::phFastPolylines);
     setNotAntialiasedElements(QCP::aeFills);  // the edges are drawn by the antialiased lines anyway
-    yAxis->setLabel(valueLabel);
+    setValueLabel(valueLabel);
     yAxis->setNumberFormat(QStringLiteral("g"));
+    yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SpacedTicker));
     yAxis->ticker()->setTickCount(ticksPerAxis);
+    yAxis2->setTicker(QSharedPointer<QCPAxisTicker>(new SpacedTicker));
+    yAxis2->ticker()->setTickCount(ticksPerAxis);
     yAxis2->setVisible(true);
     yAxis2->setTickLabels(false);
     yAxis2->setTicks(false);
@@ -109,6 +115,7 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     // a trend, and the header gets its legend's full height first.
     axisRect()->setMinimumSize(50, 24);
     connect(this, &QCustomPlot::afterLayout, this, [this] {
+        fitAxesToHeight();
         const int h = plotLayout()->minimumOuterSizeHint().height();
         if (h > 0 && h != m_minimumHeight) {
             m_minimumHeight = h;
@@ -210,6 +217,25 @@ void ChartView::removeAllSeries() {
     legend->setVisible(false);
 }
 
+void ChartView::setValueLabel(const QString& label, const QStringList& shorter) {
+    m_leftLabels = QStringList{label} + shorter;
+    yAxis->setLabel(label);  // until the next layout fits it
+}
+
+QStringList ChartView::labelForms(const QCPAxis* axis) const {
+    if (axis == yAxis) return m_leftLabels;
+    if (axis == yAxis2) return m_rightLabels;
+    return {};
+}
+
+void ChartView::fitAxesToHeight() {
+    bool changed = fitAxis(yAxis, m_leftLabels);
+    if (yAxis2->tickLabels()) changed = fitAxis(yAxis2, m_rightLabels) || changed;
+    // The side margins are fixed (setSideMargins), so neither tick labels nor axis labels move the
+    // layout: ticks regenerated now are the ones drawn.
+    if (changed) axisRect()->update(QCPLayoutElement::upPreparation);
+}
+
 void ChartView::setNote(const QString& note) {
     if (m_note->text() != note) m_note->setText(note);
 }
@@ -222,7 +248,7 @@ void ChartView::setLogarithmic(bool on, double base) {
         if (base == 2) {
             yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new Log2Ticker));
         } else {
-            QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+            QSharedPointer<QCPAxisTickerLog> ticker(new SpacedLogTicker);
             ticker->setLogBase(base);
             yAxis->setTicker(ticker);
             yAxis->setNumberFormat(QStringLiteral("eb"));
@@ -230,16 +256,17 @@ void ChartView::setLogarithmic(bool on, double base) {
         }
     } else {
         yAxis->setScaleType(QCPAxis::stLinear);
-        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SpacedTicker));
         yAxis->setNumberFormat(QStringLiteral("g"));
         yAxis->setNumberPrecision(6);
     }
     yAxis->ticker()->setTickCount(ticksPerAxis);
 }
 
-void ChartView::setRightAxis(const QString& label, QCPRange range) {
+void ChartView::setRightAxis(const QString& label, QCPRange range, const QStringList& shorter) {
     yAxis2->setTicks(true);
     yAxis2->setTickLabels(true);
+    m_rightLabels = QStringList{label} + shorter;
     yAxis2->setLabel(label);
     yAxis2->setRange(range);
 }

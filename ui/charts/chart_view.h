@@ -2,7 +2,8 @@
 // visible step window at the axis rect's pixel width, so a redraw costs the same at 10^3 or 10^6
 // points. It adds what every Mantissa chart has: y that fits the visible data, a crosshair with a
 // read-out of each graph's value at the hovered step, labelled vertical markers for setting
-// changes, and colours from the system palette (light or dark).
+// changes, and colours from the system palette (light or dark). However short the chart, its value
+// axes keep their tick labels apart and show their labels whole or not at all (axis_fit.h).
 //
 // The x axis is the training step; ChartsPanel keeps the charts' x ranges in step. Zoom (wheel)
 // and pan (drag) act on x only; y always fits what is visible.
@@ -42,7 +43,12 @@ public:
     void setFactor(QCPGraph* graph, double factor);
     void removeAllSeries();
 
-    void setValueLabel(const QString& label) { yAxis->setLabel(label); }
+    // The left axis' label, and shorter forms (longest first) shown when the plot is too short for
+    // it ("memory (MiB)", {"MiB"}); none fitting, no label: the legend still says what is drawn.
+    void setValueLabel(const QString& label, const QStringList& shorter = {});
+    QString valueLabel() const { return m_leftLabels.value(0); }
+    // Every form of `axis`' label (yAxis or yAxis2), the full one first; the axis shows one of them.
+    QStringList labelForms(const QCPAxis* axis) const;
     // A small note above the plot, left of the legend (empty: none), e.g. that figures are modelled.
     void setNote(const QString& note);
     // Logarithmic left axis with ticks at powers of `base` (2 for the loss scale, 10 for loss).
@@ -50,8 +56,8 @@ public:
     bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
     // Linear left axis always shows 0 (memory, throughput, underflow).
     void setIncludeZero(bool on) { m_includeZero = on; }
-    // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled.
-    void setRightAxis(const QString& label, QCPRange range);
+    // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled (shorter forms as above).
+    void setRightAxis(const QString& label, QCPRange range, const QStringList& shorter = {});
     void setXTickLabels(bool on);
     // Left and right margins in pixels, equal on every chart so the step axes line up.
     void setSideMargins(int left, int right);
@@ -105,6 +111,8 @@ private:
 
     void applyPalette();
     void fitValueAxes();
+    // After each layout: tick spacing and label forms for the axis rect's height (axis_fit.h).
+    void fitAxesToHeight();
     void showContextMenu(const QPoint& pos);
     Binding* binding(QCPGraph* graph);
 
@@ -115,6 +123,8 @@ private:
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
     QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend
     int m_minimumHeight = 60;
+    QStringList m_leftLabels;   // yAxis' label, full form first
+    QStringList m_rightLabels;  // yAxis2's (empty: no right axis)
     QVector<QCPGraphData> m_scratch;
     std::vector<SeriesPoint> m_points;
     bool m_includeZero = false;

@@ -32,11 +32,15 @@ MemoryUnit memoryUnitFor(double totalBytes) {
 }  // namespace
 
 ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
+    // A short chart shows a shorter form of its axis label, or none (the legend names what is
+    // drawn): a rotated label longer than the plot is tall would be cut.
     m_loss = new ChartView(tr("loss"));
     m_scale = new ChartView(tr("loss scale"));
+    m_scale->setValueLabel(tr("loss scale"), {tr("scale")});
     m_memory = new ChartView(tr("memory"));
     m_throughput = new ChartView(tr("samples/s"));
     m_underflow = new ChartView(tr("underflow (%)"));
+    m_underflow->setValueLabel(tr("underflow (%)"), {tr("underflow %"), tr("underflow"), tr("%")});
     m_scale->setLogarithmic(true, 2);
     const std::pair<ChartView*, const char*> exportNames[] = {
         {m_loss, "loss"}, {m_scale, "loss-scale"}, {m_memory, "memory"}, {m_throughput, "throughput"},
@@ -53,7 +57,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_memory->setIncludeZero(true);
     m_throughput->setIncludeZero(true);
     m_underflow->setIncludeZero(true);
-    m_loss->setRightAxis(tr("test accuracy (%)"), QCPRange(0, 100));
+    m_loss->setRightAxis(tr("test accuracy (%)"), QCPRange(0, 100), {tr("accuracy (%)"), tr("acc. (%)"), tr("%")});
     m_memory->legend->setWrap(3);  // six categories: two rows of three
 
     // Equal side margins on every chart, so the five step axes line up exactly.
@@ -208,7 +212,7 @@ void ChartsPanel::updateMemoryUnit() {
     if (unit.bytes == m_memoryUnit) return;
     m_memoryUnit = unit.bytes;
     for (QCPGraph* g : m_memoryGraphs) m_memory->setFactor(g, 1.0 / unit.bytes);
-    m_memory->setValueLabel(tr("memory (%1)").arg(QLatin1String(unit.name)));
+    m_memory->setValueLabel(tr("memory (%1)").arg(QLatin1String(unit.name)), {QLatin1String(unit.name)});
 }
 
 void ChartsPanel::prepareRound() {

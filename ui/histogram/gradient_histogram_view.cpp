@@ -13,9 +13,13 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
 #include <QSignalBlocker>
+#include <QTextLayout>
 #include <QTimer>
 #include <QVBoxLayout>
+
+#include "charts/axis_fit.h"
 
 namespace mantissa::ui {
 
@@ -64,6 +68,69 @@ QCPColorGradient heatGradient() {
     return g;
 }
 
+// The axes' labels, longest first: a short plot shows the longest that fits along it, or none.
+QStringList binadeAxisLabels() {
+    return {QObject::tr("|gradient| (log2 binade)"), QObject::tr("|gradient| (binade)"), QObject::tr("|gradient|")};
+}
+QStringList fractionAxisLabels() {
+    return {QObject::tr("fraction of the step's elements"), QObject::tr("fraction of elements"),
+            QObject::tr("fraction")};
+}
+constexpr int stepLabelFromPlotHeight = 130;  // px: shorter, the step axis keeps its numbers alone
+
+// Plain text on as many lines as the label's height holds, the last one elided ("…") when there
+// is more (the view sets the whole text as its tooltip). Its minimum is one line, its size hint every line at its
+// width: a short dock shows one line, a tall one the whole sentence, and none is ever cut through.
+class ElidingLabel : public QLabel {
+public:
+    explicit ElidingLabel(QWidget* parent) : QLabel(parent) {
+        setTextFormat(Qt::PlainText);
+        setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the view
+    }
+    QSize minimumSizeHint() const override { return {0, fontMetrics().height()}; }
+    QSize sizeHint() const override {
+        const int w = width() > 40 ? width() : 400;
+        return {w, std::max(1, static_cast<int>(lines(w).size())) * fontMetrics().lineSpacing()};
+    }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QLabel::resizeEvent(event);
+        if (event->size().width() != event->oldSize().width()) updateGeometry();  // the hint follows the width
+    }
+    void paintEvent(QPaintEvent*) override {
+        QPainter painter(this);
+        painter.setPen(palette().color(foregroundRole()));
+        const QFontMetrics fm = fontMetrics();
+        const std::vector<std::pair<int, int>> all = lines(width());
+        const int shown = std::max(1, height() / fm.lineSpacing());
+        for (int i = 0; i < static_cast<int>(all.size()) && i < shown; ++i) {
+            const bool last = i == shown - 1 && i + 1 < static_cast<int>(all.size());
+            const auto [start, length] = all[static_cast<std::size_t>(i)];
+            const QString line = last ? fm.elidedText(text().mid(start).simplified(), Qt::ElideRight, width())
+                                      : text().mid(start, length);
+            painter.drawText(QPoint(0, i * fm.lineSpacing() + fm.ascent()), line);
+        }
+    }
+
+private:
+    // (start, length) of each wrapped line of the text at `width` px.
+    std::vector<std::pair<int, int>> lines(int width) const {
+        QTextLayout layout(text(), font());
+        QTextOption option;
+        option.setWrapMode(QTextOption::WordWrap);
+        layout.setTextOption(option);
+        std::vector<std::pair<int, int>> out;
+        layout.beginLayout();
+        for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) {
+            line.setLineWidth(std::max(1, width));
+            out.emplace_back(line.textStart(), line.textLength());
+        }
+        layout.endLayout();
+        return out;
+    }
+};
+
 }  // namespace
 
 GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) {
@@ -95,17 +162,15 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     }
     controls->addStretch(1);
 
-    m_caption = new QLabel(this);
+    m_caption = new ElidingLabel(this);
     m_caption->setObjectName(QStringLiteral("viewLabel"));
-    m_caption->setWordWrap(true);
-    m_status = new QLabel(this);
+    m_status = new ElidingLabel(this);
     m_status->setObjectName(QStringLiteral("statusLabel"));
-    m_status->setWordWrap(true);
     m_status->hide();
 
     m_plot = new QCustomPlot(this);
     m_plot->setObjectName(QStringLiteral("histogramPlot"));
-    m_plot->setMinimumSize(320, 220);
+    m_plot->setMinimumSize(240, minimumPlotHeight);
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->setInterpolate(false);
     m_map->setTightBoundary(true);
@@ -114,17 +179,24 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     m_scale->setType(QCPAxis::atRight);
     m_scale->setBarWidth(10);
     m_scale->setDataScaleType(QCPAxis::stLogarithmic);
-    m_scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    m_scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>(new SpacedLogTicker));
     m_scale->axis()->setNumberFormat(QStringLiteral("eb"));
     m_scale->axis()->setNumberPrecision(0);
     m_scale->axis()->setLabel(tr("fraction of the step's elements"));
     m_map->setColorScale(m_scale);
     m_scale->setGradient(heatGradient());  // after setColorScale: the map takes the scale's gradient
+    // QCustomPlot's default 15-px least margins would take a quarter of a short plot: room for the
+    // axes' own labels, and at the top half a tick label, is enough.
+    const int halfLabel = QFontMetrics(m_plot->yAxis->tickLabelFont()).height() / 2 + 1;
+    m_plot->axisRect()->setMinimumMargins(QMargins(0, halfLabel, 0, 0));
+    m_scale->setMinimumMargins(QMargins(0, halfLabel, 0, 0));
     auto* group = new QCPMarginGroup(m_plot);
     m_plot->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
     m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, group);
     m_plot->xAxis->setLabel(tr("step"));
-    m_plot->yAxis->setLabel(tr("|gradient| (log2 binade)"));
+    m_plot->yAxis->setLabel(binadeAxisLabels().constFirst());
+    // Short plots: fewer ticks and shorter axis labels, made for the height each layout gives.
+    connect(m_plot, &QCustomPlot::afterLayout, this, &GradientHistogramView::fitAxesToHeight);
     m_plot->xAxis->grid()->setVisible(false);
     m_plot->yAxis->grid()->setVisible(false);
     m_plot->setBackground(palette().color(QPalette::Base));
@@ -139,6 +211,8 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     }
 
     auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 2, 4, 2);  // a dock frames it already
+    layout->setSpacing(2);
     layout->addLayout(controls);
     layout->addWidget(m_caption);
     layout->addWidget(m_status);
@@ -153,6 +227,7 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     connect(&m_feed, &HistogramFeed::seriesChanged, this, &GradientHistogramView::scheduleRebuild);
     connect(&m_feed, &HistogramFeed::failed, this, [this](const QString& s) {
         m_status->setText(s);
+        m_status->setToolTip(s);
         m_status->show();
     });
     rebuild();
@@ -230,14 +305,13 @@ void GradientHistogramView::rebuild() {
     const QString layer = m_feed.layer().isEmpty() ? tr("the layer") : m_feed.layer();
     const std::string_view prec = format_name(m_feed.lastPrecision());
     const QString precision = QString::fromUtf8(prec.data(), static_cast<qsizetype>(prec.size()));
-    QString caption =
-        m_asHeld
-            ? tr("<b>%1</b> weight gradient, <b>as held in the compute format</b> (%2): scaled by each step's loss "
-                 "scale, before unscaling.")
-                  .arg(layer, precision)
-            : tr("<b>%1</b> weight gradient, <b>unscaled</b>: as the optimizer sees it, in FP32 after dividing by "
-                 "the loss scale.")
-                  .arg(layer);
+    QString caption = m_asHeld
+                          ? tr("%1 weight gradient, as held in the compute format (%2): scaled by each step's loss "
+                               "scale, before unscaling.")
+                                .arg(layer, precision)
+                          : tr("%1 weight gradient, unscaled: as the optimizer sees it, in FP32 after dividing by "
+                               "the loss scale.")
+                                .arg(layer);
     if (!series.empty() && !series.scaled()) caption += tr(" The loss scale was 1 throughout: both views agree.");
     caption += tr(" Colour: fraction of the step's elements (log scale); bottom row: elements that are zero.");
 
@@ -253,6 +327,7 @@ void GradientHistogramView::rebuild() {
                               : tr("This run has no gradient histograms for %1 yet (they are recorded with the "
                                    "per-layer statistics, every k steps).")
                                     .arg(layer));
+        m_status->setToolTip(m_status->text());
         m_status->setVisible(true);
     } else if (m_status->text().startsWith(QLatin1String("No run")) ||
                m_status->text().startsWith(QLatin1String("This run has no"))) {
@@ -295,16 +370,10 @@ void GradientHistogramView::rebuild() {
     }
     m_plot->yAxis->setRange(zeroExp, yHigh);
 
-    // Ticks: every 4 binades (8 when the span is wide), and "zero" on the zero row.
-    auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    const int every = yHigh - yLow > 64 ? 8 : 4;
-    for (int e = (yLow / every) * every; e <= yHigh; e += every)
-        if (e >= yLow) ticker->addTick(e, powerLabel(e));
-    ticker->addTick(zeroExp + 0.5, tr("zero"));
-    ticker->setSubTickCount(0);
-    m_plot->yAxis->setTicker(ticker);
-
-    rebuildBounds(yLow, yHigh);
+    m_yLow = yLow;
+    m_yHigh = yHigh;
+    m_zeroExp = zeroExp;
+    fitToHeight();
     // Formats whose bounds all lie outside the view say so in the caption.
     QStringList beyond;
     for (QCheckBox* c : m_formatChecks) {
@@ -319,7 +388,59 @@ void GradientHistogramView::rebuild() {
         caption += tr(" Beyond this view, %1 hold%2 every value shown.")
                        .arg(beyond.join(tr(", ")), beyond.size() == 1 ? QStringLiteral("s") : QString());
     m_caption->setText(caption);
+    m_caption->setToolTip(caption);
     m_plot->replot();
+}
+
+double GradientHistogramView::pixelsPerBinade() const {
+    const int length = m_plot->axisRect()->height();
+    // Before the first layout: as if the plot were of an ordinary height.
+    return (length > 0 ? length : 200) / std::max(1.0, double(m_yHigh - m_zeroExp));
+}
+
+void GradientHistogramView::fitToHeight() {
+    m_fittedSize = m_plot->axisRect()->size();
+    const double perBinade = pixelsPerBinade();
+    const double spacing = TickRoom{0, tickLabelHeight(m_plot->yAxis)}.comfortablePx();
+    // Every 4 binades (8 when the span is wide), doubled until the labels are apart; "zero" on the
+    // zero row, and no tick whose label would touch the one below it.
+    int every = m_yHigh - m_yLow > 64 ? 8 : 4;
+    while (every * perBinade < spacing && every < 1024) every *= 2;
+    auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    double below = m_zeroExp + 0.5;
+    ticker->addTick(below, tr("zero"));
+    const int first = static_cast<int>(std::ceil(double(m_yLow) / every)) * every;
+    for (int e = first; e <= m_yHigh; e += every) {
+        if ((e - below) * perBinade < spacing) continue;
+        ticker->addTick(e, powerLabel(e));
+        below = e;
+    }
+    ticker->setSubTickCount(0);
+    m_plot->yAxis->setTicker(ticker);
+    rebuildBounds(m_yLow, m_yHigh);
+}
+
+void GradientHistogramView::fitAxesToHeight() {
+    bool changed = fitAxis(m_plot->yAxis, binadeAxisLabels());
+    changed = fitAxis(m_scale->axis(), fractionAxisLabels()) || changed;
+    const QString stepLabel = m_plot->height() >= stepLabelFromPlotHeight ? tr("step") : QString();
+    if (m_plot->xAxis->label() != stepLabel) {
+        m_plot->xAxis->setLabel(stepLabel);
+        // A margin group only ever widens the colour scale's margins (QCustomPlot takes its last
+        // margin as what it needs): let it take the axis rect's new bottom margin.
+        m_scale->setMargins(QMargins());
+        changed = true;
+    }
+    if (m_plot->axisRect()->size() != m_fittedSize) {
+        fitToHeight();
+        changed = true;
+    }
+    if (!changed) return;
+    // Labels and ticks change the margins (the axis rect's width, and its height with the step
+    // label): draw once more with the new layout. The next layout changes nothing, so this ends.
+    m_plot->axisRect()->update(QCPLayoutElement::upPreparation);
+    m_scale->update(QCPLayoutElement::upPreparation);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
@@ -350,8 +471,16 @@ void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
     const QColor base = palette().color(QPalette::Base);
     QColor labelBack = base;
     labelBack.setAlpha(200);
-    double clusterY = -1e9;
-    int inCluster = 0;
+    QFont labelFont = font();
+    labelFont.setPointSizeF(labelFont.pointSizeF() * 0.85);
+    // Labels are placed in the axis rect's pixels (y down from the top), each at the leftmost
+    // place where it touches no label placed before it; one that fits nowhere is left out (its
+    // line stays, coloured as its format's check box), never drawn over another or cut.
+    const QFontMetricsF fm(labelFont);
+    const double perBinade = pixelsPerBinade();
+    const double rectWidth = m_plot->axisRect()->width() > 0 ? m_plot->axisRect()->width() : 400.0;
+    const double rectHeight = perBinade * (yHigh - m_zeroExp);
+    std::vector<QRectF> placed;
     for (std::size_t i = 0; i < bounds.size(); ++i) {
         const Bound& b = bounds[i];
         if (b.y < yLow || b.y > yHigh) continue;
@@ -365,22 +494,35 @@ void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
         QString text = b.text;
         for (std::size_t j = i + 1; j < bounds.size() && std::fabs(bounds[j].y - b.y) < 1e-9; ++j)
             text += QStringLiteral(" · ") + bounds[j].text;
-        // Labels of lines closer than about a binade and a half go side by side, not on top of each other.
-        inCluster = b.y - clusterY < 1.5 ? inCluster + 1 : 0;
-        if (inCluster == 0) clusterY = b.y;
+        // Above its line, or below it where the top of the plot is nearer than the label is tall.
+        const double lineY = (yHigh - b.y) * perBinade;
+        // With the padding, and a pixel each way for QCustomPlot's rounding to whole pixels.
+        const QSizeF size(std::ceil(fm.horizontalAdvance(text)) + 8, std::ceil(fm.height()) + 2);
+        const bool roomAbove = lineY >= size.height();
+        QRectF box(QPointF(4, roomAbove ? lineY - size.height() : lineY), size);
+        if (box.bottom() > rectHeight) continue;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (const QRectF& other : placed)
+                if (other.intersects(box)) {
+                    box.moveLeft(other.right() + 8);
+                    moved = true;
+                }
+        }
+        if (box.right() > rectWidth) continue;
+        placed.push_back(box);
         auto* label = new QCPItemText(m_plot);
         label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
         label->position->setTypeY(QCPItemPosition::ptPlotCoords);
-        label->position->setCoords(0.01 + 0.3 * inCluster, b.y);
-        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        label->position->setCoords(box.left() / rectWidth, b.y);
+        label->setPositionAlignment(Qt::AlignLeft | (roomAbove ? Qt::AlignBottom : Qt::AlignTop));
         label->setText(text);
         label->setColor(b.color.darker(130));
         label->setBrush(labelBack);
         label->setPadding(QMargins(3, 0, 3, 0));
-        QFont f = font();
-        f.setPointSizeF(f.pointSizeF() * 0.85);
-        label->setFont(f);
+        label->setFont(labelFont);
         label->setClipToAxisRect(true);
+        label->setLayer(QStringLiteral("legend"));  // above every line, not only the ones drawn before it
     }
 }
 

@@ -13,6 +13,11 @@
 // Data: a HistogramFeed (store path + run id + layer; follows a running run). Steps are decimated
 // into at most one column per two pixels. Wiring: a dock or tab; setRun(path, id) when a run is
 // opened or recorded; plot() for "Export…". GUI thread only.
+//
+// Short docks: the view is usable down to minimumShortHeight px (one row of controls, a one-line
+// caption that wraps onto more lines when there is room and elides otherwise, the whole sentence
+// in its tooltip, and a small plot whose ticks thin out and whose axis labels shorten or go rather
+// than overlap or be cut).
 #pragma once
 
 #include <QWidget>
@@ -34,6 +39,11 @@ class GradientHistogramView : public QWidget {
     Q_OBJECT
 public:
     explicit GradientHistogramView(QWidget* parent = nullptr);
+
+    // The plot's least height in px, and the bound the whole view's minimumSizeHint() keeps to
+    // (with a one-line status shown as well), so a bottom dock can be short.
+    static constexpr int minimumPlotHeight = 64;
+    static constexpr int minimumShortHeight = 130;
 
     // Shows `runId` from the store at `storePath`; an error sentence (also shown in the view), or empty.
     QString setRun(const QString& storePath, std::int64_t runId);
@@ -63,6 +73,12 @@ private:
     void scheduleRebuild();
     void rebuild();
     void rebuildBounds(double yLow, double yHigh);
+    // The y ticks (every 4, 8, 16 … binades, and "zero") spaced for the axis rect's height, and the
+    // bound labels placed in its size.
+    void fitToHeight();
+    double pixelsPerBinade() const;
+    // After each plot layout: ticks and axis labels for the axis rect's height (charts/axis_fit.h).
+    void fitAxesToHeight();
     void onLayersChanged(const QStringList& layers);
 
     HistogramFeed m_feed;
@@ -76,6 +92,8 @@ private:
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
     QList<double> m_boundYs;
+    int m_yLow = -26, m_yHigh = 18, m_zeroExp = -28;  // the y span drawn, in binades
+    QSize m_fittedSize;                               // the axis rect size fitToHeight() last saw
     bool m_asHeld = true;
     bool m_rebuildQueued = false;
 };
