@@ -109,6 +109,64 @@ private slots:
         }
     }
 
+    // A narrow chart wraps its legend into more rows rather than cut its items, and shows its note
+    // only where it fits beside the legend; a wide one keeps its own columns and the note.
+    void legendItemsAreNeverCut_data() {
+        QTest::addColumn<int>("width");
+        QTest::newRow("1100 px") << 1100;
+        QTest::newRow("700 px") << 700;
+        QTest::newRow("440 px") << 440;
+        QTest::newRow("360 px") << 360;
+    }
+    void legendItemsAreNeverCut() {
+        QFETCH(int, width);
+        RunSeries s;
+        fill(s, 500);
+        ChartsPanel panel;
+        panel.resize(width, 900);
+        panel.show();
+        panel.setSeries(&s);
+        for (int i = 0; i < 4; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        // As drawn by a live refresh (which sets the notes again), not after a layout of our own.
+        panel.redrawNow(true);
+        for (ChartView* c : panel.charts()) {
+            if (!c->legend->visible()) continue;
+            const QString what = c->valueLabel();
+            const QRect legendRect = c->legend->outerRect();
+            QVERIFY2(legendRect.left() >= 0 && legendRect.right() <= c->width(),
+                     qPrintable(what + QStringLiteral(": legend outside the chart")));
+            for (int i = 0; i < c->legend->itemCount(); ++i) {
+                QCPAbstractLegendItem* item = c->legend->item(i);
+                QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width(),
+                         qPrintable(QStringLiteral("%1: legend item %2 is %3 px wide, needs %4")
+                                        .arg(what).arg(i).arg(item->outerRect().width())
+                                        .arg(item->minimumOuterSizeHint().width())));
+            }
+            for (QCPLayoutElement* e : c->plotLayout()->elements(true)) {
+                auto* note = qobject_cast<QCPTextElement*>(e);
+                if (!note || note->text().isEmpty()) continue;
+                QCOMPARE(note->text(), c->noteText());  // whole, or not at all
+                const int textWidth = QFontMetrics(note->font()).horizontalAdvance(note->text());
+                QVERIFY2(note->outerRect().width() >= textWidth,
+                         qPrintable(what + QStringLiteral(": the note is cut")));
+                QVERIFY2(!note->outerRect().intersects(legendRect) || note->outerRect().right() <= legendRect.left(),
+                         qPrintable(what + QStringLiteral(": the note runs into the legend")));
+            }
+        }
+        if (width >= 1100) {  // room for everything: the memory chart's two rows of three, and its note
+            ChartView* memory = panel.charts()[2];
+            QCOMPARE(memory->legend->wrap(), 3);
+            QVERIFY(!memory->noteText().isEmpty());
+            bool noteShown = false;
+            for (QCPLayoutElement* e : memory->plotLayout()->elements(true))
+                if (auto* note = qobject_cast<QCPTextElement*>(e)) noteShown = noteShown || !note->text().isEmpty();
+            QVERIFY(noteShown);
+        }
+    }
+
     // The value axes follow the plot's height: no two tick labels overlap (their centres are at
     // least a label's height apart), a tall plot still gets several ticks, and each axis shows the
     // longest form of its label that fits along the plot (the full one whenever it fits), or none.

@@ -89,7 +89,7 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     legend->setRowSpacing(0);
     legend->setColumnSpacing(8);
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    legend->setWrap(6);
+    legend->setWrap(m_legendColumns);
     legend->setBorderPen(Qt::NoPen);
     legend->setBrush(Qt::NoBrush);
     legend->setMargins(QMargins(4, 2, 4, 1));  // a short chart has no height to spare
@@ -115,6 +115,8 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     // a trend, and the header gets its legend's full height first.
     axisRect()->setMinimumSize(50, 24);
     connect(this, &QCustomPlot::afterLayout, this, [this] {
+        // A legend re-wrapped for the width changes the header's height: lay out again.
+        if (fitHeaderToWidth()) replot(QCustomPlot::rpQueuedReplot);
         fitAxesToHeight();
         const int h = plotLayout()->minimumOuterSizeHint().height();
         if (h > 0 && h != m_minimumHeight) {
@@ -237,10 +239,66 @@ void ChartView::fitAxesToHeight() {
 }
 
 void ChartView::setNote(const QString& note) {
-    if (m_note->text() != note) m_note->setText(note);
+    if (note == m_noteText) return;  // shown or hidden as the last layout fitted it
+    m_noteText = note;
+    m_note->setText(note);  // the next layout hides it if it does not fit (fitHeaderToWidth)
 }
 
-QString ChartView::noteText() const { return m_note->text(); }
+void ChartView::setLegendColumns(int columns) {
+    m_legendColumns = std::max(1, columns);
+    legend->setWrap(m_legendColumns);
+    legend->setFillOrder(legend->fillOrder(), true);  // re-wraps the items already there
+}
+
+int ChartView::legendWidth(int columns) const {
+    // Items fill columns first: item i sits in column i % columns; a column is as wide as its
+    // widest item.
+    std::vector<int> widths(static_cast<std::size_t>(columns), 0);
+    for (int i = 0; i < legend->itemCount(); ++i) {
+        int& w = widths[static_cast<std::size_t>(i % columns)];
+        w = std::max(w, legend->item(i)->minimumOuterSizeHint().width());
+    }
+    int total = (columns - 1) * legend->columnSpacing() + legend->margins().left() + legend->margins().right();
+    for (int w : widths) total += w;
+    return total;
+}
+
+bool ChartView::fitHeaderToWidth() {
+    // Inside the header's side margins (the plot's: setSideMargins), less the note's spacing.
+    const int room = m_header->rect().width() - m_header->columnSpacing();
+    if (room <= 0) return false;
+    const int items = legend->visible() ? legend->itemCount() : 0;
+    const int noteWidth = m_noteText.isEmpty()
+                              ? 0
+                              : QFontMetrics(m_note->font()).horizontalAdvance(m_noteText) +
+                                    m_note->margins().left() + m_note->margins().right() + 8;
+    // The most columns (up to the chart's own number) that fit, so the legend takes as few rows
+    // as it can; the note beside it only where it fits too. Nothing fits: one column, no note.
+    auto fits = [&](int k, bool withNote) { return (withNote ? noteWidth : 0) + legendWidth(k) <= room; };
+    int columns = 1;
+    bool showNote = items == 0 && noteWidth <= room;
+    for (int k = std::max(1, std::min(m_legendColumns, items)); items > 0 && k >= 1; --k) {
+        if (fits(k, false)) {
+            columns = k;
+            showNote = fits(k, true);
+            break;
+        }
+    }
+    bool changed = false;
+    if (items > 0 && legend->wrap() != columns) {
+        legend->setWrap(columns);
+        legend->setFillOrder(legend->fillOrder(), true);
+        changed = true;
+    }
+    const QString note = showNote ? m_noteText : QString();
+    if (m_note->text() != note) {
+        m_note->setText(note);
+        changed = true;
+    }
+    return changed;
+}
+
+QString ChartView::noteText() const { return m_noteText; }
 
 void ChartView::setLogarithmic(bool on, double base) {
     if (on) {

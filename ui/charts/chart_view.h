@@ -50,7 +50,11 @@ public:
     // Every form of `axis`' label (yAxis or yAxis2), the full one first; the axis shows one of them.
     QStringList labelForms(const QCPAxis* axis) const;
     // A small note above the plot, left of the legend (empty: none), e.g. that figures are modelled.
+    // Shown where it fits beside the legend.
     void setNote(const QString& note);
+    // At most this many legend items a row (6); fewer, in more rows, where the chart is too narrow
+    // for them: an item is never cut.
+    void setLegendColumns(int columns);
     // Logarithmic left axis with ticks at powers of `base` (2 for the loss scale, 10 for loss).
     void setLogarithmic(bool on, double base = 10);
     bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
@@ -78,10 +82,10 @@ public:
     int drawnPoints() const;
     // What the crosshair read-out says at `step`: "step 120   loss 0.41   smoothed 0.43".
     QString readoutText(double step) const;
-    QString noteText() const;
+    QString noteText() const;  // as set (setNote), whether or not it fits beside the legend now
 
-    // Narrow: a chart squeezes its legend rather than widen the window (QCustomPlot would ask for
-    // the legend's full width). As short as the header row (the legend whole) and the axes with a
+    // Narrow: a chart wraps its legend into more rows rather than widen the window (QCustomPlot
+    // would ask for the legend's full width; setLegendColumns). As short as the header row (the legend whole) and the axes with a
     // small plot allow, measured at each layout: a splitter never squeezes the legend's text.
     QSize minimumSizeHint() const override { return {240, m_minimumHeight}; }
 
@@ -113,6 +117,9 @@ private:
     void fitValueAxes();
     // After each layout: tick spacing and label forms for the axis rect's height (axis_fit.h).
     void fitAxesToHeight();
+    // After each layout: legend columns and the note for the header's width. true: re-lay out.
+    bool fitHeaderToWidth();
+    int legendWidth(int columns) const;  // the legend's width with `columns` items a row
     void showContextMenu(const QPoint& pos);
     Binding* binding(QCPGraph* graph);
 
@@ -123,6 +130,8 @@ private:
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
     QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend
     int m_minimumHeight = 60;
+    int m_legendColumns = 6;
+    QString m_noteText;  // what setNote() asked for; m_note shows it only where it fits
     QStringList m_leftLabels;   // yAxis' label, full form first
     QStringList m_rightLabels;  // yAxis2's (empty: no right axis)
     QVector<QCPGraphData> m_scratch;

@@ -58,7 +58,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_throughput->setIncludeZero(true);
     m_underflow->setIncludeZero(true);
     m_loss->setRightAxis(tr("test accuracy (%)"), QCPRange(0, 100), {tr("accuracy (%)"), tr("acc. (%)"), tr("%")});
-    m_memory->legend->setWrap(3);  // six categories: two rows of three
+    m_memory->setLegendColumns(3);  // six categories: two rows of three
 
     // Equal side margins on every chart, so the five step axes line up exactly.
     const QFontMetrics fm(font());
