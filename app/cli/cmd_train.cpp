@@ -217,8 +217,8 @@ int run_train(Args& args) {
 }  // namespace
 
 MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
-                      "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N] [--name NAME]\n"
-                      "                          [--db FILE | --no-record] [--json]\n\n"
+                      "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N]\n"
+                      "                          [--name NAME] [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
                       "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
                       "still prints the summary.\n\n"

@@ -119,7 +119,8 @@ private slots:
         file.write(R"({"name": "tiny-run", "dataset": {"kind": "spirals", "samples": 200}, "model": {"hidden": [8]},
                        "train": {"steps": 5, "batch_size": 16}, "backend": "cpu"})");
         file.close();
-        const CliResult r = run_cli(QStringList{"train"} + spelling + QStringList{file.fileName(), "--no-record", "--json"});
+        const CliResult r =
+            run_cli(QStringList{"train"} + spelling + QStringList{file.fileName(), "--no-record", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(o["steps"].toInt(), 5);  // the file's, not the default's

@@ -40,6 +40,23 @@ void fill(RunSeries& s, std::int64_t steps) {
     e.data_json = R"({"key": "precision.layers.fc2", "old": "auto", "new": "bf16"})";
     s.addEvent(e);
 }
+// A panel showing 500 steps at a size, after the layouts that settle its legends and axes (the
+// first layout tells each chart what its header needs; the splitter then lays out again).
+struct ShownPanel {
+    RunSeries series;
+    ChartsPanel panel;
+    ShownPanel(int width, int height) {
+        fill(series, 500);
+        panel.resize(width, height);
+        panel.show();
+        panel.setSeries(&series);
+        for (int i = 0; i < 4; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+    }
+};
+
 }  // namespace
 
 class TestChartsPanel : public QObject {
@@ -84,18 +101,8 @@ private slots:
     }
     void legendsAreNeverClipped() {
         QFETCH(int, height);
-        RunSeries s;
-        fill(s, 500);
-        ChartsPanel panel;
-        panel.resize(1000, height);
-        panel.show();
-        panel.setSeries(&s);
-        panel.redrawNow(true);
-        // The first layout tells each chart what its legend needs; the splitter then re-lays out.
-        for (int i = 0; i < 3; ++i) {
-            QCoreApplication::processEvents();
-            panel.redrawNow(true);
-        }
+        ShownPanel shown(1000, height);
+        ChartsPanel& panel = shown.panel;
         QCOMPARE(panel.height(), height);  // the charts scroll; the panel does not grow
         for (ChartView* c : panel.charts()) {
             if (!c->legend->visible()) continue;
@@ -120,16 +127,8 @@ private slots:
     }
     void legendItemsAreNeverCut() {
         QFETCH(int, width);
-        RunSeries s;
-        fill(s, 500);
-        ChartsPanel panel;
-        panel.resize(width, 900);
-        panel.show();
-        panel.setSeries(&s);
-        for (int i = 0; i < 4; ++i) {
-            QCoreApplication::processEvents();
-            panel.redrawNow(true);
-        }
+        ShownPanel shown(width, 900);
+        ChartsPanel& panel = shown.panel;
         // As drawn by a live refresh (which sets the notes again), not after a layout of our own.
         panel.redrawNow(true);
         for (ChartView* c : panel.charts()) {
@@ -180,16 +179,8 @@ private slots:
     }
     void axesFitTheChartHeight() {
         QFETCH(int, height);
-        RunSeries s;
-        fill(s, 500);
-        ChartsPanel panel;
-        panel.resize(1000, height);
-        panel.show();
-        panel.setSeries(&s);
-        for (int i = 0; i < 3; ++i) {
-            QCoreApplication::processEvents();
-            panel.redrawNow(true);
-        }
+        ShownPanel shown(1000, height);
+        ChartsPanel& panel = shown.panel;
         for (ChartView* c : panel.charts()) {
             c->replot();
             const int plotHeight = c->axisRect()->height();

@@ -85,8 +85,9 @@ public:
     QString noteText() const;  // as set (setNote), whether or not it fits beside the legend now
 
     // Narrow: a chart wraps its legend into more rows rather than widen the window (QCustomPlot
-    // would ask for the legend's full width; setLegendColumns). As short as the header row (the legend whole) and the axes with a
-    // small plot allow, measured at each layout: a splitter never squeezes the legend's text.
+    // would ask for the legend's full width; setLegendColumns). As short as the header row (the
+    // legend whole) and the axes with a small plot allow, measured at each layout: a splitter
+    // never squeezes the legend's text.
     QSize minimumSizeHint() const override { return {240, m_minimumHeight}; }
 
 signals:

@@ -79,8 +79,9 @@ QStringList fractionAxisLabels() {
 constexpr int stepLabelFromPlotHeight = 130;  // px: shorter, the step axis keeps its numbers alone
 
 // Plain text on as many lines as the label's height holds, the last one elided ("…") when there
-// is more (the view sets the whole text as its tooltip). Its minimum is one line, its size hint every line at its
-// width: a short dock shows one line, a tall one the whole sentence, and none is ever cut through.
+// is more (the view sets the whole text as its tooltip). Its minimum is one line, its size hint
+// every line at its width: a short dock shows one line, a tall one the whole sentence, and none is
+// ever cut through.
 class ElidingLabel : public QLabel {
 public:
     explicit ElidingLabel(QWidget* parent) : QLabel(parent) {
