@@ -166,6 +166,22 @@ private slots:
         }
     }
 
+    // The underflow chart's values are percentages: its tick labels and its read-out say so,
+    // however short the chart (its axis label is often hidden); other charts carry no suffix.
+    void underflowValuesCarryTheirUnit() {
+        ShownPanel shown(1000, 420);
+        const std::vector<ChartView*> charts = shown.panel.charts();
+        ChartView* underflow = charts.back();
+        underflow->replot();
+        const QVector<QString> labels = underflow->yAxis->tickVectorLabels();
+        QVERIFY(!labels.isEmpty());
+        for (const QString& l : labels) QVERIFY2(l.endsWith(QLatin1Char('%')), qPrintable(l));
+        QVERIFY2(underflow->readoutText(250).contains(QLatin1Char('%')), qPrintable(underflow->readoutText(250)));
+        ChartView* throughput = charts[3];
+        throughput->replot();
+        for (const QString& l : throughput->yAxis->tickVectorLabels()) QVERIFY(!l.endsWith(QLatin1Char('%')));
+    }
+
     // The value axes follow the plot's height: no two tick labels overlap (their centres are at
     // least a label's height apart), a tall plot still gets several ticks, and each axis shows the
     // longest form of its label that fits along the plot (the full one whenever it fits), or none.

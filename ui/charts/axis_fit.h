@@ -49,7 +49,14 @@ protected:
 // that gives two, comfortably apart if it can, else a label height apart: "0" alone on an axis
 // says nothing of its scale.
 class SpacedTicker : public QCPAxisTicker, public TickRoomHolder {
+public:
+    // Appended to every tick label: the value's unit ("%") where the axis label has no room for it.
+    void setSuffix(const QString& suffix) { m_suffix = suffix; }
+
 protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
+        return QCPAxisTicker::getTickLabel(tick, locale, format, precision) + m_suffix;
+    }
     double getTickStep(const QCPRange& range) override {
         double step = QCPAxisTicker::getTickStep(range);
         if (!(m_room.lengthPx > 0) || !(step > 0) || !std::isfinite(step)) return step;
@@ -65,6 +72,7 @@ protected:
     }
 
 private:
+    QString m_suffix;
     static constexpr double readable[] = {1.0, 2.0, 2.5, 5.0};
     static constexpr double any[] = {1.0, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0};
 

@@ -224,6 +224,11 @@ void ChartView::setValueLabel(const QString& label, const QStringList& shorter) 
     yAxis->setLabel(label);  // until the next layout fits it
 }
 
+void ChartView::setValueSuffix(const QString& suffix) {
+    m_valueSuffix = suffix;
+    if (auto* ticker = dynamic_cast<SpacedTicker*>(yAxis->ticker().data())) ticker->setSuffix(suffix);
+}
+
 QStringList ChartView::labelForms(const QCPAxis* axis) const {
     if (axis == yAxis) return m_leftLabels;
     if (axis == yAxis2) return m_rightLabels;
@@ -314,7 +319,9 @@ void ChartView::setLogarithmic(bool on, double base) {
         }
     } else {
         yAxis->setScaleType(QCPAxis::stLinear);
-        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SpacedTicker));
+        auto* linear = new SpacedTicker;
+        linear->setSuffix(m_valueSuffix);
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(linear));
         yAxis->setNumberFormat(QStringLiteral("g"));
         yAxis->setNumberPrecision(6);
     }
@@ -424,7 +431,7 @@ QString ChartView::readoutText(double step) const {
             break;
         default: p = b.series->nearest(step); break;
         }
-        if (p) parts << QStringLiteral("%1 %2").arg(b.name, formatValue(p->y * b.factor));
+        if (p) parts << QStringLiteral("%1 %2%3").arg(b.name, formatValue(p->y * b.factor), m_valueSuffix);
     }
     return parts.join(QStringLiteral("   "));
 }

@@ -46,6 +46,9 @@ public:
     // The left axis' label, and shorter forms (longest first) shown when the plot is too short for
     // it ("memory (MiB)", {"MiB"}); none fitting, no label: the legend still says what is drawn.
     void setValueLabel(const QString& label, const QStringList& shorter = {});
+    // The values' unit on the left axis' tick labels and in the read-out ("%"), for a linear axis:
+    // it stays readable when the axis label is shortened or hidden.
+    void setValueSuffix(const QString& suffix);
     QString valueLabel() const { return m_leftLabels.value(0); }
     // Every form of `axis`' label (yAxis or yAxis2), the full one first; the axis shows one of them.
     QStringList labelForms(const QCPAxis* axis) const;
@@ -135,6 +138,7 @@ private:
     QString m_noteText;  // what setNote() asked for; m_note shows it only where it fits
     QStringList m_leftLabels;   // yAxis' label, full form first
     QStringList m_rightLabels;  // yAxis2's (empty: no right axis)
+    QString m_valueSuffix;      // the left axis' unit on its ticks and in the read-out
     QVector<QCPGraphData> m_scratch;
     std::vector<SeriesPoint> m_points;
     bool m_includeZero = false;

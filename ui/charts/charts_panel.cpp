@@ -39,8 +39,8 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_scale->setValueLabel(tr("loss scale"), {tr("scale")});
     m_memory = new ChartView(tr("memory"));
     m_throughput = new ChartView(tr("samples/s"));
-    m_underflow = new ChartView(tr("underflow (%)"));
-    m_underflow->setValueLabel(tr("underflow (%)"), {tr("underflow %"), tr("underflow"), tr("%")});
+    m_underflow = new ChartView(tr("underflow"));
+    m_underflow->setValueSuffix(QStringLiteral("%"));  // on its ticks: the label is often hidden
     m_scale->setLogarithmic(true, 2);
     const std::pair<ChartView*, const char*> exportNames[] = {
         {m_loss, "loss"}, {m_scale, "loss-scale"}, {m_memory, "memory"}, {m_throughput, "throughput"},

@@ -100,11 +100,11 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     m_scaleChart = new ChartView(tr("loss scale"));
     m_accuracyChart = new ChartView(tr("test acc. (%)"));
     m_throughputChart = new ChartView(tr("samples/s"));
-    m_underflowChart = new ChartView(tr("underflow (%)"));
+    m_underflowChart = new ChartView(tr("underflow"));
     // Shorter label forms for short charts, as the live charts have (ChartView::setValueLabel).
     m_scaleChart->setValueLabel(tr("loss scale"), {tr("scale")});
     m_accuracyChart->setValueLabel(tr("test acc. (%)"), {tr("acc. (%)"), tr("%")});
-    m_underflowChart->setValueLabel(tr("underflow (%)"), {tr("underflow %"), tr("underflow"), tr("%")});
+    m_underflowChart->setValueSuffix(QStringLiteral("%"));
     m_scaleChart->setLogarithmic(true, 2);
     m_throughputChart->setIncludeZero(true);
     m_underflowChart->setIncludeZero(true);
