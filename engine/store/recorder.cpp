@@ -237,13 +237,11 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     double last_time = m_last_time_s;
     bool seen[4] = {};
 
-    for (const StepRecord& s : batch.steps) {
+    auto bind_step = [&](Statement& q, int p, const StepRecord& s) {
         if (s.step >= last_step) {
             last_step = s.step;
             last_time = s.time_s;
         }
-    }
-    auto bind_step = [&](Statement& q, int p, const StepRecord& s) {
         const MemoryBreakdown& m = s.memory;
         q.bind(p + 1, run_id).bind(p + 2, s.step).bind(p + 3, static_cast<std::int64_t>(s.epoch));
         q.bind(p + 4, s.time_s).bind(p + 5, s.loss).bind(p + 6, s.loss_scale).bind(p + 7, s.overflow);

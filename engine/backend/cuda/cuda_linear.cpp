@@ -379,9 +379,11 @@ void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Te
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }
     const std::int64_t bias_blocks = bias_grad_blocks(batch);
-    auto* bias_partial = bias_blocks > 1 ? static_cast<float*>(scratch(
-                                               slot_bias_blocks, static_cast<std::size_t>(bias_blocks * out) * 4))
-                                         : nullptr;
+    float* bias_partial = nullptr;  // the block sums: one block needs none
+    if (bias_blocks > 1) {
+        const auto bytes = static_cast<std::size_t>(bias_blocks * out) * sizeof(float);
+        bias_partial = static_cast<float*>(scratch(slot_bias_blocks, bytes));
+    }
     launch_bias_grad(bias_src, bias_src_fmt, batch, out, bias_partial, gb.data(), code(gb.format()), m_stream);
 
     if (weight_stats && !deferred) {
