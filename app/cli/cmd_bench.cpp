@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "bench/git_describe.h"
 #include "bench/reference_data.h"
 #include "cli/cli_common.h"
 #include "error.h"
@@ -169,7 +170,7 @@ int run_bench(Args& args) {
     for (const auto& r : results) suites[r.name] = to_json(r);
     const nlohmann::json doc = {{"tool", "mantissa-cli bench"},
                                 {"app_version", MANTISSA_VERSION},
-                                {"git", MANTISSA_BENCH_GIT},
+                                {"git", bench::git_describe()},
                                 {"date", date},
                                 {"machine", machine},
                                 {"threads", threads},
