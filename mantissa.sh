@@ -13,14 +13,15 @@ action=${1:-}
 shift || true
 
 usage() {
-    echo "usage: ./mantissa.sh run [mantissa-cli train options...] | ./mantissa.sh test [ctest options...]" >&2
+    echo "usage: ./mantissa.sh run [options of mantissa, or of mantissa-cli train without a display] | ./mantissa.sh test [ctest options...]" >&2
     exit 2
 }
 [[ $action == run || $action == test ]] || usage
 
+# ocl-icd-opencl-dev: oneDNN's CMake package requires OpenCL, which libdnnl-dev only recommends.
 packages=(cmake ninja-build g++ pkg-config
           qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
-          libdnnl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
+          libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
           dataset-fashion-mnist)
 
 install_missing() {
