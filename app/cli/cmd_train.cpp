@@ -97,6 +97,8 @@ int run_train(Args& args) {
     args.option("config");
     args.option("set");
     args.option("steps");
+    args.option("backend");
+    args.option("device");
     args.option("db");
     args.option("name");
     args.flag("json");
@@ -113,6 +115,9 @@ int run_train(Args& args) {
 
     Experiment experiment = config ? load_experiment(*config) : Experiment{};
     for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+    // The same checks and sentences as the experiment file's keys, by way of their --set forms.
+    if (auto backend = args.value("backend")) apply_setting(experiment, "backend.kind=" + *backend);
+    if (auto device = args.value("device")) apply_setting(experiment, "backend.device=" + *device);
     if (auto steps = args.integer("steps")) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
         experiment.train.steps = *steps;
@@ -218,6 +223,7 @@ int run_train(Args& args) {
 
 MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
                       "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N]\n"
+                      "                          [--backend auto|cpu|cuda] [--device N]\n"
                       "                          [--name NAME] [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
                       "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
@@ -227,6 +233,8 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"
                       "                    repeatable, applied in order after the file\n"
                       "  --steps N         train N steps (sets train.steps)\n"
+                      "  --backend KIND    auto, cpu or cuda (sets backend.kind; `mantissa-cli devices` lists them)\n"
+                      "  --device N        the GPU to use, by its index in `devices` (sets backend.device)\n"
                       "  --name NAME       the run's name (default: the experiment's)\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --no-record       do not record the run\n"

@@ -55,13 +55,13 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int device) {
         const BackendAvailability cuda = cuda_availability();
         if (!cuda.available) {
             if (name == "auto") return std::make_unique<CpuBackend>();
-            throw Error("The CUDA backend is not built/available: " + without_final_period(cuda.reason) + ".");
+            throw Error("The CUDA backend cannot be used: " + without_final_period(cuda.reason) + ".");
         }
         try {
             return create_cuda(device);
         } catch (const Error& e) {
             if (name == "auto") return std::make_unique<CpuBackend>();
-            throw Error("The CUDA backend is not built/available: " + without_final_period(e.what()) + ".");
+            throw Error("The CUDA backend cannot be used: " + without_final_period(e.what()) + ".");
         }
     }
     throw Error("Unknown backend \"" + name + "\": use cpu, cuda or auto.");

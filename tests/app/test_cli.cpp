@@ -64,6 +64,8 @@ private slots:
         QTest::newRow("a setting without --set") << QStringList{"train", "train.lr=0.1", "--no-record"} << "--set";
         QTest::newRow("two experiment files") << QStringList{"train", "-c", "a.json", "b.json", "--no-record"}
                                               << "'b.json': the experiment file is a.json";
+        QTest::newRow("unknown backend") << QStringList{"train", "--backend", "gpu", "--no-record"} << "backend.kind";
+        QTest::newRow("device out of range") << QStringList{"train", "--device", "300", "--no-record"} << "backend.device";
         QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
     }
     void badInput() {
@@ -124,6 +126,19 @@ private slots:
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(o["steps"].toInt(), 5);  // the file's, not the default's
+    }
+
+    // --backend and --device win over the experiment file, as issue 7's CLI asks.
+    void backendOptionOverridesTheFile() {
+        QTemporaryDir dir;
+        QFile file(dir.filePath("gpu.json"));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(R"({"dataset": {"kind": "spirals", "samples": 200}, "model": {"hidden": [8]},
+                       "train": {"steps": 3, "batch_size": 16}, "backend": {"kind": "cuda", "device": 7}})");
+        file.close();
+        const CliResult r = run_cli({"train", file.fileName(), "--backend", "cpu", "--device", "0", "--no-record", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(r.out).object()["backend"].toString(), QString("cpu"));
     }
 };
 
