@@ -248,7 +248,8 @@ void throughputTables(SuiteResult& suite, std::int64_t steps, int pairs) {
     Table t;
     t.name = "throughput";
     t.title = "Training throughput, GUI open vs headless (" + description + ", " + std::to_string(steps) +
-              " steps a run, " + std::to_string(pairs) + " pairs alternating; both record to a store)";
+              " steps a run, " + std::to_string(pairs) + (pairs == 1 ? " pair" : " pairs alternating") +
+              "; both record to a store)";
     t.columns = {{"mode", "mode"},
                  {"samples_per_s", "samples/s", "samples/s", 0},
                  {"spread_pct", "spread", "%", 0, "%"},
@@ -261,7 +262,11 @@ void throughputTables(SuiteResult& suite, std::int64_t steps, int pairs) {
                       {"spread_pct", gs.spread_pct()},
                       {"vs_headless", bench::median(rs)},
                       {"gui_thread_cpu_pct", bench::median(share)}});
-    t.notes.push_back("vs headless = median of the per-pair ratios; aim >= 0.98x");
+    const auto [lowest, highest] = std::minmax_element(rs.begin(), rs.end());
+    char range[96] = "";
+    if (rs.size() > 1) std::snprintf(range, sizeof range, "; the pairs' ratios ranged %.3fx-%.3fx", *lowest, *highest);
+    t.notes.push_back(std::string("vs headless = median of the per-pair ratios") + range + "; aim >= 0.98x (" +
+                      (bench::median(rs) >= 0.98 ? "met" : "NOT MET") + ")");
     suite.tables.push_back(std::move(t));
 
     const RunResult probed = withGui(e, store, true);
@@ -283,10 +288,12 @@ SuiteResult runGuiBench(const GuiBenchOptions& options) {
     suite.name = "gui";
     suite.title = "chart replot times, GUI-open vs headless throughput, GUI-thread stalls";
     const int repeats = options.blocks > 0 ? options.blocks : options.quick ? 3 : 15;
-    const int pairs = options.blocks > 0 ? std::max(1, options.blocks / 2) : options.quick ? 1 : 3;
+    // Seven shorter pairs rather than three long ones: on two shared cores one pair's ratio moves by
+    // several percent with the machine's load, and the median of three could not decide a 2% aim.
+    const int pairs = options.blocks > 0 ? std::max(1, options.blocks / 2) : options.quick ? 1 : 7;
     suite.tables.push_back(replotTable(repeats, options.quick));
     if (options.quick) suite.tables.back().notes.push_back("--quick: 10^6 points left out");
-    throughputTables(suite, options.quick ? 200 : 1500, pairs);
+    throughputTables(suite, options.quick ? 200 : 1000, pairs);
     suite.seconds = bench::seconds_since(t0);
     return suite;
 }
