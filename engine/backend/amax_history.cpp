@@ -37,7 +37,7 @@ void AmaxHistory::update() {
             else amax = std::max(amax, v);
         }
     }
-    if (amax > 0.0f && std::isfinite(amax)) {
+    if (m_scaling == Fp8Scaling::delayed && amax > 0.0f && std::isfinite(amax)) {
         const float scale = (m_fp8_max / amax) / std::ldexp(1.0f, m_margin);
         if (std::isfinite(scale) && scale > 0.0f) {
             m_scale = scale;
@@ -57,6 +57,11 @@ std::vector<float> AmaxHistory::history() const {
 void AmaxHistory::set_recipe(int margin, AmaxAlgo algo) {
     m_margin = margin;
     m_algo = algo;
+}
+
+void AmaxHistory::set_scaling(Fp8Scaling scaling) {
+    m_scaling = scaling;
+    if (scaling == Fp8Scaling::none) m_scale = m_scale_inv = 1.0f;
 }
 
 }  // namespace mantissa

@@ -6,7 +6,8 @@
 //     amax  = max(window)            (algo max)   or   the newest entry   (algo most_recent)
 //     scale = (fp8_max / amax) / 2^margin,  kept unchanged when amax is 0 or not finite.
 // The first step uses scale 1. Arithmetic in FP32, as TE does it. Host-side; the CPU backend uses
-// it directly and a GPU backend can mirror it.
+// it directly and a GPU backend can mirror it. With scaling none the window is kept as always but
+// the scale stays 1, so switching back to delayed picks the history up where it is.
 #pragma once
 
 #include <vector>
@@ -27,6 +28,7 @@ public:
     void update();
     std::vector<float> history() const;  // newest first
     void set_recipe(int margin, AmaxAlgo algo);
+    void set_scaling(Fp8Scaling scaling);  // none sets the scale to 1 at once
 
 private:
     std::vector<float> m_window;  // ring buffer of the last history_len amaxes
@@ -34,6 +36,7 @@ private:
     int m_count = 0;
     int m_margin;
     AmaxAlgo m_algo;
+    Fp8Scaling m_scaling = Fp8Scaling::delayed;
     float m_fp8_max;
     float m_pending = 0;          // this step's amax so far
     float m_scale = 1, m_scale_inv = 1;

@@ -74,11 +74,12 @@ protected:
 
 // FP8 delayed scaling (Transformer Engine's recipe): per tensor, a history of the last
 // `history_len` amax values and a scale = (fp8_max / amax) / 2^margin, where amax is the history's
-// maximum or its most recent entry.
+// maximum or its most recent entry. With scaling none every scale is 1 (the history is still kept).
 struct Fp8Recipe {
     int history_len = 16;
     int margin = 0;
     AmaxAlgo algo = AmaxAlgo::max;
+    Fp8Scaling scaling = Fp8Scaling::delayed;
 };
 
 enum class Fp8Role : std::uint8_t { input, weight, grad_output };  // e4m3, e4m3, e5m2
@@ -96,6 +97,9 @@ class Fp8State {
 public:
     virtual ~Fp8State() = default;
     virtual Fp8TensorSnapshot snapshot(Fp8Role role) const = 0;
+    // Between steps. none: every scale is 1 from the next step on. delayed: the scales follow the
+    // amax history again from the end of the next step (the history was kept meanwhile).
+    virtual void set_scaling(Fp8Scaling scaling) = 0;
 };
 
 // The tensors of one linear layer y = x·Wᵀ + b, W of shape (out, in). Owned by the caller (the

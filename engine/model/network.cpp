@@ -191,6 +191,12 @@ void Network::end_step() {
         if (l->fp8) m_backend.update_fp8_scales(*l->fp8);
 }
 
+void Network::set_fp8_scaling(Fp8Scaling scaling) {
+    m_recipe.scaling = scaling;
+    for (auto& l : m_layers)
+        if (l->fp8) l->fp8->set_scaling(scaling);
+}
+
 Tensor& Network::weight(int layer) { return *m_layers.at(static_cast<std::size_t>(layer))->weight; }
 Tensor& Network::bias(int layer) { return *m_layers.at(static_cast<std::size_t>(layer))->bias; }
 Tensor& Network::grad_weight(int layer) {

@@ -54,6 +54,7 @@ public:
     // weight_stats: when not null, one RoundingStats per layer for the weight gradient's rounding.
     void backward(std::int64_t batch, std::vector<RoundingStats>* weight_stats);
     void end_step();  // FP8 layers: new scales from this step's amaxes
+    void set_fp8_scaling(Fp8Scaling scaling);  // between steps; layers that turn FP8 later get it too
 
     Tensor& weight(int layer);
     Tensor& bias(int layer);

@@ -59,6 +59,7 @@ constexpr Named<LrSchedule> schedule_names[] = {{LrSchedule::constant, "constant
                                                 {LrSchedule::cosine, "cosine"}};
 constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
                                                {AmaxAlgo::most_recent, "most_recent"}};
+constexpr Named<Fp8Scaling> fp8_scaling_names[] = {{Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}};
 
 // Kinds kept as strings in the structs; the reader still checks them against these lists.
 constexpr std::array<const char*, 7> dataset_kinds = {"fashion-mnist", "mnist", "idx",  "csv",
@@ -409,6 +410,7 @@ void read_fp8(Reader r, Fp8Spec& f) {
     r.integer("amax_history_len", f.amax_history_len, 1, 1024);
     r.integer("margin", f.margin, 0, 16);
     r.choice("amax_compute_algo", f.amax_compute_algo, amax_algo_names);
+    r.choice("scaling", f.scaling, fp8_scaling_names);
     r.finish();
 }
 
@@ -468,6 +470,7 @@ const char* activation_name(Activation a) { return name_in<Activation>(activatio
 const char* optimizer_name(OptimizerKind o) { return name_in<OptimizerKind>(optimizer_names, o); }
 const char* lr_schedule_name(LrSchedule s) { return name_in<LrSchedule>(schedule_names, s); }
 const char* amax_algo_name(AmaxAlgo a) { return name_in<AmaxAlgo>(amax_algo_names, a); }
+const char* fp8_scaling_name(Fp8Scaling s) { return name_in<Fp8Scaling>(fp8_scaling_names, s); }
 
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s) {
     return parse_in<LayerPrecision>(layer_precision_names, s);
@@ -532,7 +535,8 @@ json experiment_to_json(const Experiment& e) {
                             {"min_scale", optional_scale(s.min_scale)},
                             {"max_scale", optional_scale(s.max_scale)}}},
           {"fp8", {{"amax_history_len", p.fp8.amax_history_len}, {"margin", p.fp8.margin},
-                   {"amax_compute_algo", amax_algo_name(p.fp8.amax_compute_algo)}}}}},
+                   {"amax_compute_algo", amax_algo_name(p.fp8.amax_compute_algo)},
+                   {"scaling", fp8_scaling_name(p.fp8.scaling)}}}}},
         {"backend", {{"kind", e.backend}, {"device", e.device}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
                     {"classroom", e.lesson.classroom}}},

@@ -79,11 +79,15 @@ struct LossScalingSpec {
 };
 
 enum class AmaxAlgo : std::uint8_t { max, most_recent };
+// delayed: each tensor's scale follows its amax history; none: every scale stays 1, so values are
+// cast to FP8 as they are (what per-tensor scaling saves a layer from, shown by switching it off).
+enum class Fp8Scaling : std::uint8_t { delayed, none };
 
 struct Fp8Spec {                    // delayed per-tensor scaling, as Transformer Engine does
     int amax_history_len = 16;
     int margin = 0;
     AmaxAlgo amax_compute_algo = AmaxAlgo::max;
+    Fp8Scaling scaling = Fp8Scaling::delayed;  // the one FP8 setting that can change during a run
 
     bool operator==(const Fp8Spec&) const = default;
 };
@@ -141,6 +145,7 @@ const char* activation_name(Activation a);
 const char* optimizer_name(OptimizerKind o);
 const char* lr_schedule_name(LrSchedule s);
 const char* amax_algo_name(AmaxAlgo a);
+const char* fp8_scaling_name(Fp8Scaling s);
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s);
 std::optional<Autocast> parse_autocast(const std::string& s);
 std::optional<LossScalingMode> parse_loss_scaling_mode(const std::string& s);

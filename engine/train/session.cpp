@@ -74,6 +74,7 @@ struct Session::Impl {
     void deliver(std::span<const StepReport> reports);
     double step_seconds = 0;  // training thread: the reported steps' time and rows
     std::int64_t samples = 0;
+    std::int64_t pause_at = -1;  // training thread: a pending PauseAt's step, -1 when none
 };
 
 Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
@@ -254,6 +255,11 @@ bool Session::Impl::drain(std::atomic<SessionState>& state) {
             if (stop) break;
         }
         if (stop) return false;
+        if (pause_at >= 0 && pause_at <= trainer->steps_taken() && state != SessionState::paused) {
+            pause_at = -1;
+            deliver(trainer->flush());  // as for any command: the steps before it report first
+            apply(command::Pause{}, state, stop);
+        }
         if (state != SessionState::paused) return true;
     }
 }
@@ -275,6 +281,8 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
                 }
             } else if constexpr (std::is_same_v<T, Stop>) {
                 stop = true;
+            } else if constexpr (std::is_same_v<T, PauseAt>) {
+                pause_at = cmd.step;
             } else {
                 // A setting the run cannot take (an unknown layer, a bad value) is reported and
                 // the run goes on: a person typed it, the training is not at fault.
@@ -285,6 +293,8 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
                         emit(trainer->set_autocast(cmd.autocast));
                     else if constexpr (std::is_same_v<T, SetMasterWeights>)
                         emit(trainer->set_master_weights(cmd.enabled));
+                    else if constexpr (std::is_same_v<T, SetFp8Scaling>)
+                        emit(trainer->set_fp8_scaling(cmd.scaling));
                     else if constexpr (std::is_same_v<T, SetLossScaling>)
                         emit(trainer->set_loss_scaling(cmd.spec));
                     else if constexpr (std::is_same_v<T, SetLearningRate>)

@@ -26,17 +26,23 @@ struct Stop {};
 struct SetLayerPrecision { std::string layer; LayerPrecision precision; };
 struct SetAutocast { Autocast autocast; };
 struct SetMasterWeights { bool enabled; };
+struct SetFp8Scaling { Fp8Scaling scaling; };
 struct SetLossScaling { LossScalingSpec spec; };
 struct SetLearningRate { double lr; };
 // Puts `value` (inf or NaN) into the named layer's weight gradient at the next step, for
 // demonstrations: the step overflows and, with loss scaling, is skipped.
 struct InjectNonFinite { std::string layer; float value; };
+// Pauses before step `step` (0-based: once `step` steps are taken), as a Pause arriving exactly
+// then would, on a run of any speed, so a script can act at an exact step (mantissa --screenshot
+// --at). Post it before start() or before the run reaches the step; a step already passed pauses
+// before the next one. A later PauseAt replaces a pending one.
+struct PauseAt { std::int64_t step; };
 }  // namespace command
 
 using Command = std::variant<command::Pause, command::Resume, command::Stop,
                              command::SetLayerPrecision, command::SetAutocast,
-                             command::SetMasterWeights, command::SetLossScaling,
-                             command::SetLearningRate, command::InjectNonFinite>;
+                             command::SetMasterWeights, command::SetFp8Scaling, command::SetLossScaling,
+                             command::SetLearningRate, command::InjectNonFinite, command::PauseAt>;
 
 enum class SessionState : std::uint8_t { created, running, paused, completed, stopped, failed };
 const char* session_state_name(SessionState s);

@@ -73,6 +73,7 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     recipe.history_len = m_experiment.precision.fp8.amax_history_len;
     recipe.margin = m_experiment.precision.fp8.margin;
     recipe.algo = m_experiment.precision.fp8.amax_compute_algo;
+    recipe.scaling = m_experiment.precision.fp8.scaling;
     if (recipe.history_len < 1) throw Error("precision.fp8.amax_history_len must be at least 1.");
 
     m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe,
@@ -430,6 +431,15 @@ Event Trainer::set_master_weights(bool enabled) {
     apply_formats();
     return make_setting_event("precision.master_weights", old ? "true" : "false",
                               enabled ? "true" : "false", false);
+}
+
+Event Trainer::set_fp8_scaling(Fp8Scaling scaling) {
+    require_idle("set_fp8_scaling");
+    const Fp8Scaling old = m_experiment.precision.fp8.scaling;
+    m_experiment.precision.fp8.scaling = scaling;
+    m_network->set_fp8_scaling(scaling);
+    m_pipeline->invalidate("precision.fp8.scaling changed");  // a captured step holds the old recipe
+    return make_setting_event("precision.fp8.scaling", fp8_scaling_name(old), fp8_scaling_name(scaling), true);
 }
 
 Event Trainer::set_loss_scaling(const LossScalingSpec& spec) {

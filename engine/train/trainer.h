@@ -85,6 +85,7 @@ public:
     Event set_layer_precision(const std::string& layer, LayerPrecision precision);
     Event set_autocast(Autocast autocast);
     Event set_master_weights(bool enabled);
+    Event set_fp8_scaling(Fp8Scaling scaling);
     Event set_loss_scaling(const LossScalingSpec& spec);
     Event set_learning_rate(double lr);   // the base rate; the schedule applies on top
     Event inject_non_finite(const std::string& layer, float value);  // at the next step

@@ -27,6 +27,8 @@ QString describe(const Command& c) {
                 return QStringLiteral("scaling %1 %2")
                     .arg(QLatin1String(loss_scaling_mode_name(cmd.spec.mode)))
                     .arg(cmd.spec.growth_interval);
+            else if constexpr (std::is_same_v<T, command::SetFp8Scaling>)
+                return QStringLiteral("fp8 %1").arg(QLatin1String(fp8_scaling_name(cmd.scaling)));
             else if constexpr (std::is_same_v<T, command::SetLearningRate>)
                 return QStringLiteral("lr %1").arg(cmd.lr);
             else if constexpr (std::is_same_v<T, command::InjectNonFinite>)
@@ -50,6 +52,7 @@ private slots:
         QTest::newRow("scaling mode") << "precision.loss_scaling.mode=off" << "" << "scaling off 2000";
         QTest::newRow("growth interval") << "precision.loss_scaling.growth_interval=100" << "" << "scaling dynamic 100";
         QTest::newRow("learning rate") << "train.lr=0.5" << "" << "lr 0.5";
+        QTest::newRow("fp8 scaling") << "precision.fp8.scaling=none" << "" << "fp8 none";
         QTest::newRow("layer") << "precision.layers.fc2=fp16" << "fc2=fp16" << "";
         QTest::newRow("layer back to auto") << "precision.layers.fc3=auto" << "fc3=auto" << "";
         QTest::newRow("already in effect") << "precision.autocast=off" << "" << "";
@@ -82,6 +85,7 @@ private slots:
         QTest::addColumn<QString>("mentions");
         QTest::newRow("model") << "model.hidden=[4]" << "new run";
         QTest::newRow("dataset") << "dataset.kind=spirals" << "new run";
+        QTest::newRow("fp8 history") << "precision.fp8.amax_history_len=4" << "new run";
         QTest::newRow("unknown layer") << "precision.layers.fc9=fp16" << "fc9";
         QTest::newRow("inject unknown layer") << "inject=fc9" << "fc9";
         QTest::newRow("bad value") << "precision.autocast=fp64" << "precision.autocast";

@@ -48,10 +48,11 @@ LiveChange planLiveChange(const Experiment& current, const std::vector<std::stri
     rest.precision.autocast = current.precision.autocast;
     rest.precision.master_weights = current.precision.master_weights;
     rest.precision.loss_scaling = current.precision.loss_scaling;
+    rest.precision.fp8.scaling = current.precision.fp8.scaling;
     rest.train.lr = current.train.lr;
     if (experiment_to_json(rest) != experiment_to_json(current))
-        throw Error(assignment + ": only precision.layers, autocast, master_weights, loss_scaling and train.lr "
-                                 "can change during a run; the rest needs a new run.");
+        throw Error(assignment + ": only precision.layers, autocast, master_weights, loss_scaling, fp8.scaling "
+                                 "and train.lr can change during a run; the rest needs a new run.");
 
     std::map<std::string, LayerPrecision> named = current.precision.layers;
     named.insert(after.precision.layers.begin(), after.precision.layers.end());
@@ -65,6 +66,7 @@ LiveChange planLiveChange(const Experiment& current, const std::vector<std::stri
     const PrecisionSpec& b = current.precision;
     if (a.autocast != b.autocast) change.commands.push_back(command::SetAutocast{a.autocast});
     if (a.master_weights != b.master_weights) change.commands.push_back(command::SetMasterWeights{a.master_weights});
+    if (a.fp8.scaling != b.fp8.scaling) change.commands.push_back(command::SetFp8Scaling{a.fp8.scaling});
     if (!sameScaling(a.loss_scaling, b.loss_scaling)) change.commands.push_back(command::SetLossScaling{a.loss_scaling});
     if (after.train.lr != current.train.lr) change.commands.push_back(command::SetLearningRate{after.train.lr});
     return change;  // empty when the value was already in effect

@@ -27,6 +27,14 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     m_master->setToolTip(tr("Keeps an FP32 copy of the weights for the optimizer so small updates are not rounded "
                             "away; watch the Lost updates column and the master-weights band on the memory chart."));
 
+    m_fp8Scaling = new QComboBox;
+    m_fp8Scaling->addItem(tr("per tensor"), static_cast<int>(Fp8Scaling::delayed));
+    m_fp8Scaling->addItem(tr("none (scale 1)"), static_cast<int>(Fp8Scaling::none));
+    m_fp8Scaling->setObjectName(QStringLiteral("fp8Scaling"));
+    m_fp8Scaling->setToolTip(tr("FP8 layers: per tensor multiplies each input, weight and output gradient by its own "
+                                "scale (from its recent maxima) before the cast; none casts the values as they are, "
+                                "so small ones flush to zero. Watch the loss and the FP8 layers' zero fraction."));
+
     m_mode = new QComboBox;
     for (LossScalingMode m : {LossScalingMode::off, LossScalingMode::fixed, LossScalingMode::dynamic})
         m_mode->addItem(QString::fromLatin1(loss_scaling_mode_name(m)), static_cast<int>(m));
@@ -73,6 +81,8 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     auto* computeForm = new QFormLayout(compute);
     computeForm->addRow(tr("Autocast"), m_autocast);
     computeForm->addRow(m_master);
+    computeForm->addRow(tr("FP8 scaling"), m_fp8Scaling);
+    m_computeForm = computeForm;
 
     auto* scaling = new QGroupBox(tr("Loss scaling"));
     auto* scalingForm = new QFormLayout(scaling);
@@ -106,6 +116,10 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
         readControls();
         if (m_live) emit commandRequested(command::SetMasterWeights{m_spec.master_weights});
     });
+    connect(m_fp8Scaling, &QComboBox::activated, this, [this] {
+        readControls();
+        if (m_live) emit commandRequested(command::SetFp8Scaling{m_spec.fp8.scaling});
+    });
     connect(m_mode, &QComboBox::activated, this, [this] {
         readControls();
         updateScalingControls();
@@ -130,6 +144,7 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_spec = precision;
     m_autocast->setCurrentIndex(std::max(0, m_autocast->findData(static_cast<int>(precision.autocast))));
     m_master->setChecked(precision.master_weights);
+    m_fp8Scaling->setCurrentIndex(std::max(0, m_fp8Scaling->findData(static_cast<int>(precision.fp8.scaling))));
     const LossScalingSpec& s = precision.loss_scaling;
     m_mode->setCurrentIndex(std::max(0, m_mode->findData(static_cast<int>(s.mode))));
     m_scale->setValue(s.init_scale);
@@ -137,6 +152,7 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_backoff->setValue(s.backoff_factor);
     m_interval->setValue(static_cast<int>(std::min<std::int64_t>(s.growth_interval, m_interval->maximum())));
     updateScalingControls();
+    updateFp8Row();
     m_updating = false;
 }
 
@@ -145,6 +161,7 @@ void PrecisionPanel::setLayerPrecision(const std::string& layer, LayerPrecision 
         m_spec.layers.erase(layer);
     else
         m_spec.layers[layer] = precision;
+    updateFp8Row();
 }
 
 void PrecisionPanel::setLive(bool live, const std::vector<std::string>& layers) {
@@ -162,6 +179,7 @@ void PrecisionPanel::readControls() {
     if (m_updating) return;
     m_spec.autocast = static_cast<Autocast>(m_autocast->currentData().toInt());
     m_spec.master_weights = m_master->isChecked();
+    m_spec.fp8.scaling = static_cast<Fp8Scaling>(m_fp8Scaling->currentData().toInt());
     LossScalingSpec& s = m_spec.loss_scaling;
     s.mode = static_cast<LossScalingMode>(m_mode->currentData().toInt());
     s.init_scale = m_scale->value();
@@ -175,6 +193,14 @@ void PrecisionPanel::setClassroomMode(bool on) {
     for (QWidget* w : {static_cast<QWidget*>(m_growth), static_cast<QWidget*>(m_backoff),
                        static_cast<QWidget*>(m_interval)})
         m_scalingForm->setRowVisible(w, !on);
+    updateFp8Row();
+}
+
+// Classroom mode shows FP8 scaling only to a lesson with an FP8 layer.
+void PrecisionPanel::updateFp8Row() {
+    bool anyFp8 = false;
+    for (const auto& entry : m_spec.layers) anyFp8 = anyFp8 || entry.second == LayerPrecision::fp8_e4m3;
+    m_computeForm->setRowVisible(m_fp8Scaling, !m_classroom || anyFp8);
 }
 
 void PrecisionPanel::updateScalingControls() {

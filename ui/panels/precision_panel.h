@@ -1,4 +1,4 @@
-// PrecisionPanel: autocast, FP32 master weights, loss scaling (mode and parameters) and "Inject
+// PrecisionPanel: autocast, FP32 master weights, FP8 scaling, loss scaling (mode and parameters) and "Inject
 // overflow". Before a run it edits the experiment's precision; during a run every change is also
 // sent to the session as a command (commandRequested), applied at the next step and recorded there
 // as a setting_change event. Each control's tooltip says in one sentence what it does and what to
@@ -46,6 +46,7 @@ signals:
 private:
     void readControls();         // controls -> m_spec
     void updateScalingControls();
+    void updateFp8Row();
     void sendScaling();
     void inject();
 
@@ -54,6 +55,8 @@ private:
     bool m_updating = false;     // true while setPrecision fills the controls
     QComboBox* m_autocast = nullptr;
     QCheckBox* m_master = nullptr;
+    QComboBox* m_fp8Scaling = nullptr;
+    QFormLayout* m_computeForm = nullptr;
     QComboBox* m_mode = nullptr;
     QLabel* m_scaleLabel = nullptr;
     QDoubleSpinBox* m_scale = nullptr;

@@ -85,7 +85,13 @@ CpuFp8State::CpuFp8State(const Fp8Recipe& r, std::shared_ptr<CpuLedger> ledger)
     : m_history{AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
                 AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e4m3).max_finite),
                 AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e5m2).max_finite)},
-      m_ledger(std::move(ledger)) {}
+      m_ledger(std::move(ledger)) {
+    set_scaling(r.scaling);
+}
+
+void CpuFp8State::set_scaling(Fp8Scaling scaling) {
+    for (AmaxHistory& h : m_history) h.set_scaling(scaling);
+}
 
 CpuFp8State::~CpuFp8State() {
     auto& fp8 = m_ledger->fp8_copies;

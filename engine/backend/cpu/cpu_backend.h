@@ -93,6 +93,7 @@ public:
     CpuFp8State(const Fp8Recipe& r, std::shared_ptr<CpuLedger> ledger);
     ~CpuFp8State() override;
     Fp8TensorSnapshot snapshot(Fp8Role role) const override;
+    void set_scaling(Fp8Scaling scaling) override;
     AmaxHistory& history(Fp8Role role) { return m_history[static_cast<int>(role)]; }
 
 private:

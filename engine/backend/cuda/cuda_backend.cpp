@@ -78,6 +78,18 @@ CudaFp8State::CudaFp8State(CudaBackend& backend, const Fp8Recipe& recipe) : m_ba
         cudaMemcpyAsync(m_state, init.data(), init.size() * sizeof(float), cudaMemcpyHostToDevice, m_backend.stream()));
 }
 
+void CudaFp8State::set_scaling(Fp8Scaling scaling) {
+    m_recipe.scaling = scaling;
+    if (scaling != Fp8Scaling::none) return;
+    // scale[3] then scale_inv[3] (Fp8StateLayout); static, so the copy may finish after this
+    // returns, and the next step's casts read them in stream order.
+    static_assert(Fp8StateLayout::scale_inv == Fp8StateLayout::scale + 3);
+    static const float ones[6] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    m_backend.activate();
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(m_state + Fp8StateLayout::scale, ones, sizeof ones, cudaMemcpyHostToDevice,
+                                        m_backend.stream()));
+}
+
 CudaFp8State::~CudaFp8State() {
     m_backend.release_buffer(m_state);
 }
@@ -326,7 +338,7 @@ void CudaBackend::update_fp8_scales(Fp8State& state_in) {
     activate();
     auto& s = static_cast<CudaFp8State&>(state_in);
     launch_fp8_update(s.device_state(), s.recipe().history_len, s.recipe().margin, static_cast<int>(s.recipe().algo),
-                      m_stream);
+                      s.recipe().scaling == Fp8Scaling::delayed, m_stream);
 }
 
 MemoryBreakdown CudaBackend::memory() const {

@@ -67,6 +67,27 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, AmaxHistory(0, 0, AmaxAlgo::max, e4m3_max));
     }
 
+    // Scaling none: the window advances as always but the scale stays 1; back to delayed, the
+    // next update scales from the history kept meanwhile.
+    void withoutScalingTheScaleStaysOne() {
+        AmaxHistory h(3, 0, AmaxAlgo::max, e4m3_max);
+        h.record(4.0f);
+        h.update();
+        QCOMPARE(h.scale(), 112.0f);
+        h.set_scaling(Fp8Scaling::none);
+        QCOMPARE(h.scale(), 1.0f);  // at once, for the next step's casts
+        QCOMPARE(h.scale_inv(), 1.0f);
+        h.record(16.0f);
+        h.update();
+        QCOMPARE(h.scale(), 1.0f);
+        QCOMPARE(h.history(), (std::vector<float>{16.0f, 4.0f}));
+        h.set_scaling(Fp8Scaling::delayed);
+        QCOMPARE(h.scale(), 1.0f);  // until the end of the next step
+        h.record(2.0f);
+        h.update();
+        QCOMPARE(h.scale(), 448.0f / 16);
+    }
+
     // A one-layer FP8 forward: x and W quantised with their scales (saturating), the product
     // dequantised by 1/(sx·sw), the bias added, the output stored in the output format.
     void fp8LinearForwardAndBackward() {

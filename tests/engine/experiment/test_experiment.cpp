@@ -67,7 +67,7 @@ Experiment non_default_experiment() {
     e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
                           {"fc2", LayerPrecision::automatic}, {"fc3", LayerPrecision::tf32}};
     e.precision.loss_scaling = {LossScalingMode::fixed, 1024, 4, 0.25, 100, 1.0, 1e9};
-    e.precision.fp8 = {64, 2, AmaxAlgo::most_recent};
+    e.precision.fp8 = {64, 2, AmaxAlgo::most_recent, Fp8Scaling::none};
     e.backend = "cuda";
     e.device = 3;
     e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true};
@@ -97,10 +97,10 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 8, model 3, train 15, precision
-        // 2 + layers + loss_scaling 7 + fp8 3, backend 2, lesson 4.
+        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 4.
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 46);
+        QCOMPARE(int(keys.size()), 47);
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
         QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
@@ -222,6 +222,8 @@ private slots:
         row(R"({"precision": {"fp8": {"margin": 17}}})", "precision.fp8.margin: must be between 0 and 16, got 17");
         row(R"({"precision": {"fp8": {"amax_compute_algo": "mean"}}})",
             "precision.fp8.amax_compute_algo: must be one of max, most_recent, got \"mean\"");
+        row(R"({"precision": {"fp8": {"scaling": "current"}}})",
+            "precision.fp8.scaling: must be one of delayed, none, got \"current\"");
         row(R"({"precision": []})", "precision: expected an object, got an array");
         row(R"({"model": {"hidden": [256, 0]}})", "model.hidden[1]: must be between 1 and 65536, got 0");
         row(R"({"model": {"hidden": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}})",

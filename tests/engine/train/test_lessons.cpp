@@ -315,6 +315,34 @@ private slots:
         QVERIFY(g.scale != 1.0f && std::isfinite(g.scale));
         QVERIFY(t.evaluate().accuracy > 0.8);
     }
+
+    // FP8 without scaling: every scale stays 1 while the amax history is still kept; switched on
+    // during the run (a setting_change event), per-tensor scaling takes its scales from that
+    // history at the end of the next step. (What it costs the training is the lesson preset's test.)
+    void fp8ScalingSwitchesDuringTheRun() {
+        Experiment e = quick_experiment(40);
+        for (const char* l : {"fc1", "fc2", "fc3"}) e.precision.layers[l] = LayerPrecision::fp8_e4m3;
+        e.precision.fp8.scaling = Fp8Scaling::none;
+        Trainer t(e, blobs_set(2000, 3, 5), make_backend("cpu"));
+        for (int i = 0; i < 5; ++i) {
+            t.step();
+            for (Fp8Role role : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
+                const Fp8TensorSnapshot s = t.network().fp8_state(0)->snapshot(role);
+                QCOMPARE(s.scale, 1.0f);
+                QCOMPARE(s.amax_history.size(), static_cast<std::size_t>(i + 1));
+            }
+        }
+        const Event ev = t.set_fp8_scaling(Fp8Scaling::delayed);
+        QCOMPARE(ev.kind, EventKind::setting_change);
+        QCOMPARE(ev.message, std::string("precision.fp8.scaling: none -> delayed."));
+        t.step();
+        const Fp8TensorSnapshot g = t.network().fp8_state(0)->snapshot(Fp8Role::grad_output);
+        QCOMPARE(g.scale, 57344.0f / *std::max_element(g.amax_history.begin(), g.amax_history.end()));
+        QVERIFY(g.scale > 1.0f);  // the small output gradients are scaled up
+
+        t.set_fp8_scaling(Fp8Scaling::none);
+        QCOMPARE(t.network().fp8_state(0)->snapshot(Fp8Role::grad_output).scale, 1.0f);  // from the next step
+    }
 };
 
 QTEST_GUILESS_MAIN(TestLessons)

@@ -3,7 +3,8 @@
 // the next scale, scale = (fp8_max / amax) / 2^margin with amax the window's maximum (or its
 // newest entry), kept when amax is 0 or not finite. FP32 arithmetic, the CPU's AmaxHistory::update
 // step for step (amax_history.cpp), so the scales are bit-identical. Three threads, one launch:
-// it never leaves the device, so a captured step needs no host round trip.
+// it never leaves the device, so a captured step needs no host round trip. Without scaling
+// (precision.fp8.scaling none) the window advances and the scales are left at 1.
 // State layout: Fp8StateLayout (launchers.h).
 #pragma once
 
@@ -14,7 +15,7 @@ namespace mantissa::cuda {
 
 // ---- kernels
 
-__global__ void fp8_update_kernel(float* state, int history_len, int margin, int algo) {
+__global__ void fp8_update_kernel(float* state, int history_len, int margin, int algo, bool scaled) {
     using L = Fp8StateLayout;
     const int role = threadIdx.x;  // 0 input, 1 weight, 2 grad_output
     int* ints = reinterpret_cast<int*>(state);
@@ -42,7 +43,7 @@ __global__ void fp8_update_kernel(float* state, int history_len, int margin, int
                 amax = amax < v ? v : amax;
         }
     }
-    if (amax > 0.0f && isfinite(amax)) {
+    if (scaled && amax > 0.0f && isfinite(amax)) {
         const float scale = (fp8_max / amax) / ldexpf(1.0f, margin);
         if (isfinite(scale) && scale > 0.0f) {
             state[L::scale + role] = scale;
@@ -53,8 +54,8 @@ __global__ void fp8_update_kernel(float* state, int history_len, int margin, int
 
 // ---- launchers
 
-void launch_fp8_update(float* state, int history_len, int margin, int algo, cudaStream_t stream) {
-    fp8_update_kernel<<<1, 32, 0, stream>>>(state, history_len, margin, algo);
+void launch_fp8_update(float* state, int history_len, int margin, int algo, bool scaled, cudaStream_t stream) {
+    fp8_update_kernel<<<1, 32, 0, stream>>>(state, history_len, margin, algo, scaled);
     check_launch("fp8_update");
 }
 

@@ -65,7 +65,8 @@ struct Fp8StateLayout {
     static constexpr int window = 16;    // [3][history_len] floats, role-major
     static constexpr int words(int history_len) { return window + 3 * history_len; }
 };
-void launch_fp8_update(float* state, int history_len, int margin, int algo, cudaStream_t stream);
+// scaled false (precision.fp8.scaling none): the window advances, the scales stay as they are (1).
+void launch_fp8_update(float* state, int history_len, int margin, int algo, bool scaled, cudaStream_t stream);
 
 // ---- unscale_check.cuh: the fused unscale + non-finite check + statistics over many tensors
 constexpr int histogram_bins = 278;  // ExponentHistogram::bins (exponents -150 .. 127)
