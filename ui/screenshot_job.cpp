@@ -26,31 +26,40 @@ void ScreenshotJob::start() {
         e.train.steps = m_options.steps;
         m_window->setExperiment(e);
     }
-    if (!m_window->startRun()) {
+    // The first pause must be queued before the first step: a fast run would be past it otherwise.
+    std::vector<Command> first;
+    if (!m_options.actions.empty()) first.push_back(command::PauseAt{m_options.actions.front().first});
+    if (!m_window->controller()->start(m_window->currentExperiment(), first)) {
         fail(m_window->lastError());
         return;
     }
     m_deadline = QDateTime::currentMSecsSinceEpoch() + 1000LL * m_options.timeoutSeconds;
-    // Actions follow the telemetry (every drain), the capture check a slower poll.
+    // Actions follow the telemetry (every drain) and the poll, the capture check the poll.
     connect(m_window->controller(), &RunController::telemetryArrived, this, &ScreenshotJob::applyDueActions);
     m_poll.start();
 }
 
+// The session pauses only where a PauseAt asked, with every step before the pause reported: a
+// pause after `step` steps means the next action's step has come (a smaller count is the previous
+// pause, not yet left after our Resume). The changes posted now are applied while paused, at that
+// step, before the Resume.
 void ScreenshotJob::applyDueActions() {
     RunController* c = m_window->controller();
-    while (m_nextAction < m_options.actions.size() && c->active() &&
-           c->series().stepCount() >= m_options.actions[m_nextAction].first) {
-        const std::string& assignment = m_options.actions[m_nextAction++].second;
-        try {
-            m_window->applyLiveSetting(assignment);
-        } catch (const std::exception& e) {
-            m_failed = true;
-            m_poll.stop();
-            c->shutdown();
-            fail(QString::fromStdString(e.what()));
-            return;
-        }
+    if (m_failed || m_nextAction >= m_options.actions.size() || !c->active()) return;
+    const std::int64_t step = m_options.actions[m_nextAction].first;
+    if (c->state() != SessionState::paused || c->session()->summary().steps < step) return;
+    try {
+        while (m_nextAction < m_options.actions.size() && m_options.actions[m_nextAction].first == step)
+            m_window->applyLiveSetting(m_options.actions[m_nextAction++].second);
+    } catch (const std::exception& e) {
+        m_failed = true;
+        m_poll.stop();
+        c->shutdown();
+        fail(QString::fromStdString(e.what()));
+        return;
     }
+    if (m_nextAction < m_options.actions.size()) c->post(command::PauseAt{m_options.actions[m_nextAction].first});
+    c->post(command::Resume{});
 }
 
 void ScreenshotJob::poll() {

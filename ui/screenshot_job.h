@@ -2,8 +2,11 @@
 // the window's experiment, waits (on the event loop, never blocking it) until the run has finished
 // its N steps, or, with `during`, until N steps have arrived while it is still training, then
 // redraws everything, saves a PNG of the whole main window and reports an exit code. Scripted live
-// changes (--at STEP:KEY=VALUE) let a screenshot show setting markers and overflows. Works under
-// the offscreen platform and under Xvfb, so the GUI can be reviewed without a display.
+// changes (--at STEP:KEY=VALUE) let a screenshot show setting markers and overflows; each lands at
+// its step exactly, on a run of any speed: the session pauses before that step (command::PauseAt,
+// posted before the first step for the first one), the job makes the changes as the panels would,
+// asks for the pause before the next action's step and resumes. Works under the offscreen platform
+// and under Xvfb, so the GUI can be reviewed without a display.
 #pragma once
 
 #include <QObject>
@@ -27,9 +30,9 @@ public:
         std::int64_t steps = 300;
         bool duringRun = false;   // capture while the run still trains (its own budget), then stop it
         int timeoutSeconds = 600;
-        // Live changes made as soon as the window has seen the step, as a person would make them
-        // (so they land a few steps later on a fast run): (step, "KEY=VALUE" or "inject=LAYER"),
-        // see MainWindow::applyLiveSetting.
+        // Live changes made before the given step (0-based, so their events are at that step), as a
+        // person would make them: (step, "KEY=VALUE" or "inject=LAYER"), see
+        // MainWindow::applyLiveSetting. Steps the run never reaches are not made.
         std::vector<std::pair<std::int64_t, std::string>> actions;
     };
     ScreenshotJob(MainWindow* window, Options options, QObject* parent = nullptr);

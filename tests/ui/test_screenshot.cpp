@@ -1,11 +1,16 @@
 // `mantissa --screenshot FILE.png --steps N --config FILE`: the executable, run as a person or a
 // docs script would, writes a PNG of the whole window at the requested size and exits 0; a bad
 // experiment file exits 2 with the reason on stderr. Without a display, help and version still
-// answer and the window is refused with a sentence, not Qt's abort.
+// answer and the window is refused with a sentence, not Qt's abort. `--at STEP:...` changes land at
+// their steps exactly, read back from the run store, even on a run fast enough to finish between
+// two of the window's refreshes.
 #include <QtTest>
 
 #include <QImage>
 #include <QProcess>
+
+#include "store/run_store.h"
+#include "train/telemetry.h"
 
 class TestScreenshot : public QObject {
     Q_OBJECT
@@ -65,6 +70,45 @@ private slots:
         QVERIFY2(err.contains(QStringLiteral("25 steps")), qPrintable(err));
         // The run was recorded in the default store ($XDG_DATA_HOME/mantissa/runs.sqlite).
         QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("data/mantissa/runs.sqlite"))));
+    }
+
+    // 60 steps of a tiny network take a few milliseconds: the window sees the run in one or two
+    // refreshes, so only a pause at each step can put the changes there.
+    void atLandsAtItsStepOnAFastRun() {
+        const QString config = writeFile(QStringLiteral("fast.json"),
+                                         R"({"name": "fast", "dataset": {"kind": "spirals", "samples": 400},
+                                             "model": {"hidden": [16]}, "train": {"batch_size": 32, "eval_every": 0},
+                                             "backend": "cpu"})");
+        const QString db = m_dir.filePath(QStringLiteral("at.sqlite"));
+        QString err;
+        const int code = runMantissa({QStringLiteral("--screenshot"), m_dir.filePath(QStringLiteral("at.png")),
+                                      QStringLiteral("--steps"), QStringLiteral("60"), QStringLiteral("--config"), config,
+                                      QStringLiteral("--db"), db, QStringLiteral("--size"), QStringLiteral("800x600"),
+                                      // out of order on purpose: the job sorts them
+                                      QStringLiteral("--at"), QStringLiteral("30:inject=fc2"),
+                                      QStringLiteral("--at"), QStringLiteral("10:train.lr=0.01"),
+                                      QStringLiteral("--at"), QStringLiteral("20:precision.layers.fc1=fp16"),
+                                      QStringLiteral("--at"), QStringLiteral("40:precision.loss_scaling.mode=off"),
+                                      QStringLiteral("--at"), QStringLiteral("40:precision.layers.fc2=bf16")},
+                                     &err);
+        QVERIFY2(code == 0, qPrintable(err));
+
+        mantissa::RunStore store(db.toStdString(), true);
+        const auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t{1});
+        QStringList changes;  // "STEP kind": the setting changes and notices (the injection's)
+        std::int64_t overflowStep = -1;
+        for (const mantissa::Event& e : store.events(runs.front().id)) {
+            if (e.kind == mantissa::EventKind::setting_change || e.kind == mantissa::EventKind::notice)
+                changes << QStringLiteral("%1 %2").arg(e.step).arg(QString::fromLatin1(mantissa::event_kind_name(e.kind)));
+            if (e.kind == mantissa::EventKind::overflow && overflowStep < 0) overflowStep = e.step;
+        }
+        const QStringList expected{QStringLiteral("10 setting_change"), QStringLiteral("20 setting_change"),
+                                   QStringLiteral("30 notice"), QStringLiteral("40 setting_change"),
+                                   QStringLiteral("40 setting_change")};
+        QCOMPARE(changes, expected);
+        QCOMPARE(overflowStep, std::int64_t{30});  // the injected inf overflows the step it was put in
+        QCOMPARE(store.steps(runs.front().id).size(), std::size_t{60});  // the run went on to its end
     }
 
     void badExperimentFileExits2() {

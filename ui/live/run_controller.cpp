@@ -59,7 +59,7 @@ bool RunController::openStore() {
     }
 }
 
-bool RunController::start(const Experiment& experiment) {
+bool RunController::start(const Experiment& experiment, const std::vector<Command>& first) {
     if (active()) {
         emit errorOccurred(tr("A run is already in progress; stop it before starting another."));
         return false;
@@ -107,6 +107,7 @@ bool RunController::start(const Experiment& experiment) {
     for (const auto& n : m_session->notices()) emit noticeRaised(QString::fromStdString(n));
 
     try {
+        for (const Command& c : first) m_session->post(c);
         m_session->start();
     } catch (const std::exception& e) {
         if (m_recorder) m_recorder->finish(RunStatus::failed, e.what());

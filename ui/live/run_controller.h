@@ -47,7 +47,8 @@ public:
 
     // Builds the session (loads the dataset, builds the model) and starts it. On bad input emits
     // errorOccurred with the engine's sentence and returns false; the previous run's data stays.
-    bool start(const Experiment& experiment);
+    // `first` is posted before the first step (a PauseAt for a script that acts at exact steps).
+    bool start(const Experiment& experiment, const std::vector<Command>& first = {});
     void post(const Command& command);   // applied by the session before its next step
     void togglePause();
     void stop();                        // asks to stop; runFinished follows from the timer

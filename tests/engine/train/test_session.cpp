@@ -168,6 +168,41 @@ private slots:
         QCOMPARE(sink->steps[3].step, std::int64_t{3});
     }
 
+    // PauseAt stops the run exactly before its step however fast the steps are: posted before
+    // start for the first pause, while paused for the next; changes made while paused land there.
+    void pauseAtAnExactStep() {
+        Session s(session_experiment(20));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::PauseAt{7});
+        s.start();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        const auto wait_paused_at = [&](std::int64_t steps) {
+            while (!(s.state() == SessionState::paused && s.summary().steps == steps) &&
+                   std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        };
+        wait_paused_at(7);
+        QCOMPARE(s.state(), SessionState::paused);
+        QCOMPARE(s.summary().steps, std::int64_t{7});
+        s.post(command::SetAutocast{Autocast::bf16});  // at step 7
+        s.post(command::PauseAt{12});
+        s.post(command::Resume{});
+        wait_paused_at(12);
+        QCOMPARE(s.state(), SessionState::paused);
+        QCOMPARE(s.summary().steps, std::int64_t{12});
+        s.post(command::Resume{});
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QCOMPARE(s.summary().steps, std::int64_t{20});
+        const auto paused = sink->events_of(EventKind::paused), changes = sink->events_of(EventKind::setting_change);
+        QCOMPARE(paused.size(), std::size_t{2});
+        QCOMPARE(paused[0].step, std::int64_t{7});
+        QCOMPARE(paused[1].step, std::int64_t{12});
+        QCOMPARE(changes.size(), std::size_t{1});
+        QCOMPARE(changes[0].step, std::int64_t{7});
+    }
+
     void stopWhilePausedAndBeforeStart() {
         Session s(session_experiment(100));
         auto sink = std::make_shared<CollectingSink>();
