@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -59,6 +60,10 @@ bool is_blank(std::string_view line) {
 }  // namespace
 
 CsvData read_csv(const std::string& path, int label_column) {
+    // A folder opens as a stream on Linux and reads as empty: say what it is instead.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error("dataset.path " + path + " is a folder, not a CSV file.");
     std::ifstream file(path, std::ios::binary);
     if (!file) throw Error("Cannot open the CSV file " + path + " (dataset.path).");
     std::ostringstream buffer;

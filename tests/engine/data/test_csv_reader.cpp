@@ -1,5 +1,6 @@
 // The CSV reader: header detection, label column choice, classification vs regression, the split,
 // and errors that name the file, line and column.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -154,11 +155,25 @@ private slots:
                      qPrintable("'" + w + "' not in: " + QString::fromStdString(message)));
     }
 
-    void missing_file() {
+    // Paths that are not a readable CSV file: `path` is relative to a fresh temporary folder
+    // unless absolute; the message must name the path and say what is wrong with it.
+    void not_a_csv_file_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("missing file") << "absent.csv" << "Cannot open the CSV file %1 (dataset.path).";
+        QTest::newRow("a folder") << "sub" << "dataset.path %1 is a folder, not a CSV file.";
+        QTest::newRow("a folder, trailing slash") << "sub/" << "dataset.path %1 is a folder, not a CSV file.";
+        QTest::newRow("the temporary folder itself") << "" << "dataset.path %1 is a folder, not a CSV file.";
+        QTest::newRow("a device") << "/dev/null" << "The CSV file %1 holds no data rows.";
+    }
+    void not_a_csv_file() {
+        QFETCH(QString, path);
+        QFETCH(QString, expected);
         QTemporaryDir dir;
-        const std::string path = dir.path().toStdString() + "/absent.csv";
-        const std::string message = error_of([&] { load_dataset(csv_spec(path), 1); });
-        QVERIFY2(contains(message, "Cannot open the CSV file " + path), message.c_str());
+        QVERIFY(QDir(dir.path()).mkdir("sub"));
+        const QString full = path.startsWith('/') ? path : dir.path() + "/" + path;
+        const std::string message = error_of([&] { load_dataset(csv_spec(full.toStdString()), 1); });
+        QCOMPARE(QString::fromStdString(message), expected.arg(full));
     }
 
     void splits_by_test_fraction() {
