@@ -13,7 +13,7 @@ using namespace mantissa::ui;
 
 namespace {
 void fill(RunSeries& s, std::int64_t steps) {
-    s.reset({"fc1", "fc2"});
+    s.reset({"fc1", "fc2", "fc3"});
     for (std::int64_t i = 0; i < steps; ++i) {
         StepRecord r;
         r.step = i;
@@ -26,7 +26,7 @@ void fill(RunSeries& s, std::int64_t steps) {
         r.memory.master_weights = 2 << 20;
         r.memory.modelled = true;
         s.addStep(r);
-        for (int l = 0; l < 2; ++l) {
+        for (int l = 0; l < 3; ++l) {
             LayerSample ls;
             ls.step = i;
             ls.layer = l;
@@ -34,6 +34,9 @@ void fill(RunSeries& s, std::int64_t steps) {
             s.addLayerSample(ls);
         }
     }
+    // Test loss and accuracy give the loss chart four legend items, so a wrap into three columns
+    // leaves empty cells in the legend's grid (a narrow window once crashed on them).
+    for (std::int64_t at : {steps / 3, steps - 1}) s.addEval({at, "test", 0.8, 0.7});
     Event e;
     e.step = steps / 4;
     e.kind = EventKind::setting_change;
@@ -122,6 +125,8 @@ private slots:
         QTest::addColumn<int>("width");
         QTest::newRow("1100 px") << 1100;
         QTest::newRow("700 px") << 700;
+        QTest::newRow("560 px") << 560;
+        QTest::newRow("500 px") << 500;
         QTest::newRow("440 px") << 440;
         QTest::newRow("360 px") << 360;
     }
@@ -139,6 +144,7 @@ private slots:
                      qPrintable(what + QStringLiteral(": legend outside the chart")));
             for (int i = 0; i < c->legend->itemCount(); ++i) {
                 QCPAbstractLegendItem* item = c->legend->item(i);
+                if (!item) continue;  // an empty cell of the wrapped grid
                 QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width(),
                          qPrintable(QStringLiteral("%1: legend item %2 is %3 px wide, needs %4")
                                         .arg(what).arg(i).arg(item->outerRect().width())

@@ -256,12 +256,15 @@ void ChartView::setLegendColumns(int columns) {
 }
 
 int ChartView::legendWidth(int columns) const {
-    // Items fill columns first: item i sits in column i % columns; a column is as wide as its
-    // widest item.
+    // Wrapped into `columns`, the n-th item sits in column n % columns; a column is as wide as its
+    // widest item. The legend's grid counts its empty cells too (item() is null there).
     std::vector<int> widths(static_cast<std::size_t>(columns), 0);
+    int n = 0;
     for (int i = 0; i < legend->itemCount(); ++i) {
-        int& w = widths[static_cast<std::size_t>(i % columns)];
-        w = std::max(w, legend->item(i)->minimumOuterSizeHint().width());
+        const QCPAbstractLegendItem* item = legend->item(i);
+        if (!item) continue;
+        int& w = widths[static_cast<std::size_t>(n++ % columns)];
+        w = std::max(w, item->minimumOuterSizeHint().width());
     }
     int total = (columns - 1) * legend->columnSpacing() + legend->margins().left() + legend->margins().right();
     for (int w : widths) total += w;
@@ -272,7 +275,8 @@ bool ChartView::fitHeaderToWidth() {
     // Inside the header's side margins (the plot's: setSideMargins), less the note's spacing.
     const int room = m_header->rect().width() - m_header->columnSpacing();
     if (room <= 0) return false;
-    const int items = legend->visible() ? legend->itemCount() : 0;
+    int items = 0;  // the legend's real items; its grid may hold empty cells
+    for (int i = 0; legend->visible() && i < legend->itemCount(); ++i) items += legend->item(i) != nullptr;
     const int noteWidth = m_noteText.isEmpty()
                               ? 0
                               : QFontMetrics(m_note->font()).horizontalAdvance(m_noteText) +
