@@ -1,7 +1,10 @@
 // `mantissa-cli runs` and `mantissa-cli show`: the run store's list, and one run's summary
-// (configuration, final metrics, events). Both read only: they open the store as a writer would,
-// so dead runs get marked interrupted and old files migrated, but fall back to reading when the
-// file cannot be written, and never create a store that does not exist.
+// (configuration, final metrics, events). Both open with StoreAccess::read: dead runs get marked
+// interrupted and an older file is migrated (with its backup copy), a file that cannot be written
+// is read as it is, and a store that does not exist is never created. Text from
+// the store is printed with control characters escaped (a name cannot break the table or send
+// escape codes), and JSON replaces bytes that are not UTF-8 (stores written before names were
+// checked may hold them).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,11 +16,28 @@
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "store/run_text.h"
 
 namespace mantissa::cli {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// JSON for stdout: bytes that are not UTF-8 become U+FFFD rather than failing the command.
+void print_json(const ojson& value) {
+    std::cout << value.dump(2, ' ', false, ojson::error_handler_t::replace) << std::endl;
+}
+
+// Stored text for a terminal line (store/run_text.h).
+std::string shown(const std::string& s) {
+    return store::printable_text(s);
+}
+
+std::size_t chars_of(const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
 
 ojson number_or_null(const std::optional<double>& v) {
     if (!v || !std::isfinite(*v)) return nullptr;
@@ -101,9 +121,20 @@ std::string duration(double s) {
     return buf;
 }
 
+// At most `width` characters (valid UTF-8 in, as shown() gives; never a partial character).
 std::string clip(const std::string& s, std::size_t width) {
-    if (s.size() <= width) return s;
-    return s.substr(0, width - 3) + "...";
+    if (chars_of(s) <= width) return s;
+    std::size_t i = 0;
+    for (std::size_t c = 0; i < s.size(); ++i) {
+        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && c++ == width - 3) break;
+    }
+    return s.substr(0, i) + "...";
+}
+
+// `s` padded with spaces to `width` characters (printf pads bytes, which misaligns UTF-8).
+std::string pad(const std::string& s, std::size_t width) {
+    const std::size_t n = chars_of(s);
+    return n >= width ? s : s + std::string(width - n, ' ');
 }
 
 std::string db_path(const Args& args) {
@@ -124,12 +155,12 @@ int run_runs(Args& args) {
             std::printf("No runs yet: there is no run store at %s.\n", db.c_str());
         return exit_ok;
     }
-    RunStore store(db);
+    RunStore store(db, StoreAccess::read);
     const auto runs = store.list_runs();
     if (json) {
         ojson out = ojson::array();
         for (const auto& r : runs) out.push_back(run_json(r));
-        std::cout << out.dump(2) << std::endl;
+        print_json(out);
         return exit_ok;
     }
     if (runs.empty()) {
@@ -137,14 +168,14 @@ int run_runs(Args& args) {
         return exit_ok;
     }
     std::size_t name_width = 4;
-    for (const auto& r : runs) name_width = std::max(name_width, std::min<std::size_t>(r.name.size(), 32));
-    std::printf("%4s  %-*s  %-11s  %-16s  %8s  %10s  %8s  %s\n", "ID", static_cast<int>(name_width), "NAME", "STATUS",
+    for (const auto& r : runs) name_width = std::max(name_width, std::min<std::size_t>(chars_of(shown(r.name)), 32));
+    std::printf("%4s  %s  %-11s  %-16s  %8s  %10s  %8s  %s\n", "ID", pad("NAME", name_width).c_str(), "STATUS",
                 "CREATED (UTC)", "STEPS", "FINAL LOSS", "TEST ACC", "BACKEND");
     for (const auto& r : runs)
-        std::printf("%4lld  %-*s  %-11s  %-16s  %8lld  %10s  %8s  %s\n", static_cast<long long>(r.id),
-                    static_cast<int>(name_width), clip(r.name, 32).c_str(), run_status_name(r.status),
-                    short_time(r.created_at).c_str(), static_cast<long long>(r.steps),
-                    fixed(r.final_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), r.backend.c_str());
+        std::printf("%4lld  %s  %-11s  %-16s  %8lld  %10s  %8s  %s\n", static_cast<long long>(r.id),
+                    pad(clip(shown(r.name), 32), name_width).c_str(), run_status_name(r.status),
+                    shown(short_time(r.created_at)).c_str(), static_cast<long long>(r.steps),
+                    fixed(r.final_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), shown(r.backend).c_str());
     if (store.read_only()) std::printf("(%s is read-only here)\n", db.c_str());
     return exit_ok;
 }
@@ -157,7 +188,7 @@ int run_show(Args& args) {
     if (args.positional().size() != 1)
         throw UsageError{args.positional().empty() ? "give the run to show: its id or the start of its name"
                                                    : "give one run only (an id or the start of a name)"};
-    RunStore store(db_path(args), !std::filesystem::exists(db_path(args)));
+    RunStore store(db_path(args), StoreAccess::read);
     const std::int64_t id = store.resolve(args.positional().front());
     const RunRow r = store.run(id);
     const RunTotals t = store.totals(id);
@@ -187,21 +218,27 @@ int run_show(Args& args) {
                           {"data", data.is_discarded() ? ojson(e.data_json) : data}});
         }
         out["events"] = std::move(ev);
-        std::cout << out.dump(2, ' ', false, ojson::error_handler_t::replace) << std::endl;
+        print_json(out);
         return exit_ok;
     }
 
-    std::printf("Run %lld: %s\n", static_cast<long long>(r.id), r.name.c_str());
+    std::printf("Run %lld: %s\n", static_cast<long long>(r.id), shown(r.name).c_str());
     std::printf("  status       %s\n", run_status_name(r.status));
     std::printf("  created      %s UTC\n", short_time(r.created_at, true).c_str());
     if (!r.finished_at.empty()) std::printf("  finished     %s UTC\n", short_time(r.finished_at, true).c_str());
-    std::printf("  backend      %s%s%s%s\n", r.backend.empty() ? "-" : r.backend.c_str(), r.device.empty() ? "" : " (",
-                r.device.c_str(), r.device.empty() ? "" : ")");
-    std::printf("  recorded by  Mantissa %s on %s\n", r.app_version.c_str(), r.host.empty() ? "-" : r.host.c_str());
-    std::printf("  uuid         %s\n", r.uuid.c_str());
-    if (!r.tags.empty()) std::printf("  tags         %s\n", r.tags.c_str());
-    if (!r.notes.empty()) std::printf("  notes        %s\n", r.notes.c_str());
-    if (!r.error.empty()) std::printf("  error        %s\n", r.error.c_str());
+    std::printf("  backend      %s%s%s%s\n", r.backend.empty() ? "-" : shown(r.backend).c_str(),
+                r.device.empty() ? "" : " (", shown(r.device).c_str(), r.device.empty() ? "" : ")");
+    std::printf("  recorded by  Mantissa %s on %s\n", shown(r.app_version).c_str(),
+                r.host.empty() ? "-" : shown(r.host).c_str());
+    std::printf("  uuid         %s\n", shown(r.uuid).c_str());
+    if (!r.tags.empty()) std::printf("  tags         %s\n", shown(r.tags).c_str());
+    if (!r.notes.empty()) {
+        std::string notes = store::printable_text(r.notes, true);  // line breaks kept, indented below
+        for (std::size_t at = notes.find('\n'); at != std::string::npos; at = notes.find('\n', at + 1))
+            notes.insert(at + 1, 15, ' ');
+        std::printf("  notes        %s\n", notes.c_str());
+    }
+    if (!r.error.empty()) std::printf("  error        %s\n", shown(r.error).c_str());
 
     std::printf("\nFinal metrics\n");
     std::printf("  steps        %lld (%lld overflowed, %lld skipped)\n", static_cast<long long>(t.steps),
@@ -228,7 +265,7 @@ int run_show(Args& args) {
     for (std::size_t i = first; i < events.size(); ++i) {
         const Event& e = events[i];
         std::printf("  step %-8lld %9.2fs  %-15s %s\n", static_cast<long long>(e.step), e.time_s,
-                    event_kind_name(e.kind), e.message.c_str());
+                    event_kind_name(e.kind), shown(e.message).c_str());
     }
 
     std::printf("\nConfiguration\n");
@@ -239,7 +276,7 @@ int run_show(Args& args) {
     while (start <= text.size()) {
         std::size_t end = text.find('\n', start);
         if (end == std::string::npos) end = text.size();
-        std::printf("  %s\n", text.substr(start, end - start).c_str());
+        std::printf("  %s\n", shown(text.substr(start, end - start)).c_str());
         start = end + 1;
     }
     return exit_ok;

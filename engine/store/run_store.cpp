@@ -12,6 +12,7 @@
 #include "store/histogram_codec.h"
 #include "store/interrupted_runs.h"
 #include "store/recorder_impl.h"
+#include "store/run_text.h"
 #include "store/schema.h"
 #include "store/store_open.h"
 #include "store/store_util.h"
@@ -153,7 +154,10 @@ bool all_digits(const std::string& s) {
 // ---- opening
 
 RunStore::RunStore(const std::string& path, bool read_only)
-    : m_impl(std::make_unique<Impl>(Impl{path, store::open_store(path, read_only)})) {
+    : RunStore(path, read_only ? StoreAccess::read_only : StoreAccess::write) {}
+
+RunStore::RunStore(const std::string& path, StoreAccess access)
+    : m_impl(std::make_unique<Impl>(Impl{path, store::open_store(path, access)})) {
     if (!m_impl->opened.read_only) store::mark_interrupted_runs(m_impl->db());
 }
 
@@ -180,6 +184,7 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info) {
 
 std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const RecorderOptions& options) {
     m_impl->require_writable("record a run");
+    store::check_run_text(store::RunText::name, info.name);
     const store::ProcessIdentity me = store::current_process();
     const std::string now = store::iso8601_now();
     std::int64_t id = 0;
@@ -380,6 +385,7 @@ void RunStore::remove(std::int64_t run_id) {
 void RunStore::rename(std::int64_t run_id, const std::string& name) {
     m_impl->require_writable("rename run " + std::to_string(run_id));
     if (name.empty()) throw Error("A run's name cannot be empty.");
+    store::check_run_text(store::RunText::name, name);
     Statement q(m_impl->db(), "UPDATE runs SET name = ? WHERE id = ?");
     q.bind(1, name).bind(2, run_id);
     q.run();
@@ -388,6 +394,7 @@ void RunStore::rename(std::int64_t run_id, const std::string& name) {
 
 void RunStore::set_notes(std::int64_t run_id, const std::string& notes) {
     m_impl->require_writable("change the notes of run " + std::to_string(run_id));
+    store::check_run_text(store::RunText::notes, notes);
     Statement q(m_impl->db(), "UPDATE runs SET notes = ? WHERE id = ?");
     q.bind(1, notes).bind(2, run_id);
     q.run();
@@ -397,6 +404,7 @@ void RunStore::set_notes(std::int64_t run_id, const std::string& notes) {
 void RunStore::set_tags(std::int64_t run_id, const std::string& tags) {
     m_impl->require_writable("change the tags of run " + std::to_string(run_id));
     const std::string normal = store::normalize_tags(tags);
+    store::check_run_text(store::RunText::tags, normal);
     Statement q(m_impl->db(), "UPDATE runs SET tags = ? WHERE id = ?");
     q.bind(1, normal).bind(2, run_id);
     q.run();

@@ -84,13 +84,23 @@ struct RecorderOptions {
 
 class Recorder;
 
+// How a RunStore opens its file.
+enum class StoreAccess : std::uint8_t {
+    write,      // creates the store when absent and migrates an older file (with a backup copy)
+    read,       // for commands that only read (runs, show, export): as write, but a missing store is
+                // reported, not created (an older file is still migrated, with its backup copy, so
+                // `runs` works after an upgrade)
+    read_only,  // never writes
+};
+
 class RunStore {
 public:
     // Opens (creating when absent, with its folder) and migrates the store; marks runs left
     // `running` by dead processes `interrupted`. read_only opens without writing (also the
     // fallback when the file or folder is not writable). Throws mantissa::Error with one sentence:
-    // not a Mantissa store, corrupt, from a newer version, cannot be created.
+    // not a Mantissa store, corrupt, lacking a column, from a newer version, cannot be created.
     explicit RunStore(const std::string& path, bool read_only = false);
+    RunStore(const std::string& path, StoreAccess access);
     ~RunStore();
     RunStore(const RunStore&) = delete;
     RunStore& operator=(const RunStore&) = delete;
@@ -122,7 +132,8 @@ public:
     RunTotals totals(std::int64_t run_id);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
-    // run whose recording process still lives (stop it first).
+    // run whose recording process still lives (stop it first). Names, notes and tags (and a new
+    // run's name) must pass store/run_text.h's checks (UTF-8, no control characters, a length).
     void remove(std::int64_t run_id);
     void rename(std::int64_t run_id, const std::string& name);
     void set_notes(std::int64_t run_id, const std::string& notes);

@@ -159,6 +159,13 @@ constexpr std::array events_columns = {
     ColumnSpec{"data_json", ColumnKind::json_text},
 };
 
+// The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
+constexpr std::array runs_columns = {
+    "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
+    "error",       "backend", "device", "config_json", "notes",     "app_version",  "host",
+    "pid",         "process_start", "boot_id", "tags", "step_count",
+};
+
 const TableSpec steps_spec{"steps", steps_columns, "step"};
 const TableSpec layer_steps_spec{"layer_steps", layer_steps_columns, "step, layer"};
 const TableSpec evals_spec{"evals", evals_columns, "step, id"};
@@ -183,6 +190,30 @@ const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec})
         if (name == t->name) return t;
     return nullptr;
+}
+
+std::string missing_column(Connection& db) {
+    Statement q(db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2");
+    auto has = [&](const char* table, const char* column) {
+        q.bind(1, table).bind(2, column);
+        q.step();
+        const bool found = q.column_int(0) > 0;
+        q.reset();
+        return found;
+    };
+    auto missing = [](const char* table, const char* column) {
+        return std::string("column ") + column + " of table " + table;
+    };
+    for (const char* c : runs_columns)
+        if (!has("runs", c)) return missing("runs", c);
+    for (const TableSpec* t : {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec}) {
+        if (!has(t->name, "run_id")) return missing(t->name, "run_id");
+        for (const auto& c : t->columns)
+            if (!has(t->name, c.name)) return missing(t->name, c.name);
+    }
+    for (const char* table : {"evals", "events"})
+        if (!has(table, "id")) return missing(table, "id");
+    return {};
 }
 
 std::string column_list(const TableSpec& table) {

@@ -26,6 +26,11 @@ void create_schema(Connection& db);
 // transaction (one per migration) and has made the backup copy.
 void migrate_schema(Connection& db, int from);
 
+// The first column this build reads or writes that the store's tables lack, as "column tags of
+// table runs"; empty when every one is there. A file that passes the header checks but fails this
+// one was not written by Mantissa or is damaged.
+std::string missing_column(Connection& db);
+
 // How a column's value is read back and exported (CSV/JSON).
 enum class ColumnKind : std::uint8_t {
     integer,

@@ -1,6 +1,7 @@
 // open_store(): the checks, in the order that keeps a bad file untouched: the file's first bytes,
 // then a read-only look at its header (application_id, user_version, tables), and only then a
-// read-write connection, WAL, creation or migration.
+// read-write connection, WAL, creation or migration; last, the columns. (A damaged file refused
+// after the read-write connection was made is left unchanged but may gain -wal and -shm files.)
 #include "store/store_open.h"
 
 #include <cstdio>
@@ -151,21 +152,64 @@ std::string folder_of(const std::string& path) {
     return p.empty() ? std::string(".") : p.string();
 }
 
-// The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists.
+bool same_bytes(const std::string& a, const std::string& b) {
+    std::error_code ec1, ec2;
+    if (fs::file_size(a, ec1) != fs::file_size(b, ec2) || ec1 || ec2) return false;
+    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+    if (!fa || !fb) return false;
+    char ba[1 << 14], bb[1 << 14];
+    while (fa && fb) {
+        fa.read(ba, sizeof ba);
+        fb.read(bb, sizeof bb);
+        if (fa.gcount() != fb.gcount() || std::memcmp(ba, bb, static_cast<std::size_t>(fa.gcount())) != 0)
+            return false;
+    }
+    return fa.eof() && fb.eof();
+}
+
+// The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists and
+// holds something else. VACUUM INTO writes the same bytes for the same content, so the copy is
+// written beside them first and an existing backup with the same bytes is kept instead: a
+// migration that fails again and again leaves one backup, not one per attempt.
 std::string backup_before_migrating(Connection& db, const std::string& path, int version) {
-    std::string base = path + ".bak-v" + std::to_string(version);
-    std::string target = base;
-    for (int i = 2; fs::exists(target); ++i) target = base + "." + std::to_string(i);
+    const std::string base = path + ".bak-v" + std::to_string(version);
+    const std::string fresh = base + ".partial";
+    std::error_code ec;
+    fs::remove(fresh, ec);  // left by an attempt that was killed while copying
     try {
         Statement s(db, "VACUUM INTO ?");
-        s.bind(1, target);
+        s.bind(1, fresh);
         s.run();
     } catch (const SqliteError& e) {
+        fs::remove(fresh, ec);
         throw Error("Cannot upgrade the run store " + in_quotes(path) + " from schema version " +
-                    std::to_string(version) + ": writing its backup copy " + in_quotes(target) +
+                    std::to_string(version) + ": writing its backup copy " + in_quotes(base) +
                     " failed: " + continue_sentence(e.what()) + ".");
     }
+    std::string target = base;
+    for (int i = 2; fs::exists(target); ++i) {
+        if (same_bytes(target, fresh)) {
+            fs::remove(fresh, ec);
+            return target;
+        }
+        target = base + "." + std::to_string(i);
+    }
+    fs::rename(fresh, target, ec);
+    if (ec)
+        throw Error("Cannot upgrade the run store " + in_quotes(path) + " from schema version " +
+                    std::to_string(version) + ": naming its backup copy " + in_quotes(target) + " failed: " +
+                    ec.message() + ".");
     return target;
+}
+
+// Throws for tables that lack a column this build uses (a file stamped as a Mantissa store that
+// was not written by Mantissa, or was damaged).
+void check_columns(Connection& db, const std::string& path) {
+    const std::string missing = missing_column(db);
+    if (!missing.empty())
+        throw Error("The run store " + in_quotes(path) + " is missing " + missing +
+                    "; it was not written by Mantissa or is damaged: restore a backup or move the file aside "
+                    "to start a new store.");
 }
 
 OpenedStore open_read_only(const std::string& path, const char* why) {
@@ -182,14 +226,20 @@ OpenedStore open_read_only(const std::string& path, const char* why) {
         throw Error("The run store " + in_quotes(path) + " uses schema version " + std::to_string(in.header.version) +
                     " and cannot be upgraded to version " + std::to_string(schema_version) + " here" + why +
                     "; open it once with write access to upgrade it.");
+    check_columns(in.connection, path);
     return {std::move(in.connection), true, 0, {}};
 }
 
 }  // namespace
 
-OpenedStore open_store(const std::string& path, bool read_only) {
+OpenedStore open_store(const std::string& path, StoreAccess how) {
     if (path.empty()) throw Error("No run store file was given (--db FILE).");
-    if (read_only) return open_read_only(path, "");
+    if (path == ":memory:")
+        throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store (the recorder "
+                    "writes through a connection of its own); give a file name (--db FILE).");
+    if (how == StoreAccess::read_only) return open_read_only(path, "");
+    if (how == StoreAccess::read && !fs::exists(path))
+        return open_read_only(path, "");  // says there is no store there, creating nothing
 
     std::error_code ec;
     const std::string folder = folder_of(path);
@@ -212,7 +262,8 @@ OpenedStore open_store(const std::string& path, bool read_only) {
         if (fs::file_size(path, ec) > 0) {
             // Look before touching: a file that fails here is never opened for writing.
             Inspected in = inspect_read_only(path);
-            current = !check_header(in.header, path) && in.header.version == schema_version;
+            const bool empty = check_header(in.header, path);
+            current = !empty && in.header.version == schema_version;
         }
     }
 
@@ -236,13 +287,22 @@ OpenedStore open_store(const std::string& path, bool read_only) {
     if (version < schema_version) {
         out.backup_path = backup_before_migrating(c, path, version);
         out.migrated_from = version;
-        for (int v = version; v < schema_version; ++v) {
-            Transaction t(c);
-            int now = static_cast<int>(c.query_int("PRAGMA user_version", "reading its schema version"));
-            if (now == v) migrate_schema(c, v);  // else another process migrated it meanwhile
-            t.commit();
+        int v = version;
+        try {
+            for (; v < schema_version; ++v) {
+                Transaction t(c);  // rolls the step back when it throws
+                int now = static_cast<int>(c.query_int("PRAGMA user_version", "reading its schema version"));
+                if (now == v) migrate_schema(c, v);  // else another process migrated it meanwhile
+                t.commit();
+            }
+        } catch (const Error& e) {
+            std::string why = e.what();
+            if (!why.empty() && why.back() == '.') why.pop_back();
+            throw Error(why + "; the migration was rolled back, so the store was left unchanged at schema version " +
+                        std::to_string(v) + " (its backup copy is " + in_quotes(out.backup_path) + ").");
         }
     }
+    check_columns(c, path);
     return out;
 }
 

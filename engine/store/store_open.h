@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "store/run_store.h"
 #include "store/sqlite_db.h"
 
 namespace mantissa::store {
@@ -17,10 +18,12 @@ struct OpenedStore {
     std::string backup_path;  // the copy made before migrating
 };
 
-// Opens (creating when writable and absent) and migrates. read_only never writes. A writable open
-// falls back to read-only when the file or its folder is not writable. Throws mantissa::Error
-// with one sentence.
-OpenedStore open_store(const std::string& path, bool read_only);
+// Opens as `access` says (run_store.h): `write` creates an absent store and migrates an older one;
+// `read` opens an existing store for writing only when it has this build's version (an older one
+// is refused, left unchanged); `read_only` never writes. A write or read open falls back to
+// read-only when the file or its folder is not writable. Every open checks that the tables have
+// the columns this build reads and writes. Throws mantissa::Error with one sentence.
+OpenedStore open_store(const std::string& path, StoreAccess access);
 
 // A second connection to a store open_store() has already checked and migrated, for a Recorder's
 // writer thread.

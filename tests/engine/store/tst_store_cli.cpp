@@ -34,6 +34,16 @@ Result cli(const QStringList& args, const QString& xdg_data_home = {}) {
             QString::fromUtf8(p.readAllStandardError())};
 }
 
+// Runs a shell line with $0 = the CLI and $1 = the store: for arguments that are not UTF-8, which a
+// QString cannot carry.
+Result sh(const QString& line, const QString& db) {
+    QProcess p;
+    p.start("/bin/sh", {"-c", line, MANTISSA_CLI, db});
+    if (!p.waitForFinished(30000)) return {};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
 void record(RunStore& store, const std::string& name, int steps, RunStatus status) {
     auto rec = store.start_run({name, "cpu", "test CPU", R"({"name":")" + name + R"(","train":{"lr":0.001}})"});
     for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, 3));
@@ -202,6 +212,117 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("written by a newer Mantissa (schema version 9"), qPrintable(r.err));
         QCOMPARE(file_sha256(path), before);
+    }
+
+    void badTextIsRefused_data() {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("rename, not UTF-8") << R"sh("$0" rename 1 "$(printf 'bad\377\376name')" --db "$1")sh"
+                                           << "The run name must be valid UTF-8 text.";
+        QTest::newRow("rename, escape code") << R"sh("$0" rename 1 "$(printf 'a\033[31mred')" --db "$1")sh"
+                                             << "The run name must not contain control characters";
+        QTest::newRow("note, not UTF-8") << R"sh("$0" note 1 "$(printf 'x\377')" --db "$1")sh"
+                                         << "The run notes must be valid UTF-8 text.";
+        QTest::newRow("tag, not UTF-8") << R"sh("$0" tag 1 "$(printf 'fp16,\377')" --db "$1")sh"
+                                        << "The run tags must be valid UTF-8 text.";
+    }
+
+    // The audit's case: a name that is not UTF-8 used to be stored, and `runs --json` then failed.
+    void badTextIsRefused() {
+        QFETCH(QString, line);
+        QFETCH(QString, message);
+        const QString path = m_dir.filePath("bad-text.sqlite");
+        QFile::remove(path);
+        QVERIFY(QFile::copy(m_db, path));
+        Result r = sh(line, path);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains(message), qPrintable(r.err));
+        QCOMPARE(r.err.count('\n'), 1);
+        Result j = cli({"runs", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        QCOMPARE(QJsonDocument::fromJson(j.out.toUtf8()).array()[0].toObject()["name"].toString(),
+                 QString("fmnist-fp16"));
+    }
+
+    // Stores written before the checks may hold bytes that are not UTF-8: JSON shows them as U+FFFD.
+    void jsonReplacesBytesThatAreNotUtf8() {
+        const QString path = m_dir.filePath("old-bad-bytes.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE runs SET name = CAST(X'626164FFFE' AS TEXT), notes = CAST(X'6EFF' AS TEXT), "
+                              "tags = CAST(X'74FF' AS TEXT), error = CAST(X'65FF' AS TEXT) WHERE id = 3"),
+                     QString());
+        }
+        const QString bad = QString("bad") + QChar(0xFFFD) + QChar(0xFFFD);
+        Result j = cli({"runs", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        QJsonParseError err;
+        const QJsonArray a = QJsonDocument::fromJson(j.out.toUtf8(), &err).array();
+        QCOMPARE(err.error, QJsonParseError::NoError);
+        QCOMPARE(a[2].toObject()["name"].toString(), bad);
+        QCOMPARE(a[2].toObject()["notes"].toString(), QString("n") + QChar(0xFFFD));
+        Result s = cli({"show", "3", "--json", "--db", path});
+        QCOMPARE(s.code, 0);
+        QCOMPARE(QJsonDocument::fromJson(s.out.toUtf8()).object()["name"].toString(), bad);
+        Result t = cli({"runs", "--db", path});
+        QCOMPARE(t.code, 0);
+        QVERIFY2(t.out.contains("bad\\xff\\xfe"), qPrintable(t.out));
+    }
+
+    // A name holding a line break or an escape code (stored before the checks) cannot break the
+    // table or reach the terminal: each run stays one line, control characters shown escaped.
+    void tableEscapesControlCharacters() {
+        const QString path = m_dir.filePath("control.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE runs SET name = 'a' || char(27) || '[31mred' || char(10) || 'x' WHERE id = 2"),
+                     QString());
+        }
+        Result r = cli({"runs", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(!r.out.contains(QChar(27)), qPrintable(r.out));
+        QCOMPARE(r.out.count('\n'), 4);  // the header and three runs
+        QVERIFY2(r.out.contains(QRegularExpression(R"(\n +2  a\\x1b\[31mred\\nx  stopped )")), qPrintable(r.out));
+        Result s = cli({"show", "2", "--db", path});
+        QCOMPARE(s.code, 0);
+        QVERIFY(!s.out.contains(QChar(27)));
+        QVERIFY2(s.out.contains("Run 2: a\\x1b[31mred\\nx\n"), qPrintable(s.out));
+    }
+
+    // runs and show read an older store without migrating it: no write, no backup copy, a
+    // sentence saying how to upgrade it. A failed migration (by a command that writes) leaves one
+    // backup however often it is tried, and the store as it was.
+    // A store whose migration fails (stamped version 1 but holding version 2's columns): every
+    // command, reading ones included, says the migration was rolled back, and the attempts leave
+    // one backup copy, not one each.
+    void failedMigrationsKeepOneBackup() {
+        const QString path = m_dir.filePath("stamped-v1.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("PRAGMA user_version = 1"), QString());
+        }
+        for (const QStringList& args : {QStringList{"runs"}, QStringList{"runs", "--json"}, QStringList{"show", "1"},
+                                        QStringList{"rename", "1", "renamed"}}) {
+            Result r = cli(args + QStringList{"--db", path});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains("duplicate column name: tags); the migration was rolled back, so the store was "
+                                    "left unchanged at schema version 1"),
+                     qPrintable(r.err));
+        }
+        QVERIFY(QFile::exists(path + ".bak-v1"));
+        QVERIFY(!QFile::exists(path + ".bak-v1.2"));
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 1LL);
+        QCOMPARE(raw.text("SELECT name FROM runs WHERE id = 1"), QString("fmnist-fp16"));
+    }
+
+    void memoryIsNotAStore() {
+        Result r = cli({"show", "1", "--db", ":memory:"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("':memory:' names an SQLite in-memory database"), qPrintable(r.err));
     }
 
     void editCommands() {

@@ -239,6 +239,74 @@ private slots:
         QCOMPARE(backup.integer("PRAGMA user_version"), 1LL);
     }
 
+    // Opening for reading (runs, show, export) never migrates: an older store is refused with a
+    // sentence, its bytes and folder as they were (no backup copy); a writing open then migrates it.
+    void readingMigratesWithABackup() {
+        const QString path = fresh("v1-read.sqlite");
+        make_v1_store(path, 3);
+        RunStore reader(path.toStdString(), StoreAccess::read);
+        QCOMPARE(reader.migrated_from(), 1);
+        QVERIFY(QFile::exists(path + ".bak-v1"));
+        QCOMPARE(reader.list_runs().size(), std::size_t(1));
+        const QString missing = fresh("absent.sqlite");
+        const QString error = error_of([&] { RunStore store(missing.toStdString(), StoreAccess::read); });
+        QVERIFY2(error.contains("There is no run store at"), qPrintable(error));
+        QVERIFY(!QFile::exists(missing));  // reading creates nothing
+    }
+
+    // A migration that fails (a store stamped version 1 that already has version 2's columns) is
+    // rolled back and says so; opening it again and again keeps the one backup copy it made.
+    void failedMigrationLeavesTheStoreAndOneBackup() {
+        const QString path = fresh("bad-v1.sqlite");
+        record_small_run(path, 5);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("PRAGMA user_version = 1"), QString());
+        }
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            const QString error = error_of([&] { RunStore store(path.toStdString()); });
+            QVERIFY2(error.contains("failed while migrating the schema from version 1 to 2 (SQLite: duplicate column "
+                                    "name: tags); the migration was rolled back, so the store was left unchanged at "
+                                    "schema version 1 (its backup copy is '" + path + ".bak-v1')."),
+                     qPrintable(error));
+        }
+        QVERIFY(QFile::exists(path + ".bak-v1"));
+        QVERIFY(!QFile::exists(path + ".bak-v1.2"));
+        QVERIFY(!QFile::exists(path + ".bak-v1.partial"));
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 1LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM steps"), 5LL);
+        QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+    }
+
+    void missingColumnIsNamed_data() {
+        QTest::addColumn<QString>("table");
+        QTest::addColumn<QString>("column");
+        QTest::addColumn<int>("access");
+        QTest::newRow("steps, writing") << "steps" << "grad_norm" << int(StoreAccess::write);
+        QTest::newRow("steps, reading") << "steps" << "grad_norm" << int(StoreAccess::read);
+        QTest::newRow("steps, read-only") << "steps" << "grad_norm" << int(StoreAccess::read_only);
+        QTest::newRow("runs") << "runs" << "notes" << int(StoreAccess::write);
+        QTest::newRow("events") << "events" << "data_json" << int(StoreAccess::read);
+    }
+
+    void missingColumnIsNamed() {
+        QFETCH(QString, table);
+        QFETCH(QString, column);
+        QFETCH(int, access);
+        const QString path = fresh("missing-column.sqlite");
+        record_small_run(path, 3);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("ALTER TABLE " + table + " DROP COLUMN " + column), QString());
+        }
+        const QString error =
+            error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
+        QVERIFY2(error.contains("The run store '" + path + "' is missing column " + column + " of table " + table +
+                                "; it was not written by Mantissa or is damaged"),
+                 qPrintable(error));
+    }
+
     void newerVersionIsRefusedUntouched_data() {
         QTest::addColumn<bool>("readOnly");
         QTest::newRow("writable open") << false;
@@ -425,6 +493,7 @@ private slots:
         QTest::newRow("a folder, read-only") << "folder" << true << "is a folder, not a run store file";
         QTest::newRow("missing, read-only") << "missing" << true << "There is no run store at";
         QTest::newRow("empty name") << "empty" << false << "No run store file was given";
+        QTest::newRow("in memory") << "memory" << false << "':memory:' names an SQLite in-memory database";
     }
 
     void pathsThatCannotBeUsed() {
@@ -441,6 +510,8 @@ private slots:
             QVERIFY(QDir().mkpath(path));
         } else if (kind == "missing") {
             path = fresh("missing.sqlite");
+        } else if (kind == "memory") {
+            path = ":memory:";
         }
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
         QVERIFY2(error.contains(expected), qPrintable(error));
