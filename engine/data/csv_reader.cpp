@@ -5,13 +5,13 @@
 #include "data/csv_reader.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <cstdlib>
 #include <string_view>
 
+#include "data/user_file.h"
 #include "error.h"
 
 namespace mantissa::data {
@@ -38,12 +38,24 @@ void split_fields(std::string_view line, std::vector<std::string_view>& fields) 
     }
 }
 
-// Parses the whole field as a finite number; false otherwise.
-bool parse_number(std::string_view s, double& out) {
+// What a field is. A field that reads as a number in full (nan, inf and 1e999 included) is a
+// number for the header rule, so a first row holding one is data, and an error, not a header.
+enum class Cell { number, non_finite, outside_fp32, not_a_number };
+
+// Parses the whole field; `out` is set when the result is Cell::number (a finite value that a
+// float holds: at most FLT_MAX in magnitude; smaller than the smallest float is fine, it rounds).
+Cell parse_cell(std::string_view s, double& out) {
     if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-    if (s.empty()) return false;
+    if (s.empty()) return Cell::not_a_number;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
+    if (end != s.data() + s.size()) return Cell::not_a_number;
+    if (ec == std::errc::result_out_of_range) {  // beyond a double, too large or too small
+        out = std::strtod(std::string(s).c_str(), nullptr);
+        return std::isinf(out) ? Cell::outside_fp32 : Cell::number;
+    }
+    if (ec != std::errc()) return Cell::not_a_number;
+    if (!std::isfinite(out)) return Cell::non_finite;
+    return std::abs(out) > FLT_MAX ? Cell::outside_fp32 : Cell::number;
 }
 
 std::string shown(std::string_view s) {
@@ -60,15 +72,8 @@ bool is_blank(std::string_view line) {
 }  // namespace
 
 CsvData read_csv(const std::string& path, int label_column) {
-    // A folder opens as a stream on Linux and reads as empty: say what it is instead.
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw Error("dataset.path " + path + " is a folder, not a CSV file.");
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw Error("Cannot open the CSV file " + path + " (dataset.path).");
-    std::ostringstream buffer;
-    buffer << file.rdbuf();
-    const std::string text = buffer.str();
+    // Only a regular file, at most 1 GiB: a device or a pipe would be read without end.
+    const std::string text = read_user_file(path, "dataset.path " + path, kCsvFileLimit);
     std::string_view rest(text);
     if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // UTF-8 byte order mark
 
@@ -103,7 +108,7 @@ CsvData read_csv(const std::string& path, int label_column) {
             bool header = false;
             double ignored = 0.0;
             for (std::string_view f : fields)
-                if (!parse_number(f, ignored)) header = true;
+                if (parse_cell(f, ignored) == Cell::not_a_number) header = true;
             if (header) {
                 for (std::string_view f : fields) csv.header.emplace_back(f);
                 csv.label_name = "'" + csv.header[label] + "'";
@@ -118,10 +123,16 @@ CsvData read_csv(const std::string& path, int label_column) {
                         std::to_string(columns) + ".");
         for (std::size_t c = 0; c < columns; ++c) {
             double v = 0.0;
-            if (!parse_number(fields[c], v))
-                throw Error(path + " line " + std::to_string(line_no) + ", column " + std::to_string(c + 1) + ": '" +
-                            shown(fields[c]) + "' is not " +
-                            (fields[c].empty() ? "a number (the cell is empty)." : "a number."));
+            const Cell cell = parse_cell(fields[c], v);
+            if (cell != Cell::number) {
+                const std::string at = path + " line " + std::to_string(line_no) + ", column " + std::to_string(c + 1) +
+                                       ": '" + shown(fields[c]) + "' ";
+                if (cell == Cell::non_finite)
+                    throw Error(at + "is not a finite number; NaN and infinity are not allowed in a dataset.");
+                if (cell == Cell::outside_fp32)
+                    throw Error(at + "is outside the FP32 range (magnitudes up to 3.4e38).");
+                throw Error(at + (fields[c].empty() ? "is not a number (the cell is empty)." : "is not a number."));
+            }
             if (c == label)
                 csv.labels.push_back(v);
             else
@@ -131,6 +142,7 @@ CsvData read_csv(const std::string& path, int label_column) {
     }
     if (csv.rows == 0)
         throw Error("The CSV file " + path + " holds no data rows" + (csv.header.empty() ? "." : " (only a header)."));
+    if (csv.rows < 2) throw Error("The CSV file " + path + " holds 1 data row; a dataset needs at least 2.");
     return csv;
 }
 
@@ -150,6 +162,12 @@ Table csv_to_table(CsvData&& csv, const std::string& path, std::vector<std::stri
         max_label = std::max(max_label, v);
     }
     if (integers) {
+        const auto differs = std::find_if(csv.labels.begin(), csv.labels.end(),
+                                          [&](double v) { return v != csv.labels.front(); });
+        if (differs == csv.labels.end())
+            throw Error("The CSV file " + path + ": label " + csv.label_name + " holds only the class " +
+                        std::to_string(static_cast<int>(csv.labels.front())) +
+                        "; a classification needs at least 2 classes.");
         t.classes = static_cast<int>(max_label) + 1;
         t.outputs = t.classes;
         t.y.reserve(csv.labels.size());

@@ -26,12 +26,15 @@ struct CsvData {
 
 // Parses `path`. label_column is 0-based; negative counts from the end (-1: the last column).
 // Blank lines are skipped; the first non-blank line is a header when any of its fields is not a
-// number. Throws mantissa::Error naming the file, line and column of the first bad cell.
+// number (nan, inf and 1e999 count as numbers, so such a line is data and an error). Every cell must
+// be finite and within the FP32 range; the file must be a regular file of at most 1 GiB
+// (read_user_file) with at least 2 data rows. Throws mantissa::Error naming the file, line and
+// column of the first bad cell.
 CsvData read_csv(const std::string& path, int label_column);
 
 // Turns parsed CSV data into a Table: classification when every label is an integer in
-// [0, kMaxCsvClasses), else regression with one output. Appends one sentence to `notices` saying
-// which it chose and why.
+// [0, kMaxCsvClasses), else regression with one output; a classification needs at least 2
+// different labels. Appends one sentence to `notices` saying which it chose and why.
 Table csv_to_table(CsvData&& csv, const std::string& path, std::vector<std::string>& notices);
 
 }  // namespace mantissa::data

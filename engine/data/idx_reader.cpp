@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "data/user_file.h"
 #include "error.h"
 
 namespace mantissa::data {
@@ -31,12 +32,15 @@ std::string hex32(std::uint32_t v) {
 class GzReader {
 public:
     explicit GzReader(const std::string& path) : m_path(path) {
+        // Only a regular file (open_user_file says why not); zlib then owns the descriptor.
+        UserFile file = open_user_file(path, "The IDX file " + path);
         errno = 0;
-        m_file = gzopen(path.c_str(), "rb");
+        m_file = gzdopen(file.fd(), "rb");
         if (!m_file) {
             const int err = errno;
             throw Error("Cannot open the IDX file " + path + ": " + (err ? std::strerror(err) : "out of memory") + ".");
         }
+        file.release();
         gzbuffer(m_file, 1u << 18);  // larger than the 8 KiB default: fewer, bigger reads
     }
     ~GzReader() { gzclose(m_file); }
@@ -51,10 +55,17 @@ public:
             const auto chunk = static_cast<unsigned>(std::min<std::uint64_t>(n - got, 1u << 30));
             const int r = gzread(m_file, dst + got, chunk);
             if (r < 0) {
+                const int err = errno;
                 int code = 0;
-                const char* msg = gzerror(m_file, &code);
-                throw Error("The IDX file " + m_path + " cannot be read: " +
-                            (code == Z_ERRNO ? std::strerror(errno) : msg) + " (a corrupt gzip stream?).");
+                std::string msg = gzerror(m_file, &code);
+                if (code == Z_ERRNO) {
+                    msg = std::strerror(err);
+                } else {
+                    // zlib starts its message with the file's name ("<fd:3>: invalid block type"):
+                    // the sentence names the file already.
+                    if (const auto colon = msg.find(": "); colon != std::string::npos) msg.erase(0, colon + 2);
+                }
+                throw Error("The IDX file " + m_path + " cannot be read: " + msg + " (a corrupt gzip stream?).");
             }
             if (r == 0) break;
             got += static_cast<std::uint64_t>(r);
@@ -226,8 +237,12 @@ std::vector<std::string> missing_idx_files(const std::string& folder) {
 
 Dataset read_idx_folder(const std::string& folder, const std::string& name) {
     std::error_code ec;
-    if (!fs::is_directory(folder, ec))
+    if (!fs::is_directory(folder, ec)) {
+        if (fs::exists(folder, ec))
+            throw Error("dataset.path " + folder +
+                        " is a file, not a folder; kind 'idx' reads a folder holding the four IDX files.");
         throw Error("The IDX dataset folder " + folder + " does not exist (dataset.path).");
+    }
     const std::vector<std::string> missing = missing_idx_files(folder);
     if (!missing.empty())
         throw Error("The IDX dataset folder " + folder + " lacks " + missing.front() + " (or " + missing.front() +

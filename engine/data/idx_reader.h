@@ -1,6 +1,7 @@
 // The IDX reader: MNIST-style files (magic, big-endian dimensions, unsigned bytes), raw or gzipped.
-// Files are read through zlib's gzopen/gzread, which passes raw files through unchanged, so one code
-// path serves both. Every header is checked before anything large is allocated: the magic number,
+// Files are opened by open_user_file (regular files only: never a device or a pipe) and read
+// through zlib's gzdopen/gzread, which passes raw files through unchanged, so one code path serves
+// both. Every header is checked before anything large is allocated: the magic number,
 // each dimension, the declared size against a 2 GiB limit, and, for raw files, against the file's
 // length; gzipped data is then read in bounded chunks and its length compared with the header.
 #pragma once

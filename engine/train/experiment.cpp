@@ -17,6 +17,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <cfloat>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/user_file.h"
 #include "error.h"
 
 namespace mantissa {
@@ -184,12 +187,13 @@ constexpr std::int64_t no_limit = std::numeric_limits<std::int64_t>::max();
 struct Range {              // for reals: lo < v or lo <= v, and v < hi or v <= hi
     double lo, hi;
     bool lo_open, hi_open;
+    bool fp32 = false;      // the engine holds it as a float: also at most FLT_MAX
 };
-constexpr Range positive{0, inf, true, false};
-constexpr Range non_negative{0, inf, false, false};
 constexpr Range open_unit{0, 1, true, true};        // (0, 1)
 constexpr Range half_open_unit{0, 1, false, true};  // [0, 1)
-constexpr Range above_one{1, inf, true, false};
+constexpr Range positive_fp32{0, inf, true, false, true};
+constexpr Range non_negative_fp32{0, inf, false, false, true};
+constexpr Range above_one_fp32{1, inf, true, false, true};
 
 std::string describe(const Range& r) {
     const std::string lo = number_text(r.lo), hi = number_text(r.hi);
@@ -203,6 +207,8 @@ double as_real(const json& v, const std::string& at, const Range& r) {
     if (!v.is_number()) wrong_type(at, "a number", v);
     const double x = v.get<double>();
     if (!std::isfinite(x)) fail(at, "must be a finite number, got " + number_text(x));
+    if (r.fp32 && std::abs(x) > FLT_MAX)
+        fail(at, "must be at most 3.4e38 (the largest FP32 value), got " + number_text(x));
     const bool low = r.lo_open ? !(x > r.lo) : !(x >= r.lo);
     const bool high = r.hi_open ? !(x < r.hi) : !(x <= r.hi);
     if (low || high) fail(at, "must be " + describe(r) + ", got " + number_text(x));
@@ -373,12 +379,12 @@ void read_train(Reader r, TrainSpec& t) {
     r.integer("epochs", t.epochs, 0, 1'000'000);
     r.integer("steps", t.steps, 0, 1'000'000'000'000);
     r.choice("optimizer", t.optimizer, optimizer_names);
-    r.real("lr", t.lr, positive);
+    r.real("lr", t.lr, positive_fp32);
     r.real("momentum", t.momentum, half_open_unit);
-    r.real("weight_decay", t.weight_decay, non_negative);
+    r.real("weight_decay", t.weight_decay, non_negative_fp32);
     r.real("beta1", t.beta1, half_open_unit);
     r.real("beta2", t.beta2, half_open_unit);
-    r.real("eps", t.eps, positive);
+    r.real("eps", t.eps, positive_fp32);
     r.choice("schedule", t.schedule, schedule_names);
     r.integer("warmup_steps", t.warmup_steps, 0, no_limit);
     if (const json* v = r.find("seed")) t.seed = as_unsigned(*v, r.at("seed"));
@@ -391,14 +397,14 @@ void read_train(Reader r, TrainSpec& t) {
 
 void read_loss_scaling(Reader r, LossScalingSpec& s) {
     r.choice("mode", s.mode, loss_scaling_names);
-    r.real("init_scale", s.init_scale, positive);
-    r.real("growth_factor", s.growth_factor, above_one);
+    r.real("init_scale", s.init_scale, positive_fp32);
+    r.real("growth_factor", s.growth_factor, above_one_fp32);
     r.real("backoff_factor", s.backoff_factor, open_unit);
     r.integer("growth_interval", s.growth_interval, 1, no_limit);
     for (auto [key, out] : {std::pair{"min_scale", &s.min_scale}, std::pair{"max_scale", &s.max_scale}}) {
         const json* v = r.find(key);
         if (v && v->is_null()) *out = std::nullopt;  // null: the extension is off
-        else if (v) *out = as_real(*v, r.at(key), positive);
+        else if (v) *out = as_real(*v, r.at(key), positive_fp32);
     }
     r.finish();
     if (s.min_scale && s.max_scale && *s.min_scale > *s.max_scale)
@@ -458,6 +464,176 @@ void read_lesson(Reader r, LessonSpec& l) {
 }
 
 std::string system_error_text() { return std::strerror(errno); }
+
+// ---- parsing JSON text
+
+// What went wrong while parsing, as a sentence without the file name: "line 1, column 16: the
+// number 1e999 is too large ...", or "key dataset.name appears twice" (no position: the parser
+// does not give one to a key).
+struct JsonProblem {
+    bool found = false;
+    std::string sentence;
+    bool syntax = false;  // not JSON at all (--set then takes the text as a bare word)
+};
+
+// nlohmann's names of tokens ("string literal", "'}'") in plain words.
+std::string token_words(std::string_view name, bool key) {
+    if (name == "string literal") return key ? "a key in double quotes" : "a string";
+    if (name == "number literal") return "a number";
+    if (name == "true literal") return "true";
+    if (name == "false literal") return "false";
+    if (name == "null literal") return "null";
+    if (name == "end of input") return "the end of the text";
+    if (name == "'[', '{', or a literal") return "a value";
+    return std::string(name);
+}
+
+bool looks_non_finite(std::string_view token) {
+    std::string t;
+    for (char c : token) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.erase(0, 1);
+    return t == "nan" || t == "inf" || t == "infinity";
+}
+
+// Rewords nlohmann's "syntax error while parsing CONTEXT - DETAIL[; expected TOKEN]", where DETAIL
+// is "unexpected TOKEN" or "LEXER MESSAGE; last read: 'TEXT'".
+std::string plain_syntax_error(const std::string& what, const std::string& last_token) {
+    std::string_view m(what);
+    if (const auto p = m.find("syntax error"); p != std::string_view::npos) m.remove_prefix(p);
+    std::string context;
+    if (const auto p = m.find("while parsing "); p != std::string_view::npos) {
+        const auto dash = m.find(" - ", p);
+        if (dash != std::string_view::npos) context = std::string(m.substr(p + 14, dash - p - 14));
+    }
+    const bool key = context == "object key";
+    std::string_view detail = m;
+    if (const auto dash = m.find(" - "); dash != std::string_view::npos) detail = m.substr(dash + 3);
+    std::string expected;
+    const auto last_read = detail.find("; last read: ");
+    if (const auto e = detail.rfind("; expected "); e != std::string_view::npos && (last_read == std::string_view::npos || e > last_read)) {
+        expected = token_words(detail.substr(e + 11), key);
+        detail = detail.substr(0, e);
+    }
+    std::string found;
+    std::string why;
+    if (detail.starts_with("unexpected ")) {
+        found = token_words(detail.substr(11), false);
+    } else {
+        const std::string_view lexer = detail.substr(0, last_read);
+        found = "'" + last_token + "'";
+        if (looks_non_finite(last_token))
+            why = "; NaN and Infinity are not JSON: write a finite number";
+        else if (lexer == "invalid literal")
+            why = ", which is not a JSON value (a value is a number, a \"string\", true, false, null, [...] or "
+                  "{...}; NaN and Infinity are not JSON)";
+        else if (lexer.starts_with("invalid number; "))
+            why = ", which is not a number (" + std::string(lexer.substr(16)) + ")";
+        else
+            why = " (" + std::string(lexer) + ")";
+        if (expected.empty()) expected = key ? "a key in double quotes" : "a value";
+    }
+    if (expected.empty()) return "found " + found + why;
+    return "expected " + expected + ", found " + found + why;
+}
+
+// "line L, column C" of the byte offset `offset` (characters read so far), as nlohmann counts them.
+std::string line_column(std::string_view text, std::size_t offset) {
+    // nlohmann counts the end of the text as one character read, so `offset` may pass the end.
+    const std::string_view before = text.substr(0, std::min(offset, text.size()));
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const auto nl = before.rfind('\n');
+    const std::size_t column = nl == std::string_view::npos ? offset : offset - nl - 1;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+// nlohmann's DOM builder, which also refuses a key that appears twice in one object and keeps the
+// details of a parse error instead of throwing it.
+class CheckedDomBuilder : public nlohmann::detail::json_sax_dom_parser<json> {
+public:
+    using Base = nlohmann::detail::json_sax_dom_parser<json>;
+    CheckedDomBuilder(json& out, std::string_view text) : Base(out, false), text_(text) {}
+
+    bool start_object(std::size_t n) {
+        frames_.push_back({true, {}, {}});
+        return Base::start_object(n);
+    }
+    bool end_object() {
+        frames_.pop_back();
+        return Base::end_object();
+    }
+    bool start_array(std::size_t n) {
+        frames_.push_back({false, {}, {}});
+        return Base::start_array(n);
+    }
+    bool end_array() {
+        frames_.pop_back();
+        return Base::end_array();
+    }
+    bool key(std::string& k) {
+        Frame& f = frames_.back();
+        if (!f.keys.insert(k).second) {
+            std::string dotted;
+            for (const Frame& outer : frames_)
+                if (&outer != &f && outer.object) dotted += outer.last + ".";
+            problem_ = {true, "key " + dotted + k + " appears twice", false};
+            return false;
+        }
+        f.last = k;
+        return Base::key(k);
+    }
+    template <class Exception>
+    bool parse_error(std::size_t offset, const std::string& last_token, const Exception& ex) {
+        if (ex.id == 406) {  // out_of_range: a number beyond a double; `offset` is just after it
+            const std::size_t start = offset >= last_token.size() ? offset - last_token.size() + 1 : offset;
+            problem_ = {true,
+                        line_column(text_, start) + ": the number " + last_token +
+                            " is too large (a number must lie within about ±1.8e308)",
+                        false};
+        } else {
+            // The whole word the lexer stopped in (it read only "N" of NaN, "-I" of -Infinity), or
+            // the one just before the character it stopped at ("tru" of tru}).
+            const auto word_char = [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
+            };
+            std::string word = last_token;
+            std::size_t i = std::min(offset, text_.size());
+            if (i > 0 && !word_char(text_[i - 1]) && i > 1 && word_char(text_[i - 2])) --i;
+            if (i > 0 && word_char(text_[i - 1])) {
+                std::size_t start = i - 1, end = i;
+                while (start > 0 && word_char(text_[start - 1])) --start;
+                while (end < text_.size() && word_char(text_[end])) ++end;
+                word = std::string(text_.substr(start, std::min<std::size_t>(end - start, 24)));
+            }
+            problem_ = {true, line_column(text_, offset) + ": " + plain_syntax_error(ex.what(), word), true};
+        }
+        return Base::parse_error(offset, last_token, ex);
+    }
+    const JsonProblem& problem() const { return problem_; }
+
+private:
+    struct Frame {
+        bool object;
+        std::set<std::string> keys;
+        std::string last;  // the key whose value is being read
+    };
+    std::string_view text_;
+    std::vector<Frame> frames_;
+    JsonProblem problem_;
+};
+
+// Parses `text` (comments allowed) into `out`; on failure `out` is unspecified and the problem says why.
+JsonProblem parse_json(const std::string& text, json& out) {
+    CheckedDomBuilder builder(out, text);
+    bool ok = false;
+    try {
+        ok = json::sax_parse(text, &builder, json::input_format_t::json, true, /*ignore_comments=*/true);
+    } catch (const json::exception& err) {
+        return {true, err.what(), true};
+    }
+    if (ok) return {};
+    if (builder.problem().found) return builder.problem();
+    return {true, "it cannot be parsed", true};
+}
 
 }  // namespace
 
@@ -546,31 +722,18 @@ json experiment_to_json(const Experiment& e) {
 // ---- files
 
 Experiment load_experiment(const std::string& path) {
-    namespace fs = std::filesystem;
     const std::string file = "Experiment file " + path;
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (ec && ec != std::errc::no_such_file_or_directory)
-        throw Error("Cannot read experiment file " + path + ": " + ec.message() + ".");
-    if (!fs::exists(status)) throw Error(file + " does not exist.");
-    if (fs::is_directory(status)) throw Error(file + " is a folder, not a file.");
-    const std::uintmax_t size = fs::file_size(path, ec);
-    if (!ec && size > (16u << 20))
-        throw Error(file + " is " + std::to_string(size) + " bytes, too large to be an experiment file.");
-
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("Cannot open experiment file " + path + ": " + system_error_text() + ".");
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw Error("Cannot read experiment file " + path + ": " + system_error_text() + ".");
+    const std::string text = read_user_file(path, file, kExperimentFileLimit);
 
     json j;
-    try {
-        j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
-    } catch (const json::parse_error& err) {
-        // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 1: ...".
-        std::string why = err.what();
-        if (const auto at = why.find("parse error at "); at != std::string::npos) why = why.substr(at + 15);
-        throw Error(file + " is not valid JSON: " + why);
+    const JsonProblem problem = parse_json(text, j);
+    if (problem.found) {
+        if (problem.syntax) {
+            if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }))
+                throw Error(file + " is not valid JSON: it is empty; an experiment file holds a JSON object ({...}).");
+            throw Error(file + " is not valid JSON: " + problem.sentence + ".");
+        }
+        throw Error(file + (problem.sentence.starts_with("key ") ? ": " : ", ") + problem.sentence + ".");
     }
     if (!j.is_object())
         throw Error(file + " must hold a JSON object ({...}) at the top level, not " + kind_of(j) + ".");
@@ -619,10 +782,14 @@ void apply_setting(Experiment& e, const std::string& assignment) {
         start = end + 1;
     }
     json value;
-    try {
-        value = json::parse(assignment.substr(eq + 1));
-    } catch (const json::parse_error&) {
-        value = assignment.substr(eq + 1);  // a bare word: bf16, fp32, off
+    const std::string text = assignment.substr(eq + 1);
+    if (const JsonProblem problem = parse_json(text, value); problem.found) {
+        if (!problem.syntax) {  // a number too large, a key twice: JSON, but not acceptable
+            std::string why = problem.sentence;
+            if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
+            throw Error("--set " + assignment + ": " + why + ".");
+        }
+        value = text;  // a bare word: bf16, fp32, off
     }
     if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");
 

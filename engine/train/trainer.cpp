@@ -1,8 +1,13 @@
 // Trainer: the step loop of one run (see trainer.h for the order of a step).
 #include "train/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <new>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +48,64 @@ json loss_scaling_json(const LossScalingSpec& s) {
     return j;
 }
 
+// "69 GB", "1.5 GB", "512 MB": decimal units, as memory is sold and as `free -h` rounds.
+std::string memory_text(std::int64_t bytes) {
+    char buf[32];
+    const double gb = static_cast<double>(bytes) / 1e9;
+    if (gb >= 10) std::snprintf(buf, sizeof buf, "%.0f GB", gb);
+    else if (gb >= 1) std::snprintf(buf, sizeof buf, "%.1f GB", gb);
+    else std::snprintf(buf, sizeof buf, "%.0f MB", static_cast<double>(bytes) / 1e6);
+    return buf;
+}
+
+std::string hidden_text(const std::vector<int>& hidden) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < hidden.size(); ++i) s += (i ? ", " : "") + std::to_string(hidden[i]);
+    return s + "]";
+}
+
 }  // namespace
+
+std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
+                                std::int64_t batch, const TrainSpec& train) {
+    // Counted in double: a model at the documented limits (16 layers of 65536) passes 2^63 bytes
+    // nowhere near, but the products of int64 factors are safer out of integer arithmetic.
+    const bool sgd = train.optimizer == OptimizerKind::sgd;
+    const double state_per_param = sgd ? (train.momentum != 0.0 ? 1 : 0) : 2;
+    const double B = static_cast<double>(batch);
+    double values = B * desc.inputs();  // the input batch
+    const int n = static_cast<int>(desc.layers.size());
+    for (int i = 0; i < n; ++i) {
+        const LayerShape& l = desc.layers[static_cast<std::size_t>(i)];
+        const LayerFormats& f = formats.at(static_cast<std::size_t>(i));
+        const double in = l.in, out = l.out, w = in * out;
+        values += w + out;                                   // weight, bias (stored)
+        values += (f.weight_copy ? w : 0) + (f.bias_copy ? out : 0);  // their compute copies
+        values += w + out;                                   // gradients
+        values += state_per_param * (w + out);               // optimizer state
+        const Format input_format = i == 0 ? Format::fp32 : formats[static_cast<std::size_t>(i) - 1].output;
+        const bool saved = f.fp8() || ((f.compute == Format::fp16 || f.compute == Format::bf16) &&
+                                       !format_contains(f.compute, input_format));
+        values += (saved ? B * in : 0) + B * out /* z */ + (i + 1 < n ? B * out : 0) /* a */ + B * out /* dz */ +
+                  (i > 0 ? B * in : 0) /* dx */;
+    }
+    const double bytes = values * sizeof(float);
+    return bytes >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(bytes);
+}
+
+void check_cpu_memory(const ModelSpec& model, std::int64_t batch, std::int64_t bytes, std::int64_t physical) {
+    if (physical <= 0 || bytes <= physical) return;
+    throw Error("model.hidden " + hidden_text(model.hidden) + " with batch " + std::to_string(batch) + " needs about " +
+                memory_text(bytes) + " on the CPU backend, more than this machine's " + memory_text(physical) +
+                "; use fewer or narrower hidden layers, or a smaller train.batch_size.");
+}
+
+std::int64_t physical_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return static_cast<std::int64_t>(pages) * page;
+}
 
 Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend,
                  TrainerOptions options)
@@ -76,9 +138,22 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     recipe.scaling = m_experiment.precision.fp8.scaling;
     if (recipe.history_len < 1) throw Error("precision.fp8.amax_history_len must be at least 1.");
 
-    m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe,
-                                          resolve_formats());
-    m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
+    // The CPU backend allocates host memory as it goes: a model that cannot fit is refused before
+    // the first tensor rather than found out by the kernel's OOM killer. (CUDA's allocator reports
+    // its own out-of-memory errors.)
+    const std::vector<LayerFormats> formats = resolve_formats();
+    const std::int64_t needed = cpu_training_bytes(m_desc, formats, t.batch_size, t);
+    if (m_backend->name() == "cpu") check_cpu_memory(m_experiment.model, t.batch_size, needed, physical_memory_bytes());
+    try {
+        m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats);
+        m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
+    } catch (const std::bad_alloc&) {
+        m_optimizer.reset();
+        m_network.reset();
+        throw Error("model.hidden " + hidden_text(m_experiment.model.hidden) + " with batch " +
+                    std::to_string(t.batch_size) + " does not fit in memory: allocating the model (about " +
+                    memory_text(needed) + " on the CPU backend) failed.");
+    }
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
     if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
     else if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);

@@ -51,10 +51,28 @@ struct TrainerOptions {
     std::function<std::unique_ptr<StepPipeline>(Backend&, const LossScalingSpec&)> make_pipeline;
 };
 
+// The host bytes a run takes on the CPU backend, which keeps every tensor as FP32 whatever its
+// declared format: the tensors the Network declares for these formats at batch capacity `batch`
+// (weights and biases, their cast copies, gradients, the input, each layer's z, activation, saved
+// input, dz and dx) and the optimizer's FP32 state. The data set and the backend's transient cast
+// copies are not counted, so this is a lower bound on what the process needs.
+std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
+                                std::int64_t batch, const TrainSpec& train);
+
+// Throws mantissa::Error when `bytes` (cpu_training_bytes) is more than `physical` bytes of
+// memory: "model.hidden [65536, 65536] with batch 128 needs about 69 GB on the CPU backend, more
+// than this machine's 23 GB."
+void check_cpu_memory(const ModelSpec& model, std::int64_t batch, std::int64_t bytes, std::int64_t physical);
+
+// The machine's physical memory in bytes (sysconf); 0 when unknown.
+std::int64_t physical_memory_bytes();
+
 class Trainer {
 public:
     // Builds the model for `data` on `backend`. Throws mantissa::Error on a bad experiment (an
-    // unknown layer in precision.layers, an unknown model kind, bad loss scaling values).
+    // unknown layer in precision.layers, an unknown model kind, bad loss scaling values), and on
+    // the CPU backend when the model needs more than the machine's memory (check_cpu_memory) or
+    // its allocation fails (std::bad_alloc becomes an Error).
     Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Backend> backend,
             TrainerOptions options = {});
     ~Trainer();

@@ -4,12 +4,15 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <functional>
 
 #include "data/csv_reader.h"
 #include "data/dataset.h"
+#include "data/user_file.h"
 #include "error.h"
 
 using namespace mantissa;
@@ -129,7 +132,28 @@ private slots:
                                                       << -1 << QStringList{"line 5, column 3: 'x7' is not a number"};
         QTest::newRow("empty cell") << "1,2,0\n3,,1\n" << -1 << QStringList{"line 2, column 2", "the cell is empty"};
         QTest::newRow("not finite") << "1,2,0\n3,nan,1\n"
-                                    << -1 << QStringList{"line 2, column 2: 'nan' is not a number"};
+                                    << -1 << QStringList{"line 2, column 2: 'nan' is not a finite number; NaN and infinity are not allowed"};
+        // A first row of numbers, NaN or inf among them, is data (not a header), so it is an error.
+        QTest::newRow("nan in the first row") << "nan,1,0\n1,2,1\n"
+                                              << -1 << QStringList{"bad.csv line 1, column 1: 'nan' is not a finite number"};
+        QTest::newRow("-inf in the first row") << "1,-inf,0\n1,2,1\n"
+                                               << -1 << QStringList{"bad.csv line 1, column 2: '-inf' is not a finite number"};
+        QTest::newRow("infinity label") << "1,2,0\n1,2,INFINITY\n"
+                                        << -1 << QStringList{"bad.csv line 2, column 3: 'INFINITY' is not a finite number"};
+        QTest::newRow("1e39 feature") << "1,2,0\n3,4,1\n1e39,2,0\n"
+                                      << -1 << QStringList{"bad.csv line 3, column 1: '1e39' is outside the FP32 range"};
+        QTest::newRow("1e300 feature") << "1e300,2,0\n3,4,1\n"
+                                       << -1 << QStringList{"bad.csv line 1, column 1: '1e300' is outside the FP32 range"};
+        QTest::newRow("1e999 feature") << "x,y,label\n1,-1e999,0\n3,4,1\n"
+                                       << -1 << QStringList{"bad.csv line 2, column 2: '-1e999' is outside the FP32 range"};
+        QTest::newRow("-1e39 target") << "1,0.5\n2,-1e39\n"
+                                      << -1 << QStringList{"bad.csv line 2, column 2: '-1e39' is outside the FP32 range"};
+        QTest::newRow("one row") << "1,2,1\n" << -1 << QStringList{"holds 1 data row; a dataset needs at least 2"};
+        QTest::newRow("header and one row") << "a,b\n1,0.5\n" << -1 << QStringList{"holds 1 data row"};
+        QTest::newRow("one class") << "1,0\n2,0\n3,0\n"
+                                   << -1 << QStringList{"holds only the class 0; a classification needs at least 2 classes"};
+        QTest::newRow("one class, not 0") << "a,y\n1,3\n2,3\n"
+                                          << -1 << QStringList{"label 'y' holds only the class 3"};
         QTest::newRow("too few columns") << "x,y,z\n1,2,0\n3,1\n"
                                          << -1 << QStringList{"line 3 has 2 columns", "line 1 has 3"};
         QTest::newRow("too many columns") << "1,2,0\n3,1,1,1\n" << -1 << QStringList{"line 2 has 4 columns"};
@@ -160,20 +184,47 @@ private slots:
     void not_a_csv_file_data() {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("missing file") << "absent.csv" << "Cannot open the CSV file %1 (dataset.path).";
-        QTest::newRow("a folder") << "sub" << "dataset.path %1 is a folder, not a CSV file.";
-        QTest::newRow("a folder, trailing slash") << "sub/" << "dataset.path %1 is a folder, not a CSV file.";
-        QTest::newRow("the temporary folder itself") << "" << "dataset.path %1 is a folder, not a CSV file.";
-        QTest::newRow("a device") << "/dev/null" << "The CSV file %1 holds no data rows.";
+        QTest::newRow("missing file") << "absent.csv" << "dataset.path %1 does not exist.";
+        QTest::newRow("a folder") << "sub" << "dataset.path %1 is a folder, not a file.";
+        QTest::newRow("a folder, trailing slash") << "sub/" << "dataset.path %1 is a folder, not a file.";
+        QTest::newRow("the temporary folder itself") << "" << "dataset.path %1 is a folder, not a file.";
+        // A device or a pipe would be read without end: refused before it is opened.
+        QTest::newRow("/dev/null") << "/dev/null" << "dataset.path %1 is not a regular file (it is a device).";
+        QTest::newRow("/dev/zero") << "/dev/zero" << "dataset.path %1 is not a regular file (it is a device).";
+        QTest::newRow("/dev/urandom") << "/dev/urandom" << "dataset.path %1 is not a regular file (it is a device).";
+        QTest::newRow("a FIFO") << "pipe.csv" << "dataset.path %1 is not a regular file (it is a pipe).";
     }
     void not_a_csv_file() {
         QFETCH(QString, path);
         QFETCH(QString, expected);
         QTemporaryDir dir;
         QVERIFY(QDir(dir.path()).mkdir("sub"));
+        QCOMPARE(::mkfifo((dir.path() + "/pipe.csv").toLocal8Bit().constData(), 0600), 0);
         const QString full = path.startsWith('/') ? path : dir.path() + "/" + path;
         const std::string message = error_of([&] { load_dataset(csv_spec(full.toStdString()), 1); });
         QCOMPARE(QString::fromStdString(message), expected.arg(full));
+    }
+
+    // The largest FP32 values are fine; a value below the smallest rounds as a float would.
+    void fp32_extremes_are_read() {
+        QTemporaryDir dir;
+        const Dataset data =
+            load_dataset(csv_spec(write_file(dir, "e.csv", "3.4e38,1e-50,0\n-3.4e38,1e-400,1\n")), 1);
+        QCOMPARE(data.train.x, (std::vector<float>{3.4e38f, 0.0f, -3.4e38f, 0.0f}));
+    }
+
+    // The shared reader stops at the limit + 1 bytes, whatever the file's stated size.
+    void read_user_file_limit() {
+        QTemporaryDir dir;
+        const std::string path = write_file(dir, "f.txt", std::string(101, 'x'));
+        const UserFileLimit limit{100, "100 bytes, the test's limit"};
+        QCOMPARE(error_of([&] { read_user_file(path, "The file f.txt", limit); }),
+                 std::string("The file f.txt is larger than 100 bytes, the test's limit."));
+        const std::string fits = write_file(dir, "g.txt", std::string(100, 'y'));
+        QCOMPARE(read_user_file(fits, "g", limit), std::string(100, 'y'));
+        const std::string big = write_file(dir, "big.txt", std::string(200000, 'z'));  // buffer growth
+        QCOMPARE(read_user_file(big, "big", {1 << 20, "1 MiB"}).size(), std::size_t{200000});
+        QCOMPARE(read_user_file(write_file(dir, "empty.txt", ""), "empty", limit), std::string());
     }
 
     void splits_by_test_fraction() {

@@ -3,6 +3,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -215,8 +217,26 @@ private slots:
         std::fwrite(junk, 1, sizeof junk, f);
         std::fclose(f);
         const std::string message = error_of([&] { data::read_idx_images(path); });
-        QVERIFY2(!message.empty(), "no error was thrown");
-        QVERIFY2(message.find(path) != std::string::npos, message.c_str());
+        QCOMPARE(message, "The IDX file " + path + " cannot be read: invalid block type (a corrupt gzip stream?).");
+    }
+
+    // A device or a pipe is never read (a device could be read without end).
+    void not_a_regular_file() {
+        QCOMPARE(error_of([&] { data::read_idx_images("/dev/zero"); }),
+                 std::string("The IDX file /dev/zero is not a regular file (it is a device)."));
+        QCOMPARE(error_of([&] { data::read_idx_labels("/dev/urandom", 10); }),
+                 std::string("The IDX file /dev/urandom is not a regular file (it is a device)."));
+        QTemporaryDir dir;
+        const std::string fifo = dir.path().toStdString() + "/train-images-idx3-ubyte";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        QCOMPARE(error_of([&] { data::read_idx_images(fifo); }),
+                 "The IDX file " + fifo + " is not a regular file (it is a pipe).");
+    }
+
+    void idx_path_that_is_a_file() {
+        QCOMPARE(error_of([&] { load_dataset(idx_spec("/etc/passwd"), 1); }),
+                 std::string("dataset.path /etc/passwd is a file, not a folder; kind 'idx' reads a folder holding the "
+                             "four IDX files."));
     }
 
     void missing_file_and_folder() {
@@ -234,7 +254,7 @@ private slots:
         QVERIFY2(message.find(gone.toStdString()) != std::string::npos, message.c_str());
 
         message = error_of([&] { data::read_idx_labels(folder + "/nothing.gz", 10); });
-        QVERIFY2(message.find("Cannot open") != std::string::npos, message.c_str());
+        QVERIFY2(message.find("does not exist") != std::string::npos, message.c_str());
         QVERIFY2(message.find("nothing.gz") != std::string::npos, message.c_str());
     }
 };

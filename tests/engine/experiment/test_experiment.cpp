@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sys/stat.h>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -248,6 +249,25 @@ private slots:
         row(R"({"lesson": {"title": null}})", "lesson.title: expected a string, got null");
         row(R"({"name": ""})", "name: must not be empty");
         row(R"([1, 2])", "experiment: expected a JSON object");
+        // The engine holds these as floats: above FLT_MAX they would become inf.
+        row(R"({"precision": {"loss_scaling": {"init_scale": 1e39}}})",
+            "precision.loss_scaling.init_scale: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+        row(R"({"precision": {"loss_scaling": {"min_scale": 1e39}}})",
+            "precision.loss_scaling.min_scale: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+        row(R"({"precision": {"loss_scaling": {"max_scale": 3.5e38}}})",
+            "precision.loss_scaling.max_scale: must be at most 3.4e38 (the largest FP32 value), got 3.5e+38");
+        row(R"({"precision": {"loss_scaling": {"growth_factor": 1e300}}})",
+            "precision.loss_scaling.growth_factor: must be at most 3.4e38 (the largest FP32 value), got 1e+300");
+        row(R"({"train": {"lr": 1e39}})", "train.lr: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+        row(R"({"train": {"eps": 1e39}})", "train.eps: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+        row(R"({"train": {"weight_decay": 1e39}})",
+            "train.weight_decay: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+    }
+
+    void largestFp32ValueIsAccepted() {
+        const Experiment e = experiment_from_json(
+            json::parse(R"({"precision": {"loss_scaling": {"init_scale": 3.4028234663852886e38}}})"));
+        QCOMPARE(e.precision.loss_scaling.init_scale, 3.4028234663852886e38);
     }
     void badInput() {
         QFETCH(QString, input);
@@ -351,6 +371,12 @@ private slots:
         row("precision.loss_scaling.mode=dyn", "precision.loss_scaling.mode: must be one of off, static, dynamic");
         row("precision.autocast=", "precision.autocast: must be one of off, fp16, bf16, got \"\"");
         row("backend=tpu", "backend.kind: must be one of auto, cpu, cuda, got \"tpu\"");
+        row("train.lr=1e999", "--set train.lr=1e999: the number 1e999 is too large");
+        row("train.batch_size=1e999", "--set train.batch_size=1e999: the number 1e999 is too large");
+        row("train.lr=-1e999", "--set train.lr=-1e999: the number -1e999 is too large");
+        row("precision.loss_scaling.init_scale=1e39",
+            "precision.loss_scaling.init_scale: must be at most 3.4e38 (the largest FP32 value), got 1e+39");
+        row(R"(precision.layers={"fc1":"fp32","fc1":"bf16"})", "--set precision.layers={\"fc1\":\"fp32\",\"fc1\":\"bf16\"}: key fc1 appears twice");
     }
     void applySettingErrors() {
         QFETCH(QString, assignment);
@@ -386,8 +412,64 @@ private slots:
         write_file(dir.filePath("bad-value.json"), R"({"train": {"lr": -1}})");
         expect("bad-value.json", ": train.lr: must be greater than 0, got -1");
 
+        write_file(dir.filePath("huge.json"), R"({"train":{"lr":1e999}})");
+        expect("huge.json", ", line 1, column 16: the number 1e999 is too large");
+        write_file(dir.filePath("huge2.json"), "{\n  \"train\": {\"batch_size\": -2e400}}");
+        expect("huge2.json", ", line 2, column 27: the number -2e400 is too large");
+        write_file(dir.filePath("nan.json"), R"({"train": {"lr": NaN}})");
+        expect("nan.json", "is not valid JSON: line 1, column 18: expected a value, found 'NaN'; NaN and Infinity are not JSON");
+        write_file(dir.filePath("inf.json"), R"({"train": {"lr": -Infinity}})");
+        expect("inf.json", "found '-Infinity'; NaN and Infinity are not JSON");
+        write_file(dir.filePath("typo.json"), R"({"train": {"lr": tru}})");
+        expect("typo.json", "is not valid JSON: line 1, column 21: expected a value, found 'tru', which is not a JSON value");
+        write_file(dir.filePath("comma.json"), R"({"train": {"lr": 0.1,}})");
+        expect("comma.json", "is not valid JSON: line 1, column 22: expected a key in double quotes, found '}'");
+        write_file(dir.filePath("colon.json"), R"({"train" {}})");
+        expect("colon.json", "is not valid JSON: line 1, column 10: expected ':', found '{'");
+        expect("empty.json", "is not valid JSON: it is empty");
+        QVERIFY2(!load_error("garbage.json").contains("syntax error"), qPrintable(load_error("garbage.json")));
+        write_file(dir.filePath("twice.json"), R"({"name": "a", "name": "b"})");
+        expect("twice.json", ": key name appears twice.");
+        write_file(dir.filePath("twice-nested.json"), R"({"dataset": {"kind": "csv", "path": "a", "kind": "csv"}})");
+        expect("twice-nested.json", ": key dataset.kind appears twice.");
+        write_file(dir.filePath("same-key-apart.json"), R"({"train": {"lr": 0.1}, "precision": {"layers": {"lr": 1}}})");
+        expect("same-key-apart.json", "precision.layers.lr: not a layer name");  // only twice in one object counts
+
         write_file(dir.filePath("comments.json"), "// a preset\n{\"name\": \"x\" /* inline */}\n");
         QCOMPARE(load_experiment(dir.filePath("comments.json").toStdString()).name, std::string("x"));
+    }
+
+    // Only a regular file is read, and at most 16 MiB + 1 bytes of it, whatever its stated size.
+    void loadRefusesWhatIsNotARegularFile_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("/dev/zero") << "/dev/zero" << "Experiment file /dev/zero is not a regular file (it is a device).";
+        QTest::newRow("/dev/urandom") << "/dev/urandom" << "Experiment file /dev/urandom is not a regular file (it is a device).";
+        QTest::newRow("/dev/null") << "/dev/null" << "Experiment file /dev/null is not a regular file (it is a device).";
+    }
+    void loadRefusesWhatIsNotARegularFile() {
+        QFETCH(QString, path);
+        QFETCH(QString, message);
+        QCOMPARE(error_of([&] { load_experiment(path.toStdString()); }), message);
+    }
+
+    void loadRefusesAFifoWithoutBlocking() {
+        QTemporaryDir dir;
+        const QString fifo = dir.filePath("pipe.json");
+        QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+        QCOMPARE(error_of([&] { load_experiment(fifo.toStdString()); }),
+                 "Experiment file " + fifo + " is not a regular file (it is a pipe).");
+    }
+
+    void loadRefusesAFileOver16MiB() {
+        QTemporaryDir dir;
+        const QString big = dir.filePath("big.json");
+        write_file(big, "{\"name\": \"" + std::string((16u << 20) - 11, 'x') + "\"}");  // 16 MiB + 1 byte
+        QCOMPARE(error_of([&] { load_experiment(big.toStdString()); }),
+                 "Experiment file " + big + " is larger than 16 MiB, the limit for an experiment file.");
+        const QString fits = dir.filePath("fits.json");
+        write_file(fits, "{\"name\": \"" + std::string((16u << 20) - 12, 'x') + "\"}");  // exactly 16 MiB
+        QCOMPARE(load_experiment(fits.toStdString()).name.size(), std::size_t{(16u << 20) - 12});
     }
 
     void resourcesParse() {
