@@ -2,8 +2,14 @@
 #include "cli/cli_common.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <unistd.h>
+
+#include "error.h"
 
 namespace mantissa::cli {
 
@@ -84,14 +90,46 @@ std::vector<std::string> Args::values(std::string_view name) const {
 std::optional<long long> Args::integer(std::string_view name) const {
     auto v = value(name);
     if (!v) return std::nullopt;
-    char* end = nullptr;
-    errno = 0;
-    long long n = std::strtoll(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || errno != 0)
-        throw UsageError{"--" + std::string(name) + " needs a whole number, not '" + *v + "'"};
+    const auto n = app::parse_whole_number(*v);
+    if (!n) throw UsageError{"--" + std::string(name) + " needs a whole number like 1000, not '" + *v + "'"};
     return n;
 }
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
+
+void refuse_unsafe_output(const std::string& option, const std::string& target,
+                          const std::vector<app::GuardedFile>& guarded) {
+    if (auto why = app::refuse_output(option, target, guarded)) throw UsageError{*why};
+}
+
+namespace {
+std::string reason(int err) {
+    return err != 0 ? std::strerror(err) : "the data could not all be written";
+}
+}  // namespace
+
+std::string write_failed(const std::string& name, int err) {
+    return "Writing to " + name + " failed: " + reason(err) + ".";
+}
+
+void require_written(std::ostream& out, const std::string& name) {
+    const int earlier = errno;  // the failed write's reason when it failed before the flush
+    errno = 0;
+    out.flush();
+    const int err = errno != 0 ? errno : earlier;
+    if (!out) throw Error(write_failed(name, err));
+}
+
+std::string stdout_write_error() {
+    errno = 0;
+    std::cout.flush();
+    int err = errno;
+    const bool cout_failed = !std::cout;
+    errno = 0;
+    const bool stdio_failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+    if (err == 0) err = errno;
+    if (!cout_failed && !stdio_failed) return {};
+    return write_failed("standard output", err);
+}
 
 }  // namespace mantissa::cli

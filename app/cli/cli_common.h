@@ -2,14 +2,18 @@
 // registry. Each subcommand lives in its own cmd_*.cpp and registers itself with
 // MANTISSA_CLI_COMMAND, so adding one touches no other file.
 //
-// Exit codes: 0 ok, 1 the run (or the operation) failed, 2 bad usage or bad input.
+// Exit codes: 0 ok, 1 the run (or the operation) failed, 2 bad usage or bad input, or an output
+// (standard output or a file) that cannot be written.
 #pragma once
 
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "output_guard.h"
 
 namespace mantissa::cli {
 
@@ -38,7 +42,8 @@ public:
     std::vector<std::string> values(std::string_view name) const;    // every occurrence
     const std::vector<std::string>& positional() const { return m_positional; }
 
-    // Typed access; a value that does not parse is a UsageError naming the option.
+    // Typed access; a value that does not parse is a UsageError naming the option. Whole numbers
+    // may be written with an exponent (1e3), as in the experiment file.
     std::optional<long long> integer(std::string_view name) const;
 
 private:
@@ -60,6 +65,23 @@ const std::vector<Command>& commands();
 
 // True when stdout is a terminal (progress lines are drawn only then).
 bool stdout_is_terminal();
+
+// Before writing the output file `target` (named by `option`, e.g. "-o"): a UsageError when it is
+// one of the guarded files (the run store, an input) or any SQLite database (app/output_guard.h).
+void refuse_unsafe_output(const std::string& option, const std::string& target,
+                          const std::vector<app::GuardedFile>& guarded);
+
+// Flushes `out` and throws mantissa::Error "Writing to NAME failed: <reason>." when any write to
+// it failed (a full disk, /dev/full). Every output stream is checked so before the exit code.
+// Set errno to 0 before writing to `out`, so the reason of a write that failed early is kept.
+void require_written(std::ostream& out, const std::string& name);
+// That sentence, for a write that failed with errno `err` (0: reason unknown).
+std::string write_failed(const std::string& name, int err);
+
+// The same for the process's standard output (std::cout and C stdio both): the sentence saying
+// why it could not be written, or an empty string. main() calls it after every command that
+// succeeded (one that failed has said its sentence already).
+std::string stdout_write_error();
 
 }  // namespace mantissa::cli
 

@@ -4,8 +4,11 @@
 // the same run, blocks interleaved. Progress goes to stderr; results to stdout or -o FILE.
 // Exit 0 when every suite ran or said why it was skipped, 1 when a suite failed, 2 bad input.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -20,6 +23,7 @@
 #include "bench/reference_data.h"
 #include "cli/cli_common.h"
 #include "error.h"
+#include "store/run_store.h"
 
 namespace mantissa::cli {
 namespace {
@@ -93,16 +97,35 @@ int run_bench(Args& args) {
         return exit_ok;
     }
 
+    const auto output = args.value("output");
+    if (output && output->empty()) throw UsageError{"-o needs a file name"};
+    if (output) {
+        std::vector<app::GuardedFile> guarded = {{default_store_path(), "the run store"}};
+        if (auto from = args.value("from")) guarded.push_back({*from, "the --from document"});
+        refuse_unsafe_output("-o", *output, guarded);
+    }
+
     if (auto from = args.value("from")) {  // re-print a saved --json document as tables
+        std::error_code ec;
+        if (std::filesystem::is_directory(*from, ec))
+            throw UsageError{*from + " is a folder, not a bench --json document"};
+        if (std::filesystem::exists(*from, ec) && !std::filesystem::is_regular_file(*from, ec))
+            throw UsageError{*from + " is not a regular file; give a document written by 'mantissa-cli bench --json'"};
         std::ifstream in(*from);
-        if (!in) throw UsageError{"cannot read '" + *from + "'"};
-        const auto doc = nlohmann::json::parse(in, nullptr, false);
-        if (doc.is_discarded() || !doc.contains("suites"))
+        if (!in) throw UsageError{"cannot read '" + *from + "': " + std::strerror(errno)};
+        std::ostringstream raw;
+        raw << in.rdbuf();
+        if (in.bad()) throw UsageError{"cannot read '" + *from + "': " + std::strerror(errno)};
+        const auto doc = nlohmann::json::parse(raw.str(), nullptr, false);
+        if (doc.is_discarded() || !doc.is_object() || !doc.contains("suites"))
             throw UsageError{"'" + *from + "' is not a document written by 'mantissa-cli bench --json'"};
         const std::string text = render_document(doc);
-        if (auto output = args.value("output")) {
+        if (output) {
             std::ofstream file(*output);
-            if (!(file << text)) throw UsageError{"cannot write '" + *output + "'"};
+            if (!file) throw UsageError{"cannot write '" + *output + "': " + std::strerror(errno)};
+            errno = 0;
+            file << text;
+            require_written(file, *output);
         } else {
             std::cout << text;
         }
@@ -137,12 +160,10 @@ int run_bench(Args& args) {
         for (const auto& d : all_suites()) known = known || d.name == w;
         if (!known) throw UsageError{"unknown suite '" + w + "': use " + suite_names()};
     }
-    const auto output = args.value("output");
-    if (output && output->empty()) throw UsageError{"-o needs a file name"};
     std::ofstream file;
     if (output) {
         file.open(*output);
-        if (!file) throw UsageError{"cannot write '" + *output + "'"};
+        if (!file) throw UsageError{"cannot write '" + *output + "': " + std::strerror(errno)};
     }
     o.progress = [](const std::string& line) { std::fprintf(stderr, "bench: %s\n", line.c_str()); };
 
@@ -189,7 +210,9 @@ int run_bench(Args& args) {
         out << render_document(doc);
     }
     if (output) {
+        errno = 0;
         file << out.str();
+        require_written(file, *output);
         std::fprintf(stderr, "bench: wrote %s\n", output->c_str());
     } else {
         std::cout << out.str() << std::flush;
@@ -211,7 +234,8 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "Options:\n"
                       "  --suite NAME[,NAME]  run these suites only (repeatable)\n"
                       "  --json               print one JSON document (machine, date, versions, suites -> rows)\n"
-                      "  -o, --output FILE    write the tables or the JSON to FILE\n"
+                      "  -o, --output FILE    write the tables or the JSON to FILE (never a run store or any\n"
+                      "                       other SQLite database: refused)\n"
                       "  --quick              a short run (seconds a suite): fewer, shorter blocks, no wide MLPs\n"
                       "  --threads N          CPU backend threads (default: all hardware threads but one);\n"
                       "                       PyTorch gets the same\n"
@@ -223,7 +247,8 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  --python PATH        peer: the interpreter with PyTorch (default /usr/bin/python3)\n"
                       "  --from FILE.json     print the tables of a saved --json document and exit\n"
                       "  --list               list the suites and exit\n\n"
-                      "Exit status: 0 done (a suite that cannot run here says why), 1 a suite failed, 2 bad input.\n",
+                      "Exit status: 0 done (a suite that cannot run here says why), 1 a suite failed, 2 bad input\n"
+                      "or the output cannot be written in full (a full disk).\n",
                       run_bench});
 
 }  // namespace

@@ -15,6 +15,19 @@
 namespace mantissa::cli {
 namespace {
 
+// Exports into `out`, named `name` in the sentence when a write to it fails (a full disk).
+void export_to(RunStore& store, std::int64_t id, const std::string& table, RunStore::ExportFormat format,
+               std::ostream& out, const std::string& name) {
+    errno = 0;
+    try {
+        store.export_table(id, table, format, out);
+    } catch (const Error&) {
+        if (out) throw;  // not a write error
+        throw Error(write_failed(name, errno));
+    }
+    require_written(out, name);
+}
+
 int run_export(Args& args) {
     args.option("format");
     args.option("table");
@@ -32,37 +45,45 @@ int run_export(Args& args) {
         throw UsageError{"unknown --table '" + table + "'; use steps, layer_steps, evals or events"};
 
     const std::string db = args.value("db").value_or(default_store_path());
-    RunStore store(db, !std::filesystem::exists(db));
+    const auto output = args.value("output");
+    const bool to_file = output && *output != "-";
+    if (to_file) refuse_unsafe_output("-o", *output, {{db, "the run store"}});
+    RunStore store(db, StoreAccess::read);  // reports a missing store, creates nothing
     const std::int64_t id = store.resolve(args.positional().front());
 
-    if (auto output = args.value("output"); output && *output != "-") {
-        // Written beside the target and renamed at the end, so a failed export leaves no half file.
-        const std::string partial = *output + ".partial";
-        {
-            std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-            if (!out) throw Error("Cannot write '" + partial + "': " + std::strerror(errno) + ".");
-            try {
-                store.export_table(id, table, *format, out);
-                out.flush();
-                if (!out) throw Error("Writing '" + partial + "' failed: " + std::strerror(errno) + ".");
-            } catch (...) {
-                out.close();
-                std::remove(partial.c_str());
-                throw;
-            }
-        }
+    if (to_file) {
         std::error_code ec;
-        std::filesystem::rename(partial, *output, ec);
-        if (ec) {
-            std::remove(partial.c_str());
-            throw Error("Cannot write '" + *output + "': " + ec.message() + ".");
+        const bool special = std::filesystem::exists(*output, ec) && !std::filesystem::is_regular_file(*output, ec);
+        if (special) {
+            // A device or a pipe (/dev/stdout, a FIFO) is written in place: it cannot be renamed over.
+            std::ofstream out(*output, std::ios::binary);
+            if (!out) throw Error("Cannot write '" + *output + "': " + std::strerror(errno) + ".");
+            export_to(store, id, table, *format, out, *output);
+        } else {
+            // Written beside the target and renamed at the end, so a failed export leaves no half file.
+            const std::string partial = *output + ".partial";
+            {
+                std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+                if (!out) throw Error("Cannot write '" + partial + "': " + std::strerror(errno) + ".");
+                try {
+                    export_to(store, id, table, *format, out, *output);
+                } catch (...) {
+                    out.close();
+                    std::remove(partial.c_str());
+                    throw;
+                }
+            }
+            std::filesystem::rename(partial, *output, ec);
+            if (ec) {
+                std::remove(partial.c_str());
+                throw Error("Cannot write '" + *output + "': " + ec.message() + ".");
+            }
         }
         std::fprintf(stderr, "exported %s of run %lld to %s\n", table.c_str(), static_cast<long long>(id),
                      output->c_str());
     } else {
         std::ios::sync_with_stdio(false);
-        store.export_table(id, table, *format, std::cout);
-        std::cout.flush();
+        export_to(store, id, table, *format, std::cout, "standard output");
     }
     return exit_ok;
 }
@@ -78,7 +99,9 @@ MANTISSA_CLI_COMMAND({"export", "export a run's steps, layer rows, evaluations o
                       "  --table TABLE       steps (default), layer_steps, evals or events\n"
                       "  -o, --output FILE   write to FILE instead of standard output\n"
                       "  --db FILE           the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n\n"
-                      "Exit status: 0 ok, 2 bad usage, no such run, or the store or FILE cannot be used.\n",
+                      "FILE is never the run store or any other SQLite database: such a FILE is refused.\n\n"
+                      "Exit status: 0 ok, 2 bad usage, no such run, or the store or FILE cannot be used\n"
+                      "(written in full: a full disk is exit 2).\n",
                       run_export});
 
 }  // namespace mantissa::cli

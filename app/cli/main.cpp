@@ -1,5 +1,6 @@
 // mantissa-cli: the headless face of Mantissa. Dispatches to the registered subcommands and turns
-// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input).
+// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Standard
+// output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -19,10 +20,16 @@ void print_overview() {
     std::printf("\nRun 'mantissa-cli COMMAND --help' for a command's options.\n");
 }
 
-}  // namespace
+// The exit code once stdout is flushed: after a command that succeeded, a failed write is said in
+// one sentence and is exit 2; a command that failed has said its sentence and its code stands.
+int finish(int code, const std::string& who) {
+    const std::string error = stdout_write_error();
+    if (error.empty() || code != exit_ok) return code;
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), error.c_str());
+    return exit_usage;
+}
 
-int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
+int run(const std::vector<std::string>& args) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         print_overview();
         return args.empty() ? exit_usage : exit_ok;
@@ -59,4 +66,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(), e.what());
         return exit_failed;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const int code = run(args);
+    const std::string who = args.empty() ? "mantissa-cli" : "mantissa-cli " + args[0];
+    return finish(code, who);
 }

@@ -1,0 +1,182 @@
+// mantissa-cli's outputs, where a mistake loses data: -o never overwrites the run store or any
+// SQLite database (and never replaces a device such as /dev/full), every write that fails (a full
+// disk, played by /dev/full) is exit 2 with "Writing to F failed: ...", and a training run whose
+// recording stopped early (a file-size limit plays the full disk) is exit 1 with its warning.
+#include <QtTest>
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <csignal>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "run_cli.h"
+
+namespace {
+
+bool isSqlite(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) && f.read(16) == QByteArray("SQLite format 3\0", 16);
+}
+
+bool devFullIsTheDevice() {
+    struct stat st {};
+    return ::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+}  // namespace
+
+class TestCliOutputs : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    QString m_db;      // the default store of XDG_DATA_HOME=m_dir, with one short run
+    QString m_other;   // a copy of it: any SQLite database
+    QString m_doc;     // a saved `bench --json` document
+
+    QStringList fill(QStringList args) const {
+        for (QString& a : args) a.replace("{DB}", m_db).replace("{OTHER}", m_other).replace("{DOC}", m_doc)
+                                  .replace("{DIR}", m_dir.path());
+        return args;
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath("mantissa/runs.sqlite");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "3",
+                                     "--db", m_db});
+        QVERIFY2(r.code == 0, r.err.constData());
+        m_other = m_dir.filePath("other.sqlite");
+        QVERIFY(QFile::copy(m_db, m_other));
+        m_doc = m_dir.filePath("bench.json");
+        QFile doc(m_doc);
+        QVERIFY(doc.open(QIODevice::WriteOnly));
+        doc.write(R"({"tool": "mantissa-cli bench", "suites": {}})");
+    }
+
+    void outputNeverOverwritesADatabase_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("target");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("export -o the store") << QStringList{"export", "1", "--db", "{DB}", "-o", "{DB}"} << "{DB}"
+                                             << "is the run store";
+        QTest::newRow("export --output=the store") << QStringList{"export", "1", "--db", "{DB}", "--output={DB}"}
+                                                   << "{DB}" << "is the run store";
+        QTest::newRow("export -o the store by another path")
+            << QStringList{"export", "1", "--db", "{DB}", "-o", "{DIR}/mantissa/../mantissa/runs.sqlite"} << "{DB}"
+            << "is the run store";
+        QTest::newRow("export -o another database") << QStringList{"export", "1", "--db", "{DB}", "-o", "{OTHER}"}
+                                                    << "{OTHER}" << "is an SQLite database";
+        QTest::newRow("bench -o the default store") << QStringList{"bench", "--suite", "numeric", "--quick", "-o", "{DB}"}
+                                                    << "{DB}" << "is the run store";
+        QTest::newRow("bench --from -o a database") << QStringList{"bench", "--from", "{DOC}", "-o", "{OTHER}"}
+                                                    << "{OTHER}" << "is an SQLite database";
+        QTest::newRow("bench --from -o itself") << QStringList{"bench", "--from", "{DOC}", "-o", "{DOC}"} << "{DOC}"
+                                                << "is the --from document";
+    }
+    void outputNeverOverwritesADatabase() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, target);
+        QFETCH(QString, mentions);
+        target = fill({target}).front();
+        const QByteArray before = [&] {
+            QFile f(target);
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        }();
+        QVERIFY(!before.isEmpty());
+        const CliResult r = run_cli(fill(args), m_dir.path());
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+        QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence
+        QFile after(target);
+        QVERIFY(after.open(QIODevice::ReadOnly));
+        QVERIFY(after.readAll() == before);  // not a byte changed
+        QVERIFY(!QFile::exists(target + ".partial"));
+    }
+
+    void writeFailuresAreErrors_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("stdoutFile");
+        QTest::addColumn<QString>("mentions");
+        const QString full = "/dev/full";
+        QTest::newRow("export -o /dev/full") << QStringList{"export", "1", "--db", "{DB}", "-o", full} << QString()
+                                             << "Writing to /dev/full failed: No space left on device.";
+        QTest::newRow("export json > /dev/full") << QStringList{"export", "1", "--db", "{DB}", "--format", "json"} << full
+                                                 << "Writing to standard output failed: No space left on device.";
+        QTest::newRow("export csv > /dev/full") << QStringList{"export", "1", "--db", "{DB}", "--table", "layer_steps"}
+                                                << full << "Writing to standard output failed";
+        QTest::newRow("runs > /dev/full") << QStringList{"runs", "--db", "{DB}"} << full << "Writing to standard output failed";
+        QTest::newRow("show > /dev/full") << QStringList{"show", "1", "--db", "{DB}"} << full
+                                          << "Writing to standard output failed";
+        QTest::newRow("format > /dev/full") << QStringList{"format", "0.1"} << full << "Writing to standard output failed";
+        QTest::newRow("format --json > /dev/full") << QStringList{"format", "--json", "0.1"} << full
+                                                   << "Writing to standard output failed";
+        QTest::newRow("bench --from > /dev/full") << QStringList{"bench", "--from", "{DOC}"} << full
+                                                  << "Writing to standard output failed";
+        QTest::newRow("bench --from -o /dev/full") << QStringList{"bench", "--from", "{DOC}", "-o", full} << QString()
+                                                   << "Writing to /dev/full failed: No space left on device.";
+        QTest::newRow("train > /dev/full")
+            << QStringList{"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "3",
+                           "--no-record"}
+            << full << "Writing to standard output failed";
+    }
+    void writeFailuresAreErrors() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, stdoutFile);
+        QFETCH(QString, mentions);
+        if (!devFullIsTheDevice()) QSKIP("/dev/full is not the full device here");
+        const CliResult r = run_cli(fill(args), m_dir.path(), 120'000, stdoutFile);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+        QVERIFY(devFullIsTheDevice());  // written in place, never renamed over
+        QVERIFY(isSqlite(m_db));
+    }
+
+    // A file-size limit (with SIGXFSZ ignored, so writes fail with EFBIG) stops the recording part
+    // way through a run, as a full disk would: the run trains on, says why, and exits 1.
+    void trainRecordingStoppedEarlyFails() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const QStringList first = {"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "3",
+                                   "--db", db};
+        const CliResult created = run_cli(first);
+        QVERIFY2(created.code == 0, created.err.constData());
+        const qint64 size = QFileInfo(db).size();
+
+        QProcess p;
+        p.setChildProcessModifier([size] {
+            std::signal(SIGXFSZ, SIG_IGN);
+            const rlimit limit{static_cast<rlim_t>(size + 64 * 1024), static_cast<rlim_t>(size + 64 * 1024)};
+            setrlimit(RLIMIT_FSIZE, &limit);
+        });
+        p.start(MANTISSA_CLI_PATH, {"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps",
+                                    "3000", "--db", db, "--json"});
+        QVERIFY(p.waitForFinished(120'000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(err.contains("warning: recording stopped early"), err.constData());
+        QVERIFY2(p.exitCode() == 1, err.constData());
+        const QJsonObject o = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+        QCOMPARE(o["status"].toString(), QString("completed"));  // the run itself trained to the end
+        QVERIFY(!o["record_error"].toString().isEmpty());
+    }
+
+    // --steps 1e1 is a whole number, as in the experiment file; 1.5 is not, and the sentence says so.
+    void stepsWithAnExponent() {
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[8]", "--steps", "1e1",
+                                     "--no-record", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(r.out).object()["steps"].toInt(), 10);
+        const CliResult bad = run_cli({"train", "--steps", "1.5", "--no-record"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY2(bad.err.contains("a whole number like 1000"), bad.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliOutputs)
+#include "test_cli_outputs.moc"
