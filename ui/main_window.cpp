@@ -27,7 +27,6 @@
 #include "histogram/gradient_histogram_view.h"
 #include "history/run_browser.h"
 #include "error.h"
-#include "live/live_change.h"
 #include "live/run_controller.h"
 #include "live/store_location.h"
 #include "models/event_log_model.h"
@@ -38,6 +37,7 @@
 #include "panels/notice_bar.h"
 #include "panels/precision_panel.h"
 #include "panels/run_status_bar.h"
+#include "train/live_change.h"
 
 namespace mantissa::ui {
 
@@ -344,7 +344,7 @@ void MainWindow::applyLiveSetting(const std::string& assignment) {
     if (!m_controller->active()) throw Error("\"" + assignment + "\" needs a running session.");
     std::vector<std::string> layers;
     for (const auto& l : m_controller->layers()) layers.push_back(l.name);
-    const LiveChange change = planLiveChange(currentExperiment(), layers, assignment);
+    const LiveChange change = plan_live_change(currentExperiment(), layers, assignment);
     // Layer precision goes through the table, exactly as a pick in its combo box does.
     for (const auto& [layer, precision] : change.layers)
         m_layerModel->setData(m_layerModel->index(m_layerModel->rowOf(QString::fromStdString(layer)),

@@ -20,6 +20,8 @@
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "store/run_text.h"
+#include "train/live_change.h"
 #include "train/session.h"
 
 namespace mantissa::cli {
@@ -101,9 +103,12 @@ int run_train(Args& args) {
     args.option("device");
     args.option("db");
     args.option("name");
+    args.option("at");
     args.flag("json");
     args.flag("no-record");
     args.parse();
+    if (args.has("db") && args.has("no-record"))
+        throw UsageError{"--db and --no-record contradict each other: give one of them"};
     // One bare argument is the experiment file, as the GUI takes it; a KEY=VALUE goes in --set.
     std::optional<std::string> config = args.value("config");
     for (const std::string& a : args.positional()) {
@@ -122,8 +127,14 @@ int run_train(Args& args) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
         experiment.train.steps = *steps;
     }
-    if (auto name = args.value("name")) experiment.name = *name;
+    if (auto name = args.value("name")) {
+        store::check_run_text(store::RunText::name, *name);  // before the data loads, not after
+        experiment.name = *name;
+    }
     const bool json = args.has("json");
+    std::vector<ScheduledChange> at;
+    for (const auto& text : args.values("at")) at.push_back(parse_scheduled_change(text, "--at"));
+    ChangeSchedule schedule(check_scheduled_changes(experiment, std::move(at), "--at"), experiment);
 
     Session session(experiment);  // loads the data and builds the model: bad input throws here
     for (const auto& notice : session.notices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
@@ -149,9 +160,10 @@ int run_train(Args& args) {
     sigaction(SIGINT, &sa, &old_sa);
 
     const bool draw = isatty(STDERR_FILENO) == 1;
+    schedule.arm(session);
     session.start();
     bool stop_posted = false;
-    std::string last_line;
+    auto next_draw = std::chrono::steady_clock::now();
     while (true) {
         const SessionState st = session.state();
         if (st == SessionState::completed || st == SessionState::stopped || st == SessionState::failed) break;
@@ -160,7 +172,9 @@ int run_train(Args& args) {
             stop_posted = true;
             if (draw) std::fprintf(stderr, "\nstopping after the current step (Ctrl-C again to quit at once)\n");
         }
-        if (draw) {
+        if (!stop_posted && schedule.poll(session)) continue;  // resumed at once, not after a nap
+        if (draw && std::chrono::steady_clock::now() >= next_draw) {
+            next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
             const auto snap = progress->snapshot();
             if (snap.has_step) {
                 const std::string line = progress_line(snap, session.total_steps(), session.steps_per_epoch());
@@ -168,7 +182,8 @@ int run_train(Args& args) {
                 std::fflush(stderr);
             }
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // A pause for a scheduled change lasts until the next look: look often while one may come.
+        std::this_thread::sleep_for(std::chrono::milliseconds(schedule.done() ? 100 : 2));
     }
     session.wait();
     sigaction(SIGINT, &old_sa, nullptr);
@@ -200,6 +215,7 @@ int run_train(Args& args) {
             {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},
         };
         if (!summary.error.empty()) out["error"] = summary.error;
+        if (!record_error.empty()) out["record_error"] = record_error;
         std::cout << out.dump() << std::endl;
     } else {
         std::printf("%s: %s after %lld of %lld steps in %s (%.0f samples/s, %s on %s)\n", experiment.name.c_str(), status,
@@ -216,14 +232,15 @@ int run_train(Args& args) {
         if (!summary.error.empty()) std::printf("  error: %s\n", summary.error.c_str());
     }
     if (!record_error.empty()) std::fprintf(stderr, "warning: recording stopped early: %s\n", record_error.c_str());
-    return summary.state == SessionState::failed ? exit_failed : exit_ok;
+    // A run whose record is incomplete failed as far as a script is concerned, even if it trained.
+    return summary.state == SessionState::failed || !record_error.empty() ? exit_failed : exit_ok;
 }
 
 }  // namespace
 
 MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
                       "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N]\n"
-                      "                          [--backend auto|cpu|cuda] [--device N]\n"
+                      "                          [--backend auto|cpu|cuda] [--device N] [--at STEP:KEY=VALUE]...\n"
                       "                          [--name NAME] [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
                       "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
@@ -235,12 +252,18 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "  --steps N         train N steps (sets train.steps)\n"
                       "  --backend KIND    auto, cpu or cuda (sets backend.kind; `mantissa-cli devices` lists them)\n"
                       "  --device N        the GPU to use, by its index in `devices` (sets backend.device)\n"
+                      "  --at STEP:KEY=VALUE  change a setting during the run, at step STEP exactly, as the GUI's\n"
+                      "                    controls do: precision.layers.fc2=fp32, precision.autocast=bf16,\n"
+                      "                    precision.loss_scaling.mode=dynamic, precision.fp8.scaling=none,\n"
+                      "                    train.lr=0.01, or inject=fc2 (an overflow); repeatable\n"
                       "  --name NAME       the run's name (default: the experiment's)\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --no-record       do not record the run\n"
                       "  --json            print one JSON object: status, steps, final_loss, test_accuracy,\n"
                       "                    test_loss, overflow_steps, skipped_steps, final_loss_scale, samples_per_s\n\n"
-                      "Exit status: 0 the run completed (or was stopped), 1 it failed, 2 bad usage or input.\n",
+                      "Exit status: 0 the run completed (or was stopped) and was recorded in full, 1 it failed\n"
+                      "or its recording stopped early (a full disk: a warning says why), 2 bad usage or input,\n"
+                      "or the summary cannot be written.\n",
                       run_train});
 
 }  // namespace mantissa::cli

@@ -3,17 +3,30 @@
 // and exits (for docs, tests and reviews without a display: -platform offscreen or Xvfb);
 // `--bench-gui [--json] [--quick] [--blocks N]` runs the GUI benchmark suite (gui_bench.h), offscreen
 // unless QT_QPA_PLATFORM says otherwise, prints it and exits: `mantissa-cli bench --suite gui` reads it.
+// Exit codes as mantissa-cli's: 0 ok, 1 the run or the save failed, 2 bad usage or input. Everything
+// a screenshot's command line can get wrong (a bad option, --steps, --size out of its limits, an
+// --at that cannot apply, a target that cannot be written or is the run store) is exit 2 before
+// any training.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
 #include <QTimer>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "../output_guard.h"
 #include "app_icon.h"
+#include "error.h"
 #include "gui_bench.h"
+#include "train/live_change.h"
+#include "live/store_location.h"
 #include "main_window.h"
 #include "screenshot_job.h"
 
@@ -53,6 +66,15 @@ bool choosePlatform(int argc, char** argv) {
     }
 #endif
     return true;
+}
+
+// --size's limits: below them the panels cannot be laid out, above them the picture alone would
+// take hundreds of megabytes.
+constexpr int minWidth = 320, minHeight = 240, maxSide = 8192;
+
+int usageError(const std::string& sentence) {
+    std::fprintf(stderr, "mantissa: %s\n", sentence.c_str());
+    return 2;
 }
 
 }  // namespace
@@ -104,6 +126,9 @@ int main(int argc, char** argv) {
                                          QStringLiteral("With --bench-gui: repeats per figure (default 15)."),
                                          QStringLiteral("N"));
     parser.addOptions({config, store, screenshot, steps, during, size, at, benchGui, benchJson, benchQuick, benchBlocks});
+    // Qt's process() exits 1 on a usage error; ours is exit 2, as mantissa-cli's. process() then
+    // handles --help, --help-all and --version (exit 0).
+    if (!parser.parse(QCoreApplication::arguments())) return usageError(parser.errorText().toStdString());
     parser.process(app);
 
     if (parser.isSet(benchGui)) {
@@ -130,39 +155,57 @@ int main(int argc, char** argv) {
     }
 
     const bool shooting = parser.isSet(screenshot);
+    ScreenshotJob::Options job;
+    std::vector<mantissa::ScheduledChange> scheduled;  // --at, made in step order (check_scheduled_changes)
+    int width = 0, height = 0;
+    if (shooting) {  // all of the command line is checked before the window (and the store) opens
+        job.file = parser.value(screenshot);
+        const auto n = mantissa::app::parse_whole_number(parser.value(steps).toStdString());
+        if (!n || *n <= 0)
+            return usageError("--steps takes a positive whole number like 300, not '" +
+                              parser.value(steps).toStdString() + "'.");
+        job.steps = *n;
+        const auto wh = QRegularExpression(QStringLiteral(R"(^(\d{1,6})x(\d{1,6})$)")).match(parser.value(size));
+        width = wh.hasMatch() ? wh.captured(1).toInt() : 0;
+        height = wh.hasMatch() ? wh.captured(2).toInt() : 0;
+        if (width < minWidth || height < minHeight || width > maxSide || height > maxSide)
+            return usageError("--size takes WxH from " + std::to_string(minWidth) + "x" + std::to_string(minHeight) +
+                              " to " + std::to_string(maxSide) + "x" + std::to_string(maxSide) +
+                              " (e.g. 1600x1000), not '" + parser.value(size).toStdString() + "'.");
+        job.duringRun = parser.isSet(during);
+        for (const QString& a : parser.values(at)) {
+            try {
+                scheduled.push_back(mantissa::parse_scheduled_change(a.toStdString(), "--at"));
+            } catch (const mantissa::Error& e) {
+                return usageError(e.what());
+            }
+        }
+        const std::string target = job.file.toStdString();
+        const QString storePath = parser.isSet(store) ? parser.value(store) : mantissa::ui::defaultStorePath();
+        std::vector<mantissa::app::GuardedFile> guarded = {{storePath.toStdString(), "the run store"}};
+        if (parser.isSet(config)) guarded.push_back({parser.value(config).toStdString(), "the experiment file"});
+        if (auto why = mantissa::app::refuse_output("--screenshot", target, guarded)) return usageError(*why);
+        if (auto why = mantissa::app::probe_writable("--screenshot", target)) return usageError(*why);
+    }
+
     MainWindow::Options options;
     options.storePath = parser.value(store);
     options.useSettings = !shooting;  // screenshots neither depend on nor change the user's settings
     MainWindow window(options);
-    if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting) {
-        std::fprintf(stderr, "mantissa: %s\n", qPrintable(window.lastError()));
-        return 2;
-    }
+    if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting)
+        return usageError(window.lastError().toStdString());
     if (!shooting) {
         window.show();
         return app.exec();
     }
-
-    ScreenshotJob::Options job;
-    job.file = parser.value(screenshot);
-    bool ok = false;
-    job.steps = parser.value(steps).toLongLong(&ok);
-    const auto wh = QRegularExpression(QStringLiteral(R"(^(\d+)x(\d+)$)")).match(parser.value(size));
-    if (!ok || job.steps <= 0 || !wh.hasMatch()) {
-        std::fprintf(stderr, "mantissa: --steps takes a positive number and --size takes WxH (1600x1000)\n");
-        return 2;
+    // Each --at checked against the experiment as the earlier ones leave it, before anything trains.
+    try {
+        for (const auto& c : mantissa::check_scheduled_changes(window.currentExperiment(), scheduled, "--at"))
+            job.actions.emplace_back(c.step, c.assignment);
+    } catch (const mantissa::Error& e) {
+        return usageError(e.what());
     }
-    job.duringRun = parser.isSet(during);
-    for (const QString& a : parser.values(at)) {
-        const auto m = QRegularExpression(QStringLiteral(R"(^(\d+):(.+=.+)$)")).match(a);
-        if (!m.hasMatch()) {
-            std::fprintf(stderr, "mantissa: --at takes STEP:KEY=VALUE (e.g. 100:precision.layers.fc1=fp16), not '%s'\n",
-                         qPrintable(a));
-            return 2;
-        }
-        job.actions.emplace_back(m.captured(1).toLongLong(), m.captured(2).toStdString());
-    }
-    window.resize(wh.captured(1).toInt(), wh.captured(2).toInt());
+    window.resize(width, height);
     window.show();
     ScreenshotJob shot(&window, job);
     QObject::connect(&shot, &ScreenshotJob::finished, &app, [](int code) { QApplication::exit(code); });

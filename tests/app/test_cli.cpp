@@ -65,8 +65,18 @@ private slots:
         QTest::newRow("two experiment files") << QStringList{"train", "-c", "a.json", "b.json", "--no-record"}
                                               << "'b.json': the experiment file is a.json";
         QTest::newRow("unknown backend") << QStringList{"train", "--backend", "gpu", "--no-record"} << "backend.kind";
+        QTest::newRow("--at without a step") << QStringList{"train", "--at", "precision.autocast=bf16", "--no-record"}
+                                             << "--at takes STEP:KEY=VALUE";
+        QTest::newRow("--at a key that cannot change")
+            << QStringList{"train", "--at", "5:model.hidden=[4]", "--no-record"} << "--at 5:model.hidden=[4] cannot apply";
         QTest::newRow("device out of range") << QStringList{"train", "--device", "300", "--no-record"} << "backend.device";
         QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
+        QTest::newRow("--db with --no-record") << QStringList{"train", "--db", "x.sqlite", "--no-record"}
+                                               << "--db and --no-record";
+        QTest::newRow("steps not whole") << QStringList{"train", "--steps", "1.5", "--no-record"} << "a whole number like 1000";
+        QTest::newRow("bench --from a folder") << QStringList{"bench", "--from", "/tmp"}
+                                               << "/tmp is a folder, not a bench --json document";
+        QTest::newRow("bench --from a device") << QStringList{"bench", "--from", "/dev/null"} << "/dev/null is not a regular file";
     }
     void badInput() {
         QFETCH(QStringList, args);
@@ -139,6 +149,33 @@ private slots:
         const CliResult r = run_cli({"train", file.fileName(), "--backend", "cpu", "--device", "0", "--no-record", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         QCOMPARE(QJsonDocument::fromJson(r.out).object()["backend"].toString(), QString("cpu"));
+    }
+
+    // --at makes each change at its step exactly on a run far faster than the CLI's polling, in
+    // step order whatever the order given; the store's events carry those steps.
+    void atChangesLandAtTheirSteps() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps",
+                                     "60", "--at", "30:inject=fc2", "--at", "10:precision.autocast=bf16", "--at",
+                                     "40:precision.layers.fc2=fp32", "--db", db, "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o["steps"].toInt(), 60);
+        QCOMPARE(o["overflow_steps"].toInt(), 1);
+        const CliResult events = run_cli({"export", "1", "--table", "events", "--format", "json", "--db", db});
+        QVERIFY2(events.code == 0, events.err.constData());
+        QStringList seen;  // "STEP kind key-or-action"
+        for (const QJsonValue& v : QJsonDocument::fromJson(events.out).array()) {
+            const QJsonObject e = v.toObject();
+            const QString kind = e["kind"].toString();
+            if (kind != "setting_change" && kind != "notice" && kind != "overflow") continue;
+            const QJsonObject data = e["data_json"].toObject();  // JSON export nests it as an object
+            seen << QStringLiteral("%1 %2 %3").arg(e["step"].toInt()).arg(kind,
+                                                                         data["key"].toString() + data["action"].toString());
+        }
+        QCOMPARE(seen, (QStringList{"10 setting_change precision.autocast", "30 notice inject_non_finite",
+                                    "30 overflow ", "40 setting_change precision.layers.fc2"}));
     }
 };
 

@@ -238,7 +238,7 @@ private slots:
     void layerFormatLessons_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QStringList>("formats");
-        QTest::newRow("fp8") << "lessons/05-fp8-scaling.json" << QStringList{"fp8-e4m3", "fp8-e4m3", "fp32"};
+        QTest::newRow("fp8") << "lessons/05-fp8-scaling.json" << QStringList{"fp8-e4m3", "fp8-e4m3", "bf16"};
         QTest::newRow("per-layer") << "lessons/06-per-layer-precision.json" << QStringList{"fp16", "fp16", "fp32"};
     }
     void layerFormatLessons() {

@@ -1,4 +1,4 @@
-// planLiveChange: a "KEY=VALUE" assignment turned into what a running session needs, through the
+// plan_live_change: a "KEY=VALUE" assignment turned into what a running session needs, through the
 // engine's own parser: per-layer settings, one command per other change, nothing for a value
 // already in effect, and a sentence for what cannot change during a run.
 #include <QtTest>
@@ -6,11 +6,9 @@
 #include <cmath>
 
 #include "error.h"
-#include "live/live_change.h"
+#include "train/live_change.h"
 
 using namespace mantissa;
-using mantissa::ui::LiveChange;
-using mantissa::ui::planLiveChange;
 
 namespace {
 const std::vector<std::string> layers = {"fc1", "fc2", "fc3"};
@@ -64,7 +62,7 @@ private slots:
         QFETCH(QString, commands);
         Experiment current;
         current.precision.layers["fc3"] = LayerPrecision::fp32;
-        const LiveChange change = planLiveChange(current, layers, assignment.toStdString());
+        const LiveChange change = plan_live_change(current, layers, assignment.toStdString());
         QStringList gotLayers, gotCommands;
         for (const auto& [name, p] : change.layers)
             gotLayers << QStringLiteral("%1=%2").arg(QString::fromStdString(name), QLatin1String(layer_precision_name(p)));
@@ -75,7 +73,7 @@ private slots:
 
     void theResultingExperimentHasTheChange() {
         Experiment current;
-        const LiveChange change = planLiveChange(current, layers, "precision.layers.fc1=bf16");
+        const LiveChange change = plan_live_change(current, layers, "precision.layers.fc1=bf16");
         QCOMPARE(change.after.precision.layers.at("fc1"), LayerPrecision::bf16);
         QCOMPARE(change.after.model.hidden, current.model.hidden);
     }
@@ -95,10 +93,67 @@ private slots:
         QFETCH(QString, assignment);
         QFETCH(QString, mentions);
         try {
-            planLiveChange(Experiment{}, layers, assignment.toStdString());
+            plan_live_change(Experiment{}, layers, assignment.toStdString());
             QFAIL("no error");
         } catch (const Error& e) {
             QVERIFY2(QString::fromStdString(e.what()).contains(mentions), e.what());
+        }
+    }
+
+    // The layers' changes come first, as SetLayerPrecision commands, then the others.
+    void commandsIncludeTheLayers() {
+        Experiment current;
+        current.precision.autocast = Autocast::fp16;
+        const LiveChange change = plan_live_change(current, layers, "precision={\"autocast\": \"bf16\", "
+                                                                    "\"layers\": {\"fc2\": \"fp32\"}}");
+        const std::vector<Command> all = live_change_commands(change);
+        QCOMPARE(all.size(), std::size_t(2));
+        const auto* layer = std::get_if<command::SetLayerPrecision>(&all[0]);
+        QVERIFY(layer && layer->layer == "fc2" && layer->precision == LayerPrecision::fp32);
+        QVERIFY(std::holds_alternative<command::SetAutocast>(all[1]));
+    }
+
+    void scheduledChangesParse_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<qlonglong>("step");  // -1: refused
+        QTest::addColumn<QString>("assignment");
+        QTest::newRow("setting") << "100:precision.layers.fc1=fp16" << 100LL << "precision.layers.fc1=fp16";
+        QTest::newRow("inject") << "0:inject=fc2" << 0LL << "inject=fc2";
+        QTest::newRow("value with a colon") << "5:name=a:b" << 5LL << "name=a:b";
+        QTest::newRow("no step") << "precision.autocast=bf16" << -1LL << "";
+        QTest::newRow("negative step") << "-3:train.lr=1" << -1LL << "";
+        QTest::newRow("no value") << "3:train.lr=" << -1LL << "";
+        QTest::newRow("no key") << "3:=1" << -1LL << "";
+        QTest::newRow("no assignment") << "3:" << -1LL << "";
+    }
+    void scheduledChangesParse() {
+        QFETCH(QString, text);
+        QFETCH(qlonglong, step);
+        QFETCH(QString, assignment);
+        try {
+            const ScheduledChange c = parse_scheduled_change(text.toStdString(), "--at");
+            QVERIFY2(step >= 0, "accepted");
+            QCOMPARE(qlonglong(c.step), step);
+            QCOMPARE(QString::fromStdString(c.assignment), assignment);
+        } catch (const Error& e) {
+            QVERIFY2(step < 0, e.what());
+            QVERIFY(QString::fromStdString(e.what()).startsWith("--at takes STEP:KEY=VALUE"));
+        }
+    }
+
+    // Checked in step order, each against the experiment the earlier ones leave: switching fc2
+    // to fp16 at 20 and back to auto at 10 is fine in that order; the model's layers decide.
+    void scheduledChangesAreCheckedInStepOrder() {
+        Experiment e;
+        e.model.hidden = {8};  // layers fc1, fc2
+        const std::vector<ScheduledChange> sorted =
+            check_scheduled_changes(e, {{20, "precision.layers.fc2=fp16"}, {10, "train.lr=0.5"}}, "--at");
+        QCOMPARE(sorted.front().step, std::int64_t(10));
+        try {
+            check_scheduled_changes(e, {{20, "inject=fc3"}}, "--at");
+            QFAIL("fc3 accepted on a two-layer model");
+        } catch (const Error& err) {
+            QVERIFY2(QString::fromStdString(err.what()).startsWith("--at 20:inject=fc3 cannot apply: "), err.what());
         }
     }
 };

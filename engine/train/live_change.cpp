@@ -1,0 +1,136 @@
+// Live changes and scheduled changes (see live_change.h).
+#include "train/live_change.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+
+namespace mantissa {
+
+namespace {
+LayerPrecision setting_of(const Experiment& e, const std::string& layer) {
+    const auto it = e.precision.layers.find(layer);
+    return it == e.precision.layers.end() ? LayerPrecision::automatic : it->second;
+}
+
+bool same_scaling(const LossScalingSpec& a, const LossScalingSpec& b) {
+    return a.mode == b.mode && a.init_scale == b.init_scale && a.growth_factor == b.growth_factor &&
+           a.backoff_factor == b.backoff_factor && a.growth_interval == b.growth_interval &&
+           a.min_scale == b.min_scale && a.max_scale == b.max_scale;
+}
+
+void require_layer(const std::vector<std::string>& layers, const std::string& name, const std::string& assignment) {
+    if (std::find(layers.begin(), layers.end(), name) == layers.end())
+        throw Error(assignment + ": the running model has no layer \"" + name + "\".");
+}
+}  // namespace
+
+LiveChange plan_live_change(const Experiment& current, const std::vector<std::string>& layers,
+                            const std::string& assignment) {
+    LiveChange change{current, {}, {}};
+    const std::string inject = "inject=";
+    if (assignment.rfind(inject, 0) == 0) {
+        const std::string layer = assignment.substr(inject.size());
+        require_layer(layers, layer, assignment);
+        change.commands.push_back(command::InjectNonFinite{layer, std::numeric_limits<float>::infinity()});
+        return change;
+    }
+    apply_setting(change.after, assignment);
+    const Experiment& after = change.after;
+    // Only these settings have commands; anything else (the dataset, the model, FP8's history...)
+    // would need a new run.
+    Experiment rest = after;
+    rest.precision.layers = current.precision.layers;
+    rest.precision.autocast = current.precision.autocast;
+    rest.precision.master_weights = current.precision.master_weights;
+    rest.precision.loss_scaling = current.precision.loss_scaling;
+    rest.precision.fp8.scaling = current.precision.fp8.scaling;
+    rest.train.lr = current.train.lr;
+    if (experiment_to_json(rest) != experiment_to_json(current))
+        throw Error(assignment + ": only precision.layers, autocast, master_weights, loss_scaling, fp8.scaling "
+                                 "and train.lr can change during a run; the rest needs a new run.");
+
+    std::map<std::string, LayerPrecision> named = current.precision.layers;
+    named.insert(after.precision.layers.begin(), after.precision.layers.end());
+    for (const auto& entry : named) {
+        const std::string& name = entry.first;
+        if (setting_of(current, name) == setting_of(after, name)) continue;
+        require_layer(layers, name, assignment);
+        change.layers.emplace_back(name, setting_of(after, name));
+    }
+    const PrecisionSpec& a = after.precision;
+    const PrecisionSpec& b = current.precision;
+    if (a.autocast != b.autocast) change.commands.push_back(command::SetAutocast{a.autocast});
+    if (a.master_weights != b.master_weights) change.commands.push_back(command::SetMasterWeights{a.master_weights});
+    if (a.fp8.scaling != b.fp8.scaling) change.commands.push_back(command::SetFp8Scaling{a.fp8.scaling});
+    if (!same_scaling(a.loss_scaling, b.loss_scaling)) change.commands.push_back(command::SetLossScaling{a.loss_scaling});
+    if (after.train.lr != current.train.lr) change.commands.push_back(command::SetLearningRate{after.train.lr});
+    return change;  // empty when the value was already in effect
+}
+
+std::vector<Command> live_change_commands(const LiveChange& change) {
+    std::vector<Command> out;
+    for (const auto& [layer, precision] : change.layers) out.push_back(command::SetLayerPrecision{layer, precision});
+    out.insert(out.end(), change.commands.begin(), change.commands.end());
+    return out;
+}
+
+ScheduledChange parse_scheduled_change(const std::string& text, const std::string& option) {
+    const auto colon = text.find(':');
+    const std::string step = text.substr(0, colon);
+    const bool digits = !step.empty() && step.size() <= 15 &&
+                        std::all_of(step.begin(), step.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::string rest = colon == std::string::npos ? std::string() : text.substr(colon + 1);
+    const auto equals = rest.find('=');
+    if (!digits || equals == std::string::npos || equals == 0 || equals + 1 == rest.size())
+        throw Error(option + " takes STEP:KEY=VALUE (e.g. 100:precision.layers.fc1=fp16), not '" + text + "'.");
+    return {std::stoll(step), rest};
+}
+
+std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experiment,
+                                                     std::vector<ScheduledChange> changes,
+                                                     const std::string& option) {
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const ScheduledChange& a, const ScheduledChange& b) { return a.step < b.step; });
+    std::vector<std::string> layers;
+    for (std::size_t i = 0; i <= experiment.model.hidden.size(); ++i) layers.push_back("fc" + std::to_string(i + 1));
+    Experiment current = experiment;
+    for (const ScheduledChange& c : changes) {
+        try {
+            current = plan_live_change(current, layers, c.assignment).after;
+        } catch (const Error& e) {
+            throw Error(option + " " + std::to_string(c.step) + ":" + c.assignment + " cannot apply: " + e.what());
+        }
+    }
+    return changes;
+}
+
+ChangeSchedule::ChangeSchedule(std::vector<ScheduledChange> checked, Experiment experiment)
+    : m_changes(std::move(checked)), m_current(std::move(experiment)) {}
+
+void ChangeSchedule::arm(Session& session) {
+    if (!done()) session.post(command::PauseAt{m_changes[m_next].step});
+}
+
+bool ChangeSchedule::poll(Session& session) {
+    if (done() || session.state() != SessionState::paused) return false;
+    const std::int64_t step = m_changes[m_next].step;
+    // A pause of ours has every step before it taken; an earlier one (not yet resumed) does not.
+    if (session.summary().steps < step) return false;
+    std::vector<std::string> layers;
+    for (const LayerInfo& l : session.layers()) layers.push_back(l.name);
+    for (; !done() && m_changes[m_next].step == step; ++m_next) {
+        const LiveChange change = plan_live_change(m_current, layers, m_changes[m_next].assignment);
+        for (Command& c : live_change_commands(change)) session.post(std::move(c));
+        m_current = change.after;
+    }
+    arm(session);
+    session.post(command::Resume{});
+    return true;
+}
+
+}  // namespace mantissa
