@@ -15,11 +15,23 @@
 
 #include <sqlite3.h>
 
+#include "error.h"
 #include "train/telemetry.h"
 
 namespace store_test {
 
 using namespace mantissa;
+
+// The sentence a mantissa::Error thrown by f carries; empty when f does not throw.
+template <typename F>
+QString error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
+}
 
 inline StepRecord make_step(std::int64_t i) {
     StepRecord s;

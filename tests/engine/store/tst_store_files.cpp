@@ -134,16 +134,6 @@ private:
     // A fresh path for each case (data-driven rows included).
     QString fresh(const QString& name) { return m_dir.filePath(QString("%1-%2").arg(++m_counter).arg(name)); }
 
-    template <typename F>
-    QString error_of(F&& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return QString::fromUtf8(e.what());
-        }
-        return {};
-    }
-
 private slots:
     void initTestCase() { QVERIFY(m_dir.isValid()); }
 

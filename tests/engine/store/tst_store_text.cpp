@@ -20,16 +20,6 @@ private:
     std::unique_ptr<RunStore> m_store;
     std::int64_t m_run = 0;
 
-    template <typename F>
-    QString error_of(F&& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return QString::fromUtf8(e.what());
-        }
-        return {};
-    }
-
 private slots:
     void initTestCase() {
         QVERIFY(m_dir.isValid());
