@@ -169,7 +169,7 @@ void MainWindow::createActions() {
 
     connect(m_open, &QAction::triggered, this, &MainWindow::openFromDialog);
     connect(m_save, &QAction::triggered, this, &MainWindow::saveFromDialog);
-    connect(m_start, &QAction::triggered, this, &MainWindow::startRun);
+    connect(m_start, &QAction::triggered, this, [this] { startRun(); });
     connect(m_pause, &QAction::triggered, m_controller, &RunController::togglePause);
     connect(m_stop, &QAction::triggered, m_controller, &RunController::stop);
     connect(m_quit, &QAction::triggered, this, &QWidget::close);
@@ -332,10 +332,10 @@ void MainWindow::saveFromDialog() {
     if (!path.isEmpty()) saveExperiment(path);
 }
 
-bool MainWindow::startRun() {
+bool MainWindow::startRun(const std::vector<Command>& first) {
     m_lastError.clear();
     QApplication::setOverrideCursor(Qt::WaitCursor);  // loading a dataset can take a moment
-    const bool started = m_controller->start(currentExperiment());
+    const bool started = m_controller->start(currentExperiment(), first);
     QApplication::restoreOverrideCursor();
     return started;
 }

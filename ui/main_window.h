@@ -47,7 +47,8 @@ public:
     void setExperiment(const Experiment& experiment);
     bool openExperiment(const QString& path);   // false (and a message) when it cannot be read
     bool saveExperiment(const QString& path);
-    bool startRun();
+    // first: commands the session takes before its first step (a scripted pause, say).
+    bool startRun(const std::vector<Command>& first = {});
     // Changes a setting of the running session as the panels would: "KEY=VALUE" with the experiment
     // file's dotted keys (precision.layers.fc1=fp16, precision.autocast=bf16,
     // precision.loss_scaling.mode=off, train.lr=0.01, as mantissa-cli's --set), or "inject=LAYER".

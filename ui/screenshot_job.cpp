@@ -4,7 +4,6 @@
 #include <QDateTime>
 #include <QPixmap>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "live/run_controller.h"
@@ -13,9 +12,10 @@
 namespace mantissa::ui {
 
 ScreenshotJob::ScreenshotJob(MainWindow* window, Options options, QObject* parent)
-    : QObject(parent), m_window(window), m_options(std::move(options)) {
-    std::stable_sort(m_options.actions.begin(), m_options.actions.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    : QObject(parent),
+      m_window(window),
+      m_options(std::move(options)),
+      m_schedule(m_options.actions, [window](const std::string& a) { window->applyLiveSetting(a); }) {
     m_poll.setInterval(50);
     connect(&m_poll, &QTimer::timeout, this, &ScreenshotJob::poll);
 }
@@ -26,10 +26,7 @@ void ScreenshotJob::start() {
         e.train.steps = m_options.steps;
         m_window->setExperiment(e);
     }
-    // The first pause must be queued before the first step: a fast run would be past it otherwise.
-    std::vector<Command> first;
-    if (!m_options.actions.empty()) first.push_back(command::PauseAt{m_options.actions.front().first});
-    if (!m_window->controller()->start(m_window->currentExperiment(), first)) {
+    if (!m_window->startRun(m_schedule.first_commands())) {
         fail(m_window->lastError());
         return;
     }
@@ -39,27 +36,17 @@ void ScreenshotJob::start() {
     m_poll.start();
 }
 
-// The session pauses only where a PauseAt asked, with every step before the pause reported: a
-// pause after `step` steps means the next action's step has come (a smaller count is the previous
-// pause, not yet left after our Resume). The changes posted now are applied while paused, at that
-// step, before the Resume.
 void ScreenshotJob::applyDueActions() {
     RunController* c = m_window->controller();
-    if (m_failed || m_nextAction >= m_options.actions.size() || !c->active()) return;
-    const std::int64_t step = m_options.actions[m_nextAction].first;
-    if (c->state() != SessionState::paused || c->session()->summary().steps < step) return;
+    if (m_failed || !c->active()) return;
     try {
-        while (m_nextAction < m_options.actions.size() && m_options.actions[m_nextAction].first == step)
-            m_window->applyLiveSetting(m_options.actions[m_nextAction++].second);
+        m_schedule.poll(*c->session());
     } catch (const std::exception& e) {
         m_failed = true;
         m_poll.stop();
         c->shutdown();
         fail(QString::fromStdString(e.what()));
-        return;
     }
-    if (m_nextAction < m_options.actions.size()) c->post(command::PauseAt{m_options.actions[m_nextAction].first});
-    c->post(command::Resume{});
 }
 
 void ScreenshotJob::poll() {

@@ -14,9 +14,9 @@
 #include <QTimer>
 
 #include <cstdint>
-#include <string>
-#include <utility>
 #include <vector>
+
+#include "train/live_change.h"
 
 namespace mantissa::ui {
 
@@ -30,10 +30,10 @@ public:
         std::int64_t steps = 300;
         bool duringRun = false;   // capture while the run still trains (its own budget), then stop it
         int timeoutSeconds = 600;
-        // Live changes made before the given step (0-based, so their events are at that step), as a
-        // person would make them: (step, "KEY=VALUE" or "inject=LAYER"), see
-        // MainWindow::applyLiveSetting. Steps the run never reaches are not made.
-        std::vector<std::pair<std::int64_t, std::string>> actions;
+        // Live changes made before their step (0-based, so their events are at that step), as a
+        // person would make them (MainWindow::applyLiveSetting), in step order as
+        // check_scheduled_changes returns them. Steps the run never reaches are not made.
+        std::vector<ScheduledChange> actions;
     };
     ScreenshotJob(MainWindow* window, Options options, QObject* parent = nullptr);
 
@@ -52,7 +52,7 @@ private:
     Options m_options;
     QTimer m_poll;
     qint64 m_deadline = 0;
-    std::size_t m_nextAction = 0;
+    ChangeSchedule m_schedule;  // m_options.actions, made through the window
     bool m_failed = false;
 };
 

@@ -200,8 +200,7 @@ int main(int argc, char** argv) {
     }
     // Each --at checked against the experiment as the earlier ones leave it, before anything trains.
     try {
-        for (const auto& c : mantissa::check_scheduled_changes(window.currentExperiment(), scheduled, "--at"))
-            job.actions.emplace_back(c.step, c.assignment);
+        job.actions = mantissa::check_scheduled_changes(window.currentExperiment(), scheduled, "--at");
     } catch (const mantissa::Error& e) {
         return usageError(e.what());
     }

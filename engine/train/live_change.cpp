@@ -112,8 +112,16 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
 ChangeSchedule::ChangeSchedule(std::vector<ScheduledChange> checked, Experiment experiment)
     : m_changes(std::move(checked)), m_current(std::move(experiment)) {}
 
+ChangeSchedule::ChangeSchedule(std::vector<ScheduledChange> checked, Apply apply)
+    : m_changes(std::move(checked)), m_apply(std::move(apply)) {}
+
+std::vector<Command> ChangeSchedule::first_commands() const {
+    if (done()) return {};
+    return {command::PauseAt{m_changes[m_next].step}};
+}
+
 void ChangeSchedule::arm(Session& session) {
-    if (!done()) session.post(command::PauseAt{m_changes[m_next].step});
+    for (Command& c : first_commands()) session.post(std::move(c));
 }
 
 bool ChangeSchedule::poll(Session& session) {
@@ -121,14 +129,19 @@ bool ChangeSchedule::poll(Session& session) {
     const std::int64_t step = m_changes[m_next].step;
     // A pause of ours has every step before it taken; an earlier one (not yet resumed) does not.
     if (session.summary().steps < step) return false;
-    std::vector<std::string> layers;
-    for (const LayerInfo& l : session.layers()) layers.push_back(l.name);
     for (; !done() && m_changes[m_next].step == step; ++m_next) {
-        const LiveChange change = plan_live_change(m_current, layers, m_changes[m_next].assignment);
+        const std::string& assignment = m_changes[m_next].assignment;
+        if (m_apply) {
+            m_apply(assignment);
+            continue;
+        }
+        std::vector<std::string> layers;
+        for (const LayerInfo& l : session.layers()) layers.push_back(l.name);
+        const LiveChange change = plan_live_change(m_current, layers, assignment);
         for (Command& c : live_change_commands(change)) session.post(std::move(c));
         m_current = change.after;
     }
-    arm(session);
+    arm(session);  // the next step's pause
     session.post(command::Resume{});
     return true;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,23 +47,32 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
                                                      const std::string& option);
 
 // Makes checked scheduled changes on a Session at their steps exactly, however fast it runs: the
-// session pauses before each step that has changes (command::PauseAt), the changes are posted
-// while it is paused (so their events carry that step), and it resumes. For a caller that watches
-// the session from another thread (mantissa-cli train); the GUI's screenshot job does the same
-// through its window, so that the panels show each change.
+// session pauses before each step that has changes (command::PauseAt), the changes are made while
+// it is paused (so their events carry that step), and it resumes. Used by a caller that watches
+// the session now and then from another thread: mantissa-cli train, and the GUI's screenshot job.
 class ChangeSchedule {
 public:
+    // Makes a change as the caller's controls would (the GUI: through its panels, so they show
+    // it); throws mantissa::Error when it cannot.
+    using Apply = std::function<void(const std::string& assignment)>;
+
+    // The changes are planned against `experiment` and posted to the session as commands.
     ChangeSchedule(std::vector<ScheduledChange> checked, Experiment experiment);
-    void arm(Session& session);   // before start(): asks for the first pause
-    // Called now and then while the session runs: when it is paused at the next scheduled step,
-    // posts that step's changes, asks for the next pause and resumes. True when it acted.
+    ChangeSchedule(std::vector<ScheduledChange> checked, Apply apply);
+
+    // What to post before start() (a fast run would be past the first step otherwise).
+    std::vector<Command> first_commands() const;
+    void arm(Session& session);  // posts first_commands()
+    // When the session is paused at the next scheduled step: makes that step's changes, asks for
+    // the next pause and resumes. True when it acted. Throws what a change throws.
     bool poll(Session& session);
     bool done() const { return m_next >= m_changes.size(); }
 
 private:
     std::vector<ScheduledChange> m_changes;  // in step order
     std::size_t m_next = 0;
-    Experiment m_current;  // as the changes made so far leave it
+    Apply m_apply;         // empty: plan against m_current and post the commands
+    Experiment m_current;  // as the changes made so far leave it (without m_apply)
 };
 
 }  // namespace mantissa

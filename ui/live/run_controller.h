@@ -60,6 +60,7 @@ public:
     RunSeries& series() { return m_series; }
     const RunSeries& series() const { return m_series; }
     const Session* session() const { return m_session.get(); }
+    Session* session() { return m_session.get(); }  // e.g. a ChangeSchedule's pauses and commands
     const std::vector<LayerInfo>& layers() const;
     std::int64_t runId() const { return m_runId; }   // in the store; -1 when not recorded
     std::int64_t droppedSteps() const;               // records the live view lost (the store has all)
