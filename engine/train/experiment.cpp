@@ -6,8 +6,9 @@
 // read as unknown, with the nearest known key as a suggestion. The checks on values (as_integer,
 // as_real, as_choice, ...) are free functions, so array elements and the free-form layer table use
 // the same sentences. apply_setting (--set KEY=VALUE) edits the printed JSON and reads it back, so a
-// setting is validated by exactly the code that validates a file. Everything here is a pure function
-// of its arguments (and the file), callable from any thread.
+// setting is validated by exactly the code that validates a file. The text itself is parsed by
+// train/json_text (a key twice refused, syntax errors as sentences). Everything here is a pure
+// function of its arguments (and the file), callable from any thread.
 #include "train/experiment.h"
 
 #include <algorithm>
@@ -18,7 +19,6 @@
 #include <cmath>
 #include <cstring>
 #include <cfloat>
-#include <set>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -30,6 +30,7 @@
 
 #include "data/user_file.h"
 #include "error.h"
+#include "train/json_text.h"
 
 namespace mantissa {
 
@@ -464,176 +465,6 @@ void read_lesson(Reader r, LessonSpec& l) {
 }
 
 std::string system_error_text() { return std::strerror(errno); }
-
-// ---- parsing JSON text
-
-// What went wrong while parsing, as a sentence without the file name: "line 1, column 16: the
-// number 1e999 is too large ...", or "key dataset.name appears twice" (no position: the parser
-// does not give one to a key).
-struct JsonProblem {
-    bool found = false;
-    std::string sentence;
-    bool syntax = false;  // not JSON at all (--set then takes the text as a bare word)
-};
-
-// nlohmann's names of tokens ("string literal", "'}'") in plain words.
-std::string token_words(std::string_view name, bool key) {
-    if (name == "string literal") return key ? "a key in double quotes" : "a string";
-    if (name == "number literal") return "a number";
-    if (name == "true literal") return "true";
-    if (name == "false literal") return "false";
-    if (name == "null literal") return "null";
-    if (name == "end of input") return "the end of the text";
-    if (name == "'[', '{', or a literal") return "a value";
-    return std::string(name);
-}
-
-bool looks_non_finite(std::string_view token) {
-    std::string t;
-    for (char c : token) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.erase(0, 1);
-    return t == "nan" || t == "inf" || t == "infinity";
-}
-
-// Rewords nlohmann's "syntax error while parsing CONTEXT - DETAIL[; expected TOKEN]", where DETAIL
-// is "unexpected TOKEN" or "LEXER MESSAGE; last read: 'TEXT'".
-std::string plain_syntax_error(const std::string& what, const std::string& last_token) {
-    std::string_view m(what);
-    if (const auto p = m.find("syntax error"); p != std::string_view::npos) m.remove_prefix(p);
-    std::string context;
-    if (const auto p = m.find("while parsing "); p != std::string_view::npos) {
-        const auto dash = m.find(" - ", p);
-        if (dash != std::string_view::npos) context = std::string(m.substr(p + 14, dash - p - 14));
-    }
-    const bool key = context == "object key";
-    std::string_view detail = m;
-    if (const auto dash = m.find(" - "); dash != std::string_view::npos) detail = m.substr(dash + 3);
-    std::string expected;
-    const auto last_read = detail.find("; last read: ");
-    if (const auto e = detail.rfind("; expected "); e != std::string_view::npos && (last_read == std::string_view::npos || e > last_read)) {
-        expected = token_words(detail.substr(e + 11), key);
-        detail = detail.substr(0, e);
-    }
-    std::string found;
-    std::string why;
-    if (detail.starts_with("unexpected ")) {
-        found = token_words(detail.substr(11), false);
-    } else {
-        const std::string_view lexer = detail.substr(0, last_read);
-        found = "'" + last_token + "'";
-        if (looks_non_finite(last_token))
-            why = "; NaN and Infinity are not JSON: write a finite number";
-        else if (lexer == "invalid literal")
-            why = ", which is not a JSON value (a value is a number, a \"string\", true, false, null, [...] or "
-                  "{...}; NaN and Infinity are not JSON)";
-        else if (lexer.starts_with("invalid number; "))
-            why = ", which is not a number (" + std::string(lexer.substr(16)) + ")";
-        else
-            why = " (" + std::string(lexer) + ")";
-        if (expected.empty()) expected = key ? "a key in double quotes" : "a value";
-    }
-    if (expected.empty()) return "found " + found + why;
-    return "expected " + expected + ", found " + found + why;
-}
-
-// "line L, column C" of the byte offset `offset` (characters read so far), as nlohmann counts them.
-std::string line_column(std::string_view text, std::size_t offset) {
-    // nlohmann counts the end of the text as one character read, so `offset` may pass the end.
-    const std::string_view before = text.substr(0, std::min(offset, text.size()));
-    const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
-    const auto nl = before.rfind('\n');
-    const std::size_t column = nl == std::string_view::npos ? offset : offset - nl - 1;
-    return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
-// nlohmann's DOM builder, which also refuses a key that appears twice in one object and keeps the
-// details of a parse error instead of throwing it.
-class CheckedDomBuilder : public nlohmann::detail::json_sax_dom_parser<json> {
-public:
-    using Base = nlohmann::detail::json_sax_dom_parser<json>;
-    CheckedDomBuilder(json& out, std::string_view text) : Base(out, false), text_(text) {}
-
-    bool start_object(std::size_t n) {
-        frames_.push_back({true, {}, {}});
-        return Base::start_object(n);
-    }
-    bool end_object() {
-        frames_.pop_back();
-        return Base::end_object();
-    }
-    bool start_array(std::size_t n) {
-        frames_.push_back({false, {}, {}});
-        return Base::start_array(n);
-    }
-    bool end_array() {
-        frames_.pop_back();
-        return Base::end_array();
-    }
-    bool key(std::string& k) {
-        Frame& f = frames_.back();
-        if (!f.keys.insert(k).second) {
-            std::string dotted;
-            for (const Frame& outer : frames_)
-                if (&outer != &f && outer.object) dotted += outer.last + ".";
-            problem_ = {true, "key " + dotted + k + " appears twice", false};
-            return false;
-        }
-        f.last = k;
-        return Base::key(k);
-    }
-    template <class Exception>
-    bool parse_error(std::size_t offset, const std::string& last_token, const Exception& ex) {
-        if (ex.id == 406) {  // out_of_range: a number beyond a double; `offset` is just after it
-            const std::size_t start = offset >= last_token.size() ? offset - last_token.size() + 1 : offset;
-            problem_ = {true,
-                        line_column(text_, start) + ": the number " + last_token +
-                            " is too large (a number must lie within about ±1.8e308)",
-                        false};
-        } else {
-            // The whole word the lexer stopped in (it read only "N" of NaN, "-I" of -Infinity), or
-            // the one just before the character it stopped at ("tru" of tru}).
-            const auto word_char = [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
-            };
-            std::string word = last_token;
-            std::size_t i = std::min(offset, text_.size());
-            if (i > 0 && !word_char(text_[i - 1]) && i > 1 && word_char(text_[i - 2])) --i;
-            if (i > 0 && word_char(text_[i - 1])) {
-                std::size_t start = i - 1, end = i;
-                while (start > 0 && word_char(text_[start - 1])) --start;
-                while (end < text_.size() && word_char(text_[end])) ++end;
-                word = std::string(text_.substr(start, std::min<std::size_t>(end - start, 24)));
-            }
-            problem_ = {true, line_column(text_, offset) + ": " + plain_syntax_error(ex.what(), word), true};
-        }
-        return Base::parse_error(offset, last_token, ex);
-    }
-    const JsonProblem& problem() const { return problem_; }
-
-private:
-    struct Frame {
-        bool object;
-        std::set<std::string> keys;
-        std::string last;  // the key whose value is being read
-    };
-    std::string_view text_;
-    std::vector<Frame> frames_;
-    JsonProblem problem_;
-};
-
-// Parses `text` (comments allowed) into `out`; on failure `out` is unspecified and the problem says why.
-JsonProblem parse_json(const std::string& text, json& out) {
-    CheckedDomBuilder builder(out, text);
-    bool ok = false;
-    try {
-        ok = json::sax_parse(text, &builder, json::input_format_t::json, true, /*ignore_comments=*/true);
-    } catch (const json::exception& err) {
-        return {true, err.what(), true};
-    }
-    if (ok) return {};
-    if (builder.problem().found) return builder.problem();
-    return {true, "it cannot be parsed", true};
-}
 
 }  // namespace
 
