@@ -160,8 +160,9 @@ struct OptimizerTensors {
 };
 
 struct UpdateCounts {
-    std::int64_t nonzero_updates = 0;  // elements whose computed update was non-zero
-    std::int64_t lost_updates = 0;     // of those, elements left unchanged by the rounding
+    std::int64_t nonzero_updates = 0;  // elements whose update changes them in FP32 (fp32(w + u) != w)
+    std::int64_t lost_updates = 0;     // of those, elements whose stored value (in the parameter's
+                                       // format) is unchanged: lost to the stored precision
 };
 
 class Backend {

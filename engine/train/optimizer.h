@@ -21,7 +21,7 @@ public:
 
     // One step over every layer's weight and bias through a pipeline: the learning rate, the step
     // count and the skip are the pipeline's; what happened to each layer's weight updates
-    // (non-zero, lost to rounding) comes back in its StepResults::counts.
+    // (changing the FP32 value, lost to the stored precision) comes back in its StepResults::counts.
     void step(StepPipeline& pipeline) const;
     // Steps taken, as the pipeline reported them (the Trainer records them at each report).
     std::int64_t steps_taken() const { return m_steps; }

@@ -3,7 +3,8 @@
 //
 // gelu is the exact (erf) form, torch's default: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)),
 // gelu'(z) = Φ(z) + z·φ(z), φ(z) = exp(-z²/2)/√(2π). As torch does, the relu and tanh
-// derivatives are taken from the stored output (relu: a > 0; tanh: 1 - a²).
+// derivatives are taken from the stored output (relu: the gradient passes unless a <= 0, so it
+// passes where a is NaN, as torch's threshold_backward does; tanh: 1 - a²).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -39,10 +40,15 @@ MANTISSA_HOT void relu_forward(const float* __restrict z, float* __restrict a, s
     for (std::int64_t i = 0; i < n; ++i) a[i] = z[i] > 0.0f ? z[i] : (z[i] != z[i] ? z[i] : 0.0f);
 }
 
-// dz = a > 0 ? da : 0.
+// dz = a <= 0 ? 0 : da (torch's threshold_backward): da passes where a > 0 or a is NaN, since
+// relu_forward keeps a NaN input. da is read unconditionally, so the loop vectorises to plain
+// loads, one ordered compare (vcmpleps) and a mask (vandnps), without masked loads.
 MANTISSA_HOT void relu_backward(const float* __restrict a, const float* __restrict da, float* __restrict dz,
                                 std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) dz[i] = a[i] > 0.0f ? da[i] : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float g = da[i];
+        dz[i] = a[i] <= 0.0f ? 0.0f : g;
+    }
 }
 
 constexpr float inv_sqrt2 = 0.70710678118654752440f;

@@ -2,8 +2,13 @@
 //
 // The update is computed in FP32 from the parameter's current value and written back rounded to
 // the parameter's format, once (as a fused optimizer kernel does): the FP32 master (master
-// weights on, exact) or the stored low-precision weights (master weights off), where a non-zero
-// update smaller than half an ulp leaves the weight unchanged: a lost update, counted.
+// weights on, exact) or the stored low-precision weights (master weights off).
+// Lost updates are those lost to the stored precision: of the weights whose new FP32 value
+// differs from the stored one (fp32(w + u) != w: the update survives in FP32), those whose stored
+// value is unchanged after rounding to the parameter's format (rnd_F(fp32(w + u)) == w). An FP32
+// parameter (master weights on, or FP32 weights) loses none by construction; an update too small
+// to move even an FP32 value (AdamW's residue on a weight with a zero gradient) is in neither
+// count, since no storage format would have kept it.
 //
 // SGD   (torch.optim.SGD, dampening 0, no nesterov):
 //   d = g + wd·p;  buf = d (first step) or momentum·buf + d;  p ← p - lr·buf
@@ -11,9 +16,9 @@
 //   p ← p·(1 - lr·wd);  m ← m + (1-β1)(g - m);  v ← β2·v + (1-β2)·g²
 //   p ← p - (lr / (1-β1^t)) · m / (√v / √(1-β2^t) + eps)
 // Both run block by block (update_block values): the new values go to a block-sized buffer that
-// stays in the L1 cache, are rounded there and stored with the lost-update count, so the
-// parameter, gradient and state are each read once and written once per step. Every element's
-// arithmetic is unchanged by the blocking.
+// stays in the L1 cache, are compared with the old ones (the FP32 change mask), rounded there and
+// stored with the lost-update count, so the parameter, gradient and state are each read once and
+// written once per step. Every element's arithmetic is unchanged by the blocking.
 // The loops are plain arithmetic over restrict pointers so the compiler vectorises them (this
 // folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
 // x86-64 (chosen at run time).
@@ -52,19 +57,20 @@ struct SgdScalars {
     bool first, momentum;
 };
 
-// Writes the new FP32 values into out and marks the elements whose update is non-zero.
+// Writes the new FP32 values into out and marks the elements whose FP32 value changes
+// (out != p; a NaN result counts as a change).
 MANTISSA_HOT void sgd_kernel(const float* __restrict p, const float* __restrict g,
                              float* __restrict buf, float* __restrict out, std::int64_t n,
-                             SgdScalars s, unsigned char* __restrict nonzero_mask) {
+                             SgdScalars s, unsigned char* __restrict changed_mask) {
     for (std::int64_t i = 0; i < n; ++i) {
         float d = g[i] + s.wd * p[i];
         if (s.momentum) {
             d = s.first ? d : s.mu * buf[i] + d;
             buf[i] = d;
         }
-        const float step = -s.lr * d;
-        nonzero_mask[i] = step != 0.0f;
-        out[i] = p[i] + step;
+        const float fresh = p[i] + -s.lr * d;
+        changed_mask[i] = fresh != p[i];
+        out[i] = fresh;
     }
 }
 
@@ -75,7 +81,7 @@ struct AdamScalars {
 
 MANTISSA_HOT void adamw_kernel(const float* __restrict p, const float* __restrict g,
                                float* __restrict m, float* __restrict v, float* __restrict out,
-                               std::int64_t n, AdamScalars s, unsigned char* __restrict nonzero_mask) {
+                               std::int64_t n, AdamScalars s, unsigned char* __restrict changed_mask) {
     for (std::int64_t i = 0; i < n; ++i) {
         const float decayed = s.decays ? p[i] * s.decay : p[i];
         const float mi = m[i] + s.w1 * (g[i] - m[i]);
@@ -83,28 +89,30 @@ MANTISSA_HOT void adamw_kernel(const float* __restrict p, const float* __restric
         m[i] = mi;
         v[i] = vi;
         const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
-        const float update = -s.step_size * (mi / denom);
-        nonzero_mask[i] = (update != 0.0f) | (s.decays & (p[i] != 0.0f));
-        out[i] = decayed + update;
+        const float fresh = decayed + -s.step_size * (mi / denom);
+        changed_mask[i] = fresh != p[i];
+        out[i] = fresh;
     }
 }
 
-// Stores the new values; counts the non-zero updates and those that left the value unchanged.
+// Stores the new values (rounded to the parameter's format); counts the updates that change the
+// FP32 value (UpdateCounts::nonzero_updates) and, of those, the ones whose stored value is
+// unchanged (lost_updates).
 MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restrict fresh,
-                                      const unsigned char* __restrict nonzero_mask, std::int64_t n,
+                                      const unsigned char* __restrict changed_mask, std::int64_t n,
                                       UpdateCounts* counts) {
-    std::uint32_t nonzero = 0, lost = 0;  // per block of 2^20, so 32 bits never overflow
+    std::uint32_t changed = 0, lost = 0;  // per block of 2^20, so 32 bits never overflow
     constexpr std::int64_t block = std::int64_t{1} << 20;
     for (std::int64_t start = 0; start < n; start += block) {
         const std::int64_t end = std::min(n, start + block);
-        nonzero = lost = 0;
+        changed = lost = 0;
         for (std::int64_t i = start; i < end; ++i) {
-            const std::uint32_t nz = nonzero_mask[i];
-            nonzero += nz;
-            lost += nz & static_cast<std::uint32_t>(fresh[i] == p[i]);
+            const std::uint32_t ch = changed_mask[i];
+            changed += ch;
+            lost += ch & static_cast<std::uint32_t>(fresh[i] == p[i]);
             p[i] = fresh[i];
         }
-        counts->nonzero_updates += nonzero;
+        counts->nonzero_updates += changed;
         counts->lost_updates += lost;
     }
 }
@@ -146,9 +154,10 @@ struct CopyWrites {
     }
 };
 
-// The shared tail of both optimizers, for one block starting at element `start`: the new values
-// are in `fresh`; round them to the parameter's format, store them in the parameter (p: the
-// block), count lost updates against the old values, and write the copies.
+// The shared tail of both optimizers, for one block starting at element `start`: the new FP32
+// values are in `fresh` and `mask` marks those that differ from the old ones; round them to the
+// parameter's format, store them in the parameter (p: the block), count lost updates against the
+// old values, and write the copies.
 void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, Format format,
                    const unsigned char* mask, UpdateCounts& c, CopyWrites& copies) {
     if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));

@@ -1,8 +1,9 @@
 // The CPU backend's operations against independent double-precision references: the linear
 // layer's rounding points (operands cast to the compute format, FP32 accumulation, output and
-// gradients rounded to their formats, underflow counted), activations, losses, the fused unscale
-// and check, SGD/AdamW (torch's formulas, written out here in double), lost updates under master
-// weights off, memory accounting, and the backend factory.
+// gradients rounded to their formats, underflow counted), activations (relu's gradient passing
+// through NaN as torch's does), losses, the fused unscale and check, SGD/AdamW (torch's formulas,
+// written out here in double), lost updates (lost to the stored precision: counted over the
+// updates that change a weight in FP32), memory accounting, and the backend factory.
 #include <QtTest>
 
 #include <algorithm>
@@ -261,6 +262,46 @@ private slots:
         auto a16 = make(be, 1, n, Format::fp16);
         be.activation_forward(act, *z, *a16, 1);
         QVERIFY(all_in_format(Format::fp16, read(be, *a16)));
+    }
+
+    // relu's backward is torch's threshold_backward on the stored output: dz = a <= 0 ? 0 : da.
+    // The forward keeps a NaN input, and the gradient passes through it (NaN of either sign), as
+    // through any a > 0 (a subnormal, inf); it stops at a <= 0 (±0, negatives, -inf). The pattern
+    // is repeated past the vector width so the vector loop and its tail both see every case; in
+    // FP32 and in fp16 tensors.
+    void reluBackwardPassesWhereOutputIsNaN_data() {
+        QTest::addColumn<Format>("format");
+        QTest::newRow("fp32") << Format::fp32;
+        QTest::newRow("fp16") << Format::fp16;
+    }
+    void reluBackwardPassesWhereOutputIsNaN() {
+        QFETCH(Format, format);
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float sub = format == Format::fp16 ? 1e-7f : 1e-40f;  // subnormal in the format
+        const std::vector<float> zs = {nan, -nan, 1.0f, -1.0f, 0.0f, -0.0f, inf, -inf, sub, -sub, 2.5f};
+        const std::vector<float> passes = {1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1};
+        const int reps = 7, k = static_cast<int>(zs.size()), n = reps * k;
+        std::vector<float> zv, dav;
+        for (int r = 0; r < reps; ++r)
+            for (int i = 0; i < k; ++i) {
+                zv.push_back(zs[i]);
+                dav.push_back(round_to(format, 0.25f * static_cast<float>(1 + i + r * k)));
+            }
+        CpuBackend be;
+        auto z = make(be, 1, n, format), a = make(be, 1, n, format);
+        auto da = make(be, 1, n, format), dz = make(be, 1, n, format);
+        be.upload(*z, zv.data(), n);
+        be.upload(*da, dav.data(), n);
+        be.activation_forward(Activation::relu, *z, *a, 1);
+        be.activation_backward(Activation::relu, *z, *a, *da, *dz, 1);
+        const auto av = read(be, *a), dzv = read(be, *dz);
+        for (int i = 0; i < n; ++i) {
+            const int c = i % k;
+            if (std::isnan(zs[c])) QVERIFY(std::isnan(av[i]));  // the forward keeps NaN
+            const float want = passes[c] != 0 ? dav[i] : 0.0f;
+            QVERIFY2(std::bit_cast<std::uint32_t>(dzv[i]) == std::bit_cast<std::uint32_t>(want),
+                     qPrintable(QString("z = %1: dz %2, want %3").arg(zs[c]).arg(dzv[i]).arg(want)));
+        }
     }
 
     void softmaxCrossEntropyAndMse() {
@@ -587,6 +628,97 @@ private slots:
         const UpdateCounts c32 = be.sgd_step({p32.get(), g.get(), nullptr, nullptr}, s);
         QCOMPARE(c32.lost_updates, std::int64_t{0});
         QCOMPARE(read(be, *p32)[0], 1.0f - 1e-4f);
+    }
+
+    // Lost updates are lost to the stored precision: the count is over the updates that change
+    // the weight in FP32 (fp32(w + u) != w), and counts those whose stored value stays w. SGD with
+    // lr 1, so u = -g, on values chosen so each case is known by hand:
+    //   w = 1,  g = 1e-4   changes in FP32; under half an ulp below 1 in fp16 (2^-12) and bf16
+    //                      (2^-9): lost in both
+    //   w = 1,  g = 1e-2   changes; lands in fp16 and bf16
+    //   w = 1,  g = 1e-9   below FP32's half ulp (2^-25): no change in FP32, in neither count
+    //   w = 0,  g = 1e-9   changes; fp16 flushes -1e-9 to -0 (its smallest subnormal is 2^-24):
+    //                      lost; bf16 keeps it
+    //   w = 1,  g = NaN    changes (to NaN): not lost
+    //   w = 3,  g = 0      no update at all: in neither count
+    // FP32 weights (master weights on, or FP32 training) lose nothing by construction.
+    void lostUpdatesCountTheStoredPrecision_data() {
+        QTest::addColumn<Format>("format");
+        QTest::addColumn<int>("changed");
+        QTest::addColumn<int>("lost");
+        QTest::newRow("fp32") << Format::fp32 << 4 << 0;
+        QTest::newRow("fp16") << Format::fp16 << 4 << 2;
+        QTest::newRow("bf16") << Format::bf16 << 4 << 1;
+    }
+    void lostUpdatesCountTheStoredPrecision() {
+        QFETCH(Format, format);
+        QFETCH(int, changed);
+        QFETCH(int, lost);
+        CpuBackend be;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const std::vector<float> w = {1.0f, 1.0f, 1.0f, 0.0f, 1.0f, 3.0f}, gv = {1e-4f, 1e-2f, 1e-9f, 1e-9f, nan, 0.0f};
+        const int n = static_cast<int>(w.size());
+        auto p = make(be, 1, n, format), g = make(be, 1, n, Format::fp32);
+        be.upload(*p, w.data(), n);
+        be.upload(*g, gv.data(), n);
+        const UpdateCounts c = be.sgd_step({p.get(), g.get(), nullptr, nullptr}, SgdParams{1.0, 0.0, 0.0, true});
+        QCOMPARE(c.nonzero_updates, std::int64_t{changed});
+        QCOMPARE(c.lost_updates, std::int64_t{lost});
+        // The counts describe what was stored.
+        const auto got = read(be, *p);
+        int stored_unchanged = 0;
+        for (int i = 0; i < n; ++i) {
+            const float fresh = w[i] - gv[i];
+            if (fresh != w[i]) stored_unchanged += got[i] == w[i];
+            if (std::isnan(fresh))
+                QVERIFY(std::isnan(got[i]));
+            else
+                QCOMPARE(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(round_to(format, fresh)));
+        }
+        QCOMPARE(stored_unchanged, lost);
+    }
+
+    // AdamW, first step (t = 1): m̂ = g, v̂ = g², so u = -lr·g/(|g| + eps) ≈ -lr·sign(g); lr = 1e-4.
+    //   w = 1,     g = 1   1 - 1e-4 rounds back to 1 in fp16 (half an ulp below 1 is 2^-12): lost
+    //   w = 0.01,  g = 1   fp16's ulp there is 2^-17: lands
+    //   w = 1,     g = 0   m = 0: no update, in neither count
+    //   w = -0.5,  g = -1  -0.4999: half an ulp above -0.5 is 2^-13 in fp16: lost
+    // An update under FP32's resolution (lr = 1e-10: below half an FP32 ulp of each weight, as
+    // AdamW's residue on weights whose gradient is zero, e.g. behind a dead relu) is in neither
+    // count, for any format.
+    void lostUpdatesAdamW_data() {
+        QTest::addColumn<Format>("format");
+        QTest::addColumn<double>("lr");
+        QTest::addColumn<int>("changed");
+        QTest::addColumn<int>("lost");
+        QTest::newRow("fp32") << Format::fp32 << 1e-4 << 3 << 0;
+        QTest::newRow("fp16") << Format::fp16 << 1e-4 << 3 << 2;
+        QTest::newRow("fp32 below resolution") << Format::fp32 << 1e-10 << 0 << 0;
+        QTest::newRow("fp16 below resolution") << Format::fp16 << 1e-10 << 0 << 0;
+    }
+    void lostUpdatesAdamW() {
+        QFETCH(Format, format);
+        QFETCH(double, lr);
+        QFETCH(int, changed);
+        QFETCH(int, lost);
+        CpuBackend be;
+        const std::vector<float> w = {1.0f, 0.01f, 1.0f, -0.5f}, gv = {1.0f, 1.0f, 0.0f, -1.0f};
+        const int n = static_cast<int>(w.size());
+        auto p = make(be, 1, n, format), g = make(be, 1, n, Format::fp32);
+        auto m = make(be, 1, n, Format::fp32), v = make(be, 1, n, Format::fp32);
+        be.upload(*p, w.data(), n);
+        be.upload(*g, gv.data(), n);
+        const UpdateCounts c = be.adamw_step({p.get(), g.get(), m.get(), v.get()}, AdamWParams{lr, 0.9, 0.999, 1e-8, 0.0, 1});
+        QCOMPARE(c.nonzero_updates, std::int64_t{changed});
+        QCOMPARE(c.lost_updates, std::int64_t{lost});
+        const auto got = read(be, *p);
+        if (format == Format::fp16 && lr == 1e-4) {
+            QCOMPARE(got[0], 1.0f);
+            const float w1 = round_to(Format::fp16, 0.01f);  // as uploaded
+            QVERIFY(got[1] != w1);
+            QVERIFY(std::abs(got[1] - (w1 - 1e-4f)) < 8e-6f);  // within an fp16 ulp (2^-17)
+            QCOMPARE(got[3], -0.5f);
+        }
     }
 
     void memoryIsAccountedByCategory() {

@@ -6,7 +6,8 @@
 // relu is bit-identical to the CPU. When its input and output share a format (the usual case: an
 // autocast activation), rounding the result changes nothing, so relu works on the stored bits,
 // 16 bytes per load, with no decoding: forward keeps x when x > 0 or x is NaN, else writes +0;
-// backward keeps the gradient's bits where a > 0, else +0. The same values as the FP32 path.
+// backward keeps the gradient's bits where a > 0 or a is NaN, else +0 (torch's threshold_backward:
+// zero where a <= 0). The same values as the FP32 path.
 // gelu and tanh call CUDA's erff/expf/tanhf, which may differ
 // from the C library's by an ulp or two in FP32 (CUDA documents 2 ulp for each); after rounding
 // to fp16/bf16/fp8 they almost always agree. The GPU suite bounds the difference.
@@ -49,7 +50,7 @@ __global__ void activation_backward_kernel(int act, const void* z, int z_fmt, co
         const float g = load_value(da, da_fmt, i);
         float d;
         if (act == 0) {
-            d = load_value(a, a_fmt, i) > 0.0f ? g : 0.0f;
+            d = load_value(a, a_fmt, i) <= 0.0f ? 0.0f : g;  // passes where a > 0 or a is NaN
         } else if (act == 1) {
             const float x = load_value(z, z_fmt, i);
             const float cdf = 0.5f * (1.0f + erff(x * inv_sqrt2));
@@ -99,19 +100,23 @@ struct StoredBits<fmt_e5m2> {
     __device__ static bool nan(T mag) { return mag > 0x7cu; }
 };
 
+// Whether the stored value x is > 0 or NaN (either sign): not x <= 0.
 template <int Fmt>
-__device__ __forceinline__ typename StoredBits<Fmt>::T relu_bits(typename StoredBits<Fmt>::T x) {
+__device__ __forceinline__ bool positive_or_nan_bits(typename StoredBits<Fmt>::T x) {
     using B = StoredBits<Fmt>;
     const auto mag = static_cast<typename B::T>(x & ~B::sign);
-    return (B::nan(mag) || (!(x & B::sign) && mag != 0)) ? x : typename B::T(0);  // x > 0 or NaN: x
+    return B::nan(mag) || (!(x & B::sign) && mag != 0);
+}
+
+template <int Fmt>
+__device__ __forceinline__ typename StoredBits<Fmt>::T relu_bits(typename StoredBits<Fmt>::T x) {
+    return positive_or_nan_bits<Fmt>(x) ? x : typename StoredBits<Fmt>::T(0);  // x > 0 or NaN: x
 }
 
 template <int Fmt>
 __device__ __forceinline__ typename StoredBits<Fmt>::T relu_grad_bits(typename StoredBits<Fmt>::T a,
                                                                       typename StoredBits<Fmt>::T g) {
-    using B = StoredBits<Fmt>;
-    const auto mag = static_cast<typename B::T>(a & ~B::sign);
-    return (!(a & B::sign) && mag != 0 && !B::nan(mag)) ? g : typename B::T(0);  // a > 0: g
+    return positive_or_nan_bits<Fmt>(a) ? g : typename StoredBits<Fmt>::T(0);  // a > 0 or NaN: g
 }
 
 // 16-byte vectors of stored values, then the last few one by one. Backward when `a` is set.

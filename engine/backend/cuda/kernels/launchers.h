@@ -92,8 +92,8 @@ struct CheckResult {  // per tensor, zeroed before the launch
 void launch_unscale_check(const CheckChunk* chunks, int chunk_count, float inv_scale, const float* inv_scale_dev,
                           CheckResult* results, int* first_bad, int* found_inf, cudaStream_t stream);
 
-// ---- optimizer.cuh: SGD and AdamW over one parameter; counts[0] += non-zero updates,
-// counts[1] += lost updates; nothing happens when skip is set and *skip != 0.
+// ---- optimizer.cuh: SGD and AdamW over one parameter; counts[0] += updates that change the FP32
+// value, counts[1] += of those, the ones lost to the stored format; nothing happens when skip is set and *skip != 0.
 struct SgdScalars {
     float lr, weight_decay, momentum;
     int first_step;

@@ -1,9 +1,11 @@
 // optimizer: fused SGD (momentum, weight decay) and AdamW (decoupled weight decay) over one
 // parameter, torch's formulas, FP32 arithmetic and FP32 state. The new value is computed from the
 // parameter as stored and written back rounded to the parameter's format, once: the FP32 master
-// (master weights on) or the low-precision stored weights (off), where a non-zero update smaller
-// than half an ulp leaves the weight unchanged: a lost update, counted here with the non-zero
-// ones. The gradient is read with its pending unscale multiplier (see unscale_check.cuh).
+// (master weights on) or the low-precision stored weights (off). Counted here: the updates that
+// change the weight in FP32 (fp32(w + u) != w), and of those the ones lost to the stored precision
+// (the rounded value stored equals the old one); an FP32 parameter loses none by construction, and
+// an update too small to move an FP32 value is in neither count. The gradient is read with its
+// pending unscale multiplier (see unscale_check.cuh).
 // `skip` (a device flag, the fused check's found_inf) makes the whole kernel a no-op, so the skip
 // decision never visits the host. sgd_prepare and adamw_prepare compute the scalars of a step
 // from a device step counter and a device learning rate, for captured steps. Bit-identical to the CPU (same operations, --fmad=false, IEEE
@@ -18,12 +20,13 @@ namespace mantissa::cuda {
 
 // ---- kernels
 
-__device__ __forceinline__ void add_update_counts(unsigned long long nonzero, unsigned long long lost,
+// counts[0] += updates that change the FP32 value, counts[1] += of those, lost to the stored format.
+__device__ __forceinline__ void add_update_counts(unsigned long long changed, unsigned long long lost,
                                                   unsigned long long* counts) {
-    nonzero = block_sum(nonzero);
+    changed = block_sum(changed);
     lost = block_sum(lost);
     if (threadIdx.x == 0 && counts) {
-        if (nonzero) atomicAdd(counts + 0, nonzero);
+        if (changed) atomicAdd(counts + 0, changed);
         if (lost) atomicAdd(counts + 1, lost);
     }
 }
@@ -34,7 +37,7 @@ __global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
-    unsigned long long nonzero = 0, lost = 0;
+    unsigned long long changed = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
         float d = apply_multiplier(load_value(g, g_fmt, i), multiplier);
@@ -43,13 +46,13 @@ __global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g
             buf[i] = s.first_step ? d : s.momentum * buf[i] + d;
             d = buf[i];
         }
-        const float step = -s.lr * d;
-        const bool nz = step != 0.0f;
-        const float stored = store_rounded(p, p_fmt, i, old + step);
-        nonzero += nz;
-        lost += nz && stored == old;
+        const float fresh = old + -s.lr * d;
+        const bool changes = fresh != old;  // the update survives in FP32 (a NaN counts as a change)
+        const float stored = store_rounded(p, p_fmt, i, fresh);
+        changed += changes;
+        lost += changes && stored == old;
     }
-    add_update_counts(nonzero, lost, counts);
+    add_update_counts(changed, lost, counts);
 }
 
 __global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
@@ -58,7 +61,7 @@ __global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
-    unsigned long long nonzero = 0, lost = 0;
+    unsigned long long changed = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
         const float gi = apply_multiplier(load_value(g, g_fmt, i), multiplier);
@@ -66,13 +69,13 @@ __global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float
         m[i] = m[i] + s.w1 * (gi - m[i]);
         v[i] = v[i] * s.beta2 + s.w2 * (gi * gi);
         const float denom = sqrtf(v[i]) / s.bc2_sqrt + s.eps;
-        const float update = -s.step_size * (m[i] / denom);
-        const bool nz = update != 0.0f || (s.decays && old != 0.0f);
-        const float stored = store_rounded(p, p_fmt, i, decayed + update);
-        nonzero += nz;
-        lost += nz && stored == old;
+        const float fresh = decayed + -s.step_size * (m[i] / denom);
+        const bool changes = fresh != old;  // the update survives in FP32 (a NaN counts as a change)
+        const float stored = store_rounded(p, p_fmt, i, fresh);
+        changed += changes;
+        lost += changes && stored == old;
     }
-    add_update_counts(nonzero, lost, counts);
+    add_update_counts(changed, lost, counts);
 }
 
 __global__ void sgd_prepare_kernel(SgdScalars* out, long long* step, const double* lr, double momentum,
