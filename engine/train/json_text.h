@@ -12,10 +12,17 @@
 
 namespace mantissa {
 
-// What went wrong while parsing, as a sentence without the file name and without a final full stop:
-//   syntax:      "line 1, column 18: expected a value, found 'NaN'; NaN and Infinity are not JSON"
-//   not syntax:  "line 1, column 16: the number 1e999 is too large (a number must lie within ...)"
-//                "key dataset.kind appears twice" (no position: the parser gives none to a key)
+// What went wrong while parsing, as a sentence without the file name and without a final full stop.
+// A syntax error names the mistake and where it is (columns count characters, from 1):
+//   "line 1, column 2: expected a key in double quotes, found 'a' in single quotes; JSON strings
+//    take double quotes"
+//   "line 4, column 3: expected ',' or '}', found the string \"lr\"; a comma is missing before it"
+//   "line 9, column 1: the text ends before the object opened at line 2, column 12 is closed with '}'"
+//   "line 1, column 18: expected a value, found 'NaN'; NaN and Infinity are not JSON: write a finite number"
+// Not syntax (valid JSON that is refused):
+//   "line 1, column 16: the number 1e999 is too large (a number must lie within about ±1.8e308)"
+//   "key dataset.kind appears twice" (no position: the parser gives none to a key)
+// A UTF-8 byte-order mark at the start is accepted (as json::parse does) and counts for no column.
 struct JsonProblem {
     bool found = false;
     std::string sentence;
