@@ -1,6 +1,7 @@
 // The data the engine-side suites train on: the first rows of Fashion-MNIST from Debian's
-// dataset-fashion-mnist (speed does not depend on the set's size), or random data of its shape
-// when the files are not installed (the suite then says so).
+// dataset-fashion-mnist, or random data of its shape when the files are not installed (the suite
+// then says so). The set's size matters to speed only through gathering each batch from it, which
+// the engine suite's batch table measures on the whole split as well.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -170,6 +171,61 @@ Table matmul_table(const BenchOptions& o) {
     return t;
 }
 
+// The batch gathered one step ahead on a helper thread (TrainBatches) against gathered by the
+// training thread at the start of each step: the fp32 reference, on the 8192-row subset the other
+// rows use (25 MB, mostly in the L3 cache) and on the whole training split (188 MB: each row of a
+// shuffled batch a trip to memory).
+Table batch_table(const BenchOptions& o, const Dataset& subset) {
+    Table t;
+    t.name = "batches";
+    t.title = "Gathering each step's batch: on a helper thread one step ahead vs on the training thread (fp32 reference, "
+              "batch 128, interleaved blocks)";
+    t.columns = {{"data", "data"},
+                 {"gather", "gather"},
+                 {"ms_per_step", "ms/step", "ms", 3},
+                 {"samples_per_s", "samples/s", "samples/s", 0},
+                 {"spread_pct", "spread", "%", 0, "%"},
+                 {"vs_training_thread", "vs training thread", "ratio", 3, "x"}};
+    if (std::thread::hardware_concurrency() < 2) {
+        t.notes.push_back("not measured: this machine has one hardware thread, so batches are gathered on the training thread");
+        return t;
+    }
+    const Dataset full = o.quick ? Dataset{} : reference_data(0, 1000);
+    for (const Dataset* data : {&subset, &full}) {
+        if (data->train.rows == 0) continue;
+        std::vector<std::unique_ptr<Trainer>> trainers;
+        for (bool prefetch : {false, true}) {
+            TrainerOptions options;
+            options.prefetch_batches = prefetch;
+            trainers.push_back(std::make_unique<Trainer>(reference_experiment(), *data, make_backend("cpu"), options));
+        }
+        const int steps = o.quick ? 20 : 100;
+        std::vector<std::function<void()>> blocks;
+        for (auto& tr : trainers)
+            blocks.push_back([&tr, steps] {
+                for (int s = 0; s < steps; ++s) tr->advance();
+                tr->flush();
+            });
+        const auto seconds = time_interleaved(blocks, 1, o.blocks_or(9, 3));
+        const std::string what = std::to_string(data->train.rows) + " rows, " +
+                                 std::to_string(data->train.x.size() * sizeof(float) >> 20) + " MiB";
+        for (std::size_t i = 0; i < 2; ++i) {
+            const Summary sm = summarize(seconds[i]);
+            const double ms = 1e3 * sm.median / steps;
+            t.rows.push_back({{"data", what},
+                              {"gather", i == 0 ? "training thread" : "helper thread"},
+                              {"ms_per_step", ms},
+                              {"samples_per_s", 128 / (ms / 1e3)},
+                              {"spread_pct", sm.spread_pct()},
+                              {"vs_training_thread", median(ratios(seconds[0], seconds[i]))}});
+        }
+    }
+    t.notes.push_back("vs training thread = median of the per-round step-time ratios (training thread / this), above 1 "
+                      "is faster; the batches are the same either way");
+    if (o.quick) t.notes.push_back("--quick: the whole 60000-row training split is left out");
+    return t;
+}
+
 }  // namespace
 
 SuiteResult run_engine_suite(const BenchOptions& o) {
@@ -226,6 +282,8 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
     }
     if (!aims.empty()) steps.notes.push_back("aim: emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu): " + aims);
     r.tables.push_back(std::move(steps));
+    o.say("engine: batch gathering");
+    r.tables.push_back(batch_table(o, data));
     o.say("engine: oneDNN matmul");
     r.tables.push_back(matmul_table(o));
     r.seconds = seconds_since(t0);

@@ -272,11 +272,13 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
             if constexpr (std::is_same_v<T, Pause>) {
                 if (state != SessionState::paused) {
                     state = SessionState::paused;
+                    trainer->pause_clock();
                     emit(event(EventKind::paused, "Paused before step " + std::to_string(trainer->steps_taken()) + "."));
                 }
             } else if constexpr (std::is_same_v<T, Resume>) {
                 if (state == SessionState::paused) {
                     state = SessionState::running;
+                    trainer->resume_clock();
                     emit(event(EventKind::resumed, "Resumed at step " + std::to_string(trainer->steps_taken()) + "."));
                 }
             } else if constexpr (std::is_same_v<T, Stop>) {

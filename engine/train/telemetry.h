@@ -32,7 +32,7 @@ struct MemoryBreakdown {
 struct StepRecord {
     std::int64_t step = 0;        // 0-based optimizer step index (skipped steps count)
     std::int32_t epoch = 0;       // 0-based
-    double time_s = 0;            // seconds since the run started, at the end of the step
+    double time_s = 0;            // training seconds since the run started (pauses left out), at the step's end
     double loss = 0;              // unscaled training loss of the batch (fp32)
     double loss_scale = 1;        // the scale used for this step's backward
     bool overflow = false;        // a gradient held inf/NaN

@@ -9,6 +9,7 @@
 #include <limits>
 #include <new>
 #include <numeric>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -130,6 +131,10 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     m_steps_per_epoch = (m_data.train.rows + t.batch_size - 1) / t.batch_size;
     m_total_steps = t.steps > 0 ? t.steps : static_cast<std::int64_t>(t.epochs) * m_steps_per_epoch;
     if (m_total_steps < 1) throw Error("train.epochs or train.steps must give at least one step.");
+    m_batches = std::make_unique<TrainBatches>(
+        m_data, t.seed, t.batch_size,
+        options.prefetch_batches && std::thread::hardware_concurrency() > 1 ? TrainBatches::Prefetch::on
+                                                                             : TrainBatches::Prefetch::off);
 
     Fp8Recipe recipe;
     recipe.history_len = m_experiment.precision.fp8.amax_history_len;
@@ -170,10 +175,24 @@ Trainer::~Trainer() {
 }
 
 double Trainer::elapsed_s() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    const auto now = m_paused_at ? *m_paused_at : std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(now - m_start).count();
 }
 
-void Trainer::restart_clock() { m_start = std::chrono::steady_clock::now(); }
+void Trainer::restart_clock() {
+    m_start = std::chrono::steady_clock::now();
+    m_paused_at.reset();
+}
+
+void Trainer::pause_clock() {
+    if (!m_paused_at) m_paused_at = std::chrono::steady_clock::now();
+}
+
+void Trainer::resume_clock() {
+    if (!m_paused_at) return;
+    m_start += std::chrono::steady_clock::now() - *m_paused_at;
+    m_paused_at.reset();
+}
 
 std::vector<LayerFormats> Trainer::resolve_formats() const {
     std::vector<LayerFormats> f;
@@ -233,15 +252,11 @@ void Trainer::issue() {
     const TrainSpec& t = m_experiment.train;
     const int layers = m_network->layer_count();
 
-    // ---- the batch
+    // ---- the batch (gathered during the previous step where a helper thread can)
     const std::int64_t epoch = m_step / m_steps_per_epoch;
-    if (epoch != m_order_epoch) {
-        m_order = epoch_order(m_data.train.rows, t.seed, epoch);
-        m_order_epoch = epoch;
-    }
-    const std::int64_t first = (m_step % m_steps_per_epoch) * t.batch_size;
-    const std::int64_t count = std::min<std::int64_t>(t.batch_size, m_data.train.rows - first);
-    gather_batch(m_data, m_data.train, m_order, first, count, m_x, m_y, m_targets);
+    m_batches->take(m_step, m_batch);
+    if (m_step + 1 < m_total_steps) m_batches->prefetch(m_step + 1);
+    const std::int64_t count = m_batch.rows;
 
     const bool stats = t.layer_stats_every > 0 && m_step % t.layer_stats_every == 0;
     Issued issued;
@@ -261,11 +276,11 @@ void Trainer::issue() {
     b.step = m_step;
     b.batch = count;
     b.input = &m_network->input();
-    b.x = m_x.data();
+    b.x = m_batch.x.data();
     b.features = m_data.features;
     const bool classification = m_network->desc().loss == LossKind::cross_entropy;
-    b.labels = classification ? m_y.data() : nullptr;
-    b.targets = classification ? nullptr : m_targets.data();
+    b.labels = classification ? m_batch.y.data() : nullptr;
+    b.targets = classification ? nullptr : m_batch.targets.data();
     b.outputs = m_data.outputs;
     b.layers = layers;
     b.lr = issued.lr;

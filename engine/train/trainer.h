@@ -18,12 +18,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "data/train_batches.h"
 #include "model/network.h"
 #include "train/experiment.h"
 #include "train/loss_scaler.h"
@@ -49,6 +51,9 @@ struct TrainerOptions {
     // A pipeline of the caller's making instead (tests of the Trainer's side of a failed
     // recording); called once, with the Trainer's backend and the experiment's loss scaling.
     std::function<std::unique_ptr<StepPipeline>(Backend&, const LossScalingSpec&)> make_pipeline;
+    // Gather each step's batch during the step before, on a helper thread (TrainBatches), where
+    // the machine has more than one hardware thread. The batches are the same either way.
+    bool prefetch_batches = true;
 };
 
 // The host bytes a run takes on the CPU backend, which keeps every tensor as FP32 whatever its
@@ -96,8 +101,13 @@ public:
     std::int64_t steps_taken() const { return m_step; }     // issued (reported: minus in_flight)
     std::int64_t total_steps() const { return m_total_steps; }
     std::int64_t steps_per_epoch() const { return m_steps_per_epoch; }
-    double elapsed_s() const;      // since construction or restart_clock()
+    // Training time in seconds since construction or restart_clock(), paused time excluded: the
+    // clock stands still from pause_clock() to resume_clock() (a class listening to a teacher is
+    // not training time, and runs are compared by it).
+    double elapsed_s() const;
     void restart_clock();
+    void pause_clock();
+    void resume_clock();
 
     // ---- live control (between steps, none in flight: throws mantissa::Error otherwise)
     Event set_layer_precision(const std::string& layer, LayerPrecision precision);
@@ -152,9 +162,10 @@ private:
     std::vector<LayerPrecision> m_layer_settings;
 
     std::int64_t m_step = 0, m_total_steps = 0, m_steps_per_epoch = 0;
-    std::int64_t m_order_epoch = -1;
-    std::vector<std::int64_t> m_order, m_test_order;
-    std::vector<float> m_x, m_targets;
+    std::unique_ptr<TrainBatches> m_batches;  // refers to m_data, so declared after it
+    BatchBuffers m_batch;                     // this step's rows (the pipeline copies them in begin)
+    std::vector<std::int64_t> m_test_order;
+    std::vector<float> m_x, m_targets;        // evaluation's batch
     std::vector<std::int32_t> m_y;
     std::vector<Tensor*> m_grads;
     std::vector<bool> m_want;
@@ -167,7 +178,8 @@ private:
     StepResults m_results;
     std::vector<StepReport> m_reports;  // reused: m_report_count of them are this call's
     std::size_t m_report_count = 0;
-    std::chrono::steady_clock::time_point m_start;
+    std::chrono::steady_clock::time_point m_start;     // moved forward by each pause's length
+    std::optional<std::chrono::steady_clock::time_point> m_paused_at;
 };
 
 }  // namespace mantissa

@@ -203,6 +203,36 @@ private slots:
         QCOMPARE(changes[0].step, std::int64_t{7});
     }
 
+    // Paused time is not training time: the step after a 1.5 s pause is stamped as if there had
+    // been none, the resumed event comes moments after the paused one, and the summary's elapsed
+    // time leaves the pause out.
+    void pausedTimeIsNotTrainingTime() {
+        Session s(session_experiment(10));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::PauseAt{5});
+        s.start();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!(s.state() == SessionState::paused && s.summary().steps == 5) &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        QCOMPARE(s.state(), SessionState::paused);
+        const auto pause = std::chrono::milliseconds(1500);
+        std::this_thread::sleep_for(pause);
+        s.post(command::Resume{});
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QCOMPARE(sink->steps.size(), std::size_t{10});
+        const double gap = sink->steps[5].time_s - sink->steps[4].time_s;
+        QVERIFY2(gap < 0.75, qPrintable(QString("step 5 came %1 s after step 4").arg(gap)));
+        const auto paused = sink->events_of(EventKind::paused), resumed = sink->events_of(EventKind::resumed);
+        QCOMPARE(paused.size(), std::size_t{1});
+        QCOMPARE(resumed.size(), std::size_t{1});
+        QVERIFY(std::abs(resumed[0].time_s - paused[0].time_s) < 0.01);  // the pause's 1.5 s left out
+        QVERIFY(s.summary().elapsed_s < sink->steps.back().time_s + 0.75);
+        QVERIFY(s.summary().elapsed_s >= sink->steps.back().time_s);
+    }
+
     void stopWhilePausedAndBeforeStart() {
         Session s(session_experiment(100));
         auto sink = std::make_shared<CollectingSink>();
