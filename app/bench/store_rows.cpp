@@ -137,7 +137,7 @@ double raw_layer_steps(const std::string& path, std::int64_t steps, int layers) 
     db.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;");
     db.exec("INSERT INTO runs(uuid, name, created_at, updated_at, status) VALUES('u', 'raw', '', '', 'running')");
     sqlite3_stmt* st = db.prepare("INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    sqlite3_stmt* lt = db.prepare("INSERT INTO layer_steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt* lt = db.prepare("INSERT INTO layer_steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,NULL,NULL,NULL,NULL)");
     const auto rows = make_layers(0, layers);
     const std::vector<unsigned char> blob(45, 0x11);  // a typical encoded histogram (~30 binades)
     const auto t0 = Clock::now();

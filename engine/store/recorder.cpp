@@ -138,7 +138,7 @@ void Recorder::Impl::push_step(const StepRecord& step, const std::vector<LayerSt
         store::append_histogram(l.grad_exponents, m_queue.blobs);
         m_queue.layers.push_back({l.step, l.layer, l.precision, l.name, l.grad_amax, l.grad_elements, l.frac_zero,
                                   l.frac_subnormal, l.frac_nonfinite, l.frac_underflow, l.frac_lost_updates, offset,
-                                  static_cast<std::uint32_t>(m_queue.blobs.size()) - offset});
+                                  static_cast<std::uint32_t>(m_queue.blobs.size()) - offset, l.fp8});
     }
     after_push(before);
 }
@@ -258,6 +258,14 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
         q.bind(p + 7, l.grad_elements).bind(p + 8, l.frac_zero).bind(p + 9, l.frac_subnormal);
         q.bind(p + 10, l.frac_nonfinite).bind(p + 11, l.frac_underflow).bind(p + 12, l.frac_lost_updates);
         q.bind_static_blob(p + 13, blob);
+        // Always bound: a statement's parameters outlive its rows (NULL for a layer without FP8).
+        if (l.fp8) {
+            const Fp8LayerScaling& f = *l.fp8;
+            q.bind(p + 14, f.input.scale).bind(p + 15, f.weight.scale).bind(p + 16, f.grad_output.scale);
+            q.bind(p + 17, f.input.amax).bind(p + 18, f.weight.amax).bind(p + 19, f.grad_output.amax);
+        } else {
+            for (int c = 14; c <= 19; ++c) q.bind_null(p + c);
+        }
     };
     insert_rows(batch.steps, m_insert_step, m_insert_steps, rows_per_insert, store::steps_table(), bind_step);
     insert_rows(batch.layers, m_insert_layer, m_insert_layers, rows_per_insert, store::layer_steps_table(),

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +39,7 @@ struct Recorder::Impl {
 
 private:
     // A layer row as queued: the histogram is encoded by the producer into the batch's byte
-    // arena, so a queued row takes ~100 bytes instead of LayerStepRecord's 1.2 KB (the queue's
+    // arena, so a queued row takes ~150 bytes instead of LayerStepRecord's 1.2 KB (the queue's
     // memory stays small at its bound, and the writer reads it warm).
     struct QueuedLayer {
         std::int64_t step;
@@ -49,6 +50,7 @@ private:
         std::int64_t grad_elements;
         double frac_zero, frac_subnormal, frac_nonfinite, frac_underflow, frac_lost_updates;
         std::uint32_t blob_offset, blob_size;  // into Batch::blobs
+        std::optional<Fp8LayerScaling> fp8;    // absent: the fp8_* columns are NULL
     };
 
     struct Batch {

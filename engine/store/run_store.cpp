@@ -290,6 +290,15 @@ std::vector<LayerStepRecord> RunStore::layer_steps(std::int64_t run_id, std::int
             throw Error("The run store " + m_impl->quoted_path() + " is damaged: the gradient histogram of run " +
                         std::to_string(run_id) + ", step " + std::to_string(l.step) + ", layer " +
                         std::to_string(l.layer) + " cannot be decoded.");
+        // v3's FP8 columns: a row whose x scale is NULL has none (another layer, an older row, a
+        // step whose scaling was not known); within an FP8 row NULL is a NaN (a NaN amax).
+        if (!q.column_is_null(12)) {
+            Fp8LayerScaling f;
+            f.input = {q.column_double(12), q.column_double(15)};
+            f.weight = {q.column_double(13), q.column_double(16)};
+            f.grad_output = {q.column_double(14), q.column_double(17)};
+            l.fp8 = f;
+        }
         out.push_back(std::move(l));
     }
     return out;

@@ -108,6 +108,18 @@ ALTER TABLE layer_steps ADD COLUMN grad_exponents BLOB;
 CREATE INDEX evals_by_split ON evals(run_id, split, step);
 )sql";
 
+// Version 2 -> 3: FP8 layers' delayed scaling, per scaled tensor (x, W, dy): the scale after the
+// step's update and the step's amax. NULL for other layers, for rows recorded before version 3,
+// and where the backend's pipeline ran ahead of the step's report (docs/schema.md).
+const char* const migration_2_to_3 = R"sql(
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_input REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_weight REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_grad_output REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_input REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_weight REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_grad_output REAL;
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -144,6 +156,13 @@ constexpr std::array layer_steps_columns = {
     ColumnSpec{"frac_underflow", ColumnKind::real},
     ColumnSpec{"frac_lost_updates", ColumnKind::real},
     ColumnSpec{"grad_exponents", ColumnKind::histogram},
+    // v3: NULL for non-FP8 layers (a present scale marks an FP8 row; its amax NULL is a NaN).
+    ColumnSpec{"fp8_scale_input", ColumnKind::real},
+    ColumnSpec{"fp8_scale_weight", ColumnKind::real},
+    ColumnSpec{"fp8_scale_grad_output", ColumnKind::real},
+    ColumnSpec{"fp8_amax_input", ColumnKind::real},
+    ColumnSpec{"fp8_amax_weight", ColumnKind::real},
+    ColumnSpec{"fp8_amax_grad_output", ColumnKind::real},
 };
 
 constexpr std::array evals_columns = {
@@ -244,6 +263,7 @@ void create_schema(Connection& db) {
 void migrate_schema(Connection& db, int from) {
     switch (from) {
         case 1: db.exec(migration_1_to_2, "migrating the schema from version 1 to 2"); break;
+        case 2: db.exec(migration_2_to_3, "migrating the schema from version 2 to 3"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

@@ -15,7 +15,7 @@ class Connection;
 // PRAGMA application_id of every Mantissa store: 'MANT' in ASCII.
 inline constexpr std::int64_t application_id = 0x4D414E54;
 // PRAGMA user_version: the schema version this build writes (and the newest it reads).
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 // Creates the schema of the current version in an empty database and stamps application_id and
 // user_version. The caller holds a write transaction. A new store is built as version 1 and then

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,24 @@ struct ExponentHistogram {
     std::array<std::uint32_t, bins> counts{};
 };
 
+// One tensor's FP8 delayed scaling at a step (backend.h, Fp8Recipe; docs/schema.md, layer_steps).
+struct Fp8TensorScaling {
+    // The scale after this step's update: fp8_max / amax(history, this step's amax included) /
+    // 2^margin (fp8_max 448 for E4M3, 57344 for E5M2), the scale the next step's cast multiplies
+    // the tensor by unless the scaling is changed in between; 1 with scaling none, and kept from
+    // the step before when the history's amax is 0 or not finite. Always finite and > 0.
+    double scale = 1;
+    // This step's amax: max |value| of the tensor before scaling, over the step (the entry the
+    // step added to the amax history). NaN when the tensor held a NaN, inf when it held an inf.
+    double amax = 0;
+};
+
+// An FP8 layer's three scaled tensors: x (input, E4M3), W (weight, E4M3), dy (output gradient,
+// E5M2), as they stood at the end of the step.
+struct Fp8LayerScaling {
+    Fp8TensorScaling input, weight, grad_output;
+};
+
 struct LayerStepRecord {
     std::int64_t step = 0;
     std::int32_t layer = 0;                 // index into the model's layers, 0 = fc1
@@ -64,8 +83,14 @@ struct LayerStepRecord {
     double frac_subnormal = 0;
     double frac_nonfinite = 0;
     double frac_underflow = 0;              // non-zero in fp32, zero after rounding to the format
-    double frac_lost_updates = 0;           // of weights whose non-zero update left them unchanged
+    double frac_lost_updates = 0;           // of weights whose update changes them in FP32, those whose
+                                            // stored value stays the same (lost to the stored precision;
+                                            // 0 for FP32 weights and FP32 master weights)
     ExponentHistogram grad_exponents;
+    // FP8 layers only (precision fp8-e4m3), and only where the step's scaling state is known
+    // exactly at its report (a pipeline that reports each step at its end: the CPU backend, or
+    // CUDA with the synchronous pipeline); absent otherwise (NULL in the store).
+    std::optional<Fp8LayerScaling> fp8;
 };
 
 struct EvalRecord {

@@ -59,6 +59,16 @@ std::string memory_text(std::int64_t bytes) {
     return buf;
 }
 
+// An FP8 layer's scaling state as it stands (Fp8LayerScaling): each tensor's scale and the newest
+// entry of its amax history.
+Fp8LayerScaling fp8_layer_scaling(const Fp8State& state) {
+    auto tensor = [&](Fp8Role role) {
+        const Fp8TensorSnapshot s = state.snapshot(role);
+        return Fp8TensorScaling{s.scale, s.amax_history.empty() ? 0.0 : s.amax_history.front()};
+    };
+    return {tensor(Fp8Role::input), tensor(Fp8Role::weight), tensor(Fp8Role::grad_output)};
+}
+
 std::string hidden_text(const std::vector<int>& hidden) {
     std::string s = "[";
     for (std::size_t i = 0; i < hidden.size(); ++i) s += (i ? ", " : "") + std::to_string(hidden[i]);
@@ -366,6 +376,10 @@ void Trainer::report_one() {
     r.samples = issued.samples;
 
     if (issued.stats) {
+        // The FP8 states hold this step's scaling only while no later step has been issued: true
+        // for a pipeline that reports each step at its end (depth 1). A deferred pipeline runs
+        // ahead, so its rows leave the FP8 columns absent rather than show another step's.
+        const bool fp8_known = m_pipeline->depth() == 1 && m_pipeline->in_flight() == 0;
         for (int l = 0; l < layers; ++l) {
             const auto back_index = static_cast<std::size_t>(2 * (layers - 1 - l));
             const GradientSummary& g = res.summaries.at(back_index);
@@ -389,6 +403,8 @@ void Trainer::report_one() {
                                                                 static_cast<double>(c.nonzero_updates)
                                                           : 0.0;
             rec.grad_exponents = g.exponents;
+            if (fp8_known && rec.precision == Format::fp8_e4m3)
+                if (const Fp8State* state = m_network->fp8_state(l)) rec.fp8 = fp8_layer_scaling(*state);
             r.layers.push_back(std::move(rec));
         }
     }

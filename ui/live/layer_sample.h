@@ -1,8 +1,10 @@
 // LayerSample: the part of a LayerStepRecord the live views show, without the 1 KiB exponent
-// histogram, so the ring that carries it out of the training thread stays small and copies fast.
+// histogram, so the ring that carries it out of the training thread stays small and copies fast
+// (about 140 bytes, the FP8 scaling included).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "train/telemetry.h"
 
@@ -19,10 +21,12 @@ struct LayerSample {
     double frac_nonfinite = 0;
     double frac_underflow = 0;
     double frac_lost_updates = 0;
+    std::optional<Fp8LayerScaling> fp8;  // FP8 layers' scales and amaxes, when recorded (telemetry.h)
 
     static LayerSample from(const LayerStepRecord& r) {
-        return {r.step,          r.layer,          r.precision,      r.grad_amax,       r.grad_elements,
-                r.frac_zero,     r.frac_subnormal, r.frac_nonfinite, r.frac_underflow,  r.frac_lost_updates};
+        return {r.step,          r.layer,          r.precision,      r.grad_amax,      r.grad_elements,
+                r.frac_zero,     r.frac_subnormal, r.frac_nonfinite, r.frac_underflow, r.frac_lost_updates,
+                r.fp8};
     }
 };
 

@@ -15,7 +15,33 @@ QString formatText(Format f) {
     const std::string_view name = format_name(f);
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
 }
+
+// The scaled tensor of an FP8 scale column, and what a person calls it.
+const Fp8TensorScaling& scaledTensor(const Fp8LayerScaling& f, int column) {
+    return column == LayerTableModel::XScale ? f.input : column == LayerTableModel::WScale ? f.weight : f.grad_output;
+}
+
+bool isScaleColumn(int column) {
+    return column == LayerTableModel::XScale || column == LayerTableModel::WScale || column == LayerTableModel::DyScale;
+}
 }  // namespace
+
+QString formatScale(double scale) {
+    if (!std::isfinite(scale) || scale <= 0) return QString::number(scale, 'g', 3);
+    int exponent = 0;
+    if (scale != 1 && std::frexp(scale, &exponent) == 0.5) return QStringLiteral("2^%1").arg(exponent - 1);
+    if (scale >= 100 && scale < 1e5) return QString::number(scale, 'f', 0);
+    if (scale >= 10 && scale < 100) return QString::number(scale, 'f', 1);
+    if (scale >= 0.01 && scale < 10) return QString::number(scale, 'g', 3);
+    // "4.1e+08" -> "4.1e8", "1.2e-05" -> "1.2e-5": the column stays narrow.
+    QString text = QString::number(scale, 'e', 1);
+    const qsizetype e = text.indexOf(QLatin1Char('e'));
+    QString power = text.mid(e + 1);
+    const bool negative = power.startsWith(QLatin1Char('-'));
+    power.remove(0, 1);
+    while (power.size() > 1 && power.startsWith(QLatin1Char('0'))) power.remove(0, 1);
+    return text.left(e + 1) + (negative ? QStringLiteral("-") : QString()) + power;
+}
 
 QString formatBytes(double bytes) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -138,6 +164,12 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
                      : QStringLiteral("—");
         case LostUpdates:
             return s ? QStringLiteral("%1 %").arg(s->frac_lost_updates * 100, 0, 'f', 2) : QStringLiteral("—");
+        case XScale:
+        case WScale:
+        case DyScale:
+            // Blank for layers without FP8 (and where the backend did not record the scaling).
+            if (!s) return QStringLiteral("—");
+            return s->fp8 ? formatScale(scaledTensor(*s->fp8, column).scale) : QString();
         default: return {};
         }
     }
@@ -150,6 +182,18 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         if (role == Qt::ToolTipRole) {
             if (!why.isEmpty()) return why;
             if (column == Precision) return tr("Double-click to change this layer's precision; it applies at the next step.");
+            if (isScaleColumn(column) && s && s->fp8) {
+                const Fp8TensorScaling& t = scaledTensor(*s->fp8, column);
+                const QString name = column == XScale ? tr("x") : column == WScale ? tr("W") : tr("dy");
+                return tr("Step %1: the largest |%2| was %3 (amax); from the amax history the scale became %4 "
+                          "(exactly %5), which the next step multiplies %2 by before its cast to %6.")
+                    .arg(s->step)
+                    .arg(name, QString::number(t.amax, 'g', 4), formatScale(t.scale), QString::number(t.scale, 'g', 9),
+                         column == DyScale ? tr("E5M2") : tr("E4M3"));
+            }
+            if (isScaleColumn(column) && s && s->precision == Format::fp8_e4m3)
+                return tr("Not recorded: this backend runs steps ahead of their reports, so the scale at a report "
+                          "could be a later step's.");
             return {};
         }
         if (t == Trouble::none) return {};
@@ -172,6 +216,9 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
         case Underflow: return tr("Underflow");
         case NonFinite: return tr("Non-finite");
         case LostUpdates: return tr("Lost updates");
+        case XScale: return tr("x scale");
+        case WScale: return tr("W scale");
+        case DyScale: return tr("dy scale");
         default: return {};
         }
     }
@@ -185,7 +232,20 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
         case Underflow:
             return tr("Share of weight-gradient values that were non-zero in FP32 and became zero in the layer's format.");
         case NonFinite: return tr("Weight-gradient values that were inf or NaN at the last measured step.");
-        case LostUpdates: return tr("Share of weights whose non-zero update was rounded away, leaving them unchanged.");
+        case LostUpdates: return tr("Of the weights whose update would change them in FP32, the share whose stored value was left "
+                                      "unchanged by rounding to the weights' format (always 0 with FP32 master weights).");
+        case XScale:
+        case WScale:
+        case DyScale: {
+            const QString tensor = section == XScale   ? tr("the input x (E4M3, largest value 448)")
+                                   : section == WScale ? tr("the weight W (E4M3, largest value 448)")
+                                                       : tr("the output gradient dy (E5M2, largest value 57344)");
+            return tr("FP8 layers: %1 is multiplied by this scale before its cast to FP8, so that its largest value "
+                      "lands near the top of the format. Delayed scaling takes the scale from the largest |values| of "
+                      "recent steps (the amax history), so it trails the data by a step; shown is the scale after the "
+                      "last measured step, blank for other layers.")
+                .arg(tensor);
+        }
         default: return {};
         }
     }

@@ -1,8 +1,9 @@
 // LayerTableModel: one row per layer of the running model, with its precision setting (editable:
 // the edit is a request that the controller posts to the session, applied at the next step) and
-// the latest per-layer telemetry: gradient amax, underflow fraction, non-finite count and
-// lost-update fraction. Cells that signal trouble are coloured (amber: worth a look; red: the
-// layer is losing its signal), with a tooltip saying why.
+// the latest per-layer telemetry: gradient amax, underflow fraction, non-finite count,
+// lost-update fraction and, for FP8 layers, the delayed-scaling scales of x, W and dy. Cells that
+// signal trouble are coloured (amber: worth a look; red: the layer is losing its signal), with a
+// tooltip saying why.
 //
 // GUI thread only. Live columns are refreshed from a RunSeries by update(), which emits
 // dataChanged for the live columns only.
@@ -26,7 +27,21 @@ class RunSeries;
 class LayerTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Shape, Parameters, Precision, Memory, GradAmax, Underflow, NonFinite, LostUpdates, ColumnCount };
+    enum Column {
+        Name,
+        Shape,
+        Parameters,
+        Precision,
+        Memory,
+        GradAmax,
+        Underflow,
+        NonFinite,
+        LostUpdates,
+        XScale,   // FP8 layers: the delayed-scaling scale of x, W and dy after the last measured
+        WScale,   //   step (blank for other layers)
+        DyScale,
+        ColumnCount
+    };
 
     // Thresholds for the trouble colours (fractions).
     static constexpr double underflowWarn = 0.01, underflowBad = 0.10;
@@ -70,5 +85,8 @@ private:
 
 // Human-readable bytes: "12.5 KiB".
 QString formatBytes(double bytes);
+// An FP8 scale, compactly: a power of two as "2^7" or "2^-3" (1 as "1"), others to about 3
+// digits ("845", "29.7", "0.034", "12345") and beyond that range as "4.1e8" or "1.2e-5".
+QString formatScale(double scale);
 
 }  // namespace mantissa::ui

@@ -172,7 +172,7 @@ private:
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
     std::array<CpuBuffer, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
-    std::vector<unsigned char> m_mask;            // the optimizer's non-zero update flags
+    std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy
     cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count

@@ -80,6 +80,17 @@ inline std::vector<LayerStepRecord> make_layers(std::int64_t step, int count) {
                 static_cast<std::uint32_t>(1000 / (1 + d * d) + step);
         if (step % 11 == 0) r.grad_exponents.counts.front() = 7;
         if (step % 13 == 0) r.grad_exponents.counts.back() = 4000000000u;
+        // FP8 rows carry their scaling (v3); a NaN amax now and then (stored as NULL, read back as
+        // NaN within an FP8 row), and an inf one.
+        if (r.precision == Format::fp8_e4m3) {
+            Fp8LayerScaling f;
+            f.input = {std::ldexp(1.0, 3 + l), 56.0 / static_cast<double>(step + 1)};
+            f.weight = {448.0 / 0.0371, 0.0371 + 1e-4 * static_cast<double>(step)};
+            f.grad_output = {std::ldexp(1.0, 20) / 3.0, 1.0 / 3.0e4};
+            if (step % 7 == 3) f.grad_output.amax = NAN;
+            if (step % 11 == 5) f.input.amax = INFINITY;
+            r.fp8 = f;
+        }
         v.push_back(std::move(r));
     }
     return v;
@@ -146,6 +157,20 @@ inline QString diff(const LayerStepRecord& a, const LayerStepRecord& b) {
     if (a.precision != b.precision) return QString("step %1 layer %2: precision differs").arg(a.step).arg(a.layer);
     if (a.grad_exponents.counts != b.grad_exponents.counts)
         return QString("step %1 layer %2: histogram differs").arg(a.step).arg(a.layer);
+    if (a.fp8.has_value() != b.fp8.has_value())
+        return QString("step %1 layer %2: fp8 scaling %3 != %4")
+            .arg(a.step)
+            .arg(a.layer)
+            .arg(a.fp8 ? "present" : "absent", b.fp8 ? "present" : "absent");
+    if (a.fp8) {
+        const Fp8LayerScaling &f = *a.fp8, &g = *b.fp8;
+        return first_difference(a.step, {{"fp8.input.scale", f.input.scale, g.input.scale},
+                                         {"fp8.weight.scale", f.weight.scale, g.weight.scale},
+                                         {"fp8.grad_output.scale", f.grad_output.scale, g.grad_output.scale},
+                                         {"fp8.input.amax", f.input.amax, g.input.amax},
+                                         {"fp8.weight.amax", f.weight.amax, g.weight.amax},
+                                         {"fp8.grad_output.amax", f.grad_output.amax, g.grad_output.amax}});
+    }
     return {};
 }
 

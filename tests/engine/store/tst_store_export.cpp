@@ -106,7 +106,9 @@ private slots:
                                   "device_mem_total,memory_modelled";
         QTest::newRow("layer_steps") << "layer_steps" << steps * layers
                                      << "step,layer,name,precision,grad_amax,grad_elements,frac_zero,frac_subnormal,"
-                                        "frac_nonfinite,frac_underflow,frac_lost_updates,grad_exponents";
+                                        "frac_nonfinite,frac_underflow,frac_lost_updates,grad_exponents,fp8_scale_input,"
+                                        "fp8_scale_weight,fp8_scale_grad_output,fp8_amax_input,fp8_amax_weight,"
+                                        "fp8_amax_grad_output";
         QTest::newRow("evals") << "evals" << 2 << "step,split,loss,accuracy";
         QTest::newRow("events") << "events" << 3 << "step,time_s,kind,message,data_json";
     }
@@ -149,6 +151,21 @@ private slots:
             for (auto c : want.grad_exponents.counts) want_total += c;
             QCOMPARE(total, want_total);
             QCOMPARE(bins.first(), QString("-150:7"));  // step 11 has the lowest bin set
+            // v3's FP8 columns: values on an FP8 row, empty fields on the others.
+            auto row = [&](int step, int layer) { return parsed[step * layers + layer + 1]; };
+            const Fp8LayerScaling f = *make_layers(4, 1)[0].fp8;
+            const QStringList fp8 = row(4, 0);
+            QCOMPARE(fp8[3], QString("fp8-e4m3"));
+            QCOMPARE(fp8[12].toDouble(), f.input.scale);
+            QCOMPARE(fp8[13].toDouble(), f.weight.scale);
+            QCOMPARE(fp8[14].toDouble(), f.grad_output.scale);
+            QCOMPARE(fp8[15].toDouble(), f.input.amax);
+            QCOMPARE(fp8[16].toDouble(), f.weight.amax);
+            QCOMPARE(fp8[17].toDouble(), f.grad_output.amax);
+            QCOMPARE(row(3, 1)[17], QString());     // a NaN amax of an FP8 row: empty
+            QCOMPARE(row(3, 1)[12].toDouble(), 16.0);
+            QCOMPARE(row(16, 0)[15], QString("inf"));
+            for (int c = 12; c < 18; ++c) QCOMPARE(row(5, 0)[c], QString());  // fp16: NULL
         } else if (table == "evals") {
             QCOMPARE(parsed[2][3], QString());
         } else {
@@ -199,6 +216,24 @@ private slots:
             QCOMPARE(bins.last().toArray()[0].toInt(), 127);
             QCOMPARE(bins.last().toArray()[1].toInteger(), 4000000000LL);
             QCOMPARE(o["precision"].toString(), QString::fromUtf8(format_name(make_layers(13, 1)[0].precision).data()));
+            QCOMPARE(o.size(), 18);
+            // v3's FP8 columns: numbers on an FP8 row (a non-finite amax: null), null elsewhere.
+            const Fp8LayerScaling f = *make_layers(4, 1)[0].fp8;
+            const QJsonObject fp8 = a[4 * layers].toObject();
+            QCOMPARE(fp8["fp8_scale_input"].toDouble(), f.input.scale);
+            QCOMPARE(fp8["fp8_scale_weight"].toDouble(), f.weight.scale);
+            QCOMPARE(fp8["fp8_scale_grad_output"].toDouble(), f.grad_output.scale);
+            QCOMPARE(fp8["fp8_amax_input"].toDouble(), f.input.amax);
+            QCOMPARE(fp8["fp8_amax_weight"].toDouble(), f.weight.amax);
+            QCOMPARE(fp8["fp8_amax_grad_output"].toDouble(), f.grad_output.amax);
+            QVERIFY(a[16 * layers].toObject()["fp8_amax_input"].isNull());  // inf
+            QCOMPARE(a[16 * layers].toObject()["fp8_scale_input"].toDouble(), 8.0);
+            const QJsonObject other = a[5 * layers].toObject();
+            for (const char* c : {"fp8_scale_input", "fp8_scale_weight", "fp8_scale_grad_output", "fp8_amax_input",
+                                  "fp8_amax_weight", "fp8_amax_grad_output"}) {
+                QVERIFY2(other.contains(QLatin1String(c)), c);
+                QVERIFY2(other[QLatin1String(c)].isNull(), c);
+            }
         } else if (table == "evals") {
             QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
             QVERIFY(a[1].toObject()["accuracy"].isNull());

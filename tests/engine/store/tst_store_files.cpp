@@ -97,6 +97,31 @@ void make_v1_store(const QString& path, int steps) {
     QCOMPARE(raw.exec(sql), QString());
 }
 
+// Schema version 1 -> 2, as Mantissa 0.1 migrated it (kept here, apart from the store's own copy).
+const char* const v1_to_v2 = R"sql(
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN step_count INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET step_count = (SELECT count(*) FROM steps WHERE steps.run_id = runs.id);
+ALTER TABLE layer_steps ADD COLUMN grad_exponents BLOB;
+CREATE INDEX evals_by_split ON evals(run_id, split, step);
+PRAGMA user_version = 2;
+)sql";
+
+// A version-2 store as Mantissa 0.1 left it: the v1 rows, migrated, and one fp8-e4m3 layer row
+// per step beside the fp16 one (v2 had nowhere to keep its scaling), with a histogram blob.
+void make_v2_store(const QString& path, int steps) {
+    make_v1_store(path, steps);
+    RawDb raw(path);
+    QCOMPARE(raw.exec(v1_to_v2), QString());
+    QString sql = "BEGIN;";
+    for (int i = 0; i < steps; ++i)
+        sql += QString("INSERT INTO layer_steps VALUES(1, %1, 1, 'fc2', 'fp8-e4m3', 0.25, 50, 0, 0, 0, 0.5, 0, "
+                       "x'01290303C80101');")
+                   .arg(i);
+    sql += "COMMIT;";
+    QCOMPARE(raw.exec(sql), QString());
+}
+
 // Opens the store and reads everything in it, as a user browsing it would.
 void open_and_read_everything(const QString& path, bool read_only = false) {
     RunStore store(path.toStdString(), read_only);
@@ -147,7 +172,7 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                              "('runs', 'steps', 'layer_steps', 'evals', 'events')"),
@@ -161,7 +186,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -198,10 +223,11 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
+            QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name LIKE 'fp8_%'"), 6LL);
         }
         {
             RawDb backup(path + ".bak-v1", true);
@@ -214,6 +240,64 @@ private slots:
         RunStore again(path.toStdString());
         QCOMPARE(again.migrated_from(), 0);
         QVERIFY(again.backup_path().empty());
+    }
+
+    // Version 2 -> 3 adds layer_steps' six fp8_* columns: old rows read them as absent (NULL),
+    // new rows of a migrated store record them.
+    void migratesVersion2WithABackup() {
+        const QString path = fresh("v2.sqlite");
+        make_v2_store(path, 12);
+        {
+            RunStore store(path.toStdString());
+            QCOMPARE(store.migrated_from(), 2);
+            QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v2");
+            auto runs = store.list_runs();
+            QCOMPARE(runs.size(), std::size_t(1));
+            QCOMPARE(runs[0].steps, std::int64_t(12));
+            auto layers = store.layer_steps(1);
+            QCOMPARE(layers.size(), std::size_t(24));
+            QCOMPARE(layers[1].name, std::string("fc2"));
+            QCOMPARE(layers[1].precision, Format::fp8_e4m3);
+            QCOMPARE(layers[1].grad_exponents.counts[static_cast<std::size_t>(-20 - ExponentHistogram::min_exponent)],
+                     200u);
+            for (const auto& l : layers) QVERIFY2(!l.fp8.has_value(), "a v2 row has no FP8 scaling");
+            // The migrated store records the new columns.
+            auto rec = store.start_run({"after-migration", "cpu", "", "{}"});
+            auto fresh_layers = make_layers(4, 2);  // layer 0 is fp8-e4m3 at step 4
+            QVERIFY(fresh_layers[0].fp8.has_value());
+            rec->on_step(make_step(4), fresh_layers);
+            rec->finish(RunStatus::completed);
+            auto got = store.layer_steps(rec->run_id());
+            QCOMPARE(got.size(), std::size_t(2));
+            for (std::size_t i = 0; i < 2; ++i) {
+                const QString d = diff(got[i], fresh_layers[i]);
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+            const std::string csv = store.export_table(1, "layer_steps", RunStore::ExportFormat::csv);
+            QVERIFY(csv.find("fp8_amax_grad_output\r\n") != std::string::npos);
+            QVERIFY(csv.find(",fp8-e4m3,0.25,50,0,0,0,0.5,0,-21:3 -20:200 -19:1,,,,,,\r\n") != std::string::npos);
+        }
+        {
+            RawDb raw(path, true);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+            QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+            QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
+                                 "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
+                                 "fp8_amax_input IS NOT NULL OR fp8_amax_weight IS NOT NULL OR "
+                                 "fp8_amax_grad_output IS NOT NULL)"),
+                     0LL);
+            QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 2 AND fp8_scale_input IS NOT NULL"),
+                     1LL);
+        }
+        {
+            RawDb backup(path + ".bak-v2", true);
+            QCOMPARE(backup.integer("PRAGMA user_version"), 2LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM layer_steps"), 24LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name LIKE 'fp8_%'"),
+                     0LL);
+        }
+        RunStore again(path.toStdString());
+        QCOMPARE(again.migrated_from(), 0);
     }
 
     void migrationKeepsAnEarlierBackup() {
@@ -309,11 +393,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 3"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 4"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 3; this build reads versions up to 2)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 4; this build reads versions up to 3)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

@@ -144,6 +144,13 @@ private slots:
         l.grad_exponents.counts[200] += 1;
         QVERIFY(diff(l, make_layers(5, 1)[0]).contains("histogram"));
         QVERIFY(diff(make_step(5), make_step(5)).isEmpty());
+        LayerStepRecord f = make_layers(4, 1)[0];  // fp8-e4m3: carries its scaling
+        QVERIFY(f.fp8.has_value());
+        QVERIFY(!make_layers(5, 1)[0].fp8.has_value());
+        f.fp8->grad_output.amax *= 2;
+        QVERIFY(diff(f, make_layers(4, 1)[0]).contains("fp8.grad_output.amax"));
+        f.fp8.reset();
+        QVERIFY(diff(f, make_layers(4, 1)[0]).contains("fp8 scaling absent != present"));
     }
 
     void everyTableRoundTrips() {
