@@ -17,6 +17,7 @@
 #include "error.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
+#include "train/event_coalesce.h"
 
 namespace mantissa::cli {
 namespace {
@@ -255,17 +256,30 @@ int run_show(Args& args) {
     std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events\n", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
 
-    std::printf("\nEvents (%zu)\n", events.size());
+    // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the
+    // same rule as the GUI's Events panel (train/event_coalesce.h); --json keeps every event.
+    EventCoalescer coalesced;
+    for (const Event& e : events) coalesced.add(e);
+    const auto& entries = coalesced.entries();
+    if (entries.size() == events.size())
+        std::printf("\nEvents (%zu)\n", events.size());
+    else
+        std::printf("\nEvents (%zu recorded, as %zu entries: repeats on consecutive steps are one entry)\n",
+                    events.size(), entries.size());
     const std::size_t shown_max = 50;
     std::size_t first = 0;
-    if (!args.has("all-events") && events.size() > shown_max) {
-        first = events.size() - shown_max;
-        std::printf("  (%zu earlier events not shown: --all-events shows them)\n", first);
+    if (!args.has("all-events") && entries.size() > shown_max) {
+        first = entries.size() - shown_max;
+        std::printf("  (%zu earlier entries not shown: --all-events shows them)\n", first);
     }
-    for (std::size_t i = first; i < events.size(); ++i) {
-        const Event& e = events[i];
+    const bool live = r.status == RunStatus::running;
+    for (std::size_t i = first; i < entries.size(); ++i) {
+        const EventEntry& entry = entries[i];
+        const Event& e = events[entry.first];
+        const std::string message =
+            event_entry_message(entry, e, events[entry.last], live && coalesced.growing(i));
         std::printf("  step %-8lld %9.2fs  %-15s %s\n", static_cast<long long>(e.step), e.time_s,
-                    event_kind_name(e.kind), shown(e.message).c_str());
+                    event_kind_name(e.kind), shown(message).c_str());
     }
 
     std::printf("\nConfiguration\n");
@@ -299,10 +313,13 @@ MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, 
                       "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
                       "skipped steps, final loss, last test evaluation, loss scale, time, peak memory), its\n"
                       "events (settings changed during the run, overflows, scale changes...) and the full\n"
-                      "configuration it started with. RUN is an id or the unique start of a run's name.\n\n"
+                      "configuration it started with. RUN is an id or the unique start of a run's name.\n"
+                      "An overflow or loss-scale change repeated on consecutive steps is listed as one\n"
+                      "entry with its step range (\"Overflow on every step from 412 to 511 (100 steps)\");\n"
+                      "--json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json         print one JSON object (the run, config, totals, events)\n"
-                      "  --all-events   list every event (by default the last 50)\n\n"
+                      "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});
 

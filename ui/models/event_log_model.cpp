@@ -37,25 +37,44 @@ QColor kindColor(EventKind k) {
 
 EventLogModel::EventLogModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+void EventLogModel::feedAll() {
+    m_entries.clear();
+    if (m_series)
+        for (const Event& e : m_series->events()) m_entries.add(e);
+    m_rows = static_cast<int>(m_entries.entries().size());
+}
+
 void EventLogModel::setSeries(const RunSeries* series) {
     beginResetModel();
     m_series = series;
-    m_rows = series ? static_cast<int>(series->events().size()) : 0;
+    feedAll();
     endResetModel();
 }
 
 void EventLogModel::sync() {
-    const int now = m_series ? static_cast<int>(m_series->events().size()) : 0;
-    if (now == m_rows) return;
-    if (now < m_rows) {  // the series was reset for a new run
+    const std::size_t now = m_series ? m_series->events().size() : 0;
+    const std::size_t fed = m_entries.events_fed();
+    if (now == fed) return;
+    if (now < fed) {  // the series was reset for a new run
         beginResetModel();
-        m_rows = now;
+        feedAll();
         endResetModel();
         return;
     }
-    beginInsertRows({}, m_rows, now - 1);
-    m_rows = now;
-    endInsertRows();
+    // Only entries open before this batch can grow or stop growing ("so far"); a handful at most.
+    const std::vector<std::size_t> open = m_entries.open_entries();
+    const std::vector<Event>& events = m_series->events();
+    for (std::size_t i = fed; i < now; ++i) m_entries.add(events[i]);
+    const int before = m_rows;
+    const int after = static_cast<int>(m_entries.entries().size());
+    if (after > before) {
+        beginInsertRows({}, before, after - 1);
+        m_rows = after;
+        endInsertRows();
+    }
+    for (const std::size_t row : open)
+        if (static_cast<int>(row) < before)
+            emit dataChanged(index(static_cast<int>(row), 0), index(static_cast<int>(row), ColumnCount - 1));
 }
 
 int EventLogModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_rows; }
@@ -64,14 +83,19 @@ int EventLogModel::columnCount(const QModelIndex& parent) const { return parent.
 
 QVariant EventLogModel::data(const QModelIndex& index, int role) const {
     if (!m_series || !index.isValid() || index.row() >= m_rows) return {};
-    const Event& e = m_series->events()[static_cast<std::size_t>(index.row())];
+    const auto row = static_cast<std::size_t>(index.row());
+    const EventEntry& entry = m_entries.entries()[row];
+    const std::vector<Event>& events = m_series->events();
+    if (entry.last >= events.size()) return {};  // the series was reset; sync() follows
+    const Event& e = events[entry.first];
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
         case Step: return QVariant::fromValue(static_cast<qlonglong>(e.step));
         case Time: return QStringLiteral("%1 s").arg(e.time_s, 0, 'f', 1);
         case Kind: return kindLabel(e.kind);
-        case Message: return QString::fromStdString(e.message);
+        case Message:
+            return QString::fromStdString(event_entry_message(entry, e, events[entry.last], m_entries.growing(row)));
         default: return {};
         }
     case Qt::ForegroundRole:
@@ -80,13 +104,25 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
             if (c.isValid()) return c;
         }
         return {};
-    case Qt::ToolTipRole:
-        return e.data_json.empty() || e.data_json == "{}" ? QString::fromStdString(e.message)
-                                                           : QString::fromStdString(e.message + "\n" + e.data_json);
+    case Qt::ToolTipRole: {
+        QString tip = QString::fromStdString(event_entry_message(entry, e, events[entry.last], m_entries.growing(row)));
+        if (entry.merged())
+            tip += (m_entries.growing(row) ? tr("\nSteps %1 to %2 so far: %3 events, one per step.")
+                                           : tr("\nSteps %1 to %2: %3 events, one per step."))
+                       .arg(entry.first_step)
+                       .arg(entry.last_step)
+                       .arg(entry.count) +
+                   tr(" Click to centre the charts on step %1.").arg(entry.first_step);
+        if (!e.data_json.empty() && e.data_json != "{}")
+            tip += (entry.merged() ? tr("\nFirst: ") : QStringLiteral("\n")) + QString::fromStdString(e.data_json);
+        return tip;
+    }
     case Qt::TextAlignmentRole:
         if (index.column() == Step || index.column() == Time) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
         return {};
     case StepRole: return QVariant::fromValue(static_cast<qlonglong>(e.step));
+    case LastStepRole: return QVariant::fromValue(static_cast<qlonglong>(entry.last_step));
+    case CountRole: return QVariant::fromValue(static_cast<qlonglong>(entry.count));
     case KindRole: return QString::fromLatin1(event_kind_name(e.kind));
     default: return {};
     }

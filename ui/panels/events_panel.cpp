@@ -30,7 +30,8 @@ EventsPanel::EventsPanel(EventLogModel* model, QWidget* parent) : QWidget(parent
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_view->verticalHeader()->setVisible(false);
     // Fixed row heights and column widths: sizing to contents would visit every row on each
-    // insert, and a run without loss scaling can log an overflow per step.
+    // insert. (A run without loss scaling can log an overflow per step; the model merges those
+    // repeats into one growing row, but other long logs remain possible.)
     const QFontMetrics fm = m_view->fontMetrics();
     m_view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     m_view->verticalHeader()->setDefaultSectionSize(fm.height() + 6);
@@ -40,7 +41,8 @@ EventsPanel::EventsPanel(EventLogModel* model, QWidget* parent) : QWidget(parent
     m_view->setColumnWidth(EventLogModel::Time, fm.horizontalAdvance(QStringLiteral("00000.0 s")) + 16);
     m_view->setColumnWidth(EventLogModel::Kind, fm.horizontalAdvance(QStringLiteral("interrupted")) + 16);
     m_view->setWordWrap(false);
-    m_view->setToolTip(tr("Click an event to centre the charts on its step."));
+    m_view->setToolTip(tr("Click an event to centre the charts on its step (for repeats merged into one row, "
+                          "the first)."));
 
     connect(m_view, &QTableView::clicked, this, [this](const QModelIndex& index) {
         emit stepActivated(index.data(EventLogModel::StepRole).toLongLong());

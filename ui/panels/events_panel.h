@@ -1,6 +1,7 @@
 // EventsPanel: the run's event log (EventLogModel) with a text filter. Clicking an event emits
-// stepActivated with its step, which the main window uses to centre the charts on it. New events
-// keep the view at the bottom unless the user has scrolled up.
+// stepActivated with its step (a row of merged repeats: its first step), which the main window uses
+// to centre the charts on it. New rows keep the view at the bottom unless the user has scrolled up;
+// a merged row that grows in place ("37 steps so far") needs no scrolling.
 #pragma once
 
 #include <QWidget>
