@@ -4,6 +4,7 @@
 // chart's data), pause and resume, closing during a run (recorded `stopped`, within a second), and
 // errors that become messages while the window keeps working.
 #include <QtTest>
+#include <QTableView>
 
 #include <QPushButton>
 #include <QComboBox>
@@ -15,6 +16,7 @@
 #include "main_window.h"
 #include "models/layer_table_model.h"
 #include "panels/experiment_panel.h"
+#include "panels/layers_panel.h"
 #include "panels/notice_bar.h"
 #include "panels/precision_panel.h"
 #include "error.h"
@@ -152,6 +154,30 @@ private slots:
         }
         QVERIFY(before > 0);
         QVERIFY(after > 0);
+    }
+
+    // The x, W and dy scale columns appear only once some layer is FP8, and then stay for the run.
+    void fp8ScaleColumnsOnlyWithAnFp8Layer() {
+        auto w = makeWindow();
+        QTableView* view = w->layersPanel()->view();
+        const auto scaleColumnsHidden = [view](bool hidden) {
+            for (int column : {LayerTableModel::XScale, LayerTableModel::WScale, LayerTableModel::DyScale})
+                if (view->isColumnHidden(column) != hidden) return false;
+            return true;
+        };
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 3, 20000);
+        QVERIFY(scaleColumnsHidden(true));
+        LayerTableModel* model = w->layerModel();
+        QVERIFY(model->setData(model->index(1, LayerTableModel::Precision), QStringLiteral("fp8-e4m3"), Qt::EditRole));
+        QVERIFY(scaleColumnsHidden(false));
+        // fc2's FP8 steps fill its scales; the other layers' cells stay blank.
+        QTRY_VERIFY_WITH_TIMEOUT(!model->index(1, LayerTableModel::XScale).data().toString().isEmpty(), 10000);
+        QVERIFY(model->index(0, LayerTableModel::XScale).data().toString().isEmpty());
+        QVERIFY(model->setData(model->index(1, LayerTableModel::Precision), QStringLiteral("fp32"), Qt::EditRole));
+        QVERIFY(scaleColumnsHidden(false));  // no columns vanishing under the pointer mid-run
+        stopAndWait(*w);
     }
 
     void injectedOverflowSkipsTheStepAndHalvesTheScale() {

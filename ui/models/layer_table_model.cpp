@@ -67,12 +67,23 @@ void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
         m_rows.push_back(std::move(row));
     }
     endResetModel();
+    bool fp8 = false;
+    for (const Row& row : m_rows) fp8 = fp8 || row.setting == LayerPrecision::fp8_e4m3;
+    m_fp8Seen = fp8;
+    emit fp8ColumnsShownChanged(fp8);  // after every reset, so a view always follows the new model
+}
+
+void LayerTableModel::noteFp8(bool seen) {
+    if (seen == m_fp8Seen) return;
+    m_fp8Seen = seen;
+    emit fp8ColumnsShownChanged(seen);
 }
 
 void LayerTableModel::clear() {
     beginResetModel();
     m_rows.clear();
     endResetModel();
+    noteFp8(false);
 }
 
 void LayerTableModel::update(const RunSeries& series) {
@@ -83,6 +94,7 @@ void LayerTableModel::update(const RunSeries& series) {
         if (!m_rows[i].sample || m_rows[i].sample->step != latest[i]->step) {
             m_rows[i].sample = latest[i];
             changed = true;
+            if (latest[i]->precision == Format::fp8_e4m3 && !m_fp8Seen) noteFp8(true);
         }
     }
     if (changed && !m_rows.empty())
@@ -267,6 +279,7 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     if (row.setting == *precision) return true;
     row.setting = *precision;
     emit dataChanged(index, index);
+    if (*precision == LayerPrecision::fp8_e4m3 && !m_fp8Seen) noteFp8(true);
     emit precisionRequested(QString::fromStdString(row.info.name), *precision);
     return true;
 }

@@ -59,6 +59,10 @@ public:
     LayerPrecision setting(int row) const { return m_rows[static_cast<std::size_t>(row)].setting; }
     QString layerName(int row) const;
     int rowOf(const QString& layer) const;  // -1 when absent
+    // Whether the FP8 scale columns have anything to show: some layer has been set to or has
+    // computed in fp8-e4m3 since setLayers. Stays true for the rest of the run once true, so
+    // switching a layer off FP8 does not make columns vanish under the pointer.
+    bool showsFp8Columns() const { return m_fp8Seen; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -70,6 +74,7 @@ public:
 
 signals:
     void precisionRequested(const QString& layer, mantissa::LayerPrecision precision);
+    void fp8ColumnsShownChanged(bool shown);
 
 private:
     struct Row {
@@ -79,8 +84,10 @@ private:
     };
     enum class Trouble { none, warn, bad };
     Trouble trouble(const Row& row, int column, QString* why) const;
+    void noteFp8(bool seen);  // sets m_fp8Seen (reset: false) and says when it changes
 
     std::vector<Row> m_rows;
+    bool m_fp8Seen = false;
 };
 
 // Human-readable bytes: "12.5 KiB".

@@ -24,6 +24,13 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     m_view->horizontalHeader()->setStretchLastSection(false);  // a coloured cell stays cell-sized
     m_view->setAlternatingRowColors(true);
     m_view->setToolTip(tr("Double-click a layer's precision to change it live."));
+    // The FP8 scale columns only where a layer is or was FP8: otherwise three empty columns.
+    const auto showFp8 = [this](bool shown) {
+        for (int column : {LayerTableModel::XScale, LayerTableModel::WScale, LayerTableModel::DyScale})
+            m_view->setColumnHidden(column, !shown);
+    };
+    showFp8(model->showsFp8Columns());
+    connect(model, &LayerTableModel::fp8ColumnsShownChanged, this, showFp8);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_view);
