@@ -402,7 +402,7 @@ private slots:
         QVERIFY(QDir(dir.path()).mkdir("folder.json"));
         expect("folder.json", "is a folder, not a file");
         write_file(dir.filePath("garbage.json"), "this is not json");
-        expect("garbage.json", "is not valid JSON: line 1, column 2");
+        expect("garbage.json", "is not valid JSON: line 1, column 1");
         write_file(dir.filePath("truncated.json"), "{\n  \"train\": {\"lr\": 0.01,\n");
         expect("truncated.json", "is not valid JSON: line 3, column 1");
         write_file(dir.filePath("empty.json"), "");
@@ -421,7 +421,7 @@ private slots:
         write_file(dir.filePath("inf.json"), R"({"train": {"lr": -Infinity}})");
         expect("inf.json", "found '-Infinity'; NaN and Infinity are not JSON");
         write_file(dir.filePath("typo.json"), R"({"train": {"lr": tru}})");
-        expect("typo.json", "is not valid JSON: line 1, column 21: expected a value, found 'tru', which is not a JSON value");
+        expect("typo.json", "is not valid JSON: line 1, column 18: expected a value, found 'tru', which is not a JSON value");
         write_file(dir.filePath("comma.json"), R"({"train": {"lr": 0.1,}})");
         expect("comma.json", "is not valid JSON: line 1, column 22: expected a key in double quotes, found '}'");
         write_file(dir.filePath("colon.json"), R"({"train" {}})");

@@ -195,11 +195,15 @@ void TestJsonText::errors_data() {
     row("negative number too large, line 2", "[1,\n  -2e400]",
         "line 2, column 3: the number -2e400 is too large (a number must lie within about ±1.8e308)", false);
     row("NaN", R"({"a": NaN})", "line 1, column 7: expected a value, found 'NaN'" + non_finite);
-    row("-Infinity", R"({"a": -Infinity})", "line 1, column 8: expected a value, found '-Infinity'" + non_finite);
-    row("nan in an array", "[nan]", "line 1, column 3: expected a value, found 'nan'" + non_finite);
+    row("-Infinity", R"({"a": -Infinity})", "line 1, column 7: expected a value, found '-Infinity'" + non_finite);
+    row("nan in an array", "[nan]", "line 1, column 2: expected a value, found 'nan'" + non_finite);
 
-    // words that are no JSON value
-    row("misspelled literal", R"({"a": tru})", "line 1, column 10: expected a value, found 'tru'" + not_a_value);
+    // words that are no JSON value, told at the word's start (the lexer stops after or inside it)
+    row("misspelled literal", R"({"a": tru})", "line 1, column 7: expected a value, found 'tru'" + not_a_value);
+    row("misspelled literal, a space after it", R"({"a": fals })",
+        "line 1, column 7: expected a value, found 'fals'" + not_a_value);
+    row("word that starts like a literal", "[nul, 1]", "line 1, column 2: expected a value, found 'nul'" + not_a_value);
+    row("key that starts like a literal", "{tr@: 1}", "line 1, column 2: expected a key in double quotes, found 'tr@'");
     row("bare word", R"({"a": undefined})", "line 1, column 7: expected a value, found 'undefined'" + not_a_value);
     row("Python True", R"({"master_weights": True})",
         "line 1, column 20: expected a value, found 'True'; JSON writes true in lower case");
@@ -369,7 +373,7 @@ void TestJsonText::errors_data() {
         "line 1, column 9: expected a key in double quotes, found '}'; JSON allows no comma after the last member: "
         "remove the comma at line 1, column 8");
     row("columns count characters", R"({"é": tru})",
-        "line 1, column 10: expected a value, found 'tru', which is not a JSON value (a value is a number, a "
+        "line 1, column 7: expected a value, found 'tru', which is not a JSON value (a value is a number, a "
         "\"string\", true, false, null, [...] or {...}; NaN and Infinity are not JSON)");
     row("no-break space", "{\xC2\xA0\"a\": 1}",
         "line 1, column 2: expected a key in double quotes, found a no-break space (U+00A0); JSON allows only plain "
