@@ -38,15 +38,6 @@ std::optional<double> number_of(const json& data, const char* key) {
     return std::nullopt;
 }
 
-// As the trainer writes numbers in its messages.
-std::string format_number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
-}
-
 std::string step_range(const EventEntry& e, bool growing) {
     return "from " + std::to_string(e.first_step) + " to " + std::to_string(e.last_step) + " (" +
            std::to_string(e.count) + (growing ? " steps so far)" : " steps)");
@@ -167,7 +158,7 @@ std::string event_entry_message(const EventEntry& entry, const Event& first, con
         const auto from = number_of(data, "old");
         const auto to = number_of(last_data, "new");
         std::string msg = "Loss scale " + verb + " on every step " + step_range(entry, growing);
-        if (from && to) msg += ": " + format_number(*from) + " -> " + format_number(*to);
+        if (from && to) msg += ": " + format_event_number(*from) + " -> " + format_event_number(*to);
         return msg + ".";
     }
     // Only the kinds above merge; should the rule grow, the first message still says what it was.

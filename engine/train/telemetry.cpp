@@ -1,7 +1,19 @@
-// Names of event kinds as they appear in the run store and the CLI's JSON.
+// Names of event kinds as they appear in the run store and the CLI's JSON; numbers as event
+// messages write them.
 #include "train/telemetry.h"
 
+#include <cmath>
+#include <cstdio>
+
 namespace mantissa {
+
+std::string format_event_number(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
 
 const char* event_kind_name(EventKind kind) {
     switch (kind) {

@@ -117,6 +117,9 @@ enum class EventKind : std::uint8_t {
     notice,          // anything a person should know (fallback dataset, recorder backpressure)
 };
 const char* event_kind_name(EventKind kind);  // "setting_change", ...
+// A number as event messages write it: 9 significant digits ("65536", "0.001"), "inf", "nan".
+// One spelling for the trainer's messages and the display's merged entries that quote them.
+std::string format_event_number(double v);
 
 struct Event {
     std::int64_t step = 0;

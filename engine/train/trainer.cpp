@@ -30,14 +30,6 @@ json number(double v) {
     return v;
 }
 
-std::string format_number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
-}
-
 json loss_scaling_json(const LossScalingSpec& s) {
     json j = {{"mode", loss_scaling_mode_name(s.mode)},
               {"init_scale", s.init_scale},
@@ -423,7 +415,7 @@ void Trainer::report_one() {
         // GradScaler backs off on an overflow and grows after growth_interval clean steps.
         const char* reason = res.check.found_nonfinite ? "backoff" : "growth";
         r.events.push_back({issued.step, s.time_s, EventKind::scale_change,
-                            "Loss scale " + format_number(res.scale) + " -> " + format_number(res.next_scale) +
+                            "Loss scale " + format_event_number(res.scale) + " -> " + format_event_number(res.next_scale) +
                                 " (" + reason + ").",
                             json{{"old", res.scale}, {"new", res.next_scale}, {"reason", reason}}.dump()});
     }
@@ -450,7 +442,7 @@ void Trainer::report_one() {
     if (!std::isfinite(res.loss.loss)) {
         if (!m_diverged)
             r.events.push_back({issued.step, s.time_s, EventKind::divergence,
-                                "The training loss is " + format_number(res.loss.loss) + ": the run has diverged.",
+                                "The training loss is " + format_event_number(res.loss.loss) + ": the run has diverged.",
                                 json{{"loss", number(res.loss.loss)}}.dump()});
         m_diverged = true;
     } else {
@@ -585,7 +577,7 @@ Event Trainer::inject_non_finite(const std::string& layer, float value) {
     require_idle("inject_non_finite");
     m_inject_layer = require_layer(layer);
     m_inject_value = value;
-    const std::string v = format_number(value);
+    const std::string v = format_event_number(value);
     return {m_step, elapsed_s(), EventKind::notice,
             "Injected " + v + " into " + layer + "'s weight gradient at step " + std::to_string(m_step) + ".",
             json{{"action", "inject_non_finite"}, {"layer", layer}, {"value", v}}.dump()};

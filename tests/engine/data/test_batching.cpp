@@ -8,19 +8,12 @@
 
 #include "data/dataset.h"
 #include "error.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 // A classification set of `rows` rows, 3 features, whose row r holds (r, r + 0.5, -r), label r % 4.
 Dataset numbered(std::int64_t rows) {

@@ -14,19 +14,12 @@
 #include "data/dataset.h"
 #include "data/user_file.h"
 #include "error.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 std::string write_file(const QTemporaryDir& dir, const std::string& name, const std::string& text) {
     const std::string path = dir.path().toStdString() + "/" + name;

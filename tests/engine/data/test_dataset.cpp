@@ -14,19 +14,12 @@
 #include "data/table.h"
 #include "error.h"
 #include "idx_files.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 bool contains(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;

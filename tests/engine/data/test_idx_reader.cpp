@@ -13,22 +13,15 @@
 #include "data/idx_reader.h"
 #include "error.h"
 #include "idx_files.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 using idx_files::Bytes;
 
 namespace {
 
 // The message of the mantissa::Error `f` throws, or "" when it throws none.
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
-}
-
 DatasetSpec idx_spec(const QString& folder) {
     DatasetSpec spec;
     spec.kind = "idx";

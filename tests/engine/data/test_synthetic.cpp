@@ -13,19 +13,12 @@
 #include "data/random.h"
 #include "data/synthetic.h"
 #include "error.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 DatasetSpec synthetic_spec(const QString& kind, std::int64_t samples = 600, int classes = 3, double noise = 0.1) {
     DatasetSpec spec;

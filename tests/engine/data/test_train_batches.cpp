@@ -7,8 +7,10 @@
 
 #include "data/train_batches.h"
 #include "error.h"
+#include "data_test_util.h"
 
 using namespace mantissa;
+using mantissa::test::error_of;
 
 namespace {
 
@@ -52,15 +54,6 @@ void compare(const BatchBuffers& got, const BatchBuffers& want, bool regression)
                            got.targets.begin()));
     else
         QVERIFY(std::equal(want.y.begin(), want.y.begin() + static_cast<std::ptrdiff_t>(n), got.y.begin()));
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
 }
 
 }  // namespace
