@@ -3,6 +3,7 @@
 #include "data/train_batches.h"
 
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "error.h"
@@ -15,7 +16,13 @@ TrainBatches::TrainBatches(const Dataset& data, std::uint64_t seed, std::int64_t
     if (batch_size <= 0)
         throw Error("TrainBatches: the batch size must be positive, got " + std::to_string(batch_size) + ".");
     if (data.train.rows <= 0) throw Error("TrainBatches: the training split has no rows.");
-    if (prefetch == Prefetch::on) m_worker = std::thread([this] { work(); });
+    if (prefetch == Prefetch::on) {
+        try {
+            m_worker = std::thread([this] { work(); });
+        } catch (const std::system_error&) {
+            // No thread to be had (a process or cgroup limit): gather on the training thread.
+        }
+    }
 }
 
 TrainBatches::~TrainBatches() {

@@ -38,6 +38,7 @@ public:
     enum class Prefetch : std::uint8_t { off, on };
 
     // `data` must outlive this object and stay unchanged. steps_per_epoch = ceil(rows / batch_size).
+    // Prefetch::on without a thread to be had (a process limit) gathers on the caller's thread.
     TrainBatches(const Dataset& data, std::uint64_t seed, std::int64_t batch_size, Prefetch prefetch);
     ~TrainBatches();
     TrainBatches(const TrainBatches&) = delete;

@@ -298,8 +298,13 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
         } catch (const Error& e) {
             std::string why = e.what();
             if (!why.empty() && why.back() == '.') why.pop_back();
-            throw Error(why + "; the migration was rolled back, so the store was left unchanged at schema version " +
-                        std::to_string(v) + " (its backup copy is " + in_quotes(out.backup_path) + ").");
+            if (v == version)
+                throw Error(why + "; the migration was rolled back, so the store was left unchanged at schema version " +
+                            std::to_string(v) + " (its backup copy is " + in_quotes(out.backup_path) + ").");
+            // Earlier steps committed: say where the file stands, and that the backup has the original.
+            throw Error(why + "; that step was rolled back, so the store now stands at schema version " + std::to_string(v) +
+                        " (it was at version " + std::to_string(version) + "; its backup copy, at version " +
+                        std::to_string(version) + ", is " + in_quotes(out.backup_path) + ").");
         }
     }
     check_columns(c, path);

@@ -78,6 +78,24 @@ private slots:
         QCOMPARE(model.index(1, 0).data(EventLogModel::CountRole).toLongLong(), 1);
     }
 
+    // A run that ended without a closing event (killed, opened later as `interrupted`): once the
+    // model is told the run is not live, its last merged row no longer says "so far".
+    void interruptedRunDoesNotSaySoFar() {
+        RunSeries series;
+        series.reset({"fc1"});
+        series.addEvent(plain(EventKind::run_started, 0, "Run started."));
+        for (int step = 10; step <= 20; ++step) series.addEvent(overflow(step));
+        EventLogModel model;
+        model.setSeries(&series);
+        QCOMPARE(model.rowCount(), 2);
+        QVERIFY(message(model, 1).contains("(11 steps so far)"));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.setLive(false);
+        QCOMPARE(changed.count(), 1);
+        QVERIFY2(message(model, 1).contains("from 10 to 20 (11 steps):"), qPrintable(message(model, 1)));
+        QVERIFY(!model.index(1, 0).data(Qt::ToolTipRole).toString().contains("so far"));
+    }
+
     // Live: the merged row grows in place ("so far"); only it is redrawn, and only new entries insert rows.
     void liveRowGrows() {
         RunSeries series;

@@ -82,6 +82,7 @@ bool RunViewer::load() {
     }
     m_charts->setSeries(&m_series);
     m_eventModel->setSeries(&m_series);
+    m_eventModel->setLive(m_run.status == RunStatus::running);
     m_charts->redrawNow();
     setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
     delete m_follower;
@@ -119,6 +120,7 @@ void RunViewer::onFinished() {
     }
     m_charts->redrawNow();
     m_eventModel->sync();
+    m_eventModel->setLive(false);
     updateSummary();
     emit runFinished(m_runId);
 }

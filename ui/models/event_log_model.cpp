@@ -51,6 +51,12 @@ void EventLogModel::setSeries(const RunSeries* series) {
     endResetModel();
 }
 
+void EventLogModel::setLive(bool live) {
+    if (live == m_live) return;
+    m_live = live;
+    if (m_rows > 0) emit dataChanged(index(0, Message), index(m_rows - 1, Message));
+}
+
 void EventLogModel::sync() {
     const std::size_t now = m_series ? m_series->events().size() : 0;
     const std::size_t fed = m_entries.events_fed();
@@ -88,6 +94,7 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
     const std::vector<Event>& events = m_series->events();
     if (entry.last >= events.size()) return {};  // the series was reset; sync() follows
     const Event& e = events[entry.first];
+    const bool growing = m_live && m_entries.growing(row);
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
@@ -95,7 +102,7 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
         case Time: return QStringLiteral("%1 s").arg(e.time_s, 0, 'f', 1);
         case Kind: return kindLabel(e.kind);
         case Message:
-            return QString::fromStdString(event_entry_message(entry, e, events[entry.last], m_entries.growing(row)));
+            return QString::fromStdString(event_entry_message(entry, e, events[entry.last], growing));
         default: return {};
         }
     case Qt::ForegroundRole:
@@ -105,9 +112,9 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
         }
         return {};
     case Qt::ToolTipRole: {
-        QString tip = QString::fromStdString(event_entry_message(entry, e, events[entry.last], m_entries.growing(row)));
+        QString tip = QString::fromStdString(event_entry_message(entry, e, events[entry.last], growing));
         if (entry.merged())
-            tip += (m_entries.growing(row) ? tr("\nSteps %1 to %2 so far: %3 events, one per step.")
+            tip += (growing ? tr("\nSteps %1 to %2 so far: %3 events, one per step.")
                                            : tr("\nSteps %1 to %2: %3 events, one per step."))
                        .arg(entry.first_step)
                        .arg(entry.last_step)

@@ -34,6 +34,9 @@ public:
 
     void setSeries(const RunSeries* series);  // resets
     void sync();                              // appends rows for events that arrived since
+    // Whether the run can still log events (the window's own run, a followed recording). A run
+    // that ended without a closing event (killed: `interrupted`) must not say "so far" forever.
+    void setLive(bool live);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -45,6 +48,7 @@ private:
     const RunSeries* m_series = nullptr;
     EventCoalescer m_entries;  // over m_series->events(), fed in order
     int m_rows = 0;            // entries shown as rows (== m_entries.entries().size() between calls)
+    bool m_live = true;
 };
 
 }  // namespace mantissa::ui

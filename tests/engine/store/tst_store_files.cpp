@@ -353,6 +353,31 @@ private slots:
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
     }
 
+    // Two steps from version 1: the first (1 -> 2) commits, the second (2 -> 3) fails. The message
+    // says where the file now stands and that the backup holds the original version 1.
+    void failedSecondMigrationStepSaysWhereTheStoreStands() {
+        const QString path = fresh("bad-second-step.sqlite");
+        record_small_run(path, 4);
+        {
+            RawDb raw(path);  // version 1's shape, but with version 3's columns already there
+            for (const char* sql : {"DROP INDEX evals_by_split", "ALTER TABLE runs DROP COLUMN tags",
+                                    "ALTER TABLE runs DROP COLUMN step_count",
+                                    "ALTER TABLE layer_steps DROP COLUMN grad_exponents", "PRAGMA user_version = 1"})
+                QCOMPARE(raw.exec(sql), QString());
+        }
+        const QString error = error_of([&] { RunStore store(path.toStdString()); });
+        QVERIFY2(error.contains("failed while migrating the schema from version 2 to 3 (SQLite: duplicate column "
+                                "name: fp8_scale_input); that step was rolled back, so the store now stands at "
+                                "schema version 2 (it was at version 1; its backup copy, at version 1, is '" +
+                                path + ".bak-v1')."),
+                 qPrintable(error));
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 2LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM steps"), 4LL);
+        RawDb backup(path + ".bak-v1", true);
+        QCOMPARE(backup.integer("PRAGMA user_version"), 1LL);
+    }
+
     void missingColumnIsNamed_data() {
         QTest::addColumn<QString>("table");
         QTest::addColumn<QString>("column");
