@@ -117,7 +117,7 @@ ChangeSchedule::ChangeSchedule(std::vector<ScheduledChange> checked, Apply apply
 
 std::vector<Command> ChangeSchedule::first_commands() const {
     if (done()) return {};
-    return {command::PauseAt{m_changes[m_next].step}};
+    return {command::PauseAt{m_changes[m_next].step, true}};  // quiet: the means, not a person's pause
 }
 
 void ChangeSchedule::arm(Session& session) {

@@ -47,8 +47,9 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
                                                      const std::string& option);
 
 // Makes checked scheduled changes on a Session at their steps exactly, however fast it runs: the
-// session pauses before each step that has changes (command::PauseAt), the changes are made while
-// it is paused (so their events carry that step), and it resumes. Used by a caller that watches
+// session pauses before each step that has changes (a quiet command::PauseAt, which logs no
+// paused/resumed events), the changes are made while it is paused (so their events carry that
+// step), and it resumes. Used by a caller that watches
 // the session now and then from another thread: mantissa-cli train, and the GUI's screenshot job.
 class ChangeSchedule {
 public:

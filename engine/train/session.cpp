@@ -74,7 +74,18 @@ struct Session::Impl {
     void deliver(std::span<const StepReport> reports);
     double step_seconds = 0;  // training thread: the reported steps' time and rows
     std::int64_t samples = 0;
-    std::int64_t pause_at = -1;  // training thread: a pending PauseAt's step, -1 when none
+
+    // ---- training thread: pauses and pace
+    void pause(std::atomic<SessionState>& state, bool logged);
+    void resume(std::atomic<SessionState>& state);
+    // Waits until the pace lets the next step begin; false when a command arrived meanwhile.
+    bool wait_for_pace();
+    std::int64_t pause_at = -1;     // a pending PauseAt's step, -1 when none
+    bool pause_at_quiet = false;
+    std::int64_t step_pause = -1;   // StepOnce: pause again before this step, -1 when none
+    bool pause_logged = false;      // the pause in effect logged a `paused` event
+    double pace = 0;                // steps per second, 0: as fast as possible
+    std::chrono::steady_clock::time_point last_step_began{};
 };
 
 Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
@@ -171,6 +182,7 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
                 break;
             }
             deliver(trainer->advance());
+            if (pace > 0) deliver(trainer->flush());  // a paced step shows as soon as it is taken
             if (eval_every > 0 && trainer->steps_taken() % eval_every == 0) {
                 deliver(trainer->flush());
                 evaluate();
@@ -255,13 +267,54 @@ bool Session::Impl::drain(std::atomic<SessionState>& state) {
             if (stop) break;
         }
         if (stop) return false;
-        if (pause_at >= 0 && pause_at <= trainer->steps_taken() && state != SessionState::paused) {
+        const std::int64_t now_step = trainer->steps_taken();
+        if (pause_at >= 0 && pause_at <= now_step && state != SessionState::paused) {
             pause_at = -1;
             deliver(trainer->flush());  // as for any command: the steps before it report first
-            apply(command::Pause{}, state, stop);
+            pause(state, !pause_at_quiet);
         }
-        if (state != SessionState::paused) return true;
+        if (step_pause >= 0 && step_pause <= now_step && state != SessionState::paused) {
+            deliver(trainer->flush());
+            state = SessionState::paused;  // the pause StepOnce interrupted goes on, as it was logged
+            trainer->pause_clock();
+            step_pause = -1;
+        }
+        if (state == SessionState::paused) continue;
+        if (pace > 0 && !wait_for_pace()) continue;  // a command came first: apply it, then wait again
+        last_step_began = std::chrono::steady_clock::now();
+        return true;
     }
+}
+
+bool Session::Impl::wait_for_pace() {
+    const auto due = last_step_began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                           std::chrono::duration<double>(1.0 / pace));
+    if (std::chrono::steady_clock::now() >= due) return true;
+    trainer->pause_clock();  // a class waiting between steps is not training time
+    bool arrived = false;
+    {
+        std::unique_lock lock(queue_mutex);
+        arrived = queue_cv.wait_until(lock, due, [&] { return !queue.empty(); });
+    }
+    trainer->resume_clock();
+    return !arrived;
+}
+
+void Session::Impl::pause(std::atomic<SessionState>& state, bool logged) {
+    if (state == SessionState::paused) return;
+    state = SessionState::paused;
+    trainer->pause_clock();
+    pause_logged = logged;
+    step_pause = -1;
+    if (logged) emit(event(EventKind::paused, "Paused before step " + std::to_string(trainer->steps_taken()) + "."));
+}
+
+void Session::Impl::resume(std::atomic<SessionState>& state) {
+    if (state != SessionState::paused) return;
+    state = SessionState::running;
+    trainer->resume_clock();
+    if (pause_logged) emit(event(EventKind::resumed, "Resumed at step " + std::to_string(trainer->steps_taken()) + "."));
+    pause_logged = false;
 }
 
 void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bool& stop) {
@@ -271,20 +324,29 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
             using T = std::decay_t<decltype(cmd)>;
             if constexpr (std::is_same_v<T, Pause>) {
                 if (state != SessionState::paused) {
-                    state = SessionState::paused;
-                    trainer->pause_clock();
+                    pause(state, true);
+                } else if (!pause_logged) {
+                    // A person pauses a run a script had paused: from now on it is their pause,
+                    // logged with its resume.
+                    pause_logged = true;
                     emit(event(EventKind::paused, "Paused before step " + std::to_string(trainer->steps_taken()) + "."));
                 }
             } else if constexpr (std::is_same_v<T, Resume>) {
-                if (state == SessionState::paused) {
-                    state = SessionState::running;
-                    trainer->resume_clock();
-                    emit(event(EventKind::resumed, "Resumed at step " + std::to_string(trainer->steps_taken()) + "."));
-                }
+                step_pause = -1;
+                resume(state);
             } else if constexpr (std::is_same_v<T, Stop>) {
                 stop = true;
             } else if constexpr (std::is_same_v<T, PauseAt>) {
                 pause_at = cmd.step;
+                pause_at_quiet = cmd.quiet;
+            } else if constexpr (std::is_same_v<T, SetPace>) {
+                pace = std::isfinite(cmd.steps_per_s) && cmd.steps_per_s > 0 ? cmd.steps_per_s : 0;
+            } else if constexpr (std::is_same_v<T, StepOnce>) {
+                if (state == SessionState::paused) {
+                    state = SessionState::running;  // quietly: the pause goes on after the step
+                    trainer->resume_clock();
+                    step_pause = trainer->steps_taken() + 1;
+                }
             } else {
                 // A setting the run cannot take (an unknown layer, a bad value) is reported and
                 // the run goes on: a person typed it, the training is not at fault.

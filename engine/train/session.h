@@ -20,6 +20,8 @@
 namespace mantissa {
 
 namespace command {
+// A pause logs a `paused` event and the Resume that ends it a `resumed` one, unless the pause was
+// quiet (PauseAt's, StepOnce's): then neither is logged.
 struct Pause {};
 struct Resume {};
 struct Stop {};
@@ -35,14 +37,25 @@ struct InjectNonFinite { std::string layer; float value; };
 // Pauses before step `step` (0-based: once `step` steps are taken), as a Pause arriving exactly
 // then would, on a run of any speed, so a script can act at an exact step (mantissa --screenshot
 // --at). Post it before start() or before the run reaches the step; a step already passed pauses
-// before the next one. A later PauseAt replaces a pending one.
-struct PauseAt { std::int64_t step; };
+// before the next one. A later PauseAt replaces a pending one. quiet: a script's pause (mantissa-cli's
+// --at, the screenshot job), the means of making a change at an exact step rather than something a
+// person did, so it logs no paused/resumed events.
+struct PauseAt { std::int64_t step; bool quiet = false; };
+// Paces the run for a class to follow: at most `steps_per_s` steps a second; 0 (or less) runs as
+// fast as the machine goes. The wait between paced steps is left out of the run's time, as a pause
+// is, so time_s and samples/s still say how fast the machine trains. Logs no event: the pace
+// changes when the steps happen, never what they compute.
+struct SetPace { double steps_per_s; };
+// While paused: takes one step and pauses again before the next (a single-step button). Logs no
+// paused/resumed events; ignored while running.
+struct StepOnce {};
 }  // namespace command
 
 using Command = std::variant<command::Pause, command::Resume, command::Stop,
                              command::SetLayerPrecision, command::SetAutocast,
                              command::SetMasterWeights, command::SetFp8Scaling, command::SetLossScaling,
-                             command::SetLearningRate, command::InjectNonFinite, command::PauseAt>;
+                             command::SetLearningRate, command::InjectNonFinite, command::PauseAt,
+                             command::SetPace, command::StepOnce>;
 
 enum class SessionState : std::uint8_t { created, running, paused, completed, stopped, failed };
 const char* session_state_name(SessionState s);

@@ -37,6 +37,16 @@ public:
     }
 };
 
+// Polls `done` until it holds or 30 s pass (a generous bound: it only fails a broken session).
+bool wait_until(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
 }  // namespace
 
 class TestSession : public QObject {
@@ -201,6 +211,104 @@ private slots:
         QCOMPARE(paused[1].step, std::int64_t{12});
         QCOMPARE(changes.size(), std::size_t{1});
         QCOMPARE(changes[0].step, std::int64_t{7});
+    }
+
+    // A quiet PauseAt (a script's means of acting at a step) pauses exactly there but logs
+    // neither the pause nor the resume that ends it.
+    void quietPauseAtLogsNoEvents() {
+        Session s(session_experiment(12));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::PauseAt{4, true});
+        s.start();
+        QVERIFY(wait_until([&] { return s.state() == SessionState::paused; }));
+        QCOMPARE(s.summary().steps, std::int64_t{4});
+        s.post(command::SetAutocast{Autocast::bf16});
+        s.post(command::Resume{});
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QVERIFY(sink->events_of(EventKind::paused).empty());
+        QVERIFY(sink->events_of(EventKind::resumed).empty());
+        const auto changes = sink->events_of(EventKind::setting_change);
+        QCOMPARE(changes.size(), std::size_t{1});
+        QCOMPARE(changes[0].step, std::int64_t{4});
+    }
+
+    // StepOnce on a paused run takes exactly one step and pauses again; a person's pause and
+    // resume are logged once around the single steps, the steps themselves log nothing.
+    void stepOnceTakesOneStep() {
+        Session s(session_experiment(20));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::Pause{});
+        s.start();
+        QVERIFY(wait_until([&] { return s.state() == SessionState::paused; }));
+        for (std::int64_t n = 1; n <= 3; ++n) {
+            s.post(command::StepOnce{});
+            QVERIFY(wait_until([&] { return s.state() == SessionState::paused && s.summary().steps == n; }));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // it stays there
+            QCOMPARE(s.summary().steps, n);
+            QCOMPARE(s.state(), SessionState::paused);
+        }
+        s.post(command::Resume{});
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QCOMPARE(sink->steps.size(), std::size_t{20});
+        const auto paused = sink->events_of(EventKind::paused), resumed = sink->events_of(EventKind::resumed);
+        QCOMPARE(paused.size(), std::size_t{1});
+        QCOMPARE(paused[0].step, std::int64_t{0});
+        QCOMPARE(resumed.size(), std::size_t{1});
+        QCOMPARE(resumed[0].step, std::int64_t{3});
+    }
+
+    // StepOnce on a running run does nothing; on a quietly paused run it steps and stays quiet.
+    void stepOnceWhileRunningIsIgnored() {
+        Session s(session_experiment(15));
+        auto sink = std::make_shared<ScriptedSink>();
+        Session* sp = &s;
+        sink->after_step = [sp](const StepRecord& st) {
+            if (st.step == 2) sp->post(command::StepOnce{});
+        };
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QCOMPARE(s.summary().steps, std::int64_t{15});
+        QVERIFY(sink->events_of(EventKind::paused).empty());
+    }
+
+    // A paced run takes its steps no faster than the pace, yet its time axis and samples/s leave
+    // the waits out (they are not training time); a pace of 0 lifts it at once.
+    void paceSpacesTheStepsOutOfTrainingTime() {
+        Session s(session_experiment(12));
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.post(command::SetPace{20});  // 11 waits of 50 ms between 12 steps
+        const auto began = std::chrono::steady_clock::now();
+        s.start();
+        s.wait();
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        QCOMPARE(s.state(), SessionState::completed);
+        QVERIFY2(wall >= 0.5, qPrintable(QString("12 steps at 20 a second took %1 s").arg(wall)));
+        QVERIFY2(sink->steps.back().time_s < wall - 0.3,
+                 qPrintable(QString("time_s %1 of %2 s wall").arg(sink->steps.back().time_s).arg(wall)));
+        QVERIFY(sink->events_of(EventKind::paused).empty());
+
+        Session fast(session_experiment(400));
+        auto fast_sink = std::make_shared<ScriptedSink>();
+        Session* fp = &fast;
+        fast_sink->after_step = [fp](const StepRecord& st) {
+            if (st.step == 1) fp->post(command::SetPace{0});
+        };
+        fast.add_sink(fast_sink);
+        fast.post(command::SetPace{2});  // one step every 0.5 s, lifted after the second
+        const auto fast_began = std::chrono::steady_clock::now();
+        fast.start();
+        fast.wait();
+        const double fast_wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - fast_began).count();
+        QCOMPARE(fast.summary().steps, std::int64_t{400});
+        QVERIFY2(fast_wall < 60, "a pace of 0 lifted the pace");  // 400 steps at 2 a second: 200 s
     }
 
     // Paused time is not training time: the step after a 1.5 s pause is stamped as if there had
