@@ -1,19 +1,24 @@
-// open_store(): the checks, in the order that keeps a bad file untouched: the file's first bytes,
-// then a read-only look at its header (application_id, user_version, tables), and only then a
-// read-write connection, WAL, creation or migration; last, the columns. (A damaged file refused
-// after the read-write connection was made is left unchanged but may gain -wal and -shm files.)
+// open_store(): the checks, in the order that keeps a bad file untouched: the path (a regular
+// file or nothing), the file's first bytes, then a read-only look at its header (application_id,
+// user_version, tables); only then a read-write connection, WAL, creation or migration; last, the
+// columns. (A damaged file refused after the read-write connection was made is left unchanged but
+// may gain -wal and -shm files.)
+//
+// No descriptor of the store's files is opened here but SQLite's own (see store_files.h): the
+// process may already hold connections to the file, and closing a descriptor of our own would
+// drop their locks.
 #include "store/store_open.h"
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include "store/schema.h"
+#include "store/store_files.h"
 #include "store/store_util.h"
 
 namespace mantissa::store {
@@ -80,16 +85,13 @@ bool check_header(const Header& h, const std::string& path) {
 // touches it: SQLite's own answer for a non-database comes only at the first read (and for a short
 // file it may call it empty), and a connection to a WAL file creates -wal and -shm files beside
 // it. So a file that plainly is not ours, or is from a newer version, is refused untouched here.
-// (A header whose newest changes still sit in a WAL is checked again through SQLite.)
+// (A header whose newest changes still sit in a WAL is checked again through SQLite.) The bytes
+// are read through SQLite's VFS, never with a stream of our own: see store_files.h.
 void check_file_header(const std::string& path) {
-    std::error_code ec;
-    auto size = fs::file_size(path, ec);
-    if (ec || size == 0) return;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return;  // SQLite will say why it cannot read it
-    unsigned char h[100] = {};
-    in.read(reinterpret_cast<char*>(h), sizeof h);
-    if (in.gcount() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
+    const auto head = read_file_start(path, 100);
+    if (!head || head->empty()) return;  // SQLite will say why it cannot read it; empty: a new store
+    const auto* h = reinterpret_cast<const unsigned char*>(head->data());
+    if (head->size() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
         throw Error("The file " + in_quotes(path) +
                     " is not an SQLite database, so it is not a Mantissa run "
                     "store; it was left unchanged: choose another file (--db FILE).");
@@ -152,21 +154,6 @@ std::string folder_of(const std::string& path) {
     return p.empty() ? std::string(".") : p.string();
 }
 
-bool same_bytes(const std::string& a, const std::string& b) {
-    std::error_code ec1, ec2;
-    if (fs::file_size(a, ec1) != fs::file_size(b, ec2) || ec1 || ec2) return false;
-    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
-    if (!fa || !fb) return false;
-    char ba[1 << 14], bb[1 << 14];
-    while (fa && fb) {
-        fa.read(ba, sizeof ba);
-        fb.read(bb, sizeof bb);
-        if (fa.gcount() != fb.gcount() || std::memcmp(ba, bb, static_cast<std::size_t>(fa.gcount())) != 0)
-            return false;
-    }
-    return fa.eof() && fb.eof();
-}
-
 // The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists and
 // holds something else. VACUUM INTO writes the same bytes for the same content, so the copy is
 // written beside them first and an existing backup with the same bytes is kept instead: a
@@ -187,8 +174,8 @@ std::string backup_before_migrating(Connection& db, const std::string& path, int
                     " failed: " + continue_sentence(e.what()) + ".");
     }
     std::string target = base;
-    for (int i = 2; fs::exists(target); ++i) {
-        if (same_bytes(target, fresh)) {
+    for (int i = 2; fs::exists(target, ec); ++i) {
+        if (same_file_contents(target, fresh)) {  // read through SQLite's VFS: store_files.h
             fs::remove(fresh, ec);
             return target;
         }
@@ -213,10 +200,9 @@ void check_columns(Connection& db, const std::string& path) {
 }
 
 OpenedStore open_read_only(const std::string& path, const char* why) {
-    if (!fs::exists(path))
+    std::error_code ec;
+    if (!fs::exists(path, ec))
         throw Error("There is no run store at " + in_quotes(path) + " yet (it is created when a run is recorded).");
-    if (fs::is_directory(path))
-        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
     check_file_header(path);
     Inspected in = inspect_read_only(path);
     if (check_header(in.header, path))
@@ -237,16 +223,18 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
     if (path == ":memory:")
         throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store (the recorder "
                     "writes through a connection of its own); give a file name (--db FILE).");
+    // Before SQLite sees the path: it would block on a FIFO, write its header onto a device and
+    // leave '/dev/null-journal' behind, and a looping link or an overlong name reaches it as an
+    // error it cannot explain.
+    if (auto why = unusable_store_path(path)) throw Error(*why);
+    std::error_code ec;
     if (how == StoreAccess::read_only) return open_read_only(path, "");
-    if (how == StoreAccess::read && !fs::exists(path))
+    if (how == StoreAccess::read && !fs::exists(path, ec))
         return open_read_only(path, "");  // says there is no store there, creating nothing
 
-    std::error_code ec;
     const std::string folder = folder_of(path);
     const bool exists = fs::exists(path, ec);
     bool current = false;  // an existing store of this version: opening it takes no write lock
-    if (exists && fs::is_directory(path, ec))
-        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
     if (!exists) {
         fs::create_directories(folder, ec);
         if (ec)
@@ -259,7 +247,8 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
         check_file_header(path);
         const bool writable = access(path.c_str(), W_OK) == 0 && access(folder.c_str(), W_OK) == 0;
         if (!writable) return open_read_only(path, " (the file or its folder is not writable)");
-        if (fs::file_size(path, ec) > 0) {
+        const auto size = fs::file_size(path, ec);
+        if (!ec && size > 0) {
             // Look before touching: a file that fails here is never opened for writing.
             Inspected in = inspect_read_only(path);
             const bool empty = check_header(in.header, path);
