@@ -1,8 +1,7 @@
 // open_store(): the checks, in the order that keeps a bad file untouched: the path (a regular
 // file or nothing), the file's first bytes, then a read-only look at its header (application_id,
-// user_version, tables); only then a read-write connection, WAL, creation or migration; last, the
-// columns. (A damaged file refused after the read-write connection was made is left unchanged but
-// may gain -wal and -shm files.)
+// user_version, tables) and, before any write, SQLite's integrity check; only then a read-write
+// connection, WAL, creation or migration; last, the columns.
 //
 // No descriptor of the store's files is opened here but SQLite's own (see store_files.h): the
 // process may already hold connections to the file, and closing a descriptor of our own would
@@ -12,12 +11,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/schema.h"
+#include "store/store_check.h"
 #include "store/store_files.h"
 #include "store/store_util.h"
 
@@ -149,6 +151,92 @@ Inspected inspect_read_only(const std::string& path) {
     }
 }
 
+// What stat() says of the store and its side files: enough to tell whether anyone wrote the file
+// while we read it without locks.
+struct FileState {
+    bool ok = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool wal = false, journal = false;  // the -wal and -journal files exist
+
+    static FileState of(const std::string& path) {
+        FileState f;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return f;
+        f.ok = true;
+        f.dev = st.st_dev;
+        f.ino = st.st_ino;
+        f.size = st.st_size;
+        f.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+        struct stat side {};
+        f.wal = ::stat((path + "-wal").c_str(), &side) == 0;
+        f.journal = ::stat((path + "-journal").c_str(), &side) == 0;
+        return f;
+    }
+    // Nobody has the file open for writing: a WAL store has its -wal file while any connection
+    // is open, and a rollback-journal writer its -journal while it writes.
+    bool quiet() const { return ok && !wal && !journal; }
+    bool same_as(const FileState& o) const {
+        return ok && o.ok && dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns &&
+               wal == o.wal && journal == o.journal;
+    }
+};
+
+// The look a store gets before it is opened for writing: its header and, unless it is refused for
+// its header, SQLite's damage check (store_check.h) at `depth`.
+struct Looked {
+    Header header;
+    std::optional<Damage> damage;
+};
+
+Looked look_before_writing(const std::string& path, StoreAccess how) {
+    auto look = [&](Connection::Mode mode) {
+        Looked out;
+        try {
+            Connection db(path, mode);
+            configure_reader(db);
+            out.header = read_header(db);
+            check_header(out.header, path);  // throws for a foreign or newer file
+            // A store that writes runs, a migration or the creation of the tables in an empty
+            // database gets the full check; a reading command's open, only what it may write.
+            const bool full = how == StoreAccess::write || out.header.objects == 0 ||
+                              out.header.version < schema_version;
+            out.damage = find_damage(db, full ? CheckDepth::full : CheckDepth::cheap);
+            // A version that its tables contradict (a damaged user_version) would send a sound
+            // file through migrations that cannot apply.
+            if (!out.damage && out.header.version >= 1 && out.header.version < schema_version &&
+                missing_column(db).empty())
+                out.damage = Damage{"user_version", "the file says schema version " +
+                                                        std::to_string(out.header.version) +
+                                                        ", but its tables already have every column of version " +
+                                                        std::to_string(schema_version)};
+        } catch (const SqliteError& e) {
+            if (!is_file_damage(e.code()) || e.code() == SQLITE_NOTADB) throw;
+            out.damage = Damage{"SQLite", e.sqlite_says()};
+        }
+        return out;
+    };
+    // When nobody has the file open (no -wal, no -journal), it is read as "immutable", which takes
+    // no lock and, unlike a read-only connection to a WAL file, creates no -wal and -shm files: a
+    // damaged store is then refused with nothing beside it that was not there. Such a read is only
+    // valid if nobody wrote meanwhile; when the file changed, it is looked at again the ordinary way.
+    const FileState before = FileState::of(path);
+    if (before.quiet()) {
+        Looked quiet = look(Connection::Mode::immutable);
+        if (!quiet.damage || before.same_as(FileState::of(path))) return quiet;
+    }
+    return look(Connection::Mode::read_only);
+}
+
+// The sentence refusing a damaged store before anything was written to it.
+[[noreturn]] void refuse_damaged(const std::string& path, const Damage& damage) {
+    throw Error("The run store " + in_quotes(path) + " is damaged (" + damage.check + ": " + damage.message +
+                "); it was left unchanged: recover what it holds with `sqlite3 " + in_quotes(path) +
+                " .recover | sqlite3 NEW.sqlite` or move it aside to start a new store.");
+}
+
 std::string folder_of(const std::string& path) {
     fs::path p = fs::path(path).parent_path();
     return p.empty() ? std::string(".") : p.string();
@@ -250,9 +338,10 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
         const auto size = fs::file_size(path, ec);
         if (!ec && size > 0) {
             // Look before touching: a file that fails here is never opened for writing.
-            Inspected in = inspect_read_only(path);
-            const bool empty = check_header(in.header, path);
-            current = !empty && in.header.version == schema_version;
+            const Looked looked = look_before_writing(path, how);
+            if (looked.damage) refuse_damaged(path, *looked.damage);
+            const bool empty = check_header(looked.header, path);
+            current = !empty && looked.header.version == schema_version;
         }
     }
 

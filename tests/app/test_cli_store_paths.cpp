@@ -3,7 +3,8 @@
 // a character or block device (which must never get an SQLite header or a '-journal' file beside
 // it), a symbolic link loop, a name over 255 bytes and a path over PATH_MAX: each is exit 2 with
 // one sentence, before SQLite sees the path. The store's own -wal, -shm and -journal files are
-// never outputs.
+// never outputs. And `mantissa-cli train` on damaged copies of a store: each copy either takes the
+// run and passes integrity_check, or is refused (exit 2) byte-identical with nothing beside it.
 #include <QtTest>
 
 #include <QCryptographicHash>
@@ -231,6 +232,62 @@ private slots:
         QCOMPARE(read_all(m_store), before);
     }
 #endif
+
+    // `train` on damaged copies of the store: trains and stays sound, or exit 2 byte-identical.
+    void trainOnDamagedCopies() {
+        const QByteArray good = read_all(m_store);
+        constexpr int page = 4096;
+        const int pages = static_cast<int>(good.size() / page);
+        QVERIFY(pages >= 6);
+        struct Copy {
+            QString name;
+            QByteArray bytes;
+        };
+        std::vector<Copy> copies;
+        for (int p = 1; p < pages; p += 2) copies.push_back({QString("truncated to %1 pages").arg(p), good.left(p * page)});
+        copies.push_back({"truncated inside the last page", good.left(good.size() - 100)});
+        for (int p = 0; p < pages; ++p) {
+            QByteArray flipped = good;
+            const int at = p * page + (p == 0 ? 100 : 0) + 3;  // a b-tree page's cell count
+            flipped[at] = static_cast<char>(flipped[at] ^ 0xFF);
+            copies.push_back({QString("page %1's cell count flipped").arg(p + 1), flipped});
+            QByteArray zeroed = good;
+            zeroed.replace(p * page, page, QByteArray(page, '\0'));
+            copies.push_back({QString("page %1 zeroed").arg(p + 1), zeroed});
+        }
+        for (int at : {18, 21, 44, 60, 63, 68}) {
+            QByteArray flipped = good;
+            flipped[at] = static_cast<char>(flipped[at] ^ 0x03);
+            copies.push_back({QString("header byte %1 flipped").arg(at), flipped});
+        }
+        QStringList broken;
+        int refused = 0;
+        for (std::size_t i = 0; i < copies.size(); ++i) {
+            const QString path = m_dir.filePath(QString("damaged-%1.sqlite").arg(i));
+            {
+                QFile f(path);
+                QVERIFY(f.open(QIODevice::WriteOnly) && f.write(copies[i].bytes) == copies[i].bytes.size());
+            }
+            const CliResult r = run_cli(QStringList{"train"} + small_run(path, 5), {}, 60'000);
+            const QString err = QString::fromUtf8(r.err).trimmed();
+            const QString name = copies[i].name;
+            if (r.code == 0) {
+                const QString check = integrity(path);
+                if (check != "ok") broken << name + ": trained, and now damaged: " + check;
+            } else if (r.code == 2) {
+                ++refused;
+                if (read_all(path) != copies[i].bytes) broken << name + ": refused (" + err + ") but changed";
+                if (!side_files(path).isEmpty()) broken << name + ": refused but left " + side_files(path).join(", ");
+                if (err.contains('\n')) broken << name + ": more than one sentence: " + err;
+            } else {
+                broken << QString("%1: exit %2: %3").arg(name).arg(r.code).arg(err);
+            }
+        }
+        QVERIFY2(broken.isEmpty(), qPrintable(broken.join('\n')));
+        QVERIFY(refused > 0);
+        qInfo("%d damaged copies: %d refused untouched, %d trained and sound", static_cast<int>(copies.size()), refused,
+              static_cast<int>(copies.size()) - refused);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliStorePaths)
