@@ -55,14 +55,17 @@ inline bool is_sqlite_database(const std::string& path) {
 }
 
 // The sentence refusing `option target` when it would overwrite a guarded file, a side file SQLite
-// keeps beside a guarded file (FILE-wal, FILE-shm, FILE-journal: overwriting the live store's
-// write-ahead log breaks it), or any SQLite database or its side files; nullopt when the target
+// keeps beside a guarded database or a store yet to be created (FILE-wal, FILE-shm, FILE-journal:
+// overwriting the live store's write-ahead log breaks it), or any SQLite database or its side files; nullopt when the target
 // may be written. E.g. "-o runs.sqlite is the run store; choose another file."
 inline std::optional<std::string> refuse_output(const std::string& option, const std::string& target,
                                                 const std::vector<GuardedFile>& guarded) {
     for (const GuardedFile& g : guarded) {
         if (g.path.empty()) continue;
         if (same_file(target, g.path)) return option + " " + target + " is " + g.what + "; choose another file.";
+        std::error_code ec;
+        const bool database = store::is_sqlite_database(g.path) || !std::filesystem::exists(g.path, ec);
+        if (!database) continue;  // an experiment file has no files beside it
         for (const char* suffix : store::side_file_suffixes)
             if (same_file(target, g.path + suffix))
                 return option + " " + target + " is a file SQLite keeps beside " + g.what + " (" + g.path + suffix +
