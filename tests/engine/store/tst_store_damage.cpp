@@ -149,7 +149,7 @@ private:
                 QFile::remove(m_dir.filePath(f));
         }
         qInfo("%d damaged copies, %d refused untouched, %d %s", tried, refused, tried - refused,
-              access == StoreAccess::write ? "took the run and stayed sound" : "read without a change");
+              access == StoreAccess::write ? "took the run and stayed sound" : "were read, unchanged (or changed and sound)");
         return refused;
     }
 
