@@ -3,20 +3,27 @@
 // other SQLite database, and an unwritable target is said before any work, not after it; and the
 // whole-number reading their --steps-like options share (1000 or 1e3).
 // Header-only and plain C++ (no Qt): app/cli and app/gui each include it; each turns the sentence
-// it returns into its own error (a UsageError, or a line on stderr) and exit code 2.
+// it returns into its own error (a UsageError, or a line on stderr) and exit code 2. The GUI's
+// dialogs (chart and run export) make the same database check through store/store_files.h.
+//
+// No file that may be a database, or beside one, is opened here with a descriptor of our own: the
+// process may hold SQLite connections to it, and closing any descriptor of a file drops all of
+// the process's locks on it (store/store_files.h). Databases are recognised through SQLite's VFS,
+// their -wal, -shm and -journal files by name alone, and only a target that is neither is opened.
 #pragma once
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "store/store_files.h"
 
 namespace mantissa::app {
 
@@ -41,25 +48,31 @@ inline bool same_file(const std::string& a, const std::string& b) {
     return !ec && ca == cb;
 }
 
-// True when path is a regular file that begins with SQLite's 16-byte header.
+// True when path is a regular file that begins with SQLite's 16-byte header (read through SQLite's
+// VFS, which leaves the process's locks on it alone).
 inline bool is_sqlite_database(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return false;
-    std::ifstream in(path, std::ios::binary);
-    char head[16] = {};
-    in.read(head, sizeof head);
-    return in.gcount() == 16 && std::memcmp(head, "SQLite format 3\0", 16) == 0;
+    return store::is_sqlite_database(path);
 }
 
-// The sentence refusing `option target` when it would overwrite a guarded file or a database;
-// nullopt when the target may be written. E.g. "-o runs.sqlite is the run store; choose another file."
+// The sentence refusing `option target` when it would overwrite a guarded file, a side file SQLite
+// keeps beside a guarded database or a store yet to be created (FILE-wal, FILE-shm, FILE-journal:
+// overwriting the live store's write-ahead log breaks it), or any SQLite database or its side files; nullopt when the target
+// may be written. E.g. "-o runs.sqlite is the run store; choose another file."
 inline std::optional<std::string> refuse_output(const std::string& option, const std::string& target,
                                                 const std::vector<GuardedFile>& guarded) {
-    for (const GuardedFile& g : guarded)
-        if (!g.path.empty() && same_file(target, g.path))
-            return option + " " + target + " is " + g.what + "; choose another file.";
-    if (is_sqlite_database(target))
-        return option + " " + target + " is an SQLite database, which is never overwritten; choose another file.";
+    for (const GuardedFile& g : guarded) {
+        if (g.path.empty()) continue;
+        if (same_file(target, g.path)) return option + " " + target + " is " + g.what + "; choose another file.";
+        std::error_code ec;
+        const bool database = store::is_sqlite_database(g.path) || !std::filesystem::exists(g.path, ec);
+        if (!database) continue;  // an experiment file has no files beside it
+        for (const char* suffix : store::side_file_suffixes)
+            if (same_file(target, g.path + suffix))
+                return option + " " + target + " is a file SQLite keeps beside " + g.what + " (" + g.path + suffix +
+                       "), which writing over would break; choose another file.";
+    }
+    if (auto role = store::database_file_role(target))
+        return option + " " + target + " is " + *role + ", which is never overwritten; choose another file.";
     return std::nullopt;
 }
 

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 #include <unistd.h>
 
 #include "error.h"
@@ -93,6 +95,12 @@ std::optional<long long> Args::integer(std::string_view name) const {
     const auto n = app::parse_whole_number(*v);
     if (!n) throw UsageError{"--" + std::string(name) + " needs a whole number like 1000, not '" + *v + "'"};
     return n;
+}
+
+bool store_file_present(const std::string& db) {
+    std::error_code ec;
+    const bool present = std::filesystem::exists(db, ec);
+    return present || ec;
 }
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }

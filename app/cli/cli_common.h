@@ -63,6 +63,12 @@ struct Command {
 bool register_command(Command command);
 const std::vector<Command>& commands();
 
+// Whether a file is at the store path `db` (--db), for the commands that say "no store yet"
+// rather than open a missing one: a path stat() cannot follow (a symbolic link loop, a name too
+// long) counts as there, so that opening it gives the store's own sentence (exit 2), never a
+// filesystem exception.
+bool store_file_present(const std::string& db);
+
 // True when stdout is a terminal (progress lines are drawn only then).
 bool stdout_is_terminal();
 

@@ -14,7 +14,7 @@ namespace {
 // The store named by --db, for editing; a store that does not exist has no run to edit.
 RunStore open_for_editing(const Args& args) {
     const std::string db = args.value("db").value_or(default_store_path());
-    if (!std::filesystem::exists(db)) throw Error("There is no run store at '" + db + "' yet.");
+    if (!store_file_present(db)) throw Error("There is no run store at '" + db + "' yet.");
     return RunStore(db);
 }
 

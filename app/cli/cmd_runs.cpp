@@ -149,7 +149,7 @@ int run_runs(Args& args) {
     if (!args.positional().empty()) throw UsageError{"unexpected argument '" + args.positional().front() + "'"};
     const std::string db = db_path(args);
     const bool json = args.has("json");
-    if (!std::filesystem::exists(db)) {
+    if (!store_file_present(db)) {
         if (json)
             std::cout << "[]" << std::endl;
         else

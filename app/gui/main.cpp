@@ -5,8 +5,9 @@
 // unless QT_QPA_PLATFORM says otherwise, prints it and exits: `mantissa-cli bench --suite gui` reads it.
 // Exit codes as mantissa-cli's: 0 ok, 1 the run or the save failed, 2 bad usage or input. Everything
 // a screenshot's command line can get wrong (a bad option, --steps, --size out of its limits, an
-// --at that cannot apply, a target that cannot be written or is the run store) is exit 2 before
-// any training.
+// --at that cannot apply, a target that cannot be written or is the run store or a file beside it)
+// is exit 2 before any training; so is a --db that cannot be a store (a FIFO, a device, a link
+// loop, a name too long), with or without --screenshot.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
@@ -152,6 +153,11 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "mantissa: the GUI benchmark failed: %s\n", e.what());
             return 1;
         }
+    }
+
+    if (parser.isSet(store)) {  // the engine's sentence, before a window that could not record
+        const QString problem = mantissa::ui::storePathProblem(parser.value(store));
+        if (!problem.isEmpty()) return usageError(problem.toStdString());
     }
 
     const bool shooting = parser.isSet(screenshot);

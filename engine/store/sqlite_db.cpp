@@ -71,7 +71,7 @@ Connection::Connection(const std::string& path, Mode mode) : m_path(path) {
     if (rc != SQLITE_OK) {
         std::string detail = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         close();
-        throw SqliteError(sentence_for(rc, m_path, "opening it", detail.c_str()), rc);
+        throw SqliteError(sentence_for(rc, m_path, "opening it", detail.c_str()), rc & 0xff, detail);
     }
     sqlite3_extended_result_codes(m_db, 1);
 }
@@ -101,7 +101,7 @@ void Connection::close() noexcept {
 
 void Connection::fail(int rc, std::string_view what) const {
     const char* detail = m_db ? sqlite3_errmsg(m_db) : nullptr;
-    throw SqliteError(sentence_for(rc, m_path, what, detail), rc & 0xff);
+    throw SqliteError(sentence_for(rc, m_path, what, detail), rc & 0xff, detail ? detail : sqlite3_errstr(rc));
 }
 
 void Connection::exec(const std::string& sql, std::string_view what) {

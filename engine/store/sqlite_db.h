@@ -22,14 +22,18 @@ struct sqlite3_stmt;
 
 namespace mantissa::store {
 
-// A failed SQLite call. code() is the primary result code (SQLITE_FULL, SQLITE_CORRUPT, ...).
+// A failed SQLite call. code() is the primary result code (SQLITE_FULL, SQLITE_CORRUPT, ...);
+// sqlite_says() is SQLite's own message ("database disk image is malformed").
 class SqliteError : public Error {
 public:
-    SqliteError(const std::string& message, int code) : Error(message), m_code(code) {}
+    SqliteError(const std::string& message, int code, std::string sqlite_says = {})
+        : Error(message), m_code(code), m_sqlite_says(std::move(sqlite_says)) {}
     int code() const { return m_code; }
+    const std::string& sqlite_says() const { return m_sqlite_says; }
 
 private:
     int m_code;
+    std::string m_sqlite_says;
 };
 
 class Statement;

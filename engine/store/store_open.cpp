@@ -1,19 +1,26 @@
-// open_store(): the checks, in the order that keeps a bad file untouched: the file's first bytes,
-// then a read-only look at its header (application_id, user_version, tables), and only then a
-// read-write connection, WAL, creation or migration; last, the columns. (A damaged file refused
-// after the read-write connection was made is left unchanged but may gain -wal and -shm files.)
+// open_store(): the checks, in the order that keeps a bad file untouched: the path (a regular
+// file or nothing), the file's first bytes, then a read-only look at its header (application_id,
+// user_version, tables) and, before any write, SQLite's integrity check; only then a read-write
+// connection, WAL, creation or migration; last, the columns.
+//
+// No descriptor of the store's files is opened here but SQLite's own (see store_files.h): the
+// process may already hold connections to the file, and closing a descriptor of our own would
+// drop their locks.
 #include "store/store_open.h"
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <system_error>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/schema.h"
+#include "store/store_check.h"
+#include "store/store_files.h"
 #include "store/store_util.h"
 
 namespace mantissa::store {
@@ -80,16 +87,13 @@ bool check_header(const Header& h, const std::string& path) {
 // touches it: SQLite's own answer for a non-database comes only at the first read (and for a short
 // file it may call it empty), and a connection to a WAL file creates -wal and -shm files beside
 // it. So a file that plainly is not ours, or is from a newer version, is refused untouched here.
-// (A header whose newest changes still sit in a WAL is checked again through SQLite.)
+// (A header whose newest changes still sit in a WAL is checked again through SQLite.) The bytes
+// are read through SQLite's VFS, never with a stream of our own: see store_files.h.
 void check_file_header(const std::string& path) {
-    std::error_code ec;
-    auto size = fs::file_size(path, ec);
-    if (ec || size == 0) return;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return;  // SQLite will say why it cannot read it
-    unsigned char h[100] = {};
-    in.read(reinterpret_cast<char*>(h), sizeof h);
-    if (in.gcount() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
+    const auto head = read_file_start(path, 100);
+    if (!head || head->empty()) return;  // SQLite will say why it cannot read it; empty: a new store
+    const auto* h = reinterpret_cast<const unsigned char*>(head->data());
+    if (head->size() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
         throw Error("The file " + in_quotes(path) +
                     " is not an SQLite database, so it is not a Mantissa run "
                     "store; it was left unchanged: choose another file (--db FILE).");
@@ -147,24 +151,95 @@ Inspected inspect_read_only(const std::string& path) {
     }
 }
 
+// What stat() says of the store and its side files: enough to tell whether anyone wrote the file
+// while we read it without locks.
+struct FileState {
+    bool ok = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool wal = false, journal = false;  // the -wal and -journal files exist
+
+    static FileState of(const std::string& path) {
+        FileState f;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return f;
+        f.ok = true;
+        f.dev = st.st_dev;
+        f.ino = st.st_ino;
+        f.size = st.st_size;
+        f.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+        struct stat side {};
+        f.wal = ::stat((path + "-wal").c_str(), &side) == 0;
+        f.journal = ::stat((path + "-journal").c_str(), &side) == 0;
+        return f;
+    }
+    // Nobody has the file open for writing: a WAL store has its -wal file while any connection
+    // is open, and a rollback-journal writer its -journal while it writes.
+    bool quiet() const { return ok && !wal && !journal; }
+    bool same_as(const FileState& o) const {
+        return ok && o.ok && dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns &&
+               wal == o.wal && journal == o.journal;
+    }
+};
+
+// The look a store gets before it is opened for writing: its header and, unless it is refused for
+// its header, SQLite's damage check (store_check.h) at `depth`.
+struct Looked {
+    Header header;
+    std::optional<Damage> damage;
+};
+
+Looked look_before_writing(const std::string& path, StoreAccess how) {
+    auto look = [&](Connection::Mode mode) {
+        Looked out;
+        try {
+            Connection db(path, mode);
+            configure_reader(db);
+            out.header = read_header(db);
+            check_header(out.header, path);  // throws for a foreign or newer file
+            // A store that writes runs, a migration or the creation of the tables in an empty
+            // database gets the full check; a reading command's open, only what it may write.
+            const bool full = how == StoreAccess::write || out.header.objects == 0 ||
+                              out.header.version < schema_version;
+            out.damage = find_damage(db, full ? CheckDepth::full : CheckDepth::cheap);
+            // A version that its tables contradict (a damaged user_version) would send a sound
+            // file through migrations that cannot apply.
+            if (!out.damage && out.header.version >= 1 && out.header.version < schema_version &&
+                missing_column(db).empty())
+                out.damage = Damage{"user_version", "the file says schema version " +
+                                                        std::to_string(out.header.version) +
+                                                        ", but its tables already have every column of version " +
+                                                        std::to_string(schema_version)};
+        } catch (const SqliteError& e) {
+            if (!is_file_damage(e.code()) || e.code() == SQLITE_NOTADB) throw;
+            out.damage = Damage{"SQLite", e.sqlite_says()};
+        }
+        return out;
+    };
+    // When nobody has the file open (no -wal, no -journal), it is read as "immutable", which takes
+    // no lock and, unlike a read-only connection to a WAL file, creates no -wal and -shm files: a
+    // damaged store is then refused with nothing beside it that was not there. Such a read is only
+    // valid if nobody wrote meanwhile; when the file changed, it is looked at again the ordinary way.
+    const FileState before = FileState::of(path);
+    if (before.quiet()) {
+        Looked quiet = look(Connection::Mode::immutable);
+        if (!quiet.damage || before.same_as(FileState::of(path))) return quiet;
+    }
+    return look(Connection::Mode::read_only);
+}
+
+// The sentence refusing a damaged store before anything was written to it.
+[[noreturn]] void refuse_damaged(const std::string& path, const Damage& damage) {
+    throw Error("The run store " + in_quotes(path) + " is damaged (" + damage.check + ": " + damage.message +
+                "); it was left unchanged: recover what it holds with `sqlite3 " + in_quotes(path) +
+                " .recover | sqlite3 NEW.sqlite` or move it aside to start a new store.");
+}
+
 std::string folder_of(const std::string& path) {
     fs::path p = fs::path(path).parent_path();
     return p.empty() ? std::string(".") : p.string();
-}
-
-bool same_bytes(const std::string& a, const std::string& b) {
-    std::error_code ec1, ec2;
-    if (fs::file_size(a, ec1) != fs::file_size(b, ec2) || ec1 || ec2) return false;
-    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
-    if (!fa || !fb) return false;
-    char ba[1 << 14], bb[1 << 14];
-    while (fa && fb) {
-        fa.read(ba, sizeof ba);
-        fb.read(bb, sizeof bb);
-        if (fa.gcount() != fb.gcount() || std::memcmp(ba, bb, static_cast<std::size_t>(fa.gcount())) != 0)
-            return false;
-    }
-    return fa.eof() && fb.eof();
 }
 
 // The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists and
@@ -187,8 +262,8 @@ std::string backup_before_migrating(Connection& db, const std::string& path, int
                     " failed: " + continue_sentence(e.what()) + ".");
     }
     std::string target = base;
-    for (int i = 2; fs::exists(target); ++i) {
-        if (same_bytes(target, fresh)) {
+    for (int i = 2; fs::exists(target, ec); ++i) {
+        if (same_file_contents(target, fresh)) {  // read through SQLite's VFS: store_files.h
             fs::remove(fresh, ec);
             return target;
         }
@@ -213,10 +288,9 @@ void check_columns(Connection& db, const std::string& path) {
 }
 
 OpenedStore open_read_only(const std::string& path, const char* why) {
-    if (!fs::exists(path))
+    std::error_code ec;
+    if (!fs::exists(path, ec))
         throw Error("There is no run store at " + in_quotes(path) + " yet (it is created when a run is recorded).");
-    if (fs::is_directory(path))
-        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
     check_file_header(path);
     Inspected in = inspect_read_only(path);
     if (check_header(in.header, path))
@@ -237,16 +311,18 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
     if (path == ":memory:")
         throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store (the recorder "
                     "writes through a connection of its own); give a file name (--db FILE).");
+    // Before SQLite sees the path: it would block on a FIFO, write its header onto a device and
+    // leave '/dev/null-journal' behind, and a looping link or an overlong name reaches it as an
+    // error it cannot explain.
+    if (auto why = unusable_store_path(path)) throw Error(*why);
+    std::error_code ec;
     if (how == StoreAccess::read_only) return open_read_only(path, "");
-    if (how == StoreAccess::read && !fs::exists(path))
+    if (how == StoreAccess::read && !fs::exists(path, ec))
         return open_read_only(path, "");  // says there is no store there, creating nothing
 
-    std::error_code ec;
     const std::string folder = folder_of(path);
     const bool exists = fs::exists(path, ec);
     bool current = false;  // an existing store of this version: opening it takes no write lock
-    if (exists && fs::is_directory(path, ec))
-        throw Error(in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).");
     if (!exists) {
         fs::create_directories(folder, ec);
         if (ec)
@@ -259,11 +335,13 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
         check_file_header(path);
         const bool writable = access(path.c_str(), W_OK) == 0 && access(folder.c_str(), W_OK) == 0;
         if (!writable) return open_read_only(path, " (the file or its folder is not writable)");
-        if (fs::file_size(path, ec) > 0) {
+        const auto size = fs::file_size(path, ec);
+        if (!ec && size > 0) {
             // Look before touching: a file that fails here is never opened for writing.
-            Inspected in = inspect_read_only(path);
-            const bool empty = check_header(in.header, path);
-            current = !empty && in.header.version == schema_version;
+            const Looked looked = look_before_writing(path, how);
+            if (looked.damage) refuse_damaged(path, *looked.damage);
+            const bool empty = check_header(looked.header, path);
+            current = !empty && looked.header.version == schema_version;
         }
     }
 

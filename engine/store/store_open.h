@@ -1,7 +1,8 @@
 // Opening a run store file: every check a file must pass before the store reads or writes it
-// (an SQLite file, a Mantissa store, not from a newer version, not damaged), the read-only
-// fallback, creation, and the forward migrations with their backup copy. Nothing is written to a
-// file that fails a check: a newer store is left byte-identical.
+// (a regular file, an SQLite file, a Mantissa store, not from a newer version, not damaged), the
+// read-only fallback, creation, and the forward migrations with their backup copy. Nothing is
+// written to a file that fails a check: a newer or damaged store is left byte-identical, with no
+// -wal or -shm file beside it that was not there (docs/schema.md, "Files Mantissa refuses").
 #pragma once
 
 #include <string>
@@ -19,10 +20,11 @@ struct OpenedStore {
 };
 
 // Opens as `access` says (run_store.h): `write` creates an absent store and migrates an older one;
-// `read` opens an existing store for writing only when it has this build's version (an older one
-// is refused, left unchanged); `read_only` never writes. A write or read open falls back to
-// read-only when the file or its folder is not writable. Every open checks that the tables have
-// the columns this build reads and writes. Throws mantissa::Error with one sentence.
+// `read` does the same for an existing store but never creates one; `read_only` never writes. A
+// write or read open falls back to read-only when the file or its folder is not writable, and
+// runs SQLite's damage check before its first write (store_check.h: the full check for `write`, a
+// migration or an empty database; the cheap one otherwise). Every open checks that the tables
+// have the columns this build reads and writes. Throws mantissa::Error with one sentence.
 OpenedStore open_store(const std::string& path, StoreAccess access);
 
 // A second connection to a store open_store() has already checked and migrated, for a Recorder's

@@ -1,7 +1,9 @@
 // Chart export. Each format is drawn through QCustomPlot::toPainter onto its own paint device (a
 // QImage, a QSvgGenerator, a QPdfWriter at 72 dpi so one unit is one point), so one code path
 // serves a single chart and a stack of them. The file is checked for writability first, so the
-// sentence a person reads names the real cause rather than "painting failed".
+// sentence a person reads names the real cause rather than "painting failed"; before that, a file
+// that is an SQLite database (the run store among them) or one SQLite keeps beside a database is
+// refused without being opened (store/store_files.h says why it must not be).
 #include "export/chart_export.h"
 
 #include <algorithm>
@@ -16,6 +18,8 @@
 #include <QPageSize>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+
+#include "store/store_files.h"
 
 namespace mantissa::ui {
 
@@ -39,6 +43,9 @@ QString checkWritable(const QString& path) {
     if (!dir.exists() || !dir.isDir())
         return QStringLiteral("The folder '%1' does not exist; choose another place to save the chart.")
             .arg(info.absolutePath());
+    if (const auto role = mantissa::store::database_file_role(QFile::encodeName(path).toStdString()))
+        return QStringLiteral("'%1' is %2, which is never overwritten; choose another file for the chart.")
+            .arg(path, QString::fromStdString(*role));
     QFile f(path);
     const bool existed = f.exists();
     if (!f.open(QIODevice::WriteOnly | QIODevice::Append))

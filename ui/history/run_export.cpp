@@ -11,15 +11,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/store_files.h"
 #include "train/experiment.h"
 
 namespace mantissa::ui {
 
 namespace {
 
-// Writes `write`'s output to PATH.partial and renames it onto `path` once complete.
+// Writes `write`'s output to PATH.partial and renames it onto `path` once complete. Never onto an
+// SQLite database (the run store among them) or a file SQLite keeps beside one (its -wal, -shm or
+// -journal): those are recognised without being opened (store/store_files.h says why).
 template <typename Writer>
 QString writeAtomically(const QString& path, Writer&& write) {
+    if (const auto role = mantissa::store::database_file_role(QFile::encodeName(path).toStdString()))
+        return QObject::tr("%1 is %2, which is never overwritten; choose another file.")
+            .arg(QDir::toNativeSeparators(path), QString::fromStdString(*role));
     const QString partial = path + QStringLiteral(".partial");
     try {
         std::ofstream out(QFile::encodeName(partial).toStdString(), std::ios::binary | std::ios::trunc);

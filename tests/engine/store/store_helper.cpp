@@ -11,6 +11,13 @@
 //       "RECORD ok" or "RECORD ERROR <sentence>". --as-nobody first drops to uid/gid 65534, so
 //       permission cases can be tested when the suite runs as root. Exit 2 with "ERROR <sentence>"
 //       when the store cannot be opened, 4 when privileges cannot be dropped.
+//   store_helper churn DB ROUNDS
+//       What another process does to a store in use, ROUNDS times: opens it as the reading
+//       commands do (StoreAccess::read), lists the runs and reads the first one's steps and
+//       totals, and every third round records a short run of its own (20 steps, completed); each
+//       round closes every connection, so the helper is often the store's last connection to
+//       close. Prints "ERROR <sentence>" for each failed round and "DONE <rounds> <errors>";
+//       exit 0 when no round failed, else 1.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -107,11 +114,37 @@ int list(const std::string& db, bool as_nobody) {
     return 0;
 }
 
+int churn(const std::string& db, int rounds) {
+    int errors = 0;
+    for (int i = 0; i < rounds; ++i) {
+        try {
+            RunStore store(db, StoreAccess::read);
+            const auto runs = store.list_runs();
+            if (!runs.empty()) {
+                store.steps(runs.front().id);
+                store.totals(runs.front().id);
+            }
+            if (i % 3 == 2) {
+                auto rec = store.start_run({"churn-" + std::to_string(i), "cpu", "helper", "{}"});
+                for (std::int64_t s = 0; s < 20; ++s) rec->on_step(step_record(s), {});
+                rec->finish(RunStatus::completed);
+                if (!rec->error().empty()) throw Error(rec->error());
+            }
+        } catch (const Error& e) {
+            ++errors;
+            std::printf("ERROR %s\n", e.what());
+            std::fflush(stdout);
+        }
+    }
+    std::printf("DONE %d %d\n", rounds, errors);
+    return errors == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: store_helper record|list DB [options]\n");
+        std::fprintf(stderr, "usage: store_helper record|list|churn DB [options]\n");
         return 2;
     }
     const std::string mode = argv[1], db = argv[2];
@@ -120,6 +153,7 @@ int main(int argc, char** argv) {
             return record(db, std::atoi(option(argc, argv, "--layers", "3").c_str()),
                           std::atoll(option(argc, argv, "--fsize-limit", "0").c_str()));
         if (mode == "list") return list(db, flag(argc, argv, "--as-nobody"));
+        if (mode == "churn" && argc >= 4) return churn(db, std::atoi(argv[3]));
     } catch (const Error& e) {
         std::printf("ERROR %s\n", e.what());
         return 2;

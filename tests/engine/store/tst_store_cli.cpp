@@ -301,7 +301,8 @@ private slots:
         const QString path = m_dir.filePath("stamped-v1.sqlite");
         QVERIFY(QFile::copy(m_db, path));
         {
-            RawDb raw(path);
+            RawDb raw(path);  // without one of version 3's columns, or it is refused as damaged
+            QCOMPARE(raw.exec("ALTER TABLE layer_steps DROP COLUMN fp8_amax_grad_output"), QString());
             QCOMPARE(raw.exec("PRAGMA user_version = 1"), QString());
         }
         for (const QStringList& args : {QStringList{"runs"}, QStringList{"runs", "--json"}, QStringList{"show", "1"},

@@ -329,12 +329,15 @@ private slots:
     }
 
     // A migration that fails (a store stamped version 1 that already has version 2's columns) is
-    // rolled back and says so; opening it again and again keeps the one backup copy it made.
+    // rolled back and says so; opening it again and again keeps the one backup copy it made. (One
+    // of version 3's columns is dropped: a file stamped 1 with every column of version 3 is
+    // refused as damaged before any migration, tst_store_damage.cpp.)
     void failedMigrationLeavesTheStoreAndOneBackup() {
         const QString path = fresh("bad-v1.sqlite");
         record_small_run(path, 5);
         {
             RawDb raw(path);
+            QCOMPARE(raw.exec("ALTER TABLE layer_steps DROP COLUMN fp8_amax_grad_output"), QString());
             QCOMPARE(raw.exec("PRAGMA user_version = 1"), QString());
         }
         for (int attempt = 0; attempt < 3; ++attempt) {

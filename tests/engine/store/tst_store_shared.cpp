@@ -1,0 +1,186 @@
+// One store shared by processes. POSIX advisory locks belong to a process and an inode, and
+// closing ANY descriptor of the file drops ALL of the process's locks on it: a store opened in a
+// process that already holds connections to it (the GUI's recorder, history browser and
+// histogram feed) must never be read with a descriptor of our own, or another process closing
+// its connection believes it is the last one and deletes the -wal and -shm files under the
+// recorder (store/store_files.h; docs/schema.md, "Sharing the file").
+//
+// keepsItsLocks: after each way this process opens or looks at the store, /proc/locks still shows
+// this process's lock on the file. recorderKeepsEveryRowWhileShared: a recorder here writes runs
+// while this process re-opens the store over and over and store_helper churns it from another
+// process (opens, reads, records, closes); every row must arrive.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "error.h"
+#include "store/run_store.h"
+#include "store/store_files.h"
+#include "store_test_util.h"
+
+using namespace mantissa;
+using namespace store_test;
+
+namespace {
+
+// The POSIX locks /proc/locks lists for this process on the file at `path` (0 when /proc/locks
+// is not there, -1).
+int locks_held_on(const QString& path) {
+    QFile f("/proc/locks");
+    if (!f.open(QIODevice::ReadOnly)) return -1;
+    struct stat st {};
+    if (::stat(path.toUtf8().constData(), &st) != 0) return 0;
+    const QByteArray inode = ":" + QByteArray::number(static_cast<qulonglong>(st.st_ino)) + " ";
+    const QByteArray pid = " " + QByteArray::number(static_cast<qlonglong>(::getpid())) + " ";
+    int n = 0;
+    for (const QByteArray& line : f.readAll().split('\n'))
+        if (line.contains("POSIX") && line.contains(pid) && line.contains(inode)) ++n;
+    return n;
+}
+
+// Steps [from, to) with their layer rows, pausing now and then so a run takes several commits.
+void feed_steps(Recorder& r, std::int64_t from, std::int64_t to) {
+    for (std::int64_t i = from; i < to; ++i) {
+        r.on_step(make_step(i), make_layers(i, 2));
+        if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+}  // namespace
+
+class StoreShared : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void keepsItsLocks_data() {
+        QTest::addColumn<QString>("look");
+        QTest::newRow("the file's first bytes") << "read_file_start";
+        QTest::newRow("is it a database") << "is_sqlite_database";
+        QTest::newRow("comparing it with a copy") << "same_file_contents";
+        QTest::newRow("is its -wal an output") << "database_file_role";
+        QTest::newRow("opened again for writing") << "open_write";
+        QTest::newRow("opened again to read") << "open_read";
+        QTest::newRow("opened again read-only") << "open_read_only";
+    }
+
+    void keepsItsLocks() {
+        QFETCH(QString, look);
+        const QString path = m_dir.filePath("locks-" + look + ".sqlite");
+        const std::string p = path.toStdString();
+        {
+            RunStore first(p);
+            auto rec = first.start_run({"first", "cpu", "test", "{}"});
+            feed_steps(*rec, 0, 20);
+            rec->finish(RunStatus::completed);
+        }
+        RunStore held(p);  // a WAL connection holds a shared lock on the file while it is open
+        QCOMPARE(held.list_runs().size(), std::size_t(1));
+        const int before = locks_held_on(path);
+        if (before < 0) QSKIP("/proc/locks is not available here");
+        QVERIFY2(before > 0, "an open WAL store shows no lock of this process");
+
+        const std::function<void()> act = [&]() -> std::function<void()> {
+            if (look == "read_file_start") return [&] { QVERIFY(store::read_file_start(p, 100).has_value()); };
+            if (look == "is_sqlite_database") return [&] { QVERIFY(store::is_sqlite_database(p)); };
+            if (look == "same_file_contents") return [&] { QVERIFY(store::same_file_contents(p, p)); };
+            if (look == "database_file_role")
+                return [&] { QVERIFY(store::database_file_role(p + "-wal").has_value()); };
+            if (look == "open_write") return [&] { RunStore again(p); again.list_runs(); };
+            if (look == "open_read") return [&] { RunStore again(p, StoreAccess::read); again.list_runs(); };
+            return [&] { RunStore again(p, StoreAccess::read_only); again.list_runs(); };
+        }();
+        act();
+        QCOMPARE(locks_held_on(path), before);
+        QCOMPARE(held.list_runs().size(), std::size_t(1));
+    }
+
+    void recorderKeepsEveryRowWhileShared() {
+        const QString path = m_dir.filePath("shared.sqlite");
+        const std::string p = path.toStdString();
+        RunStore store(p);  // as the GUI's run controller keeps it
+        {
+            auto rec = store.start_run({"before", "cpu", "test", "{}"});
+            feed_steps(*rec, 0, 30);
+            rec->finish(RunStatus::completed);
+        }
+
+        QProcess churn;
+        churn.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        churn.start(STORE_HELPER, {"churn", path, "150"});
+        QVERIFY(churn.waitForStarted(5000));
+
+        constexpr std::int64_t steps = 60;
+        std::vector<std::int64_t> ours;
+        QStringList errors;
+        int reopened = 0;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+        while (churn.state() != QProcess::NotRunning && std::chrono::steady_clock::now() < deadline) {
+            try {
+                RecorderOptions often;
+                often.commit_interval_ms = 5;
+                auto rec = store.start_run({"ours", "cpu", "test", "{}"}, often);
+                ours.push_back(rec->run_id());
+                feed_steps(*rec, 0, steps / 2);
+                // Meanwhile this process opens the store again, as the history browser and the
+                // histogram feed do, and looks at its file as the output guards do.
+                {
+                    RunStore browser(p);
+                    RunStore feed(p, StoreAccess::read_only);
+                    browser.list_runs();
+                    feed.list_runs();
+                    ++reopened;
+                }
+                store::is_sqlite_database(p);
+                store::database_file_role(p + "-wal");
+                feed_steps(*rec, steps / 2, steps);
+                rec->finish(RunStatus::completed);
+                if (!rec->error().empty()) errors << QString::fromStdString(rec->error());
+            } catch (const Error& e) {
+                errors << QString::fromUtf8(e.what());
+            }
+            churn.waitForFinished(1);
+        }
+        if (churn.state() != QProcess::NotRunning)
+            QVERIFY2(churn.waitForFinished(60000), "store_helper churn did not finish");
+        const QString out = QString::fromUtf8(churn.readAllStandardOutput());
+        QVERIFY2(errors.isEmpty(), qPrintable(errors.join('\n')));
+        QVERIFY2(out.contains("DONE 150 0"), qPrintable(out));
+        QCOMPARE(churn.exitCode(), 0);
+        QVERIFY(reopened > 0);
+
+        // Every run of ours and of the helper, with every step, completed; the file is sound.
+        RunStore check(p, StoreAccess::read_only);
+        for (const RunRow& r : check.list_runs()) {
+            QVERIFY2(r.status == RunStatus::completed,
+                     qPrintable(QString("run %1 (%2) is %3").arg(r.id).arg(r.name.c_str()).arg(run_status_name(r.status))));
+            const std::int64_t expected = r.name == "ours" ? steps : r.name == "before" ? 30 : 20;
+            QVERIFY2(r.steps == expected, qPrintable(QString("run %1 (%2) has %3 of %4 steps")
+                                                         .arg(r.id)
+                                                         .arg(r.name.c_str())
+                                                         .arg(r.steps)
+                                                         .arg(expected)));
+            QCOMPARE(static_cast<std::int64_t>(check.steps(r.id).size()), expected);
+        }
+        RawDb raw(path, true);
+        QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+        QCOMPARE(raw.integer("SELECT count(*) FROM runs WHERE name = 'ours'"), static_cast<long long>(ours.size()));
+        qInfo("%d runs recorded here while store_helper churned the store 150 times; re-opened %d times",
+              static_cast<int>(ours.size()), reopened);
+    }
+};
+
+QTEST_GUILESS_MAIN(StoreShared)
+#include "tst_store_shared.moc"
