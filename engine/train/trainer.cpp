@@ -16,6 +16,7 @@
 #include "backend/sync_step_pipeline.h"
 #include "error.h"
 #include "train/lr_schedule.h"
+#include "train/throughput.h"
 
 namespace mantissa {
 
@@ -377,7 +378,7 @@ void Trainer::report_one() {
     s.grad_norm = std::sqrt(res.check.sum_squares);
     s.learning_rate = issued.lr;
     s.step_time_ms = res.seconds * 1e3;
-    s.samples_per_s = res.seconds > 0 ? static_cast<double>(issued.samples) / res.seconds : 0;
+    s.samples_per_s = step_samples_per_s(issued.samples, res.seconds);
     s.memory = m_backend->memory();
     r.samples = issued.samples;
 
