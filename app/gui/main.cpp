@@ -95,7 +95,7 @@ int usageError(const std::string& sentence) {
 // ---- stopping signals, through a self-pipe (see the top of the file)
 
 constexpr int stopSignals[] = {SIGTERM, SIGINT, SIGHUP};
-int g_signalPipe[2] = {-1, -1};   // [0] read on the GUI thread, [1] written by the handler
+int g_signalPipe[2] = {-1, -1};  // [0] read on the GUI thread, [1] written by the handler
 std::atomic<int> g_stopSignals{0};
 
 extern "C" void onStopSignal(int sig) {

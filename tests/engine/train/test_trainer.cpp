@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <span>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "backend/backend.h"
 #include "error.h"
