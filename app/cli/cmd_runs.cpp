@@ -18,6 +18,7 @@
 #include "store/run_store.h"
 #include "store/run_text.h"
 #include "train/event_coalesce.h"
+#include "train/throughput.h"
 
 namespace mantissa::cli {
 namespace {
@@ -204,7 +205,8 @@ int run_show(Args& args) {
                          {"skipped_steps", t.skipped_steps},
                          {"final_loss_scale", number_or_null(t.final_loss_scale)},
                          {"elapsed_s", number_or_null(t.elapsed_s)},
-                         {"mean_samples_per_s", number_or_null(t.mean_samples_per_s)},
+                         {"samples", t.samples ? ojson(*t.samples) : ojson(nullptr)},
+                         {"samples_per_s", number_or_null(t.samples_per_s)},  // mean over the run
                          {"peak_memory_bytes", t.peak_memory_bytes},
                          {"layer_rows", t.layer_rows},
                          {"evals", t.evals},
@@ -249,9 +251,9 @@ int run_show(Args& args) {
         std::printf("  test         accuracy %s, loss %s\n", percent(r.test_accuracy).c_str(),
                     fixed(r.test_loss, "%.6g").c_str());
     std::printf("  loss scale   %s\n", fixed(t.final_loss_scale, "%g").c_str());
-    if (t.elapsed_s)
-        std::printf("  elapsed      %s (%s samples/s on average)\n", duration(*t.elapsed_s).c_str(),
-                    fixed(t.mean_samples_per_s, "%.0f").c_str());
+    if (t.elapsed_s) std::printf("  elapsed      %s of training (pauses left out)\n", duration(*t.elapsed_s).c_str());
+    if (t.samples_per_s)
+        std::printf("  throughput   %s %s\n", fixed(t.samples_per_s, "%.0f").c_str(), run_samples_per_s_label);
     if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", human_bytes(t.peak_memory_bytes).c_str());
     std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events\n", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
@@ -311,7 +313,8 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
 MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, events",
                       "usage: mantissa-cli show RUN [--json] [--all-events] [--db FILE]\n\n"
                       "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
-                      "skipped steps, final loss, last test evaluation, loss scale, time, peak memory), its\n"
+                      "skipped steps, final loss, last test evaluation, loss scale, training time, throughput\n"
+                      "in samples/s (mean over the run: samples / training time), peak memory), its\n"
                       "events (settings changed during the run, overflows, scale changes...) and the full\n"
                       "configuration it started with. RUN is an id or the unique start of a run's name.\n"
                       "An overflow or loss-scale change repeated on consecutive steps is listed as one\n"

@@ -1,15 +1,19 @@
 // `mantissa-cli train`: one training run, headless. Loads the experiment (file + --set), records
-// the run in the store, draws a progress line on a terminal, stops cleanly on Ctrl-C (after the
-// current step) and prints a summary, or one JSON object with --json.
+// the run in the store, draws a progress line on a terminal, stops cleanly on Ctrl-C, SIGTERM (what
+// kill, service managers and Slurm's scancel send) or SIGHUP (after the current step: the run is
+// recorded `stopped`) and prints a summary, or one JSON object with --json. What the session has
+// to say before training (a dataset that fell back to spirals) is a warning on stderr before the
+// progress line, and the JSON's `notices`.
 //
 // Threads: the session trains on its own thread; this (main) thread only polls a snapshot the
-// progress sink keeps, posts Stop on Ctrl-C, and prints.
+// progress sink keeps, posts Stop on a signal, and prints. The signal handler only counts.
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -23,14 +27,61 @@
 #include "store/run_text.h"
 #include "train/live_change.h"
 #include "train/session.h"
+#include "train/throughput.h"
 
 namespace mantissa::cli {
 namespace {
 
+// The stopping signals, handled alike: the first asks for a stop after the current step, a second
+// leaves at once (exit 128 + its number, as the shell reports a death by it).
+constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_interrupts{0};
-extern "C" void on_sigint(int) {
-    if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);  // a second Ctrl-C: leave at once
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) {  // the others are blocked while it runs (sa_mask)
+    if (g_interrupts.load() >= 1) std::_Exit(128 + sig);
+    g_signal.store(sig);
+    g_interrupts.fetch_add(1);  // after g_signal: the main thread reads it once it sees this
 }
+
+const char* signal_text(int sig) {
+    switch (sig) {
+    case SIGINT: return "Ctrl-C (SIGINT)";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+    }
+}
+
+// Installs on_stop_signal for the stopping signals while it lives, and puts back what was there.
+// A signal the caller ignores stays ignored (nohup's SIGHUP; SIGINT of a job a script put in the
+// background): they asked for the run to outlive it.
+class StopSignals {
+public:
+    StopSignals() {
+        g_interrupts = 0;
+        g_signal = 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int sig : stop_signals) sigaddset(&sa.sa_mask, sig);
+        for (std::size_t i = 0; i < std::size(stop_signals); ++i) {
+            struct sigaction current {};
+            sigaction(stop_signals[i], nullptr, &current);
+            m_installed[i] = current.sa_handler != SIG_IGN;
+            if (m_installed[i]) sigaction(stop_signals[i], &sa, &m_old[i]);
+        }
+    }
+    ~StopSignals() {
+        for (std::size_t i = 0; i < std::size(stop_signals); ++i)
+            if (m_installed[i]) sigaction(stop_signals[i], &m_old[i], nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+private:
+    struct sigaction m_old[std::size(stop_signals)] {};
+    bool m_installed[std::size(stop_signals)] {};
+};
 
 // Keeps the latest step for the progress line; called on the training thread, returns at once.
 class ProgressSink : public TelemetrySink {
@@ -71,7 +122,9 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
-std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_steps, std::int64_t steps_per_epoch) {
+// `samples_per_s`: the run's mean so far (train/throughput.h), as the summary will give it.
+std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_steps, std::int64_t steps_per_epoch,
+                          double samples_per_s) {
     const StepRecord& r = s.step;
     const double done = static_cast<double>(r.step + 1);
     const double eta = r.time_s / done * (static_cast<double>(total_steps) - done);
@@ -79,7 +132,7 @@ std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_st
     std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %d/%lld  loss %.4f  scale %g  %.0f samples/s  ETA %s",
                   static_cast<long long>(r.step + 1), static_cast<long long>(total_steps), r.epoch + 1,
                   static_cast<long long>((total_steps + steps_per_epoch - 1) / std::max<std::int64_t>(1, steps_per_epoch)),
-                  r.loss, r.loss_scale, r.samples_per_s, format_duration(eta).c_str());
+                  r.loss, r.loss_scale, samples_per_s, format_duration(eta).c_str());
     return buf;
 }
 
@@ -134,13 +187,19 @@ int run_train(Args& args) {
     const bool json = args.has("json");
     std::vector<ScheduledChange> at;
     for (const auto& text : args.values("at")) at.push_back(parse_scheduled_change(text, "--at"));
-    ChangeSchedule schedule(check_scheduled_changes(experiment, std::move(at), "--at"), experiment);
+    at = check_scheduled_changes(experiment, std::move(at), "--at");
 
     Session session(experiment);  // loads the data and builds the model: bad input throws here
-    for (const auto& notice : session.notices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+    check_scheduled_steps(at, session.total_steps(), "--at");  // its length is known now
+    ChangeSchedule schedule(std::move(at), experiment);
+    // Before anything else is drawn, where a person (or a log) cannot miss it.
+    const std::vector<std::string> notices = session.notices();
+    for (const auto& notice : notices) std::fprintf(stderr, "mantissa-cli train: warning: %s\n", notice.c_str());
 
     std::unique_ptr<RunStore> store;
     std::shared_ptr<Recorder> recorder;
+    // From here a stopping signal ends the run as `stopped`, with its summary.
+    const StopSignals signals;
     if (!args.has("no-record")) {
         const std::string db = args.value("db").value_or(default_store_path());
         store = std::make_unique<RunStore>(db);
@@ -151,13 +210,6 @@ int run_train(Args& args) {
     }
     auto progress = std::make_shared<ProgressSink>();
     session.add_sink(progress);
-
-    g_interrupts = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    struct sigaction old_sa {};
-    sigaction(SIGINT, &sa, &old_sa);
 
     const bool draw = isatty(STDERR_FILENO) == 1;
     schedule.arm(session);
@@ -170,14 +222,17 @@ int run_train(Args& args) {
         if (g_interrupts.load() > 0 && !stop_posted) {
             session.request_stop();
             stop_posted = true;
-            if (draw) std::fprintf(stderr, "\nstopping after the current step (Ctrl-C again to quit at once)\n");
+            const int sig = g_signal.load();
+            std::fprintf(stderr, "%s%s: stopping after the current step (%s again to quit at once)\n", draw ? "\n" : "",
+                         signal_text(sig), sig == SIGINT ? "Ctrl-C" : "the signal");
         }
         if (!stop_posted && schedule.poll(session)) continue;  // resumed at once, not after a nap
         if (draw && std::chrono::steady_clock::now() >= next_draw) {
             next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
             const auto snap = progress->snapshot();
             if (snap.has_step) {
-                const std::string line = progress_line(snap, session.total_steps(), session.steps_per_epoch());
+                const std::string line = progress_line(snap, session.total_steps(), session.steps_per_epoch(),
+                                                       session.summary().samples_per_s);
                 std::fprintf(stderr, "\r%-100s", line.c_str());
                 std::fflush(stderr);
             }
@@ -186,7 +241,6 @@ int run_train(Args& args) {
         std::this_thread::sleep_for(std::chrono::milliseconds(schedule.done() ? 100 : 2));
     }
     session.wait();
-    sigaction(SIGINT, &old_sa, nullptr);
     if (draw) std::fprintf(stderr, "\n");
 
     const RunSummary summary = session.summary();
@@ -209,19 +263,22 @@ int run_train(Args& args) {
             {"overflow_steps", summary.overflow_steps},
             {"skipped_steps", summary.skipped_steps},
             {"final_loss_scale", summary.final_loss_scale},
-            {"samples_per_s", summary.samples_per_s},
+            {"samples", summary.samples},
+            {"samples_per_s", summary.samples_per_s},  // mean over the run (train/throughput.h)
             {"elapsed_s", summary.elapsed_s},
             {"backend", session.backend_name()},
             {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},
+            {"notices", notices},
         };
         if (!summary.error.empty()) out["error"] = summary.error;
         if (!record_error.empty()) out["record_error"] = record_error;
         std::cout << out.dump() << std::endl;
     } else {
-        std::printf("%s: %s after %lld of %lld steps in %s (%.0f samples/s, %s on %s)\n", experiment.name.c_str(), status,
+        std::printf("%s: %s after %lld of %lld steps in %s (%s on %s)\n", experiment.name.c_str(), status,
                     static_cast<long long>(summary.steps), static_cast<long long>(summary.total_steps),
-                    format_duration(summary.elapsed_s).c_str(), summary.samples_per_s, session.backend_name().c_str(),
+                    format_duration(summary.elapsed_s).c_str(), session.backend_name().c_str(),
                     session.device_name().c_str());
+        std::printf("  throughput       %.0f %s\n", summary.samples_per_s, run_samples_per_s_label);
         std::printf("  final loss       %.4f\n", summary.final_loss);
         if (std::isfinite(summary.test_accuracy))
             std::printf("  test             accuracy %.2f%%, loss %.4f\n", summary.test_accuracy * 100, summary.test_loss);
@@ -243,8 +300,10 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "                          [--backend auto|cpu|cuda] [--device N] [--at STEP:KEY=VALUE]...\n"
                       "                          [--name NAME] [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
-                      "the store. A progress line is drawn on a terminal; Ctrl-C stops after the current step and\n"
-                      "still prints the summary.\n\n"
+                      "the store. A progress line is drawn on a terminal; Ctrl-C, SIGTERM or SIGHUP stops after\n"
+                      "the current step (the run is recorded as stopped) and still prints the summary. What the\n"
+                      "run must tell you first (a dataset not found, trained on spirals instead) is a warning on\n"
+                      "standard error before training starts.\n\n"
                       "  --config FILE     experiment file (JSON); also -c FILE, or FILE alone\n"
                       "  --set KEY=VALUE   change one setting by its dotted key, e.g. precision.autocast=bf16,\n"
                       "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"
@@ -255,15 +314,18 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "  --at STEP:KEY=VALUE  change a setting during the run, at step STEP exactly, as the GUI's\n"
                       "                    controls do: precision.layers.fc2=fp32, precision.autocast=bf16,\n"
                       "                    precision.loss_scaling.mode=dynamic, precision.fp8.scaling=none,\n"
-                      "                    train.lr=0.01, or inject=fc2 (an overflow); repeatable\n"
+                      "                    train.lr=0.01, or inject=fc2 (an overflow); repeatable; a STEP the\n"
+                      "                    run never reaches is refused before training\n"
                       "  --name NAME       the run's name (default: the experiment's)\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --no-record       do not record the run\n"
                       "  --json            print one JSON object: status, steps, final_loss, test_accuracy,\n"
-                      "                    test_loss, overflow_steps, skipped_steps, final_loss_scale, samples_per_s\n\n"
-                      "Exit status: 0 the run completed (or was stopped) and was recorded in full, 1 it failed\n"
-                      "or its recording stopped early (a full disk: a warning says why), 2 bad usage or input,\n"
-                      "or the summary cannot be written.\n",
+                      "                    test_loss, overflow_steps, skipped_steps, final_loss_scale, samples,\n"
+                      "                    samples_per_s (mean over the run: samples / training time), elapsed_s,\n"
+                      "                    backend, run_id, notices\n\n"
+                      "Exit status: 0 the run completed (or was stopped, by Ctrl-C or a signal) and was recorded\n"
+                      "in full, 1 it failed or its recording stopped early (a full disk: a warning says why), 2 bad\n"
+                      "usage or input, or the summary cannot be written.\n",
                       run_train});
 
 }  // namespace mantissa::cli

@@ -5,19 +5,34 @@
 // unless QT_QPA_PLATFORM says otherwise, prints it and exits: `mantissa-cli bench --suite gui` reads it.
 // Exit codes as mantissa-cli's: 0 ok, 1 the run or the save failed, 2 bad usage or input. Everything
 // a screenshot's command line can get wrong (a bad option, --steps, --size out of its limits, an
-// --at that cannot apply, a target that cannot be written or is the run store or a file beside it)
-// is exit 2 before any training; so is a --db that cannot be a store (a FIFO, a device, a link
-// loop, a name too long), with or without --screenshot.
+// --at that cannot apply or comes after the last step, a target that cannot be written or is the
+// run store or a file beside it) is exit 2 before any training; so is a --db that cannot be a store
+// (a FIFO, a device, a link loop, a name too long), with or without --screenshot.
+//
+// SIGTERM (kill, a session manager logging out), SIGINT (Ctrl-C in the terminal that started it) and
+// SIGHUP close the window as its close button does: the run stops after its current step and is
+// recorded `stopped`, then the application exits (0; a screenshot not taken yet: 1). The handler
+// only writes to a pipe; a QSocketNotifier reads it on the GUI thread, so no Qt code runs in a
+// signal handler. A second signal before the window has closed ends the process at once.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
+#include <QSocketNotifier>
 #include <QTimer>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +91,47 @@ constexpr int minWidth = 320, minHeight = 240, maxSide = 8192;
 int usageError(const std::string& sentence) {
     std::fprintf(stderr, "mantissa: %s\n", sentence.c_str());
     return 2;
+}
+
+// ---- stopping signals, through a self-pipe (see the top of the file)
+
+constexpr int stopSignals[] = {SIGTERM, SIGINT, SIGHUP};
+int g_signalPipe[2] = {-1, -1};  // [0] read on the GUI thread, [1] written by the handler
+std::atomic<int> g_stopSignals{0};
+
+extern "C" void onStopSignal(int sig) {
+    if (g_stopSignals.load() >= 1) std::_Exit(128 + sig);  // a second one: the close is stuck or too slow
+    g_stopSignals.fetch_add(1);
+    const int saved = errno;
+    const auto byte = static_cast<unsigned char>(sig);
+    [[maybe_unused]] const ssize_t n = ::write(g_signalPipe[1], &byte, 1);  // async-signal-safe
+    errno = saved;
+}
+
+// Opens the pipe and installs the handler; false (signals keep their defaults) when the pipe
+// cannot be made. A signal the caller ignores stays ignored (nohup's SIGHUP).
+bool installStopSignals() {
+    if (::pipe2(g_signalPipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    struct sigaction sa {};
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : stopSignals) sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    for (int sig : stopSignals) {
+        struct sigaction current {};
+        sigaction(sig, nullptr, &current);
+        if (current.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+    }
+    return true;
+}
+
+const char* signalName(int sig) {
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+    }
 }
 
 }  // namespace
@@ -198,22 +254,53 @@ int main(int argc, char** argv) {
     options.storePath = parser.value(store);
     options.useSettings = !shooting;  // screenshots neither depend on nor change the user's settings
     MainWindow window(options);
+
+    // A stopping signal closes the window (its run recorded `stopped`) and ends the event loop.
+    // The screenshot job goes first, so it neither captures the stopped run nor sets the exit code.
+    std::unique_ptr<ScreenshotJob> shot;
+    std::unique_ptr<QSocketNotifier> stopNotifier;
+    if (installStopSignals()) {
+        stopNotifier = std::make_unique<QSocketNotifier>(g_signalPipe[0], QSocketNotifier::Read);
+        QObject::connect(stopNotifier.get(), &QSocketNotifier::activated, &app, [&] {
+            unsigned char sig = 0;
+            if (::read(g_signalPipe[0], &sig, 1) != 1) return;
+            stopNotifier->setEnabled(false);
+            const bool shotPending = shot != nullptr;
+            shot.reset();  // no ScreenshotJob code is on the stack here: it never spins the event loop
+            if (shotPending)
+                std::fprintf(stderr, "mantissa --screenshot: stopped by %s before the screenshot was taken; the run "
+                                     "is recorded as stopped.\n",
+                             signalName(sig));
+            else
+                std::fprintf(stderr, "mantissa: %s: closing the window (a run stops after its current step).\n",
+                             signalName(sig));
+            window.close();  // MainWindow::closeEvent stops the run and finishes its recording
+            QApplication::exit(shotPending ? 1 : 0);
+        });
+    }
+
     if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting)
         return usageError(window.lastError().toStdString());
     if (!shooting) {
         window.show();
         return app.exec();
     }
-    // Each --at checked against the experiment as the earlier ones leave it, before anything trains.
+    // Each --at checked against the experiment as the earlier ones leave it, and against the steps
+    // the screenshot takes (during a run: its own budget too, when train.steps gives it), before
+    // anything trains.
     try {
         job.actions = mantissa::check_scheduled_changes(window.currentExperiment(), scheduled, "--at");
+        std::int64_t runSteps = job.steps;
+        const std::int64_t budget = window.currentExperiment().train.steps;
+        if (job.duringRun && budget > 0) runSteps = std::min(runSteps, budget);
+        mantissa::check_scheduled_steps(job.actions, runSteps, "--at");
     } catch (const mantissa::Error& e) {
         return usageError(e.what());
     }
     window.resize(width, height);
     window.show();
-    ScreenshotJob shot(&window, job);
-    QObject::connect(&shot, &ScreenshotJob::finished, &app, [](int code) { QApplication::exit(code); });
-    QTimer::singleShot(0, &shot, &ScreenshotJob::start);
+    shot = std::make_unique<ScreenshotJob>(&window, job);
+    QObject::connect(shot.get(), &ScreenshotJob::finished, &app, [](int code) { QApplication::exit(code); });
+    QTimer::singleShot(0, shot.get(), &ScreenshotJob::start);
     return app.exec();
 }

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "store/export_table.h"
 #include "store/histogram_codec.h"
 #include "store/interrupted_runs.h"
@@ -16,6 +18,7 @@
 #include "store/schema.h"
 #include "store/store_open.h"
 #include "store/store_util.h"
+#include "train/throughput.h"
 
 namespace mantissa {
 
@@ -343,13 +346,50 @@ std::vector<Event> RunStore::events(std::int64_t run_id, std::int64_t from_step)
     return out;
 }
 
+namespace {
+
+// The rows a run's steps trained (RunTotals::samples): each step's from its own two figures, a
+// step that was not timed counting the experiment's batch size. Empty when neither says.
+std::optional<std::int64_t> samples_trained(store::Connection& db, std::int64_t run_id) {
+    std::optional<std::int64_t> batch_size;  // read only when a step needs it
+    bool batch_read = false;
+    std::int64_t samples = 0;
+    Statement q(db, "SELECT samples_per_s, step_time_ms FROM steps WHERE run_id = ?");
+    q.bind(1, run_id);
+    while (q.step()) {
+        const double rate = q.column_is_null(0) ? 0.0 : q.column_double(0);
+        const double ms = q.column_is_null(1) ? 0.0 : q.column_double(1);
+        if (const auto rows = step_rows(rate, ms)) {
+            samples += *rows;
+            continue;
+        }
+        if (!batch_read) {
+            batch_read = true;
+            Statement c(db, "SELECT config_json FROM runs WHERE id = ?");
+            c.bind(1, run_id);
+            if (c.step()) {
+                const auto config = nlohmann::json::parse(c.column_text(0), nullptr, false);
+                if (config.is_object() && config.contains("train") && config["train"].is_object()) {
+                    const auto& b = config["train"].value("batch_size", nlohmann::json());
+                    if (b.is_number_integer() && b.get<std::int64_t>() > 0) batch_size = b.get<std::int64_t>();
+                }
+            }
+        }
+        if (!batch_size) return std::nullopt;
+        samples += *batch_size;
+    }
+    return samples;
+}
+
+}  // namespace
+
 RunTotals RunStore::totals(std::int64_t run_id) {
     m_impl->require_run(run_id);
     RunTotals t;
     auto& db = m_impl->db();
     {
         Statement q(db,
-                    "SELECT count(*), total(overflow), total(skipped), avg(samples_per_s), "
+                    "SELECT count(*), total(overflow), total(skipped), "
                     "max(mem_parameters + mem_master_weights + mem_gradients + mem_optimizer_state + "
                     "mem_activations + mem_workspace) FROM steps WHERE run_id = ?");
         q.bind(1, run_id);
@@ -357,8 +397,7 @@ RunTotals RunStore::totals(std::int64_t run_id) {
         t.steps = q.column_int(0);
         t.overflow_steps = q.column_int(1);
         t.skipped_steps = q.column_int(2);
-        if (!q.column_is_null(3)) t.mean_samples_per_s = q.column_double(3);
-        t.peak_memory_bytes = q.column_int(4);
+        t.peak_memory_bytes = q.column_int(3);
     }
     {
         Statement q(db, "SELECT loss_scale, time_s FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1");
@@ -367,6 +406,10 @@ RunTotals RunStore::totals(std::int64_t run_id) {
             t.final_loss_scale = q.column_double(0);
             t.elapsed_s = q.column_double(1);
         }
+    }
+    if (const auto samples = samples_trained(db, run_id); samples && t.elapsed_s) {
+        t.samples = samples;
+        t.samples_per_s = run_samples_per_s(*samples, *t.elapsed_s);
     }
     for (auto [table, field] :
          {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals}, std::pair{"events", &t.events}}) {

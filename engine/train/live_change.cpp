@@ -109,6 +109,18 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
     return changes;
 }
 
+void check_scheduled_steps(const std::vector<ScheduledChange>& changes, std::int64_t run_steps,
+                           const std::string& option) {
+    for (const ScheduledChange& c : changes) {
+        if (c.step < run_steps) continue;
+        const std::string steps = run_steps == 1 ? "step 0" : "steps 0 to " + std::to_string(run_steps - 1);
+        throw Error(option + " " + std::to_string(c.step) + ":" + c.assignment + " is beyond the run: it takes " +
+                    std::to_string(run_steps) + (run_steps == 1 ? " step" : " steps") + ", so step " +
+                    std::to_string(c.step) + " never comes; give " + (run_steps == 1 ? "" : "one of ") + steps +
+                    ", or train longer (--steps).");
+    }
+}
+
 ChangeSchedule::ChangeSchedule(std::vector<ScheduledChange> checked, Experiment experiment)
     : m_changes(std::move(checked)), m_current(std::move(experiment)) {}
 

@@ -46,6 +46,12 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
                                                      std::vector<ScheduledChange> changes,
                                                      const std::string& option);
 
+// Throws mantissa::Error for the first change at a step a run of `run_steps` steps never reaches
+// (it takes steps 0 to run_steps - 1), naming the change and the run's length, rather than leave
+// it to be dropped without a word. After check_scheduled_changes, once the run's length is known.
+void check_scheduled_steps(const std::vector<ScheduledChange>& changes, std::int64_t run_steps,
+                           const std::string& option);
+
 // Makes checked scheduled changes on a Session at their steps exactly, however fast it runs: the
 // session pauses before each step that has changes (a quiet command::PauseAt, which logs no
 // paused/resumed events), the changes are made while it is paused (so their events carry that

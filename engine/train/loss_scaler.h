@@ -12,11 +12,19 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include "train/experiment.h"
 
 namespace mantissa {
+
+// FP32's smallest normal number, 2^-126 (about 1.18e-38). A loss scale below it has collapsed:
+// the scaled loss rounds to zero or to subnormals and the unscale factor 1/scale overflows (to inf
+// at 0 and below 2^-128), so every later step is skipped or learns nothing. Only a run whose
+// gradients are non-finite at every scale backs off that far (or a tiny init_scale starts there).
+inline constexpr float smallest_normal_scale = std::numeric_limits<float>::min();
+inline bool loss_scale_collapsed(double scale) { return !(scale >= smallest_normal_scale); }
 
 class LossScaler {
 public:

@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "error.h"
+#include "train/throughput.h"
 #include "train/trainer.h"
 
 namespace mantissa {
@@ -72,8 +73,7 @@ struct Session::Impl {
     void evaluate();
     // Reports of completed steps to the sinks and the summary, in step order.
     void deliver(std::span<const StepReport> reports);
-    double step_seconds = 0;  // training thread: the reported steps' time and rows
-    std::int64_t samples = 0;
+    std::int64_t samples = 0;  // training thread: the reported steps' rows
 
     // ---- training thread: pauses and pace
     void pause(std::atomic<SessionState>& state, bool logged);
@@ -228,7 +228,6 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
     for (const StepReport& r : reports) {
         for (const auto& e : r.events) emit(e);
         for (auto& s : sinks) s->on_step(r.step, r.layers);
-        step_seconds += r.step.step_time_ms / 1e3;
         samples += r.samples;
         std::lock_guard lock(summary_mutex);
         summary.steps = r.step.step + 1;
@@ -236,7 +235,8 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
         summary.overflow_steps += r.step.overflow;
         summary.skipped_steps += r.step.skipped;
         summary.final_loss_scale = trainer->scaler().scale();
-        summary.samples_per_s = step_seconds > 0 ? static_cast<double>(samples) / step_seconds : 0;
+        summary.samples = samples;
+        summary.samples_per_s = run_samples_per_s(samples, r.step.time_s);
         summary.elapsed_s = trainer->elapsed_s();
     }
 }

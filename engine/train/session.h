@@ -77,8 +77,10 @@ struct RunSummary {
     std::int64_t overflow_steps = 0;
     std::int64_t skipped_steps = 0;
     double final_loss_scale = 1;
-    double samples_per_s = 0;           // over the whole run
-    double elapsed_s = 0;
+    std::int64_t samples = 0;           // rows trained, over the steps taken
+    double samples_per_s = 0;           // samples/s (mean over the run): samples / the last step's
+                                        // time_s (train/throughput.h, run_samples_per_s)
+    double elapsed_s = 0;               // training time so far, the final evaluation included
     std::string error;                  // when failed
 };
 

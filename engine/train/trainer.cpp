@@ -16,6 +16,7 @@
 #include "backend/sync_step_pipeline.h"
 #include "error.h"
 #include "train/lr_schedule.h"
+#include "train/throughput.h"
 
 namespace mantissa {
 
@@ -59,6 +60,20 @@ Fp8LayerScaling fp8_layer_scaling(const Fp8State& state) {
         return Fp8TensorScaling{s.scale, s.amax_history.empty() ? 0.0 : s.amax_history.front()};
     };
     return {tensor(Fp8Role::input), tensor(Fp8Role::weight), tensor(Fp8Role::grad_output)};
+}
+
+// The divergence event's sentence when the loss scale leaves FP32's normal range (loss_scaler.h,
+// loss_scale_collapsed). `backed_off`: it got there by backing off from overflowing steps.
+std::string collapse_message(float scale, bool backed_off) {
+    std::string msg = "The loss scale collapsed to " + format_event_number(scale) +
+                      " (below FP32's smallest normal number, 1.18e-38): ";
+    msg += scale == 0 ? "every step from now on is skipped, since nothing can be unscaled from a scale of 0."
+                      : "unscaling by it overflows or loses the gradients, so the steps from now on are skipped "
+                        "or learn nothing.";
+    if (backed_off)
+        msg += " The gradients were non-finite at every scale tried, so the scale is not the cause: look for the "
+               "step where the loss or the weights first went inf or NaN.";
+    return msg;
 }
 
 std::string hidden_text(const std::vector<int>& hidden) {
@@ -363,7 +378,7 @@ void Trainer::report_one() {
     s.grad_norm = std::sqrt(res.check.sum_squares);
     s.learning_rate = issued.lr;
     s.step_time_ms = res.seconds * 1e3;
-    s.samples_per_s = res.seconds > 0 ? static_cast<double>(issued.samples) / res.seconds : 0;
+    s.samples_per_s = step_samples_per_s(issued.samples, res.seconds);
     s.memory = m_backend->memory();
     r.samples = issued.samples;
 
@@ -418,6 +433,22 @@ void Trainer::report_one() {
                             "Loss scale " + format_event_number(res.scale) + " -> " + format_event_number(res.next_scale) +
                                 " (" + reason + ").",
                             json{{"old", res.scale}, {"new", res.next_scale}, {"reason", reason}}.dump()});
+    }
+    // A scale below FP32's normal range skips (or zeroes) every step after it, silently but for the
+    // overflow events: said once when it gets there, and again only if a live change brought it
+    // back and it collapses anew. From the host's report, so the same for every pipeline.
+    if (m_scaler.mode() != LossScalingMode::off && loss_scale_collapsed(res.next_scale)) {
+        if (!m_scale_collapsed)
+            r.events.push_back({issued.step, s.time_s, EventKind::divergence,
+                                collapse_message(res.next_scale, res.check.found_nonfinite && res.next_scale != res.scale),
+                                json{{"reason", "loss_scale_collapsed"},
+                                     {"scale", res.next_scale},
+                                     {"step", issued.step},
+                                     {"smallest_normal", smallest_normal_scale}}
+                                    .dump()});
+        m_scale_collapsed = true;
+    } else {
+        m_scale_collapsed = false;
     }
     // How the pipeline runs the steps, once each a run: what a person comparing throughput wants
     // to know (the steps' results are the same either way).

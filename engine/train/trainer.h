@@ -172,6 +172,7 @@ private:
     int m_inject_layer = -1;
     float m_inject_value = 0;
     bool m_diverged = false;
+    bool m_scale_collapsed = false;  // the loss scale is below FP32's normal range (said once)
     bool m_told_replay = false, m_told_recording_off = false;  // each notice once a run
     std::deque<Issued> m_issued;
     std::vector<Issued> m_issued_spare;

@@ -69,6 +69,13 @@ private slots:
                                              << "--at takes STEP:KEY=VALUE";
         QTest::newRow("--at a key that cannot change")
             << QStringList{"train", "--at", "5:model.hidden=[4]", "--no-record"} << "--at 5:model.hidden=[4] cannot apply";
+        QTest::newRow("--at beyond the run")
+            << QStringList{"train", "--set", "dataset.kind=spirals", "--steps", "3", "--at", "4:train.lr=0.1", "--no-record"}
+            << "--at 4:train.lr=0.1 is beyond the run: it takes 3 steps, so step 4 never comes";
+        QTest::newRow("--at just after the run")
+            << QStringList{"train", "--set", "dataset.kind=spirals", "--steps", "3", "--at", "1:train.lr=0.1", "--at",
+                           "3:inject=fc1", "--no-record"}
+            << "--at 3:inject=fc1 is beyond the run";
         QTest::newRow("device out of range") << QStringList{"train", "--device", "300", "--no-record"} << "backend.device";
         QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
         QTest::newRow("--db with --no-record") << QStringList{"train", "--db", "x.sqlite", "--no-record"}
@@ -106,7 +113,7 @@ private slots:
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         for (const char* key : {"status", "steps", "final_loss", "test_accuracy", "test_loss", "overflow_steps", "skipped_steps",
-                                "final_loss_scale", "samples_per_s"})
+                                "final_loss_scale", "samples", "samples_per_s", "notices"})
             QVERIFY2(o.contains(key), key);
         QCOMPARE(o["status"].toString(), QString("completed"));
         QCOMPARE(o["steps"].toInt(), 60);

@@ -1,14 +1,22 @@
 // The desktop application's command line (MANTISSA_GUI_PATH), run as a script runs it, offscreen:
 // every mistake is exit 2 with one sentence before any training (bad options, --steps, --size out
-// of its limits, --at that cannot apply, a --screenshot that cannot be written or would replace the
-// run store, the experiment file or any SQLite database), and a short screenshot still works.
+// of its limits, --at that cannot apply or comes after the last step, a --screenshot that cannot be
+// written or would replace the run store, the experiment file or any SQLite database), a short
+// screenshot still works, and SIGTERM closes the window with its run recorded `stopped`.
 #include <QtTest>
 
 #include <QFile>
 #include <QImage>
+#include <QProcess>
 #include <QTemporaryDir>
 
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include "run_cli.h"
+#include "store/run_store.h"
 
 namespace {
 
@@ -80,6 +88,11 @@ private slots:
                                         << "precision.autocas" << "";
         QTest::newRow("at bad value") << base + QStringList{"--screenshot", png, "--at", "1:train.lr=-1"} << "train.lr" << "";
         QTest::newRow("at unknown layer") << base + QStringList{"--screenshot", png, "--at", "1:inject=fc9"} << "fc9" << "";
+        QTest::newRow("at beyond the run") << base + QStringList{"--screenshot", png, "--at", "3:train.lr=0.1"}
+                                           << "--at 3:train.lr=0.1 is beyond the run: it takes 3 steps" << "";
+        QTest::newRow("at beyond the run, during it")
+            << base + QStringList{"--screenshot", png, "--during", "--at", "0:train.lr=0.1", "--at", "7:inject=fc1"}
+            << "--at 7:inject=fc1 is beyond the run: it takes 3 steps" << "";
         QTest::newRow("screenshot into a missing folder")
             << base + QStringList{"--screenshot", "/nonexistent/x.png"} << "/nonexistent/x.png" << "";
         QTest::newRow("screenshot onto a folder") << base + QStringList{"--screenshot", "{DIR}"} << "is a folder" << "";
@@ -111,6 +124,48 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         QVERIFY(f.readAll() == config);
         QVERIFY(!QFile::exists(m_dir.filePath("x.png")));  // nothing trained, nothing saved
+    }
+
+    // SIGTERM during a screenshot's run: the window closes as its close button would, the run is
+    // recorded `stopped` with every step it took, no picture is written, and the exit code says the
+    // screenshot was not taken (1).
+    void sigtermClosesTheWindow() {
+        const QString db = m_dir.filePath("signal.sqlite");
+        const QString png = m_dir.filePath("never.png");
+        QProcess p;
+        p.setChildProcessModifier([] { ::signal(SIGTERM, SIG_DFL); });
+        p.start(MANTISSA_GUI_PATH, {"-platform", "offscreen", "--config", m_config, "--db", db, "--screenshot", png,
+                                    "--steps", "1000000", "--size", "800x600"});
+        QVERIFY(p.waitForStarted());
+        const auto steps = [&]() -> std::int64_t {
+            try {
+                mantissa::RunStore store(db.toStdString(), mantissa::StoreAccess::read_only);
+                const auto runs = store.list_runs();
+                return runs.empty() ? 0 : runs.back().steps;
+            } catch (const std::exception&) {
+                return 0;
+            }
+        };
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+        while (steps() < 3 && std::chrono::steady_clock::now() < deadline && p.state() == QProcess::Running)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        QVERIFY2(steps() >= 3, p.readAllStandardError().constData());
+        p.terminate();  // SIGTERM
+        QVERIFY2(p.waitForFinished(60'000), "the window did not close within 60 s of SIGTERM");
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(p.exitCode() == 1, err.constData());
+        QVERIFY2(err.contains("stopped by SIGTERM before the screenshot was taken"), err.constData());
+        QVERIFY(!QFile::exists(png));
+
+        mantissa::RunStore store(db.toStdString(), mantissa::StoreAccess::read_only);
+        const auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t{1});
+        QCOMPARE(runs[0].status, mantissa::RunStatus::stopped);
+        const auto recorded = store.steps(runs[0].id);
+        QCOMPARE(static_cast<std::int64_t>(recorded.size()), runs[0].steps);
+        QVERIFY(runs[0].steps >= 3);
+        for (std::size_t i = 0; i < recorded.size(); ++i) QCOMPARE(recorded[i].step, static_cast<std::int64_t>(i));
     }
 };
 

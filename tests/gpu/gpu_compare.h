@@ -19,6 +19,13 @@ namespace gpu_test {
 // with the reason in `reason`.
 std::unique_ptr<mantissa::Backend> cuda_backend(std::string& reason);
 
+// The line a suite skips with when there is no GPU, from its initTestCase (so every test of it is
+// skipped): ctest reports the suite as skipped, not passed, by matching it (tests/gpu/CMakeLists.txt,
+// SKIP_REGULAR_EXPRESSION), so keep the two in step.
+inline QString suite_skipped(const std::string& reason) {
+    return QStringLiteral("GPU suite skipped, no usable GPU: ") + QString::fromStdString(reason);
+}
+
 // The same tensor on two backends.
 struct Twin {
     std::unique_ptr<mantissa::Tensor> cpu, gpu;

@@ -112,6 +112,7 @@ private slots:
         } catch (const Error& e) {
             m_reason = e.what();
         }
+        if (!m_gpu) QSKIP(qPrintable(gpu_test::suite_skipped(m_reason)));
     }
     void cleanupTestCase() {
         m_gpu.reset();

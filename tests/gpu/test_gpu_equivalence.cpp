@@ -107,10 +107,8 @@ private slots:
     void initTestCase() {
         m_cpu = make_backend("cpu");
         m_gpu = cuda_backend(m_reason);
-        if (m_gpu)
-            qInfo("GPU: %s", m_gpu->device_name().c_str());
-        else
-            qInfo("GPU suites skip: %s", m_reason.c_str());
+        if (!m_gpu) QSKIP(qPrintable(gpu_test::suite_skipped(m_reason)));
+        qInfo("GPU: %s", m_gpu->device_name().c_str());
     }
     void cleanupTestCase() {
         m_gpu.reset();

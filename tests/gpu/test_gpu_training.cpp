@@ -105,6 +105,7 @@ private slots:
         auto b = cuda_backend(reason);
         m_have_gpu = b != nullptr;
         m_reason = reason;
+        if (!m_have_gpu) QSKIP(qPrintable(gpu_test::suite_skipped(m_reason)));
     }
 
     void grad_scaler_sequence_and_skips() {

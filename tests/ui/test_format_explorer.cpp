@@ -6,6 +6,7 @@
 
 #include <QLabel>
 #include <QLineEdit>
+#include <QPixmap>
 #include <QSlider>
 #include <QTextDocument>
 #include <QToolButton>
@@ -179,16 +180,20 @@ private slots:
         QCOMPARE(boundLabel(448.0f), QStringLiteral("448"));
     }
 
+    // The window of docs/screenshots/explorer.png renders whole in every run; the file is
+    // written only with MANTISSA_SCREENSHOT_DIR set.
     void screenshot() {
         const QByteArray dir = qgetenv("MANTISSA_SCREENSHOT_DIR");
-        if (dir.isEmpty()) QSKIP("set MANTISSA_SCREENSHOT_DIR to write docs/screenshots/explorer.png");
         FormatExplorer e;
         e.resize(1240, 470);
         e.show();
         e.setValueText(QStringLiteral("1e-5"));
         QCoreApplication::processEvents();
-        const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(QStringLiteral("explorer.png"));
-        QVERIFY(e.grab().save(path));
+        const QPixmap shot = e.grab();
+        QVERIFY(!shot.isNull());
+        QCOMPARE(shot.deviceIndependentSize().toSize(), e.size());
+        if (!dir.isEmpty())
+            QVERIFY(shot.save(QDir(QString::fromLocal8Bit(dir)).filePath(QStringLiteral("explorer.png"))));
     }
 };
 

@@ -28,7 +28,8 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
         layout->addWidget(*l);
     }
     m_device->setToolTip(tr("The backend and device training runs on."));
-    m_rate->setToolTip(tr("Training samples per second, averaged over the last few hundred steps."));
+    m_rate->setToolTip(tr("Samples trained so far divided by the training time so far (pauses and paced "
+                          "waits left out): the figure mantissa-cli's summary and `show` give for the run."));
     m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps."));
     clear();
 }
@@ -56,7 +57,9 @@ void RunStatusBar::update(const RunController& c) {
     const std::int64_t perEpoch = std::max<std::int64_t>(1, session->steps_per_epoch());
     const std::int64_t epochs = (total + perEpoch - 1) / perEpoch;
     m_epoch->setText(last ? tr("epoch %1 / %2").arg(last->epoch + 1).arg(epochs) : QString());
-    m_rate->setText(last ? tr("%1 samples/s").arg(locale.toString(s.recentSamplesPerSecond(), 'f', 0)) : QString());
+    m_rate->setText(last ? tr("%1 samples/s (mean over the run)")
+                               .arg(locale.toString(session->summary().samples_per_s, 'f', 0))
+                         : QString());
     m_elapsed->setText(last ? tr("elapsed %1").arg(formatDuration(last->time_s)) : QString());
     const auto left = s.remainingSeconds(total);
     m_remaining->setText(c.active() && left ? tr("remaining %1").arg(formatDuration(*left)) : QString());

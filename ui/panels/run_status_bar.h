@@ -1,6 +1,8 @@
 // RunStatusBar: the permanent part of the main window's status bar: backend and device, step (of
-// the budget), epoch, samples/s (mean over the last few hundred steps), elapsed and remaining time.
-// Every figure comes from the engine's step records; remaining time extrapolates their recent pace.
+// the budget), epoch, samples/s (mean over the run so far: samples trained / training time, the
+// figure the CLI's summary and `show` give, train/throughput.h), elapsed and remaining time. Every
+// figure comes from the engine (its step records and the session's summary); remaining time
+// extrapolates the recent pace.
 #pragma once
 
 #include <QWidget>

@@ -156,6 +156,34 @@ private slots:
             QVERIFY2(QString::fromStdString(err.what()).startsWith("--at 20:inject=fc3 cannot apply: "), err.what());
         }
     }
+
+    // A change at a step the run never reaches is refused with a sentence naming it and the run's
+    // length (a run of 3 steps takes steps 0, 1 and 2), not dropped without a word.
+    void scheduledStepsBeyondTheRunAreRefused() {
+        const std::vector<ScheduledChange> within = {{0, "train.lr=0.5"}, {2, "inject=fc2"}};
+        check_scheduled_steps(within, 3, "--at");  // nothing thrown
+        try {
+            check_scheduled_steps({{1, "train.lr=0.5"}, {4, "train.lr=0.1"}}, 3, "--at");
+            QFAIL("a change at step 4 of a 3-step run was accepted");
+        } catch (const Error& err) {
+            QCOMPARE(QString::fromStdString(err.what()),
+                     QString("--at 4:train.lr=0.1 is beyond the run: it takes 3 steps, so step 4 never comes; give one "
+                             "of steps 0 to 2, or train longer (--steps)."));
+        }
+        try {
+            check_scheduled_steps({{3, "inject=fc1"}}, 3, "--at");  // the step after the last
+            QFAIL("a change at step 3 of a 3-step run was accepted");
+        } catch (const Error& err) {
+            QVERIFY2(QString::fromStdString(err.what()).startsWith("--at 3:inject=fc1 is beyond the run"), err.what());
+        }
+        try {
+            check_scheduled_steps({{1, "inject=fc1"}}, 1, "--at");
+            QFAIL("a change at step 1 of a 1-step run was accepted");
+        } catch (const Error& err) {
+            QVERIFY2(QString::fromStdString(err.what()).contains("it takes 1 step, so step 1 never comes; give step 0"),
+                     err.what());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestLiveChange)

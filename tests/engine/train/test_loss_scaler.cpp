@@ -15,6 +15,29 @@ using namespace mantissa;
 class TestLossScaler : public QObject {
     Q_OBJECT
 private slots:
+    // Collapsed: below FP32's smallest normal number (2^-126), including 0 and the subnormals.
+    void collapseIsBelowTheSmallestNormal() {
+        const float min_normal = std::numeric_limits<float>::min();
+        QCOMPARE(smallest_normal_scale, min_normal);
+        QVERIFY(!loss_scale_collapsed(min_normal));
+        QVERIFY(!loss_scale_collapsed(1.0));
+        QVERIFY(!loss_scale_collapsed(65536.0));
+        QVERIFY(loss_scale_collapsed(std::nextafter(min_normal, 0.0f)));
+        QVERIFY(loss_scale_collapsed(std::numeric_limits<float>::denorm_min()));
+        QVERIFY(loss_scale_collapsed(0.0));
+        QVERIFY(loss_scale_collapsed(std::nan("")));
+        // GradScaler's own rule gets there by backing off: 2^16 halves below 2^-126 at the 143rd.
+        LossScaler scaler{LossScalingSpec{}};
+        int backoffs = 0;
+        while (!loss_scale_collapsed(scaler.scale()) && backoffs < 1000) {
+            scaler.update(true);
+            ++backoffs;
+        }
+        QCOMPARE(backoffs, 143);
+        for (int i = 0; i < 30; ++i) scaler.update(true);
+        QCOMPARE(scaler.scale(), 0.0f);  // and stays there
+    }
+
     void defaultsAreGradScalers() {
         const LossScalingSpec s;
         QCOMPARE(s.mode, LossScalingMode::dynamic);

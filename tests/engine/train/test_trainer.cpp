@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "backend/backend.h"
 #include "error.h"
@@ -195,6 +197,76 @@ private slots:
         j = nlohmann::json::parse(t.set_loss_scaling(s).data_json);
         QCOMPARE(QString::fromStdString(j["key"]), QString("precision.loss_scaling"));
         QCOMPARE(t.step().step.loss_scale, 1024.0);
+    }
+
+    // A loss scale driven below FP32's normal range is said once, as a divergence event at the step
+    // that got it there, whether the step's results are read at its end or a step late (as on a
+    // GPU); every later step is skipped, and a live change that brings the scale back lets a new
+    // collapse be said again.
+    void lossScaleCollapseIsSaidOnce_data() {
+        QTest::addColumn<int>("lag");
+        QTest::newRow("results at the step's end") << 0;
+        QTest::newRow("results a step late") << 1;
+    }
+    void lossScaleCollapseIsSaidOnce() {
+        QFETCH(int, lag);
+        Experiment e = quick_experiment(30);
+        e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+        e.precision.loss_scaling.init_scale = 1;
+        e.precision.loss_scaling.backoff_factor = 1e-10;  // 1, 1e-10, 1e-20, 1e-30, 1e-40 (subnormal), 0
+        TrainerOptions options;
+        options.sync_lag = lag;
+        Trainer t(e, blobs_set(500, 3, 1), make_backend("cpu"), options);
+        std::vector<StepRecord> steps;
+        std::vector<Event> collapses;
+        auto keep = [&](std::span<const StepReport> reports) {
+            for (const StepReport& r : reports) {
+                steps.push_back(r.step);
+                for (const Event& ev : r.events)
+                    if (ev.kind == EventKind::divergence &&
+                        nlohmann::json::parse(ev.data_json).value("reason", "") == "loss_scale_collapsed")
+                        collapses.push_back(ev);
+            }
+        };
+        auto take = [&](bool inject) {
+            if (inject) {
+                keep(t.flush());
+                t.inject_non_finite("fc2", INFINITY);
+            }
+            keep(t.advance());
+        };
+        for (int i = 0; i < 6; ++i) take(true);  // six overflows: down to 0
+        for (int i = 0; i < 4; ++i) take(false);  // nothing injected: skipped all the same
+        keep(t.flush());
+        QCOMPARE(steps.size(), std::size_t{10});
+        QCOMPARE(collapses.size(), std::size_t{1});
+        const Event& c = collapses.front();
+        QCOMPARE(c.step, std::int64_t{3});  // the step whose backoff left the normal range
+        const auto data = nlohmann::json::parse(c.data_json);
+        const double scale = data.at("scale").get<double>();
+        QVERIFY2(scale > 0 && scale < std::numeric_limits<float>::min(), c.data_json.c_str());
+        QCOMPARE(data.at("step").get<std::int64_t>(), std::int64_t{3});
+        QVERIFY2(QString::fromStdString(c.message).startsWith("The loss scale collapsed to "), c.message.c_str());
+        QVERIFY2(QString::fromStdString(c.message).contains("below FP32's smallest normal number"), c.message.c_str());
+        QCOMPARE(steps[5].loss_scale, 0.0);  // 1e-40 backed off to 0
+        for (std::size_t i = 6; i < steps.size(); ++i) {
+            QVERIFY2(steps[i].skipped && steps[i].overflow, qPrintable(QString("step %1 was not skipped").arg(i)));
+            QCOMPARE(steps[i].loss_scale, 0.0);
+        }
+
+        // Brought back by a live change (a new mode restarts at init_scale), then collapsed anew.
+        LossScalingSpec spec = t.scaler().spec();
+        spec.mode = LossScalingMode::fixed;
+        keep(t.flush());
+        t.set_loss_scaling(spec);
+        take(false);
+        spec.mode = LossScalingMode::dynamic;
+        keep(t.flush());
+        t.set_loss_scaling(spec);
+        for (int i = 0; i < 5; ++i) take(true);
+        keep(t.flush());
+        QCOMPARE(collapses.size(), std::size_t{2});
+        QCOMPARE(collapses[1].step, std::int64_t{14});  // steps 11-14 at 1, 1e-10, 1e-20, 1e-30: the 4th
     }
 
     void evaluationAndBudget() {

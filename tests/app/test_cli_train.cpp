@@ -1,0 +1,214 @@
+// `mantissa-cli train` as a script, a service manager or a batch system meets it:
+//   - one throughput figure: the summary's samples/s, `show`'s and the run store's totals are the
+//     samples trained / the last step's time_s, to 1e-9, with the samples counted by this test;
+//   - SIGTERM, SIGHUP and SIGINT stop the run after its current step: recorded `stopped` with
+//     every step it took, the summary printed, exit 0 as for Ctrl-C; an ignored SIGHUP (nohup)
+//     stays ignored;
+//   - a dataset that falls back to spirals is a warning on stderr before anything else, and the
+//     JSON's `notices`.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "run_cli.h"
+#include "store/run_store.h"
+
+using namespace mantissa;
+
+namespace {
+
+double relative_difference(double a, double b) {
+    return std::abs(a - b) / std::max(std::abs(a), std::abs(b));
+}
+
+// The steps a run has recorded so far, read as another process would (0 before the store exists).
+std::int64_t recorded_steps(const QString& db) {
+    try {
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        const auto runs = store.list_runs();
+        return runs.empty() ? 0 : runs.back().steps;
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+// Polls `done` until it holds or 60 s pass (a bound for a loaded machine; only a broken run fails it).
+bool wait_until(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+// A run far longer than any test waits for, on spirals (no dataset to find), recorded in `db`.
+QStringList long_run(const QString& db) {
+    return {"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[64,64]", "--steps", "1000000",
+            "--set", "train.eval_every=0", "--db", db, "--json"};
+}
+
+// Starts mantissa-cli with the stopping signals at their defaults, whatever the test runner left
+// ignored (a shell without job control ignores SIGINT in background jobs), except `ignored`.
+std::unique_ptr<QProcess> start_cli(const QStringList& args, int ignored = 0) {
+    auto p = std::make_unique<QProcess>();
+    p->setChildProcessModifier([ignored] {
+        for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, sig == ignored ? SIG_IGN : SIG_DFL);
+    });
+    p->start(MANTISSA_CLI_PATH, args);
+    return p;
+}
+
+}  // namespace
+
+class TestCliTrain : public QObject {
+    Q_OBJECT
+private slots:
+    // 800 training rows (1000 spirals, a fifth held out) in batches of 96: 8 full batches and one
+    // of 32 an epoch, so 30 steps train 27 × 96 + 3 × 32 = 2688 samples.
+    void throughputIsOneFigureEverywhere() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "dataset.samples=1000", "--set",
+                                     "dataset.test_fraction=0.2", "--set", "train.batch_size=96", "--set",
+                                     "model.hidden=[16]", "--set", "train.eval_every=10", "--steps", "30", "--db", db,
+                                     "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject summary = QJsonDocument::fromJson(r.out).object();
+        const std::int64_t id = summary["run_id"].toInteger();
+
+        std::int64_t samples = 0;
+        for (int step = 0; step < 30; ++step) samples += step % 9 == 8 ? 32 : 96;
+        QCOMPARE(samples, std::int64_t{2688});
+
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        const std::vector<StepRecord> steps = store.steps(id);
+        QCOMPARE(steps.size(), std::size_t{30});
+        const double time_s = steps.back().time_s;
+        QVERIFY(time_s > 0);
+        const double expected = static_cast<double>(samples) / time_s;
+
+        QCOMPARE(summary["samples"].toInteger(), samples);
+        QVERIFY2(relative_difference(summary["samples_per_s"].toDouble(), expected) < 1e-9,
+                 qPrintable(QString("summary %1, expected %2").arg(summary["samples_per_s"].toDouble()).arg(expected)));
+
+        const RunTotals totals = store.totals(id);
+        QCOMPARE(totals.samples.value_or(-1), samples);
+        QVERIFY(totals.samples_per_s.has_value());
+        QVERIFY2(relative_difference(*totals.samples_per_s, expected) < 1e-9,
+                 qPrintable(QString("totals %1, expected %2").arg(*totals.samples_per_s).arg(expected)));
+
+        const CliResult show = run_cli({"show", QString::number(id), "--db", db, "--json"});
+        QVERIFY2(show.code == 0, show.err.constData());
+        const QJsonObject shown = QJsonDocument::fromJson(show.out).object()["totals"].toObject();
+        QCOMPARE(shown["samples"].toInteger(), samples);
+        QVERIFY2(relative_difference(shown["samples_per_s"].toDouble(), expected) < 1e-9,
+                 qPrintable(QString("show %1, expected %2").arg(shown["samples_per_s"].toDouble()).arg(expected)));
+        QVERIFY(!shown.contains("mean_samples_per_s"));  // the biased mean of the step rates is gone
+
+        // The text forms name it alike.
+        const CliResult text = run_cli({"show", QString::number(id), "--db", db});
+        QVERIFY2(text.out.contains("samples/s (mean over the run)"), text.out.constData());
+    }
+
+    // Each stopping signal ends the run as Ctrl-C does: after the current step, recorded
+    // `stopped` with every step it took, the summary on stdout, exit 0.
+    void stoppingSignalsStopTheRun_data() {
+        QTest::addColumn<int>("sig");
+        QTest::addColumn<QString>("said");
+        QTest::newRow("SIGTERM") << int(SIGTERM) << "SIGTERM: stopping after the current step";
+        QTest::newRow("SIGHUP") << int(SIGHUP) << "SIGHUP: stopping after the current step";
+        QTest::newRow("SIGINT") << int(SIGINT) << "Ctrl-C (SIGINT): stopping after the current step";
+    }
+    void stoppingSignalsStopTheRun() {
+        QFETCH(int, sig);
+        QFETCH(QString, said);
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        auto p = start_cli(long_run(db));
+        QVERIFY(p->waitForStarted());
+        QVERIFY2(wait_until([&] { return recorded_steps(db) >= 3; }), "the run never recorded 3 steps");
+        QCOMPARE(::kill(static_cast<pid_t>(p->processId()), sig), 0);
+        QVERIFY2(p->waitForFinished(60'000), "the run did not stop within 60 s of the signal");
+        const QByteArray err = p->readAllStandardError();
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);  // not killed by the signal
+        QVERIFY2(p->exitCode() == 0, err.constData());
+        QVERIFY2(QString::fromUtf8(err).contains(said), err.constData());
+
+        const QJsonObject summary = QJsonDocument::fromJson(p->readAllStandardOutput()).object();
+        QCOMPARE(summary["status"].toString(), QString("stopped"));
+        const std::int64_t taken = summary["steps"].toInteger();
+        QVERIFY(taken >= 3 && taken < 1000000);
+
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        const std::int64_t id = summary["run_id"].toInteger();
+        const RunRow row = store.run(id);
+        QCOMPARE(row.status, RunStatus::stopped);
+        QVERIFY(!row.finished_at.empty());
+        QCOMPARE(row.steps, taken);
+        const std::vector<StepRecord> steps = store.steps(id);
+        QCOMPARE(static_cast<std::int64_t>(steps.size()), taken);
+        for (std::size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, static_cast<std::int64_t>(i));
+        bool stopped_event = false;
+        for (const Event& e : store.events(id)) stopped_event = stopped_event || e.kind == EventKind::run_stopped;
+        QVERIFY(stopped_event);
+    }
+
+    // Started under nohup (SIGHUP ignored), a hangup does not stop the run; SIGTERM still does.
+    void ignoredHangupStaysIgnored() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        auto p = start_cli(long_run(db), SIGHUP);
+        QVERIFY(p->waitForStarted());
+        QVERIFY(wait_until([&] { return recorded_steps(db) >= 3; }));
+        QCOMPARE(::kill(static_cast<pid_t>(p->processId()), SIGHUP), 0);
+        const std::int64_t at_hangup = recorded_steps(db);
+        QVERIFY2(wait_until([&] { return recorded_steps(db) >= at_hangup + 20; }), "the run stopped on an ignored SIGHUP");
+        QCOMPARE(p->state(), QProcess::Running);
+        p->terminate();  // SIGTERM
+        QVERIFY(p->waitForFinished(60'000));
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p->exitCode(), 0);
+        QCOMPARE(QJsonDocument::fromJson(p->readAllStandardOutput()).object()["status"].toString(), QString("stopped"));
+    }
+
+    // A dataset folder that is not there: the run trains on spirals, and says so first, as a
+    // warning on stderr, and in the JSON.
+    void datasetFallbackIsAWarning() {
+        QTemporaryDir dir;
+        const QString missing = dir.filePath("no-such-folder");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=mnist", "--set", "dataset.path=" + missing,
+                                     "--set", "model.hidden=[8]", "--steps", "3", "--no-record", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QString err = QString::fromUtf8(r.err);
+        QVERIFY2(err.startsWith("mantissa-cli train: warning: MNIST was not found at " + missing), r.err.constData());
+        QVERIFY2(err.contains("spirals"), r.err.constData());
+        const QJsonArray notices = QJsonDocument::fromJson(r.out).object()["notices"].toArray();
+        QCOMPARE(notices.size(), 1);
+        QVERIFY(notices[0].toString().startsWith("MNIST was not found at " + missing));
+        QVERIFY(err.contains(notices[0].toString()));
+
+        // A run with nothing to say has an empty list.
+        const CliResult quiet = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[8]", "--steps",
+                                         "3", "--no-record", "--json"});
+        QVERIFY2(quiet.code == 0, quiet.err.constData());
+        QVERIFY(quiet.err.isEmpty());
+        const QJsonValue none = QJsonDocument::fromJson(quiet.out).object()["notices"];
+        QVERIFY(none.isArray() && none.toArray().isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliTrain)
+#include "test_cli_train.moc"
