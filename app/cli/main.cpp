@@ -1,8 +1,14 @@
 // mantissa-cli: the headless face of Mantissa. Dispatches to the registered subcommands and turns
-// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Standard
+// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Running
+// out of memory (std::bad_alloc), a failed file operation (std::filesystem::filesystem_error) and a
+// size too large to hold (std::length_error) are input a person can change: one sentence saying
+// what the command was doing, and exit 2. Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -61,6 +67,22 @@ int run(const std::vector<std::string>& args) {
         return exit_usage;
     } catch (const mantissa::Error& e) {
         std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.what());
+        return exit_usage;
+    } catch (const std::bad_alloc&) {
+        // The engine's readers say which file when an allocation fails; this is the rest.
+        std::fprintf(stderr, "mantissa-cli %s: not enough memory: an allocation failed while trying to %s; free "
+                             "some memory, raise the limit (ulimit -v), or use smaller data.\n",
+                     command->name.c_str(), command->summary.c_str());
+        return exit_usage;
+    } catch (const std::filesystem::filesystem_error& e) {
+        const std::string path = e.path1().empty() ? "" : " (" + e.path1().string() + ")";
+        std::fprintf(stderr, "mantissa-cli %s: a file operation failed while trying to %s: %s%s.\n",
+                     command->name.c_str(), command->summary.c_str(), e.code().message().c_str(), path.c_str());
+        return exit_usage;
+    } catch (const std::length_error&) {
+        std::fprintf(stderr, "mantissa-cli %s: a size was too large to hold while trying to %s; the input is "
+                             "larger than this program can handle.\n",
+                     command->name.c_str(), command->summary.c_str());
         return exit_usage;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(), e.what());
