@@ -2,7 +2,9 @@
 // every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Running
 // out of memory (std::bad_alloc), a failed file operation (std::filesystem::filesystem_error) and a
 // size too large to hold (std::length_error) are input a person can change: one sentence saying
-// what the command was doing, and exit 2. Standard
+// what the command was doing, and exit 2. A sentence is printed with its control characters and
+// bytes that are not UTF-8 escaped (data/printable_text.h), so it is one line of text whatever it
+// quotes (a damaged store's schema, as SQLite's message gives it). Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 #include <cstdio>
 #include <exception>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "data/printable_text.h"
 #include "error.h"
 
 using namespace mantissa::cli;
@@ -49,7 +52,7 @@ int run(const std::vector<std::string>& args) {
         if (c.name == args[0]) command = &c;
     if (!command) {
         std::fprintf(stderr, "mantissa-cli: unknown command '%s'; run 'mantissa-cli --help' for the list.\n",
-                     args[0].c_str());
+                     mantissa::printable_text(args[0]).c_str());
         return exit_usage;
     }
     std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -63,10 +66,10 @@ int run(const std::vector<std::string>& args) {
         Args parsed(rest);
         return command->run(parsed);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.message.c_str());
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.message).c_str());
         return exit_usage;
     } catch (const mantissa::Error& e) {
-        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.what());
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.what()).c_str());
         return exit_usage;
     } catch (const std::bad_alloc&) {
         // The engine's readers say which file when an allocation fails; this is the rest.
@@ -85,7 +88,8 @@ int run(const std::vector<std::string>& args) {
                      command->name.c_str(), command->summary.c_str());
         return exit_usage;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(), e.what());
+        std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(),
+                     mantissa::printable_text(e.what()).c_str());
         return exit_failed;
     }
 }

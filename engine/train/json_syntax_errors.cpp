@@ -540,7 +540,7 @@ std::string describe_encoding_problem(std::string_view text) {
     for (std::size_t i = 0; i < n; ++i) (i % 2 ? zero_odd : zero_even) += text[i] == '\0';
     if (n >= 4 && (zero_odd == n / 2 || zero_even == n / 2) && zero_odd + zero_even < n)
         return "it looks like UTF-16 text (every second byte is NUL); save it as UTF-8";
-    return where(text, nul) + ": a NUL byte (\\0), which JSON text cannot hold; is this a binary or damaged file?";
+    return where(text, nul) + ": a NUL byte (\\0), which JSON text cannot hold: the file is binary or damaged";
 }
 
 std::string describe_nul_in_string(std::string_view text) {

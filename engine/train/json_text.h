@@ -28,7 +28,7 @@ namespace mantissa {
 //   "line 2, column 9: the string \"a\u0000b\" holds \u0000, a NUL character, which a key, a name or
 //    a path cannot hold"
 // Not readable as text (syntax: true):
-//   "line 3, column 7: a NUL byte (\0), which JSON text cannot hold; is this a binary or damaged file?"
+//   "line 3, column 7: a NUL byte (\0), which JSON text cannot hold: the file is binary or damaged"
 //   "it is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
 // Bytes quoted from the text that are not printable UTF-8 are escaped (\0, \xE9).
 // A UTF-8 byte-order mark at the start is accepted (as json::parse does) and counts for no column.

@@ -42,12 +42,13 @@ constexpr int kOneGiB = 1 << 20;  // in KiB, as ulimit -v counts
 class TestCliFaults : public QObject {
     Q_OBJECT
 
-    // Exit 2 with exactly one line on stderr: "mantissa-cli train: " + a sentence holding `part`.
-    static void expectOneSentence(const CliResult& r, const QString& part) {
+    // Exit 2 with exactly one line on stderr: "mantissa-cli COMMAND: " + a sentence holding `part`.
+    static void expectOneSentence(const CliResult& r, const QString& part, const QString& command = "train") {
         const QString err = QString::fromUtf8(r.err);
         QVERIFY2(r.code == 2, qPrintable(QString("exit %1: %2").arg(r.code).arg(err)));
-        QVERIFY2(err.startsWith("mantissa-cli train: ") && err.endsWith(".\n") && err.count('\n') == 1,
+        QVERIFY2(err.startsWith("mantissa-cli " + command + ": ") && err.endsWith(".\n") && err.count('\n') == 1,
                  qPrintable(err));
+        QVERIFY2(err.toUtf8() == r.err, "not UTF-8");
         QVERIFY2(err.contains(part), qPrintable("'" + part + "' not in: " + err));
         QVERIFY2(!err.contains("unexpected") && !err.contains("bad_alloc"), qPrintable(err));
     }
@@ -154,6 +155,22 @@ private slots:
             << "{\"name\": \"x\"}\0{\"train\": {\"lr\": -1}}"s;
         const CliResult r = run_cli({"train", "--no-record", "--steps", "1", path}, {}, 120'000);
         expectOneSentence(r, "Experiment file " + path + " is not valid JSON: line 1, column 14: a NUL byte (\\0)");
+    }
+
+    // A damaged store whose schema SQLite quotes with line breaks and bytes that are not UTF-8 (found
+    // by fuzz_store_open): still one line, escaped.
+    void damagedStoreQuotedOnOneLine_data() {
+        QTest::addColumn<QString>("file");
+        QTest::newRow("line breaks") << "damaged-schema.sqlite";
+        QTest::newRow("not UTF-8") << "damaged-schema-not-utf8.sqlite";
+    }
+    void damagedStoreQuotedOnOneLine() {
+        QFETCH(QString, file);
+        QVERIFY2(qEnvironmentVariableIsSet("MANTISSA_SOURCE_DIR"), "MANTISSA_SOURCE_DIR is not set (run through ctest)");
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        QVERIFY(QFile::copy(qEnvironmentVariable("MANTISSA_SOURCE_DIR") + "/tests/fuzz/corpus/fuzz_store_open/" + file, db));
+        expectOneSentence(run_cli({"runs", "--db", db}, {}, 60'000), "The run store '" + db + "' is damaged", "runs");
     }
 };
 
