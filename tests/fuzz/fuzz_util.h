@@ -20,8 +20,11 @@ namespace fuzz {
 // removal is registered after the path's own static is built, so it runs before that is destroyed).
 inline const std::string& scratch() {
     static const std::string dir = [] {
+        // $TMPDIR when set; else /dev/shm, a RAM file system where there is one, so that writing
+        // an input per run costs no disk I/O; else /tmp.
         const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/mantissa-fuzz-XXXXXX";
+        std::string base = tmp && *tmp ? tmp : ::access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+        std::string pattern = base + "/mantissa-fuzz-XXXXXX";
         if (!::mkdtemp(pattern.data())) std::abort();
         return pattern;
     }();
@@ -33,9 +36,12 @@ inline const std::string& scratch() {
     return dir;
 }
 
-// Writes `n` bytes at `data` to scratch()/name, replacing what was there; returns the path.
+// Writes `n` bytes at `data` to scratch()/name, replacing what was there; returns the path. The old
+// file is removed rather than truncated: on ext4, rewriting a truncated file makes close() wait for
+// its blocks to reach the disk, which would make each run wait on I/O.
 inline std::string write_input(const std::string& name, const std::uint8_t* data, std::size_t n) {
     const std::string path = scratch() + "/" + name;
+    ::unlink(path.c_str());
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
     out.close();
