@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -60,7 +61,10 @@ struct GzipInput::Impl {
     UserFile file;
     std::string what;
     std::uint64_t size = 0;  // the file's size when opened
-    std::vector<unsigned char> in = std::vector<unsigned char>(kInputChunk);
+    // Input buffer: kInputChunk bytes, or the whole file when smaller (at least 1); left
+    // uninitialised, since every byte is read into before it is used.
+    std::unique_ptr<unsigned char[]> in;
+    std::size_t in_size = 0;
     std::uint64_t read_from_file = 0;  // bytes of the file read into `in` so far
     bool eof = false;
     z_stream z{};
@@ -87,7 +91,7 @@ struct GzipInput::Impl {
     void refill() {
         if (z.avail_in > 0 || eof) return;
         for (;;) {
-            const ssize_t r = ::read(file.fd(), in.data(), in.size());
+            const ssize_t r = ::read(file.fd(), in.get(), in_size);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) {
                 const int err = errno;
@@ -95,7 +99,7 @@ struct GzipInput::Impl {
             }
             if (r == 0) eof = true;
             read_from_file += static_cast<std::uint64_t>(r);
-            z.next_in = in.data();
+            z.next_in = in.get();
             z.avail_in = static_cast<uInt>(r);
             return;
         }
@@ -199,6 +203,8 @@ struct GzipInput::Impl {
 GzipInput::GzipInput(UserFile file, std::string what) : m_impl(std::make_unique<Impl>(std::move(file), std::move(what))) {
     Impl& im = *m_impl;
     im.size = user_file_size(im.file);
+    im.in_size = static_cast<std::size_t>(std::clamp<std::uint64_t>(im.size, 1, kInputChunk));
+    im.in = std::make_unique_for_overwrite<unsigned char[]>(im.in_size);
     im.read_header();
     im.crc = crc32(0, nullptr, 0);
     const int rc = inflateInit2(&im.z, -MAX_WBITS);  // raw deflate: the header and trailer are ours

@@ -71,12 +71,14 @@ public:
     // follows it (and, for gzip, that the trailer matches).
     template <class Take>
     void read_data(Take take) {
-        std::vector<std::uint8_t> chunk(static_cast<std::size_t>(std::min(kChunk, std::max<std::uint64_t>(m_payload, 1))));
+        // Uninitialised: every byte handed on has been read into first.
+        const auto size = static_cast<std::size_t>(std::clamp<std::uint64_t>(m_payload, 1, kChunk));
+        const auto chunk = std::make_unique_for_overwrite<std::uint8_t[]>(size);
         std::uint64_t got = 0;
         while (got < m_payload) {
-            const std::uint64_t want = std::min<std::uint64_t>(chunk.size(), m_payload - got);
-            const std::uint64_t r = read(chunk.data(), want);
-            take(chunk.data(), static_cast<std::size_t>(r));
+            const std::uint64_t want = std::min<std::uint64_t>(size, m_payload - got);
+            const std::uint64_t r = read(chunk.get(), want);
+            take(chunk.get(), static_cast<std::size_t>(r));
             got += r;
             if (r < want) break;
         }
