@@ -19,9 +19,12 @@ usage() {
 [[ $action == run || $action == test ]] || usage
 
 # ocl-icd-opencl-dev: oneDNN's CMake package requires OpenCL, which libdnnl-dev only recommends.
+# clang, libclang-rt-14-dev: the fuzz tests (docs/fuzzing.md); libFuzzer and the sanitizer runtimes
+# are in libclang-rt-14-dev, which clang only recommends.
 packages=(cmake ninja-build g++ pkg-config
           qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
           libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
+          clang libclang-rt-14-dev
           dataset-fashion-mnist)
 
 install_missing() {

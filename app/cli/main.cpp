@@ -1,12 +1,21 @@
 // mantissa-cli: the headless face of Mantissa. Dispatches to the registered subcommands and turns
-// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Standard
+// every error into one sentence and an exit code (0 ok, 1 failed, 2 bad usage or input). Running
+// out of memory (std::bad_alloc), a failed file operation (std::filesystem::filesystem_error) and a
+// size too large to hold (std::length_error) are input a person can change: one sentence saying
+// what the command was doing, and exit 2. A sentence is printed with its control characters and
+// bytes that are not UTF-8 escaped (data/printable_text.h), so it is one line of text whatever it
+// quotes (a damaged store's schema, as SQLite's message gives it). Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "data/printable_text.h"
 #include "error.h"
 
 using namespace mantissa::cli;
@@ -43,7 +52,7 @@ int run(const std::vector<std::string>& args) {
         if (c.name == args[0]) command = &c;
     if (!command) {
         std::fprintf(stderr, "mantissa-cli: unknown command '%s'; run 'mantissa-cli --help' for the list.\n",
-                     args[0].c_str());
+                     mantissa::printable_text(args[0]).c_str());
         return exit_usage;
     }
     std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -57,13 +66,30 @@ int run(const std::vector<std::string>& args) {
         Args parsed(rest);
         return command->run(parsed);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.message.c_str());
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.message).c_str());
         return exit_usage;
     } catch (const mantissa::Error& e) {
-        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), e.what());
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.what()).c_str());
+        return exit_usage;
+    } catch (const std::bad_alloc&) {
+        // The engine's readers say which file when an allocation fails; this is the rest.
+        std::fprintf(stderr, "mantissa-cli %s: not enough memory: an allocation failed while trying to %s; free "
+                             "some memory, raise the limit (ulimit -v), or use smaller data.\n",
+                     command->name.c_str(), command->summary.c_str());
+        return exit_usage;
+    } catch (const std::filesystem::filesystem_error& e) {
+        const std::string path = e.path1().empty() ? "" : " (" + e.path1().string() + ")";
+        std::fprintf(stderr, "mantissa-cli %s: a file operation failed while trying to %s: %s%s.\n",
+                     command->name.c_str(), command->summary.c_str(), e.code().message().c_str(), path.c_str());
+        return exit_usage;
+    } catch (const std::length_error&) {
+        std::fprintf(stderr, "mantissa-cli %s: a size was too large to hold while trying to %s; the input is "
+                             "larger than this program can handle.\n",
+                     command->name.c_str(), command->summary.c_str());
         return exit_usage;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(), e.what());
+        std::fprintf(stderr, "mantissa-cli %s: unexpected error: %s\n", command->name.c_str(),
+                     mantissa::printable_text(e.what()).c_str());
         return exit_failed;
     }
 }

@@ -9,8 +9,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <new>
 #include <string_view>
 
+#include "data/printable_text.h"
 #include "data/user_file.h"
 #include "error.h"
 
@@ -45,7 +47,12 @@ enum class Cell { number, non_finite, outside_fp32, not_a_number };
 // Parses the whole field; `out` is set when the result is Cell::number (a finite value that a
 // float holds: at most FLT_MAX in magnitude; smaller than the smallest float is fine, it rounds).
 Cell parse_cell(std::string_view s, double& out) {
-    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    // from_chars takes no '+', so one is removed here; but only one, and never before a '-':
+    // "+-7" and "++7" are not numbers.
+    if (!s.empty() && s.front() == '+') {
+        s.remove_prefix(1);
+        if (!s.empty() && (s.front() == '+' || s.front() == '-')) return Cell::not_a_number;
+    }
     if (s.empty()) return Cell::not_a_number;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     if (end != s.data() + s.size()) return Cell::not_a_number;
@@ -58,9 +65,54 @@ Cell parse_cell(std::string_view s, double& out) {
     return std::abs(out) > FLT_MAX ? Cell::outside_fp32 : Cell::number;
 }
 
+// A cell as a message quotes it: at most about 40 bytes, with NUL and other bytes that are not
+// printable UTF-8 escaped (data/printable_text.h), so the message is never cut short at a NUL.
 std::string shown(std::string_view s) {
-    if (s.size() > 40) return std::string(s.substr(0, 37)) + "...";
-    return std::string(s);
+    if (s.size() <= 40) return printable_text(s);
+    std::size_t cut = 37;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    return printable_text(s.substr(0, cut)) + "...";
+}
+
+// The sentence for text that is UTF-16 or UTF-32 rather than UTF-8, or "": by its byte-order mark,
+// or, without one, by NUL bytes in every second (or every fourth) place at the start.
+std::string wide_text(std::string_view text) {
+    if (text.starts_with(std::string_view("\xFF\xFE\0\0", 4)) || text.starts_with(std::string_view("\0\0\xFE\xFF", 4)))
+        return "is UTF-32 text (it starts with a UTF-32 byte-order mark)";
+    if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+        return "is UTF-16 text (it starts with a UTF-16 byte-order mark)";
+    const std::size_t n = std::min<std::size_t>(text.size(), 256) & ~std::size_t{3};
+    if (n < 4) return {};
+    std::size_t zero_at[4] = {};
+    for (std::size_t i = 0; i < n; ++i)
+        if (text[i] == '\0') ++zero_at[i % 4];
+    const std::size_t quarter = n / 4;
+    const bool le16 = zero_at[1] == quarter && zero_at[3] == quarter && zero_at[0] + zero_at[2] < quarter;
+    const bool be16 = zero_at[0] == quarter && zero_at[2] == quarter && zero_at[1] + zero_at[3] < quarter;
+    if (le16 || be16) return "looks like UTF-16 text (every second byte is NUL)";
+    return {};
+}
+
+// Throws for a NUL byte anywhere in `text` (the file read, BOM included; `body` is where the lines
+// start), naming its line and column.
+void refuse_nul(const std::string& path, std::string_view text, std::size_t body) {
+    const std::size_t nul = text.find('\0');
+    if (nul == std::string_view::npos) return;
+    if (const std::string wide = wide_text(text); !wide.empty())
+        throw Error("The CSV file " + path + " " + wide + "; save it as UTF-8 (or plain ASCII) text.");
+    const std::size_t newline = text.rfind('\n', nul);
+    const std::size_t line_start = newline == std::string_view::npos || newline < body ? body : newline + 1;
+    const auto line = 1 + std::count(text.begin() + static_cast<std::ptrdiff_t>(body),
+                                     text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    const auto column = 1 + std::count(text.begin() + static_cast<std::ptrdiff_t>(line_start),
+                                       text.begin() + static_cast<std::ptrdiff_t>(nul), ',');
+    std::size_t cell_start = text.rfind(',', nul);
+    cell_start = cell_start == std::string_view::npos || cell_start < line_start ? line_start : cell_start + 1;
+    std::size_t cell_end = text.find_first_of(",\n", nul);
+    if (cell_end == std::string_view::npos) cell_end = text.size();
+    throw Error(path + " line " + std::to_string(line) + ", column " + std::to_string(column) + ": '" +
+                shown(text.substr(cell_start, cell_end - cell_start)) +
+                "' holds a NUL byte (\\0); a CSV file is text, and this one holds binary data.");
 }
 
 bool is_blank(std::string_view line) {
@@ -74,8 +126,20 @@ bool is_blank(std::string_view line) {
 CsvData read_csv(const std::string& path, int label_column) {
     // Only a regular file, at most 1 GiB: a device or a pipe would be read without end.
     const std::string text = read_user_file(path, "dataset.path " + path, kCsvFileLimit);
+    try {
+        return parse_csv(path, text, label_column);
+    } catch (const std::bad_alloc&) {
+        throw Error("Not enough memory to read the CSV file " + path + " (" + std::to_string(text.size()) +
+                    " bytes); free some memory or use a smaller file.");
+    }
+}
+
+CsvData parse_csv(const std::string& path, const std::string& text, int label_column) {
     std::string_view rest(text);
+    if (const std::string wide = wide_text(rest); !wide.empty())
+        throw Error("The CSV file " + path + " " + wide + "; save it as UTF-8 (or plain ASCII) text.");
     if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // UTF-8 byte order mark
+    refuse_nul(path, text, text.size() - rest.size());
 
     CsvData csv;
     std::vector<std::string_view> fields;
@@ -111,7 +175,8 @@ CsvData read_csv(const std::string& path, int label_column) {
                 if (parse_cell(f, ignored) == Cell::not_a_number) header = true;
             if (header) {
                 for (std::string_view f : fields) csv.header.emplace_back(f);
-                csv.label_name = "'" + csv.header[label] + "'";
+                csv.label_name = shown(csv.header[label]);
+                csv.label_name.insert(0, 1, '\'').push_back('\'');
                 continue;
             }
             csv.label_name = "column " + std::to_string(label + 1);

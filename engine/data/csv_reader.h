@@ -27,10 +27,17 @@ struct CsvData {
 // Parses `path`. label_column is 0-based; negative counts from the end (-1: the last column).
 // Blank lines are skipped; the first non-blank line is a header when any of its fields is not a
 // number (nan, inf and 1e999 count as numbers, so such a line is data and an error). Every cell must
-// be finite and within the FP32 range; the file must be a regular file of at most 1 GiB
-// (read_user_file) with at least 2 data rows. Throws mantissa::Error naming the file, line and
+// be finite and within the FP32 range (one leading '+' is allowed: "+7", but not "+-7"); the file
+// must be a regular file of at most 1 GiB (read_user_file, which refuses a larger one by its size
+// before reading) with at least 2 data rows. Throws mantissa::Error naming the file, line and
 // column of the first bad cell.
 CsvData read_csv(const std::string& path, int label_column);
+
+// read_csv's parsing of `text`, the contents of `path` (which only names the file in messages).
+// Text that is UTF-16 or UTF-32 (by its byte-order mark or its NUL pattern) and a NUL byte
+// anywhere are refused, naming the encoding, or the line and column; cells are quoted with
+// unprintable bytes escaped (\0, \xFF).
+CsvData parse_csv(const std::string& path, const std::string& text, int label_column);
 
 // Turns parsed CSV data into a Table: classification when every label is an integer in
 // [0, kMaxCsvClasses), else regression with one output; a classification needs at least 2

@@ -3,12 +3,13 @@
 // and docs/datasets.md describes them:
 //   - fashion-mnist / mnist read the IDX folder spec.path; an mnist spec that kept the
 //     fashion-mnist default path (or an empty path) reads /usr/share/datasets/mnist instead;
-//   - when any of their four files is absent they fall back to spirals, with a notice;
+//   - when their folder or any of its four files is absent they fall back to spirals, with a
+//     notice; a path that is there but is the wrong kind of thing (a FIFO, a folder) is an error;
 //   - idx sets keep their own train/test split; csv and synthetic sets split by test_fraction;
 //   - images are standardised with one global mean/std, other sets per feature.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -76,10 +77,10 @@ std::string idx_folder_for(const DatasetSpec& spec) {
     return spec.path;
 }
 
+// `missing`: the file the folder lacks, or "" when there is no such folder.
 std::string fallback_notice(const DatasetSpec& spec, const std::string& folder, const std::string& missing) {
     const bool fashion = spec.kind == "fashion-mnist";
-    std::error_code ec;
-    const std::string why = std::filesystem::is_directory(folder, ec) ? missing + "[.gz] is missing" : "no such folder";
+    const std::string why = missing.empty() ? "no such folder" : missing + "[.gz] is missing";
     std::string notice = std::string(fashion ? "Fashion-MNIST" : "MNIST") + " was not found at " + folder + " (" + why +
                          "); using the spirals set instead. ";
     if (fashion)
@@ -224,11 +225,17 @@ void normalise_global(Dataset& data) {
 
 }  // namespace data
 
-Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
+namespace {
+
+Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
     const std::string& kind = spec.kind;
     if (kind == "fashion-mnist" || kind == "mnist") {
         const std::string folder = idx_folder_for(spec);
-        const std::vector<std::string> missing = data::missing_idx_files(folder);
+        // Only what is not there falls back: a folder, or a file in it, that is there but is the
+        // wrong kind of thing (a file for the folder, a FIFO or a folder for a file) throws.
+        const bool folder_there = data::idx_folder_exists(folder, kind);
+        const std::vector<std::string> missing = folder_there ? data::missing_idx_files(folder)
+                                                              : std::vector<std::string>{std::string()};
         if (!missing.empty()) {
             Dataset data = synthetic_dataset("spirals", spec, seed);
             data.notices.insert(data.notices.begin(), fallback_notice(spec, folder, missing.front()));
@@ -253,6 +260,18 @@ Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
     if (kind == "spirals" || kind == "blobs" || kind == "sine") return synthetic_dataset(kind, spec, seed);
     throw Error("dataset.kind: '" + kind +
                 "' is not a dataset kind; use fashion-mnist, mnist, idx, csv, spirals, blobs or sine.");
+}
+
+}  // namespace
+
+Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
+    try {
+        return load_dataset_unguarded(spec, seed);
+    } catch (const std::bad_alloc&) {
+        // The readers say which file when they can; this catches the rest (splitting, normalising).
+        throw Error("Not enough memory to load the dataset (dataset.kind '" + spec.kind +
+                    "'); free some memory or use a smaller dataset.");
+    }
 }
 
 }  // namespace mantissa

@@ -23,11 +23,13 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <new>
 #include <span>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "data/printable_text.h"
 #include "data/user_file.h"
 #include "error.h"
 #include "train/json_text.h"
@@ -557,7 +559,12 @@ Experiment load_experiment(const std::string& path) {
     const std::string text = read_user_file(path, file, kExperimentFileLimit);
 
     json j;
-    const JsonProblem problem = parse_json(text, j);
+    JsonProblem problem;
+    try {
+        problem = parse_json(text, j);
+    } catch (const std::bad_alloc&) {
+        throw Error("Not enough memory to read " + file + " (" + std::to_string(text.size()) + " bytes of JSON).");
+    }
     if (problem.found) {
         if (problem.syntax) {
             if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }))
@@ -571,7 +578,9 @@ Experiment load_experiment(const std::string& path) {
     try {
         return experiment_from_json(j);
     } catch (const Error& err) {
-        throw Error(file + ": " + err.what());
+        // A key or value quoted from the file may hold control characters (written as escapes in
+        // the JSON): escaped again here, so the sentence stays one line of text.
+        throw Error(file + ": " + printable_text(err.what()));
     }
 }
 

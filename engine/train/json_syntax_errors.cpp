@@ -12,6 +12,8 @@
 // backslash of a bad escape), in code points, as editors count. Pure functions, any thread.
 #include "train/json_syntax_errors.h"
 
+#include "data/printable_text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -44,28 +46,7 @@ std::string where(std::string_view text, std::size_t pos) {
 
 // The bytes of the well-formed UTF-8 character at `pos`, or 0 when none starts there.
 std::size_t utf8_length(std::string_view text, std::size_t pos) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char b = byte(pos);
-    const std::size_t n = b < 0x80 ? 1 : b < 0xC2 ? 0 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : b < 0xF5 ? 4 : 0;
-    if (n == 0 || pos + n > text.size()) return 0;
-    for (std::size_t i = 1; i < n; ++i)
-        if ((byte(pos + i) & 0xC0) != 0x80) return 0;
-    const unsigned char c = n > 1 ? byte(pos + 1) : 0;  // no overlong forms, surrogates or beyond U+10FFFF
-    if ((b == 0xE0 && c < 0xA0) || (b == 0xED && c > 0x9F) || (b == 0xF0 && c < 0x90) || (b == 0xF4 && c > 0x8F))
-        return 0;
-    return n;
-}
-
-// `s` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD, so that a sentence
-// quoting a broken file is still text (the CLI writes sentences into JSON, which must be UTF-8).
-std::string as_utf8(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-        const std::size_t n = utf8_length(s, i);
-        out += n == 0 ? std::string_view("\xEF\xBF\xBD") : s.substr(i, n);
-        i += n == 0 ? 1 : n;
-    }
-    return out;
+    return utf8_char_length(text, pos);
 }
 
 // `s` as shown in a sentence: at most about 24 characters, "…" when cut.
@@ -541,7 +522,42 @@ std::string describe_parse_error(std::string_view text, std::size_t offset, std:
     // `offset` counts the characters read, the one nlohmann stopped at included (the end of the
     // text counts as one).
     const std::size_t stopped_at = std::min(offset > 0 ? offset - 1 : 0, text.size());
-    return as_utf8(Explainer(text, stopped_at, take_apart(what)).sentence());
+    // Quoted bytes that are not printable UTF-8 (a NUL, a stray \xE9) are escaped, so the sentence
+    // is text (the CLI writes sentences into JSON, which must be UTF-8) and never ends at a NUL.
+    return printable_text(Explainer(text, stopped_at, take_apart(what)).sentence());
+}
+
+std::string describe_encoding_problem(std::string_view text) {
+    if (text.starts_with(std::string_view("\xFF\xFE\0\0", 4)) || text.starts_with(std::string_view("\0\0\xFE\xFF", 4)))
+        return "it is UTF-32 text (it starts with a UTF-32 byte-order mark); save it as UTF-8";
+    if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+        return "it is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8";
+    const std::size_t nul = text.find('\0');
+    if (nul == kNone) return {};
+    // Without a byte-order mark, UTF-16 shows as a NUL in every second byte of plain text.
+    const std::size_t n = std::min<std::size_t>(text.size(), 256) & ~std::size_t{1};
+    std::size_t zero_odd = 0, zero_even = 0;
+    for (std::size_t i = 0; i < n; ++i) (i % 2 ? zero_odd : zero_even) += text[i] == '\0';
+    if (n >= 4 && (zero_odd == n / 2 || zero_even == n / 2) && zero_odd + zero_even < n)
+        return "it looks like UTF-16 text (every second byte is NUL); save it as UTF-8";
+    return where(text, nul) + ": a NUL byte (\\0), which JSON text cannot hold: the file is binary or damaged";
+}
+
+std::string describe_nul_in_string(std::string_view text) {
+    const Reading r = read_leniently(text);
+    for (const Token& t : r.tokens) {
+        if (t.kind != Token::string) continue;
+        for (std::size_t i = t.start + 1; i + 1 < t.end; ++i) {
+            if (text[i] != '\\') continue;
+            if (text.substr(i, 6) == "\\u0000") {
+                const std::string_view written = text.substr(t.start, t.end - t.start);
+                return where(text, i) + ": the string " + printable_text(shown(written)) +
+                       " holds \\u0000, a NUL character, which a key, a name or a path cannot hold";
+            }
+            ++i;  // the escaped character
+        }
+    }
+    return "a string holds \\u0000, a NUL character, which a key, a name or a path cannot hold";
 }
 
 }  // namespace mantissa

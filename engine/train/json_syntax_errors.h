@@ -20,4 +20,14 @@ namespace mantissa {
 std::string describe_parse_error(std::string_view text, std::size_t offset, std::string_view last_token, int id,
                                  std::string_view what);
 
+// The sentence (no file name, no final full stop) for text that JSON cannot even be read from,
+// checked before parsing, or "" when there is none: UTF-16 or UTF-32 text (by its byte-order mark,
+// or a NUL in every second byte), or a NUL byte anywhere, told at its line and column (nlohmann
+// would take a NUL for the end of the text and ignore everything after it).
+std::string describe_encoding_problem(std::string_view text);
+
+// The sentence for a string or key that holds \u0000 (valid JSON, but a NUL would cut a name, a
+// key or a path short wherever it becomes a C string), at the first such escape.
+std::string describe_nul_in_string(std::string_view text);
+
 }  // namespace mantissa

@@ -3,8 +3,10 @@
 // The DOM is built by a SAX handler of our own on nlohmann's public json_sax interface: a stack of
 // the open objects and arrays, each value placed at the end of the open array or under the open
 // object's current key (as nlohmann's own DOM parser does). The handler refuses a key already
-// present in its object, and keeps a parse error as one plain sentence instead of throwing; the
-// wording of that sentence is train/json_syntax_errors.cpp's, which this file only calls.
+// present in its object and a key or string holding \u0000, and keeps a parse error as one plain
+// sentence instead of throwing; the wording of that sentence is train/json_syntax_errors.cpp's,
+// which this file only calls. Text with a NUL byte, or in UTF-16 or UTF-32, is refused before
+// parsing (nlohmann would stop at a NUL as if the text ended there).
 #include "train/json_text.h"
 
 #include <string_view>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/printable_text.h"
 #include "train/json_syntax_errors.h"
 
 namespace mantissa {
@@ -34,7 +37,10 @@ public:
     bool number_integer(number_integer_t v) override { return value(v); }
     bool number_unsigned(number_unsigned_t v) override { return value(v); }
     bool number_float(number_float_t v, const string_t& /*as written*/) override { return value(v); }
-    bool string(string_t& v) override { return value(std::move(v)); }
+    bool string(string_t& v) override {
+        if (v.find('\0') != string_t::npos) return refuse_nul();
+        return value(std::move(v));
+    }
     bool binary(binary_t& v) override { return value(std::move(v)); }  // binary formats only
 
     bool start_object(std::size_t /*elements, or -1*/) override { return enter(json::object()); }
@@ -43,12 +49,13 @@ public:
     bool end_array() override { return leave(); }
 
     bool key(string_t& k) override {
+        if (k.find('\0') != string_t::npos) return refuse_nul();
         Open& object = open_.back();
         if (object.node->contains(k)) {
             std::string dotted;  // the keys of the enclosing objects; arrays add nothing
             for (const Open& outer : open_)
                 if (&outer != &object && outer.node->is_object()) dotted += outer.key + ".";
-            problem_ = {true, "key " + dotted + k + " appears twice", false};
+            problem_ = {true, "key " + printable_text(dotted + k) + " appears twice", false};
             return false;
         }
         object.key = std::move(k);
@@ -64,6 +71,13 @@ public:
     const JsonProblem& problem() const { return problem_; }
 
 private:
+    // A \u0000 in a key or a string: valid JSON, but a NUL cuts a name, a key or a path short
+    // wherever it becomes a C string, so it is refused where it is written.
+    bool refuse_nul() {
+        problem_ = {true, describe_nul_in_string(text_), false};
+        return false;
+    }
+
     struct Open {
         json* node;       // an object or an array
         std::string key;  // in an object: the key whose value comes next
@@ -107,6 +121,8 @@ private:
 }  // namespace
 
 JsonProblem parse_json(const std::string& text, json& out) {
+    // nlohmann takes a NUL byte for the end of the text: refused first, with UTF-16 and UTF-32.
+    if (std::string problem = describe_encoding_problem(text); !problem.empty()) return {true, std::move(problem), true};
     DomBuilder builder(out, text);
     bool ok = false;
     try {

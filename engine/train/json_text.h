@@ -1,7 +1,10 @@
 // JSON text -> nlohmann::json, with a problem told as one plain sentence instead of an exception.
 //
-// Used for experiment files and --set values. Stricter than json::parse in one way: a key that
-// appears twice in one object is refused, naming its dotted path (json::parse would keep the last).
+// Used for experiment files and --set values. Stricter than json::parse in three ways: a key that
+// appears twice in one object is refused, naming its dotted path (json::parse would keep the last);
+// a NUL byte anywhere in the text is refused at its line and column (json::parse stops there as if
+// the text ended, ignoring the rest), as is UTF-16 or UTF-32 text; and a key or string holding
+// \u0000 is refused (a NUL would cut a name or a path short).
 // Comments (// and /* */) are allowed. Built on nlohmann's public SAX interface only, so it does
 // not depend on the library's internals. A pure function, callable from any thread.
 #pragma once
@@ -22,6 +25,12 @@ namespace mantissa {
 // Not syntax (valid JSON that is refused):
 //   "line 1, column 16: the number 1e999 is too large (a number must lie within about ±1.8e308)"
 //   "key dataset.kind appears twice" (no position: the parser gives none to a key)
+//   "line 2, column 9: the string \"a\u0000b\" holds \u0000, a NUL character, which a key, a name or
+//    a path cannot hold"
+// Not readable as text (syntax: true):
+//   "line 3, column 7: a NUL byte (\0), which JSON text cannot hold: the file is binary or damaged"
+//   "it is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+// Bytes quoted from the text that are not printable UTF-8 are escaped (\0, \xE9).
 // A UTF-8 byte-order mark at the start is accepted (as json::parse does) and counts for no column.
 struct JsonProblem {
     bool found = false;

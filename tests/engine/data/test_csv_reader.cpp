@@ -182,10 +182,10 @@ private slots:
         QTest::newRow("a folder, trailing slash") << "sub/" << "dataset.path %1 is a folder, not a file.";
         QTest::newRow("the temporary folder itself") << "" << "dataset.path %1 is a folder, not a file.";
         // A device or a pipe would be read without end: refused before it is opened.
-        QTest::newRow("/dev/null") << "/dev/null" << "dataset.path %1 is not a regular file (it is a device).";
-        QTest::newRow("/dev/zero") << "/dev/zero" << "dataset.path %1 is not a regular file (it is a device).";
-        QTest::newRow("/dev/urandom") << "/dev/urandom" << "dataset.path %1 is not a regular file (it is a device).";
-        QTest::newRow("a FIFO") << "pipe.csv" << "dataset.path %1 is not a regular file (it is a pipe).";
+        QTest::newRow("/dev/null") << "/dev/null" << "dataset.path %1 is a device, not a file.";
+        QTest::newRow("/dev/zero") << "/dev/zero" << "dataset.path %1 is a device, not a file.";
+        QTest::newRow("/dev/urandom") << "/dev/urandom" << "dataset.path %1 is a device, not a file.";
+        QTest::newRow("a FIFO") << "pipe.csv" << "dataset.path %1 is a FIFO (a named pipe), not a file.";
     }
     void not_a_csv_file() {
         QFETCH(QString, path);
@@ -212,7 +212,7 @@ private slots:
         const std::string path = write_file(dir, "f.txt", std::string(101, 'x'));
         const UserFileLimit limit{100, "100 bytes, the test's limit"};
         QCOMPARE(error_of([&] { read_user_file(path, "The file f.txt", limit); }),
-                 std::string("The file f.txt is larger than 100 bytes, the test's limit."));
+                 std::string("The file f.txt is 101 bytes, larger than 100 bytes, the test's limit."));
         const std::string fits = write_file(dir, "g.txt", std::string(100, 'y'));
         QCOMPARE(read_user_file(fits, "g", limit), std::string(100, 'y'));
         const std::string big = write_file(dir, "big.txt", std::string(200000, 'z'));  // buffer growth

@@ -151,7 +151,7 @@ private slots:
             row("label out of range") << lab << gz << qb(idx_files::labels({0, 1, 10, 3, 4}))
                                       << QStringList{"label 10 at index 2", "out of range", "0..9", lab};
             row("count mismatch") << lab << gz << qb(idx_files::labels({0, 1, 2, 3}))
-                                  << QStringList{"holds 4 labels", "holds 5 images", lab};
+                                  << QStringList{"declares 4 labels", "declares 5 images", lab};
             row("image size differs between train and test")
                 << "t10k-images-idx3-ubyte" << gz << qb(idx_files::pattern_images(3, 3, 3))
                 << QStringList{"holds 3x3 images", "training images are 2x3"};
@@ -210,20 +210,20 @@ private slots:
         std::fwrite(junk, 1, sizeof junk, f);
         std::fclose(f);
         const std::string message = error_of([&] { data::read_idx_images(path); });
-        QCOMPARE(message, "The IDX file " + path + " cannot be read: invalid block type (a corrupt gzip stream?).");
+        QCOMPARE(message, "The IDX file " + path + " is damaged: its gzip data is corrupt at byte 10 (invalid block type).");
     }
 
     // A device or a pipe is never read (a device could be read without end).
     void not_a_regular_file() {
         QCOMPARE(error_of([&] { data::read_idx_images("/dev/zero"); }),
-                 std::string("The IDX file /dev/zero is not a regular file (it is a device)."));
+                 std::string("The IDX file /dev/zero is a device, not a file."));
         QCOMPARE(error_of([&] { data::read_idx_labels("/dev/urandom", 10); }),
-                 std::string("The IDX file /dev/urandom is not a regular file (it is a device)."));
+                 std::string("The IDX file /dev/urandom is a device, not a file."));
         QTemporaryDir dir;
         const std::string fifo = dir.path().toStdString() + "/train-images-idx3-ubyte";
         QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
         QCOMPARE(error_of([&] { data::read_idx_images(fifo); }),
-                 "The IDX file " + fifo + " is not a regular file (it is a pipe).");
+                 "The IDX file " + fifo + " is a FIFO (a named pipe), not a file.");
     }
 
     void idx_path_that_is_a_file() {

@@ -443,9 +443,9 @@ private slots:
     void loadRefusesWhatIsNotARegularFile_data() {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QString>("message");
-        QTest::newRow("/dev/zero") << "/dev/zero" << "Experiment file /dev/zero is not a regular file (it is a device).";
-        QTest::newRow("/dev/urandom") << "/dev/urandom" << "Experiment file /dev/urandom is not a regular file (it is a device).";
-        QTest::newRow("/dev/null") << "/dev/null" << "Experiment file /dev/null is not a regular file (it is a device).";
+        QTest::newRow("/dev/zero") << "/dev/zero" << "Experiment file /dev/zero is a device, not a file.";
+        QTest::newRow("/dev/urandom") << "/dev/urandom" << "Experiment file /dev/urandom is a device, not a file.";
+        QTest::newRow("/dev/null") << "/dev/null" << "Experiment file /dev/null is a device, not a file.";
     }
     void loadRefusesWhatIsNotARegularFile() {
         QFETCH(QString, path);
@@ -458,7 +458,7 @@ private slots:
         const QString fifo = dir.filePath("pipe.json");
         QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
         QCOMPARE(error_of([&] { load_experiment(fifo.toStdString()); }),
-                 "Experiment file " + fifo + " is not a regular file (it is a pipe).");
+                 "Experiment file " + fifo + " is a FIFO (a named pipe), not a file.");
     }
 
     void loadRefusesAFileOver16MiB() {
@@ -466,7 +466,7 @@ private slots:
         const QString big = dir.filePath("big.json");
         write_file(big, "{\"name\": \"" + std::string((16u << 20) - 11, 'x') + "\"}");  // 16 MiB + 1 byte
         QCOMPARE(error_of([&] { load_experiment(big.toStdString()); }),
-                 "Experiment file " + big + " is larger than 16 MiB, the limit for an experiment file.");
+                 "Experiment file " + big + " is 16777217 bytes, larger than 16 MiB, the limit for an experiment file.");
         const QString fits = dir.filePath("fits.json");
         write_file(fits, "{\"name\": \"" + std::string((16u << 20) - 12, 'x') + "\"}");  // exactly 16 MiB
         QCOMPARE(load_experiment(fits.toStdString()).name.size(), std::size_t{(16u << 20) - 12});
