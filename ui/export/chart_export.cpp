@@ -1,7 +1,8 @@
 // Chart export. Each format is drawn through QCustomPlot::toPainter onto its own paint device (a
 // QImage, a QSvgGenerator, a QPdfWriter at 72 dpi so one unit is one point), so one code path
 // serves a single chart and a stack of them. The file is checked for writability first, so the
-// sentence a person reads names the real cause rather than "painting failed".
+// sentence a person reads names the real cause rather than "painting failed". A ChartView is drawn
+// without its hover crosshair and with its step axis labelled (ExportLook below).
 #include "export/chart_export.h"
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include <QPageSize>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+
+#include "charts/chart_view.h"
 
 namespace mantissa::ui {
 
@@ -151,12 +154,36 @@ QString writePdf(const std::vector<Placed>& placed, int w, int h, const QString&
     return {};
 }
 
+// While it lives, the ChartViews among the plots look as a reader of the file should see them: no
+// crosshair or read-out, and the step axis labelled on a chart exported alone and on the bottom
+// chart of a stack (the panels show it only on their bottom chart).
+class ExportLook {
+public:
+    explicit ExportLook(const std::vector<Placed>& placed) {
+        for (std::size_t i = 0; i < placed.size(); ++i) {
+            if (auto* chart = qobject_cast<ChartView*>(placed[i].plot)) {
+                chart->beginExport(i + 1 == placed.size());
+                m_charts.push_back(chart);
+            }
+        }
+    }
+    ~ExportLook() {
+        for (ChartView* chart : m_charts) chart->endExport();
+    }
+    ExportLook(const ExportLook&) = delete;
+    ExportLook& operator=(const ExportLook&) = delete;
+
+private:
+    std::vector<ChartView*> m_charts;
+};
+
 QString exportAs(const QList<QCustomPlot*>& plots, const QString& path, ChartFileFormat format,
                  const ChartExportSize& size) {
     std::vector<Placed> placed;
     int w = 0, h = 0;
     if (QString e = place(plots, size, &placed, &w, &h); !e.isEmpty()) return e;
     if (QString e = checkWritable(path); !e.isEmpty()) return e;
+    const ExportLook look(placed);
     QString error;
     switch (format) {
         case ChartFileFormat::png: error = writePng(placed, w, h, size.scale, path); break;
