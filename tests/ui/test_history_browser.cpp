@@ -113,7 +113,11 @@ private slots:
         QCOMPARE(cell(*b, m_fp16NoScale, RunTableModel::Configuration), QStringLiteral("fp16 · no scaling · master fp32"));
         QCOMPARE(cell(*b, m_fp16Dynamic, RunTableModel::Steps), QStringLiteral("40"));
         QVERIFY(dyn.final_loss && dyn.test_accuracy);
-        QCOMPARE(cell(*b, m_fp16Dynamic, RunTableModel::FinalLoss), QString::number(*dyn.final_loss, 'g', 4));
+        // One style for the whole column, chosen from every run's final loss (number_format.h).
+        std::vector<double> losses;
+        for (const RunRow& r : store.list_runs())
+            if (r.final_loss) losses.push_back(*r.final_loss);
+        QCOMPARE(cell(*b, m_fp16Dynamic, RunTableModel::FinalLoss), ColumnNumberStyle::forValues(losses).format(*dyn.final_loss));
         QCOMPARE(cell(*b, m_fp16Dynamic, RunTableModel::TestAccuracy),
                  QString::number(*dyn.test_accuracy * 100, 'f', 1) + QStringLiteral(" %"));
         QCOMPARE(cell(*b, m_fp32, RunTableModel::Tags), QStringLiteral("baseline, spirals"));

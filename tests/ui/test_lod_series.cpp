@@ -154,6 +154,31 @@ private slots:
         QCOMPARE(s.size(), static_cast<std::size_t>(points));
     }
 
+    // A step function (the loss scale) summarised at any resolution still spans the whole window:
+    // its first and last points are drawn, though a flat stretch's bucket holds only its first.
+    void summariesSpanTheWholeWindow_data() {
+        QTest::addColumn<int>("columns");
+        QTest::newRow("1 column") << 1;
+        QTest::newRow("3 columns") << 3;
+        QTest::newRow("100 columns") << 100;
+    }
+    void summariesSpanTheWholeWindow() {
+        QFETCH(int, columns);
+        LodSeries s;
+        const int n = 5000;
+        for (int i = 0; i < n; ++i) s.append(i, i < 1200 ? 65536.0 : (i < 1300 ? 32768.0 : 131072.0));
+        for (const bool collapse : {false, true}) {
+            std::vector<SeriesPoint> out;
+            QVERIFY(s.query(0, n - 1, static_cast<std::size_t>(columns), out, collapse));
+            QCOMPARE(out.front().x, 0.0);
+            QCOMPARE(out.front().y, 65536.0);
+            QCOMPARE(out.back().x, double(n - 1));
+            QCOMPARE(out.back().y, 131072.0);
+            for (std::size_t i = 1; i < out.size(); ++i) QVERIFY(out[i].x >= out[i - 1].x);
+            QVERIFY(out.size() <= 2 * static_cast<std::size_t>(columns) + 4);
+        }
+    }
+
     void flatRunsCollapseToTheirEnds() {
         LodSeries s;
         const double ys[] = {1, 1, 1, 1, 2, 2, 2, 1, 3};

@@ -2,6 +2,8 @@
 //   - Its tick labels never come closer than a label's height: the tickers below take the axis'
 //     pixel length (told them after each layout) and coarsen their step until neighbouring labels
 //     are apart, so a 40-px chart shows two ticks and a 400-px one its usual four or five.
+//   - A log axis keeps enough labels to read: a log10 axis over less than two decades subdivides
+//     them (DecadeLogTicker), a log2 axis writes its powers as powers of two (Log2Ticker).
 //   - Its label shows the longest of its forms that fits along the axis rect ("memory (MiB)",
 //     then "MiB"), or nothing when none fits: a rotated label is never drawn cut.
 // QCustomPlot generates ticks before it lays out (upPreparation, from the previous layout's
@@ -16,8 +18,10 @@
 #include <QStringList>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include <qcustomplot.h>
 
@@ -125,6 +129,125 @@ protected:
 
 private:
     int m_powerStep = 1;
+};
+
+// A log10 axis (the loss) with at least three labelled ticks wherever a label height allows it.
+// Over two decades or more its ticks are the powers of ten, as SpacedLogTicker places them
+// ("10⁻¹", "10⁻²", in the axis' own number format); a loss that spans less than that would show
+// one power or none, so the ticks then subdivide each decade at 1, 2, 5 × 10^k, or at every whole
+// mantissa 1..9 × 10^k, or, for a range narrower still, take evenly spaced round values (1, 2,
+// 2.5, 5 × 10^k apart) as a linear axis would: the first of these that gives three ticks, each at
+// least a label height from its neighbour. Subdivided ticks are all written plainly ("0.2",
+// "0.5", "1"), so one axis never mixes two number styles.
+class DecadeLogTicker : public SpacedLogTicker {
+public:
+    DecadeLogTicker() { setLogBase(10); }
+    bool subdivided() const { return m_subdivided; }
+
+protected:
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+        m_subdivided = false;
+        QVector<double> powers = SpacedLogTicker::createTickVector(tickStep, range);
+        if (!(range.lower > 0) || !(range.upper > range.lower) || inside(powers, range) >= 3) return powers;
+        static const std::vector<double> oneTwoFive = {1, 2, 5};
+        static const std::vector<double> whole = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+        for (const auto* mantissas : {&oneTwoFive, &whole}) {
+            QVector<double> ticks;
+            const int first = static_cast<int>(std::floor(std::log10(range.lower))) - 1;
+            const int last = static_cast<int>(std::ceil(std::log10(range.upper))) + 1;
+            for (int k = first; k <= last; ++k)
+                for (double m : *mantissas) ticks.append(m * std::pow(10.0, k));
+            if (inside(ticks, range) >= 3 && apart(ticks, range)) return subdivide(ticks, range);
+        }
+        for (int count : {5, 4, 3}) {  // evenly spaced round values, as a linear axis has
+            const double step = roundStep(range.size() / count);
+            QVector<double> ticks;
+            for (auto i = static_cast<long long>(std::floor(range.lower / step)); i * step <= range.upper + step; ++i)
+                if (i > 0) ticks.append(static_cast<double>(i) * step);
+            if (inside(ticks, range) >= 3 && apart(ticks, range)) return subdivide(ticks, range);
+        }
+        return powers;
+    }
+    int getSubTickCount(double tickStep) override {
+        return m_subdivided ? 0 : SpacedLogTicker::getSubTickCount(tickStep);
+    }
+    QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
+        if (!m_subdivided) return SpacedLogTicker::getTickLabel(tick, locale, format, precision);
+        return locale.toString(tick, m_labelFormat, m_labelPrecision);
+    }
+
+private:
+    bool m_subdivided = false;
+    char m_labelFormat = 'f';  // of every subdivided label: 'f', or 'e' for tiny or huge ranges
+    int m_labelPrecision = 1;
+
+    // Chooses one format for all the ticks: fixed with the decimals the finest tick needs ("0.25",
+    // "0.50"), or scientific with the digits it needs where fixed would be long ("2.5e-05").
+    QVector<double> subdivide(const QVector<double>& ticks, const QCPRange& range) {
+        m_subdivided = true;
+        const bool scientific = range.lower < 1e-4 || range.upper >= 1e6;
+        m_labelFormat = scientific ? 'e' : 'f';
+        m_labelPrecision = 0;
+        for (double t : ticks) {
+            if (t < range.lower || t > range.upper) continue;
+            const double scaled = scientific ? t / std::pow(10.0, std::floor(std::log10(t))) : t;
+            int digits = 0;
+            while (digits < 8 && std::abs(std::round(scaled * std::pow(10.0, digits)) - scaled * std::pow(10.0, digits)) >
+                                     1e-6 * scaled * std::pow(10.0, digits))
+                ++digits;
+            m_labelPrecision = std::max(m_labelPrecision, digits);
+        }
+        return ticks;
+    }
+    // Ticks QCustomPlot will draw: strictly within the range (it trims the others).
+    static int inside(const QVector<double>& ticks, const QCPRange& range) {
+        int n = 0;
+        for (double t : ticks) n += t >= range.lower && t <= range.upper;
+        return n;
+    }
+    // Neighbouring ticks inside the range are at least a label height apart (on a log axis the
+    // closest pair is the highest); true before the axis was laid out.
+    bool apart(const QVector<double>& ticks, const QCPRange& range) const {
+        if (!(m_room.lengthPx > 0)) return true;
+        const double pxPerLog = m_room.lengthPx / std::log(range.upper / range.lower);
+        double previous = 0;
+        for (double t : ticks) {
+            if (t < range.lower || t > range.upper) continue;
+            if (previous > 0 && pxPerLog * std::log(t / previous) < m_room.labelHeightPx) return false;
+            previous = t;
+        }
+        return true;
+    }
+    // The least of 1, 2, 2.5, 5 × 10^k at or above `step`.
+    static double roundStep(double step) {
+        const double magnitude = std::pow(10.0, std::floor(std::log10(step)));
+        for (double m : {1.0, 2.0, 2.5, 5.0})
+            if (m * magnitude >= step * (1 - 1e-9)) return m * magnitude;
+        return 10 * magnitude;
+    }
+};
+
+// Tick labels of a log2 axis as powers of two ("2¹⁶"): loss scales are powers of two.
+class Log2Ticker : public SpacedLogTicker {
+public:
+    Log2Ticker() {
+        setLogBase(2);
+        setSubTickCount(0);
+    }
+
+protected:
+    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
+        static const std::array<QChar, 10> superscript = {QChar(0x2070), QChar(0x00b9), QChar(0x00b2),
+                                                          QChar(0x00b3), QChar(0x2074), QChar(0x2075),
+                                                          QChar(0x2076), QChar(0x2077), QChar(0x2078),
+                                                          QChar(0x2079)};
+        const long exponent = std::lround(std::log2(tick));
+        QString digits = QString::number(std::labs(exponent));
+        QString out = QStringLiteral("2");
+        if (exponent < 0) out += QChar(0x207b);
+        for (QChar c : digits) out += superscript[static_cast<std::size_t>(c.digitValue())];
+        return out;
+    }
 };
 
 // A tick label's line height on `axis` (ascent, descent and leading), in pixels.

@@ -4,11 +4,12 @@
 #include <QMenu>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 
 #include "charts/axis_fit.h"
+#include "charts/marker_layout.h"
+#include "charts/number_format.h"
 #include "export/chart_export_dialog.h"
 
 namespace mantissa::ui {
@@ -19,34 +20,13 @@ namespace {
 // labels (axis_fit.h spaces them by the label height).
 constexpr int ticksPerAxis = 4;
 
-// Tick labels of a log2 axis as powers of two ("2¹⁶"): loss scales are powers of two.
-class Log2Ticker : public SpacedLogTicker {
-public:
-    Log2Ticker() {
-        setLogBase(2);
-        setSubTickCount(0);
-    }
-
-protected:
-    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
-        static const std::array<QChar, 10> superscript = {QChar(0x2070), QChar(0x00b9), QChar(0x00b2),
-                                                          QChar(0x00b3), QChar(0x2074), QChar(0x2075),
-                                                          QChar(0x2076), QChar(0x2077), QChar(0x2078),
-                                                          QChar(0x2079)};
-        const long exponent = std::lround(std::log2(tick));
-        QString digits = QString::number(std::labs(exponent));
-        QString out = QStringLiteral("2");
-        if (exponent < 0) out += QChar(0x207b);
-        for (QChar c : digits) out += superscript[static_cast<std::size_t>(c.digitValue())];
-        return out;
-    }
-};
-
-QString formatValue(double v) {
-    if (std::isnan(v)) return QStringLiteral("NaN");
-    if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    return QString::number(v, 'g', 4);
+// The marker labels' font: smaller than the axes', so a row of them takes little of the plot.
+QFont markerFont(const QFont& base) {
+    QFont small = base;
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    return small;
 }
+constexpr double markerLabelAlpha = 210;  // the labels' background: the line and data show through a little
 
 }  // namespace
 
@@ -114,9 +94,21 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     // QCustomPlot's default minimum plot of 50 px is more than a short chart has; 24 px still shows
     // a trend, and the header gets its legend's full height first.
     axisRect()->setMinimumSize(50, 24);
+    m_xLabel = tr("step");
     connect(this, &QCustomPlot::afterLayout, this, [this] {
         // A legend re-wrapped for the width changes the header's height: lay out again.
         if (fitHeaderToWidth()) replot(QCustomPlot::rpQueuedReplot);
+        // The graphs as the plot is drawn now: a new width or x range (the first layout after the
+        // chart was filled unseen, a resize, an export at another size) queries them again, and
+        // the labels' rows may change the band kept above the data. Either refits y, whose ticks
+        // are then made again before anything is drawn.
+        const bool requery = m_queriedColumns != queryColumns() || !(m_queriedRange == xAxis->range());
+        if (requery) queryGraphs();
+        const bool rowsChanged = layoutMarkerLabels();
+        if (requery || rowsChanged || axisRect()->height() != m_fittedHeight) {
+            fitValueAxes();
+            axisRect()->update(QCPLayoutElement::upPreparation);
+        }
         fitAxesToHeight();
         const int h = plotLayout()->minimumOuterSizeHint().height();
         if (h > 0 && h != m_minimumHeight) {
@@ -125,6 +117,8 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
         }
     });
 
+    // Other runs' overlays are drawn under this chart's own graphs, above the grid.
+    addLayer(QStringLiteral("overlays"), layer(QStringLiteral("main")), limBelow);
     // The crosshair and its read-out live on their own buffered layer, so moving the mouse
     // repaints only that layer, never the graphs.
     layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmBuffered);
@@ -181,6 +175,15 @@ QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, con
         g->setLineStyle(QCPGraph::lsNone);
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color, color, 8));
         break;
+    case GraphStyle::overlay:
+    case GraphStyle::overlaySteps: {
+        QColor c = color;
+        c.setAlpha(150);
+        g->setPen(QPen(c, 1.3));
+        if (style == GraphStyle::overlaySteps) g->setLineStyle(QCPGraph::lsStepLeft);
+        g->setLayer(QStringLiteral("overlays"));
+        break;
+    }
     case GraphStyle::stacked: {
         g->setPen(QPen(color, 1.2));
         QColor fill = color;
@@ -196,6 +199,7 @@ QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, con
     }
     }
     m_bindings.push_back({g, series, style, factor, name, {}, g->pen().widthF()});
+    m_queriedColumns = -1;  // the new graph has no data yet: the next layout queries it
     return g;
 }
 
@@ -217,6 +221,7 @@ void ChartView::removeAllSeries() {
     clearGraphs();
     m_bindings.clear();
     legend->setVisible(false);
+    m_queriedColumns = -1;
 }
 
 void ChartView::setValueLabel(const QString& label, const QStringList& shorter) {
@@ -310,12 +315,14 @@ bool ChartView::fitHeaderToWidth() {
 QString ChartView::noteText() const { return m_noteText; }
 
 void ChartView::setLogarithmic(bool on, double base) {
+    m_powerOfTwoValues = on && base == 2;
     if (on) {
         yAxis->setScaleType(QCPAxis::stLogarithmic);
         if (base == 2) {
             yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new Log2Ticker));
         } else {
-            QSharedPointer<QCPAxisTickerLog> ticker(new SpacedLogTicker);
+            // Base 10 subdivides where the values span less than two decades (axis_fit.h).
+            QSharedPointer<QCPAxisTickerLog> ticker(base == 10 ? new DecadeLogTicker : new SpacedLogTicker);
             ticker->setLogBase(base);
             yAxis->setTicker(ticker);
             yAxis->setNumberFormat(QStringLiteral("eb"));
@@ -342,7 +349,12 @@ void ChartView::setRightAxis(const QString& label, QCPRange range, const QString
 
 void ChartView::setXTickLabels(bool on) {
     xAxis->setTickLabels(on);
-    xAxis->setLabel(on ? tr("step") : QString());
+    xAxis->setLabel(on ? m_xLabel : QString());
+}
+
+void ChartView::setXLabel(const QString& label) {
+    m_xLabel = label;
+    if (xAxis->tickLabels()) xAxis->setLabel(label);
 }
 
 void ChartView::setSideMargins(int left, int right) {
@@ -358,10 +370,26 @@ void ChartView::setXRange(const QCPRange& range) {
     m_settingRange = false;
 }
 
-void ChartView::refreshData(bool immediate) {
-    const QCPRange range = xAxis->range();
+int ChartView::queryColumns() const {
     // One min/max column per two pixels: the drawn envelope is the same, the polylines half as long.
-    const auto columns = static_cast<std::size_t>(std::max(1, axisRect()->width() / 2));
+    return std::max(1, axisRect()->width() / 2);
+}
+
+void ChartView::refreshData(bool immediate) {
+    queryGraphs();
+    layoutMarkerLabels();
+    fitValueAxes();
+    // immediate: draw now, and let the widget repaints of all charts merge into one window update.
+    replot(immediate ? rpQueuedRefresh : rpQueuedReplot);
+}
+
+void ChartView::queryGraphs() {
+    const QCPRange range = xAxis->range();
+    // Before the first layout the axis rect has no width: what is queried now is only for the y
+    // fit, and the first layout queries again at the real width (see the afterLayout handler).
+    m_queriedColumns = queryColumns();
+    m_queriedRange = range;
+    const auto columns = static_cast<std::size_t>(m_queriedColumns);
     for (Binding& b : m_bindings) {
         // Markers are thinned to one min/max pair per 8 px: closer ones would overlap anyway, and
         // each antialiased marker costs as much as a long stretch of line.
@@ -374,16 +402,13 @@ void ChartView::refreshData(bool immediate) {
         b.graph->data()->set(m_scratch, true);
         // Antialiasing and a wide pen smooth a curve through real points; on a min/max summary (a
         // zigzag that reads as a filled band) they only cost time: it is drawn 1 px wide, without.
-        if (b.style == GraphStyle::line || b.style == GraphStyle::steps || b.style == GraphStyle::stacked) {
+        if (b.style != GraphStyle::faintLine && b.style != GraphStyle::points && b.style != GraphStyle::markers) {
             b.graph->setAntialiased(!summary);
             QPen pen = b.graph->pen();
             pen.setWidthF(summary ? 1.0 : b.penWidth);
             b.graph->setPen(pen);
         }
     }
-    fitValueAxes();
-    // immediate: draw now, and let the widget repaints of all charts merge into one window update.
-    replot(immediate ? rpQueuedRefresh : rpQueuedReplot);
 }
 
 void ChartView::fitValueAxes() {
@@ -399,10 +424,17 @@ void ChartView::fitValueAxes() {
             hi = std::max(hi, it->value);
         }
     }
+    m_fittedHeight = axisRect()->height();
     if (!(lo <= hi)) return;  // nothing visible: keep the range
+    // The marker labels' rows along the top are kept clear of the data: the range grows upwards
+    // so that the data ends below them (where the plot is tall enough to spare that band).
+    const double plotHeight = axisRect()->height();
+    const double band = m_markerRows * (QFontMetricsF(markerFont(font())).height() + 1) + 2;
+    const double stretch = m_markerRows > 0 && plotHeight > 3 * band ? plotHeight / (plotHeight - band) : 1.0;
     if (log) {
         const double pad = yAxis->ticker().dynamicCast<Log2Ticker>() ? 2.0 : 1.3;
-        yAxis->setRange(lo / pad, hi * pad);
+        const double lower = lo / pad, upper = hi * pad;
+        yAxis->setRange(lower, lower * std::pow(upper / lower, stretch));
         return;
     }
     if (m_includeZero) {
@@ -411,7 +443,14 @@ void ChartView::fitValueAxes() {
     }
     double span = hi - lo;
     if (span <= 0) span = hi != 0 ? std::abs(hi) * 0.1 : 1.0;  // a flat line: show it mid-chart
-    yAxis->setRange(lo == 0 && m_includeZero ? 0 : lo - 0.05 * span, hi + 0.08 * span);
+    const double lower = lo == 0 && m_includeZero ? 0 : lo - 0.05 * span;
+    const double upper = hi + 0.08 * span;
+    yAxis->setRange(lower, lower + (upper - lower) * stretch);
+}
+
+QString ChartView::formatReadoutValue(double value) const {
+    if (m_powerOfTwoValues) return formatPowerOfTwo(value);
+    return formatValue(value) + m_valueSuffix;
 }
 
 QString ChartView::readoutText(double step) const {
@@ -426,8 +465,13 @@ QString ChartView::readoutText(double step) const {
             continue;
         }
         std::optional<SeriesPoint> p;
+        const bool overlay = b.style == GraphStyle::overlay || b.style == GraphStyle::overlaySteps;
+        if (overlay && (b.series->empty() || step < b.series->x(0) - stepsPerPixel ||
+                        step > b.series->lastX() + stepsPerPixel))
+            continue;  // outside the run drawn over this one
         switch (b.style) {
-        case GraphStyle::steps: p = b.series->atOrBefore(step); break;
+        case GraphStyle::steps:
+        case GraphStyle::overlaySteps: p = b.series->atOrBefore(step); break;
         case GraphStyle::points:
         case GraphStyle::markers:
             p = b.series->nearest(step);
@@ -435,14 +479,15 @@ QString ChartView::readoutText(double step) const {
             break;
         default: p = b.series->nearest(step); break;
         }
-        if (p) parts << QStringLiteral("%1 %2%3").arg(b.name, formatValue(p->y * b.factor), m_valueSuffix);
+        if (p) parts << QStringLiteral("%1 %2").arg(b.name, formatReadoutValue(p->y * b.factor));
     }
     return parts.join(QStringLiteral("   "));
 }
 
 void ChartView::setCrosshair(double step) {
     m_crosshairStep = step;
-    const bool show = !std::isnan(step);
+    const bool show = !std::isnan(step) && !m_export.active;
+    const bool wasShown = m_crosshair->visible();
     m_crosshair->setVisible(show);
     m_readout->setVisible(show);
     if (show) {
@@ -450,26 +495,28 @@ void ChartView::setCrosshair(double step) {
         m_crosshair->point2->setCoords(step, 1);
         m_readout->setText(readoutText(step));
     }
-    layer(QStringLiteral("overlay"))->replot();
+    if (show || wasShown) layer(QStringLiteral("overlay"))->replot();
+}
+
+QString ChartView::readoutShown() const {
+    return m_readout->visible() ? m_readout->text() : QString();
 }
 
 void ChartView::setMarkers(const std::vector<ChartMarker>& markers) {
-    if (markers.size() < m_markers.size()) {
+    // Markers only ever grow during a run; anything else (another run, a reset) starts afresh.
+    bool prefix = markers.size() >= m_markers.size();
+    for (std::size_t i = 0; prefix && i < m_markers.size(); ++i) prefix = m_markers[i].marker == markers[i];
+    if (!prefix) {
         for (auto& m : m_markers) {
             removeItem(m.line);
             removeItem(m.label);
         }
         m_markers.clear();
     }
-    const QColor text = palette().color(QPalette::Text);
-    QColor lineColor = text;
-    lineColor.setAlpha(140);
-    QFont small = font();
-    small.setPointSizeF(small.pointSizeF() * 0.8);
+    if (markers.size() == m_markers.size()) return;
     for (std::size_t i = m_markers.size(); i < markers.size(); ++i) {
         const double step = static_cast<double>(markers[i].step);
         auto* line = new QCPItemStraightLine(this);
-        line->setPen(QPen(lineColor, 1, Qt::DashLine));
         for (QCPItemPosition* p : {line->point1, line->point2}) {
             p->setTypeX(QCPItemPosition::ptPlotCoords);
             p->setTypeY(QCPItemPosition::ptAxisRectRatio);
@@ -477,22 +524,92 @@ void ChartView::setMarkers(const std::vector<ChartMarker>& markers) {
         }
         line->point1->setCoords(step, 0);
         line->point2->setCoords(step, 1);
+        // Placed in pixels by layoutMarkerLabels() at every layout: along the top, inside the plot.
         auto* label = new QCPItemText(this);
-        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
-        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        label->position->setAxisRect(axisRect());
-        label->position->setCoords(step, 0.0);
-        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);  // at the top, just right of the line
-        label->setFont(small);
-        label->setColor(text);
+        label->position->setType(QCPItemPosition::ptAbsolute);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setFont(markerFont(font()));
         label->setPadding(QMargins(3, 0, 3, 1));
-        QColor labelBrush = palette().color(QPalette::Base);
-        labelBrush.setAlpha(200);
-        label->setBrush(labelBrush);
         label->setText(QString::fromStdString(markers[i].label));
         label->setClipToAxisRect(true);
-        m_markers.push_back({line, label});
+        label->setClipAxisRect(axisRect());
+        m_markers.push_back({line, label, markers[i]});
+        styleMarker(m_markers.back());
     }
+    layoutMarkerLabels();
+}
+
+void ChartView::styleMarker(MarkerItems& m) const {
+    const QPalette pal = palette();
+    QColor lineColor = m.marker.kind == ChartMarker::Kind::injection ? seriesColor(2) : pal.color(QPalette::Text);
+    lineColor.setAlpha(m.marker.kind == ChartMarker::Kind::injection ? 200 : 140);
+    m.line->setPen(QPen(lineColor, 1, Qt::DashLine));
+    m.label->setColor(pal.color(QPalette::Text));
+    QColor labelBrush = pal.color(QPalette::Base);
+    labelBrush.setAlpha(static_cast<int>(markerLabelAlpha));
+    m.label->setBrush(labelBrush);
+    QColor border = lineColor;
+    border.setAlpha(90);
+    m.label->setPen(QPen(border));
+}
+
+bool ChartView::layoutMarkerLabels() {
+    const QRect plot = axisRect()->rect();
+    const QFontMetricsF fm(markerFont(font()));
+    const double rowHeight = fm.height() + 1;  // the label's text and its bottom padding
+    std::vector<double> lines, widths;
+    for (const MarkerItems& m : m_markers) {
+        lines.push_back(xAxis->coordToPixel(static_cast<double>(m.marker.step)));
+        widths.push_back(fm.horizontalAdvance(m.label->text()) + m.label->padding().left() + m.label->padding().right());
+    }
+    // At most half the plot's height for labels (four rows), and always one row.
+    const int maxRows = std::clamp(static_cast<int>(plot.height() / 2 / rowHeight), 1, 4);
+    const std::vector<MarkerLabelSlot> placed =
+        placeMarkerLabels(lines, widths, plot.left(), plot.right(), plot.width() > 0 ? maxRows : 1);
+    for (std::size_t i = 0; i < m_markers.size(); ++i) {
+        QCPItemText* label = m_markers[i].label;
+        label->setVisible(placed[i].visible);
+        label->position->setCoords(placed[i].left, plot.top() + 1 + placed[i].row * rowHeight);
+    }
+    const int rows = ui::markerLabelRows(placed);
+    const bool changed = rows != m_markerRows;
+    m_markerRows = rows;
+    return changed;
+}
+
+QString ChartView::markerLabelText(std::size_t i) const {
+    return i < m_markers.size() ? m_markers[i].label->text() : QString();
+}
+
+QRectF ChartView::markerLabelRect(std::size_t i) const {
+    if (i >= m_markers.size() || !m_markers[i].label->visible()) return {};
+    const QCPItemText* label = m_markers[i].label;
+    const QFontMetricsF fm(label->font());
+    const QPointF topLeft = label->position->pixelPosition();
+    const QMargins pad = label->padding();
+    return {topLeft, QSizeF(fm.horizontalAdvance(label->text()) + pad.left() + pad.right(),
+                            fm.height() + pad.top() + pad.bottom())};
+}
+
+void ChartView::beginExport(bool labelXAxis) {
+    if (m_export.active) return;
+    m_export = {true, m_crosshair->visible(), m_readout->visible(), xAxis->tickLabels(), xAxis->label()};
+    m_crosshair->setVisible(false);
+    m_readout->setVisible(false);
+    if (labelXAxis) {
+        xAxis->setTickLabels(true);
+        xAxis->setLabel(m_xLabel);
+    }
+}
+
+void ChartView::endExport() {
+    if (!m_export.active) return;
+    m_crosshair->setVisible(m_export.crosshair);
+    m_readout->setVisible(m_export.readout);
+    xAxis->setTickLabels(m_export.xTickLabels);
+    xAxis->setLabel(m_export.xAxisLabel);
+    m_export = {};
+    replot(rpQueuedReplot);
 }
 
 int ChartView::drawnPoints() const {
@@ -513,6 +630,12 @@ void ChartView::mouseMoveEvent(QMouseEvent* event) {
 void ChartView::leaveEvent(QEvent* event) {
     QCustomPlot::leaveEvent(event);
     emit crosshairRequested(qQNaN());
+}
+
+bool ChartView::event(QEvent* event) {
+    // The window went to the back (another window, a menu, a dialog): no leave event may follow.
+    if (event->type() == QEvent::WindowDeactivate && crosshairShown()) emit crosshairRequested(qQNaN());
+    return QCustomPlot::event(event);
 }
 
 void ChartView::changeEvent(QEvent* event) {
@@ -551,15 +674,7 @@ void ChartView::applyPalette() {
     QColor noteColor = text;
     noteColor.setAlpha(170);
     m_note->setTextColor(noteColor);
-    QColor lineColor = text;
-    lineColor.setAlpha(140);
-    QColor labelBrush = base;
-    labelBrush.setAlpha(200);
-    for (auto& m : m_markers) {
-        m.line->setPen(QPen(lineColor, 1, Qt::DashLine));
-        m.label->setColor(text);
-        m.label->setBrush(labelBrush);
-    }
+    for (auto& m : m_markers) styleMarker(m);
 }
 
 void ChartView::showContextMenu(const QPoint& pos) {

@@ -1,9 +1,16 @@
 // ChartView: one QCustomPlot chart whose graphs are drawn from LodSeries, re-queried for the
 // visible step window at the axis rect's pixel width, so a redraw costs the same at 10^3 or 10^6
 // points. It adds what every Mantissa chart has: y that fits the visible data, a crosshair with a
-// read-out of each graph's value at the hovered step, labelled vertical markers for setting
-// changes, and colours from the system palette (light or dark). However short the chart, its value
-// axes keep their tick labels apart and show their labels whole or not at all (axis_fit.h).
+// read-out of each graph's value at the hovered step (cleared when the mouse leaves), labelled
+// vertical markers for setting changes and injected overflows (labels along the top, kept inside
+// the plot and above the data: marker_layout.h), and colours from the system palette (light or
+// dark). However short the chart, its value axes keep their tick labels apart and show their
+// labels whole or not at all (axis_fit.h).
+//
+// What is drawn is always what the series hold at the plot's real size: the graphs are queried
+// for the x range and the axis rect's width they are drawn at, and queried again after any layout
+// that changed either (a chart filled before it was shown, at no width, would otherwise draw its
+// whole run as the two or three points of one column until the next zoom).
 //
 // The x axis is the training step; ChartsPanel keeps the charts' x ranges in step. Zoom (wheel)
 // and pan (drag) act on x only; y always fits what is visible.
@@ -28,6 +35,8 @@ enum class GraphStyle {
     points,     // circles, no line (evaluations)
     markers,    // red triangles, no line (overflows)
     stacked,    // a line filled down to the previous stacked graph (or to zero)
+    overlay,       // another run drawn faintly over the live ones: a thin translucent line
+    overlaySteps,  // the same as a step function (loss scale)
 };
 
 class ChartView : public QCustomPlot {
@@ -65,7 +74,11 @@ public:
     void setIncludeZero(bool on) { m_includeZero = on; }
     // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled (shorter forms as above).
     void setRightAxis(const QString& label, QCPRange range, const QStringList& shorter = {});
+    // The step axis' tick labels and its label (setXLabel, "step" unless told) shown or not: the
+    // charts of a panel share one x axis, shown on the bottom one.
     void setXTickLabels(bool on);
+    void setXLabel(const QString& label);
+    QString xLabel() const { return m_xLabel; }
     // Left and right margins in pixels, equal on every chart so the step axes line up.
     void setSideMargins(int left, int right);
 
@@ -79,8 +92,28 @@ public:
     void refreshData(bool immediate = false);
     void setXRange(const QCPRange& range);   // programmatic: does not emit userChangedRange
     void setCrosshair(double step);          // NaN hides it
+    bool crosshairShown() const { return m_crosshair->visible(); }
+    QString readoutShown() const;            // the read-out's text while it is shown, else ""
     void setMarkers(const std::vector<ChartMarker>& markers);
     std::size_t markerCount() const { return m_markers.size(); }
+    // Marker i's label as last laid out: its text and its rectangle in widget pixels (empty when
+    // its line is outside the plot).
+    QString markerLabelText(std::size_t i) const;
+    QRectF markerLabelRect(std::size_t i) const;
+    int markerLabelRows() const { return m_markerRows; }
+
+    // Exports (ui/export) draw the chart as a reader sees it without a mouse over it: no crosshair
+    // or read-out, and its step axis labelled even where the panel shows it only on the bottom
+    // chart (labelXAxis). endExport() restores what the screen showed.
+    void beginExport(bool labelXAxis);
+    void endExport();
+
+    // A value as this chart's read-out writes it: powers of two on a log2 axis ("2^17 (131072)"),
+    // otherwise 4 significant digits, and the axis' unit (setValueSuffix).
+    QString formatReadoutValue(double value) const;
+    // The min/max columns the graphs were last queried for (one per two pixels of the plot's width
+    // once it is laid out): for tests.
+    int queriedColumns() const { return m_queriedColumns; }
     // The points the graphs currently draw (for tests and the benchmark).
     int drawnPoints() const;
     // What the crosshair read-out says at `step`: "step 120   loss 0.41   smoothed 0.43".
@@ -100,6 +133,7 @@ signals:
 protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    bool event(QEvent* event) override;
     void changeEvent(QEvent* event) override;
 
 private:
@@ -115,9 +149,21 @@ private:
     struct MarkerItems {
         QCPItemStraightLine* line = nullptr;
         QCPItemText* label = nullptr;
+        ChartMarker marker;
+    };
+    struct ExportState {
+        bool active = false;
+        bool crosshair = false, readout = false, xTickLabels = false;
+        QString xAxisLabel;
     };
 
     void applyPalette();
+    // Queries every graph for the current x range at the axis rect's width (no replot).
+    void queryGraphs();
+    int queryColumns() const;  // min/max columns for the axis rect's width (one per two pixels)
+    // Places the marker labels for the current layout; true when the rows they take changed.
+    bool layoutMarkerLabels();
+    void styleMarker(MarkerItems& m) const;
     void fitValueAxes();
     // After each layout: tick spacing and label forms for the axis rect's height (axis_fit.h).
     void fitAxesToHeight();
@@ -129,6 +175,13 @@ private:
 
     std::vector<Binding> m_bindings;
     std::vector<MarkerItems> m_markers;
+    int m_markerRows = 0;       // rows of marker labels at the top (the band kept above the data)
+    int m_queriedColumns = -1;  // what the graphs were last queried for
+    int m_fittedHeight = -1;    // the plot height y was last fitted at (the label band depends on it)
+    QCPRange m_queriedRange;
+    bool m_powerOfTwoValues = false;  // a log2 axis: read-outs say 2^k
+    QString m_xLabel;
+    ExportState m_export;
     QCPItemStraightLine* m_crosshair = nullptr;
     QCPItemText* m_readout = nullptr;
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row

@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "history/run_palette.h"
 #include "series/run_series.h"
 
 namespace mantissa::ui {
@@ -127,10 +128,17 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     connect(m_smoothing, &QSlider::valueChanged, this, [this](int v) {
         m_smoothingValue->setText(QString::number(v / 1000.0, 'f', 2));
         if (m_series) m_series->setSmoothingWeight(v / 1000.0);
+        for (Overlay& o : m_overlays) o.series->setSmoothingWeight(v / 1000.0);
         redrawNow();
     });
     connect(m_logLoss, &QCheckBox::toggled, this, &ChartsPanel::setLogLoss);
     connect(reset, &QPushButton::clicked, this, &ChartsPanel::resetView);
+}
+
+ChartsPanel::~ChartsPanel() {
+    // The overlays' followers go first, while the series they feed still exist. Nothing is
+    // redrawn: the live series may already be gone.
+    for (Overlay& o : m_overlays) delete o.owned;
 }
 
 void ChartsPanel::setSeries(RunSeries* series) {
@@ -150,7 +158,11 @@ void ChartsPanel::buildGraphs() {
     }
     m_memoryGraphs.clear();
     m_memoryUnit = 0;
-    if (!m_series) return;
+    if (m_series) buildLiveGraphs();
+    addOverlayGraphs();
+}
+
+void ChartsPanel::buildLiveGraphs() {
     RunSeries& s = *m_series;
     const QColor lossColor = seriesColor(0);
     m_loss->addSeries(&s.loss(), tr("loss"), lossColor, GraphStyle::faintLine);
@@ -204,6 +216,91 @@ void ChartsPanel::buildGraphs() {
     m_underflow->legend->setVisible(!s.layerNames().empty());
 }
 
+void ChartsPanel::addOverlayGraphs() {
+    for (const Overlay& o : m_overlays) {
+        const RunSeries& s = *o.series;
+        m_loss->addSeries(&s.lossSmoothed(), o.name, o.color, GraphStyle::overlay);
+        m_scale->addSeries(&s.lossScale(), o.name, o.color, GraphStyle::overlaySteps);
+        m_throughput->addSeries(&s.throughputSmoothed(), o.name, o.color, GraphStyle::overlay);
+        m_underflow->addSeries(&s.underflowMean(), tr("%1 (mean)").arg(o.name), o.color, GraphStyle::overlay, false,
+                               100.0);
+    }
+    for (ChartView* c : {m_loss, m_scale, m_throughput, m_underflow})
+        if (c->graphCount() > 0) c->legend->setVisible(true);
+}
+
+void ChartsPanel::addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned) {
+    if (!series) {
+        delete owned;
+        return;
+    }
+    // The same name again replaces it, keeping its colour.
+    QColor color;
+    for (auto it = m_overlays.begin(); it != m_overlays.end(); ++it) {
+        if (it->name != name) continue;
+        color = it->color;
+        delete it->owned;
+        m_overlays.erase(it);
+        break;
+    }
+    if (m_overlays.size() >= static_cast<std::size_t>(maxOverlays)) {
+        delete m_overlays.front().owned;
+        m_overlays.erase(m_overlays.begin());
+    }
+    if (!color.isValid()) {
+        // Okabe-Ito colours (history/run_palette.h) from its grey, so the first overlay stands apart
+        // from the live charts' own colours.
+        static const int order[] = {7, 4, 2, 5, 1, 3, 6, 0};
+        color = runColor(order[m_overlayColorNext++ % runPaletteSize]);
+    }
+    if (owned && !owned->parent()) owned->setParent(this);
+    series->setSmoothingWeight(smoothingWeight());
+    m_overlays.push_back({name, std::move(series), color, owned});
+    ++m_overlayGeneration;
+    buildGraphs();
+    redrawNow();
+}
+
+bool ChartsPanel::removeOverlay(const QString& name) {
+    for (auto it = m_overlays.begin(); it != m_overlays.end(); ++it) {
+        if (it->name != name) continue;
+        delete it->owned;
+        m_overlays.erase(it);
+        ++m_overlayGeneration;
+        buildGraphs();
+        redrawNow();
+        return true;
+    }
+    return false;
+}
+
+void ChartsPanel::clearOverlays() {
+    if (m_overlays.empty()) return;
+    for (Overlay& o : m_overlays) delete o.owned;
+    m_overlays.clear();
+    ++m_overlayGeneration;
+    buildGraphs();
+    redrawNow();
+}
+
+QStringList ChartsPanel::overlays() const {
+    QStringList names;
+    for (const Overlay& o : m_overlays) names << o.name;
+    return names;
+}
+
+std::shared_ptr<const RunSeries> ChartsPanel::overlaySeries(const QString& name) const {
+    for (const Overlay& o : m_overlays)
+        if (o.name == name) return o.series;
+    return nullptr;
+}
+
+std::uint64_t ChartsPanel::revision() const {
+    std::uint64_t r = m_overlayGeneration + (m_series ? m_series->revision() : 0);
+    for (const Overlay& o : m_overlays) r += o.series->revision();
+    return r;
+}
+
 void ChartsPanel::updateMemoryUnit() {
     const auto& last = m_series->lastStep();
     const bool modelled = !last || last->memory.modelled;
@@ -217,18 +314,35 @@ void ChartsPanel::updateMemoryUnit() {
 
 void ChartsPanel::prepareRound() {
     if (m_follow) {
-        // The final evaluation comes at the step after the last one: keep it in view.
-        const double last = std::max({m_series->loss().lastX(), m_series->testLoss().lastX(), 1.0});
-        const double first = m_series->loss().empty() ? 0.0 : m_series->loss().x(0);
+        // The live run's steps (overlays follow them); with no live run (or none of its steps
+        // yet), the overlays' own.
+        double first = 0, last = 1;
+        if (m_series && (!m_series->loss().empty() || m_overlays.empty())) {
+            // The final evaluation comes at the step after the last one: keep it in view.
+            last = std::max({m_series->loss().lastX(), m_series->testLoss().lastX(), 1.0});
+            first = m_series->loss().empty() ? 0.0 : m_series->loss().x(0);
+        } else {
+            bool any = false;
+            for (const Overlay& o : m_overlays) {
+                const LodSeries& loss = o.series->loss();
+                if (loss.empty()) continue;
+                first = any ? std::min(first, loss.x(0)) : loss.x(0);
+                last = any ? std::max(last, loss.lastX()) : std::max(loss.lastX(), 1.0);
+                any = true;
+            }
+        }
         applyRange(QCPRange(first, last + 0.02 * (last - first)));
     }
-    updateMemoryUnit();
-    for (ChartView* c : charts()) c->setMarkers(m_series->markers());
-    m_roundRevision = m_series->revision();
+    if (m_series) updateMemoryUnit();
+    static const std::vector<ChartMarker> none;
+    for (ChartView* c : charts()) c->setMarkers(m_series ? m_series->markers() : none);
+    m_roundRevision = revision();
     m_rangeDirty = false;
 }
 
-bool ChartsPanel::dirty() const { return m_series && (m_rangeDirty || m_series->revision() != m_drawnRevision); }
+bool ChartsPanel::dirty() const {
+    return (m_series || !m_overlays.empty()) && (m_rangeDirty || revision() != m_drawnRevision);
+}
 
 void ChartsPanel::refresh() {
     if (!dirty()) return;
@@ -246,7 +360,7 @@ void ChartsPanel::refresh() {
 
 void ChartsPanel::drawNextChartOfRound() {
     const std::vector<ChartView*> all = charts();
-    if (m_roundChart < 0 || !m_series) {
+    if (m_roundChart < 0 || (!m_series && m_overlays.empty())) {
         m_roundChart = -1;
         return;
     }
@@ -270,7 +384,7 @@ void ChartsPanel::redrawNow(bool synchronous) {
     m_roundTimer.stop();
     m_deferTimer.stop();
     m_roundChart = -1;
-    if (!m_series) {
+    if (!m_series && m_overlays.empty()) {
         for (ChartView* c : charts()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
         return;
     }

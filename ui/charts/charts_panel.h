@@ -5,10 +5,19 @@
 //   memory      bytes by category, stacked (modelled on the CPU backend)
 //   throughput  samples/s
 //   underflow   fraction of each layer's gradient flushed to zero by rounding, per layer
-// Every setting change is a labelled vertical marker on all five. Zoom (wheel) or pan (drag) on any
-// chart moves them all and stops following the run; "Reset view" follows it again.
+// Every setting change and injected overflow is a labelled vertical marker on all five. Zoom
+// (wheel) or pan (drag) on any chart moves them all and stops following the run; "Reset view"
+// follows it again.
 //
-// GUI thread only. It draws a RunSeries it does not own (the RunController's, or a recorded run's).
+// Overlays: recorded runs drawn faintly over the live one, each in one colour and named in the
+// legends: its smoothed loss, loss scale, smoothed throughput and mean underflow over layers (not
+// memory, which is the live run's model). They share the step axis, stay through live redraws and
+// setSeries(), and follow the live run's range (the steps it has reached); with no live run, or
+// before its first step, they show their own. history/run_overlay.h loads one from a store (and keeps following a run that is
+// still recording).
+//
+// GUI thread only. It draws a RunSeries it does not own (the RunController's, or a recorded run's);
+// it shares the ownership of its overlays' series.
 #pragma once
 
 #include <QElapsedTimer>
@@ -16,6 +25,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "charts/chart_view.h"
@@ -32,6 +42,7 @@ class ChartsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit ChartsPanel(QWidget* parent = nullptr);
+    ~ChartsPanel() override;
 
     // Draws `series` (nullptr: nothing); rebuilds the graphs for its layers and follows it.
     void setSeries(RunSeries* series);
@@ -50,6 +61,16 @@ public:
     bool following() const { return m_follow; }
     QCPRange xRange() const { return m_range; }
 
+    // Draws `series` (a stored run, loaded) over the charts under `name`, replacing an overlay of
+    // that name. `owned` (optional: what keeps the series growing, a RunFollower) is deleted with
+    // the overlay. A null series is ignored.
+    void addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned = nullptr);
+    bool removeOverlay(const QString& name);  // false when there is none of that name
+    void clearOverlays();
+    QStringList overlays() const;  // names, in the order added
+    std::shared_ptr<const RunSeries> overlaySeries(const QString& name) const;
+    static constexpr int maxOverlays = 8;  // more than this cannot be told apart: the oldest goes
+
     void setSmoothingWeight(double weight);
     double smoothingWeight() const;
     void setLogLoss(bool on);
@@ -66,12 +87,25 @@ private:
     void prepareRound();          // the shared step range, memory unit and markers
     void drawNextChartOfRound();
     void buildGraphs();
+    void buildLiveGraphs();
     void applyRange(const QCPRange& range, ChartView* except = nullptr);
     void updateMemoryUnit();
     void onUserRange(ChartView* source, const QCPRange& range);
     void onCrosshair(double step);
+    void addOverlayGraphs();
+    std::uint64_t revision() const;  // the live run's and the overlays', summed (each only grows)
+
+    struct Overlay {
+        QString name;
+        std::shared_ptr<RunSeries> series;
+        QColor color;
+        QObject* owned = nullptr;
+    };
 
     RunSeries* m_series = nullptr;
+    std::vector<Overlay> m_overlays;
+    std::uint64_t m_overlayGeneration = 0;  // grows when overlays are added or removed
+    int m_overlayColorNext = 0;
     ChartView* m_loss = nullptr;
     ChartView* m_scale = nullptr;
     ChartView* m_memory = nullptr;

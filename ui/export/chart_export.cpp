@@ -3,7 +3,8 @@
 // serves a single chart and a stack of them. The file is checked for writability first, so the
 // sentence a person reads names the real cause rather than "painting failed"; before that, a file
 // that is an SQLite database (the run store among them) or one SQLite keeps beside a database is
-// refused without being opened (store/store_files.h says why it must not be).
+// refused without being opened (store/store_files.h says why it must not be). A ChartView is drawn
+// without its hover crosshair and with its step axis labelled (ExportLook below).
 #include "export/chart_export.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <QPdfWriter>
 #include <QSvgGenerator>
 
+#include "charts/chart_view.h"
 #include "store/store_files.h"
 
 namespace mantissa::ui {
@@ -158,12 +160,36 @@ QString writePdf(const std::vector<Placed>& placed, int w, int h, const QString&
     return {};
 }
 
+// While it lives, the ChartViews among the plots look as a reader of the file should see them: no
+// crosshair or read-out, and the step axis labelled on a chart exported alone and on the bottom
+// chart of a stack (the panels show it only on their bottom chart).
+class ExportLook {
+public:
+    explicit ExportLook(const std::vector<Placed>& placed) {
+        for (std::size_t i = 0; i < placed.size(); ++i) {
+            if (auto* chart = qobject_cast<ChartView*>(placed[i].plot)) {
+                chart->beginExport(i + 1 == placed.size());
+                m_charts.push_back(chart);
+            }
+        }
+    }
+    ~ExportLook() {
+        for (ChartView* chart : m_charts) chart->endExport();
+    }
+    ExportLook(const ExportLook&) = delete;
+    ExportLook& operator=(const ExportLook&) = delete;
+
+private:
+    std::vector<ChartView*> m_charts;
+};
+
 QString exportAs(const QList<QCustomPlot*>& plots, const QString& path, ChartFileFormat format,
                  const ChartExportSize& size) {
     std::vector<Placed> placed;
     int w = 0, h = 0;
     if (QString e = place(plots, size, &placed, &w, &h); !e.isEmpty()) return e;
     if (QString e = checkWritable(path); !e.isEmpty()) return e;
+    const ExportLook look(placed);
     QString error;
     switch (format) {
         case ChartFileFormat::png: error = writePng(placed, w, h, size.scale, path); break;

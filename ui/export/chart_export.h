@@ -3,7 +3,9 @@
 //
 // Every function returns an empty string on success and otherwise one sentence for a person (what
 // was wrong, how to fix it); none throws. The plot is redrawn at the asked size only for the
-// export: what is on screen is not changed (a queued replot restores its layout).
+// export: what is on screen is not changed (a queued replot restores its layout). A ChartView is
+// exported as a reader sees it without a mouse over it: no hover crosshair or read-out, and its step
+// axis always labelled (on a chart alone, and on the bottom chart of a stack).
 //
 // GUI thread only (the plots are widgets).
 #pragma once

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "charts/chart_view.h"
+#include "history/close_keys.h"
 #include "history/config_summary.h"
 #include "history/run_palette.h"
 
@@ -208,6 +209,7 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     connect(m_logLoss, &QCheckBox::toggled, this, &CompareView::setLogLoss);
     connect(m_smoothingSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothingWeight(v / 1000.0); });
     setWindowTitle(tr("Compare runs — Mantissa"));
+    installCloseKeys(this);
     resize(1300, 860);
     m_follow.setInterval(1000);
     connect(&m_follow, &QTimer::timeout, this, &CompareView::followRunning);
@@ -398,7 +400,7 @@ void CompareView::rebuildGraphs() {
         m_underflowChart->addSeries(&c.underflow, c.name, c.color, GraphStyle::line, false, 100.0);
     }
     const QString xLabel = m_xAxis == XAxis::step ? tr("step") : tr("elapsed time (s)");
-    m_underflowChart->xAxis->setLabel(xLabel);
+    for (ChartView* c : charts()) c->setXLabel(xLabel);  // shown on the bottom chart, and on any exported
     m_xMax = xMax > 0 ? xMax : 1;
     applyRange(QCPRange(0, m_xMax), nullptr);
 }

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "history/close_keys.h"
 #include "history/compare_view.h"
 #include "history/run_filter_proxy.h"
 #include "history/run_table_model.h"
@@ -150,7 +151,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     }
     m_exportButton->setMenu(exportMenu);
     auto* buttons = new QHBoxLayout;
-    for (QAction* a : {m_openRunAction, m_compareAction}) {
+    for (QAction* a : {m_openRunAction, m_compareAction, m_overlayAction}) {
         auto* b = new QToolButton;
         b->setDefaultAction(a);
         buttons->addWidget(b);
@@ -201,6 +202,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
                                      QMessageBox::Cancel) == QMessageBox::Yes;
     };
     setWindowTitle(tr("Runs — Mantissa"));
+    installCloseKeys(this);
     updateActions();
     updateDetails();
 }
@@ -228,6 +230,11 @@ void RunBrowser::buildActions() {
     m_compareAction = new QAction(tr("Compare"), this);
     m_compareAction->setToolTip(tr("Overlay the selected runs' curves (2 to %1 runs).").arg(CompareView::maxRuns));
     connect(m_compareAction, &QAction::triggered, this, [this] { compareRuns(selectedRunIds()); });
+    m_overlayAction = new QAction(tr("Overlay on live charts"), this);
+    m_overlayAction->setToolTip(tr("Draw the selected runs faintly over the main window's charts, on the same steps, "
+                                   "to compare a run in progress with them (up to %1).")
+                                    .arg(CompareView::maxRuns));
+    connect(m_overlayAction, &QAction::triggered, this, [this] { overlayRuns(selectedRunIds()); });
     m_deleteAction = new QAction(tr("Delete…"), this);
     m_deleteAction->setShortcut(QKeySequence::Delete);
     m_deleteAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
@@ -250,6 +257,7 @@ bool RunBrowser::openStore(const QString& path, bool readOnly, bool createIfMiss
     }
     m_store = std::move(store);
     m_detailsId = -1;  // ids of another store name other runs
+    m_changes.clear();
     m_lastError.clear();
     m_notice->hide();
     QString label = native;
@@ -287,8 +295,9 @@ void RunBrowser::refresh() {
         reportError(QString::fromStdString(e.what()));
         return;
     }
+    m_changes.update(*m_store, runs);
     m_refreshing = true;
-    m_model->setRuns(std::move(runs));
+    m_model->setRuns(std::move(runs), m_changes.all());
     updateFilterChoices();
     selectRuns(selected);
     m_view->verticalScrollBar()->setValue(scroll);
@@ -498,6 +507,24 @@ CompareView* RunBrowser::compareRuns(const std::vector<std::int64_t>& ids) {
     return view;
 }
 
+void RunBrowser::overlayRuns(const std::vector<std::int64_t>& ids) {
+    if (!m_store) {
+        reportError(tr("No run store is open."));
+        return;
+    }
+    if (ids.size() > static_cast<std::size_t>(CompareView::maxRuns)) {
+        reportError(tr("Select at most %1 runs to overlay (%2 are selected): more curves than that cannot be told apart.")
+                        .arg(CompareView::maxRuns)
+                        .arg(ids.size()));
+        return;
+    }
+    for (std::int64_t id : ids) {
+        const RunRow* r = m_model->runById(id);
+        const QString name = r ? tr("%1 (run %2)").arg(QString::fromStdString(r->name)).arg(id) : tr("run %1").arg(id);
+        emit overlayRequested(storePath(), id, name);
+    }
+}
+
 QList<RunViewer*> RunBrowser::openViewers() const {
     QList<RunViewer*> out;
     for (const auto& v : m_viewers)
@@ -523,6 +550,7 @@ void RunBrowser::updateActions() {
     const bool writable = store && !m_store->read_only();
     m_openRunAction->setEnabled(store && !ids.empty());
     m_compareAction->setEnabled(store && ids.size() >= static_cast<std::size_t>(CompareView::minRuns));
+    m_overlayAction->setEnabled(store && !ids.empty() && ids.size() <= static_cast<std::size_t>(CompareView::maxRuns));
     m_exportButton->setEnabled(store && ids.size() == 1);
     m_deleteAction->setEnabled(writable && !ids.empty());
     m_deleteAction->setToolTip(writable ? tr("Delete the selected runs and their data (asks first).") : readOnlyReason());

@@ -1,7 +1,10 @@
 // RunBrowser: every run in a store as a sortable, filterable table (name, date, status, backend,
 // configuration summary, steps, final loss, test accuracy, tags), with a details pane to rename a
 // run and edit its tags and notes, and actions to open runs (a RunViewer each, following runs still
-// recording), compare 2..8 of them (a CompareView), export a run and delete runs (confirmed).
+// recording), compare 2..8 of them (a CompareView), overlay them on the live charts (a signal the
+// main window answers), export a run and delete runs (confirmed). The configuration column says
+// what was changed during each run (live_changes.h). Esc and Ctrl+W close the browser when it is
+// a window of its own (close_keys.h), and so do they a run's window and a comparison.
 // "Open store…" switches to another store file; a file that is not a store is refused with one
 // sentence and the browser keeps the store it had. A read-only store is browsed with the editing
 // actions disabled (their tooltips say why). While any listed run is `running`, the list refreshes
@@ -22,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "history/live_changes.h"
 #include "history/run_export.h"
 #include "store/run_store.h"
 
@@ -102,6 +106,9 @@ public:
     QAction* refreshAction() const { return m_refreshAction; }
     QAction* openRunAction() const { return m_openRunAction; }
     QAction* compareAction() const { return m_compareAction; }
+    // "Overlay on live charts": emits overlayRequested for each selected run (1..8 of them).
+    QAction* overlayAction() const { return m_overlayAction; }
+    void overlayRuns(const std::vector<std::int64_t>& ids);
     QAction* deleteAction() const { return m_deleteAction; }
     QPushButton* saveDetailsButton() const { return m_saveDetails; }
     NoticeBar* noticeBar() const { return m_notice; }
@@ -110,6 +117,9 @@ signals:
     void storeChanged(const QString& path);
     void runOpened(qint64 runId);                   // after openRun succeeded (or was asked, windows off)
     void compareRequested(const QList<qint64>& ids);  // a valid 2..8 selection was compared
+    // The user asked to draw run `runId` of the store at `storePath` over the live charts, named
+    // `name` ("fp16-baseline (run 12)"); history/run_overlay.h does it in one call.
+    void overlayRequested(const QString& storePath, qint64 runId, const QString& name);
     void runsChanged();                             // the list was re-read (edits, deletes, refresh)
     void errorOccurred(const QString& message);
 
@@ -141,6 +151,8 @@ private:
     QAction* m_refreshAction = nullptr;
     QAction* m_openRunAction = nullptr;
     QAction* m_compareAction = nullptr;
+    QAction* m_overlayAction = nullptr;
+    LiveChangeReader m_changes;  // each listed run's live setting changes
     QAction* m_deleteAction = nullptr;
     QTimer m_autoRefresh;
     bool m_refreshing = false;  // the model is being re-read: selection changes are not the user's

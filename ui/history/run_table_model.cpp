@@ -16,11 +16,19 @@ namespace mantissa::ui {
 
 RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunTableModel::setRuns(std::vector<RunRow> runs) {
+void RunTableModel::setRuns(std::vector<RunRow> runs, std::map<std::int64_t, std::vector<SettingChange>> changes) {
     beginResetModel();
     m_runs = std::move(runs);
+    m_changes = std::move(changes);
     m_summaries.clear();
-    for (const auto& r : m_runs) m_summaries.push_back(QString::fromStdString(configSummary(r.config_json)));
+    std::vector<double> losses;
+    for (const auto& r : m_runs) {
+        const auto changed = m_changes.find(r.id);
+        const QString summary = QString::fromStdString(configSummary(r.config_json));
+        m_summaries.push_back(changed == m_changes.end() ? summary : summaryWithChanges(summary, changed->second));
+        if (r.final_loss) losses.push_back(*r.final_loss);
+    }
+    m_lossStyle = ColumnNumberStyle::forValues(losses);
     endResetModel();
 }
 
@@ -91,7 +99,12 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
         }
         if (index.column() == Status && !r.error.empty()) return QString::fromStdString(r.error);
         if (index.column() == Backend) return QString::fromStdString(r.device);
-        if (index.column() == Configuration) return summary;
+        if (index.column() == Configuration) {
+            const auto changed = m_changes.find(r.id);
+            if (changed == m_changes.end() || changed->second.empty()) return summary;
+            return tr("%1\n\nChanged during the run:\n%2")
+                .arg(QString::fromStdString(configSummary(r.config_json)), liveChangesList(changed->second));
+        }
         return {};
     case Qt::TextAlignmentRole:
         if (index.column() == Steps || index.column() == FinalLoss || index.column() == TestAccuracy)
@@ -116,7 +129,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     case Steps: return sort ? QVariant::fromValue<qlonglong>(r.steps) : QVariant(QLocale().toString(static_cast<qlonglong>(r.steps)));
     case FinalLoss:
         if (!r.final_loss) return sort ? QVariant(-INFINITY) : QVariant();
-        return sort ? QVariant(*r.final_loss) : QVariant(QString::number(*r.final_loss, 'g', 4));
+        return sort ? QVariant(*r.final_loss) : QVariant(m_lossStyle.format(*r.final_loss));
     case TestAccuracy:
         if (!r.test_accuracy || !std::isfinite(*r.test_accuracy)) return sort ? QVariant(-INFINITY) : QVariant();
         return sort ? QVariant(*r.test_accuracy) : QVariant(QString::number(*r.test_accuracy * 100, 'f', 1) + QStringLiteral(" %"));

@@ -1,15 +1,21 @@
 // RunTableModel: the runs of a store as a table, one row per run (list_runs()), for the run
-// browser: name, date, status, backend, configuration summary, steps, final loss, test accuracy
-// and tags. SortRole gives each column's value to sort by (numbers as numbers, dates as ISO text);
-// IdRole the run's id. The model only shows: editing goes through the store, then setRuns().
+// browser: name, date, status, backend, configuration summary (and what was changed during the
+// run: "fp16 · dynamic · master fp32 → fc1=fp8 at 500", the full list in its tooltip), steps, final
+// loss, test accuracy and tags. Each numeric column is written in one style for all its rows
+// (number_format.h). SortRole gives each column's value to sort by (numbers as numbers, dates as
+// ISO text); IdRole the run's id. The model only shows: editing goes through the store, then
+// setRuns().
 //
 // GUI thread only.
 #pragma once
 
 #include <QAbstractTableModel>
 
+#include <map>
 #include <vector>
 
+#include "charts/number_format.h"
+#include "history/live_changes.h"
 #include "store/run_store.h"
 
 namespace mantissa::ui {
@@ -26,7 +32,8 @@ public:
 
     explicit RunTableModel(QObject* parent = nullptr);
 
-    void setRuns(std::vector<RunRow> runs);  // resets
+    // Resets; `changes`: each run's live setting changes (LiveChangeReader), none when absent.
+    void setRuns(std::vector<RunRow> runs, std::map<std::int64_t, std::vector<SettingChange>> changes = {});
     const std::vector<RunRow>& runs() const { return m_runs; }
     const RunRow* runById(std::int64_t id) const;
     int rowOf(std::int64_t id) const;  // -1 when absent
@@ -45,6 +52,8 @@ public:
 private:
     std::vector<RunRow> m_runs;
     std::vector<QString> m_summaries;  // configSummary of each run, computed once per setRuns
+    std::map<std::int64_t, std::vector<SettingChange>> m_changes;
+    ColumnNumberStyle m_lossStyle;     // the final loss column's, for the runs listed
 };
 
 }  // namespace mantissa::ui

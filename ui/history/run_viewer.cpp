@@ -12,7 +12,10 @@
 #include <cmath>
 
 #include "charts/charts_panel.h"
+#include "charts/number_format.h"
+#include "history/close_keys.h"
 #include "history/config_summary.h"
+#include "history/live_changes.h"
 #include "history/run_loader.h"
 #include "history/run_table_model.h"
 #include "models/event_log_model.h"
@@ -61,6 +64,7 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     layout->addLayout(header);
     layout->addWidget(m_notes);
     layout->addWidget(splitter, 1);
+    installCloseKeys(this);
     resize(1100, 820);
 }
 
@@ -142,15 +146,19 @@ void RunViewer::updateSummary() {
     else if (m_run.final_loss) facts << tr("final loss %1").arg(QString::number(*m_run.final_loss, 'g', 4));
     if (!m_series.testAccuracy().empty())
         facts << tr("test accuracy %1 %").arg(QString::number(m_series.testAccuracy().lastY() * 100, 'f', 1));
-    if (last) facts << tr("loss scale %1").arg(QString::number(last->loss_scale, 'g', 6));
+    if (last) facts << tr("loss scale %1").arg(formatPowerOfTwo(last->loss_scale));
     if (m_series.overflowCount() > 0) facts << tr("%n overflow(s)", nullptr, static_cast<int>(m_series.overflowCount()));
+    // What was changed while it trained: the first few on the configuration line, all in the tooltip.
+    const std::vector<SettingChange> changes = liveChanges(m_series.events());
+    m_summary->setToolTip(changes.empty() ? QString() : tr("Changed during the run:\n%1").arg(liveChangesList(changes)));
     QString html = QStringLiteral("<b>%1</b> &nbsp; <span>run %2 · %3 · %4 on %5</span><br>%6<br><i>%7</i>")
                        .arg(name)
                        .arg(m_runId)
                        .arg(status.toHtmlEscaped(), RunTableModel::displayDate(m_run.created_at),
                             QString::fromStdString(m_run.backend + (m_run.device.empty() ? "" : " (" + m_run.device + ")")).toHtmlEscaped())
                        .arg(facts.join(QStringLiteral(" · ")).toHtmlEscaped(),
-                            QString::fromStdString(configSummary(m_run.config_json)).toHtmlEscaped());
+                            summaryWithChanges(QString::fromStdString(configSummary(m_run.config_json)), changes)
+                                .toHtmlEscaped());
     if (!m_run.error.empty()) html += QStringLiteral("<br>") + tr("Failed: %1").arg(QString::fromStdString(m_run.error).toHtmlEscaped());
     if (!m_error.isEmpty()) html += QStringLiteral("<br><b>%1</b>").arg(m_error.toHtmlEscaped());
     m_summary->setText(html);

@@ -1,5 +1,6 @@
 // RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
-// accuracy, configuration, notes), the same ChartsPanel and EventsPanel the live window uses over a
+// accuracy, configuration and what was changed during the run, notes), the same ChartsPanel and
+// EventsPanel the live window uses over a
 // RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
 // process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
 //

@@ -140,6 +140,17 @@ bool LodSeries::queryPoints(double x0, double x1, std::size_t columns, std::vect
         }
         appendBucket(column, out);
     }
+    // The window's first and last finite points are drawn whatever the buckets' extremes, so a line
+    // or a step function spans the whole window: a flat tail's bucket gives only its first point,
+    // and a step function drawn through it would stop short of the series' end.
+    std::size_t first = a, last = b - 1;
+    while (first < b && !std::isfinite(m_y[first])) ++first;
+    while (last > first && !std::isfinite(m_y[last])) --last;
+    if (first < b) {
+        const SeriesPoint head{m_x[first], m_y[first]}, tail{m_x[last], m_y[last]};
+        if (out.empty() || out.front().x != head.x || out.front().y != head.y) out.insert(out.begin(), head);
+        if (out.back().x != tail.x || out.back().y != tail.y) out.push_back(tail);
+    }
     return true;
 }
 

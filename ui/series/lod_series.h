@@ -45,7 +45,8 @@ public:
 
     // The points to draw for the window [x0, x1] at `columns` output columns: the finite raw points
     // when there are few enough, otherwise each column's minimum and maximum in x order (so at most
-    // 2 * columns points, plus one point on either side of the window so lines reach its edges).
+    // 2 * columns points, plus one point on either side of the window so lines reach its edges;
+    // a summary always starts and ends at the window's first and last finite points).
     // Cost: O(log n + columns * 4), independent of how many points lie in the window.
     // collapseFlat: of a run of consecutive points with the same y keep only the first and the
     // last; a line through them is the same line (memory, loss scale and zero underflow are mostly

@@ -49,6 +49,24 @@ std::string markerLabel(const Event& event) {
     }
 }
 
+bool isInjection(const Event& event, std::string* label) {
+    if (event.kind != EventKind::notice) return false;
+    try {
+        const auto data = nlohmann::json::parse(event.data_json);
+        if (!data.is_object() || data.value("action", std::string{}) != "inject_non_finite") return false;
+        if (label) {
+            const std::string layer = data.value("layer", std::string{});
+            const std::string value = data.contains("value") && data["value"].is_string()
+                                          ? data["value"].get<std::string>()
+                                          : std::string("inf");
+            *label = "inject " + value + "\u2192" + layer;
+        }
+        return true;
+    } catch (const nlohmann::json::exception&) {
+        return false;
+    }
+}
+
 RunSeries::RunSeries() { reset({}); }
 
 void RunSeries::reset(std::vector<std::string> layerNames) {
@@ -58,6 +76,8 @@ void RunSeries::reset(std::vector<std::string> layerNames) {
         s->clear();
     for (auto& s : m_memoryStack) s.clear();
     m_underflow.assign(m_layerNames.size(), LodSeries{});
+    m_underflowMean.clear();
+    m_mean = {};
     m_latestLayers.assign(m_layerNames.size(), std::nullopt);
     m_nonFiniteSteps.assign(m_layerNames.size(), 0);
     m_events.clear();
@@ -124,9 +144,22 @@ void RunSeries::addLayerSample(const LayerSample& sample) {
     if (sample.layer < 0 || static_cast<std::size_t>(sample.layer) >= m_underflow.size()) return;
     const auto i = static_cast<std::size_t>(sample.layer);
     m_underflow[i].append(static_cast<double>(sample.step), sample.frac_underflow);
+    if (sample.step != m_mean.step) flushMean();
+    m_mean.step = sample.step;
+    if (std::isfinite(sample.frac_underflow)) {
+        m_mean.sum += sample.frac_underflow;
+        ++m_mean.count;
+    }
+    if (m_mean.count >= static_cast<int>(m_underflow.size())) flushMean();
     if (sample.frac_nonfinite > 0) ++m_nonFiniteSteps[i];
     m_latestLayers[i] = sample;
     ++m_revision;
+}
+
+void RunSeries::flushMean() {
+    if (m_mean.count > 0) m_underflowMean.append(static_cast<double>(m_mean.step), m_mean.sum / m_mean.count);
+    m_mean.sum = 0;
+    m_mean.count = 0;
 }
 
 void RunSeries::addEval(const EvalRecord& eval) {
@@ -139,7 +172,11 @@ void RunSeries::addEval(const EvalRecord& eval) {
 
 void RunSeries::addEvent(const Event& event) {
     m_events.push_back(event);
-    if (event.kind == EventKind::setting_change) m_markers.push_back({event.step, markerLabel(event)});
+    std::string injected;
+    if (event.kind == EventKind::setting_change)
+        m_markers.push_back({event.step, markerLabel(event), ChartMarker::Kind::setting});
+    else if (isInjection(event, &injected))
+        m_markers.push_back({event.step, injected, ChartMarker::Kind::injection});
     ++m_revision;
 }
 

@@ -32,15 +32,22 @@ enum class MemoryCategory : int {
 inline constexpr int memoryCategoryCount = 6;
 const char* memoryCategoryLabel(MemoryCategory c);  // "master weights"
 
-// A setting change drawn as a labelled vertical line on every chart.
+// A setting change or an injected overflow drawn as a labelled vertical line on every chart.
 struct ChartMarker {
+    enum class Kind { setting, injection };
     std::int64_t step = 0;
-    std::string label;  // short: "fc1=fp16", "autocast=bf16"
+    std::string label;  // short: "fc1=fp16", "autocast=bf16", "inject inf→fc2"
+    Kind kind = Kind::setting;
+    bool operator==(const ChartMarker&) const = default;
 };
 
 // "fc1=fp16" from a setting_change event's data ({"key": "precision.layers.fc1", "new": "fp16"});
 // the event's message when the data cannot be read.
 std::string markerLabel(const Event& event);
+// Whether `event` is the notice an injected non-finite value leaves (Trainer::inject_non_finite:
+// data {"action": "inject_non_finite", "layer": "fc2", "value": "inf"}); its label, "inject inf→fc2",
+// in `label` when asked.
+bool isInjection(const Event& event, std::string* label = nullptr);
 
 class RunSeries {
 public:
@@ -71,6 +78,9 @@ public:
     // Running sum of the categories 0..c in bytes, so category c is drawn between c-1 and c.
     const LodSeries& memoryStack(MemoryCategory c) const { return m_memoryStack[static_cast<int>(c)]; }
     const LodSeries& underflow(std::size_t layer) const { return m_underflow[layer]; }  // fraction
+    // The mean over layers of each step's underflow fraction (a step's point appears once all its
+    // layers have reported, or when a later step's sample arrives).
+    const LodSeries& underflowMean() const { return m_underflowMean; }
 
     const std::vector<std::string>& layerNames() const { return m_layerNames; }
     const std::vector<Event>& events() const { return m_events; }
@@ -107,6 +117,13 @@ private:
         m_throughput, m_throughputSmoothed;
     std::array<LodSeries, memoryCategoryCount> m_memoryStack;
     std::vector<LodSeries> m_underflow;
+    LodSeries m_underflowMean;
+    struct MeanAccumulator {
+        std::int64_t step = -1;
+        double sum = 0;
+        int count = 0;
+    } m_mean;
+    void flushMean();
     std::vector<std::optional<LayerSample>> m_latestLayers;
     std::vector<std::int64_t> m_nonFiniteSteps;
     std::vector<Event> m_events;
