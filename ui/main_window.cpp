@@ -1,4 +1,5 @@
-// MainWindow: places the panels and wires them to the run controller (see main_window.h).
+// MainWindow: places the panels and wires them to the run controller (see main_window.h); its
+// actions, menus and toolbar are in main_window_actions.cpp.
 #include "main_window.h"
 
 #include <QAction>
@@ -16,6 +17,7 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -23,6 +25,7 @@
 
 #include "charts/charts_panel.h"
 #include "classroom/lesson_panel.h"
+#include "dock_layout.h"
 #include "explorer/format_explorer.h"
 #include "histogram/gradient_histogram_view.h"
 #include "history/run_browser.h"
@@ -37,6 +40,9 @@
 #include "panels/notice_bar.h"
 #include "panels/precision_panel.h"
 #include "panels/run_status_bar.h"
+#include "panels/run_toolbar.h"
+#include "model/model_plan.h"
+#include "resource_paths.h"
 #include "train/live_change.h"
 
 namespace mantissa::ui {
@@ -58,6 +64,17 @@ QWidget* scrollable(QWidget* content) {
     area->setFrameShape(QFrame::NoFrame);
     area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     area->setMinimumWidth(content->minimumSizeHint().width() + area->verticalScrollBar()->sizeHint().width());
+    return area;
+}
+// A view in a scroll area that scrolls sideways only: its dock can be as narrow as the docks beside
+// it need (the view's row of controls then scrolls into sight) and is never shorter than the view.
+QWidget* sideScrollable(QWidget* content) {
+    auto* area = new QScrollArea;
+    area->setWidget(content);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    area->setMinimumHeight(content->minimumSizeHint().height() + area->horizontalScrollBar()->sizeHint().height());
     return area;
 }
 }  // namespace
@@ -101,14 +118,24 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
             [this](const QString& layer, LayerPrecision precision) {
                 m_precision->setLayerPrecision(layer.toStdString(), precision);
                 m_controller->post(command::SetLayerPrecision{layer.toStdString(), precision});
+                if (m_layerModel->showsPlan()) updatePlan();  // "auto → fp16" and the bytes follow
             });
     connect(m_precision, &PrecisionPanel::commandRequested, m_controller, &RunController::post);
+    // Edits before Start: the table follows while it shows the plan (a finished run's table stays
+    // until the next start or experiment); the dataset note always does.
+    connect(m_precision, &PrecisionPanel::edited, this, [this] {
+        if (m_layerModel->showsPlan()) updatePlan();
+    });
+    connect(m_experiment, &ExperimentPanel::modelEdited, this, [this] {
+        if (!m_controller->active()) updatePlan(m_layerModel->showsPlan());
+    });
     connect(m_experiment, &ExperimentPanel::learningRateEdited, this,
             [this](double lr) { m_controller->post(command::SetLearningRate{lr}); });
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
 
     m_charts->setSeries(&m_controller->series());
     resize(1500, 950);
+    updatePlan();  // the engine's defaults, until an experiment is set
     if (m_options.useSettings) restoreSettings();
     updateActions();
 }
@@ -118,103 +145,10 @@ MainWindow::~MainWindow() {
     // goes; the views are not told (they are about to go).
     m_controller->disconnect(this);
     m_controller->shutdown();
-}
-
-void MainWindow::createActions() {
-    QStyle* s = style();
-    m_open = new QAction(s->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open…"), this);
-    m_open->setShortcut(QKeySequence::Open);
-    m_open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
-    m_save = new QAction(s->standardIcon(QStyle::SP_DialogSaveButton), tr("&Save…"), this);
-    m_save->setShortcut(QKeySequence::Save);
-    m_save->setToolTip(tr("Save the experiment, live changes included (Ctrl+S)"));
-    m_start = new QAction(s->standardIcon(QStyle::SP_MediaPlay), tr("&Start"), this);
-    m_start->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-    m_start->setToolTip(tr("Start training this experiment (Ctrl+R)"));
-    m_pause = new QAction(s->standardIcon(QStyle::SP_MediaPause), tr("&Pause"), this);
-    m_pause->setShortcut(QKeySequence(Qt::Key_Space));
-    m_pause->setToolTip(tr("Pause or resume after the current step (Space)"));
-    m_stop = new QAction(s->standardIcon(QStyle::SP_MediaStop), tr("S&top"), this);
-    m_stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
-    m_stop->setToolTip(tr("Stop the run after the current step; it is recorded as stopped (Ctrl+.)"));
-    m_quit = new QAction(tr("&Quit"), this);
-    m_quit->setShortcut(QKeySequence::Quit);
-    m_resetCharts = new QAction(tr("&Reset charts"), this);
-    m_resetCharts->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-    m_classroomAction = new QAction(tr("&Classroom mode"), this);
-    m_classroomAction->setCheckable(true);
-    m_classroomAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    m_classroomAction->setToolTip(tr("Show only what a lesson needs: the lesson, the run buttons, the precision "
-                                     "switches and the teaching charts (Ctrl+Shift+C)"));
-    connect(m_classroomAction, &QAction::toggled, this, &MainWindow::applyClassroomMode);
-    m_history = new QAction(tr("Run &history…"), this);
-    m_history->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
-    m_history->setToolTip(tr("Every recorded run: open, compare, rename, tag, export or delete (Ctrl+H)"));
-    connect(m_history, &QAction::triggered, this, &MainWindow::showRunBrowser);
-    m_openStore = new QAction(tr("Open run s&tore…"), this);
-    m_openStore->setToolTip(tr("Browse the runs of another store file (runs are still recorded in %1)")
-                                .arg(m_controller->storePath()));
-    connect(m_openStore, &QAction::triggered, this, [this] {
-        showRunBrowser();
-        m_browser->openStoreWithDialog();
-    });
-    m_explorer = new QAction(tr("&Format explorer…"), this);
-    m_explorer->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    m_explorer->setToolTip(tr("How a value is stored in fp32, tf32, fp16, bf16 and fp8: bits, error, range (Ctrl+E)"));
-    connect(m_explorer, &QAction::triggered, this, &MainWindow::showFormatExplorer);
-    m_about = new QAction(tr("&About Mantissa"), this);
-    for (QAction* a : {m_open, m_save, m_start, m_pause, m_stop, m_quit, m_resetCharts, m_history, m_explorer,
-                       m_classroomAction})
-        a->setShortcutContext(Qt::WindowShortcut);
-
-    connect(m_open, &QAction::triggered, this, &MainWindow::openFromDialog);
-    connect(m_save, &QAction::triggered, this, &MainWindow::saveFromDialog);
-    connect(m_start, &QAction::triggered, this, [this] { startRun(); });
-    connect(m_pause, &QAction::triggered, m_controller, &RunController::togglePause);
-    connect(m_stop, &QAction::triggered, m_controller, &RunController::stop);
-    connect(m_quit, &QAction::triggered, this, &QWidget::close);
-    connect(m_resetCharts, &QAction::triggered, m_charts, &ChartsPanel::resetView);
-    connect(m_about, &QAction::triggered, this, [this] {
-        QMessageBox::about(this, tr("About Mantissa"),
-                           tr("<b>Mantissa %1</b><p>A desktop lab for mixed-precision training: train a small "
-                              "network and change its precision while it trains.</p>")
-                               .arg(QStringLiteral(MANTISSA_VERSION)));
-    });
-    m_experiment->setActions(m_open, m_save, m_start, m_pause, m_stop);
-}
-
-void MainWindow::createMenus() {
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(m_open);
-    file->addAction(m_save);
-    file->addSeparator();
-    file->addAction(m_history);
-    file->addAction(m_openStore);
-    file->addSeparator();
-    file->addAction(m_quit);
-    QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(m_start);
-    run->addAction(m_pause);
-    run->addAction(m_stop);
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->setObjectName(QStringLiteral("viewMenu"));
-    view->addAction(m_resetCharts);
-    view->addAction(m_classroomAction);
-    view->addSeparator();
-    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
-    tools->addAction(m_explorer);
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(m_about);
-
-    QToolBar* bar = addToolBar(tr("Run"));
-    bar->setObjectName(QStringLiteral("runToolBar"));
-    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    bar->addAction(m_start);
-    bar->addAction(m_pause);
-    bar->addAction(m_stop);
-    bar->addSeparator();
-    bar->addAction(m_open);
-    bar->addAction(m_save);
+    // The docks report being hidden while QWidget's destructor hides them; the layout must not
+    // answer (its window is half gone by then).
+    delete m_dockLayout;
+    m_dockLayout = nullptr;
 }
 
 void MainWindow::createDocks() {
@@ -223,7 +157,7 @@ void MainWindow::createDocks() {
     m_layersDock = makeDock(tr("Layers"), QStringLiteral("layersDock"), m_layers, this);
     m_eventsDock = makeDock(tr("Events"), QStringLiteral("eventsDock"), m_events, this);
     m_lessonDock = makeDock(tr("Lesson"), QStringLiteral("lessonDock"), scrollable(m_lesson), this);
-    m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), m_histogram, this);
+    m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), sideScrollable(m_histogram), this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
     splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
     m_lessonDock->hide();  // shown by an experiment that has a lesson
@@ -236,11 +170,10 @@ void MainWindow::createDocks() {
     // the heat map can be seen, and catches up in one read when it can again.
     connect(m_histogramDock, &QDockWidget::visibilityChanged, this,
             [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
-    resizeDocks({m_experimentDock, m_precisionDock}, {290, 270}, Qt::Horizontal);
-    // The bottom docks start short (three layer rows; their minimum where that is more) and the
-    // charts take the rest of the height; drag the splitter to see more rows.
-    resizeDocks({m_layersDock}, {150}, Qt::Vertical);
-    resizeDocks({m_layersDock, m_eventsDock}, {820, 680}, Qt::Horizontal);
+    m_dockLayout = new DockLayout(
+        this, {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock}, m_charts,
+        m_layers, m_lesson);
+    m_dockLayout->applyInitialSizes();
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
         for (QDockWidget* d :
              {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock})
@@ -252,25 +185,39 @@ void MainWindow::connectController() {
     connect(m_controller, &RunController::telemetryArrived, this, &MainWindow::onTelemetry);
     connect(m_controller, &RunController::stateChanged, this, [this](SessionState state) {
         updateActions();
-        if (state == SessionState::paused) statusBar()->showMessage(tr("Paused"));
+        if (state == SessionState::paused) {
+            refreshViews();  // every view at the step the run paused at, not the last paced update's
+            statusBar()->showMessage(tr("Paused after %1 steps: %2 resumes, %3 takes one step")
+                                         .arg(QLocale().toString(static_cast<qlonglong>(m_controller->stepsDone())),
+                                              m_pause->shortcut().toString(QKeySequence::NativeText),
+                                              m_step->shortcut().toString(QKeySequence::NativeText)));
+        }
         if (state == SessionState::running) statusBar()->clearMessage();
     });
     connect(m_controller, &RunController::runFinished, this, &MainWindow::onRunFinished);
     connect(m_controller, &RunController::errorOccurred, this, &MainWindow::showError);
     connect(m_controller, &RunController::noticeRaised, this, &MainWindow::showNotice);
+    connect(m_controller, &RunController::runNoticeRaised, this, &MainWindow::showRunNotice);
 }
 
 Experiment MainWindow::currentExperiment() const {
     Experiment e = m_experiment->experiment();
     e.precision = m_precision->precision();
+    e.lesson.pace = m_controller->pace();
     return e;
 }
 
 void MainWindow::setExperiment(const Experiment& experiment) {
     m_experiment->setExperiment(experiment);
     m_precision->setPrecision(experiment.precision);
+    setPace(experiment.lesson.pace);
+    if (!m_controller->active()) {
+        clearPreviousRun();
+        updatePlan();
+    }
     m_lesson->setLesson(experiment.lesson);
     m_lessonDock->setVisible(m_lesson->hasLesson());
+    if (m_lesson->hasLesson()) QTimer::singleShot(0, m_dockLayout, &DockLayout::fitLesson);  // once laid out
     if (m_lesson->hasLesson()) {
         if (experiment.lesson.classroom) m_classroomAction->setChecked(true);
         // The Lesson panel holds the text; the banner only announces it.
@@ -296,7 +243,9 @@ void MainWindow::applyClassroomMode(bool on) {
 
 bool MainWindow::openExperiment(const QString& path) {
     try {
-        setExperiment(load_experiment(path.toStdString()));
+        const Experiment e = load_experiment(path.toStdString());
+        if (e.lesson.title.empty()) setClassroomMode(false);  // a lesson's mode ends with its file
+        setExperiment(e);
         m_experimentPath = path;
         statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
         return true;
@@ -322,6 +271,21 @@ void MainWindow::openFromDialog() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), m_experimentPath,
                                                       tr("Experiment files (*.json);;All files (*)"));
     if (!path.isEmpty()) openExperiment(path);
+}
+
+bool MainWindow::showDefaultExperiment() {
+    const QString path = findDefaultExperiment();
+    if (path.isEmpty()) return false;
+    try {
+        const Experiment e = load_experiment(path.toStdString());
+        if (e.lesson.title.empty()) setClassroomMode(false);
+        setExperiment(e);
+        return true;
+    } catch (const std::exception& e) {
+        showNotice(tr("The default experiment could not be read (%1); the built-in defaults are shown.")
+                       .arg(QString::fromStdString(e.what()).toHtmlEscaped()));
+        return false;
+    }
 }
 
 void MainWindow::saveFromDialog() {
@@ -353,6 +317,27 @@ void MainWindow::applyLiveSetting(const std::string& assignment) {
     for (const Command& c : change.commands) m_controller->post(c);
     m_precision->setPrecision(change.after.precision);  // the panels show what is now in effect
     m_experiment->setExperiment(change.after);
+}
+
+void MainWindow::clearPreviousRun() {
+    if (!m_controller->clearRun()) return;
+    m_eventModel->setSeries(&m_controller->series());
+    m_charts->setSeries(&m_controller->series());
+    m_layerModel->clear();
+    m_status->clear();
+    m_histogram->clear();
+    m_notice->hide();  // the last run's notices; a new experiment's lesson announces itself
+}
+
+void MainWindow::updatePlan(bool table) {
+    try {
+        const ModelPlan plan = plan_model(currentExperiment());
+        if (table) m_layerModel->setPlan(plan);
+        m_experiment->setDatasetNote(QString::fromStdString(plan.dataset_note));
+    } catch (const std::exception& e) {  // a model the engine cannot build: Start will say so
+        if (table) m_layerModel->clear();
+        m_experiment->setDatasetNote(QString::fromStdString(e.what()));
+    }
 }
 
 void MainWindow::onRunStarted() {
@@ -387,6 +372,10 @@ void MainWindow::refreshViews() {
 }
 
 void MainWindow::onTelemetry() {
+    if (m_controller->state() == SessionState::paused) {  // a single step: show it whole at once
+        refreshViews();
+        return;
+    }
     m_eventModel->sync();
     m_charts->refresh();  // paces itself
     // The table and the status bar change every step; a person reads them a few times a second.
@@ -451,17 +440,6 @@ void MainWindow::showFormatExplorer() {
     e->activateWindow();
 }
 
-void MainWindow::updateActions() {
-    const bool active = m_controller->active();
-    m_start->setEnabled(!active);
-    m_open->setEnabled(!active);
-    m_pause->setEnabled(active);
-    m_stop->setEnabled(active);
-    const bool paused = active && m_controller->state() == SessionState::paused;
-    m_pause->setText(paused ? tr("&Resume") : tr("&Pause"));
-    m_pause->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
-}
-
 void MainWindow::showError(const QString& message) {
     m_lastError = message;
     // Window-modal but not blocking: open() returns at once, so runs, timers and tests go on.
@@ -473,6 +451,16 @@ void MainWindow::showError(const QString& message) {
 void MainWindow::showNotice(const QString& message) {
     m_notice->showNotice(message);
     statusBar()->showMessage(QString(message).remove(QRegularExpression(QStringLiteral("<[^>]*>"))), 10000);
+}
+
+void MainWindow::showRunNotice(const QString& message) {
+    m_notice->showNotice(message.toHtmlEscaped(), NoticeBar::Level::warning);
+    statusBar()->showMessage(message, 10000);
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+    QMainWindow::resizeEvent(event);
+    if (m_dockLayout) m_dockLayout->windowResized();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -494,6 +482,7 @@ void MainWindow::restoreSettings() {
     if (json.isEmpty()) return;
     try {
         setExperiment(experiment_from_json(nlohmann::json::parse(json.toStdString())));
+        m_restoredExperiment = true;
     } catch (const std::exception& e) {
         showNotice(tr("The last experiment could not be restored (%1); the defaults are shown.")
                        .arg(QString::fromStdString(e.what())));

@@ -4,7 +4,11 @@
 // layout and the last experiment (QSettings). The logic lives in the panels, the models and the
 // controller.
 //
-// Closing the window during a run stops the run (recorded as `stopped`) before the window goes.
+// Between runs the views describe the experiment on screen: setting or opening one clears the
+// previous run's charts, table and events, and the Layers table shows the new experiment's layers
+// and precisions (plan_model, engine/model/model_plan.h) until Start. Small windows are laid out
+// on purpose (dock_layout.h). Closing the window during a run stops the run (recorded as
+// `stopped`) before the window goes.
 #pragma once
 
 #include <QElapsedTimer>
@@ -18,6 +22,7 @@ class QDockWidget;
 namespace mantissa::ui {
 
 class ChartsPanel;
+class DockLayout;
 class EventLogModel;
 class EventsPanel;
 class FormatExplorer;
@@ -31,6 +36,8 @@ class NoticeBar;
 class PrecisionPanel;
 class RunController;
 class RunStatusBar;
+class RunToolBar;
+class ShortcutsDialog;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -42,10 +49,20 @@ public:
     explicit MainWindow(const Options& options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // The experiment as the panels describe it now.
+    // The experiment as the panels describe it now (lesson.pace: the pace chosen in the Run toolbar).
     Experiment currentExperiment() const;
+    // Shows `experiment` in the panels and, between runs, its layers in the Layers table, after
+    // clearing the previous run's charts, table and events; a lesson's pace becomes the pace.
     void setExperiment(const Experiment& experiment);
-    bool openExperiment(const QString& path);   // false (and a message) when it cannot be read
+    // Opens an experiment file as setExperiment shows it; a file without a lesson ends classroom
+    // mode. False (and a message) when it cannot be read.
+    bool openExperiment(const QString& path);
+    // The default experiment (resources/experiments/default.json, installed or in the source tree,
+    // resource_paths.h), as ./mantissa.sh run opens it; for a window started without --config and
+    // with no remembered experiment. Its path is not remembered, so Save never offers to overwrite
+    // it. False when no default.json is found (the engine's defaults stay).
+    bool showDefaultExperiment();
+    bool restoredExperiment() const { return m_restoredExperiment; }  // from the saved settings
     bool saveExperiment(const QString& path);
     // first: commands the session takes before its first step (a scripted pause, say).
     bool startRun(const std::vector<Command>& first = {});
@@ -61,10 +78,23 @@ public:
     void setClassroomMode(bool on);
     bool classroomMode() const;
 
+    // Steps per second (0: as fast as possible), as the Run toolbar's Pace sets it.
+    void setPace(double stepsPerSecond);
+    double pace() const;
+
+    // Help ▸ Keyboard shortcuts (a dialog listing every menu action's keys) and Help ▸
+    // Documentation (the docs folder, through QDesktopServices; false and a message when the docs
+    // are not found).
+    ShortcutsDialog* showShortcuts();
+    bool openDocumentation();
+
     // Brings every view up to the data now (the live updates are paced); for screenshots and tests.
     void refreshViews();
 
     RunController* controller() const { return m_controller; }
+    RunToolBar* runToolBar() const { return m_runBar; }
+    QAction* stepAction() const { return m_step; }
+    QAction* pauseAtAction() const { return m_pauseAtAction; }
     ExperimentPanel* experimentPanel() const { return m_experiment; }
     PrecisionPanel* precisionPanel() const { return m_precision; }
     LayerTableModel* layerModel() const { return m_layerModel; }
@@ -82,10 +112,13 @@ public:
     GradientHistogramView* histogramView() const { return m_histogram; }
     QDockWidget* histogramDock() const { return m_histogramDock; }
     QDockWidget* lessonDock() const { return m_lessonDock; }
+    QDockWidget* layersDock() const { return m_layersDock; }
+    QDockWidget* eventsDock() const { return m_eventsDock; }
     QString lastError() const { return m_lastError; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void createActions();
@@ -95,6 +128,12 @@ private:
     void updateActions();
     void showError(const QString& message);
     void showNotice(const QString& message);
+    void showRunNotice(const QString& message);  // the session's: a warning the banner keeps
+    void clearPreviousRun();   // between runs: the charts, table, events and status show no run
+    // Between runs: the dataset note and (table) the Layers table for the form's experiment.
+    void updatePlan(bool table = true);
+    void onPauseAtChosen(std::int64_t step);
+    void pauseAtFromMenu();
     void restoreSettings();
     void saveSettings() const;
     void applyClassroomMode(bool on);  // the View menu's action, checked or not
@@ -137,6 +176,14 @@ private:
     QAction* m_quit = nullptr;
     QAction* m_resetCharts = nullptr;
     QAction* m_about = nullptr;
+    QAction* m_step = nullptr;
+    QAction* m_pauseAtAction = nullptr;
+    QAction* m_shortcuts = nullptr;
+    QAction* m_docs = nullptr;
+    RunToolBar* m_runBar = nullptr;
+    DockLayout* m_dockLayout = nullptr;
+    ShortcutsDialog* m_shortcutsDialog = nullptr;
+    bool m_restoredExperiment = false;
     QString m_experimentPath;  // the file last opened or saved
     QElapsedTimer m_viewClock;  // paces the table and status bar updates
     static constexpr int viewUpdateIntervalMs = 200;

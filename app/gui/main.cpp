@@ -45,6 +45,7 @@
 #include "live/store_location.h"
 #include "main_window.h"
 #include "screenshot_job.h"
+#include "tooltip_wrap.h"
 
 using mantissa::ui::MainWindow;
 using mantissa::ui::ScreenshotJob;
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
     QApplication::setApplicationVersion(QStringLiteral(MANTISSA_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.mantissa.Mantissa"));  // packaging's desktop entry
     QApplication::setWindowIcon(mantissa::ui::appIcon());
+    mantissa::ui::ToolTipWrapper::install(&app);  // long tooltips wrap instead of running 1,000 px wide
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Mantissa, a desktop lab for mixed-precision training."));
@@ -281,6 +283,9 @@ int main(int argc, char** argv) {
 
     if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting)
         return usageError(window.lastError().toStdString());
+    // Nothing named and nothing remembered: the default experiment, as ./mantissa.sh run opens it,
+    // rather than the engine's bare defaults (autocast off).
+    if (!parser.isSet(config) && !window.restoredExperiment()) window.showDefaultExperiment();
     if (!shooting) {
         window.show();
         return app.exec();
@@ -297,6 +302,7 @@ int main(int argc, char** argv) {
     } catch (const mantissa::Error& e) {
         return usageError(e.what());
     }
+    window.setPace(0);  // a lesson's pace is for a class; a picture is taken as fast as the run goes
     window.resize(width, height);
     window.show();
     shot = std::make_unique<ScreenshotJob>(&window, job);

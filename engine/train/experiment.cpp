@@ -197,6 +197,7 @@ constexpr Range half_open_unit{0, 1, false, true};  // [0, 1)
 constexpr Range positive_fp32{0, inf, true, false, true};
 constexpr Range non_negative_fp32{0, inf, false, false, true};
 constexpr Range above_one_fp32{1, inf, true, false, true};
+constexpr Range lesson_pace{0, 10000, false, false};  // steps per second; 0: as fast as possible
 
 std::string describe(const Range& r) {
     const std::string lo = number_text(r.lo), hi = number_text(r.hi);
@@ -463,6 +464,7 @@ void read_lesson(Reader r, LessonSpec& l) {
     r.text("text", l.text);
     r.text("watch", l.watch);
     r.boolean("classroom", l.classroom);
+    r.real("pace", l.pace, lesson_pace);
     r.finish();
 }
 
@@ -548,7 +550,7 @@ json experiment_to_json(const Experiment& e) {
                    {"scaling", fp8_scaling_name(p.fp8.scaling)}}}}},
         {"backend", {{"kind", e.backend}, {"device", e.device}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
-                    {"classroom", e.lesson.classroom}}},
+                    {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace}}},
     };
 }
 

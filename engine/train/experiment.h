@@ -107,6 +107,7 @@ struct LessonSpec {                 // classroom presets: shown when the file is
     std::string text;               // the concept, in a few sentences
     std::string watch;              // what to watch on the charts
     bool classroom = false;         // hide the advanced controls
+    double pace = 0;                // steps per second the window runs it at; 0: as fast as possible
 
     bool operator==(const LessonSpec&) const = default;
 };

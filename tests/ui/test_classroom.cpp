@@ -1,12 +1,18 @@
 // Classroom mode (a setting, and the experiment file's lesson.classroom flag) and the classroom
-// presets as a class sees them: loaded in the window, trained on the CPU backend, each lesson's
-// promised effect read from the series the charts and the layer table draw.
+// presets as a class sees them: loaded in the window, their lesson readable in its dock at the
+// default window size, paced for a class, trained on the CPU backend, each lesson's promised
+// effect read from the series the charts and the layer table draw.
 #include <QtTest>
 
+#include <QComboBox>
 #include <QDockWidget>
 #include <QGroupBox>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTableView>
+#include <QToolBar>
 
 #include <memory>
 
@@ -18,6 +24,7 @@
 #include "panels/experiment_panel.h"
 #include "panels/layers_panel.h"
 #include "panels/precision_panel.h"
+#include "panels/run_toolbar.h"
 #include "series/run_series.h"
 #include "train/experiment.h"
 
@@ -67,12 +74,14 @@ private:
     }
 
     // Opens a preset with a budget long enough to change settings mid-run (the lesson's numerics
-    // are untouched: only the step count grows) and starts it.
+    // are untouched: only the step count grows, and the run goes as fast as it can rather than at
+    // the lesson's pace) and starts it.
     static void openAndStart(MainWindow& w, const char* file) {
         QVERIFY2(w.openExperiment(preset(file)), qPrintable(w.lastError()));
         Experiment e = w.currentExperiment();
         e.train.steps = 100000;
         e.train.eval_every = 0;
+        e.lesson.pace = 0;
         w.setExperiment(e);
         QVERIFY2(w.startRun(), qPrintable(w.lastError()));
     }
@@ -134,10 +143,76 @@ private slots:
         auto w = makeWindow();
         QVERIFY(w->openExperiment(preset("lessons/02-dynamic-loss-scaling.json")));
         QVERIFY(w->lessonDock()->isVisible());
+        QVERIFY(w->classroomMode());
         QVERIFY(w->openExperiment(preset("default.json")));
         QVERIFY(!w->lessonDock()->isVisible());
         QVERIFY(!w->lessonPanel()->hasLesson());
-        QVERIFY(w->classroomMode());  // a setting: loading an ordinary file does not turn it off
+        QVERIFY(!w->classroomMode());  // the lesson's mode ends with its file
+        QCOMPARE(w->pace(), 0.0);      // and its pace
+    }
+
+    // Every preset sets a pace at which its run lasts minutes, not seconds: long enough for its
+    // "What to watch" and the changes it asks for.
+    void everyPresetHasAClassPace() {
+        const QDir dir(preset("lessons"));
+        const QStringList files = dir.entryList({"*.json"}, QDir::Files);
+        QVERIFY(files.size() >= 7);
+        for (const QString& f : files) {
+            const Experiment e = load_experiment(dir.filePath(f).toStdString());
+            QVERIFY2(e.lesson.pace > 0, qPrintable(f));
+            const double minutes = static_cast<double>(e.train.steps) / e.lesson.pace / 60;
+            qInfo("%s: %lld steps at %g steps/s, %.1f minutes", qPrintable(f), static_cast<long long>(e.train.steps),
+                  e.lesson.pace, minutes);
+            QVERIFY2(minutes >= 1.5 && minutes <= 6, qPrintable(f));
+        }
+    }
+
+    // Opening a lesson sets its pace, the lesson says it, and classroom mode keeps the controls
+    // that set when steps happen: pace, single step, pause at step.
+    void lessonPaceAndTheRunControlsInClassroomMode() {
+        auto w = makeWindow();
+        QVERIFY(w->openExperiment(preset("lessons/02-dynamic-loss-scaling.json")));
+        QVERIFY(w->classroomMode());
+        const Experiment e = load_experiment(preset("lessons/02-dynamic-loss-scaling.json").toStdString());
+        QCOMPARE(w->pace(), e.lesson.pace);
+        QCOMPARE(w->runToolBar()->paceBox()->currentData().toDouble(), e.lesson.pace);
+        QVERIFY(w->lessonPanel()->paceText().contains(QLocale().toString(e.lesson.pace, 'g', 4)));
+        QVERIFY(w->runToolBar()->isVisibleTo(w.get()));
+        QVERIFY(w->runToolBar()->paceBox()->isVisibleTo(w.get()));
+        QVERIFY(w->runToolBar()->pauseAtBox()->isVisibleTo(w.get()));
+        QWidget* step = w->runToolBar()->widgetForAction(w->stepAction());
+        QVERIFY(step && step->isVisibleTo(w.get()));
+    }
+
+    // At the default window size the Lesson dock opens tall and wide enough that "What to watch"
+    // can be read whole, without scrolling.
+    void lessonDockShowsWhatToWatch_data() {
+        QTest::addColumn<QString>("file");
+        for (const QString& f : QDir(preset("lessons")).entryList({"*.json"}, QDir::Files))
+            QTest::newRow(qPrintable(f)) << QStringLiteral("lessons/") + f;
+    }
+    void lessonDockShowsWhatToWatch() {
+        QFETCH(QString, file);
+        MainWindow::Options o;
+        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        o.useSettings = false;
+        MainWindow w(o);  // its default size
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openExperiment(preset(file.toUtf8().constData())));
+        QTest::qWait(300);  // the dock is fitted once the window has laid it out
+        auto* area = qobject_cast<QScrollArea*>(w.lessonDock()->widget());
+        QVERIFY(area);
+        QLabel* watch = w.lessonPanel()->watchLabel();
+        QVERIFY(watch->isVisible());
+        const QRect inViewport(watch->mapTo(area->viewport(), QPoint(0, 0)), watch->size());
+        QVERIFY2(area->viewport()->rect().contains(inViewport),
+                 qPrintable(QStringLiteral("watch text at %1..%2 px in a %3 px tall dock view (%4 px wide)")
+                                .arg(inViewport.top())
+                                .arg(inViewport.bottom())
+                                .arg(area->viewport()->height())
+                                .arg(area->viewport()->width())));
+        QCOMPARE(area->verticalScrollBar()->value(), 0);
     }
 
     // The experiment file is all a teacher shares: saving in classroom mode keeps the lesson.

@@ -2,12 +2,20 @@
 // precision through the table model (event recorded at a step, the engine's next steps report the
 // new precision, live and in the store), injecting an overflow (skipped step, halved scale in the
 // chart's data), pause and resume, closing during a run (recorded `stopped`, within a second), and
-// errors that become messages while the window keeps working.
+// errors that become messages while the window keeps working. Between runs: a new experiment
+// clears the last run's views and its layers show before Start, as the run then builds them; the
+// default experiment; the dataset fallback's warning; one vocabulary and one number style; and
+// the layout of a small (1024x700) window.
 #include <QtTest>
 #include <QTableView>
 
 #include <QPushButton>
 #include <QComboBox>
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +23,9 @@
 #include "live/run_controller.h"
 #include "main_window.h"
 #include "models/layer_table_model.h"
+#include "histogram/gradient_histogram_view.h"
+#include "models/event_log_model.h"
+#include "panels/events_panel.h"
 #include "panels/experiment_panel.h"
 #include "panels/layers_panel.h"
 #include "panels/notice_bar.h"
@@ -38,6 +49,17 @@ Experiment spirals() {
     e.train.eval_every = 50;
     e.backend = "cpu";
     return e;
+}
+
+// The Layers table's text at (row, column).
+QString cell(MainWindow& w, int row, int column) {
+    return w.layerModel()->index(row, column).data().toString();
+}
+
+QStringList columnTexts(MainWindow& w, int column) {
+    QStringList texts;
+    for (int r = 0; r < w.layerModel()->rowCount(); ++r) texts << cell(w, r, column);
+    return texts;
 }
 
 bool hasEvent(const RunSeries& s, EventKind kind, std::int64_t* step = nullptr, const std::string& contains = {}) {
@@ -380,6 +402,204 @@ private slots:
         QCOMPARE(again.currentExperiment().precision.autocast, Autocast::bf16);
     }
 
+    // Opening another experiment after a run clears the run's charts, table and events, and the
+    // table shows the new experiment's layers and precisions before Start.
+    void openingAnExperimentClearsTheLastRun() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 20, 20000);
+        stopAndWait(*w);
+        w->refreshViews();
+        QVERIFY(w->eventsPanel()->view()->model()->rowCount() > 0);
+        QVERIFY(w->chartsPanel()->lossChart()->drawnPoints() > 0);
+
+        Experiment next = spirals();
+        next.name = "next";
+        next.model.hidden = {24};
+        next.precision.autocast = Autocast::bf16;
+        next.precision.layers = {{"fc2", LayerPrecision::fp32}};
+        const QString path = m_dir.filePath(QStringLiteral("next.json"));
+        save_experiment(next, path.toStdString());
+        QVERIFY(w->openExperiment(path));
+        QCOMPARE(w->controller()->series().stepCount(), std::int64_t{0});
+        QCOMPARE(w->eventsPanel()->view()->model()->rowCount(), 0);
+        w->chartsPanel()->redrawNow(true);
+        QCOMPARE(w->chartsPanel()->lossChart()->drawnPoints(), std::size_t{0});
+        QVERIFY(w->layerModel()->showsPlan());
+        QCOMPARE(columnTexts(*w, LayerTableModel::Name), (QStringList{"fc1", "fc2"}));
+        QCOMPARE(columnTexts(*w, LayerTableModel::Shape), (QStringList{"2 → 24", "24 → 3"}));
+        QCOMPARE(columnTexts(*w, LayerTableModel::Precision), (QStringList{"auto → bf16", "fp32"}));
+        QCOMPARE(columnTexts(*w, LayerTableModel::Memory), (QStringList{"144 B", "300 B"}));
+        // The form's edits before Start follow: autocast, a layer, the widths.
+        w->setExperiment([&] {
+            Experiment e = next;
+            e.model.hidden = {8, 8};
+            e.precision.autocast = Autocast::fp16;
+            return e;
+        }());
+        QCOMPARE(columnTexts(*w, LayerTableModel::Precision), (QStringList{"auto → fp16", "fp32", "auto → fp16"}));
+        auto* autocast = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("autocast"));
+        autocast->setCurrentIndex(autocast->findText(QStringLiteral("bf16")));
+        emit autocast->activated(autocast->currentIndex());  // as a person's pick
+        QCOMPARE(cell(*w, 2, LayerTableModel::Precision), QStringLiteral("auto → bf16"));
+        QVERIFY(w->layerModel()->setData(w->layerModel()->index(0, LayerTableModel::Precision), QStringLiteral("fp8-e4m3")));
+        QCOMPARE(w->currentExperiment().precision.layers.at("fc1"), LayerPrecision::fp8_e4m3);
+        QCOMPARE(cell(*w, 0, LayerTableModel::Precision), QStringLiteral("fp8-e4m3"));
+        QVERIFY(!w->layersPanel()->view()->isColumnHidden(LayerTableModel::XScale));
+        // Start: the run's layers are the ones shown.
+        QVERIFY(w->startRun());
+        QVERIFY(!w->layerModel()->showsPlan());
+        QCOMPARE(columnTexts(*w, LayerTableModel::Shape), (QStringList{"2 → 8", "8 → 8", "8 → 3"}));
+        stopAndWait(*w);
+    }
+
+    // The plan shown before Start is what the run then builds, dataset kind by kind; where only
+    // the data can tell a width (a CSV file), it says "?".
+    void planAgreesWithTheRun_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<int>("classes");
+        QTest::newRow("spirals") << "spirals" << 3;
+        QTest::newRow("blobs, 5 classes") << "blobs" << 5;
+        QTest::newRow("sine") << "sine" << 0;
+        QTest::newRow("fashion-mnist missing") << "fashion-mnist" << 4;
+        QTest::newRow("csv") << "csv" << 0;
+    }
+    void planAgreesWithTheRun() {
+        QFETCH(QString, kind);
+        QFETCH(int, classes);
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.dataset.kind = kind.toStdString();
+        if (classes > 0) e.dataset.classes = classes;
+        if (kind == QLatin1String("fashion-mnist")) e.dataset.path = m_dir.filePath(QStringLiteral("no-such-folder")).toStdString();
+        if (kind == QLatin1String("csv")) {
+            const QString csv = m_dir.filePath(QStringLiteral("table.csv"));
+            QFile f(csv);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 60; ++i) f.write(QStringLiteral("%1,%2,%3,%4\n").arg(i * 0.1).arg(i % 7).arg(-i).arg(i % 2).toUtf8());
+            f.close();
+            e.dataset.path = csv.toStdString();
+        }
+        w->setExperiment(e);
+        const QStringList planned = columnTexts(*w, LayerTableModel::Shape);
+        const QStringList params = columnTexts(*w, LayerTableModel::Parameters);
+        QCOMPARE(planned.size(), 3);
+        QCOMPARE(w->experimentPanel()->datasetNote().contains(QStringLiteral("spirals")),
+                 kind == QLatin1String("fashion-mnist"));
+        QVERIFY(w->startRun());
+        const QStringList built = columnTexts(*w, LayerTableModel::Shape);
+        stopAndWait(*w);
+        if (kind == QLatin1String("csv")) {
+            QCOMPARE(planned, (QStringList{"? → 32", "32 → 32", "32 → ?"}));
+            QCOMPARE(params.first(), QStringLiteral("—"));
+            QCOMPARE(built, (QStringList{"3 → 32", "32 → 32", "32 → 2"}));
+        } else {
+            QCOMPARE(planned, built);
+            QCOMPARE(params, columnTexts(*w, LayerTableModel::Parameters));
+        }
+    }
+
+    // A missing dataset folder: the run trains on spirals and the banner says so, the whole
+    // sentence, as a warning; the Experiment panel says it before Start.
+    void datasetFallbackIsAWarningInTheBanner() {
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.dataset.kind = "fashion-mnist";
+        e.dataset.path = m_dir.filePath(QStringLiteral("nowhere")).toStdString();
+        w->setExperiment(e);
+        QVERIFY(w->experimentPanel()->findChild<QLabel*>(QStringLiteral("datasetNote"))->isVisibleTo(w.get()));
+        QVERIFY2(w->experimentPanel()->datasetNote().contains(QStringLiteral("was not found")),
+                 qPrintable(w->experimentPanel()->datasetNote()));
+        QVERIFY(w->startRun());
+        const std::vector<std::string> notices = w->controller()->session()->notices();
+        QCOMPARE(notices.size(), std::size_t{1});
+        QVERIFY(w->noticeBar()->isVisible());
+        QCOMPARE(w->noticeBar()->level(), NoticeBar::Level::warning);
+        QCOMPARE(w->noticeBar()->text(), QString::fromStdString(notices[0]).toHtmlEscaped());
+        QVERIFY(w->noticeBar()->text().contains(QStringLiteral("apt-get install")));  // to its end
+        stopAndWait(*w);
+    }
+
+    // Without --config and nothing remembered, the window shows resources/experiments/default.json,
+    // as ./mantissa.sh run opens it, not the engine's bare defaults.
+    void defaultExperiment() {
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = false;
+        MainWindow w(o);
+        QVERIFY(!w.restoredExperiment());
+        QCOMPARE(w.currentExperiment().precision.autocast, Autocast::off);  // the engine's, until then
+        QVERIFY(w.showDefaultExperiment());
+        const Experiment expected = load_experiment(
+            (qEnvironmentVariable("MANTISSA_SOURCE_DIR") + QStringLiteral("/resources/experiments/default.json")).toStdString());
+        QCOMPARE(experiment_to_json(w.currentExperiment()).dump(), experiment_to_json(expected).dump());
+        QCOMPARE(w.currentExperiment().precision.autocast, Autocast::fp16);
+        QCOMPARE(columnTexts(w, LayerTableModel::Name).size(), 3);
+        QCOMPARE(cell(w, 2, LayerTableModel::Precision), QStringLiteral("fp32"));
+    }
+
+    // The FP8 scaling combo speaks the file's and the events' words; each number column one style.
+    void oneVocabularyAndOneNumberStyle() {
+        auto w = makeWindow();
+        auto* fp8 = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("fp8Scaling"));
+        QVERIFY(fp8);
+        QCOMPARE(fp8->itemText(0), QStringLiteral("delayed (per tensor)"));
+        QCOMPARE(fp8->itemText(1), QStringLiteral("none (scale 1)"));
+        for (int i = 0; i < fp8->count(); ++i)
+            QVERIFY(fp8->itemText(i).startsWith(QLatin1String(fp8_scaling_name(static_cast<Fp8Scaling>(fp8->itemData(i).toInt())))));
+        QCOMPARE(formatScale(8), QStringLiteral("2^3"));
+        QCOMPARE(formatScale(1), QStringLiteral("2^0"));
+        QCOMPARE(formatScale(0.125), QStringLiteral("2^-3"));
+        QCOMPARE(formatScale(222), QStringLiteral("2^7.8"));
+        QCOMPARE(formatScale(2.1e8), QStringLiteral("2^27.6"));
+        QCOMPARE(formatScale(0.7), QStringLiteral("2^-0.5"));
+        QCOMPARE(formatAmax(1.234e-5), QStringLiteral("1.23e-5"));
+        QCOMPARE(formatAmax(4), QStringLiteral("4.00e0"));
+        QCOMPARE(formatAmax(123.4), QStringLiteral("1.23e2"));
+    }
+
+    // A 1024x700 window: the charts keep a readable height and scroll rather than shrink to a
+    // sliver, the Layers table shows at least three rows and its columns, and the gradient
+    // histogram keeps a usable height when its tab is raised.
+    void smallWindowLayout() {
+        auto w = makeWindow();
+        w->resize(1024, 700);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QTest::qWait(200);  // the docks settle over a few layouts
+        w->chartsPanel()->redrawNow(true);
+        QTest::qWait(100);
+        for (ChartView* chart : w->chartsPanel()->charts()) {
+            if (!chart->isVisibleTo(w.get())) continue;
+            QVERIFY2(chart->height() >= 120, qPrintable(QStringLiteral("a chart is %1 px tall").arg(chart->height())));
+        }
+        QTableView* table = w->layersPanel()->view();
+        const int rowHeight = table->verticalHeader()->sectionSize(0);
+        QVERIFY(rowHeight > 0);
+        const int rows = table->viewport()->height() / rowHeight;
+        QVERIFY2(rows >= 3, qPrintable(QStringLiteral("%1 rows visible (viewport %2 px, rows %3 px)")
+                                           .arg(rows).arg(table->viewport()->height()).arg(rowHeight)));
+        // Every column the table shows fits its width.
+        int columns = 0;
+        for (int c = 0; c < LayerTableModel::ColumnCount; ++c)
+            if (!table->isColumnHidden(c)) columns += table->columnWidth(c);
+        QVERIFY2(columns <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("columns %1 px in %2 px").arg(columns).arg(table->viewport()->width())));
+        // The histogram's tab, raised.
+        w->histogramDock()->show();
+        w->histogramDock()->raise();
+        QTest::qWait(200);
+        QTRY_VERIFY2(w->histogramView()->height() >= GradientHistogramView::usableHeight,
+                     qPrintable(QStringLiteral("the histogram is %1 px tall").arg(w->histogramView()->height())));
+        QCOMPARE(w->width(), 1024);  // nothing in the bottom docks made the window wider
+        // Back to the events: the bottom docks return to their height, the charts get it back.
+        w->eventsDock()->raise();
+        QTRY_VERIFY(w->layersDock()->height() < GradientHistogramView::usableHeight);
+        // Floated, the histogram is a usable window of its own.
+        w->histogramDock()->setFloating(true);
+        QTRY_VERIFY(w->histogramDock()->height() >= GradientHistogramView::usableHeight &&
+                    w->histogramDock()->width() >= GradientHistogramView::usableWidth);
+    }
+
     void shortcutsAreBound_data() {
         QTest::addColumn<QString>("action");
         QTest::addColumn<QKeySequence>("keys");
@@ -388,6 +608,10 @@ private slots:
         QTest::newRow("stop") << "S&top" << QKeySequence(Qt::CTRL | Qt::Key_Period);
         QTest::newRow("open") << "&Open…" << QKeySequence(QKeySequence::Open);
         QTest::newRow("save") << "&Save…" << QKeySequence(QKeySequence::Save);
+        QTest::newRow("step") << "Step &once" << QKeySequence(Qt::Key_N);
+        QTest::newRow("pause at") << "Pause at &step…" << QKeySequence(Qt::CTRL | Qt::Key_B);
+        QTest::newRow("shortcuts") << "&Keyboard shortcuts" << QKeySequence(Qt::CTRL | Qt::Key_Slash);
+        QTest::newRow("documentation") << "&Documentation" << QKeySequence(QKeySequence::HelpContents);
     }
     void shortcutsAreBound() {
         QFETCH(QString, action);

@@ -2,6 +2,7 @@
 #include "classroom/lesson_panel.h"
 
 #include <QLabel>
+#include <QLocale>
 #include <QVBoxLayout>
 
 namespace mantissa::ui {
@@ -29,6 +30,8 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
     bold.setBold(true);
     m_watchHeading->setFont(bold);
     m_watch = wrappedLabel();
+    m_pace = wrappedLabel();
+    m_pace->setEnabled(false);  // drawn as secondary text
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_title);
@@ -36,6 +39,8 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
     layout->addSpacing(6);
     layout->addWidget(m_watchHeading);
     layout->addWidget(m_watch);
+    layout->addSpacing(6);
+    layout->addWidget(m_pace);
     layout->addStretch(1);
     setLesson(LessonSpec{});
 }
@@ -46,6 +51,12 @@ void LessonPanel::setLesson(const LessonSpec& lesson) {
     m_concept->setText(QString::fromStdString(lesson.text));
     m_watch->setText(QString::fromStdString(lesson.watch));
     m_watchHeading->setVisible(!lesson.watch.empty());
+    const QString rate = lesson.pace == 1 ? tr("1 step") : tr("%1 steps").arg(QLocale().toString(lesson.pace, 'g', 4));
+    m_pace->setText(lesson.pace > 0 ? tr("The lesson runs at %1 a second; Pace in the Run toolbar changes it, and "
+                                         "Pause at step stops it where you want to talk.")
+                                          .arg(rate)
+                                    : QString());
+    m_pace->setVisible(lesson.pace > 0 && !lesson.title.empty());
     if (lesson.title.empty()) m_concept->setText(tr("This experiment has no lesson. Open a classroom preset "
                                                     "(resources/experiments/lessons) to see one here."));
 }
@@ -53,5 +64,6 @@ void LessonPanel::setLesson(const LessonSpec& lesson) {
 QString LessonPanel::titleText() const { return m_title->text(); }
 QString LessonPanel::conceptText() const { return m_concept->text(); }
 QString LessonPanel::watchText() const { return m_watch->text(); }
+QString LessonPanel::paceText() const { return m_pace->text(); }
 
 }  // namespace mantissa::ui

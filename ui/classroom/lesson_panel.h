@@ -1,6 +1,7 @@
 // LessonPanel: a classroom preset's lesson, kept on screen for the whole run: its title, the
-// concept in a few sentences, and what to watch on the charts. The notice bar announces a lesson
-// once; this panel is what a class reads while the run goes on. GUI thread only.
+// concept in a few sentences, what to watch on the charts, and the pace the file sets. The notice
+// bar announces a lesson once; this panel is what a class reads while the run goes on. The main
+// window sizes its dock to the text (heightForWidth). GUI thread only.
 #pragma once
 
 #include <QWidget>
@@ -23,6 +24,8 @@ public:
     QString titleText() const;
     QString conceptText() const;
     QString watchText() const;
+    QString paceText() const;
+    QLabel* watchLabel() const { return m_watch; }
 
 private:
     LessonSpec m_lesson;
@@ -30,6 +33,7 @@ private:
     QLabel* m_concept = nullptr;
     QLabel* m_watchHeading = nullptr;
     QLabel* m_watch = nullptr;
+    QLabel* m_pace = nullptr;
 };
 
 }  // namespace mantissa::ui

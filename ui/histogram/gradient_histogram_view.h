@@ -44,6 +44,11 @@ public:
     // (with a one-line status shown as well), so a bottom dock can be short.
     static constexpr int minimumPlotHeight = 64;
     static constexpr int minimumShortHeight = 130;
+    // The height a dock gives the view when it is shown (raised as a tab, or floated): a plot of
+    // about 150 px, where the y ticks and the four formats' range labels have room to spread out
+    // instead of piling onto one row. The main window's DockLayout keeps to it.
+    static constexpr int usableHeight = 240;
+    static constexpr int usableWidth = 760;   // the row of controls at its natural size
 
     // Shows `runId` from the store at `storePath`; an error sentence (also shown in the view), or empty.
     QString setRun(const QString& storePath, std::int64_t runId);

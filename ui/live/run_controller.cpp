@@ -1,6 +1,7 @@
 // RunController: session, ring, recorder and timer of one run (see run_controller.h).
 #include "live/run_controller.h"
 
+#include <cmath>
 #include <exception>
 #include <variant>
 
@@ -104,9 +105,11 @@ bool RunController::start(const Experiment& experiment, const std::vector<Comman
     std::vector<std::string> names;
     for (const auto& l : m_session->layers()) names.push_back(l.name);
     m_series.reset(std::move(names));
-    for (const auto& n : m_session->notices()) emit noticeRaised(QString::fromStdString(n));
+    for (const auto& n : m_session->notices()) emit runNoticeRaised(QString::fromStdString(n));
 
     try {
+        m_session->post(command::SetPace{m_pace});
+        if (m_pauseAt >= 0) m_session->post(command::PauseAt{m_pauseAt, false});
         for (const Command& c : first) m_session->post(c);
         m_session->start();
     } catch (const std::exception& e) {
@@ -136,6 +139,35 @@ void RunController::togglePause() {
 
 void RunController::stop() { post(command::Stop{}); }
 
+void RunController::stepOnce() {
+    if (active() && m_session->state() == SessionState::paused) post(command::StepOnce{});
+}
+
+void RunController::setPace(double stepsPerSecond) {
+    m_pace = std::isfinite(stepsPerSecond) && stepsPerSecond > 0 ? stepsPerSecond : 0;
+    post(command::SetPace{m_pace});
+}
+
+void RunController::setPauseAt(std::int64_t step) {
+    const std::int64_t wanted = step >= 0 ? step : -1;
+    if (wanted == m_pauseAt) return;
+    m_pauseAt = wanted;
+    post(command::PauseAt{m_pauseAt, false});  // -1: the pending one is dropped
+    emit pauseAtChanged(m_pauseAt);
+}
+
+bool RunController::clearRun() {
+    if (active()) return false;
+    m_session.reset();
+    m_ring.reset();
+    m_recorder.reset();
+    m_runId = -1;
+    m_reportedDrops = 0;
+    m_lastState = SessionState::created;
+    m_series.reset({});
+    return true;
+}
+
 bool RunController::active() const { return m_session && !m_finished; }
 
 SessionState RunController::state() const { return m_session ? m_session->state() : SessionState::created; }
@@ -143,6 +175,11 @@ SessionState RunController::state() const { return m_session ? m_session->state(
 const std::vector<LayerInfo>& RunController::layers() const {
     static const std::vector<LayerInfo> none;
     return m_session ? m_session->layers() : none;
+}
+
+std::int64_t RunController::stepsDone() const {
+    const auto& last = m_series.lastStep();
+    return last ? last->step + 1 : 0;
 }
 
 std::int64_t RunController::droppedSteps() const { return m_ring ? m_ring->droppedSteps() : 0; }
@@ -168,11 +205,24 @@ bool RunController::drainRing() {
 }
 
 void RunController::drainNow() {
-    if (drainRing()) emit telemetryArrived();
-    if (!active()) return;
+    bool arrived = drainRing();
+    if (!active()) {
+        if (arrived) emit telemetryArrived();
+        return;
+    }
     const SessionState state = m_session->state();
+    // The steps before a pause are in the ring before the state says paused: drain once more so
+    // the views that follow stateChanged show the step the run paused at, not one a tick earlier.
+    if (state != m_lastState) arrived = drainRing() || arrived;
+    if (arrived) emit telemetryArrived();
     if (state != m_lastState) {
         m_lastState = state;
+        if (state == SessionState::paused && m_pauseAt >= 0 && stepsDone() >= m_pauseAt) {
+            const std::int64_t reached = m_pauseAt;
+            m_pauseAt = -1;
+            emit pauseAtChanged(-1);
+            emit pauseAtReached(reached);
+        }
         emit stateChanged(state);
     }
     if (finishedState(state)) finishRun();
@@ -188,6 +238,10 @@ void RunController::finishRun() {
     m_timer.stop();
     m_session->wait();  // the training thread has ended or ends after its current step
     m_finished = true;
+    if (m_pauseAt >= 0) {  // a pause the run ended before
+        m_pauseAt = -1;
+        emit pauseAtChanged(-1);
+    }
     if (drainRing()) emit telemetryArrived();
     const SessionState state = m_session->state();
     const RunSummary summary = m_session->summary();

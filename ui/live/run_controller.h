@@ -52,6 +52,23 @@ public:
     void post(const Command& command);   // applied by the session before its next step
     void togglePause();
     void stop();                        // asks to stop; runFinished follows from the timer
+    // While paused: one step, then paused again (StepOnce). Ignored otherwise.
+    void stepOnce();
+
+    // The pace a person chose, in steps per second (0: as fast as possible). Kept between runs:
+    // start() posts it before the first step; during a run it is posted at once (SetPace).
+    void setPace(double stepsPerSecond);
+    double pace() const { return m_pace; }
+    // A person's "pause at step N": the run pauses once N steps are taken (a PauseAt that logs its
+    // paused/resumed events). -1 cancels. Kept until reached (pauseAtReached), cancelled or the run
+    // ends; one set before Start is posted by start(). A session holds one pending PauseAt, so a
+    // script's quiet one (the screenshot job's --at) replaces it.
+    void setPauseAt(std::int64_t step);
+    std::int64_t pauseAt() const { return m_pauseAt; }
+
+    // Forgets the finished run (its session, series and telemetry): the views show nothing until
+    // the next start. Refused (false) while a run is active.
+    bool clearRun();
     // Stops a running session and waits for it (its current step, then the recording's flush).
     void shutdown();
 
@@ -64,6 +81,8 @@ public:
     const std::vector<LayerInfo>& layers() const;
     std::int64_t runId() const { return m_runId; }   // in the store; -1 when not recorded
     std::int64_t droppedSteps() const;               // records the live view lost (the store has all)
+    // Steps the run has taken as far as the views know (the last step drained, plus one).
+    std::int64_t stepsDone() const;
 
     // The timer's work, public so tests can drain without waiting: moves everything in the ring
     // into the series, then notices state changes and the end of the run.
@@ -76,6 +95,10 @@ signals:
     void runFinished(mantissa::SessionState state, const QString& error);
     void errorOccurred(const QString& message);  // the user must read it (a dialog)
     void noticeRaised(const QString& message);   // worth saying, not blocking (status bar, log)
+    // A session's notices (the dataset fell back to spirals), the whole sentence, at start.
+    void runNoticeRaised(const QString& message);
+    void pauseAtReached(std::int64_t step);      // the run paused at the step setPauseAt asked for
+    void pauseAtChanged(std::int64_t step);      // -1: none pending
 
 private:
     bool openStore();
@@ -93,6 +116,8 @@ private:
     std::int64_t m_runId = -1;
     std::int64_t m_reportedDrops = 0;
     bool m_finished = true;  // no session, or its end has been handled
+    double m_pace = 0;
+    std::int64_t m_pauseAt = -1;
 };
 
 }  // namespace mantissa::ui

@@ -29,12 +29,16 @@ bool isScaleColumn(int column) {
 QString formatScale(double scale) {
     if (!std::isfinite(scale) || scale <= 0) return QString::number(scale, 'g', 3);
     int exponent = 0;
-    if (scale != 1 && std::frexp(scale, &exponent) == 0.5) return QStringLiteral("2^%1").arg(exponent - 1);
-    if (scale >= 100 && scale < 1e5) return QString::number(scale, 'f', 0);
-    if (scale >= 10 && scale < 100) return QString::number(scale, 'f', 1);
-    if (scale >= 0.01 && scale < 10) return QString::number(scale, 'g', 3);
-    // "4.1e+08" -> "4.1e8", "1.2e-05" -> "1.2e-5": the column stays narrow.
-    QString text = QString::number(scale, 'e', 1);
+    if (std::frexp(scale, &exponent) == 0.5) return QStringLiteral("2^%1").arg(exponent - 1);
+    QString power = QString::number(std::log2(scale), 'f', 1);
+    if (power == QLatin1String("-0.0")) power = QStringLiteral("0.0");
+    return QStringLiteral("2^") + power;
+}
+
+QString formatAmax(double amax) {
+    if (!std::isfinite(amax)) return QString::number(amax);
+    // "1.23e-05" -> "1.23e-5", "4.00e+00" -> "4.00e0": the column stays narrow.
+    QString text = QString::number(amax, 'e', 2);
     const qsizetype e = text.indexOf(QLatin1Char('e'));
     QString power = text.mid(e + 1);
     const bool negative = power.startsWith(QLatin1Char('-'));
@@ -66,11 +70,38 @@ void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
         if (auto it = settings.find(info.name); it != settings.end()) row.setting = it->second;
         m_rows.push_back(std::move(row));
     }
+    m_plan = false;
     endResetModel();
     bool fp8 = false;
     for (const Row& row : m_rows) fp8 = fp8 || row.setting == LayerPrecision::fp8_e4m3;
     m_fp8Seen = fp8;
     emit fp8ColumnsShownChanged(fp8);  // after every reset, so a view always follows the new model
+}
+
+void LayerTableModel::setPlan(const ModelPlan& plan) {
+    bool same = m_plan && plan.layers.size() == m_rows.size();
+    for (std::size_t i = 0; same && i < m_rows.size(); ++i) same = m_rows[i].info.name == plan.layers[i].name;
+    if (!same) beginResetModel();
+    m_rows.resize(plan.layers.size());
+    bool fp8 = false;
+    for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+        const PlannedLayer& p = plan.layers[i];
+        Row& row = m_rows[i];
+        row.info = LayerInfo{p.name, p.in, p.out, p.parameters()};
+        row.setting = p.setting;
+        row.planned = p.compute;
+        row.sample.reset();
+        fp8 = fp8 || p.compute == Format::fp8_e4m3;
+    }
+    m_plan = true;
+    if (!same) {
+        endResetModel();
+        m_fp8Seen = fp8;
+        emit fp8ColumnsShownChanged(fp8);
+    } else {
+        if (!m_rows.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+        if (fp8 != m_fp8Seen) noteFp8(fp8);
+    }
 }
 
 void LayerTableModel::noteFp8(bool seen) {
@@ -82,11 +113,13 @@ void LayerTableModel::noteFp8(bool seen) {
 void LayerTableModel::clear() {
     beginResetModel();
     m_rows.clear();
+    m_plan = false;
     endResetModel();
     noteFp8(false);
 }
 
 void LayerTableModel::update(const RunSeries& series) {
+    if (m_plan) return;  // a plan's rows are not a run's layers
     const auto& latest = series.latestLayers();
     bool changed = false;
     for (std::size_t i = 0; i < m_rows.size() && i < latest.size(); ++i) {
@@ -152,10 +185,18 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole) {
         switch (column) {
         case Name: return QString::fromStdString(row.info.name);
-        case Shape: return QStringLiteral("%1 → %2").arg(row.info.in_features).arg(row.info.out_features);
-        case Parameters: return QLocale().toString(static_cast<qlonglong>(row.info.parameters));
+        case Shape: {
+            // A width the dataset sets is "?" until it is loaded (a plan before Start).
+            const auto width = [](int w) { return w > 0 ? QString::number(w) : QStringLiteral("?"); };
+            return QStringLiteral("%1 → %2").arg(width(row.info.in_features), width(row.info.out_features));
+        }
+        case Parameters:
+            if (row.info.in_features <= 0 || row.info.out_features <= 0) return QStringLiteral("—");
+            return QLocale().toString(static_cast<qlonglong>(row.info.parameters));
         case Precision: {
             const QString setting = QLatin1String(layer_precision_name(row.setting));
+            if (!s && row.planned && row.setting == LayerPrecision::automatic)
+                return tr("auto → %1").arg(formatText(*row.planned));
             if (!s) return setting;
             const QString effective = formatText(s->precision);
             if (row.setting == LayerPrecision::automatic) return tr("auto → %1").arg(effective);
@@ -166,9 +207,11 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         case Memory:
             // Weight storage in the format in effect: the layer's parameter count (from the
             // engine) times the bytes one value of that format takes on a device.
+            if (!s && row.planned && row.info.parameters > 0)
+                return formatBytes(static_cast<double>(row.info.parameters) * format_bytes(*row.planned));
             if (!s) return QStringLiteral("—");
             return formatBytes(static_cast<double>(row.info.parameters) * format_bytes(s->precision));
-        case GradAmax: return s ? QString::number(s->grad_amax, 'g', 3) : QStringLiteral("—");
+        case GradAmax: return s ? formatAmax(s->grad_amax) : QStringLiteral("—");
         case Underflow: return s ? QStringLiteral("%1 %").arg(s->frac_underflow * 100, 0, 'f', 2) : QStringLiteral("—");
         case NonFinite:
             return s ? QLocale().toString(static_cast<qlonglong>(
@@ -255,7 +298,8 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
             return tr("FP8 layers: %1 is multiplied by this scale before its cast to FP8, so that its largest value "
                       "lands near the top of the format. Delayed scaling takes the scale from the largest |values| of "
                       "recent steps (the amax history), so it trails the data by a step; shown is the scale after the "
-                      "last measured step, blank for other layers.")
+                      "last measured step, blank for other layers, as a power of two (2^7.8 is about 222; a "
+                      "cell's tooltip gives the exact value).")
                 .arg(tensor);
         }
         default: return {};

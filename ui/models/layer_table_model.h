@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "live/layer_sample.h"
+#include "model/model_plan.h"
 #include "train/experiment.h"
 #include "train/session.h"
 
@@ -51,6 +52,12 @@ public:
 
     // A new model: its layers and the precision each was started with (absent: auto).
     void setLayers(const std::vector<LayerInfo>& layers, const std::map<std::string, LayerPrecision>& settings);
+    // Before a run: the layers an experiment will train (plan_model), each with its setting and the
+    // format that resolves to ("auto → fp16") and the weights' bytes in it; widths only the data
+    // can tell show as "?". The same layers as now are updated in place (no reset, so an open
+    // precision editor stays); others replace them.
+    void setPlan(const ModelPlan& plan);
+    bool showsPlan() const { return m_plan; }  // rows from setPlan, no run's telemetry
     void clear();
     // Takes the latest per-layer samples.
     void update(const RunSeries& series);
@@ -80,6 +87,7 @@ private:
     struct Row {
         LayerInfo info;
         LayerPrecision setting = LayerPrecision::automatic;
+        std::optional<Format> planned;  // from setPlan: the format the setting resolves to
         std::optional<LayerSample> sample;
     };
     enum class Trouble { none, warn, bad };
@@ -88,12 +96,17 @@ private:
 
     std::vector<Row> m_rows;
     bool m_fp8Seen = false;
+    bool m_plan = false;
 };
 
 // Human-readable bytes: "12.5 KiB".
 QString formatBytes(double bytes);
-// An FP8 scale, compactly: a power of two as "2^7" or "2^-3" (1 as "1"), others to about 3
-// digits ("845", "29.7", "0.034", "12345") and beyond that range as "4.1e8" or "1.2e-5".
+// An FP8 scale, in one style for the whole column: as a power of two, since a scale shifts values
+// by binades: "2^3" when it is one exactly, else its exponent to one decimal ("2^7.8" for 222,
+// "2^27.6" for 2.1e8, "2^-0.5"); a scale that is not positive and finite as a number.
 QString formatScale(double scale);
+// A gradient's largest magnitude, in one style for the whole column: 3 significant digits in
+// scientific notation with a short exponent ("1.23e-5", "4.00e0").
+QString formatAmax(double amax);
 
 }  // namespace mantissa::ui

@@ -147,12 +147,24 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_classroomNote->setWordWrap(true);
     m_classroomNote->setEnabled(false);  // drawn as secondary text
     m_classroomNote->hide();
+    m_datasetNote = new QLabel;
+    m_datasetNote->setObjectName(QStringLiteral("datasetNote"));
+    m_datasetNote->setWordWrap(true);
+    m_datasetNote->setTextFormat(Qt::PlainText);
+    m_datasetNote->setFrameShape(QFrame::StyledPanel);
+    m_datasetNote->setAutoFillBackground(true);
+    QPalette amber = m_datasetNote->palette();
+    amber.setColor(QPalette::Window, QColor(240, 170, 40, 70));  // as the notice bar: light and dark palettes
+    m_datasetNote->setPalette(amber);
+    m_datasetNote->setMargin(4);
+    m_datasetNote->hide();
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(runRow);
     layout->addLayout(fileRow);
     layout->addLayout(nameForm);
     layout->addWidget(m_classroomNote);
+    layout->addWidget(m_datasetNote);
     layout->addWidget(data);
     layout->addWidget(model);
     layout->addWidget(train);
@@ -167,6 +179,14 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     connect(m_datasetKind, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
     connect(m_backend, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
     connect(m_browse, &QToolButton::clicked, this, &ExperimentPanel::browseDataset);
+    // What the layers depend on: the table before Start follows it.
+    const auto edited = [this] {
+        if (!m_running && !m_filling) emit modelEdited();
+    };
+    connect(m_datasetKind, &QComboBox::activated, this, edited);
+    connect(m_activation, &QComboBox::activated, this, edited);
+    connect(m_datasetPath, &QLineEdit::editingFinished, this, edited);
+    connect(m_hidden, &QLineEdit::editingFinished, this, edited);
     connect(m_lr, &QLineEdit::editingFinished, this, [this] {
         bool ok = false;
         const double lr = QLocale::c().toDouble(m_lr->text(), &ok);
@@ -180,7 +200,15 @@ void ExperimentPanel::setActions(QAction* open, QAction* save, QAction* start, Q
     for (int i = 0; i < 5; ++i) m_buttons[i]->setDefaultAction(actions[i]);
 }
 
+void ExperimentPanel::setDatasetNote(const QString& note) {
+    m_datasetNote->setText(note);
+    m_datasetNote->setVisible(!note.isEmpty());
+}
+
+QString ExperimentPanel::datasetNote() const { return m_datasetNote->text(); }
+
 void ExperimentPanel::setExperiment(const Experiment& e) {
+    m_filling = true;
     m_experiment = e;
     m_name->setText(QString::fromStdString(e.name));
     m_datasetKind->setCurrentIndex(std::max(0, static_cast<int>(datasetKinds.indexOf(QString::fromStdString(e.dataset.kind)))));
@@ -200,6 +228,7 @@ void ExperimentPanel::setExperiment(const Experiment& e) {
     selectText(m_backend, QString::fromStdString(e.backend));
     m_device->setValue(e.device);
     updateDatasetControls();
+    m_filling = false;
 }
 
 Experiment ExperimentPanel::experiment() const {
@@ -254,7 +283,10 @@ void ExperimentPanel::browseDataset() {
         m_datasetKind->currentText() == QLatin1String("csv")
             ? QFileDialog::getOpenFileName(this, tr("Choose a CSV file"), current, tr("CSV files (*.csv);;All files (*)"))
             : QFileDialog::getExistingDirectory(this, tr("Choose the dataset's folder"), current);
-    if (!chosen.isEmpty()) m_datasetPath->setText(chosen);
+    if (!chosen.isEmpty()) {
+        m_datasetPath->setText(chosen);
+        emit modelEdited();
+    }
 }
 
 }  // namespace mantissa::ui

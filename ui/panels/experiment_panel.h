@@ -38,9 +38,16 @@ public:
     // Classroom mode shows only the name and the run buttons: the lesson's file sets the rest.
     void setClassroomMode(bool on);
     bool classroomMode() const { return m_classroom; }
+    // A sentence about the data a run will really use (the dataset folder lacks its files, so a
+    // run trains on spirals), shown under the run buttons in every mode; empty hides it.
+    void setDatasetNote(const QString& note);
+    QString datasetNote() const;
 
 signals:
     void learningRateEdited(double lr);  // while running: apply it live
+    // Before a run: a person changed what the model's layers depend on (dataset kind or path,
+    // samples, hidden widths, activation).
+    void modelEdited();
 
 private:
     void updateDatasetControls();
@@ -48,6 +55,7 @@ private:
 
     Experiment m_experiment;
     bool m_running = false;
+    bool m_filling = false;  // setExperiment is filling the controls
     QLineEdit* m_name = nullptr;
     QComboBox* m_datasetKind = nullptr;
     QLineEdit* m_datasetPath = nullptr;
@@ -67,6 +75,7 @@ private:
     QList<QWidget*> m_setupControls;  // disabled while a run is going
     QList<QWidget*> m_advancedGroups; // hidden in classroom mode
     QLabel* m_classroomNote = nullptr;
+    QLabel* m_datasetNote = nullptr;
     bool m_classroom = false;
     QToolButton* m_buttons[5] = {};
 };

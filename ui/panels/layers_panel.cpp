@@ -2,8 +2,11 @@
 #include "panels/layers_panel.h"
 
 #include <QHeaderView>
+#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include "models/layer_table_model.h"
 #include "models/precision_delegate.h"
@@ -31,6 +34,11 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     };
     showFp8(model->showsFp8Columns());
     connect(model, &LayerTableModel::fp8ColumnsShownChanged, this, showFp8);
+    // Never fewer than three rows in view (with the header and a horizontal scroll bar), however
+    // short the window or far the splitter is dragged: a lesson's three layers stay readable.
+    const int row = std::max(m_view->verticalHeader()->defaultSectionSize(), m_view->fontMetrics().height() + 8);
+    m_view->setMinimumHeight(m_view->horizontalHeader()->sizeHint().height() + minimumRows * row +
+                             2 * m_view->frameWidth() + m_view->horizontalScrollBar()->sizeHint().height());
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_view);

@@ -14,6 +14,8 @@ class LayerTableModel;
 class LayersPanel : public QWidget {
     Q_OBJECT
 public:
+    static constexpr int minimumRows = 3;  // rows the table always has room for
+
     explicit LayersPanel(LayerTableModel* model, QWidget* parent = nullptr);
     QTableView* view() const { return m_view; }
 

@@ -1,6 +1,7 @@
 // NoticeBar: the dismissible notice banner (see notice_bar.h).
 #include "panels/notice_bar.h"
 
+#include <QApplication>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QStyle>
@@ -11,14 +12,7 @@ namespace mantissa::ui {
 NoticeBar::NoticeBar(QWidget* parent) : QFrame(parent) {
     setFrameShape(QFrame::StyledPanel);
     setAutoFillBackground(true);
-    // A translucent amber over the window colour reads on light and dark palettes.
-    QPalette pal = palette();
-    QColor amber(240, 170, 40, 70);
-    pal.setColor(QPalette::Window, amber);
-    setPalette(pal);
-    auto* icon = new QLabel;
-    const int size = style()->pixelMetric(QStyle::PM_SmallIconSize);
-    icon->setPixmap(style()->standardIcon(QStyle::SP_MessageBoxInformation).pixmap(size, size));
+    m_icon = new QLabel;
     m_text = new QLabel;
     m_text->setWordWrap(true);
     m_text->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -28,14 +22,25 @@ NoticeBar::NoticeBar(QWidget* parent) : QFrame(parent) {
     close->setToolTip(tr("Hide this notice"));
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(6, 3, 3, 3);
-    layout->addWidget(icon);
+    layout->addWidget(m_icon);
     layout->addWidget(m_text, 1);
     layout->addWidget(close);
     connect(close, &QToolButton::clicked, this, &QWidget::hide);
     hide();
 }
 
-void NoticeBar::showNotice(const QString& message) {
+void NoticeBar::showNotice(const QString& message, Level level) {
+    m_level = level;
+    // Translucent colours over the window's read on light and dark palettes: amber for a note,
+    // a stronger orange-red for a warning.
+    QPalette pal = parentWidget() ? parentWidget()->palette() : QApplication::palette();
+    pal.setColor(QPalette::Window, level == Level::warning ? QColor(230, 90, 30, 110) : QColor(240, 170, 40, 70));
+    setPalette(pal);
+    const int size = style()->pixelMetric(QStyle::PM_SmallIconSize);
+    m_icon->setPixmap(style()
+                          ->standardIcon(level == Level::warning ? QStyle::SP_MessageBoxWarning
+                                                                 : QStyle::SP_MessageBoxInformation)
+                          .pixmap(size, size));
     m_text->setText(message);
     show();
 }

@@ -28,12 +28,17 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
                             "away; watch the Lost updates column and the master-weights band on the memory chart."));
 
     m_fp8Scaling = new QComboBox;
-    m_fp8Scaling->addItem(tr("per tensor"), static_cast<int>(Fp8Scaling::delayed));
-    m_fp8Scaling->addItem(tr("none (scale 1)"), static_cast<int>(Fp8Scaling::none));
+    // The experiment file's and the events' words first (precision.fp8.scaling: delayed, none), so
+    // the combo, the file and the Events panel say the same thing.
+    m_fp8Scaling->addItem(tr("%1 (per tensor)").arg(QLatin1String(fp8_scaling_name(Fp8Scaling::delayed))),
+                          static_cast<int>(Fp8Scaling::delayed));
+    m_fp8Scaling->addItem(tr("%1 (scale 1)").arg(QLatin1String(fp8_scaling_name(Fp8Scaling::none))),
+                          static_cast<int>(Fp8Scaling::none));
     m_fp8Scaling->setObjectName(QStringLiteral("fp8Scaling"));
-    m_fp8Scaling->setToolTip(tr("FP8 layers: per tensor multiplies each input, weight and output gradient by its own "
-                                "scale (from its recent maxima) before the cast; none casts the values as they are, "
-                                "so small ones flush to zero. Watch the loss and the FP8 layers' zero fraction."));
+    m_fp8Scaling->setToolTip(tr("FP8 layers: delayed multiplies each input, weight and output gradient by its own "
+                                "scale, taken from its recent maxima, before the cast; none casts the values as they "
+                                "are (every scale 1), so small ones flush to zero. Watch the loss and the underflow "
+                                "chart."));
 
     m_mode = new QComboBox;
     for (LossScalingMode m : {LossScalingMode::off, LossScalingMode::fixed, LossScalingMode::dynamic})
@@ -110,20 +115,24 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     connect(m_autocast, &QComboBox::activated, this, [this] {
         readControls();
         if (m_live) emit commandRequested(command::SetAutocast{m_spec.autocast});
+        emit edited();
     });
     connect(m_master, &QCheckBox::toggled, this, [this] {
         if (m_updating) return;
         readControls();
         if (m_live) emit commandRequested(command::SetMasterWeights{m_spec.master_weights});
+        emit edited();
     });
     connect(m_fp8Scaling, &QComboBox::activated, this, [this] {
         readControls();
         if (m_live) emit commandRequested(command::SetFp8Scaling{m_spec.fp8.scaling});
+        emit edited();
     });
     connect(m_mode, &QComboBox::activated, this, [this] {
         readControls();
         updateScalingControls();
         sendScaling();
+        emit edited();
     });
     for (QAbstractSpinBox* box : {static_cast<QAbstractSpinBox*>(m_scale), static_cast<QAbstractSpinBox*>(m_growth),
                                   static_cast<QAbstractSpinBox*>(m_backoff), static_cast<QAbstractSpinBox*>(m_interval)})

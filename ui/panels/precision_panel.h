@@ -42,6 +42,8 @@ public:
 
 signals:
     void commandRequested(const mantissa::Command& command);
+    // A person changed autocast, master weights, FP8 scaling or the loss-scaling mode (live or not).
+    void edited();
 
 private:
     void readControls();         // controls -> m_spec

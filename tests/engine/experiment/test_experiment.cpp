@@ -72,6 +72,7 @@ Experiment non_default_experiment() {
     e.backend = "cuda";
     e.device = 3;
     e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true};
+    e.lesson.pace = 2.5;
     return e;
 }
 
@@ -98,10 +99,10 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 8, model 3, train 15, precision
-        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 4.
+        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 5.
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 47);
+        QCOMPARE(int(keys.size()), 48);
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
         QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
@@ -247,6 +248,9 @@ private slots:
         row(R"({"backend": {"kind": "cuda", "device": -1}})", "backend.device: must be between 0 and 255, got -1");
         row(R"({"lesson": {"classroom": 1}})", "lesson.classroom: expected true or false, got a number (1)");
         row(R"({"lesson": {"title": null}})", "lesson.title: expected a string, got null");
+        row(R"({"lesson": {"pace": -1}})", "lesson.pace: must be between 0 and 10000, got -1");
+        row(R"({"lesson": {"pace": "slow"}})", "lesson.pace: expected a number, got a string (\"slow\")");
+        row(R"({"lesson": {"pase": 2}})", "lesson.pase: unknown key; did you mean 'pace'?");
         row(R"({"name": ""})", "name: must not be empty");
         row(R"([1, 2])", "experiment: expected a JSON object");
         // The engine holds these as floats: above FLT_MAX they would become inf.
@@ -314,6 +318,7 @@ private slots:
         row("name=my run", "/name", R"("my run")");
         row(R"(name="42")", "/name", R"("42")");
         row("lesson.classroom=true", "/lesson/classroom", "true");
+        row("lesson.pace=0.5", "/lesson/pace", "0.5");
         row(R"(precision.layers={"fc2":"bf16"})", "/precision/layers", R"({"fc2":"bf16"})");
     }
     void applySetting() {

@@ -1,0 +1,41 @@
+// The layers an experiment will train, known without loading its dataset: what the window's
+// Layers table shows between opening a file and pressing Start. The widths come from the model
+// section and from what the dataset kind fixes (Fashion-MNIST and MNIST: 784 inputs and 10
+// classes; spirals and blobs: 2 inputs and dataset.classes; sine: 1 and 1), including the fall
+// back to spirals that load_dataset makes when an MNIST folder lacks its files. Where only the
+// data can tell (an idx folder's image size, a CSV file's columns and labels), the width is 0,
+// "known at Start". Session::layers() is the authority once a run is built; this plan agrees with
+// it wherever it gives a width.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "numeric/format.h"
+#include "train/experiment.h"
+
+namespace mantissa {
+
+struct PlannedLayer {
+    std::string name;   // "fc1"
+    int in = 0;         // 0: set by the dataset, known once it is loaded
+    int out = 0;        // 0: as for `in`
+    LayerPrecision setting = LayerPrecision::automatic;
+    Format compute = Format::fp32;  // the format the setting and autocast resolve to
+    bool known() const { return in > 0 && out > 0; }
+    std::int64_t parameters() const { return known() ? static_cast<std::int64_t>(in) * out + out : 0; }
+};
+
+struct ModelPlan {
+    std::vector<PlannedLayer> layers;
+    // One sentence when the dataset will not be what the file names: an MNIST folder without its
+    // files (Start trains on spirals instead). Empty otherwise.
+    std::string dataset_note;
+};
+
+// Cheap: reads no data, only whether an MNIST folder holds its four files. Throws mantissa::Error
+// for a model section describe_model refuses (model.kind).
+ModelPlan plan_model(const Experiment& experiment);
+
+}  // namespace mantissa

@@ -1,0 +1,205 @@
+// What the main window offers a person finding their way (offscreen, no training): long tooltips
+// wrap to a readable width (ToolTipWrapper, on widgets and on an item view's model tooltips);
+// Help ▸ Keyboard shortcuts lists every menu action's keys, and docs/gui.md names each of them;
+// Help ▸ Documentation opens the docs folder.
+#include <QtTest>
+
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QTableView>
+#include <QTableWidget>
+#include <QToolTip>
+
+#include <memory>
+
+#include "main_window.h"
+#include "models/layer_table_model.h"
+#include "panels/layers_panel.h"
+#include "panels/run_toolbar.h"
+#include "shortcuts_dialog.h"
+#include "tooltip_wrap.h"
+
+using namespace mantissa;
+using namespace mantissa::ui;
+
+namespace {
+
+// The label Qt shows a tooltip in, while one is shown.
+QLabel* toolTipLabel() {
+    for (QWidget* w : QApplication::topLevelWidgets())
+        if (w->objectName() == QLatin1String("qtooltip_label") && w->isVisible()) return qobject_cast<QLabel*>(w);
+    return nullptr;
+}
+
+// Asks `widget` for its tooltip at `pos` as the mouse resting there would.
+void hover(QWidget* widget, QPoint pos) {
+    QHelpEvent event(QEvent::ToolTip, pos, widget->mapToGlobal(pos));
+    QApplication::sendEvent(widget, &event);
+}
+
+}  // namespace
+
+// Receives what QDesktopServices would hand the desktop.
+class UrlCatcher : public QObject {
+    Q_OBJECT
+public:
+    QList<QUrl> urls;
+public slots:
+    void open(const QUrl& url) { urls << url; }
+};
+
+class TestWindowHelp : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<MainWindow> makeWindow() {
+        MainWindow::Options o;
+        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        o.useSettings = false;
+        auto w = std::make_unique<MainWindow>(o);
+        w->resize(1400, 900);
+        w->show();
+        return w;
+    }
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QVERIFY(m_dir.isValid());
+        ToolTipWrapper::install(qApp);
+        ToolTipWrapper::install(qApp);  // once only
+        QCOMPARE(qApp->findChildren<ToolTipWrapper*>().size(), 1);
+    }
+
+    void cleanup() { QToolTip::hideText(); }
+
+    void wrappedText() {
+        QVERIFY(!toolTipNeedsWrapping(QStringLiteral("Hide this notice")));
+        QVERIFY(!toolTipNeedsWrapping(QStringLiteral("<b>rich</b> text is Qt's to lay out, however long it is ....")));
+        const QString longLine(120, QLatin1Char('x'));
+        QVERIFY(toolTipNeedsWrapping(longLine));
+        QVERIFY(!toolTipNeedsWrapping(QStringLiteral("short line\nanother short line")));
+        const QString wrapped = wrappedToolTip(QStringLiteral("a < b & c\nnext line"));
+        QVERIFY(Qt::mightBeRichText(wrapped));
+        QVERIFY(wrapped.contains(QStringLiteral("a &lt; b &amp; c\nnext line")));
+        QVERIFY(wrapped.contains(QStringLiteral("pre-wrap")));
+        // As wide as its longest line, up to about wrapFromChars characters.
+        const QFontMetrics fm(QToolTip::font());
+        QVERIFY(wrappedToolTip(QStringLiteral("ab")).contains(QStringLiteral("width=%1 ").arg(fm.horizontalAdvance(QStringLiteral("ab")))));
+        QVERIFY(wrappedToolTip(longLine).contains(QStringLiteral("width=%1 ").arg(fm.averageCharWidth() * ToolTipWrapper::wrapFromChars)));
+    }
+
+    // A widget's long tooltip (here the pace combo's, about 250 characters) is shown wrapped: a few
+    // hundred pixels wide and several lines tall, not one line across the screen.
+    void widgetToolTipWraps() {
+        auto w = makeWindow();
+        QComboBox* pace = w->runToolBar()->paceBox();
+        const QString text = pace->toolTip();
+        QVERIFY(text.size() > 200);
+        const int oneLine = pace->fontMetrics().horizontalAdvance(text);
+        QVERIFY(oneLine > 1000);
+        hover(pace, pace->rect().center());
+        QTRY_VERIFY(toolTipLabel() != nullptr);
+        QLabel* label = toolTipLabel();
+        QCOMPARE(label->text(), wrappedToolTip(text));
+        qInfo("tooltip %d x %d px (one line would be %d px)", label->width(), label->height(), oneLine);
+        const int chars = label->fontMetrics().averageCharWidth();
+        QVERIFY(label->width() <= chars * (ToolTipWrapper::wrapFromChars + 6));  // a readable line...
+        QVERIFY(label->width() >= chars * (ToolTipWrapper::wrapFromChars - 10));  // ...not a narrow column
+        QVERIFY(label->height() >= 3 * label->fontMetrics().height());
+        // A short one stays as Qt shows it.
+        QToolTip::hideText();
+        auto* button = new QPushButton(QStringLiteral("x"), w.get());
+        button->setToolTip(QStringLiteral("Hide this notice"));
+        button->show();
+        hover(button, button->rect().center());
+        QTRY_VERIFY(toolTipLabel() != nullptr);
+        QCOMPARE(toolTipLabel()->text(), QStringLiteral("Hide this notice"));
+    }
+
+    // A model's tooltip in an item view: the Layers table's header explains each column at length.
+    void itemViewToolTipWraps() {
+        auto w = makeWindow();
+        QTableView* view = w->layersPanel()->view();
+        QHeaderView* header = view->horizontalHeader();
+        const int section = LayerTableModel::LostUpdates;
+        const QString text = w->layerModel()->headerData(section, Qt::Horizontal, Qt::ToolTipRole).toString();
+        QVERIFY(toolTipNeedsWrapping(text));
+        const QPoint at(header->sectionViewportPosition(section) + header->sectionSize(section) / 2, header->height() / 2);
+        hover(header->viewport(), at);
+        QTRY_VERIFY(toolTipLabel() != nullptr);
+        QCOMPARE(toolTipLabel()->text(), wrappedToolTip(text));
+        QVERIFY(toolTipLabel()->width() < 700);
+    }
+
+    // Every menu action with a shortcut is in the dialog, with its keys; and docs/gui.md's key table
+    // names each of them, so the documentation cannot fall behind the actions either.
+    void shortcutsDialogListsEveryAction() {
+        auto w = makeWindow();
+        ShortcutsDialog* dialog = w->showShortcuts();
+        QVERIFY(dialog && dialog->isVisible());
+        QTableWidget* table = dialog->table();
+        QCOMPARE(table->rowCount(), static_cast<int>(dialog->entries().size()));
+        QSet<QString> listed;
+        for (int row = 0; row < table->rowCount(); ++row) listed.insert(table->item(row, 0)->text());
+        QFile doc(qEnvironmentVariable("MANTISSA_SOURCE_DIR") + QStringLiteral("/docs/gui.md"));
+        QVERIFY(doc.open(QIODevice::ReadOnly));
+        const QString docs = QString::fromUtf8(doc.readAll());
+        int withKeys = 0;
+        for (QAction* a : w->findChildren<QAction*>()) {
+            if (a->shortcut().isEmpty() || a->associatedObjects().isEmpty()) continue;
+            bool inMenu = false;
+            for (QObject* o : a->associatedObjects()) inMenu = inMenu || qobject_cast<QMenu*>(o);
+            if (!inMenu) continue;
+            ++withKeys;
+            const QString keys = a->shortcut().toString(QKeySequence::NativeText);
+            bool found = false;
+            for (const QString& l : listed) found = found || l.split(QStringLiteral(", ")).contains(keys);
+            QVERIFY2(found, qPrintable(a->text() + " " + keys));
+            QVERIFY2(docs.contains(a->shortcut().toString(QKeySequence::PortableText)),
+                     qPrintable("docs/gui.md does not name " + a->shortcut().toString(QKeySequence::PortableText)));
+        }
+        QVERIFY2(withKeys >= 14, qPrintable(QString::number(withKeys)));
+        // The purpose column reads the tooltips, without the keys they end with.
+        bool startRow = false;
+        for (const ShortcutEntry& e : dialog->entries())
+            if (e.action == QLatin1String("Start")) {
+                startRow = true;
+                QCOMPARE(e.menu, QStringLiteral("Run"));
+                QCOMPARE(e.purpose, QStringLiteral("Start training this experiment"));
+            }
+        QVERIFY(startRow);
+    }
+
+    void helpMenuEntries() {
+        auto w = makeWindow();
+        QMenu* help = nullptr;
+        for (QAction* a : w->menuBar()->actions())
+            if (a->menu() && a->text() == QLatin1String("&Help")) help = a->menu();
+        QVERIFY(help);
+        QStringList texts;
+        for (QAction* a : help->actions())
+            if (!a->isSeparator()) texts << a->text();
+        QCOMPARE(texts, (QStringList{"&Keyboard shortcuts", "&Documentation", "&About Mantissa"}));
+    }
+
+    // Help ▸ Documentation hands the desktop the docs folder (found in the source tree here).
+    void documentationOpensTheDocsFolder() {
+        auto w = makeWindow();
+        UrlCatcher catcher;
+        QDesktopServices::setUrlHandler(QStringLiteral("file"), &catcher, "open");
+        QVERIFY(w->openDocumentation());
+        QDesktopServices::unsetUrlHandler(QStringLiteral("file"));
+        QCOMPARE(catcher.urls.size(), 1);
+        const QString folder = catcher.urls.first().toLocalFile();
+        QVERIFY2(QFileInfo(folder + QStringLiteral("/gui.md")).isFile(), qPrintable(folder));
+        QVERIFY2(QFileInfo(folder + QStringLiteral("/experiment.md")).isFile(), qPrintable(folder));
+    }
+};
+
+QTEST_MAIN(TestWindowHelp)
+#include "test_window_help.moc"

@@ -1,0 +1,124 @@
+// DockLayout: the main window's dock and chart sizes (see dock_layout.h).
+#include "dock_layout.h"
+
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QMainWindow>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTableView>
+#include <QTimer>
+
+#include <algorithm>
+
+#include "charts/charts_panel.h"
+#include "classroom/lesson_panel.h"
+#include "histogram/gradient_histogram_view.h"
+#include "panels/layers_panel.h"
+
+namespace mantissa::ui {
+
+DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* charts, LayersPanel* layers,
+                       LessonPanel* lesson)
+    : QObject(window), m_window(window), m_docks(docks), m_charts(charts), m_layers(layers), m_lesson(lesson) {
+    // A chart's minimum height is its legend's and axes' plus this much plot; the chart area
+    // scrolls when the window cannot give every chart that (charts_panel.cpp).
+    for (ChartView* chart : m_charts->charts()) chart->axisRect()->setMinimumSize(50, minPlotHeight);
+    if (m_docks.histogram) {
+        connect(m_docks.histogram, &QDockWidget::visibilityChanged, this, &DockLayout::histogramShown);
+        connect(m_docks.histogram, &QDockWidget::topLevelChanged, this, &DockLayout::histogramFloated);
+    }
+}
+
+void DockLayout::applyInitialSizes() {
+    m_window->resizeDocks({m_docks.experiment, m_docks.precision}, {290, 270}, Qt::Horizontal);
+    // The bottom docks start short (their minimum, three layer rows, where that is more) and the
+    // charts take the rest of the height; drag the splitter to see more rows.
+    m_window->resizeDocks({m_docks.layers}, {150}, Qt::Vertical);
+    m_window->resizeDocks({m_docks.layers}, {820}, Qt::Horizontal);  // of 1500: the events take the rest
+}
+
+int DockLayout::layersColumnsWidth() const {
+    const QTableView* view = m_layers->view();
+    int width = 2 * view->frameWidth() + view->verticalScrollBar()->sizeHint().width();
+    // The header resizes its sections to their contents (LayersPanel): their sizes are the need.
+    for (int c = 0; c < view->model()->columnCount(); ++c)
+        if (!view->isColumnHidden(c)) width += view->horizontalHeader()->sectionSize(c);
+    return width;
+}
+
+void DockLayout::applyCompact(bool compact) {
+    m_compact = compact ? 1 : 0;
+    const int width = m_window->width();
+    // The table's columns first (at most 70 % of the window), the events beside it; in a large
+    // window the first layout's shares.
+    const int layers = compact ? std::min(layersColumnsWidth(), width * 7 / 10) : width * 55 / 100;
+    m_window->resizeDocks({m_docks.layers}, {layers}, Qt::Horizontal);
+    if (compact) m_window->resizeDocks({m_docks.layers}, {m_docks.layers->minimumSizeHint().height()}, Qt::Vertical);
+}
+
+void DockLayout::histogramShown(bool shown) {
+    QDockWidget* dock = m_docks.histogram;
+    if (dock->isFloating() || m_window->dockWidgetArea(dock) != Qt::BottomDockWidgetArea) return;
+    if (shown) {
+        // Once the raised tab is laid out: the bottom docks' height that leaves the view its
+        // usable height, beside the dock's title, the tab bar and a sideways scroll bar.
+        QTimer::singleShot(0, this, [this] {
+            auto* view = m_docks.histogram->findChild<GradientHistogramView*>();
+            if (!view || !m_docks.histogram->isVisible() || view->height() >= GradientHistogramView::usableHeight) return;
+            const int area = m_docks.layers->height();
+            if (m_bottomBefore == 0) m_bottomBefore = area;
+            const int overhead = std::max(0, area - view->height());
+            m_window->resizeDocks({m_docks.histogram}, {GradientHistogramView::usableHeight + overhead}, Qt::Vertical);
+        });
+    } else if (!shown && m_bottomBefore > 0) {
+        const int before = m_bottomBefore;
+        m_bottomBefore = 0;
+        QTimer::singleShot(0, this, [this, before] { m_window->resizeDocks({m_docks.layers}, {before}, Qt::Vertical); });
+    }
+}
+
+void DockLayout::histogramFloated(bool floating) {
+    if (!floating) return;
+    m_bottomBefore = 0;  // it left the bottom docks; their height is theirs again
+    QDockWidget* dock = m_docks.histogram;
+    QTimer::singleShot(0, dock, [dock] {
+        dock->resize(std::max(dock->width(), GradientHistogramView::usableWidth),
+                     std::max(dock->height(), GradientHistogramView::usableHeight));
+    });
+}
+
+void DockLayout::windowResized() {
+    const bool compact = m_window->width() < compactWidth || m_window->height() < compactHeight;
+    if (m_compact < 0 && !compact) {
+        m_compact = 0;  // a large window keeps the layout it has (the first, or the one restored)
+        return;
+    }
+    if (compact == (m_compact == 1)) return;
+    m_compact = compact ? 1 : 0;
+    // After the window has laid its docks out at the new size: sizes asked for before that are
+    // undone by it.
+    QTimer::singleShot(0, this, [this] { applyCompact(m_compact == 1); });
+}
+
+void DockLayout::fitLesson() {
+    QDockWidget* dock = m_docks.lesson;
+    QDockWidget* form = m_docks.experiment;
+    if (!dock->isVisible() || dock->isFloating() || m_window->dockWidgetArea(dock) != Qt::LeftDockWidgetArea) return;
+    // A comfortable line, but never more than 30 % of the window: a small one keeps its charts.
+    const int width = std::max(dock->width(), std::min(lessonWidth, m_window->width() * 3 / 10));
+    m_window->resizeDocks({dock}, {width}, Qt::Horizontal);
+    // The height the text takes at that width, with what the dock adds around it.
+    auto* area = qobject_cast<QScrollArea*>(dock->widget());
+    const int frameHeight = area ? dock->height() - area->viewport()->height() : 0;
+    const int frameWidth = area ? dock->width() - area->viewport()->width() : 0;
+    const int need = m_lesson->heightForWidth(width - frameWidth) + frameHeight;
+    if (form->isVisible() && !form->isFloating() && m_window->dockWidgetArea(form) == Qt::LeftDockWidgetArea) {
+        const int column = form->height() + dock->height();
+        m_window->resizeDocks({form, dock}, {std::max(column - need, 0), need}, Qt::Vertical);
+    } else {
+        m_window->resizeDocks({dock}, {need}, Qt::Vertical);
+    }
+}
+
+}  // namespace mantissa::ui

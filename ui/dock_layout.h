@@ -1,0 +1,71 @@
+// DockLayout: the sizes of the main window's docks and charts, chosen rather than left to what a
+// resize happens to leave. Three decisions live here:
+//   - the first layout: the side docks' widths and the bottom docks short (the charts take the
+//     height), Layers and Events side by side;
+//   - small windows (below compactWidth x compactHeight, e.g. a 1024x700 laptop screen): each chart
+//     keeps a plot of at least minPlotHeight px and the chart area scrolls instead of squeezing five
+//     charts into slivers; the bottom docks keep to their minimum height (the Layers table's is
+//     three rows, LayersPanel) and the Layers dock gets the width its columns need, Events the
+//     rest. Decided when the window crosses the threshold (or first shows), so a person's own
+//     splitter drags stand until then;
+//   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
+//     text, from the height the experiment form (short in classroom mode) can spare;
+//   - the gradient histogram, a tab behind the events, at a usable height when its tab is raised
+//     (GradientHistogramView::usableHeight; the bottom docks go back to their height when another
+//     tab is) and a usable size when floated, so its ticks and range labels never pile up.
+// GUI thread only; the docks belong to the window.
+#pragma once
+
+#include <QObject>
+
+class QDockWidget;
+class QMainWindow;
+
+namespace mantissa::ui {
+
+class ChartsPanel;
+class LayersPanel;
+class LessonPanel;
+
+class DockLayout : public QObject {
+    Q_OBJECT
+public:
+    struct Docks {
+        QDockWidget* experiment = nullptr;
+        QDockWidget* precision = nullptr;
+        QDockWidget* layers = nullptr;
+        QDockWidget* events = nullptr;
+        QDockWidget* lesson = nullptr;
+        QDockWidget* histogram = nullptr;
+    };
+    static constexpr int compactWidth = 1280;   // px: narrower or
+    static constexpr int compactHeight = 820;   // shorter than this is a small window
+    static constexpr int minPlotHeight = 72;    // px of plot in each chart, legends and axes apart
+    static constexpr int lessonWidth = 380;     // px: about 55 characters a line
+
+    DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* charts, LayersPanel* layers,
+               LessonPanel* lesson);
+
+    void applyInitialSizes();
+    // After the window's size changed: the small-window layout when it crosses the threshold.
+    void windowResized();
+    bool compact() const { return m_compact == 1; }
+    // The Lesson dock sized to its text (call once the window has laid it out).
+    void fitLesson();
+
+private:
+    void applyCompact(bool compact);
+    void histogramShown(bool shown);
+    void histogramFloated(bool floating);
+    int layersColumnsWidth() const;
+
+    QMainWindow* m_window;
+    Docks m_docks;
+    ChartsPanel* m_charts;
+    LayersPanel* m_layers;
+    LessonPanel* m_lesson;
+    int m_compact = -1;  // -1: not decided yet
+    int m_bottomBefore = 0;  // the bottom docks' height before the histogram's tab enlarged them
+};
+
+}  // namespace mantissa::ui
