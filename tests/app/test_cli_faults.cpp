@@ -116,12 +116,13 @@ private slots:
                           QString::fromStdString("The IDX file " + path + " is a FIFO (a named pipe), not a file"));
     }
 
-    // A folder that is not there still falls back to spirals with a notice, as docs/datasets.md says.
+    // A folder that is not there still falls back to spirals with a warning before training, as
+    // docs/datasets.md says.
     void missingFolderStillFallsBack() {
         QTemporaryDir dir;
         const CliResult r = train(dataset("fashion-mnist", dir.filePath("absent")));
         QVERIFY2(r.code == 0, r.err.constData());
-        QVERIFY2(r.err.contains("notice: Fashion-MNIST was not found at " + dir.filePath("absent").toUtf8()), r.err.constData());
+        QVERIFY2(r.err.contains("warning: Fashion-MNIST was not found at " + dir.filePath("absent").toUtf8()), r.err.constData());
     }
 
     void csvWithANulByte() {
