@@ -25,10 +25,12 @@
 
 #include "charts/charts_panel.h"
 #include "classroom/lesson_panel.h"
+#include "classroom/reference_run.h"
 #include "dock_layout.h"
 #include "explorer/format_explorer.h"
 #include "histogram/gradient_histogram_view.h"
 #include "history/run_browser.h"
+#include "history/run_overlay.h"
 #include "error.h"
 #include "live/run_controller.h"
 #include "live/store_location.h"
@@ -95,6 +97,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_notice = new NoticeBar;
     m_status = new RunStatusBar;
     m_lesson = new LessonPanel;
+    m_reference = new ReferenceRun(this);
     m_histogram = new GradientHistogramView;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
     // height; float or enlarge the dock to study it. The tallest tab's minimum sets the bottom
@@ -132,6 +135,20 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(m_experiment, &ExperimentPanel::learningRateEdited, this,
             [this](double lr) { m_controller->post(command::SetLearningRate{lr}); });
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
+    connect(m_reference, &ReferenceRun::progress, this, [this](std::int64_t steps, std::int64_t total) {
+        statusBar()->showMessage(tr("Training the lesson's reference (%1) at full speed: step %2 of %3")
+                                     .arg(m_reference->label())
+                                     .arg(steps)
+                                     .arg(total),
+                                 2000);
+    });
+    connect(m_reference, &ReferenceRun::ready, this,
+            [this](const QString& storePath, std::int64_t runId, const QString& label) {
+                if (overlayRun(storePath, runId, tr("%1 reference").arg(label)))
+                    statusBar()->showMessage(
+                        tr("The %1 reference (run %2) is drawn faintly on the charts").arg(label).arg(runId), 8000);
+            });
+    connect(m_reference, &ReferenceRun::failed, this, &MainWindow::showNotice);
 
     m_charts->setSeries(&m_controller->series());
     resize(1500, 950);
@@ -214,6 +231,8 @@ void MainWindow::setExperiment(const Experiment& experiment) {
     if (!m_controller->active()) {
         clearPreviousRun();
         updatePlan();
+        m_charts->clearOverlays();  // they belonged to the experiment shown before
+        m_reference->prepare(experiment, m_controller->storePath());
     }
     m_lesson->setLesson(experiment.lesson);
     m_lessonDock->setVisible(m_lesson->hasLesson());
@@ -400,9 +419,18 @@ void MainWindow::onRunFinished(SessionState s, const QString& error) {
         statusBar()->showMessage(s == SessionState::completed ? tr("Run completed") : tr("Run stopped"), 10000);
 }
 
+bool MainWindow::overlayRun(const QString& storePath, std::int64_t runId, const QString& name) {
+    const QString error = overlayStoredRun(*m_charts, storePath, runId, name);
+    if (error.isEmpty()) return true;
+    showNotice(error);
+    return false;
+}
+
 RunBrowser* MainWindow::runBrowser() {
     if (!m_browser) {
         m_browser = new RunBrowser(this);
+        connect(m_browser, &RunBrowser::overlayRequested, this,
+                [this](const QString& storePath, qint64 runId, const QString& name) { overlayRun(storePath, runId, name); });
         m_browser->setWindowFlag(Qt::Window);
         m_browser->setWindowTitle(tr("Mantissa — run history"));
         m_browser->resize(1200, 640);
@@ -464,8 +492,10 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    // Stop the session, join it and finish its recording (`stopped`) before any widget goes.
+    // Stop the session, join it and finish its recording (`stopped`) before any widget goes; a
+    // lesson's reference still training likewise.
     m_controller->shutdown();
+    m_reference->cancel();
     if (m_options.useSettings) saveSettings();
     event->accept();
 }

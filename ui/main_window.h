@@ -32,6 +32,7 @@ class ExperimentPanel;
 class LayerTableModel;
 class LayersPanel;
 class LessonPanel;
+class ReferenceRun;
 class NoticeBar;
 class PrecisionPanel;
 class RunController;
@@ -103,6 +104,12 @@ public:
     EventsPanel* eventsPanel() const { return m_events; }
     NoticeBar* noticeBar() const { return m_notice; }
     LessonPanel* lessonPanel() const { return m_lesson; }
+    // A lesson's reference run (lesson.reference): found in the store or trained at full speed when
+    // the lesson is set, then overlaid on the charts as a faint series (classroom/reference_run.h).
+    ReferenceRun* referenceRun() const { return m_reference; }
+    // Overlays run `runId` of the store at `storePath` on the live charts (Run history ▸ Overlay on
+    // live charts); false and a notice when it cannot be read.
+    bool overlayRun(const QString& storePath, std::int64_t runId, const QString& name = {});
     // The run history (a window of its own, made on first use) over the store runs are recorded in,
     // until "Open store…" picks another.
     RunBrowser* runBrowser();
@@ -155,6 +162,7 @@ private:
     NoticeBar* m_notice = nullptr;
     RunStatusBar* m_status = nullptr;
     LessonPanel* m_lesson = nullptr;
+    ReferenceRun* m_reference = nullptr;
     QDockWidget* m_lessonDock = nullptr;
     QAction* m_classroomAction = nullptr;
     QAction* m_history = nullptr;
@@ -175,6 +183,7 @@ private:
     QAction* m_stop = nullptr;
     QAction* m_quit = nullptr;
     QAction* m_resetCharts = nullptr;
+    QAction* m_clearOverlays = nullptr;
     QAction* m_about = nullptr;
     QAction* m_step = nullptr;
     QAction* m_pauseAtAction = nullptr;

@@ -51,6 +51,9 @@ void MainWindow::createActions() {
                            .arg(quitKeys.first().toString(QKeySequence::NativeText)));
     m_resetCharts = new QAction(tr("&Reset charts"), this);
     m_resetCharts->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    m_clearOverlays = new QAction(tr("Remove &overlaid runs"), this);
+    m_clearOverlays->setToolTip(tr("Take the recorded runs drawn faintly over the charts (a lesson's reference, or "
+                                   "Run history ▸ Overlay on live charts) off them"));
     m_classroomAction = new QAction(tr("&Classroom mode"), this);
     m_classroomAction->setCheckable(true);
     m_classroomAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
@@ -104,6 +107,7 @@ void MainWindow::createActions() {
     connect(m_step, &QAction::triggered, m_controller, &RunController::stepOnce);
     connect(m_quit, &QAction::triggered, this, &QWidget::close);
     connect(m_resetCharts, &QAction::triggered, m_charts, &ChartsPanel::resetView);
+    connect(m_clearOverlays, &QAction::triggered, m_charts, &ChartsPanel::clearOverlays);
     connect(m_about, &QAction::triggered, this, [this] {
         QMessageBox::about(this, tr("About Mantissa"),
                            tr("<b>Mantissa %1</b><p>A desktop lab for mixed-precision training: train a small "
@@ -141,6 +145,7 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->setObjectName(QStringLiteral("viewMenu"));
     view->addAction(m_resetCharts);
+    view->addAction(m_clearOverlays);
     view->addAction(m_classroomAction);
     view->addSeparator();
     QMenu* tools = menuBar()->addMenu(tr("&Tools"));

@@ -459,13 +459,57 @@ void read_backend(Reader& root, Experiment& e) {
     r.finish();
 }
 
+// lesson.reference: null (none) or {"name": "FP32", "set": ["precision.autocast=off", ...]}. Whether
+// each setting can be made is checked once the whole experiment is read (experiment_from_json).
+void read_reference(Reader& lesson, std::optional<LessonReference>& out) {
+    const json* v = lesson.find("reference");
+    if (!v) return;
+    if (v->is_null()) {
+        out.reset();
+        return;
+    }
+    const std::string at = lesson.at("reference");
+    if (!v->is_object())
+        wrong_type(at, "an object such as {\"name\": \"FP32\", \"set\": [\"precision.autocast=off\"]}, or null", *v);
+    Reader r(*v, at);
+    LessonReference ref;
+    r.text("name", ref.name);
+    if (ref.name.empty()) fail(r.at("name"), "must name the reference, e.g. \"FP32\"");
+    const json* set = r.find("set");
+    if (!set || !set->is_array() || set->empty())
+        fail(r.at("set"), "must list the settings that make the reference from this experiment, e.g. "
+                          "[\"precision.autocast=off\"]");
+    for (std::size_t i = 0; i < set->size(); ++i) {
+        const std::string item = r.at("set") + "[" + std::to_string(i) + "]";
+        const std::string assignment = as_text((*set)[i], item);
+        if (assignment.starts_with("lesson") || assignment.starts_with("name="))
+            fail(item, "sets the lesson or the name, which a reference has of its own; give a setting of the "
+                       "training, e.g. precision.autocast=off");
+        ref.set.push_back(assignment);
+    }
+    r.finish();
+    out = std::move(ref);
+}
+
 void read_lesson(Reader r, LessonSpec& l) {
     r.text("title", l.title);
     r.text("text", l.text);
     r.text("watch", l.watch);
     r.boolean("classroom", l.classroom);
     r.real("pace", l.pace, lesson_pace);
+    read_reference(r, l.reference);
     r.finish();
+}
+
+// "FP32" -> "fp32", "BF16 autocast" -> "bf16-autocast": a reference's name as part of a run's name.
+std::string slug(const std::string& name) {
+    std::string out;
+    for (unsigned char c : name) {
+        if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
+        else if (!out.empty() && out.back() != '-') out += '-';
+    }
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    return out.empty() ? "run" : out;
 }
 
 std::string system_error_text() { return std::strerror(errno); }
@@ -512,6 +556,26 @@ Experiment experiment_from_json(const json& j) {
     read_backend(r, e);
     read_lesson(r.group("lesson"), e.lesson);
     r.finish();
+    if (e.lesson.reference) lesson_reference_experiment(e);  // each setting can be made
+    return e;
+}
+
+Experiment lesson_reference_experiment(const Experiment& lesson) {
+    if (!lesson.lesson.reference) throw Error("The experiment \"" + lesson.name + "\" names no reference run.");
+    const LessonReference& ref = *lesson.lesson.reference;
+    Experiment e = lesson;
+    e.lesson = LessonSpec{};
+    e.name = lesson.name + "-reference-" + slug(ref.name);
+    for (std::size_t i = 0; i < ref.set.size(); ++i) {
+        try {
+            apply_setting(e, ref.set[i]);
+        } catch (const Error& err) {
+            std::string why = err.what();
+            const std::string prefix = "--set " + ref.set[i] + ": ";
+            if (why.starts_with(prefix)) why = why.substr(prefix.size());
+            throw Error("lesson.reference.set[" + std::to_string(i) + "]: \"" + ref.set[i] + "\" cannot be made: " + why);
+        }
+    }
     return e;
 }
 
@@ -550,7 +614,10 @@ json experiment_to_json(const Experiment& e) {
                    {"scaling", fp8_scaling_name(p.fp8.scaling)}}}}},
         {"backend", {{"kind", e.backend}, {"device", e.device}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
-                    {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace}}},
+                    {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace},
+                    {"reference", e.lesson.reference ? json{{"name", e.lesson.reference->name},
+                                                            {"set", e.lesson.reference->set}}
+                                                     : json(nullptr)}}},
     };
 }
 

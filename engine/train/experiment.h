@@ -102,12 +102,22 @@ struct PrecisionSpec {
     bool operator==(const PrecisionSpec&) const = default;
 };
 
+// The run a lesson compares itself with: the lesson's own experiment with a few settings changed
+// ("the same network in FP32"), overlaid on the live charts (lesson_reference_experiment).
+struct LessonReference {
+    std::string name;               // how the overlay is labelled: "FP32"
+    std::vector<std::string> set;   // --set assignments: "precision.autocast=off"
+
+    bool operator==(const LessonReference&) const = default;
+};
+
 struct LessonSpec {                 // classroom presets: shown when the file is loaded
     std::string title;
     std::string text;               // the concept, in a few sentences
     std::string watch;              // what to watch on the charts
     bool classroom = false;         // hide the advanced controls
     double pace = 0;                // steps per second the window runs it at; 0: as fast as possible
+    std::optional<LessonReference> reference;
 
     bool operator==(const LessonSpec&) const = default;
 };
@@ -139,6 +149,12 @@ void save_experiment(const Experiment& e, const std::string& path);
 // a string ("precision.autocast=bf16", "model.hidden=[512,256]", "precision.layers.fc1=fp32").
 // Validated exactly as the file is (same errors); on an error `e` is left unchanged.
 void apply_setting(Experiment& e, const std::string& assignment);
+
+// The experiment of the reference run `lesson` names (lesson.lesson.reference, which must be set):
+// the lesson's experiment with the reference's settings made in order, without the lesson block,
+// named "NAME-reference-REF" ("lesson-fp16-underflow-reference-fp32"). Throws mantissa::Error naming
+// the setting (lesson.reference.set[i]) that cannot be made.
+Experiment lesson_reference_experiment(const Experiment& lesson);
 
 // Names as in the experiment file.
 const char* autocast_name(Autocast a);

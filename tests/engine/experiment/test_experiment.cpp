@@ -71,8 +71,9 @@ Experiment non_default_experiment() {
     e.precision.fp8 = {64, 2, AmaxAlgo::most_recent, Fp8Scaling::none};
     e.backend = "cuda";
     e.device = 3;
-    e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true};
+    e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true, 0, std::nullopt};
     e.lesson.pace = 2.5;
+    e.lesson.reference = LessonReference{"FP32", {"precision.autocast=off", "train.lr=0.01"}};
     return e;
 }
 
@@ -99,10 +100,11 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 8, model 3, train 15, precision
-        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 5.
+        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 48);
+        QCOMPARE(int(keys.size()), 49);
+        QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
         QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
@@ -124,6 +126,35 @@ private slots:
             std::replace(pointer.begin(), pointer.end(), '.', '/');
             QVERIFY2(a.at(json::json_pointer(pointer)) != b.at(json::json_pointer(pointer)), key.c_str());
         }
+    }
+
+    // A lesson's reference: the same experiment with its settings made, without the lesson, under a
+    // name of its own; a null reference reads as none.
+    void lessonReference() {
+        const Experiment lesson = experiment_from_json(json::parse(R"({
+            "name": "lesson-x",
+            "lesson": {"title": "T", "pace": 2,
+                       "reference": {"name": "FP32 master weights", "set": ["precision.autocast=off",
+                                                                           "precision.master_weights=true"]}},
+            "train": {"steps": 30, "lr": 0.01},
+            "precision": {"autocast": "fp16", "master_weights": false}})"));
+        QVERIFY(lesson.lesson.reference.has_value());
+        const Experiment ref = lesson_reference_experiment(lesson);
+        QCOMPARE(ref.name, std::string("lesson-x-reference-fp32-master-weights"));
+        QVERIFY(ref.lesson == LessonSpec{});
+        QVERIFY(ref.precision.autocast == Autocast::off);
+        QVERIFY(ref.precision.master_weights);
+        QCOMPARE(ref.train.steps, std::int64_t{30});
+        QCOMPARE(ref.train.lr, 0.01);
+        Experiment same = ref;  // everything else is the lesson's
+        same.name = lesson.name;
+        same.lesson = lesson.lesson;
+        same.precision = lesson.precision;
+        QVERIFY(same == lesson);
+
+        const Experiment none = experiment_from_json(json::parse(R"({"lesson": {"reference": null}})"));
+        QVERIFY(!none.lesson.reference.has_value());
+        QVERIFY_THROWS_EXCEPTION(Error, lesson_reference_experiment(none));
     }
 
     void saveAndLoad() {
@@ -251,6 +282,19 @@ private slots:
         row(R"({"lesson": {"pace": -1}})", "lesson.pace: must be between 0 and 10000, got -1");
         row(R"({"lesson": {"pace": "slow"}})", "lesson.pace: expected a number, got a string (\"slow\")");
         row(R"({"lesson": {"pase": 2}})", "lesson.pase: unknown key; did you mean 'pace'?");
+        row(R"({"lesson": {"reference": 1}})", "lesson.reference: expected an object such as");
+        row(R"({"lesson": {"reference": {"name": "", "set": ["train.lr=0.1"]}}})",
+            "lesson.reference.name: must name the reference");
+        row(R"({"lesson": {"reference": {"name": "FP32"}}})", "lesson.reference.set: must list the settings");
+        row(R"({"lesson": {"reference": {"name": "FP32", "set": []}}})", "lesson.reference.set: must list the settings");
+        row(R"({"lesson": {"reference": {"name": "FP32", "set": [1]}}})", "lesson.reference.set[0]: expected a string");
+        row(R"({"lesson": {"reference": {"name": "FP32", "set": ["train.lr=0.1", "precision.autocast=fp64"]}}})",
+            "lesson.reference.set[1]: \"precision.autocast=fp64\" cannot be made: precision.autocast: must be one of "
+            "off, fp16, bf16");
+        row(R"({"lesson": {"reference": {"name": "FP32", "set": ["lesson.pace=1"]}}})",
+            "lesson.reference.set[0]: sets the lesson or the name");
+        row(R"({"lesson": {"reference": {"name": "FP32", "set": ["train.lr=0.1"], "sett": 1}}})",
+            "lesson.reference.sett: unknown key");
         row(R"({"name": ""})", "name: must not be empty");
         row(R"([1, 2])", "experiment: expected a JSON object");
         // The engine holds these as floats: above FLT_MAX they would become inf.
