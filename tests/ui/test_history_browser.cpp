@@ -307,6 +307,14 @@ private slots:
         QVERIFY(v->chartsPanel()->lossChart()->drawnPoints() > 0);
         QVERIFY(v->summaryText().contains(QStringLiteral("completed")));
         QVERIFY(v->summaryText().contains(QStringLiteral("40 steps")));
+        // The run's throughput is the one figure the CLI's summary and `show` give (train/throughput.h).
+        {
+            RunStore store(m_path, StoreAccess::read_only);
+            const RunTotals t = store.totals(m_fp16Dynamic);
+            QVERIFY(t.samples_per_s.has_value());
+            const QString figure = QLocale().toString(*t.samples_per_s, 'f', 0) + QStringLiteral(" samples/s (mean over the run)");
+            QVERIFY2(v->summaryText().contains(figure), qPrintable(v->summaryText() + " lacks " + figure));
+        }
         // Opening it again raises the same window.
         QCOMPARE(b->openRun(m_fp16Dynamic), v);
         QCOMPARE(b->openViewers().size(), 1);

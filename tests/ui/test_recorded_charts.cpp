@@ -150,7 +150,7 @@ private slots:
                    true, QStringLiteral("viewer loss"));
         checkDrawn(p->scaleChart(), graphNamed(p->scaleChart(), QStringLiteral("scale")),
                    stepRows(m_long, &StepRecord::loss_scale), 1, false, QStringLiteral("viewer loss scale"));
-        checkDrawn(p->throughputChart(), graphNamed(p->throughputChart(), QStringLiteral("samples/s")),
+        checkDrawn(p->throughputChart(), graphNamed(p->throughputChart(), QStringLiteral("samples/s (per step)")),
                    stepRows(m_long, &StepRecord::samples_per_s), 1, true, QStringLiteral("viewer throughput"));
         checkDrawn(p->underflowChart(), graphNamed(p->underflowChart(), QStringLiteral("fc1")), underflowRows(m_long, 0), 100,
                    false, QStringLiteral("viewer underflow fc1"));

@@ -39,7 +39,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_scale = new ChartView(tr("loss scale"));
     m_scale->setValueLabel(tr("loss scale"), {tr("scale")});
     m_memory = new ChartView(tr("memory"));
-    m_throughput = new ChartView(tr("samples/s"));
+    m_throughput = new ChartView(tr("samples/s (per step)"));
     m_underflow = new ChartView(tr("underflow"));
     m_underflow->setValueSuffix(QStringLiteral("%"));  // on its ticks: the label is often hidden
     m_scale->setLogarithmic(true, 2);
@@ -206,7 +206,7 @@ void ChartsPanel::buildLiveGraphs() {
     }
     m_memory->legend->setVisible(true);
 
-    m_throughput->addSeries(&s.throughput(), tr("samples/s"), seriesColor(3), GraphStyle::faintLine);
+    m_throughput->addSeries(&s.throughput(), tr("samples/s (per step)"), seriesColor(3), GraphStyle::faintLine);
     m_throughput->addSeries(&s.throughputSmoothed(), tr("smoothed"), seriesColor(3), GraphStyle::line);
     m_throughput->legend->setVisible(true);
 

@@ -100,7 +100,7 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     m_lossChart = new ChartView(tr("loss"));
     m_scaleChart = new ChartView(tr("loss scale"));
     m_accuracyChart = new ChartView(tr("test acc. (%)"));
-    m_throughputChart = new ChartView(tr("samples/s"));
+    m_throughputChart = new ChartView(tr("samples/s (per step)"));
     m_underflowChart = new ChartView(tr("underflow"));
     // Shorter label forms for short charts, as the live charts have (ChartView::setValueLabel).
     m_scaleChart->setValueLabel(tr("loss scale"), {tr("scale")});

@@ -20,6 +20,7 @@
 #include "history/run_table_model.h"
 #include "models/event_log_model.h"
 #include "panels/events_panel.h"
+#include "train/throughput.h"
 
 namespace mantissa::ui {
 
@@ -84,6 +85,7 @@ bool RunViewer::load() {
         m_error = QString::fromStdString(e.what());
         return false;
     }
+    readThroughput();
     m_charts->setSeries(&m_series);
     m_eventModel->setSeries(&m_series);
     m_eventModel->setLive(m_run.status == RunStatus::running);
@@ -116,12 +118,21 @@ void RunViewer::onRowsAdded() {
     emit runUpdated(m_runId);
 }
 
+void RunViewer::readThroughput() {
+    try {
+        m_samplesPerSecond = m_store->totals(m_runId).samples_per_s;
+    } catch (const std::exception&) {
+        m_samplesPerSecond.reset();  // the summary goes without it; the charts say the rest
+    }
+}
+
 void RunViewer::onFinished() {
     try {
         m_run = m_store->run(m_runId);
     } catch (const std::exception& e) {
         m_error = QString::fromStdString(e.what());
     }
+    readThroughput();
     m_charts->redrawNow();
     m_eventModel->sync();
     m_eventModel->setLive(false);
@@ -147,6 +158,9 @@ void RunViewer::updateSummary() {
     if (!m_series.testAccuracy().empty())
         facts << tr("test accuracy %1 %").arg(QString::number(m_series.testAccuracy().lastY() * 100, 'f', 1));
     if (last) facts << tr("loss scale %1").arg(formatPowerOfTwo(last->loss_scale));
+    if (m_samplesPerSecond && !following())
+        facts << tr("%1 %2").arg(QLocale().toString(*m_samplesPerSecond, 'f', 0),
+                                 QString::fromLatin1(run_samples_per_s_label));
     if (m_series.overflowCount() > 0) facts << tr("%n overflow(s)", nullptr, static_cast<int>(m_series.overflowCount()));
     // What was changed while it trained: the first few on the configuration line, all in the tooltip.
     const std::vector<SettingChange> changes = liveChanges(m_series.events());

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "history/run_export.h"
 #include "series/run_series.h"
@@ -62,6 +63,10 @@ private:
     std::shared_ptr<RunStore> m_store;
     std::int64_t m_runId;
     RunRow m_run;
+    // samples/s (mean over the run) from the store's totals (train/throughput.h), read when the
+    // run is loaded and when it finishes (not on every followed row: it reads every step).
+    std::optional<double> m_samplesPerSecond;
+    void readThroughput();
     RunSeries m_series;
     QString m_error;
     ChartsPanel* m_charts = nullptr;

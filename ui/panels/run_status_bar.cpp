@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QLocale>
 
+#include <algorithm>
 #include <cmath>
 
 #include "live/run_controller.h"
@@ -30,7 +31,10 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
     m_device->setToolTip(tr("The backend and device training runs on."));
     m_rate->setToolTip(tr("Samples trained so far divided by the training time so far (pauses and paced "
                           "waits left out): the figure mantissa-cli's summary and `show` give for the run."));
-    m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps."));
+    m_elapsed->setToolTip(tr("Training time so far: pauses and the waits of a pace are left out, as on the charts' "
+                             "time axis."));
+    m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps, or at the Pace chosen in the "
+                               "Run toolbar when that is slower."));
     clear();
 }
 
@@ -61,7 +65,11 @@ void RunStatusBar::update(const RunController& c) {
                                .arg(locale.toString(session->summary().samples_per_s, 'f', 0))
                          : QString());
     m_elapsed->setText(last ? tr("elapsed %1").arg(formatDuration(last->time_s)) : QString());
-    const auto left = s.remainingSeconds(total);
+    auto left = s.remainingSeconds(total);
+    if (c.pace() > 0) {  // a paced run takes at least a step per 1/pace seconds, whatever the machine does
+        const double paced = static_cast<double>(std::max<std::int64_t>(0, total - done)) / c.pace();
+        left = left ? std::max(*left, paced) : paced;
+    }
     m_remaining->setText(c.active() && left ? tr("remaining %1").arg(formatDuration(*left)) : QString());
 }
 

@@ -134,7 +134,7 @@ void RunSeries::addStep(const StepRecord& s) {
         m_memoryStack[static_cast<std::size_t>(c)].append(x, sum);
     }
     m_lastStep = s;
-    m_pace.push_back({s.step, s.time_s, s.samples_per_s});
+    m_pace.push_back({s.step, s.time_s});
     if (m_pace.size() > paceWindow) m_pace.pop_front();
     ++m_stepCount;
     ++m_revision;
@@ -187,13 +187,6 @@ std::optional<double> RunSeries::remainingSeconds(std::int64_t totalSteps) const
     if (steps <= 0 || seconds <= 0) return std::nullopt;
     const double left = static_cast<double>(std::max<std::int64_t>(0, totalSteps - m_lastStep->step - 1));
     return left * seconds / steps;
-}
-
-double RunSeries::recentSamplesPerSecond() const {
-    if (m_pace.empty()) return 0;
-    double sum = 0;
-    for (const Pace& p : m_pace) sum += p.samples_per_s;
-    return sum / static_cast<double>(m_pace.size());
 }
 
 }  // namespace mantissa::ui

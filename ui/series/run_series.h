@@ -96,8 +96,6 @@ public:
     // Seconds left for `totalSteps`, from the pace of the last few hundred steps; empty until
     // there is a pace to go by.
     std::optional<double> remainingSeconds(std::int64_t totalSteps) const;
-    // Mean of the engine's samples/s over the same recent steps (steadier than the last step's).
-    double recentSamplesPerSecond() const;
 
     // Grows on every change; views compare it to skip redundant redraws.
     std::uint64_t revision() const { return m_revision; }
@@ -132,7 +130,6 @@ private:
     struct Pace {
         std::int64_t step;
         double time_s;
-        double samples_per_s;
     };
     std::deque<Pace> m_pace;  // the most recent steps, oldest first
     std::int64_t m_stepCount = 0;
