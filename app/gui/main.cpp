@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
                                                "the panels would (precision.layers.fc1=fp16, precision.autocast=bf16, "
                                                "train.lr=0.01) or inject an overflow (inject=fc2). Repeatable."),
                                 QStringLiteral("STEP:KEY=VALUE"));
+    const QCommandLineOption pace(QStringLiteral("pace"),
+                                  QStringLiteral("Steps per second to train at (0: as fast as possible), instead of "
+                                                 "the lesson's pace; with --screenshot the default is 0."),
+                                  QStringLiteral("STEPS_PER_S"));
     const QCommandLineOption benchGui(QStringLiteral("bench-gui"),
                                       QStringLiteral("Run the GUI benchmark suite (offscreen), print its tables, exit."));
     const QCommandLineOption benchJson(QStringLiteral("json"), QStringLiteral("With --bench-gui: print JSON."));
@@ -184,7 +188,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption benchBlocks(QStringLiteral("blocks"),
                                          QStringLiteral("With --bench-gui: repeats per figure (default 15)."),
                                          QStringLiteral("N"));
-    parser.addOptions({config, store, screenshot, steps, during, size, at, benchGui, benchJson, benchQuick, benchBlocks});
+    parser.addOptions({config, store, screenshot, steps, during, size, at, pace, benchGui, benchJson, benchQuick,
+                       benchBlocks});
     // Qt's process() exits 1 on a usage error; ours is exit 2, as mantissa-cli's. process() then
     // handles --help, --help-all and --version (exit 0).
     if (!parser.parse(QCoreApplication::arguments())) return usageError(parser.errorText().toStdString());
@@ -216,6 +221,15 @@ int main(int argc, char** argv) {
     if (parser.isSet(store)) {  // the engine's sentence, before a window that could not record
         const QString problem = mantissa::ui::storePathProblem(parser.value(store));
         if (!problem.isEmpty()) return usageError(problem.toStdString());
+    }
+
+    double paceValue = -1;  // -1: not given
+    if (parser.isSet(pace)) {
+        bool ok = false;
+        paceValue = parser.value(pace).toDouble(&ok);
+        if (!ok || !(paceValue >= 0 && paceValue <= 10000))
+            return usageError("--pace takes steps per second from 0 (as fast as possible) to 10000, not '" +
+                              parser.value(pace).toStdString() + "'.");
     }
 
     const bool shooting = parser.isSet(screenshot);
@@ -286,6 +300,7 @@ int main(int argc, char** argv) {
     // Nothing named and nothing remembered: the default experiment, as ./mantissa.sh run opens it,
     // rather than the engine's bare defaults (autocast off).
     if (!parser.isSet(config) && !window.restoredExperiment()) window.showDefaultExperiment();
+    if (paceValue >= 0) window.setPace(paceValue);
     if (!shooting) {
         window.show();
         return app.exec();
@@ -302,7 +317,8 @@ int main(int argc, char** argv) {
     } catch (const mantissa::Error& e) {
         return usageError(e.what());
     }
-    window.setPace(0);  // a lesson's pace is for a class; a picture is taken as fast as the run goes
+    // A lesson's pace is for a class; a picture is taken as fast as the run goes, unless --pace says.
+    window.setPace(std::max(paceValue, 0.0));
     window.resize(width, height);
     window.show();
     shot = std::make_unique<ScreenshotJob>(&window, job);

@@ -86,6 +86,9 @@ private slots:
         QTest::newRow("size not WxH") << base + QStringList{"--screenshot", png, "--size", "big"} << "--size" << "--steps";
         QTest::newRow("at unknown key") << base + QStringList{"--screenshot", png, "--at", "1:precision.autocas=bf16"}
                                         << "precision.autocas" << "";
+        QTest::newRow("pace negative") << base + QStringList{"--screenshot", png, "--pace", "-1"} << "--pace takes" << "";
+        QTest::newRow("pace not a number") << base + QStringList{"--screenshot", png, "--pace", "fast"} << "--pace takes"
+                                           << "";
         QTest::newRow("at bad value") << base + QStringList{"--screenshot", png, "--at", "1:train.lr=-1"} << "train.lr" << "";
         QTest::newRow("at unknown layer") << base + QStringList{"--screenshot", png, "--at", "1:inject=fc9"} << "fc9" << "";
         QTest::newRow("at beyond the run") << base + QStringList{"--screenshot", png, "--at", "3:train.lr=0.1"}
