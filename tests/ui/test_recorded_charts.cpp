@@ -14,6 +14,7 @@
 
 #include "charts/chart_view.h"
 #include "charts/charts_panel.h"
+#include "export/chart_export.h"
 #include "history/compare_view.h"
 #include "history/run_viewer.h"
 #include "test_history_fixture.h"
@@ -85,6 +86,13 @@ void checkDrawn(ChartView* chart, QCPGraph* graph, const Rows& rows, double fact
              qPrintable(QStringLiteral("%1: %2 points drawn on a %3 px plot").arg(what).arg(drawn.size()).arg(width)));
 }
 
+// With MANTISSA_SCREENSHOT_DIR set, the first picture of a window (as a person sees it on opening)
+// and a chart exported from it are written there for review; the assertions run regardless.
+void saveFirstPicture(QWidget& w, const QString& file) {
+    const QString dir = qEnvironmentVariable("MANTISSA_SCREENSHOT_DIR");
+    if (!dir.isEmpty()) QVERIFY(w.grab().save(QDir(dir).filePath(file)));
+}
+
 void settle(QWidget& w) {
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     for (int i = 0; i < 5; ++i) {
@@ -144,6 +152,7 @@ private slots:
         viewer.resize(1280, 900);
         viewer.show();
         settle(viewer);
+        saveFirstPicture(viewer, QStringLiteral("run-opened.png"));
         ChartsPanel* p = viewer.chartsPanel();
         for (ChartView* c : p->charts()) QCOMPARE(c->queriedColumns(), std::max(1, c->axisRect()->width() / 2));
         checkDrawn(p->lossChart(), graphNamed(p->lossChart(), QStringLiteral("loss")), stepRows(m_long, &StepRecord::loss), 1,
@@ -158,6 +167,8 @@ private slots:
         const Rows scale = stepRows(m_long, &StepRecord::loss_scale);
         QVERIFY2(std::any_of(scale.begin(), scale.end(), [&](const auto& r) { return r.second != scale.front().second; }),
                  "the fixture's loss scale never changed");
+        if (const QString dir = qEnvironmentVariable("MANTISSA_SCREENSHOT_DIR"); !dir.isEmpty())
+            QCOMPARE(exportChart(p->scaleChart(), QDir(dir).filePath(QStringLiteral("exported-loss-scale.png"))), QString());
         // A resize redraws at the new width without any other prompt.
         viewer.resize(900, 900);
         settle(viewer);
@@ -173,6 +184,7 @@ private slots:
         view.resize(1300, 900);
         view.show();
         settle(view);
+        saveFirstPicture(view, QStringLiteral("compare-opened.png"));
         for (ChartView* c : view.charts()) QCOMPARE(c->queriedColumns(), std::max(1, c->axisRect()->width() / 2));
         for (std::int64_t id : {m_long, m_other}) {
             const QString name = QString::fromStdString(RunStore(m_path, true).run(id).name);

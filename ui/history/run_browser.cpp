@@ -64,12 +64,16 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     const QFontMetrics fm(font());
-    const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromLatin1(sample)) + 20; };
+    const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromUtf8(sample)) + 20; };
     m_view->setColumnWidth(RunTableModel::Name, width("fmnist-fp16-dynamic-x"));
     m_view->setColumnWidth(RunTableModel::Date, width("2026-11-29 20:00"));
     m_view->setColumnWidth(RunTableModel::Status, width("interrupted"));
     m_view->setColumnWidth(RunTableModel::Backend, width("backend"));
-    m_view->setColumnWidth(RunTableModel::Configuration, width("fp16 \u00b7 dynamic \u00b7 master fp32 \u00b7 fc3=fp32"));
+    // The configuration (a run's settings and what changed live) takes the width the other columns
+    // leave; the tooltip has all of it.
+    m_view->horizontalHeader()->setStretchLastSection(false);
+    m_view->horizontalHeader()->setSectionResizeMode(RunTableModel::Configuration, QHeaderView::Stretch);
+    m_view->setColumnWidth(RunTableModel::Tags, width("lesson, baseline"));
     m_view->setColumnWidth(RunTableModel::Steps, width("100,000"));
     m_view->setColumnWidth(RunTableModel::FinalLoss, width("Final loss"));
     m_view->setColumnWidth(RunTableModel::TestAccuracy, width("Test acc."));
