@@ -230,18 +230,13 @@ namespace {
 Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
     const std::string& kind = spec.kind;
     if (kind == "fashion-mnist" || kind == "mnist") {
-        const std::string folder = idx_folder_for(spec);
-        // Only what is not there falls back: a folder, or a file in it, that is there but is the
-        // wrong kind of thing (a file for the folder, a FIFO or a folder for a file) throws.
-        const bool folder_there = data::idx_folder_exists(folder, kind);
-        const std::vector<std::string> missing = folder_there ? data::missing_idx_files(folder)
-                                                              : std::vector<std::string>{std::string()};
-        if (!missing.empty()) {
+        const IdxFolderPlan plan = plan_idx_folder(spec);
+        if (plan.fallback) {
             Dataset data = synthetic_dataset("spirals", spec, seed);
-            data.notices.insert(data.notices.begin(), fallback_notice(spec, folder, missing.front()));
+            data.notices.insert(data.notices.begin(), *plan.fallback);
             return data;
         }
-        return idx_dataset(folder, kind, spec.normalize);
+        return idx_dataset(plan.folder, kind, spec.normalize);
     }
     if (kind == "idx") {
         if (spec.path.empty()) throw Error("dataset.path: kind 'idx' needs the folder holding the four IDX files.");
@@ -263,6 +258,18 @@ Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
 }
 
 }  // namespace
+
+IdxFolderPlan plan_idx_folder(const DatasetSpec& spec) {
+    IdxFolderPlan plan;
+    plan.folder = idx_folder_for(spec);
+    // Only what is not there falls back: a folder, or a file in it, that is there but is the wrong
+    // kind of thing (a file for the folder, a FIFO or a folder for a file) throws.
+    const bool folder_there = data::idx_folder_exists(plan.folder, spec.kind);
+    const std::vector<std::string> missing = folder_there ? data::missing_idx_files(plan.folder)
+                                                          : std::vector<std::string>{std::string()};
+    if (!missing.empty()) plan.fallback = fallback_notice(spec, plan.folder, missing.front());
+    return plan;
+}
 
 Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
     try {

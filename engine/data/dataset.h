@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,17 @@ struct Dataset {
 // Normalisation (spec.normalize) uses the training split's statistics only: one global mean/std
 // for images, per feature otherwise; labels and regression targets are left as they are.
 Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed);
+
+// For kinds fashion-mnist and mnist: the folder load_dataset reads, and the notice it gives when it
+// falls back to spirals (the folder, or one of its four files, is not there); no fallback when it
+// would read the folder. Looks with stat() only, reading no data, so a window can say it before
+// Start; throws mantissa::Error, as load_dataset does, for a path that is there but the wrong kind
+// of thing (a file for the folder, a FIFO for a file).
+struct IdxFolderPlan {
+    std::string folder;
+    std::optional<std::string> fallback;
+};
+IdxFolderPlan plan_idx_folder(const DatasetSpec& spec);
 
 // The sample order of one epoch: a permutation of [0, rows) determined by (seed, epoch) alone.
 std::vector<std::int64_t> epoch_order(std::int64_t rows, std::uint64_t seed, std::int64_t epoch);

@@ -4,8 +4,8 @@
 #include "model/model_plan.h"
 
 #include <algorithm>
-#include <filesystem>
 
+#include "data/dataset.h"
 #include "data/idx_reader.h"
 #include "model/layer_formats.h"
 #include "model/model_desc.h"
@@ -21,15 +21,6 @@ struct Widths {
     bool regression = false;
 };
 
-// The folder load_dataset reads for fashion-mnist and mnist (data/dataset.cpp): an mnist spec that
-// kept the Fashion-MNIST default path, or an empty one, means the MNIST folder.
-std::string mnist_folder(const DatasetSpec& spec) {
-    if (spec.kind == "mnist" && (spec.path.empty() || spec.path == DatasetSpec{}.path))
-        return "/usr/share/datasets/mnist";
-    if (spec.path.empty()) return DatasetSpec{}.path;
-    return spec.path;
-}
-
 Widths synthetic_widths(const std::string& kind, const DatasetSpec& spec) {
     if (kind == "sine") return {1, 1, true};
     return {2, spec.classes, false};  // spirals, blobs: points in the plane
@@ -42,17 +33,14 @@ ModelPlan plan_model(const Experiment& e) {
     const DatasetSpec& d = e.dataset;
     Widths w;
     if (d.kind == "fashion-mnist" || d.kind == "mnist") {
-        const std::string folder = mnist_folder(d);
-        const std::vector<std::string> missing = data::missing_idx_files(folder);
-        if (missing.empty()) {
+        // The folder and the fallback are load_dataset's own (data/dataset.h), so the note before
+        // Start is the notice the run will give.
+        const IdxFolderPlan folder = plan_idx_folder(d);
+        if (!folder.fallback) {
             w = {kMnistFeatures, data::kIdxClasses, false};
         } else {
             w = synthetic_widths("spirals", d);
-            std::error_code ec;
-            const std::string why =
-                std::filesystem::is_directory(folder, ec) ? missing.front() + "[.gz] is missing" : "no such folder";
-            plan.dataset_note = std::string(d.kind == "mnist" ? "MNIST" : "Fashion-MNIST") + " was not found at " +
-                                folder + " (" + why + "), so Start will train on the spirals set instead.";
+            plan.dataset_note = *folder.fallback;
         }
     } else if (d.kind == "idx") {
         w = {0, data::kIdxClasses, false};

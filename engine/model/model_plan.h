@@ -29,13 +29,15 @@ struct PlannedLayer {
 
 struct ModelPlan {
     std::vector<PlannedLayer> layers;
-    // One sentence when the dataset will not be what the file names: an MNIST folder without its
-    // files (Start trains on spirals instead). Empty otherwise.
+    // When the dataset will not be what the file names, the notice the run will give: an MNIST
+    // folder without its files (Start trains on spirals instead; data/dataset.h, plan_idx_folder).
+    // Empty otherwise.
     std::string dataset_note;
 };
 
 // Cheap: reads no data, only whether an MNIST folder holds its four files. Throws mantissa::Error
-// for a model section describe_model refuses (model.kind).
+// for a model section describe_model refuses (model.kind), and for a dataset path that is there
+// but the wrong kind of thing (a FIFO for an IDX file), as loading it would.
 ModelPlan plan_model(const Experiment& experiment);
 
 }  // namespace mantissa
