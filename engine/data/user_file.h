@@ -23,6 +23,7 @@
 
 #include "data/printable_text.h"
 #include "error.h"
+#include "held_files.h"
 
 namespace mantissa {
 
@@ -98,12 +99,17 @@ inline bool user_file_exists(const std::string& path, const std::string& what) {
     return true;
 }
 
-// Opens `path`, which must be a regular file (a symbolic link to one is fine). `what` starts the
+// Opens `path`, which must be a regular file (a symbolic link to one is fine) and not a run store
+// this process has open (held_files.h: opening it would drop SQLite's locks). `what` starts the
 // messages: "Experiment file a.json" gives "Experiment file a.json does not exist.",
 // "... is a folder, not a file.", "... is a device, not a file.", "... is a FIFO (a named pipe),
 // not a file.", "... is a symbolic link that loops ...", "... cannot be opened: Permission denied."
 inline UserFile open_user_file(const std::string& path, const std::string& what) {
     if (!user_file_exists(path, what)) throw Error(what + " does not exist.");
+    // Opening (and closing) a database this process has open would drop SQLite's locks on it.
+    if (HeldFiles::instance().held(path))
+        throw Error(what + " is a run store that Mantissa has open (or a file SQLite keeps beside one), not a file "
+                           "it can read for this; choose another file.");
     // O_NONBLOCK: should a FIFO replace the file after the check, the open does not wait for a writer.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {

@@ -74,6 +74,7 @@ Connection::Connection(const std::string& path, Mode mode) : m_path(path) {
         throw SqliteError(sentence_for(rc, m_path, "opening it", detail.c_str()), rc & 0xff, detail);
     }
     sqlite3_extended_result_codes(m_db, 1);
+    m_held = HeldFile(path);  // the file exists now (created when absent)
 }
 
 Connection::~Connection() {
@@ -81,13 +82,14 @@ Connection::~Connection() {
 }
 
 Connection::Connection(Connection&& other) noexcept
-    : m_db(std::exchange(other.m_db, nullptr)), m_path(std::move(other.m_path)) {}
+    : m_db(std::exchange(other.m_db, nullptr)), m_path(std::move(other.m_path)), m_held(std::move(other.m_held)) {}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
     if (this != &other) {
         close();
         m_db = std::exchange(other.m_db, nullptr);
         m_path = std::move(other.m_path);
+        m_held = std::move(other.m_held);
     }
     return *this;
 }
@@ -97,6 +99,7 @@ void Connection::close() noexcept {
         sqlite3_close_v2(m_db);  // statements still alive keep it open until they finalize
         m_db = nullptr;
     }
+    m_held.reset();
 }
 
 void Connection::fail(int rc, std::string_view what) const {

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "error.h"
+#include "held_files.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -76,6 +77,7 @@ private:
     void close() noexcept;
     sqlite3* m_db = nullptr;
     std::string m_path;
+    HeldFile m_held;  // the database, while open: files a person names are never opened over it
 };
 
 class Statement {

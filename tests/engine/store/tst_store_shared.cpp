@@ -5,8 +5,8 @@
 // its connection believes it is the last one and deletes the -wal and -shm files under the
 // recorder (store/store_files.h; docs/schema.md, "Sharing the file").
 //
-// keepsItsLocks: after each way this process opens or looks at the store, /proc/locks still shows
-// this process's lock on the file. recorderKeepsEveryRowWhileShared: a recorder here writes runs
+// keepsItsLocks: after each way this process opens or looks at the store (a file a person names
+// included: refused unopened), /proc/locks still shows this process's lock on the file. recorderKeepsEveryRowWhileShared: a recorder here writes runs
 // while this process re-opens the store over and over and store_helper churns it from another
 // process (opens, reads, records, closes); every row must arrive.
 #include <sys/stat.h>
@@ -21,6 +21,7 @@
 #include <functional>
 #include <thread>
 
+#include "data/user_file.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "store/store_files.h"
@@ -74,6 +75,8 @@ private slots:
         QTest::newRow("opened again for writing") << "open_write";
         QTest::newRow("opened again to read") << "open_read";
         QTest::newRow("opened again read-only") << "open_read_only";
+        QTest::newRow("named as an experiment file") << "user_file";
+        QTest::newRow("its -wal named as a dataset file") << "user_file_wal";
     }
 
     void keepsItsLocks() {
@@ -100,11 +103,38 @@ private slots:
                 return [&] { QVERIFY(store::database_file_role(p + "-wal").has_value()); };
             if (look == "open_write") return [&] { RunStore again(p); again.list_runs(); };
             if (look == "open_read") return [&] { RunStore again(p, StoreAccess::read); again.list_runs(); };
+            // A file a person names (data/user_file.h) is refused, unopened, when it is a store
+            // this process has open or one of its side files (held_files.h).
+            if (look == "user_file" || look == "user_file_wal")
+                return [&] {
+                    const std::string named = look == "user_file" ? p : p + "-wal";
+                    try {
+                        read_user_file(named, "Experiment file " + named, kExperimentFileLimit);
+                        QFAIL("a store this process has open was read as a user's file");
+                    } catch (const Error& e) {
+                        QVERIFY2(std::string(e.what()).find("is a run store that Mantissa has open") != std::string::npos,
+                                 e.what());
+                    }
+                };
             return [&] { RunStore again(p, StoreAccess::read_only); again.list_runs(); };
         }();
         act();
         QCOMPARE(locks_held_on(path), before);
         QCOMPARE(held.list_runs().size(), std::size_t(1));
+    }
+
+    // Once this process has closed every connection to a store, the file is an ordinary file again
+    // for the readers of user files (which then say what is wrong with it as JSON, say).
+    void aClosedStoreIsNoLongerHeld() {
+        const std::string p = m_dir.filePath("released.sqlite").toStdString();
+        {
+            RunStore store(p);
+            QVERIFY(HeldFiles::instance().held(p));
+            QVERIFY(HeldFiles::instance().held(p + "-shm"));
+        }
+        QVERIFY(!HeldFiles::instance().held(p));
+        QVERIFY(!HeldFiles::instance().held(p + "-shm"));
+        QVERIFY(!read_user_file(p, "Experiment file " + p, kExperimentFileLimit).empty());
     }
 
     void recorderKeepsEveryRowWhileShared() {
