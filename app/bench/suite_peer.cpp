@@ -236,7 +236,7 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
         peer->wait();
     }
     if (!speed.rows.empty()) {
-        speed.notes.push_back("aims (issue 8): fp32 >= 3x PyTorch fp32; bf16 >= 2x PyTorch bf16 autocast");
+        speed.notes.push_back("aims (docs/benchmarks.md): fp32 >= 3x PyTorch fp32; bf16 >= 2x PyTorch bf16 autocast");
         r.tables.push_back(std::move(speed));
     }
     if (!accuracy.rows.empty()) r.tables.push_back(std::move(accuracy));

@@ -3,7 +3,7 @@
 // granularity a GPU wants: a whole linear layer's forward or backward with its rounding points, an
 // activation, the loss, the fused unscale + non-finite check, the fused optimizer updates.
 //
-// Rules every backend follows (DESIGN.md, "Numerics"; docs/numerics.md has the formulas):
+// Rules every backend follows (docs/numerics.md has the formulas; docs/architecture.md, "Backends"):
 // - A tensor has a declared Format and a MemoryCategory. Every operation rounds each value it
 //   writes to the declared format of the tensor it writes (round to nearest even; overflow to
 //   inf, or NaN for e4m3), so a tensor always holds values of its format. Exceptions are named

@@ -1,6 +1,6 @@
 // StepPipeline: training steps whose host-visible results are read later, so that nothing inside a
-// step waits for the device (issue 7: "no host synchronisation inside a step"; DESIGN.md,
-// "Threads and data flow").
+// step waits for the device (no host synchronisation inside a step; docs/architecture.md, "One
+// run, from file to chart" and "Threads and data flow").
 //
 // The Trainer composes every step the same way, whatever the backend:
 //   begin(StepBegin)       the batch goes in (inputs, labels), with the learning rate and flags

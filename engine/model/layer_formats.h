@@ -1,5 +1,5 @@
 // Which format each tensor of a linear layer has, from the layer's precision setting, autocast
-// and master weights (DESIGN.md, "Numerics"). The single place that decides it: the Network
+// and master weights (docs/numerics.md). The single place that decides it: the Network
 // declares its tensors with these formats and the backend rounds to them.
 //
 //   setting     compute    output/gradients      operand x, W     dy operand

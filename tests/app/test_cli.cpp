@@ -145,7 +145,7 @@ private slots:
         QCOMPARE(o["steps"].toInt(), 5);  // the file's, not the default's
     }
 
-    // --backend and --device win over the experiment file, as issue 7's CLI asks.
+    // --backend and --device win over the experiment file (README, the CLI's table).
     void backendOptionOverridesTheFile() {
         QTemporaryDir dir;
         QFile file(dir.filePath("gpu.json"));

@@ -1,5 +1,5 @@
-// The CUDA backend's asynchronous step (cuda_device_step.cpp), the part of issue 7 that keeps a
-// step on the device: GradScaler's update as a kernel (bit-identical to the host LossScaler),
+// The CUDA backend's asynchronous step (cuda_device_step.cpp), the part that keeps a step on the
+// device (docs/cuda.md): GradScaler's update as a kernel (bit-identical to the host LossScaler),
 // the optimizers skipping on the device's found_inf, and a step captured as a CUDA graph, at the
 // moment GraphPolicy says, replayed with the same results as running it eagerly. Links the
 // module's code directly (mantissa_cuda_impl). Skips with the reason when there is no usable GPU.

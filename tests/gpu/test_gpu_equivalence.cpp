@@ -1,5 +1,5 @@
-// The CUDA backend against the CPU backend (the reference), operation by operation, as issue 7
-// asks: conversions and elementwise ops bit-identical; matmuls within atol + |ref|·eps chosen per
+// The CUDA backend against the CPU backend (the reference), operation by operation, as docs/cuda.md
+// promises: conversions and elementwise ops bit-identical; matmuls within atol + |ref|·eps chosen per
 // format (the FP32 accumulation order is the only difference); the fused unscale + check, its
 // statistics and the optimizers bit-identical. Every test skips with the reason when there is no
 // usable GPU (or the build has no CUDA).

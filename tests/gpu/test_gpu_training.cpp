@@ -1,5 +1,5 @@
 // Whole training runs on the CPU and the CUDA backend through the Trainer, as the application
-// runs them: the training semantics must be identical in outcome (issue 7):
+// runs them: the training semantics must be identical in outcome (docs/cuda.md):
 //   - GradScaler's scale sequence (growth and backoff) and the skipped steps, step for step;
 //   - a skipped step leaves every weight, bias and optimizer state bit-identical;
 //   - without master weights small updates are lost to rounding on both, in like measure;

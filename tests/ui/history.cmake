@@ -1,4 +1,4 @@
-# Run history (issue #6): the run browser, the run viewer and following, compare, export.
+# Run history (docs/gui.md, "Run history"): the run browser, the run viewer and following, compare, export.
 # Both suites make their store in a temp dir (short spirals runs trained by the engine, and
 # synthetic runs fed to a Recorder). test_history_compare also writes docs/screenshots/browser.png
 # and compare.png when MANTISSA_SCREENSHOT_DIR is set.

@@ -2,7 +2,7 @@
 // thread), the TelemetryRing it drains, the Recorder that writes the run to the store, and the
 // RunSeries the views draw.
 //
-// Data flow (DESIGN.md, "Threads and data flow"):
+// Data flow (docs/architecture.md, "Threads and data flow"):
 //   GUI thread --post(Command)--> session's control queue --> training thread
 //   training thread --records--> TelemetryRing (lock-free, never blocks) --~30 Hz timer--> RunSeries
 //   training thread --records--> Recorder --> its writer thread --> SQLite

@@ -1,5 +1,5 @@
 // CpuBackend: the reference backend. Every tensor is an FP32 array whose values are rounded to
-// the tensor's declared format at exactly the points DESIGN.md names (see backend.h), so training
+// the tensor's declared format at exactly the points docs/numerics.md names (see backend.h), so training
 // on the CPU shows the same underflow, lost updates and overflows a GPU does. Matmuls go through
 // oneDNN (CpuMatmul); rounding through mantissa::round_array (vectorised). Memory figures are the
 // bytes the declared formats would take on a device ("modelled").

@@ -1,4 +1,4 @@
-// CpuBackend: linear layers, forward and backward, with DESIGN.md's rounding points.
+// CpuBackend: linear layers, forward and backward, with docs/numerics.md's rounding points.
 //
 // forward:  x and W cast to the operand format (FP8: scaled by the delayed scale, saturating
 //           e4m3), matmul with FP32 accumulation, × the FP8 dequantisation factor, + bias (in the

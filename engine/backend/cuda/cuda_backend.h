@@ -4,7 +4,7 @@
 // through cuBLASLt with FP32 compute (LtMatmul); everything else through the kernels in kernels/,
 // each with the CPU backend's function of the same name as its reference (cpu/*.cpp).
 //
-// Same semantics as the CPU backend (backend.h, DESIGN.md "Numerics"): conversions and elementwise
+// Same semantics as the CPU backend (backend.h, docs/numerics.md): conversions and elementwise
 // ops bit-identical, matmuls within FP32 accumulation-order tolerance. Two differences in how,
 // not what:
 // - unscale_and_check leaves FP32 values in gradients. A 4-byte gradient gets them written back;

@@ -1,6 +1,6 @@
 // CudaBackend's asynchronous step: the pieces of a training step that keep every decision on the
 // device, so that a whole step can be captured as a CUDA graph and replayed without the host
-// waiting inside it (issue 7, "no host synchronisation inside a step"):
+// waiting inside it (no host synchronisation inside a step; docs/cuda.md):
 //   softmax_cross_entropy_async  labels already on the device, loss scale read from the scaler
 //   unscale_and_check_async      inv_scale read from the scaler, found_inf written to it
 //   sgd/adamw_step_async         skip on found_inf; narrow gradients read x inv_scale

@@ -1,4 +1,4 @@
-// CudaBackend: linear layers, forward and backward, with DESIGN.md's rounding points, on cuBLASLt.
+// CudaBackend: linear layers, forward and backward, with docs/numerics.md's rounding points, on cuBLASLt.
 //
 // Row-major tensors seen as column-major matrices (cuBLAS's convention):
 //   forward   yᵀ(out, batch)  = W(out, in)      · xᵀ(in, batch)     "TN": A = W (T), B = x (N)

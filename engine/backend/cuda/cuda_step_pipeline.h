@@ -1,5 +1,5 @@
-// CudaStepPipeline: the Trainer's steps on one GPU with no host wait inside them (issue 7,
-// deliverable 5), and the whole step replayed as a CUDA graph once its shape is stable.
+// CudaStepPipeline: the Trainer's steps on one GPU with no host wait inside them (docs/cuda.md),
+// and the whole step replayed as a CUDA graph once its shape is stable.
 //
 // Per step, on the backend's one stream:
 //   begin   the batch (x, labels or targets) and the learning rate go through this slot's pinned

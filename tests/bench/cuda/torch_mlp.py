@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bench_cuda MLP in PyTorch, eager, on the same GPU: the comparison issue 7 asks for.
+"""The bench_cuda MLP in PyTorch, eager, on the same GPU: the comparison docs/cuda.md reports.
 
 W -> W -> W -> 16, ReLU, AdamW (lr 1e-4), cross-entropy, the batch resident on the GPU;
 torch.autocast for fp16/bf16 (tf32: allow_tf32; fp32: TF32 off) and torch.amp.GradScaler on,

@@ -1,4 +1,4 @@
-// The CPU backend's shortcuts that must not change a result (issue 8's emulation speed):
+// The CPU backend's shortcuts that must not change a result (the emulation's speed, docs/benchmarks.md):
 // - an FP8 layer's quantised weights written by the optimizer with the scale the next forward
 //   uses (CpuFp8WeightCopy): training with the shortcut gives, step by step, the same outputs,
 //   gradients and amax histories bit for bit as training where every forward quantises afresh,

@@ -1,5 +1,5 @@
 // The classic mixed-precision failures, reproduced on the CPU backend and visible in the
-// telemetry (issue 3, "Must show"):
+// telemetry (what docs/numerics.md says each statistic shows):
 //   - FP16 without loss scaling loses small gradients (underflow well above zero, worse loss);
 //     dynamic loss scaling repairs it, and BF16 trains without any scaling;
 //   - master weights off + FP16 weights + a small learning rate: most updates are lost and

@@ -1,4 +1,4 @@
-// The reference experiment of issue 3 on Fashion-MNIST: 784-256-128-10, relu, AdamW lr 1e-3,
+// The reference experiment (resources/experiments/reference-fp32.json) on Fashion-MNIST: 784-256-128-10, relu, AdamW lr 1e-3,
 // batch 128, 3 epochs. FP32 reaches at least 85% test accuracy, and autocast fp16 with dynamic
 // loss scaling and FP32 master weights lands within 0.5 points of it. Label "slow" (about a
 // minute on two cores); skipped when the dataset is not installed.
