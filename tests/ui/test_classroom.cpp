@@ -20,6 +20,7 @@
 #include "classroom/lesson_panel.h"
 #include "live/run_controller.h"
 #include "main_window.h"
+#include "main_window_fixture.h"
 #include "models/layer_table_model.h"
 #include "panels/experiment_panel.h"
 #include "panels/layers_panel.h"
@@ -64,13 +65,7 @@ private:
     QTemporaryDir m_dir;
 
     std::unique_ptr<MainWindow> makeWindow() {
-        MainWindow::Options o;
-        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
-        o.useSettings = false;
-        auto w = std::make_unique<MainWindow>(o);
-        w->resize(1400, 900);
-        w->show();
-        return w;
+        return window_test::openWindow(m_dir);
     }
 
     // Opens a preset with a budget long enough to change settings mid-run (the lesson's numerics

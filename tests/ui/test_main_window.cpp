@@ -22,6 +22,7 @@
 #include "charts/charts_panel.h"
 #include "live/run_controller.h"
 #include "main_window.h"
+#include "main_window_fixture.h"
 #include "models/layer_table_model.h"
 #include "histogram/gradient_histogram_view.h"
 #include "models/event_log_model.h"
@@ -38,18 +39,7 @@ using namespace mantissa::ui;
 
 namespace {
 
-Experiment spirals() {
-    Experiment e;
-    e.name = "gui-test";
-    e.dataset.kind = "spirals";
-    e.dataset.samples = 600;
-    e.model.hidden = {32, 32};
-    e.train.batch_size = 32;
-    e.train.steps = 1'000'000;  // the tests stop the runs
-    e.train.eval_every = 50;
-    e.backend = "cpu";
-    return e;
-}
+Experiment spirals() { return window_test::endlessSpirals("gui-test", {32, 32}, 50); }
 
 // The Layers table's text at (row, column).
 QString cell(MainWindow& w, int row, int column) {
@@ -82,13 +72,8 @@ private:
     QString storePath() const { return m_dir.filePath(QStringLiteral("runs.sqlite")); }
 
     std::unique_ptr<MainWindow> makeWindow() {
-        MainWindow::Options o;
-        o.storePath = storePath();
-        o.useSettings = false;
-        auto w = std::make_unique<MainWindow>(o);
+        auto w = window_test::openWindow(m_dir, {1200, 800});
         w->setExperiment(spirals());
-        w->resize(1200, 800);
-        w->show();
         return w;
     }
 

@@ -17,6 +17,7 @@
 #include "charts/charts_panel.h"
 #include "live/run_controller.h"
 #include "main_window.h"
+#include "main_window_fixture.h"
 #include "panels/run_toolbar.h"
 
 using namespace mantissa;
@@ -24,30 +25,12 @@ using namespace mantissa::ui;
 
 namespace {
 
-Experiment spirals() {
-    Experiment e;
-    e.name = "pace-test";
-    e.dataset.kind = "spirals";
-    e.dataset.samples = 600;
-    e.model.hidden = {16, 16};
-    e.train.batch_size = 32;
-    e.train.steps = 1'000'000;  // the tests stop the runs
-    e.train.eval_every = 0;
-    e.backend = "cpu";
-    return e;
-}
+Experiment spirals() { return window_test::endlessSpirals("pace-test", {16, 16}, 0); }
 
 int eventsOf(const RunSeries& s, EventKind kind) {
     int n = 0;
     for (const Event& e : s.events()) n += e.kind == kind;
     return n;
-}
-
-// The permanent status bar's "step N / M" label.
-QString statusStep(MainWindow& w) {
-    for (QLabel* l : w.statusBar()->findChildren<QLabel*>())
-        if (l->text().startsWith(QStringLiteral("step "))) return l->text();
-    return {};
 }
 
 QString stepText(std::int64_t done) { return QStringLiteral("step %1 /").arg(QLocale().toString(static_cast<qlonglong>(done))); }
@@ -60,13 +43,8 @@ private:
     QTemporaryDir m_dir;
 
     std::unique_ptr<MainWindow> makeWindow() {
-        MainWindow::Options o;
-        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
-        o.useSettings = false;
-        auto w = std::make_unique<MainWindow>(o);
+        auto w = window_test::openWindow(m_dir, {1200, 800});
         w->setExperiment(spirals());
-        w->resize(1200, 800);
-        w->show();
         return w;
     }
 
@@ -168,7 +146,7 @@ private slots:
         waitForPause(*w, states);
         QCOMPARE(c->stepsDone(), std::int64_t{40});  // the views have the step it paused at
         QCOMPARE(c->series().stepCount(), std::int64_t{40});
-        QVERIFY2(statusStep(*w).startsWith(stepText(40)), qPrintable(statusStep(*w)));
+        QVERIFY2(window_test::statusStep(*w).startsWith(stepText(40)), qPrintable(window_test::statusStep(*w)));
         QVERIFY(w->statusBar()->currentMessage().contains(QStringLiteral("Paused after 40 steps")));
         QCOMPARE(w->chartsPanel()->lossChart()->graph(0)->data()->size() > 0, true);
         QCOMPARE(box->value(), 0);  // reached: cleared
@@ -179,7 +157,7 @@ private slots:
         QVERIFY(w->stepAction()->isEnabled());
         w->stepAction()->trigger();
         QTRY_VERIFY_WITH_TIMEOUT(c->stepsDone() == 41 && c->state() == SessionState::paused, 10000);
-        QTRY_VERIFY_WITH_TIMEOUT(statusStep(*w).startsWith(stepText(41)), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(window_test::statusStep(*w).startsWith(stepText(41)), 5000);
         QTest::qWait(300);
         c->drainNow();
         QCOMPARE(c->stepsDone(), std::int64_t{41});
@@ -188,7 +166,7 @@ private slots:
         w->activateWindow();
         QTest::keyClick(w.get(), Qt::Key_N);
         QTRY_VERIFY_WITH_TIMEOUT(c->stepsDone() == 42, 10000);
-        QTRY_VERIFY_WITH_TIMEOUT(statusStep(*w).startsWith(stepText(42)), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(window_test::statusStep(*w).startsWith(stepText(42)), 5000);
         QCOMPARE(eventsOf(c->series(), EventKind::paused), 1);
         QCOMPARE(eventsOf(c->series(), EventKind::resumed), 0);
 
@@ -244,7 +222,7 @@ private slots:
         c->togglePause();
         waitForPause(*w, states);
         const std::int64_t at = c->stepsDone();
-        QVERIFY2(statusStep(*w).startsWith(stepText(at)), qPrintable(statusStep(*w) + " vs " + stepText(at)));
+        QVERIFY2(window_test::statusStep(*w).startsWith(stepText(at)), qPrintable(window_test::statusStep(*w) + " vs " + stepText(at)));
         // Nothing arrives later that the views missed: the session took no step after the pause.
         QTest::qWait(300);
         c->drainNow();

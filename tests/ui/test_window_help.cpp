@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "main_window.h"
+#include "main_window_fixture.h"
 #include "models/layer_table_model.h"
 #include "panels/layers_panel.h"
 #include "panels/run_toolbar.h"
@@ -56,13 +57,7 @@ class TestWindowHelp : public QObject {
     Q_OBJECT
 private:
     std::unique_ptr<MainWindow> makeWindow() {
-        MainWindow::Options o;
-        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
-        o.useSettings = false;
-        auto w = std::make_unique<MainWindow>(o);
-        w->resize(1400, 900);
-        w->show();
-        return w;
+        return window_test::openWindow(m_dir);
     }
     QTemporaryDir m_dir;
 

@@ -19,6 +19,7 @@
 #include "history/run_viewer.h"
 #include "live/run_controller.h"
 #include "main_window.h"
+#include "main_window_fixture.h"
 #include "series/run_series.h"
 #include "train/experiment.h"
 
@@ -35,12 +36,7 @@ private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         QVERIFY(m_dir.isValid());
-        MainWindow::Options o;
-        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
-        o.useSettings = false;
-        m_window = std::make_unique<MainWindow>(o);
-        m_window->resize(1400, 900);
-        m_window->show();
+        m_window = window_test::openWindow(m_dir);
         Experiment e;
         e.name = "views-run";
         e.dataset.kind = "spirals";
