@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "run_cli.h"
+#include "store_integrity.h"
 
 namespace {
 
@@ -33,23 +34,6 @@ QStringList side_files(const QString& path) {
     for (const char* suffix : {"-wal", "-shm", "-journal"})
         if (QFileInfo::exists(path + suffix) || QFileInfo(path + suffix).isSymLink()) present << path + suffix;
     return present;
-}
-
-QString integrity(const QString& path) {
-    sqlite3* db = nullptr;
-    QString out = "cannot open";
-    // Read-write, so that when it is the last connection it removes the -wal and -shm files (a
-    // read-only one leaves them behind).
-    if (sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
-        sqlite3_stmt* s = nullptr;
-        if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            out = QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
-        else
-            out = QString::fromUtf8(sqlite3_errmsg(db));
-        sqlite3_finalize(s);
-    }
-    sqlite3_close_v2(db);
-    return out;
 }
 
 // The options of a small, quick training run.
@@ -194,7 +178,7 @@ private slots:
         QVERIFY(!QFile::exists(target));
         QVERIFY(!QFile::exists(target + ".partial"));
         QCOMPARE(read_all(m_store), before);
-        QCOMPARE(integrity(m_store), QString("ok"));
+        QCOMPARE(test_support::integrity(m_store), QString("ok"));
     }
 
 #ifdef MANTISSA_GUI_PATH
@@ -272,7 +256,7 @@ private slots:
             const QString err = QString::fromUtf8(r.err).trimmed();
             const QString name = copies[i].name;
             if (r.code == 0) {
-                const QString check = integrity(path);
+                const QString check = test_support::integrity(path);
                 if (check != "ok") broken << name + ": trained, and now damaged: " + check;
             } else if (r.code == 2) {
                 ++refused;

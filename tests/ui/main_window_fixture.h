@@ -7,6 +7,7 @@
 #include <QStatusBar>
 #include <QString>
 #include <QTemporaryDir>
+#include <QTest>
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "live/run_controller.h"
 #include "main_window.h"
 #include "train/experiment.h"
 
@@ -42,6 +44,12 @@ inline mantissa::Experiment endlessSpirals(std::string name, std::vector<int> hi
     e.train.eval_every = evalEvery;
     e.backend = "cpu";
     return e;
+}
+
+// Stops the window's run and waits (up to 10 s) until it has ended; false if it did not.
+inline bool stopAndWait(mantissa::ui::MainWindow& w) {
+    w.controller()->stop();
+    return QTest::qWaitFor([&] { return !w.controller()->active(); }, 10000);
 }
 
 // The permanent status bar's "step N / M" label, or empty.

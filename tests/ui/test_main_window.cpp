@@ -77,10 +77,7 @@ private:
         return w;
     }
 
-    static void stopAndWait(MainWindow& w) {
-        w.controller()->stop();
-        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->active(), 10000);
-    }
+    static void stopAndWait(MainWindow& w) { QVERIFY(window_test::stopAndWait(w)); }
 
 private slots:
     void initTestCase() {

@@ -48,10 +48,7 @@ private:
         return w;
     }
 
-    static void stopAndWait(MainWindow& w) {
-        w.controller()->stop();
-        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->active(), 10000);
-    }
+    static void stopAndWait(MainWindow& w) { QVERIFY(window_test::stopAndWait(w)); }
 
     // Waits until the window has seen the run pause (stateChanged, after which its views must
     // show the step it paused at), not merely the session.

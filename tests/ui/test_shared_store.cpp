@@ -25,6 +25,7 @@
 #include "live/run_controller.h"
 #include "store/run_store.h"
 #include "train/experiment.h"
+#include "store_integrity.h"
 
 using namespace mantissa;
 using mantissa::ui::RunController;
@@ -46,24 +47,6 @@ Experiment blobs(const std::string& name) {
     e.train.eval_every = 20;
     e.backend = "cpu";
     return e;
-}
-
-// PRAGMA integrity_check through a connection of its own.
-QString integrity(const QString& path) {
-    sqlite3* db = nullptr;
-    QString out = "cannot open";
-    // Read-write, so that when it is the last connection it removes the -wal and -shm files (a
-    // read-only one leaves them behind).
-    if (sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
-        sqlite3_stmt* s = nullptr;
-        if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            out = QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
-        else
-            out = QString::fromUtf8(sqlite3_errmsg(db));
-        sqlite3_finalize(s);
-    }
-    sqlite3_close_v2(db);
-    return out;
 }
 
 // mantissa-cli commands run one after another in another process, cycling through runs, show,
@@ -193,7 +176,7 @@ private slots:
                                     .arg(expected)));
             QCOMPARE(static_cast<std::int64_t>(check.steps(r.id).size()), expected);
         }
-        QCOMPARE(integrity(db), QString("ok"));
+        QCOMPARE(test_support::integrity(db), QString("ok"));
         qInfo("%d GUI runs and %d mantissa-cli commands (%lld trains) on one store; re-opened %d times",
               static_cast<int>(gui.size()), loop.finished, static_cast<long long>(loop.trained.size()), reopened);
 #endif
@@ -237,7 +220,7 @@ private slots:
         QCOMPARE(store.run(first).steps, gui_steps);
         QCOMPARE(store.run(second).steps, gui_steps);
         QCOMPARE(store.run(second).status, RunStatus::completed);
-        QCOMPARE(integrity(db), QString("ok"));
+        QCOMPARE(test_support::integrity(db), QString("ok"));
     }
 };
 
