@@ -1,5 +1,5 @@
 // The files this process holds open through SQLite (run stores), by device and inode, so that code
-// which opens a file a person named (an experiment file, a dataset file: data/user_file.h) can
+// which opens a file a person named (an experiment file, a dataset file: user_file.h) can
 // refuse one of them instead of opening it. Opening and closing a descriptor of a file drops every
 // POSIX lock the process holds on it, and SQLite's locks are such locks: a GUI recording a run would
 // lose them if Open… were pointed at the store (docs/architecture.md, "The run store").

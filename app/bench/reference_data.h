@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "data/dataset.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa::bench {
 

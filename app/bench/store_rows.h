@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::bench {
 

@@ -17,8 +17,8 @@
 #include "error.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
-#include "train/event_coalesce.h"
-#include "train/throughput.h"
+#include "config/event_coalesce.h"
+#include "config/throughput.h"
 
 namespace mantissa::cli {
 namespace {
@@ -259,7 +259,7 @@ int run_show(Args& args) {
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
 
     // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the
-    // same rule as the GUI's Events panel (train/event_coalesce.h); --json keeps every event.
+    // same rule as the GUI's Events panel (config/event_coalesce.h); --json keeps every event.
     EventCoalescer coalesced;
     for (const Event& e : events) coalesced.add(e);
     const auto& entries = coalesced.entries();

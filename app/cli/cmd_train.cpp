@@ -27,7 +27,7 @@
 #include "store/run_text.h"
 #include "train/live_change.h"
 #include "train/session.h"
-#include "train/throughput.h"
+#include "config/throughput.h"
 
 namespace mantissa::cli {
 namespace {
@@ -122,7 +122,7 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
-// `samples_per_s`: the run's mean so far (train/throughput.h), as the summary will give it.
+// `samples_per_s`: the run's mean so far (config/throughput.h), as the summary will give it.
 std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_steps, std::int64_t steps_per_epoch,
                           double samples_per_s) {
     const StepRecord& r = s.step;
@@ -264,7 +264,7 @@ int run_train(Args& args) {
             {"skipped_steps", summary.skipped_steps},
             {"final_loss_scale", summary.final_loss_scale},
             {"samples", summary.samples},
-            {"samples_per_s", summary.samples_per_s},  // mean over the run (train/throughput.h)
+            {"samples_per_s", summary.samples_per_s},  // mean over the run (config/throughput.h)
             {"elapsed_s", summary.elapsed_s},
             {"backend", session.backend_name()},
             {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},

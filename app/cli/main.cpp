@@ -3,7 +3,7 @@
 // out of memory (std::bad_alloc), a failed file operation (std::filesystem::filesystem_error) and a
 // size too large to hold (std::length_error) are input a person can change: one sentence saying
 // what the command was doing, and exit 2. A sentence is printed with its control characters and
-// bytes that are not UTF-8 escaped (data/printable_text.h), so it is one line of text whatever it
+// bytes that are not UTF-8 escaped (printable_text.h), so it is one line of text whatever it
 // quotes (a damaged store's schema, as SQLite's message gives it). Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 #include <cstdio>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
-#include "data/printable_text.h"
+#include "printable_text.h"
 #include "error.h"
 
 using namespace mantissa::cli;

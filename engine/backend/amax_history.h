@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

@@ -25,8 +25,8 @@
 
 #include "numeric/format.h"
 #include "numeric/stats.h"
-#include "train/experiment.h"
-#include "train/telemetry.h"
+#include "config/experiment.h"
+#include "config/telemetry.h"
 
 namespace mantissa {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

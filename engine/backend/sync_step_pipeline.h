@@ -12,7 +12,7 @@
 #include <deque>
 
 #include "backend/step_pipeline.h"
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 
 namespace mantissa {
 

@@ -12,8 +12,8 @@
 #include <new>
 #include <string_view>
 
-#include "data/printable_text.h"
-#include "data/user_file.h"
+#include "printable_text.h"
+#include "user_file.h"
 #include "error.h"
 
 namespace mantissa::data {
@@ -66,7 +66,7 @@ Cell parse_cell(std::string_view s, double& out) {
 }
 
 // A cell as a message quotes it: at most about 40 bytes, with NUL and other bytes that are not
-// printable UTF-8 escaped (data/printable_text.h), so the message is never cut short at a NUL.
+// printable UTF-8 escaped (printable_text.h), so the message is never cut short at a NUL.
 std::string shown(std::string_view s) {
     if (s.size() <= 40) return printable_text(s);
     std::size_t cut = 37;

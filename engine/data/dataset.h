@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

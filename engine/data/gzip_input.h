@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "data/user_file.h"
+#include "user_file.h"
 
 namespace mantissa::data {
 

@@ -26,7 +26,7 @@
 
 #include "data/gzip_input.h"
 #include "data/memory_budget.h"
-#include "data/user_file.h"
+#include "user_file.h"
 #include "error.h"
 
 namespace mantissa::data {

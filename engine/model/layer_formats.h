@@ -16,7 +16,7 @@
 #pragma once
 
 #include "numeric/format.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

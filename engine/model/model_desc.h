@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

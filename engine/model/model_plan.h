@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "numeric/format.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

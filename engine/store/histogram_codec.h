@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::store {
 

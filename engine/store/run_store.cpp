@@ -18,7 +18,7 @@
 #include "store/schema.h"
 #include "store/store_open.h"
 #include "store/store_util.h"
-#include "train/throughput.h"
+#include "config/throughput.h"
 
 namespace mantissa {
 

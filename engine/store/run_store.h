@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa {
 
@@ -69,10 +69,10 @@ struct RunTotals {
     std::optional<double> final_loss_scale;    // the last step's
     std::optional<double> elapsed_s;           // the last step's time_s: the run's training time
     // The rows the steps trained, each step's recovered exactly from its samples_per_s and
-    // step_time_ms (train/throughput.h, step_rows), or the experiment's train.batch_size for a step
+    // step_time_ms (config/throughput.h, step_rows), or the experiment's train.batch_size for a step
     // that was not timed. Empty when a step's rows cannot be known (no batch size either).
     std::optional<std::int64_t> samples;
-    // samples/s (mean over the run): samples / elapsed_s (train/throughput.h, run_samples_per_s),
+    // samples/s (mean over the run): samples / elapsed_s (config/throughput.h, run_samples_per_s),
     // the figure the CLI's summary gives. Empty with no steps or no samples.
     std::optional<double> samples_per_s;
     std::int64_t peak_memory_bytes = 0;        // the largest MemoryBreakdown::total() of a step

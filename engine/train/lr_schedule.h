@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

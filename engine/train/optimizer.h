@@ -10,7 +10,7 @@
 #include "backend/backend.h"
 #include "backend/step_pipeline.h"
 #include "model/network.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

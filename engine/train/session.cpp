@@ -22,7 +22,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "error.h"
-#include "train/throughput.h"
+#include "config/throughput.h"
 #include "train/trainer.h"
 
 namespace mantissa {

@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "train/experiment.h"
-#include "train/telemetry.h"
+#include "config/experiment.h"
+#include "config/telemetry.h"
 
 namespace mantissa {
 
@@ -79,7 +79,7 @@ struct RunSummary {
     double final_loss_scale = 1;
     std::int64_t samples = 0;           // rows trained, over the steps taken
     double samples_per_s = 0;           // samples/s (mean over the run): samples / the last step's
-                                        // time_s (train/throughput.h, run_samples_per_s)
+                                        // time_s (config/throughput.h, run_samples_per_s)
     double elapsed_s = 0;               // training time so far, the final evaluation included
     std::string error;                  // when failed
 };

@@ -16,7 +16,7 @@
 #include "backend/sync_step_pipeline.h"
 #include "error.h"
 #include "train/lr_schedule.h"
-#include "train/throughput.h"
+#include "config/throughput.h"
 
 namespace mantissa {
 

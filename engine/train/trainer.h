@@ -27,10 +27,10 @@
 #include "data/dataset.h"
 #include "data/train_batches.h"
 #include "model/network.h"
-#include "train/experiment.h"
-#include "train/loss_scaler.h"
+#include "config/experiment.h"
+#include "backend/loss_scaler.h"
 #include "train/optimizer.h"
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa {
 

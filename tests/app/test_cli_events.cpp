@@ -1,5 +1,5 @@
 // `mantissa-cli show`'s event list: an event repeated on consecutive steps is one entry (the rule of
-// train/event_coalesce.h, shared with the GUI's Events panel), the header says how many events were
+// config/event_coalesce.h, shared with the GUI's Events panel), the header says how many events were
 // recorded and how many entries they make, the last 50 entries are what is listed, and --json still
 // prints every event as recorded. One store comes from a real run that diverges (fp16 without loss
 // scaling and a huge learning rate: an overflow on every step); another is fabricated through the

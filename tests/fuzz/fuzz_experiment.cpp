@@ -6,7 +6,7 @@
 
 #include "error.h"
 #include "fuzz_util.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string path = fuzz::write_input("experiment.json", data, size);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/gzip_input.h"
-#include "data/user_file.h"
+#include "user_file.h"
 #include "error.h"
 #include "fuzz_util.h"
 

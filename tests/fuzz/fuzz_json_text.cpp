@@ -1,12 +1,12 @@
-// Fuzz target: the experiment file's JSON parser (train/json_text: parse_json, and the wording of
-// its errors in train/json_syntax_errors). Held against nlohmann's own json::parse (comments
+// Fuzz target: the experiment file's JSON parser (config/json_text: parse_json, and the wording of
+// its errors in config/json_syntax_errors). Held against nlohmann's own json::parse (comments
 // allowed): what parse_json accepts, json::parse gives the same; text it calls not JSON
 // (syntax) json::parse refuses too, unless it holds a NUL byte, where json::parse would stop.
 // Every problem is one sentence. Corpus: tests/fuzz/corpus/fuzz_json_text (docs/fuzzing.md).
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.h"
-#include "train/json_text.h"
+#include "config/json_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

@@ -56,7 +56,7 @@ inline std::string write_input(const std::string& name, const std::uint8_t* data
 }
 
 // A sentence for a person: not empty, well-formed UTF-8, no control characters (so it is one line
-// and never cut short at a NUL), as data/printable_text.h makes quoted bytes.
+// and never cut short at a NUL), as printable_text.h makes quoted bytes.
 inline void check_sentence(std::string_view s) {
     if (s.empty()) fail("an empty sentence");
     for (std::size_t i = 0; i < s.size();) {

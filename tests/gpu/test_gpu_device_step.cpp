@@ -14,7 +14,7 @@
 #include "backend/cuda/graph_policy.h"
 #include "error.h"
 #include "gpu_compare.h"
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 
 using namespace mantissa;
 using namespace mantissa::cuda;

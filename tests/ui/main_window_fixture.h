@@ -17,7 +17,7 @@
 
 #include "live/run_controller.h"
 #include "main_window.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace window_test {
 

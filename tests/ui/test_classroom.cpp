@@ -27,7 +27,7 @@
 #include "panels/precision_panel.h"
 #include "panels/run_toolbar.h"
 #include "series/run_series.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;

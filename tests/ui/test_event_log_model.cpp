@@ -1,5 +1,5 @@
 // The Events panel's model and view over a RunSeries: repeats on consecutive steps are one row
-// (the engine's rule, train/event_coalesce.h), a live run's last merged row grows in place with
+// (the engine's rule, config/event_coalesce.h), a live run's last merged row grows in place with
 // "so far", each arriving batch touches only the rows still open, clicking a merged row centres on
 // its first step, the filter still matches, and the tooltip gives the step range. No training.
 #include <QLineEdit>

@@ -22,7 +22,7 @@
 #include "export/chart_export.h"
 #include "histogram/gradient_histogram_view.h"
 #include "store/run_store.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 #include "train/session.h"
 
 using namespace mantissa;

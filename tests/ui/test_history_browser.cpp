@@ -307,7 +307,7 @@ private slots:
         QVERIFY(v->chartsPanel()->lossChart()->drawnPoints() > 0);
         QVERIFY(v->summaryText().contains(QStringLiteral("completed")));
         QVERIFY(v->summaryText().contains(QStringLiteral("40 steps")));
-        // The run's throughput is the one figure the CLI's summary and `show` give (train/throughput.h).
+        // The run's throughput is the one figure the CLI's summary and `show` give (config/throughput.h).
         {
             RunStore store(m_path, StoreAccess::read_only);
             const RunTotals t = store.totals(m_fp16Dynamic);

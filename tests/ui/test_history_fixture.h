@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/run_store.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 #include "train/session.h"
 
 namespace history_test {

@@ -10,7 +10,7 @@
 #include <QProcess>
 
 #include "store/run_store.h"
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 class TestScreenshot : public QObject {
     Q_OBJECT

@@ -24,7 +24,7 @@
 #include "history/run_export.h"
 #include "live/run_controller.h"
 #include "store/run_store.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 #include "store_integrity.h"
 
 using namespace mantissa;

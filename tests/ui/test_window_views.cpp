@@ -21,7 +21,7 @@
 #include "main_window.h"
 #include "main_window_fixture.h"
 #include "series/run_series.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;

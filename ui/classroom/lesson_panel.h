@@ -6,7 +6,7 @@
 
 #include <QWidget>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 class QLabel;
 

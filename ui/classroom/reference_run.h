@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 class Recorder;

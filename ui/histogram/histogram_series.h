@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::ui {
 

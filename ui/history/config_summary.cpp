@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_desc.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa::ui {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/store_files.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa::ui {
 

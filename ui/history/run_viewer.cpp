@@ -20,7 +20,7 @@
 #include "history/run_table_model.h"
 #include "models/event_log_model.h"
 #include "panels/events_panel.h"
-#include "train/throughput.h"
+#include "config/throughput.h"
 
 namespace mantissa::ui {
 

@@ -63,7 +63,7 @@ private:
     std::shared_ptr<RunStore> m_store;
     std::int64_t m_runId;
     RunRow m_run;
-    // samples/s (mean over the run) from the store's totals (train/throughput.h), read when the
+    // samples/s (mean over the run) from the store's totals (config/throughput.h), read when the
     // run is loaded and when it finishes (not on every followed row: it reads every step).
     std::optional<double> m_samplesPerSecond;
     void readThroughput();

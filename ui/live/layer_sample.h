@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::ui {
 

@@ -19,7 +19,7 @@
 
 #include "live/layer_sample.h"
 #include "live/spsc_ring.h"
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::ui {
 

@@ -3,7 +3,7 @@
 // RunSeries collected and appends rows as more arrive (sync()), so the view never resets during a
 // run. StepRole gives a row's step, for centring the charts on it.
 //
-// Rows are the engine's display entries (train/event_coalesce.h, the rule `mantissa-cli show`
+// Rows are the engine's display entries (config/event_coalesce.h, the rule `mantissa-cli show`
 // uses too): an overflow or scale change repeated on consecutive steps is one row, "Overflow on
 // every step from 412 to 511 (100 steps): ...", whose text says "(37 steps so far)" while a live
 // run may still extend it. A row's Step, Time and StepRole are its first event's; LastStepRole and
@@ -15,7 +15,7 @@
 
 #include <QAbstractTableModel>
 
-#include "train/event_coalesce.h"
+#include "config/event_coalesce.h"
 
 namespace mantissa::ui {
 

@@ -18,7 +18,7 @@
 
 #include "live/layer_sample.h"
 #include "model/model_plan.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 #include "train/session.h"
 
 namespace mantissa::ui {

@@ -3,7 +3,7 @@
 
 #include <QComboBox>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa::ui {
 

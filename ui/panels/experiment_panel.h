@@ -10,7 +10,7 @@
 
 #include <QWidget>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 class QAction;
 class QComboBox;

@@ -1,6 +1,6 @@
 // RunStatusBar: the permanent part of the main window's status bar: backend and device, step (of
 // the budget), epoch, samples/s (mean over the run so far: samples trained / training time, the
-// figure the CLI's summary and `show` give, train/throughput.h), elapsed and remaining time. Every
+// figure the CLI's summary and `show` give, config/throughput.h), elapsed and remaining time. Every
 // figure comes from the engine (its step records and the session's summary); remaining time
 // extrapolates the recent pace.
 #pragma once

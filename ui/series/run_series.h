@@ -17,7 +17,7 @@
 
 #include "live/layer_sample.h"
 #include "series/lod_series.h"
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa::ui {
 

@@ -7,7 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "error.h"
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 
 namespace mantissa::cuda {
 

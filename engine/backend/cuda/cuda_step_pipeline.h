@@ -44,7 +44,7 @@
 #include "backend/cuda/graph_policy.h"
 #include "backend/cuda/step_block_layout.h"
 #include "backend/step_pipeline.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa::cuda {
 

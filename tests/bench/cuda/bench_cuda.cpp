@@ -26,7 +26,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/graph_policy.h"
 #include "error.h"
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 #include "train/trainer.h"
 
 using namespace mantissa;

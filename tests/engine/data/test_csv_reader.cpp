@@ -12,7 +12,7 @@
 
 #include "data/csv_reader.h"
 #include "data/dataset.h"
-#include "data/user_file.h"
+#include "user_file.h"
 #include "error.h"
 #include "data_test_util.h"
 

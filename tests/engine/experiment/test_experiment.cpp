@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 using namespace mantissa;
 using json = nlohmann::json;

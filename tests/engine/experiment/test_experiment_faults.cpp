@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
-#include "train/experiment.h"
-#include "train/json_text.h"
+#include "config/experiment.h"
+#include "config/json_text.h"
 
 using namespace mantissa;
 

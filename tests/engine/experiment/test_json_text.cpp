@@ -1,4 +1,4 @@
-// The JSON text parser behind experiment files and --set (train/json_text): valid documents give
+// The JSON text parser behind experiment files and --set (config/json_text): valid documents give
 // exactly what json::parse gives (the same integer, unsigned and float kinds), a key twice in one
 // object is refused with its dotted path at any depth, and each kind of syntax error reads as one
 // plain sentence with its line and column. The slots are defined outside the class because moc
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/json_text.h"
+#include "config/json_text.h"
 
 using namespace mantissa;
 using json = nlohmann::json;

@@ -8,7 +8,7 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
-#include "train/experiment.h"
+#include "config/experiment.h"
 #include "train/trainer.h"
 
 using namespace mantissa;

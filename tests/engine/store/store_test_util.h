@@ -16,7 +16,7 @@
 #include <sqlite3.h>
 
 #include "error.h"
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace store_test {
 

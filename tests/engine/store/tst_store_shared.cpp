@@ -21,7 +21,7 @@
 #include <functional>
 #include <thread>
 
-#include "data/user_file.h"
+#include "user_file.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "store/store_files.h"
@@ -103,7 +103,7 @@ private slots:
                 return [&] { QVERIFY(store::database_file_role(p + "-wal").has_value()); };
             if (look == "open_write") return [&] { RunStore again(p); again.list_runs(); };
             if (look == "open_read") return [&] { RunStore again(p, StoreAccess::read); again.list_runs(); };
-            // A file a person names (data/user_file.h) is refused, unopened, when it is a store
+            // A file a person names (user_file.h) is refused, unopened, when it is a store
             // this process has open or one of its side files (held_files.h).
             if (look == "user_file" || look == "user_file_wal")
                 return [&] {

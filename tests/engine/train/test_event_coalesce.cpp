@@ -1,11 +1,11 @@
 // The display rule that merges an event repeated on consecutive steps into one entry
-// (train/event_coalesce.h): which events merge, what may interleave, what closes an entry, the
+// (config/event_coalesce.h): which events merge, what may interleave, what closes an entry, the
 // merged sentences, and a live run whose last entry keeps growing.
 #include <QtTest>
 
 #include <vector>
 
-#include "train/event_coalesce.h"
+#include "config/event_coalesce.h"
 
 using namespace mantissa;
 

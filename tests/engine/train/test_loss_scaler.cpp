@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "error.h"
 

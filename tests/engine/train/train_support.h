@@ -12,8 +12,8 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "model/init.h"
-#include "train/experiment.h"
-#include "train/telemetry.h"
+#include "config/experiment.h"
+#include "config/telemetry.h"
 
 namespace mantissa::test {
 

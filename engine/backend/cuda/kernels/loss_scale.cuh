@@ -5,7 +5,7 @@
 //   otherwise:  tracker + 1; on reaching the interval scale = clamp(scale x growth) if finite,
 //               tracker = 0
 // Products in double stored as FP32, inv_scale = float(1 / double(scale)): the same numbers as
-// the host LossScaler (train/loss_scaler.cpp), bit for bit. min/max clamp only in dynamic mode.
+// the host LossScaler (backend/loss_scaler.cpp), bit for bit. min/max clamp only in dynamic mode.
 #pragma once
 
 #include "backend/cuda/kernels/common.cuh"

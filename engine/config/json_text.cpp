@@ -4,10 +4,10 @@
 // the open objects and arrays, each value placed at the end of the open array or under the open
 // object's current key (as nlohmann's own DOM parser does). The handler refuses a key already
 // present in its object and a key or string holding \u0000, and keeps a parse error as one plain
-// sentence instead of throwing; the wording of that sentence is train/json_syntax_errors.cpp's,
+// sentence instead of throwing; the wording of that sentence is config/json_syntax_errors.cpp's,
 // which this file only calls. Text with a NUL byte, or in UTF-16 or UTF-32, is refused before
 // parsing (nlohmann would stop at a NUL as if the text ended there).
-#include "train/json_text.h"
+#include "config/json_text.h"
 
 #include <string_view>
 #include <utility>
@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/printable_text.h"
-#include "train/json_syntax_errors.h"
+#include "printable_text.h"
+#include "config/json_syntax_errors.h"
 
 namespace mantissa {
 

@@ -139,7 +139,7 @@ struct Experiment {
 // experiment_from_json(experiment_to_json(e)) == e for every valid e. "backend" is read as a string
 // ("cuda") or an object ({"kind": "cuda", "device": 1}) and written as the object.
 Experiment experiment_from_json(const nlohmann::json& j);
-// load_experiment reads a regular file of at most 16 MiB (data/user_file.h) and refuses numbers
+// load_experiment reads a regular file of at most 16 MiB (user_file.h) and refuses numbers
 // beyond a double and a key twice in one object, naming the file (and line and column) in errors.
 Experiment load_experiment(const std::string& path);       // reads, parses, names the file in errors
 nlohmann::json experiment_to_json(const Experiment& e);    // every key, defaults included

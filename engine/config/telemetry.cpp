@@ -1,6 +1,6 @@
 // Names of event kinds as they appear in the run store and the CLI's JSON; numbers as event
 // messages write them.
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 #include <cmath>
 #include <cstdio>

@@ -7,9 +7,9 @@
 // as_real, as_choice, ...) are free functions, so array elements and the free-form layer table use
 // the same sentences. apply_setting (--set KEY=VALUE) edits the printed JSON and reads it back, so a
 // setting is validated by exactly the code that validates a file. The text itself is parsed by
-// train/json_text (a key twice refused, syntax errors as sentences). Everything here is a pure
+// config/json_text (a key twice refused, syntax errors as sentences). Everything here is a pure
 // function of its arguments (and the file), callable from any thread.
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 #include <algorithm>
 #include <array>
@@ -29,10 +29,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/printable_text.h"
-#include "data/user_file.h"
+#include "printable_text.h"
+#include "user_file.h"
 #include "error.h"
-#include "train/json_text.h"
+#include "config/json_text.h"
 
 namespace mantissa {
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "train/telemetry.h"
+#include "config/telemetry.h"
 
 namespace mantissa {
 

@@ -1,4 +1,4 @@
-// Internal to train/json_text.cpp: the one sentence told for a JSON parse error.
+// Internal to config/json_text.cpp: the one sentence told for a JSON parse error.
 //
 // Split from the parser because the wording is most of the code and none of the data path (it
 // runs only after a parse has failed), and so that it takes plain values, not nlohmann types: this

@@ -1,7 +1,7 @@
 // The sentence for a JSON parse error: turns what nlohmann reported (where it stopped and the
 // what() of its parse_error) and the text into one plain sentence naming the hand-editing mistake.
 //
-// It is kept apart from the DOM builder (train/json_text.cpp) because it is most of the parser's
+// It is kept apart from the DOM builder (config/json_text.cpp) because it is most of the parser's
 // code and none of its data path: it runs only once a parse has failed. The sentence names the
 // mistake a person made, not the token the parser choked on: nlohmann says where it stopped and
 // what it was parsing (taken from the documented shape of parse_error's what()), and a lenient
@@ -10,9 +10,9 @@
 // reads "expected a key in double quotes, found 'a' in single quotes", not "found '{''". Positions
 // are where the mistake is (the start of the bad word, the opening quote of an unclosed string, the
 // backslash of a bad escape), in code points, as editors count. Pure functions, any thread.
-#include "train/json_syntax_errors.h"
+#include "config/json_syntax_errors.h"
 
-#include "data/printable_text.h"
+#include "printable_text.h"
 
 #include <algorithm>
 #include <cctype>

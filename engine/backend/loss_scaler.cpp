@@ -1,6 +1,6 @@
 // LossScaler: GradScaler's update rule (torch/amp/grad_scaler.py, _amp_update_scale_): the
 // products are formed in double and stored as the FP32 scale, as the kernel does.
-#include "train/loss_scaler.h"
+#include "backend/loss_scaler.h"
 
 #include <cmath>
 

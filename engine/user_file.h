@@ -21,7 +21,7 @@
 #include <new>
 #include <string>
 
-#include "data/printable_text.h"
+#include "printable_text.h"
 #include "error.h"
 #include "held_files.h"
 

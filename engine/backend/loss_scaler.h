@@ -15,7 +15,7 @@
 #include <limits>
 #include <optional>
 
-#include "train/experiment.h"
+#include "config/experiment.h"
 
 namespace mantissa {
 

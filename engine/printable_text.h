@@ -5,7 +5,7 @@
 // \xHH (two upper-case hex digits) for any other control character, DEL, and each byte that is not
 // part of a well-formed UTF-8 character. A backslash stays as it is.
 // Header-only so that both mantissa_config (the experiment file) and mantissa_data (the datasets)
-// use it without a library between them, as data/user_file.h is. Pure functions, any thread.
+// use it without a library between them, as user_file.h is. Pure functions, any thread.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Event coalescing for display (see event_coalesce.h for the rule).
-#include "train/event_coalesce.h"
+#include "config/event_coalesce.h"
 
 #include <algorithm>
 #include <cmath>
