@@ -1,7 +1,13 @@
 // Backend: the plain C++ face of a compute device (the CPU reference, or the CUDA module loaded at
 // run time). It owns tensors and runs the operations of mixed-precision training at the
-// granularity a GPU wants: a whole linear layer's forward or backward with its rounding points, an
-// activation, the loss, the fused unscale + non-finite check, the fused optimizer updates.
+// granularity a GPU wants: a whole linear or convolutional layer's forward or backward with its
+// rounding points, an activation, a pool, a batch norm, the loss, the fused unscale + non-finite
+// check, the fused optimizer updates.
+//
+// The layer ops are non-virtual members that check their arguments in one place
+// (backend_checks.cpp) and call the backend's protected *_impl (tiny-cuda-nn's forward() ->
+// forward_impl()); a backend says which ops it lacks before it is asked (supports(op, format),
+// as ggml's supports_op), and the convolutional ops land on the CPU backend first.
 //
 // Rules every backend follows (docs/numerics.md has the formulas; docs/architecture.md, "Backends"):
 // - A tensor has a declared Format and a MemoryCategory. Every operation rounds each value it
@@ -23,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/conv_ops.h"
 #include "numeric/format.h"
 #include "numeric/stats.h"
 #include "config/experiment.h"
@@ -41,6 +48,20 @@ enum class MemoryCategory : std::uint8_t {
     workspace,        // transient buffers: gradients of activations, the loss's probabilities
 };
 const char* memory_category_name(MemoryCategory c);
+
+// The ops a backend may lack (Backend::unsupported). activation covers the activations; the
+// losses, casts, the check and the optimizers are part of every backend.
+enum class BackendOp : std::uint8_t {
+    linear,
+    conv2d,
+    maxpool2d,
+    avgpool2d,
+    global_avgpool,
+    batchnorm2d,
+    add,
+    activation,
+};
+const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
 // True when every value of `inner` is a value of `outer`: rounding to `outer` changes nothing.
 bool format_contains(Format outer, Format inner);
@@ -193,34 +214,95 @@ public:
     // scales for the next step are computed.
     virtual void update_fp8_scales(Fp8State& state) = 0;
 
+    // ---- what this backend can run
+    // "" when this backend runs `op` with tensors (or, for linear and conv2d, a compute format)
+    // in `format`; else one sentence saying what it lacks and what to do instead ("The CUDA
+    // backend has no conv2d yet; use the CPU backend (backend: cpu)."). The wrappers of the
+    // convolutional ops below throw that sentence when called anyway; linear and the activations
+    // keep their own refusals (a GPU that cannot multiply in a format says so at the first call).
+    virtual std::string unsupported(BackendOp op, Format format) const = 0;
+    bool supports(BackendOp op, Format format) const { return unsupported(op, format).empty(); }
+
+    // The ops below are non-virtual: each checks its arguments once (backend_checks.cpp), so two
+    // backends cannot drift in what they accept, then calls the backend's *_impl.
+
     // ---- layers
     // y(batch, out) = x(batch, in)·Wᵀ + b, rounded to y's format. Casts the weight (from
     // `weight`, the FP32 master when master weights are on) into weight_compute, and x into
     // saved_input. record_amax: training steps record FP8 amaxes, evaluation does not.
-    virtual void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y,
-                                std::int64_t batch, bool record_amax) = 0;
+    void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                        bool record_amax);
     // From dy(batch, out): dx(batch, in) (null for the first layer), grad_weight and grad_bias,
     // each accumulated in FP32 and rounded to its format. `x` is the forward's input (used when
     // saved_input is null). When weight_stats is not null, it receives what the rounding of
     // grad_weight did (zeros before and after, subnormals, non-finite; see
     // set_gradient_tracing for what "before" means).
-    virtual void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy,
-                                 Tensor* dx, std::int64_t batch, RoundingStats* weight_stats) = 0;
+    void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
+                         std::int64_t batch, RoundingStats* weight_stats);
 
-    virtual void activation_forward(Activation act, const Tensor& z, Tensor& a,
-                                    std::int64_t batch) = 0;
+    void activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch);
     // dz = da ⊙ act'(z), rounded to dz's format. As torch does, relu and tanh take the
     // derivative from the stored output a, gelu from the input z.
-    virtual void activation_backward(Activation act, const Tensor& z, const Tensor& a,
-                                     const Tensor& da, Tensor& dz, std::int64_t batch) = 0;
+    void activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da,
+                             Tensor& dz, std::int64_t batch);
 
     // ---- losses (FP32). dlogits / dy (when not null) receive loss_scale × ∂loss/∂input, rounded
     // to their format. Labels and targets are host arrays of `batch` rows.
-    virtual LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels,
-                                             std::int64_t batch, float loss_scale,
-                                             Tensor* dlogits) = 0;
-    virtual LossResult mse(const Tensor& y, const float* targets, std::int64_t batch,
-                           float loss_scale, Tensor* dy) = 0;
+    LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels,
+                                     std::int64_t batch, float loss_scale, Tensor* dlogits);
+    LossResult mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
+                   Tensor* dy);
+
+    // ---- convolutional ops (conv_ops.h; docs/numerics.md, "Convolutional ops")
+    // Images are one sample per row, NCHW flattened. Each op writes its output rounded to the
+    // output tensor's format, and whole rows [0, batch): gradients are written, not accumulated.
+
+    // y(batch, Co·oh·ow) = W ⋆ x(batch, C·H·W) + b, with linear_forward's rounding points:
+    // operands cast to the compute format (FP8: scaled, into weight_compute and saved_input),
+    // exact products summed in FP32, the bias added in the output's format, rounded to y's.
+    void conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
+                        bool record_amax);
+    // From dy(batch, Co·oh·ow): dx (null for the first layer), grad_weight and grad_bias (when
+    // the convolution has a bias), as linear_backward: dy cast to the gradient operand format, dX
+    // and dW in FP32 rounded to their formats, dB = Σ over the batch and positions of dy in FP32.
+    // weight_stats counts the rounding of dW as linear_backward's does.
+    void conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
+                         std::int64_t batch, RoundingStats* weight_stats);
+
+    // Max over each window (padding never wins); ties go to the first position of the window in
+    // row-major order, as PyTorch's; a NaN in a window is its maximum.
+    void maxpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                           std::int64_t batch);
+    // dx = dy routed to each window's maximum (found again from x by the forward's rule; y is
+    // for backends that read it), summed in FP32 where windows overlap, rounded to dx's format.
+    void maxpool2d_backward(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y,
+                            const Tensor& dy, Tensor& dx, std::int64_t batch);
+    // y = (Σ window) / k² in FP32 (padding counts as zeros, PyTorch's count_include_pad).
+    void avgpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                           std::int64_t batch);
+    void avgpool2d_backward(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,
+                            std::int64_t batch);
+    // Global average pool = avgpool with kernel = (in_h, in_w): x(batch, channels·spatial) ->
+    // y(batch, channels); the mean in FP32.
+    void global_avgpool_forward(std::int64_t channels, std::int64_t spatial, const Tensor& x,
+                                Tensor& y, std::int64_t batch);
+    void global_avgpool_backward(std::int64_t channels, std::int64_t spatial, const Tensor& dy,
+                                 Tensor& dx, std::int64_t batch);
+
+    // Training: batch statistics (the biased variance normalises, the unbiased one updates
+    // running_var, as PyTorch), running statistics updated with momentum, saved_mean and
+    // saved_invstd written for the backward; evaluation: the running statistics. y rounded to
+    // y's format.
+    void batchnorm2d_forward(BatchNormTensors& bn, const Tensor& x, Tensor& y,
+                             std::int64_t batch, bool training);
+    // The backward of a training forward (its saved statistics): dx rounded to dx's format,
+    // grad_weight and grad_bias in FP32 (rounded to their formats).
+    void batchnorm2d_backward(BatchNormTensors& bn, const Tensor& x, const Tensor& dy,
+                              Tensor& dx, std::int64_t batch);
+
+    // y = a + b elementwise in FP32, rounded to y's format (a residual: y declared in the wider
+    // format). Its backward is the identity on both inputs.
+    void add(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch);
 
     // ---- gradients
     // Multiplies every gradient by inv_scale in FP32 (skipped when inv_scale is 1) and checks
@@ -251,6 +333,54 @@ public:
     // A pipeline whose steps leave their results on the device until collected (the loss scaler
     // living there too), or null: the Trainer then runs SyncStepPipeline over the calls above.
     virtual std::unique_ptr<StepPipeline> create_pipeline(const LossScalingSpec& spec);
+
+protected:
+    // What the wrappers above call once their arguments are checked: shapes fit, batch in
+    // [0, rows] of every tensor involved, the required tensors present, FP8 ones declared e4m3,
+    // labels in range, and (convolutional ops) the op supported in its format.
+    virtual void linear_forward_impl(LinearTensors& layer, const Tensor& x, Tensor& y,
+                                     std::int64_t batch, bool record_amax) = 0;
+    virtual void linear_backward_impl(LinearTensors& layer, const Tensor& x, const Tensor& dy,
+                                      Tensor* dx, std::int64_t batch,
+                                      RoundingStats* weight_stats) = 0;
+    virtual void activation_forward_impl(Activation act, const Tensor& z, Tensor& a,
+                                         std::int64_t batch) = 0;
+    virtual void activation_backward_impl(Activation act, const Tensor& z, const Tensor& a,
+                                          const Tensor& da, Tensor& dz, std::int64_t batch) = 0;
+    virtual LossResult softmax_cross_entropy_impl(const Tensor& logits, const std::int32_t* labels,
+                                                  std::int64_t batch, float loss_scale,
+                                                  Tensor* dlogits) = 0;
+    virtual LossResult mse_impl(const Tensor& y, const float* targets, std::int64_t batch,
+                                float loss_scale, Tensor* dy) = 0;
+
+    // The convolutional ops: a backend without them keeps these defaults, which throw its
+    // unsupported() sentence (never reached through the wrappers, which refuse first).
+    virtual void conv2d_forward_impl(ConvTensors& conv, const Tensor& x, Tensor& y,
+                                     std::int64_t batch, bool record_amax);
+    virtual void conv2d_backward_impl(ConvTensors& conv, const Tensor& x, const Tensor& dy,
+                                      Tensor* dx, std::int64_t batch, RoundingStats* weight_stats);
+    virtual void maxpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                                        std::int64_t batch);
+    virtual void maxpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& x,
+                                         const Tensor& y, const Tensor& dy, Tensor& dx,
+                                         std::int64_t batch);
+    virtual void avgpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                                        std::int64_t batch);
+    virtual void avgpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,
+                                         std::int64_t batch);
+    virtual void global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial,
+                                             const Tensor& x, Tensor& y, std::int64_t batch);
+    virtual void global_avgpool_backward_impl(std::int64_t channels, std::int64_t spatial,
+                                              const Tensor& dy, Tensor& dx, std::int64_t batch);
+    virtual void batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x, Tensor& y,
+                                          std::int64_t batch, bool training);
+    virtual void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x,
+                                           const Tensor& dy, Tensor& dx, std::int64_t batch);
+    virtual void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch);
+
+private:
+    // Throws unsupported(op, format) when it is not empty.
+    void require_supported(BackendOp op, Format format) const;
 };
 
 // What `mantissa-cli devices` and the GUI show: each backend, whether it can run here and why not.

@@ -1,6 +1,10 @@
-// Small helpers of the backend interface shared by every backend: names and format inclusion.
+// Small helpers of the backend interface shared by every backend: names, format inclusion, and
+// the defaults of the ops a backend may lack (they throw its unsupported() sentence). The CUDA
+// module compiles its own copy of this file (cuda/CMakeLists.txt); the checked wrappers, which
+// only the engine calls, are in backend_checks.cpp.
 #include "backend/backend.h"
 #include "backend/step_pipeline.h"
+#include "error.h"
 
 namespace mantissa {
 
@@ -25,6 +29,20 @@ const char* fp8_role_name(Fp8Role r) {
     return "input";
 }
 
+const char* backend_op_name(BackendOp op) {
+    switch (op) {
+    case BackendOp::linear: return "linear";
+    case BackendOp::conv2d: return "conv2d";
+    case BackendOp::maxpool2d: return "maxpool2d";
+    case BackendOp::avgpool2d: return "avgpool2d";
+    case BackendOp::global_avgpool: return "global_avgpool";
+    case BackendOp::batchnorm2d: return "batchnorm2d";
+    case BackendOp::add: return "add";
+    case BackendOp::activation: return "activation";
+    }
+    return "linear";
+}
+
 bool format_contains(Format outer, Format inner) {
     if (outer == inner || outer == Format::fp32) return true;
     const FormatInfo& o = format_info(outer);
@@ -37,6 +55,57 @@ bool format_contains(Format outer, Format inner) {
 std::unique_ptr<StepPipeline> Backend::create_pipeline(const LossScalingSpec& spec) {
     (void)spec;
     return nullptr;
+}
+
+// ---- the ops a backend may lack
+
+namespace {
+
+[[noreturn]] void lacks(const Backend& b, BackendOp op, Format format) {
+    std::string why = b.unsupported(op, format);
+    if (why.empty())
+        why = "The " + b.name() + " backend has no " + backend_op_name(op) +
+              " yet; use the CPU backend (backend: cpu).";
+    throw Error(why);
+}
+
+}  // namespace
+
+void Backend::conv2d_forward_impl(ConvTensors& conv, const Tensor&, Tensor&, std::int64_t, bool) {
+    lacks(*this, BackendOp::conv2d, conv.compute);
+}
+void Backend::conv2d_backward_impl(ConvTensors& conv, const Tensor&, const Tensor&, Tensor*, std::int64_t,
+                                   RoundingStats*) {
+    lacks(*this, BackendOp::conv2d, conv.compute);
+}
+void Backend::maxpool2d_forward_impl(const Pool2dGeometry&, const Tensor&, Tensor& y, std::int64_t) {
+    lacks(*this, BackendOp::maxpool2d, y.format());
+}
+void Backend::maxpool2d_backward_impl(const Pool2dGeometry&, const Tensor&, const Tensor&, const Tensor&,
+                                      Tensor& dx, std::int64_t) {
+    lacks(*this, BackendOp::maxpool2d, dx.format());
+}
+void Backend::avgpool2d_forward_impl(const Pool2dGeometry&, const Tensor&, Tensor& y, std::int64_t) {
+    lacks(*this, BackendOp::avgpool2d, y.format());
+}
+void Backend::avgpool2d_backward_impl(const Pool2dGeometry&, const Tensor&, Tensor& dx, std::int64_t) {
+    lacks(*this, BackendOp::avgpool2d, dx.format());
+}
+void Backend::global_avgpool_forward_impl(std::int64_t, std::int64_t, const Tensor&, Tensor& y, std::int64_t) {
+    lacks(*this, BackendOp::global_avgpool, y.format());
+}
+void Backend::global_avgpool_backward_impl(std::int64_t, std::int64_t, const Tensor&, Tensor& dx, std::int64_t) {
+    lacks(*this, BackendOp::global_avgpool, dx.format());
+}
+void Backend::batchnorm2d_forward_impl(BatchNormTensors&, const Tensor&, Tensor& y, std::int64_t, bool) {
+    lacks(*this, BackendOp::batchnorm2d, y.format());
+}
+void Backend::batchnorm2d_backward_impl(BatchNormTensors&, const Tensor&, const Tensor&, Tensor& dx,
+                                        std::int64_t) {
+    lacks(*this, BackendOp::batchnorm2d, dx.format());
+}
+void Backend::add_impl(const Tensor&, const Tensor&, Tensor& y, std::int64_t) {
+    lacks(*this, BackendOp::add, y.format());
 }
 
 }  // namespace mantissa

@@ -1,11 +1,14 @@
-// CpuBackend: tensors, memory accounting, host copies, casts and the FP8 scaling state.
+// CpuBackend: tensors, memory accounting, host copies, casts, the weight operands of the matmul
+// layers, the FP8 scaling state, and what the backend supports.
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "error.h"
 #include "numeric/convert.h"
@@ -231,6 +234,57 @@ const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format form
     float* buf = scratch(slot, n);
     round_array(format, t.data(), buf, static_cast<std::size_t>(n));
     return buf;
+}
+
+const float* CpuBackend::weight_operand(CpuTensor& w, Tensor* weight_compute, Format compute, int slot) {
+    if (!weight_compute) return operand(w, w.numel(), compute, slot);
+    // The optimizer keeps the copy current when it can (cast_copies): cast only when the copy is
+    // not what the cast would give.
+    CpuTensor& wc = cpu(*weight_compute);
+    if (!wc.is_copy_of(w)) {
+        cast(w, wc);
+        wc.mark_copy_of(w);
+        m_ledger->cast_copies[&w] = &wc;
+    }
+    return std::as_const(wc).data();
+}
+
+float CpuBackend::quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw) {
+    // The optimizer writes the quantised weights with the scale this step uses when it can
+    // (CpuFp8WeightCopy): quantise only when the copy is not what quantising would give.
+    CpuFp8WeightCopy& entry = m_ledger->fp8_copies[&w];
+    if (entry.copy == &wc && wc.is_copy_of(w) &&
+        std::bit_cast<std::uint32_t>(entry.scale) == std::bit_cast<std::uint32_t>(hw.scale()))
+        return entry.amax;
+    const float amax = scale_round_array(Format::fp8_e4m3, std::as_const(w).data(), wc.data(),
+                                         static_cast<std::size_t>(w.numel()), hw.scale(), Overflow::saturate);
+    wc.mark_copy_of(w);
+    entry = CpuFp8WeightCopy{&wc, &hw, hw.scale(), amax};
+    return amax;
+}
+
+float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, const float** sdy) {
+    *sdy = nullptr;
+    if (!m_tracing) return nullptr;
+    *sdy = unrounded(dy);
+    if (!*sdy && dx.format() == Format::fp32) return nullptr;
+    return shadow_for(dx, n);
+}
+
+// ---- what it supports
+
+std::string CpuBackend::unsupported(BackendOp op, Format format) const {
+    const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
+                        format == Format::bf16;
+    if (op == BackendOp::linear || op == BackendOp::conv2d) {
+        if (common || format == Format::fp8_e4m3) return "";
+        return std::string("The CPU backend computes ") + (op == BackendOp::linear ? "linear layers" : "convolutions") +
+               " in fp32, tf32, fp16, bf16 or fp8-e4m3, not " + std::string(format_name(format)) +
+               "; choose one of those for the layer.";
+    }
+    if (common) return "";
+    return std::string("The CPU backend runs ") + backend_op_name(op) + " on fp32, tf32, fp16 or bf16 tensors, not " +
+           std::string(format_name(format)) + "; keep the layer's tensors in one of those formats.";
 }
 
 }  // namespace mantissa

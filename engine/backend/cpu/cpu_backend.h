@@ -14,9 +14,11 @@
 // instead of computed by a second matmul (cpu_flush_count.h). docs/numerics.md, "The CPU
 // backend's speed".
 //
-// The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts),
-// cpu_linear.cpp (linear layers, FP8 scaling), cpu_elementwise.cpp (activations, losses),
-// cpu_gradients.cpp (unscale and check), cpu_optimizer.cpp (SGD, AdamW).
+// The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts, what it
+// supports), cpu_linear.cpp (linear layers, FP8 scaling), cpu_conv.cpp (convolutions),
+// cpu_pool.cpp (max, average and global average pools), cpu_batchnorm.cpp (batch norm),
+// cpu_elementwise.cpp (activations, losses, add), cpu_gradients.cpp (unscale and check),
+// cpu_optimizer.cpp (SGD, AdamW). Argument checks happen before any of them (backend_checks.cpp).
 // Training thread only.
 #pragma once
 
@@ -120,19 +122,7 @@ public:
     std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) override;
     void update_fp8_scales(Fp8State& state) override;
 
-    void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
-                        bool record_amax) override;
-    void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
-                         std::int64_t batch, RoundingStats* weight_stats) override;
-    void activation_forward(Activation act, const Tensor& z, Tensor& a,
-                            std::int64_t batch) override;
-    void activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da,
-                             Tensor& dz, std::int64_t batch) override;
-    LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels,
-                                     std::int64_t batch, float loss_scale,
-                                     Tensor* dlogits) override;
-    LossResult mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
-                   Tensor* dy) override;
+    std::string unsupported(BackendOp op, Format format) const override;
     UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
                                     const std::vector<bool>& want_summary,
                                     std::vector<GradientSummary>* summaries) override;
@@ -142,6 +132,42 @@ public:
     MemoryBreakdown memory() const override;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
+
+protected:
+    void linear_forward_impl(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) override;
+    void linear_backward_impl(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
+                              std::int64_t batch, RoundingStats* weight_stats) override;
+    void activation_forward_impl(Activation act, const Tensor& z, Tensor& a,
+                                 std::int64_t batch) override;
+    void activation_backward_impl(Activation act, const Tensor& z, const Tensor& a,
+                                  const Tensor& da, Tensor& dz, std::int64_t batch) override;
+    LossResult softmax_cross_entropy_impl(const Tensor& logits, const std::int32_t* labels,
+                                          std::int64_t batch, float loss_scale,
+                                          Tensor* dlogits) override;
+    LossResult mse_impl(const Tensor& y, const float* targets, std::int64_t batch,
+                        float loss_scale, Tensor* dy) override;
+    void conv2d_forward_impl(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) override;
+    void conv2d_backward_impl(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
+                              std::int64_t batch, RoundingStats* weight_stats) override;
+    void maxpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                                std::int64_t batch) override;
+    void maxpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y,
+                                 const Tensor& dy, Tensor& dx, std::int64_t batch) override;
+    void avgpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
+                                std::int64_t batch) override;
+    void avgpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,
+                                 std::int64_t batch) override;
+    void global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& x,
+                                     Tensor& y, std::int64_t batch) override;
+    void global_avgpool_backward_impl(std::int64_t channels, std::int64_t spatial,
+                                      const Tensor& dy, Tensor& dx, std::int64_t batch) override;
+    void batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x, Tensor& y,
+                                  std::int64_t batch, bool training) override;
+    void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x, const Tensor& dy,
+                                   Tensor& dx, std::int64_t batch) override;
+    void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch) override;
 
 private:
     // The cast copy of `param` that the optimizer should update with it (rounding each new value
@@ -154,6 +180,17 @@ private:
     float* scratch(int slot, std::int64_t n);
     // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
     const float* operand(const CpuTensor& t, std::int64_t n, Format format, int slot);
+    // The weight operand of a layer (linear, conv2d) computing in a format other than FP8: its
+    // cast copy weight_compute, cast again only when it is not current (the optimizer keeps it
+    // so when it can: cast_copies), or w rounded into scratch slot `slot` when there is none.
+    const float* weight_operand(CpuTensor& w, Tensor* weight_compute, Format compute, int slot);
+    // FP8: wc = saturate_e4m3(w · hw's scale), skipped when the optimizer already wrote exactly
+    // that (CpuFp8WeightCopy); returns amax |w|.
+    float quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw);
+    // dx's FP32 shadow for a backward that is linear in dy (pools, batch norm): null when
+    // gradient tracing has nothing to keep. Else *sdy is dy's shadow or null (then the shadow of
+    // dx is dx before its rounding).
+    float* trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, const float** sdy);
 
     // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
     // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's
@@ -171,7 +208,8 @@ private:
     bool m_tracing = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
-    std::array<CpuBuffer, 7> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer
+    std::array<CpuBuffer, 10> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
+                                          //   7 to 9: cpu_conv.cpp
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy

@@ -1,5 +1,5 @@
-// CpuBackend: activations and losses. Arithmetic in FP32 (the losses are on autocast's FP32
-// list); results rounded to the output tensor's format.
+// CpuBackend: activations, losses and the elementwise add. Arithmetic in FP32 (the losses are on
+// autocast's FP32 list); results rounded to the output tensor's format.
 //
 // gelu is the exact (erf) form, torch's default: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)),
 // gelu'(z) = Φ(z) + z·φ(z), φ(z) = exp(-z²/2)/√(2π). As torch does, the relu and tanh
@@ -10,7 +10,6 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
-#include "error.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -22,12 +21,6 @@ const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t);
 
 void round_output(Format format, float* data, std::int64_t n) {
     if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
-
-void check_same(const Tensor& a, const Tensor& b, std::int64_t batch, const char* op) {
-    if (a.cols() != b.cols() || a.rows() < batch || b.rows() < batch)
-        throw Error(std::string(op) + ": tensors " + a.desc().name + " and " + b.desc().name +
-                    " do not match for a batch of " + std::to_string(batch) + ".");
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -56,9 +49,8 @@ constexpr float inv_sqrt_2pi = 0.39894228040143267794f;
 
 }  // namespace
 
-void CpuBackend::activation_forward(Activation act, const Tensor& z_in, Tensor& a_out,
-                                    std::int64_t batch) {
-    check_same(z_in, a_out, batch, "activation_forward");
+void CpuBackend::activation_forward_impl(Activation act, const Tensor& z_in, Tensor& a_out,
+                                         std::int64_t batch) {
     const float* z = cpu(z_in).data();
     float* a = cpu(a_out).data();
     const std::int64_t n = batch * z_in.cols();
@@ -74,11 +66,8 @@ void CpuBackend::activation_forward(Activation act, const Tensor& z_in, Tensor& 
     round_output(a_out.format(), a, n);
 }
 
-void CpuBackend::activation_backward(Activation act, const Tensor& z_in, const Tensor& a_in,
-                                     const Tensor& da_in, Tensor& dz_out, std::int64_t batch) {
-    check_same(z_in, dz_out, batch, "activation_backward");
-    check_same(da_in, dz_out, batch, "activation_backward");
-    check_same(a_in, dz_out, batch, "activation_backward");
+void CpuBackend::activation_backward_impl(Activation act, const Tensor& z_in, const Tensor& a_in,
+                                          const Tensor& da_in, Tensor& dz_out, std::int64_t batch) {
     const float* z = cpu(z_in).data();
     const float* a = cpu(a_in).data();
     const float* da = cpu(da_in).data();
@@ -112,11 +101,9 @@ void CpuBackend::activation_backward(Activation act, const Tensor& z_in, const T
     round_output(dz_out.format(), dz, n);
 }
 
-LossResult CpuBackend::softmax_cross_entropy(const Tensor& logits_in, const std::int32_t* labels,
-                                             std::int64_t batch, float loss_scale,
-                                             Tensor* dlogits) {
-    if (logits_in.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
-    if (dlogits) check_same(logits_in, *dlogits, batch, "softmax_cross_entropy");
+LossResult CpuBackend::softmax_cross_entropy_impl(const Tensor& logits_in, const std::int32_t* labels,
+                                                  std::int64_t batch, float loss_scale,
+                                                  Tensor* dlogits) {
     const std::int64_t classes = logits_in.cols();
     const float* logits = cpu(logits_in).data();
     float* d = dlogits ? cpu(*dlogits).data() : nullptr;
@@ -126,10 +113,7 @@ LossResult CpuBackend::softmax_cross_entropy(const Tensor& logits_in, const std:
     double total = 0;
     for (std::int64_t r = 0; r < batch; ++r) {
         const float* l = logits + r * classes;
-        const std::int32_t label = labels[r];
-        if (label < 0 || label >= classes)
-            throw Error("softmax_cross_entropy: label " + std::to_string(label) + " of row " +
-                        std::to_string(r) + " is outside [0, " + std::to_string(classes) + ").");
+        const std::int32_t label = labels[r];  // in [0, classes): checked by the wrapper
         float m = -std::numeric_limits<float>::infinity();
         std::int64_t argmax = 0;
         for (std::int64_t c = 0; c < classes; ++c) {
@@ -160,10 +144,8 @@ LossResult CpuBackend::softmax_cross_entropy(const Tensor& logits_in, const std:
     return result;
 }
 
-LossResult CpuBackend::mse(const Tensor& y_in, const float* targets, std::int64_t batch,
-                           float loss_scale, Tensor* dy) {
-    if (y_in.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
-    if (dy) check_same(y_in, *dy, batch, "mse");
+LossResult CpuBackend::mse_impl(const Tensor& y_in, const float* targets, std::int64_t batch,
+                                float loss_scale, Tensor* dy) {
     const std::int64_t n = batch * y_in.cols();
     const float* y = cpu(y_in).data();
     float* d = dy ? cpu(*dy).data() : nullptr;
@@ -182,6 +164,31 @@ LossResult CpuBackend::mse(const Tensor& y_in, const float* targets, std::int64_
     }
     result.loss = static_cast<double>(static_cast<float>(total / static_cast<double>(n)));
     return result;
+}
+
+// ---- add
+
+namespace {
+
+MANTISSA_HOT void add_arrays(const float* __restrict a, const float* __restrict b, float* __restrict y,
+                             std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+}  // namespace
+
+void CpuBackend::add_impl(const Tensor& a_in, const Tensor& b_in, Tensor& y_out, std::int64_t batch) {
+    const std::int64_t n = batch * y_out.cols();
+    // y may be a or b (an in-place residual): read both before the write, element by element.
+    const float* a = cpu(a_in).data();
+    const float* b = cpu(b_in).data();
+    float* y = cpu(y_out).data();
+    if (y == a || y == b) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+    } else {
+        add_arrays(a, b, y, n);
+    }
+    round_output(y_out.format(), y, n);
 }
 
 }  // namespace mantissa

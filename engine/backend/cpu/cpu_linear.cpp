@@ -9,14 +9,12 @@
 //           FP32 in blocks of rows (bias_grad_order.h; FP8: of the unquantised dy, as TE's fused
 //           bias-gradient does), rounded.
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <utility>
 
 #include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
-#include "error.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
 
@@ -102,35 +100,14 @@ MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, 
     }
 }
 
-void require(bool ok, const std::string& message) {
-    if (!ok) throw Error(message);
-}
-
-void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
-    const std::string where = std::string(op) + " of layer " +
-                              (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
-    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
-    require(x.cols() == l.weight->cols(), where + "the input has " + std::to_string(x.cols()) +
-                                              " features, the weight expects " +
-                                              std::to_string(l.weight->cols()) + ".");
-    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
-    if (l.compute == Format::fp8_e4m3)
-        require(l.fp8 && l.weight_compute && l.saved_input,
-                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
-    if (l.saved_input) require(l.saved_input->rows() >= batch, where + "saved input too small.");
-}
-
 }  // namespace
 
-void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_out,
-                                std::int64_t batch, bool record_amax) {
-    check_layer(l, x_in, batch, "linear_forward");
+void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tensor& y_out,
+                                     std::int64_t batch, bool record_amax) {
     const CpuTensor& x = cpu(x_in);
     CpuTensor& y = cpu(y_out);
     CpuTensor& w = cpu(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    require(y.cols() == out && y.rows() >= batch,
-            "linear_forward of " + w.desc().name + ": the output tensor has the wrong shape.");
 
     const float* x_op;
     const float* w_op;
@@ -140,20 +117,8 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         auto& state = static_cast<CpuFp8State&>(*l.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
         AmaxHistory& hw = state.history(Fp8Role::weight);
-        // The optimizer writes the quantised weights with the scale this step uses when it can
-        // (CpuFp8WeightCopy): quantise only when the copy is not what quantising would give.
         CpuTensor& wc = cpu(*l.weight_compute);
-        CpuFp8WeightCopy& entry = m_ledger->fp8_copies[&w];
-        float amax_w;
-        if (entry.copy == &wc && wc.is_copy_of(w) &&
-            std::bit_cast<std::uint32_t>(entry.scale) == std::bit_cast<std::uint32_t>(hw.scale())) {
-            amax_w = entry.amax;
-        } else {
-            amax_w = quantize_scaled(std::as_const(w).data(), wc.data(), in * out, hw.scale(),
-                                     Format::fp8_e4m3);
-            wc.mark_copy_of(w);
-            entry = CpuFp8WeightCopy{&wc, &hw, hw.scale(), amax_w};
-        }
+        const float amax_w = quantized_weight(w, wc, hw);
         const float* wq = std::as_const(wc).data();
         float* xq = cpu(*l.saved_input).data();
         const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
@@ -165,19 +130,7 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
         x_op = xq;
         w_op = wq;
     } else {
-        if (l.weight_compute) {
-            // The optimizer keeps the copy current when it can (cast_copies): cast only when
-            // the copy is not what the cast would give.
-            CpuTensor& wc = cpu(*l.weight_compute);
-            if (!wc.is_copy_of(w)) {
-                cast(w, wc);
-                wc.mark_copy_of(w);
-                m_ledger->cast_copies[&w] = &wc;
-            }
-            w_op = std::as_const(wc).data();
-        } else {
-            w_op = operand(w, in * out, l.compute, slot_w);
-        }
+        w_op = weight_operand(w, l.weight_compute, l.compute, slot_w);
         if (l.saved_input) {
             float* s = cpu(*l.saved_input).data();
             round_array(l.saved_input->format(), x.data(), s, static_cast<std::size_t>(batch * in));
@@ -201,18 +154,12 @@ void CpuBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_
     add_bias_and_round(yd, b, batch, out, dequant, y.format());
 }
 
-void CpuBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
-                                 Tensor* dx_out, std::int64_t batch, RoundingStats* weight_stats) {
-    check_layer(l, x_in, batch, "linear_backward");
+void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
+                                      Tensor* dx_out, std::int64_t batch, RoundingStats* weight_stats) {
     const CpuTensor& x = cpu(x_in);
     const CpuTensor& dy = cpu(dy_in);
     CpuTensor& w = cpu(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    require(dy.cols() == out && dy.rows() >= batch,
-            "linear_backward of " + w.desc().name + ": the output gradient has the wrong shape.");
-    if (dx_out)
-        require(dx_out->cols() == in && dx_out->rows() >= batch,
-                "linear_backward of " + w.desc().name + ": the input gradient has the wrong shape.");
 
     const bool fp8 = l.compute == Format::fp8_e4m3;
     const float* dy_op;

@@ -17,7 +17,8 @@
 // the optimizers' counts, statistics) wait for the stream, the others do not.
 //
 // Implementation split: cuda_backend.cpp (device, tensors, casts, FP8 state, accounting),
-// cuda_linear.cpp (linear layers), cuda_ops.cpp (activations, losses, the check, optimizers),
+// cuda_linear.cpp (linear layers, what the backend supports), cuda_ops.cpp (activations, losses,
+// the check, optimizers),
 // cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture).
 // Training thread only (the device is made current at every entry).
 #pragma once
@@ -96,16 +97,9 @@ public:
     std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) override;
     void update_fp8_scales(Fp8State& state) override;
 
-    void linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
-                        bool record_amax) override;
-    void linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
-                         RoundingStats* weight_stats) override;
-    void activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) override;
-    void activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
-                             std::int64_t batch) override;
-    LossResult softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
-                                     float loss_scale, Tensor* dlogits) override;
-    LossResult mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) override;
+    // linear: the formats this GPU multiplies in (format_support.h); activation: every format;
+    // the convolutional ops: none yet (the base's defaults refuse them).
+    std::string unsupported(BackendOp op, Format format) const override;
     UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
                                     const std::vector<bool>& want_summary,
                                     std::vector<GradientSummary>* summaries) override;
@@ -169,6 +163,20 @@ public:
     // A device buffer from the cache for the caller's async results (category workspace).
     void* device_buffer(std::size_t bytes, const std::string& what);
     void release_buffer(void* ptr) { m_cache->release(ptr); }
+
+protected:
+    // The layer ops behind Backend's checked wrappers (backend_checks.cpp).
+    void linear_forward_impl(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) override;
+    void linear_backward_impl(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
+                              RoundingStats* weight_stats) override;
+    void activation_forward_impl(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) override;
+    void activation_backward_impl(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
+                                  std::int64_t batch) override;
+    LossResult softmax_cross_entropy_impl(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
+                                          float loss_scale, Tensor* dlogits) override;
+    LossResult mse_impl(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
+                        Tensor* dy) override;
 
 private:
     friend class CudaFp8State;

@@ -18,7 +18,8 @@
 //            differs from the output's, for statistics, and whenever cuBLASLt has no fused
 //            algorithm.
 // Both differ from the CPU only in the FP32 accumulation order.
-// The reference: CpuBackend::linear_forward / linear_backward (cpu/cpu_linear.cpp).
+// The reference: CpuBackend::linear_forward_impl / linear_backward_impl (cpu/cpu_linear.cpp). The
+// arguments are checked before either runs (backend_checks.cpp).
 #include <algorithm>
 
 #include "backend/bias_grad_order.h"
@@ -39,27 +40,6 @@ const CudaTensor& cuda(const Tensor& t) {
 }
 int code(Format f) {
     return static_cast<int>(f);
-}
-
-void require(bool ok, const std::string& message) {
-    if (!ok) throw Error(message);
-}
-
-void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
-    const std::string where =
-        std::string(op) + " of layer " + (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
-    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
-    require(x.cols() == l.weight->cols(), where + "the input has " + std::to_string(x.cols()) +
-                                              " features, the weight expects " + std::to_string(l.weight->cols()) +
-                                              ".");
-    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
-    if (l.compute == Format::fp8_e4m3) {
-        require(l.fp8 && l.weight_compute && l.saved_input,
-                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
-        require(l.weight_compute->format() == Format::fp8_e4m3 && l.saved_input->format() == Format::fp8_e4m3,
-                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
-    }
-    if (l.saved_input) require(l.saved_input->rows() >= batch, where + "saved input too small.");
 }
 
 cublasComputeType_t compute_type(Format compute) {
@@ -96,6 +76,21 @@ bool fused_output_ok(cudaDataType_t operands, Format out) {
 
 }  // namespace
 
+std::string CudaBackend::unsupported(BackendOp op, Format format) const {
+    switch (op) {
+        case BackendOp::linear: {
+            const Support s = matmul_support(format, m_cc);
+            if (s.supported) return "";
+            return "The CUDA backend cannot compute linear layers in " + std::string(format_name(format)) + " on " +
+                   m_name + ": " + s.reason + "; choose another precision for them.";
+        }
+        case BackendOp::activation: return "";
+        default:
+            return std::string("The CUDA backend has no ") + backend_op_name(op) +
+                   " yet; use the CPU backend (backend: cpu).";
+    }
+}
+
 void CudaBackend::check_matmul_format(Format compute, const std::string& layer) const {
     const Support s = matmul_support(compute, m_cc);
     if (!s.supported)
@@ -124,16 +119,13 @@ const void* CudaBackend::operand(const CudaTensor& t, std::int64_t n, Format com
     return buf;
 }
 
-void CudaBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
-                                 bool record_amax) {
-    check_layer(l, x_in, batch, "linear_forward");
+void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
+                                      bool record_amax) {
     activate();
     const CudaTensor& x = cuda(x_in);
     CudaTensor& y = cuda(y_out);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    require(y.cols() == out && y.rows() >= batch,
-            "linear_forward of " + w.desc().name + ": the output tensor has the wrong shape.");
     check_matmul_format(l.compute, w.desc().name);
     require_plain(w, "linear_forward");
     require_plain(x, "linear_forward");
@@ -222,19 +214,13 @@ void CudaBackend::linear_forward(LinearTensors& l, const Tensor& x_in, Tensor& y
                       m_stream);
 }
 
-void CudaBackend::linear_backward(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in, Tensor* dx_out,
-                                  std::int64_t batch, RoundingStats* weight_stats) {
-    check_layer(l, x_in, batch, "linear_backward");
+void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in, Tensor* dx_out,
+                                       std::int64_t batch, RoundingStats* weight_stats) {
     activate();
     const CudaTensor& x = cuda(x_in);
     const CudaTensor& dy = cuda(dy_in);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    require(dy.cols() == out && dy.rows() >= batch,
-            "linear_backward of " + w.desc().name + ": the output gradient has the wrong shape.");
-    if (dx_out)
-        require(dx_out->cols() == in && dx_out->rows() >= batch,
-                "linear_backward of " + w.desc().name + ": the input gradient has the wrong shape.");
     check_matmul_format(l.compute, w.desc().name);
     require_plain(dy, "linear_backward");
     const bool fp8 = l.compute == Format::fp8_e4m3;

@@ -1,5 +1,6 @@
 // CudaBackend: activations, losses, the fused unscale + check, and the optimizers: argument checks
-// (the CPU backend's messages), then the kernels of kernels/. The calls that return host values
+// (the CPU backend's messages; those of the activations and losses are Backend's wrappers',
+// backend_checks.cpp), then the kernels of kernels/. The calls that return host values
 // wait for the stream once, after every kernel of the call.
 // The references: cpu/cpu_elementwise.cpp, cpu/cpu_gradients.cpp, cpu/cpu_optimizer.cpp.
 #include <algorithm>
@@ -24,19 +25,6 @@ const CudaTensor& cuda(const Tensor& t) {
 }
 int code(Format f) {
     return static_cast<int>(f);
-}
-
-void check_same(const Tensor& a, const Tensor& b, std::int64_t batch, const char* op) {
-    if (a.cols() != b.cols() || a.rows() < batch || b.rows() < batch)
-        throw Error(std::string(op) + ": tensors " + a.desc().name + " and " + b.desc().name +
-                    " do not match for a batch of " + std::to_string(batch) + ".");
-}
-
-void check_labels(const std::int32_t* labels, std::int64_t batch, std::int64_t classes) {
-    for (std::int64_t r = 0; r < batch; ++r)
-        if (labels[r] < 0 || labels[r] >= classes)
-            throw Error("softmax_cross_entropy: label " + std::to_string(labels[r]) + " of row " + std::to_string(r) +
-                        " is outside [0, " + std::to_string(classes) + ").");
 }
 
 void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, const char* op) {
@@ -71,8 +59,7 @@ static_assert(static_cast<int>(AmaxAlgo::max) == 0, "amax algorithms (fp8_scalin
 
 // ---- activations
 
-void CudaBackend::activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) {
-    check_same(z, a, batch, "activation_forward");
+void CudaBackend::activation_forward_impl(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) {
     activate();
     require_plain(z, "activation_forward");
     written(a);
@@ -80,11 +67,8 @@ void CudaBackend::activation_forward(Activation act, const Tensor& z, Tensor& a,
                               batch * z.cols(), m_stream);
 }
 
-void CudaBackend::activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
-                                      std::int64_t batch) {
-    check_same(z, dz, batch, "activation_backward");
-    check_same(da, dz, batch, "activation_backward");
-    check_same(a, dz, batch, "activation_backward");
+void CudaBackend::activation_backward_impl(Activation act, const Tensor& z, const Tensor& a, const Tensor& da,
+                                           Tensor& dz, std::int64_t batch) {
     activate();
     require_plain(z, "activation_backward");
     require_plain(a, "activation_backward");
@@ -97,14 +81,11 @@ void CudaBackend::activation_backward(Activation act, const Tensor& z, const Ten
 
 // ---- losses
 
-LossResult CudaBackend::softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
-                                              float loss_scale, Tensor* dlogits) {
-    if (logits.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
-    if (dlogits) check_same(logits, *dlogits, batch, "softmax_cross_entropy");
+LossResult CudaBackend::softmax_cross_entropy_impl(const Tensor& logits, const std::int32_t* labels,
+                                                   std::int64_t batch, float loss_scale, Tensor* dlogits) {
     LossResult result;
     if (batch == 0) return result;
     const std::int64_t classes = logits.cols();
-    check_labels(labels, batch, classes);
     activate();
     require_plain(logits, "softmax_cross_entropy");
     if (dlogits) written(*dlogits);
@@ -133,9 +114,8 @@ LossResult CudaBackend::softmax_cross_entropy(const Tensor& logits, const std::i
     return result;
 }
 
-LossResult CudaBackend::mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) {
-    if (y.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
-    if (dy) check_same(y, *dy, batch, "mse");
+LossResult CudaBackend::mse_impl(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
+                                 Tensor* dy) {
     LossResult result;
     const std::int64_t n = batch * y.cols();
     if (n == 0) return result;

@@ -1,0 +1,340 @@
+// The checked wrappers of Backend's layer ops (backend.h): every argument check of linear, the
+// activations, the losses and the convolutional ops happens here, once, before the backend's
+// *_impl runs, so the CPU and CUDA backends accept exactly the same calls and say the same
+// sentence when a call is wrong. An *_impl may rely on what is checked here: the tensors it needs
+// are present, their shapes fit the layer, and rows [0, batch) exist in every tensor it touches.
+//
+// The checks are O(1) per call except the labels' range (O(batch)), cheap next to the op.
+#include <cmath>
+#include <string>
+
+#include "backend/backend.h"
+#include "error.h"
+
+namespace mantissa {
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+    if (!ok) throw Error(message);
+}
+
+std::string count(std::int64_t n) { return std::to_string(n); }
+
+// `t` holds rows [0, batch) of `cols` values: the shape a batch of samples needs.
+void require_rows(const Tensor& t, std::int64_t cols, std::int64_t batch, const std::string& where,
+                  const char* role) {
+    require(t.cols() == cols, where + "the " + role + " " + t.desc().name + " has " + count(t.cols()) +
+                                  " values per sample, " + count(cols) + " expected.");
+    require(t.rows() >= batch, where + "the " + role + " " + t.desc().name + " has " + count(t.rows()) +
+                                   " rows, too few for a batch of " + count(batch) + ".");
+}
+
+// A parameter-shaped tensor: `n` values.
+void require_size(const Tensor& t, std::int64_t n, const std::string& where, const char* role) {
+    require(t.numel() == n, where + "the " + role + " " + t.desc().name + " has " + count(t.numel()) +
+                                " values, " + count(n) + " expected.");
+}
+
+// ---- linear
+
+void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
+    const std::string where = std::string(op) + " of layer " +
+                              (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
+    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
+    const std::int64_t in = l.weight->cols(), out = l.weight->rows();
+    require(x.cols() == in, where + "the input has " + count(x.cols()) + " features, the weight expects " +
+                                count(in) + ".");
+    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
+    require_size(*l.grad_weight, in * out, where, "weight gradient");
+    require_size(*l.bias, out, where, "bias");
+    require_size(*l.grad_bias, out, where, "bias gradient");
+    if (l.weight_compute) require_size(*l.weight_compute, in * out, where, "weight copy");
+    if (l.bias_compute) require_size(*l.bias_compute, out, where, "bias copy");
+    if (l.compute == Format::fp8_e4m3) {
+        require(l.fp8 && l.weight_compute && l.saved_input,
+                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
+        require(l.weight_compute->format() == Format::fp8_e4m3 && l.saved_input->format() == Format::fp8_e4m3,
+                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
+    }
+    if (l.saved_input) {
+        require(l.saved_input->rows() >= batch, where + "saved input too small.");
+        require(l.saved_input->cols() == in, where + "the saved input has " + count(l.saved_input->cols()) +
+                                                 " features, the weight expects " + count(in) + ".");
+    }
+}
+
+// ---- activations and losses
+
+void check_same(const Tensor& a, const Tensor& b, std::int64_t batch, const char* op) {
+    if (batch < 0 || a.cols() != b.cols() || a.rows() < batch || b.rows() < batch)
+        throw Error(std::string(op) + ": tensors " + a.desc().name + " and " + b.desc().name +
+                    " do not match for a batch of " + std::to_string(batch) + ".");
+}
+
+// ---- convolutional ops
+
+std::string conv_where(const ConvTensors& c, const char* op) {
+    return std::string(op) + " of layer " + (c.weight ? c.weight->desc().name : std::string("?")) + ": ";
+}
+
+std::string image_text(std::int64_t c, std::int64_t h, std::int64_t w) {
+    return count(c) + "\u00d7" + count(h) + "\u00d7" + count(w);
+}
+
+void check_conv(const ConvTensors& c, const Tensor& x, std::int64_t batch, const char* op) {
+    const std::string where = conv_where(c, op);
+    const Conv2dGeometry& g = c.geometry;
+    require(g.in_channels > 0 && g.in_h > 0 && g.in_w > 0 && g.out_channels > 0,
+            where + "the geometry needs positive channels and sizes (it has " +
+                image_text(g.in_channels, g.in_h, g.in_w) + " -> " + count(g.out_channels) + " channels).");
+    require(g.kernel >= 1 && g.stride >= 1 && g.padding >= 0,
+            where + "the kernel and stride must be at least 1 and the padding at least 0 (kernel " +
+                count(g.kernel) + ", stride " + count(g.stride) + ", padding " + count(g.padding) + ").");
+    require(g.in_h + 2 * g.padding >= g.kernel && g.in_w + 2 * g.padding >= g.kernel,
+            where + "the kernel (" + count(g.kernel) + ") is larger than the padded input (" +
+                count(g.in_h + 2 * g.padding) + "\u00d7" + count(g.in_w + 2 * g.padding) + ").");
+    require(c.weight && c.grad_weight, where + "the weight or its gradient is missing.");
+    require(!c.bias || c.grad_bias, where + "a convolution with a bias needs its bias gradient.");
+    require(c.weight->rows() == g.out_channels && c.weight->cols() == g.patch(),
+            where + "the weight is " + count(c.weight->rows()) + "\u00d7" + count(c.weight->cols()) +
+                ", the geometry expects " + count(g.out_channels) + "\u00d7" + count(g.patch()) + ".");
+    require_size(*c.grad_weight, g.out_channels * g.patch(), where, "weight gradient");
+    if (c.weight_compute) require_size(*c.weight_compute, g.out_channels * g.patch(), where, "weight copy");
+    if (c.bias) require_size(*c.bias, g.out_channels, where, "bias");
+    if (c.bias && c.bias_compute) require_size(*c.bias_compute, g.out_channels, where, "bias copy");
+    if (c.grad_bias) require_size(*c.grad_bias, g.out_channels, where, "bias gradient");
+    require(batch >= 0, where + "the batch must not be negative.");
+    require(x.cols() == g.in_size(), where + "the input " + x.desc().name + " has " + count(x.cols()) +
+                                         " values per sample, the geometry expects " + count(g.in_size()) +
+                                         " (" + image_text(g.in_channels, g.in_h, g.in_w) + ").");
+    require(x.rows() >= batch, where + "the batch does not fit the input tensor.");
+    if (c.compute == Format::fp8_e4m3) {
+        require(c.fp8 && c.weight_compute && c.saved_input,
+                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
+        require(c.weight_compute->format() == Format::fp8_e4m3 && c.saved_input->format() == Format::fp8_e4m3,
+                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
+    }
+    if (c.saved_input) require_rows(*c.saved_input, g.in_size(), batch, where, "saved input");
+}
+
+void check_pool(const Pool2dGeometry& p, const char* op) {
+    const std::string where = std::string(op) + ": ";
+    require(p.channels > 0 && p.in_h > 0 && p.in_w > 0,
+            where + "the geometry needs positive channels and sizes (it has " +
+                image_text(p.channels, p.in_h, p.in_w) + ").");
+    require(p.kernel >= 1 && p.stride >= 1, where + "the kernel and stride must be at least 1 (kernel " +
+                                                 count(p.kernel) + ", stride " + count(p.stride) + ").");
+    require(p.padding >= 0 && 2 * p.padding <= p.kernel,
+            where + "the padding (" + count(p.padding) + ") must be between 0 and half the kernel (" +
+                count(p.kernel) + "), as PyTorch's pools require.");
+    require(p.in_h + 2 * p.padding >= p.kernel && p.in_w + 2 * p.padding >= p.kernel,
+            where + "the kernel (" + count(p.kernel) + ") is larger than the padded input (" +
+                count(p.in_h + 2 * p.padding) + "\u00d7" + count(p.in_w + 2 * p.padding) + ").");
+}
+
+void check_batch(std::int64_t batch, const char* op) {
+    require(batch >= 0, std::string(op) + ": the batch must not be negative.");
+}
+
+void check_global(std::int64_t channels, std::int64_t spatial, const char* op) {
+    require(channels > 0 && spatial > 0, std::string(op) + ": the channels (" + count(channels) +
+                                             ") and the positions per channel (" + count(spatial) +
+                                             ") must be positive.");
+}
+
+void check_batchnorm(const BatchNormTensors& bn, const Tensor& x, std::int64_t batch, const char* op) {
+    const std::string where = std::string(op) + " of layer " +
+                              (bn.weight ? bn.weight->desc().name : std::string("?")) + ": ";
+    require(bn.channels > 0 && bn.spatial > 0, where + "the channels (" + count(bn.channels) +
+                                                   ") and the positions per channel (" + count(bn.spatial) +
+                                                   ") must be positive.");
+    require(bn.weight && bn.bias && bn.grad_weight && bn.grad_bias && bn.running_mean && bn.running_var &&
+                bn.saved_mean && bn.saved_invstd,
+            where + "a tensor is missing.");
+    for (const Tensor* t : {bn.weight, bn.bias, bn.grad_weight, bn.grad_bias, bn.running_mean, bn.running_var,
+                            bn.saved_mean, bn.saved_invstd})
+        require_size(*t, bn.channels, where, "per-channel tensor");
+    require(bn.momentum >= 0 && bn.momentum <= 1, where + "the momentum must be in [0, 1].");
+    require(bn.eps >= 0 && std::isfinite(bn.eps), where + "eps must be a finite value of at least 0.");
+    require(batch >= 0, where + "the batch must not be negative.");
+    require_rows(x, bn.channels * bn.spatial, batch, where, "input");
+}
+
+}  // namespace
+
+void Backend::require_supported(BackendOp op, Format format) const {
+    std::string why = unsupported(op, format);
+    if (!why.empty()) throw Error(why);
+}
+
+// ---- linear
+
+void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) {
+    check_layer(layer, x, batch, "linear_forward");
+    require(y.cols() == layer.weight->rows() && y.rows() >= batch,
+            "linear_forward of " + layer.weight->desc().name + ": the output tensor has the wrong shape.");
+    linear_forward_impl(layer, x, y, batch, record_amax);
+}
+
+void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
+                              std::int64_t batch, RoundingStats* weight_stats) {
+    check_layer(layer, x, batch, "linear_backward");
+    const std::string& name = layer.weight->desc().name;
+    require(dy.cols() == layer.weight->rows() && dy.rows() >= batch,
+            "linear_backward of " + name + ": the output gradient has the wrong shape.");
+    if (dx)
+        require(dx->cols() == layer.weight->cols() && dx->rows() >= batch,
+                "linear_backward of " + name + ": the input gradient has the wrong shape.");
+    linear_backward_impl(layer, x, dy, dx, batch, weight_stats);
+}
+
+// ---- activations
+
+void Backend::activation_forward(Activation act, const Tensor& z, Tensor& a, std::int64_t batch) {
+    check_same(z, a, batch, "activation_forward");
+    activation_forward_impl(act, z, a, batch);
+}
+
+void Backend::activation_backward(Activation act, const Tensor& z, const Tensor& a, const Tensor& da, Tensor& dz,
+                                  std::int64_t batch) {
+    check_same(z, dz, batch, "activation_backward");
+    check_same(da, dz, batch, "activation_backward");
+    check_same(a, dz, batch, "activation_backward");
+    activation_backward_impl(act, z, a, da, dz, batch);
+}
+
+// ---- losses
+
+LossResult Backend::softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
+                                          float loss_scale, Tensor* dlogits) {
+    require(batch >= 0, "softmax_cross_entropy: the batch must not be negative.");
+    if (logits.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
+    if (dlogits) check_same(logits, *dlogits, batch, "softmax_cross_entropy");
+    require(labels || batch == 0, "softmax_cross_entropy: the labels are missing.");
+    const std::int64_t classes = logits.cols();
+    for (std::int64_t r = 0; r < batch; ++r)
+        if (labels[r] < 0 || labels[r] >= classes)
+            throw Error("softmax_cross_entropy: label " + std::to_string(labels[r]) + " of row " + std::to_string(r) +
+                        " is outside [0, " + std::to_string(classes) + ").");
+    return softmax_cross_entropy_impl(logits, labels, batch, loss_scale, dlogits);
+}
+
+LossResult Backend::mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) {
+    require(batch >= 0, "mse: the batch must not be negative.");
+    if (y.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
+    if (dy) check_same(y, *dy, batch, "mse");
+    require(targets || batch * y.cols() == 0, "mse: the targets are missing.");
+    return mse_impl(y, targets, batch, loss_scale, dy);
+}
+
+// ---- convolutional ops
+
+void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) {
+    require_supported(BackendOp::conv2d, conv.compute);
+    check_conv(conv, x, batch, "conv2d_forward");
+    require_rows(y, conv.geometry.out_size(), batch, conv_where(conv, "conv2d_forward"), "output");
+    conv2d_forward_impl(conv, x, y, batch, record_amax);
+}
+
+void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
+                              std::int64_t batch, RoundingStats* weight_stats) {
+    require_supported(BackendOp::conv2d, conv.compute);
+    check_conv(conv, x, batch, "conv2d_backward");
+    const std::string where = conv_where(conv, "conv2d_backward");
+    require_rows(dy, conv.geometry.out_size(), batch, where, "output gradient");
+    if (dx) require_rows(*dx, conv.geometry.in_size(), batch, where, "input gradient");
+    conv2d_backward_impl(conv, x, dy, dx, batch, weight_stats);
+}
+
+void Backend::maxpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch) {
+    require_supported(BackendOp::maxpool2d, y.format());
+    check_pool(pool, "maxpool2d_forward");
+    check_batch(batch, "maxpool2d_forward");
+    require_rows(x, pool.in_size(), batch, "maxpool2d_forward: ", "input");
+    require_rows(y, pool.out_size(), batch, "maxpool2d_forward: ", "output");
+    maxpool2d_forward_impl(pool, x, y, batch);
+}
+
+void Backend::maxpool2d_backward(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 Tensor& dx, std::int64_t batch) {
+    require_supported(BackendOp::maxpool2d, dx.format());
+    check_pool(pool, "maxpool2d_backward");
+    check_batch(batch, "maxpool2d_backward");
+    require_rows(x, pool.in_size(), batch, "maxpool2d_backward: ", "input");
+    require_rows(y, pool.out_size(), batch, "maxpool2d_backward: ", "output");
+    require_rows(dy, pool.out_size(), batch, "maxpool2d_backward: ", "output gradient");
+    require_rows(dx, pool.in_size(), batch, "maxpool2d_backward: ", "input gradient");
+    maxpool2d_backward_impl(pool, x, y, dy, dx, batch);
+}
+
+void Backend::avgpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch) {
+    require_supported(BackendOp::avgpool2d, y.format());
+    check_pool(pool, "avgpool2d_forward");
+    check_batch(batch, "avgpool2d_forward");
+    require_rows(x, pool.in_size(), batch, "avgpool2d_forward: ", "input");
+    require_rows(y, pool.out_size(), batch, "avgpool2d_forward: ", "output");
+    avgpool2d_forward_impl(pool, x, y, batch);
+}
+
+void Backend::avgpool2d_backward(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx, std::int64_t batch) {
+    require_supported(BackendOp::avgpool2d, dx.format());
+    check_pool(pool, "avgpool2d_backward");
+    check_batch(batch, "avgpool2d_backward");
+    require_rows(dy, pool.out_size(), batch, "avgpool2d_backward: ", "output gradient");
+    require_rows(dx, pool.in_size(), batch, "avgpool2d_backward: ", "input gradient");
+    avgpool2d_backward_impl(pool, dy, dx, batch);
+}
+
+void Backend::global_avgpool_forward(std::int64_t channels, std::int64_t spatial, const Tensor& x, Tensor& y,
+                                     std::int64_t batch) {
+    require_supported(BackendOp::global_avgpool, y.format());
+    check_global(channels, spatial, "global_avgpool_forward");
+    check_batch(batch, "global_avgpool_forward");
+    require_rows(x, channels * spatial, batch, "global_avgpool_forward: ", "input");
+    require_rows(y, channels, batch, "global_avgpool_forward: ", "output");
+    global_avgpool_forward_impl(channels, spatial, x, y, batch);
+}
+
+void Backend::global_avgpool_backward(std::int64_t channels, std::int64_t spatial, const Tensor& dy, Tensor& dx,
+                                      std::int64_t batch) {
+    require_supported(BackendOp::global_avgpool, dx.format());
+    check_global(channels, spatial, "global_avgpool_backward");
+    check_batch(batch, "global_avgpool_backward");
+    require_rows(dy, channels, batch, "global_avgpool_backward: ", "output gradient");
+    require_rows(dx, channels * spatial, batch, "global_avgpool_backward: ", "input gradient");
+    global_avgpool_backward_impl(channels, spatial, dy, dx, batch);
+}
+
+void Backend::batchnorm2d_forward(BatchNormTensors& bn, const Tensor& x, Tensor& y, std::int64_t batch,
+                                  bool training) {
+    require_supported(BackendOp::batchnorm2d, y.format());
+    check_batchnorm(bn, x, batch, "batchnorm2d_forward");
+    const std::string where = "batchnorm2d_forward of layer " + bn.weight->desc().name + ": ";
+    require_rows(y, bn.channels * bn.spatial, batch, where, "output");
+    require(!training || batch * bn.spatial > 1,
+            where + "training needs more than one value per channel (a batch of " + count(batch) + " with " +
+                count(bn.spatial) + " positions); use a larger batch.");
+    batchnorm2d_forward_impl(bn, x, y, batch, training);
+}
+
+void Backend::batchnorm2d_backward(BatchNormTensors& bn, const Tensor& x, const Tensor& dy, Tensor& dx,
+                                   std::int64_t batch) {
+    require_supported(BackendOp::batchnorm2d, dx.format());
+    check_batchnorm(bn, x, batch, "batchnorm2d_backward");
+    const std::string where = "batchnorm2d_backward of layer " + bn.weight->desc().name + ": ";
+    require_rows(dy, bn.channels * bn.spatial, batch, where, "output gradient");
+    require_rows(dx, bn.channels * bn.spatial, batch, where, "input gradient");
+    batchnorm2d_backward_impl(bn, x, dy, dx, batch);
+}
+
+void Backend::add(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch) {
+    require_supported(BackendOp::add, y.format());
+    check_same(a, y, batch, "add");
+    check_same(b, y, batch, "add");
+    add_impl(a, b, y, batch);
+}
+
+}  // namespace mantissa

@@ -1,0 +1,336 @@
+// CpuBackend: 2-D convolutions, forward and backward, with linear's rounding points
+// (docs/numerics.md, "Convolutional ops"), by im2col and CpuMatmul's FP32-accumulating matmuls.
+//
+// Per sample n (x_n: (C, H, W) and y_n: (Co, oh·ow), each one row of its tensor; P = oh·ow):
+//   col_n (C·k·k, P)  = im2col(x_op_n): the operand values under each kernel offset, 0 in the padding
+//   forward   y_n      = W_op (Co, C·k·k) · col_n, × the FP8 dequantisation, + b_o per channel,
+//                        rounded to y's format
+//   dX        dcol_n   = W_opᵀ · dy_op_n (C·k·k, P); dx_n = col2im(dcol_n), the offsets that land
+//                        on one input position added in FP32 in (c, ky, kx) order
+//   dW        dW       = Σ_n dy_op_n (Co, P) · col_nᵀ: one matmul per sample, the per-sample
+//                        products added in FP32 in sample order
+//   dB        dB[c]    = Σ_n (Σ_p dy[n, c, p]): each sample's sum over positions from +0, then the
+//                        samples' sums in sample order (FP8: of the unquantised dy, as linear)
+// im2col copies operand values and col2im adds in FP32, so the products are exact (operands in
+// the compute format) and every sum is in FP32: the rounding points are linear_forward's and
+// linear_backward's, with dy cast to the gradient operand format (FP8: scaled, saturating e5m2)
+// and dX, dW rounded to their formats once. A 1×1 kernel with stride 1 and no padding
+// multiplies x_n itself (col_n = x_n). The FP8 scaling state and the weight copies are handled
+// as linear's are (CpuBackend::quantized_weight, weight_operand), so the optimizer keeps them.
+//
+// Scratch (kept between steps): im2col (slot 7), a sample's dW (slot 8), dcol (slot 9); oneDNN's
+// primitives are cached per shape by CpuMatmul. Training thread only.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_flush_count.h"
+#include "numeric/convert.h"
+#include "numeric/stats.h"
+
+namespace mantissa {
+
+namespace {
+
+// Slots 0 to 5 as cpu_linear.cpp uses them; 7 to 9 are the convolution's own.
+enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_reference = 5, slot_col = 7, slot_dw = 8, slot_dcol = 9 };
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+void scale_in_place(float* data, std::int64_t n, float factor) {
+    if (factor == 1.0f) return;
+    for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
+
+void scale_and_round(float* data, std::int64_t n, float factor, Format format) {
+    scale_in_place(data, n, factor);
+    round_output(format, data, n);
+}
+
+// Shapes of one sample.
+struct ConvShape {
+    std::int64_t channels, height, width, kernel, stride, padding;
+    std::int64_t out_channels, out_h, out_w;
+    std::int64_t in() const { return channels * height * width; }
+    std::int64_t positions() const { return out_h * out_w; }
+    std::int64_t patch() const { return channels * kernel * kernel; }
+    std::int64_t out() const { return out_channels * positions(); }
+    bool direct() const { return kernel == 1 && stride == 1 && padding == 0; }  // col_n = x_n
+};
+
+ConvShape shape_of(const Conv2dGeometry& g) {
+    return {g.in_channels, g.in_h, g.in_w, g.kernel, g.stride, g.padding, g.out_channels, g.out_h(), g.out_w()};
+}
+
+// col(patch, positions) = the values of x (C, H, W) under each kernel offset, 0 in the padding.
+void im2col(const ConvShape& s, const float* x, float* col) {
+    const std::int64_t positions = s.positions();
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+        const float* xc = x + c * s.height * s.width;
+        for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
+            for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
+                float* dst = col + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
+                    const std::int64_t iy = oy * s.stride - s.padding + ky;
+                    float* row = dst + oy * s.out_w;
+                    if (iy < 0 || iy >= s.height) {
+                        std::fill_n(row, s.out_w, 0.0f);
+                        continue;
+                    }
+                    const float* src = xc + iy * s.width;
+                    for (std::int64_t ox = 0; ox < s.out_w; ++ox) {
+                        const std::int64_t ix = ox * s.stride - s.padding + kx;
+                        row[ox] = ix >= 0 && ix < s.width ? src[ix] : 0.0f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// dx (C, H, W) = Σ over the kernel offsets of dcol(patch, positions) at the positions im2col
+// read them from, in FP32 (dx is overwritten).
+void col2im(const ConvShape& s, const float* dcol, float* dx) {
+    const std::int64_t positions = s.positions();
+    std::fill_n(dx, s.in(), 0.0f);
+    for (std::int64_t c = 0; c < s.channels; ++c) {
+        float* dxc = dx + c * s.height * s.width;
+        for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
+            for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
+                const float* src = dcol + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
+                    const std::int64_t iy = oy * s.stride - s.padding + ky;
+                    if (iy < 0 || iy >= s.height) continue;
+                    float* dst = dxc + iy * s.width;
+                    const float* row = src + oy * s.out_w;
+                    for (std::int64_t ox = 0; ox < s.out_w; ++ox) {
+                        const std::int64_t ix = ox * s.stride - s.padding + kx;
+                        if (ix >= 0 && ix < s.width) dst[ix] += row[ox];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The scratch of one call, taken before the loops (no buffer moves during them).
+struct ConvScratch {
+    float* col = nullptr;   // (patch, positions), unless direct
+    float* dw = nullptr;    // (Co, patch): a sample's weight gradient
+    float* dcol = nullptr;  // (patch, positions), unless direct
+};
+
+// dx(batch, in) = the input gradient from dy(batch, out), in FP32, unscaled.
+void input_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const float* w, float* dx,
+                    std::int64_t batch, bool bf16_ok, const ConvScratch& buf) {
+    for (std::int64_t n = 0; n < batch; ++n) {
+        float* dxn = dx + n * s.in();
+        float* dcol = s.direct() ? dxn : buf.dcol;
+        mm.multiply(w, true, dy + n * s.out(), false, dcol, s.patch(), s.positions(), s.out_channels, bf16_ok);
+        if (!s.direct()) col2im(s, dcol, dxn);
+    }
+}
+
+// gw(Co, patch) = Σ_n dy_n · col_nᵀ in FP32, unscaled (zero for an empty batch).
+void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const float* x, float* gw,
+                     std::int64_t batch, bool bf16_ok, const ConvScratch& buf) {
+    const std::int64_t n_w = s.out_channels * s.patch();
+    if (batch == 0) std::fill_n(gw, n_w, 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        const float* col = x + n * s.in();
+        if (!s.direct()) {
+            im2col(s, col, buf.col);
+            col = buf.col;
+        }
+        float* target = n == 0 ? gw : buf.dw;
+        mm.multiply(dy + n * s.out(), false, col, true, target, s.out_channels, s.patch(), s.positions(), bf16_ok);
+        if (n > 0)
+            for (std::int64_t i = 0; i < n_w; ++i) gw[i] += buf.dw[i];
+    }
+}
+
+// db[c] = Σ_n Σ_p dy[n, c, p] (FP32, each sample's sum from +0, samples in order).
+void bias_gradient(const ConvShape& s, const float* dy, float* db, std::int64_t batch) {
+    const std::int64_t positions = s.positions();
+    std::fill_n(db, s.out_channels, 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < s.out_channels; ++c) {
+            const float* row = dy + n * s.out() + c * positions;
+            float sum = 0.0f;
+            for (std::int64_t p = 0; p < positions; ++p) sum += row[p];
+            db[c] += sum;
+        }
+    }
+}
+
+}  // namespace
+
+void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
+                                     bool record_amax) {
+    const ConvShape s = shape_of(conv.geometry);
+    const CpuTensor& x = cpu(x_in);
+    CpuTensor& w = cpu(*conv.weight);
+    const std::int64_t in = s.in();
+
+    const float* x_op;
+    const float* w_op;
+    float dequant = 1.0f;
+    const bool fp8 = conv.compute == Format::fp8_e4m3;
+    if (fp8) {
+        auto& state = static_cast<CpuFp8State&>(*conv.fp8);
+        AmaxHistory& hx = state.history(Fp8Role::input);
+        AmaxHistory& hw = state.history(Fp8Role::weight);
+        CpuTensor& wc = cpu(*conv.weight_compute);
+        const float amax_w = quantized_weight(w, wc, hw);
+        float* xq = cpu(*conv.saved_input).data();
+        const float amax_x = scale_round_array(Format::fp8_e4m3, x.data(), xq, static_cast<std::size_t>(batch * in),
+                                               hx.scale(), Overflow::saturate);
+        if (record_amax) {
+            hw.record(amax_w);
+            hx.record(amax_x);
+        }
+        dequant = hx.scale_inv() * hw.scale_inv();
+        x_op = xq;
+        w_op = std::as_const(wc).data();
+    } else {
+        w_op = weight_operand(w, conv.weight_compute, conv.compute, slot_w);
+        if (conv.saved_input) {
+            float* saved = cpu(*conv.saved_input).data();
+            round_array(conv.saved_input->format(), x.data(), saved, static_cast<std::size_t>(batch * in));
+            x_op = saved;
+        } else {
+            x_op = operand(x, batch * in, conv.compute, slot_x);
+        }
+    }
+    const bool bf16_ok = fp8 || conv.compute == Format::bf16;
+
+    const float* b = nullptr;
+    if (conv.bias && conv.bias_compute) {
+        cast(*conv.bias, *conv.bias_compute);
+        b = cpu(*conv.bias_compute).data();
+    } else if (conv.bias) {
+        b = cpu(*conv.bias).data();
+    }
+
+    float* y = cpu(y_out).data();
+    float* col = s.direct() ? nullptr : scratch(slot_col, s.patch() * s.positions());
+    const std::int64_t positions = s.positions();
+    for (std::int64_t n = 0; n < batch; ++n) {
+        const float* xn = x_op + n * in;
+        if (col) im2col(s, xn, col);
+        float* yn = y + n * s.out();
+        m_matmul.multiply(w_op, false, col ? col : xn, false, yn, s.out_channels, positions, s.patch(), bf16_ok);
+        // The epilogue while the sample's output is in the cache: × dequant, + b_o, rounded.
+        if (b) {
+            for (std::int64_t c = 0; c < s.out_channels; ++c) {
+                float* row = yn + c * positions;
+                for (std::int64_t p = 0; p < positions; ++p) row[p] = row[p] * dequant + b[c];
+            }
+            round_output(y_out.format(), yn, s.out());
+        } else {  // no bias: nothing is added (a -0 stays -0)
+            scale_and_round(yn, s.out(), dequant, y_out.format());
+        }
+    }
+}
+
+void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, const Tensor& dy_in, Tensor* dx_out,
+                                      std::int64_t batch, RoundingStats* weight_stats) {
+    const ConvShape s = shape_of(conv.geometry);
+    const CpuTensor& x = cpu(x_in);
+    const CpuTensor& dy = cpu(dy_in);
+    CpuTensor& w = cpu(*conv.weight);
+    const std::int64_t in = s.in(), out = s.out();
+
+    const bool fp8 = conv.compute == Format::fp8_e4m3;
+    const float* dy_op;
+    const float* x_op;
+    const float* w_op;
+    float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
+    if (fp8) {
+        auto& state = static_cast<CpuFp8State&>(*conv.fp8);
+        AmaxHistory& hg = state.history(Fp8Role::grad_output);
+        float* q = scratch(slot_dy, batch * out);
+        hg.record(scale_round_array(Format::fp8_e5m2, dy.data(), q, static_cast<std::size_t>(batch * out), hg.scale(),
+                                    Overflow::saturate));
+        dq_g = hg.scale_inv();
+        dq_x = state.history(Fp8Role::input).scale_inv();
+        dq_w = state.history(Fp8Role::weight).scale_inv();
+        dy_op = q;
+        x_op = cpu(*conv.saved_input).data();
+        w_op = std::as_const(cpu(*conv.weight_compute)).data();
+    } else {
+        dy_op = operand(dy, batch * out, conv.compute, slot_dy);
+        x_op = conv.saved_input ? cpu(*conv.saved_input).data() : operand(x, batch * in, conv.compute, slot_x);
+        w_op = conv.weight_compute ? std::as_const(cpu(*conv.weight_compute)).data()
+               : dx_out            ? operand(w, w.numel(), conv.compute, slot_w)
+                                   : nullptr;
+    }
+    const bool bf16_ok = fp8 || conv.compute == Format::bf16;
+    ConvScratch buf;
+    if (!s.direct()) {
+        buf.col = scratch(slot_col, s.patch() * s.positions());
+        if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * s.positions());
+    }
+    if (batch > 1) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
+
+    // Gradient tracing, as linear_backward: dy_reference is dy before any rounding since the
+    // loss; when the rounding of dy flushed elements, the shadow of dx and the reference of dW's
+    // underflow need their own products.
+    const std::size_t n_dy = static_cast<std::size_t>(batch * out);
+    const float* dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    const float* dy_reference = dy_shadow ? dy_shadow : dy.data();
+    const bool flushed = m_tracing && count_zeros(dy_op, n_dy) != count_zeros(dy_reference, n_dy);
+
+    if (dx_out) {
+        float* dx = cpu(*dx_out).data();
+        input_gradient(m_matmul, s, dy_op, w_op, dx, batch, bf16_ok, buf);
+        const float dq = dq_g * dq_w;
+        if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
+            scale_and_round(dx, batch * in, dq, dx_out->format());
+        } else {  // the shadow needs dx before its rounding
+            scale_in_place(dx, batch * in, dq);
+            float* shadow = shadow_for(*dx_out, batch * in);
+            if (flushed) {
+                input_gradient(m_matmul, s, dy_reference, w_op, shadow, batch, false, buf);
+                scale_in_place(shadow, batch * in, dq_w);  // fp8: dy_reference is not scaled
+            } else {
+                std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+            }
+            round_output(dx_out->format(), dx, batch * in);
+        }
+    }
+
+    CpuTensor& gw = cpu(*conv.grad_weight);
+    const std::int64_t n_w = s.out_channels * s.patch();
+    weight_gradient(m_matmul, s, dy_op, x_op, gw.data(), batch, bf16_ok, buf);
+    const float dq = dq_g * dq_x;
+    if (!weight_stats) {
+        scale_and_round(gw.data(), n_w, dq, gw.format());
+    } else if (!flushed) {
+        scale_in_place(gw.data(), n_w, dq);
+        round_array_with_stats(gw.format(), gw.data(), static_cast<std::size_t>(n_w), *weight_stats);
+    } else {
+        // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
+        scale_and_round(gw.data(), n_w, dq, gw.format());
+        RoundingStats counts;
+        count_classes(gw.format(), gw.data(), static_cast<std::size_t>(n_w), counts);
+        float* ref = scratch(slot_reference, n_w);
+        weight_gradient(m_matmul, s, dy_reference, x_op, ref, batch, false, buf);
+        counts.zeros_before = counts.zeros - cpu_detail::count_flushed_against_reference(ref, gw.data(), n_w);
+        *weight_stats += counts;
+    }
+
+    if (conv.grad_bias) {
+        float* db = cpu(*conv.grad_bias).data();
+        bias_gradient(s, fp8 ? dy.data() : dy_op, db, batch);
+        round_output(conv.grad_bias->format(), db, s.out_channels);
+    }
+}
+
+}  // namespace mantissa

@@ -1,0 +1,214 @@
+// CpuBackend: max, average and global average pools, forward and backward (docs/numerics.md,
+// "Convolutional ops"). Images are one sample per row, NCHW flattened.
+//
+// max:     an exact selection: y = the window's maximum, rounded to y's format (a no-op when y's
+//          format holds x's). Padding never wins. Ties go to the first position of the window in
+//          row-major order (PyTorch's rule); a NaN is the maximum of its window (the first NaN).
+//          The backward finds each maximum again from x by the same rule (window_argmax) and
+//          adds dy there in FP32 (windows overlap when stride < kernel).
+// average: y = (Σ window, in FP32 from +0 in row-major order) / k², the padding counting as
+//          zeros (PyTorch's count_include_pad); the backward adds dy / k² (FP32) to every
+//          position of the window.
+// global:  y = (Σ_p x, in FP32) / spatial; dx = dy / spatial.
+// Every output rounded to its tensor's format once, after the FP32 arithmetic. With gradient
+// tracing on, the backward also carries dy's FP32 shadow to dx's (CpuBackend::trace_backward):
+// each backward is linear in dy, so the shadow is the same op applied to the shadow.
+// Training thread only.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+// The window of output (oy, ox) clipped to the image: rows [y0, y1), columns [x0, x1).
+struct Window {
+    std::int64_t y0, y1, x0, x1;
+};
+
+Window window_of(const Pool2dGeometry& p, std::int64_t oy, std::int64_t ox) {
+    const std::int64_t ys = oy * p.stride - p.padding, xs = ox * p.stride - p.padding;
+    return {std::max<std::int64_t>(ys, 0), std::min(ys + p.kernel, p.in_h), std::max<std::int64_t>(xs, 0),
+            std::min(xs + p.kernel, p.in_w)};
+}
+
+// Index into the channel's plane of the window's maximum: the first in row-major order among
+// equals, the first NaN if any. A window is never empty (padding <= kernel / 2).
+std::int64_t window_argmax(const float* plane, std::int64_t width, const Window& w) {
+    std::int64_t best = w.y0 * width + w.x0;
+    float m = plane[best];
+    for (std::int64_t iy = w.y0; iy < w.y1; ++iy) {
+        for (std::int64_t ix = w.x0; ix < w.x1; ++ix) {
+            const float v = plane[iy * width + ix];
+            if (m != m) return best;  // a NaN wins and stays
+            if (v > m || v != v) {
+                m = v;
+                best = iy * width + ix;
+            }
+        }
+    }
+    return best;
+}
+
+// dx(batch, C·H·W) = dy routed to each window's maximum in x (FP32 sums), overwritten.
+void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    std::fill_n(dx, batch * p.in_size(), 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            const float* xc = x + n * p.in_size() + c * plane;
+            float* dxc = dx + n * p.in_size() + c * plane;
+            const float* dyc = dy + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox)
+                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
+        }
+    }
+}
+
+// dx = Σ over the windows holding each position of dy / k² (FP32), overwritten.
+void avgpool_spread(const Pool2dGeometry& p, const float* dy, float* dx, std::int64_t batch) {
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    const float divisor = static_cast<float>(p.kernel * p.kernel);
+    std::fill_n(dx, batch * p.in_size(), 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            float* dxc = dx + n * p.in_size() + c * plane;
+            const float* dyc = dy + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy) {
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    const Window w = window_of(p, oy, ox);
+                    const float g = dyc[oy * ow + ox] / divisor;
+                    for (std::int64_t iy = w.y0; iy < w.y1; ++iy)
+                        for (std::int64_t ix = w.x0; ix < w.x1; ++ix) dxc[iy * p.in_w + ix] += g;
+                }
+            }
+        }
+    }
+}
+
+// dx[n, c, p] = dy[n, c] / spatial (FP32).
+void global_spread(std::int64_t channels, std::int64_t spatial, const float* dy, float* dx, std::int64_t batch) {
+    const float divisor = static_cast<float>(spatial);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < channels; ++c) {
+            const float g = dy[n * channels + c] / divisor;
+            std::fill_n(dx + (n * channels + c) * spatial, spatial, g);
+        }
+    }
+}
+
+}  // namespace
+
+void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
+                                        std::int64_t batch) {
+    const float* x = cpu(x_in).data();
+    float* y = cpu(y_out).data();
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            const float* xc = x + n * p.in_size() + c * plane;
+            float* yc = y + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox)
+                    yc[oy * ow + ox] = xc[window_argmax(xc, p.in_w, window_of(p, oy, ox))];
+        }
+    }
+    round_output(y_out.format(), y, batch * p.out_size());
+}
+
+// y is not read: the maximum's position is found again from x.
+void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& x_in, const Tensor& /*y*/,
+                                         const Tensor& dy_in, Tensor& dx_out, std::int64_t batch) {
+    const float* x = cpu(x_in).data();
+    const std::int64_t n = batch * p.in_size();
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* dx = cpu(dx_out).data();
+    maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
+    if (sdx) {
+        if (sdy) maxpool_route(p, x, sdy, sdx, batch);
+        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
+    }
+    round_output(dx_out.format(), dx, n);
+}
+
+void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
+                                        std::int64_t batch) {
+    const float* x = cpu(x_in).data();
+    float* y = cpu(y_out).data();
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    const float divisor = static_cast<float>(p.kernel * p.kernel);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            const float* xc = x + n * p.in_size() + c * plane;
+            float* yc = y + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy) {
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    const Window w = window_of(p, oy, ox);
+                    float sum = 0.0f;
+                    for (std::int64_t iy = w.y0; iy < w.y1; ++iy)
+                        for (std::int64_t ix = w.x0; ix < w.x1; ++ix) sum += xc[iy * p.in_w + ix];
+                    yc[oy * ow + ox] = sum / divisor;
+                }
+            }
+        }
+    }
+    round_output(y_out.format(), y, batch * p.out_size());
+}
+
+void CpuBackend::avgpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& dy_in, Tensor& dx_out,
+                                         std::int64_t batch) {
+    const std::int64_t n = batch * p.in_size();
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* dx = cpu(dx_out).data();
+    avgpool_spread(p, cpu(dy_in).data(), dx, batch);
+    if (sdx) {
+        if (sdy) avgpool_spread(p, sdy, sdx, batch);
+        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
+    }
+    round_output(dx_out.format(), dx, n);
+}
+
+void CpuBackend::global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& x_in,
+                                             Tensor& y_out, std::int64_t batch) {
+    const float* x = cpu(x_in).data();
+    float* y = cpu(y_out).data();
+    const float divisor = static_cast<float>(spatial);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < channels; ++c) {
+            const float* xc = x + (n * channels + c) * spatial;
+            float sum = 0.0f;
+            for (std::int64_t p = 0; p < spatial; ++p) sum += xc[p];
+            y[n * channels + c] = sum / divisor;
+        }
+    }
+    round_output(y_out.format(), y, batch * channels);
+}
+
+void CpuBackend::global_avgpool_backward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& dy_in,
+                                              Tensor& dx_out, std::int64_t batch) {
+    const std::int64_t n = batch * channels * spatial;
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* dx = cpu(dx_out).data();
+    global_spread(channels, spatial, cpu(dy_in).data(), dx, batch);
+    if (sdx) {
+        if (sdy) global_spread(channels, spatial, sdy, sdx, batch);
+        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
+    }
+    round_output(dx_out.format(), dx, n);
+}
+
+}  // namespace mantissa
