@@ -1,0 +1,75 @@
+// Shared by the convolutional ops' suites (test_cpu_conv, test_cpu_pool, test_cpu_batchnorm_add,
+// test_backend_checks): tensors made in one line, values rounded to a format, a check that values
+// are values of a format, and central finite differences in double of a reference function (the
+// independent check of every backward).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "numeric/convert.h"
+
+namespace conv_test {
+
+inline std::unique_ptr<mantissa::Tensor> make(mantissa::Backend& b, std::int64_t rows, std::int64_t cols,
+                                              mantissa::Format f, const char* name = "t") {
+    return b.allocate(mantissa::TensorDesc{name, rows, cols, f, mantissa::MemoryCategory::workspace});
+}
+
+inline std::unique_ptr<mantissa::Tensor> make_with(mantissa::Backend& b, std::int64_t rows, std::int64_t cols,
+                                                   mantissa::Format f, const std::vector<float>& values,
+                                                   const char* name = "t") {
+    auto t = make(b, rows, cols, f, name);
+    b.upload(*t, values.data(), static_cast<std::int64_t>(values.size()));
+    return t;
+}
+
+inline std::vector<float> rounded(mantissa::Format f, std::vector<float> v) {
+    for (float& x : v) x = mantissa::round_to(f, x);
+    return v;
+}
+
+inline bool all_in_format(mantissa::Format f, const std::vector<float>& v) {
+    for (float x : v)
+        if (!(mantissa::round_to(f, x) == x || (std::isnan(x) && std::isnan(mantissa::round_to(f, x))))) return false;
+    return true;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+}
+
+// ∂loss/∂v_j = (loss(v + h·e_j) - loss(v - h·e_j)) / 2h for every j, in double.
+inline std::vector<double> finite_differences(std::vector<double> v,
+                                              const std::function<double(const std::vector<double>&)>& loss,
+                                              double h) {
+    std::vector<double> g(v.size());
+    for (std::size_t j = 0; j < v.size(); ++j) {
+        const double keep = v[j];
+        v[j] = keep + h;
+        const double up = loss(v);
+        v[j] = keep - h;
+        const double down = loss(v);
+        v[j] = keep;
+        g[j] = (up - down) / (2 * h);
+    }
+    return g;
+}
+
+// The first index where got and want differ by more than tol·(1 + |want|), or -1.
+inline std::int64_t first_mismatch(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (!(std::abs(static_cast<double>(got[i]) - want[i]) <= tol * (1 + std::abs(want[i]))))
+            return static_cast<std::int64_t>(i);
+    return -1;
+}
+
+}  // namespace conv_test

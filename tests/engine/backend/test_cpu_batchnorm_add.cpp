@@ -1,0 +1,293 @@
+// The CPU backend's batch norm and residual add against independent references written here
+// in double: training forwards (batch statistics; running_var updated with the unbiased
+// variance, as PyTorch), evaluation forwards (running statistics), the backward against central
+// finite differences of the training reference, outputs and gradients rounded to fp16 and bf16;
+// the add rounding its FP32 sum to y's format, in place too, its backward (the identity) checked
+// by finite differences. docs/numerics.md, "Convolutional ops".
+#include <QtTest>
+
+#include <cmath>
+#include <vector>
+
+#include "backend_test_util.h"
+#include "conv_test_util.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+using backend_test::random_values;
+using backend_test::read;
+using conv_test::all_in_format;
+using conv_test::make;
+using conv_test::make_with;
+using conv_test::to_double;
+Q_DECLARE_METATYPE(mantissa::Format)
+
+namespace {
+
+constexpr double eps = 1e-5;
+
+struct BnRef {
+    std::vector<double> y, mean, var_biased, var_unbiased;
+};
+
+// Training mode: per channel over (batch, spatial), y = (x - mean) / sqrt(var_biased + eps)·γ + β.
+BnRef bn_train_ref(int channels, int spatial, int batch, const std::vector<double>& x, const std::vector<double>& gamma,
+                   const std::vector<double>& beta) {
+    BnRef r;
+    r.y.resize(x.size());
+    const double count = static_cast<double>(batch) * spatial;
+    for (int c = 0; c < channels; ++c) {
+        auto at = [&](int n, int p) { return static_cast<std::size_t>((n * channels + c) * spatial + p); };
+        double sum = 0;
+        for (int n = 0; n < batch; ++n)
+            for (int p = 0; p < spatial; ++p) sum += x[at(n, p)];
+        const double mean = sum / count;
+        double sq = 0;
+        for (int n = 0; n < batch; ++n)
+            for (int p = 0; p < spatial; ++p) sq += (x[at(n, p)] - mean) * (x[at(n, p)] - mean);
+        r.mean.push_back(mean);
+        r.var_biased.push_back(sq / count);
+        r.var_unbiased.push_back(sq / (count - 1));
+        for (int n = 0; n < batch; ++n)
+            for (int p = 0; p < spatial; ++p)
+                r.y[at(n, p)] = (x[at(n, p)] - mean) / std::sqrt(sq / count + eps) * gamma[c] + beta[c];
+    }
+    return r;
+}
+
+// One batch norm's tensors: parameters and statistics FP32, x, y, dy, dx in `act`.
+struct Bn {
+    int channels, spatial, batch;
+    std::unique_ptr<Tensor> w, b, gw, gb, rm, rv, sm, si, x, y, dy, dx;
+    BatchNormTensors t;
+    std::vector<float> xv, wv, bv, rmv, rvv;
+
+    Bn(Backend& be, int c, int s, int n, Format act, unsigned seed) : channels(c), spatial(s), batch(n) {
+        xv = conv_test::rounded(act, random_values(static_cast<std::size_t>(n * c * s), 2.0f, seed));
+        for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = round_to(act, xv[i] + static_cast<float>(i % c));  // per-channel offsets
+        wv = random_values(static_cast<std::size_t>(c), 0.5f, seed + 1);
+        for (float& v : wv) v += 1.0f;
+        bv = random_values(static_cast<std::size_t>(c), 0.5f, seed + 2);
+        rmv = random_values(static_cast<std::size_t>(c), 0.5f, seed + 3);
+        rvv = random_values(static_cast<std::size_t>(c), 0.2f, seed + 4);
+        for (float& v : rvv) v = 1.0f + std::abs(v);
+        w = make_with(be, 1, c, Format::fp32, wv, "bn.weight");
+        b = make_with(be, 1, c, Format::fp32, bv, "bn.bias");
+        gw = make(be, 1, c, Format::fp32, "bn.grad_weight");
+        gb = make(be, 1, c, Format::fp32, "bn.grad_bias");
+        rm = make_with(be, 1, c, Format::fp32, rmv, "bn.running_mean");
+        rv = make_with(be, 1, c, Format::fp32, rvv, "bn.running_var");
+        sm = make(be, 1, c, Format::fp32, "bn.saved_mean");
+        si = make(be, 1, c, Format::fp32, "bn.saved_invstd");
+        x = make_with(be, n, c * s, act, xv, "x");
+        y = make(be, n, c * s, act, "y");
+        dy = make(be, n, c * s, act, "dy");
+        dx = make(be, n, c * s, act, "dx");
+        t.channels = c, t.spatial = s, t.momentum = 0.1, t.eps = eps;
+        t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
+        t.running_mean = rm.get(), t.running_var = rv.get(), t.saved_mean = sm.get(), t.saved_invstd = si.get();
+    }
+};
+
+void add_bn_rows() {
+    QTest::addColumn<int>("channels");
+    QTest::addColumn<int>("spatial");
+    QTest::addColumn<int>("batch");
+    QTest::newRow("BatchNorm1d: 3 channels, b4") << 3 << 1 << 4;
+    QTest::newRow("2 channels 3x4, b1") << 2 << 12 << 1;
+    QTest::newRow("3 channels 2x3, b3") << 3 << 6 << 3;
+}
+
+QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
+    const std::int64_t i = conv_test::first_mismatch(got, want, tol);
+    if (i < 0) return {};
+    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i]).arg(want[i]);
+}
+
+}  // namespace
+
+class TestCpuBatchnormAdd : public QObject {
+    Q_OBJECT
+private slots:
+    // y from the batch's statistics; saved mean and 1/sqrt(var + eps); running statistics moved
+    // by momentum 0.1, running_var towards the unbiased variance (not the biased one that
+    // normalises).
+    void trainingForwardMatchesReference_data() { add_bn_rows(); }
+    void trainingForwardMatchesReference() {
+        QFETCH(int, channels);
+        QFETCH(int, spatial);
+        QFETCH(int, batch);
+        CpuBackend be;
+        Bn bn(be, channels, spatial, batch, Format::fp32, 3);
+        be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, batch, true);
+        const BnRef ref = bn_train_ref(channels, spatial, batch, to_double(bn.xv), to_double(bn.wv), to_double(bn.bv));
+        QString diff = mismatch("y", read(be, *bn.y), ref.y, 1e-5);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        std::vector<double> invstd, running_mean, running_var, running_var_biased;
+        for (int c = 0; c < channels; ++c) {
+            invstd.push_back(1 / std::sqrt(ref.var_biased[c] + eps));
+            running_mean.push_back(0.9 * bn.rmv[c] + 0.1 * ref.mean[c]);
+            running_var.push_back(0.9 * bn.rvv[c] + 0.1 * ref.var_unbiased[c]);
+            running_var_biased.push_back(0.9 * bn.rvv[c] + 0.1 * ref.var_biased[c]);
+        }
+        diff = mismatch("saved_mean", read(be, *bn.sm), ref.mean, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = mismatch("saved_invstd", read(be, *bn.si), invstd, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = mismatch("running_mean", read(be, *bn.rm), running_mean, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        const auto rv = read(be, *bn.rv);
+        diff = mismatch("running_var", rv, running_var, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        QVERIFY(conv_test::first_mismatch(rv, running_var_biased, 1e-4) >= 0);  // not the biased one
+    }
+
+    // Evaluation normalises with the running statistics and leaves them (and the saved ones) as
+    // they were.
+    void evalUsesRunningStatistics() {
+        CpuBackend be;
+        const int channels = 3, spatial = 5, batch = 2;
+        Bn bn(be, channels, spatial, batch, Format::fp32, 13);
+        const std::vector<float> marker(channels, 7.0f);
+        be.upload(*bn.sm, marker.data(), channels);
+        be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, batch, false);
+        std::vector<double> want(bn.xv.size());
+        for (int n = 0; n < batch; ++n)
+            for (int c = 0; c < channels; ++c)
+                for (int p = 0; p < spatial; ++p) {
+                    const std::size_t i = static_cast<std::size_t>((n * channels + c) * spatial + p);
+                    want[i] = (bn.xv[i] - static_cast<double>(bn.rmv[c])) / std::sqrt(bn.rvv[c] + eps) * bn.wv[c] + bn.bv[c];
+                }
+        const QString diff = mismatch("y", read(be, *bn.y), want, 1e-5);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        QCOMPARE(read(be, *bn.rm), bn.rmv);
+        QCOMPARE(read(be, *bn.rv), bn.rvv);
+        QCOMPARE(read(be, *bn.sm), marker);
+    }
+
+    // dx, dγ and dβ against central differences of the training reference's Σ y·r (r = dy).
+    void backwardMatchesFiniteDifferences_data() { add_bn_rows(); }
+    void backwardMatchesFiniteDifferences() {
+        QFETCH(int, channels);
+        QFETCH(int, spatial);
+        QFETCH(int, batch);
+        CpuBackend be;
+        Bn bn(be, channels, spatial, batch, Format::fp32, 23);
+        const auto rv = random_values(bn.xv.size(), 1.0f, 29);
+        be.upload(*bn.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, batch, true);
+        be.batchnorm2d_backward(bn.t, *bn.x, *bn.dy, *bn.dx, batch);
+        const auto r = to_double(rv), xd = to_double(bn.xv), gd = to_double(bn.wv), bd = to_double(bn.bv);
+        auto loss = [&](const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& b) {
+            return conv_test::dot(bn_train_ref(channels, spatial, batch, x, g, b).y, r);
+        };
+        const double h = 1e-5;
+        const auto fd_x = conv_test::finite_differences(xd, [&](const std::vector<double>& v) { return loss(v, gd, bd); }, h);
+        const auto fd_g = conv_test::finite_differences(gd, [&](const std::vector<double>& v) { return loss(xd, v, bd); }, h);
+        const auto fd_b = conv_test::finite_differences(bd, [&](const std::vector<double>& v) { return loss(xd, gd, v); }, h);
+        QString diff = mismatch("dx", read(be, *bn.dx), fd_x, 1e-4);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = mismatch("dgamma", read(be, *bn.gw), fd_g, 1e-4);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = mismatch("dbeta", read(be, *bn.gb), fd_b, 1e-4);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // fp16 and bf16 activations: y and dx are values of their format, within one ulp of the
+    // double reference rounded (the statistics and γ, β gradients stay FP32).
+    void roundsToTheTensorsFormats_data() {
+        QTest::addColumn<Format>("format");
+        QTest::newRow("fp16") << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16;
+    }
+    void roundsToTheTensorsFormats() {
+        QFETCH(Format, format);
+        CpuBackend be;
+        const int channels = 3, spatial = 6, batch = 3;
+        Bn bn(be, channels, spatial, batch, format, 33);
+        const auto rv = conv_test::rounded(format, random_values(bn.xv.size(), 1.0f, 39));
+        be.upload(*bn.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, batch, true);
+        be.batchnorm2d_backward(bn.t, *bn.x, *bn.dy, *bn.dx, batch);
+        const auto y = read(be, *bn.y), dx = read(be, *bn.dx);
+        QVERIFY(all_in_format(format, y));
+        QVERIFY(all_in_format(format, dx));
+        const auto xd = to_double(bn.xv), gd = to_double(bn.wv), bd = to_double(bn.bv), r = to_double(rv);
+        const BnRef ref = bn_train_ref(channels, spatial, batch, xd, gd, bd);
+        const auto fd_x = conv_test::finite_differences(
+            xd, [&](const std::vector<double>& v) { return conv_test::dot(bn_train_ref(channels, spatial, batch, v, gd, bd).y, r); },
+            1e-5);
+        const double ulp = format_info(format).epsilon;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            const double wy = round_to(format, static_cast<float>(ref.y[i]));
+            const double wdx = round_to(format, static_cast<float>(fd_x[i]));
+            QVERIFY2(std::abs(y[i] - wy) <= std::abs(wy) * ulp * 1.01 + 1e-6,
+                     qPrintable(QString("y[%1] = %2, reference %3").arg(i).arg(y[i]).arg(wy)));
+            QVERIFY2(std::abs(dx[i] - wdx) <= std::abs(wdx) * ulp * 1.01 + 1e-4,
+                     qPrintable(QString("dx[%1] = %2, reference %3").arg(i).arg(dx[i]).arg(wdx)));
+        }
+    }
+
+    // One value per channel has no variance to normalise with: refused, as PyTorch does.
+    void trainingNeedsMoreThanOneValuePerChannel() {
+        CpuBackend be;
+        Bn bn(be, 2, 1, 1, Format::fp32, 43);
+        QVERIFY_THROWS_EXCEPTION(Error, be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, 1, true));
+        be.batchnorm2d_forward(bn.t, *bn.x, *bn.y, 1, false);  // evaluation is fine
+    }
+
+    // y = rnd_y(a + b): the FP32 sum rounded once to y's format (a residual in the wider one),
+    // whatever the inputs' formats; y may be one of the inputs. The backward is the identity on
+    // both inputs: the finite differences of Σ (a + b)·r are r.
+    void addRoundsTheFp32Sum_data() {
+        QTest::addColumn<Format>("fa");
+        QTest::addColumn<Format>("fb");
+        QTest::addColumn<Format>("fy");
+        QTest::newRow("fp16 + fp16 -> fp16") << Format::fp16 << Format::fp16 << Format::fp16;
+        QTest::newRow("bf16 + fp16 -> fp32") << Format::bf16 << Format::fp16 << Format::fp32;
+        QTest::newRow("fp32 + fp32 -> bf16") << Format::fp32 << Format::fp32 << Format::bf16;
+        QTest::newRow("fp32 + bf16 -> fp16") << Format::fp32 << Format::bf16 << Format::fp16;
+    }
+    void addRoundsTheFp32Sum() {
+        QFETCH(Format, fa);
+        QFETCH(Format, fb);
+        QFETCH(Format, fy);
+        CpuBackend be;
+        const int batch = 3, cols = 37;
+        auto a = make_with(be, batch + 1, cols, fa, random_values((batch + 1) * cols, 1.0f, 51), "a");
+        auto b = make_with(be, batch, cols, fb, random_values(batch * cols, 1.0f, 52), "b");
+        auto y = make(be, batch + 1, cols, fy, "y");
+        const std::vector<float> marker((batch + 1) * cols, 5.0f);
+        be.upload(*y, marker.data(), (batch + 1) * cols);
+        be.add(*a, *b, *y, batch);
+        const auto av = read(be, *a), bv = read(be, *b), yv = read(be, *y);
+        for (int i = 0; i < batch * cols; ++i) QCOMPARE(yv[i], round_to(fy, av[i] + bv[i]));
+        for (int i = batch * cols; i < (batch + 1) * cols; ++i) QCOMPARE(yv[i], 5.0f);  // rows past the batch untouched
+
+        if (fa == fy) {  // in place: a += b
+            be.add(*a, *b, *a, batch);
+            const auto inplace = read(be, *a);
+            for (int i = 0; i < batch * cols; ++i) QCOMPARE(inplace[i], round_to(fy, av[i] + bv[i]));
+        }
+
+        const auto r = to_double(random_values(batch * cols, 1.0f, 53));
+        std::vector<double> ad(av.begin(), av.begin() + batch * cols), bd = to_double(bv);
+        auto sum_ref = [](const std::vector<double>& p, const std::vector<double>& q) {
+            std::vector<double> s(p.size());
+            for (std::size_t i = 0; i < p.size(); ++i) s[i] = p[i] + q[i];
+            return s;
+        };
+        const auto fd_a = conv_test::finite_differences(ad, [&](const std::vector<double>& v) { return conv_test::dot(sum_ref(v, bd), r); }, 1e-3);
+        const auto fd_b = conv_test::finite_differences(bd, [&](const std::vector<double>& v) { return conv_test::dot(sum_ref(ad, v), r); }, 1e-3);
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            QVERIFY(std::abs(fd_a[i] - r[i]) <= 1e-9 * (1 + std::abs(r[i])));
+            QVERIFY(std::abs(fd_b[i] - r[i]) <= 1e-9 * (1 + std::abs(r[i])));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCpuBatchnormAdd)
+#include "test_cpu_batchnorm_add.moc"

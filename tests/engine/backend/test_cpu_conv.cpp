@@ -1,0 +1,415 @@
+// The CPU backend's conv2d against an independent reference written here with plain loops in
+// double: the forward on odd sizes, strides 1 and 2, padding 0 and 1, kernels 1 to 5, batches 1
+// and 3, with and without bias; the backward against central finite differences of that
+// reference; the rounding points in tf32, fp16, bf16 and fp8-e4m3 (operands cast, FP32
+// accumulation, outputs and gradients values of their formats); the weight gradient's underflow
+// counted in weight_stats, also when the output gradient flushed at its own rounding (gradient
+// tracing). docs/numerics.md, "Convolutional ops".
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend_test_util.h"
+#include "conv_test_util.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+#include "numeric/stats.h"
+
+using namespace mantissa;
+using backend_test::random_values;
+using backend_test::read;
+using conv_test::all_in_format;
+using conv_test::make;
+using conv_test::make_with;
+using conv_test::rounded;
+using conv_test::to_double;
+Q_DECLARE_METATYPE(mantissa::Format)
+
+namespace {
+
+// y(batch, Co·oh·ow) of the convolution, in double: Σ over (c, ky, kx) inside the image of
+// x·w, plus b; positions in the padding contribute nothing.
+std::vector<double> conv_ref(const Conv2dGeometry& g, int batch, const std::vector<double>& x,
+                             const std::vector<double>& w, const std::vector<double>* b) {
+    const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
+    std::vector<double> y(static_cast<std::size_t>(batch * g.out_channels * oh * ow));
+    for (int n = 0; n < batch; ++n)
+        for (std::int64_t o = 0; o < g.out_channels; ++o)
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    double acc = b ? (*b)[static_cast<std::size_t>(o)] : 0.0;
+                    for (std::int64_t c = 0; c < g.in_channels; ++c)
+                        for (std::int64_t ky = 0; ky < k; ++ky)
+                            for (std::int64_t kx = 0; kx < k; ++kx) {
+                                const std::int64_t iy = oy * g.stride - g.padding + ky;
+                                const std::int64_t ix = ox * g.stride - g.padding + kx;
+                                if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                                acc += x[static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix)] *
+                                       w[static_cast<std::size_t>(o * g.patch() + (c * k + ky) * k + kx)];
+                            }
+                    y[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)] = acc;
+                }
+    return y;
+}
+
+// One convolution's tensors: weights and bias FP32 (the master), activations and gradients in
+// `act`, the weight copy and saved input in the compute format when it differs.
+struct Conv {
+    Conv2dGeometry g;
+    int batch;
+    std::unique_ptr<Tensor> w, wc, b, bc, gw, gb, xs, x, y, dy, dx;
+    std::unique_ptr<Fp8State> fp8;
+    ConvTensors t;
+    std::vector<float> xv, wv, bv;
+
+    Conv(Backend& be, Conv2dGeometry geo, int n, bool bias, Format compute, Format act, unsigned seed)
+        : g(geo), batch(n) {
+        xv = random_values(static_cast<std::size_t>(batch * g.in_size()), 1.0f, seed);
+        wv = random_values(static_cast<std::size_t>(g.out_channels * g.patch()), 0.3f, seed + 1);
+        bv = random_values(static_cast<std::size_t>(g.out_channels), 0.1f, seed + 2);
+        w = make_with(be, g.out_channels, g.patch(), Format::fp32, wv, "conv.weight");
+        gw = make(be, g.out_channels, g.patch(), act, "conv.grad_weight");
+        x = make_with(be, batch, g.in_size(), Format::fp32, xv, "x");
+        y = make(be, batch, g.out_size(), act, "y");
+        dy = make(be, batch, g.out_size(), act, "dy");
+        dx = make(be, batch, g.in_size(), act, "dx");
+        if (bias) {
+            b = make_with(be, 1, g.out_channels, Format::fp32, bv, "conv.bias");
+            gb = make(be, 1, g.out_channels, act, "conv.grad_bias");
+            if (act != Format::fp32) bc = make(be, 1, g.out_channels, act, "conv.bias_compute");
+        }
+        const bool fp8_layer = compute == Format::fp8_e4m3;
+        if (compute != Format::fp32 && compute != Format::tf32) {
+            wc = make(be, g.out_channels, g.patch(), compute, "conv.weight_compute");
+            xs = make(be, batch, g.in_size(), compute, "conv.saved_input");
+        }
+        if (fp8_layer) fp8 = be.create_fp8_state(Fp8Recipe{4, 0, AmaxAlgo::max});
+        t.geometry = g;
+        t.compute = compute;
+        t.weight = w.get();
+        t.weight_compute = wc.get();
+        t.bias = b.get();
+        t.bias_compute = fp8_layer ? nullptr : bc.get();
+        t.grad_weight = gw.get();
+        t.grad_bias = gb.get();
+        t.saved_input = xs.get();
+        t.fp8 = fp8.get();
+    }
+};
+
+Conv2dGeometry geometry(int c, int h, int w, int co, int k, int s, int p) {
+    Conv2dGeometry g;
+    g.in_channels = c, g.in_h = h, g.in_w = w, g.out_channels = co, g.kernel = k, g.stride = s, g.padding = p;
+    return g;
+}
+
+Conv2dGeometry fetch_geometry() {
+    QFETCH(int, c);
+    QFETCH(int, h);
+    QFETCH(int, w);
+    QFETCH(int, co);
+    QFETCH(int, k);
+    QFETCH(int, s);
+    QFETCH(int, p);
+    return geometry(c, h, w, co, k, s, p);
+}
+
+void add_geometry_rows() {
+    QTest::addColumn<int>("c");
+    QTest::addColumn<int>("h");
+    QTest::addColumn<int>("w");
+    QTest::addColumn<int>("co");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("s");
+    QTest::addColumn<int>("p");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<bool>("bias");
+    QTest::newRow("k3 s1 p0 b1") << 2 << 7 << 5 << 3 << 3 << 1 << 0 << 1 << true;
+    QTest::newRow("k3 s1 p1 b3") << 2 << 7 << 5 << 3 << 3 << 1 << 1 << 3 << true;
+    QTest::newRow("k3 s2 p0 b3") << 3 << 9 << 7 << 4 << 3 << 2 << 0 << 3 << true;
+    QTest::newRow("k3 s2 p1 b1 no bias") << 3 << 9 << 7 << 4 << 3 << 2 << 1 << 1 << false;
+    QTest::newRow("k2 s2 p0 b3 odd") << 1 << 5 << 7 << 2 << 2 << 2 << 0 << 3 << true;
+    QTest::newRow("k1 s1 p0 b3 direct") << 4 << 5 << 3 << 3 << 1 << 1 << 0 << 3 << true;
+    QTest::newRow("k1 s2 p1 b1 no bias") << 2 << 5 << 5 << 2 << 1 << 2 << 1 << 1 << false;
+    QTest::newRow("k5 s1 p1 b3") << 2 << 6 << 5 << 2 << 5 << 1 << 1 << 3 << true;
+    QTest::newRow("one row s2 p1 b3") << 2 << 1 << 6 << 2 << 3 << 2 << 1 << 3 << true;
+}
+
+}  // namespace
+
+class TestCpuConv : public QObject {
+    Q_OBJECT
+private slots:
+    // FP32: y = W ⋆ x + b within FP32 accumulation of the double reference.
+    void forwardMatchesReference_data() { add_geometry_rows(); }
+    void forwardMatchesReference() {
+        const Conv2dGeometry g = fetch_geometry();
+        QFETCH(int, batch);
+        QFETCH(bool, bias);
+        CpuBackend be;
+        Conv cv(be, g, batch, bias, Format::fp32, Format::fp32, 11);
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        const std::vector<double> bd = to_double(cv.bv);
+        const auto ref = conv_ref(cv.g, batch, to_double(cv.xv), to_double(cv.wv), bias ? &bd : nullptr);
+        const auto got = read(be, *cv.y);
+        QCOMPARE(got.size(), ref.size());
+        const std::int64_t bad = conv_test::first_mismatch(got, ref, 1e-5);
+        QVERIFY2(bad < 0, qPrintable(QString("y[%1] = %2, reference %3").arg(bad).arg(got[bad]).arg(ref[bad])));
+    }
+
+    // dx, dW and dB against central differences of the double reference's Σ y·r (r = dy); the
+    // gradients are written, not accumulated (a second backward gives the same values).
+    void backwardMatchesFiniteDifferences_data() { add_geometry_rows(); }
+    void backwardMatchesFiniteDifferences() {
+        const Conv2dGeometry g = fetch_geometry();
+        QFETCH(int, batch);
+        QFETCH(bool, bias);
+        CpuBackend be;
+        Conv cv(be, g, batch, bias, Format::fp32, Format::fp32, 21);
+        const auto rv = random_values(static_cast<std::size_t>(batch * cv.g.out_size()), 1.0f, 25);
+        be.upload(*cv.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+        const auto dx = read(be, *cv.dx), gw = read(be, *cv.gw);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+        QCOMPARE(read(be, *cv.dx), dx);
+        QCOMPARE(read(be, *cv.gw), gw);
+
+        const auto r = to_double(rv);
+        auto xd = to_double(cv.xv), wd = to_double(cv.wv), bd = to_double(cv.bv);
+        auto loss_x = [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, v, wd, bias ? &bd : nullptr), r); };
+        auto loss_w = [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, xd, v, bias ? &bd : nullptr), r); };
+        auto loss_b = [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, xd, wd, &v), r); };
+        const double hstep = 1e-2;  // the loss is linear in each argument: the differences are exact
+        const auto fd_x = conv_test::finite_differences(xd, loss_x, hstep);
+        const auto fd_w = conv_test::finite_differences(wd, loss_w, hstep);
+        std::int64_t bad = conv_test::first_mismatch(dx, fd_x, 1e-4);
+        QVERIFY2(bad < 0, qPrintable(QString("dx[%1] = %2, finite difference %3").arg(bad).arg(dx[bad]).arg(fd_x[bad])));
+        bad = conv_test::first_mismatch(gw, fd_w, 1e-4);
+        QVERIFY2(bad < 0, qPrintable(QString("dW[%1] = %2, finite difference %3").arg(bad).arg(gw[bad]).arg(fd_w[bad])));
+        if (bias) {
+            const auto gb = read(be, *cv.gb);
+            const auto fd_b = conv_test::finite_differences(bd, loss_b, hstep);
+            bad = conv_test::first_mismatch(gb, fd_b, 1e-4);
+            QVERIFY2(bad < 0, qPrintable(QString("dB[%1] = %2, finite difference %3").arg(bad).arg(gb[bad]).arg(fd_b[bad])));
+        }
+        // Without dx (a first layer), the parameters' gradients are the same.
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, nullptr, batch, nullptr);
+        QCOMPARE(read(be, *cv.gw), gw);
+    }
+
+    // y = rnd_out( Σ rnd_F(x)·rnd_F(W) + rnd_out(b) ): the outputs are values of their format,
+    // within one ulp of the double reference of the same rounding points (FP32 accumulation);
+    // the weight copy and saved input hold the operands.
+    void forwardRoundsAtTheDesignPoints_data() {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<Format>("output");
+        QTest::newRow("fp32") << Format::fp32 << Format::fp32;
+        QTest::newRow("tf32") << Format::tf32 << Format::fp32;
+        QTest::newRow("fp16") << Format::fp16 << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16 << Format::bf16;
+    }
+    void forwardRoundsAtTheDesignPoints() {
+        QFETCH(Format, compute);
+        QFETCH(Format, output);
+        CpuBackend be;
+        const int batch = 3;
+        Conv cv(be, geometry(3, 7, 6, 4, 3, 2, 1), batch, true, compute, output, 31);
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        const auto y = read(be, *cv.y);
+        QVERIFY(all_in_format(output, y));
+        const std::vector<double> br = to_double(rounded(output, cv.bv));
+        const auto ref = conv_ref(cv.g, batch, to_double(rounded(compute, cv.xv)), to_double(rounded(compute, cv.wv)), nullptr);
+        const double ulp = format_info(output).epsilon;
+        const std::int64_t positions = cv.g.out_h() * cv.g.out_w();
+        for (std::size_t i = 0; i < ref.size(); ++i) {
+            const std::int64_t channel = (static_cast<std::int64_t>(i) % cv.g.out_size()) / positions;
+            const double want = round_to(output, static_cast<float>(ref[i] + br[static_cast<std::size_t>(channel)]));
+            QVERIFY2(std::abs(y[i] - want) <= std::abs(want) * ulp * 1.01 + 1e-6,
+                     qPrintable(QString("y[%1] = %2, reference %3").arg(i).arg(y[i]).arg(want)));
+        }
+        if (cv.wc) {
+            QCOMPARE(read(be, *cv.wc), rounded(compute, cv.wv));
+            QCOMPARE(read(be, *cv.xs), rounded(compute, cv.xv));
+        }
+    }
+
+    // Backward in fp16 and bf16: dy is an operand as it is (its format is the compute format),
+    // dX and dW are the FP32 sums rounded once (within one ulp of the double reference),
+    // dB = Σ dy in FP32 rounded; every gradient is a value of its format.
+    void backwardRoundsToGradientFormats_data() {
+        QTest::addColumn<Format>("format");
+        QTest::newRow("fp16") << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16;
+    }
+    void backwardRoundsToGradientFormats() {
+        QFETCH(Format, format);
+        CpuBackend be;
+        const int batch = 3;
+        Conv cv(be, geometry(2, 6, 7, 3, 3, 2, 1), batch, true, format, format, 41);
+        const auto rv = random_values(static_cast<std::size_t>(batch * cv.g.out_size()), 1.0f, 45);
+        be.upload(*cv.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+        const auto dx = read(be, *cv.dx), gw = read(be, *cv.gw), gb = read(be, *cv.gb);
+        QVERIFY(all_in_format(format, dx));
+        QVERIFY(all_in_format(format, gw));
+        QVERIFY(all_in_format(format, gb));
+        // The references: gradients of Σ y·dy with the operands' values.
+        const auto r = to_double(read(be, *cv.dy));
+        auto xd = to_double(rounded(format, cv.xv)), wd = to_double(rounded(format, cv.wv));
+        const auto fd_x = conv_test::finite_differences(
+            xd, [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, v, wd, nullptr), r); }, 1e-2);
+        const auto fd_w = conv_test::finite_differences(
+            wd, [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, xd, v, nullptr), r); }, 1e-2);
+        const double ulp = format_info(format).epsilon;
+        auto within = [&](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+            for (std::size_t i = 0; i < want.size(); ++i) {
+                const double ref = round_to(format, static_cast<float>(want[i]));
+                if (!(std::abs(got[i] - ref) <= std::abs(ref) * ulp * 1.01 + 1e-5))
+                    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i]).arg(ref);
+            }
+            return QString();
+        };
+        QString diff = within(dx, fd_x, "dx");
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = within(gw, fd_w, "dW");
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        const std::int64_t positions = cv.g.out_h() * cv.g.out_w();
+        for (std::int64_t o = 0; o < cv.g.out_channels; ++o) {
+            double sum = 0;
+            for (int n = 0; n < batch; ++n)
+                for (std::int64_t q = 0; q < positions; ++q)
+                    sum += r[static_cast<std::size_t>(n * cv.g.out_size() + o * positions + q)];
+            const double ref = round_to(format, static_cast<float>(sum));
+            QVERIFY2(std::abs(gb[static_cast<std::size_t>(o)] - ref) <= std::abs(ref) * ulp * 1.01 + 1e-5,
+                     qPrintable(QString("dB[%1] = %2, reference %3").arg(o).arg(gb[o]).arg(ref)));
+        }
+    }
+
+    // dW = Σ dy·x of tiny values: in fp16 each element is 9·2⁻¹⁴·x. With x = 2⁻¹⁶ that is
+    // 8.4e-9, below half of fp16's smallest subnormal (2⁻²⁵): every element underflows, counted
+    // in weight_stats (non-zero in FP32, zero after rounding). With x = 2⁻¹² the elements are
+    // subnormals of fp16 and nothing underflows.
+    void weightGradientUnderflowIsCounted_data() {
+        QTest::addColumn<float>("x");
+        QTest::addColumn<bool>("flushes");
+        QTest::newRow("2^-16: flushes") << std::ldexp(1.0f, -16) << true;
+        QTest::newRow("2^-12: subnormal") << std::ldexp(1.0f, -12) << false;
+    }
+    void weightGradientUnderflowIsCounted() {
+        QFETCH(float, x);
+        QFETCH(bool, flushes);
+        CpuBackend be;
+        const int batch = 1;
+        Conv cv(be, geometry(2, 5, 5, 3, 3, 1, 0), batch, false, Format::fp16, Format::fp16, 51);
+        const std::vector<float> xv(static_cast<std::size_t>(cv.g.in_size()), x);
+        const std::vector<float> dyv(static_cast<std::size_t>(cv.g.out_size()), std::ldexp(1.0f, -14));
+        be.upload(*cv.x, xv.data(), cv.g.in_size());
+        be.upload(*cv.dy, dyv.data(), cv.g.out_size());
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);  // fills saved_input, the backward's x
+        RoundingStats stats;
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, &stats);
+        const std::int64_t n_w = cv.g.out_channels * cv.g.patch();
+        const auto gw = read(be, *cv.gw);
+        QCOMPARE(stats.elements, n_w);
+        QCOMPARE(stats.zeros_before, std::int64_t{0});
+        if (flushes) {
+            QVERIFY(std::all_of(gw.begin(), gw.end(), [](float v) { return v == 0.0f; }));
+            QCOMPARE(stats.underflows(), n_w);
+        } else {
+            QCOMPARE(gw[0], round_to(Format::fp16, 9 * x * std::ldexp(1.0f, -14)));
+            QCOMPARE(stats.underflows(), std::int64_t{0});
+            QCOMPARE(stats.subnormals, n_w);
+        }
+    }
+
+    // Gradient tracing: an output gradient that flushed to zero at its own rounding (the loss
+    // wrote 1e-9 into an fp16 tensor) leaves dW zero; with tracing the zero counts as an
+    // underflow (its FP32 reference, from the unrounded dy, is not zero), without it as a zero
+    // that was already zero.
+    void tracedOutputGradientFlushCountsAsUnderflow() {
+        CpuBackend be;
+        const int batch = 2;
+        Conv cv(be, geometry(2, 5, 4, 3, 3, 1, 1), batch, true, Format::fp16, Format::fp16, 61);
+        const std::int64_t n = batch * cv.g.out_size();
+        const std::vector<float> targets(static_cast<std::size_t>(n), -1e-9f * static_cast<float>(n) / 2);
+        const std::int64_t n_w = cv.g.out_channels * cv.g.patch();
+        auto zeros = make(be, batch, cv.g.out_size(), Format::fp16, "zeros");
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        for (bool tracing : {true, false}) {
+            be.set_gradient_tracing(tracing);
+            be.mse(*zeros, targets.data(), batch, 1.0f, cv.dy.get());  // dy = 1e-9 -> 0 in fp16
+            const auto dy = read(be, *cv.dy);
+            QVERIFY(std::all_of(dy.begin(), dy.end(), [](float v) { return v == 0.0f; }));
+            RoundingStats stats;
+            be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, &stats);
+            QCOMPARE(stats.zeros, n_w);
+            QCOMPARE(stats.underflows(), tracing ? n_w : 0);
+        }
+    }
+
+    // fp8-e4m3 with the hybrid recipe's first step (every scale 1): x and W saturate-cast to
+    // e4m3 (into saved_input and weight_compute), dy to e5m2; y, dX and dW the FP32 sums
+    // rounded to their formats; dB the sum of the unquantised dy; the amaxes recorded.
+    void fp8UsesTheScaledCastsOfLinear() {
+        CpuBackend be;
+        const int batch = 3;
+        Conv cv(be, geometry(2, 6, 5, 3, 3, 2, 1), batch, true, Format::fp8_e4m3, Format::fp16, 71);
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        const auto xq = rounded(Format::fp8_e4m3, cv.xv), wq = rounded(Format::fp8_e4m3, cv.wv);
+        QCOMPARE(read(be, *cv.xs), xq);
+        QCOMPARE(read(be, *cv.wc), wq);
+        const auto y = read(be, *cv.y);
+        QVERIFY(all_in_format(Format::fp16, y));
+        const auto ref = conv_ref(cv.g, batch, to_double(xq), to_double(wq), nullptr);
+        const double ulp = format_info(Format::fp16).epsilon;
+        const std::int64_t positions = cv.g.out_h() * cv.g.out_w();
+        for (std::size_t i = 0; i < ref.size(); ++i) {
+            const std::int64_t channel = (static_cast<std::int64_t>(i) % cv.g.out_size()) / positions;
+            const double want = round_to(Format::fp16, static_cast<float>(ref[i]) + cv.bv[static_cast<std::size_t>(channel)]);
+            QVERIFY2(std::abs(y[i] - want) <= std::abs(want) * ulp * 1.01 + 1e-6,
+                     qPrintable(QString("y[%1] = %2, reference %3").arg(i).arg(y[i]).arg(want)));
+        }
+
+        const auto dyv = random_values(static_cast<std::size_t>(batch * cv.g.out_size()), 1.0f, 75);
+        be.upload(*cv.dy, dyv.data(), static_cast<std::int64_t>(dyv.size()));
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+        const auto dy = read(be, *cv.dy);
+        const auto dyq = to_double(rounded(Format::fp8_e5m2, dy));
+        const auto xd = to_double(xq), wd = to_double(wq);
+        const auto fd_w = conv_test::finite_differences(
+            wd, [&](const std::vector<double>& v) { return conv_test::dot(conv_ref(cv.g, batch, xd, v, nullptr), dyq); }, 1e-2);
+        const auto gw = read(be, *cv.gw);
+        for (std::size_t i = 0; i < fd_w.size(); ++i) {
+            const double want = round_to(Format::fp16, static_cast<float>(fd_w[i]));
+            QVERIFY2(std::abs(gw[i] - want) <= std::abs(want) * ulp * 1.01 + 1e-5,
+                     qPrintable(QString("dW[%1] = %2, reference %3").arg(i).arg(gw[i]).arg(want)));
+        }
+        const auto gb = read(be, *cv.gb);
+        for (std::int64_t o = 0; o < cv.g.out_channels; ++o) {
+            double sum = 0;
+            for (int n = 0; n < batch; ++n)
+                for (std::int64_t q = 0; q < positions; ++q) sum += dy[static_cast<std::size_t>(n * cv.g.out_size() + o * positions + q)];
+            const double want = round_to(Format::fp16, static_cast<float>(sum));
+            QVERIFY(std::abs(gb[static_cast<std::size_t>(o)] - want) <= std::abs(want) * ulp * 1.01 + 1e-5);
+        }
+
+        be.update_fp8_scales(*cv.fp8);
+        auto amax = [](const std::vector<float>& v) {
+            float m = 0;
+            for (float e : v) m = std::max(m, std::abs(e));
+            return m;
+        };
+        QCOMPARE(cv.fp8->snapshot(Fp8Role::input).amax_history.front(), amax(cv.xv));
+        QCOMPARE(cv.fp8->snapshot(Fp8Role::weight).amax_history.front(), amax(cv.wv));
+        QCOMPARE(cv.fp8->snapshot(Fp8Role::grad_output).amax_history.front(), amax(dy));
+        QCOMPARE(cv.fp8->snapshot(Fp8Role::input).scale, 448.0f / amax(cv.xv));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCpuConv)
+#include "test_cpu_conv.moc"

@@ -1,0 +1,269 @@
+// The CPU backend's pools against independent references written here in double: max and
+// average pools on odd sizes, strides 1 and 2 (overlapping windows), padding 0 and 1, batches 1
+// and 3; global average pool; every backward against central finite differences of its
+// reference; maxpool's ties (the first position of the window in row-major order, as PyTorch)
+// and NaN; and the rounding of outputs and gradients to fp16 and bf16 (selections exact, sums in
+// FP32 then rounded). docs/numerics.md, "Convolutional ops".
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend_test_util.h"
+#include "conv_test_util.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+using backend_test::random_values;
+using backend_test::read;
+using conv_test::all_in_format;
+using conv_test::make;
+using conv_test::make_with;
+using conv_test::to_double;
+Q_DECLARE_METATYPE(mantissa::Format)
+
+namespace {
+
+Pool2dGeometry pool(int c, int h, int w, int k, int s, int p) {
+    Pool2dGeometry g;
+    g.channels = c, g.in_h = h, g.in_w = w, g.kernel = k, g.stride = s, g.padding = p;
+    return g;
+}
+
+// Over the window of each output, clipped to the image: the maximum, or the sum / k².
+std::vector<double> pool_ref(const Pool2dGeometry& g, int batch, const std::vector<double>& x, bool max) {
+    const std::int64_t oh = g.out_h(), ow = g.out_w();
+    std::vector<double> y(static_cast<std::size_t>(batch * g.out_size()));
+    for (int n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < g.channels; ++c)
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+                    for (std::int64_t ky = 0; ky < g.kernel; ++ky)
+                        for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
+                            const std::int64_t iy = oy * g.stride - g.padding + ky;
+                            const std::int64_t ix = ox * g.stride - g.padding + kx;
+                            if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                            const double v = x[static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix)];
+                            m = std::max(m, v);
+                            sum += v;
+                        }
+                    y[static_cast<std::size_t>(n * g.out_size() + (c * oh + oy) * ow + ox)] =
+                        max ? m : sum / static_cast<double>(g.kernel * g.kernel);
+                }
+    return y;
+}
+
+std::vector<double> global_ref(int channels, int spatial, int batch, const std::vector<double>& x) {
+    std::vector<double> y(static_cast<std::size_t>(batch * channels));
+    for (int n = 0; n < batch; ++n)
+        for (int c = 0; c < channels; ++c) {
+            double sum = 0;
+            for (int p = 0; p < spatial; ++p) sum += x[static_cast<std::size_t>((n * channels + c) * spatial + p)];
+            y[static_cast<std::size_t>(n * channels + c)] = sum / spatial;
+        }
+    return y;
+}
+
+void add_pool_rows() {
+    QTest::addColumn<int>("c");
+    QTest::addColumn<int>("h");
+    QTest::addColumn<int>("w");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("s");
+    QTest::addColumn<int>("p");
+    QTest::addColumn<int>("batch");
+    QTest::newRow("k2 s2 p0 b3 odd") << 2 << 7 << 5 << 2 << 2 << 0 << 3;
+    QTest::newRow("k2 s2 p1 b1") << 3 << 6 << 6 << 2 << 2 << 1 << 1;
+    QTest::newRow("k3 s2 p1 b3") << 2 << 7 << 9 << 3 << 2 << 1 << 3;
+    QTest::newRow("k3 s1 p1 b1 overlapping") << 2 << 5 << 7 << 3 << 1 << 1 << 1;
+    QTest::newRow("k3 s1 p0 b3 overlapping") << 1 << 6 << 5 << 3 << 1 << 0 << 3;
+    QTest::newRow("k3 s3 p0 b1 leftover") << 2 << 8 << 7 << 3 << 3 << 0 << 1;
+}
+
+Pool2dGeometry fetch_pool() {
+    QFETCH(int, c);
+    QFETCH(int, h);
+    QFETCH(int, w);
+    QFETCH(int, k);
+    QFETCH(int, s);
+    QFETCH(int, p);
+    return pool(c, h, w, k, s, p);
+}
+
+QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
+    const std::int64_t i = conv_test::first_mismatch(got, want, tol);
+    if (i < 0) return {};
+    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i]).arg(want[i]);
+}
+
+}  // namespace
+
+class TestCpuPool : public QObject {
+    Q_OBJECT
+private slots:
+    // FP32 forwards against the references (max exact, average within FP32 summation) and the
+    // backwards against central differences of Σ y·r (r = dy): dx is the gradient of the
+    // reference, windows overlapping or not.
+    void poolsMatchReferences_data() { add_pool_rows(); }
+    void poolsMatchReferences() {
+        const Pool2dGeometry g = fetch_pool();
+        QFETCH(int, batch);
+        CpuBackend be;
+        const auto xv = random_values(static_cast<std::size_t>(batch * g.in_size()), 1.0f, 3);
+        const auto rv = random_values(static_cast<std::size_t>(batch * g.out_size()), 1.0f, 4);
+        auto x = make_with(be, batch, g.in_size(), Format::fp32, xv, "x");
+        auto dy = make_with(be, batch, g.out_size(), Format::fp32, rv, "dy");
+        auto y = make(be, batch, g.out_size(), Format::fp32, "y");
+        auto dx = make(be, batch, g.in_size(), Format::fp32, "dx");
+        const auto xd = to_double(xv), r = to_double(rv);
+        for (bool max : {true, false}) {
+            if (max) {
+                be.maxpool2d_forward(g, *x, *y, batch);
+                be.maxpool2d_backward(g, *x, *y, *dy, *dx, batch);
+            } else {
+                be.avgpool2d_forward(g, *x, *y, batch);
+                be.avgpool2d_backward(g, *dy, *dx, batch);
+            }
+            QString diff = mismatch(max ? "max y" : "avg y", read(be, *y), pool_ref(g, batch, xd, max), max ? 0.0 : 1e-6);
+            QVERIFY2(diff.isEmpty(), qPrintable(diff));
+            // Small steps: no maximum changes place (random values have no ties).
+            const auto fd = conv_test::finite_differences(
+                xd, [&](const std::vector<double>& v) { return conv_test::dot(pool_ref(g, batch, v, max), r); }, 1e-7);
+            diff = mismatch(max ? "max dx" : "avg dx", read(be, *dx), fd, 1e-5);
+            QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        }
+    }
+
+    void globalAvgpoolMatchesReference_data() {
+        QTest::addColumn<int>("channels");
+        QTest::addColumn<int>("spatial");
+        QTest::addColumn<int>("batch");
+        QTest::newRow("3x(5x7) b3") << 3 << 35 << 3;
+        QTest::newRow("4x(3x3) b1") << 4 << 9 << 1;
+        QTest::newRow("2x(1x1) b3") << 2 << 1 << 3;
+    }
+    void globalAvgpoolMatchesReference() {
+        QFETCH(int, channels);
+        QFETCH(int, spatial);
+        QFETCH(int, batch);
+        CpuBackend be;
+        const auto xv = random_values(static_cast<std::size_t>(batch * channels * spatial), 1.0f, 5);
+        const auto rv = random_values(static_cast<std::size_t>(batch * channels), 1.0f, 6);
+        auto x = make_with(be, batch, channels * spatial, Format::fp32, xv, "x");
+        auto dy = make_with(be, batch, channels, Format::fp32, rv, "dy");
+        auto y = make(be, batch, channels, Format::fp32, "y");
+        auto dx = make(be, batch, channels * spatial, Format::fp32, "dx");
+        be.global_avgpool_forward(channels, spatial, *x, *y, batch);
+        be.global_avgpool_backward(channels, spatial, *dy, *dx, batch);
+        const auto xd = to_double(xv), r = to_double(rv);
+        QString diff = mismatch("y", read(be, *y), global_ref(channels, spatial, batch, xd), 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        const auto fd = conv_test::finite_differences(
+            xd, [&](const std::vector<double>& v) { return conv_test::dot(global_ref(channels, spatial, batch, v), r); }, 1e-3);
+        diff = mismatch("dx", read(be, *dx), fd, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // Equal values in a window: the maximum is the first in row-major order of the window (the
+    // image's part of it), and the backward routes the gradient there, as PyTorch does. A NaN is
+    // the maximum of its window, its gradient going to it.
+    void maxpoolTiesPickTheFirstPosition() {
+        CpuBackend be;
+        const Pool2dGeometry g = pool(1, 5, 5, 3, 2, 1);  // windows clipped by the padding at the edges
+        std::vector<float> xv(25, 2.0f);
+        auto x = make_with(be, 1, 25, Format::fp32, xv, "x");
+        auto y = make(be, 1, g.out_size(), Format::fp32, "y");
+        std::vector<float> ones(static_cast<std::size_t>(g.out_size()), 1.0f);
+        auto dy = make_with(be, 1, g.out_size(), Format::fp32, ones, "dy");
+        auto dx = make(be, 1, 25, Format::fp32, "dx");
+        be.maxpool2d_forward(g, *x, *y, 1);
+        be.maxpool2d_backward(g, *x, *y, *dy, *dx, 1);
+        // Output (oy, ox) covers rows 2oy-1 .. 2oy+1 clipped to [0, 5): its first position is
+        // (max(2oy-1, 0), max(2ox-1, 0)).
+        std::vector<float> want(25, 0.0f);
+        for (int oy = 0; oy < g.out_h(); ++oy)
+            for (int ox = 0; ox < g.out_w(); ++ox) want[std::max(2 * oy - 1, 0) * 5 + std::max(2 * ox - 1, 0)] += 1.0f;
+        QCOMPARE(read(be, *dx), want);
+        QCOMPARE(read(be, *y), std::vector<float>(static_cast<std::size_t>(g.out_size()), 2.0f));
+
+        // A NaN at (2, 2) is the maximum of the four windows holding it, and gets their gradient.
+        xv[2 * 5 + 2] = std::numeric_limits<float>::quiet_NaN();
+        xv[2 * 5 + 3] = 100.0f;
+        be.upload(*x, xv.data(), 25);
+        be.maxpool2d_forward(g, *x, *y, 1);
+        be.maxpool2d_backward(g, *x, *y, *dy, *dx, 1);
+        const auto yv = read(be, *y), dxv = read(be, *dx);
+        for (int oy = 0; oy < g.out_h(); ++oy)
+            for (int ox = 0; ox < g.out_w(); ++ox)
+                QCOMPARE(std::isnan(yv[static_cast<std::size_t>(oy * g.out_w() + ox)]), oy == 1 && ox == 1);
+        QCOMPARE(dxv[2 * 5 + 2], 1.0f);  // only the window (1, 1) holds (2, 2) with stride 2
+        QCOMPARE(dxv[2 * 5 + 3], 1.0f);  // (1, 2) holds columns 3 .. 5: 100 wins there
+    }
+
+    // fp16 and bf16 tensors: the max pool's outputs are the inputs' values (a selection), the
+    // average pools' the FP32 sum in row-major window order / k² rounded once, the gradients
+    // dy / k² summed in FP32 then rounded; all are values of the format.
+    void poolsRoundToTheirFormats_data() {
+        QTest::addColumn<Format>("format");
+        QTest::newRow("fp16") << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16;
+    }
+    void poolsRoundToTheirFormats() {
+        QFETCH(Format, format);
+        CpuBackend be;
+        const int batch = 3;
+        const Pool2dGeometry g = pool(2, 7, 6, 3, 2, 1);
+        const auto xv = conv_test::rounded(format, random_values(static_cast<std::size_t>(batch * g.in_size()), 1.0f, 7));
+        const auto dyv = random_values(static_cast<std::size_t>(batch * g.out_size()), 1.0f, 8);
+        auto x = make_with(be, batch, g.in_size(), format, xv, "x");
+        auto dy = make_with(be, batch, g.out_size(), format, dyv, "dy");
+        auto y = make(be, batch, g.out_size(), format, "y");
+        auto dx = make(be, batch, g.in_size(), format, "dx");
+        be.maxpool2d_forward(g, *x, *y, batch);
+        const auto ymax = read(be, *y);
+        const auto maxref = pool_ref(g, batch, to_double(xv), true);
+        for (std::size_t i = 0; i < maxref.size(); ++i) QCOMPARE(static_cast<double>(ymax[i]), maxref[i]);
+
+        be.avgpool2d_forward(g, *x, *y, batch);
+        be.avgpool2d_backward(g, *dy, *dx, batch);
+        const auto yavg = read(be, *y), dxv = read(be, *dx), dyr = read(be, *dy);
+        QVERIFY(all_in_format(format, yavg));
+        QVERIFY(all_in_format(format, dxv));
+        const std::int64_t oh = g.out_h(), ow = g.out_w();
+        std::vector<float> dx_fp32(static_cast<std::size_t>(batch * g.in_size()), 0.0f);
+        for (int n = 0; n < batch; ++n)
+            for (std::int64_t c = 0; c < g.channels; ++c)
+                for (std::int64_t oy = 0; oy < oh; ++oy)
+                    for (std::int64_t ox = 0; ox < ow; ++ox) {
+                        float sum = 0.0f;
+                        const std::size_t o = static_cast<std::size_t>(n * g.out_size() + (c * oh + oy) * ow + ox);
+                        const float share = dyr[o] / 9.0f;
+                        for (std::int64_t iy = std::max<std::int64_t>(oy * 2 - 1, 0); iy < std::min<std::int64_t>(oy * 2 + 2, g.in_h); ++iy)
+                            for (std::int64_t ix = std::max<std::int64_t>(ox * 2 - 1, 0); ix < std::min<std::int64_t>(ox * 2 + 2, g.in_w); ++ix) {
+                                const std::size_t i = static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix);
+                                sum += xv[i];
+                                dx_fp32[i] += share;
+                            }
+                        QCOMPARE(yavg[o], round_to(format, sum / 9.0f));
+                    }
+        QCOMPARE(dxv, conv_test::rounded(format, dx_fp32));
+
+        const int spatial = 42;
+        auto xg = make_with(be, batch, 2 * spatial, format, conv_test::rounded(format, random_values(static_cast<std::size_t>(batch * 2 * spatial), 1.0f, 9)), "xg");
+        auto yg = make(be, batch, 2, format, "yg");
+        be.global_avgpool_forward(2, spatial, *xg, *yg, batch);
+        const auto xgv = read(be, *xg), ygv = read(be, *yg);
+        for (int i = 0; i < batch * 2; ++i) {
+            float sum = 0.0f;
+            for (int p = 0; p < spatial; ++p) sum += xgv[static_cast<std::size_t>(i * spatial + p)];
+            QCOMPARE(ygv[static_cast<std::size_t>(i)], round_to(format, sum / static_cast<float>(spatial)));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCpuPool)
+#include "test_cpu_pool.moc"
