@@ -70,7 +70,7 @@ constexpr Named<Fp8Scaling> fp8_scaling_names[] = {{Fp8Scaling::delayed, "delaye
 // Kinds kept as strings in the structs; the reader still checks them against these lists.
 constexpr std::array<const char*, 7> dataset_kinds = {"fashion-mnist", "mnist", "idx",  "csv",
                                                       "spirals",       "blobs", "sine"};
-constexpr std::array<const char*, 1> model_kinds = {"mlp"};
+constexpr std::array<const char*, 4> model_kinds = {"mlp", "cnn", "resnet", "layers"};
 constexpr std::array<const char*, 3> backend_kinds = {"auto", "cpu", "cuda"};
 
 template <class E>
@@ -344,9 +344,23 @@ private:
 
 // ---- the sections
 
-bool is_layer_name(std::string_view s) {  // fc1, fc2, ...: "fc" and a number without leading zeros
-    if (s.size() < 3 || s.size() > 6 || s.substr(0, 2) != "fc" || s[2] == '0') return false;
-    return std::all_of(s.begin() + 2, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+// A name as a PyTorch state dict spells it: dot-separated parts, each a number or an identifier
+// (fc1, conv1, layer1.0.conv1, blocks.0.attn.qkv). Whether the model has it is known when the
+// model is built, with the shape of the data.
+bool is_layer_name(std::string_view s) {
+    if (s.empty() || s.size() > 128) return false;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t dot = std::min(s.find('.', start), s.size());
+        const std::string_view part = s.substr(start, dot - start);
+        if (part.empty()) return false;
+        const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+        const auto word = [&](char c) { return digit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+        const bool number = std::all_of(part.begin(), part.end(), digit);
+        if (!number && (digit(part.front()) || !std::all_of(part.begin(), part.end(), word))) return false;
+        if (dot == s.size()) return true;
+        start = dot + 1;
+    }
 }
 
 void read_dataset(Reader r, DatasetSpec& d) {
@@ -375,7 +389,22 @@ void read_model(Reader r, ModelSpec& m) {
             m.hidden.push_back(static_cast<int>(as_integer((*v)[i], at + "[" + std::to_string(i) + "]", 1, 65536)));
     }
     r.choice("activation", m.activation, activation_names);
+    if (const json* v = r.find("channels")) {
+        const std::string at = r.at("channels");
+        if (!v->is_array() || v->empty()) wrong_type(at, "a non-empty array of channel counts", *v);
+        if (v->size() > 8) fail(at, "at most 8 stages, got " + std::to_string(v->size()));
+        m.channels.clear();
+        for (std::size_t i = 0; i < v->size(); ++i)
+            m.channels.push_back(static_cast<int>(as_integer((*v)[i], at + "[" + std::to_string(i) + "]", 1, 4096)));
+    }
+    r.integer("blocks", m.blocks, 1, 16);
+    if (const json* v = r.find("layers")) {
+        if (!v->is_array()) wrong_type(r.at("layers"), "an array of layer descriptions", *v);
+        m.layers = v->dump();
+    }
     r.finish();
+    if (m.kind == "layers" && m.layers == "[]")
+        fail(r.at("layers"), "must list the layers for kind 'layers' (e.g. [{\"type\": \"linear\", \"out\": 10}])");
 }
 
 void read_train(Reader r, TrainSpec& t) {
@@ -434,8 +463,8 @@ void read_precision(Reader r, PrecisionSpec& p) {
         for (const auto& item : v->items()) {
             const std::string key = at + "." + item.key();
             if (!is_layer_name(item.key()))
-                fail(key, "not a layer name; the linear layers are named fc1, fc2, ... from the input to "
-                          "the output");
+                fail(key, "not a layer name; layers are named as in a PyTorch state dict (fc1, conv1, "
+                          "layer1.0.conv1)");
             p.layers[item.key()] = as_choice<LayerPrecision>(item.value(), key, layer_precision_names);
         }
     }
@@ -593,7 +622,8 @@ json experiment_to_json(const Experiment& e) {
                      {"noise", d.noise}, {"test_fraction", d.test_fraction},
                      {"label_column", d.label_column}, {"normalize", d.normalize}}},
         {"model", {{"kind", e.model.kind}, {"hidden", e.model.hidden},
-                   {"activation", activation_name(e.model.activation)}}},
+                   {"activation", activation_name(e.model.activation)}, {"channels", e.model.channels},
+                   {"blocks", e.model.blocks}, {"layers", json::parse(e.model.layers)}}},
         {"train", {{"batch_size", t.batch_size}, {"epochs", t.epochs}, {"steps", t.steps},
                    {"optimizer", optimizer_name(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
                    {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
@@ -701,6 +731,14 @@ void apply_setting(Experiment& e, const std::string& assignment) {
         value = text;  // a bare word: bf16, fp32, off
     }
     if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");
+    // precision.layers.NAME: the rest of the key is one layer's name, dots and all
+    // (precision.layers.layer1.0.conv1=fp16).
+    if (parts.size() > 3 && parts[0] == "precision" && parts[1] == "layers") {
+        std::string name = parts[2];
+        for (std::size_t i = 3; i < parts.size(); ++i) name += "." + parts[i];
+        parts.resize(2);
+        parts.push_back(name);
+    }
 
     json j = experiment_to_json(e);
     json* node = &j;

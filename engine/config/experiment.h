@@ -30,10 +30,18 @@ struct DatasetSpec {
 
 enum class Activation : std::uint8_t { relu, gelu, tanh };
 
+// model.kind: "mlp" (hidden widths), "cnn" (conv-batchnorm-relu-maxpool stages of `channels`,
+// then linear layers of `hidden`), "resnet" (a stem, then stages of `channels` with `blocks` basic
+// blocks each, a global average pool and one linear layer) or "layers" (the explicit list). The
+// layers themselves are built and checked by the model (model/model_desc.h), which knows the
+// input's shape; docs/experiment.md, "Models".
 struct ModelSpec {
     std::string kind = "mlp";
     std::vector<int> hidden = {256, 128};
     Activation activation = Activation::relu;
+    std::vector<int> channels = {32, 64};
+    int blocks = 2;
+    std::string layers = "[]";  // kind "layers": the list, as compact JSON text
 
     bool operator==(const ModelSpec&) const = default;
 };

@@ -1,38 +1,62 @@
-// The network a run trains: a multi-layer perceptron of linear layers fc1..fcN (inputs -> hidden
-// sizes -> outputs) with one activation between layers, and the loss that goes with the task
-// (softmax cross-entropy for classification, mean squared error for regression). A plain
-// description: the tensors live in Network.
+// The network a run trains, as a plain description: the input's shape, a list of layer
+// descriptions (each a registered kind with its options, layer_registry.h), and the loss that goes
+// with the task (softmax cross-entropy for classification, mean squared error for regression).
+// describe_model makes one from the experiment's model section and checks it whole (shapes that
+// chain, kernels that fit, names that are unique) by building its layers without tensors; the
+// Network builds them again on a backend.
+//
+// model.kind "mlp": linear layers fc1..fcN (inputs -> hidden sizes -> outputs) with one activation
+// between them (act1..act{N-1}).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "config/experiment.h"
+#include "config/layer_info.h"
+#include "config/sample_shape.h"
 
 namespace mantissa {
 
+class Layer;
+
 enum class LossKind : std::uint8_t { cross_entropy, mse };
 
-struct LayerShape {
-    std::string name;   // "fc1"
-    int in = 0;
-    int out = 0;
-    std::int64_t parameters() const { return static_cast<std::int64_t>(in) * out + out; }
+// One node of the description: a registered kind ("linear", "relu", ...), the layer's name (the
+// PyTorch state-dict name a user writes in precision.layers), its options (the keys of its JSON
+// description other than "type").
+struct LayerSpec {
+    std::string type;
+    std::string name;
+    nlohmann::json options = nlohmann::json::object();
+    std::vector<LayerSpec> children;  // residual: its branch, input to output
 };
 
 struct ModelDesc {
-    std::vector<LayerShape> layers;
-    Activation activation = Activation::relu;
+    SampleShape input;
+    std::vector<LayerSpec> nodes;     // in order, input to output
+    std::vector<LayerInfo> layers;    // the layers with parameters, in order
     LossKind loss = LossKind::cross_entropy;
-    int inputs() const { return layers.empty() ? 0 : layers.front().in; }
-    int outputs() const { return layers.empty() ? 0 : layers.back().out; }
+    std::int64_t output_values = 0;  // per sample: the classes, or the regression targets
+    std::int64_t inputs() const { return input.numel(); }
+    std::int64_t outputs() const { return output_values; }
     std::int64_t parameters() const;
-    int layer_index(const std::string& name) const;  // -1 when there is no such layer
+    int layer_index(const std::string& name) const;  // among `layers`; -1 when there is no such layer
+    // "fc1..fc3", or the names listed: for sentences that say which layers there are.
+    std::string layer_names() const;
 };
 
-// fc1: features -> hidden[0], ..., fcN: hidden[N-2] -> outputs. Throws mantissa::Error naming the
-// key (model.kind, model.hidden) when the spec cannot be built.
-ModelDesc describe_model(const ModelSpec& spec, int features, int outputs, bool regression);
+// Throws mantissa::Error naming the key (model.kind, model.hidden) when the spec cannot be built.
+ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t outputs, bool regression);
+inline ModelDesc describe_model(const ModelSpec& spec, int features, int outputs, bool regression) {
+    return describe_model(spec, SampleShape{features, 1, 1}, outputs, regression);
+}
+
+// The description's layers, built from the registry in order (no tensors yet).
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelDesc& desc);
 
 }  // namespace mantissa

@@ -13,17 +13,18 @@
 namespace mantissa {
 namespace {
 
-constexpr int kMnistFeatures = 28 * 28;  // MNIST and Fashion-MNIST images
+constexpr SampleShape kMnistShape{1, 28, 28};  // MNIST and Fashion-MNIST images
 
 struct Widths {
-    int features = 0;  // 0: only the data can tell
+    SampleShape shape{};  // channels 0: only the data can tell
     int outputs = 0;
     bool regression = false;
+    std::int64_t features() const { return shape.numel(); }
 };
 
 Widths synthetic_widths(const std::string& kind, const DatasetSpec& spec) {
-    if (kind == "sine") return {1, 1, true};
-    return {2, spec.classes, false};  // spirals, blobs: points in the plane
+    if (kind == "sine") return {{1, 1, 1}, 1, true};
+    return {{2, 1, 1}, spec.classes, false};  // spirals, blobs: points in the plane
 }
 
 }  // namespace
@@ -37,27 +38,30 @@ ModelPlan plan_model(const Experiment& e) {
         // Start is the notice the run will give.
         const IdxFolderPlan folder = plan_idx_folder(d);
         if (!folder.fallback) {
-            w = {kMnistFeatures, data::kIdxClasses, false};
+            w = {kMnistShape, data::kIdxClasses, false};
         } else {
             w = synthetic_widths("spirals", d);
             plan.dataset_note = *folder.fallback;
         }
     } else if (d.kind == "idx") {
-        w = {0, data::kIdxClasses, false};
+        w = {{}, data::kIdxClasses, false};
     } else if (d.kind == "spirals" || d.kind == "blobs" || d.kind == "sine") {
         w = synthetic_widths(d.kind, d);
     }  // csv: the file's columns and labels decide both
 
-    // describe_model names the layers and checks the model section; unknown widths are stood in
-    // for by 1 and reported as 0.
-    const ModelDesc desc = describe_model(e.model, std::max(w.features, 1), std::max(w.outputs, 1), w.regression);
+    // describe_model names the layers and checks the model section; an unknown width is stood in
+    // for by 1 and reported as 0. A model of images needs the image's shape, which only the data
+    // can tell here: the plan is then empty, and Start checks the model.
+    if (w.features() == 0 && e.model.kind != "mlp") return plan;
+    const SampleShape input = w.features() > 0 ? w.shape : SampleShape{1, 1, 1};
+    const ModelDesc desc = describe_model(e.model, input, std::max(w.outputs, 1), w.regression);
     for (std::size_t i = 0; i < desc.layers.size(); ++i) {
-        const LayerShape& l = desc.layers[i];
         PlannedLayer p;
-        p.name = l.name;
-        p.in = (i == 0 && w.features == 0) ? 0 : l.in;
-        p.out = (i + 1 == desc.layers.size() && w.outputs == 0) ? 0 : l.out;
-        if (const auto it = e.precision.layers.find(l.name); it != e.precision.layers.end()) p.setting = it->second;
+        p.info = desc.layers[i];
+        if (i == 0 && w.features() == 0) p.info.in_features = 0;
+        if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
+        if (!p.known()) p.info.parameters = 0;
+        if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
         p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute;
         plan.layers.push_back(std::move(p));
     }

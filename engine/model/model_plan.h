@@ -14,17 +14,15 @@
 
 #include "numeric/format.h"
 #include "config/experiment.h"
+#include "model/model_desc.h"
 
 namespace mantissa {
 
 struct PlannedLayer {
-    std::string name;   // "fc1"
-    int in = 0;         // 0: set by the dataset, known once it is loaded
-    int out = 0;        // 0: as for `in`
+    LayerInfo info;     // widths the dataset sets are 0 ("known at Start")
     LayerPrecision setting = LayerPrecision::automatic;
     Format compute = Format::fp32;  // the format the setting and autocast resolve to
-    bool known() const { return in > 0 && out > 0; }
-    std::int64_t parameters() const { return known() ? static_cast<std::int64_t>(in) * out + out : 0; }
+    bool known() const { return info.in_features > 0 && info.out_features > 0; }
 };
 
 struct ModelPlan {

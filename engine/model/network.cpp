@@ -1,141 +1,94 @@
-// Network: tensor declaration from LayerFormats, and the forward/backward orchestration.
+// Network: the chain of layers, their declaration in the formats given, the passes and the loss.
 #include "model/network.h"
 
 #include <optional>
+#include <string>
 
 #include "error.h"
-#include "model/init.h"
+#include "model/tensor_slot.h"
 
 namespace mantissa {
 
-struct Network::Layer {
-    LayerShape shape;
-    LayerFormats formats;
-    std::unique_ptr<Tensor> weight, weight_compute, bias, bias_compute, grad_weight, grad_bias;
-    std::unique_ptr<Tensor> saved_input, z, a, dz, dx;
-    std::unique_ptr<Fp8State> fp8;
-
-    LinearTensors tensors() {
-        LinearTensors t;
-        t.compute = formats.compute;
-        t.weight = weight.get();
-        t.weight_compute = weight_compute.get();
-        t.bias = bias.get();
-        t.bias_compute = bias_compute.get();
-        t.grad_weight = grad_weight.get();
-        t.grad_bias = grad_bias.get();
-        t.saved_input = saved_input.get();
-        t.fp8 = fp8.get();
-        return t;
-    }
-};
-
 namespace {
 
-// Makes `slot` hold a tensor as described (or none). keep_values: carry the old values over,
-// rounded to the new format.
-void ensure(Backend& backend, std::unique_ptr<Tensor>& slot, const std::optional<TensorDesc>& want,
-            bool keep_values) {
-    if (!want) {
-        slot.reset();
-        return;
+// Every layer depth-first (a block, then its layers), and those with parameters numbered in that
+// order: the order of a PyTorch state dict.
+void collect(Layer& layer, std::vector<Layer*>& all, std::vector<Layer*>& with_parameters) {
+    all.push_back(&layer);
+    if (layer.has_parameters()) {
+        layer.set_index(static_cast<int>(with_parameters.size()));
+        with_parameters.push_back(&layer);
     }
-    if (slot && slot->format() == want->format && slot->desc().category == want->category &&
-        slot->rows() == want->rows && slot->cols() == want->cols)
-        return;
-    auto fresh = backend.allocate(*want);
-    if (keep_values && slot) backend.cast(*slot, *fresh);
-    slot = std::move(fresh);
+    for (Layer* child : layer.children()) collect(*child, all, with_parameters);
 }
 
-TensorDesc make_desc(std::string name, std::int64_t rows, std::int64_t cols, Format f, MemoryCategory c) {
-    return TensorDesc{std::move(name), rows, cols, f, c};
+void set_layer_formats(const std::vector<Layer*>& layers, const std::vector<LayerFormats>& formats) {
+    if (formats.size() != layers.size()) throw Error("Network: one LayerFormats per layer is needed.");
+    for (std::size_t i = 0; i < layers.size(); ++i)
+        if (layers[i]->takes_precision()) layers[i]->set_formats(formats[i]);
+}
+
+// The first sentence of a layer the backend cannot run, named; "" when it runs them all.
+std::string first_unsupported(const Backend& backend, const std::vector<Layer*>& all) {
+    for (const Layer* layer : all)
+        if (std::string why = layer->unsupported(backend); !why.empty()) return layer->name() + ": " + why;
+    return {};
 }
 
 }  // namespace
 
-Network::Network(Backend& backend, ModelDesc desc_in, std::int64_t batch_capacity,
-                 std::uint64_t seed, const Fp8Recipe& fp8_recipe,
-                 const std::vector<LayerFormats>& formats)
+Network::Network(Backend& backend, ModelDesc desc_in, std::int64_t batch_capacity, std::uint64_t seed,
+                 const Fp8Recipe& fp8_recipe, const std::vector<LayerFormats>& formats)
     : m_backend(backend), m_desc(std::move(desc_in)), m_capacity(batch_capacity), m_recipe(fp8_recipe) {
-    if (m_desc.layers.empty()) throw Error("The model has no layers.");
     if (batch_capacity <= 0) throw Error("train.batch_size must be at least 1.");
-    if (formats.size() != m_desc.layers.size())
-        throw Error("Network: one LayerFormats per layer is needed.");
-    m_input = backend.allocate(make_desc("input", m_capacity, m_desc.inputs(), Format::fp32,
-                                    MemoryCategory::activations));
-    for (std::size_t i = 0; i < m_desc.layers.size(); ++i) {
-        auto l = std::make_unique<Layer>();
-        l->shape = m_desc.layers[i];
-        l->formats = formats[i];
-        m_layers.push_back(std::move(l));
-    }
-    for (int i = 0; i < layer_count(); ++i) declare(i);
-    std::vector<float> w, b;
-    for (int i = 0; i < layer_count(); ++i) {
-        const LayerShape& s = m_layers[static_cast<std::size_t>(i)]->shape;
-        init_linear(seed, i, s.in, s.out, w, b);
-        write(weight(i), w);
-        write(bias(i), b);
-    }
+    m_nodes = build_layers(m_desc);
+    for (const auto& node : m_nodes) collect(*node, m_all, m_layers);
+    set_layer_formats(m_layers, formats);
+    if (std::string why = first_unsupported(backend, m_all); !why.empty()) throw Error(why);
+    m_input = backend.allocate(tensor_desc("input", m_capacity, m_desc.inputs(), Format::fp32,
+                                           MemoryCategory::activations));
+    declare();
+    for (int i = 0; i < layer_count(); ++i) m_layers[static_cast<std::size_t>(i)]->initialise(m_backend, seed, i);
 }
 
 Network::~Network() = default;
 
-const LayerFormats& Network::formats(int layer) const {
-    return m_layers.at(static_cast<std::size_t>(layer))->formats;
-}
+const LayerFormats& Network::formats(int layer) const { return m_layers.at(static_cast<std::size_t>(layer))->formats(); }
 
 void Network::set_formats(const std::vector<LayerFormats>& formats) {
-    if (formats.size() != m_layers.size()) throw Error("Network: one LayerFormats per layer is needed.");
-    for (std::size_t i = 0; i < m_layers.size(); ++i) m_layers[i]->formats = formats[i];
-    for (int i = 0; i < layer_count(); ++i) declare(i);
+    std::vector<LayerFormats> before;
+    for (const Layer* l : m_layers) before.push_back(l->formats());
+    set_layer_formats(m_layers, formats);
+    if (std::string why = first_unsupported(m_backend, m_all); !why.empty()) {
+        set_layer_formats(m_layers, before);  // refused whole: nothing was re-declared
+        throw Error(why);
+    }
+    declare();
 }
 
-void Network::declare(int index) {
-    Layer& l = *m_layers[static_cast<std::size_t>(index)];
-    const LayerFormats& f = l.formats;
-    const std::string& n = l.shape.name;
-    const std::int64_t in = l.shape.in, out = l.shape.out, B = m_capacity;
-    const bool last = index + 1 == layer_count();
-    const Format input_format =
-        index == 0 ? Format::fp32 : m_layers[static_cast<std::size_t>(index) - 1]->formats.output;
-    const Format operand = f.compute;  // fp8_e4m3 for fp8 layers
-    using MC = MemoryCategory;
-    const MC store_category = f.master() ? MC::master_weights : MC::parameters;
-
-    ensure(m_backend, l.weight, make_desc(n + ".weight", out, in, f.weight_store, store_category), true);
-    ensure(m_backend, l.bias, make_desc(n + ".bias", 1, out, f.weight_store, store_category), true);
-    ensure(m_backend, l.weight_compute,
-           f.weight_copy ? std::optional(make_desc(n + ".weight_compute", out, in, operand, MC::parameters))
-                         : std::nullopt,
-           false);
-    ensure(m_backend, l.bias_compute,
-           f.bias_copy ? std::optional(make_desc(n + ".bias_compute", 1, out, f.output, MC::parameters))
-                       : std::nullopt,
-           false);
-    ensure(m_backend, l.grad_weight, make_desc(n + ".grad_weight", out, in, f.output, MC::gradients), false);
-    ensure(m_backend, l.grad_bias, make_desc(n + ".grad_bias", 1, out, f.output, MC::gradients), false);
-    const bool needs_saved = f.fp8() || ((operand == Format::fp16 || operand == Format::bf16) &&
-                                         !format_contains(operand, input_format));
-    ensure(m_backend, l.saved_input,
-           needs_saved ? std::optional(make_desc(n + ".saved_input", B, in, operand, MC::activations))
-                       : std::nullopt,
-           false);
-    ensure(m_backend, l.z, make_desc(n + ".z", B, out, f.output, MC::activations), false);
-    ensure(m_backend, l.a,
-           last ? std::nullopt : std::optional(make_desc(n + ".a", B, out, f.output, MC::activations)),
-           false);
-    ensure(m_backend, l.dz, make_desc(n + ".dz", B, out, f.output, MC::workspace), false);
-    ensure(m_backend, l.dx,
-           index == 0 ? std::nullopt : std::optional(make_desc(n + ".dx", B, in, f.output, MC::workspace)),
-           false);
-    if (f.fp8() && !l.fp8) l.fp8 = m_backend.create_fp8_state(m_recipe);
-    if (!f.fp8()) l.fp8.reset();
+void Network::declare() {
+    Format input_format = Format::fp32;
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+        m_nodes[i]->declare(DeclareContext{m_backend, m_capacity, input_format, i > 0, m_recipe});
+        input_format = m_nodes[i]->output_format();
+    }
+    ensure_tensor(m_backend, m_loss_grad,
+                  tensor_desc(m_nodes.back()->name() + ".dy", m_capacity, m_desc.outputs(), input_format,
+                              MemoryCategory::workspace),
+                  false);
+    m_parameters.clear();
+    for (std::size_t l = 0; l < m_layers.size(); ++l) {
+        int weight = 0, other = 0;
+        for (const Parameter& p : m_layers[l]->parameters()) {
+            const std::string suffix = p.weight ? (weight++ ? ".weight" + std::to_string(weight) : ".weight")
+                                                : (other++ ? ".bias" + std::to_string(other) : ".bias");
+            m_parameters.push_back({p, static_cast<int>(l), m_layers[l]->name() + suffix});
+        }
+    }
 }
 
-const Tensor& Network::layer_input(int layer) const {
-    return layer == 0 ? *m_input : *m_layers[static_cast<std::size_t>(layer) - 1]->a;
+const Tensor& Network::node_input(std::size_t node) const {
+    return node == 0 ? *m_input : m_nodes[node - 1]->output();
 }
 
 void Network::forward(const float* x, std::int64_t batch, bool training) {
@@ -150,63 +103,50 @@ void Network::forward_uploaded(std::int64_t batch, bool training) {
     if (batch < 0 || batch > m_capacity)
         throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
                     std::to_string(m_capacity) + ".");
-    for (int i = 0; i < layer_count(); ++i) {
-        Layer& l = *m_layers[static_cast<std::size_t>(i)];
-        LinearTensors t = l.tensors();
-        m_backend.linear_forward(t, layer_input(i), *l.z, batch, training);
-        if (l.a) m_backend.activation_forward(m_desc.activation, *l.z, *l.a, batch);
-    }
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) m_nodes[i]->forward(m_backend, node_input(i), batch, training);
 }
 
-LossResult Network::loss(const std::int32_t* labels, const float* targets, std::int64_t batch,
-                         float loss_scale, bool with_grad) {
-    Layer& last = *m_layers.back();
-    Tensor* grad = with_grad ? last.dz.get() : nullptr;
+LossResult Network::loss(const std::int32_t* labels, const float* targets, std::int64_t batch, float loss_scale,
+                         bool with_grad) {
+    Tensor* grad = with_grad ? m_loss_grad.get() : nullptr;
     if (m_desc.loss == LossKind::cross_entropy)
-        return m_backend.softmax_cross_entropy(*last.z, labels, batch, loss_scale, grad);
-    return m_backend.mse(*last.z, targets, batch, loss_scale, grad);
+        return m_backend.softmax_cross_entropy(output(), labels, batch, loss_scale, grad);
+    return m_backend.mse(output(), targets, batch, loss_scale, grad);
 }
 
-void Network::loss(StepPipeline& pipeline) {
-    Layer& last = *m_layers.back();
-    pipeline.loss(*last.z, last.dz.get());
-}
+void Network::loss(StepPipeline& pipeline) { pipeline.loss(output(), m_loss_grad.get()); }
 
 void Network::backward(std::int64_t batch, std::vector<RoundingStats>* weight_stats) {
     if (weight_stats) weight_stats->assign(m_layers.size(), RoundingStats{});
-    for (int i = layer_count() - 1; i >= 0; --i) {
-        Layer& l = *m_layers[static_cast<std::size_t>(i)];
-        if (l.a) {  // dz = dx of the next layer through the activation
-            const Tensor& da = *m_layers[static_cast<std::size_t>(i) + 1]->dx;
-            m_backend.activation_backward(m_desc.activation, *l.z, *l.a, da, *l.dz, batch);
-        }
-        LinearTensors t = l.tensors();
-        m_backend.linear_backward(t, layer_input(i), *l.dz, l.dx.get(), batch,
-                                  weight_stats ? &(*weight_stats)[static_cast<std::size_t>(i)] : nullptr);
+    const Tensor* dy = m_loss_grad.get();
+    for (std::size_t i = m_nodes.size(); i-- > 0;) {
+        m_nodes[i]->backward(m_backend, node_input(i), *dy, batch, weight_stats);
+        dy = m_nodes[i]->input_grad();
+        if (!dy && i > 0) throw Error("Network: " + m_nodes[i]->name() + " wrote no input gradient.");
     }
 }
 
 void Network::end_step() {
-    for (auto& l : m_layers)
-        if (l->fp8) m_backend.update_fp8_scales(*l->fp8);
+    for (Layer* layer : m_all) layer->end_step(m_backend);
 }
 
 void Network::set_fp8_scaling(Fp8Scaling scaling) {
     m_recipe.scaling = scaling;
-    for (auto& l : m_layers)
-        if (l->fp8) l->fp8->set_scaling(scaling);
+    for (Layer* layer : m_all) layer->set_fp8_scaling(scaling);
 }
 
-Tensor& Network::weight(int layer) { return *m_layers.at(static_cast<std::size_t>(layer))->weight; }
-Tensor& Network::bias(int layer) { return *m_layers.at(static_cast<std::size_t>(layer))->bias; }
-Tensor& Network::grad_weight(int layer) {
-    return *m_layers.at(static_cast<std::size_t>(layer))->grad_weight;
+const Parameter& Network::parameter(int layer, bool weight) const {
+    for (const NetworkParameter& p : m_parameters)
+        if (p.layer == layer && p.tensors.weight == weight) return p.tensors;
+    throw Error("Network: layer " + std::to_string(layer) + " has no " + (weight ? "weight." : "bias."));
 }
-Tensor& Network::grad_bias(int layer) { return *m_layers.at(static_cast<std::size_t>(layer))->grad_bias; }
-const Tensor& Network::output() const { return *m_layers.back()->z; }
-const Fp8State* Network::fp8_state(int layer) const {
-    return m_layers.at(static_cast<std::size_t>(layer))->fp8.get();
-}
+
+Tensor& Network::weight(int layer) { return *parameter(layer, true).value; }
+Tensor& Network::bias(int layer) { return *parameter(layer, false).value; }
+Tensor& Network::grad_weight(int layer) { return *parameter(layer, true).grad; }
+Tensor& Network::grad_bias(int layer) { return *parameter(layer, false).grad; }
+const Tensor& Network::output() const { return m_nodes.back()->output(); }
+const Fp8State* Network::fp8_state(int layer) const { return m_layers.at(static_cast<std::size_t>(layer))->fp8_state(); }
 
 std::vector<float> Network::read(const Tensor& t) const {
     std::vector<float> v(static_cast<std::size_t>(t.numel()));
@@ -216,9 +156,26 @@ std::vector<float> Network::read(const Tensor& t) const {
 
 void Network::write(Tensor& t, const std::vector<float>& values) {
     if (static_cast<std::int64_t>(values.size()) != t.numel())
-        throw Error("Network: " + std::to_string(values.size()) + " values for tensor " +
-                    t.desc().name + " of " + std::to_string(t.numel()) + ".");
+        throw Error("Network: " + std::to_string(values.size()) + " values for tensor " + t.desc().name + " of " +
+                    std::to_string(t.numel()) + ".");
     m_backend.upload(t, values.data(), t.numel());
+}
+
+double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
+                      double state_per_parameter) {
+    auto nodes = build_layers(desc);
+    std::vector<Layer*> all, layers;
+    for (const auto& n : nodes) collect(*n, all, layers);
+    set_layer_formats(layers, formats);
+    const double B = static_cast<double>(batch);
+    double values = B * static_cast<double>(desc.inputs());  // the input batch
+    Format input_format = Format::fp32;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        values += nodes[i]->declared_values(batch, input_format, i > 0);
+        values += state_per_parameter * static_cast<double>(nodes[i]->parameter_count());  // a block's: its layers' 
+        input_format = nodes[i]->planned_output_format(input_format);
+    }
+    return values + B * static_cast<double>(desc.outputs());  // the loss's gradient
 }
 
 }  // namespace mantissa

@@ -1,29 +1,35 @@
-// Network: the MLP's tensors on a backend, declared in the formats LayerFormats decides, and its
-// forward and backward passes. Changing a layer's formats re-declares its tensors: the stored
-// weights keep their values (rounded when the new format is narrower: master weights off), the
-// rest is recomputed on the next pass.
+// Network: a ModelDesc's layers on a backend, chained input to output, and the loss. The layers
+// with parameters (linear, conv2d, batchnorm2d) are "the layers" of every per-layer figure: the
+// formats (one LayerFormats each; those that take no precision setting ignore it), the weight
+// statistics, the Layers table; they are numbered in order from 0 (layer_count()). Changing the
+// formats re-declares the tensors down the chain: the stored weights keep their values (rounded
+// when the new format is narrower: master weights off), the rest is recomputed on the next pass.
 //
-// Per layer i (in -> out), capacity B rows:
-//   weight (out, in) / bias (1, out)         stored, updated by the optimizer
-//   weight_compute / bias_compute            the cast copies the forward reads (when needed)
-//   grad_weight / grad_bias                  in the layer's output format
-//   saved_input (B, in)                      x cast to the operand format (when x is not in it)
-//   z (B, out)                               pre-activation output (the logits for the last layer)
-//   a (B, out)                               activation output (all layers but the last)
-//   dz (B, out), dx (B, in)                  gradients of z and of the layer's input (workspace)
-// Training thread only.
+// Besides the layers' own tensors (model/layer.h and each kind's header), the network keeps the
+// input batch (B, inputs) in FP32 and the gradient of the output that the loss writes (B, outputs)
+// in the last layer's output format. Training thread only.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/step_pipeline.h"
+#include "model/layer.h"
 #include "model/layer_formats.h"
 #include "model/model_desc.h"
 
 namespace mantissa {
+
+// A parameter as the optimizer and the overflow check see it: which layer (among the layers with
+// parameters) it belongs to and what it is called there.
+struct NetworkParameter {
+    Parameter tensors;
+    int layer = 0;
+    std::string name;  // "fc1.weight"
+};
 
 class Network {
 public:
@@ -34,12 +40,14 @@ public:
     Network& operator=(const Network&) = delete;
 
     const ModelDesc& desc() const { return m_desc; }
-    int layer_count() const { return static_cast<int>(m_layers.size()); }
+    int layer_count() const { return static_cast<int>(m_layers.size()); }  // layers with parameters
+    const Layer& layer(int index) const { return *m_layers.at(static_cast<std::size_t>(index)); }
+    const std::vector<std::unique_ptr<Layer>>& nodes() const { return m_nodes; }  // the chain, in order
     std::int64_t capacity() const { return m_capacity; }
     const LayerFormats& formats(int layer) const;
     void set_formats(const std::vector<LayerFormats>& formats);
 
-    // x: (batch, inputs) host rows. training: FP8 layers record amaxes.
+    // x: (batch, inputs) host rows. training: batch statistics, FP8 amax records.
     void forward(const float* x, std::int64_t batch, bool training);
     // The forward pass over rows already in input() (a StepPipeline uploads them).
     void forward_uploaded(std::int64_t batch, bool training);
@@ -56,27 +64,40 @@ public:
     void end_step();  // FP8 layers: new scales from this step's amaxes
     void set_fp8_scaling(Fp8Scaling scaling);  // between steps; layers that turn FP8 later get it too
 
+    // Every parameter, layer by layer from the input, each layer's in its own order (weight, then
+    // bias). Valid until the formats change.
+    const std::vector<NetworkParameter>& parameters() const { return m_parameters; }
     Tensor& weight(int layer);
     Tensor& bias(int layer);
     Tensor& grad_weight(int layer);
     Tensor& grad_bias(int layer);
-    const Tensor& output() const;  // the last layer's z: logits or predictions
+    const Tensor& output() const;  // the last layer's output: logits or predictions
     const Fp8State* fp8_state(int layer) const;
 
     std::vector<float> read(const Tensor& t) const;
     void write(Tensor& t, const std::vector<float>& values);  // rounded to t's format
 
 private:
-    struct Layer;
-    void declare(int layer);
-    const Tensor& layer_input(int layer) const;
+    void declare();
+    const Tensor& node_input(std::size_t node) const;
+    const Parameter& parameter(int layer, bool weight) const;
 
     Backend& m_backend;
     ModelDesc m_desc;
     std::int64_t m_capacity;
     Fp8Recipe m_recipe;
-    std::unique_ptr<Tensor> m_input;  // (B, inputs) fp32
-    std::vector<std::unique_ptr<Layer>> m_layers;
+    std::unique_ptr<Tensor> m_input;      // (B, inputs) fp32
+    std::unique_ptr<Tensor> m_loss_grad;  // (B, outputs) the last layer's output format
+    std::vector<std::unique_ptr<Layer>> m_nodes;  // the chain
+    std::vector<Layer*> m_all;                    // every layer, blocks' layers after their block
+    std::vector<Layer*> m_layers;                 // the layers with parameters, numbered by index()
+    std::vector<NetworkParameter> m_parameters;
 };
+
+// The values (4 bytes each on the CPU backend) a network of `desc` in `formats` declares for a
+// batch, its optimizer state included (state_per_parameter FP32 values per parameter), without a
+// backend: what the CPU backend checks against the machine's memory before allocating.
+double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
+                      double state_per_parameter);
 
 }  // namespace mantissa

@@ -19,7 +19,7 @@ public:
     Optimizer(Backend& backend, Network& network, const TrainSpec& spec);
     ~Optimizer();
 
-    // One step over every layer's weight and bias through a pipeline: the learning rate, the step
+    // One step over every parameter (Network::parameters(), in order) through a pipeline: the learning rate, the step
     // count and the skip are the pipeline's; what happened to each layer's weight updates
     // (changing the FP32 value, lost to the stored precision) comes back in its StepResults::counts.
     void step(StepPipeline& pipeline) const;
@@ -28,7 +28,7 @@ public:
     void record_steps_taken(std::int64_t steps) { m_steps = steps; }
     OptimizerHyper hyper() const;
     OptimizerKind kind() const { return m_spec.optimizer; }
-    // The state tensors of a layer's weight (0) or bias (1): for tests and checks.
+    // The state tensors of a layer's parameter (0: its weight, 1: its bias): for tests and checks.
     const Tensor* state(int layer, int param, int which) const;
 
 private:
@@ -37,7 +37,7 @@ private:
     };
     Network& m_network;
     TrainSpec m_spec;
-    std::vector<ParamState> m_state;  // 2 per layer: weight, bias
+    std::vector<ParamState> m_state;  // one per Network::parameters() entry
     std::int64_t m_steps = 0;
 };
 

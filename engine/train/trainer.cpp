@@ -90,32 +90,18 @@ std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFo
     // nowhere near, but the products of int64 factors are safer out of integer arithmetic.
     const bool sgd = train.optimizer == OptimizerKind::sgd;
     const double state_per_param = sgd ? (train.momentum != 0.0 ? 1 : 0) : 2;
-    const double B = static_cast<double>(batch);
-    double values = B * desc.inputs();  // the input batch
-    const int n = static_cast<int>(desc.layers.size());
-    for (int i = 0; i < n; ++i) {
-        const LayerShape& l = desc.layers[static_cast<std::size_t>(i)];
-        const LayerFormats& f = formats.at(static_cast<std::size_t>(i));
-        const double in = l.in, out = l.out, w = in * out;
-        values += w + out;                                   // weight, bias (stored)
-        values += (f.weight_copy ? w : 0) + (f.bias_copy ? out : 0);  // their compute copies
-        values += w + out;                                   // gradients
-        values += state_per_param * (w + out);               // optimizer state
-        const Format input_format = i == 0 ? Format::fp32 : formats[static_cast<std::size_t>(i) - 1].output;
-        const bool saved = f.fp8() || ((f.compute == Format::fp16 || f.compute == Format::bf16) &&
-                                       !format_contains(f.compute, input_format));
-        values += (saved ? B * in : 0) + B * out /* z */ + (i + 1 < n ? B * out : 0) /* a */ + B * out /* dz */ +
-                  (i > 0 ? B * in : 0) /* dx */;
-    }
-    const double bytes = values * sizeof(float);
+    const double bytes = network_values(desc, formats, batch, state_per_param) * sizeof(float);
     return bytes >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(bytes);
 }
 
 void check_cpu_memory(const ModelSpec& model, std::int64_t batch, std::int64_t bytes, std::int64_t physical) {
     if (physical <= 0 || bytes <= physical) return;
-    throw Error("model.hidden " + hidden_text(model.hidden) + " with batch " + std::to_string(batch) + " needs about " +
-                memory_text(bytes) + " on the CPU backend, more than this machine's " + memory_text(physical) +
-                "; use fewer or narrower hidden layers, or a smaller train.batch_size.");
+    const std::string model_text =
+        model.kind == "mlp" ? "model.hidden " + hidden_text(model.hidden) : "The " + model.kind + " model";
+    const std::string advice = model.kind == "mlp" ? "use fewer or narrower hidden layers" : "use fewer or narrower layers";
+    throw Error(model_text + " with batch " + std::to_string(batch) + " needs about " + memory_text(bytes) +
+                " on the CPU backend, more than this machine's " + memory_text(physical) + "; " + advice +
+                ", or a smaller train.batch_size.");
 }
 
 std::int64_t physical_memory_bytes() {
@@ -137,13 +123,9 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     m_desc = describe_model(m_experiment.model, m_data.features, m_data.outputs, m_data.is_regression());
 
     m_layer_settings.assign(m_desc.layers.size(), LayerPrecision::automatic);
-    for (const auto& [name, precision] : m_experiment.precision.layers) {
-        const int index = m_desc.layer_index(name);
-        if (index < 0)
-            throw Error("precision.layers." + name + ": the model has no layer \"" + name +
-                        "\" (its layers are fc1..fc" + std::to_string(m_desc.layers.size()) + ").");
-        m_layer_settings[static_cast<std::size_t>(index)] = precision;
-    }
+    for (const auto& [name, precision] : m_experiment.precision.layers)
+        m_layer_settings[static_cast<std::size_t>(precision_layer(m_desc, name, "precision.layers." + name + ": "))] =
+            precision;
 
     m_steps_per_epoch = (m_data.train.rows + t.batch_size - 1) / t.batch_size;
     m_total_steps = t.steps > 0 ? t.steps : static_cast<std::int64_t>(t.epochs) * m_steps_per_epoch;
@@ -172,7 +154,9 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     } catch (const std::bad_alloc&) {
         m_optimizer.reset();
         m_network.reset();
-        throw Error("model.hidden " + hidden_text(m_experiment.model.hidden) + " with batch " +
+        throw Error((m_experiment.model.kind == "mlp" ? "model.hidden " + hidden_text(m_experiment.model.hidden)
+                                                       : "The " + m_experiment.model.kind + " model") +
+                    " with batch " +
                     std::to_string(t.batch_size) + " does not fit in memory: allocating the model (about " +
                     memory_text(needed) + " on the CPU backend) failed.");
     }
@@ -219,8 +203,16 @@ std::vector<LayerFormats> Trainer::resolve_formats() const {
     return f;
 }
 
-void Trainer::apply_formats() {
-    m_network->set_formats(resolve_formats());
+void Trainer::apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision) {
+    try {
+        m_network->set_formats(resolve_formats());
+    } catch (const Error&) {
+        // The backend refused the new formats before anything was re-declared: the settings go
+        // back to what the network still runs.
+        m_layer_settings = old_settings;
+        m_experiment.precision = old_precision;
+        throw;
+    }
     ++m_generation;  // tensors may have been re-declared
     m_pipeline->invalidate("a layer's formats changed");
 }
@@ -334,15 +326,19 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     m_network->loss(*m_pipeline);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
-    // The one check, in backward order: fcN.dW, fcN.dB, ..., fc1.dW, fc1.dB.
+    // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,
+    // fc1.dW, fc1.dB); the weights' gradients get the statistics.
     m_grads.clear();
     m_want.clear();
-    for (int l = layers - 1; l >= 0; --l) {
-        m_grads.push_back(&m_network->grad_weight(l));
-        m_grads.push_back(&m_network->grad_bias(l));
-        m_want.push_back(stats);
-        m_want.push_back(false);
-    }
+    m_checked.clear();
+    const auto& params = m_network->parameters();
+    for (int l = layers - 1; l >= 0; --l)
+        for (std::size_t i = 0; i < params.size(); ++i)
+            if (params[i].layer == l) {
+                m_grads.push_back(params[i].tensors.grad);
+                m_want.push_back(stats && params[i].tensors.weight);
+                m_checked.push_back(i);
+            }
     m_pipeline->check(m_grads, m_want);
     m_optimizer->step(*m_pipeline);
     m_network->end_step();
@@ -388,8 +384,7 @@ void Trainer::report_one() {
         // ahead, so its rows leave the FP8 columns absent rather than show another step's.
         const bool fp8_known = m_pipeline->depth() == 1 && m_pipeline->in_flight() == 0;
         for (int l = 0; l < layers; ++l) {
-            const auto back_index = static_cast<std::size_t>(2 * (layers - 1 - l));
-            const GradientSummary& g = res.summaries.at(back_index);
+            const GradientSummary& g = res.summaries.at(checked_index(l, true));
             const RoundingStats& rs = res.rounding.at(static_cast<std::size_t>(l));
             LayerStepRecord rec;
             rec.step = issued.step;
@@ -417,10 +412,11 @@ void Trainer::report_one() {
     }
 
     if (res.check.found_nonfinite) {
-        const int layer = layers - 1 - res.check.first_nonfinite / 2;
-        const char* tensor = res.check.first_nonfinite % 2 == 0 ? "dW" : "dB";
-        const std::string& name = m_desc.layers[static_cast<std::size_t>(layer)].name;
-        std::string msg = "Overflow: " + name + "'s " + (tensor[1] == 'W' ? "weight" : "bias") +
+        const NetworkParameter& p = m_network->parameters().at(
+            m_checked.at(static_cast<std::size_t>(std::max(0, res.check.first_nonfinite))));
+        const char* tensor = p.tensors.weight ? "dW" : "dB";
+        const std::string& name = m_desc.layers[static_cast<std::size_t>(p.layer)].name;
+        std::string msg = "Overflow: " + name + "'s " + (p.tensors.weight ? "weight" : "bias") +
                           " gradient held inf/NaN";
         msg += res.skipped ? "; the step was skipped." : "; the optimizer stepped anyway (loss scaling is off).";
         r.events.push_back({issued.step, s.time_s, EventKind::overflow, msg,
@@ -514,8 +510,26 @@ EvalRecord Trainer::evaluate() {
 int Trainer::require_layer(const std::string& name) const {
     const int index = m_desc.layer_index(name);
     if (index < 0)
-        throw Error("There is no layer \"" + name + "\"; the model's layers are fc1..fc" +
-                    std::to_string(m_desc.layers.size()) + ".");
+        throw Error("There is no layer \"" + name + "\"; the model's layers are " + m_desc.layer_names() + ".");
+    return index;
+}
+
+std::size_t Trainer::checked_index(int layer, bool weight) const {
+    const auto& params = m_network->parameters();
+    for (std::size_t k = 0; k < m_checked.size(); ++k)
+        if (params[m_checked[k]].layer == layer && params[m_checked[k]].tensors.weight == weight) return k;
+    throw Error("Trainer: layer " + std::to_string(layer) + " has no checked gradient.");
+}
+
+int precision_layer(const ModelDesc& desc, const std::string& name, const std::string& where) {
+    const int index = desc.layer_index(name);
+    if (index < 0)
+        throw Error(where + "the model has no layer \"" + name + "\" (its layers are " + desc.layer_names() + ").");
+    const LayerInfo& l = desc.layers[static_cast<std::size_t>(index)];
+    if (!l.takes_precision)
+        throw Error(where + name + " is a " + l.kind +
+                    " layer, which keeps its statistics and parameters in FP32 and writes its input's format; a "
+                    "precision applies to linear and conv2d layers.");
     return index;
 }
 
@@ -535,29 +549,36 @@ Event Trainer::make_setting_event(const std::string& key, const std::string& old
 
 Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision precision) {
     require_idle("set_layer_precision");
-    const int index = require_layer(layer);
+    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const PrecisionSpec old_precision = m_experiment.precision;
+    require_layer(layer);
+    const int index = precision_layer(m_desc, layer, "");
     const LayerPrecision old = m_layer_settings[static_cast<std::size_t>(index)];
     m_layer_settings[static_cast<std::size_t>(index)] = precision;
     if (precision == LayerPrecision::automatic) m_experiment.precision.layers.erase(layer);
     else m_experiment.precision.layers[layer] = precision;
-    apply_formats();
+    apply_formats(old_settings, old_precision);
     return make_setting_event("precision.layers." + layer, layer_precision_name(old),
                               layer_precision_name(precision), true);
 }
 
 Event Trainer::set_autocast(Autocast autocast) {
     require_idle("set_autocast");
+    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const PrecisionSpec old_precision = m_experiment.precision;
     const Autocast old = m_experiment.precision.autocast;
     m_experiment.precision.autocast = autocast;
-    apply_formats();
+    apply_formats(old_settings, old_precision);
     return make_setting_event("precision.autocast", autocast_name(old), autocast_name(autocast), true);
 }
 
 Event Trainer::set_master_weights(bool enabled) {
     require_idle("set_master_weights");
+    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const PrecisionSpec old_precision = m_experiment.precision;
     const bool old = m_experiment.precision.master_weights;
     m_experiment.precision.master_weights = enabled;
-    apply_formats();
+    apply_formats(old_settings, old_precision);
     return make_setting_event("precision.master_weights", old ? "true" : "false",
                               enabled ? "true" : "false", false);
 }

@@ -69,6 +69,11 @@ std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFo
 // than this machine's 23 GB."
 void check_cpu_memory(const ModelSpec& model, std::int64_t batch, std::int64_t bytes, std::int64_t physical);
 
+// The index of the layer `name` in desc.layers when precision.layers may name it; else throws
+// mantissa::Error, `where` first: no such layer (the sentence lists them), or a layer that takes no
+// precision setting (batchnorm2d).
+int precision_layer(const ModelDesc& desc, const std::string& name, const std::string& where);
+
 // The machine's physical memory in bytes (sysconf); 0 when unknown.
 std::int64_t physical_memory_bytes();
 
@@ -145,10 +150,12 @@ private:
     std::span<const StepReport> report_until(int left_in_flight);
     void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;
-    void apply_formats();
+    void apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision);
     Event make_setting_event(const std::string& key, const std::string& old_value,
                              const std::string& new_value, bool quote);
     int require_layer(const std::string& name) const;
+    // Where layer `layer`'s weight (or other) gradient stands in the list the step checked.
+    std::size_t checked_index(int layer, bool weight) const;
 
     Experiment m_experiment;
     Dataset m_data;
@@ -169,6 +176,7 @@ private:
     std::vector<std::int32_t> m_y;
     std::vector<Tensor*> m_grads;
     std::vector<bool> m_want;
+    std::vector<std::size_t> m_checked;  // for each checked gradient, its index in Network::parameters()
     int m_inject_layer = -1;
     float m_inject_value = 0;
     bool m_diverged = false;

@@ -115,7 +115,7 @@ private slots:
         QCOMPARE(w->lessonPanel()->titleText(), QString::fromStdString(e.lesson.title));
         QCOMPARE(w->lessonPanel()->watchText(), QString::fromStdString(e.lesson.watch));
         // The advanced controls are hidden; the lesson's switches are not.
-        for (const char* title : {"Dataset", "Model (MLP)", "Training", "Backend"})
+        for (const char* title : {"Dataset", "Model", "Training", "Backend"})
             QVERIFY2(!visibleIn(group(w->experimentPanel(), QString::fromLatin1(title)), w.get()), title);
         QVERIFY(!visibleIn(w->chartsPanel()->throughputChart(), w.get()));
         QVERIFY(visibleIn(w->chartsPanel()->underflowChart(), w.get()));
@@ -126,7 +126,7 @@ private slots:
         for (auto* s : spins) QVERIFY(!visibleIn(s, w.get()));
 
         w->setClassroomMode(false);
-        for (const char* title : {"Dataset", "Model (MLP)", "Training", "Backend"})
+        for (const char* title : {"Dataset", "Model", "Training", "Backend"})
             QVERIFY2(visibleIn(group(w->experimentPanel(), QString::fromLatin1(title)), w.get()), title);
         QVERIFY(visibleIn(w->chartsPanel()->throughputChart(), w.get()));
         QVERIFY(!w->layersPanel()->view()->isColumnHidden(LayerTableModel::GradAmax));

@@ -80,14 +80,14 @@ void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
 
 void LayerTableModel::setPlan(const ModelPlan& plan) {
     bool same = m_plan && plan.layers.size() == m_rows.size();
-    for (std::size_t i = 0; same && i < m_rows.size(); ++i) same = m_rows[i].info.name == plan.layers[i].name;
+    for (std::size_t i = 0; same && i < m_rows.size(); ++i) same = m_rows[i].info.name == plan.layers[i].info.name;
     if (!same) beginResetModel();
     m_rows.resize(plan.layers.size());
     bool fp8 = false;
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
         const PlannedLayer& p = plan.layers[i];
         Row& row = m_rows[i];
-        row.info = LayerInfo{p.name, p.in, p.out, p.parameters()};
+        row.info = p.info;
         row.setting = p.setting;
         row.planned = p.compute;
         row.sample.reset();
@@ -132,6 +132,12 @@ void LayerTableModel::update(const RunSeries& series) {
     }
     if (changed && !m_rows.empty())
         emit dataChanged(index(0, Precision), index(rowCount() - 1, ColumnCount - 1));
+}
+
+bool LayerTableModel::mixesKinds() const {
+    for (const Row& row : m_rows)
+        if (row.info.kind != m_rows.front().info.kind) return true;
+    return false;
 }
 
 QString LayerTableModel::layerName(int row) const {
@@ -185,15 +191,21 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole) {
         switch (column) {
         case Name: return QString::fromStdString(row.info.name);
+        case Kind: return QString::fromStdString(row.info.kind);
         case Shape: {
-            // A width the dataset sets is "?" until it is loaded (a plan before Start).
-            const auto width = [](int w) { return w > 0 ? QString::number(w) : QStringLiteral("?"); };
-            return QStringLiteral("%1 → %2").arg(width(row.info.in_features), width(row.info.out_features));
+            // A width the dataset sets is "?" until it is loaded (a plan before Start); an image is
+            // channels×height×width, a flat sample its width.
+            const auto shape = [](const SampleShape& s, std::int64_t features) {
+                return features > 0 ? QString::fromStdString(s.text()) : QStringLiteral("?");
+            };
+            return QStringLiteral("%1 → %2").arg(shape(row.info.in_shape, row.info.in_features),
+                                                 shape(row.info.out_shape, row.info.out_features));
         }
         case Parameters:
             if (row.info.in_features <= 0 || row.info.out_features <= 0) return QStringLiteral("—");
             return QLocale().toString(static_cast<qlonglong>(row.info.parameters));
         case Precision: {
+            if (!row.info.takes_precision) return tr("fp32 (fixed)");
             const QString setting = QLatin1String(layer_precision_name(row.setting));
             if (!s && row.planned && row.setting == LayerPrecision::automatic)
                 return tr("auto → %1").arg(formatText(*row.planned));
@@ -229,13 +241,18 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         }
     }
     if (role == Qt::EditRole && column == Precision) return QLatin1String(layer_precision_name(row.setting));
-    if (role == Qt::TextAlignmentRole && column != Name && column != Precision && column != Shape)
+    if (role == Qt::TextAlignmentRole && column != Name && column != Kind && column != Precision && column != Shape)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::BackgroundRole || role == Qt::ToolTipRole) {
         QString why;
         const Trouble t = trouble(row, column, &why);
         if (role == Qt::ToolTipRole) {
             if (!why.isEmpty()) return why;
+            if (column == Precision && !row.info.takes_precision)
+                return tr("A %1 layer keeps its statistics and its parameters in FP32 and writes its output in its "
+                          "input's format, whatever autocast says (as cuDNN does under PyTorch's autocast); it takes "
+                          "no precision setting.")
+                    .arg(QString::fromStdString(row.info.kind));
             if (column == Precision) return tr("Double-click to change this layer's precision; it applies at the next step.");
             if (isScaleColumn(column) && s && s->fp8) {
                 const Fp8TensorScaling& t = scaledTensor(*s->fp8, column);
@@ -263,6 +280,7 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
     if (role == Qt::DisplayRole) {
         switch (section) {
         case Name: return tr("Layer");
+        case Kind: return tr("Kind");
         case Shape: return tr("Shape");
         case Parameters: return tr("Params");
         case Precision: return tr("Precision");
@@ -279,7 +297,10 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
     }
     if (role == Qt::ToolTipRole) {
         switch (section) {
-        case Shape: return tr("Input features → output features of the linear layer.");
+        case Name: return tr("The layer's name, as PyTorch's state dict names it; precision.layers and --set use it.");
+        case Kind: return tr("The layer's type: linear, conv2d or batchnorm2d (the layers with parameters).");
+        case Shape: return tr("One sample in → one sample out: channels×height×width for images, a width for flat "
+                              "features.");
         case Parameters: return tr("Weights and biases of the layer.");
         case Precision: return tr("The setting (auto follows autocast) and the format in effect at the last step.");
         case Memory: return tr("Bytes the layer's weights take in the format in effect (modelled on the CPU backend).");
@@ -310,7 +331,9 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
 
 Qt::ItemFlags LayerTableModel::flags(const QModelIndex& index) const {
     Qt::ItemFlags f = QAbstractTableModel::flags(index);
-    if (index.isValid() && index.column() == Precision) f |= Qt::ItemIsEditable;
+    if (index.isValid() && index.column() == Precision && index.row() < rowCount() &&
+        m_rows[static_cast<std::size_t>(index.row())].info.takes_precision)
+        f |= Qt::ItemIsEditable;
     return f;
 }
 
@@ -320,6 +343,7 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     const auto precision = parse_layer_precision(value.toString().toStdString());
     if (!precision) return false;
     Row& row = m_rows[static_cast<std::size_t>(index.row())];
+    if (!row.info.takes_precision) return false;
     if (row.setting == *precision) return true;
     row.setting = *precision;
     emit dataChanged(index, index);

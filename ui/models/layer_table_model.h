@@ -1,4 +1,6 @@
-// LayerTableModel: one row per layer of the running model, with its precision setting (editable:
+// LayerTableModel: one row per layer with parameters of the running model (its kind: linear,
+// conv2d, batchnorm2d; its input and output shapes), with its precision setting (editable, for the
+// layers that take one:
 // the edit is a request that the controller posts to the session, applied at the next step) and
 // the latest per-layer telemetry: gradient amax, underflow fraction, non-finite count,
 // lost-update fraction and, for FP8 layers, the delayed-scaling scales of x, W and dy. Cells that
@@ -30,6 +32,7 @@ class LayerTableModel : public QAbstractTableModel {
 public:
     enum Column {
         Name,
+        Kind,
         Shape,
         Parameters,
         Precision,
@@ -70,6 +73,9 @@ public:
     // computed in fp8-e4m3 since setLayers. Stays true for the rest of the run once true, so
     // switching a layer off FP8 does not make columns vanish under the pointer.
     bool showsFp8Columns() const { return m_fp8Seen; }
+    // Whether the layers are of more than one kind (a CNN: conv2d, batchnorm2d, linear): the Kind
+    // column says something only then.
+    bool mixesKinds() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

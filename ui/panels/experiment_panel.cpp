@@ -10,16 +10,32 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpressionValidator>
 #include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include "panels/layers_editor_dialog.h"
 
 namespace mantissa::ui {
 
 namespace {
 const QStringList datasetKinds = {"fashion-mnist", "mnist", "idx", "csv", "spirals", "blobs", "sine"};
 bool usesPath(const QString& kind) { return kind == "fashion-mnist" || kind == "mnist" || kind == "idx" || kind == "csv"; }
+const QStringList modelKinds = {"mlp", "cnn", "resnet", "layers"};
+
+QString widthsText(const std::vector<int>& widths) {
+    QStringList t;
+    for (int w : widths) t << QString::number(w);
+    return t.join(QStringLiteral(", "));
+}
+std::vector<int> widthsOf(const QString& text) {
+    std::vector<int> widths;
+    for (const QString& w : text.split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (const int v = w.trimmed().toInt(); v > 0) widths.push_back(v);
+    return widths;
+}
 
 template <typename Enum>
 void addEnumItem(QComboBox* combo, const char* name, Enum value) {
@@ -67,6 +83,20 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_activation = new QComboBox;
     for (Activation a : {Activation::relu, Activation::gelu, Activation::tanh})
         addEnumItem(m_activation, activation_name(a), a);
+    m_modelKind = new QComboBox;
+    m_modelKind->addItems(modelKinds);
+    m_modelKind->setToolTip(tr("mlp: linear layers; cnn: convolution stages, then linear layers; resnet: a small "
+                               "ResNet of basic blocks; layers: a list you write (Edit…)."));
+    m_channels = new QLineEdit;
+    m_channels->setValidator(new QRegularExpressionValidator(
+        QRegularExpression(QStringLiteral(R"(^\s*\d+\s*(,\s*\d+\s*)*$)")), m_channels));
+    m_channels->setToolTip(tr("Channels of each stage, comma-separated (\"32, 64\"): cnn, a conv-batchnorm-relu-pool "
+                              "stage each; resnet, a stage of basic blocks each."));
+    m_blocks = new QSpinBox;
+    m_blocks->setRange(1, 16);
+    m_blocks->setToolTip(tr("Basic blocks per stage of the ResNet."));
+    m_editLayers = new QPushButton(tr("Edit…"));
+    m_editLayers->setToolTip(tr("Write the network as a JSON list of layers; it is checked against the dataset's shape."));
 
     m_optimizer = new QComboBox;
     for (OptimizerKind o : {OptimizerKind::adamw, OptimizerKind::sgd}) addEnumItem(m_optimizer, optimizer_name(o), o);
@@ -119,10 +149,14 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     dataForm->addRow(tr("Path"), pathRow);
     dataForm->addRow(tr("Samples"), m_samples);
 
-    auto* model = new QGroupBox(tr("Model (MLP)"));
-    auto* modelForm = new QFormLayout(model);
-    modelForm->addRow(tr("Hidden"), m_hidden);
-    modelForm->addRow(tr("Activation"), m_activation);
+    auto* model = new QGroupBox(tr("Model"));
+    m_modelForm = new QFormLayout(model);
+    m_modelForm->addRow(tr("Kind"), m_modelKind);
+    m_modelForm->addRow(tr("Channels"), m_channels);
+    m_modelForm->addRow(tr("Blocks"), m_blocks);
+    m_modelForm->addRow(tr("Hidden"), m_hidden);
+    m_modelForm->addRow(tr("Activation"), m_activation);
+    m_modelForm->addRow(tr("Layers"), m_editLayers);
 
     auto* train = new QGroupBox(tr("Training"));
     auto* trainForm = new QFormLayout(train);
@@ -172,8 +206,9 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     layout->addStretch(1);
     m_advancedGroups = {data, model, train, backend};
 
-    m_setupControls = {m_name,    m_datasetKind, m_datasetPath, m_browse, m_samples, m_hidden,  m_activation,
-                       m_optimizer, m_schedule,  m_batch,       m_epochs, m_steps,   m_seed,    m_backend,
+    m_setupControls = {m_name,      m_datasetKind, m_datasetPath, m_browse,     m_samples, m_modelKind,
+                       m_channels,  m_blocks,      m_hidden,      m_activation, m_editLayers, m_optimizer,
+                       m_schedule,  m_batch,       m_epochs,      m_steps,      m_seed,    m_backend,
                        m_device};
 
     connect(m_datasetKind, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
@@ -187,6 +222,13 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     connect(m_activation, &QComboBox::activated, this, edited);
     connect(m_datasetPath, &QLineEdit::editingFinished, this, edited);
     connect(m_hidden, &QLineEdit::editingFinished, this, edited);
+    connect(m_channels, &QLineEdit::editingFinished, this, edited);
+    connect(m_blocks, &QSpinBox::editingFinished, this, edited);
+    connect(m_modelKind, &QComboBox::activated, this, [this, edited] {
+        updateModelControls();
+        edited();
+    });
+    connect(m_editLayers, &QPushButton::clicked, this, &ExperimentPanel::editLayers);
     connect(m_lr, &QLineEdit::editingFinished, this, [this] {
         bool ok = false;
         const double lr = QLocale::c().toDouble(m_lr->text(), &ok);
@@ -214,10 +256,12 @@ void ExperimentPanel::setExperiment(const Experiment& e) {
     m_datasetKind->setCurrentIndex(std::max(0, static_cast<int>(datasetKinds.indexOf(QString::fromStdString(e.dataset.kind)))));
     m_datasetPath->setText(QString::fromStdString(e.dataset.path));
     m_samples->setValue(static_cast<int>(std::min<std::int64_t>(e.dataset.samples, m_samples->maximum())));
-    QStringList widths;
-    for (int w : e.model.hidden) widths << QString::number(w);
-    m_hidden->setText(widths.join(QStringLiteral(", ")));
+    m_modelKind->setCurrentIndex(std::max(0, static_cast<int>(modelKinds.indexOf(QString::fromStdString(e.model.kind)))));
+    m_hidden->setText(widthsText(e.model.hidden));
+    m_channels->setText(widthsText(e.model.channels));
+    m_blocks->setValue(e.model.blocks);
     selectEnum(m_activation, e.model.activation);
+    updateModelControls();
     selectEnum(m_optimizer, e.train.optimizer);
     m_lr->setText(QLocale::c().toString(e.train.lr, 'g', 6));
     selectEnum(m_schedule, e.train.schedule);
@@ -238,9 +282,10 @@ Experiment ExperimentPanel::experiment() const {
     e.dataset.kind = m_datasetKind->currentText().toStdString();
     e.dataset.path = m_datasetPath->text().trimmed().toStdString();
     e.dataset.samples = m_samples->value();
-    e.model.hidden.clear();
-    for (const QString& w : m_hidden->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        if (const int v = w.trimmed().toInt(); v > 0) e.model.hidden.push_back(v);
+    e.model.kind = m_modelKind->currentText().toStdString();
+    e.model.hidden = widthsOf(m_hidden->text());
+    if (const std::vector<int> channels = widthsOf(m_channels->text()); !channels.empty()) e.model.channels = channels;
+    e.model.blocks = m_blocks->value();
     e.model.activation = selectedEnum<Activation>(m_activation);
     e.train.optimizer = selectedEnum<OptimizerKind>(m_optimizer);
     bool ok = false;
@@ -275,6 +320,23 @@ void ExperimentPanel::updateDatasetControls() {
     m_browse->setEnabled(usesPath(kind));
     m_samples->setEnabled(!usesPath(kind));
     m_device->setEnabled(m_backend->currentText() != QLatin1String("cpu"));
+}
+
+void ExperimentPanel::updateModelControls() {
+    const QString kind = m_modelKind->currentText();
+    const bool mlpHead = kind == QLatin1String("mlp") || kind == QLatin1String("cnn");
+    m_modelForm->setRowVisible(m_channels, kind == QLatin1String("cnn") || kind == QLatin1String("resnet"));
+    m_modelForm->setRowVisible(m_blocks, kind == QLatin1String("resnet"));
+    m_modelForm->setRowVisible(m_hidden, mlpHead);
+    m_modelForm->setRowVisible(m_activation, mlpHead);
+    m_modelForm->setRowVisible(m_editLayers, kind == QLatin1String("layers"));
+}
+
+void ExperimentPanel::editLayers() {
+    LayersEditorDialog dialog(experiment(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    m_experiment.model.layers = dialog.layers();
+    emit modelEdited();
 }
 
 void ExperimentPanel::browseDataset() {

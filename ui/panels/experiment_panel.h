@@ -20,6 +20,8 @@ class QSpinBox;
 class QToolButton;
 class QGroupBox;
 class QLabel;
+class QFormLayout;
+class QPushButton;
 
 namespace mantissa::ui {
 
@@ -46,12 +48,14 @@ public:
 signals:
     void learningRateEdited(double lr);  // while running: apply it live
     // Before a run: a person changed what the model's layers depend on (dataset kind or path,
-    // samples, hidden widths, activation).
+    // samples, the model's kind and its parameters, the layer list).
     void modelEdited();
 
 private:
     void updateDatasetControls();
+    void updateModelControls();  // the rows the model kind uses
     void browseDataset();
+    void editLayers();
 
     Experiment m_experiment;
     bool m_running = false;
@@ -61,8 +65,13 @@ private:
     QLineEdit* m_datasetPath = nullptr;
     QToolButton* m_browse = nullptr;
     QSpinBox* m_samples = nullptr;
+    QComboBox* m_modelKind = nullptr;
     QLineEdit* m_hidden = nullptr;
     QComboBox* m_activation = nullptr;
+    QLineEdit* m_channels = nullptr;
+    QSpinBox* m_blocks = nullptr;
+    QPushButton* m_editLayers = nullptr;
+    QFormLayout* m_modelForm = nullptr;
     QComboBox* m_optimizer = nullptr;
     QLineEdit* m_lr = nullptr;
     QComboBox* m_schedule = nullptr;

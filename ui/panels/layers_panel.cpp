@@ -34,6 +34,10 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     };
     showFp8(model->showsFp8Columns());
     connect(model, &LayerTableModel::fp8ColumnsShownChanged, this, showFp8);
+    // The Kind column only for a model of several kinds: an MLP's rows are all "linear".
+    const auto showKind = [this, model] { m_view->setColumnHidden(LayerTableModel::Kind, !model->mixesKinds()); };
+    showKind();
+    connect(model, &QAbstractItemModel::modelReset, this, showKind);
     // Never fewer than three rows in view (with the header and a horizontal scroll bar), however
     // short the window or far the splitter is dragged: a lesson's three layers stay readable.
     const int row = std::max(m_view->verticalHeader()->defaultSectionSize(), m_view->fontMetrics().height() + 8);

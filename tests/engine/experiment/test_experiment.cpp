@@ -48,6 +48,10 @@ Experiment non_default_experiment() {
     e.dataset = {"spirals", "/tmp/x.csv", 1234, 5, 0.25, 0.3, 2, false};
     e.model.hidden = {64, 32, 16};
     e.model.activation = Activation::gelu;
+    e.model.kind = "layers";
+    e.model.channels = {8, 16, 24};
+    e.model.blocks = 3;
+    e.model.layers = R"([{"type":"linear","out":10}])";
     e.train.batch_size = 33;
     e.train.epochs = 7;
     e.train.steps = 900;
@@ -99,11 +103,11 @@ private slots:
         QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
         QCOMPARE(e.backend, std::string("auto"));
 
-        // Every key is written, defaults included: name 1, dataset 8, model 3, train 15, precision
+        // Every key is written, defaults included: name 1, dataset 8, model 6, train 15, precision
         // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 49);
+        QCOMPARE(int(keys.size()), 52);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
@@ -121,7 +125,6 @@ private slots:
         std::vector<std::string> keys;
         dotted_keys(b, "", keys);
         for (const auto& key : keys) {
-            if (key == "model.kind") continue;  // "mlp" is the only kind so far
             std::string pointer = "/" + key;
             std::replace(pointer.begin(), pointer.end(), '.', '/');
             QVERIFY2(a.at(json::json_pointer(pointer)) != b.at(json::json_pointer(pointer)), key.c_str());
@@ -245,8 +248,9 @@ private slots:
             "'fp8-e4m3'?");
         row(R"({"precision": {"master_weights": "yes"}})",
             "precision.master_weights: expected true or false, got a string (\"yes\")");
-        row(R"({"precision": {"layers": {"conv1": "fp32"}}})", "precision.layers.conv1: not a layer name");
-        row(R"({"precision": {"layers": {"fc0": "fp32"}}})", "precision.layers.fc0: not a layer name");
+        row(R"({"precision": {"layers": {"conv 1": "fp32"}}})", "precision.layers.conv 1: not a layer name");
+        row(R"({"precision": {"layers": {"fc1.": "fp32"}}})", "precision.layers.fc1.: not a layer name");
+        row(R"({"precision": {"layers": {"1fc": "fp32"}}})", "precision.layers.1fc: not a layer name");
         row(R"({"precision": {"layers": {"fc1": "fp8-e5m2"}}})",
             "precision.layers.fc1: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, got \"fp8-e5m2\"");
         row(R"({"precision": {"layers": ["fc1"]}})", "precision.layers: expected an object");
@@ -264,7 +268,12 @@ private slots:
         row(R"({"model": {"hidden": "256"}})", "model.hidden: expected an array of layer widths, got a string");
         row(R"({"model": {"activation": "relu6"}})",
             "model.activation: must be one of relu, gelu, tanh, got \"relu6\"; did you mean 'relu'?");
-        row(R"({"model": {"kind": "cnn"}})", "model.kind: must be one of mlp, got \"cnn\"");
+        row(R"({"model": {"kind": "transformer"}})",
+            "model.kind: must be one of mlp, cnn, resnet, layers, got \"transformer\"");
+        row(R"({"model": {"kind": "layers"}})", "model.layers: must list the layers for kind 'layers'");
+        row(R"({"model": {"layers": {"type": "relu"}}})", "model.layers: expected an array of layer descriptions");
+        row(R"({"model": {"channels": []}})", "model.channels: expected a non-empty array of channel counts");
+        row(R"({"model": {"blocks": 0}})", "model.blocks: must be between 1 and 16, got 0");
         row(R"({"dataset": {"kind": "cifar"}})", "dataset.kind: must be one of fashion-mnist, mnist");
         row(R"({"dataset": {"kind": "fashion"}})",
             "dataset.kind: must be one of fashion-mnist, mnist, idx, csv, spirals, blobs, sine, got \"fashion\"; "
@@ -347,6 +356,7 @@ private slots:
         row("precision.autocast=bf16", "/precision/autocast", R"("bf16")");
         row("precision.layers.fc1=fp32", "/precision/layers/fc1", R"("fp32")");
         row("precision.layers.fc3=fp8-e4m3", "/precision/layers/fc3", R"("fp8-e4m3")");
+        row("precision.layers.layer1.0.conv1=fp16", "/precision/layers/layer1.0.conv1", R"("fp16")");
         row("precision.loss_scaling.mode=off", "/precision/loss_scaling/mode", R"("off")");
         row("precision.loss_scaling.mode=static", "/precision/loss_scaling/mode", R"("static")");
         row("precision.loss_scaling.max_scale=1e6", "/precision/loss_scaling/max_scale", "1000000.0");
@@ -415,7 +425,7 @@ private slots:
         row("train.batch_size=0", "train.batch_size: must be between 1 and 65536, got 0");
         row("model.hidden=[512,0]", "model.hidden[1]: must be between 1 and 65536, got 0");
         row("model.hidden=512", "model.hidden: expected an array of layer widths, got a number (512)");
-        row("precision.layers.conv1=fp32", "precision.layers.conv1: not a layer name");
+        row("precision.layers.conv-1=fp32", "precision.layers.conv-1: not a layer name");
         row("precision.layers.fc1=fp64", "precision.layers.fc1: must be one of auto, fp32");
         row("precision.loss_scaling.mode=dyn", "precision.loss_scaling.mode: must be one of off, static, dynamic");
         row("precision.autocast=", "precision.autocast: must be one of off, fp16, bf16, got \"\"");
@@ -482,7 +492,7 @@ private slots:
         write_file(dir.filePath("twice-nested.json"), R"({"dataset": {"kind": "csv", "path": "a", "kind": "csv"}})");
         expect("twice-nested.json", ": key dataset.kind appears twice.");
         write_file(dir.filePath("same-key-apart.json"), R"({"train": {"lr": 0.1}, "precision": {"layers": {"lr": 1}}})");
-        expect("same-key-apart.json", "precision.layers.lr: not a layer name");  // only twice in one object counts
+        expect("same-key-apart.json", "precision.layers.lr: expected one of auto");  // only twice in one object counts
 
         write_file(dir.filePath("comments.json"), "// a preset\n{\"name\": \"x\" /* inline */}\n");
         QCOMPARE(load_experiment(dir.filePath("comments.json").toStdString()).name, std::string("x"));

@@ -1,0 +1,112 @@
+// Conv2dLayer: tensor declaration from LayerFormats, and the backend's conv2d ops.
+#include "model/layers/conv2d_layer.h"
+
+#include <optional>
+
+#include "model/init.h"
+#include "model/tensor_slot.h"
+
+namespace mantissa {
+
+Conv2dLayer::Conv2dLayer(std::string name, SampleShape input, const Conv2dGeometry& g, bool bias)
+    : Layer(std::move(name), input, SampleShape{g.out_channels, g.out_h(), g.out_w()}), m_geometry(g), m_bias(bias) {}
+
+std::int64_t Conv2dLayer::parameter_count() const {
+    return m_geometry.out_channels * weight_cols() + (m_bias ? m_geometry.out_channels : 0);
+}
+
+bool Conv2dLayer::needs_saved_input(Format input_format) const {
+    const Format operand = m_formats.compute;
+    return m_formats.fp8() ||
+           ((operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format));
+}
+
+void Conv2dLayer::declare(const DeclareContext& c) {
+    const LayerFormats& f = m_formats;
+    const std::string& n = name();
+    const std::int64_t B = c.capacity, oc = m_geometry.out_channels, k = weight_cols();
+    const std::int64_t in = input_shape().numel(), out = output_shape().numel();
+    using MC = MemoryCategory;
+    const MC store_category = f.master() ? MC::master_weights : MC::parameters;
+    Backend& b = c.backend;
+    const auto when = [](bool yes, TensorDesc d) { return yes ? std::optional(std::move(d)) : std::nullopt; };
+
+    ensure_tensor(b, m_weight, tensor_desc(n + ".weight", oc, k, f.weight_store, store_category), true);
+    ensure_tensor(b, m_bias_t, when(m_bias, tensor_desc(n + ".bias", 1, oc, f.weight_store, store_category)), true);
+    ensure_tensor(b, m_weight_compute,
+                  when(f.weight_copy, tensor_desc(n + ".weight_compute", oc, k, f.compute, MC::parameters)), false);
+    ensure_tensor(b, m_bias_compute,
+                  when(m_bias && f.bias_copy, tensor_desc(n + ".bias_compute", 1, oc, f.output, MC::parameters)), false);
+    ensure_tensor(b, m_grad_weight, tensor_desc(n + ".grad_weight", oc, k, f.output, MC::gradients), false);
+    ensure_tensor(b, m_grad_bias, when(m_bias, tensor_desc(n + ".grad_bias", 1, oc, f.output, MC::gradients)), false);
+    ensure_tensor(b, m_saved_input,
+                  when(needs_saved_input(c.input_format), tensor_desc(n + ".saved_input", B, in, f.compute, MC::activations)),
+                  false);
+    ensure_tensor(b, m_y, tensor_desc(n + ".y", B, out, f.output, MC::activations), false);
+    ensure_tensor(b, m_dx, when(c.input_grad, tensor_desc(n + ".dx", B, in, f.output, MC::workspace)), false);
+    if (f.fp8() && !m_fp8) m_fp8 = b.create_fp8_state(c.fp8_recipe);
+    if (!f.fp8()) m_fp8.reset();
+}
+
+double Conv2dLayer::declared_values(std::int64_t capacity, Format input_format, bool input_grad) const {
+    const double B = static_cast<double>(capacity), in = static_cast<double>(input_shape().numel()),
+                 out = static_cast<double>(output_shape().numel());
+    const double w = static_cast<double>(m_geometry.out_channels * weight_cols());
+    const double bias = m_bias ? static_cast<double>(m_geometry.out_channels) : 0;
+    double values = w + bias;                                                      // stored
+    values += (m_formats.weight_copy ? w : 0) + (m_formats.bias_copy ? bias : 0);  // compute copies
+    values += w + bias;                                                            // gradients
+    values += (needs_saved_input(input_format) ? B * in : 0) + B * out + (input_grad ? B * in : 0);
+    return values;
+}
+
+ConvTensors Conv2dLayer::tensors() {
+    ConvTensors t;
+    t.geometry = m_geometry;
+    t.compute = m_formats.compute;
+    t.weight = m_weight.get();
+    t.weight_compute = m_weight_compute.get();
+    t.bias = m_bias_t.get();
+    t.bias_compute = m_bias_compute.get();
+    t.grad_weight = m_grad_weight.get();
+    t.grad_bias = m_grad_bias.get();
+    t.saved_input = m_saved_input.get();
+    t.fp8 = m_fp8.get();
+    return t;
+}
+
+void Conv2dLayer::forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) {
+    ConvTensors t = tensors();
+    backend.conv2d_forward(t, x, *m_y, batch, training);
+}
+
+void Conv2dLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
+                           std::vector<RoundingStats>* weight_stats) {
+    ConvTensors t = tensors();
+    backend.conv2d_backward(t, x, dy, m_dx.get(), batch, stats_entry(weight_stats));
+}
+
+std::vector<Parameter> Conv2dLayer::parameters() {
+    std::vector<Parameter> p{{m_weight.get(), m_grad_weight.get(), true}};
+    if (m_bias) p.push_back({m_bias_t.get(), m_grad_bias.get(), false});
+    return p;
+}
+
+void Conv2dLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
+    // nn.Conv2d's default: kaiming_uniform_(a = √5), U(±1/√fan_in) with fan_in = in_c·k·k, and the
+    // bias from the same bound: init_linear's scheme over the flattened weight.
+    std::vector<float> w, bias;
+    init_linear(seed, index, static_cast<int>(weight_cols()), static_cast<int>(m_geometry.out_channels), w, bias);
+    backend.upload(*m_weight, w.data(), m_weight->numel());
+    if (m_bias) backend.upload(*m_bias_t, bias.data(), m_bias_t->numel());
+}
+
+void Conv2dLayer::end_step(Backend& backend) {
+    if (m_fp8) backend.update_fp8_scales(*m_fp8);
+}
+
+void Conv2dLayer::set_fp8_scaling(Fp8Scaling scaling) {
+    if (m_fp8) m_fp8->set_scaling(scaling);
+}
+
+}  // namespace mantissa
