@@ -18,8 +18,10 @@
 namespace mantissa::ui {
 
 namespace {
-const QStringList datasetKinds = {"fashion-mnist", "mnist", "idx", "csv", "spirals", "blobs", "sine"};
-bool usesPath(const QString& kind) { return kind == "fashion-mnist" || kind == "mnist" || kind == "idx" || kind == "csv"; }
+const QStringList datasetKinds = {"fashion-mnist", "mnist", "cifar10", "idx", "csv", "spirals", "blobs", "sine"};
+bool usesPath(const QString& kind) {
+    return kind == "fashion-mnist" || kind == "mnist" || kind == "cifar10" || kind == "idx" || kind == "csv";
+}
 
 template <typename Enum>
 void addEnumItem(QComboBox* combo, const char* name, Enum value) {
@@ -49,10 +51,10 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
 
     m_datasetKind = new QComboBox;
     m_datasetKind->addItems(datasetKinds);
-    m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CSV reads a table; spirals, blobs "
-                                 "and sine are generated from the seed."));
+    m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CIFAR-10 reads the folder of its binary "
+                                 "version; CSV reads a table; spirals, blobs and sine are generated from the seed."));
     m_datasetPath = new QLineEdit;
-    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds) or file (CSV)."));
+    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds, CIFAR-10) or file (CSV)."));
     m_browse = new QToolButton;
     m_browse->setText(QStringLiteral("…"));
     m_browse->setToolTip(tr("Choose the dataset's folder or file."));
@@ -238,6 +240,7 @@ Experiment ExperimentPanel::experiment() const {
     e.dataset.kind = m_datasetKind->currentText().toStdString();
     e.dataset.path = m_datasetPath->text().trimmed().toStdString();
     e.dataset.samples = m_samples->value();
+    if (e.dataset.kind != "csv") e.dataset.shape.reset();  // only a CSV declares its shape (docs/datasets.md)
     e.model.hidden.clear();
     for (const QString& w : m_hidden->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
         if (const int v = w.trimmed().toInt(); v > 0) e.model.hidden.push_back(v);
