@@ -38,6 +38,7 @@ Dataset reference_data(std::int64_t train_rows, std::int64_t test_rows) {
     Dataset d;
     d.name = "random-784 (Fashion-MNIST not found)";
     d.features = 784;
+    d.shape = {1, 28, 28};
     d.classes = d.outputs = 10;
     data::Rng rng(7);
     for (Split* s : {&d.train, &d.test}) {

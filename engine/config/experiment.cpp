@@ -68,8 +68,8 @@ constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
 constexpr Named<Fp8Scaling> fp8_scaling_names[] = {{Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}};
 
 // Kinds kept as strings in the structs; the reader still checks them against these lists.
-constexpr std::array<const char*, 7> dataset_kinds = {"fashion-mnist", "mnist", "idx",  "csv",
-                                                      "spirals",       "blobs", "sine"};
+constexpr std::array<const char*, 8> dataset_kinds = {"fashion-mnist", "mnist", "cifar10", "idx",
+                                                      "csv",           "spirals", "blobs",  "sine"};
 constexpr std::array<const char*, 4> model_kinds = {"mlp", "cnn", "resnet", "layers"};
 constexpr std::array<const char*, 3> backend_kinds = {"auto", "cpu", "cuda"};
 
@@ -363,6 +363,24 @@ bool is_layer_name(std::string_view s) {
     }
 }
 
+// dataset.shape: null (none) or [channels, height, width], each 1..65536, at most 2^31 - 1 values in
+// all (a sample's features are an int).
+std::optional<SampleShape> read_sample_shape(const json& v, const std::string& at) {
+    if (v.is_null()) return std::nullopt;
+    constexpr const char* expected = "an array [channels, height, width] of three positive integers";
+    if (!v.is_array()) wrong_type(at, expected, v);
+    if (v.size() != 3)
+        fail(at, std::string("expected ") + expected + ", got an array of " + std::to_string(v.size()) +
+                     (v.size() == 1 ? " value" : " values"));
+    SampleShape shape;
+    std::int64_t* dims[] = {&shape.channels, &shape.height, &shape.width};
+    for (std::size_t i = 0; i < 3; ++i) *dims[i] = as_integer(v[i], at + "[" + std::to_string(i) + "]", 1, 65536);
+    if (shape.numel() > std::numeric_limits<std::int32_t>::max())
+        fail(at, "holds " + std::to_string(shape.numel()) + " values per sample (" + value_text(v) +
+                     "), more than 2147483647");
+    return shape;
+}
+
 void read_dataset(Reader r, DatasetSpec& d) {
     r.one_of("kind", d.kind, dataset_kinds);
     r.text("path", d.path);
@@ -372,10 +390,14 @@ void read_dataset(Reader r, DatasetSpec& d) {
     r.real("test_fraction", d.test_fraction, open_unit);
     r.integer("label_column", d.label_column, -1, 1'000'000);
     r.boolean("normalize", d.normalize);
+    if (const json* v = r.find("shape")) d.shape = read_sample_shape(*v, r.at("shape"));
     r.finish();
     if ((d.kind == "csv" || d.kind == "idx") && d.path.empty())
         fail(r.at("path"), "must name the " + std::string(d.kind == "csv" ? "CSV file" : "folder of IDX files") +
                                " for kind '" + d.kind + "'");
+    if (d.shape && d.kind != "csv")
+        fail(r.at("shape"), "only kind 'csv' takes a shape; kind '" + d.kind +
+                                "' knows its own (docs/datasets.md), so remove dataset.shape or set it to null");
 }
 
 void read_model(Reader r, ModelSpec& m) {
@@ -620,7 +642,9 @@ json experiment_to_json(const Experiment& e) {
         {"name", e.name},
         {"dataset", {{"kind", d.kind}, {"path", d.path}, {"samples", d.samples}, {"classes", d.classes},
                      {"noise", d.noise}, {"test_fraction", d.test_fraction},
-                     {"label_column", d.label_column}, {"normalize", d.normalize}}},
+                     {"label_column", d.label_column}, {"normalize", d.normalize},
+                     {"shape", d.shape ? json::array({d.shape->channels, d.shape->height, d.shape->width})
+                                       : json(nullptr)}}},
         {"model", {{"kind", e.model.kind}, {"hidden", e.model.hidden},
                    {"activation", activation_name(e.model.activation)}, {"channels", e.model.channels},
                    {"blocks", e.model.blocks}, {"layers", json::parse(e.model.layers)}}},

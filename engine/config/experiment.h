@@ -11,19 +11,23 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "config/sample_shape.h"
 #include "numeric/format.h"
 
 namespace mantissa {
 
 struct DatasetSpec {
-    std::string kind = "fashion-mnist";  // fashion-mnist | mnist | idx | csv | spirals | blobs | sine
-    std::string path = "/usr/share/datasets/fashion-mnist";  // folder (idx kinds) or file (csv)
+    std::string kind = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | idx | csv | spirals | blobs | sine
+    std::string path = "/usr/share/datasets/fashion-mnist";  // folder (idx kinds, cifar10) or file (csv)
     std::int64_t samples = 2000;         // synthetic sets: number of samples
     int classes = 3;                     // spirals, blobs: number of classes
     double noise = 0.1;                  // synthetic sets: noise level
     double test_fraction = 0.2;          // csv and synthetic sets; idx sets come with their own split
     int label_column = -1;               // csv: -1 = last column
     bool normalize = true;               // standardise features with the training split's statistics
+    // csv only: the sample shape its feature columns hold (channels x height x width, each row
+    // NCHW); absent: features x 1 x 1. The other kinds know their own shape (data/dataset.h).
+    std::optional<SampleShape> shape;
 
     bool operator==(const DatasetSpec&) const = default;
 };

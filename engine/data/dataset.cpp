@@ -2,17 +2,24 @@
 // normalisation helpers of table.h. The defaults and the fallback rules live here, in one place,
 // and docs/datasets.md describes them:
 //   - fashion-mnist / mnist read the IDX folder spec.path; an mnist spec that kept the
-//     fashion-mnist default path (or an empty path) reads /usr/share/datasets/mnist instead;
+//     fashion-mnist default path (or an empty path) reads /usr/share/datasets/mnist instead, and a
+//     cifar10 spec /usr/share/datasets/cifar10;
 //   - when their folder or any of its four files is absent they fall back to spirals, with a
 //     notice; a path that is there but is the wrong kind of thing (a FIFO, a folder) is an error;
-//   - idx sets keep their own train/test split; csv and synthetic sets split by test_fraction;
-//   - images are standardised with one global mean/std, other sets per feature.
+//     cifar10 never falls back: a missing folder or file is an error that says where to get it;
+//   - idx and cifar10 sets keep their own train/test split; csv and synthetic sets split by
+//     test_fraction;
+//   - IDX images are standardised with one global mean/std, cifar10 with one per colour channel,
+//     other sets per feature;
+//   - every set says its sample shape: 1 x H x W for IDX images, 3 x 32 x 32 for cifar10,
+//     dataset.shape for a csv that declares one, features x 1 x 1 otherwise.
 #include <algorithm>
 #include <cmath>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "data/cifar_reader.h"
 #include "data/csv_reader.h"
 #include "data/dataset.h"
 #include "data/idx_reader.h"
@@ -26,6 +33,7 @@ namespace {
 
 constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
 constexpr const char* kMnistFolder = "/usr/share/datasets/mnist";
+constexpr const char* kCifarFolder = "/usr/share/datasets/cifar10";
 constexpr std::int64_t kMaxSyntheticSamples = 10'000'000;
 constexpr int kMaxSyntheticClasses = 1000;
 
@@ -70,9 +78,12 @@ Dataset synthetic_dataset(const std::string& kind, const DatasetSpec& spec, std:
     return data;
 }
 
-// The folder a fashion-mnist or mnist spec means.
+// The folder a fashion-mnist, mnist or cifar10 spec means: its own default when the path is empty or
+// kept the fashion-mnist default.
 std::string idx_folder_for(const DatasetSpec& spec) {
-    if (spec.kind == "mnist" && (spec.path.empty() || spec.path == DatasetSpec{}.path)) return kMnistFolder;
+    const bool default_path = spec.path.empty() || spec.path == DatasetSpec{}.path;
+    if (spec.kind == "mnist" && default_path) return kMnistFolder;
+    if (spec.kind == "cifar10" && default_path) return kCifarFolder;
     if (spec.path.empty()) return kFashionMnistFolder;
     return spec.path;
 }
@@ -109,30 +120,65 @@ double usable_std(double mean, double variance) {
     return std > 1e-10 * std::abs(mean) ? std : 1.0;  // also catches 0 and NaN
 }
 
-// One pass over `n` contiguous values, in double, shifted by the first value (so that a large
-// common offset does not cancel away the variance), with four accumulators so the loop pipelines.
-std::pair<double, double> mean_std(const float* x, std::size_t n) {
-    if (n == 0) return {0.0, 1.0};
-    const double shift = x[0];
-    double s[4] = {}, q[4] = {};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; ++k) {
-            const double d = x[i + static_cast<std::size_t>(k)] - shift;
-            s[k] += d;
-            q[k] += d * d;
+// Mean and standard deviation of values given in runs of contiguous floats, in double, shifted by
+// the first value (so that a large common offset does not cancel away the variance), with four
+// accumulators so the loop pipelines.
+class Moments {
+public:
+    void add(const float* x, std::size_t n) {
+        if (n == 0) return;
+        if (m_n == 0) m_shift = x[0];
+        std::size_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (int k = 0; k < 4; ++k) {
+                const double d = x[i + static_cast<std::size_t>(k)] - m_shift;
+                m_s[k] += d;
+                m_q[k] += d * d;
+            }
+        for (; i < n; ++i) {
+            const double d = x[i] - m_shift;
+            m_s[0] += d;
+            m_q[0] += d * d;
         }
-    for (; i < n; ++i) {
-        const double d = x[i] - shift;
-        s[0] += d;
-        q[0] += d * d;
+        m_n += n;
     }
-    const double sum = (s[0] + s[1]) + (s[2] + s[3]);
-    const double sq = (q[0] + q[1]) + (q[2] + q[3]);
-    const double mean_shifted = sum / static_cast<double>(n);
-    const double variance = sq / static_cast<double>(n) - mean_shifted * mean_shifted;
-    const double mean = shift + mean_shifted;
-    return {mean, usable_std(mean, variance)};
+    std::pair<double, double> mean_std() const {
+        if (m_n == 0) return {0.0, 1.0};
+        const double sum = (m_s[0] + m_s[1]) + (m_s[2] + m_s[3]);
+        const double sq = (m_q[0] + m_q[1]) + (m_q[2] + m_q[3]);
+        const double mean_shifted = sum / static_cast<double>(m_n);
+        const double variance = sq / static_cast<double>(m_n) - mean_shifted * mean_shifted;
+        const double mean = m_shift + mean_shifted;
+        return {mean, usable_std(mean, variance)};
+    }
+
+private:
+    double m_shift = 0.0;
+    double m_s[4] = {}, m_q[4] = {};
+    std::size_t m_n = 0;
+};
+
+// One pass over `n` contiguous values.
+std::pair<double, double> mean_std(const float* x, std::size_t n) {
+    Moments m;
+    m.add(x, n);
+    return m.mean_std();
+}
+
+Dataset cifar_dataset(const DatasetSpec& spec) {
+    Dataset data = data::read_cifar_folder(idx_folder_for(spec));
+    if (spec.normalize) data::normalise_per_channel(data);
+    return data;
+}
+
+// A csv's declared shape must hold exactly its feature columns.
+void check_csv_shape(const DatasetSpec& spec, int features) {
+    if (!spec.shape || spec.shape->numel() == features) return;
+    const SampleShape& s = *spec.shape;
+    throw Error("dataset.shape [" + std::to_string(s.channels) + ", " + std::to_string(s.height) + ", " +
+                std::to_string(s.width) + "] holds " + std::to_string(s.numel()) + " values per sample, but the CSV file " +
+                spec.path + " has " + std::to_string(features) + (features == 1 ? " feature column" : " feature columns") +
+                "; make the product of the shape equal the number of feature columns, or remove dataset.shape.");
 }
 
 }  // namespace
@@ -150,6 +196,7 @@ std::int64_t test_rows_for(std::int64_t rows, double test_fraction) {
 
 void split_table(Table&& table, double test_fraction, std::uint64_t seed, Dataset& out) {
     out.features = table.features;
+    out.shape = {table.features, 1, 1};
     out.classes = table.classes;
     out.outputs = table.outputs;
     const std::int64_t rows = table.rows;
@@ -223,12 +270,39 @@ void normalise_global(Dataset& data) {
         for (float& v : s->x) v = (v - m) * inv;
 }
 
+void normalise_per_channel(Dataset& data) {
+    const auto channels = static_cast<std::size_t>(data.shape.channels);
+    const auto plane = static_cast<std::size_t>(data.shape.height * data.shape.width);
+    const auto f = static_cast<std::size_t>(data.features);
+    if (channels == 0 || plane == 0 || f != channels * plane) return;
+    // Each channel's plane in each training row: a run of `plane` contiguous values.
+    std::vector<Moments> moments(channels);
+    for (std::size_t i = 0; i + f <= data.train.x.size(); i += f)
+        for (std::size_t c = 0; c < channels; ++c) moments[c].add(data.train.x.data() + i + c * plane, plane);
+    std::vector<float> mean(channels), inv(channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+        const auto [m, std] = moments[c].mean_std();
+        mean[c] = static_cast<float>(m);
+        inv[c] = static_cast<float>(1.0 / std);
+    }
+    for (Split* s : {&data.train, &data.test})
+        for (std::size_t i = 0; i + f <= s->x.size(); i += f)
+            for (std::size_t c = 0; c < channels; ++c) {
+                float* v = s->x.data() + i + c * plane;
+                for (std::size_t k = 0; k < plane; ++k) v[k] = (v[k] - mean[c]) * inv[c];
+            }
+}
+
 }  // namespace data
 
 namespace {
 
 Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
     const std::string& kind = spec.kind;
+    // As the experiment file refuses it (config/experiment.cpp), for a spec built in code.
+    if (spec.shape && kind != "csv")
+        throw Error("dataset.shape: only kind 'csv' takes a shape; kind '" + kind +
+                    "' knows its own (docs/datasets.md), so remove dataset.shape.");
     if (kind == "fashion-mnist" || kind == "mnist") {
         const IdxFolderPlan plan = plan_idx_folder(spec);
         if (plan.fallback) {
@@ -238,6 +312,7 @@ Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
         }
         return idx_dataset(plan.folder, kind, spec.normalize);
     }
+    if (kind == "cifar10") return cifar_dataset(spec);
     if (kind == "idx") {
         if (spec.path.empty()) throw Error("dataset.path: kind 'idx' needs the folder holding the four IDX files.");
         return idx_dataset(spec.path, "idx", spec.normalize);
@@ -248,13 +323,15 @@ Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
         Dataset data;
         data.name = "csv";
         data::Table table = data::csv_to_table(data::read_csv(spec.path, spec.label_column), spec.path, data.notices);
+        check_csv_shape(spec, table.features);
         data::split_table(std::move(table), spec.test_fraction, seed, data);
+        if (spec.shape) data.shape = *spec.shape;
         if (spec.normalize) data::normalise_per_feature(data);
         return data;
     }
     if (kind == "spirals" || kind == "blobs" || kind == "sine") return synthetic_dataset(kind, spec, seed);
     throw Error("dataset.kind: '" + kind +
-                "' is not a dataset kind; use fashion-mnist, mnist, idx, csv, spirals, blobs or sine.");
+                "' is not a dataset kind; use fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs or sine.");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Datasets: what the trainer consumes. A Dataset is two dense splits of fp32 features with integer
 // class labels (classification) or fp32 targets (regression), already normalised, plus the
-// per-epoch shuffled batch order. Loaders: IDX (MNIST, Fashion-MNIST, raw or .gz), CSV, and seeded
-// synthetic sets (spirals, blobs, sine). Kinds, keys, defaults, normalisation and error messages:
+// per-epoch shuffled batch order, and the shape of one sample (channels x height x width) so that a
+// convolution knows how a row of features is laid out. Loaders: IDX (MNIST, Fashion-MNIST, raw or
+// .gz), CIFAR-10 (its binary version), CSV, and seeded synthetic sets (spirals, blobs, sine). Kinds, keys, defaults, normalisation and error messages:
 // docs/datasets.md. Nothing here holds shared state: any thread may load a dataset; a loaded
 // Dataset is read-only to the trainer.
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "config/experiment.h"
+#include "config/sample_shape.h"
 
 namespace mantissa {
 
@@ -25,6 +27,10 @@ struct Split {
 struct Dataset {
     std::string name;              // "fashion-mnist", "spirals", ...
     int features = 0;
+    // One sample as a network sees it; always features == shape.numel(). IDX images are 1 x H x W,
+    // cifar10 3 x 32 x 32 (channel planes, each row-major), csv what dataset.shape declares, and
+    // everything else features x 1 x 1.
+    SampleShape shape;
     int classes = 0;               // 0: regression
     int outputs = 0;               // classes for classification, target width for regression
     Split train;
@@ -35,10 +41,12 @@ struct Dataset {
 
 // Loads what the spec asks for. For fashion-mnist/mnist, when the files are absent, falls back to
 // spirals and says why in `notices`; any other problem (a corrupt file, a wrong path for kind
-// "idx" or "csv") throws mantissa::Error naming the file and what is wrong with it.
+// "idx", "cifar10" or "csv", a dataset.shape that does not match the CSV's columns) throws
+// mantissa::Error naming the file and what is wrong with it.
 // `seed` drives synthetic generation and the train/test split.
 // Normalisation (spec.normalize) uses the training split's statistics only: one global mean/std
-// for images, per feature otherwise; labels and regression targets are left as they are.
+// for IDX images, one per colour channel for cifar10, per feature otherwise; labels and regression
+// targets are left as they are.
 Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed);
 
 // For kinds fashion-mnist and mnist: the folder load_dataset reads, and the notice it gives when it

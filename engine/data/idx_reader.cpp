@@ -24,6 +24,7 @@
 #include <tuple>
 #include <utility>
 
+#include "data/dataset_folder.h"
 #include "data/gzip_input.h"
 #include "data/memory_budget.h"
 #include "user_file.h"
@@ -253,17 +254,6 @@ auto with_memory_sentence(const std::string& path, std::uint64_t bytes, Read rea
     }
 }
 
-// The kind of thing at `path` that is not a folder, for dataset.path messages.
-std::string not_a_folder(const std::string& folder) {
-    struct stat st {};
-    if (::stat(folder.c_str(), &st) != 0) return {};
-    if (S_ISREG(st.st_mode)) return "a file";
-    if (S_ISFIFO(st.st_mode)) return "a FIFO (a named pipe)";
-    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
-    if (S_ISSOCK(st.st_mode)) return "a socket";
-    return S_ISDIR(st.st_mode) ? std::string() : "not a folder";
-}
-
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
@@ -297,18 +287,7 @@ std::vector<std::string> missing_idx_files(const std::string& folder) {
 }
 
 bool idx_folder_exists(const std::string& folder, const std::string& kind) {
-    struct stat st {};
-    if (::stat(folder.c_str(), &st) != 0) {
-        const int err = errno;
-        if (err == ENOENT || err == ENOTDIR) return false;
-        if (err == ELOOP)
-            throw Error("dataset.path " + folder + " is a symbolic link that loops (too many levels of symbolic links).");
-        throw Error("dataset.path " + folder + " cannot be read: " + std::strerror(err) + ".");
-    }
-    if (!S_ISDIR(st.st_mode))
-        throw Error("dataset.path " + folder + " is " + not_a_folder(folder) + ", not a folder; kind '" + kind +
-                    "' reads a folder holding the four IDX files.");
-    return true;
+    return dataset_folder_exists(folder, kind, "the four IDX files");
 }
 
 Dataset read_idx_folder(const std::string& folder, const std::string& name) {
@@ -349,6 +328,7 @@ Dataset read_idx_folder(const std::string& folder, const std::string& name) {
     data.classes = kIdxClasses;
     data.outputs = kIdxClasses;
     data.features = static_cast<int>(features);
+    data.shape = {1, rows, cols};  // one grey channel
     try {
         for (const auto& [images, labels, split] : {std::tuple{&train_images, &train_labels, &data.train},
                                                     std::tuple{&test_images, &test_labels, &data.test}}) {

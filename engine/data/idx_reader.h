@@ -59,7 +59,7 @@ std::vector<std::string> missing_idx_files(const std::string& folder);
 bool idx_folder_exists(const std::string& folder, const std::string& kind);
 
 // Reads the four files of `folder` into a Dataset named `name` (10 classes, features = rows *
-// cols, pixels in [0, 1], not normalised). All four headers are read and compared (label and image
+// cols, shape 1 x rows x cols, pixels in [0, 1], not normalised). All four headers are read and compared (label and image
 // counts, train and test image sizes, the memory needed) before any data. Throws naming the folder
 // or the file on any problem, a failed allocation included.
 Dataset read_idx_folder(const std::string& folder, const std::string& name);

@@ -36,4 +36,9 @@ void normalise_per_feature(Dataset& data);
 // (the usual way for images: every pixel is the same kind of measurement).
 void normalise_global(Dataset& data);
 
+// Standardises each channel of data.shape (its plane in every row) with one mean and std taken over
+// that channel's values in the training split: colour images, whose red, green and blue differ in
+// mean and spread. A no-op when the shape does not hold data.features. Applied to both splits.
+void normalise_per_channel(Dataset& data);
+
 }  // namespace mantissa::data

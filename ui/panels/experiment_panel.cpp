@@ -21,8 +21,10 @@
 namespace mantissa::ui {
 
 namespace {
-const QStringList datasetKinds = {"fashion-mnist", "mnist", "idx", "csv", "spirals", "blobs", "sine"};
-bool usesPath(const QString& kind) { return kind == "fashion-mnist" || kind == "mnist" || kind == "idx" || kind == "csv"; }
+const QStringList datasetKinds = {"fashion-mnist", "mnist", "cifar10", "idx", "csv", "spirals", "blobs", "sine"};
+bool usesPath(const QString& kind) {
+    return kind == "fashion-mnist" || kind == "mnist" || kind == "cifar10" || kind == "idx" || kind == "csv";
+}
 const QStringList modelKinds = {"mlp", "cnn", "resnet", "layers"};
 
 QString widthsText(const std::vector<int>& widths) {
@@ -65,10 +67,10 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
 
     m_datasetKind = new QComboBox;
     m_datasetKind->addItems(datasetKinds);
-    m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CSV reads a table; spirals, blobs "
-                                 "and sine are generated from the seed."));
+    m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CIFAR-10 reads the folder of its binary "
+                                 "version; CSV reads a table; spirals, blobs and sine are generated from the seed."));
     m_datasetPath = new QLineEdit;
-    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds) or file (CSV)."));
+    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds, CIFAR-10) or file (CSV)."));
     m_browse = new QToolButton;
     m_browse->setText(QStringLiteral("…"));
     m_browse->setToolTip(tr("Choose the dataset's folder or file."));
@@ -282,6 +284,7 @@ Experiment ExperimentPanel::experiment() const {
     e.dataset.kind = m_datasetKind->currentText().toStdString();
     e.dataset.path = m_datasetPath->text().trimmed().toStdString();
     e.dataset.samples = m_samples->value();
+    if (e.dataset.kind != "csv") e.dataset.shape.reset();  // only a CSV declares its shape (docs/datasets.md)
     e.model.kind = m_modelKind->currentText().toStdString();
     e.model.hidden = widthsOf(m_hidden->text());
     if (const std::vector<int> channels = widthsOf(m_channels->text()); !channels.empty()) e.model.channels = channels;

@@ -387,6 +387,7 @@ Result run_trainer(Format f, std::int64_t batch, std::int64_t width, double seco
     Dataset data;
     data.name = "bench";
     data.features = static_cast<int>(width);
+    data.shape = {width, 1, 1};
     data.classes = data.outputs = classes;
     data.train.rows = 4 * batch;
     data.train.x.resize(static_cast<std::size_t>(data.train.rows * width));

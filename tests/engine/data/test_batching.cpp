@@ -19,6 +19,7 @@ namespace {
 Dataset numbered(std::int64_t rows) {
     Dataset d;
     d.features = 3;
+    d.shape = {3, 1, 1};
     d.classes = 4;
     d.outputs = 4;
     d.train.rows = rows;
@@ -93,6 +94,7 @@ private slots:
     void gathers_regression_targets() {
         Dataset d;
         d.features = 1;
+        d.shape = {1, 1, 1};
         d.outputs = 2;  // classes 0: regression
         d.train.rows = 3;
         d.train.x = {10, 11, 12};

@@ -238,6 +238,74 @@ private slots:
         const Dataset b = load_dataset(spec, 5);
         QCOMPARE(a.test.x, b.test.x);
     }
+
+    // ---- dataset.shape: how a row's feature columns are laid out
+
+    // Without a shape a CSV's rows are flat (features x 1 x 1); with one they keep it, values and
+    // per-feature normalisation unchanged.
+    void shape_is_declared_or_flat() {
+        QTemporaryDir dir;
+        std::string text;
+        for (int r = 0; r < 6; ++r) {
+            for (int k = 0; k < 12; ++k) text += std::to_string(r * 12 + k) + ",";
+            text += std::to_string(r % 3) + "\n";
+        }
+        DatasetSpec spec = csv_spec(write_file(dir, "images.csv", text));
+        const Dataset flat = load_dataset(spec, 1);
+        QCOMPARE(flat.features, 12);
+        QVERIFY(flat.shape == (SampleShape{12, 1, 1}));
+        QCOMPARE(flat.shape.text(), std::string("12"));
+        spec.shape = SampleShape{3, 2, 2};
+        const Dataset shaped = load_dataset(spec, 1);
+        QCOMPARE(shaped.features, 12);
+        QVERIFY(shaped.shape == (SampleShape{3, 2, 2}));
+        QCOMPARE(shaped.shape.text(), std::string("3\u00d72\u00d72"));
+        QCOMPARE(shaped.train.x, flat.train.x);
+        QCOMPARE(shaped.train.y, flat.train.y);
+        spec.normalize = true;
+        spec.shape = std::nullopt;
+        const Dataset flat_normalised = load_dataset(spec, 1);
+        spec.shape = SampleShape{1, 3, 4};
+        QCOMPARE(load_dataset(spec, 1).train.x, flat_normalised.train.x);
+    }
+
+    void shape_must_hold_the_feature_columns_data() {
+        QTest::addColumn<int>("channels");
+        QTest::addColumn<int>("height");
+        QTest::addColumn<int>("width");
+        QTest::addColumn<QString>("message");  // after "dataset.shape "
+        QTest::newRow("too many") << 3 << 2 << 3
+            << "[3, 2, 3] holds 18 values per sample, but the CSV file %1 has 12 feature columns; make the product of "
+               "the shape equal the number of feature columns, or remove dataset.shape.";
+        QTest::newRow("too few") << 1 << 1 << 11
+            << "[1, 1, 11] holds 11 values per sample, but the CSV file %1 has 12 feature columns; make the product of "
+               "the shape equal the number of feature columns, or remove dataset.shape.";
+    }
+    void shape_must_hold_the_feature_columns() {
+        QFETCH(int, channels);
+        QFETCH(int, height);
+        QFETCH(int, width);
+        QFETCH(QString, message);
+        QTemporaryDir dir;
+        std::string text = "a,b,c,d,e,f,g,h,i,j,k,l,label\n";
+        for (int r = 0; r < 4; ++r) text += "1,2,3,4,5,6,7,8,9,10,11,12," + std::to_string(r % 2) + "\n";
+        const std::string path = write_file(dir, "images.csv", text);
+        DatasetSpec spec = csv_spec(path);
+        spec.shape = SampleShape{channels, height, width};
+        QCOMPARE(QString::fromStdString(error_of([&] { load_dataset(spec, 1); })),
+                 "dataset.shape " + message.arg(QString::fromStdString(path)));
+    }
+
+    // Only a CSV takes a shape; a spec built in code that gives one to another kind is refused, as
+    // the experiment file refuses it.
+    void shape_only_for_csv() {
+        DatasetSpec spec;
+        spec.kind = "spirals";
+        spec.shape = SampleShape{2, 1, 1};
+        QCOMPARE(error_of([&] { load_dataset(spec, 1); }),
+                 std::string("dataset.shape: only kind 'csv' takes a shape; kind 'spirals' knows its own "
+                             "(docs/datasets.md), so remove dataset.shape."));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCsvReader)

@@ -147,6 +147,41 @@ private slots:
         QVERIFY(std::abs(stats(d.train, d.features, 0).mean) > 0.1);  // not centred per pixel
     }
 
+    // Every kind says how a row is laid out, and the shape always holds exactly its features.
+    void every_kind_states_its_sample_shape_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<int>("channels");
+        QTest::addColumn<int>("height");
+        QTest::addColumn<int>("width");
+        QTest::newRow("idx 28x28") << "idx" << 1 << 28 << 28;
+        QTest::newRow("mnist 28x28") << "mnist" << 1 << 28 << 28;
+        QTest::newRow("fashion-mnist, fallen back to spirals") << "fashion-mnist (absent)" << 2 << 1 << 1;
+        QTest::newRow("spirals") << "spirals" << 2 << 1 << 1;
+        QTest::newRow("blobs") << "blobs" << 2 << 1 << 1;
+        QTest::newRow("sine") << "sine" << 1 << 1 << 1;
+        QTest::newRow("csv") << "csv" << 3 << 1 << 1;
+    }
+    void every_kind_states_its_sample_shape() {
+        QFETCH(QString, kind);
+        QFETCH(int, channels);
+        QFETCH(int, height);
+        QFETCH(int, width);
+        QTemporaryDir dir;
+        const std::string folder = dir.path().toStdString();
+        DatasetSpec spec;
+        spec.kind = kind.section(' ', 0, 0).toStdString();
+        spec.path = folder;
+        if (kind == "fashion-mnist (absent)") spec.path = folder + "/absent";
+        if (spec.kind == "idx" || spec.kind == "mnist") QVERIFY(idx_files::write_folder(folder, true, 28, 28));
+        if (spec.kind == "csv") {
+            spec.path = folder + "/t.csv";
+            std::ofstream(spec.path) << "1,2,3,0\n4,5,6,1\n7,8,9,0\n";
+        }
+        const Dataset d = load_dataset(spec, 1);
+        QVERIFY2(d.shape == (SampleShape{channels, height, width}), d.shape.text().c_str());
+        QCOMPARE(d.shape.numel(), std::int64_t{d.features});
+    }
+
     void fashion_mnist_falls_back_to_spirals() {
         QTemporaryDir dir;
         DatasetSpec spec;  // kind fashion-mnist by default
@@ -232,6 +267,7 @@ private slots:
         QCOMPARE(d.train.rows, std::int64_t{60000});
         QCOMPARE(d.test.rows, std::int64_t{10000});
         QCOMPARE(d.features, 784);
+        QVERIFY(d.shape == (SampleShape{1, 28, 28}));
         QCOMPARE(d.classes, 10);
         QCOMPARE(d.outputs, 10);
         QCOMPARE(d.train.x.size(), std::size_t{60000} * 784);

@@ -78,6 +78,7 @@ private slots:
         const Dataset data = load_dataset(spec, 1);
         QCOMPARE(data.name, std::string("idx"));
         QCOMPARE(data.features, 20);
+        QVERIFY(data.shape == (SampleShape{1, 4, 5}));  // 4 rows of 5: one grey channel
         QCOMPARE(data.classes, 10);
         QCOMPARE(data.outputs, 10);
         QCOMPARE(data.train.rows, std::int64_t{5});

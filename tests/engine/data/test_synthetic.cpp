@@ -110,6 +110,7 @@ private slots:
         const Dataset d = load_dataset(synthetic_spec(kind, samples, classes), 11);
         QCOMPARE(d.name, kind.toStdString());
         QCOMPARE(d.features, features);
+        QVERIFY(d.shape == (SampleShape{features, 1, 1}));
         QCOMPARE(d.classes, expected_classes);
         QCOMPARE(d.outputs, outputs);
         QCOMPARE(d.train.rows + d.test.rows, std::int64_t{samples});

@@ -18,6 +18,7 @@ namespace {
 Dataset numbered(std::int64_t rows, bool regression) {
     Dataset d;
     d.features = 2;
+    d.shape = {2, 1, 1};
     d.classes = regression ? 0 : 3;
     d.outputs = regression ? 1 : 3;
     d.train.rows = rows;

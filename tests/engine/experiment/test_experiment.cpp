@@ -45,7 +45,7 @@ void dotted_keys(const json& j, const std::string& prefix, std::vector<std::stri
 Experiment non_default_experiment() {
     Experiment e;
     e.name = "spirals-bf16 \"quoted\" ünïcode";
-    e.dataset = {"spirals", "/tmp/x.csv", 1234, 5, 0.25, 0.3, 2, false};
+    e.dataset = {"csv", "/tmp/x.csv", 1234, 5, 0.25, 0.3, 2, false, SampleShape{3, 4, 5}};
     e.model.hidden = {64, 32, 16};
     e.model.activation = Activation::gelu;
     e.model.kind = "layers";
@@ -103,12 +103,15 @@ private slots:
         QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
         QCOMPARE(e.backend, std::string("auto"));
 
-        // Every key is written, defaults included: name 1, dataset 8, model 6, train 15, precision
-        // 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its reference null).
+        // Every key is written, defaults included: name 1, dataset 9 (its shape null), model 6,
+        // train 15, precision 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its
+        // reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 52);
+        QCOMPARE(int(keys.size()), 53);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
+        QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
+        QVERIFY(!e.dataset.shape);
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
         QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
@@ -158,6 +161,40 @@ private slots:
         const Experiment none = experiment_from_json(json::parse(R"({"lesson": {"reference": null}})"));
         QVERIFY(!none.lesson.reference.has_value());
         QVERIFY_THROWS_EXCEPTION(Error, lesson_reference_experiment(none));
+    }
+
+    // dataset.shape: [C, H, W] for a CSV, written back as it was read; null is none; --set makes it.
+    void datasetShape() {
+        const Experiment e = experiment_from_json(
+            json::parse(R"({"dataset": {"kind": "csv", "path": "img.csv", "shape": [3, 32, 32]}})"));
+        QVERIFY(e.dataset.shape == (SampleShape{3, 32, 32}));
+        const json j = experiment_to_json(e);
+        QCOMPARE(QString::fromStdString(j.at("dataset").at("shape").dump()), QString("[3,32,32]"));
+        QVERIFY(experiment_from_json(j) == e);
+        QVERIFY(experiment_from_json(json::parse(j.dump(2))) == e);
+
+        const Experiment none = experiment_from_json(
+            json::parse(R"({"dataset": {"kind": "csv", "path": "img.csv", "shape": null}})"));
+        QVERIFY(!none.dataset.shape);
+
+        Experiment set = none;
+        apply_setting(set, "dataset.shape=[1,28,28]");
+        QVERIFY(set.dataset.shape == (SampleShape{1, 28, 28}));
+        apply_setting(set, "dataset.shape=null");
+        QVERIFY(!set.dataset.shape);
+        // Another kind with a shape is refused, and the failed setting changes nothing.
+        apply_setting(set, "dataset.shape=[1,28,28]");
+        const Experiment before = set;
+        QCOMPARE(error_of([&] { apply_setting(set, "dataset.kind=cifar10"); }),
+                 QString("dataset.shape: only kind 'csv' takes a shape; kind 'cifar10' knows its own "
+                         "(docs/datasets.md), so remove dataset.shape or set it to null"));
+        QVERIFY(set == before);
+    }
+
+    void datasetKindCifar10() {
+        const Experiment e = experiment_from_json(json::parse(R"({"dataset": {"kind": "cifar10", "path": "/data/c"}})"));
+        QCOMPARE(e.dataset.kind, std::string("cifar10"));
+        QVERIFY(experiment_from_json(experiment_to_json(e)) == e);
     }
 
     void saveAndLoad() {
@@ -276,8 +313,35 @@ private slots:
         row(R"({"model": {"blocks": 0}})", "model.blocks: must be between 1 and 16, got 0");
         row(R"({"dataset": {"kind": "cifar"}})", "dataset.kind: must be one of fashion-mnist, mnist");
         row(R"({"dataset": {"kind": "fashion"}})",
-            "dataset.kind: must be one of fashion-mnist, mnist, idx, csv, spirals, blobs, sine, got \"fashion\"; "
-            "did you mean 'fashion-mnist'?");
+            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, got "
+            "\"fashion\"; did you mean 'fashion-mnist'?");
+        row(R"({"dataset": {"kind": "cifar-10"}})",
+            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, got "
+            "\"cifar-10\"; did you mean 'cifar10'?");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [3, 32]}})",
+            "dataset.shape: expected an array [channels, height, width] of three positive integers, got an array of 2 "
+            "values");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [1, 2, 3, 4]}})",
+            "dataset.shape: expected an array [channels, height, width] of three positive integers, got an array of 4 "
+            "values");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": "3x32x32"}})",
+            "dataset.shape: expected an array [channels, height, width] of three positive integers, got a string "
+            "(\"3x32x32\")");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [3, 0, 32]}})",
+            "dataset.shape[1]: must be between 1 and 65536, got 0");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [-3, 32, 32]}})",
+            "dataset.shape[0]: must be between 1 and 65536, got -3");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [3, 32.5, 32]}})",
+            "dataset.shape[1]: expected an integer, got a number (32.5)");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [3, 32, "32"]}})",
+            "dataset.shape[2]: expected an integer, got a string (\"32\")");
+        row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [65536, 65536, 1]}})",
+            "dataset.shape: holds 4294967296 values per sample ([65536,65536,1]), more than 2147483647");
+        row(R"({"dataset": {"kind": "idx", "path": "/x", "shape": [1, 28, 28]}})",
+            "dataset.shape: only kind 'csv' takes a shape; kind 'idx' knows its own");
+        row(R"({"dataset": {"shape": [1, 28, 28]}})",
+            "dataset.shape: only kind 'csv' takes a shape; kind 'fashion-mnist' knows its own (docs/datasets.md), so "
+            "remove dataset.shape or set it to null");
         row(R"({"dataset": {"samples": 5}})", "dataset.samples: must be between 10 and");
         row(R"({"dataset": {"test_fraction": 1}})",
             "dataset.test_fraction: must be greater than 0 and less than 1, got 1");

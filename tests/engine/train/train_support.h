@@ -42,6 +42,7 @@ inline Dataset regression_set(std::int64_t train_rows, std::int64_t test_rows, i
     Dataset d;
     d.name = "test-regression";
     d.features = features;
+    d.shape = {features, 1, 1};
     d.classes = 0;
     d.outputs = outputs;
     fill(d.train, train_rows);
