@@ -102,7 +102,7 @@ Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
     if (const char* env = std::getenv("MANTISSA_SYNC_STEPS")) options.synchronous = std::strcmp(env, "0") != 0;
     im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend), options);
     for (const auto& l : im.trainer->network().desc().layers)
-        im.layers.push_back({l.name, l.in, l.out, l.parameters()});
+        im.layers.push_back({l.name, "linear", {l.in, 1, 1}, {l.out, 1, 1}, l.in, l.out, l.parameters(), true});
     im.total_steps = im.trainer->total_steps();
     im.steps_per_epoch = im.trainer->steps_per_epoch();
     im.summary.total_steps = im.total_steps;

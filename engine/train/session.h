@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/experiment.h"
+#include "config/layer_info.h"
 #include "config/telemetry.h"
 
 namespace mantissa {
@@ -59,13 +60,6 @@ using Command = std::variant<command::Pause, command::Resume, command::Stop,
 
 enum class SessionState : std::uint8_t { created, running, paused, completed, stopped, failed };
 const char* session_state_name(SessionState s);
-
-struct LayerInfo {
-    std::string name;        // "fc1"
-    int in_features = 0;
-    int out_features = 0;
-    std::int64_t parameters = 0;  // weights + bias
-};
 
 struct RunSummary {
     SessionState state = SessionState::created;

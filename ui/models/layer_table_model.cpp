@@ -87,7 +87,7 @@ void LayerTableModel::setPlan(const ModelPlan& plan) {
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
         const PlannedLayer& p = plan.layers[i];
         Row& row = m_rows[i];
-        row.info = LayerInfo{p.name, p.in, p.out, p.parameters()};
+        row.info = LayerInfo{p.name, "linear", {p.in, 1, 1}, {p.out, 1, 1}, p.in, p.out, p.parameters(), true};
         row.setting = p.setting;
         row.planned = p.compute;
         row.sample.reset();
