@@ -1,15 +1,19 @@
 // `mantissa-cli runs` and `mantissa-cli show`: the run store's list, and one run's summary
-// (configuration, final metrics, events). Both open with StoreAccess::read: dead runs get marked
+// (configuration, final metrics, layers, events). Both open with StoreAccess::read: dead runs get marked
 // interrupted and an older file is migrated (with its backup copy), a file that cannot be written
 // is read as it is, and a store that does not exist is never created. Text from
 // the store is printed with control characters escaped (a name cannot break the table or send
 // escape codes), and JSON replaces bytes that are not UTF-8 (stores written before names were
 // checked may hold them).
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +22,7 @@
 #include "store/run_store.h"
 #include "store/run_text.h"
 #include "config/event_coalesce.h"
+#include "config/layer_info.h"
 #include "config/throughput.h"
 
 namespace mantissa::cli {
@@ -139,6 +144,51 @@ std::string pad(const std::string& s, std::size_t width) {
     return n >= width ? s : s + std::string(width - n, ' ');
 }
 
+// A run's layers (RunStore::layers) for `show --json`: shapes as [channels, height, width].
+ojson layers_json(const std::vector<LayerInfo>& layers) {
+    ojson a = ojson::array();
+    auto shape = [](const SampleShape& s) { return ojson::array({s.channels, s.height, s.width}); };
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const LayerInfo& l = layers[i];
+        a.push_back({{"layer", i},
+                     {"name", l.name},
+                     {"kind", l.kind},
+                     {"in_shape", shape(l.in_shape)},
+                     {"out_shape", shape(l.out_shape)},
+                     {"in_features", l.in_features},
+                     {"out_features", l.out_features},
+                     {"parameters", l.parameters},
+                     {"takes_precision", l.takes_precision}});
+    }
+    return a;
+}
+
+// The Layers section of `show`: one line a layer, "conv1  conv2d  1×28×28 → 32×28×28  320", in
+// columns counted in characters (a shape's × is one).
+void print_layers(const std::vector<LayerInfo>& layers) {
+    if (layers.empty()) {
+        std::printf("\nLayers\n  not recorded (recorded before schema version 4)\n");
+        return;
+    }
+    std::int64_t total = 0;
+    std::size_t name_width = 0, kind_width = 0, shape_width = 0;
+    std::vector<std::string> shapes;
+    for (const LayerInfo& l : layers) {
+        if (__builtin_add_overflow(total, l.parameters, &total)) total = INT64_MAX;  // a store edited by hand
+        shapes.push_back(l.in_shape.text() + " \u2192 " + l.out_shape.text());
+        name_width = std::max(name_width, std::min<std::size_t>(chars_of(shown(l.name)), 32));
+        kind_width = std::max(kind_width, std::min<std::size_t>(chars_of(shown(l.kind)), 16));
+        shape_width = std::max(shape_width, chars_of(shapes.back()));
+    }
+    std::printf("\nLayers (%zu, %lld parameters)\n", layers.size(), static_cast<long long>(total));
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const LayerInfo& l = layers[i];
+        std::printf("  %s  %s  %s  %10lld%s\n", pad(clip(shown(l.name), 32), name_width).c_str(),
+                    pad(clip(shown(l.kind), 16), kind_width).c_str(), pad(shapes[i], shape_width).c_str(),
+                    static_cast<long long>(l.parameters), l.takes_precision ? "" : "  (not in precision.layers)");
+    }
+}
+
 std::string db_path(const Args& args) {
     return args.value("db").value_or(default_store_path());
 }
@@ -195,6 +245,7 @@ int run_show(Args& args) {
     const RunRow r = store.run(id);
     const RunTotals t = store.totals(id);
     const auto events = store.events(id);
+    const auto layers = store.layers(id);
 
     if (args.has("json")) {
         ojson out = run_json(r);
@@ -211,6 +262,7 @@ int run_show(Args& args) {
                          {"layer_rows", t.layer_rows},
                          {"evals", t.evals},
                          {"events", t.events}};
+        out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
         ojson ev = ojson::array();
         for (const auto& e : events) {
             ojson data = ojson::parse(e.data_json, nullptr, false);
@@ -257,6 +309,7 @@ int run_show(Args& args) {
     if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", human_bytes(t.peak_memory_bytes).c_str());
     std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events\n", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
+    print_layers(layers);
 
     // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the
     // same rule as the GUI's Events panel (config/event_coalesce.h); --json keeps every event.
@@ -310,18 +363,19 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
                       "Exit status: 0 ok, 2 the store cannot be read.\n",
                       run_runs});
 
-MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, events",
+MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, events",
                       "usage: mantissa-cli show RUN [--json] [--all-events] [--db FILE]\n\n"
                       "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
                       "skipped steps, final loss, last test evaluation, loss scale, training time, throughput\n"
-                      "in samples/s (mean over the run: samples / training time), peak memory), its\n"
-                      "events (settings changed during the run, overflows, scale changes...) and the full\n"
-                      "configuration it started with. RUN is an id or the unique start of a run's name.\n"
-                      "An overflow or loss-scale change repeated on consecutive steps is listed as one\n"
-                      "entry with its step range (\"Overflow on every step from 412 to 511 (100 steps)\");\n"
-                      "--json lists every event as recorded.\n\n"
+                      "in samples/s (mean over the run: samples / training time), peak memory), its layers\n"
+                      "(name, kind, the shape of a sample in and out, parameters; a run recorded before\n"
+                      "schema version 4 has none), its events (settings changed during the run, overflows,\n"
+                      "scale changes...) and the full configuration it started with. RUN is an id or the\n"
+                      "unique start of a run's name. An overflow or loss-scale change repeated on\n"
+                      "consecutive steps is listed as one entry with its step range (\"Overflow on every\n"
+                      "step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
-                      "  --json         print one JSON object (the run, config, totals, events)\n"
+                      "  --json         print one JSON object (the run, config, totals, layers, events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});

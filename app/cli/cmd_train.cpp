@@ -205,7 +205,7 @@ int run_train(Args& args) {
         store = std::make_unique<RunStore>(db);
         if (store->read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the run cannot be recorded; use --db FILE or --no-record");
         recorder = store->start_run({experiment.name, session.backend_name(), session.device_name(),
-                                     experiment_to_json(experiment).dump()});
+                                     experiment_to_json(experiment).dump(), session.layers()});
         session.add_sink(recorder);
     }
     auto progress = std::make_shared<ProgressSink>();

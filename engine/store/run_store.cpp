@@ -147,6 +147,31 @@ std::string select_sql(const store::TableSpec& t, const char* where) {
            t.order_by;
 }
 
+// A layer list start_run() can record: names and kinds not empty, dimensions not negative. (Text
+// is stored as given: readers escape it for a terminal, store/run_text.h printable_text.)
+void check_layers(const std::vector<LayerInfo>& layers) {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const LayerInfo& l = layers[i];
+        const bool shapes_ok = l.in_shape.channels >= 0 && l.in_shape.height >= 0 && l.in_shape.width >= 0 &&
+                               l.out_shape.channels >= 0 && l.out_shape.height >= 0 && l.out_shape.width >= 0 &&
+                               l.parameters >= 0;
+        if (l.name.empty() || l.kind.empty() || !shapes_ok)
+            throw Error("Cannot record layer " + std::to_string(i) + " ('" + store::printable_text(l.name) +
+                        "', kind '" + store::printable_text(l.kind) +
+                        "'): a layer needs a name, a kind and sizes that are not negative.");
+    }
+}
+
+// A stored shape's numel(), or 0 when the file holds a negative size or one whose product does
+// not fit (a file edited by hand, or damaged): reading it must not overflow.
+std::int64_t stored_numel(const SampleShape& s) {
+    std::int64_t n = 0;
+    if (s.channels < 0 || s.height < 0 || s.width < 0 || __builtin_mul_overflow(s.channels, s.height, &n) ||
+        __builtin_mul_overflow(n, s.width, &n))
+        return 0;
+    return n;
+}
+
 bool all_digits(const std::string& s) {
     return !s.empty() && s.size() < 19 &&
            std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
@@ -188,10 +213,14 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info) {
 std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const RecorderOptions& options) {
     m_impl->require_writable("record a run");
     store::check_run_text(store::RunText::name, info.name);
+    check_layers(info.layers);
     const store::ProcessIdentity me = store::current_process();
     const std::string now = store::iso8601_now();
     std::int64_t id = 0;
     {
+        // The run's row and its layers in one transaction: a reader never sees a run without
+        // the layers it was recorded with.
+        store::Transaction transaction(m_impl->db());
         Statement q(m_impl->db(),
                     "INSERT INTO runs(uuid, name, created_at, updated_at, status, backend, device, config_json, "
                     "app_version, host, pid, process_start, boot_id) "
@@ -206,6 +235,16 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
         q.bind(11, me.start_ticks).bind(12, me.boot_id);
         q.run();
         id = m_impl->db().last_insert_rowid();
+        Statement l(m_impl->db(), store::insert_sql(store::layers_table()));
+        for (std::size_t i = 0; i < info.layers.size(); ++i) {
+            const LayerInfo& layer = info.layers[i];
+            l.bind(1, id).bind(2, static_cast<std::int64_t>(i)).bind(3, layer.name).bind(4, layer.kind);
+            l.bind(5, layer.in_shape.channels).bind(6, layer.in_shape.height).bind(7, layer.in_shape.width);
+            l.bind(8, layer.out_shape.channels).bind(9, layer.out_shape.height).bind(10, layer.out_shape.width);
+            l.bind(11, layer.parameters).bind(12, layer.takes_precision);
+            l.run();
+        }
+        transaction.commit();
     }
     try {
         auto impl = std::make_unique<Recorder::Impl>(m_impl->path, id, options);
@@ -342,6 +381,25 @@ std::vector<Event> RunStore::events(std::int64_t run_id, std::int64_t from_step)
         e.message = q.column_text(3);
         e.data_json = q.column_text(4);
         out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<LayerInfo> RunStore::layers(std::int64_t run_id) {
+    Statement q(m_impl->db(), select_sql(store::layers_table(), "run_id = ?"));
+    q.bind(1, run_id);
+    std::vector<LayerInfo> out;
+    while (q.step()) {
+        LayerInfo l;
+        l.name = q.column_text(1);
+        l.kind = q.column_text(2);
+        l.in_shape = {q.column_int(3), q.column_int(4), q.column_int(5)};
+        l.out_shape = {q.column_int(6), q.column_int(7), q.column_int(8)};
+        l.in_features = stored_numel(l.in_shape);
+        l.out_features = stored_numel(l.out_shape);
+        l.parameters = q.column_int(9);
+        l.takes_precision = q.column_int(10) != 0;
+        out.push_back(std::move(l));
     }
     return out;
 }

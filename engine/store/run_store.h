@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config/layer_info.h"
 #include "config/telemetry.h"
 
 namespace mantissa {
@@ -35,6 +36,10 @@ struct RunInfo {  // what a run is started with
     std::string backend;  // "cpu", "cuda"
     std::string device;
     std::string config_json;  // the full experiment, as experiment_to_json prints it
+    // The network's layers with parameters, in order (Session::layers()); written with the run's
+    // row in one transaction (the `layers` table, schema version 4). Each needs a name and a kind,
+    // and no negative size; in_features and out_features are not stored (the shapes' numel()).
+    std::vector<LayerInfo> layers = {};
 };
 
 struct RunRow {  // one line of `mantissa-cli runs`
@@ -136,6 +141,9 @@ public:
     std::vector<EvalRecord> evals(std::int64_t run_id, std::int64_t from_step);
     std::vector<Event> events(std::int64_t run_id, std::int64_t from_step);
     RunTotals totals(std::int64_t run_id);
+    // The run's layers as start_run() recorded them, in order (in_features and out_features are
+    // the shapes' numel()); empty for a run recorded before schema version 4, which kept none.
+    std::vector<LayerInfo> layers(std::int64_t run_id);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
     // run whose recording process still lives (stop it first). Names, notes and tags (and a new
@@ -149,7 +157,7 @@ public:
     enum class ExportFormat { csv, json };
     std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
     // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
-    // evals, events. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
+    // evals, events, layers. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
     // objects, one per line. docs/schema.md, "Exports", gives the value formats.
     void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
     static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"

@@ -120,6 +120,27 @@ ALTER TABLE layer_steps ADD COLUMN fp8_amax_weight REAL;
 ALTER TABLE layer_steps ADD COLUMN fp8_amax_grad_output REAL;
 )sql";
 
+// Version 3 -> 4: the run's layers with parameters, as the network was built (config/layer_info.h):
+// kind and the shape of one sample in and out (channels x height x width; a flat layer is
+// features x 1 x 1). Written with the run's row; runs recorded before version 4 have none.
+const char* const migration_3_to_4 = R"sql(
+CREATE TABLE layers (
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    layer           INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    in_channels     INTEGER NOT NULL,
+    in_height       INTEGER NOT NULL,
+    in_width        INTEGER NOT NULL,
+    out_channels    INTEGER NOT NULL,
+    out_height      INTEGER NOT NULL,
+    out_width       INTEGER NOT NULL,
+    parameters      INTEGER NOT NULL,
+    takes_precision INTEGER NOT NULL,
+    PRIMARY KEY (run_id, layer)
+) WITHOUT ROWID;
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -178,6 +199,15 @@ constexpr std::array events_columns = {
     ColumnSpec{"data_json", ColumnKind::json_text},
 };
 
+constexpr std::array layers_columns = {
+    ColumnSpec{"layer", ColumnKind::integer},        ColumnSpec{"name", ColumnKind::text},
+    ColumnSpec{"kind", ColumnKind::text},            ColumnSpec{"in_channels", ColumnKind::integer},
+    ColumnSpec{"in_height", ColumnKind::integer},    ColumnSpec{"in_width", ColumnKind::integer},
+    ColumnSpec{"out_channels", ColumnKind::integer}, ColumnSpec{"out_height", ColumnKind::integer},
+    ColumnSpec{"out_width", ColumnKind::integer},    ColumnSpec{"parameters", ColumnKind::integer},
+    ColumnSpec{"takes_precision", ColumnKind::boolean},
+};
+
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
     "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
@@ -189,6 +219,14 @@ const TableSpec steps_spec{"steps", steps_columns, "step"};
 const TableSpec layer_steps_spec{"layer_steps", layer_steps_columns, "step, layer"};
 const TableSpec evals_spec{"evals", evals_columns, "step, id"};
 const TableSpec events_spec{"events", events_columns, "id"};
+const TableSpec layers_spec{"layers", layers_columns, "layer"};
+
+// Every per-run table, in the order of their creation.
+constexpr std::array<const TableSpec*, 5> run_tables = {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec,
+                                                        &layers_spec};
+
+// The tables of each version: version 1's five, and `layers` from version 4.
+constexpr std::array<const char*, 6> table_names = {"runs", "steps", "layer_steps", "evals", "events", "layers"};
 
 }  // namespace
 
@@ -205,10 +243,18 @@ const TableSpec& events_table() {
     return events_spec;
 }
 
+const TableSpec& layers_table() {
+    return layers_spec;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
-    for (const TableSpec* t : {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec})
+    for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
     return nullptr;
+}
+
+std::span<const char* const> store_tables(int version) {
+    return std::span(table_names).first(version >= 4 ? 6 : 5);
 }
 
 std::string missing_column(Connection& db) {
@@ -225,7 +271,7 @@ std::string missing_column(Connection& db) {
     };
     for (const char* c : runs_columns)
         if (!has("runs", c)) return missing("runs", c);
-    for (const TableSpec* t : {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec}) {
+    for (const TableSpec* t : run_tables) {
         if (!has(t->name, "run_id")) return missing(t->name, "run_id");
         for (const auto& c : t->columns)
             if (!has(t->name, c.name)) return missing(t->name, c.name);
@@ -264,6 +310,7 @@ void migrate_schema(Connection& db, int from) {
     switch (from) {
         case 1: db.exec(migration_1_to_2, "migrating the schema from version 1 to 2"); break;
         case 2: db.exec(migration_2_to_3, "migrating the schema from version 2 to 3"); break;
+        case 3: db.exec(migration_3_to_4, "migrating the schema from version 3 to 4"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

@@ -8,10 +8,12 @@
 // drop their locks.
 #include "store/store_open.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <system_error>
 
 #include <sqlite3.h>
@@ -37,18 +39,23 @@ struct Header {
     std::int64_t application_id = 0;
     std::int64_t version = 0;
     std::int64_t objects = 0;  // entries in sqlite_schema
-    std::int64_t tables = 0;   // how many of the store's five tables exist
+    std::int64_t tables = 0;   // how many of the tables of its version (store_tables) exist
 };
+
+// The tables a store of `version` has (schema.h store_tables; version 1's for a version below 1).
+std::span<const char* const> tables_of(std::int64_t version) {
+    return store_tables(static_cast<int>(std::clamp<std::int64_t>(version, 1, schema_version)));
+}
 
 Header read_header(Connection& db) {
     Header h;
     h.application_id = db.query_int("PRAGMA application_id", "reading its application id");
     h.version = db.query_int("PRAGMA user_version", "reading its schema version");
     h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading its list of tables");
-    h.tables = db.query_int(
-        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
-        "('runs', 'steps', 'layer_steps', 'evals', 'events')",
-        "reading its list of tables");
+    std::string names;
+    for (const char* name : tables_of(h.version)) names += std::string(names.empty() ? "'" : ", '") + name + "'";
+    h.tables = db.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN (" + names + ")",
+                            "reading its list of tables");
     return h;
 }
 
@@ -77,9 +84,11 @@ bool check_header(const Header& h, const std::string& path) {
                     " is damaged (it has tables but no schema version); "
                     "restore a backup or move the file aside to start a new store.");
     }
-    if (h.tables != 5)
-        throw Error("The run store " + in_quotes(path) + " is damaged (only " + std::to_string(h.tables) +
-                    " of its 5 tables exist); restore a backup or move the file aside to start a new store.");
+    const auto expected = static_cast<std::int64_t>(tables_of(h.version).size());
+    if (h.tables != expected)
+        throw Error("The run store " + in_quotes(path) + " is damaged (only " + std::to_string(h.tables) + " of its " +
+                    std::to_string(expected) +
+                    " tables exist); restore a backup or move the file aside to start a new store.");
     return false;
 }
 
@@ -106,7 +115,7 @@ void check_file_header(const std::string& path) {
     header.version = be32(60);
     header.application_id = be32(68);
     header.objects = 1;  // unknown here: only an id that is neither ours nor 0 is judged now
-    header.tables = 5;
+    header.tables = static_cast<std::int64_t>(tables_of(header.version).size());
     const bool foreign = header.application_id != 0 && header.application_id != application_id;
     const bool newer = header.application_id == application_id && header.version > schema_version;
     if (foreign || newer) check_header(header, path);  // throws the sentence for either

@@ -5,7 +5,8 @@
 //     every step it took, the summary printed, exit 0 as for Ctrl-C; an ignored SIGHUP (nohup)
 //     stays ignored;
 //   - a dataset that falls back to spirals is a warning on stderr before anything else, and the
-//     JSON's `notices`.
+//     JSON's `notices`;
+//   - the run is recorded with its network's layers, which `show` and `export --table layers` give.
 #include <QtTest>
 
 #include <QJsonArray>
@@ -121,6 +122,50 @@ private slots:
         // The text forms name it alike.
         const CliResult text = run_cli({"show", QString::number(id), "--db", db});
         QVERIFY2(text.out.contains("samples/s (mean over the run)"), text.out.constData());
+    }
+
+    // The run is recorded with its network's layers (schema version 4's `layers` table): spirals
+    // (2 features) through hidden layers of 16 and 8 to 4 classes, each a linear layer with flat
+    // shapes; `show` lists them and `export --table layers` gives them.
+    void recordsTheNetworksLayers() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "dataset.classes=4", "--set",
+                                     "model.hidden=[16,8]", "--set", "train.eval_every=0", "--steps", "3", "--db", db,
+                                     "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const std::int64_t id = QJsonDocument::fromJson(r.out).object()["run_id"].toInteger();
+
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        const std::vector<LayerInfo> layers = store.layers(id);
+        QCOMPARE(layers.size(), std::size_t{3});
+        const std::int64_t widths[] = {2, 16, 8, 4};
+        for (std::size_t i = 0; i < 3; ++i) {
+            const LayerInfo& l = layers[i];
+            QCOMPARE(l.name, "fc" + std::to_string(i + 1));
+            QCOMPARE(l.kind, std::string("linear"));
+            QCOMPARE(l.in_shape, (SampleShape{widths[i], 1, 1}));
+            QCOMPARE(l.out_shape, (SampleShape{widths[i + 1], 1, 1}));
+            QCOMPARE(l.parameters, widths[i] * widths[i + 1] + widths[i + 1]);
+            QVERIFY(l.takes_precision);
+        }
+
+        const CliResult text = run_cli({"show", QString::number(id), "--db", db});
+        QVERIFY2(text.code == 0, text.err.constData());
+        const QString out = QString::fromUtf8(text.out);
+        QVERIFY2(out.contains("\n\nLayers (3, 220 parameters)\n"), qPrintable(out));
+        QVERIFY2(out.contains(QRegularExpression(QString::fromUtf8("\n  fc1  linear  2 \u2192 16 +48\n"))),
+                 qPrintable(out));
+        QVERIFY2(out.contains(QRegularExpression(QString::fromUtf8("\n  fc3  linear  8 \u2192 4 +36\n"))),
+                 qPrintable(out));
+
+        const CliResult csv = run_cli({"export", QString::number(id), "--table", "layers", "--db", db});
+        QVERIFY2(csv.code == 0, csv.err.constData());
+        QCOMPARE(csv.out, QByteArray("layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                                     "parameters,takes_precision\r\n"
+                                     "0,fc1,linear,2,1,1,16,1,1,48,1\r\n"
+                                     "1,fc2,linear,16,1,1,8,1,1,136,1\r\n"
+                                     "2,fc3,linear,8,1,1,4,1,1,36,1\r\n"));
     }
 
     // Each stopping signal ends the run as Ctrl-C does: after the current step, recorded

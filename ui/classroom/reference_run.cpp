@@ -77,6 +77,7 @@ bool ReferenceRun::prepare(const Experiment& lesson, const QString& storePath) {
         info.backend = session->backend_name();
         info.device = session->device_name();
         info.config_json = experiment_to_json(reference).dump();
+        info.layers = session->layers();
         m_recorder = m_store->start_run(info);
         session->add_sink(m_recorder);
         session->start();  // no pace: a reference trains as fast as the machine goes

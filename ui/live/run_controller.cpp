@@ -87,6 +87,7 @@ bool RunController::start(const Experiment& experiment, const std::vector<Comman
             info.backend = session->backend_name();
             info.device = session->device_name();
             info.config_json = experiment_to_json(experiment).dump();
+            info.layers = session->layers();
             recorder = m_store->start_run(info);
             runId = recorder->run_id();
             session->add_sink(recorder);

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "error.h"
+#include "config/layer_info.h"
 #include "config/telemetry.h"
 
 namespace store_test {
@@ -171,6 +172,53 @@ inline QString diff(const LayerStepRecord& a, const LayerStepRecord& b) {
                                          {"fp8.weight.amax", f.weight.amax, g.weight.amax},
                                          {"fp8.grad_output.amax", f.grad_output.amax, g.grad_output.amax}});
     }
+    return {};
+}
+
+// A run's layers as a convolutional network describes them (schema version 4's `layers` table):
+// image shapes and flat ones, a layer that precision.layers may not name (batchnorm), a name with
+// the dots of a nested module, and one with a comma and a quote (CSV quoting).
+inline std::vector<LayerInfo> make_layer_infos() {
+    auto layer = [](std::string name, std::string kind, SampleShape in, SampleShape out, std::int64_t parameters,
+                    bool takes_precision) {
+        LayerInfo l;
+        l.name = std::move(name);
+        l.kind = std::move(kind);
+        l.in_shape = in;
+        l.out_shape = out;
+        l.in_features = in.numel();
+        l.out_features = out.numel();
+        l.parameters = parameters;
+        l.takes_precision = takes_precision;
+        return l;
+    };
+    return {
+        layer("conv1", "conv2d", {1, 28, 28}, {32, 28, 28}, 32 * 9 + 32, true),
+        layer("bn1", "batchnorm2d", {32, 28, 28}, {32, 28, 28}, 64, false),
+        layer("layer1.0.conv1", "conv2d", {32, 28, 28}, {64, 14, 14}, 64 * 32 * 9 + 64, true),
+        layer("head, \"final\"", "linear", {12544, 1, 1}, {10, 1, 1}, 12544 * 10 + 10, true),
+    };
+}
+
+// Empty when equal, else the first field that differs.
+inline QString diff(const LayerInfo& a, const LayerInfo& b) {
+    auto shape = [](const SampleShape& s) { return QString::fromStdString(s.text()); };
+    if (a.name != b.name) return QString("name %1 != %2").arg(a.name.c_str(), b.name.c_str());
+    if (a.kind != b.kind) return QString("%1: kind %2 != %3").arg(a.name.c_str(), a.kind.c_str(), b.kind.c_str());
+    if (a.in_shape != b.in_shape)
+        return QString("%1: in_shape %2 != %3").arg(a.name.c_str(), shape(a.in_shape), shape(b.in_shape));
+    if (a.out_shape != b.out_shape)
+        return QString("%1: out_shape %2 != %3").arg(a.name.c_str(), shape(a.out_shape), shape(b.out_shape));
+    if (a.in_features != b.in_features || a.out_features != b.out_features)
+        return QString("%1: features %2 -> %3 != %4 -> %5")
+            .arg(a.name.c_str())
+            .arg(a.in_features)
+            .arg(a.out_features)
+            .arg(b.in_features)
+            .arg(b.out_features);
+    if (a.parameters != b.parameters)
+        return QString("%1: parameters %2 != %3").arg(a.name.c_str()).arg(a.parameters).arg(b.parameters);
+    if (a.takes_precision != b.takes_precision) return QString("%1: takes_precision differs").arg(a.name.c_str());
     return {};
 }
 

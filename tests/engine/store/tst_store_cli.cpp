@@ -45,7 +45,8 @@ Result sh(const QString& line, const QString& db) {
 }
 
 void record(RunStore& store, const std::string& name, int steps, RunStatus status) {
-    auto rec = store.start_run({name, "cpu", "test CPU", R"({"name":")" + name + R"(","train":{"lr":0.001}})"});
+    auto rec = store.start_run(
+        {name, "cpu", "test CPU", R"({"name":")" + name + R"(","train":{"lr":0.001}})", make_layer_infos()});
     for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, 3));
     rec->on_eval({steps - 1, "test", 0.375, 0.875});
     rec->on_event({2, 0.03, EventKind::setting_change, "Autocast changed from off to fp16.",
@@ -150,6 +151,112 @@ private slots:
         QCOMPARE(events[1].toObject()["kind"].toString(), QString("run_failed"));
     }
 
+    // The Layers section: name, kind, shape in -> out (an image's channels x height x width, a
+    // flat layer's features), parameters, in columns; --json gives the same as objects.
+    void showListsTheLayers() {
+        Result r = cli({"show", "1", "--db", m_db});
+        QCOMPARE(r.code, 0);
+        const auto layers = make_layer_infos();
+        std::int64_t total = 0;
+        for (const auto& l : layers) total += l.parameters;
+        QVERIFY2(r.out.contains(QString("\n\nLayers (4, %1 parameters)\n").arg(total)), qPrintable(r.out));
+        // "*" for the shapes' U+00D7 and ">" for the arrow's U+2192 here, to keep the lines readable.
+        auto shapes = [](QString s) { return s.replace('*', QChar(0x00D7)).replace('>', QChar(0x2192)); };
+        const QStringList lines = r.out.section("\n\nLayers", 1, 1).section("\n\n", 0, 0).split('\n').mid(1);
+        QCOMPARE(lines.size(), 4);
+        QCOMPARE(lines[0].simplified(), shapes("conv1 conv2d 1*28*28 > 32*28*28 320"));
+        QCOMPARE(lines[1].simplified(), shapes("bn1 batchnorm2d 32*28*28 > 32*28*28 64 (not in precision.layers)"));
+        QCOMPARE(lines[2].simplified(), shapes("layer1.0.conv1 conv2d 32*28*28 > 64*14*14 18496"));
+        QCOMPARE(lines[3].simplified(), shapes("head, \"final\" linear 12544 > 10 125450"));
+        QVERIFY2(lines[0].startsWith("  conv1           conv2d"), qPrintable(lines[0]));  // the widest name's width
+        // Columns: each kind starts where the others do (widths counted in characters, not bytes).
+        const qsizetype kind_at = lines[0].indexOf("conv2d");
+        QCOMPARE(lines[1].indexOf("batchnorm2d"), kind_at);
+        QCOMPARE(lines[3].indexOf("linear"), kind_at);
+        const qsizetype parameters_end = lines[0].size();
+        QCOMPARE(lines[2].size(), parameters_end);
+        QCOMPARE(lines[3].size(), parameters_end);
+
+        Result j = cli({"show", "1", "--json", "--db", m_db});
+        QCOMPARE(j.code, 0);
+        const QJsonArray a = QJsonDocument::fromJson(j.out.toUtf8()).object()["layers"].toArray();
+        QCOMPARE(a.size(), 4);
+        for (int i = 0; i < 4; ++i) {
+            const LayerInfo& want = layers[static_cast<std::size_t>(i)];
+            const QJsonObject o = a[i].toObject();
+            QCOMPARE(o["layer"].toInt(), i);
+            QCOMPARE(o["name"].toString(), QString::fromStdString(want.name));
+            QCOMPARE(o["kind"].toString(), QString::fromStdString(want.kind));
+            QCOMPARE(o["in_shape"].toArray(), (QJsonArray{qint64(want.in_shape.channels), qint64(want.in_shape.height),
+                                                          qint64(want.in_shape.width)}));
+            QCOMPARE(o["out_shape"].toArray(), (QJsonArray{qint64(want.out_shape.channels),
+                                                           qint64(want.out_shape.height), qint64(want.out_shape.width)}));
+            QCOMPARE(o["in_features"].toInteger(), want.in_features);
+            QCOMPARE(o["out_features"].toInteger(), want.out_features);
+            QCOMPARE(o["parameters"].toInteger(), want.parameters);
+            QCOMPARE(o["takes_precision"].toBool(), want.takes_precision);
+        }
+    }
+
+    // A store from before version 4 (this one made so with SQL: its layers table dropped, stamped
+    // 3) is migrated by `show` with a backup; its runs say their layers were not recorded, and
+    // export gives the table's header alone.
+    void showAndExportARunFromBeforeVersion4() {
+        const QString path = m_dir.filePath("v3.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE layers; PRAGMA user_version = 3"), QString());
+        }
+        Result r = cli({"show", "1", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
+                 qPrintable(r.out));
+        QVERIFY(QFile::exists(path + ".bak-v3"));
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 4LL);
+        Result j = cli({"show", "1", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        QVERIFY(o["layers"].isArray());
+        QCOMPARE(o["layers"].toArray().size(), 0);
+        QCOMPARE(o["totals"].toObject()["steps"].toInt(), 40);  // the run kept its rows
+        Result e = cli({"export", "1", "--table", "layers", "--db", path});
+        QCOMPARE(e.code, 0);
+        QCOMPARE(e.out, QString("layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                                "parameters,takes_precision\r\n"));
+        Result ej = cli({"export", "1", "--table", "layers", "--format", "json", "--db", path});
+        QCOMPARE(ej.code, 0);
+        QCOMPARE(ej.out, QString("[]\n"));
+    }
+
+    // Layer rows no Mantissa writes (a store edited by hand): sizes whose product overflows,
+    // negative ones, parameters that overflow their sum, control characters in a name. show
+    // prints them as stored (features 0 where they cannot be computed), escaped, and exits 0.
+    void hostileLayerRowsAreShown() {
+        const QString path = m_dir.filePath("hostile-layers.sqlite");
+        QVERIFY(QFile::copy(m_db, path));
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE layers SET in_channels = 9223372036854775807, in_height = 3, "
+                              "parameters = 9223372036854775807 WHERE run_id = 1 AND layer = 0;"
+                              "UPDATE layers SET out_width = -2, parameters = 9223372036854775807, "
+                              "name = 'bad' || char(27) || '[31m' WHERE run_id = 1 AND layer = 1"),
+                     QString());
+        }
+        Result r = cli({"show", "1", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(!r.out.contains(QChar(27)), qPrintable(r.out));
+        QVERIFY2(r.out.contains("Layers (4, 9223372036854775807 parameters)"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("bad\\x1b[31m"), qPrintable(r.out));
+        Result j = cli({"show", "1", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        const QJsonArray a = QJsonDocument::fromJson(j.out.toUtf8()).object()["layers"].toArray();
+        QCOMPARE(a.size(), 4);
+        QCOMPARE(a[0].toObject()["in_features"].toInteger(), 0LL);  // the product does not fit
+        QCOMPARE(a[1].toObject()["out_features"].toInteger(), 0LL);  // a negative size
+        QCOMPARE(a[1].toObject()["out_shape"].toArray()[2].toInteger(), -2LL);
+    }
+
     void exportWritesTables() {
         const QString csv = m_dir.filePath("out/steps.csv");
         QVERIFY(QDir().mkpath(m_dir.filePath("out")));
@@ -173,6 +280,25 @@ private slots:
         Result e = cli({"export", "1", "--table", "evals", "--db", m_db});
         QCOMPARE(e.code, 0);
         QCOMPARE(e.out, QString("step,split,loss,accuracy\r\n39,test,0.375,0.875\r\n"));
+
+        Result l = cli({"export", "2", "--table", "layers", "--db", m_db});
+        QCOMPARE(l.code, 0);
+        QCOMPARE(l.out, QString("layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                                "parameters,takes_precision\r\n"
+                                "0,conv1,conv2d,1,28,28,32,28,28,320,1\r\n"
+                                "1,bn1,batchnorm2d,32,28,28,32,28,28,64,0\r\n"
+                                "2,layer1.0.conv1,conv2d,32,28,28,64,14,14,18496,1\r\n"
+                                "3,\"head, \"\"final\"\"\",linear,12544,1,1,10,1,1,125450,1\r\n"));
+        const QString json = m_dir.filePath("out/layers.json");
+        Result lj = cli({"export", "2", "--table", "layers", "--format", "json", "-o", json, "--db", m_db});
+        QCOMPARE(lj.code, 0);
+        QFile f2(json);
+        QVERIFY(f2.open(QIODevice::ReadOnly));
+        const QJsonArray la = QJsonDocument::fromJson(f2.readAll()).array();
+        QCOMPARE(la.size(), 4);
+        QCOMPARE(la[1].toObject()["kind"].toString(), QString("batchnorm2d"));
+        QCOMPARE(la[1].toObject()["takes_precision"].toBool(), false);
+        QCOMPARE(la[2].toObject()["out_height"].toInt(), 14);
     }
 
     void badInputExitsTwo_data() {
@@ -200,18 +326,32 @@ private slots:
         QCOMPARE(r.err.count('\n'), 1);  // one sentence
     }
 
+    void newerStoreIsRefused_data() {
+        QTest::addColumn<int>("version");
+        QTest::newRow("the next version") << 5;
+        QTest::newRow("far ahead") << 9;
+    }
+
     void newerStoreIsRefused() {
-        const QString path = m_dir.filePath("newer.sqlite");
+        QFETCH(int, version);
+        const QString path = m_dir.filePath(QString("newer-%1.sqlite").arg(version));
         QVERIFY(QFile::copy(m_db, path));
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 9"), QString());
+            QCOMPARE(raw.exec(QString("PRAGMA user_version = %1").arg(version)), QString());
         }
         const QByteArray before = file_sha256(path);
-        Result r = cli({"runs", "--db", path});
-        QCOMPARE(r.code, 2);
-        QVERIFY2(r.err.contains("written by a newer Mantissa (schema version 9"), qPrintable(r.err));
+        for (const QStringList& args : {QStringList{"runs"}, QStringList{"show", "1"},
+                                        QStringList{"export", "1", "--table", "layers"}}) {
+            Result r = cli(args + QStringList{"--db", path});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
+                                            "versions up to 4); it was left unchanged")
+                                        .arg(version)),
+                     qPrintable(r.err));
+        }
         QCOMPARE(file_sha256(path), before);
+        QVERIFY(!QFile::exists(path + "-wal") && !QFile::exists(path + "-shm"));
     }
 
     void badTextIsRefused_data() {

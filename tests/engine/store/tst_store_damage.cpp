@@ -99,7 +99,7 @@ private:
             RunStore store(path.toStdString(), access);
             for (const RunRow& r : store.list_runs()) store.steps(r.id);
             if (access != StoreAccess::write) return;
-            auto rec = store.start_run({"after-damage", "cpu", "test", "{}"});
+            auto rec = store.start_run({"after-damage", "cpu", "test", "{}", make_layer_infos()});
             for (int i = 0; i < 12; ++i) rec->on_step(make_step(i), make_layers(i, 2));
             rec->on_eval({11, "test", 0.5, 0.75});
             rec->finish(RunStatus::completed);
@@ -160,7 +160,7 @@ private slots:
         {
             RunStore store(path.toStdString());
             for (int run = 0; run < 3; ++run) {
-                auto rec = store.start_run({"run-" + std::to_string(run), "cpu", "test", "{}"});
+                auto rec = store.start_run({"run-" + std::to_string(run), "cpu", "test", "{}", make_layer_infos()});
                 for (int i = 0; i < 120; ++i) {
                     rec->on_step(make_step(i), make_layers(i, 2));
                     if (i % 40 == 39) rec->on_eval({i, "test", 1.0 / (i + 1), 0.5});
@@ -217,6 +217,7 @@ private slots:
         QTest::addColumn<int>("version");
         QTest::newRow("stamped 1") << 1;
         QTest::newRow("stamped 2") << 2;
+        QTest::newRow("stamped 3") << 3;
     }
 
     void olderVersionOverNewerTablesIsDamage() {
@@ -228,7 +229,7 @@ private slots:
         for (StoreAccess access : {StoreAccess::write, StoreAccess::read}) {
             const QString error = use(path, access);
             QVERIFY2(error.contains(QString("is damaged (user_version: the file says schema version %1, but its "
-                                            "tables already have every column of version 3); it was left unchanged")
+                                            "tables already have every column of version 4); it was left unchanged")
                                         .arg(version)),
                      qPrintable(error));
         }

@@ -1,4 +1,4 @@
-// Exports: every table of a run as CSV and as JSON, parsed back here with independent parsers (an
+// Exports: every table of a run (the layers of schema version 4 too) as CSV and as JSON, parsed back here with independent parsers (an
 // RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header, values
 // (shortest exact doubles, NaN and inf), histograms, and text that needs quoting.
 #include <sstream>
@@ -81,7 +81,7 @@ private slots:
     void initTestCase() {
         QVERIFY(m_dir.isValid());
         m_store = std::make_unique<RunStore>(m_dir.filePath("export.sqlite").toStdString());
-        auto rec = m_store->start_run({"export", "cpu", "", "{}"});
+        auto rec = m_store->start_run({"export", "cpu", "", "{}", make_layer_infos()});
         m_id = rec->run_id();
         for (int i = 0; i < steps; ++i) {
             StepRecord s = make_step(i);
@@ -111,6 +111,9 @@ private slots:
                                         "fp8_amax_grad_output";
         QTest::newRow("evals") << "evals" << 2 << "step,split,loss,accuracy";
         QTest::newRow("events") << "events" << 3 << "step,time_s,kind,message,data_json";
+        QTest::newRow("layers") << "layers" << 4
+                                << "layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                                   "parameters,takes_precision";
     }
 
     void csvParsesBack() {
@@ -168,6 +171,24 @@ private slots:
             for (int c = 12; c < 18; ++c) QCOMPARE(row(5, 0)[c], QString());  // fp16: NULL
         } else if (table == "evals") {
             QCOMPARE(parsed[2][3], QString());
+        } else if (table == "layers") {
+            const auto want = make_layer_infos();
+            for (int l = 0; l < 4; ++l) {
+                const LayerInfo& w = want[static_cast<std::size_t>(l)];
+                const QStringList expected{QString::number(l),
+                                           QString::fromStdString(w.name),
+                                           QString::fromStdString(w.kind),
+                                           QString::number(w.in_shape.channels),
+                                           QString::number(w.in_shape.height),
+                                           QString::number(w.in_shape.width),
+                                           QString::number(w.out_shape.channels),
+                                           QString::number(w.out_shape.height),
+                                           QString::number(w.out_shape.width),
+                                           QString::number(w.parameters),
+                                           w.takes_precision ? "1" : "0"};
+                QCOMPARE(parsed[l + 1], expected);
+            }
+            QCOMPARE(parsed[4][1], QString("head, \"final\""));  // quoted in the file, read back whole
         } else {
             QCOMPARE(parsed[1][3], QString::fromStdString(tricky));
             QCOMPARE(parsed[2][3], QString(" leading and trailing spaces "));
@@ -183,6 +204,7 @@ private slots:
         QTest::newRow("layer_steps") << "layer_steps" << steps * layers;
         QTest::newRow("evals") << "evals" << 2;
         QTest::newRow("events") << "events" << 3;
+        QTest::newRow("layers") << "layers" << 4;
     }
 
     void jsonParsesBack() {
@@ -234,6 +256,25 @@ private slots:
                 QVERIFY2(other.contains(QLatin1String(c)), c);
                 QVERIFY2(other[QLatin1String(c)].isNull(), c);
             }
+        } else if (table == "layers") {
+            const auto want = make_layer_infos();
+            for (int l = 0; l < 4; ++l) {
+                const LayerInfo& w = want[static_cast<std::size_t>(l)];
+                const QJsonObject o = a[l].toObject();
+                QCOMPARE(o.size(), 11);
+                QCOMPARE(o["layer"].toInteger(), qint64(l));
+                QCOMPARE(o["name"].toString(), QString::fromStdString(w.name));
+                QCOMPARE(o["kind"].toString(), QString::fromStdString(w.kind));
+                QCOMPARE(o["in_channels"].toInteger(), w.in_shape.channels);
+                QCOMPARE(o["in_height"].toInteger(), w.in_shape.height);
+                QCOMPARE(o["in_width"].toInteger(), w.in_shape.width);
+                QCOMPARE(o["out_channels"].toInteger(), w.out_shape.channels);
+                QCOMPARE(o["out_height"].toInteger(), w.out_shape.height);
+                QCOMPARE(o["out_width"].toInteger(), w.out_shape.width);
+                QCOMPARE(o["parameters"].toInteger(), w.parameters);
+                QVERIFY(o["takes_precision"].isBool());
+                QCOMPARE(o["takes_precision"].toBool(), w.takes_precision);
+            }
         } else if (table == "evals") {
             QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
             QVERIFY(a[1].toObject()["accuracy"].isNull());
@@ -257,6 +298,11 @@ private slots:
         QCOMPARE(m_store->export_table(rec->run_id(), "evals", RunStore::ExportFormat::json), std::string("[]\n"));
         QCOMPARE(m_store->export_table(rec->run_id(), "evals", RunStore::ExportFormat::csv),
                  std::string("step,split,loss,accuracy\r\n"));
+        // A run without layers (as every run recorded before schema version 4): the header only.
+        QCOMPARE(m_store->export_table(rec->run_id(), "layers", RunStore::ExportFormat::json), std::string("[]\n"));
+        QCOMPARE(m_store->export_table(rec->run_id(), "layers", RunStore::ExportFormat::csv),
+                 std::string("layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                             "parameters,takes_precision\r\n"));
     }
 
     void badRequests() {
@@ -266,7 +312,8 @@ private slots:
         } catch (const Error& e) {
             QCOMPARE(
                 QString(e.what()),
-                QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events."));
+                QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
+                        "layers."));
         }
         QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
         QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));

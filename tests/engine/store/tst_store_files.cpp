@@ -1,8 +1,8 @@
-// Files the store meets: a new one (with its folders), a version-1 store to migrate (built here
-// by hand, as Mantissa 0.0 wrote it), one from a newer version (refused, left byte-identical),
-// another program's SQLite database, files that are not SQLite, damaged files, read-only files
-// and folders (read through the fallback), and paths that cannot be created. Each bad case must
-// give one clear sentence, never a crash.
+// Files the store meets: a new one (with its folders), version-1, -2 and -3 stores to migrate
+// (built here by hand, as Mantissa 0.0 to 0.2 wrote them), one from a newer version (refused, left
+// byte-identical), another program's SQLite database, files that are not SQLite, damaged files,
+// read-only files and folders (read through the fallback), and paths that cannot be created. Each
+// bad case must give one clear sentence, never a crash.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,6 +122,30 @@ void make_v2_store(const QString& path, int steps) {
     QCOMPARE(raw.exec(sql), QString());
 }
 
+// Schema version 2 -> 3, as Mantissa 0.2 migrated it (kept here, apart from the store's own copy).
+const char* const v2_to_v3 = R"sql(
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_input REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_weight REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_scale_grad_output REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_input REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_weight REAL;
+ALTER TABLE layer_steps ADD COLUMN fp8_amax_grad_output REAL;
+PRAGMA user_version = 3;
+)sql";
+
+// A version-3 store as Mantissa 0.2 left it: the v2 store, migrated, its FP8 rows given their
+// scaling (x scale 2^k at step k, amax 0.5), and a note and tags on the run. No `layers` table.
+void make_v3_store(const QString& path, int steps) {
+    make_v2_store(path, steps);
+    RawDb raw(path);
+    QCOMPARE(raw.exec(v2_to_v3), QString());
+    QCOMPARE(raw.exec("UPDATE layer_steps SET fp8_scale_input = 1 << step, fp8_scale_weight = 2, "
+                      "fp8_scale_grad_output = 4, fp8_amax_input = 0.5, fp8_amax_weight = 0.25, "
+                      "fp8_amax_grad_output = 0.125 WHERE precision = 'fp8-e4m3';"
+                      "UPDATE runs SET notes = 'kept across the migration', tags = 'v3,old' WHERE id = 1"),
+             QString());
+}
+
 // Opens the store and reads everything in it, as a user browsing it would.
 void open_and_read_everything(const QString& path, bool read_only = false) {
     RunStore store(path.toStdString(), read_only);
@@ -172,11 +196,22 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
-                             "('runs', 'steps', 'layer_steps', 'evals', 'events')"),
-                 5LL);
+                             "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers')"),
+                 6LL);
+        // v4's layers table, as docs/schema.md gives it: its columns in order, keyed by run and layer.
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('layers') "
+                          "ORDER BY cid)"),
+                 QString("run_id,layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
+                         "parameters,takes_precision"));
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('layers') "
+                          "WHERE pk > 0 ORDER BY pk)"),
+                 QString("run_id,layer"));
+        QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_list WHERE name = 'layers' AND wr = 1"), 1LL);
+        QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('layers')"),
+                 QString("runs CASCADE"));
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
     }
 
@@ -186,7 +221,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -223,7 +258,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -279,7 +314,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -298,6 +333,115 @@ private slots:
         }
         RunStore again(path.toStdString());
         QCOMPARE(again.migrated_from(), 0);
+    }
+
+    // Version 3 -> 4 adds the `layers` table: a v3 run keeps every row and has no layers (readers
+    // say so), new runs record theirs; the backup is the v3 file as it was.
+    void migratesVersion3WithABackup() {
+        const QString path = fresh("v3.sqlite");
+        make_v3_store(path, 12);
+        const QByteArray before = file_sha256(path);
+        std::int64_t fresh_run = 0;
+        {
+            RunStore store(path.toStdString());
+            QCOMPARE(store.migrated_from(), 3);
+            QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v3");
+            auto runs = store.list_runs();
+            QCOMPARE(runs.size(), std::size_t(1));
+            QCOMPARE(runs[0].name, std::string("old-run"));
+            QCOMPARE(runs[0].status, RunStatus::completed);
+            QCOMPARE(runs[0].steps, std::int64_t(12));
+            QCOMPARE(runs[0].notes, std::string("kept across the migration"));
+            QCOMPARE(runs[0].tags, std::string("v3,old"));
+            QCOMPARE(runs[0].config_json, std::string("{\"old\":true}"));
+            QCOMPARE(runs[0].test_accuracy.value(), 0.6);
+            auto steps = store.steps(1);
+            QCOMPARE(steps.size(), std::size_t(12));
+            for (int i = 0; i < 12; ++i) {
+                const QString d = diff(steps[static_cast<std::size_t>(i)], make_step(i));
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+            auto layer_rows = store.layer_steps(1);
+            QCOMPARE(layer_rows.size(), std::size_t(24));
+            QCOMPARE(layer_rows[7].name, std::string("fc2"));  // step 3, the FP8 layer
+            QVERIFY(layer_rows[7].fp8.has_value());
+            QCOMPARE(layer_rows[7].fp8->input.scale, 8.0);
+            QCOMPARE(layer_rows[7].fp8->grad_output.amax, 0.125);
+            QVERIFY(!layer_rows[6].fp8.has_value());
+            QCOMPARE(store.evals(1).size(), std::size_t(1));
+            QCOMPARE(store.events(1).size(), std::size_t(1));
+            // No layers were recorded before version 4: every reader gets none.
+            QVERIFY(store.layers(1).empty());
+            QCOMPARE(store.export_table(1, "layers", RunStore::ExportFormat::json), std::string("[]\n"));
+            // The migrated store records a run's layers.
+            RunInfo info{"after-migration", "cpu", "", "{}", make_layer_infos()};
+            auto rec = store.start_run(info);
+            rec->on_step(make_step(0), make_layers(0, 2));
+            rec->finish(RunStatus::completed);
+            fresh_run = rec->run_id();
+            const auto got = store.layers(fresh_run);
+            QCOMPARE(got.size(), info.layers.size());
+            for (std::size_t l = 0; l < got.size(); ++l) {
+                const QString d = diff(got[l], info.layers[l]);
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+        }
+        {
+            RawDb raw(path, true);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+            QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+            QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
+            QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
+            QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND fp8_scale_input IS NOT NULL"),
+                     12LL);
+        }
+        {
+            RawDb backup(path + ".bak-v3", true);
+            QCOMPARE(backup.integer("PRAGMA user_version"), 3LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'layers'"), 0LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM layer_steps"), 24LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM runs"), 1LL);
+        }
+        QVERIFY(file_sha256(path) != before);
+        RunStore again(path.toStdString());
+        QCOMPARE(again.migrated_from(), 0);
+        QVERIFY(again.backup_path().empty());
+    }
+
+    // A version-1 store goes through every step to version 4 in one open, with one backup (v1's).
+    void migratesVersion1ToTheCurrentVersion() {
+        const QString path = fresh("v1-to-v4.sqlite");
+        make_v1_store(path, 6);
+        {
+            RunStore store(path.toStdString());
+            QCOMPARE(store.migrated_from(), 1);
+            QVERIFY(store.layers(1).empty());
+            QCOMPARE(store.steps(1).size(), std::size_t(6));
+        }
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'layers'"), 1LL);
+        QVERIFY(QFile::exists(path + ".bak-v1"));
+        QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3"));
+    }
+
+    // A version-4 store without its `layers` table (removed by hand, or damaged) is refused, and
+    // left as it is.
+    void missingLayersTableIsDamage() {
+        const QString path = fresh("no-layers-table.sqlite");
+        record_small_run(path, 3);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE layers"), QString());
+        }
+        const QByteArray before = file_sha256(path);
+        for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
+            const QString error =
+                error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 5 of its 6 tables exist)"),
+                     qPrintable(error));
+        }
+        QCOMPARE(file_sha256(path), before);
     }
 
     void migrationKeepsAnEarlierBackup() {
@@ -330,8 +474,8 @@ private slots:
 
     // A migration that fails (a store stamped version 1 that already has version 2's columns) is
     // rolled back and says so; opening it again and again keeps the one backup copy it made. (One
-    // of version 3's columns is dropped: a file stamped 1 with every column of version 3 is
-    // refused as damaged before any migration, tst_store_damage.cpp.)
+    // of version 3's columns is dropped: a file stamped 1 with every column of the current version
+    // is refused as damaged before any migration, tst_store_damage.cpp.)
     void failedMigrationLeavesTheStoreAndOneBackup() {
         const QString path = fresh("bad-v1.sqlite");
         record_small_run(path, 5);
@@ -385,6 +529,8 @@ private slots:
         QTest::addColumn<QString>("table");
         QTest::addColumn<QString>("column");
         QTest::addColumn<int>("access");
+        QTest::newRow("layers, writing") << "layers" << "takes_precision" << int(StoreAccess::write);
+        QTest::newRow("layers, read-only") << "layers" << "in_height" << int(StoreAccess::read_only);
         QTest::newRow("steps, writing") << "steps" << "grad_norm" << int(StoreAccess::write);
         QTest::newRow("steps, reading") << "steps" << "grad_norm" << int(StoreAccess::read);
         QTest::newRow("steps, read-only") << "steps" << "grad_norm" << int(StoreAccess::read_only);
@@ -421,11 +567,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 4"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 5"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 4; this build reads versions up to 3)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 5; this build reads versions up to 4)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

@@ -1,5 +1,6 @@
 // Recording and reading back: every table through a Recorder, field by field (memory, histograms,
-// NaN and inf included); the runs list's summary columns; terminal events; live following from a
+// NaN and inf included); the run's layers (image and flat shapes), written with its row in one
+// transaction; the runs list's summary columns; terminal events; live following from a
 // second connection; resolving ids and name prefixes; editing and removing; the recorder's
 // backpressure notice and its behaviour on a full disk.
 #include <chrono>
@@ -25,6 +26,7 @@ RunInfo info(const std::string& name) {
     i.backend = "cpu";
     i.device = "test CPU (2 threads)";
     i.config_json = R"({"name":")" + name + R"(","train":{"lr":0.001}})";
+    i.layers = make_layer_infos();
     return i;
 }
 
@@ -205,6 +207,20 @@ private slots:
                 QVERIFY2(d.isEmpty(), qPrintable(d));
             }
         }
+
+        // The layers, as start_run() was given them: image and flat shapes, takes_precision.
+        const auto got_infos = store.layers(id);
+        const auto want_infos = make_layer_infos();
+        QCOMPARE(got_infos.size(), want_infos.size());
+        for (std::size_t l = 0; l < want_infos.size(); ++l) {
+            const QString d = diff(got_infos[l], want_infos[l]);
+            QVERIFY2(d.isEmpty(), qPrintable(d));
+        }
+        QCOMPARE(got_infos[0].in_shape, (SampleShape{1, 28, 28}));
+        QVERIFY(!got_infos[0].in_shape.flat());
+        QVERIFY(got_infos[3].in_shape.flat());
+        QCOMPARE(got_infos[3].in_features, std::int64_t(12544));
+        QVERIFY(!got_infos[1].takes_precision);
 
         auto evals = store.evals(id);
         QCOMPARE(evals.size(), std::size_t(3));
@@ -433,7 +449,7 @@ private slots:
         store.remove(gone);
         QVERIFY_THROWS_EXCEPTION(Error, store.run(gone));
         RawDb raw(path, true);
-        for (const char* table : {"steps", "layer_steps", "evals", "events"}) {
+        for (const char* table : {"steps", "layer_steps", "evals", "events", "layers"}) {
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM %1 WHERE run_id = %2").arg(table).arg(gone)), 0LL);
             QVERIFY(raw.integer(QString("SELECT count(*) FROM %1 WHERE run_id = %2").arg(table).arg(keep)) > 0);
         }
@@ -448,6 +464,66 @@ private slots:
         rec->finish(RunStatus::stopped);
         store.remove(rec->run_id());
         QCOMPARE(store.list_runs().size(), std::size_t(1));
+    }
+
+    // A run started without layers (a caller that has none to give) has none; layers() of a run
+    // that does not exist is empty too, as for the other per-run tables.
+    void runWithoutLayersHasNone() {
+        RunStore store(db("no-layers.sqlite").toStdString());
+        RunInfo bare = info("bare");
+        bare.layers.clear();
+        auto rec = store.start_run(bare);
+        rec->on_step(make_step(0), make_layers(0, 2));
+        rec->finish(RunStatus::completed);
+        QVERIFY(store.layers(rec->run_id()).empty());
+        QCOMPARE(store.layer_steps(rec->run_id()).size(), std::size_t(2));
+        QVERIFY(store.layers(999).empty());
+    }
+
+    // The run's row and its layers are one transaction: a layer row that cannot be written (here a
+    // trigger refuses the third) leaves neither the run nor its first layers behind.
+    void runAndLayersAreOneTransaction() {
+        const QString path = db("atomic.sqlite");
+        RunStore store(path.toStdString());
+        record_run(store, "before", 5, 1);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("CREATE TRIGGER refuse_third BEFORE INSERT ON layers WHEN NEW.layer = 2 "
+                              "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"),
+                     QString());
+        }
+        const QString error = error_of([&] { store.start_run(info("refused")); });
+        QVERIFY2(error.contains("refused by the test"), qPrintable(error));
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("SELECT count(*) FROM runs"), 1LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM layers"), 4LL);  // the first run's only
+    }
+
+    // A layer list that cannot describe a network is refused with a sentence naming the layer,
+    // before anything is written.
+    void badLayerIsRefused_data() {
+        QTest::addColumn<QString>("what");
+        QTest::newRow("empty name") << "name";
+        QTest::newRow("empty kind") << "kind";
+        QTest::newRow("negative channels") << "channels";
+        QTest::newRow("negative parameters") << "parameters";
+    }
+
+    void badLayerIsRefused() {
+        QFETCH(QString, what);
+        const QString path = db("bad-layer-" + what + ".sqlite");
+        RunStore store(path.toStdString());
+        RunInfo bad = info("bad");
+        LayerInfo& l = bad.layers[1];
+        if (what == "name") l.name.clear();
+        if (what == "kind") l.kind.clear();
+        if (what == "channels") l.out_shape.channels = -1;
+        if (what == "parameters") l.parameters = -5;
+        const QString error = error_of([&] { store.start_run(bad); });
+        QVERIFY2(error.startsWith("Cannot record layer 1 ("), qPrintable(error));
+        QVERIFY2(error.endsWith("a layer needs a name, a kind and sizes that are not negative."), qPrintable(error));
+        QVERIFY(store.list_runs().empty());
     }
 
     void backpressureWaitsAndSaysSo() {
