@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "data/dataset.h"
+#include "data/cifar_reader.h"
 #include "data/idx_reader.h"
 #include "model/layer_formats.h"
 #include "model/model_desc.h"
@@ -43,6 +44,8 @@ ModelPlan plan_model(const Experiment& e) {
             w = synthetic_widths("spirals", d);
             plan.dataset_note = *folder.fallback;
         }
+    } else if (d.kind == "cifar10") {
+        w = {data::kCifarShape, data::kCifarClasses, false};
     } else if (d.kind == "idx") {
         w = {{}, data::kIdxClasses, false};
     } else if (d.kind == "spirals" || d.kind == "blobs" || d.kind == "sine") {

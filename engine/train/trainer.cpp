@@ -120,7 +120,9 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     if (t.batch_size < 1) throw Error("train.batch_size must be at least 1.");
     if (m_data.train.rows < 1) throw Error("The dataset's training split is empty.");
     if (!(t.lr >= 0) || !std::isfinite(t.lr)) throw Error("train.lr must be a finite number >= 0.");
-    m_desc = describe_model(m_experiment.model, m_data.features, m_data.outputs, m_data.is_regression());
+    // A dataset made in code may leave its shape out: its features are then a flat sample.
+    const SampleShape input = m_data.shape.numel() == m_data.features ? m_data.shape : SampleShape{m_data.features, 1, 1};
+    m_desc = describe_model(m_experiment.model, input, m_data.outputs, m_data.is_regression());
 
     m_layer_settings.assign(m_desc.layers.size(), LayerPrecision::automatic);
     for (const auto& [name, precision] : m_experiment.precision.layers)

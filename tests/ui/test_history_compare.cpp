@@ -270,6 +270,7 @@ private slots:
         if (table == QLatin1String("steps")) expected = m_store->steps(m_b).size();
         else if (table == QLatin1String("layer_steps")) expected = m_store->layer_steps(m_b).size();
         else if (table == QLatin1String("evals")) expected = m_store->evals(m_b).size();
+        else if (table == QLatin1String("layers")) expected = m_store->layers(m_b).size();
         else expected = m_store->events(m_b).size();
         QVERIFY(expected > 0);
         const QString path = m_dir.filePath(QStringLiteral("export-%1.%2").arg(table, json ? "json" : "csv"));
@@ -287,13 +288,14 @@ private slots:
             const auto j = nlohmann::json::parse(text);
             QVERIFY(j.is_array());
             QCOMPARE(j.size(), expected);
-            QVERIFY(j.front().contains("step"));
+            QVERIFY(j.front().contains(table == QLatin1String("layers") ? "layer" : "step"));
         } else {
             bool ok = false;
             const auto rows = parseCsv(text, &ok);
             QVERIFY(ok);
             QCOMPARE(rows.size(), expected + 1);  // a header row
-            QVERIFY(std::find(rows.front().begin(), rows.front().end(), "step") != rows.front().end());
+            QVERIFY(std::find(rows.front().begin(), rows.front().end(), table == QLatin1String("layers") ? "layer" : "step") !=
+                    rows.front().end());
             for (const auto& r : rows) QCOMPARE(r.size(), rows.front().size());
         }
     }

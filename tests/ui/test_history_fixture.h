@@ -39,7 +39,8 @@ inline std::int64_t trainRun(const std::string& path, const Experiment& e, const
                              const std::string& notes = {}) {
     RunStore store(path);
     Session session(e);
-    auto recorder = store.start_run({e.name, session.backend_name(), session.device_name(), experiment_to_json(e).dump()});
+    auto recorder = store.start_run(
+        {e.name, session.backend_name(), session.device_name(), experiment_to_json(e).dump(), session.layers()});
     session.add_sink(recorder);
     session.start();
     session.wait();

@@ -56,19 +56,21 @@ QString tableLabel(const QString& table) {
     if (table == QLatin1String("steps")) return QObject::tr("Steps");
     if (table == QLatin1String("layer_steps")) return QObject::tr("Layer rows");
     if (table == QLatin1String("evals")) return QObject::tr("Evaluations");
+    if (table == QLatin1String("layers")) return QObject::tr("Layers");
     return QObject::tr("Events");
 }
 
 }  // namespace
 
 QStringList exportTableNames() {
-    return {QStringLiteral("steps"), QStringLiteral("layer_steps"), QStringLiteral("evals"), QStringLiteral("events")};
+    return {QStringLiteral("steps"), QStringLiteral("layer_steps"), QStringLiteral("evals"), QStringLiteral("events"),
+            QStringLiteral("layers")};
 }
 
 QString exportRunTable(RunStore& store, std::int64_t runId, const QString& table, RunStore::ExportFormat format,
                        const QString& path) {
     if (!exportTableNames().contains(table))
-        return QObject::tr("Unknown table '%1'; use steps, layer_steps, evals or events.").arg(table);
+        return QObject::tr("Unknown table '%1'; use steps, layer_steps, evals, events or layers.").arg(table);
     return writeAtomically(path, [&](std::ostream& out) { store.export_table(runId, table.toStdString(), format, out); });
 }
 

@@ -51,7 +51,7 @@ Experiment non_default_experiment() {
     e.model.kind = "layers";
     e.model.channels = {8, 16, 24};
     e.model.blocks = 3;
-    e.model.layers = R"([{"type":"linear","out":10}])";
+    e.model.layers = R"([{"out":10,"type":"linear"}])";  // as the reader writes it: compact, keys sorted
     e.train.batch_size = 33;
     e.train.epochs = 7;
     e.train.steps = 900;
