@@ -9,16 +9,10 @@
 namespace mantissa {
 
 Conv2dLayer::Conv2dLayer(std::string name, SampleShape input, const Conv2dGeometry& g, bool bias)
-    : Layer(std::move(name), input, SampleShape{g.out_channels, g.out_h(), g.out_w()}), m_geometry(g), m_bias(bias) {}
+    : MatmulLayer(std::move(name), input, SampleShape{g.out_channels, g.out_h(), g.out_w()}), m_geometry(g), m_bias(bias) {}
 
 std::int64_t Conv2dLayer::parameter_count() const {
     return m_geometry.out_channels * weight_cols() + (m_bias ? m_geometry.out_channels : 0);
-}
-
-bool Conv2dLayer::needs_saved_input(Format input_format) const {
-    const Format operand = m_formats.compute;
-    return m_formats.fp8() ||
-           ((operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format));
 }
 
 void Conv2dLayer::declare(const DeclareContext& c) {
@@ -44,8 +38,7 @@ void Conv2dLayer::declare(const DeclareContext& c) {
                   false);
     ensure_tensor(b, m_y, tensor_desc(n + ".y", B, out, f.output, MC::activations), false);
     ensure_tensor(b, m_dx, when(c.input_grad, tensor_desc(n + ".dx", B, in, f.output, MC::workspace)), false);
-    if (f.fp8() && !m_fp8) m_fp8 = b.create_fp8_state(c.fp8_recipe);
-    if (!f.fp8()) m_fp8.reset();
+    declare_fp8(c);
 }
 
 double Conv2dLayer::declared_values(std::int64_t capacity, Format input_format, bool input_grad) const {
@@ -99,14 +92,6 @@ void Conv2dLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
     init_linear(seed, index, static_cast<int>(weight_cols()), static_cast<int>(m_geometry.out_channels), w, bias);
     backend.upload(*m_weight, w.data(), m_weight->numel());
     if (m_bias) backend.upload(*m_bias_t, bias.data(), m_bias_t->numel());
-}
-
-void Conv2dLayer::end_step(Backend& backend) {
-    if (m_fp8) backend.update_fp8_scales(*m_fp8);
-}
-
-void Conv2dLayer::set_fp8_scaling(Fp8Scaling scaling) {
-    if (m_fp8) m_fp8->set_scaling(scaling);
 }
 
 }  // namespace mantissa

@@ -10,15 +10,9 @@
 namespace mantissa {
 
 LinearLayer::LinearLayer(std::string name, SampleShape input, std::int64_t out)
-    : Layer(std::move(name), input, SampleShape{out, 1, 1}), m_in(input.numel()), m_out(out) {}
+    : MatmulLayer(std::move(name), input, SampleShape{out, 1, 1}), m_in(input.numel()), m_out(out) {}
 
 std::int64_t LinearLayer::parameter_count() const { return m_in * m_out + m_out; }
-
-bool LinearLayer::needs_saved_input(Format input_format) const {
-    const Format operand = m_formats.compute;
-    return m_formats.fp8() ||
-           ((operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format));
-}
 
 void LinearLayer::declare(const DeclareContext& c) {
     const LayerFormats& f = m_formats;
@@ -50,8 +44,7 @@ void LinearLayer::declare(const DeclareContext& c) {
     ensure_tensor(b, m_dx,
                   c.input_grad ? std::optional(tensor_desc(n + ".dx", B, m_in, f.output, MC::workspace)) : std::nullopt,
                   false);
-    if (f.fp8() && !m_fp8) m_fp8 = b.create_fp8_state(c.fp8_recipe);
-    if (!f.fp8()) m_fp8.reset();
+    declare_fp8(c);
 }
 
 double LinearLayer::declared_values(std::int64_t capacity, Format input_format, bool input_grad) const {
@@ -98,14 +91,6 @@ void LinearLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
     init_linear(seed, index, static_cast<int>(m_in), static_cast<int>(m_out), w, bias);
     backend.upload(*m_weight, w.data(), m_weight->numel());
     backend.upload(*m_bias_t, bias.data(), m_bias_t->numel());
-}
-
-void LinearLayer::end_step(Backend& backend) {
-    if (m_fp8) backend.update_fp8_scales(*m_fp8);
-}
-
-void LinearLayer::set_fp8_scaling(Fp8Scaling scaling) {
-    if (m_fp8) m_fp8->set_scaling(scaling);
 }
 
 }  // namespace mantissa

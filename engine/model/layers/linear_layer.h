@@ -13,26 +13,21 @@
 
 #include <memory>
 
-#include "model/layer.h"
+#include "model/layers/matmul_layer.h"
 
 namespace mantissa {
 
-class LinearLayer final : public Layer {
+class LinearLayer final : public MatmulLayer {
 public:
     LinearLayer(std::string name, SampleShape input, std::int64_t out);
     const char* kind() const override { return "linear"; }
-    bool has_parameters() const override { return true; }
     std::int64_t parameter_count() const override;
-    bool takes_precision() const override { return true; }
-    const LayerFormats& formats() const override { return m_formats; }
-    void set_formats(const LayerFormats& formats) override { m_formats = formats; }
     std::string unsupported(const Backend& backend) const override {
         return backend.unsupported(BackendOp::linear, m_formats.compute);
     }
 
     void declare(const DeclareContext& context) override;
     double declared_values(std::int64_t capacity, Format input_format, bool input_grad) const override;
-    Format output_format() const override { return m_formats.output; }
     const Tensor& output() const override { return *m_z; }
     const Tensor* input_grad() const override { return m_dx.get(); }
     void forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) override;
@@ -41,19 +36,12 @@ public:
     std::vector<Parameter> parameters() override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
 
-    const Fp8State* fp8_state() const override { return m_fp8.get(); }
-    void end_step(Backend& backend) override;
-    void set_fp8_scaling(Fp8Scaling scaling) override;
-
 private:
     LinearTensors tensors();
-    bool needs_saved_input(Format input_format) const;
 
     std::int64_t m_in, m_out;
-    LayerFormats m_formats;
     std::unique_ptr<Tensor> m_weight, m_weight_compute, m_bias_t, m_bias_compute, m_grad_weight, m_grad_bias;
     std::unique_ptr<Tensor> m_saved_input, m_z, m_dx;
-    std::unique_ptr<Fp8State> m_fp8;
 };
 
 }  // namespace mantissa

@@ -1,0 +1,48 @@
+// What linear and conv2d share: a precision setting (their LayerFormats, layer_formats.h), the FP8
+// scaling state an fp8-e4m3 setting needs, and the rule for when the input is kept as a cast copy
+// for backward (x not already in the operand format). Each is a matmul with the same rounding
+// points (docs/numerics.md).
+#pragma once
+
+#include <memory>
+
+#include "model/layer.h"
+
+namespace mantissa {
+
+class MatmulLayer : public Layer {
+public:
+    using Layer::Layer;
+    bool has_parameters() const override { return true; }
+    bool takes_precision() const override { return true; }
+    const LayerFormats& formats() const override { return m_formats; }
+    void set_formats(const LayerFormats& formats) override { m_formats = formats; }
+    Format output_format() const override { return m_formats.output; }
+
+    const Fp8State* fp8_state() const override { return m_fp8.get(); }
+    void end_step(Backend& backend) override {
+        if (m_fp8) backend.update_fp8_scales(*m_fp8);
+    }
+    void set_fp8_scaling(Fp8Scaling scaling) override {
+        if (m_fp8) m_fp8->set_scaling(scaling);
+    }
+
+protected:
+    // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and
+    // bf16 when x is not already a value of that format.
+    bool needs_saved_input(Format input_format) const {
+        const Format operand = m_formats.compute;
+        return m_formats.fp8() ||
+               ((operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format));
+    }
+    // Creates or drops the FP8 state as the formats ask (declare's last step).
+    void declare_fp8(const DeclareContext& c) {
+        if (m_formats.fp8() && !m_fp8) m_fp8 = c.backend.create_fp8_state(c.fp8_recipe);
+        if (!m_formats.fp8()) m_fp8.reset();
+    }
+
+    LayerFormats m_formats;
+    std::unique_ptr<Fp8State> m_fp8;
+};
+
+}  // namespace mantissa
