@@ -630,6 +630,13 @@ Experiment lesson_reference_experiment(const Experiment& lesson) {
     return e;
 }
 
+// model.layers as the reader stored it (compact JSON); text set in code that is not a JSON array
+// is written as it is, a string, which reading back refuses with its key named.
+json layers_json(const std::string& text) {
+    json list = json::parse(text, nullptr, false);
+    return list.is_array() ? list : json(text);
+}
+
 json experiment_to_json(const Experiment& e) {
     const auto& d = e.dataset;
     const auto& t = e.train;
@@ -647,7 +654,7 @@ json experiment_to_json(const Experiment& e) {
                                        : json(nullptr)}}},
         {"model", {{"kind", e.model.kind}, {"hidden", e.model.hidden},
                    {"activation", activation_name(e.model.activation)}, {"channels", e.model.channels},
-                   {"blocks", e.model.blocks}, {"layers", json::parse(e.model.layers)}}},
+                   {"blocks", e.model.blocks}, {"layers", layers_json(e.model.layers)}}},
         {"train", {{"batch_size", t.batch_size}, {"epochs", t.epochs}, {"steps", t.steps},
                    {"optimizer", optimizer_name(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
                    {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
