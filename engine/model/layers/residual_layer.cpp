@@ -117,21 +117,20 @@ const Tensor* ResidualLayer::backward_chain(std::vector<std::unique_ptr<Layer>>&
     return grad;
 }
 
-const Tensor& ResidualLayer::gradient_in(Backend& b, const Tensor& dy, Format format, std::unique_ptr<Tensor>& slot,
-                                         std::int64_t batch) {
+// The cast covers the whole tensor (rows past the batch are never read).
+const Tensor& ResidualLayer::gradient_in(Backend& b, const Tensor& dy, Format format, std::unique_ptr<Tensor>& slot) {
     if (!slot || format == dy.format()) return dy;
-    (void)batch;  // the cast covers the whole tensor: rows past the batch are never read
     b.cast(dy, *slot);
     return *slot;
 }
 
 void ResidualLayer::backward(Backend& b, const Tensor& x, const Tensor& dy, std::int64_t batch,
                              std::vector<RoundingStats>* weight_stats) {
-    const Tensor& dbranch = gradient_in(b, dy, m_branch_format, m_dbranch, batch);
+    const Tensor& dbranch = gradient_in(b, dy, m_branch_format, m_dbranch);
     const Tensor* dx_branch = backward_chain(m_branch, b, x, dbranch, batch, weight_stats);
     const Tensor* dx_shortcut = &dy;  // identity: the gradient of x is dy itself
     if (!m_projection.empty()) {
-        const Tensor& dshortcut = gradient_in(b, dy, m_shortcut_format, m_dshortcut, batch);
+        const Tensor& dshortcut = gradient_in(b, dy, m_shortcut_format, m_dshortcut);
         dx_shortcut = backward_chain(m_projection, b, x, dshortcut, batch, weight_stats);
     }
     if (m_dx) b.add(*dx_branch, *dx_shortcut, *m_dx, batch);

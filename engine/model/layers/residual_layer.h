@@ -52,8 +52,7 @@ private:
     static const Tensor* backward_chain(std::vector<std::unique_ptr<Layer>>& chain, Backend& b, const Tensor& x,
                                         const Tensor& dy, std::int64_t batch, std::vector<RoundingStats>* stats);
     // dy itself when `format` holds it exactly, else its cast into `slot`.
-    const Tensor& gradient_in(Backend& b, const Tensor& dy, Format format, std::unique_ptr<Tensor>& slot,
-                              std::int64_t batch);
+    const Tensor& gradient_in(Backend& b, const Tensor& dy, Format format, std::unique_ptr<Tensor>& slot);
 
     std::vector<std::unique_ptr<Layer>> m_branch, m_projection;
     Format m_format = Format::fp32, m_branch_format = Format::fp32, m_shortcut_format = Format::fp32;
