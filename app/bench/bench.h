@@ -26,6 +26,7 @@ struct BenchOptions {
     std::vector<std::string> precisions;   // engine: the precisions to time; empty: all
     std::string python = "/usr/bin/python3";       // peer: the interpreter that has PyTorch
     std::vector<std::string> peer_blas = {"system"};  // peer: "system" and/or "netlib" (see suite_peer.cpp)
+    std::vector<std::string> peer_models;  // peer: "mlp" and/or "cnn"; empty: both
     std::function<void(const std::string&)> progress;  // may be empty
 
     int blocks_or(int full, int quick_blocks) const { return blocks > 0 ? blocks : quick ? quick_blocks : full; }
@@ -55,7 +56,7 @@ SuiteResult run_peer_suite(const BenchOptions& options);
 nlohmann::json machine_info();
 
 // Where this executable lives, and the files the suites look for beside it (installed layout:
-// bin/mantissa, share/mantissa/bench/torch_mlp.py) or in the source tree. Empty when not found.
+// bin/mantissa, share/mantissa/bench/torch_peer.py) or in the source tree. Empty when not found.
 std::string executable_dir();
 std::string find_gui_executable();
 std::string find_peer_script();

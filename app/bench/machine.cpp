@@ -79,8 +79,8 @@ std::string find_gui_executable() {
 std::string find_peer_script() {
     if (const char* env = std::getenv("MANTISSA_PEER_SCRIPT"); env && *env) return env;
     const std::string candidates[] = {
-        executable_dir() + "/../share/mantissa/bench/torch_mlp.py",   // installed
-        std::string(MANTISSA_BENCH_SOURCE_DIR) + "/tests/bench/torch_mlp.py",  // build tree
+        executable_dir() + "/../share/mantissa/bench/torch_peer.py",   // installed
+        std::string(MANTISSA_BENCH_SOURCE_DIR) + "/tests/bench/torch_peer.py",  // build tree
     };
     for (const auto& c : candidates) {
         std::error_code ec;

@@ -63,6 +63,16 @@ Experiment reference_experiment() {
     return e;
 }
 
+Experiment reference_cnn_experiment() {
+    Experiment e = reference_experiment();
+    e.name = "bench-reference-cnn";
+    e.model.kind = "cnn";
+    e.model.channels = {32, 64};
+    e.model.hidden = {128};
+    e.train.schedule = LrSchedule::cosine;
+    return e;
+}
+
 const std::vector<PrecisionConfig>& precision_configs() {
     static const std::vector<PrecisionConfig> configs = {
         {"fp32", "autocast off", [](Experiment&) {}},

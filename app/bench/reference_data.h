@@ -18,6 +18,11 @@ Dataset reference_data(std::int64_t train_rows, std::int64_t test_rows);
 // the CPU, evaluation only when asked, per-layer statistics every step (as the GUI records).
 Experiment reference_experiment();
 
+// The reference CNN, as resources/experiments/cnn-fashion-mnist.json trains it in FP32: two
+// stages of conv 3×3 - batchnorm - relu - max pool 2 (32 and 64 channels), then 3136-128-10 relu;
+// AdamW lr 1e-3 on a cosine schedule over the run, batch 128; otherwise as reference_experiment.
+Experiment reference_cnn_experiment();
+
 // One of the precisions the engine suite times, as the experiment file names them.
 struct PrecisionConfig {
     const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3"

@@ -87,7 +87,7 @@ std::string render_document(const nlohmann::json& doc) {
 
 int run_bench(Args& args) {
     for (const char* f : {"json", "quick", "list"}) args.flag(f);
-    for (const char* o : {"suite", "output", "threads", "blocks", "epochs", "precision", "python", "peer-blas", "from"})
+    for (const char* o : {"suite", "output", "threads", "blocks", "epochs", "precision", "python", "peer-blas", "peer-model", "from"})
         args.option(o);
     args.parse();
     if (!args.positional().empty())
@@ -149,6 +149,12 @@ int run_bench(Args& args) {
             if (b != "system" && b != "netlib")
                 throw UsageError{"unknown --peer-blas '" + b + "': use system, netlib or system,netlib"};
         if (o.peer_blas.empty()) throw UsageError{"--peer-blas needs system, netlib or both"};
+    }
+    if (args.has("peer-model")) {
+        o.peer_models = split_list(args.values("peer-model"));
+        for (const auto& m : o.peer_models)
+            if (m != "mlp" && m != "cnn") throw UsageError{"unknown --peer-model '" + m + "': use mlp, cnn or mlp,cnn"};
+        if (o.peer_models.empty()) throw UsageError{"--peer-model needs mlp, cnn or both"};
     }
     std::vector<const SuiteDef*> chosen;
     const auto wanted = split_list(args.values("suite"));
@@ -230,7 +236,8 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  numeric   rounding elements/s per format vs the scalar path\n"
                       "  store     Recorder rows/s vs raw SQLite; training slowdown with recording on\n"
                       "  gui       replot times, GUI-open vs headless throughput (runs `mantissa --bench-gui`)\n"
-                      "  peer      Mantissa vs PyTorch on the CPU (needs /usr/bin/python3 with python3-torch)\n\n"
+                      "  peer      Mantissa vs PyTorch on the CPU, the reference MLP and CNN (needs\n"
+                      "            /usr/bin/python3 with python3-torch)\n\n"
                       "Options:\n"
                       "  --suite NAME[,NAME]  run these suites only (repeatable)\n"
                       "  --json               print one JSON document (machine, date, versions, suites -> rows)\n"
@@ -244,6 +251,7 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  --epochs N           peer: epochs before comparing test accuracy (default 3; 1 quick)\n"
                       "  --peer-blas LIST     peer: system (PyTorch as installed) and/or netlib (forces the\n"
                       "                       reference BLAS, what Debian gives without OpenBLAS); default system\n"
+                      "  --peer-model LIST    peer: mlp and/or cnn (default both)\n"
                       "  --python PATH        peer: the interpreter with PyTorch (default /usr/bin/python3)\n"
                       "  --from FILE.json     print the tables of a saved --json document and exit\n"
                       "  --list               list the suites and exit\n\n"

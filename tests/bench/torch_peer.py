@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""The peer for Mantissa's CPU benchmark: the reference experiment in PyTorch, eager, on the CPU.
+"""The peer for Mantissa's CPU benchmark: Mantissa's reference models in PyTorch, eager, on the CPU.
 
-784-256-128-10 MLP, ReLU, AdamW (lr 1e-3, no weight decay), batch 128, Fashion-MNIST from the IDX
-files of Debian's dataset-fashion-mnist, normalised with the training split's global mean and std
-as Mantissa does. Modes: fp32, and bf16 under torch.autocast("cpu", dtype=torch.bfloat16).
+Models (--model), each as Mantissa builds it (app/bench/reference_data.cpp):
+- mlp: 784-256-128-10, ReLU, AdamW (lr 1e-3, no weight decay, constant);
+- cnn: the reference CNN (resources/experiments/cnn-fashion-mnist.json): two stages of conv 3x3
+  (padding 1) - batchnorm - ReLU - max pool 2 with 32 and 64 channels, then 3136-128-10 with ReLU;
+  AdamW (lr 1e-3, no weight decay) on a cosine schedule over the training run's steps.
+Batch 128, Fashion-MNIST from the IDX files of Debian's dataset-fashion-mnist, normalised with the
+training split's global mean and std as Mantissa does. Modes: fp32, and bf16 under
+torch.autocast("cpu", dtype=torch.bfloat16).
 
 Two ways to run it:
-- standalone: `python3 torch_mlp.py [--epochs 3] [--threads N] [--modes fp32,bf16] [--json]`
+- standalone: `python3 torch_peer.py [--model mlp|cnn] [--epochs 3] [--threads N] [--modes fp32,bf16] [--json]`
   times interleaved blocks of steps after a warm-up (median, spread) and then trains fresh models
   for the given epochs and reports their test accuracy;
 - `--serve`, as `mantissa-cli bench --suite peer` runs it: after loading and warming up it prints
@@ -40,34 +45,47 @@ def read_idx(path):
     return shape, data[4 + 4 * dims:]
 
 
-def load_split(folder, prefix, torch):
+def load_split(folder, prefix, torch, image_shape):
     def find(name):
         for candidate in (name + ".gz", name):
             p = os.path.join(folder, candidate)
             if os.path.exists(p):
                 return p
-        raise SystemExit(f"torch_mlp.py: {name} not found in {folder} (apt-get install dataset-fashion-mnist)")
+        raise SystemExit(f"torch_peer.py: {name} not found in {folder} (apt-get install dataset-fashion-mnist)")
     shape, images = read_idx(find(f"{prefix}-images-idx3-ubyte"))
     _, labels = read_idx(find(f"{prefix}-labels-idx1-ubyte"))
-    x = torch.frombuffer(bytearray(images), dtype=torch.uint8).reshape(shape[0], -1).float() / 255.0
+    x = torch.frombuffer(bytearray(images), dtype=torch.uint8).reshape(shape[0], *image_shape).float() / 255.0
     y = torch.frombuffer(bytearray(labels), dtype=torch.uint8).long()
     return x, y
 
 
-def make_model(torch, seed):
+def make_model(torch, model, seed):
     torch.manual_seed(seed)
-    return torch.nn.Sequential(
-        torch.nn.Linear(784, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 128), torch.nn.ReLU(),
-        torch.nn.Linear(128, 10))
+    nn = torch.nn
+    if model == "cnn":
+        def stage(c_in, c_out):
+            return [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(2)]
+        return nn.Sequential(*stage(1, 32), *stage(32, 64), nn.Flatten(),
+                             nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+# The shape of one sample as each model reads it.
+IMAGE_SHAPES = {"mlp": (-1,), "cnn": (1, 28, 28)}
 
 
 class Trainer:
-    def __init__(self, torch, mode, data, batch, seed):
+    def __init__(self, torch, model, mode, data, batch, seed, total_steps=0):
+        """total_steps: the run's length for the cnn's cosine schedule (0: timing, constant lr)."""
         self.torch, self.mode, self.batch = torch, mode, batch
         self.x, self.y = data
-        self.model = make_model(torch, seed)
+        self.model = make_model(torch, model, seed)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3, weight_decay=0.0)
+        self.schedule = None
+        if model == "cnn" and total_steps > 0:
+            # Mantissa's cosine (engine/train/lr_schedule.cpp): lr at step s is
+            # base * (1 + cos(pi * s / total)) / 2, s counted from 0.
+            self.schedule = torch.optim.lr_scheduler.CosineAnnealingLR(self.opt, T_max=total_steps, eta_min=0.0)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.generator = torch.Generator().manual_seed(seed)
         self.order, self.pos, self.epoch = None, 0, 0
@@ -92,9 +110,12 @@ class Trainer:
             loss = self.loss_fn(self.model(xb), yb)
         loss.backward()
         self.opt.step()
+        if self.schedule is not None:
+            self.schedule.step()
         return loss
 
     def accuracy(self, x, y):
+        self.model.eval()  # batchnorm's running statistics
         with self.torch.no_grad():
             correct = 0
             for i in range(0, x.shape[0], 1000):
@@ -140,16 +161,17 @@ def blas_report(torch):
 
 
 def load_data(args, torch):
-    train_x, train_y = load_split(args.data, "train", torch)
-    test_x, test_y = load_split(args.data, "t10k", torch)
+    shape = IMAGE_SHAPES[args.model]
+    train_x, train_y = load_split(args.data, "train", torch, shape)
+    test_x, test_y = load_split(args.data, "t10k", torch, shape)
     mean, std = train_x.mean(), train_x.std()
     return (train_x - mean) / std, train_y, (test_x - mean) / std, test_y
 
 
-def train_for_accuracy(torch, mode, data, batch, epochs):
+def train_for_accuracy(torch, model, mode, data, batch, epochs):
     train_x, train_y, test_x, test_y = data
     steps = epochs * (train_x.shape[0] // batch)
-    t = Trainer(torch, mode, (train_x, train_y), batch, seed=1)
+    t = Trainer(torch, model, mode, (train_x, train_y), batch, seed=1, total_steps=steps)
     t0 = time.perf_counter()
     for _ in range(steps):
         t.step()
@@ -159,11 +181,11 @@ def train_for_accuracy(torch, mode, data, batch, epochs):
 
 def serve(args, torch, data):
     modes = args.modes.split(",")
-    trainers = {m: Trainer(torch, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
+    trainers = {m: Trainer(torch, args.model, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
     for m in modes:  # warm-up
         for _ in range(10):
             trainers[m].step()
-    print(json.dumps({"ready": True, "peer": "pytorch", "torch_version": torch.__version__,
+    print(json.dumps({"ready": True, "peer": "pytorch", "model": args.model, "torch_version": torch.__version__,
                       "threads": torch.get_num_threads(), "batch": args.batch, "blas": blas_report(torch)}),
           flush=True)
     for line in sys.stdin:
@@ -180,7 +202,7 @@ def serve(args, torch, data):
             seconds = time.perf_counter() - t0
             reply = {"mode": words[1], "steps": steps, "seconds": seconds, "samples_per_s": steps * args.batch / seconds}
         elif words[0] == "accuracy" and len(words) == 3 and words[1] in trainers:
-            reply = train_for_accuracy(torch, words[1], data, args.batch, int(words[2]))
+            reply = train_for_accuracy(torch, args.model, words[1], data, args.batch, int(words[2]))
         else:
             reply = {"error": f"unknown command: {line.strip()}"}
         print(json.dumps(reply), flush=True)
@@ -189,7 +211,7 @@ def serve(args, torch, data):
 
 def standalone(args, torch, data):
     modes = args.modes.split(",")
-    trainers = {m: Trainer(torch, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
+    trainers = {m: Trainer(torch, args.model, m, (data[0], data[1]), args.batch, seed=1) for m in modes}
     rates = {m: [] for m in modes}
     for m in modes:  # warm-up
         for _ in range(10):
@@ -202,7 +224,7 @@ def standalone(args, torch, data):
             rates[m].append(args.block_steps * args.batch / (time.perf_counter() - t0))
     blas = blas_report(torch)
     for m in modes:
-        r = train_for_accuracy(torch, m, data, args.batch, args.epochs)
+        r = train_for_accuracy(torch, args.model, m, data, args.batch, args.epochs)
         med = statistics.median(rates[m])
         r.update({"peer": "pytorch", "torch_version": torch.__version__, "threads": torch.get_num_threads(),
                   "batch": args.batch, "samples_per_s": med, "spread": (max(rates[m]) - min(rates[m])) / med,
@@ -218,6 +240,7 @@ def standalone(args, torch, data):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--model", choices=sorted(IMAGE_SHAPES), default="mlp")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--modes", default="fp32,bf16")
@@ -230,7 +253,7 @@ def main():
     try:
         import torch
     except ImportError:
-        print(f"torch_mlp.py: PyTorch is not installed for {sys.executable} (apt-get install python3-torch)",
+        print(f"torch_peer.py: PyTorch is not installed for {sys.executable} (apt-get install python3-torch)",
               file=sys.stderr)
         return 3
     torch.set_num_threads(args.threads)
