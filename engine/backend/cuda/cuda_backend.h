@@ -17,8 +17,9 @@
 // the optimizers' counts, statistics) wait for the stream, the others do not.
 //
 // Implementation split: cuda_backend.cpp (device, tensors, casts, FP8 state, accounting),
-// cuda_linear.cpp (linear layers, what the backend supports), cuda_ops.cpp (activations, losses,
-// the check, optimizers),
+// cuda_linear.cpp (linear layers, what the backend supports), cuda_conv.cpp (convolutions),
+// cuda_pool_norm.cpp (pools, batch norm, add), cuda_ops.cpp (activations, losses, the check,
+// optimizers),
 // cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture).
 // Training thread only (the device is made current at every entry).
 #pragma once
@@ -97,8 +98,8 @@ public:
     std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) override;
     void update_fp8_scales(Fp8State& state) override;
 
-    // linear: the formats this GPU multiplies in (format_support.h); activation: every format;
-    // the convolutional ops: none yet (the base's defaults refuse them).
+    // linear, conv2d: the formats this GPU multiplies in (format_support.h); activation: every
+    // format; pools, batch norm, add: the CPU backend's formats (op_support.h).
     std::string unsupported(BackendOp op, Format format) const override;
     UnscaleResult unscale_and_check(const std::vector<Tensor*>& grads, float inv_scale,
                                     const std::vector<bool>& want_summary,
@@ -177,6 +178,26 @@ protected:
                                           float loss_scale, Tensor* dlogits) override;
     LossResult mse_impl(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale,
                         Tensor* dy) override;
+    // The convolutional ops (cuda_conv.cpp, cuda_pool_norm.cpp).
+    void conv2d_forward_impl(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
+                             bool record_amax) override;
+    void conv2d_backward_impl(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
+                              RoundingStats* weight_stats) override;
+    void maxpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch) override;
+    void maxpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 Tensor& dx, std::int64_t batch) override;
+    void avgpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch) override;
+    void avgpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,
+                                 std::int64_t batch) override;
+    void global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& x, Tensor& y,
+                                     std::int64_t batch) override;
+    void global_avgpool_backward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& dy, Tensor& dx,
+                                      std::int64_t batch) override;
+    void batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x, Tensor& y, std::int64_t batch,
+                                  bool training) override;
+    void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x, const Tensor& dy, Tensor& dx,
+                                   std::int64_t batch) override;
+    void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch) override;
 
 private:
     friend class CudaFp8State;
@@ -194,6 +215,10 @@ private:
         slot_results,
         slot_chunks,
         slot_bias_blocks,
+        slot_conv_col,      // a chunk's columns (rows, C·k·k) in the operand format
+        slot_conv_dy,       // a chunk's dy as rows (rows, Co) in the gradient operand format
+        slot_conv_dw,       // dW summed over the chunks, FP32
+        slot_conv_dw_part,  // one chunk's dW, FP32
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -212,6 +237,18 @@ private:
     }
     void written(Tensor& t) { static_cast<CudaTensor&>(t).m_multiplier = 1.0f; }
     void run_matmul(const MatmulCall& call, const char* what);
+    // What linear and conv2d share (cuda_linear.cpp). FP8 forward operands: w quantised into wq
+    // with the weight scale, n_x values of x into xq with the input scale, their amaxes recorded
+    // when asked. The output gradient (n values) quantised e5m2 into slot_dy, its amax recorded.
+    void quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w, Tensor& wq, const CudaTensor& x, Tensor& xq,
+                              std::int64_t n_x, bool record_amax);
+    std::uint8_t* quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n);
+    // The weight gradient's four rounding counters (zeroed), or null without weight_stats; then
+    // their values added to weight_stats (waiting for the stream), unless a pipeline defers them.
+    // empty: an empty batch (every element an exact zero).
+    unsigned long long* weight_stats_counters(RoundingStats* weight_stats, std::int64_t elements);
+    void collect_weight_stats(RoundingStats* weight_stats, const unsigned long long* stats, std::int64_t elements,
+                              bool empty);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
     // The fused check's table: every gradient cut into chunks, one block each.

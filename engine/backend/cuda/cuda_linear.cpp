@@ -1,4 +1,5 @@
-// CudaBackend: linear layers, forward and backward, with docs/numerics.md's rounding points, on cuBLASLt.
+// CudaBackend: linear layers, forward and backward, with docs/numerics.md's rounding points, on cuBLASLt;
+// and what the backend supports (op_support.h).
 //
 // Row-major tensors seen as column-major matrices (cuBLAS's convention):
 //   forward   yᵀ(out, batch)  = W(out, in)      · xᵀ(in, batch)     "TN": A = W (T), B = x (N)
@@ -26,6 +27,8 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/convert.cuh"
+#include "backend/cuda/matmul_types.h"
+#include "backend/cuda/op_support.h"
 #include "error.h"
 
 namespace mantissa::cuda {
@@ -42,53 +45,11 @@ int code(Format f) {
     return static_cast<int>(f);
 }
 
-cublasComputeType_t compute_type(Format compute) {
-    return compute == Format::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-}
-
-// The operand storage type for a compute format (fp8: e4m3 here; the gradient is e5m2).
-cudaDataType_t operand_type(Format compute) {
-    switch (compute) {
-        case Format::fp16: return CUDA_R_16F;
-        case Format::bf16: return CUDA_R_16BF;
-        case Format::fp8_e4m3: return CUDA_R_8F_E4M3;
-        case Format::fp8_e5m2: return CUDA_R_8F_E5M2;
-        default: return CUDA_R_32F;
-    }
-}
-
-// Whether cuBLASLt can write an output of `out` storage directly from operands of `operands`.
-// cuBLASLt's FP8 kernels need every dimension a multiple of 16 (16-byte rows).
-bool fp8_native_shape(std::int64_t in, std::int64_t out, std::int64_t batch) {
-    return in % 16 == 0 && out % 16 == 0 && batch % 16 == 0;
-}
-
-bool fused_output_ok(cudaDataType_t operands, Format out) {
-    if (out != Format::fp32 && out != Format::fp16 && out != Format::bf16) return false;
-    const cudaDataType_t d = storage_type(out);
-    switch (operands) {
-        case CUDA_R_32F: return d == CUDA_R_32F;
-        case CUDA_R_16F: return d == CUDA_R_16F || d == CUDA_R_32F;
-        case CUDA_R_16BF: return d == CUDA_R_16BF || d == CUDA_R_32F;
-        default: return d == CUDA_R_16F || d == CUDA_R_16BF;  // FP8 into a 16-bit output
-    }
-}
-
 }  // namespace
 
 std::string CudaBackend::unsupported(BackendOp op, Format format) const {
-    switch (op) {
-        case BackendOp::linear: {
-            const Support s = matmul_support(format, m_cc);
-            if (s.supported) return "";
-            return "The CUDA backend cannot compute linear layers in " + std::string(format_name(format)) + " on " +
-                   m_name + ": " + s.reason + "; choose another precision for them.";
-        }
-        case BackendOp::activation: return "";
-        default:
-            return std::string("The CUDA backend has no ") + backend_op_name(op) +
-                   " yet; use the CPU backend (backend: cpu).";
-    }
+    const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d;
+    return cuda_op_unsupported(op, format, matmul ? matmul_support(format, m_cc) : Support{true, {}}, m_name);
 }
 
 void CudaBackend::check_matmul_format(Format compute, const std::string& layer) const {
@@ -147,14 +108,9 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
     bool fused_allowed = true;
     if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
+        quantize_forward_fp8(state, w, *l.weight_compute, x, *l.saved_input, batch * in, record_amax);
         auto* wq = static_cast<std::uint8_t*>(cuda(*l.weight_compute).data());
         auto* xq = static_cast<std::uint8_t*>(cuda(*l.saved_input).data());
-        launch_quantize_fp8(w.data(), code(w.format()), in * out, state.scale(Fp8Role::weight), wq, true,
-                            record_amax ? state.pending(Fp8Role::weight) : nullptr, m_stream);
-        launch_quantize_fp8(x.data(), code(x.format()), batch * in, state.scale(Fp8Role::input), xq, true,
-                            record_amax ? state.pending(Fp8Role::input) : nullptr, m_stream);
-        written(*l.weight_compute);
-        written(*l.saved_input);
         call.a = wq;
         call.b = xq;
         call.a_type = call.b_type = CUDA_R_8F_E4M3;
@@ -241,9 +197,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const bool fp8_native = fp8 && fp8_native_shape(in, out, batch);
     if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
-        auto* q = static_cast<std::uint8_t*>(scratch(slot_dy, static_cast<std::size_t>(batch * out)));
-        launch_quantize_fp8(dy.data(), code(dy.format()), batch * out, state.scale(Fp8Role::grad_output), q, false,
-                            state.pending(Fp8Role::grad_output), m_stream);
+        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out);
         dq_g = state.scale_inv(Fp8Role::grad_output);
         dq_x = state.scale_inv(Fp8Role::input);
         dq_w = state.scale_inv(Fp8Role::weight);
@@ -322,15 +276,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         product(call, fp8 ? dq_w : nullptr, fp8 ? dq_g : nullptr, cuda(*dx_out), batch * in, nullptr, "input-gradient");
     }
 
-    unsigned long long* stats = nullptr;
-    unsigned long long* deferred = deferred_rounding(weight_stats);
-    if (deferred) {  // a pipelined statistics step: the counts stay on the device until collected
-        stats = deferred;
-        weight_stats->elements += out * in;
-    } else if (weight_stats) {
-        stats = static_cast<unsigned long long*>(scratch(slot_results, 4 * sizeof(unsigned long long)));
-    }
-    if (stats) MANTISSA_CUDA_CHECK(cudaMemsetAsync(stats, 0, 4 * sizeof(unsigned long long), m_stream));
+    unsigned long long* stats = weight_stats_counters(weight_stats, out * in);
     if (batch > 0) {
         MatmulCall call;
         call.m = in;
@@ -372,28 +318,65 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     }
     launch_bias_grad(bias_src, bias_src_fmt, batch, out, bias_partial, gb.data(), code(gb.format()), m_stream);
 
-    if (weight_stats && !deferred) {
-        auto* host = static_cast<unsigned long long*>(host_scratch(4 * sizeof(unsigned long long)));
-        MANTISSA_CUDA_CHECK(
-            cudaMemcpyAsync(host, stats, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));
-        synchronize();
-        RoundingStats r;
-        r.elements = out * in;
-        r.zeros_before = static_cast<std::int64_t>(host[0]);
-        r.zeros = static_cast<std::int64_t>(host[1]);
-        r.subnormals = static_cast<std::int64_t>(host[2]);
-        r.nonfinite = static_cast<std::int64_t>(host[3]);
-        if (batch == 0) {
-            r.zeros_before = r.zeros = out * in;
-            r.subnormals = r.nonfinite = 0;
-        }
-        // (field by field: RoundingStats::operator+= lives in mantissa_core, outside the module)
-        weight_stats->elements += r.elements;
-        weight_stats->zeros_before += r.zeros_before;
-        weight_stats->zeros += r.zeros;
-        weight_stats->subnormals += r.subnormals;
-        weight_stats->nonfinite += r.nonfinite;
+    collect_weight_stats(weight_stats, stats, out * in, batch == 0);
+}
+
+// ---- what linear and conv2d share
+
+void CudaBackend::quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w, Tensor& wq, const CudaTensor& x,
+                                       Tensor& xq, std::int64_t n_x, bool record_amax) {
+    launch_quantize_fp8(w.data(), code(w.format()), w.numel(), state.scale(Fp8Role::weight),
+                        static_cast<std::uint8_t*>(cuda(wq).data()), true,
+                        record_amax ? state.pending(Fp8Role::weight) : nullptr, m_stream);
+    launch_quantize_fp8(x.data(), code(x.format()), n_x, state.scale(Fp8Role::input),
+                        static_cast<std::uint8_t*>(cuda(xq).data()), true,
+                        record_amax ? state.pending(Fp8Role::input) : nullptr, m_stream);
+    written(wq);
+    written(xq);
+}
+
+std::uint8_t* CudaBackend::quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n) {
+    auto* q = static_cast<std::uint8_t*>(scratch(slot_dy, static_cast<std::size_t>(n)));
+    launch_quantize_fp8(dy.data(), code(dy.format()), n, state.scale(Fp8Role::grad_output), q, false,
+                        state.pending(Fp8Role::grad_output), m_stream);
+    return q;
+}
+
+unsigned long long* CudaBackend::weight_stats_counters(RoundingStats* weight_stats, std::int64_t elements) {
+    unsigned long long* stats = nullptr;
+    if (unsigned long long* deferred = deferred_rounding(weight_stats)) {
+        // A pipelined statistics step: the counts stay on the device until collected.
+        stats = deferred;
+        weight_stats->elements += elements;
+    } else if (weight_stats) {
+        stats = static_cast<unsigned long long*>(scratch(slot_results, 4 * sizeof(unsigned long long)));
     }
+    if (stats) MANTISSA_CUDA_CHECK(cudaMemsetAsync(stats, 0, 4 * sizeof(unsigned long long), m_stream));
+    return stats;
+}
+
+void CudaBackend::collect_weight_stats(RoundingStats* weight_stats, const unsigned long long* stats,
+                                       std::int64_t elements, bool empty) {
+    if (!weight_stats || deferred_rounding(weight_stats)) return;
+    auto* host = static_cast<unsigned long long*>(host_scratch(4 * sizeof(unsigned long long)));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(host, stats, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    RoundingStats r;
+    r.elements = elements;
+    r.zeros_before = static_cast<std::int64_t>(host[0]);
+    r.zeros = static_cast<std::int64_t>(host[1]);
+    r.subnormals = static_cast<std::int64_t>(host[2]);
+    r.nonfinite = static_cast<std::int64_t>(host[3]);
+    if (empty) {
+        r.zeros_before = r.zeros = elements;
+        r.subnormals = r.nonfinite = 0;
+    }
+    // (field by field: RoundingStats::operator+= lives in mantissa_core, outside the module)
+    weight_stats->elements += r.elements;
+    weight_stats->zeros_before += r.zeros_before;
+    weight_stats->zeros += r.zeros;
+    weight_stats->subnormals += r.subnormals;
+    weight_stats->nonfinite += r.nonfinite;
 }
 
 }  // namespace mantissa::cuda

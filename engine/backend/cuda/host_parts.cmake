@@ -2,7 +2,8 @@
 #   - cuda_loader.cpp and format_support.cpp go into mantissa_core (the dlopen side of the
 #     module, which needs no CUDA headers: the application says why the GPU is missing);
 #   - mantissa_cuda_host: the module's host-only logic (the allocator's bookkeeping, the CUDA
-#     graph policy, the step pipeline's result block), a library the CPU-run tests in
+#     graph policy, the step pipeline's result block, which ops and formats it runs and the
+#     convolution's chunks), a library the CPU-run tests in
 #     tests/engine/cuda_host link.
 # Included by engine/backend/cuda/CMakeLists.txt (which engine/backend adds in every build).
 include_guard(GLOBAL)
@@ -17,6 +18,7 @@ set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/cuda_loader.cpp TARGET_DIRECTORY m
 add_library(mantissa_cuda_host STATIC
   ${CMAKE_CURRENT_LIST_DIR}/block_cache.cpp
   ${CMAKE_CURRENT_LIST_DIR}/graph_policy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/op_support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/step_block_layout.cpp)
 target_link_libraries(mantissa_cuda_host PUBLIC mantissa_engine_headers PRIVATE mantissa_warnings)
 set_target_properties(mantissa_cuda_host PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -46,6 +46,14 @@ __device__ __forceinline__ float apply_multiplier(float v, float multiplier) {
     return (multiplier == 1.0f || is_nan_bits(bits_of(v))) ? v : v * multiplier;
 }
 
+// The FP8 dequantisation factor *dq_a × *dq_b of a matmul's FP32 result (a null pointer: 1), read
+// from the device where the scale inverses live.
+__device__ __forceinline__ float dequant_factor(const float* dq_a, const float* dq_b) {
+    const float a = dq_a ? *dq_a : 1.0f;
+    const float b = dq_b ? *dq_b : 1.0f;
+    return a * b;
+}
+
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
     return v;

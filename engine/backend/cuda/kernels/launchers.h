@@ -47,6 +47,76 @@ void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, con
 void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, float* partial, void* db,
                       int db_fmt, cudaStream_t stream);
 
+// ---- conv.cuh: a convolution's data movement and epilogues, on chunks of whole samples
+// [first, first + samples) (cuda_conv.cpp has the layouts).
+struct ConvLaunch {  // one sample's geometry
+    std::int64_t channels, height, width, kernel, stride, padding, out_h, out_w;
+};
+// col(samples·P, C·k·k) from x(batch, C·H·W) rows first.., stored in col_fmt.
+void launch_im2col(const ConvLaunch& g, const void* x, int x_fmt, std::int64_t first, std::int64_t samples, void* col,
+                   int col_fmt, cudaStream_t stream);
+// dst(samples·positions, channels) = src(batch, channels·positions) rows first.., in dst_fmt.
+void launch_nchw_rows(const void* src, int src_fmt, std::int64_t first, std::int64_t samples, std::int64_t channels,
+                      std::int64_t positions, void* dst, int dst_fmt, cudaStream_t stream);
+// y rows first.. = round(acc(samples·positions, channels) x dequant + bias), bias null: none.
+void launch_conv_output(const float* acc, std::int64_t first, std::int64_t samples, std::int64_t channels,
+                        std::int64_t positions, const float* dq_a, const float* dq_b, const void* bias, int bias_fmt,
+                        void* y, int y_fmt, cudaStream_t stream);
+// dx rows first.. = round(dequant x Σ of dcol(samples·P, C·k·k) over the offsets reading each element).
+void launch_col2im(const ConvLaunch& g, const float* dcol, std::int64_t first, std::int64_t samples, const float* dq_a,
+                   const float* dq_b, void* dx, int dx_fmt, cudaStream_t stream);
+void launch_accumulate(float* a, const float* b, std::int64_t n, cudaStream_t stream);  // a += b
+// db(channels) = Σ_n Σ_p round(round_fmt, dy[n, c, p]) in the CPU's order; partial: batch x channels floats.
+void launch_conv_bias_grad(const void* dy, int dy_fmt, int round_fmt, std::int64_t batch, std::int64_t channels,
+                           std::int64_t positions, float* partial, void* db, int db_fmt, cudaStream_t stream);
+
+// ---- pool.cuh: rows of `batch` samples, NCHW
+struct PoolLaunch {
+    std::int64_t channels, height, width, kernel, stride, padding, out_h, out_w;
+};
+void launch_maxpool_forward(const PoolLaunch& p, const void* x, int x_fmt, void* y, int y_fmt, std::int64_t batch,
+                            cudaStream_t stream);
+void launch_maxpool_backward(const PoolLaunch& p, const void* x, int x_fmt, const void* dy, int dy_fmt, void* dx,
+                             int dx_fmt, std::int64_t batch, cudaStream_t stream);
+void launch_avgpool_forward(const PoolLaunch& p, const void* x, int x_fmt, void* y, int y_fmt, std::int64_t batch,
+                            cudaStream_t stream);
+void launch_avgpool_backward(const PoolLaunch& p, const void* dy, int dy_fmt, void* dx, int dx_fmt, std::int64_t batch,
+                             cudaStream_t stream);
+// rows = batch x channels planes of `spatial` values.
+void launch_global_avgpool_forward(const void* x, int x_fmt, std::int64_t rows, std::int64_t spatial, void* y,
+                                   int y_fmt, cudaStream_t stream);
+void launch_global_avgpool_backward(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t spatial, void* dx,
+                                    int dx_fmt, cudaStream_t stream);
+
+// ---- batchnorm.cuh: one block per channel; the per-channel tensors with their formats
+struct BatchNormLaunch {
+    std::int64_t batch, channels, spatial;
+    double momentum, eps;
+    const void* weight;
+    int weight_fmt;
+    const void* bias;
+    int bias_fmt;
+    void* running_mean;
+    int running_mean_fmt;
+    void* running_var;
+    int running_var_fmt;
+    void* saved_mean;
+    int saved_mean_fmt;
+    void* saved_invstd;
+    int saved_invstd_fmt;
+    void* grad_weight;
+    int grad_weight_fmt;
+    void* grad_bias;
+    int grad_bias_fmt;
+};
+void launch_batchnorm_forward(const BatchNormLaunch& b, const void* x, int x_fmt, void* y, int y_fmt, bool training,
+                              cudaStream_t stream);
+void launch_batchnorm_backward(const BatchNormLaunch& b, const void* x, int x_fmt, const void* dy, int dy_fmt, void* dx,
+                               int dx_fmt, cudaStream_t stream);
+// y = a + b (FP32), rounded to y's format; y may be a or b.
+void launch_add(const void* a, int a_fmt, const void* b, int b_fmt, void* y, int y_fmt, std::int64_t n,
+                cudaStream_t stream);
+
 // ---- fp8_quantize.cuh
 // dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null.
 void launch_quantize_fp8(const void* src, int src_fmt, std::int64_t n, const float* scale, std::uint8_t* dst, bool e4m3,

@@ -23,12 +23,6 @@ namespace mantissa::cuda {
 
 // ---- kernels
 
-__device__ __forceinline__ float dequant_factor(const float* dq_a, const float* dq_b) {
-    const float a = dq_a ? *dq_a : 1.0f;
-    const float b = dq_b ? *dq_b : 1.0f;
-    return a * b;
-}
-
 __global__ void bias_round_kernel(const float* acc, std::int64_t rows, std::int64_t cols, const float* dq_a,
                                   const float* dq_b, const void* bias, int bias_fmt, void* y, int y_fmt) {
     const float dequant = dequant_factor(dq_a, dq_b);
