@@ -2,7 +2,8 @@
 // which formats, and the one sentence it gives for the rest; every layer op refusing a wrong
 // call with a sentence that names what was wrong before anything is written (linear's checks,
 // once shared by the CPU and CUDA copies, now in one place: the FP8 declarations the CUDA copy
-// checked apply to the CPU too).
+// checked apply to the CPU too); the transformer ops refused by a backend that lacks them, with
+// its sentence or the default one.
 #include <QtTest>
 
 #include <algorithm>
