@@ -7,7 +7,8 @@
 // The layer ops are non-virtual members that check their arguments in one place
 // (backend_checks.cpp) and call the backend's protected *_impl (tiny-cuda-nn's forward() ->
 // forward_impl()); a backend says which ops it lacks before it is asked (supports(op, format),
-// as ggml's supports_op), and the convolutional ops land on the CPU backend first.
+// as ggml's supports_op), and the convolutional and transformer ops land on the CPU backend
+// first.
 //
 // Rules every backend follows (docs/numerics.md has the formulas; docs/architecture.md, "Backends"):
 // - A tensor has a declared Format and a MemoryCategory. Every operation rounds each value it
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "backend/conv_ops.h"
+#include "backend/transformer_ops.h"
 #include "numeric/format.h"
 #include "numeric/stats.h"
 #include "config/experiment.h"
@@ -60,6 +62,10 @@ enum class BackendOp : std::uint8_t {
     batchnorm2d,
     add,
     activation,
+    bmm,        // the transformer ops (transformer_ops.h)
+    softmax,
+    layernorm,
+    embedding,
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -215,11 +221,12 @@ public:
     virtual void update_fp8_scales(Fp8State& state) = 0;
 
     // ---- what this backend can run
-    // "" when this backend runs `op` with tensors (or, for linear and conv2d, a compute format)
-    // in `format`; else one sentence saying what it lacks and what to do instead ("The CUDA
-    // backend has no conv2d yet; use the CPU backend (backend: cpu)."). The wrappers of the
-    // convolutional ops below throw that sentence when called anyway; linear and the activations
-    // keep their own refusals (a GPU that cannot multiply in a format says so at the first call).
+    // "" when this backend runs `op` with tensors (or, for linear, conv2d and bmm, a compute
+    // format) in `format`; else one sentence saying what it lacks and what to do instead ("The
+    // CUDA backend has no conv2d yet; use the CPU backend (backend: cpu)."). The wrappers of the
+    // convolutional and transformer ops below throw that sentence when called anyway; linear and
+    // the activations keep their own refusals (a GPU that cannot multiply in a format says so
+    // at the first call).
     virtual std::string unsupported(BackendOp op, Format format) const = 0;
     bool supports(BackendOp op, Format format) const { return unsupported(op, format).empty(); }
 
@@ -304,6 +311,52 @@ public:
     // format). Its backward is the identity on both inputs.
     void add(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch);
 
+    // ---- transformer ops (transformer_ops.h; docs/numerics.md, "Transformer ops")
+    // Like the convolutional ops: each writes its output rounded to the output tensor's format,
+    // gradients are written (embedding_backward may accumulate), and a backend without the op
+    // refuses the call with its unsupported() sentence (the format passed is the compute format
+    // for bmm, the output's for the others).
+
+    // C[b] = alpha · A[b] · B[b] over op.batch_count() matrices read and written through strided
+    // views (StridedMatrix): operands cast to op.compute, exact products summed in FP32, alpha at
+    // op.alpha_point, rounded to c's format. Every viewed element must lie in its tensor; c must
+    // be neither a nor b, and its view must not reach an element twice.
+    void batched_matmul(const BatchedMatmul& op, const Tensor& a, const StridedMatrix& a_view,
+                        const Tensor& b, const StridedMatrix& b_view, Tensor& c,
+                        const StridedMatrix& c_view);
+
+    // Row-wise softmax of rows [0, rows) in FP32 from x's values, rounded to y's format. causal:
+    // x holds (T, T) blocks (T = cols, rows a multiple of T), row i of a block sees columns 0..i
+    // and y is exactly +0 elsewhere (those entries of x are not read). stats (when not null)
+    // receive what the unmasked inputs held.
+    void softmax_forward(const Tensor& x, Tensor& y, std::int64_t rows, bool causal,
+                         SoftmaxStats* stats);
+    // dx = y ⊙ (dy − Σ_row dy⊙y) in FP32, rounded to dx's format; then, when scale is not 1,
+    // dx = rnd(dx · scale) in FP32 (the backward of the scores' scaling by a Python scalar,
+    // rounded again as PyTorch eager does). causal: masked entries of dx are exactly +0.
+    void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t rows,
+                          bool causal, float scale);
+
+    // y = ((x − μ)·invstd)·γ + β per row of `ln.dim` values, μ and the biased variance in FP32,
+    // rounded to y's format; saved_mean and saved_invstd written for the backward. stats (when
+    // not null) receive the smallest variance.
+    void layernorm_forward(LayerNormTensors& ln, const Tensor& x, Tensor& y, std::int64_t rows,
+                           LayerNormStats* stats);
+    // From the forward's saved statistics: dx rounded to dx's format, grad_weight and grad_bias
+    // summed over the rows in FP32 (rounded to their formats).
+    void layernorm_backward(LayerNormTensors& ln, const Tensor& x, const Tensor& dy, Tensor& dx,
+                            std::int64_t rows);
+
+    // y[r] = weight[ids[r]] for r in [0, rows), rounded to y's format. ids is a host array of
+    // `rows` indices in [0, weight's rows), checked.
+    void embedding_forward(const Tensor& weight, const std::int32_t* ids, Tensor& y,
+                           std::int64_t rows);
+    // S[v] = Σ_{r: ids[r] = v} dy[r] in FP32, rows in ascending order from +0; grad_weight =
+    // rnd(S), or with accumulate rnd(grad_weight + S) on the rows that ids name (the autograd
+    // sum of a tied weight's two gradients). Rows no id names are zeroed (kept with accumulate).
+    void embedding_backward(const std::int32_t* ids, const Tensor& dy, Tensor& grad_weight,
+                            std::int64_t rows, bool accumulate);
+
     // ---- gradients
     // Multiplies every gradient by inv_scale in FP32 (skipped when inv_scale is 1) and checks
     // them all for inf/NaN in the same pass. summaries (when not null) gets one GradientSummary
@@ -337,7 +390,8 @@ public:
 protected:
     // What the wrappers above call once their arguments are checked: shapes fit, batch in
     // [0, rows] of every tensor involved, the required tensors present, FP8 ones declared e4m3,
-    // labels in range, and (convolutional ops) the op supported in its format.
+    // labels and ids in range, views inside their tensors, and (convolutional and transformer
+    // ops) the op supported in its format.
     virtual void linear_forward_impl(LinearTensors& layer, const Tensor& x, Tensor& y,
                                      std::int64_t batch, bool record_amax) = 0;
     virtual void linear_backward_impl(LinearTensors& layer, const Tensor& x, const Tensor& dy,
@@ -377,6 +431,24 @@ protected:
     virtual void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x,
                                            const Tensor& dy, Tensor& dx, std::int64_t batch);
     virtual void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch);
+
+    // The transformer ops: defaults as the convolutional ops'.
+    virtual void batched_matmul_impl(const BatchedMatmul& op, const Tensor& a,
+                                     const StridedMatrix& a_view, const Tensor& b,
+                                     const StridedMatrix& b_view, Tensor& c,
+                                     const StridedMatrix& c_view);
+    virtual void softmax_forward_impl(const Tensor& x, Tensor& y, std::int64_t rows, bool causal,
+                                      SoftmaxStats* stats);
+    virtual void softmax_backward_impl(const Tensor& y, const Tensor& dy, Tensor& dx,
+                                       std::int64_t rows, bool causal, float scale);
+    virtual void layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x, Tensor& y,
+                                        std::int64_t rows, LayerNormStats* stats);
+    virtual void layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x, const Tensor& dy,
+                                         Tensor& dx, std::int64_t rows);
+    virtual void embedding_forward_impl(const Tensor& weight, const std::int32_t* ids, Tensor& y,
+                                        std::int64_t rows);
+    virtual void embedding_backward_impl(const std::int32_t* ids, const Tensor& dy,
+                                         Tensor& grad_weight, std::int64_t rows, bool accumulate);
 
 private:
     // Throws unsupported(op, format) when it is not empty.

@@ -1,10 +1,12 @@
 // The checked wrappers of Backend's layer ops (backend.h): every argument check of linear, the
-// activations, the losses and the convolutional ops happens here, once, before the backend's
+// activations, the losses, the convolutional and the transformer ops happens here, once, before the backend's
 // *_impl runs, so the CPU and CUDA backends accept exactly the same calls and say the same
 // sentence when a call is wrong. An *_impl may rely on what is checked here: the tensors it needs
 // are present, their shapes fit the layer, and rows [0, batch) exist in every tensor it touches.
 //
-// The checks are O(1) per call except the labels' range (O(batch)), cheap next to the op.
+// The checks are O(1) per call except the labels' and ids' range (O(batch)), cheap next to the op.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -159,6 +161,70 @@ void check_batchnorm(const BatchNormTensors& bn, const Tensor& x, std::int64_t b
     require(bn.eps >= 0 && std::isfinite(bn.eps), where + "eps must be a finite value of at least 0.");
     require(batch >= 0, where + "the batch must not be negative.");
     require_rows(x, bn.channels * bn.spatial, batch, where, "input");
+}
+
+// ---- transformer ops
+
+// The largest element index a view reaches for `batch` matrices (outer_count·inner_count) of
+// (rows, cols), all counts positive; views are checked non-negative first.
+std::int64_t last_index(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols) {
+    return v.offset + (op.outer_count - 1) * v.outer_stride + (op.inner_count - 1) * v.inner_stride +
+           (rows - 1) * v.row_stride + (cols - 1) * v.col_stride;
+}
+
+void check_view(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v, std::int64_t rows,
+                std::int64_t cols, const char* role) {
+    const std::string where = std::string("batched_matmul: the view of ") + role + " " + t.desc().name;
+    require(v.offset >= 0 && v.outer_stride >= 0 && v.inner_stride >= 0 && v.row_stride >= 0 && v.col_stride >= 0,
+            where + " has a negative offset or stride.");
+    const std::int64_t last = last_index(op, v, rows, cols);
+    require(last < t.numel(), where + " reaches element " + count(last) + ", beyond its " + count(t.numel()) +
+                                  " values.");
+}
+
+// True when no two (matrix, row, col) of the view land on one element: sorted by stride, each
+// dimension's stride exceeds the span of the smaller ones (the dimensions of extent 1 aside).
+bool view_is_one_to_one(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols) {
+    std::array<std::pair<std::int64_t, std::int64_t>, 4> dims = {
+        {{v.outer_stride, op.outer_count}, {v.inner_stride, op.inner_count}, {v.row_stride, rows}, {v.col_stride, cols}}};
+    std::sort(dims.begin(), dims.end());
+    std::int64_t span = 0;  // the largest offset the smaller dimensions reach
+    for (const auto& [stride, extent] : dims) {
+        if (extent <= 1) continue;
+        if (stride <= span) return false;
+        span += (extent - 1) * stride;
+    }
+    return true;
+}
+
+void check_ids(const std::int32_t* ids, std::int64_t rows, std::int64_t vocab, const char* op) {
+    require(ids || rows == 0, std::string(op) + ": the ids are missing.");
+    for (std::int64_t r = 0; r < rows; ++r)
+        if (ids[r] < 0 || ids[r] >= vocab)
+            throw Error(std::string(op) + ": id " + std::to_string(ids[r]) + " of row " + std::to_string(r) +
+                        " is outside the embedding's [0, " + std::to_string(vocab) + ").");
+}
+
+void check_layernorm(const LayerNormTensors& ln, const Tensor& x, std::int64_t rows, const char* op) {
+    const std::string where = std::string(op) + " of layer " +
+                              (ln.weight ? ln.weight->desc().name : std::string("?")) + ": ";
+    require(ln.dim > 0, where + "the dimension (" + count(ln.dim) + ") must be positive.");
+    require(ln.weight && ln.bias && ln.grad_weight && ln.grad_bias && ln.saved_mean && ln.saved_invstd,
+            where + "a tensor is missing.");
+    for (const Tensor* t : {ln.weight, ln.bias, ln.grad_weight, ln.grad_bias})
+        require_size(*t, ln.dim, where, "parameter-shaped tensor");
+    require(ln.eps >= 0 && std::isfinite(ln.eps), where + "eps must be a finite value of at least 0.");
+    require(rows >= 0, where + "the rows must not be negative.");
+    require_rows(x, ln.dim, rows, where, "input");
+    require_rows(*ln.saved_mean, 1, rows, where, "saved mean");
+    require_rows(*ln.saved_invstd, 1, rows, where, "saved invstd");
+}
+
+void check_softmax_rows(const Tensor& x, std::int64_t rows, bool causal, const char* op) {
+    if (!causal) return;
+    require(x.cols() > 0 && rows % x.cols() == 0,
+            std::string(op) + ": a causal softmax takes whole T\u00d7T blocks, and " + count(rows) +
+                " rows are not a multiple of T = " + count(x.cols()) + ".");
 }
 
 }  // namespace
@@ -335,6 +401,84 @@ void Backend::add(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batc
     check_same(a, y, batch, "add");
     check_same(b, y, batch, "add");
     add_impl(a, b, y, batch);
+}
+
+// ---- transformer ops
+
+void Backend::batched_matmul(const BatchedMatmul& op, const Tensor& a, const StridedMatrix& a_view, const Tensor& b,
+                             const StridedMatrix& b_view, Tensor& c, const StridedMatrix& c_view) {
+    require_supported(BackendOp::bmm, op.compute);
+    require(op.outer_count >= 0 && op.inner_count >= 1,
+            "batched_matmul: the outer count (" + count(op.outer_count) + ") must be at least 0 and the inner count (" +
+                count(op.inner_count) + ") at least 1.");
+    require(op.m >= 0 && op.n >= 0 && op.k >= 0, "batched_matmul: the sizes m, n and k (" + count(op.m) + ", " +
+                                                     count(op.n) + ", " + count(op.k) + ") must not be negative.");
+    require(&c != &a && &c != &b, "batched_matmul: the output " + c.desc().name +
+                                      " is also an operand; write the product to another tensor.");
+    if (op.batch_count() == 0 || op.m == 0 || op.n == 0) return batched_matmul_impl(op, a, a_view, b, b_view, c, c_view);
+    if (op.k > 0) {
+        check_view(op, a, a_view, op.m, op.k, "A");
+        check_view(op, b, b_view, op.k, op.n, "B");
+    }
+    check_view(op, c, c_view, op.m, op.n, "C");
+    require(view_is_one_to_one(op, c_view, op.m, op.n),
+            "batched_matmul: the view of C " + c.desc().name + " reaches some element twice; give it strides that "
+            "separate every matrix, row and column.");
+    batched_matmul_impl(op, a, a_view, b, b_view, c, c_view);
+}
+
+void Backend::softmax_forward(const Tensor& x, Tensor& y, std::int64_t rows, bool causal, SoftmaxStats* stats) {
+    require_supported(BackendOp::softmax, y.format());
+    check_same(x, y, rows, "softmax_forward");
+    check_softmax_rows(x, rows, causal, "softmax_forward");
+    softmax_forward_impl(x, y, rows, causal, stats);
+}
+
+void Backend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t rows, bool causal,
+                               float scale) {
+    require_supported(BackendOp::softmax, dx.format());
+    check_same(y, dx, rows, "softmax_backward");
+    check_same(dy, dx, rows, "softmax_backward");
+    check_softmax_rows(y, rows, causal, "softmax_backward");
+    require(std::isfinite(scale), "softmax_backward: the scale must be finite.");
+    softmax_backward_impl(y, dy, dx, rows, causal, scale);
+}
+
+void Backend::layernorm_forward(LayerNormTensors& ln, const Tensor& x, Tensor& y, std::int64_t rows,
+                                LayerNormStats* stats) {
+    require_supported(BackendOp::layernorm, y.format());
+    check_layernorm(ln, x, rows, "layernorm_forward");
+    require_rows(y, ln.dim, rows, "layernorm_forward of layer " + ln.weight->desc().name + ": ", "output");
+    layernorm_forward_impl(ln, x, y, rows, stats);
+}
+
+void Backend::layernorm_backward(LayerNormTensors& ln, const Tensor& x, const Tensor& dy, Tensor& dx,
+                                 std::int64_t rows) {
+    require_supported(BackendOp::layernorm, dx.format());
+    check_layernorm(ln, x, rows, "layernorm_backward");
+    const std::string where = "layernorm_backward of layer " + ln.weight->desc().name + ": ";
+    require_rows(dy, ln.dim, rows, where, "output gradient");
+    require_rows(dx, ln.dim, rows, where, "input gradient");
+    layernorm_backward_impl(ln, x, dy, dx, rows);
+}
+
+void Backend::embedding_forward(const Tensor& weight, const std::int32_t* ids, Tensor& y, std::int64_t rows) {
+    require_supported(BackendOp::embedding, y.format());
+    const std::string where = "embedding_forward of " + weight.desc().name + ": ";
+    require(rows >= 0, where + "the rows must not be negative.");
+    require_rows(y, weight.cols(), rows, where, "output");
+    check_ids(ids, rows, weight.rows(), "embedding_forward");
+    embedding_forward_impl(weight, ids, y, rows);
+}
+
+void Backend::embedding_backward(const std::int32_t* ids, const Tensor& dy, Tensor& grad_weight, std::int64_t rows,
+                                 bool accumulate) {
+    require_supported(BackendOp::embedding, grad_weight.format());
+    const std::string where = "embedding_backward of " + grad_weight.desc().name + ": ";
+    require(rows >= 0, where + "the rows must not be negative.");
+    require_rows(dy, grad_weight.cols(), rows, where, "output gradient");
+    check_ids(ids, rows, grad_weight.rows(), "embedding_backward");
+    embedding_backward_impl(ids, dy, grad_weight, rows, accumulate);
 }
 
 }  // namespace mantissa

@@ -39,6 +39,10 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::batchnorm2d: return "batchnorm2d";
     case BackendOp::add: return "add";
     case BackendOp::activation: return "activation";
+    case BackendOp::bmm: return "bmm";
+    case BackendOp::softmax: return "softmax";
+    case BackendOp::layernorm: return "layernorm";
+    case BackendOp::embedding: return "embedding";
     }
     return "linear";
 }
@@ -106,6 +110,28 @@ void Backend::batchnorm2d_backward_impl(BatchNormTensors&, const Tensor&, const 
 }
 void Backend::add_impl(const Tensor&, const Tensor&, Tensor& y, std::int64_t) {
     lacks(*this, BackendOp::add, y.format());
+}
+void Backend::batched_matmul_impl(const BatchedMatmul& op, const Tensor&, const StridedMatrix&, const Tensor&,
+                                  const StridedMatrix&, Tensor&, const StridedMatrix&) {
+    lacks(*this, BackendOp::bmm, op.compute);
+}
+void Backend::softmax_forward_impl(const Tensor&, Tensor& y, std::int64_t, bool, SoftmaxStats*) {
+    lacks(*this, BackendOp::softmax, y.format());
+}
+void Backend::softmax_backward_impl(const Tensor&, const Tensor&, Tensor& dx, std::int64_t, bool, float) {
+    lacks(*this, BackendOp::softmax, dx.format());
+}
+void Backend::layernorm_forward_impl(LayerNormTensors&, const Tensor&, Tensor& y, std::int64_t, LayerNormStats*) {
+    lacks(*this, BackendOp::layernorm, y.format());
+}
+void Backend::layernorm_backward_impl(LayerNormTensors&, const Tensor&, const Tensor&, Tensor& dx, std::int64_t) {
+    lacks(*this, BackendOp::layernorm, dx.format());
+}
+void Backend::embedding_forward_impl(const Tensor&, const std::int32_t*, Tensor& y, std::int64_t) {
+    lacks(*this, BackendOp::embedding, y.format());
+}
+void Backend::embedding_backward_impl(const std::int32_t*, const Tensor&, Tensor& grad_weight, std::int64_t, bool) {
+    lacks(*this, BackendOp::embedding, grad_weight.format());
 }
 
 }  // namespace mantissa

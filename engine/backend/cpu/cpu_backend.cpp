@@ -276,6 +276,11 @@ float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64
 std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
+    if (op == BackendOp::bmm) {
+        if (common) return "";
+        return "The CPU backend computes batched matmuls in fp32, tf32, fp16 or bf16, not " +
+               std::string(format_name(format)) + "; choose one of those for attention.";
+    }
     if (op == BackendOp::linear || op == BackendOp::conv2d) {
         if (common || format == Format::fp8_e4m3) return "";
         return std::string("The CPU backend computes ") + (op == BackendOp::linear ? "linear layers" : "convolutions") +

@@ -17,8 +17,9 @@
 // The implementation is split by operation: cpu_backend.cpp (tensors, accounting, casts, what it
 // supports), cpu_linear.cpp (linear layers, FP8 scaling), cpu_conv.cpp (convolutions),
 // cpu_pool.cpp (max, average and global average pools), cpu_batchnorm.cpp (batch norm),
-// cpu_elementwise.cpp (activations, losses, add), cpu_gradients.cpp (unscale and check),
-// cpu_optimizer.cpp (SGD, AdamW). Argument checks happen before any of them (backend_checks.cpp).
+// cpu_elementwise.cpp (activations, losses, add), cpu_attention.cpp (batched matmul and softmax,
+// on CpuBatchedMatmul), cpu_layernorm.cpp (layer norm), cpu_embedding.cpp (embedding),
+// cpu_gradients.cpp (unscale and check), cpu_optimizer.cpp (SGD, AdamW). Argument checks happen before any of them (backend_checks.cpp).
 // Training thread only.
 #pragma once
 
@@ -29,6 +30,7 @@
 
 #include "backend/amax_history.h"
 #include "backend/backend.h"
+#include "backend/cpu/cpu_batched_matmul.h"
 #include "backend/cpu/cpu_buffer.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
@@ -168,6 +170,21 @@ protected:
     void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x, const Tensor& dy,
                                    Tensor& dx, std::int64_t batch) override;
     void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch) override;
+    void batched_matmul_impl(const BatchedMatmul& op, const Tensor& a, const StridedMatrix& a_view,
+                             const Tensor& b, const StridedMatrix& b_view, Tensor& c,
+                             const StridedMatrix& c_view) override;
+    void softmax_forward_impl(const Tensor& x, Tensor& y, std::int64_t rows, bool causal,
+                              SoftmaxStats* stats) override;
+    void softmax_backward_impl(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t rows,
+                               bool causal, float scale) override;
+    void layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x, Tensor& y, std::int64_t rows,
+                                LayerNormStats* stats) override;
+    void layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x, const Tensor& dy, Tensor& dx,
+                                 std::int64_t rows) override;
+    void embedding_forward_impl(const Tensor& weight, const std::int32_t* ids, Tensor& y,
+                                std::int64_t rows) override;
+    void embedding_backward_impl(const std::int32_t* ids, const Tensor& dy, Tensor& grad_weight,
+                                 std::int64_t rows, bool accumulate) override;
 
 private:
     // The cast copy of `param` that the optimizer should update with it (rounding each new value
@@ -208,8 +225,12 @@ private:
     bool m_tracing = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
-    std::array<CpuBuffer, 10> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
-                                          //   7 to 9: cpu_conv.cpp
+    CpuBatchedMatmul m_batched_matmul;
+    std::array<CpuBuffer, 13> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
+                                          //   7 to 9: cpu_conv.cpp, 10 to 12: cpu_attention.cpp
+                                          //   (the layer norm's and embedding's: below)
+    std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
+    std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy

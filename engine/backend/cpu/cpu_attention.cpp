@@ -1,0 +1,238 @@
+// CpuBackend: the batched matmul of attention and the row softmax, forward and backward, with
+// docs/numerics.md's rounding points ("Transformer ops").
+//
+// batched_matmul: an operand whose tensor holds values of the compute format (rounding would
+// change nothing) and whose view has a unit row or column stride is read in place through its
+// view; any other is gathered into a plain (batch, rows, cols) scratch copy and rounded there
+// (the rounding the product needs anyway). C is written in place through its view when it has a
+// unit stride, else through a plain scratch that is scattered. oneDNN multiplies
+// (CpuBatchedMatmul); when it refuses a layout, every operand is packed and it multiplies plain
+// matrices. The epilogue (alpha, the rounding to C's format) runs row by row on C's elements:
+//   accumulator  C = rnd_C(alpha·acc)        output  C = rnd_C(alpha·rnd_C(acc))
+// With gradient tracing on, C keeps no shadow (a previous one is dropped): the backward that
+// reads C counts its own rounding only.
+//
+// softmax: per row, in FP32 from x's values: m = max (NaN when a NaN is seen), e_j = exp(x_j − m),
+// s = Σ e_j in column order from +0, y_j = e_j / s (PyTorch's CUDA kernels divide), rounded to
+// y's format; masked entries (causal: columns after the row's position in its T×T block) are
+// never read and written +0. The backward g_j = y_j·(dy_j − Σ_k dy_k·y_k), the sum in FP32 in
+// column order, dx = rnd_dx(g), then rnd_dx(dx·scale) when scale is not 1; masked entries +0.
+// It is linear in dy: with gradient tracing on, dx's shadow is the same backward of dy's shadow
+// (unrounded, scaled).
+//
+// Scratch (kept between steps): the packed A, B and C (slots 10 to 12). Training thread only.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "error.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+enum Slot { slot_a = 10, slot_b = 11, slot_c = 12 };
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+// Calls f(element index in the tensor, position in the plain (batch, rows, cols) order) for every
+// element of view v, in that order.
+template <class F>
+void for_each_element(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, F f) {
+    std::int64_t p = 0;
+    for (std::int64_t o = 0; o < op.outer_count; ++o)
+        for (std::int64_t i = 0; i < op.inner_count; ++i)
+            for (std::int64_t r = 0; r < rows; ++r) {
+                const std::int64_t base = v.offset + o * v.outer_stride + i * v.inner_stride + r * v.row_stride;
+                for (std::int64_t c = 0; c < cols; ++c) f(base + c * v.col_stride, p++);
+            }
+}
+
+CpuStrided strides_of(const StridedMatrix& v) { return {v.outer_stride, v.inner_stride, v.row_stride, v.col_stride}; }
+
+CpuStrided plain_strides(std::int64_t inner, std::int64_t rows, std::int64_t cols) {
+    return {inner * rows * cols, rows * cols, cols, 1};
+}
+
+bool unit_stride(const StridedMatrix& v) { return v.row_stride == 1 || v.col_stride == 1; }
+
+// One matrix operand as the product reads it.
+struct Operand {
+    const float* data = nullptr;
+    CpuStrided strides;
+    bool packed = false;
+};
+
+// The epilogue on n values at `row` (a stride apart): alpha at its point, rounded to `format`.
+void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatmul& op, Format format) {
+    if (stride == 1) {
+        if (op.alpha_point == AlphaPoint::output && op.alpha != 1.0f) round_output(format, row, n);
+        if (op.alpha != 1.0f)
+            for (std::int64_t j = 0; j < n; ++j) row[j] *= op.alpha;
+        round_output(format, row, n);
+        return;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+        float v = row[j * stride];
+        if (op.alpha_point == AlphaPoint::output && op.alpha != 1.0f) v = round_to(format, v);
+        row[j * stride] = round_to(format, v * op.alpha);
+    }
+}
+
+// g = y ⊙ (dy − Σ dy⊙y) over the first `seen` entries of a row, into dx (which may be y or dy).
+void softmax_gradient_row(const float* y, const float* dy, float* dx, std::int64_t seen) {
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < seen; ++j) sum += dy[j] * y[j];
+    for (std::int64_t j = 0; j < seen; ++j) dx[j] = y[j] * (dy[j] - sum);
+}
+
+}  // namespace
+
+// ---- batched matmul
+
+void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in, const StridedMatrix& a_view,
+                                     const Tensor& b_in, const StridedMatrix& b_view, Tensor& c_out,
+                                     const StridedMatrix& c_view) {
+    const std::int64_t batch = op.batch_count();
+    if (batch == 0 || op.m == 0 || op.n == 0) return;
+    if (m_tracing) {
+        const auto it = m_shadows.find(&c_out);
+        if (it != m_shadows.end()) it->second.valid = false;
+    }
+    float* c = cpu(c_out).data();
+    const Format cf = c_out.format();
+
+    // The plain copy of an operand, rounded to the compute format.
+    auto pack = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
+        const float* src = cpu(t).data();
+        float* buf = scratch(slot, batch * rows * cols);
+        for_each_element(op, v, rows, cols, [&](std::int64_t at, std::int64_t p) { buf[p] = src[at]; });
+        if (!format_contains(op.compute, t.format()))
+            round_array(op.compute, buf, static_cast<std::size_t>(batch * rows * cols));
+        return Operand{buf, plain_strides(op.inner_count, rows, cols), true};
+    };
+    auto operand = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
+        if (format_contains(op.compute, t.format()) && unit_stride(v))
+            return Operand{cpu(t).data() + v.offset, strides_of(v), false};
+        return pack(t, v, rows, cols, slot);
+    };
+
+    if (op.k > 0) {
+        Operand a = operand(a_in, a_view, op.m, op.k, slot_a);
+        Operand b = operand(b_in, b_view, op.k, op.n, slot_b);
+        const bool c_direct = unit_stride(c_view);
+        float* c_target = c_direct ? c + c_view.offset : scratch(slot_c, batch * op.m * op.n);
+        CpuStrided c_strides = c_direct ? strides_of(c_view) : plain_strides(op.inner_count, op.m, op.n);
+        const int threads = CpuMatmul::threads_for(batch * op.m * op.n * op.k, m_matmul.threads());
+        if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides, b.data,
+                                       b.strides, c_target, c_strides, threads)) {
+            // oneDNN has no matmul for these strides: plain matrices.
+            if (!a.packed) a = pack(a_in, a_view, op.m, op.k, slot_a);
+            if (!b.packed) b = pack(b_in, b_view, op.k, op.n, slot_b);
+            c_target = scratch(slot_c, batch * op.m * op.n);
+            c_strides = plain_strides(op.inner_count, op.m, op.n);
+            if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides,
+                                           b.data, b.strides, c_target, c_strides, threads))
+                throw Error("oneDNN could not create a batched matmul of " + std::to_string(batch) + " products (" +
+                            std::to_string(op.m) + " x " + std::to_string(op.k) + ") x (" + std::to_string(op.k) +
+                            " x " + std::to_string(op.n) + ").");
+        }
+        if (c_target != c + c_view.offset) {  // scatter the plain result into C's view
+            const float* src = c_target;
+            for_each_element(op, c_view, op.m, op.n, [&](std::int64_t at, std::int64_t p) { c[at] = src[p]; });
+        }
+    } else {  // an empty sum: the accumulator is +0
+        for_each_element(op, c_view, op.m, op.n, [&](std::int64_t at, std::int64_t) { c[at] = 0.0f; });
+    }
+
+    // The epilogue, row by row of C's view.
+    for (std::int64_t o = 0; o < op.outer_count; ++o)
+        for (std::int64_t i = 0; i < op.inner_count; ++i)
+            for (std::int64_t r = 0; r < op.m; ++r)
+                epilogue(c + c_view.offset + o * c_view.outer_stride + i * c_view.inner_stride + r * c_view.row_stride,
+                         op.n, c_view.col_stride, op, cf);
+}
+
+// ---- softmax
+
+void CpuBackend::softmax_forward_impl(const Tensor& x_in, Tensor& y_out, std::int64_t rows, bool causal,
+                                      SoftmaxStats* stats) {
+    const std::int64_t cols = x_in.cols();
+    const float* x = cpu(x_in).data();
+    float* y = cpu(y_out).data();
+    float amax = 0.0f;
+    std::int64_t nonfinite = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t seen = causal ? r % cols + 1 : cols;
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -std::numeric_limits<float>::infinity();
+        bool nan = false;
+        for (std::int64_t j = 0; j < seen; ++j) {
+            const float v = xr[j];
+            if (std::isfinite(v)) {
+                amax = std::max(amax, std::abs(v));
+                m = std::max(m, v);
+            } else {
+                ++nonfinite;
+                if (std::isnan(v)) nan = true;
+                else if (v > m) m = v;
+            }
+        }
+        if (nan) m = std::numeric_limits<float>::quiet_NaN();
+        float sum = 0.0f;
+        for (std::int64_t j = 0; j < seen; ++j) {
+            const float e = std::exp(xr[j] - m);
+            yr[j] = e;
+            sum += e;
+        }
+        for (std::int64_t j = 0; j < seen; ++j) yr[j] = yr[j] / sum;
+        std::fill(yr + seen, yr + cols, 0.0f);
+        round_output(y_out.format(), yr, seen);
+    }
+    if (stats) {
+        stats->amax = amax;
+        stats->nonfinite = nonfinite;
+    }
+}
+
+void CpuBackend::softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in, Tensor& dx_out, std::int64_t rows,
+                                       bool causal, float scale) {
+    const std::int64_t cols = y_in.cols();
+    const float* y = cpu(y_in).data();
+    const float* dy = cpu(dy_in).data();
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, rows * cols, &sdy);
+    float* dx = cpu(dx_out).data();
+    const Format f = dx_out.format();
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t seen = causal ? r % cols + 1 : cols;
+        const std::int64_t at = r * cols;
+        float* dxr = dx + at;
+        softmax_gradient_row(y + at, dy + at, dxr, seen);
+        if (sdx) {  // the shadow: the backward without any rounding
+            float* s = sdx + at;
+            if (sdy) softmax_gradient_row(y + at, sdy + at, s, seen);
+            else std::memcpy(s, dxr, static_cast<std::size_t>(seen) * sizeof(float));
+            if (scale != 1.0f)
+                for (std::int64_t j = 0; j < seen; ++j) s[j] *= scale;
+            std::fill(s + seen, s + cols, 0.0f);
+        }
+        round_output(f, dxr, seen);
+        if (scale != 1.0f) {
+            for (std::int64_t j = 0; j < seen; ++j) dxr[j] *= scale;
+            round_output(f, dxr, seen);
+        }
+        std::fill(dxr + seen, dxr + cols, 0.0f);
+    }
+}
+
+}  // namespace mantissa

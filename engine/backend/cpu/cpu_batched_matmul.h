@@ -1,0 +1,43 @@
+// CpuBatchedMatmul: C[b] = A[b]·B[b] in FP32 accumulation over a two-level batch of matrices
+// read and written through strided views, by oneDNN's matmul primitive on 4-D memory
+// descriptors (outer, inner, rows, cols) with the views' strides: the attention heads are read
+// out of a packed QKV tensor and written into a (batch·T, dim) one without copies.
+//
+// As CpuMatmul (cpu_matmul.h): one primitive per shape and strides, created on first use and
+// kept with its scratchpad; operands are FP32 arrays whose values the caller has already rounded
+// to the compute format (products exact in FP32); the thread count is set per product the same
+// way. A layout oneDNN refuses is reported (multiply returns false) and the caller packs the
+// operands into plain matrices. Training thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace mantissa {
+
+// Element (b = outer·inner_count + inner, i, j) of a view lies at
+// data[outer·outer_stride + inner·inner_stride + i·row_stride + j·col_stride].
+struct CpuStrided {
+    std::int64_t outer_stride = 0, inner_stride = 0, row_stride = 0, col_stride = 1;
+};
+
+class CpuBatchedMatmul {
+public:
+    CpuBatchedMatmul();
+    ~CpuBatchedMatmul();
+    CpuBatchedMatmul(const CpuBatchedMatmul&) = delete;
+    CpuBatchedMatmul& operator=(const CpuBatchedMatmul&) = delete;
+
+    // C(m, n) = A(m, k)·B(k, n) for every matrix of outer × inner, overwriting C's viewed
+    // elements; all counts positive. False (nothing written) when oneDNN has no matmul for these
+    // strides.
+    bool multiply(std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n, std::int64_t k,
+                  const float* a, const CpuStrided& as, const float* b, const CpuStrided& bs, float* c,
+                  const CpuStrided& cs, int threads);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace mantissa

@@ -1,0 +1,133 @@
+// CpuBackend: layer normalisation over the last dimension, PyTorch's LayerNorm(dim) with its
+// elementwise affine, forward and backward (docs/numerics.md, "Transformer ops").
+//
+// As the batch norm (cpu_batchnorm.cpp) but per row of N = dim values: each sum is taken in
+// double and rounded to FP32 once, the per-element arithmetic is FP32:
+//   forward   μ = fp32(Σx / N), σ² = fp32(Σ(x − μ_d)² / N) (biased), invstd = fp32(1/√(σ²_d + ε))
+//             y = rnd_y( ((x − μ)·invstd)·γ + β )
+//   backward  x̂ = (x − μ)·invstd (the saved μ and invstd), g = dy·γ
+//             dx = rnd_dx( invstd·(g − fp32(Σg / N) − x̂·fp32(Σg·x̂ / N)) )
+//             dγ = fp32(Σ_rows dy·x̂), dβ = fp32(Σ_rows dy)   (per column, rows in order, double)
+// The saved statistics and the parameters' gradients are written rounded to their tensors'
+// formats. With gradient tracing on, dx's shadow is the same backward of dy's shadow (it is
+// linear in dy). Training thread only.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
+const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
+
+void round_output(Format format, float* data, std::int64_t n) {
+    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
+}
+
+// dx of one row from dy (unrounded); the row sums in double.
+void row_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n, float mean,
+                  float invstd) {
+    double sum_g = 0, sum_g_xhat = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float xhat = (x[j] - mean) * invstd;
+        const float g = dy[j] * gamma[j];
+        sum_g += static_cast<double>(g);
+        sum_g_xhat += static_cast<double>(g) * static_cast<double>(xhat);
+    }
+    const float mean_g = static_cast<float>(sum_g / static_cast<double>(n));
+    const float mean_g_xhat = static_cast<float>(sum_g_xhat / static_cast<double>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float xhat = (x[j] - mean) * invstd;
+        const float g = dy[j] * gamma[j];
+        dx[j] = invstd * (g - mean_g - xhat * mean_g_xhat);
+    }
+}
+
+}  // namespace
+
+void CpuBackend::layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x_in, Tensor& y_out, std::int64_t rows,
+                                        LayerNormStats* stats) {
+    const std::int64_t n = ln.dim;
+    const float* x = cpu(x_in).data();
+    float* y = cpu(y_out).data();
+    const float* gamma = cpu(*ln.weight).data();
+    const float* beta = cpu(*ln.bias).data();
+    float* saved_mean = cpu(*ln.saved_mean).data();
+    float* saved_invstd = cpu(*ln.saved_invstd).data();
+    float min_variance = std::numeric_limits<float>::infinity();
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        double sum = 0;
+        for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
+        const double mean_d = sum / static_cast<double>(n);
+        double squares = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+            const double d = static_cast<double>(xr[j]) - mean_d;
+            squares += d * d;
+        }
+        const double var = squares / static_cast<double>(n);
+        const float mean = static_cast<float>(mean_d);
+        const float invstd = static_cast<float>(1.0 / std::sqrt(var + ln.eps));
+        const float variance = static_cast<float>(var);
+        if (variance < min_variance) min_variance = variance;  // a NaN row is no smallest
+        saved_mean[r] = mean;
+        saved_invstd[r] = invstd;
+        for (std::int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - mean) * invstd) * gamma[j] + beta[j];
+        round_output(y_out.format(), yr, n);
+    }
+    round_output(ln.saved_mean->format(), saved_mean, rows);
+    round_output(ln.saved_invstd->format(), saved_invstd, rows);
+    if (stats) stats->min_variance = min_variance;
+}
+
+void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_in, const Tensor& dy_in,
+                                         Tensor& dx_out, std::int64_t rows) {
+    const std::int64_t n = ln.dim;
+    const float* x = cpu(x_in).data();
+    const float* dy = cpu(dy_in).data();
+    const float* gamma = cpu(*ln.weight).data();
+    const float* mean = cpu(*ln.saved_mean).data();
+    const float* invstd = cpu(*ln.saved_invstd).data();
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, rows * n, &sdy);
+    float* dx = cpu(dx_out).data();
+
+    // The parameters' gradients first: dx may be dy or x.
+    m_column_sums.assign(static_cast<std::size_t>(2 * n), 0.0);
+    double* sum_dy = m_column_sums.data();
+    double* sum_dy_xhat = sum_dy + n;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        const float* dyr = dy + r * n;
+        for (std::int64_t j = 0; j < n; ++j) {
+            const float xhat = (xr[j] - mean[r]) * invstd[r];
+            sum_dy[j] += static_cast<double>(dyr[j]);
+            sum_dy_xhat[j] += static_cast<double>(dyr[j]) * static_cast<double>(xhat);
+        }
+    }
+    float* grad_gamma = cpu(*ln.grad_weight).data();
+    float* grad_beta = cpu(*ln.grad_bias).data();
+    for (std::int64_t j = 0; j < n; ++j) {
+        grad_gamma[j] = static_cast<float>(sum_dy_xhat[j]);
+        grad_beta[j] = static_cast<float>(sum_dy[j]);
+    }
+
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t at = r * n;
+        if (sdx && sdy) row_backward(x + at, sdy + at, gamma, sdx + at, n, mean[r], invstd[r]);
+        row_backward(x + at, dy + at, gamma, dx + at, n, mean[r], invstd[r]);
+        if (sdx && !sdy) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(n) * sizeof(float));
+        round_output(dx_out.format(), dx + at, n);
+    }
+    round_output(ln.grad_weight->format(), grad_gamma, n);
+    round_output(ln.grad_bias->format(), grad_beta, n);
+}
+
+}  // namespace mantissa

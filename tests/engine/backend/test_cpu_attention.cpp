@@ -1,0 +1,516 @@
+// The CPU backend's batched matmul and row softmax against independent references written here
+// in double: products of operands rounded to the compute format (fp32, tf32, fp16, bf16) summed
+// within the FP32 bound, alpha at the accumulator or after the output's rounding (checked
+// exactly on integer operands, where the FP32 sum is exact), heads read straight out of a packed
+// QKV tensor and written straight into a (batch·T, dim) one, views without a unit stride, the
+// backward products against central finite differences; the softmax's forward in fp32, bf16 and
+// fp16, the causal mask (exact zeros, rows summing to 1), its telemetry (largest finite logit,
+// non-finite count), non-finite rows, and its backward (with the scores' scale) against finite
+// differences and the analytic gradient. docs/numerics.md, "Transformer ops".
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend_test_util.h"
+#include "conv_test_util.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+
+using namespace mantissa;
+using backend_test::random_values;
+using backend_test::read;
+using conv_test::all_in_format;
+using conv_test::make;
+using conv_test::make_with;
+using conv_test::rounded;
+using conv_test::to_double;
+Q_DECLARE_METATYPE(mantissa::Format)
+Q_DECLARE_METATYPE(mantissa::AlphaPoint)
+
+namespace {
+
+// The unit roundoff of a format: the largest relative error of one rounding (normal range).
+double unit_roundoff(Format f) { return std::ldexp(1.0, -(format_info(f).mantissa_bits + 1)); }
+
+// Element (i, j) of matrix b of a view, as an index into its tensor.
+std::int64_t at(const StridedMatrix& v, std::int64_t inner_count, std::int64_t b, std::int64_t i, std::int64_t j) {
+    return v.offset + (b / inner_count) * v.outer_stride + (b % inner_count) * v.inner_stride + i * v.row_stride +
+           j * v.col_stride;
+}
+
+// C[b] = alpha·A[b]·B[b] in double from the values the views read; also Σ|a·b| per element (the
+// scale of the FP32 sum's error).
+struct BmmRef {
+    std::vector<double> c, abs;
+};
+BmmRef bmm_ref(const BatchedMatmul& op, const std::vector<double>& a, const StridedMatrix& av,
+               const std::vector<double>& b, const StridedMatrix& bv) {
+    BmmRef r;
+    const std::int64_t batch = op.batch_count();
+    r.c.assign(static_cast<std::size_t>(batch * op.m * op.n), 0.0);
+    r.abs = r.c;
+    for (std::int64_t p = 0; p < batch; ++p)
+        for (std::int64_t i = 0; i < op.m; ++i)
+            for (std::int64_t j = 0; j < op.n; ++j) {
+                double acc = 0, mag = 0;
+                for (std::int64_t l = 0; l < op.k; ++l) {
+                    const double t = a[static_cast<std::size_t>(at(av, op.inner_count, p, i, l))] *
+                                     b[static_cast<std::size_t>(at(bv, op.inner_count, p, l, j))];
+                    acc += t;
+                    mag += std::abs(t);
+                }
+                const auto q = static_cast<std::size_t>((p * op.m + i) * op.n + j);
+                r.c[q] = op.alpha * acc;
+                r.abs[q] = std::abs(op.alpha) * mag;
+            }
+    return r;
+}
+
+// The first element of C's view (in plain order) outside the bound: `roundings` roundings to C's
+// format, the FP32 sum's error, and the smallest subnormal of C's format; "" when none.
+QString bmm_mismatch(const BatchedMatmul& op, const std::vector<float>& c, const StridedMatrix& cv, const BmmRef& ref,
+                     Format cf, int roundings) {
+    const double u = unit_roundoff(cf);
+    for (std::int64_t p = 0; p < op.batch_count(); ++p)
+        for (std::int64_t i = 0; i < op.m; ++i)
+            for (std::int64_t j = 0; j < op.n; ++j) {
+                const auto q = static_cast<std::size_t>((p * op.m + i) * op.n + j);
+                const double got = c[static_cast<std::size_t>(at(cv, op.inner_count, p, i, j))];
+                const double want = ref.c[q];
+                const double bound = roundings * u * std::abs(want) * (1 + u) +
+                                     (op.k + 2) * std::ldexp(1.0, -24) * ref.abs[q] + format_info(cf).min_subnormal;
+                if (!(std::abs(got - want) <= bound))
+                    return QString("C[%1](%2, %3) = %4, reference %5 (bound %6)")
+                        .arg(p).arg(i).arg(j).arg(got, 0, 'g', 9).arg(want, 0, 'g', 9).arg(bound);
+            }
+    return {};
+}
+
+std::vector<double> operand_values(Format compute, const std::vector<float>& v) {
+    return to_double(rounded(compute, v));
+}
+
+// Softmax of each row in double; causal rows see columns 0..(r mod T).
+std::vector<double> softmax_ref(const std::vector<double>& x, std::int64_t rows, std::int64_t cols, bool causal) {
+    std::vector<double> y(x.size(), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t seen = causal ? r % cols + 1 : cols;
+        const double* xr = x.data() + r * cols;
+        double m = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < seen; ++j) m = std::max(m, xr[j]);
+        double s = 0;
+        for (std::int64_t j = 0; j < seen; ++j) s += std::exp(xr[j] - m);
+        for (std::int64_t j = 0; j < seen; ++j) y[static_cast<std::size_t>(r * cols + j)] = std::exp(xr[j] - m) / s;
+    }
+    return y;
+}
+
+// dx = y ⊙ (dy − Σ dy⊙y) per row, in double.
+std::vector<double> softmax_grad_ref(const std::vector<double>& y, const std::vector<double>& dy, std::int64_t rows,
+                                     std::int64_t cols) {
+    std::vector<double> dx(y.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+        double s = 0;
+        for (std::int64_t j = 0; j < cols; ++j) s += dy[static_cast<std::size_t>(r * cols + j)] * y[static_cast<std::size_t>(r * cols + j)];
+        for (std::int64_t j = 0; j < cols; ++j) {
+            const auto q = static_cast<std::size_t>(r * cols + j);
+            dx[q] = y[q] * (dy[q] - s);
+        }
+    }
+    return dx;
+}
+
+QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double rel,
+                 double abs) {
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (!(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + abs))
+            return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i], 0, 'g', 9).arg(want[i], 0, 'g', 9);
+    return {};
+}
+
+}  // namespace
+
+class TestCpuAttention : public QObject {
+    Q_OBJECT
+private slots:
+    // Plain (batch·m, k) and (batch·k, n) operands stored in FP32, B read transposed from an
+    // (batch·n, k) tensor too: C within the bound of its roundings from the double product of
+    // the operands rounded to the compute format. With C in FP32 the bound is the FP32 sum's
+    // alone, far below what skipping the operands' rounding would give.
+    void bmmMatchesReference_data() {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<Format>("out");
+        QTest::addColumn<AlphaPoint>("point");
+        QTest::addColumn<bool>("transposed");
+        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16})
+            for (Format o : {Format::fp32, f == Format::tf32 ? Format::fp32 : f})
+                for (AlphaPoint p : {AlphaPoint::accumulator, AlphaPoint::output})
+                    for (bool t : {false, true})
+                        QTest::addRow("%s into %s, alpha at %s%s", format_name(f).data(), format_name(o).data(),
+                                      p == AlphaPoint::accumulator ? "the accumulator" : "the output",
+                                      t ? ", B transposed" : "")
+                            << f << o << p << t;
+    }
+    void bmmMatchesReference() {
+        QFETCH(Format, compute);
+        QFETCH(Format, out);
+        QFETCH(AlphaPoint, point);
+        QFETCH(bool, transposed);
+        CpuBackend be;
+        BatchedMatmul op;
+        op.outer_count = 2, op.inner_count = 3, op.m = 5, op.n = 7, op.k = 19;
+        op.compute = compute, op.alpha = static_cast<float>(1 / std::sqrt(19.0)), op.alpha_point = point;
+        const std::int64_t batch = op.batch_count();
+        const auto av = random_values(static_cast<std::size_t>(batch * op.m * op.k), 1.0f, 11);
+        const auto bv = random_values(static_cast<std::size_t>(batch * op.k * op.n), 1.0f, 12);
+        auto a = make_with(be, batch * op.m, op.k, Format::fp32, av, "a");
+        auto b = transposed ? make_with(be, batch * op.n, op.k, Format::fp32, bv, "bt")
+                            : make_with(be, batch * op.k, op.n, Format::fp32, bv, "b");
+        auto c = make(be, batch * op.m, op.n, out, "c");
+        const StridedMatrix a_view = packed_view(op.m, op.k, op.inner_count);
+        const StridedMatrix b_view = transposed ? packed_view(op.n, op.k, op.inner_count, true)
+                                                : packed_view(op.k, op.n, op.inner_count);
+        const StridedMatrix c_view = packed_view(op.m, op.n, op.inner_count);
+        be.batched_matmul(op, *a, a_view, *b, b_view, *c, c_view);
+        const auto got = read(be, *c);
+        QVERIFY(all_in_format(out, got));
+        const BmmRef ref = bmm_ref(op, operand_values(compute, av), a_view, operand_values(compute, bv), b_view);
+        const int roundings = point == AlphaPoint::output ? 2 : 1;
+        const QString diff = bmm_mismatch(op, got, c_view, ref, out, roundings);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // Integer operands (exact in every compute format, their FP32 sums exact): C is exactly
+    // rnd_C(alpha·acc) with alpha at the accumulator and rnd_C(alpha·rnd_C(acc)) at the output,
+    // the product alpha·v taken in FP32; the two differ where acc is not a value of C's format.
+    void alphaPointsRoundWhereTheySay_data() {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<Format>("out");
+        QTest::newRow("fp16") << Format::fp16 << Format::fp16;
+        QTest::newRow("bf16") << Format::bf16 << Format::bf16;
+        QTest::newRow("tf32 into bf16") << Format::tf32 << Format::bf16;
+    }
+    void alphaPointsRoundWhereTheySay() {
+        QFETCH(Format, compute);
+        QFETCH(Format, out);
+        CpuBackend be;
+        BatchedMatmul op;
+        op.outer_count = 1, op.inner_count = 4, op.m = 6, op.n = 6, op.k = 32;
+        op.compute = compute, op.alpha = static_cast<float>(1 / std::sqrt(48.0));
+        const std::int64_t batch = op.batch_count();
+        std::vector<float> av(static_cast<std::size_t>(batch * op.m * op.k)), bv(av.size());
+        for (std::size_t i = 0; i < av.size(); ++i) {
+            av[i] = static_cast<float>(static_cast<int>((i * 37 + 11) % 129) - 64);
+            bv[i] = static_cast<float>(static_cast<int>((i * 53 + 5) % 129) - 64);
+        }
+        auto a = make_with(be, batch * op.m, op.k, Format::fp32, av, "a");
+        auto b = make_with(be, batch * op.k, op.n, Format::fp32, bv, "b");
+        auto c1 = make(be, batch * op.m, op.n, out, "c_acc");
+        auto c2 = make(be, batch * op.m, op.n, out, "c_out");
+        const StridedMatrix a_view = packed_view(op.m, op.k, op.inner_count);
+        const StridedMatrix b_view = packed_view(op.k, op.n, op.inner_count);
+        const StridedMatrix c_view = packed_view(op.m, op.n, op.inner_count);
+        op.alpha_point = AlphaPoint::accumulator;
+        be.batched_matmul(op, *a, a_view, *b, b_view, *c1, c_view);
+        op.alpha_point = AlphaPoint::output;
+        be.batched_matmul(op, *a, a_view, *b, b_view, *c2, c_view);
+        const auto got1 = read(be, *c1), got2 = read(be, *c2);
+        const BmmRef ref = bmm_ref(BatchedMatmul{op.outer_count, op.inner_count, op.m, op.n, op.k, compute, 1.0f},
+                                   to_double(av), a_view, to_double(bv), b_view);
+        int differ = 0;
+        for (std::size_t q = 0; q < ref.c.size(); ++q) {
+            QVERIFY2(ref.abs[q] < 16777216.0, "the FP32 sum is not exact: make the operands smaller");
+            const auto acc = static_cast<float>(ref.c[q]);
+            const float want1 = round_to(out, op.alpha * acc);
+            const float want2 = round_to(out, op.alpha * round_to(out, acc));
+            QCOMPARE(got1[q], want1);
+            QCOMPARE(got2[q], want2);
+            differ += got1[q] != got2[q];
+        }
+        QVERIFY2(differ > 0, "the two alpha points gave the same results: the test does not tell them apart");
+    }
+
+    // Attention's products read the heads out of a packed (batch·T, 3·dim) fp16 QKV tensor:
+    // S = Q·Kᵀ/√d into a (batch·heads·T, T) FP32 tensor, then Y = P·V written straight into a
+    // (batch·T, dim) fp16 tensor's head columns (P cast to fp16 by the product). Every element of
+    // Y is written; both match the double reference.
+    void headsReadFromPackedQkv() {
+        CpuBackend be;
+        const std::int64_t batch = 2, seq = 5, heads = 3, hd = 4, dim = heads * hd;
+        const auto qkv_v = rounded(Format::fp16, random_values(static_cast<std::size_t>(batch * seq * 3 * dim), 1.0f, 21));
+        auto qkv = make_with(be, batch * seq, 3 * dim, Format::fp16, qkv_v, "qkv");
+        auto s = make(be, batch * heads * seq, seq, Format::fp32, "scores");
+        BatchedMatmul op;
+        op.outer_count = batch, op.inner_count = heads, op.m = seq, op.n = seq, op.k = hd;
+        op.compute = Format::fp16, op.alpha = 0.5f, op.alpha_point = AlphaPoint::output;  // 1/√4
+        const StridedMatrix qv = head_view(seq, 3 * dim, 0, hd);
+        const StridedMatrix kt = head_view(seq, 3 * dim, dim, hd, true);
+        const StridedMatrix sv = packed_view(seq, seq, heads);
+        be.batched_matmul(op, *qkv, qv, *qkv, kt, *s, sv);
+        const auto qkv_d = to_double(qkv_v);
+        // The reference reads Q and K by their own indexing, not through the views.
+        std::vector<double> s_ref(static_cast<std::size_t>(batch * heads * seq * seq));
+        for (std::int64_t n = 0; n < batch; ++n)
+            for (std::int64_t h = 0; h < heads; ++h)
+                for (std::int64_t i = 0; i < seq; ++i)
+                    for (std::int64_t j = 0; j < seq; ++j) {
+                        double acc = 0;
+                        for (std::int64_t l = 0; l < hd; ++l)
+                            acc += qkv_d[static_cast<std::size_t>((n * seq + i) * 3 * dim + h * hd + l)] *
+                                   qkv_d[static_cast<std::size_t>((n * seq + j) * 3 * dim + dim + h * hd + l)];
+                        s_ref[static_cast<std::size_t>(((n * heads + h) * seq + i) * seq + j)] = 0.5 * acc;
+                    }
+        QString diff = mismatch("S", read(be, *s), s_ref, 1e-6, 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        std::vector<float> p_v = random_values(static_cast<std::size_t>(batch * heads * seq * seq), 1.0f, 22);
+        for (float& v : p_v) v = std::abs(v);
+        auto p = make_with(be, batch * heads * seq, seq, Format::fp32, p_v, "probs");
+        auto y = make(be, batch * seq, dim, Format::fp16, "y");
+        be.fill(*y, std::numeric_limits<float>::quiet_NaN());
+        op.n = hd, op.k = seq, op.alpha = 1.0f;
+        be.batched_matmul(op, *p, packed_view(seq, seq, heads), *qkv, head_view(seq, 3 * dim, 2 * dim, hd), *y,
+                          head_view(seq, dim, 0, hd));
+        const auto p_d = operand_values(Format::fp16, p_v);
+        std::vector<double> y_ref(static_cast<std::size_t>(batch * seq * dim));
+        for (std::int64_t n = 0; n < batch; ++n)
+            for (std::int64_t h = 0; h < heads; ++h)
+                for (std::int64_t i = 0; i < seq; ++i)
+                    for (std::int64_t j = 0; j < hd; ++j) {
+                        double acc = 0;
+                        for (std::int64_t l = 0; l < seq; ++l)
+                            acc += p_d[static_cast<std::size_t>(((n * heads + h) * seq + i) * seq + l)] *
+                                   qkv_d[static_cast<std::size_t>((n * seq + l) * 3 * dim + 2 * dim + h * hd + j)];
+                        y_ref[static_cast<std::size_t>((n * seq + i) * dim + h * hd + j)] = acc;
+                    }
+        const auto got = read(be, *y);
+        QVERIFY2(std::none_of(got.begin(), got.end(), [](float v) { return std::isnan(v); }), "Y not fully written");
+        QVERIFY(all_in_format(Format::fp16, got));
+        diff = mismatch("Y", got, y_ref, 2 * unit_roundoff(Format::fp16), 1e-6);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // Views with neither a unit row nor a unit column stride (gathered and packed), and a C view
+    // spread over a wider tensor (scattered): the result matches, and C's other elements keep
+    // their values.
+    void viewsWithoutUnitStride() {
+        CpuBackend be;
+        BatchedMatmul op;
+        op.outer_count = 3, op.inner_count = 2, op.m = 4, op.n = 3, op.k = 5;
+        op.compute = Format::bf16, op.alpha = 1.0f;
+        StridedMatrix av;  // A in a (1, 400) tensor: rows 7 apart, columns 2 apart, matrices 60 / 30
+        av.offset = 3, av.outer_stride = 60 * 2, av.inner_stride = 60, av.row_stride = 13, av.col_stride = 2;
+        StridedMatrix bv;
+        bv.offset = 1, bv.outer_stride = 80, bv.inner_stride = 40, bv.row_stride = 3, bv.col_stride = 17;
+        StridedMatrix cv;  // C: columns 2 apart
+        cv.offset = 1, cv.outer_stride = 60, cv.inner_stride = 30, cv.row_stride = 6, cv.col_stride = 2;
+        const auto a_vals = random_values(400, 1.0f, 31), b_vals = random_values(300, 1.0f, 32);
+        auto a = make_with(be, 1, 400, Format::fp32, a_vals, "a");
+        auto b = make_with(be, 1, 300, Format::fp32, b_vals, "b");
+        auto c = make(be, 1, 200, Format::fp32, "c");
+        be.fill(*c, 5.0f);
+        be.batched_matmul(op, *a, av, *b, bv, *c, cv);
+        const auto got = read(be, *c);
+        const BmmRef ref = bmm_ref(op, operand_values(op.compute, a_vals), av, operand_values(op.compute, b_vals), bv);
+        const QString diff = bmm_mismatch(op, got, cv, ref, Format::fp32, 1);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        std::vector<bool> in_view(200, false);
+        for (std::int64_t p = 0; p < op.batch_count(); ++p)
+            for (std::int64_t i = 0; i < op.m; ++i)
+                for (std::int64_t j = 0; j < op.n; ++j) in_view[static_cast<std::size_t>(at(cv, 2, p, i, j))] = true;
+        for (std::size_t q = 0; q < 200; ++q)
+            if (!in_view[q]) QCOMPARE(got[q], 5.0f);
+    }
+
+    // The backward products of S = alpha·Q·Kᵀ (dQ = alpha·dS·K, dK = alpha·dSᵀ·Q, each a batched
+    // matmul through views) against central finite differences of the reference's loss
+    // Σ G⊙S in double; an empty sum (k = 0) writes zeros.
+    void backwardProductsMatchFiniteDifferences() {
+        CpuBackend be;
+        const std::int64_t heads = 2, seq = 4, hd = 3;
+        const double alpha = 0.5;
+        const auto q_v = random_values(static_cast<std::size_t>(heads * seq * hd), 1.0f, 41);
+        const auto k_v = random_values(q_v.size(), 1.0f, 42);
+        const auto g_v = random_values(static_cast<std::size_t>(heads * seq * seq), 1.0f, 43);
+        auto q = make_with(be, heads * seq, hd, Format::fp32, q_v, "q");
+        auto k = make_with(be, heads * seq, hd, Format::fp32, k_v, "k");
+        auto g = make_with(be, heads * seq, seq, Format::fp32, g_v, "dS");
+        auto dq = make(be, heads * seq, hd, Format::fp32, "dq");
+        auto dk = make(be, heads * seq, hd, Format::fp32, "dk");
+        BatchedMatmul op;
+        op.inner_count = heads, op.m = seq, op.n = hd, op.k = seq, op.alpha = static_cast<float>(alpha);
+        be.batched_matmul(op, *g, packed_view(seq, seq, heads), *k, packed_view(seq, hd, heads), *dq,
+                          packed_view(seq, hd, heads));
+        be.batched_matmul(op, *g, packed_view(seq, seq, heads, true), *q, packed_view(seq, hd, heads), *dk,
+                          packed_view(seq, hd, heads));
+        const auto gd = to_double(g_v);
+        auto loss = [&](const std::vector<double>& qq, const std::vector<double>& kk) {
+            BatchedMatmul f;
+            f.inner_count = heads, f.m = seq, f.n = seq, f.k = hd, f.alpha = static_cast<float>(alpha);
+            const BmmRef s = bmm_ref(f, qq, packed_view(seq, hd, heads), kk, packed_view(seq, hd, heads, true));
+            return conv_test::dot(s.c, gd);
+        };
+        const auto qd = to_double(q_v), kd = to_double(k_v);
+        const auto fd_q = conv_test::finite_differences(qd, [&](const std::vector<double>& v) { return loss(v, kd); }, 1e-4);
+        const auto fd_k = conv_test::finite_differences(kd, [&](const std::vector<double>& v) { return loss(qd, v); }, 1e-4);
+        QString diff = mismatch("dQ", read(be, *dq), fd_q, 1e-5, 1e-5);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        diff = mismatch("dK", read(be, *dk), fd_k, 1e-5, 1e-5);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+
+        be.fill(*dq, 3.0f);
+        op.k = 0;
+        be.batched_matmul(op, *g, packed_view(seq, 0, heads), *k, packed_view(0, hd, heads), *dq,
+                          packed_view(seq, hd, heads));
+        for (float v : read(be, *dq)) QCOMPARE(v, 0.0f);
+    }
+
+    // Row softmax from x in its format, y rounded to its format: within the FP32 arithmetic's
+    // error and y's rounding of the double reference; causal rows see columns 0..i, the rest
+    // exactly +0, and every row sums to 1 within y's rounding; the telemetry's amax and count.
+    void softmaxForwardMatchesReference_data() {
+        QTest::addColumn<Format>("in");
+        QTest::addColumn<Format>("out");
+        QTest::addColumn<bool>("causal");
+        for (Format f : {Format::fp32, Format::bf16, Format::fp16})
+            for (Format o : {Format::fp32, f})
+                for (bool c : {false, true})
+                    QTest::addRow("%s -> %s%s", format_name(f).data(), format_name(o).data(), c ? ", causal" : "")
+                        << f << o << c;
+    }
+    void softmaxForwardMatchesReference() {
+        QFETCH(Format, in);
+        QFETCH(Format, out);
+        QFETCH(bool, causal);
+        CpuBackend be;
+        const std::int64_t seq = 9, rows = 3 * seq;
+        auto xv = rounded(in, random_values(static_cast<std::size_t>(rows * seq), 3.0f, 51));
+        auto x = make_with(be, rows, seq, in, xv, "scores");
+        auto y = make(be, rows, seq, out, "probs");
+        be.fill(*y, 7.0f);
+        SoftmaxStats stats;
+        stats.amax = -1, stats.nonfinite = -1;
+        be.softmax_forward(*x, *y, rows, causal, &stats);
+        const auto got = read(be, *y);
+        QVERIFY(all_in_format(out, got));
+        const auto ref = softmax_ref(to_double(xv), rows, seq, causal);
+        const QString diff =
+            mismatch("y", got, ref, unit_roundoff(out) + 8 * seq * std::ldexp(1.0, -24), format_info(out).min_subnormal);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        double amax = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t seen = causal ? r % seq + 1 : seq;
+            double sum = 0;
+            for (std::int64_t j = 0; j < seq; ++j) {
+                const float v = got[static_cast<std::size_t>(r * seq + j)];
+                if (j >= seen) {
+                    QVERIFY2(v == 0.0f && !std::signbit(v), "a masked entry is not +0");
+                } else {
+                    sum += v;
+                    amax = std::max(amax, std::abs(static_cast<double>(xv[static_cast<std::size_t>(r * seq + j)])));
+                }
+            }
+            QVERIFY2(std::abs(sum - 1) <= seen * unit_roundoff(out) + 1e-6, qPrintable(QString("row %1 sums to %2").arg(r).arg(sum)));
+        }
+        QCOMPARE(static_cast<double>(stats.amax), amax);
+        QCOMPARE(stats.nonfinite, std::int64_t{0});
+    }
+
+    // Non-finite inputs: a -inf entry gets probability 0 and the row stays finite; a NaN or +inf
+    // makes its row NaN (as PyTorch's). The telemetry counts them and keeps amax to the finite
+    // entries; masked entries are not read (a NaN there changes nothing).
+    void softmaxNonFiniteInputs() {
+        CpuBackend be;
+        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+        const std::vector<float> xv = {1, -inf, 2, 0,   // row 0: -inf gets 0
+                                       1, nan, 2, 0,    // row 1: NaN row
+                                       1, inf, 2, 0,    // row 2: +inf: NaN row
+                                       0, 0, 0, 0};     // row 3: not in the call
+        auto x = make_with(be, 4, 4, Format::fp32, xv, "x");
+        auto y = make(be, 4, 4, Format::fp32, "y");
+        SoftmaxStats stats;
+        be.softmax_forward(*x, *y, 3, false, &stats);
+        auto got = read(be, *y);
+        QCOMPARE(got[1], 0.0f);
+        QVERIFY(std::isfinite(got[0]) && std::isfinite(got[2]));
+        for (int j = 4; j < 12; ++j) QVERIFY2(std::isnan(got[static_cast<std::size_t>(j)]), qPrintable(QString::number(j)));
+        QCOMPARE(stats.nonfinite, std::int64_t{3});
+        QCOMPARE(stats.amax, 2.0f);
+        // Causal: row r of the block sees columns 0..r; row 3 sees all four, row 0 only x[0].
+        std::vector<float> cv = {-9, nan, nan, nan, 1, 2, nan, nan, 0, 0, 0, nan, 1, 1, 1, 1};
+        auto xc = make_with(be, 4, 4, Format::fp32, cv, "xc");
+        be.softmax_forward(*xc, *y, 4, true, &stats);
+        got = read(be, *y);
+        QCOMPARE(got[0], 1.0f);
+        QCOMPARE(stats.nonfinite, std::int64_t{0});
+        QCOMPARE(stats.amax, 9.0f);
+        for (float v : got) QVERIFY(std::isfinite(v));
+    }
+
+    // dx = y ⊙ (dy − Σ dy⊙y): the reference's analytic gradient agrees with central finite
+    // differences of Σ G⊙softmax(x) in double, and the backend's dx (from its own FP32 y) with
+    // the reference within dx's rounding; the scale is applied after that rounding and rounded
+    // again; causal: masked entries are +0.
+    void softmaxBackward_data() {
+        QTest::addColumn<Format>("out");
+        QTest::addColumn<bool>("causal");
+        QTest::addColumn<float>("scale");
+        for (Format f : {Format::fp32, Format::bf16, Format::fp16})
+            for (bool c : {false, true}) {
+                QTest::addRow("%s%s", format_name(f).data(), c ? ", causal" : "") << f << c << 1.0f;
+                QTest::addRow("%s%s, scale 1/sqrt(24)", format_name(f).data(), c ? ", causal" : "")
+                    << f << c << static_cast<float>(1 / std::sqrt(24.0));
+            }
+    }
+    void softmaxBackward() {
+        QFETCH(Format, out);
+        QFETCH(bool, causal);
+        QFETCH(float, scale);
+        CpuBackend be;
+        const std::int64_t seq = 6, rows = 2 * seq;
+        const auto xv = random_values(static_cast<std::size_t>(rows * seq), 2.0f, 61);
+        const auto gv = rounded(out, random_values(xv.size(), 1.0f, 62));
+        auto x = make_with(be, rows, seq, Format::fp32, xv, "x");
+        auto y = make(be, rows, seq, Format::fp32, "y");
+        auto dy = make_with(be, rows, seq, out, gv, "dy");
+        auto dx = make(be, rows, seq, out, "dx");
+        be.softmax_forward(*x, *y, rows, causal, nullptr);
+        be.softmax_backward(*y, *dy, *dx, rows, causal, scale);
+        const auto xd = to_double(xv), gd = to_double(gv);
+        // The reference's gradient, masked columns excluded (the mask is part of the function).
+        const auto yd = softmax_ref(xd, rows, seq, causal);
+        auto analytic = softmax_grad_ref(yd, gd, rows, seq);
+        const auto fd = conv_test::finite_differences(
+            xd, [&](const std::vector<double>& v) { return conv_test::dot(softmax_ref(v, rows, seq, causal), gd); }, 1e-5);
+        for (std::size_t i = 0; i < fd.size(); ++i)
+            QVERIFY2(std::abs(fd[i] - analytic[i]) <= 1e-7 * (1 + std::abs(analytic[i])),
+                     qPrintable(QString("reference gradient %1: %2 vs finite differences %3").arg(i).arg(analytic[i]).arg(fd[i])));
+        for (double& v : analytic) v *= scale;
+        const auto got = read(be, *dx);
+        QVERIFY(all_in_format(out, got));
+        const double u = unit_roundoff(out);
+        const QString diff = mismatch("dx", got, analytic, (scale != 1.0f ? 2 : 1) * u + 64 * std::ldexp(1.0, -24),
+                                      64 * std::ldexp(1.0, -24) + format_info(out).min_subnormal);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        if (causal)
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t j = r % seq + 1; j < seq; ++j) {
+                    const float v = got[static_cast<std::size_t>(r * seq + j)];
+                    QVERIFY2(v == 0.0f && !std::signbit(v), "a masked gradient is not +0");
+                }
+        // The scale's own rounding: dx = rnd(rnd(g)·scale) exactly, from the unscaled backward.
+        if (scale != 1.0f) {
+            auto dx1 = make(be, rows, seq, out, "dx1");
+            be.softmax_backward(*y, *dy, *dx1, rows, causal, 1.0f);
+            const auto unscaled = read(be, *dx1);
+            for (std::size_t i = 0; i < got.size(); ++i) QCOMPARE(got[i], round_to(out, unscaled[i] * scale));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCpuAttention)
+#include "test_cpu_attention.moc"
