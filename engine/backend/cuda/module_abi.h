@@ -20,8 +20,10 @@
 #include <stdint.h>
 #endif
 
-#define MANTISSA_CUDA_ABI_VERSION 3  // 2: Backend::create_pipeline (StepPipeline); 3: the *_impl
-                                     // layer ops, unsupported() and the convolutional ops
+#define MANTISSA_CUDA_ABI_VERSION 4  // 2: Backend::create_pipeline (StepPipeline); 3: the *_impl
+                                     // layer ops, unsupported() and the convolutional ops; 4: the
+                                     // transformer ops (batched matmul, softmax, layernorm,
+                                     // embedding)
 
 // What mantissa_cuda_list_devices returns when it cannot count the GPUs.
 #define MANTISSA_CUDA_ERR_OTHER (-1)
