@@ -40,8 +40,7 @@ std::vector<Listed> list_fortune_files(const std::string& folder) {
             throw Error(what + " does not exist; " + kInstall + " (Debian), or name a folder of fortune files.");
         throw Error(what + " cannot be read: " + std::strerror(err) + ".");
     }
-    if (!S_ISDIR(st.st_mode))
-        throw Error(what + " is not a folder; it should hold fortune files (" + kInstall + ").");
+    if (!S_ISDIR(st.st_mode)) throw Error(what + " is not a folder; it should hold fortune files (" + kInstall + ").");
     const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(folder.c_str()), ::closedir);
     if (!dir) {
         const int err = errno;

@@ -6,12 +6,12 @@
 //
 // The corpus is the fortune files of one folder (not its subfolders), in sorted name order (byte
 // order), each read as a text file is (text_corpus.h: UTF-8, not binary, a UTF-8 byte-order mark
-// dropped; an empty file is skipped), joined. Every separator line ('%' alone, or "%\r") becomes an empty line, so quotes are
-// separated by a blank line, the way a person would write them; and each file ends with a line
-// break before the next begins. Nothing else is changed: the few backspaces (old overstrike
-// underlining) and bells some quotes hold stay. A fortune file is a regular file (not a symbolic
-// link, so the .u8 links are not read twice) whose name neither starts with '.' nor ends in ".dat".
-// Any thread.
+// dropped; an empty file is skipped), joined. Every separator line ('%' alone, or "%\r") becomes an
+// empty line, so quotes are separated by a blank line, the way a person would write them; and each
+// file ends with a line break before the next begins. Nothing else is changed: the few backspaces
+// (old overstrike underlining) and bells some quotes hold stay. A fortune file is a regular file
+// (not a symbolic link, so the .u8 links are not read twice) whose name neither starts with '.' nor
+// ends in ".dat". Any thread.
 #pragma once
 
 #include <string>

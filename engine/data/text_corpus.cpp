@@ -3,8 +3,8 @@
 // text and tokens will take against what this process may use, and only then the read; the bytes
 // are checked whole (encoding, binary, UTF-8) before any token is made, so a refused file never
 // costs a token array. Tokens are made in one pass: bytes as they are, or chars as code points,
-// which the vocabulary (a table over every code point, 4.4 MB, alive only while encoding) then
-// renumbers in place.
+// which the vocabulary (a table from code point to id, up to the largest code point the text holds:
+// at most 4.4 MB, alive only while encoding) then renumbers in place.
 #include "data/text_corpus.h"
 
 #include <algorithm>
@@ -21,8 +21,8 @@ namespace mantissa::data {
 namespace {
 
 constexpr std::uint64_t kTextStream = 0x54455854ULL;  // "TEXT": the training windows' draws
-constexpr std::size_t kCodePoints = 0x110000;          // U+0000 .. U+10FFFF
-constexpr const char* kReplacement = "\xEF\xBF\xBD";   // U+FFFD in UTF-8
+constexpr std::size_t kCodePoints = 0x110000;         // U+0000 .. U+10FFFF
+constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 // The most tokens one batch may hold (batch × context), so that its buffers' sizes stay in range.
 constexpr std::int64_t kMaxBatchTokens = (std::int64_t{1} << 31) - 1;
 
@@ -105,8 +105,9 @@ void check_options(const TextCorpusOptions& options, const std::string& what) {
     if (options.vocabulary != TextVocabulary::bytes && options.vocabulary != TextVocabulary::chars)
         throw Error(what + " cannot be read with an unknown vocabulary: use 'bytes' or 'chars'.");
     if (options.context < kMinTextContext || options.context > kMaxTextContext)
-        throw Error(what + " cannot be read with context " + std::to_string(options.context) + ": the context must be " +
-                    std::to_string(kMinTextContext) + ".." + std::to_string(kMaxTextContext) + " tokens.");
+        throw Error(what + " cannot be read with context " + std::to_string(options.context) +
+                    ": the context must be " + std::to_string(kMinTextContext) + ".." +
+                    std::to_string(kMaxTextContext) + " tokens.");
     if (!(options.test_fraction > 0.0 && options.test_fraction <= kMaxTextTestFraction))
         throw Error(what + " cannot be split with test_fraction " + number_text(options.test_fraction) +
                     ": it must be greater than 0 and at most " + number_text(kMaxTextTestFraction) + ".");
@@ -156,8 +157,8 @@ void check_text_bytes(std::string_view bytes, const std::string& what) {
     if (const std::size_t nul = bytes.find('\0'); nul != std::string_view::npos)
         throw Error(what + " is a binary file, not text: it holds a NUL byte at byte offset " + std::to_string(nul) +
                     ".");
-    const auto controls = static_cast<std::uint64_t>(std::count_if(
-        bytes.begin(), bytes.end(), [](char c) { return is_control(static_cast<unsigned char>(c)); }));
+    const auto controls = static_cast<std::uint64_t>(
+        std::count_if(bytes.begin(), bytes.end(), [](char c) { return is_control(static_cast<unsigned char>(c)); }));
     if (controls * 10 > bytes.size())
         throw Error(what + " is a binary file, not text: " + std::to_string(controls) + " of its " +
                     std::to_string(bytes.size()) +
@@ -208,7 +209,9 @@ TextCorpus TextCorpus::from_text(std::string_view text, const std::string& what,
                 tokens.push_back(static_cast<std::int32_t>(code_point(body, i, n)));
                 i += n;
             }
-            id_of.assign(kCodePoints, -1);
+            // Sized by the largest code point the text holds: 128 entries for ASCII text.
+            const std::int32_t top = tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end());
+            id_of.assign(static_cast<std::size_t>(top) + 1, -1);
         } else {
             for (const char c : body) tokens.push_back(static_cast<unsigned char>(c));
         }
@@ -232,7 +235,8 @@ TextCorpus TextCorpus::from_text(std::string_view text, const std::string& what,
         if (needed < 0)
             says += "and with so small a test_fraction no text is long enough; raise test_fraction.";
         else if (n < needed)
-            says += "so the text needs at least " + std::to_string(needed) + "; use a longer text or a smaller context.";
+            says +=
+                "so the text needs at least " + std::to_string(needed) + "; use a longer text or a smaller context.";
         else
             says += "but the split at a character boundary leaves " + std::to_string(split) + " for training and " +
                     std::to_string(n - split) + " for testing; use a longer text or a smaller context.";
@@ -242,9 +246,10 @@ TextCorpus TextCorpus::from_text(std::string_view text, const std::string& what,
 
     if (chars) {
         // Ids: the training part's distinct code points in ascending order; then the unknown id.
-        for (std::int64_t i = 0; i < split; ++i) id_of[static_cast<std::size_t>(tokens[static_cast<std::size_t>(i)])] = 0;
+        for (std::int64_t i = 0; i < split; ++i)
+            id_of[static_cast<std::size_t>(tokens[static_cast<std::size_t>(i)])] = 0;
         std::int32_t next = 0;
-        for (std::size_t cp = 0; cp < kCodePoints; ++cp)
+        for (std::size_t cp = 0; cp < id_of.size(); ++cp)
             if (id_of[cp] >= 0) {
                 id_of[cp] = next++;
                 corpus.m_characters.push_back(static_cast<char32_t>(cp));

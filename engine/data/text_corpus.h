@@ -60,7 +60,7 @@ TextVocabulary text_vocabulary_from_name(const std::string& name, const std::str
 
 struct TextCorpusOptions {
     TextVocabulary vocabulary = TextVocabulary::chars;
-    int context = 128;          // tokens per sample, kMinTextContext..kMaxTextContext
+    int context = 128;           // tokens per sample, kMinTextContext..kMaxTextContext
     double test_fraction = 0.1;  // share of the tokens held out, in (0, 0.5]
 };
 

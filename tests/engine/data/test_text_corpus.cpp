@@ -7,10 +7,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,11 +25,11 @@
 #include "error.h"
 
 using namespace mantissa;
-using mantissa::test::error_of;
 using data::TextCorpus;
 using data::TextCorpusOptions;
 using data::TextPart;
 using data::TextVocabulary;
+using mantissa::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -83,8 +86,8 @@ private slots:
         for (int i = 0; i < 20; ++i) text += piece;
         const TextCorpus c = TextCorpus::from_text(text, "The text t", options(TextVocabulary::chars, 8, 0.25));
         // The distinct code points of the training part, ascending, then the unknown id.
-        const std::vector<char32_t> expected = {U'\n', U' ', U'a', U'c', U'e', U'f', U'n', U'v', U'\u00E9', U'\u00EF',
-                                                U'\u20AC', U'\U0001F600'};
+        const std::vector<char32_t> expected = {U'\n', U' ', U'a',      U'c',      U'e',      U'f',
+                                                U'n',  U'v', U'\u00E9', U'\u00EF', U'\u20AC', U'\U0001F600'};
         QCOMPARE(c.characters(), expected);
         QCOMPARE(c.vocab_size(), 13);
         QCOMPARE(c.unknown_id(), std::int32_t{12});
@@ -130,17 +133,21 @@ private slots:
     void decode_replaces_what_is_not_utf8() {
         const TextCorpus c = TextCorpus::from_text(ascii_text(100), "The text t", options(TextVocabulary::bytes, 4));
         const std::string fffd = "\xEF\xBF\xBD";
-        QCOMPARE(c.decode(std::vector<std::int32_t>{0xE9, 'a'}), fffd + "a");                // Latin-1 é
-        QCOMPARE(c.decode(std::vector<std::int32_t>{0xE2, 0x82}), fffd + fffd);              // cut short
+        QCOMPARE(c.decode(std::vector<std::int32_t>{0xE9, 'a'}), fffd + "a");    // Latin-1 é
+        QCOMPARE(c.decode(std::vector<std::int32_t>{0xE2, 0x82}), fffd + fffd);  // cut short
         QCOMPARE(c.decode(std::vector<std::int32_t>{0xE2, 0x82, 0xAC}), std::string("\xE2\x82\xAC"));
-        QCOMPARE(c.decode(std::vector<std::int32_t>{0x80, 'b', 0xC0, 0xAF}), fffd + "b" + fffd + fffd);  // stray, overlong
-        QCOMPARE(c.decode(std::vector<std::int32_t>{0xED, 0xA0, 0x80}), fffd + fffd + fffd);           // a surrogate
+        QCOMPARE(c.decode(std::vector<std::int32_t>{0x80, 'b', 0xC0, 0xAF}),
+                 fffd + "b" + fffd + fffd);                                                   // stray, overlong
+        QCOMPARE(c.decode(std::vector<std::int32_t>{0xED, 0xA0, 0x80}), fffd + fffd + fffd);  // a surrogate
         QCOMPARE(c.decode(std::vector<std::int32_t>{}), std::string());
-        QCOMPARE(error_of([&] { c.decode(std::vector<std::int32_t>{'a', 256}); }),
+        QCOMPARE(error_of([&] {
+                     c.decode(std::vector<std::int32_t>{'a', 256});
+                 }),
                  std::string("Token id 256 (at position 1) is outside the vocabulary of 256 ids (0..255)."));
         QCOMPARE(error_of([&] { c.decode(std::vector<std::int32_t>{-1}); }),
                  std::string("Token id -1 (at position 0) is outside the vocabulary of 256 ids (0..255)."));
-        const TextCorpus chars = TextCorpus::from_text("abababababab", "The text t", options(TextVocabulary::chars, 4, 0.5));
+        const TextCorpus chars =
+            TextCorpus::from_text("abababababab", "The text t", options(TextVocabulary::chars, 4, 0.5));
         QCOMPARE(chars.vocab_size(), 3);
         QCOMPARE(chars.decode(std::vector<std::int32_t>{1, 0, 2}), "ba" + fffd);
         QCOMPARE(error_of([&] { chars.decode(std::vector<std::int32_t>{3}); }),
@@ -197,7 +204,8 @@ private slots:
         const TextCorpus c = TextCorpus::from_text(text, "The text t", options(TextVocabulary::bytes, 1, 0.02));
         QCOMPARE(c.train_tokens(), std::int64_t{96});
         QCOMPARE(c.test_tokens(), std::int64_t{4});
-        QCOMPARE(c.decode(c.part(TextPart::test)), std::string("\xE2\x82\xAC" "Z"));
+        QCOMPARE(c.decode(c.part(TextPart::test)), std::string("\xE2\x82\xAC"
+                                                               "Z"));
         // In characters the same text is 98 tokens; at 0.03, 2 of them (floor 2.94) are the test part,
         // and as neither '€' nor 'Z' occurs in the training part, both are the unknown id.
         const TextCorpus chars = TextCorpus::from_text(text, "The text t", options(TextVocabulary::chars, 1, 0.03));
@@ -216,7 +224,8 @@ private slots:
         QCOMPARE(c.test_samples(), std::int64_t{99 / 16});    // 6
         QCOMPARE(c.train_offsets(), std::int64_t{900 - 16});
         // Exactly context + 1 tokens per part: one window each.
-        const TextCorpus tight = TextCorpus::from_text(ascii_text(34), "The text t", options(TextVocabulary::bytes, 16, 0.5));
+        const TextCorpus tight =
+            TextCorpus::from_text(ascii_text(34), "The text t", options(TextVocabulary::bytes, 16, 0.5));
         QCOMPARE(tight.train_samples(), std::int64_t{1});
         QCOMPARE(tight.test_samples(), std::int64_t{1});
         QCOMPARE(tight.train_offsets(), std::int64_t{1});
@@ -295,7 +304,8 @@ private slots:
 
     void training_offsets_cover_their_range() {
         // 14 training tokens, context 4: offsets 0..9, every one of them drawn in 400 windows.
-        const TextCorpus c = TextCorpus::from_text(ascii_text(20), "The text t", options(TextVocabulary::bytes, 4, 0.3));
+        const TextCorpus c =
+            TextCorpus::from_text(ascii_text(20), "The text t", options(TextVocabulary::bytes, 4, 0.3));
         QCOMPARE(c.train_offsets(), std::int64_t{10});
         std::set<std::int64_t> seen;
         for (std::int64_t step = 0; step < 100; ++step)
@@ -367,28 +377,29 @@ private slots:
         // context 3, test_fraction 0.5, 8 bytes "abcé" + "xyz": the split at byte 4 falls inside 'é'
         // and moves back to byte 3, leaving 3 tokens for training where 4 are needed.
         const std::string what = "The text t";
-        QCOMPARE(error_of([&] {
-                     TextCorpus::from_text("abc\xC3\xA9xyz", what, options(TextVocabulary::bytes, 3, 0.5));
-                 }),
-                 what + " holds 8 tokens (bytes), too few for context 3 and test_fraction 0.5: each part needs at "
-                        "least 4 tokens (one context + 1), but the split at a character boundary leaves 3 for "
-                        "training and 5 for testing; use a longer text or a smaller context.");
+        QCOMPARE(
+            error_of([&] { TextCorpus::from_text("abc\xC3\xA9xyz", what, options(TextVocabulary::bytes, 3, 0.5)); }),
+            what +
+                " holds 8 tokens (bytes), too few for context 3 and test_fraction 0.5: each part needs at "
+                "least 4 tokens (one context + 1), but the split at a character boundary leaves 3 for "
+                "training and 5 for testing; use a longer text or a smaller context.");
         // The same in characters: 7 tokens, 8 needed.
-        QCOMPARE(error_of([&] {
-                     TextCorpus::from_text("abc\xC3\xA9xyz", what, options(TextVocabulary::chars, 3, 0.5));
-                 }),
-                 what + " holds 7 tokens (characters), too few for context 3 and test_fraction 0.5: each part needs "
-                        "at least 4 tokens (one context + 1), so the text needs at least 8; use a longer text or a "
-                        "smaller context.");
+        QCOMPARE(
+            error_of([&] { TextCorpus::from_text("abc\xC3\xA9xyz", what, options(TextVocabulary::chars, 3, 0.5)); }),
+            what +
+                " holds 7 tokens (characters), too few for context 3 and test_fraction 0.5: each part needs "
+                "at least 4 tokens (one context + 1), so the text needs at least 8; use a longer text or a "
+                "smaller context.");
         // Exactly enough: 8 characters.
         const TextCorpus c = TextCorpus::from_text("abc\xC3\xA9wxyz", what, options(TextVocabulary::chars, 3, 0.5));
         QCOMPARE(c.train_tokens(), std::int64_t{4});
         QCOMPARE(c.test_tokens(), std::int64_t{4});
         // A test_fraction so small that no text is long enough.
         QCOMPARE(error_of([&] { TextCorpus::from_text("abcdefgh", what, options(TextVocabulary::bytes, 3, 1e-300)); }),
-                 what + " holds 8 tokens (bytes), too few for context 3 and test_fraction 1e-300: each part needs at "
-                        "least 4 tokens (one context + 1), and with so small a test_fraction no text is long enough; "
-                        "raise test_fraction.");
+                 what +
+                     " holds 8 tokens (bytes), too few for context 3 and test_fraction 1e-300: each part needs at "
+                     "least 4 tokens (one context + 1), and with so small a test_fraction no text is long enough; "
+                     "raise test_fraction.");
     }
 
     void refuses_options_data() {
@@ -398,18 +409,21 @@ private slots:
         QTest::newRow("context 0") << 0 << 0.1 << "cannot be read with context 0: the context must be 1..4096 tokens.";
         QTest::newRow("context 4097") << 4097 << 0.1
                                       << "cannot be read with context 4097: the context must be 1..4096 tokens.";
-        QTest::newRow("context -5") << -5 << 0.1 << "cannot be read with context -5: the context must be 1..4096 tokens.";
-        QTest::newRow("fraction 0") << 8 << 0.0
-                                    << "cannot be split with test_fraction 0: it must be greater than 0 and at most 0.5.";
-        QTest::newRow("fraction 0.6") << 8 << 0.6
-                                      << "cannot be split with test_fraction 0.6: it must be greater than 0 and at most "
-                                         "0.5.";
+        QTest::newRow("context -5") << -5 << 0.1
+                                    << "cannot be read with context -5: the context must be 1..4096 tokens.";
+        QTest::newRow("fraction 0")
+            << 8 << 0.0 << "cannot be split with test_fraction 0: it must be greater than 0 and at most 0.5.";
+        QTest::newRow("fraction 0.6")
+            << 8 << 0.6
+            << "cannot be split with test_fraction 0.6: it must be greater than 0 and at most "
+               "0.5.";
         QTest::newRow("fraction -0.1") << 8 << -0.1
                                        << "cannot be split with test_fraction -0.1: it must be greater than 0 and at "
                                           "most 0.5.";
-        QTest::newRow("fraction NaN") << 8 << std::numeric_limits<double>::quiet_NaN()
-                                      << "cannot be split with test_fraction nan: it must be greater than 0 and at most "
-                                         "0.5.";
+        QTest::newRow("fraction NaN")
+            << 8 << std::numeric_limits<double>::quiet_NaN()
+            << "cannot be split with test_fraction nan: it must be greater than 0 and at most "
+               "0.5.";
     }
 
     void refuses_options() {
@@ -453,6 +467,60 @@ private slots:
                  "The text file " + locked + " cannot be opened: Permission denied.");
     }
 
+    void refuses_a_file_over_the_limit_by_its_size() {
+        // A sparse file: its stated size is all that is looked at, so nothing is read or allocated.
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString() + "/huge.txt";
+        QVERIFY(write(path, "a"));
+        QCOMPARE(::truncate(path.c_str(), (off_t{1} << 30) + 1), 0);
+        QCOMPARE(
+            error_of([&] { TextCorpus::read_file(path, options(TextVocabulary::bytes, 8)); }),
+            "The text file " + path + " is 1073741825 bytes, larger than 1 GiB, the limit for a text corpus file.");
+    }
+
+    void refuses_a_file_beyond_the_memory_budget() {
+#if defined(__SANITIZE_ADDRESS__)
+        QSKIP("AddressSanitizer maps more address space than an address-space limit leaves");
+#endif
+        // 512 MiB (sparse) as bytes: 2.5 GiB of text and tokens, under an address-space limit of
+        // what this process uses + 256 MiB, set in a child process so that this one keeps its memory.
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString() + "/big.txt";
+        QVERIFY(write(path, "a"));
+        QCOMPARE(::truncate(path.c_str(), off_t{512} << 20), 0);
+        int pipe_fds[2];
+        QCOMPARE(::pipe(pipe_fds), 0);
+        const pid_t child = ::fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            ::close(pipe_fds[0]);
+            long pages = 0;
+            if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+                if (std::fscanf(statm, "%ld", &pages) != 1) pages = 0;
+                std::fclose(statm);
+            }
+            const auto used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGE_SIZE));
+            const rlimit limit{used + (rlim_t{256} << 20), RLIM_INFINITY};
+            ::setrlimit(RLIMIT_AS, &limit);
+            const std::string says = error_of([&] { TextCorpus::read_file(path, options(TextVocabulary::bytes, 8)); });
+            const ssize_t written = ::write(pipe_fds[1], says.data(), says.size());
+            ::_exit(written == static_cast<ssize_t>(says.size()) ? 0 : 1);
+        }
+        ::close(pipe_fds[1]);
+        std::string says;
+        char buf[512];
+        for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) says.append(buf, static_cast<std::size_t>(n));
+        ::close(pipe_fds[0]);
+        int status = 0;
+        QCOMPARE(::waitpid(child, &status, 0), child);
+        QVERIFY(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        const std::string start = "The text file " + path + " needs about 2.5 GiB of memory, more than the ";
+        QVERIFY2(says.starts_with(start), says.c_str());
+        QVERIFY2(says.ends_with(" that this process's address-space limit (ulimit -v) leaves free; it was refused "
+                                "before reading."),
+                 says.c_str());
+    }
+
     void reads_a_file() {
         QTemporaryDir dir;
         const std::string path = dir.path().toStdString() + "/corpus.txt";
@@ -477,9 +545,8 @@ private slots:
         QVERIFY(write(root + "/off/d", "not read either"));
         fs::create_symlink("a", root + "/a.u8");  // Debian's link to the plain file: not read twice
         QCOMPARE(data::fortune_files(root), (std::vector<std::string>{"a", "b", "c"}));
-        QCOMPARE(data::fortunes_text(root),
-                 std::string("First quote.\n\nSecond quote\n\nwith a blank line.\n\n"
-                             "Second file.\n\nLast quote,\ntwo lines.\n"));
+        QCOMPARE(data::fortunes_text(root), std::string("First quote.\n\nSecond quote\n\nwith a blank line.\n\n"
+                                                        "Second file.\n\nLast quote,\ntwo lines.\n"));
         // "%\r" is a separator too.
         QVERIFY(write(root + "/c", "Windows quote.\r\n%\r\n"));
         QVERIFY(data::fortunes_text(root).ends_with("two lines.\nWindows quote.\r\n\n"));
