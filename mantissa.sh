@@ -21,11 +21,13 @@ usage() {
 # ocl-icd-opencl-dev: oneDNN's CMake package requires OpenCL, which libdnnl-dev only recommends.
 # clang, libclang-rt-14-dev: the fuzz tests (docs/fuzzing.md); libFuzzer and the sanitizer runtimes
 # are in libclang-rt-14-dev, which clang only recommends.
+# fortunes: the default text corpus for language models (docs/datasets.md, "Text"); it brings
+# fortunes-min, whose files are part of the corpus too.
 packages=(cmake ninja-build g++ pkg-config
           qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
           libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
           clang libclang-rt-14-dev
-          dataset-fashion-mnist)
+          dataset-fashion-mnist fortunes)
 
 install_missing() {
     local missing=()
