@@ -188,6 +188,47 @@ private slots:
         for (const QString& l : throughput->yAxis->tickVectorLabels()) QVERIFY(!l.endsWith(QLatin1Char('%')));
     }
 
+    // A deep network's underflow lines are not listed in a legend that would bury the plot: past
+    // ChartsPanel::underflowLegendLayers the chart draws every line, names none in its legend, and
+    // says how to read them; a shallow one names each line.
+    void deepNetworksNameUnderflowLinesByHover() {
+        ShownPanel shallow(1000, 420);
+        ChartView* chart = shallow.panel.underflowChart();
+        QVERIFY(chart->legend->visible());
+        QCOMPARE(chart->legend->itemCount(), 3);
+        QVERIFY(chart->noteText().isEmpty());
+
+        RunSeries deep;
+        std::vector<std::string> names;
+        for (std::size_t i = 0; i <= ChartsPanel::underflowLegendLayers; ++i)
+            names.push_back("layer" + std::to_string(i) + ".conv1");
+        deep.reset(names);
+        for (std::int64_t step = 0; step < 50; ++step) {
+            StepRecord r;
+            r.step = step;
+            r.loss = 1;
+            deep.addStep(r);
+            for (std::size_t l = 0; l < names.size(); ++l) {
+                LayerSample ls;
+                ls.step = step;
+                ls.layer = static_cast<int>(l);
+                ls.frac_underflow = 0.001 * static_cast<double>(l);
+                deep.addLayerSample(ls);
+            }
+        }
+        shallow.panel.setSeries(&deep);
+        QCoreApplication::processEvents();
+        shallow.panel.redrawNow(true);
+        QCOMPARE(chart->graphCount(), static_cast<int>(names.size()));
+        QVERIFY(!chart->legend->visible());
+        QCOMPARE(chart->noteText(), QStringLiteral("%1 layers: hover for each one's value").arg(names.size()));
+        QVERIFY2(chart->readoutText(10).contains(QStringLiteral("layer8.conv1")), qPrintable(chart->readoutText(10)));
+
+        shallow.panel.setSeries(&shallow.series);  // back to three layers: named again
+        QVERIFY(chart->legend->visible());
+        QVERIFY(chart->noteText().isEmpty());
+    }
+
     // The value axes follow the plot's height: no two tick labels overlap (their centres are at
     // least a label's height apart), a tall plot still gets several ticks, and each axis shows the
     // longest form of its label that fits along the plot (the full one whenever it fits), or none.

@@ -210,10 +210,18 @@ void ChartsPanel::buildLiveGraphs() {
     m_throughput->addSeries(&s.throughputSmoothed(), tr("smoothed"), seriesColor(3), GraphStyle::line);
     m_throughput->legend->setVisible(true);
 
-    for (std::size_t i = 0; i < s.layerNames().size(); ++i)
-        m_underflow->addSeries(&s.underflow(i), QString::fromStdString(s.layerNames()[i]),
-                               seriesColor(static_cast<int>(i)), GraphStyle::line, false, 100.0);
-    m_underflow->legend->setVisible(!s.layerNames().empty());
+    // A deep network (a ResNet has 20 and more layers with parameters) would bury the plot under
+    // its legend: past a few layers the lines are named by the hover read-out and the Layers
+    // table instead, and a note says so.
+    const std::size_t layers = s.layerNames().size();
+    const bool named = layers <= underflowLegendLayers;
+    for (std::size_t i = 0; i < layers; ++i) {
+        QCPGraph* g = m_underflow->addSeries(&s.underflow(i), QString::fromStdString(s.layerNames()[i]),
+                                             seriesColor(static_cast<int>(i)), GraphStyle::line, false, 100.0);
+        if (!named) g->removeFromLegend();
+    }
+    m_underflow->setNote(named ? QString() : tr("%1 layers: hover for each one's value").arg(layers));
+    m_underflow->legend->setVisible(named && layers > 0);
 }
 
 void ChartsPanel::addOverlayGraphs() {
@@ -225,8 +233,11 @@ void ChartsPanel::addOverlayGraphs() {
         m_underflow->addSeries(&s.underflowMean(), tr("%1 (mean)").arg(o.name), o.color, GraphStyle::overlay, false,
                                100.0);
     }
-    for (ChartView* c : {m_loss, m_scale, m_throughput, m_underflow})
-        if (c->graphCount() > 0) c->legend->setVisible(true);
+    for (ChartView* c : {m_loss, m_scale, m_throughput, m_underflow}) {
+        bool listed = false;  // a deep network's underflow lines are in no legend
+        for (int i = 0; i < c->graphCount() && !listed; ++i) listed = c->legend->hasItemWithPlottable(c->graph(i));
+        if (listed) c->legend->setVisible(true);
+    }
 }
 
 void ChartsPanel::addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned) {

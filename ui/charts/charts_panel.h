@@ -70,6 +70,8 @@ public:
     QStringList overlays() const;  // names, in the order added
     std::shared_ptr<const RunSeries> overlaySeries(const QString& name) const;
     static constexpr int maxOverlays = 8;  // more than this cannot be told apart: the oldest goes
+    // The most layers whose underflow lines the legend names; past it, the hover read-out does.
+    static constexpr std::size_t underflowLegendLayers = 8;
 
     void setSmoothingWeight(double weight);
     double smoothingWeight() const;
