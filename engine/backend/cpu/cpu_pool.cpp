@@ -5,7 +5,11 @@
 //          format holds x's). Padding never wins. Ties go to the first position of the window in
 //          row-major order (PyTorch's rule); a NaN is the maximum of its window (the first NaN).
 //          The backward finds each maximum again from x by the same rule (window_argmax) and
-//          adds dy there in FP32 (windows overlap when stride < kernel).
+//          adds dy there in FP32 (windows overlap when stride < kernel). Kernel 2, stride 2,
+//          padding 0 (the reference CNN's pools) has a branchless path that vectorises: the
+//          same selection (cpu_pool_kernels.h; tests hold it to the general path bit for bit).
+//          A selection needs no rounding when y's format holds x's (dx's holds dy's, windows
+//          not overlapping): that pass is skipped.
 // average: y = (Σ window, in FP32 from +0 in row-major order) / k², the padding counting as
 //          zeros (PyTorch's count_include_pad); the backward adds dy / k² (FP32) to every
 //          position of the window.
@@ -18,7 +22,14 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_HOT
+#endif
 
 namespace mantissa {
 
@@ -60,22 +71,6 @@ std::int64_t window_argmax(const float* plane, std::int64_t width, const Window&
     return best;
 }
 
-// dx(batch, C·H·W) = dy routed to each window's maximum in x (FP32 sums), overwritten.
-void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
-    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
-    std::fill_n(dx, batch * p.in_size(), 0.0f);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < p.channels; ++c) {
-            const float* xc = x + n * p.in_size() + c * plane;
-            float* dxc = dx + n * p.in_size() + c * plane;
-            const float* dyc = dy + n * p.out_size() + c * oh * ow;
-            for (std::int64_t oy = 0; oy < oh; ++oy)
-                for (std::int64_t ox = 0; ox < ow; ++ox)
-                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
-        }
-    }
-}
-
 // dx = Σ over the windows holding each position of dy / k² (FP32), overwritten.
 void avgpool_spread(const Pool2dGeometry& p, const float* dy, float* dx, std::int64_t batch) {
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
@@ -108,12 +103,73 @@ void global_spread(std::int64_t channels, std::int64_t spatial, const float* dy,
     }
 }
 
+// The window's running maximum m after the next value v in row-major order: v when it is
+// greater, or a NaN while m is not; a NaN m stays. window_argmax's rule, without branches.
+inline bool takes(float m, float v) { return v > m || (v != v && m == m); }
+
+// 2×2 windows, stride 2, no padding, over `planes` planes of (h, w): the rows 2·oy and 2·oy + 1,
+// columns 2·ox and 2·ox + 1, in that order.
+MANTISSA_HOT void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int64_t h,
+                                      std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+    for (std::int64_t i = 0; i < planes; ++i) {
+        const float* xp = x + i * h * w;
+        float* yp = y + i * oh * ow;
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = xp + 2 * oy * w;
+            const float* r1 = r0 + w;
+            float* yr = yp + oy * ow;
+            for (std::int64_t ox = 0; ox < ow; ++ox) {
+                float m = r0[2 * ox];
+                const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+                m = takes(m, b) ? b : m;
+                m = takes(m, c) ? c : m;
+                m = takes(m, d) ? d : m;
+                yr[ox] = m;
+            }
+        }
+    }
+}
+
+// dx = 0 + dy at each window's maximum (dx = +0 where dy = -0, as the general path's sum from
+// +0), +0 elsewhere, the row and column an odd size leaves outside every window included.
+MANTISSA_HOT void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t planes,
+                                    std::int64_t h, std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+    for (std::int64_t i = 0; i < planes; ++i) {
+        const float* xp = x + i * h * w;
+        float* dxp = dx + i * h * w;
+        const float* dyp = dy + i * oh * ow;
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = xp + 2 * oy * w;
+            const float* r1 = r0 + w;
+            float* d0 = dxp + 2 * oy * w;
+            float* d1 = d0 + w;
+            const float* g = dyp + oy * ow;
+            for (std::int64_t ox = 0; ox < ow; ++ox) {
+                float m = r0[2 * ox];
+                const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+                int at = 0;
+                if (takes(m, b)) m = b, at = 1;
+                if (takes(m, c)) m = c, at = 2;
+                if (takes(m, d)) at = 3;
+                const float v = g[ox] + 0.0f;
+                d0[2 * ox] = at == 0 ? v : 0.0f;
+                d0[2 * ox + 1] = at == 1 ? v : 0.0f;
+                d1[2 * ox] = at == 2 ? v : 0.0f;
+                d1[2 * ox + 1] = at == 3 ? v : 0.0f;
+            }
+            if (w % 2) d0[w - 1] = d1[w - 1] = 0.0f;
+        }
+        if (h % 2) std::fill_n(dxp + (h - 1) * w, w, 0.0f);
+    }
+}
+
 }  // namespace
 
-void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
-                                        std::int64_t batch) {
-    const float* x = cpu(x_in).data();
-    float* y = cpu(y_out).data();
+namespace cpu_detail {
+
+void maxpool_forward_general(const Pool2dGeometry& p, const float* x, float* y, std::int64_t batch) {
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
     for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t c = 0; c < p.channels; ++c) {
@@ -124,7 +180,42 @@ void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x
                     yc[oy * ow + ox] = xc[window_argmax(xc, p.in_w, window_of(p, oy, ox))];
         }
     }
-    round_output(y_out.format(), y, batch * p.out_size());
+}
+
+void maxpool_forward(const Pool2dGeometry& p, const float* x, float* y, std::int64_t batch) {
+    if (maxpool_fast_path(p)) maxpool_2x2_forward(x, y, batch * p.channels, p.in_h, p.in_w);
+    else maxpool_forward_general(p, x, y, batch);
+}
+
+void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float* dy, float* dx,
+                           std::int64_t batch) {
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    std::fill_n(dx, batch * p.in_size(), 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            const float* xc = x + n * p.in_size() + c * plane;
+            float* dxc = dx + n * p.in_size() + c * plane;
+            const float* dyc = dy + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox)
+                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
+        }
+    }
+}
+
+void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
+    if (maxpool_fast_path(p)) maxpool_2x2_route(x, dy, dx, batch * p.channels, p.in_h, p.in_w);
+    else maxpool_route_general(p, x, dy, dx, batch);
+}
+
+}  // namespace cpu_detail
+
+void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
+                                        std::int64_t batch) {
+    float* y = cpu(y_out).data();
+    cpu_detail::maxpool_forward(p, cpu(x_in).data(), y, batch);
+    // x's values are already in x's format: a selection is exact when y's format holds it.
+    if (!format_contains(y_out.format(), x_in.format())) round_output(y_out.format(), y, batch * p.out_size());
 }
 
 // y is not read: the maximum's position is found again from x.
@@ -135,12 +226,14 @@ void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& 
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
-    maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
+    cpu_detail::maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
     if (sdx) {
-        if (sdy) maxpool_route(p, x, sdy, sdx, batch);
+        if (sdy) cpu_detail::maxpool_route(p, x, sdy, sdx, batch);
         else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
     }
-    round_output(dx_out.format(), dx, n);
+    // Without overlapping windows each dx is +0 or 0 + dy: dy's value, exact in dy's format.
+    if (!(p.stride >= p.kernel && format_contains(dx_out.format(), dy_in.format())))
+        round_output(dx_out.format(), dx, n);
 }
 
 void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
