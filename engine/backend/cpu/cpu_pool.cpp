@@ -21,15 +21,13 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define MANTISSA_HOT
-#endif
 
 namespace mantissa {
 
@@ -105,62 +103,163 @@ void global_spread(std::int64_t channels, std::int64_t spatial, const float* dy,
 
 // The window's running maximum m after the next value v in row-major order: v when it is
 // greater, or a NaN while m is not; a NaN m stays. window_argmax's rule, without branches.
-inline bool takes(float m, float v) { return v > m || (v != v && m == m); }
+inline bool takes(float m, float v) { return (v > m) | ((v != v) & (m == m)); }  // no branches
 
-// 2×2 windows, stride 2, no padding, over `planes` planes of (h, w): the rows 2·oy and 2·oy + 1,
-// columns 2·ox and 2·ox + 1, in that order.
-MANTISSA_HOT void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int64_t h,
-                                      std::int64_t w) {
+// 2×2 windows, stride 2, no padding, one output row: the input rows r0 = 2·oy and r1 = r0 + 1,
+// outputs [from, ow), the window's values in the order r0[2·ox], r0[2·ox + 1], r1[2·ox],
+// r1[2·ox + 1]. The scalar form, also the tail of the AVX2 one.
+inline void max_row_2x2(const float* r0, const float* r1, float* y, std::int64_t from, std::int64_t ow) {
+    for (std::int64_t ox = from; ox < ow; ++ox) {
+        float m = r0[2 * ox];
+        const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        m = takes(m, b) ? b : m;
+        m = takes(m, c) ? c : m;
+        m = takes(m, d) ? d : m;
+        y[ox] = m;
+    }
+}
+
+// d0, d1: dx's rows r0, r1; g: dy's row. dx = 0 + dy at each window's maximum (dx = +0 where
+// dy = -0, as the general path's sum from +0), +0 at the other three positions.
+inline void route_row_2x2(const float* r0, const float* r1, const float* g, float* d0, float* d1, std::int64_t from,
+                          std::int64_t ow) {
+    for (std::int64_t ox = from; ox < ow; ++ox) {
+        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        const bool tb = takes(a, b);
+        const float mb = tb ? b : a;
+        const bool tc = takes(mb, c);
+        const float mc = tc ? c : mb;
+        const bool td = takes(mc, d);
+        const float v = g[ox] + 0.0f;
+        d0[2 * ox] = !(tb | tc | td) ? v : 0.0f;
+        d0[2 * ox + 1] = (tb & !(tc | td)) ? v : 0.0f;
+        d1[2 * ox] = (tc & !td) ? v : 0.0f;
+        d1[2 * ox + 1] = td ? v : 0.0f;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MANTISSA_POOL_AVX2 1
+// takes() on 8 lanes: v > m (false with a NaN), or v NaN while m is not.
+__attribute__((target("avx2"))) inline __m256 takes8(__m256 m, __m256 v) {
+    return _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ),
+                        _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q)));
+}
+
+// The even and odd elements of 16 floats, in the output order 0 1 4 5 2 3 6 7 (permute4x64 by
+// 0xD8 puts it right; that order is what unpacklo/unpackhi interleave back into 16 inputs).
+__attribute__((target("avx2"))) inline void split8(const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    odd = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+__attribute__((target("avx2"))) void maxpool_2x2_forward_avx2(const float* x, float* y, std::int64_t planes,
+                                                              std::int64_t h, std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
     for (std::int64_t i = 0; i < planes; ++i) {
-        const float* xp = x + i * h * w;
-        float* yp = y + i * oh * ow;
         for (std::int64_t oy = 0; oy < oh; ++oy) {
-            const float* r0 = xp + 2 * oy * w;
+            const float* r0 = x + i * h * w + 2 * oy * w;
             const float* r1 = r0 + w;
-            float* yr = yp + oy * ow;
-            for (std::int64_t ox = 0; ox < ow; ++ox) {
-                float m = r0[2 * ox];
-                const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
-                m = takes(m, b) ? b : m;
-                m = takes(m, c) ? c : m;
-                m = takes(m, d) ? d : m;
-                yr[ox] = m;
+            float* yr = y + (i * oh + oy) * ow;
+            std::int64_t ox = 0;
+            for (; ox + 8 <= ow; ox += 8) {
+                __m256 a, b, c, d;
+                split8(r0 + 2 * ox, a, b);
+                split8(r1 + 2 * ox, c, d);
+                __m256 m = _mm256_blendv_ps(a, b, takes8(a, b));
+                m = _mm256_blendv_ps(m, c, takes8(m, c));
+                m = _mm256_blendv_ps(m, d, takes8(m, d));
+                _mm256_storeu_ps(yr + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
             }
+            max_row_2x2(r0, r1, yr, ox, ow);
         }
     }
 }
 
-// dx = 0 + dy at each window's maximum (dx = +0 where dy = -0, as the general path's sum from
-// +0), +0 elsewhere, the row and column an odd size leaves outside every window included.
-MANTISSA_HOT void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t planes,
-                                    std::int64_t h, std::int64_t w) {
+__attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, const float* dy, float* dx,
+                                                            std::int64_t planes, std::int64_t h, std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
+    const __m256 zero = _mm256_setzero_ps();
     for (std::int64_t i = 0; i < planes; ++i) {
-        const float* xp = x + i * h * w;
-        float* dxp = dx + i * h * w;
-        const float* dyp = dy + i * oh * ow;
         for (std::int64_t oy = 0; oy < oh; ++oy) {
-            const float* r0 = xp + 2 * oy * w;
+            const float* r0 = x + i * h * w + 2 * oy * w;
             const float* r1 = r0 + w;
-            float* d0 = dxp + 2 * oy * w;
+            float* d0 = dx + i * h * w + 2 * oy * w;
             float* d1 = d0 + w;
-            const float* g = dyp + oy * ow;
-            for (std::int64_t ox = 0; ox < ow; ++ox) {
-                float m = r0[2 * ox];
-                const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
-                int at = 0;
-                if (takes(m, b)) m = b, at = 1;
-                if (takes(m, c)) m = c, at = 2;
-                if (takes(m, d)) at = 3;
-                const float v = g[ox] + 0.0f;
-                d0[2 * ox] = at == 0 ? v : 0.0f;
-                d0[2 * ox + 1] = at == 1 ? v : 0.0f;
-                d1[2 * ox] = at == 2 ? v : 0.0f;
-                d1[2 * ox + 1] = at == 3 ? v : 0.0f;
+            const float* g = dy + (i * oh + oy) * ow;
+            std::int64_t ox = 0;
+            for (; ox + 8 <= ow; ox += 8) {
+                __m256 a, b, c, d;
+                split8(r0 + 2 * ox, a, b);
+                split8(r1 + 2 * ox, c, d);
+                const __m256 tb = takes8(a, b);
+                const __m256 mb = _mm256_blendv_ps(a, b, tb);
+                const __m256 tc = takes8(mb, c);
+                const __m256 td = takes8(_mm256_blendv_ps(mb, c, tc), d);
+                const __m256 gv = _mm256_loadu_ps(g + ox);
+                const __m256 v = _mm256_add_ps(
+                    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(gv), 0xD8)), zero);
+                const __m256 later_cd = _mm256_or_ps(tc, td);
+                const __m256 s0 = _mm256_andnot_ps(_mm256_or_ps(tb, later_cd), v);
+                const __m256 s1 = _mm256_and_ps(_mm256_andnot_ps(later_cd, tb), v);
+                const __m256 s2 = _mm256_and_ps(_mm256_andnot_ps(td, tc), v);
+                const __m256 s3 = _mm256_and_ps(td, v);
+                _mm256_storeu_ps(d0 + 2 * ox, _mm256_unpacklo_ps(s0, s1));
+                _mm256_storeu_ps(d0 + 2 * ox + 8, _mm256_unpackhi_ps(s0, s1));
+                _mm256_storeu_ps(d1 + 2 * ox, _mm256_unpacklo_ps(s2, s3));
+                _mm256_storeu_ps(d1 + 2 * ox + 8, _mm256_unpackhi_ps(s2, s3));
             }
-            if (w % 2) d0[w - 1] = d1[w - 1] = 0.0f;
+            route_row_2x2(r0, r1, g, d0, d1, ox, ow);
         }
+    }
+}
+#endif
+
+bool has_avx2() {
+#ifdef MANTISSA_POOL_AVX2
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+#else
+    return false;
+#endif
+}
+
+// `planes` planes of (h, w) to (h / 2, w / 2).
+void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int64_t h, std::int64_t w) {
+#ifdef MANTISSA_POOL_AVX2
+    if (has_avx2()) return maxpool_2x2_forward_avx2(x, y, planes, h, w);
+#endif
+    const std::int64_t oh = h / 2, ow = w / 2;
+    for (std::int64_t i = 0; i < planes; ++i)
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = x + i * h * w + 2 * oy * w;
+            max_row_2x2(r0, r0 + w, y + (i * oh + oy) * ow, 0, ow);
+        }
+}
+
+// dx over `planes` planes; the row and column an odd size leaves outside every window are +0.
+void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t planes, std::int64_t h,
+                       std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+#ifdef MANTISSA_POOL_AVX2
+    if (has_avx2()) {
+        maxpool_2x2_route_avx2(x, dy, dx, planes, h, w);
+    } else
+#endif
+    {
+        for (std::int64_t i = 0; i < planes; ++i)
+            for (std::int64_t oy = 0; oy < oh; ++oy) {
+                const float* r0 = x + i * h * w + 2 * oy * w;
+                float* d0 = dx + i * h * w + 2 * oy * w;
+                route_row_2x2(r0, r0 + w, dy + (i * oh + oy) * ow, d0, d0 + w, 0, ow);
+            }
+    }
+    if (w % 2 == 0 && h % 2 == 0) return;
+    for (std::int64_t i = 0; i < planes; ++i) {
+        float* dxp = dx + i * h * w;
+        if (w % 2)
+            for (std::int64_t iy = 0; iy < 2 * oh; ++iy) dxp[iy * w + w - 1] = 0.0f;
         if (h % 2) std::fill_n(dxp + (h - 1) * w, w, 0.0f);
     }
 }

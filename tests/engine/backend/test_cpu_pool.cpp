@@ -209,13 +209,16 @@ private slots:
     // The 2×2 stride-2 fast path selects what the general path selects, bit for bit: values
     // drawn from a small set so that windows hold ties, +0 next to -0, ±inf and NaNs of
     // different payloads (the first NaN wins); even and odd image sizes (an odd size leaves a
-    // row or column outside every window, whose dx is +0); dy holding -0 (routed as 0 + dy).
+    // row or column outside every window, whose dx is +0); dy holding -0 (routed as 0 + dy);
+    // rows wide enough for the 8-output AVX2 blocks and their scalar tails.
     void maxpoolFastPathMatchesGeneralPath_data() {
         QTest::addColumn<int>("h");
         QTest::addColumn<int>("w");
         QTest::newRow("28x28") << 28 << 28;
         QTest::newRow("7x5") << 7 << 5;
         QTest::newRow("2x9") << 2 << 9;
+        QTest::newRow("6x40 (AVX2 blocks and a tail)") << 6 << 40;
+        QTest::newRow("5x35") << 5 << 35;
     }
     void maxpoolFastPathMatchesGeneralPath() {
         QFETCH(int, h);
