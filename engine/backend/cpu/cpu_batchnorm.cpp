@@ -3,7 +3,10 @@
 //
 // Statistics are FP32 values (autocast keeps norms in FP32): each per-channel sum (Σx, Σ(x-μ)²,
 // Σdy, Σdy·x̂) is taken in double over M = batch·spatial values and rounded to FP32 once; the
-// per-element arithmetic is FP32:
+// per-element arithmetic is FP32. A double sum runs in 16 lanes (value i of a sample's plane
+// into lane i mod 16, the lanes carried from sample to sample, added pairwise at the end): a
+// fixed order, so the bits do not depend on the thread count, and the loops vectorise (the
+// lanes' rounding errors are of double's size, far below the FP32 rounding that follows):
 //   training forward  μ = fp32(Σx / M), σ²_b = Σ(x - μ_d)² / M (biased), invstd = fp32(1/√(σ²_b + ε))
 //                     running_mean ← fp32((1-m)·running_mean + m·μ_d)
 //                     running_var  ← fp32((1-m)·running_var + m·σ²_b·M/(M-1))   (unbiased, as PyTorch)
@@ -15,15 +18,104 @@
 // The statistics and gradients are written rounded to their tensors' formats (FP32 tensors keep
 // them exactly). With gradient tracing on, dx's shadow is the same backward applied to dy's
 // (the backward is linear in dy). Training thread only.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "numeric/convert.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_HOT
+#endif
+
 namespace mantissa {
 
 namespace {
+
+constexpr int lanes = 16;
+
+// Partial sums in double, value i of a plane into lane i mod 16.
+struct Lanes {
+    double v[lanes] = {};
+    double total() const {  // pairwise, a fixed tree
+        double a[lanes];
+        for (int i = 0; i < lanes; ++i) a[i] = v[i];
+        for (int width = lanes / 2; width >= 1; width /= 2)
+            for (int i = 0; i < width; ++i) a[i] += a[i + width];
+        return a[0];
+    }
+};
+
+// Σ x and Σ (x - mean)² of one plane, added into the lanes.
+MANTISSA_HOT void add_sum(const float* x, std::int64_t n, Lanes& s) {
+    double a[lanes];
+    for (int j = 0; j < lanes; ++j) a[j] = s.v[j];
+    std::int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        for (int j = 0; j < lanes; ++j) a[j] += static_cast<double>(x[i + j]);
+    for (int j = 0; i + j < n; ++j) a[j] += static_cast<double>(x[i + j]);
+    for (int j = 0; j < lanes; ++j) s.v[j] = a[j];
+}
+
+MANTISSA_HOT void add_squares(const float* x, std::int64_t n, double mean, Lanes& s) {
+    double a[lanes];
+    for (int j = 0; j < lanes; ++j) a[j] = s.v[j];
+    std::int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        for (int j = 0; j < lanes; ++j) {
+            const double d = static_cast<double>(x[i + j]) - mean;
+            a[j] += d * d;
+        }
+    for (int j = 0; i + j < n; ++j) {
+        const double d = static_cast<double>(x[i + j]) - mean;
+        a[j] += d * d;
+    }
+    for (int j = 0; j < lanes; ++j) s.v[j] = a[j];
+}
+
+// Σ dy and Σ dy·x̂ of one plane, x̂ = (x - mean)·invstd in FP32.
+MANTISSA_HOT void add_grad_sums(const float* x, const float* dy, std::int64_t n, float mean, float invstd,
+                                Lanes& sdy, Lanes& sdyx) {
+    double a[lanes], b[lanes];
+    for (int j = 0; j < lanes; ++j) a[j] = sdy.v[j], b[j] = sdyx.v[j];
+    std::int64_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        for (int j = 0; j < lanes; ++j) {
+            const float xhat = (x[i + j] - mean) * invstd;
+            a[j] += static_cast<double>(dy[i + j]);
+            b[j] += static_cast<double>(dy[i + j]) * static_cast<double>(xhat);
+        }
+    for (int j = 0; i + j < n; ++j) {
+        const float xhat = (x[i + j] - mean) * invstd;
+        a[j] += static_cast<double>(dy[i + j]);
+        b[j] += static_cast<double>(dy[i + j]) * static_cast<double>(xhat);
+    }
+    for (int j = 0; j < lanes; ++j) sdy.v[j] = a[j], sdyx.v[j] = b[j];
+}
+
+// y = ((x - mean)·invstd)·g + b over one plane, FP32 (no contraction: the target has no FMA).
+MANTISSA_HOT void normalize(const float* x, float* y, std::int64_t n, float mean, float invstd, float g, float b) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = ((x[i] - mean) * invstd) * g + b;
+}
+
+// dx = k·(dy - mean_dy - x̂·mean_dy_xhat) over one plane.
+MANTISSA_HOT void input_grad(const float* x, const float* dy, float* dx, std::int64_t n, float mean, float invstd,
+                             float k, float mean_dy, float mean_dy_xhat) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float xhat = (x[i] - mean) * invstd;
+        dx[i] = k * (dy[i] - mean_dy - xhat * mean_dy_xhat);
+    }
+}
+
+// Channels are independent: with more than one thread they are shared out (each channel's
+// arithmetic is the same on any thread, so the bits do not depend on the count).
+int threads_for(std::int64_t channels, std::int64_t values, int max_threads) {
+    if (max_threads <= 1 || values < (std::int64_t{1} << 16)) return 1;
+    return static_cast<int>(std::min<std::int64_t>(channels, max_threads));
+}
 
 CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
 const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
@@ -48,29 +140,19 @@ struct ChannelSums {
 
 ChannelSums channel_backward(const BatchNormTensors& bn, std::int64_t c, const float* x, const float* dy, float* dx,
                              std::int64_t batch, float mean, float invstd, float gamma) {
+    Lanes sdy, sdyx;
+    for (std::int64_t n = 0; n < batch; ++n)
+        add_grad_sums(plane(x, bn, n, c), plane(dy, bn, n, c), bn.spatial, mean, invstd, sdy, sdyx);
     ChannelSums s;
-    for (std::int64_t n = 0; n < batch; ++n) {
-        const float* xc = plane(x, bn, n, c);
-        const float* dyc = plane(dy, bn, n, c);
-        for (std::int64_t p = 0; p < bn.spatial; ++p) {
-            const float xhat = (xc[p] - mean) * invstd;
-            s.dy += static_cast<double>(dyc[p]);
-            s.dy_xhat += static_cast<double>(dyc[p]) * static_cast<double>(xhat);
-        }
-    }
+    s.dy = sdy.total();
+    s.dy_xhat = sdyx.total();
     const double count = static_cast<double>(batch * bn.spatial);
     const float mean_dy = static_cast<float>(s.dy / count);
     const float mean_dy_xhat = static_cast<float>(s.dy_xhat / count);
     const float k = gamma * invstd;
-    for (std::int64_t n = 0; n < batch; ++n) {
-        const float* xc = plane(x, bn, n, c);
-        const float* dyc = plane(dy, bn, n, c);
-        float* dxc = plane(dx, bn, n, c);
-        for (std::int64_t p = 0; p < bn.spatial; ++p) {
-            const float xhat = (xc[p] - mean) * invstd;
-            dxc[p] = k * (dyc[p] - mean_dy - xhat * mean_dy_xhat);
-        }
-    }
+    for (std::int64_t n = 0; n < batch; ++n)
+        input_grad(plane(x, bn, n, c), plane(dy, bn, n, c), plane(dx, bn, n, c), bn.spatial, mean, invstd, k, mean_dy,
+                   mean_dy_xhat);
     return s;
 }
 
@@ -87,23 +169,17 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
     float* saved_mean = training ? cpu(*bn.saved_mean).data() : nullptr;
     float* saved_invstd = training ? cpu(*bn.saved_invstd).data() : nullptr;
     const double count = static_cast<double>(batch * bn.spatial);
+    const int threads = threads_for(bn.channels, batch * bn.channels * bn.spatial, m_matmul.threads());
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (std::int64_t c = 0; c < bn.channels; ++c) {
         float mean, invstd;
         if (training) {
-            double sum = 0;
-            for (std::int64_t n = 0; n < batch; ++n) {
-                const float* xc = plane(x, bn, n, c);
-                for (std::int64_t p = 0; p < bn.spatial; ++p) sum += static_cast<double>(xc[p]);
-            }
-            const double mean_d = sum / count;
-            double squares = 0;
-            for (std::int64_t n = 0; n < batch; ++n) {
-                const float* xc = plane(x, bn, n, c);
-                for (std::int64_t p = 0; p < bn.spatial; ++p) {
-                    const double d = static_cast<double>(xc[p]) - mean_d;
-                    squares += d * d;
-                }
-            }
+            Lanes sum;
+            for (std::int64_t n = 0; n < batch; ++n) add_sum(plane(x, bn, n, c), bn.spatial, sum);
+            const double mean_d = sum.total() / count;
+            Lanes sq;
+            for (std::int64_t n = 0; n < batch; ++n) add_squares(plane(x, bn, n, c), bn.spatial, mean_d, sq);
+            const double squares = sq.total();
             const double var_biased = squares / count;
             const double var_unbiased = squares / (count - 1);  // count > 1: checked by the wrapper
             mean = static_cast<float>(mean_d);
@@ -119,11 +195,8 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
             invstd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + bn.eps));
         }
         const float g = gamma[c], b = beta[c];
-        for (std::int64_t n = 0; n < batch; ++n) {
-            const float* xc = plane(x, bn, n, c);
-            float* yc = plane(y, bn, n, c);
-            for (std::int64_t p = 0; p < bn.spatial; ++p) yc[p] = ((xc[p] - mean) * invstd) * g + b;
-        }
+        for (std::int64_t n = 0; n < batch; ++n)
+            normalize(plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean, invstd, g, b);
     }
     round_output(y_out.format(), y, batch * bn.channels * bn.spatial);
     if (training) {
@@ -145,6 +218,8 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
+    const int threads = threads_for(bn.channels, n, m_matmul.threads());
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (std::int64_t c = 0; c < bn.channels; ++c) {
         const ChannelSums s = channel_backward(bn, c, x, dy, dx, batch, mean[c], invstd[c], gamma[c]);
         grad_beta[c] = static_cast<float>(s.dy);

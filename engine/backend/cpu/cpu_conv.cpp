@@ -68,6 +68,24 @@ ConvShape shape_of(const Conv2dGeometry& g) {
     return {g.in_channels, g.in_h, g.in_w, g.kernel, g.stride, g.padding, g.out_channels, g.out_h(), g.out_w()};
 }
 
+// The output columns [lo, hi) whose input column ox·stride - padding + kx lies in the image (the
+// others read padding): the loops below copy or add those without a test per element.
+struct Span {
+    std::int64_t lo, hi;
+};
+
+Span valid_columns(const ConvShape& s, std::int64_t kx) {
+    // ix = ox·stride - padding + kx in [0, width)  <=>  ox in [ceil((padding - kx) / stride),
+    // floor((width - 1 + padding - kx) / stride)]
+    const std::int64_t first = s.padding - kx;
+    std::int64_t lo = first <= 0 ? 0 : (first + s.stride - 1) / s.stride;
+    const std::int64_t last = s.width - 1 + s.padding - kx;
+    std::int64_t hi = last < 0 ? 0 : last / s.stride + 1;
+    lo = std::min(lo, s.out_w);
+    hi = std::clamp(hi, lo, s.out_w);
+    return {lo, hi};
+}
+
 // col(patch, positions) = the values of x (C, H, W) under each kernel offset, 0 in the padding.
 void im2col(const ConvShape& s, const float* x, float* col) {
     const std::int64_t positions = s.positions();
@@ -76,6 +94,7 @@ void im2col(const ConvShape& s, const float* x, float* col) {
         for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
             for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
                 float* dst = col + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                const Span span = valid_columns(s, kx);
                 for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
                     const std::int64_t iy = oy * s.stride - s.padding + ky;
                     float* row = dst + oy * s.out_w;
@@ -83,11 +102,16 @@ void im2col(const ConvShape& s, const float* x, float* col) {
                         std::fill_n(row, s.out_w, 0.0f);
                         continue;
                     }
+                    std::fill_n(row, span.lo, 0.0f);
+                    // input column of ox: at + ox·stride, inside the image for ox in the span
+                    const std::int64_t at = kx - s.padding;
                     const float* src = xc + iy * s.width;
-                    for (std::int64_t ox = 0; ox < s.out_w; ++ox) {
-                        const std::int64_t ix = ox * s.stride - s.padding + kx;
-                        row[ox] = ix >= 0 && ix < s.width ? src[ix] : 0.0f;
+                    if (s.stride == 1) {
+                        std::copy(src + (at + span.lo), src + (at + span.hi), row + span.lo);
+                    } else {
+                        for (std::int64_t ox = span.lo; ox < span.hi; ++ox) row[ox] = src[at + ox * s.stride];
                     }
+                    std::fill(row + span.hi, row + s.out_w, 0.0f);
                 }
             }
         }
@@ -95,7 +119,8 @@ void im2col(const ConvShape& s, const float* x, float* col) {
 }
 
 // dx (C, H, W) = Σ over the kernel offsets of dcol(patch, positions) at the positions im2col
-// read them from, in FP32 (dx is overwritten).
+// read them from, in FP32 (dx is overwritten). Each position's terms are added in (c, ky, kx)
+// order from +0, as before the spans: the sums' bits do not depend on how the loops are cut.
 void col2im(const ConvShape& s, const float* dcol, float* dx) {
     const std::int64_t positions = s.positions();
     std::fill_n(dx, s.in(), 0.0f);
@@ -104,14 +129,17 @@ void col2im(const ConvShape& s, const float* dcol, float* dx) {
         for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
             for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
                 const float* src = dcol + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                const Span span = valid_columns(s, kx);
                 for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
                     const std::int64_t iy = oy * s.stride - s.padding + ky;
                     if (iy < 0 || iy >= s.height) continue;
+                    const std::int64_t at = kx - s.padding;
                     float* dst = dxc + iy * s.width;
                     const float* row = src + oy * s.out_w;
-                    for (std::int64_t ox = 0; ox < s.out_w; ++ox) {
-                        const std::int64_t ix = ox * s.stride - s.padding + kx;
-                        if (ix >= 0 && ix < s.width) dst[ix] += row[ox];
+                    if (s.stride == 1) {
+                        for (std::int64_t ox = span.lo; ox < span.hi; ++ox) dst[at + ox] += row[ox];
+                    } else {
+                        for (std::int64_t ox = span.lo; ox < span.hi; ++ox) dst[at + ox * s.stride] += row[ox];
                     }
                 }
             }

@@ -5,7 +5,11 @@
 //          format holds x's). Padding never wins. Ties go to the first position of the window in
 //          row-major order (PyTorch's rule); a NaN is the maximum of its window (the first NaN).
 //          The backward finds each maximum again from x by the same rule (window_argmax) and
-//          adds dy there in FP32 (windows overlap when stride < kernel).
+//          adds dy there in FP32 (windows overlap when stride < kernel). Kernel 2, stride 2,
+//          padding 0 (the reference CNN's pools) has a branchless path that vectorises: the
+//          same selection (cpu_pool_kernels.h; tests hold it to the general path bit for bit).
+//          A selection needs no rounding when y's format holds x's (dx's holds dy's, windows
+//          not overlapping): that pass is skipped.
 // average: y = (Σ window, in FP32 from +0 in row-major order) / k², the padding counting as
 //          zeros (PyTorch's count_include_pad); the backward adds dy / k² (FP32) to every
 //          position of the window.
@@ -17,7 +21,12 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -60,22 +69,6 @@ std::int64_t window_argmax(const float* plane, std::int64_t width, const Window&
     return best;
 }
 
-// dx(batch, C·H·W) = dy routed to each window's maximum in x (FP32 sums), overwritten.
-void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
-    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
-    std::fill_n(dx, batch * p.in_size(), 0.0f);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < p.channels; ++c) {
-            const float* xc = x + n * p.in_size() + c * plane;
-            float* dxc = dx + n * p.in_size() + c * plane;
-            const float* dyc = dy + n * p.out_size() + c * oh * ow;
-            for (std::int64_t oy = 0; oy < oh; ++oy)
-                for (std::int64_t ox = 0; ox < ow; ++ox)
-                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
-        }
-    }
-}
-
 // dx = Σ over the windows holding each position of dy / k² (FP32), overwritten.
 void avgpool_spread(const Pool2dGeometry& p, const float* dy, float* dx, std::int64_t batch) {
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
@@ -108,12 +101,174 @@ void global_spread(std::int64_t channels, std::int64_t spatial, const float* dy,
     }
 }
 
+// The window's running maximum m after the next value v in row-major order: v when it is
+// greater, or a NaN while m is not; a NaN m stays. window_argmax's rule, without branches.
+inline bool takes(float m, float v) { return (v > m) | ((v != v) & (m == m)); }  // no branches
+
+// 2×2 windows, stride 2, no padding, one output row: the input rows r0 = 2·oy and r1 = r0 + 1,
+// outputs [from, ow), the window's values in the order r0[2·ox], r0[2·ox + 1], r1[2·ox],
+// r1[2·ox + 1]. The scalar form, also the tail of the AVX2 one.
+inline void max_row_2x2(const float* r0, const float* r1, float* y, std::int64_t from, std::int64_t ow) {
+    for (std::int64_t ox = from; ox < ow; ++ox) {
+        float m = r0[2 * ox];
+        const float b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        m = takes(m, b) ? b : m;
+        m = takes(m, c) ? c : m;
+        m = takes(m, d) ? d : m;
+        y[ox] = m;
+    }
+}
+
+// d0, d1: dx's rows r0, r1; g: dy's row. dx = 0 + dy at each window's maximum (dx = +0 where
+// dy = -0, as the general path's sum from +0), +0 at the other three positions.
+inline void route_row_2x2(const float* r0, const float* r1, const float* g, float* d0, float* d1, std::int64_t from,
+                          std::int64_t ow) {
+    for (std::int64_t ox = from; ox < ow; ++ox) {
+        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        const bool tb = takes(a, b);
+        const float mb = tb ? b : a;
+        const bool tc = takes(mb, c);
+        const float mc = tc ? c : mb;
+        const bool td = takes(mc, d);
+        const float v = g[ox] + 0.0f;
+        d0[2 * ox] = !(tb | tc | td) ? v : 0.0f;
+        d0[2 * ox + 1] = (tb & !(tc | td)) ? v : 0.0f;
+        d1[2 * ox] = (tc & !td) ? v : 0.0f;
+        d1[2 * ox + 1] = td ? v : 0.0f;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MANTISSA_POOL_AVX2 1
+// takes() on 8 lanes: v > m (false with a NaN), or v NaN while m is not.
+__attribute__((target("avx2"))) inline __m256 takes8(__m256 m, __m256 v) {
+    return _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ),
+                        _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q)));
+}
+
+// The even and odd elements of 16 floats, in the output order 0 1 4 5 2 3 6 7 (permute4x64 by
+// 0xD8 puts it right; that order is what unpacklo/unpackhi interleave back into 16 inputs).
+__attribute__((target("avx2"))) inline void split8(const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    odd = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+__attribute__((target("avx2"))) void maxpool_2x2_forward_avx2(const float* x, float* y, std::int64_t planes,
+                                                              std::int64_t h, std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+    for (std::int64_t i = 0; i < planes; ++i) {
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = x + i * h * w + 2 * oy * w;
+            const float* r1 = r0 + w;
+            float* yr = y + (i * oh + oy) * ow;
+            std::int64_t ox = 0;
+            for (; ox + 8 <= ow; ox += 8) {
+                __m256 a, b, c, d;
+                split8(r0 + 2 * ox, a, b);
+                split8(r1 + 2 * ox, c, d);
+                __m256 m = _mm256_blendv_ps(a, b, takes8(a, b));
+                m = _mm256_blendv_ps(m, c, takes8(m, c));
+                m = _mm256_blendv_ps(m, d, takes8(m, d));
+                _mm256_storeu_ps(yr + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
+            }
+            max_row_2x2(r0, r1, yr, ox, ow);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, const float* dy, float* dx,
+                                                            std::int64_t planes, std::int64_t h, std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+    const __m256 zero = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < planes; ++i) {
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = x + i * h * w + 2 * oy * w;
+            const float* r1 = r0 + w;
+            float* d0 = dx + i * h * w + 2 * oy * w;
+            float* d1 = d0 + w;
+            const float* g = dy + (i * oh + oy) * ow;
+            std::int64_t ox = 0;
+            for (; ox + 8 <= ow; ox += 8) {
+                __m256 a, b, c, d;
+                split8(r0 + 2 * ox, a, b);
+                split8(r1 + 2 * ox, c, d);
+                const __m256 tb = takes8(a, b);
+                const __m256 mb = _mm256_blendv_ps(a, b, tb);
+                const __m256 tc = takes8(mb, c);
+                const __m256 td = takes8(_mm256_blendv_ps(mb, c, tc), d);
+                const __m256 gv = _mm256_loadu_ps(g + ox);
+                const __m256 v = _mm256_add_ps(
+                    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(gv), 0xD8)), zero);
+                const __m256 later_cd = _mm256_or_ps(tc, td);
+                const __m256 s0 = _mm256_andnot_ps(_mm256_or_ps(tb, later_cd), v);
+                const __m256 s1 = _mm256_and_ps(_mm256_andnot_ps(later_cd, tb), v);
+                const __m256 s2 = _mm256_and_ps(_mm256_andnot_ps(td, tc), v);
+                const __m256 s3 = _mm256_and_ps(td, v);
+                _mm256_storeu_ps(d0 + 2 * ox, _mm256_unpacklo_ps(s0, s1));
+                _mm256_storeu_ps(d0 + 2 * ox + 8, _mm256_unpackhi_ps(s0, s1));
+                _mm256_storeu_ps(d1 + 2 * ox, _mm256_unpacklo_ps(s2, s3));
+                _mm256_storeu_ps(d1 + 2 * ox + 8, _mm256_unpackhi_ps(s2, s3));
+            }
+            route_row_2x2(r0, r1, g, d0, d1, ox, ow);
+        }
+    }
+}
+#endif
+
+bool has_avx2() {
+#ifdef MANTISSA_POOL_AVX2
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+#else
+    return false;
+#endif
+}
+
+// `planes` planes of (h, w) to (h / 2, w / 2).
+void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int64_t h, std::int64_t w) {
+#ifdef MANTISSA_POOL_AVX2
+    if (has_avx2()) return maxpool_2x2_forward_avx2(x, y, planes, h, w);
+#endif
+    const std::int64_t oh = h / 2, ow = w / 2;
+    for (std::int64_t i = 0; i < planes; ++i)
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+            const float* r0 = x + i * h * w + 2 * oy * w;
+            max_row_2x2(r0, r0 + w, y + (i * oh + oy) * ow, 0, ow);
+        }
+}
+
+// dx over `planes` planes; the row and column an odd size leaves outside every window are +0.
+void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t planes, std::int64_t h,
+                       std::int64_t w) {
+    const std::int64_t oh = h / 2, ow = w / 2;
+#ifdef MANTISSA_POOL_AVX2
+    if (has_avx2()) {
+        maxpool_2x2_route_avx2(x, dy, dx, planes, h, w);
+    } else
+#endif
+    {
+        for (std::int64_t i = 0; i < planes; ++i)
+            for (std::int64_t oy = 0; oy < oh; ++oy) {
+                const float* r0 = x + i * h * w + 2 * oy * w;
+                float* d0 = dx + i * h * w + 2 * oy * w;
+                route_row_2x2(r0, r0 + w, dy + (i * oh + oy) * ow, d0, d0 + w, 0, ow);
+            }
+    }
+    if (w % 2 == 0 && h % 2 == 0) return;
+    for (std::int64_t i = 0; i < planes; ++i) {
+        float* dxp = dx + i * h * w;
+        if (w % 2)
+            for (std::int64_t iy = 0; iy < 2 * oh; ++iy) dxp[iy * w + w - 1] = 0.0f;
+        if (h % 2) std::fill_n(dxp + (h - 1) * w, w, 0.0f);
+    }
+}
+
 }  // namespace
 
-void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
-                                        std::int64_t batch) {
-    const float* x = cpu(x_in).data();
-    float* y = cpu(y_out).data();
+namespace cpu_detail {
+
+void maxpool_forward_general(const Pool2dGeometry& p, const float* x, float* y, std::int64_t batch) {
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
     for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t c = 0; c < p.channels; ++c) {
@@ -124,7 +279,42 @@ void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x
                     yc[oy * ow + ox] = xc[window_argmax(xc, p.in_w, window_of(p, oy, ox))];
         }
     }
-    round_output(y_out.format(), y, batch * p.out_size());
+}
+
+void maxpool_forward(const Pool2dGeometry& p, const float* x, float* y, std::int64_t batch) {
+    if (maxpool_fast_path(p)) maxpool_2x2_forward(x, y, batch * p.channels, p.in_h, p.in_w);
+    else maxpool_forward_general(p, x, y, batch);
+}
+
+void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float* dy, float* dx,
+                           std::int64_t batch) {
+    const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
+    std::fill_n(dx, batch * p.in_size(), 0.0f);
+    for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < p.channels; ++c) {
+            const float* xc = x + n * p.in_size() + c * plane;
+            float* dxc = dx + n * p.in_size() + c * plane;
+            const float* dyc = dy + n * p.out_size() + c * oh * ow;
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox)
+                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
+        }
+    }
+}
+
+void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
+    if (maxpool_fast_path(p)) maxpool_2x2_route(x, dy, dx, batch * p.channels, p.in_h, p.in_w);
+    else maxpool_route_general(p, x, dy, dx, batch);
+}
+
+}  // namespace cpu_detail
+
+void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
+                                        std::int64_t batch) {
+    float* y = cpu(y_out).data();
+    cpu_detail::maxpool_forward(p, cpu(x_in).data(), y, batch);
+    // x's values are already in x's format: a selection is exact when y's format holds it.
+    if (!format_contains(y_out.format(), x_in.format())) round_output(y_out.format(), y, batch * p.out_size());
 }
 
 // y is not read: the maximum's position is found again from x.
@@ -135,12 +325,14 @@ void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& 
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
-    maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
+    cpu_detail::maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
     if (sdx) {
-        if (sdy) maxpool_route(p, x, sdy, sdx, batch);
+        if (sdy) cpu_detail::maxpool_route(p, x, sdy, sdx, batch);
         else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
     }
-    round_output(dx_out.format(), dx, n);
+    // Without overlapping windows each dx is +0 or 0 + dy: dy's value, exact in dy's format.
+    if (!(p.stride >= p.kernel && format_contains(dx_out.format(), dy_in.format())))
+        round_output(dx_out.format(), dx, n);
 }
 
 void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,

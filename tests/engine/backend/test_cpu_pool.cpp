@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "conv_test_util.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
 
 using namespace mantissa;
@@ -202,6 +204,51 @@ private slots:
                 QCOMPARE(std::isnan(yv[static_cast<std::size_t>(oy * g.out_w() + ox)]), oy == 1 && ox == 1);
         QCOMPARE(dxv[2 * 5 + 2], 1.0f);  // only the window (1, 1) holds (2, 2) with stride 2
         QCOMPARE(dxv[2 * 5 + 3], 1.0f);  // (1, 2) holds columns 3 .. 5: 100 wins there
+    }
+
+    // The 2×2 stride-2 fast path selects what the general path selects, bit for bit: values
+    // drawn from a small set so that windows hold ties, +0 next to -0, ±inf and NaNs of
+    // different payloads (the first NaN wins); even and odd image sizes (an odd size leaves a
+    // row or column outside every window, whose dx is +0); dy holding -0 (routed as 0 + dy);
+    // rows wide enough for the 8-output AVX2 blocks and their scalar tails.
+    void maxpoolFastPathMatchesGeneralPath_data() {
+        QTest::addColumn<int>("h");
+        QTest::addColumn<int>("w");
+        QTest::newRow("28x28") << 28 << 28;
+        QTest::newRow("7x5") << 7 << 5;
+        QTest::newRow("2x9") << 2 << 9;
+        QTest::newRow("6x40 (AVX2 blocks and a tail)") << 6 << 40;
+        QTest::newRow("5x35") << 5 << 35;
+    }
+    void maxpoolFastPathMatchesGeneralPath() {
+        QFETCH(int, h);
+        QFETCH(int, w);
+        const Pool2dGeometry g = pool(3, h, w, 2, 2, 0);
+        QVERIFY(cpu_detail::maxpool_fast_path(g));
+        const int batch = 5;
+        const float inf = std::numeric_limits<float>::infinity();
+        std::uint32_t nan_a = 0x7fc00001u, nan_b = 0xffc00002u;
+        float qa, qb;
+        std::memcpy(&qa, &nan_a, 4);
+        std::memcpy(&qb, &nan_b, 4);
+        const float pool_values[] = {1.0f, 1.0f, 2.0f, -1.0f, 0.0f, -0.0f, inf, -inf, qa, qb, 2.0f, -0.0f};
+        const std::size_t n_x = static_cast<std::size_t>(batch * g.in_size());
+        const std::size_t n_y = static_cast<std::size_t>(batch * g.out_size());
+        std::vector<float> x(n_x), dy(n_y);
+        std::uint32_t state = 12345u;
+        auto next = [&] { return (state = state * 1664525u + 1013904223u) >> 8; };
+        for (auto& v : x) v = pool_values[next() % 12];
+        const auto dyr = random_values(n_y, 1.0f, 21);
+        for (std::size_t i = 0; i < n_y; ++i) dy[i] = next() % 7 == 0 ? -0.0f : dyr[i];
+        std::vector<float> y_fast(n_y, 7.0f), y_gen(n_y, 8.0f), dx_fast(n_x, 7.0f), dx_gen(n_x, 8.0f);
+        cpu_detail::maxpool_forward(g, x.data(), y_fast.data(), batch);
+        cpu_detail::maxpool_forward_general(g, x.data(), y_gen.data(), batch);
+        cpu_detail::maxpool_route(g, x.data(), dy.data(), dx_fast.data(), batch);
+        cpu_detail::maxpool_route_general(g, x.data(), dy.data(), dx_gen.data(), batch);
+        QCOMPARE(std::memcmp(y_fast.data(), y_gen.data(), n_y * sizeof(float)), 0);
+        QCOMPARE(std::memcmp(dx_fast.data(), dx_gen.data(), n_x * sizeof(float)), 0);
+        // A side of 1 pixel makes clipped windows: the general path takes them.
+        QVERIFY(!cpu_detail::maxpool_fast_path(pool(3, 1, 6, 2, 2, 0)));
     }
 
     // fp16 and bf16 tensors: the max pool's outputs are the inputs' values (a selection), the
