@@ -1,25 +1,31 @@
 // CpuBackend: 2-D convolutions, forward and backward, with linear's rounding points
 // (docs/numerics.md, "Convolutional ops"), by im2col and CpuMatmul's FP32-accumulating matmuls.
 //
-// Per sample n (x_n: (C, H, W) and y_n: (Co, oh·ow), each one row of its tensor; P = oh·ow):
-//   col_n (C·k·k, P)  = im2col(x_op_n): the operand values under each kernel offset, 0 in the padding
-//   forward   y_n      = W_op (Co, C·k·k) · col_n, × the FP8 dequantisation, + b_o per channel,
-//                        rounded to y's format
-//   dX        dcol_n   = W_opᵀ · dy_op_n (C·k·k, P); dx_n = col2im(dcol_n), the offsets that land
-//                        on one input position added in FP32 in (c, ky, kx) order
-//   dW        dW       = Σ_n dy_op_n (Co, P) · col_nᵀ: one matmul per sample, the per-sample
-//                        products added in FP32 in sample order
+// The batch is taken in chunks of whole samples (chunk_samples: the column matrix stays under
+// 2^22 values), and each chunk is one matmul, so a small image is not one small matmul per
+// sample. For a chunk of n samples (x_i: (C, H, W) and y_i: (Co, oh·ow), each one row of its
+// tensor; P = oh·ow):
+//   COL (C·k·k, n·P)  = im2col of the samples side by side: the operand values under each kernel
+//                       offset, 0 in the padding (sample i in columns [i·P, (i+1)·P))
+//   forward   Y        = W_op (Co, C·k·k) · COL (Co, n·P); y_i = Y's columns of sample i,
+//                        × the FP8 dequantisation, + b_o per channel, rounded to y's format
+//   dX        DCOL     = W_opᵀ · DY (C·k·k, n·P), DY = the chunk's dy_op channel-major
+//                        (Co, n·P); dx_i = col2im(DCOL's columns of sample i), the offsets that
+//                        land on one input position added in FP32 in (c, ky, kx) order
+//   dW        dW       = Σ_chunks DY · COLᵀ: one matmul per chunk, the chunks' products added
+//                        in FP32 in chunk order
 //   dB        dB[c]    = Σ_n (Σ_p dy[n, c, p]): each sample's sum over positions from +0, then the
 //                        samples' sums in sample order (FP8: of the unquantised dy, as linear)
 // im2col copies operand values and col2im adds in FP32, so the products are exact (operands in
 // the compute format) and every sum is in FP32: the rounding points are linear_forward's and
 // linear_backward's, with dy cast to the gradient operand format (FP8: scaled, saturating e5m2)
 // and dX, dW rounded to their formats once. A 1×1 kernel with stride 1 and no padding
-// multiplies x_n itself (col_n = x_n). The FP8 scaling state and the weight copies are handled
-// as linear's are (CpuBackend::quantized_weight, weight_operand), so the optimizer keeps them.
+// is im2col's plain copy. The FP8 scaling state and the weight copies are handled as linear's
+// are (CpuBackend::quantized_weight, weight_operand), so the optimizer keeps them.
 //
-// Scratch (kept between steps): im2col (slot 7), a sample's dW (slot 8), dcol (slot 9); oneDNN's
-// primitives are cached per shape by CpuMatmul. Training thread only.
+// Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
+// (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
+// cached per shape by CpuMatmul. Training thread only.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -33,8 +39,17 @@ namespace mantissa {
 
 namespace {
 
-// Slots 0 to 5 as cpu_linear.cpp uses them; 7 to 9 are the convolution's own.
-enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_reference = 5, slot_col = 7, slot_dw = 8, slot_dcol = 9 };
+// Slots 0 to 5 as cpu_linear.cpp uses them (3 holds DY here); 7 to 9 are the convolution's own.
+enum Slot {
+    slot_x = 0,
+    slot_w = 1,
+    slot_dy = 2,
+    slot_dy_rows = 3,
+    slot_reference = 5,
+    slot_col = 7,
+    slot_dw = 8,
+    slot_dcol = 9,
+};
 
 CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
 const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
@@ -61,8 +76,18 @@ struct ConvShape {
     std::int64_t positions() const { return out_h * out_w; }
     std::int64_t patch() const { return channels * kernel * kernel; }
     std::int64_t out() const { return out_channels * positions(); }
-    bool direct() const { return kernel == 1 && stride == 1 && padding == 0; }  // col_n = x_n
 };
+
+// The most values of a chunk's column matrix (16 MiB of FP32).
+constexpr std::int64_t chunk_values = std::int64_t{1} << 22;
+
+// Samples per chunk: as many as keep the chunk's largest matrix (COL, DCOL, Y or DY) within
+// chunk_values, at least one, at most the batch.
+std::int64_t chunk_samples(const ConvShape& s, std::int64_t batch) {
+    const std::int64_t per_sample = std::max(s.patch(), s.out_channels) * s.positions();
+    return std::clamp<std::int64_t>(chunk_values / std::max<std::int64_t>(per_sample, 1), 1,
+                                    std::max<std::int64_t>(batch, 1));
+}
 
 ConvShape shape_of(const Conv2dGeometry& g) {
     return {g.in_channels, g.in_h, g.in_w, g.kernel, g.stride, g.padding, g.out_channels, g.out_h(), g.out_w()};
@@ -86,14 +111,14 @@ Span valid_columns(const ConvShape& s, std::int64_t kx) {
     return {lo, hi};
 }
 
-// col(patch, positions) = the values of x (C, H, W) under each kernel offset, 0 in the padding.
-void im2col(const ConvShape& s, const float* x, float* col) {
-    const std::int64_t positions = s.positions();
+// col(patch, positions) = the values of x (C, H, W) under each kernel offset, 0 in the padding;
+// col's rows are `ld` apart (a chunk's samples side by side: ld = n·positions).
+void im2col(const ConvShape& s, const float* x, float* col, std::int64_t ld) {
     for (std::int64_t c = 0; c < s.channels; ++c) {
         const float* xc = x + c * s.height * s.width;
         for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
             for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
-                float* dst = col + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                float* dst = col + ((c * s.kernel + ky) * s.kernel + kx) * ld;
                 const Span span = valid_columns(s, kx);
                 for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
                     const std::int64_t iy = oy * s.stride - s.padding + ky;
@@ -119,16 +144,15 @@ void im2col(const ConvShape& s, const float* x, float* col) {
 }
 
 // dx (C, H, W) = Σ over the kernel offsets of dcol(patch, positions) at the positions im2col
-// read them from, in FP32 (dx is overwritten). Each position's terms are added in (c, ky, kx)
-// order from +0, as before the spans: the sums' bits do not depend on how the loops are cut.
-void col2im(const ConvShape& s, const float* dcol, float* dx) {
-    const std::int64_t positions = s.positions();
+// read them from, in FP32 (dx is overwritten); dcol's rows are `ld` apart. Each position's terms
+// are added in (c, ky, kx) order from +0: the sums' bits do not depend on how the loops are cut.
+void col2im(const ConvShape& s, const float* dcol, std::int64_t ld, float* dx) {
     std::fill_n(dx, s.in(), 0.0f);
     for (std::int64_t c = 0; c < s.channels; ++c) {
         float* dxc = dx + c * s.height * s.width;
         for (std::int64_t ky = 0; ky < s.kernel; ++ky) {
             for (std::int64_t kx = 0; kx < s.kernel; ++kx) {
-                const float* src = dcol + ((c * s.kernel + ky) * s.kernel + kx) * positions;
+                const float* src = dcol + ((c * s.kernel + ky) * s.kernel + kx) * ld;
                 const Span span = valid_columns(s, kx);
                 for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
                     const std::int64_t iy = oy * s.stride - s.padding + ky;
@@ -147,38 +171,53 @@ void col2im(const ConvShape& s, const float* dcol, float* dx) {
     }
 }
 
-// The scratch of one call, taken before the loops (no buffer moves during them).
+// The scratch of one call, taken before the loops (no buffer moves during them), each sized
+// for a chunk of `chunk` samples.
 struct ConvScratch {
-    float* col = nullptr;   // (patch, positions), unless direct
-    float* dw = nullptr;    // (Co, patch): a sample's weight gradient
-    float* dcol = nullptr;  // (patch, positions), unless direct
+    std::int64_t chunk = 1;
+    float* col = nullptr;      // COL (patch, chunk·positions)
+    float* dy_rows = nullptr;  // DY (Co, chunk·positions)
+    float* dw = nullptr;       // (Co, patch): a chunk's weight gradient
+    float* dcol = nullptr;     // DCOL (patch, chunk·positions)
 };
+
+// DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
+void gather_channel_major(const ConvShape& s, const float* dy, std::int64_t n, float* rows) {
+    const std::int64_t positions = s.positions(), ld = n * positions;
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t c = 0; c < s.out_channels; ++c)
+            std::copy_n(dy + i * s.out() + c * positions, positions, rows + c * ld + i * positions);
+}
+
+// COL for samples [first, first + n) of x.
+void im2col_chunk(const ConvShape& s, const float* x, std::int64_t first, std::int64_t n, float* col) {
+    const std::int64_t ld = n * s.positions();
+    for (std::int64_t i = 0; i < n; ++i) im2col(s, x + (first + i) * s.in(), col + i * s.positions(), ld);
+}
 
 // dx(batch, in) = the input gradient from dy(batch, out), in FP32, unscaled.
 void input_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const float* w, float* dx,
                     std::int64_t batch, bool bf16_ok, const ConvScratch& buf) {
-    for (std::int64_t n = 0; n < batch; ++n) {
-        float* dxn = dx + n * s.in();
-        float* dcol = s.direct() ? dxn : buf.dcol;
-        mm.multiply(w, true, dy + n * s.out(), false, dcol, s.patch(), s.positions(), s.out_channels, bf16_ok);
-        if (!s.direct()) col2im(s, dcol, dxn);
+    for (std::int64_t first = 0; first < batch; first += buf.chunk) {
+        const std::int64_t n = std::min(buf.chunk, batch - first), ld = n * s.positions();
+        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows);
+        mm.multiply(w, true, buf.dy_rows, false, buf.dcol, s.patch(), ld, s.out_channels, bf16_ok);
+        for (std::int64_t i = 0; i < n; ++i) col2im(s, buf.dcol + i * s.positions(), ld, dx + (first + i) * s.in());
     }
 }
 
-// gw(Co, patch) = Σ_n dy_n · col_nᵀ in FP32, unscaled (zero for an empty batch).
+// gw(Co, patch) = Σ_chunks DY · COLᵀ in FP32, unscaled (zero for an empty batch).
 void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const float* x, float* gw,
                      std::int64_t batch, bool bf16_ok, const ConvScratch& buf) {
     const std::int64_t n_w = s.out_channels * s.patch();
     if (batch == 0) std::fill_n(gw, n_w, 0.0f);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        const float* col = x + n * s.in();
-        if (!s.direct()) {
-            im2col(s, col, buf.col);
-            col = buf.col;
-        }
-        float* target = n == 0 ? gw : buf.dw;
-        mm.multiply(dy + n * s.out(), false, col, true, target, s.out_channels, s.patch(), s.positions(), bf16_ok);
-        if (n > 0)
+    for (std::int64_t first = 0; first < batch; first += buf.chunk) {
+        const std::int64_t n = std::min(buf.chunk, batch - first), ld = n * s.positions();
+        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows);
+        im2col_chunk(s, x, first, n, buf.col);
+        float* target = first == 0 ? gw : buf.dw;
+        mm.multiply(buf.dy_rows, false, buf.col, true, target, s.out_channels, s.patch(), ld, bf16_ok);
+        if (first > 0)
             for (std::int64_t i = 0; i < n_w; ++i) gw[i] += buf.dw[i];
     }
 }
@@ -247,22 +286,29 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     }
 
     float* y = cpu(y_out).data();
-    float* col = s.direct() ? nullptr : scratch(slot_col, s.patch() * s.positions());
-    const std::int64_t positions = s.positions();
-    for (std::int64_t n = 0; n < batch; ++n) {
-        const float* xn = x_op + n * in;
-        if (col) im2col(s, xn, col);
-        float* yn = y + n * s.out();
-        m_matmul.multiply(w_op, false, col ? col : xn, false, yn, s.out_channels, positions, s.patch(), bf16_ok);
-        // The epilogue while the sample's output is in the cache: × dequant, + b_o, rounded.
-        if (b) {
+    const std::int64_t positions = s.positions(), chunk = chunk_samples(s, batch);
+    float* col = scratch(slot_col, s.patch() * chunk * positions);
+    float* rows = scratch(slot_dcol, s.out_channels * chunk * positions);
+    for (std::int64_t first = 0; first < batch; first += chunk) {
+        const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
+        im2col_chunk(s, x_op, first, n, col);
+        m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
+        // Each sample's rows into y: × dequant, + b_o (no bias: nothing is added, a -0 stays -0),
+        // rounded while the sample's output is in the cache.
+        for (std::int64_t i = 0; i < n; ++i) {
+            float* yi = y + (first + i) * s.out();
             for (std::int64_t c = 0; c < s.out_channels; ++c) {
-                float* row = yn + c * positions;
-                for (std::int64_t p = 0; p < positions; ++p) row[p] = row[p] * dequant + b[c];
+                const float* src = rows + c * ld + i * positions;
+                float* row = yi + c * positions;
+                if (b) {
+                    for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant + b[c];
+                } else if (dequant != 1.0f) {
+                    for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant;
+                } else {
+                    std::copy_n(src, positions, row);
+                }
             }
-            round_output(y_out.format(), yn, s.out());
-        } else {  // no bias: nothing is added (a -0 stays -0)
-            scale_and_round(yn, s.out(), dequant, y_out.format());
+            round_output(y_out.format(), yi, s.out());
         }
     }
 }
@@ -301,11 +347,12 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     }
     const bool bf16_ok = fp8 || conv.compute == Format::bf16;
     ConvScratch buf;
-    if (!s.direct()) {
-        buf.col = scratch(slot_col, s.patch() * s.positions());
-        if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * s.positions());
-    }
-    if (batch > 1) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
+    buf.chunk = chunk_samples(s, batch);
+    const std::int64_t chunk_positions = buf.chunk * s.positions();
+    buf.col = scratch(slot_col, s.patch() * chunk_positions);
+    buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
+    if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
+    if (batch > buf.chunk) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
 
     // Gradient tracing, as linear_backward: dy_reference is dy before any rounding since the
     // loss; when the rounding of dy flushed elements, the shadow of dx and the reference of dW's

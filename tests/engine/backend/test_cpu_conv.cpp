@@ -201,6 +201,48 @@ private slots:
         QCOMPARE(read(be, *cv.gw), gw);
     }
 
+    // A batch of large images is taken in chunks of whole samples (cpu_conv.cpp: a chunk's column
+    // matrix stays under 2^22 values; here two samples, then one): y, dx and dW match the double
+    // reference whichever chunk a sample falls in, and dW sums over every chunk (dB is summed
+    // sample by sample, unchunked).
+    void chunkedBatchMatchesReference() {
+        const Conv2dGeometry g = geometry(1, 400, 400, 8, 3, 1, 1);  // 9 × 160000 values a sample
+        const int batch = 3;
+        CpuBackend be;
+        Conv cv(be, g, batch, true, Format::fp32, Format::fp32, 31);
+        const auto rv = random_values(static_cast<std::size_t>(batch * g.out_size()), 1.0f, 35);
+        be.upload(*cv.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+
+        const auto xd = to_double(cv.xv), wd = to_double(cv.wv), bd = to_double(cv.bv), r = to_double(rv);
+        const auto y_ref = conv_ref(g, batch, xd, wd, &bd);
+        std::int64_t bad = conv_test::first_mismatch(read(be, *cv.y), y_ref, 1e-5);
+        QVERIFY2(bad < 0, qPrintable(QString("y[%1]").arg(bad)));
+        // The adjoints of conv_ref: dx = Σ W·dy over the outputs each input feeds, dW = Σ x·dy.
+        std::vector<double> dx_ref(xd.size()), dw_ref(wd.size());
+        const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
+        for (int n = 0; n < batch; ++n)
+            for (std::int64_t o = 0; o < g.out_channels; ++o)
+                for (std::int64_t oy = 0; oy < oh; ++oy)
+                    for (std::int64_t ox = 0; ox < ow; ++ox) {
+                        const double d = r[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)];
+                        for (std::int64_t ky = 0; ky < k; ++ky)
+                            for (std::int64_t kx = 0; kx < k; ++kx) {
+                                const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
+                                if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                                const auto xi = static_cast<std::size_t>(n * g.in_size() + iy * g.in_w + ix);
+                                const auto wi = static_cast<std::size_t>(o * g.patch() + ky * k + kx);
+                                dx_ref[xi] += wd[wi] * d;
+                                dw_ref[wi] += xd[xi] * d;
+                            }
+                    }
+        bad = conv_test::first_mismatch(read(be, *cv.dx), dx_ref, 1e-5);
+        QVERIFY2(bad < 0, qPrintable(QString("dx[%1]").arg(bad)));
+        bad = conv_test::first_mismatch(read(be, *cv.gw), dw_ref, 1e-4);  // sums of 480,000 products
+        QVERIFY2(bad < 0, qPrintable(QString("dW[%1] = %2, reference %3").arg(bad).arg(read(be, *cv.gw)[bad]).arg(dw_ref[bad])));
+    }
+
     // y = rnd_out( Σ rnd_F(x)·rnd_F(W) + rnd_out(b) ): the outputs are values of their format,
     // within one ulp of the double reference of the same rounding points (FP32 accumulation);
     // the weight copy and saved input hold the operands.
