@@ -1,6 +1,6 @@
 // Shared by the GPU suites: getting a CUDA backend (or the reason there is none, for QSKIP),
-// twin tensors on the CPU and the CUDA backend holding the same values, and the comparisons the
-// issue asks for: bit for bit, or within atol + |ref|·eps.
+// twin tensors on the CPU and the CUDA backend holding the same values (one at a time, or a
+// matmul layer's), and the comparisons: bit for bit, or within atol + |ref|·eps.
 #pragma once
 
 #include <QString>
@@ -26,14 +26,55 @@ inline QString suite_skipped(const std::string& reason) {
     return QStringLiteral("GPU suite skipped, no usable GPU: ") + QString::fromStdString(reason);
 }
 
+inline mantissa::TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, mantissa::Format f,
+                                 mantissa::MemoryCategory c = mantissa::MemoryCategory::workspace) {
+    return mantissa::TensorDesc{name, rows, cols, f, c};
+}
+
+// The activation format a layer computing in `compute` writes (fp8: bf16, the autocast type).
+inline mantissa::Format output_format(mantissa::Format compute) {
+    switch (compute) {
+        case mantissa::Format::fp16: return mantissa::Format::fp16;
+        case mantissa::Format::bf16:
+        case mantissa::Format::fp8_e4m3: return mantissa::Format::bf16;
+        default: return mantissa::Format::fp32;
+    }
+}
+
 // The same tensor on two backends.
 struct Twin {
     std::unique_ptr<mantissa::Tensor> cpu, gpu;
     mantissa::Tensor& c() { return *cpu; }
     mantissa::Tensor& g() { return *gpu; }
+    mantissa::Tensor* on(bool on_gpu) const { return on_gpu ? gpu.get() : cpu.get(); }  // null when not made
 };
 Twin twin(mantissa::Backend& cpu, mantissa::Backend& gpu, const mantissa::TensorDesc& d,
           const std::vector<float>& values = {});
+
+// A matmul layer's tensors (linear, conv2d) on both backends, and the activations around it; the
+// suites' LinearTwin and ConvTwin make them as the layer declares them. A twin not made stays
+// null (e.g. weight_compute in fp32).
+struct MatmulLayerTwin {
+    mantissa::Format compute = mantissa::Format::fp32;
+    Twin weight, weight_compute, bias, bias_compute, grad_weight, grad_bias, saved_input, x, y, dy, dx;
+    std::unique_ptr<mantissa::Fp8State> fp8_cpu, fp8_gpu;
+
+    // The fields LinearTensors and ConvTensors share, on one backend.
+    template <class LayerTensors>
+    LayerTensors layer_tensors(bool on_gpu) const {
+        LayerTensors t;
+        t.compute = compute;
+        t.weight = weight.on(on_gpu);
+        t.weight_compute = weight_compute.on(on_gpu);
+        t.bias = bias.on(on_gpu);
+        t.bias_compute = bias_compute.on(on_gpu);
+        t.grad_weight = grad_weight.on(on_gpu);
+        t.grad_bias = grad_bias.on(on_gpu);
+        t.saved_input = saved_input.on(on_gpu);
+        t.fp8 = on_gpu ? fp8_gpu.get() : fp8_cpu.get();
+        return t;
+    }
+};
 
 std::vector<float> read(mantissa::Backend& b, const mantissa::Tensor& t);
 

@@ -15,32 +15,17 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_loader.h"
-#include "data/dataset.h"
 #include "error.h"
 #include "gpu_compare.h"
-#include "model/init.h"
+#include "stripes_dataset.h"
 #include "train/trainer.h"
 
 using namespace mantissa;
 using namespace gpu_test;
+using test_support::stripes;
 Q_DECLARE_METATYPE(mantissa::Format)
 
 namespace {
-
-TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, Format f,
-                MemoryCategory c = MemoryCategory::workspace) {
-    return TensorDesc{name, rows, cols, f, c};
-}
-
-// The activation format a layer computing in `compute` writes (fp8: bf16, the autocast type).
-Format output_format(Format compute) {
-    switch (compute) {
-        case Format::fp16: return Format::fp16;
-        case Format::bf16:
-        case Format::fp8_e4m3: return Format::bf16;
-        default: return Format::fp32;
-    }
-}
 
 struct ConvCase {
     const char* name;
@@ -68,15 +53,13 @@ std::vector<ConvCase> conv_cases() {
 }
 
 // One convolution's tensors on both backends, as model/layers/conv2d_layer.cpp declares them.
-struct ConvTwin {
-    Format compute;
+struct ConvTwin : MatmulLayerTwin {
     Conv2dGeometry g;
     std::int64_t batch;
-    Twin weight, weight_compute, bias, bias_compute, grad_weight, grad_bias, saved_input, x, y, dy, dx;
-    std::unique_ptr<Fp8State> fp8_cpu, fp8_gpu;
 
     ConvTwin(Backend& cpu, Backend& gpu, Format c, const Conv2dGeometry& geometry, std::int64_t b)
-        : compute(c), g(geometry), batch(b) {
+        : g(geometry), batch(b) {
+        compute = c;
         const Format act = output_format(c);
         const bool fp8 = c == Format::fp8_e4m3;
         const std::int64_t co = g.out_channels, k = g.patch();
@@ -100,19 +83,9 @@ struct ConvTwin {
             fp8_gpu = gpu.create_fp8_state(Fp8Recipe{});
         }
     }
-    ConvTensors tensors(bool on_gpu) {
-        auto pick = [&](Twin& t) -> Tensor* { return on_gpu ? t.gpu.get() : t.cpu.get(); };
-        ConvTensors t;
+    ConvTensors tensors(bool on_gpu) const {
+        auto t = layer_tensors<ConvTensors>(on_gpu);
         t.geometry = g;
-        t.compute = compute;
-        t.weight = pick(weight);
-        t.weight_compute = pick(weight_compute);
-        t.bias = pick(bias);
-        t.bias_compute = pick(bias_compute);
-        t.grad_weight = pick(grad_weight);
-        t.grad_bias = pick(grad_bias);
-        t.saved_input = pick(saved_input);
-        t.fp8 = on_gpu ? fp8_gpu.get() : fp8_cpu.get();
         return t;
     }
 };
@@ -137,33 +110,6 @@ std::vector<float> pool_values(std::int64_t n, std::uint32_t seed) {
         v[40] = INFINITY;
     }
     return v;
-}
-
-// 1×8×8 images: class 0 a bright row, class 1 a bright column (tests/engine/train/test_cnn_training.cpp).
-Dataset stripes(std::int64_t train_rows, std::int64_t test_rows, std::uint64_t seed) {
-    Rng rng(seed);
-    const auto fill = [&](Split& s, std::int64_t rows) {
-        s.rows = rows;
-        s.x.assign(static_cast<std::size_t>(rows * 64), 0.0f);
-        s.y.resize(static_cast<std::size_t>(rows));
-        for (std::int64_t r = 0; r < rows; ++r) {
-            const int label = static_cast<int>(rng.next() % 2), at = static_cast<int>(rng.next() % 8);
-            s.y[static_cast<std::size_t>(r)] = label;
-            for (int i = 0; i < 64; ++i) {
-                const bool on = label == 0 ? i / 8 == at : i % 8 == at;
-                s.x[static_cast<std::size_t>(r * 64 + i)] = (on ? 1.5f : -0.2f) + 0.4f * (rng.uniform() - 0.5f);
-            }
-        }
-    };
-    Dataset d;
-    d.name = "stripes";
-    d.features = 64;
-    d.shape = {1, 8, 8};
-    d.classes = 2;
-    d.outputs = 2;
-    fill(d.train, train_rows);
-    fill(d.test, test_rows);
-    return d;
 }
 
 }  // namespace
@@ -360,18 +306,17 @@ private slots:
         Twin dy = twin(*m_cpu, *m_gpu, desc("dy", batch, cols, format), random_values(batch * cols, 0.1f, 54));
         Twin dx = twin(*m_cpu, *m_gpu, desc("dx", batch, cols, format));
         auto tensors = [&](bool g) {
-            auto pick = [&](Twin& t) -> Tensor* { return g ? t.gpu.get() : t.cpu.get(); };
             BatchNormTensors b;
             b.channels = channels;
             b.spatial = spatial;
-            b.weight = pick(gamma);
-            b.bias = pick(beta);
-            b.grad_weight = pick(gg);
-            b.grad_bias = pick(gb);
-            b.running_mean = pick(rm);
-            b.running_var = pick(rv);
-            b.saved_mean = pick(sm);
-            b.saved_invstd = pick(si);
+            b.weight = gamma.on(g);
+            b.bias = beta.on(g);
+            b.grad_weight = gg.on(g);
+            b.grad_bias = gb.on(g);
+            b.running_mean = rm.on(g);
+            b.running_var = rv.on(g);
+            b.saved_mean = sm.on(g);
+            b.saved_invstd = si.on(g);
             return b;
         };
         BatchNormTensors bc = tensors(false), bg = tensors(true);

@@ -20,34 +20,17 @@ Q_DECLARE_METATYPE(mantissa::Activation)
 
 namespace {
 
-TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, Format f,
-                MemoryCategory c = MemoryCategory::workspace) {
-    return TensorDesc{name, rows, cols, f, c};
-}
-
 std::int64_t format_ulp_in_fp32(Format f) {
     return std::int64_t{1} << (23 - format_info(f).mantissa_bits);
 }
 
-// The activation format a layer computing in `compute` writes (fp8: bf16, the autocast type).
-Format output_format(Format compute) {
-    switch (compute) {
-        case Format::fp16: return Format::fp16;
-        case Format::bf16:
-        case Format::fp8_e4m3: return Format::bf16;
-        default: return Format::fp32;
-    }
-}
-
 // One linear layer's tensors on both backends, as model/network.cpp declares them.
-struct LinearTwin {
-    Format compute;
+struct LinearTwin : MatmulLayerTwin {
     std::int64_t batch, in, out;
-    Twin weight, weight_compute, bias, bias_compute, grad_weight, grad_bias, saved_input, x, y, dy, dx;
-    std::unique_ptr<Fp8State> fp8_cpu, fp8_gpu;
 
     LinearTwin(Backend& cpu, Backend& gpu, Format c, std::int64_t b, std::int64_t i, std::int64_t o)
-        : compute(c), batch(b), in(i), out(o) {
+        : batch(b), in(i), out(o) {
+        compute = c;
         const Format act = output_format(c);
         const bool fp8 = c == Format::fp8_e4m3;
         const float w_scale = 1.0f / std::sqrt(static_cast<float>(in));
@@ -76,20 +59,7 @@ struct LinearTwin {
             fp8_gpu = gpu.create_fp8_state(Fp8Recipe{});
         }
     }
-    LinearTensors tensors(bool on_gpu) {
-        auto pick = [&](Twin& t) -> Tensor* { return on_gpu ? t.gpu.get() : t.cpu.get(); };
-        LinearTensors l;
-        l.compute = compute;
-        l.weight = pick(weight);
-        l.weight_compute = pick(weight_compute);
-        l.bias = pick(bias);
-        l.bias_compute = pick(bias_compute);
-        l.grad_weight = pick(grad_weight);
-        l.grad_bias = pick(grad_bias);
-        l.saved_input = pick(saved_input);
-        l.fp8 = on_gpu ? fp8_gpu.get() : fp8_cpu.get();
-        return l;
-    }
+    LinearTensors tensors(bool on_gpu) const { return layer_tensors<LinearTensors>(on_gpu); }
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "error.h"
 #include "numeric/convert.h"
 
@@ -35,13 +36,6 @@ namespace mantissa {
 namespace {
 
 enum Slot { slot_a = 10, slot_b = 11, slot_c = 12 };
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 // Calls f(element index in the tensor, position in the plain (batch, rows, cols) order) for every
 // element of view v, in that order.

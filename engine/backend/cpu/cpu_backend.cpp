@@ -1,6 +1,7 @@
 // CpuBackend: tensors, memory accounting, host copies, casts, the weight operands of the matmul
 // layers, the FP8 scaling state, and what the backend supports.
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,9 +17,6 @@
 namespace mantissa {
 
 namespace {
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
 
 void check_count(const Tensor& t, std::int64_t n, const char* what) {
     if (n < 0 || n > t.numel())

@@ -10,18 +10,12 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
 
 namespace {
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -19,9 +20,6 @@ namespace mantissa {
 namespace {
 
 enum Slot { slot_sum = 10 };
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
 
 }  // namespace
 

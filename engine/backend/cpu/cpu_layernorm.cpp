@@ -17,18 +17,12 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
 
 namespace {
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 // dx of one row from dy (unrounded); the row sums in double.
 void row_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n, float mean,

@@ -15,6 +15,7 @@
 #include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
 
@@ -23,9 +24,6 @@ namespace mantissa {
 namespace {
 
 enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5 };
-
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
@@ -46,10 +44,6 @@ float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale,
 MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
     if (factor == 1.0f) return;
     for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
-}
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
 }
 
 // data = round_format(data * factor): the FP8 dequantisation and the store in one pass.

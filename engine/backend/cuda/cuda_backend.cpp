@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
 #include "error.h"
 
@@ -16,16 +17,6 @@ namespace mantissa::cuda {
 namespace {
 
 constexpr std::size_t matmul_workspace_bytes = std::size_t{32} << 20;  // cuBLASLt, Hopper's advice
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
 
 void check_count(const Tensor& t, std::int64_t n, const char* what) {
     if (n < 0 || n > t.numel())

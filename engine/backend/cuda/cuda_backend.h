@@ -20,7 +20,8 @@
 // cuda_linear.cpp (linear layers, what the backend supports), cuda_conv.cpp (convolutions),
 // cuda_pool_norm.cpp (pools, batch norm, add), cuda_ops.cpp (activations, losses, the check,
 // optimizers),
-// cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture).
+// cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture); the casts from Tensor
+// they share are in cuda_tensor_access.h.
 // Training thread only (the device is made current at every entry).
 #pragma once
 

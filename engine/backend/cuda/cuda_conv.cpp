@@ -24,6 +24,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
 #include "backend/cuda/matmul_types.h"
 #include "backend/cuda/op_support.h"
@@ -32,16 +33,6 @@
 namespace mantissa::cuda {
 
 namespace {
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
 
 ConvLaunch launch_of(const Conv2dGeometry& g) {
     return {g.in_channels, g.in_h, g.in_w, g.kernel, g.stride, g.padding, g.out_h(), g.out_w()};

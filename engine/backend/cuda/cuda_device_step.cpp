@@ -15,23 +15,10 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_tensor_access.h"
 #include "error.h"
 
 namespace mantissa::cuda {
-
-namespace {
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
-
-}  // namespace
 
 ScalerState* CudaBackend::create_scaler_state(const LossScalingSpec& spec) {
     activate();

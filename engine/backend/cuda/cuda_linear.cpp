@@ -26,26 +26,13 @@
 #include "backend/bias_grad_order.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
 #include "backend/cuda/matmul_types.h"
 #include "backend/cuda/op_support.h"
 #include "error.h"
 
 namespace mantissa::cuda {
-
-namespace {
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
-
-}  // namespace
 
 std::string CudaBackend::unsupported(BackendOp op, Format format) const {
     const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d;

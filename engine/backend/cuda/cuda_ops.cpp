@@ -10,22 +10,13 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
 #include "error.h"
 
 namespace mantissa::cuda {
 
 namespace {
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
 
 void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, const char* op) {
     if (!t.param || !t.grad || t.param->numel() != t.grad->numel())

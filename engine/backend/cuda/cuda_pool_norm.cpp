@@ -4,20 +4,11 @@
 // whole for rows [0, batch). Nothing waits for the stream, so a captured step records them.
 // The references: cpu/cpu_pool.cpp, cpu/cpu_batchnorm.cpp, cpu/cpu_elementwise.cpp (add).
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_tensor_access.h"
 
 namespace mantissa::cuda {
 
 namespace {
-
-CudaTensor& cuda(Tensor& t) {
-    return static_cast<CudaTensor&>(t);
-}
-const CudaTensor& cuda(const Tensor& t) {
-    return static_cast<const CudaTensor&>(t);
-}
-int code(Format f) {
-    return static_cast<int>(f);
-}
 
 PoolLaunch launch_of(const Pool2dGeometry& p) {
     return {p.channels, p.in_h, p.in_w, p.kernel, p.stride, p.padding, p.out_h(), p.out_w()};

@@ -1,8 +1,12 @@
-// Shared by the convolutional ops' suites (test_cpu_conv, test_cpu_pool, test_cpu_batchnorm_add,
+// Shared by the op suites that hold an op against a reference written in double (test_cpu_conv,
+// test_cpu_pool, test_cpu_batchnorm_add, test_cpu_attention, test_cpu_layernorm_embedding,
 // test_backend_checks): tensors made in one line, values rounded to a format, a check that values
-// are values of a format, and central finite differences in double of a reference function (the
-// independent check of every backward).
+// are values of a format, a format's unit roundoff, central finite differences in double of a
+// reference function (the independent check of every backward), and the first value off its
+// reference.
 #pragma once
+
+#include <QString>
 
 #include <cmath>
 #include <cstdint>
@@ -26,6 +30,11 @@ inline std::unique_ptr<mantissa::Tensor> make_with(mantissa::Backend& b, std::in
     auto t = make(b, rows, cols, f, name);
     b.upload(*t, values.data(), static_cast<std::int64_t>(values.size()));
     return t;
+}
+
+// The unit roundoff of a format: the largest relative error of one rounding (normal range).
+inline double unit_roundoff(mantissa::Format f) {
+    return std::ldexp(1.0, -(mantissa::format_info(f).mantissa_bits + 1));
 }
 
 inline std::vector<float> rounded(mantissa::Format f, std::vector<float> v) {
@@ -70,6 +79,28 @@ inline std::int64_t first_mismatch(const std::vector<float>& got, const std::vec
         if (!(std::abs(static_cast<double>(got[i]) - want[i]) <= tol * (1 + std::abs(want[i]))))
             return static_cast<std::int64_t>(i);
     return -1;
+}
+
+// "what[i] = got, reference want", or empty when i < 0.
+inline QString mismatch_at(const char* what, const std::vector<float>& got, const std::vector<double>& want,
+                           std::int64_t i) {
+    if (i < 0) return {};
+    const auto at = static_cast<std::size_t>(i);
+    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[at], 0, 'g', 9).arg(want[at], 0, 'g', 9);
+}
+
+// The first value where |got − want| > rel·|want| + abs, as mismatch_at says it, or empty.
+inline QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double rel,
+                        double abs) {
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (!(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + abs))
+            return mismatch_at(what, got, want, static_cast<std::int64_t>(i));
+    return {};
+}
+
+// The same with first_mismatch's bound, tol·(1 + |want|).
+inline QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
+    return mismatch_at(what, got, want, first_mismatch(got, want, tol));
 }
 
 }  // namespace conv_test

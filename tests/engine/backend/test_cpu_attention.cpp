@@ -26,15 +26,14 @@ using backend_test::read;
 using conv_test::all_in_format;
 using conv_test::make;
 using conv_test::make_with;
+using conv_test::mismatch;
 using conv_test::rounded;
 using conv_test::to_double;
+using conv_test::unit_roundoff;
 Q_DECLARE_METATYPE(mantissa::Format)
 Q_DECLARE_METATYPE(mantissa::AlphaPoint)
 
 namespace {
-
-// The unit roundoff of a format: the largest relative error of one rounding (normal range).
-double unit_roundoff(Format f) { return std::ldexp(1.0, -(format_info(f).mantissa_bits + 1)); }
 
 // Element (i, j) of matrix b of a view, as an index into its tensor.
 std::int64_t at(const StridedMatrix& v, std::int64_t inner_count, std::int64_t b, std::int64_t i, std::int64_t j) {
@@ -122,14 +121,6 @@ std::vector<double> softmax_grad_ref(const std::vector<double>& y, const std::ve
         }
     }
     return dx;
-}
-
-QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double rel,
-                 double abs) {
-    for (std::size_t i = 0; i < want.size(); ++i)
-        if (!(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + abs))
-            return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i], 0, 'g', 9).arg(want[i], 0, 'g', 9);
-    return {};
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ using backend_test::read;
 using conv_test::all_in_format;
 using conv_test::make;
 using conv_test::make_with;
+using conv_test::mismatch;
 using conv_test::to_double;
 Q_DECLARE_METATYPE(mantissa::Format)
 
@@ -99,12 +100,6 @@ void add_bn_rows() {
     QTest::newRow("BatchNorm1d: 3 channels, b4") << 3 << 1 << 4;
     QTest::newRow("2 channels 3x4, b1") << 2 << 12 << 1;
     QTest::newRow("3 channels 2x3, b3") << 3 << 6 << 3;
-}
-
-QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
-    const std::int64_t i = conv_test::first_mismatch(got, want, tol);
-    if (i < 0) return {};
-    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i]).arg(want[i]);
 }
 
 }  // namespace

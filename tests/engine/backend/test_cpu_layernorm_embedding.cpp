@@ -21,23 +21,15 @@ using backend_test::read;
 using conv_test::all_in_format;
 using conv_test::make;
 using conv_test::make_with;
+using conv_test::mismatch;
 using conv_test::rounded;
 using conv_test::to_double;
+using conv_test::unit_roundoff;
 Q_DECLARE_METATYPE(mantissa::Format)
 
 namespace {
 
 constexpr double eps = 1e-5;
-
-double unit_roundoff(Format f) { return std::ldexp(1.0, -(format_info(f).mantissa_bits + 1)); }
-
-QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double rel,
-                 double abs) {
-    for (std::size_t i = 0; i < want.size(); ++i)
-        if (!(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + abs))
-            return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i], 0, 'g', 9).arg(want[i], 0, 'g', 9);
-    return {};
-}
 
 // y = (x − mean) / √(var + ε)·γ + β per row of n, in double; mean and biased var per row.
 struct LnRef {

@@ -24,6 +24,7 @@ using backend_test::read;
 using conv_test::all_in_format;
 using conv_test::make;
 using conv_test::make_with;
+using conv_test::mismatch;
 using conv_test::to_double;
 Q_DECLARE_METATYPE(mantissa::Format)
 
@@ -94,12 +95,6 @@ Pool2dGeometry fetch_pool() {
     QFETCH(int, s);
     QFETCH(int, p);
     return pool(c, h, w, k, s, p);
-}
-
-QString mismatch(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
-    const std::int64_t i = conv_test::first_mismatch(got, want, tol);
-    if (i < 0) return {};
-    return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[i]).arg(want[i]);
 }
 
 }  // namespace
