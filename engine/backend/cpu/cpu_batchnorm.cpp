@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -117,12 +118,6 @@ int threads_for(std::int64_t channels, std::int64_t values, int max_threads) {
     return static_cast<int>(std::min<std::int64_t>(channels, max_threads));
 }
 
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 // The values of channel c of sample n: spatial floats.
 const float* plane(const float* t, const BatchNormTensors& bn, std::int64_t n, std::int64_t c) {

@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
@@ -51,12 +52,6 @@ enum Slot {
     slot_dcol = 9,
 };
 
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 void scale_in_place(float* data, std::int64_t n, float factor) {
     if (factor == 1.0f) return;

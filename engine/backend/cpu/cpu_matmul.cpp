@@ -12,6 +12,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/onednn_matmul.h"
 #include "error.h"
 
 namespace mantissa {
@@ -26,12 +27,6 @@ struct Key {
     bool trans_a, trans_b, bf16;
     auto tie() const { return std::tie(m, n, k, trans_a, trans_b, bf16); }
     bool operator<(const Key& o) const { return tie() < o.tie(); }
-};
-
-struct Entry {
-    dnnl::matmul prim;
-    dnnl::memory a, b, c, scratch;
-    std::vector<unsigned char> scratch_bytes;
 };
 
 // bf16 bits of a value bf16 represents exactly: the high half of its fp32 bits.
@@ -60,36 +55,20 @@ int CpuMatmul::default_threads() {
 struct CpuMatmul::Impl {
     dnnl::engine engine{dnnl::engine::kind::cpu, 0};
     dnnl::stream stream{engine};
-    std::map<Key, Entry> cache;
+    std::map<Key, OneDnnMatmul> cache;
     bool bf16 = false;
     int threads = 1;
     std::vector<std::uint16_t> a16, b16;  // bf16 operand copies, grown as needed
 
-    Entry& entry(const Key& key) {
+    OneDnnMatmul& entry(const Key& key) {
         auto it = cache.find(key);
         if (it != cache.end()) return it->second;
         const dt type = key.bf16 ? dt::bf16 : dt::f32;
         const dnnl::memory::desc a_md({key.m, key.k}, type, key.trans_a ? tag::ba : tag::ab);
         const dnnl::memory::desc b_md({key.k, key.n}, type, key.trans_b ? tag::ba : tag::ab);
         const dnnl::memory::desc c_md({key.m, key.n}, dt::f32, tag::ab);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         try {
-#if DNNL_VERSION_MAJOR >= 3
-            dnnl::matmul::primitive_desc pd(engine, a_md, b_md, c_md, attr);
-#else
-            dnnl::matmul::desc desc(a_md, b_md, c_md);
-            dnnl::matmul::primitive_desc pd(desc, attr, engine);
-#endif
-            Entry e;
-            e.prim = dnnl::matmul(pd);
-            e.a = dnnl::memory(a_md, engine, DNNL_MEMORY_NONE);
-            e.b = dnnl::memory(b_md, engine, DNNL_MEMORY_NONE);
-            e.c = dnnl::memory(c_md, engine, DNNL_MEMORY_NONE);
-            const auto sp_md = pd.scratchpad_desc();
-            e.scratch_bytes.resize(sp_md.get_size() + 1);
-            e.scratch = dnnl::memory(sp_md, engine, e.scratch_bytes.data());
-            return cache.emplace(key, std::move(e)).first->second;
+            return cache.emplace(key, make_onednn_matmul(engine, a_md, b_md, c_md)).first->second;
         } catch (const dnnl::error& err) {
             throw Error(std::string("oneDNN could not create a ") + (key.bf16 ? "bf16" : "fp32") +
                         " matmul of shape (" + std::to_string(key.m) + " x " +
@@ -120,7 +99,7 @@ void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool tran
         return;
     }
     bool bf16 = bf16_operands && m_impl->bf16;
-    Entry* entry;
+    OneDnnMatmul* entry;
     try {
         entry = &m_impl->entry({m, n, k, trans_a, trans_b, bf16});
     } catch (const Error&) {
@@ -130,9 +109,7 @@ void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool tran
         m_impl->bf16 = bf16 = false;
         entry = &m_impl->entry({m, n, k, trans_a, trans_b, false});
     }
-    Entry& e = *entry;
     const int threads = threads_for(m * n * k, m_impl->threads);
-    if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
     if (bf16) {
         auto& a16 = m_impl->a16;
         auto& b16 = m_impl->b16;
@@ -140,18 +117,10 @@ void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool tran
         if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
         to_bf16(a, a16.data(), m * k);
         to_bf16(b, b16.data(), k * n);
-        e.a.set_data_handle(a16.data());
-        e.b.set_data_handle(b16.data());
+        run_onednn_matmul(*entry, m_impl->stream, a16.data(), b16.data(), c, threads);
     } else {
-        e.a.set_data_handle(const_cast<float*>(a));
-        e.b.set_data_handle(const_cast<float*>(b));
+        run_onednn_matmul(*entry, m_impl->stream, a, b, c, threads);
     }
-    e.c.set_data_handle(c);
-    e.prim.execute(m_impl->stream, {{DNNL_ARG_SRC, e.a},
-                                    {DNNL_ARG_WEIGHTS, e.b},
-                                    {DNNL_ARG_DST, e.c},
-                                    {DNNL_ARG_SCRATCHPAD, e.scratch}});
-    m_impl->stream.wait();
 }
 
 std::string CpuMatmul::isa_name() {

@@ -26,6 +26,7 @@
 #endif
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
 
@@ -33,12 +34,6 @@ namespace mantissa {
 
 namespace {
 
-CpuTensor& cpu(Tensor& t) { return static_cast<CpuTensor&>(t); }
-const CpuTensor& cpu(const Tensor& t) { return static_cast<const CpuTensor&>(t); }
-
-void round_output(Format format, float* data, std::int64_t n) {
-    if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
-}
 
 // The window of output (oy, ox) clipped to the image: rows [y0, y1), columns [x0, x1).
 struct Window {
