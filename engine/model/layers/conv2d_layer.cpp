@@ -9,10 +9,12 @@
 namespace mantissa {
 
 Conv2dLayer::Conv2dLayer(std::string name, SampleShape input, const Conv2dGeometry& g, bool bias)
-    : MatmulLayer(std::move(name), input, SampleShape{g.out_channels, g.out_h(), g.out_w()}), m_geometry(g), m_bias(bias) {}
+    : MatmulLayer(std::move(name), input, SampleShape{g.out_channels, g.out_h(), g.out_w()}), m_geometry(g) {
+    m_has_bias = bias;
+}
 
 std::int64_t Conv2dLayer::parameter_count() const {
-    return m_geometry.out_channels * weight_cols() + (m_bias ? m_geometry.out_channels : 0);
+    return m_geometry.out_channels * weight_cols() + (m_has_bias ? m_geometry.out_channels : 0);
 }
 
 void Conv2dLayer::declare(const DeclareContext& c) {
@@ -26,13 +28,13 @@ void Conv2dLayer::declare(const DeclareContext& c) {
     const auto when = [](bool yes, TensorDesc d) { return yes ? std::optional(std::move(d)) : std::nullopt; };
 
     ensure_tensor(b, m_weight, tensor_desc(n + ".weight", oc, k, f.weight_store, store_category), true);
-    ensure_tensor(b, m_bias_t, when(m_bias, tensor_desc(n + ".bias", 1, oc, f.weight_store, store_category)), true);
+    ensure_tensor(b, m_bias, when(m_has_bias, tensor_desc(n + ".bias", 1, oc, f.weight_store, store_category)), true);
     ensure_tensor(b, m_weight_compute,
                   when(f.weight_copy, tensor_desc(n + ".weight_compute", oc, k, f.compute, MC::parameters)), false);
     ensure_tensor(b, m_bias_compute,
-                  when(m_bias && f.bias_copy, tensor_desc(n + ".bias_compute", 1, oc, f.output, MC::parameters)), false);
+                  when(m_has_bias && f.bias_copy, tensor_desc(n + ".bias_compute", 1, oc, f.output, MC::parameters)), false);
     ensure_tensor(b, m_grad_weight, tensor_desc(n + ".grad_weight", oc, k, f.output, MC::gradients), false);
-    ensure_tensor(b, m_grad_bias, when(m_bias, tensor_desc(n + ".grad_bias", 1, oc, f.output, MC::gradients)), false);
+    ensure_tensor(b, m_grad_bias, when(m_has_bias, tensor_desc(n + ".grad_bias", 1, oc, f.output, MC::gradients)), false);
     ensure_tensor(b, m_saved_input,
                   when(needs_saved_input(c.input_format), tensor_desc(n + ".saved_input", B, in, f.compute, MC::activations)),
                   false);
@@ -45,7 +47,7 @@ double Conv2dLayer::declared_values(std::int64_t capacity, Format input_format, 
     const double B = static_cast<double>(capacity), in = static_cast<double>(input_shape().numel()),
                  out = static_cast<double>(output_shape().numel());
     const double w = static_cast<double>(m_geometry.out_channels * weight_cols());
-    const double bias = m_bias ? static_cast<double>(m_geometry.out_channels) : 0;
+    const double bias = m_has_bias ? static_cast<double>(m_geometry.out_channels) : 0;
     double values = w + bias;                                                      // stored
     values += (m_formats.weight_copy ? w : 0) + (m_formats.bias_copy ? bias : 0);  // compute copies
     values += w + bias;                                                            // gradients
@@ -53,36 +55,17 @@ double Conv2dLayer::declared_values(std::int64_t capacity, Format input_format, 
     return values;
 }
 
-ConvTensors Conv2dLayer::tensors() {
-    ConvTensors t;
-    t.geometry = m_geometry;
-    t.compute = m_formats.compute;
-    t.weight = m_weight.get();
-    t.weight_compute = m_weight_compute.get();
-    t.bias = m_bias_t.get();
-    t.bias_compute = m_bias_compute.get();
-    t.grad_weight = m_grad_weight.get();
-    t.grad_bias = m_grad_bias.get();
-    t.saved_input = m_saved_input.get();
-    t.fp8 = m_fp8.get();
-    return t;
-}
-
 void Conv2dLayer::forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) {
-    ConvTensors t = tensors();
+    ConvTensors t = matmul_tensors<ConvTensors>();
+    t.geometry = m_geometry;
     backend.conv2d_forward(t, x, *m_y, batch, training);
 }
 
 void Conv2dLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                            std::vector<RoundingStats>* weight_stats) {
-    ConvTensors t = tensors();
+    ConvTensors t = matmul_tensors<ConvTensors>();
+    t.geometry = m_geometry;
     backend.conv2d_backward(t, x, dy, m_dx.get(), batch, stats_entry(weight_stats));
-}
-
-std::vector<Parameter> Conv2dLayer::parameters() {
-    std::vector<Parameter> p{{m_weight.get(), m_grad_weight.get(), true}};
-    if (m_bias) p.push_back({m_bias_t.get(), m_grad_bias.get(), false});
-    return p;
 }
 
 void Conv2dLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
@@ -91,7 +74,7 @@ void Conv2dLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
     std::vector<float> w, bias;
     init_linear(seed, index, static_cast<int>(weight_cols()), static_cast<int>(m_geometry.out_channels), w, bias);
     backend.upload(*m_weight, w.data(), m_weight->numel());
-    if (m_bias) backend.upload(*m_bias_t, bias.data(), m_bias_t->numel());
+    if (m_has_bias) backend.upload(*m_bias, bias.data(), m_bias->numel());
 }
 
 }  // namespace mantissa

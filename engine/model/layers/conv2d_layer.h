@@ -32,22 +32,15 @@ public:
 
     void declare(const DeclareContext& context) override;
     double declared_values(std::int64_t capacity, Format input_format, bool input_grad) const override;
-    const Tensor& output() const override { return *m_y; }
-    const Tensor* input_grad() const override { return m_dx.get(); }
     void forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) override;
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                   std::vector<RoundingStats>* weight_stats) override;
-    std::vector<Parameter> parameters() override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
 
 private:
-    ConvTensors tensors();
     std::int64_t weight_cols() const { return m_geometry.in_channels * m_geometry.kernel * m_geometry.kernel; }
 
     Conv2dGeometry m_geometry;
-    bool m_bias;
-    std::unique_ptr<Tensor> m_weight, m_weight_compute, m_bias_t, m_bias_compute, m_grad_weight, m_grad_bias;
-    std::unique_ptr<Tensor> m_saved_input, m_y, m_dx;
 };
 
 }  // namespace mantissa

@@ -24,7 +24,7 @@ void LinearLayer::declare(const DeclareContext& c) {
     Backend& b = c.backend;
 
     ensure_tensor(b, m_weight, tensor_desc(n + ".weight", m_out, m_in, f.weight_store, store_category), true);
-    ensure_tensor(b, m_bias_t, tensor_desc(n + ".bias", 1, m_out, f.weight_store, store_category), true);
+    ensure_tensor(b, m_bias, tensor_desc(n + ".bias", 1, m_out, f.weight_store, store_category), true);
     ensure_tensor(b, m_weight_compute,
                   f.weight_copy ? std::optional(tensor_desc(n + ".weight_compute", m_out, m_in, operand, MC::parameters))
                                 : std::nullopt,
@@ -40,7 +40,7 @@ void LinearLayer::declare(const DeclareContext& c) {
                       ? std::optional(tensor_desc(n + ".saved_input", B, m_in, operand, MC::activations))
                       : std::nullopt,
                   false);
-    ensure_tensor(b, m_z, tensor_desc(n + ".z", B, m_out, f.output, MC::activations), false);
+    ensure_tensor(b, m_y, tensor_desc(n + ".z", B, m_out, f.output, MC::activations), false);
     ensure_tensor(b, m_dx,
                   c.input_grad ? std::optional(tensor_desc(n + ".dx", B, m_in, f.output, MC::workspace)) : std::nullopt,
                   false);
@@ -57,40 +57,22 @@ double LinearLayer::declared_values(std::int64_t capacity, Format input_format, 
     return values;
 }
 
-LinearTensors LinearLayer::tensors() {
-    LinearTensors t;
-    t.compute = m_formats.compute;
-    t.weight = m_weight.get();
-    t.weight_compute = m_weight_compute.get();
-    t.bias = m_bias_t.get();
-    t.bias_compute = m_bias_compute.get();
-    t.grad_weight = m_grad_weight.get();
-    t.grad_bias = m_grad_bias.get();
-    t.saved_input = m_saved_input.get();
-    t.fp8 = m_fp8.get();
-    return t;
-}
-
 void LinearLayer::forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) {
-    LinearTensors t = tensors();
-    backend.linear_forward(t, x, *m_z, batch, training);
+    LinearTensors t = matmul_tensors<LinearTensors>();
+    backend.linear_forward(t, x, *m_y, batch, training);
 }
 
 void LinearLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                            std::vector<RoundingStats>* weight_stats) {
-    LinearTensors t = tensors();
+    LinearTensors t = matmul_tensors<LinearTensors>();
     backend.linear_backward(t, x, dy, m_dx.get(), batch, stats_entry(weight_stats));
-}
-
-std::vector<Parameter> LinearLayer::parameters() {
-    return {{m_weight.get(), m_grad_weight.get(), true}, {m_bias_t.get(), m_grad_bias.get(), false}};
 }
 
 void LinearLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
     std::vector<float> w, bias;
     init_linear(seed, index, static_cast<int>(m_in), static_cast<int>(m_out), w, bias);
     backend.upload(*m_weight, w.data(), m_weight->numel());
-    backend.upload(*m_bias_t, bias.data(), m_bias_t->numel());
+    backend.upload(*m_bias, bias.data(), m_bias->numel());
 }
 
 }  // namespace mantissa

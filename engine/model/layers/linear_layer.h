@@ -28,20 +28,14 @@ public:
 
     void declare(const DeclareContext& context) override;
     double declared_values(std::int64_t capacity, Format input_format, bool input_grad) const override;
-    const Tensor& output() const override { return *m_z; }
-    const Tensor* input_grad() const override { return m_dx.get(); }
     void forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) override;
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                   std::vector<RoundingStats>* weight_stats) override;
-    std::vector<Parameter> parameters() override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
 
 private:
-    LinearTensors tensors();
 
     std::int64_t m_in, m_out;
-    std::unique_ptr<Tensor> m_weight, m_weight_compute, m_bias_t, m_bias_compute, m_grad_weight, m_grad_bias;
-    std::unique_ptr<Tensor> m_saved_input, m_z, m_dx;
 };
 
 }  // namespace mantissa

@@ -26,6 +26,14 @@ public:
     void set_fp8_scaling(Fp8Scaling scaling) override {
         if (m_fp8) m_fp8->set_scaling(scaling);
     }
+    const Tensor& output() const override { return *m_y; }
+    const Tensor* input_grad() const override { return m_dx.get(); }
+    // The weight (its gradient gets the per-layer statistics), then the bias when there is one.
+    std::vector<Parameter> parameters() override {
+        std::vector<Parameter> p{{m_weight.get(), m_grad_weight.get(), true}};
+        if (m_has_bias) p.push_back({m_bias.get(), m_grad_bias.get(), false});
+        return p;
+    }
 
 protected:
     // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and
@@ -41,8 +49,28 @@ protected:
         if (!m_formats.fp8()) m_fp8.reset();
     }
 
+    // The tensors both backend calls take (LinearTensors, ConvTensors: the same roles), as declared.
+    template <class Tensors>
+    Tensors matmul_tensors() const {
+        Tensors t;
+        t.compute = m_formats.compute;
+        t.weight = m_weight.get();
+        t.weight_compute = m_weight_compute.get();
+        t.bias = m_bias.get();
+        t.bias_compute = m_bias_compute.get();
+        t.grad_weight = m_grad_weight.get();
+        t.grad_bias = m_grad_bias.get();
+        t.saved_input = m_saved_input.get();
+        t.fp8 = m_fp8.get();
+        return t;
+    }
+
     LayerFormats m_formats;
     std::unique_ptr<Fp8State> m_fp8;
+    bool m_has_bias = true;  // a convolution may have none
+    // Declared by the kind's declare(); m_bias and m_grad_bias stay null without a bias.
+    std::unique_ptr<Tensor> m_weight, m_weight_compute, m_bias, m_bias_compute, m_grad_weight, m_grad_bias;
+    std::unique_ptr<Tensor> m_saved_input, m_y, m_dx;
 };
 
 }  // namespace mantissa
