@@ -201,6 +201,26 @@ private:
     // cast copy weight_compute, cast again only when it is not current (the optimizer keeps it
     // so when it can: cast_copies), or w rounded into scratch slot `slot` when there is none.
     const float* weight_operand(CpuTensor& w, Tensor* weight_compute, Format compute, int slot);
+    // What a matmul layer's backward (linear, conv2d) multiplies: dy in the gradient operand
+    // format (FP8: scaled, saturating e5m2, its amax recorded; into scratch slot_dy), x as the
+    // forward kept it (the saved input, or x rounded into slot_x), the weight operand (null when
+    // there is no dx to compute: no rounding pass for it; else into slot_w), the FP8
+    // dequantisation factors, and, with gradient tracing, dy before any rounding since the loss
+    // and whether the rounding of dy flushed elements (the shadows then need their own products).
+    struct MatmulBackwardOperands {
+        const float* dy = nullptr;
+        const float* x = nullptr;
+        const float* w = nullptr;
+        float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
+        bool bf16_ok = false;                 // operands bf16 holds exactly: the bf16 matmul may run
+        const float* dy_shadow = nullptr;     // dy's shadow, or null
+        const float* dy_reference = nullptr;  // dy's shadow, or dy itself
+        bool flushed = false;
+    };
+    MatmulBackwardOperands matmul_backward_operands(Format compute, Fp8State* fp8, const CpuTensor& dy,
+                                                    std::int64_t n_dy, const CpuTensor& x, std::int64_t n_x,
+                                                    CpuTensor& w, Tensor* weight_compute, Tensor* saved_input,
+                                                    bool need_w, int x_slot, int w_slot, int dy_slot);
     // FP8: wc = saturate_e4m3(w · hw's scale), skipped when the optimizer already wrote exactly
     // that (CpuFp8WeightCopy); returns amax |w|.
     float quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw);

@@ -316,31 +316,13 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     CpuTensor& w = cpu(*conv.weight);
     const std::int64_t in = s.in(), out = s.out();
 
+    const MatmulBackwardOperands o =
+        matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w, conv.weight_compute,
+                                 conv.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
     const bool fp8 = conv.compute == Format::fp8_e4m3;
-    const float* dy_op;
-    const float* x_op;
-    const float* w_op;
-    float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
-    if (fp8) {
-        auto& state = static_cast<CpuFp8State&>(*conv.fp8);
-        AmaxHistory& hg = state.history(Fp8Role::grad_output);
-        float* q = scratch(slot_dy, batch * out);
-        hg.record(scale_round_array(Format::fp8_e5m2, dy.data(), q, static_cast<std::size_t>(batch * out), hg.scale(),
-                                    Overflow::saturate));
-        dq_g = hg.scale_inv();
-        dq_x = state.history(Fp8Role::input).scale_inv();
-        dq_w = state.history(Fp8Role::weight).scale_inv();
-        dy_op = q;
-        x_op = cpu(*conv.saved_input).data();
-        w_op = std::as_const(cpu(*conv.weight_compute)).data();
-    } else {
-        dy_op = operand(dy, batch * out, conv.compute, slot_dy);
-        x_op = conv.saved_input ? cpu(*conv.saved_input).data() : operand(x, batch * in, conv.compute, slot_x);
-        w_op = conv.weight_compute ? std::as_const(cpu(*conv.weight_compute)).data()
-               : dx_out            ? operand(w, w.numel(), conv.compute, slot_w)
-                                   : nullptr;
-    }
-    const bool bf16_ok = fp8 || conv.compute == Format::bf16;
+    const float *dy_op = o.dy, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
+    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
+    const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
     ConvScratch buf;
     buf.chunk = chunk_samples(s, batch);
     const std::int64_t chunk_positions = buf.chunk * s.positions();
@@ -348,14 +330,6 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
     if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
     if (batch > buf.chunk) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
-
-    // Gradient tracing, as linear_backward: dy_reference is dy before any rounding since the
-    // loss; when the rounding of dy flushed elements, the shadow of dx and the reference of dW's
-    // underflow need their own products.
-    const std::size_t n_dy = static_cast<std::size_t>(batch * out);
-    const float* dy_shadow = m_tracing ? unrounded(dy) : nullptr;
-    const float* dy_reference = dy_shadow ? dy_shadow : dy.data();
-    const bool flushed = m_tracing && count_zeros(dy_op, n_dy) != count_zeros(dy_reference, n_dy);
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();

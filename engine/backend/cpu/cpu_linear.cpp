@@ -148,6 +148,38 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     add_bias_and_round(yd, b, batch, out, dequant, y.format());
 }
 
+CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
+    Format compute, Fp8State* fp8_state, const CpuTensor& dy, std::int64_t n_dy, const CpuTensor& x,
+    std::int64_t n_x, CpuTensor& w, Tensor* weight_compute, Tensor* saved_input, bool need_w, int x_slot,
+    int w_slot, int dy_slot) {
+    MatmulBackwardOperands o;
+    const bool fp8 = compute == Format::fp8_e4m3;
+    if (fp8) {
+        auto& state = static_cast<CpuFp8State&>(*fp8_state);
+        AmaxHistory& hg = state.history(Fp8Role::grad_output);
+        float* q = scratch(dy_slot, n_dy);
+        hg.record(quantize_scaled(dy.data(), q, n_dy, hg.scale(), Format::fp8_e5m2));
+        o.dq_g = hg.scale_inv();
+        o.dq_x = state.history(Fp8Role::input).scale_inv();
+        o.dq_w = state.history(Fp8Role::weight).scale_inv();
+        o.dy = q;
+        o.x = cpu(*saved_input).data();
+        o.w = std::as_const(cpu(*weight_compute)).data();
+    } else {
+        o.dy = operand(dy, n_dy, compute, dy_slot);
+        o.x = saved_input ? cpu(*saved_input).data() : operand(x, n_x, compute, x_slot);
+        o.w = weight_compute ? std::as_const(cpu(*weight_compute)).data()
+              : need_w       ? operand(w, w.numel(), compute, w_slot)
+                             : nullptr;
+    }
+    o.bf16_ok = fp8 || compute == Format::bf16;
+    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
+    const auto n = static_cast<std::size_t>(n_dy);
+    o.flushed = m_tracing && count_zeros(o.dy, n) != count_zeros(o.dy_reference, n);
+    return o;
+}
+
 void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
                                       Tensor* dx_out, std::int64_t batch, RoundingStats* weight_stats) {
     const CpuTensor& x = cpu(x_in);
@@ -155,39 +187,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     CpuTensor& w = cpu(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
 
-    const bool fp8 = l.compute == Format::fp8_e4m3;
-    const float* dy_op;
-    const float* x_op;
-    const float* w_op;
-    float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
-    if (fp8) {
-        auto& state = static_cast<CpuFp8State&>(*l.fp8);
-        AmaxHistory& hg = state.history(Fp8Role::grad_output);
-        float* q = scratch(slot_dy, batch * out);
-        hg.record(quantize_scaled(dy.data(), q, batch * out, hg.scale(), Format::fp8_e5m2));
-        dq_g = hg.scale_inv();
-        dq_x = state.history(Fp8Role::input).scale_inv();
-        dq_w = state.history(Fp8Role::weight).scale_inv();
-        dy_op = q;
-        x_op = cpu(*l.saved_input).data();
-        w_op = std::as_const(cpu(*l.weight_compute)).data();
-    } else {
-        dy_op = operand(dy, batch * out, l.compute, slot_dy);
-        x_op = l.saved_input ? cpu(*l.saved_input).data() : operand(x, batch * in, l.compute, slot_x);
-        // The weight operand serves dx only (the first layer has none: no rounding pass for it).
-        w_op = l.weight_compute ? std::as_const(cpu(*l.weight_compute)).data()
-               : dx_out         ? operand(w, in * out, l.compute, slot_w)
-                                : nullptr;
-    }
-    const bool bf16_ok = fp8 || l.compute == Format::bf16;
-
-    // Gradient tracing (set_gradient_tracing): dy_reference is dy before any rounding since the
-    // loss; when the rounding of dy (to its format or to the operand) flushed elements, the
-    // shadows of dx and the reference for dW's underflow need their own products.
-    const std::size_t n_dy = static_cast<std::size_t>(batch * out);
-    const float* dy_shadow = m_tracing ? unrounded(dy) : nullptr;
-    const float* dy_reference = dy_shadow ? dy_shadow : dy.data();
-    const bool flushed = m_tracing && count_zeros(dy_op, n_dy) != count_zeros(dy_reference, n_dy);
+    // The weight operand serves dx only (the first layer has none: no rounding pass for it).
+    const MatmulBackwardOperands o =
+        matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
+                                 l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
+    const float *dy_op = o.dy, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
+    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
+    const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
@@ -245,7 +251,8 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    column_sums(fp8 ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
+    // FP8: of the unquantised dy, as the convolution's dB
+    column_sums(l.compute == Format::fp8_e4m3 ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
     round_output(gb.format(), db, out);
 }
 
