@@ -66,11 +66,18 @@ constexpr Named<LrSchedule> schedule_names[] = {{LrSchedule::constant, "constant
 constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
                                                {AmaxAlgo::most_recent, "most_recent"}};
 constexpr Named<Fp8Scaling> fp8_scaling_names[] = {{Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}};
+constexpr Named<OpPrecision> op_precision_names[] = {
+    {OpPrecision::automatic, "auto"}, {OpPrecision::fp32, "fp32"}, {OpPrecision::fp16, "fp16"}, {OpPrecision::bf16, "bf16"}};
+constexpr std::array<const char*, 2> vocabularies = {"chars", "bytes"};
 
 // Kinds kept as strings in the structs; the reader still checks them against these lists.
-constexpr std::array<const char*, 8> dataset_kinds = {"fashion-mnist", "mnist", "cifar10", "idx",
-                                                      "csv",           "spirals", "blobs",  "sine"};
-constexpr std::array<const char*, 4> model_kinds = {"mlp", "cnn", "resnet", "layers"};
+constexpr std::array<const char*, 9> dataset_kinds = {"fashion-mnist", "mnist", "cifar10", "idx", "csv",
+                                                      "spirals",       "blobs", "sine",    "text"};
+constexpr std::array<const char*, 5> model_kinds = {"mlp", "cnn", "resnet", "gpt", "layers"};
+// DatasetSpec's default path (images), and the one a text dataset reads in its place: the fortune
+// files of Debian's fortunes package (data/fortunes_corpus.h, kFortunesFolder).
+constexpr const char* default_image_path = "/usr/share/datasets/fashion-mnist";
+constexpr const char* default_text_path = "/usr/share/games/fortunes";
 constexpr std::array<const char*, 3> backend_kinds = {"auto", "cpu", "cuda"};
 
 template <class E>
@@ -391,7 +398,15 @@ void read_dataset(Reader r, DatasetSpec& d) {
     r.integer("label_column", d.label_column, -1, 1'000'000);
     r.boolean("normalize", d.normalize);
     if (const json* v = r.find("shape")) d.shape = read_sample_shape(*v, r.at("shape"));
+    r.one_of("vocabulary", d.vocabulary, vocabularies);
+    r.integer("context", d.context, 1, 4096);
     r.finish();
+    // A text dataset left at the images' default path (a file that only names the kind, or a
+    // --set dataset.kind=text) reads the fortunes corpus.
+    if (d.kind == "text" && (d.path.empty() || d.path == default_image_path)) d.path = default_text_path;
+    if (d.kind == "text" && d.test_fraction > 0.5)
+        fail(r.at("test_fraction"), "must be at most 0.5 for kind 'text' (a test part longer than the training "
+                                    "part), got " + number_text(d.test_fraction));
     if ((d.kind == "csv" || d.kind == "idx") && d.path.empty())
         fail(r.at("path"), "must name the " + std::string(d.kind == "csv" ? "CSV file" : "folder of IDX files") +
                                " for kind '" + d.kind + "'");
@@ -420,11 +435,29 @@ void read_model(Reader r, ModelSpec& m) {
             m.channels.push_back(static_cast<int>(as_integer((*v)[i], at + "[" + std::to_string(i) + "]", 1, 4096)));
     }
     r.integer("blocks", m.blocks, 1, 16);
+    // model.layers: the list (kind "layers"), or for kind "gpt" the number of blocks.
     if (const json* v = r.find("layers")) {
-        if (!v->is_array()) wrong_type(r.at("layers"), "an array of layer descriptions", *v);
-        m.layers = v->dump();
+        if (m.kind == "gpt" && v->is_number()) {
+            m.depth = static_cast<int>(as_integer(*v, r.at("layers"), 1, 64));
+        } else if (m.kind == "gpt" && v->is_array() && v->empty()) {
+            // what another kind writes when there is no list: the number keeps its value
+        } else {
+            if (!v->is_array())
+                wrong_type(r.at("layers"), m.kind == "gpt" ? "a number of blocks for kind 'gpt'" : "an array of layer descriptions", *v);
+            if (m.kind == "gpt")
+                fail(r.at("layers"), "kind 'gpt' takes the number of blocks (e.g. 4), not a list of layers");
+            m.layers = v->dump();
+        }
     }
+    r.integer("heads", m.heads, 1, 256);
+    r.integer("dim", m.dim, 1, 65536);
+    r.integer("context", m.context, 1, 4096);
+    r.integer("mlp_ratio", m.mlp_ratio, 1, 64);
+    r.boolean("tie_embeddings", m.tie_embeddings);
     r.finish();
+    if (m.kind == "gpt" && m.dim % m.heads != 0)
+        fail(r.at("heads"), std::to_string(m.heads) + " heads do not divide model.dim " + std::to_string(m.dim) +
+                                " into equal heads; pick a divisor of it");
     if (m.kind == "layers" && m.layers == "[]")
         fail(r.at("layers"), "must list the layers for kind 'layers' (e.g. [{\"type\": \"linear\", \"out\": 10}])");
 }
@@ -489,6 +522,12 @@ void read_precision(Reader r, PrecisionSpec& p) {
                           "layer1.0.conv1)");
             p.layers[item.key()] = as_choice<LayerPrecision>(item.value(), key, layer_precision_names);
         }
+    }
+    {
+        Reader ops = r.group("ops");
+        ops.choice("softmax", p.ops.softmax, op_precision_names);
+        ops.choice("layernorm", p.ops.layernorm, op_precision_names);
+        ops.finish();
     }
     read_loss_scaling(r.group("loss_scaling"), p.loss_scaling);
     read_fp8(r.group("fp8"), p.fp8);
@@ -577,6 +616,8 @@ const char* optimizer_name(OptimizerKind o) { return name_in<OptimizerKind>(opti
 const char* lr_schedule_name(LrSchedule s) { return name_in<LrSchedule>(schedule_names, s); }
 const char* amax_algo_name(AmaxAlgo a) { return name_in<AmaxAlgo>(amax_algo_names, a); }
 const char* fp8_scaling_name(Fp8Scaling s) { return name_in<Fp8Scaling>(fp8_scaling_names, s); }
+const char* op_precision_name(OpPrecision p) { return name_in<OpPrecision>(op_precision_names, p); }
+std::optional<OpPrecision> parse_op_precision(const std::string& s) { return parse_in<OpPrecision>(op_precision_names, s); }
 
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s) {
     return parse_in<LayerPrecision>(layer_precision_names, s);
@@ -651,10 +692,14 @@ json experiment_to_json(const Experiment& e) {
                      {"noise", d.noise}, {"test_fraction", d.test_fraction},
                      {"label_column", d.label_column}, {"normalize", d.normalize},
                      {"shape", d.shape ? json::array({d.shape->channels, d.shape->height, d.shape->width})
-                                       : json(nullptr)}}},
+                                       : json(nullptr)},
+                     {"vocabulary", d.vocabulary}, {"context", d.context}}},
         {"model", {{"kind", e.model.kind}, {"hidden", e.model.hidden},
                    {"activation", activation_name(e.model.activation)}, {"channels", e.model.channels},
-                   {"blocks", e.model.blocks}, {"layers", layers_json(e.model.layers)}}},
+                   {"blocks", e.model.blocks},
+                   {"layers", e.model.kind == "gpt" ? json(e.model.depth) : layers_json(e.model.layers)},
+                   {"heads", e.model.heads}, {"dim", e.model.dim}, {"context", e.model.context},
+                   {"mlp_ratio", e.model.mlp_ratio}, {"tie_embeddings", e.model.tie_embeddings}}},
         {"train", {{"batch_size", t.batch_size}, {"epochs", t.epochs}, {"steps", t.steps},
                    {"optimizer", optimizer_name(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
                    {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
@@ -665,6 +710,7 @@ json experiment_to_json(const Experiment& e) {
          {{"autocast", autocast_name(p.autocast)},
           {"master_weights", p.master_weights},
           {"layers", layers},
+          {"ops", {{"softmax", op_precision_name(p.ops.softmax)}, {"layernorm", op_precision_name(p.ops.layernorm)}}},
           {"loss_scaling", {{"mode", loss_scaling_mode_name(s.mode)}, {"init_scale", s.init_scale},
                             {"growth_factor", s.growth_factor}, {"backoff_factor", s.backoff_factor},
                             {"growth_interval", s.growth_interval},

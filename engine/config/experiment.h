@@ -17,8 +17,10 @@
 namespace mantissa {
 
 struct DatasetSpec {
-    std::string kind = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | idx | csv | spirals | blobs | sine
-    std::string path = "/usr/share/datasets/fashion-mnist";  // folder (idx kinds, cifar10) or file (csv)
+    std::string kind = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | idx | csv | spirals | blobs | sine | text
+    // folder (idx kinds, cifar10), file (csv), or for text a UTF-8 file or a folder of fortune
+    // files (the fortunes folder, data/fortunes_corpus.h, when the file leaves it out)
+    std::string path = "/usr/share/datasets/fashion-mnist";
     std::int64_t samples = 2000;         // synthetic sets: number of samples
     int classes = 3;                     // spirals, blobs: number of classes
     double noise = 0.1;                  // synthetic sets: noise level
@@ -28,6 +30,9 @@ struct DatasetSpec {
     // csv only: the sample shape its feature columns hold (channels x height x width, each row
     // NCHW); absent: features x 1 x 1. The other kinds know their own shape (data/dataset.h).
     std::optional<SampleShape> shape;
+    // text only (data/text_corpus.h): "chars" or "bytes", and the tokens of one sample.
+    std::string vocabulary = "chars";
+    int context = 128;
 
     bool operator==(const DatasetSpec&) const = default;
 };
@@ -36,7 +41,8 @@ enum class Activation : std::uint8_t { relu, gelu, tanh };
 
 // model.kind: "mlp" (hidden widths), "cnn" (conv-batchnorm-relu-maxpool stages of `channels`,
 // then linear layers of `hidden`), "resnet" (a stem, then stages of `channels` with `blocks` basic
-// blocks each, a global average pool and one linear layer) or "layers" (the explicit list). The
+// blocks each, a global average pool and one linear layer), "gpt" (a decoder-only transformer of
+// `depth` blocks over text) or "layers" (the explicit list). The
 // layers themselves are built and checked by the model (model/model_desc.h), which knows the
 // input's shape; docs/experiment.md, "Models".
 struct ModelSpec {
@@ -46,6 +52,15 @@ struct ModelSpec {
     std::vector<int> channels = {32, 64};
     int blocks = 2;
     std::string layers = "[]";  // kind "layers": the list, as compact JSON text
+    // kind "gpt": blocks (model.layers in the file, a number for this kind), heads, the width of
+    // the residual stream, the positions wpe holds, the MLP's width over dim, and whether the head
+    // multiplies by wte instead of a weight of its own.
+    int depth = 4;
+    int heads = 4;
+    int dim = 128;
+    int context = 128;
+    int mlp_ratio = 4;
+    bool tie_embeddings = false;
 
     bool operator==(const ModelSpec&) const = default;
 };
@@ -75,6 +90,19 @@ enum class Autocast : std::uint8_t { off, fp16, bf16 };
 
 // A layer's precision: auto follows autocast; anything else overrides it for that layer.
 enum class LayerPrecision : std::uint8_t { automatic, fp32, tf32, fp16, bf16, fp8_e4m3 };
+
+// An op class's format (precision.ops): auto is what autocast does with it (softmax and layernorm:
+// FP32, autocast's FP32 list); the others override autocast for every op of the class, which
+// PyTorch's autocast never allows (model/op_classes.h).
+enum class OpPrecision : std::uint8_t { automatic, fp32, fp16, bf16 };
+
+// The op classes a setting can name: those autocast keeps in FP32 that a transformer runs.
+struct OpPrecisions {
+    OpPrecision softmax = OpPrecision::automatic;
+    OpPrecision layernorm = OpPrecision::automatic;
+
+    bool operator==(const OpPrecisions&) const = default;
+};
 
 enum class LossScalingMode : std::uint8_t { off, fixed, dynamic };  // "off" | "static" | "dynamic"
 
@@ -108,6 +136,7 @@ struct PrecisionSpec {
     Autocast autocast = Autocast::off;
     bool master_weights = true;
     std::map<std::string, LayerPrecision> layers;  // "fc1" -> fp32; absent = auto
+    OpPrecisions ops;
     LossScalingSpec loss_scaling;
     Fp8Spec fp8;
 
@@ -177,6 +206,8 @@ const char* optimizer_name(OptimizerKind o);
 const char* lr_schedule_name(LrSchedule s);
 const char* amax_algo_name(AmaxAlgo a);
 const char* fp8_scaling_name(Fp8Scaling s);
+const char* op_precision_name(OpPrecision p);
+std::optional<OpPrecision> parse_op_precision(const std::string& s);
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s);
 std::optional<Autocast> parse_autocast(const std::string& s);
 std::optional<LossScalingMode> parse_loss_scaling_mode(const std::string& s);

@@ -93,6 +93,17 @@ struct LayerStepRecord {
     std::optional<Fp8LayerScaling> fp8;
 };
 
+// A statistic of an op without parameters of its own, measured in a training step's forward: the
+// quantities of a transformer that overflow or lose precision first in a narrow format.
+//   stat "logit_amax":   an attention layer's largest |logit| (the scaled scores before softmax)
+//   stat "min_variance": a layer norm's smallest row variance
+struct OpStepRecord {
+    std::int64_t step = 0;
+    std::string name;   // the op's layer: "blocks.0.attn", "blocks.0.ln1"
+    std::string stat;   // "logit_amax", "min_variance"
+    double value = 0;   // inf/NaN as measured
+};
+
 struct EvalRecord {
     std::int64_t step = 0;
     std::string split;                      // "test" (or "train")
@@ -138,6 +149,9 @@ public:
     virtual void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) = 0;
     virtual void on_eval(const EvalRecord& eval) = 0;
     virtual void on_event(const Event& event) = 0;
+    // The op statistics of a step (after its on_step), on the steps that measure per-layer
+    // statistics; never called for a model without such ops.
+    virtual void on_op_steps(const std::vector<OpStepRecord>& ops) { (void)ops; }
 };
 
 }  // namespace mantissa

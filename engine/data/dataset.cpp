@@ -13,6 +13,7 @@
 //     other sets per feature;
 //   - every set says its sample shape: 1 x H x W for IDX images, 3 x 32 x 32 for cifar10,
 //     dataset.shape for a csv that declares one, features x 1 x 1 otherwise.
+#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <new>
@@ -22,10 +23,12 @@
 #include "data/cifar_reader.h"
 #include "data/csv_reader.h"
 #include "data/dataset.h"
+#include "data/fortunes_corpus.h"
 #include "data/idx_reader.h"
 #include "data/random.h"
 #include "data/synthetic.h"
 #include "data/table.h"
+#include "data/text_corpus.h"
 #include "error.h"
 
 namespace mantissa {
@@ -297,6 +300,31 @@ void normalise_per_channel(Dataset& data) {
 
 namespace {
 
+// A text file, or a folder of fortune files (the default: Debian's fortunes package).
+Dataset text_dataset(const DatasetSpec& spec) {
+    data::TextCorpusOptions options;
+    options.vocabulary = data::text_vocabulary_from_name(spec.vocabulary, "dataset.vocabulary");
+    options.context = spec.context;
+    options.test_fraction = spec.test_fraction;
+    if (spec.path.empty()) throw Error("dataset.path: kind 'text' needs a UTF-8 text file or a folder of fortune files.");
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(spec.path, ec);
+    auto corpus = std::make_shared<const data::TextCorpus>(folder ? data::read_fortunes_corpus(spec.path, options)
+                                                                   : data::TextCorpus::read_file(spec.path, options));
+    Dataset d;
+    d.name = "text";
+    d.features = corpus->context();
+    d.shape = SampleShape{corpus->context(), 1, 1};
+    d.classes = d.outputs = corpus->vocab_size();
+    d.train.rows = corpus->train_samples();
+    d.test.rows = corpus->test_samples();
+    if (corpus->test_unknown() > 0)
+        d.notices.push_back(std::to_string(corpus->test_unknown()) + " characters of the test part never occur in the "
+                            "training part; they are read as the unknown token, which the model cannot predict.");
+    d.text = std::move(corpus);
+    return d;
+}
+
 Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
     const std::string& kind = spec.kind;
     // As the experiment file refuses it (config/experiment.cpp), for a spec built in code.
@@ -330,8 +358,9 @@ Dataset load_dataset_unguarded(const DatasetSpec& spec, std::uint64_t seed) {
         return data;
     }
     if (kind == "spirals" || kind == "blobs" || kind == "sine") return synthetic_dataset(kind, spec, seed);
+    if (kind == "text") return text_dataset(spec);
     throw Error("dataset.kind: '" + kind +
-                "' is not a dataset kind; use fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs or sine.");
+                "' is not a dataset kind; use fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine or text.");
 }
 
 }  // namespace
@@ -347,6 +376,8 @@ IdxFolderPlan plan_idx_folder(const DatasetSpec& spec) {
     if (!missing.empty()) plan.fallback = fallback_notice(spec, plan.folder, missing.front());
     return plan;
 }
+
+std::int64_t Dataset::positions() const { return text ? text->context() : 1; }
 
 Dataset load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
     try {

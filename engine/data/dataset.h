@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "config/sample_shape.h"
 
 namespace mantissa {
+
+namespace data {
+class TextCorpus;  // data/text_corpus.h
+}
 
 struct Split {
     std::int64_t rows = 0;
@@ -36,7 +41,14 @@ struct Dataset {
     Split train;
     Split test;
     std::vector<std::string> notices;  // e.g. "Fashion-MNIST not found at ...; using spirals."
+    // Kind text: the corpus. A sample is a window of `context` token ids (features = context, the
+    // ids as floats, exact below 2^24) with one label per position (the next token), classes =
+    // the vocabulary's size; the splits hold only their window counts (rows) and batches are cut
+    // from the corpus (TrainBatches, Trainer::evaluate). Null for every other kind.
+    std::shared_ptr<const data::TextCorpus> text;
     bool is_regression() const { return classes == 0; }
+    // Labels per sample: the context for text, else 1.
+    std::int64_t positions() const;
 };
 
 // Loads what the spec asks for. For fashion-mnist/mnist, when the files are absent, falls back to

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <utility>
 
+#include "data/text_corpus.h"
 #include "error.h"
 
 namespace mantissa {
@@ -37,6 +38,18 @@ TrainBatches::~TrainBatches() {
 
 void TrainBatches::gather(std::int64_t step, BatchBuffers& out) {
     if (step < 0) throw Error("TrainBatches: step " + std::to_string(step) + " is negative.");
+    if (m_data.text) {
+        // Text: the windows of (seed, step), every batch whole (text_corpus.h); the ids go in as
+        // floats, the network's input (exact: a vocabulary is far below 2^24 ids).
+        out.step = -1;
+        m_data.text->fill_train_batch(m_seed, step, static_cast<int>(m_batch_size), out.ids, out.y);
+        const std::size_t n = static_cast<std::size_t>(m_batch_size) * static_cast<std::size_t>(m_data.text->context());
+        if (out.x.size() < n) out.x.resize(n);
+        for (std::size_t i = 0; i < n; ++i) out.x[i] = static_cast<float>(out.ids[i]);
+        out.rows = m_batch_size;
+        out.step = step;
+        return;
+    }
     const std::int64_t epoch = step / m_steps_per_epoch;
     if (epoch != m_order_epoch) {
         m_order = epoch_order(m_data.train.rows, m_seed, epoch);

@@ -1,7 +1,8 @@
 // The training batches of a run, by step: step s takes the rows first .. first+count of epoch
 // (s / steps_per_epoch)'s order (epoch_order), first = (s % steps_per_epoch) * batch_size, the last
-// batch of an epoch possibly partial. The batch of step s is a function of (dataset, seed, batch
-// size, s) alone, however it is gathered.
+// batch of an epoch possibly partial; a text dataset's step s takes the batch_size windows the
+// corpus draws for (seed, s) (data/text_corpus.h), always whole. The batch of step s is a function
+// of (dataset, seed, batch size, s) alone, however it is gathered.
 //
 // Why a helper thread: the rows of a shuffled batch lie scattered over the dataset (188 MB for
 // Fashion-MNIST), so copying them waits on main memory. For the reference experiment (128 rows of
@@ -29,7 +30,8 @@ struct BatchBuffers {
     std::int64_t step = -1;              // the step these rows belong to, -1 before the first
     std::int64_t rows = 0;               // rows in this batch (the epoch's last may be short)
     std::vector<float> x;                // (rows, features); the vectors only ever grow
-    std::vector<std::int32_t> y;         // classification
+    std::vector<std::int32_t> y;         // classification (text: rows × context next tokens)
+    std::vector<std::int32_t> ids;       // text: the windows' token ids, (rows, context)
     std::vector<float> targets;          // regression, (rows, outputs)
 };
 

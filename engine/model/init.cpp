@@ -37,6 +37,18 @@ std::uint64_t Rng::next() {
 
 float Rng::uniform() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
 
+void init_normal(std::uint64_t seed, int layer_index, double std, std::vector<float>& values) {
+    Rng rng(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(layer_index) + 1);
+    constexpr double two_pi = 6.283185307179586;
+    for (std::size_t i = 0; i < values.size(); i += 2) {
+        // u1 in (0, 1]: log never sees 0.
+        const double u1 = 1.0 - static_cast<double>(rng.uniform()), u2 = rng.uniform();
+        const double r = std * std::sqrt(-2.0 * std::log(u1));
+        values[i] = static_cast<float>(r * std::cos(two_pi * u2));
+        if (i + 1 < values.size()) values[i + 1] = static_cast<float>(r * std::sin(two_pi * u2));
+    }
+}
+
 void init_linear(std::uint64_t seed, int layer_index, int in, int out, std::vector<float>& weight,
                  std::vector<float>& bias) {
     // One stream per layer: mixing the layer index into the seed keeps layers independent of

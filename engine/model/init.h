@@ -21,6 +21,10 @@ private:
     std::uint64_t m_s[4];
 };
 
+// `values` from N(0, std²) (Box-Muller on the stream of (seed, layer_index), as init_linear's):
+// GPT-style initialisation of a weight or an embedding table.
+void init_normal(std::uint64_t seed, int layer_index, double std, std::vector<float>& values);
+
 // weight (out × in, row-major) and bias (out) of layer `layer_index` (0 = fc1).
 void init_linear(std::uint64_t seed, int layer_index, int in, int out, std::vector<float>& weight,
                  std::vector<float>& bias);

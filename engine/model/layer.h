@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "config/sample_shape.h"
 #include "model/layer_formats.h"
+#include "model/op_classes.h"
 
 namespace mantissa {
 
@@ -66,6 +67,12 @@ public:
     virtual bool takes_precision() const { return false; }
     virtual const LayerFormats& formats() const;
     virtual void set_formats(const LayerFormats& formats) { (void)formats; }
+    // Layers whose format is an op class's (layernorm, attention): the classes as resolved
+    // (model/op_classes.h). Set before declare, as set_formats is.
+    virtual void set_op_formats(const OpFormats& ops) { (void)ops; }
+    // Called once the Network has every layer, before any declare: a layer that shares another's
+    // tensors (a head tied to the embedding) finds it here. Throws mantissa::Error when it cannot.
+    virtual void link(const std::vector<Layer*>& layers) { (void)layers; }
 
     // "" when `backend` runs this layer in its current formats, else the backend's sentence saying
     // what it lacks (Backend::unsupported); asked before any tensor is declared.
@@ -88,7 +95,8 @@ public:
     // The gradient of the input that backward writes; null when declared without input_grad.
     virtual const Tensor* input_grad() const = 0;
 
-    // x: the input (the previous layer's output). training: batch statistics, FP8 amax records.
+    // x: the input (the previous layer's output). batch: the rows to compute (samples, or samples ×
+    // positions in a sequence model: model_desc.h). training: batch statistics, FP8 amax records.
     virtual void forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) = 0;
     // dy: the gradient of this layer's output. Writes input_grad() (when declared) and the
     // parameters' gradients. weight_stats (statistics steps; one entry per layer with parameters):

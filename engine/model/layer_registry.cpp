@@ -8,11 +8,15 @@
 #include "error.h"
 #include "model/layer_options.h"
 #include "model/layers/activation_layer.h"
+#include "model/layers/attention_layer.h"
+#include "model/layers/embedding_layers.h"
+#include "model/layers/layernorm_layer.h"
 #include "model/layers/batchnorm2d_layer.h"
 #include "model/layers/conv2d_layer.h"
 #include "model/layers/linear_layer.h"
 #include "model/layers/pool_layers.h"
 #include "model/layers/residual_layer.h"
+#include "model/layers/tied_head_layer.h"
 
 namespace mantissa {
 
@@ -25,7 +29,59 @@ using Maker = std::function<std::unique_ptr<Layer>(const LayerSpec&, const Sampl
 
 std::unique_ptr<Layer> make_linear(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
     const std::int64_t out = o.integer("out", 1, max_width);
-    return std::make_unique<LinearLayer>(spec.name, input, out);
+    const double init_std = o.number("init_std", 0, 10, 0);
+    return std::make_unique<LinearLayer>(spec.name, input, out, init_std);
+}
+
+// The layers of a sequence model (a text dataset: every row one position, T rows a sample).
+void require_flat(const SampleShape& input, const LayerOptions& o) {
+    if (!input.flat())
+        throw Error(o.where() + ": its input is " + input.text() + "; it takes one row of features per position.");
+}
+
+std::unique_ptr<Layer> make_layernorm(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
+    require_flat(input, o);
+    const double eps = o.number("eps", 1e-12, 1, 1e-5);
+    return std::make_unique<LayerNormLayer>(spec.name, input, eps);
+}
+
+std::unique_ptr<Layer> make_embedding(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
+    const std::int64_t num = o.integer("num", 1, max_width);
+    const std::int64_t dim = o.integer("dim", 1, max_width);
+    const double init_std = o.number("init_std", 0, 10, 1.0);  // nn.Embedding's N(0, 1)
+    if (input.numel() != 1)
+        throw Error(o.where() + ": an embedding reads one token id per position; its input has " +
+                    std::to_string(input.numel()) + " values (it must come first, on a text dataset).");
+    return std::make_unique<TokenEmbeddingLayer>(spec.name, num, dim, init_std);
+}
+
+std::unique_ptr<Layer> make_position_embedding(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
+    require_flat(input, o);
+    const std::int64_t context = o.integer("context", 1, 1 << 16);
+    const std::int64_t positions = o.integer("positions", 1, 1 << 16);
+    const double init_std = o.number("init_std", 0, 10, 1.0);
+    if (positions > context)
+        throw Error(o.where() + ": samples of " + std::to_string(positions) + " positions are longer than the " +
+                    std::to_string(context) + " it has embeddings for; raise model.context or lower dataset.context.");
+    return std::make_unique<PositionEmbeddingLayer>(spec.name, input, context, positions, init_std);
+}
+
+std::unique_ptr<Layer> make_tied_head(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
+    require_flat(input, o);
+    const std::int64_t out = o.integer("out", 1, max_width);
+    return std::make_unique<TiedHeadLayer>(spec.name, input, out);
+}
+
+std::unique_ptr<Layer> make_attention(const LayerSpec& spec, const SampleShape& input, LayerOptions& o) {
+    require_flat(input, o);
+    const std::int64_t heads = o.integer("heads", 1, 256);
+    const std::int64_t positions = o.integer("positions", 1, 1 << 16);
+    const double init_std = o.number("init_std", 0, 10, 0);
+    const double proj_init_std = o.number("proj_init_std", 0, 10, init_std);
+    if (input.numel() % heads != 0)
+        throw Error(o.where() + ": \"heads\" " + std::to_string(heads) + " does not divide its " +
+                    std::to_string(input.numel()) + " features into equal heads.");
+    return std::make_unique<AttentionLayer>(spec.name, input, heads, positions, init_std, proj_init_std);
 }
 
 Maker make_activation(Activation a) {
@@ -141,6 +197,11 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
         {"global_avgpool", make_pool(Pool2dLayer::Mode::global_average)},
         {"flatten", make_flatten},
         {"residual", make_residual},
+        {"embedding", make_embedding},
+        {"position_embedding", make_position_embedding},
+        {"layernorm", make_layernorm},
+        {"causal_self_attention", make_attention},
+        {"tied_head", make_tied_head},
     };
     return kinds;
 }

@@ -1,6 +1,7 @@
 // describe_model: the layer list of each model kind, checked by building its layers.
 #include "model/model_desc.h"
 
+#include <cmath>
 #include <map>
 
 #include "error.h"
@@ -74,6 +75,49 @@ std::vector<LayerSpec> resnet_nodes(const ModelSpec& spec, std::int64_t outputs)
     nodes.push_back(node("global_avgpool", "avgpool"));
     nodes.push_back(node("linear", "fc", {{"out", outputs}}));
     return nodes;
+}
+
+// nanoGPT's decoder (pre-layernorm blocks, GELU MLP, learned positions), named as its state dict
+// is. Initialisation as GPT-2's: N(0, 0.02) for weights and embeddings, the residual projections
+// (attn.proj, mlp.proj) scaled by 1/√(2·blocks), biases 0, layer norms γ = 1, β = 0. A tied head
+// (model.tie_embeddings) multiplies by wte and has no parameters of its own.
+std::vector<LayerSpec> gpt_nodes(const ModelSpec& spec, std::int64_t vocab, std::int64_t positions) {
+    if (positions > spec.context)
+        throw Error("dataset.context " + std::to_string(positions) + " is longer than model.context " +
+                    std::to_string(spec.context) + ", the positions the model has embeddings for; raise model.context "
+                    "or lower dataset.context.");
+    const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * spec.depth);
+    const int d = spec.dim;
+    std::vector<LayerSpec> nodes;
+    nodes.push_back(node("embedding", "wte", {{"num", vocab}, {"dim", d}, {"init_std", std}}));
+    nodes.push_back(node("position_embedding", "wpe", {{"context", spec.context}, {"positions", positions}, {"init_std", std}}));
+    for (int i = 0; i < spec.depth; ++i) {
+        const std::string b = "blocks." + std::to_string(i);
+        LayerSpec attn = node("residual", b + ".attn_residual");
+        attn.children = {node("layernorm", b + ".ln1"),
+                         node("causal_self_attention", b + ".attn",
+                              {{"heads", spec.heads}, {"positions", positions}, {"init_std", std}, {"proj_init_std", proj_std}})};
+        LayerSpec mlp = node("residual", b + ".mlp_residual");
+        mlp.children = {node("layernorm", b + ".ln2"),
+                        node("linear", b + ".mlp.fc", {{"out", spec.mlp_ratio * d}, {"init_std", std}}),
+                        node("gelu", b + ".mlp.gelu"),
+                        node("linear", b + ".mlp.proj", {{"out", d}, {"init_std", proj_std}})};
+        nodes.push_back(std::move(attn));
+        nodes.push_back(std::move(mlp));
+    }
+    nodes.push_back(node("layernorm", "ln_f"));
+    if (spec.tie_embeddings) nodes.push_back(node("tied_head", "head", {{"out", vocab}}));
+    else nodes.push_back(node("linear", "head", {{"out", vocab}, {"init_std", std}}));
+    return nodes;
+}
+
+// Sequence layers listed by hand learn T from the dataset unless they say it.
+void give_positions(std::vector<LayerSpec>& nodes, std::int64_t positions) {
+    for (LayerSpec& s : nodes) {
+        if ((s.type == "position_embedding" || s.type == "causal_self_attention") && !s.options.contains("positions"))
+            s.options["positions"] = positions;
+        give_positions(s.children, positions);
+    }
 }
 
 // The prefix of a layer's default name: PyTorch's customary attribute names.
@@ -155,15 +199,28 @@ std::string ModelDesc::layer_names() const {
     return s;
 }
 
-ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t outputs, bool regression) {
-
+ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t outputs, bool regression,
+                         std::int64_t sequence) {
     if (input.numel() <= 0 || outputs <= 0)
         throw Error("The dataset has no features or no outputs to train a model on.");
     ModelDesc d;
     d.input = input;
     d.output_values = outputs;
     d.loss = regression ? LossKind::mse : LossKind::cross_entropy;
-    if (spec.kind == "mlp") {
+    if (sequence > 0) {
+        if (input.numel() != sequence || regression)
+            throw Error("A text dataset's sample is " + std::to_string(sequence) + " token ids with a next token each.");
+        if (spec.kind != "gpt" && spec.kind != "layers")
+            throw Error("model.kind: \"" + spec.kind + "\" does not read text; use \"gpt\" with dataset.kind 'text' (or "
+                        "\"layers\" starting with an embedding).");
+        d.input = SampleShape{1, 1, 1};  // one id per row
+        d.positions = sequence;
+    } else if (spec.kind == "gpt") {
+        throw Error("model.kind: \"gpt\" is a language model; set dataset.kind to 'text' (docs/datasets.md, \"Text\").");
+    }
+    if (spec.kind == "gpt") {
+        d.nodes = gpt_nodes(spec, outputs, sequence);
+    } else if (spec.kind == "mlp") {
         d.nodes = mlp_nodes(spec, outputs);
     } else if (spec.kind == "cnn") {
         d.nodes = cnn_nodes(spec, outputs);
@@ -178,8 +235,9 @@ ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t 
         }
         std::vector<std::string> names;
         d.nodes = listed_nodes(list, "model.layers", "", names);
+        if (sequence > 0) give_positions(d.nodes, sequence);
     } else {
-        throw Error("model.kind: \"" + spec.kind + "\" is not a known model; use \"mlp\", \"cnn\", \"resnet\" or \"layers\".");
+        throw Error("model.kind: \"" + spec.kind + "\" is not a known model; use \"mlp\", \"cnn\", \"resnet\", \"gpt\" or \"layers\".");
     }
     // Build once without tensors: every shape and option is checked, and the layers with
     // parameters are listed.

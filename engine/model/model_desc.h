@@ -6,7 +6,13 @@
 // Network builds them again on a backend.
 //
 // model.kind "mlp": linear layers fc1..fcN (inputs -> hidden sizes -> outputs) with one activation
-// between them (act1..act{N-1}).
+// between them (act1..act{N-1}). model.kind "gpt" (a text dataset): wte, wpe, blocks.0..N-1 (ln1,
+// attn with attn.qkv and attn.proj, ln2, mlp.fc, mlp.proj), ln_f, head.
+//
+// Sequence models. On a text dataset a sample is T token ids, and every row of every tensor is one
+// position: the input is (samples·T, 1) ids, the logits (samples·T, vocabulary), and the loss is
+// the mean over the samples·T positions. ModelDesc::positions is T (1 for every other model); the
+// Network multiplies its rows by it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +47,8 @@ struct ModelDesc {
     std::vector<LayerSpec> nodes;     // in order, input to output
     std::vector<LayerInfo> layers;    // the layers with parameters, in order
     LossKind loss = LossKind::cross_entropy;
-    std::int64_t output_values = 0;  // per sample: the classes, or the regression targets
+    std::int64_t output_values = 0;  // per row: the classes, or the regression targets
+    std::int64_t positions = 1;      // rows per sample: T for a sequence model
     std::int64_t inputs() const { return input.numel(); }
     std::int64_t outputs() const { return output_values; }
     std::int64_t parameters() const;
@@ -51,7 +58,10 @@ struct ModelDesc {
 };
 
 // Throws mantissa::Error naming the key (model.kind, model.hidden) when the spec cannot be built.
-ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t outputs, bool regression);
+// sequence > 0: each sample is `sequence` token ids (input = sequence × 1 × 1) and `outputs` is the
+// vocabulary (a text dataset).
+ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t outputs, bool regression,
+                         std::int64_t sequence = 0);
 inline ModelDesc describe_model(const ModelSpec& spec, int features, int outputs, bool regression) {
     return describe_model(spec, SampleShape{features, 1, 1}, outputs, regression);
 }

@@ -50,6 +50,8 @@ ModelPlan plan_model(const Experiment& e) {
         w = {{}, data::kIdxClasses, false};
     } else if (d.kind == "spirals" || d.kind == "blobs" || d.kind == "sine") {
         w = synthetic_widths(d.kind, d);
+    } else if (d.kind == "text") {
+        w = {{d.context, 1, 1}, 0, false};  // the vocabulary: known once the text is read
     }  // csv: the file's columns and labels decide both
 
     // describe_model names the layers and checks the model section; an unknown width is stood in
@@ -57,11 +59,13 @@ ModelPlan plan_model(const Experiment& e) {
     // can tell here: the plan is then empty, and Start checks the model.
     if (w.features() == 0 && e.model.kind != "mlp") return plan;
     const SampleShape input = w.features() > 0 ? w.shape : SampleShape{1, 1, 1};
-    const ModelDesc desc = describe_model(e.model, input, std::max(w.outputs, 1), w.regression);
+    const bool text = d.kind == "text";
+    const ModelDesc desc = describe_model(e.model, input, std::max(w.outputs, 1), w.regression, text ? d.context : 0);
     for (std::size_t i = 0; i < desc.layers.size(); ++i) {
         PlannedLayer p;
         p.info = desc.layers[i];
         if (i == 0 && w.features() == 0) p.info.in_features = 0;
+        if (text && p.info.kind == "embedding") p.info.in_features = 0;  // a row per token of the vocabulary
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
         if (!p.known()) p.info.parameters = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "error.h"
+#include "model/layers/attention_layer.h"
+#include "model/layers/layernorm_layer.h"
 #include "model/tensor_slot.h"
 
 namespace mantissa {
@@ -38,14 +40,16 @@ std::string first_unsupported(const Backend& backend, const std::vector<Layer*>&
 }  // namespace
 
 Network::Network(Backend& backend, ModelDesc desc_in, std::int64_t batch_capacity, std::uint64_t seed,
-                 const Fp8Recipe& fp8_recipe, const std::vector<LayerFormats>& formats)
-    : m_backend(backend), m_desc(std::move(desc_in)), m_capacity(batch_capacity), m_recipe(fp8_recipe) {
+                 const Fp8Recipe& fp8_recipe, const std::vector<LayerFormats>& formats, const OpFormats& ops)
+    : m_backend(backend), m_desc(std::move(desc_in)), m_capacity(batch_capacity), m_recipe(fp8_recipe), m_ops(ops) {
     if (batch_capacity <= 0) throw Error("train.batch_size must be at least 1.");
     m_nodes = build_layers(m_desc);
     for (const auto& node : m_nodes) collect(*node, m_all, m_layers);
+    for (Layer* layer : m_all) layer->link(m_all);
     set_layer_formats(m_layers, formats);
+    for (Layer* layer : m_all) layer->set_op_formats(m_ops);
     if (std::string why = first_unsupported(backend, m_all); !why.empty()) throw Error(why);
-    m_input = backend.allocate(tensor_desc("input", m_capacity, m_desc.inputs(), Format::fp32,
+    m_input = backend.allocate(tensor_desc("input", rows(m_capacity), m_desc.inputs(), Format::fp32,
                                            MemoryCategory::activations));
     declare();
     for (int i = 0; i < layer_count(); ++i) m_layers[static_cast<std::size_t>(i)]->initialise(m_backend, seed, i);
@@ -66,14 +70,20 @@ void Network::set_formats(const std::vector<LayerFormats>& formats) {
     declare();
 }
 
+void Network::set_op_formats(const OpFormats& ops) {
+    m_ops = ops;
+    for (Layer* layer : m_all) layer->set_op_formats(m_ops);
+    declare();
+}
+
 void Network::declare() {
     Format input_format = Format::fp32;
     for (std::size_t i = 0; i < m_nodes.size(); ++i) {
-        m_nodes[i]->declare(DeclareContext{m_backend, m_capacity, input_format, i > 0, m_recipe});
+        m_nodes[i]->declare(DeclareContext{m_backend, rows(m_capacity), input_format, i > 0, m_recipe});
         input_format = m_nodes[i]->output_format();
     }
     ensure_tensor(m_backend, m_loss_grad,
-                  tensor_desc(m_nodes.back()->name() + ".dy", m_capacity, m_desc.outputs(), input_format,
+                  tensor_desc(m_nodes.back()->name() + ".dy", rows(m_capacity), m_desc.outputs(), input_format,
                               MemoryCategory::workspace),
                   false);
     m_parameters.clear();
@@ -95,7 +105,7 @@ void Network::forward(const float* x, std::int64_t batch, bool training) {
     if (batch < 0 || batch > m_capacity)
         throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
                     std::to_string(m_capacity) + ".");
-    m_backend.upload(*m_input, x, batch * m_desc.inputs());
+    m_backend.upload(*m_input, x, rows(batch) * m_desc.inputs());
     forward_uploaded(batch, training);
 }
 
@@ -103,15 +113,15 @@ void Network::forward_uploaded(std::int64_t batch, bool training) {
     if (batch < 0 || batch > m_capacity)
         throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
                     std::to_string(m_capacity) + ".");
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) m_nodes[i]->forward(m_backend, node_input(i), batch, training);
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) m_nodes[i]->forward(m_backend, node_input(i), rows(batch), training);
 }
 
 LossResult Network::loss(const std::int32_t* labels, const float* targets, std::int64_t batch, float loss_scale,
                          bool with_grad) {
     Tensor* grad = with_grad ? m_loss_grad.get() : nullptr;
     if (m_desc.loss == LossKind::cross_entropy)
-        return m_backend.softmax_cross_entropy(output(), labels, batch, loss_scale, grad);
-    return m_backend.mse(output(), targets, batch, loss_scale, grad);
+        return m_backend.softmax_cross_entropy(output(), labels, rows(batch), loss_scale, grad);
+    return m_backend.mse(output(), targets, rows(batch), loss_scale, grad);
 }
 
 void Network::loss(StepPipeline& pipeline) { pipeline.loss(output(), m_loss_grad.get()); }
@@ -120,7 +130,7 @@ void Network::backward(std::int64_t batch, std::vector<RoundingStats>* weight_st
     if (weight_stats) weight_stats->assign(m_layers.size(), RoundingStats{});
     const Tensor* dy = m_loss_grad.get();
     for (std::size_t i = m_nodes.size(); i-- > 0;) {
-        m_nodes[i]->backward(m_backend, node_input(i), *dy, batch, weight_stats);
+        m_nodes[i]->backward(m_backend, node_input(i), *dy, rows(batch), weight_stats);
         dy = m_nodes[i]->input_grad();
         if (!dy && i > 0) throw Error("Network: " + m_nodes[i]->name() + " wrote no input gradient.");
     }
@@ -148,6 +158,16 @@ Tensor& Network::grad_bias(int layer) { return *parameter(layer, false).grad; }
 const Tensor& Network::output() const { return m_nodes.back()->output(); }
 const Fp8State* Network::fp8_state(int layer) const { return m_layers.at(static_cast<std::size_t>(layer))->fp8_state(); }
 
+void Network::op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const {
+    out.clear();
+    for (const Layer* layer : m_all) {
+        if (const auto* attn = dynamic_cast<const AttentionLayer*>(layer))
+            out.push_back({step, attn->name(), "logit_amax", attn->logit_amax()});
+        else if (const auto* ln = dynamic_cast<const LayerNormLayer*>(layer))
+            out.push_back({step, ln->name(), "min_variance", ln->min_variance()});
+    }
+}
+
 std::vector<float> Network::read(const Tensor& t) const {
     std::vector<float> v(static_cast<std::size_t>(t.numel()));
     m_backend.download(t, v.data(), t.numel());
@@ -162,16 +182,18 @@ void Network::write(Tensor& t, const std::vector<float>& values) {
 }
 
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
-                      double state_per_parameter) {
+                      double state_per_parameter, const OpFormats& ops) {
     auto nodes = build_layers(desc);
     std::vector<Layer*> all, layers;
     for (const auto& n : nodes) collect(*n, all, layers);
     set_layer_formats(layers, formats);
-    const double B = static_cast<double>(batch);
+    for (Layer* layer : all) layer->set_op_formats(ops);
+    const std::int64_t rows = batch * desc.positions;
+    const double B = static_cast<double>(rows);
     double values = B * static_cast<double>(desc.inputs());  // the input batch
     Format input_format = Format::fp32;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        values += nodes[i]->declared_values(batch, input_format, i > 0);
+        values += nodes[i]->declared_values(rows, input_format, i > 0);
         values += state_per_parameter * static_cast<double>(nodes[i]->parameter_count());  // a block's: its layers' 
         input_format = nodes[i]->planned_output_format(input_format);
     }

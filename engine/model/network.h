@@ -7,7 +7,9 @@
 //
 // Besides the layers' own tensors (model/layer.h and each kind's header), the network keeps the
 // input batch (B, inputs) in FP32 and the gradient of the output that the loss writes (B, outputs)
-// in the last layer's output format. Training thread only.
+// in the last layer's output format. A sequence model (ModelDesc::positions = T > 1) has T rows per
+// sample in every tensor, the loss included: batch and capacity below count samples, the layers
+// see samples × T rows. Training thread only.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,7 @@ struct NetworkParameter {
 class Network {
 public:
     Network(Backend& backend, ModelDesc desc, std::int64_t batch_capacity, std::uint64_t seed,
-            const Fp8Recipe& fp8_recipe, const std::vector<LayerFormats>& formats);
+            const Fp8Recipe& fp8_recipe, const std::vector<LayerFormats>& formats, const OpFormats& ops = {});
     ~Network();
     Network(const Network&) = delete;
     Network& operator=(const Network&) = delete;
@@ -43,11 +45,16 @@ public:
     int layer_count() const { return static_cast<int>(m_layers.size()); }  // layers with parameters
     const Layer& layer(int index) const { return *m_layers.at(static_cast<std::size_t>(index)); }
     const std::vector<std::unique_ptr<Layer>>& nodes() const { return m_nodes; }  // the chain, in order
-    std::int64_t capacity() const { return m_capacity; }
+    std::int64_t capacity() const { return m_capacity; }  // samples
+    std::int64_t rows(std::int64_t samples) const { return samples * m_desc.positions; }
     const LayerFormats& formats(int layer) const;
     void set_formats(const std::vector<LayerFormats>& formats);
+    // The op classes' formats (model/op_classes.h); re-declares as set_formats does.
+    const OpFormats& op_formats() const { return m_ops; }
+    void set_op_formats(const OpFormats& ops);
 
-    // x: (batch, inputs) host rows. training: batch statistics, FP8 amax records.
+    // x: (batch, inputs) host rows (a sequence model: batch × T ids). training: batch statistics,
+    // FP8 amax records.
     void forward(const float* x, std::int64_t batch, bool training);
     // The forward pass over rows already in input() (a StepPipeline uploads them).
     void forward_uploaded(std::int64_t batch, bool training);
@@ -73,8 +80,13 @@ public:
     Tensor& grad_bias(int layer);
     const Tensor& output() const;  // the last layer's output: logits or predictions
     const Fp8State* fp8_state(int layer) const;
+    // The op statistics the last training forward measured (config/telemetry.h, OpStepRecord),
+    // attention layers and layer norms in network order; `step` is stamped on each.
+    void op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const;
 
     std::vector<float> read(const Tensor& t) const;
+    // The first `rows` rows of t into data (rows × t.cols() values).
+    void read_rows(const Tensor& t, float* data, std::int64_t rows) const { m_backend.download(t, data, rows * t.cols()); }
     void write(Tensor& t, const std::vector<float>& values);  // rounded to t's format
 
 private:
@@ -86,6 +98,7 @@ private:
     ModelDesc m_desc;
     std::int64_t m_capacity;
     Fp8Recipe m_recipe;
+    OpFormats m_ops;
     std::unique_ptr<Tensor> m_input;      // (B, inputs) fp32
     std::unique_ptr<Tensor> m_loss_grad;  // (B, outputs) the last layer's output format
     std::vector<std::unique_ptr<Layer>> m_nodes;  // the chain
@@ -98,6 +111,6 @@ private:
 // batch, its optimizer state included (state_per_parameter FP32 values per parameter), without a
 // backend: what the CPU backend checks against the machine's memory before allocating.
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
-                      double state_per_parameter);
+                      double state_per_parameter, const OpFormats& ops = {});
 
 }  // namespace mantissa

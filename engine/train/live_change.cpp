@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "model/model_plan.h"
 
 namespace mantissa {
 
@@ -24,6 +25,7 @@ bool same_scaling(const LossScalingSpec& a, const LossScalingSpec& b) {
 }
 
 void require_layer(const std::vector<std::string>& layers, const std::string& name, const std::string& assignment) {
+    if (layers.empty()) return;  // not known before the data is (check_scheduled_changes)
     if (std::find(layers.begin(), layers.end(), name) == layers.end())
         throw Error(assignment + ": the running model has no layer \"" + name + "\".");
 }
@@ -46,12 +48,13 @@ LiveChange plan_live_change(const Experiment& current, const std::vector<std::st
     Experiment rest = after;
     rest.precision.layers = current.precision.layers;
     rest.precision.autocast = current.precision.autocast;
+    rest.precision.ops = current.precision.ops;
     rest.precision.master_weights = current.precision.master_weights;
     rest.precision.loss_scaling = current.precision.loss_scaling;
     rest.precision.fp8.scaling = current.precision.fp8.scaling;
     rest.train.lr = current.train.lr;
     if (experiment_to_json(rest) != experiment_to_json(current))
-        throw Error(assignment + ": only precision.layers, autocast, master_weights, loss_scaling, fp8.scaling "
+        throw Error(assignment + ": only precision.layers, autocast, ops, master_weights, loss_scaling, fp8.scaling "
                                  "and train.lr can change during a run; the rest needs a new run.");
 
     std::map<std::string, LayerPrecision> named = current.precision.layers;
@@ -65,6 +68,9 @@ LiveChange plan_live_change(const Experiment& current, const std::vector<std::st
     const PrecisionSpec& a = after.precision;
     const PrecisionSpec& b = current.precision;
     if (a.autocast != b.autocast) change.commands.push_back(command::SetAutocast{a.autocast});
+    if (a.ops.softmax != b.ops.softmax) change.commands.push_back(command::SetOpPrecision{"softmax", a.ops.softmax});
+    if (a.ops.layernorm != b.ops.layernorm)
+        change.commands.push_back(command::SetOpPrecision{"layernorm", a.ops.layernorm});
     if (a.master_weights != b.master_weights) change.commands.push_back(command::SetMasterWeights{a.master_weights});
     if (a.fp8.scaling != b.fp8.scaling) change.commands.push_back(command::SetFp8Scaling{a.fp8.scaling});
     if (!same_scaling(a.loss_scaling, b.loss_scaling)) change.commands.push_back(command::SetLossScaling{a.loss_scaling});
@@ -96,8 +102,10 @@ std::vector<ScheduledChange> check_scheduled_changes(const Experiment& experimen
                                                      const std::string& option) {
     std::stable_sort(changes.begin(), changes.end(),
                      [](const ScheduledChange& a, const ScheduledChange& b) { return a.step < b.step; });
+    // The layers the model will have (model_plan.h); a model only its data can describe (an idx
+    // folder's CNN) has none listed, and a layer named then is refused at its step instead.
     std::vector<std::string> layers;
-    for (std::size_t i = 0; i <= experiment.model.hidden.size(); ++i) layers.push_back("fc" + std::to_string(i + 1));
+    for (const PlannedLayer& l : plan_model(experiment).layers) layers.push_back(l.info.name);
     Experiment current = experiment;
     for (const ScheduledChange& c : changes) {
         try {

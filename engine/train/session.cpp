@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "train/text_sample.h"
 #include "error.h"
 #include "config/throughput.h"
 #include "train/trainer.h"
@@ -227,6 +228,8 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
     for (const StepReport& r : reports) {
         for (const auto& e : r.events) emit(e);
         for (auto& s : sinks) s->on_step(r.step, r.layers);
+        if (!r.ops.empty())
+            for (auto& s : sinks) s->on_op_steps(r.ops);
         samples += r.samples;
         std::lock_guard lock(summary_mutex);
         summary.steps = r.step.step + 1;
@@ -240,9 +243,41 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
     }
 }
 
+namespace {
+
+// Text on one line, as an event's message is: each line break becomes "⏎".
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '\n') out += "\u23ce";
+        else if (c != '\r') out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
 void Session::Impl::evaluate() {
     const EvalRecord e = trainer->evaluate();
     for (auto& s : sinks) s->on_eval(e);
+    // A language model also writes: its sample is an evaluation event, stored with the run.
+    if (trainer->dataset().text) {
+        const std::int64_t step = trainer->steps_taken();
+        const TextSample sample = generate_text(trainer->network(), *trainer->dataset().text, kSampleTokens,
+                                                kSamplePromptTokens, kSampleTemperature,
+                                                experiment.train.seed * 1'000'003ull + static_cast<std::uint64_t>(step));
+        char figures[128];
+        std::snprintf(figures, sizeof figures, "%.4f nats/token (perplexity %.2f)", e.loss, std::exp(e.loss));
+        emit(event(EventKind::evaluation,
+                   "Test loss " + std::string(figures) + " at step " + std::to_string(step) + "; the model writes: " +
+                       one_line(sample.prompt) + " \u2192 " + one_line(sample.continuation),
+                   {{"loss", e.loss},
+                    {"perplexity", std::exp(e.loss)},
+                    {"accuracy", e.accuracy},
+                    {"prompt", sample.prompt},
+                    {"sample", sample.continuation},
+                    {"temperature", kSampleTemperature}}));
+    }
     std::lock_guard lock(summary_mutex);
     summary.test_loss = e.loss;
     summary.test_accuracy = e.accuracy;
@@ -354,6 +389,8 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
                         emit(trainer->set_layer_precision(cmd.layer, cmd.precision));
                     else if constexpr (std::is_same_v<T, SetAutocast>)
                         emit(trainer->set_autocast(cmd.autocast));
+                    else if constexpr (std::is_same_v<T, SetOpPrecision>)
+                        emit(trainer->set_op_precision(cmd.op_class, cmd.precision));
                     else if constexpr (std::is_same_v<T, SetMasterWeights>)
                         emit(trainer->set_master_weights(cmd.enabled));
                     else if constexpr (std::is_same_v<T, SetFp8Scaling>)

@@ -28,6 +28,8 @@ struct Resume {};
 struct Stop {};
 struct SetLayerPrecision { std::string layer; LayerPrecision precision; };
 struct SetAutocast { Autocast autocast; };
+// precision.ops.<op_class>: "softmax" or "layernorm" (model/op_classes.h).
+struct SetOpPrecision { std::string op_class; OpPrecision precision; };
 struct SetMasterWeights { bool enabled; };
 struct SetFp8Scaling { Fp8Scaling scaling; };
 struct SetLossScaling { LossScalingSpec spec; };
@@ -53,7 +55,7 @@ struct StepOnce {};
 }  // namespace command
 
 using Command = std::variant<command::Pause, command::Resume, command::Stop,
-                             command::SetLayerPrecision, command::SetAutocast,
+                             command::SetLayerPrecision, command::SetAutocast, command::SetOpPrecision,
                              command::SetMasterWeights, command::SetFp8Scaling, command::SetLossScaling,
                              command::SetLearningRate, command::InjectNonFinite, command::PauseAt,
                              command::SetPace, command::StepOnce>;

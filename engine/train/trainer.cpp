@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/sync_step_pipeline.h"
+#include "data/text_corpus.h"
 #include "error.h"
 #include "train/lr_schedule.h"
 #include "config/throughput.h"
@@ -85,12 +86,12 @@ std::string hidden_text(const std::vector<int>& hidden) {
 }  // namespace
 
 std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
-                                std::int64_t batch, const TrainSpec& train) {
+                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops) {
     // Counted in double: a model at the documented limits (16 layers of 65536) passes 2^63 bytes
     // nowhere near, but the products of int64 factors are safer out of integer arithmetic.
     const bool sgd = train.optimizer == OptimizerKind::sgd;
     const double state_per_param = sgd ? (train.momentum != 0.0 ? 1 : 0) : 2;
-    const double bytes = network_values(desc, formats, batch, state_per_param) * sizeof(float);
+    const double bytes = network_values(desc, formats, batch, state_per_param, ops) * sizeof(float);
     return bytes >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(bytes);
 }
 
@@ -122,7 +123,8 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     if (!(t.lr >= 0) || !std::isfinite(t.lr)) throw Error("train.lr must be a finite number >= 0.");
     // A dataset made in code may leave its shape out: its features are then a flat sample.
     const SampleShape input = m_data.shape.numel() == m_data.features ? m_data.shape : SampleShape{m_data.features, 1, 1};
-    m_desc = describe_model(m_experiment.model, input, m_data.outputs, m_data.is_regression());
+    m_desc = describe_model(m_experiment.model, input, m_data.outputs, m_data.is_regression(),
+                            m_data.text ? m_data.positions() : 0);
 
     m_layer_settings.assign(m_desc.layers.size(), LayerPrecision::automatic);
     for (const auto& [name, precision] : m_experiment.precision.layers)
@@ -148,10 +150,10 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     // the first tensor rather than found out by the kernel's OOM killer. (CUDA's allocator reports
     // its own out-of-memory errors.)
     const std::vector<LayerFormats> formats = resolve_formats();
-    const std::int64_t needed = cpu_training_bytes(m_desc, formats, t.batch_size, t);
+    const std::int64_t needed = cpu_training_bytes(m_desc, formats, t.batch_size, t, op_formats());
     if (m_backend->name() == "cpu") check_cpu_memory(m_experiment.model, t.batch_size, needed, physical_memory_bytes());
     try {
-        m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats);
+        m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats, op_formats());
         m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
     } catch (const std::bad_alloc&) {
         m_optimizer.reset();
@@ -205,9 +207,14 @@ std::vector<LayerFormats> Trainer::resolve_formats() const {
     return f;
 }
 
+OpFormats Trainer::op_formats() const {
+    return resolve_op_formats(m_experiment.precision.ops, m_experiment.precision.autocast);
+}
+
 void Trainer::apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision) {
     try {
         m_network->set_formats(resolve_formats());
+        m_network->set_op_formats(op_formats());
     } catch (const Error&) {
         // The backend refused the new formats before anything was re-declared: the settings go
         // back to what the network still runs.
@@ -283,12 +290,13 @@ void Trainer::issue() {
     issued.precisions.clear();
     for (int l = 0; l < layers; ++l) issued.precisions.push_back(m_network->formats(l).compute);
 
+    // The pipeline sees rows: a sequence model's are its positions (count × T rows of one id).
     StepBegin b;
     b.step = m_step;
-    b.batch = count;
+    b.batch = m_network->rows(count);
     b.input = &m_network->input();
     b.x = m_batch.x.data();
-    b.features = m_data.features;
+    b.features = m_desc.inputs();
     const bool classification = m_network->desc().loss == LossKind::cross_entropy;
     b.labels = classification ? m_batch.y.data() : nullptr;
     b.targets = classification ? nullptr : m_batch.targets.data();
@@ -361,6 +369,7 @@ void Trainer::report_one() {
     if (m_reports.size() <= m_report_count) m_reports.resize(m_report_count + 1);
     StepReport& r = m_reports[m_report_count++];
     r.layers.clear();
+    r.ops.clear();
     r.events.clear();
     const int layers = m_network->layer_count();
 
@@ -411,6 +420,9 @@ void Trainer::report_one() {
                 if (const Fp8State* state = m_network->fp8_state(l)) rec.fp8 = fp8_layer_scaling(*state);
             r.layers.push_back(std::move(rec));
         }
+        // Measured by the forward and held by the layers until the next one: known when nothing
+        // ran since, as the FP8 states are.
+        if (fp8_known) m_network->op_stats(issued.step, r.ops);
     }
 
     if (res.check.found_nonfinite) {
@@ -480,6 +492,11 @@ void Trainer::report_one() {
     m_issued_spare.push_back(std::move(issued));
 }
 
+void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows) {
+    if (rows.size() < static_cast<std::size_t>(n)) rows.resize(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) rows[i] = static_cast<float>(ids[i]);
+}
+
 EvalRecord Trainer::evaluate() {
     require_idle("evaluate()");
     EvalRecord e;
@@ -495,15 +512,21 @@ EvalRecord Trainer::evaluate() {
     std::int64_t correct = 0;
     for (std::int64_t first = 0; first < rows; first += B) {
         const std::int64_t count = std::min(B, rows - first);
-        gather_batch(m_data, m_data.test, m_test_order, first, count, m_x, m_y, m_targets);
+        if (m_data.text) {
+            m_data.text->fill_test_batch(first, count, m_ids, m_y);
+            ids_as_rows(m_ids, m_network->rows(count), m_x);
+        } else {
+            gather_batch(m_data, m_data.test, m_test_order, first, count, m_x, m_y, m_targets);
+        }
         m_network->forward(m_x.data(), count, false);
         const LossResult l = m_network->loss(m_y.data(), m_targets.data(), count, 1.0f, false);
-        total += l.loss * static_cast<double>(count);
+        total += l.loss * static_cast<double>(count);  // a mean over the batch's rows: every sample has T
         correct += l.correct;
     }
+    // Text: nats per token (every test sample has T of them), accuracy per token.
     e.loss = total / static_cast<double>(rows);
     e.accuracy = m_data.is_regression() ? std::nan("")
-                                        : static_cast<double>(correct) / static_cast<double>(rows);
+                                        : static_cast<double>(correct) / static_cast<double>(m_network->rows(rows));
     return e;
 }
 
@@ -562,6 +585,20 @@ Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision prec
     apply_formats(old_settings, old_precision);
     return make_setting_event("precision.layers." + layer, layer_precision_name(old),
                               layer_precision_name(precision), true);
+}
+
+Event Trainer::set_op_precision(const std::string& op_class, OpPrecision precision) {
+    require_idle("set_op_precision");
+    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const PrecisionSpec old_precision = m_experiment.precision;
+    OpPrecision* setting = op_class == "softmax" ? &m_experiment.precision.ops.softmax
+                           : op_class == "layernorm" ? &m_experiment.precision.ops.layernorm
+                                                     : nullptr;
+    if (!setting) throw Error("precision.ops." + op_class + ": there is no such op class; the classes are softmax and layernorm.");
+    const OpPrecision old = *setting;
+    *setting = precision;
+    apply_formats(old_settings, old_precision);
+    return make_setting_event("precision.ops." + op_class, op_precision_name(old), op_precision_name(precision), true);
 }
 
 Event Trainer::set_autocast(Autocast autocast) {

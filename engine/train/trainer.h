@@ -38,6 +38,7 @@ struct StepReport {
     StepRecord step;
     std::int64_t samples = 0;             // rows in this step's batch
     std::vector<LayerStepRecord> layers;  // one per layer on stats steps, else empty
+    std::vector<OpStepRecord> ops;        // attention logits and layer norm variances, as layers
     std::vector<Event> events;            // overflow, scale_change, divergence, notices
 };
 
@@ -62,7 +63,11 @@ struct TrainerOptions {
 // input, dz and dx) and the optimizer's FP32 state. The data set and the backend's transient cast
 // copies are not counted, so this is a lower bound on what the process needs.
 std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
-                                std::int64_t batch, const TrainSpec& train);
+                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops = {});
+
+// Token ids as the network's input rows (FP32 values, exact): the first n of `ids` into `rows`,
+// which grows only when too small.
+void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows);
 
 // Throws mantissa::Error when `bytes` (cpu_training_bytes) is more than `physical` bytes of
 // memory: "model.hidden [65536, 65536] with batch 128 needs about 69 GB on the CPU backend, more
@@ -100,7 +105,8 @@ public:
     // report. Reports an earlier advance left in flight are dropped: flush those first.
     const StepReport& step();
     int in_flight() const;         // steps issued and not yet reported
-    // The test split in batches, current settings, no FP8 amaxes. Needs no step in flight.
+    // The test split in batches, current settings, no FP8 amaxes. Needs no step in flight. Text:
+    // the loss in nats per token over every test window, the accuracy of the next token.
     EvalRecord evaluate();
 
     std::int64_t steps_taken() const { return m_step; }     // issued (reported: minus in_flight)
@@ -117,6 +123,8 @@ public:
     // ---- live control (between steps, none in flight: throws mantissa::Error otherwise)
     Event set_layer_precision(const std::string& layer, LayerPrecision precision);
     Event set_autocast(Autocast autocast);
+    // precision.ops.<op_class> ("softmax", "layernorm"): the op class's format for every op of it.
+    Event set_op_precision(const std::string& op_class, OpPrecision precision);
     Event set_master_weights(bool enabled);
     Event set_fp8_scaling(Fp8Scaling scaling);
     Event set_loss_scaling(const LossScalingSpec& spec);
@@ -150,6 +158,7 @@ private:
     std::span<const StepReport> report_until(int left_in_flight);
     void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;
+    OpFormats op_formats() const;
     void apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision);
     Event make_setting_event(const std::string& key, const std::string& old_value,
                              const std::string& new_value, bool quote);
@@ -173,7 +182,7 @@ private:
     BatchBuffers m_batch;                     // this step's rows (the pipeline copies them in begin)
     std::vector<std::int64_t> m_test_order;
     std::vector<float> m_x, m_targets;        // evaluation's batch
-    std::vector<std::int32_t> m_y;
+    std::vector<std::int32_t> m_y, m_ids;
     std::vector<Tensor*> m_grads;
     std::vector<bool> m_want;
     std::vector<std::size_t> m_checked;  // for each checked gradient, its index in Network::parameters()

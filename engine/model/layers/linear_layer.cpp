@@ -9,8 +9,9 @@
 
 namespace mantissa {
 
-LinearLayer::LinearLayer(std::string name, SampleShape input, std::int64_t out)
-    : MatmulLayer(std::move(name), input, SampleShape{out, 1, 1}), m_in(input.numel()), m_out(out) {}
+LinearLayer::LinearLayer(std::string name, SampleShape input, std::int64_t out, double init_std)
+    : MatmulLayer(std::move(name), input, SampleShape{out, 1, 1}), m_in(input.numel()), m_out(out),
+      m_init_std(init_std) {}
 
 std::int64_t LinearLayer::parameter_count() const { return m_in * m_out + m_out; }
 
@@ -70,7 +71,13 @@ void LinearLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
 
 void LinearLayer::initialise(Backend& backend, std::uint64_t seed, int index) {
     std::vector<float> w, bias;
-    init_linear(seed, index, static_cast<int>(m_in), static_cast<int>(m_out), w, bias);
+    if (m_init_std > 0) {
+        w.resize(static_cast<std::size_t>(m_in * m_out));
+        init_normal(seed, index, m_init_std, w);
+        bias.assign(static_cast<std::size_t>(m_out), 0.0f);
+    } else {
+        init_linear(seed, index, static_cast<int>(m_in), static_cast<int>(m_out), w, bias);
+    }
     backend.upload(*m_weight, w.data(), m_weight->numel());
     backend.upload(*m_bias, bias.data(), m_bias->numel());
 }

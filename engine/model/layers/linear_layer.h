@@ -2,6 +2,8 @@
 // nn.Linear. Computes in the format its LayerFormats give (layer_formats.h); the backend's
 // linear_forward/linear_backward hold the rounding points (docs/numerics.md).
 //
+// In a transformer every row is one position: B is then the batch's samples × positions.
+//
 // Tensors (capacity B rows):
 //   weight (out, in) / bias (1, out)     stored, updated by the optimizer
 //   weight_compute / bias_compute        the cast copies the forward reads (when needed)
@@ -19,7 +21,9 @@ namespace mantissa {
 
 class LinearLayer final : public MatmulLayer {
 public:
-    LinearLayer(std::string name, SampleShape input, std::int64_t out);
+    // init_std > 0: the weight from N(0, init_std²) and the bias 0 (GPT-style); 0: nn.Linear's
+    // default (init.h).
+    LinearLayer(std::string name, SampleShape input, std::int64_t out, double init_std = 0);
     const char* kind() const override { return "linear"; }
     std::int64_t parameter_count() const override;
     std::string unsupported(const Backend& backend) const override {
@@ -34,8 +38,8 @@ public:
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
 
 private:
-
     std::int64_t m_in, m_out;
+    double m_init_std;
 };
 
 }  // namespace mantissa
