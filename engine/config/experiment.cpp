@@ -829,6 +829,12 @@ void apply_setting(Experiment& e, const std::string& assignment) {
         node = &child;
     }
     (*node)[parts.back()] = std::move(value);
+    // model.layers is a number for kind gpt and a list for the others: a change of kind carries
+    // the one the new kind reads (its value kept from before).
+    if (parts == std::vector<std::string>{"model", "kind"} && j["model"]["kind"].is_string()) {
+        const bool gpt = j["model"]["kind"] == "gpt";
+        j["model"]["layers"] = gpt ? json(e.model.depth) : layers_json(e.model.layers);
+    }
     e = experiment_from_json(j);
 }
 

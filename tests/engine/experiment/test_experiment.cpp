@@ -52,6 +52,14 @@ Experiment non_default_experiment() {
     e.model.channels = {8, 16, 24};
     e.model.blocks = 3;
     e.model.layers = R"([{"out":10,"type":"linear"}])";  // as the reader writes it: compact, keys sorted
+    e.dataset.vocabulary = "bytes";
+    e.dataset.context = 64;
+    e.model.heads = 8;
+    e.model.dim = 256;
+    e.model.context = 512;
+    e.model.mlp_ratio = 2;
+    e.model.tie_embeddings = true;
+    e.precision.ops = {OpPrecision::fp16, OpPrecision::bf16};
     e.train.batch_size = 33;
     e.train.epochs = 7;
     e.train.steps = 900;
@@ -103,12 +111,12 @@ private slots:
         QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
         QCOMPARE(e.backend, std::string("auto"));
 
-        // Every key is written, defaults included: name 1, dataset 9 (its shape null), model 6,
-        // train 15, precision 2 + layers + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its
+        // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 11,
+        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its
         // reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 53);
+        QCOMPARE(int(keys.size()), 62);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -306,17 +314,17 @@ private slots:
         row(R"({"model": {"activation": "relu6"}})",
             "model.activation: must be one of relu, gelu, tanh, got \"relu6\"; did you mean 'relu'?");
         row(R"({"model": {"kind": "transformer"}})",
-            "model.kind: must be one of mlp, cnn, resnet, layers, got \"transformer\"");
+            "model.kind: must be one of mlp, cnn, resnet, gpt, layers, got \"transformer\"");
         row(R"({"model": {"kind": "layers"}})", "model.layers: must list the layers for kind 'layers'");
         row(R"({"model": {"layers": {"type": "relu"}}})", "model.layers: expected an array of layer descriptions");
         row(R"({"model": {"channels": []}})", "model.channels: expected a non-empty array of channel counts");
         row(R"({"model": {"blocks": 0}})", "model.blocks: must be between 1 and 16, got 0");
         row(R"({"dataset": {"kind": "cifar"}})", "dataset.kind: must be one of fashion-mnist, mnist");
         row(R"({"dataset": {"kind": "fashion"}})",
-            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, got "
+            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, text, got "
             "\"fashion\"; did you mean 'fashion-mnist'?");
         row(R"({"dataset": {"kind": "cifar-10"}})",
-            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, got "
+            "dataset.kind: must be one of fashion-mnist, mnist, cifar10, idx, csv, spirals, blobs, sine, text, got "
             "\"cifar-10\"; did you mean 'cifar10'?");
         row(R"({"dataset": {"kind": "csv", "path": "a.csv", "shape": [3, 32]}})",
             "dataset.shape: expected an array [channels, height, width] of three positive integers, got an array of 2 "
@@ -438,6 +446,37 @@ private slots:
         row("lesson.classroom=true", "/lesson/classroom", "true");
         row("lesson.pace=0.5", "/lesson/pace", "0.5");
         row(R"(precision.layers={"fc2":"bf16"})", "/precision/layers", R"({"fc2":"bf16"})");
+        row("precision.ops.softmax=fp16", "/precision/ops/softmax", R"("fp16")");
+        row("dataset.context=256", "/dataset/context", "256");
+        row("model.heads=8", "/model/heads", "8");
+    }
+
+    // model.layers is the number of blocks for kind gpt and the list for the others; a change of
+    // kind, in either direction, carries the form the new kind reads, and both round-trip.
+    void gptModelAndTextDataset() {
+        Experiment e;
+        apply_setting(e, "model.kind=gpt");
+        QCOMPARE(experiment_to_json(e)["model"]["layers"].dump(), std::string("4"));
+        apply_setting(e, "model.layers=6");
+        QCOMPARE(e.model.depth, 6);
+        apply_setting(e, "dataset.kind=text");
+        QCOMPARE(e.dataset.path, std::string("/usr/share/games/fortunes"));  // the images' default path replaced
+        QVERIFY(experiment_from_json(experiment_to_json(e)) == e);
+        apply_setting(e, "model.kind=mlp");
+        QCOMPARE(experiment_to_json(e)["model"]["layers"].dump(), std::string("[]"));
+        QCOMPARE(error_of([&] { apply_setting(e, "model.layers=3"); }),
+                 QString("model.layers: expected an array of layer descriptions, got a number (3)"));
+        QCOMPARE(error_of([] { experiment_from_json(json::parse(R"({"model": {"kind": "gpt", "dim": 100, "heads": 3}})")); }),
+                 QString("model.heads: 3 heads do not divide model.dim 100 into equal heads; pick a divisor of it"));
+        QCOMPARE(error_of([] { experiment_from_json(json::parse(R"({"model": {"kind": "gpt", "layers": [{"type": "relu"}]}})")); }),
+                 QString("model.layers: kind 'gpt' takes the number of blocks (e.g. 4), not a list of layers"));
+        QCOMPARE(error_of([] { experiment_from_json(json::parse(R"({"dataset": {"kind": "text", "test_fraction": 0.6}})")); }),
+                 QString("dataset.test_fraction: must be at most 0.5 for kind 'text' (a test part longer than the training "
+                         "part), got 0.6"));
+        QVERIFY(error_of([] { experiment_from_json(json::parse(R"({"dataset": {"vocabulary": "words"}})")); })
+                    .startsWith("dataset.vocabulary: "));
+        QVERIFY(error_of([] { experiment_from_json(json::parse(R"({"precision": {"ops": {"gelu": "fp16"}}})")); })
+                    .startsWith("precision.ops.gelu: unknown key"));
     }
     void applySetting() {
         QFETCH(QString, assignment);

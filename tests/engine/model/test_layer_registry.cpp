@@ -145,7 +145,14 @@ private slots:
             if (t == "conv2d") s.options = {{"out_channels", 3}, {"kernel", 3}};
             if (t == "maxpool2d" || t == "avgpool2d") s.options = {{"kernel", 2}};
             if (t == "residual") s.children = {LayerSpec{"relu", "x.r", nlohmann::json::object(), {}}};
-            const auto layer = build_layer(s, SampleShape{2, 6, 6}, "test");
+            // The sequence layers take one row per position: a token id, or a flat row of features.
+            SampleShape input{2, 6, 6};
+            if (t == "embedding") s.options = {{"num", 5}, {"dim", 4}}, input = {1, 1, 1};
+            if (t == "position_embedding") s.options = {{"context", 8}, {"positions", 4}}, input = {4, 1, 1};
+            if (t == "layernorm") input = {4, 1, 1};
+            if (t == "causal_self_attention") s.options = {{"heads", 2}, {"positions", 4}}, input = {4, 1, 1};
+            if (t == "tied_head") s.options = {{"out", 5}}, input = {4, 1, 1};
+            const auto layer = build_layer(s, input, "test");
             QCOMPARE(QString(layer->kind()), QString::fromStdString(t));
             QVERIFY(layer->output_shape().numel() > 0);
         }
