@@ -26,7 +26,7 @@ autocast the gpt's linear layers and attention matmuls run in bf16, the softmax 
 on no CPU autocast list), LayerNorm sees the fp32 residual stream, and cross-entropy runs in fp32.
 
 Two ways to run it:
-- standalone: `python3 torch_peer.py [--model mlp|cnn|gpt] [--epochs 3] [--steps 600] [--threads N]
+- standalone: `python3 torch_peer.py [--model mlp|cnn|gpt] [--epochs 3] [--steps 600] [--seed 1] [--threads N]
   [--modes fp32,bf16] [--json]` times interleaved blocks of steps after a warm-up (median, spread)
   and then trains fresh models for the given epochs (mlp, cnn: test accuracy) or steps (gpt: test
   loss over the whole test part) and reports the result;
@@ -235,7 +235,6 @@ class TextCorpus:
 def make_gpt(torch, vocab_size, seed):
     torch.manual_seed(seed)
     nn = torch.nn
-    F = torch.nn.functional
     g = GPT
     d, heads, layers = g["dim"], g["heads"], g["layers"]
 
