@@ -23,10 +23,11 @@ struct BenchOptions {
     int threads = 0;           // 0: the CPU backend's default (all hardware threads but one)
     int blocks = 0;            // timed blocks per figure; 0: the suite's default (7, quick 3)
     int epochs = 0;            // peer: epochs trained before comparing test accuracy; 0: 3 (quick 1)
+    int peer_steps = 0;        // peer: the language model's steps before comparing test loss; 0: 300 (quick 60)
     std::vector<std::string> precisions;   // engine: the precisions to time; empty: all
     std::string python = "/usr/bin/python3";       // peer: the interpreter that has PyTorch
     std::vector<std::string> peer_blas = {"system"};  // peer: "system" and/or "netlib" (see suite_peer.cpp)
-    std::vector<std::string> peer_models;  // peer: "mlp" and/or "cnn"; empty: both
+    std::vector<std::string> peer_models;  // peer: any of "mlp", "cnn", "gpt"; empty: all three
     std::function<void(const std::string&)> progress;  // may be empty
 
     int blocks_or(int full, int quick_blocks) const { return blocks > 0 ? blocks : quick ? quick_blocks : full; }

@@ -73,6 +73,34 @@ Experiment reference_cnn_experiment() {
     return e;
 }
 
+Experiment reference_gpt_experiment() {
+    Experiment e = reference_experiment();
+    e.name = "bench-reference-gpt";
+    e.dataset.kind = "text";
+    e.dataset.path = "/usr/share/games/fortunes";
+    e.dataset.vocabulary = "chars";
+    e.dataset.context = 128;
+    e.dataset.test_fraction = 0.1;
+    e.model.kind = "gpt";
+    e.model.depth = 4;  // model.layers in the experiment file
+    e.model.heads = 4;
+    e.model.dim = 128;
+    e.model.context = 128;
+    e.model.mlp_ratio = 4;
+    e.model.tie_embeddings = false;
+    e.train.batch_size = 32;
+    e.train.optimizer = OptimizerKind::adamw;
+    e.train.lr = 1e-3;
+    e.train.beta1 = 0.9;
+    e.train.beta2 = 0.99;
+    e.train.eps = 1e-8;
+    e.train.weight_decay = 0.0;
+    e.train.schedule = LrSchedule::cosine;
+    e.train.warmup_steps = 100;
+    e.train.layer_stats_every = 10;  // as the preset records them
+    return e;
+}
+
 const std::vector<PrecisionConfig>& precision_configs() {
     static const std::vector<PrecisionConfig> configs = {
         {"fp32", "autocast off", [](Experiment&) {}},

@@ -23,6 +23,16 @@ Experiment reference_experiment();
 // AdamW lr 1e-3 on a cosine schedule over the run, batch 128; otherwise as reference_experiment.
 Experiment reference_cnn_experiment();
 
+// The reference language model of resources/experiments/gpt-text.json, in FP32 (the precision
+// configs add autocast, as the preset does with bf16): a pre-LayerNorm GPT of 4 blocks, 4 heads,
+// width 128, context 128, MLP ratio 4, untied head, on the fortunes corpus
+// (/usr/share/games/fortunes) with the "chars" vocabulary, context 128 and the last 10% of the
+// tokens held out; batch 32, AdamW lr 1e-3, betas 0.9/0.99, eps 1e-8, no weight decay, cosine
+// schedule with 100 warmup steps, per-layer statistics every 10 steps (as the preset). Timed by
+// blocks as reference_experiment is (steps never run out, so the schedule stays near its base rate
+// after the warmup; evaluation only when asked). Its data: load_dataset(e.dataset, e.train.seed).
+Experiment reference_gpt_experiment();
+
 // One of the precisions the engine suite times, as the experiment file names them.
 struct PrecisionConfig {
     const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3"

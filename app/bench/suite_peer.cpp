@@ -1,12 +1,15 @@
-// The `peer` suite: Mantissa next to PyTorch on the same reference models (the MLP and the CNN),
-// same batch, same threads, in one run.
+// The `peer` suite: Mantissa next to PyTorch on the same reference models (the MLP, the CNN and the
+// GPT language model), same batch, same threads, in one run.
 //
 // tests/bench/torch_peer.py (installed as share/mantissa/bench/torch_peer.py) runs under the
 // interpreter that has Debian's python3-torch, in its --serve mode, one process per model: it
 // loads the data, warms up, says which BLAS it uses, then times blocks of steps on command. Rounds
 // interleave a block of Mantissa fp32, PyTorch fp32, Mantissa bf16 (autocast bf16) and PyTorch
 // bf16 (torch.autocast on the CPU), each the same number of steps; the ratios are medians of
-// per-round ratios. Then both train fresh models for the same epochs and report test accuracy.
+// per-round ratios. Then both train fresh models for the same epochs and report test accuracy
+// (mlp, cnn), or for the same steps and report the test loss in nats per token (gpt: its schedule
+// over those steps; the training windows are drawn by each side's own generator, so the two runs
+// see different batches from the same distribution).
 //
 // BLAS: Debian's python3-torch multiplies through libblas.so.3, the reference netlib BLAS unless
 // an OpenBLAS package provides that alternative. "system" runs PyTorch as installed; "netlib"
@@ -64,12 +67,18 @@ struct PeerModel {
     const char* name;            // torch_peer.py's --model
     Experiment (*experiment)();  // reference_data.h
     double fp32_aim, bf16_aim;   // Mantissa samples/s over PyTorch's
+    bool language_model;         // gpt: samples are sequences; compared by test loss, not accuracy
 };
 
 const PeerModel peer_models[] = {
-    {"mlp", reference_experiment, 3.0, 2.0},
-    {"cnn", reference_cnn_experiment, 1.5, 1.5},
+    {"mlp", reference_experiment, 3.0, 2.0, false},
+    {"cnn", reference_cnn_experiment, 1.5, 1.5, false},
+    {"gpt", reference_gpt_experiment, 1.2, 1.2, true},
 };
+
+// The language model's test loss may differ from PyTorch's by this fraction (docs/benchmarks.md).
+constexpr double kLossAim = 0.02;
+constexpr const char* kLossAimText = "within 2%";
 
 Experiment peer_experiment(const PeerModel& model, const char* mode) {
     Experiment e = model.experiment();
@@ -101,13 +110,18 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
     const int threads = CpuMatmul::default_threads()  /* as apply_threads() set it */;
     const int rounds = o.blocks_or(7, 3);
     const int epochs = o.epochs > 0 ? o.epochs : o.quick ? 1 : 3;
+    // The language model's fixed-step loss run, and its warmup: the preset's 100 steps of 600,
+    // scaled down with a shorter run (the same on both sides).
+    const int lm_steps = o.peer_steps > 0 ? o.peer_steps : o.quick ? 60 : 300;
+    const int lm_warmup = std::min(100, lm_steps / 6);
     const std::string t = std::to_string(threads);
 
     Table speed;
     speed.name = "throughput";
-    speed.title = "Samples/s, batch 128, " + t + " thread(s) (median of " + std::to_string(rounds) +
+    speed.title = "Samples/s, " + t + " thread(s) (median of " + std::to_string(rounds) +
                   " interleaved rounds; ratio = median of per-round Mantissa/PyTorch)";
     speed.columns = {{"model", "model"},
+                     {"batch", "batch"},
                      {"blas", "PyTorch BLAS"},
                      {"mode", "mode"},
                      {"mantissa_samples_per_s", "Mantissa", "samples/s", 0},
@@ -126,7 +140,23 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                         {"test_accuracy_pct", "test accuracy", "%", 2, "%"},
                         {"seconds", "train s", "s", 1}};
 
+    Table losses;
+    losses.name = "loss";
+    losses.title = "Language model: test loss after " + std::to_string(lm_steps) +
+                   " steps (cosine schedule over them, " + std::to_string(lm_warmup) +
+                   " warmup steps), fresh models, over the whole test part";
+    losses.columns = {{"model", "model"},
+                      {"engine", "engine"},
+                      {"mode", "mode"},
+                      {"steps", "steps"},
+                      {"test_loss", "test loss", "nats/token", 4},
+                      {"perplexity", "perplexity", "", 2},
+                      {"loss_vs_pytorch_pct", "vs PyTorch", "%", 2, "%"},
+                      {"aim", "aim"},
+                      {"seconds", "train s", "s", 1}};
+
     Dataset full, subset;  // loaded once PyTorch is known to be there
+    Dataset text;          // the language model's corpus, likewise
     const char* modes[] = {"fp32", "bf16"};
     bool stopped = false;  // PyTorch could not be started: the rest is skipped too
 
@@ -136,6 +166,8 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
             std::find(o.peer_models.begin(), o.peer_models.end(), model.name) == o.peer_models.end())
             continue;
         bool accuracy_done = false;
+        const Experiment reference = model.experiment();
+        const int batch = reference.train.batch_size;
         for (const std::string& blas : o.peer_blas) {
             std::vector<std::pair<std::string, std::string>> env = {{"OMP_NUM_THREADS", t}, {"OPENBLAS_NUM_THREADS", t}};
             if (blas == "netlib") {
@@ -148,7 +180,7 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
             try {
                 peer = std::make_unique<ChildProcess>(
                     std::vector<std::string>{o.python, script, "--serve", "--model", model.name, "--threads", t,
-                                             "--batch", "128"},
+                                             "--batch", std::to_string(batch)},
                     env);
                 const auto line = peer->read_line();
                 ready = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
@@ -169,7 +201,16 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 stopped = true;
                 break;
             }
-            if (full.train.rows == 0) {
+            if (model.language_model && text.name.empty()) {
+                try {
+                    text = load_dataset(reference.dataset, reference.train.seed);
+                } catch (const Error& e) {  // no corpus: this model is left out, not the suite
+                    r.notes.push_back(std::string(model.name) + " left out: " + e.what());
+                    peer->write_line("quit");
+                    peer->wait();
+                    break;
+                }
+            } else if (!model.language_model && full.train.rows == 0) {
                 full = reference_data(0, 0);
                 subset = full;
                 subset.train.rows = std::min<std::int64_t>(subset.train.rows, 8192);
@@ -194,10 +235,22 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 }
             }
 
+            if (model.language_model && ready.contains("corpus")) {
+                const nlohmann::json c = ready["corpus"];
+                const std::string note = "gpt corpus as PyTorch built it: " +
+                                         std::to_string(c.value("tokens", 0)) + " tokens (" +
+                                         std::to_string(c.value("train_tokens", 0)) + " train, " +
+                                         std::to_string(c.value("test_tokens", 0)) + " test, " +
+                                         std::to_string(c.value("test_samples", 0)) + " test windows), vocabulary " +
+                                         std::to_string(c.value("vocab_size", 0)) + " ids";
+                if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+            }
+
             // Mantissa's trainers, warmed up; a block is the same number of steps on both sides.
+            const Dataset& data = model.language_model ? text : subset;
             std::vector<std::unique_ptr<Trainer>> ours;
             for (const char* m : modes)
-                ours.push_back(std::make_unique<Trainer>(peer_experiment(model, m), subset, make_backend("cpu")));
+                ours.push_back(std::make_unique<Trainer>(peer_experiment(model, m), data, make_backend("cpu")));
             double slowest = 0;
             for (auto& tr : ours) {
                 for (int i = 0; i < 3; ++i) tr->step();
@@ -229,12 +282,14 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 const Summary sa = summarize(a), sb = summarize(b);
                 const double ratio = median(ratios(b, a));  // their time / our time = our samples/s / theirs
                 const double aim = m == 0 ? model.fp32_aim : model.bf16_aim;
+                const double samples = static_cast<double>(batch) * steps;
                 speed.rows.push_back({{"model", model.name},
+                                      {"batch", batch},
                                       {"blas", kind},
                                       {"mode", m == 0 ? "fp32 vs fp32" : "bf16 vs bf16 autocast"},
-                                      {"mantissa_samples_per_s", 128.0 * steps / sa.median},
+                                      {"mantissa_samples_per_s", samples / sa.median},
                                       {"mantissa_spread_pct", sa.spread_pct()},
-                                      {"pytorch_samples_per_s", 128.0 * steps / sb.median},
+                                      {"pytorch_samples_per_s", samples / sb.median},
                                       {"pytorch_spread_pct", sb.spread_pct()},
                                       {"ratio", ratio},
                                       {"aim", ">= " + times(aim) + (ratio >= aim ? " met" : " NOT MET")},
@@ -243,6 +298,49 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
             }
             ours.clear();
 
+            if (!accuracy_done && model.language_model) {
+                for (const char* m : modes) {
+                    if (o.quick && std::string(m) != "fp32") {
+                        const std::string why = "--quick: bf16 loss left out";
+                        if (std::find(losses.notes.begin(), losses.notes.end(), why) == losses.notes.end())
+                            losses.notes.push_back(why);
+                        continue;
+                    }
+                    o.say(std::string("peer: ") + model.name + ", " + std::to_string(lm_steps) + " steps " + m +
+                          ", Mantissa and PyTorch");
+                    Experiment e = peer_experiment(model, m);
+                    e.train.steps = lm_steps;
+                    e.train.warmup_steps = lm_warmup;
+                    const auto s0 = Clock::now();
+                    Trainer trainer(e, text, make_backend("cpu"));
+                    while (!trainer.done()) trainer.step();
+                    const EvalRecord ev = trainer.evaluate();  // loss: nats per token
+                    const double ours_s = seconds_since(s0);
+                    peer->write_line(std::string("loss ") + m + " " + std::to_string(lm_steps) + " " +
+                                     std::to_string(lm_warmup));
+                    const nlohmann::json a = read_reply(*peer);
+                    const double theirs = a.at("test_loss").get<double>();
+                    const double diff = ev.loss / theirs - 1;
+                    losses.rows.push_back({{"model", model.name},
+                                           {"engine", "Mantissa"},
+                                           {"mode", m},
+                                           {"steps", lm_steps},
+                                           {"test_loss", number_or_null(ev.loss)},
+                                           {"perplexity", number_or_null(std::exp(ev.loss))},
+                                           {"loss_vs_pytorch_pct", number_or_null(100 * diff)},
+                                           {"aim", std::string(kLossAimText) +
+                                                       (std::abs(diff) <= kLossAim ? " met" : " NOT MET")},
+                                           {"seconds", ours_s}});
+                    losses.rows.push_back({{"model", model.name},
+                                           {"engine", "PyTorch"},
+                                           {"mode", m == std::string("bf16") ? "bf16 autocast" : m},
+                                           {"steps", lm_steps},
+                                           {"test_loss", theirs},
+                                           {"perplexity", a.at("perplexity").get<double>()},
+                                           {"seconds", a.at("seconds").get<double>()}});
+                }
+                accuracy_done = true;
+            }
             if (!accuracy_done) {
                 for (const char* m : modes) {
                     if (o.quick && std::string(m) != "fp32") {
@@ -285,14 +383,27 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
     r.skipped = speed.rows.empty() && stopped;
     if (!speed.rows.empty()) {
         std::string aims;
+        bool lm = false;
         for (const PeerModel& m : peer_models)
             aims += std::string(aims.empty() ? "" : "; ") + m.name + ": fp32 >= " + times(m.fp32_aim) +
                     " PyTorch fp32, bf16 >= " + times(m.bf16_aim) + " PyTorch bf16 autocast";
+        for (const auto& row : speed.rows) lm = lm || row.value("model", "") == "gpt";
         speed.notes.push_back("aims (docs/benchmarks.md): " + aims);
+        if (lm)
+            speed.notes.push_back("gpt: a sample is a sequence of 128 tokens (tokens/s = 128 x samples/s); "
+                                  "mlp, cnn: one image");
         r.tables.push_back(std::move(speed));
     }
     if (!accuracy.rows.empty()) r.tables.push_back(std::move(accuracy));
-    r.notes.push_back("data: " + (full.name.empty() ? std::string("not loaded") : full.name) + "; script: " + script +
+    if (!losses.rows.empty()) {
+        losses.notes.push_back("vs PyTorch = Mantissa's test loss / PyTorch's - 1; aim: " + std::string(kLossAimText) +
+                               " (docs/benchmarks.md); each side draws its own training windows");
+        r.tables.push_back(std::move(losses));
+    }
+    std::string loaded;
+    for (const Dataset* d : {&full, &text})
+        if (!d->name.empty()) loaded += (loaded.empty() ? "" : ", ") + d->name;
+    r.notes.push_back("data: " + (loaded.empty() ? std::string("not loaded") : loaded) + "; script: " + script +
                       "; python: " + o.python);
     r.seconds = seconds_since(t0);
     return r;

@@ -87,7 +87,8 @@ std::string render_document(const nlohmann::json& doc) {
 
 int run_bench(Args& args) {
     for (const char* f : {"json", "quick", "list"}) args.flag(f);
-    for (const char* o : {"suite", "output", "threads", "blocks", "epochs", "precision", "python", "peer-blas", "peer-model", "from"})
+    for (const char* o : {"suite", "output", "threads", "blocks", "epochs", "precision", "python", "peer-blas",
+                          "peer-model", "peer-steps", "from"})
         args.option(o);
     args.parse();
     if (!args.positional().empty())
@@ -137,6 +138,7 @@ int run_bench(Args& args) {
     o.threads = bounded(args, "threads", 1, 1024);
     o.blocks = bounded(args, "blocks", 1, 1000);
     o.epochs = bounded(args, "epochs", 1, 100);
+    o.peer_steps = bounded(args, "peer-steps", 1, 100000);
     for (const auto& p : split_list(args.values("precision"))) {
         if (!find_precision(p))
             throw UsageError{"unknown precision '" + p + "': use fp32, tf32, fp16, bf16 or fp8-e4m3"};
@@ -153,8 +155,9 @@ int run_bench(Args& args) {
     if (args.has("peer-model")) {
         o.peer_models = split_list(args.values("peer-model"));
         for (const auto& m : o.peer_models)
-            if (m != "mlp" && m != "cnn") throw UsageError{"unknown --peer-model '" + m + "': use mlp, cnn or mlp,cnn"};
-        if (o.peer_models.empty()) throw UsageError{"--peer-model needs mlp, cnn or both"};
+            if (m != "mlp" && m != "cnn" && m != "gpt")
+                throw UsageError{"unknown --peer-model '" + m + "': use mlp, cnn, gpt or a comma list of them"};
+        if (o.peer_models.empty()) throw UsageError{"--peer-model needs mlp, cnn, gpt or a comma list of them"};
     }
     std::vector<const SuiteDef*> chosen;
     const auto wanted = split_list(args.values("suite"));
@@ -236,8 +239,8 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  numeric   rounding elements/s per format vs the scalar path\n"
                       "  store     Recorder rows/s vs raw SQLite; training slowdown with recording on\n"
                       "  gui       replot times, GUI-open vs headless throughput (runs `mantissa --bench-gui`)\n"
-                      "  peer      Mantissa vs PyTorch on the CPU, the reference MLP and CNN (needs\n"
-                      "            /usr/bin/python3 with python3-torch)\n\n"
+                      "  peer      Mantissa vs PyTorch on the CPU, the reference MLP, CNN and GPT language\n"
+                      "            model (needs /usr/bin/python3 with python3-torch)\n\n"
                       "Options:\n"
                       "  --suite NAME[,NAME]  run these suites only (repeatable)\n"
                       "  --json               print one JSON document (machine, date, versions, suites -> rows)\n"
@@ -251,7 +254,9 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  --epochs N           peer: epochs before comparing test accuracy (default 3; 1 quick)\n"
                       "  --peer-blas LIST     peer: system (PyTorch as installed) and/or netlib (forces the\n"
                       "                       reference BLAS, what Debian gives without OpenBLAS); default system\n"
-                      "  --peer-model LIST    peer: mlp and/or cnn (default both)\n"
+                      "  --peer-model LIST    peer: any of mlp, cnn, gpt (default all three)\n"
+                      "  --peer-steps N       peer: gpt's training steps before comparing test loss (default\n"
+                      "                       300; 60 quick)\n"
                       "  --python PATH        peer: the interpreter with PyTorch (default /usr/bin/python3)\n"
                       "  --from FILE.json     print the tables of a saved --json document and exit\n"
                       "  --list               list the suites and exit\n\n"

@@ -105,7 +105,8 @@ private slots:
         QTest::newRow("epochs not a number") << QStringList{"bench", "--epochs", "3x"} << "--epochs needs a whole number";
         QTest::newRow("unknown precision") << QStringList{"bench", "--precision", "fp12"} << "unknown precision 'fp12'";
         QTest::newRow("unknown blas") << QStringList{"bench", "--peer-blas", "mkl"} << "unknown --peer-blas 'mkl'";
-        QTest::newRow("unknown peer model") << QStringList{"bench", "--peer-model", "gpt"} << "unknown --peer-model 'gpt'";
+        QTest::newRow("unknown peer model") << QStringList{"bench", "--peer-model", "rnn"} << "unknown --peer-model 'rnn'";
+        QTest::newRow("peer steps zero") << QStringList{"bench", "--peer-steps", "0"} << "--peer-steps takes a number from 1";
         QTest::newRow("unknown option") << QStringList{"bench", "--fast"} << "--fast";
         QTest::newRow("positional") << QStringList{"bench", "engine"} << "'engine'";
         QTest::newRow("missing value") << QStringList{"bench", "--suite"} << "--suite needs a value";
