@@ -285,7 +285,9 @@ def make_gpt(torch, vocab_size, seed):
             self.wpe = nn.Embedding(g["context"], d)
             self.blocks = nn.ModuleList(Block() for _ in range(layers))
             self.ln_f = nn.LayerNorm(d, eps=1e-5)
-            self.head = nn.Linear(d, vocab_size, bias=False)
+            # As Mantissa's: an untied head is a linear layer with a bias (zero at the start); the
+            # tied head has none.
+            self.head = nn.Linear(d, vocab_size, bias=not g["tie_embeddings"])
             if g["tie_embeddings"]:
                 self.head.weight = self.wte.weight
             for name, p in self.named_parameters():
