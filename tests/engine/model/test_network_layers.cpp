@@ -120,6 +120,33 @@ private slots:
         QCOMPARE(static_cast<std::int64_t>(values * 4), be.memory().total());
     }
 
+    // And for a GPT, tied and untied. In FP32: the CPU backend's ledger models a device's bytes per
+    // format, so only FP32 tensors are 4 bytes a value there.
+    void estimateMatchesTheLedgerForAGpt_data() {
+        QTest::addColumn<bool>("tied");
+        QTest::addColumn<int>("autocast");
+        QTest::newRow("untied") << false << static_cast<int>(Autocast::off);
+        QTest::newRow("tied") << true << static_cast<int>(Autocast::off);
+    }
+    void estimateMatchesTheLedgerForAGpt() {
+        QFETCH(bool, tied);
+        QFETCH(int, autocast);
+        ModelSpec spec;
+        spec.kind = "gpt";
+        spec.depth = 2;
+        spec.heads = 2;
+        spec.dim = 8;
+        spec.context = 6;
+        spec.tie_embeddings = tied;
+        const ModelDesc desc = describe_model(spec, SampleShape{4, 1, 1}, 7, false, 4);
+        const Autocast a = static_cast<Autocast>(autocast);
+        const std::vector<LayerFormats> formats(desc.layers.size(), resolve_layer_formats(LayerPrecision::automatic, a, true));
+        const OpFormats ops = resolve_op_formats(OpPrecisions{}, a);
+        CpuBackend be;
+        Network net(be, desc, 3, 1, Fp8Recipe{}, formats, ops);
+        QCOMPARE(static_cast<std::int64_t>(network_values(desc, formats, 3, 0, ops) * 4), be.memory().total());
+    }
+
     // Batchnorm in evaluation uses the running statistics, which training moved.
     void batchnormEvaluatesWithRunningStatistics() {
         const ModelDesc desc =
