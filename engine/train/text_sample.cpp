@@ -33,9 +33,12 @@ TextSample generate_text(Network& network, const data::TextCorpus& corpus, int t
         network.read_rows(network.output(), logits.data(), last + 1);
         const float* l = logits.data() + last * V;
         const float top = *std::max_element(l, l + V);
+        // The unknown id of a chars vocabulary is never a training target, so it is never drawn.
+        const std::int64_t unknown = corpus.unknown_id();
         double total = 0;
         for (std::int64_t v = 0; v < V; ++v)
-            total += weights[static_cast<std::size_t>(v)] = std::isfinite(l[v]) ? std::exp((l[v] - top) / temperature) : 0.0;
+            total += weights[static_cast<std::size_t>(v)] =
+                std::isfinite(l[v]) && v != unknown ? std::exp((l[v] - top) / temperature) : 0.0;
         double u = static_cast<double>(rng.uniform()) * total;
         std::int32_t next = static_cast<std::int32_t>(V - 1);
         for (std::int64_t v = 0; v < V; ++v) {

@@ -1,8 +1,8 @@
 // The generated sample a language model's run shows at each evaluation: a continuation of a prompt,
 // written token by token, each drawn from softmax(logits / temperature) of the last position by a
 // generator seeded with `seed` alone, so the same weights give the same sample on every machine
-// (up to the logits' own rounding). The window is the model's context: the prompt and what follows
-// it, its last T tokens once longer. With causal attention, a window shorter than T is placed at
+// (up to the logits' own rounding); the chars vocabulary's unknown id is never drawn. The window
+// is the model's context: the prompt and what follows it, its last T tokens once longer. With causal attention, a window shorter than T is placed at
 // the start of the sample and the positions after it are never seen by the ones before, so their
 // (zero) ids change nothing.
 //
