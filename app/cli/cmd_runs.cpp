@@ -487,19 +487,22 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
                       "Exit status: 0 ok, 2 the store cannot be read.\n",
                       run_runs});
 
-MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, events",
+MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, op statistics, events",
                       "usage: mantissa-cli show RUN [--json] [--all-events] [--db FILE]\n\n"
                       "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
                       "skipped steps, final loss, last test evaluation, loss scale, training time, throughput\n"
                       "in samples/s (mean over the run: samples / training time), peak memory), its layers\n"
                       "(name, kind, the shape of a sample in and out, parameters; a run recorded before\n"
-                      "schema version 4 has none), its events (settings changed during the run, overflows,\n"
-                      "scale changes...) and the full configuration it started with. RUN is an id or the\n"
-                      "unique start of a run's name. An overflow or loss-scale change repeated on\n"
-                      "consecutive steps is listed as one entry with its step range (\"Overflow on every\n"
-                      "step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
+                      "schema version 4 has none), for a transformer each attention layer's largest logit and\n"
+                      "each layer norm's smallest variance (the last measured and the extreme over the run),\n"
+                      "for a language model the last sample it wrote, its events (settings changed during\n"
+                      "the run, overflows, scale changes...) and the full configuration it started with.\n"
+                      "RUN is an id or the unique start of a run's name. An overflow or loss-scale change\n"
+                      "repeated on consecutive steps is listed as one entry with its step range (\"Overflow\n"
+                      "on every step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
-                      "  --json         print one JSON object (the run, config, totals, layers, events)\n"
+                      "  --json         print one JSON object (the run, config, totals, layers, op_stats,\n"
+                      "                 last_sample, events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});
