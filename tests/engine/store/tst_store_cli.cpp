@@ -231,7 +231,8 @@ private slots:
 
     // A language model's run: per stat, each op's last value and its extreme over the run (the
     // largest logit, the smallest variance, NaN left out but counted), and the last sample the
-    // model wrote, line breaks kept and indented, control characters escaped; --json gives the same.
+    // model wrote, line breaks (CRLF too) kept and indented, control characters escaped; --json
+    // gives the same.
     // A run without op rows or samples shows neither section.
     void showGivesOpStatisticsAndTheLastSample() {
         const QString path = m_dir.filePath("gpt.sqlite");
@@ -252,7 +253,7 @@ private slots:
                            R"({"loss":2.5,"perplexity":12.18,"accuracy":0.3,"prompt":"a","sample":"b","temperature":0.8})"});
             rec->on_event({20, 2.0, EventKind::evaluation, "Test loss 1.9234 at step 20; the model writes: ...",
                            "{\"loss\":1.9234,\"perplexity\":6.8443,\"accuracy\":0.45,\"prompt\":\"First Citizen:\\nBefore "
-                           "we\",\"sample\":\" proceed any further,\\nhear me speak.\\tX\\u001b[31m\",\"temperature\":0.8}"});
+                           "we\",\"sample\":\" proceed any further,\\r\\nhear me speak.\\tX\\u001b[31m\",\"temperature\":0.8}"});
             rec->on_event({20, 2.0, EventKind::evaluation, "An evaluation without a sample.", R"({"loss":1.9})"});
             rec->finish(RunStatus::completed);
         }
@@ -309,7 +310,7 @@ private slots:
         QCOMPARE(last["perplexity"].toDouble(), 6.8443);
         QCOMPARE(last["temperature"].toDouble(), 0.8);
         QCOMPARE(last["prompt"].toString(), QString("First Citizen:\nBefore we"));
-        QCOMPARE(last["sample"].toString(), QString(" proceed any further,\nhear me speak.\tX\x1b[31m"));
+        QCOMPARE(last["sample"].toString(), QString(" proceed any further,\r\nhear me speak.\tX\x1b[31m"));
 
         // export --table op_steps: the rows as recorded, NaN an empty field.
         Result e = cli({"export", "1", "--table", "op_steps", "--db", path});
@@ -329,6 +330,62 @@ private slots:
         QCOMPARE(pj["op_stats"].toArray().size(), 0);
         QVERIFY(pj.contains("last_sample") && pj["last_sample"].isNull());
         QCOMPARE(pj["totals"].toObject()["op_rows"].toInt(), 0);
+    }
+
+    // End to end: a small language model trained by `mantissa-cli train` records its op rows on
+    // the steps with layer statistics (the session's on_op_steps through the recorder), and show
+    // summarises them and prints the sample of its last evaluation.
+    void trainedLanguageModelShowsItsOpStatisticsAndSample() {
+        const QString dir = m_dir.filePath("lm");
+        QVERIFY(QDir().mkpath(dir));
+        QFile corpus(dir + "/corpus.txt");
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 200; ++i) corpus.write(QByteArray("the quick brown fox jumps over the lazy dog ") + QByteArray::number(i % 7) + "\n");
+        corpus.close();
+        QFile experiment(dir + "/lm.json");
+        QVERIFY(experiment.open(QIODevice::WriteOnly));
+        const QJsonObject lm{
+            {"name", "tiny-lm"},
+            {"dataset", QJsonObject{{"kind", "text"}, {"path", dir + "/corpus.txt"}, {"vocabulary", "chars"},
+                                    {"context", 16}}},
+            {"model", QJsonObject{{"kind", "gpt"}, {"layers", 2}, {"heads", 2}, {"dim", 16}, {"context", 16},
+                                  {"mlp_ratio", 2}}},
+            {"train", QJsonObject{{"batch_size", 4}, {"steps", 12}, {"eval_every", 6}, {"layer_stats_every", 4},
+                                  {"seed", 3}}},
+            {"precision", QJsonObject{{"autocast", "off"}}},
+            {"backend", "cpu"}};
+        experiment.write(QJsonDocument(lm).toJson());
+        experiment.close();
+        const QString db = dir + "/runs.sqlite";
+        Result t = cli({"train", dir + "/lm.json", "--db", db});
+        QVERIFY2(t.code == 0, qPrintable(t.out + t.err));
+        Result j = cli({"show", "tiny-lm", "--json", "--db", db});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        const QJsonArray ops = o["op_stats"].toArray();
+        QStringList names;
+        for (const auto& v : ops) {
+            const QJsonObject op = v.toObject();
+            names << op["name"].toString() + " " + op["stat"].toString();
+            QCOMPARE(op["steps"].toInt(), 3);  // steps 0, 4, 8
+            QCOMPARE(op["last_step"].toInt(), 8);
+            QVERIFY2(op["last"].toDouble() > 0, qPrintable(names.last()));
+        }
+        QCOMPARE(names, QStringList({"blocks.0.ln1 min_variance", "blocks.0.attn logit_amax", "blocks.0.ln2 min_variance",
+                                     "blocks.1.ln1 min_variance", "blocks.1.attn logit_amax", "blocks.1.ln2 min_variance",
+                                     "ln_f min_variance"}));
+        QCOMPARE(o["totals"].toObject()["op_rows"].toInt(), 21);
+        const QJsonObject sample = o["last_sample"].toObject();
+        QCOMPARE(sample["step"].toInt(), 12);
+        QVERIFY(!sample["sample"].toString().isEmpty());
+        QVERIFY(!sample["prompt"].toString().isEmpty());
+        QVERIFY(sample["loss"].toDouble() > 0);
+        Result r = cli({"show", "tiny-lm", "--db", db});
+        QCOMPARE(r.code, 0);
+        for (const char* part : {"\n\nAttention logits (largest |QK", "\n  blocks.1.attn  ",
+                                 "\n\nLayer norm variance (smallest row variance of a step): last, and min over the run\n",
+                                 "\n  ln_f  ", "\n\nLast sample (step 12, test loss ", "21 op rows"})
+            QVERIFY2(r.out.contains(QString::fromUtf8(part)), qPrintable(QString("missing '%1' in:\n%2").arg(part, r.out)));
     }
 
     // Layer rows no Mantissa writes (a store edited by hand): sizes whose product overflows,
