@@ -83,7 +83,7 @@ const char* const db_option = "  --db FILE   the run store (default: $XDG_DATA_H
 
 MANTISSA_CLI_COMMAND({"rm", "remove a run and everything recorded with it",
                       std::string("usage: mantissa-cli rm RUN [--db FILE]\n\n"
-                                  "Removes the run (its steps, layer rows, evaluations and events). RUN is an id or\n"
+                                  "Removes the run (its steps, layer rows, op rows, evaluations and events). RUN is an id or\n"
                                   "the unique start of a run's name. A run still being recorded is not removed.\n\n") +
                           db_option + "\nExit status: 0 removed, 2 no such run, or the store cannot be written.\n",
                       run_rm});

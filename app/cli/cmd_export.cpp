@@ -41,8 +41,9 @@ int run_export(Args& args) {
     const auto format = RunStore::parse_export_format(format_name);
     if (!format) throw UsageError{"unknown --format '" + format_name + "'; use csv or json"};
     const std::string table = args.value("table").value_or("steps");
-    if (table != "steps" && table != "layer_steps" && table != "evals" && table != "events" && table != "layers")
-        throw UsageError{"unknown --table '" + table + "'; use steps, layer_steps, evals, events or layers"};
+    if (table != "steps" && table != "layer_steps" && table != "evals" && table != "events" && table != "layers" &&
+        table != "op_steps")
+        throw UsageError{"unknown --table '" + table + "'; use steps, layer_steps, evals, events, layers or op_steps"};
 
     const std::string db = args.value("db").value_or(default_store_path());
     const auto output = args.value("output");
@@ -90,15 +91,17 @@ int run_export(Args& args) {
 
 }  // namespace
 
-MANTISSA_CLI_COMMAND({"export", "export a run's steps, layer rows, evaluations, events or layers as CSV or JSON",
+MANTISSA_CLI_COMMAND({"export", "export a run's steps, layer rows, evaluations, events, layers or op rows as CSV or JSON",
                       "usage: mantissa-cli export RUN [--format csv|json] [--table TABLE] [-o FILE] [--db FILE]\n\n"
                       "Writes one table of a run. RUN is an id or the unique start of a run's name.\n"
                       "CSV has a header row, RFC 4180 quoting and CRLF line ends; JSON is an array of objects.\n"
                       "docs/schema.md describes every column.\n\n"
                       "  --format csv|json   the output format (default: csv)\n"
-                      "  --table TABLE       steps (default), layer_steps, evals, events or layers (the\n"
+                      "  --table TABLE       steps (default), layer_steps, evals, events, layers (the\n"
                       "                      network's layers: kind, shapes, parameters; none for a run\n"
-                      "                      recorded before store version 4)\n"
+                      "                      recorded before store version 4) or op_steps (attention\n"
+                      "                      logits' amax and layer norms' smallest variance by step;\n"
+                      "                      none before store version 5 or for a model without them)\n"
                       "  -o, --output FILE   write to FILE instead of standard output\n"
                       "  --db FILE           the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n\n"
                       "FILE is never the run store or any other SQLite database: such a FILE is refused.\n\n"

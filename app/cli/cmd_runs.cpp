@@ -1,5 +1,5 @@
 // `mantissa-cli runs` and `mantissa-cli show`: the run store's list, and one run's summary
-// (configuration, final metrics, layers, events). Both open with StoreAccess::read: dead runs get marked
+// (configuration, final metrics, layers, op statistics, a language model's last sample, events). Both open with StoreAccess::read: dead runs get marked
 // interrupted and an older file is migrated (with its backup copy), a file that cannot be written
 // is read as it is, and a store that does not exist is never created. Text from
 // the store is printed with control characters escaped (a name cannot break the table or send
@@ -20,6 +20,7 @@
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "store/op_summary.h"
 #include "store/run_text.h"
 #include "config/event_coalesce.h"
 #include "config/layer_info.h"
@@ -189,6 +190,123 @@ void print_layers(const std::vector<LayerInfo>& layers) {
     }
 }
 
+// A statistic's value for a terminal: 5 significant digits (65504, FP16's largest, whole), "inf", "nan".
+std::string stat_value(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.5g", v);
+    return buf;
+}
+
+// The heading of a stat's section in `show` (config/telemetry.h, OpStepRecord).
+std::string stat_heading(const std::string& stat) {
+    if (stat == "logit_amax") return "Attention logits (largest |QK\u1d40/\u221ad| of a step)";
+    if (stat == "min_variance") return "Layer norm variance (smallest row variance of a step)";
+    return "Op statistic " + shown(stat);
+}
+
+ojson op_stats_json(const std::vector<OpStatSummary>& summaries) {
+    ojson a = ojson::array();
+    for (const OpStatSummary& s : summaries)
+        a.push_back({{"name", s.name},
+                     {"stat", s.stat},
+                     {"steps", s.steps},
+                     {"last_step", s.last_step},
+                     {"last", number_or_null(s.last)},
+                     {"extreme", number_or_null(s.extreme)},  // max logit_amax, min min_variance
+                     {"extreme_step", std::isnan(s.extreme) ? ojson(nullptr) : ojson(s.extreme_step)},
+                     {"nan_steps", s.nan_steps}});
+    return a;
+}
+
+// The op statistics of `show`, a section per stat and a line per op: its last value and the
+// extreme over the run, "blocks.0.attn  12.3  (max 15.1 at step 300)". Nothing for a run without.
+void print_op_stats(const std::vector<OpStatSummary>& summaries) {
+    std::vector<std::string> stats;  // attention first, then layer norms, then others as they appear
+    for (const char* known : {"logit_amax", "min_variance"})
+        if (std::any_of(summaries.begin(), summaries.end(), [&](const OpStatSummary& s) { return s.stat == known; }))
+            stats.push_back(known);
+    for (const OpStatSummary& s : summaries)
+        if (std::find(stats.begin(), stats.end(), s.stat) == stats.end()) stats.push_back(s.stat);
+    for (const std::string& stat : stats) {
+        const char* side = op_stat_larger_is_worse(stat) ? "max" : "min";
+        std::size_t name_width = 0, value_width = 0;
+        for (const OpStatSummary& s : summaries)
+            if (s.stat == stat) {
+                name_width = std::max(name_width, std::min<std::size_t>(chars_of(shown(s.name)), 32));
+                value_width = std::max(value_width, stat_value(s.last).size());
+            }
+        std::printf("\n%s: last, and %s over the run\n", stat_heading(stat).c_str(), side);
+        for (const OpStatSummary& s : summaries) {
+            if (s.stat != stat) continue;
+            std::string extreme = std::isnan(s.extreme) ? std::string("no value that is a number")
+                                                        : std::string(side) + " " + stat_value(s.extreme) +
+                                                              " at step " + std::to_string(s.extreme_step);
+            if (s.nan_steps > 0)
+                extreme += ", NaN at " + std::to_string(s.nan_steps) + (s.nan_steps == 1 ? " step" : " steps");
+            std::printf("  %s  %*s  (%s)\n", pad(clip(shown(s.name), 32), name_width).c_str(),
+                        static_cast<int>(value_width), stat_value(s.last).c_str(), extreme.c_str());
+        }
+    }
+}
+
+// A language model's last generated sample: the data of the last `evaluation` event that holds
+// one (engine/train/session.cpp writes {"loss", "perplexity", "accuracy", "prompt", "sample",
+// "temperature"}), with the event's step; nullopt when no event has one.
+struct LastSample {
+    std::int64_t step = 0;
+    ojson data;
+};
+
+std::optional<LastSample> last_sample(const std::vector<Event>& events) {
+    for (auto e = events.rbegin(); e != events.rend(); ++e) {
+        if (e->kind != EventKind::evaluation) continue;
+        ojson data = ojson::parse(e->data_json, nullptr, false);
+        if (data.is_object() && data.contains("sample") && data["sample"].is_string())
+            return LastSample{e->step, std::move(data)};
+    }
+    return std::nullopt;
+}
+
+std::string json_text(const ojson& data, const char* key) {
+    const auto it = data.find(key);
+    return it != data.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<double> json_number(const ojson& data, const char* key) {
+    const auto it = data.find(key);
+    if (it == data.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+}
+
+ojson last_sample_json(const std::optional<LastSample>& sample) {
+    if (!sample) return nullptr;
+    return {{"step", sample->step},
+            {"loss", number_or_null(json_number(sample->data, "loss"))},
+            {"perplexity", number_or_null(json_number(sample->data, "perplexity"))},
+            {"temperature", number_or_null(json_number(sample->data, "temperature"))},
+            {"prompt", json_text(sample->data, "prompt")},
+            {"sample", json_text(sample->data, "sample")}};
+}
+
+// "Last sample (step 500, test loss 1.234 nats/token, perplexity 3.44):" and the prompt, an arrow
+// where the model took over, and what it wrote, with its line breaks, indented.
+void print_last_sample(const std::optional<LastSample>& sample) {
+    if (!sample) return;
+    std::printf("\nLast sample (step %lld, test loss %s nats/token, perplexity %s):\n",
+                static_cast<long long>(sample->step), fixed(json_number(sample->data, "loss"), "%.4f").c_str(),
+                fixed(json_number(sample->data, "perplexity"), "%.2f").c_str());
+    std::string raw = json_text(sample->data, "prompt") + "\u2192" + json_text(sample->data, "sample");
+    for (std::size_t at = raw.find("\r\n"); at != std::string::npos; at = raw.find("\r\n", at))
+        raw.erase(at, 1);  // a CRLF line break is a line break (a lone \r is escaped below)
+    std::string text = store::printable_text(raw, true);
+    if (!text.empty() && text.back() == '\n') text.pop_back();  // its own last line break ends the section
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+        text.insert(at + 1, 2, ' ');
+    std::printf("  %s\n", text.c_str());
+}
+
 std::string db_path(const Args& args) {
     return args.value("db").value_or(default_store_path());
 }
@@ -246,6 +364,8 @@ int run_show(Args& args) {
     const RunTotals t = store.totals(id);
     const auto events = store.events(id);
     const auto layers = store.layers(id);
+    const auto op_stats = summarize_op_steps(store.op_steps(id));
+    const auto sample = last_sample(events);
 
     if (args.has("json")) {
         ojson out = run_json(r);
@@ -261,8 +381,11 @@ int run_show(Args& args) {
                          {"peak_memory_bytes", t.peak_memory_bytes},
                          {"layer_rows", t.layer_rows},
                          {"evals", t.evals},
-                         {"events", t.events}};
+                         {"events", t.events},
+                         {"op_rows", t.op_rows}};
         out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
+        out["op_stats"] = op_stats_json(op_stats);  // [] for a model without such ops, or before version 5
+        out["last_sample"] = last_sample_json(sample);  // null unless a language model's evaluation wrote one
         ojson ev = ojson::array();
         for (const auto& e : events) {
             ojson data = ojson::parse(e.data_json, nullptr, false);
@@ -307,9 +430,13 @@ int run_show(Args& args) {
     if (t.samples_per_s)
         std::printf("  throughput   %s %s\n", fixed(t.samples_per_s, "%.0f").c_str(), run_samples_per_s_label);
     if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", human_bytes(t.peak_memory_bytes).c_str());
-    std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events\n", static_cast<long long>(t.layer_rows),
+    std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
+    if (t.op_rows > 0) std::printf(", %lld op rows", static_cast<long long>(t.op_rows));
+    std::printf("\n");
     print_layers(layers);
+    print_op_stats(op_stats);
+    print_last_sample(sample);
 
     // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the
     // same rule as the GUI's Events panel (config/event_coalesce.h); --json keeps every event.
@@ -363,19 +490,22 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
                       "Exit status: 0 ok, 2 the store cannot be read.\n",
                       run_runs});
 
-MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, events",
+MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, op statistics, events",
                       "usage: mantissa-cli show RUN [--json] [--all-events] [--db FILE]\n\n"
                       "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
                       "skipped steps, final loss, last test evaluation, loss scale, training time, throughput\n"
                       "in samples/s (mean over the run: samples / training time), peak memory), its layers\n"
                       "(name, kind, the shape of a sample in and out, parameters; a run recorded before\n"
-                      "schema version 4 has none), its events (settings changed during the run, overflows,\n"
-                      "scale changes...) and the full configuration it started with. RUN is an id or the\n"
-                      "unique start of a run's name. An overflow or loss-scale change repeated on\n"
-                      "consecutive steps is listed as one entry with its step range (\"Overflow on every\n"
-                      "step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
+                      "schema version 4 has none), for a transformer each attention layer's largest logit and\n"
+                      "each layer norm's smallest variance (the last measured and the extreme over the run),\n"
+                      "for a language model the last sample it wrote, its events (settings changed during\n"
+                      "the run, overflows, scale changes...) and the full configuration it started with.\n"
+                      "RUN is an id or the unique start of a run's name. An overflow or loss-scale change\n"
+                      "repeated on consecutive steps is listed as one entry with its step range (\"Overflow\n"
+                      "on every step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
-                      "  --json         print one JSON object (the run, config, totals, layers, events)\n"
+                      "  --json         print one JSON object (the run, config, totals, layers, op_stats,\n"
+                      "                 last_sample, events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});

@@ -71,6 +71,8 @@ Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& o
       m_insert_steps(m_db, store::insert_sql(store::steps_table(), rows_per_insert)),
       m_insert_layer(m_db, store::insert_sql(store::layer_steps_table())),
       m_insert_layers(m_db, store::insert_sql(store::layer_steps_table(), rows_per_insert)),
+      m_insert_op(m_db, store::insert_sql(store::op_steps_table())),
+      m_insert_ops(m_db, store::insert_sql(store::op_steps_table(), rows_per_insert)),
       m_insert_eval(m_db, store::insert_sql(store::evals_table())),
       m_insert_event(m_db, store::insert_sql(store::events_table())),
       m_update_progress(m_db, "UPDATE runs SET step_count = ?, updated_at = ? WHERE id = ?"),
@@ -132,6 +134,7 @@ void Recorder::Impl::push_step(const StepRecord& step, const std::vector<LayerSt
     std::unique_lock lock(m_mutex);
     if (!admit(lock, 1 + layers.size(), step.step, step.time_s)) return;
     const std::size_t before = m_queue.rows();
+    m_pushed_time_s = step.time_s;
     m_queue.steps.push_back(step);
     for (const LayerStepRecord& l : layers) {
         const auto offset = static_cast<std::uint32_t>(m_queue.blobs.size());
@@ -156,6 +159,18 @@ void Recorder::Impl::push_event(const Event& event) {
     if (!admit(lock, 1, event.step, event.time_s)) return;
     const std::size_t before = m_queue.rows();
     m_queue.events.push_back(event);
+    after_push(before);
+}
+
+void Recorder::Impl::push_ops(const std::vector<OpStepRecord>& ops) {
+    if (ops.empty()) return;
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, ops.size(), ops.front().step, m_pushed_time_s)) return;
+    const std::size_t before = m_queue.rows();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const OpStepRecord& o = ops[i];
+        m_queue.ops.push_back({o.step, static_cast<std::int32_t>(i), o.name, o.stat, o.value});
+    }
     after_push(before);
 }
 
@@ -270,6 +285,11 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     insert_rows(batch.steps, m_insert_step, m_insert_steps, rows_per_insert, store::steps_table(), bind_step);
     insert_rows(batch.layers, m_insert_layer, m_insert_layers, rows_per_insert, store::layer_steps_table(),
                 bind_layer);
+    auto bind_op = [&](Statement& q, int p, const QueuedOp& o) {
+        q.bind(p + 1, run_id).bind(p + 2, o.step).bind(p + 3, static_cast<std::int64_t>(o.op));
+        q.bind_static(p + 4, o.name).bind_static(p + 5, o.stat).bind(p + 6, o.value);  // a NaN binds as NULL
+    };
+    insert_rows(batch.ops, m_insert_op, m_insert_ops, rows_per_insert, store::op_steps_table(), bind_op);
     for (const EvalRecord& e : batch.evals) {
         Statement& q = m_insert_eval;
         q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);
@@ -398,6 +418,9 @@ void Recorder::on_eval(const EvalRecord& eval) {
 }
 void Recorder::on_event(const Event& event) {
     m_impl->push_event(event);
+}
+void Recorder::on_op_steps(const std::vector<OpStepRecord>& ops) {
+    m_impl->push_ops(ops);
 }
 
 void Recorder::finish(RunStatus status, const std::string& error) {

@@ -32,6 +32,7 @@ struct Recorder::Impl {
     void push_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers);
     void push_eval(const EvalRecord& eval);
     void push_event(const Event& event);
+    void push_ops(const std::vector<OpStepRecord>& ops);
     void finish(RunStatus status, const std::string& error);
     std::string error() const;
 
@@ -53,19 +54,31 @@ private:
         std::optional<Fp8LayerScaling> fp8;    // absent: the fp8_* columns are NULL
     };
 
+    // An op row as queued: its place in the step's report is the `op` column.
+    struct QueuedOp {
+        std::int64_t step;
+        std::int32_t op;
+        std::string name, stat;
+        double value;
+    };
+
     struct Batch {
         std::vector<StepRecord> steps;
         std::vector<QueuedLayer> layers;
         std::vector<std::uint8_t> blobs;
         std::vector<EvalRecord> evals;
         std::vector<Event> events;
-        std::size_t rows() const { return steps.size() + layers.size() + evals.size() + events.size(); }
+        std::vector<QueuedOp> ops;
+        std::size_t rows() const {
+            return steps.size() + layers.size() + evals.size() + events.size() + ops.size();
+        }
         void clear() {  // keeps the capacity: batches are swapped and reused
             steps.clear();
             layers.clear();
             blobs.clear();
             evals.clear();
             events.clear();
+            ops.clear();
         }
     };
 
@@ -95,14 +108,16 @@ private:
     RunStatus m_final_status = RunStatus::stopped;
     std::string m_final_error;
     std::string m_error;
+    double m_pushed_time_s = 0;  // the last step handed in: the time of a backpressure notice for its ops
     std::thread m_writer;
 
     // Writer thread.
     store::Connection m_db;
-    // Steps and layer rows go in rows_per_insert at a time while a batch has that many: one
+    // Steps, layer rows and op rows go in rows_per_insert at a time while a batch has that many: one
     // statement for many rows spends SQLite's per-statement work once.
     static constexpr int rows_per_insert = 16;
-    store::Statement m_insert_step, m_insert_steps, m_insert_layer, m_insert_layers, m_insert_eval, m_insert_event;
+    store::Statement m_insert_step, m_insert_steps, m_insert_layer, m_insert_layers, m_insert_op, m_insert_ops;
+    store::Statement m_insert_eval, m_insert_event;
     store::Statement m_update_progress, m_update_final, m_update_failed;
     Batch m_batch;                  // the batch being written
     std::int64_t m_step_count = 0;  // rows committed to steps

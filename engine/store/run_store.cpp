@@ -404,6 +404,21 @@ std::vector<LayerInfo> RunStore::layers(std::int64_t run_id) {
     return out;
 }
 
+std::vector<OpStepRecord> RunStore::op_steps(std::int64_t run_id, std::int64_t from_step) {
+    Statement q(m_impl->db(), select_sql(store::op_steps_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    std::vector<OpStepRecord> out;
+    while (q.step()) {
+        OpStepRecord o;
+        o.step = q.column_int(0);
+        o.name = q.column_text(2);
+        o.stat = q.column_text(3);
+        o.value = q.column_double(4);  // NULL -> NaN
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
 namespace {
 
 // The rows a run's steps trained (RunTotals::samples): each step's from its own two figures, a
@@ -469,8 +484,8 @@ RunTotals RunStore::totals(std::int64_t run_id) {
         t.samples = samples;
         t.samples_per_s = run_samples_per_s(*samples, *t.elapsed_s);
     }
-    for (auto [table, field] :
-         {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals}, std::pair{"events", &t.events}}) {
+    for (auto [table, field] : {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals},
+                                std::pair{"events", &t.events}, std::pair{"op_steps", &t.op_rows}}) {
         Statement q(db, std::string("SELECT count(*) FROM ") + table + " WHERE run_id = ?");
         q.bind(1, run_id);
         q.step();

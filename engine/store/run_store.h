@@ -82,11 +82,12 @@ struct RunTotals {
     std::optional<double> samples_per_s;
     std::int64_t peak_memory_bytes = 0;        // the largest MemoryBreakdown::total() of a step
     std::int64_t layer_rows = 0, evals = 0, events = 0;
+    std::int64_t op_rows = 0;  // rows in op_steps (schema version 5; 0 for a model without such ops)
 };
 
 // How a Recorder batches and waits. The defaults are what training uses; tests shrink them.
 struct RecorderOptions {
-    std::size_t queue_bound_rows = 100000;  // queued rows (steps + layer rows + evals + events)
+    std::size_t queue_bound_rows = 100000;  // queued rows (steps + layer rows + op rows + evals + events)
                                             // beyond which the training thread waits
     int commit_interval_ms = 100;           // the writer commits at least this often when rows wait
     std::int64_t max_page_count = 0;        // > 0: caps the file (PRAGMA max_page_count), which
@@ -144,6 +145,12 @@ public:
     // The run's layers as start_run() recorded them, in order (in_features and out_features are
     // the shapes' numel()); empty for a run recorded before schema version 4, which kept none.
     std::vector<LayerInfo> layers(std::int64_t run_id);
+    // The run's op statistics (OpStepRecord: attention logits' amax, layer norms' smallest
+    // variance) at or after from_step, in step order and within a step in the order the session
+    // reported them (the network's); a NaN reads back as NaN, an infinity as itself. Empty for a
+    // run recorded before schema version 5 and for a model without such ops. store/op_summary.h
+    // summarises them per op.
+    std::vector<OpStepRecord> op_steps(std::int64_t run_id, std::int64_t from_step = 0);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
     // run whose recording process still lives (stop it first). Names, notes and tags (and a new
@@ -157,7 +164,7 @@ public:
     enum class ExportFormat { csv, json };
     std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
     // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
-    // evals, events, layers. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
+    // evals, events, layers, op_steps. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
     // objects, one per line. docs/schema.md, "Exports", gives the value formats.
     void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
     static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"
@@ -167,7 +174,7 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// Thread use: on_step/on_eval/on_event from the training thread (one producer at a time);
+// Thread use: on_step/on_eval/on_event/on_op_steps from the training thread (one producer at a time);
 // finish() and error() from any thread. Rows handed in after finish() are ignored, and so are rows
 // after a write error (error() then says why recording stopped).
 class Recorder : public TelemetrySink {
@@ -177,6 +184,9 @@ public:
     void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override;
     void on_eval(const EvalRecord& eval) override;
     void on_event(const Event& event) override;
+    // Queued like a step's layer rows (the same bound and wait); each row's `op` column is its
+    // place in `ops`.
+    void on_op_steps(const std::vector<OpStepRecord>& ops) override;
     // Flushes every queued row, sets the final status (and the error, for failed), joins the writer.
     void finish(RunStatus status, const std::string& error = {});
     // Non-empty when the writer hit an error (disk full): recording stopped, data so far kept.

@@ -141,6 +141,24 @@ CREATE TABLE layers (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 4 -> 5: the statistics of ops without parameters of their own (config/telemetry.h,
+// OpStepRecord), on the steps that measure per-layer statistics: an attention layer's largest
+// |logit| (stat logit_amax), a layer norm's smallest row variance (stat min_variance). `op` is
+// the op's place in its step's report (the network's order), so rows read back in that order and
+// two ops of one name never collide; value is NULL for a NaN. Runs recorded before version 5, and
+// models without such ops, have none.
+const char* const migration_4_to_5 = R"sql(
+CREATE TABLE op_steps (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step   INTEGER NOT NULL,
+    op     INTEGER NOT NULL,
+    name   TEXT NOT NULL,
+    stat   TEXT NOT NULL,
+    value  REAL,
+    PRIMARY KEY (run_id, step, op)
+) WITHOUT ROWID;
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -208,6 +226,12 @@ constexpr std::array layers_columns = {
     ColumnSpec{"takes_precision", ColumnKind::boolean},
 };
 
+constexpr std::array op_steps_columns = {
+    ColumnSpec{"step", ColumnKind::integer}, ColumnSpec{"op", ColumnKind::integer},
+    ColumnSpec{"name", ColumnKind::text},    ColumnSpec{"stat", ColumnKind::text},
+    ColumnSpec{"value", ColumnKind::real},
+};
+
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
     "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
@@ -220,13 +244,15 @@ const TableSpec layer_steps_spec{"layer_steps", layer_steps_columns, "step, laye
 const TableSpec evals_spec{"evals", evals_columns, "step, id"};
 const TableSpec events_spec{"events", events_columns, "id"};
 const TableSpec layers_spec{"layers", layers_columns, "layer"};
+const TableSpec op_steps_spec{"op_steps", op_steps_columns, "step, op"};
 
 // Every per-run table, in the order of their creation.
-constexpr std::array<const TableSpec*, 5> run_tables = {&steps_spec, &layer_steps_spec, &evals_spec, &events_spec,
-                                                        &layers_spec};
+constexpr std::array<const TableSpec*, 6> run_tables = {&steps_spec,  &layer_steps_spec, &evals_spec,
+                                                        &events_spec, &layers_spec,      &op_steps_spec};
 
-// The tables of each version: version 1's five, and `layers` from version 4.
-constexpr std::array<const char*, 6> table_names = {"runs", "steps", "layer_steps", "evals", "events", "layers"};
+// The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5.
+constexpr std::array<const char*, 7> table_names = {"runs",   "steps",  "layer_steps", "evals",
+                                                    "events", "layers", "op_steps"};
 
 }  // namespace
 
@@ -247,6 +273,10 @@ const TableSpec& layers_table() {
     return layers_spec;
 }
 
+const TableSpec& op_steps_table() {
+    return op_steps_spec;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
@@ -254,7 +284,7 @@ const TableSpec* find_run_table(std::string_view name) {
 }
 
 std::span<const char* const> store_tables(int version) {
-    return std::span(table_names).first(version >= 4 ? 6 : 5);
+    return std::span(table_names).first(version >= 5 ? 7 : version >= 4 ? 6 : 5);
 }
 
 std::string missing_column(Connection& db) {
@@ -311,6 +341,7 @@ void migrate_schema(Connection& db, int from) {
         case 1: db.exec(migration_1_to_2, "migrating the schema from version 1 to 2"); break;
         case 2: db.exec(migration_2_to_3, "migrating the schema from version 2 to 3"); break;
         case 3: db.exec(migration_3_to_4, "migrating the schema from version 3 to 4"); break;
+        case 4: db.exec(migration_4_to_5, "migrating the schema from version 4 to 5"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

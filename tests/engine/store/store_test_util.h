@@ -222,6 +222,36 @@ inline QString diff(const LayerInfo& a, const LayerInfo& b) {
     return {};
 }
 
+// A small GPT's op statistics at a step (schema version 5's `op_steps`): per block ln1's smallest
+// variance, attn's largest logit and ln2's smallest variance, then ln_f's, in the network's order.
+// A NaN logit now and then (stored as NULL), an infinite one, the smallest subnormal double as a
+// variance, and values that need 17 digits.
+inline std::vector<OpStepRecord> make_ops(std::int64_t step, int blocks) {
+    std::vector<OpStepRecord> v;
+    const auto s = static_cast<double>(step);
+    for (int b = 0; b < blocks; ++b) {
+        const std::string n = "blocks." + std::to_string(b);
+        double logit = 3.0 + s / 7.0 + b;
+        if (b == 0 && step % 7 == 3) logit = NAN;
+        if (b == blocks - 1 && step % 11 == 5) logit = INFINITY;
+        v.push_back({step, n + ".ln1", "min_variance", 0.5 / (s + b + 1)});
+        v.push_back({step, n + ".attn", "logit_amax", logit});
+        v.push_back({step, n + ".ln2", "min_variance", step % 13 == 0 ? 4.9e-324 : (b + 1) / 3.0});
+    }
+    v.push_back({step, "ln_f", "min_variance", 0.0625 + s * 1e-9});
+    return v;
+}
+
+// Empty when equal (NaN equal to NaN), else the first field that differs.
+inline QString diff(const OpStepRecord& a, const OpStepRecord& b) {
+    const QString at = QString("step %1, %2 %3").arg(a.step).arg(a.name.c_str(), a.stat.c_str());
+    if (a.step != b.step) return QString("step %1 != %2").arg(a.step).arg(b.step);
+    if (a.name != b.name) return at + QString(": name != %1").arg(b.name.c_str());
+    if (a.stat != b.stat) return at + QString(": stat != %1").arg(b.stat.c_str());
+    if (!same(a.value, b.value)) return at + QString(": value %1 != %2").arg(a.value, 0, 'g', 17).arg(b.value, 0, 'g', 17);
+    return {};
+}
+
 inline QByteArray file_sha256(const QString& path) {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return {};

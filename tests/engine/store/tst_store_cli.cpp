@@ -206,14 +206,14 @@ private slots:
         QVERIFY(QFile::copy(m_db, path));
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE layers; PRAGMA user_version = 3"), QString());
+            QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; PRAGMA user_version = 3"), QString());
         }
         Result r = cli({"show", "1", "--db", path});
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
                  qPrintable(r.out));
         QVERIFY(QFile::exists(path + ".bak-v3"));
-        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 4LL);
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 5LL);
         Result j = cli({"show", "1", "--json", "--db", path});
         QCOMPARE(j.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
@@ -227,6 +227,165 @@ private slots:
         Result ej = cli({"export", "1", "--table", "layers", "--format", "json", "--db", path});
         QCOMPARE(ej.code, 0);
         QCOMPARE(ej.out, QString("[]\n"));
+    }
+
+    // A language model's run: per stat, each op's last value and its extreme over the run (the
+    // largest logit, the smallest variance, NaN left out but counted), and the last sample the
+    // model wrote, line breaks (CRLF too) kept and indented, control characters escaped; --json
+    // gives the same.
+    // A run without op rows or samples shows neither section.
+    void showGivesOpStatisticsAndTheLastSample() {
+        const QString path = m_dir.filePath("gpt.sqlite");
+        {
+            RunStore store(path.toStdString());
+            auto rec = store.start_run({"tiny-gpt", "cpu", "test CPU", R"({"model":{"kind":"gpt"}})"});
+            const double logits0[] = {4.5, 15.1, 12.3}, logits1[] = {NAN, 70000, 9.87};
+            const double ln1[] = {0.5, 0.00113, 0.0123}, ln_f[] = {0.25, 0.25, NAN};
+            for (int m = 0; m < 3; ++m) {
+                const std::int64_t step = 10 * m;
+                rec->on_step(make_step(step), {});
+                rec->on_op_steps({{step, "blocks.0.ln1", "min_variance", ln1[m]},
+                                  {step, "blocks.0.attn", "logit_amax", logits0[m]},
+                                  {step, "blocks.1.attn", "logit_amax", logits1[m]},
+                                  {step, "ln_f", "min_variance", ln_f[m]}});
+            }
+            rec->on_event({10, 1.0, EventKind::evaluation, "Test loss 2.5 at step 10; the model writes: a \u2192 b",
+                           R"({"loss":2.5,"perplexity":12.18,"accuracy":0.3,"prompt":"a","sample":"b","temperature":0.8})"});
+            rec->on_event({20, 2.0, EventKind::evaluation, "Test loss 1.9234 at step 20; the model writes: ...",
+                           "{\"loss\":1.9234,\"perplexity\":6.8443,\"accuracy\":0.45,\"prompt\":\"First Citizen:\\nBefore "
+                           "we\",\"sample\":\" proceed any further,\\r\\nhear me speak.\\tX\\u001b[31m\",\"temperature\":0.8}"});
+            rec->on_event({20, 2.0, EventKind::evaluation, "An evaluation without a sample.", R"({"loss":1.9})"});
+            rec->finish(RunStatus::completed);
+        }
+        Result r = cli({"show", "tiny-gpt", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(!r.out.contains(QChar(27)), qPrintable(r.out));
+        QVERIFY2(r.out.contains("recorded     0 layer rows, 0 evaluations, 4 events, 12 op rows\n"), qPrintable(r.out));
+        const QString attention = QString::fromUtf8(
+            "\n\nAttention logits (largest |QK\u1d40/\u221ad| of a step): last, and max over the run\n"
+            "  blocks.0.attn  12.3  (max 15.1 at step 10)\n"
+            "  blocks.1.attn  9.87  (max 70000 at step 10, NaN at 1 step)\n");
+        const QString variance = QString::fromUtf8(
+            "\n\nLayer norm variance (smallest row variance of a step): last, and min over the run\n"
+            "  blocks.0.ln1  0.0123  (min 0.00113 at step 10)\n"
+            "  ln_f             nan  (min 0.25 at step 0, NaN at 1 step)\n");
+        const QString sample = QString::fromUtf8(
+            "\n\nLast sample (step 20, test loss 1.9234 nats/token, perplexity 6.84):\n"
+            "  First Citizen:\n"
+            "  Before we\u2192 proceed any further,\n"
+            "  hear me speak.\tX\\x1b[31m\n\nEvents (4)\n");
+        for (const QString& part : {attention, variance, sample})
+            QVERIFY2(r.out.contains(part), qPrintable(QString("missing:\n%1\nin:\n%2").arg(part, r.out)));
+        // Layers, then the op statistics (attention first), then the sample, then the events.
+        QVERIFY(r.out.indexOf("\nLayers\n") < r.out.indexOf(attention));
+        QVERIFY(r.out.indexOf(attention) < r.out.indexOf(variance));
+        QVERIFY(r.out.indexOf(variance) < r.out.indexOf(sample));
+
+        Result j = cli({"show", "1", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        QCOMPARE(o["totals"].toObject()["op_rows"].toInt(), 12);
+        const QJsonArray ops = o["op_stats"].toArray();
+        QCOMPARE(ops.size(), 4);  // in the order they were recorded
+        const QJsonObject ln1 = ops[0].toObject();
+        QCOMPARE(ln1["name"].toString(), QString("blocks.0.ln1"));
+        QCOMPARE(ln1["stat"].toString(), QString("min_variance"));
+        QCOMPARE(ln1["steps"].toInt(), 3);
+        QCOMPARE(ln1["last_step"].toInt(), 20);
+        QCOMPARE(ln1["last"].toDouble(), 0.0123);
+        QCOMPARE(ln1["extreme"].toDouble(), 0.00113);
+        QCOMPARE(ln1["extreme_step"].toInt(), 10);
+        QCOMPARE(ln1["nan_steps"].toInt(), 0);
+        const QJsonObject attn1 = ops[2].toObject();
+        QCOMPARE(attn1["name"].toString(), QString("blocks.1.attn"));
+        QCOMPARE(attn1["extreme"].toDouble(), 70000.0);
+        QCOMPARE(attn1["nan_steps"].toInt(), 1);
+        const QJsonObject lnf = ops[3].toObject();
+        QVERIFY(lnf["last"].isNull());  // NaN
+        QCOMPARE(lnf["extreme"].toDouble(), 0.25);
+        QCOMPARE(lnf["extreme_step"].toInt(), 0);
+        const QJsonObject last = o["last_sample"].toObject();
+        QCOMPARE(last["step"].toInt(), 20);
+        QCOMPARE(last["loss"].toDouble(), 1.9234);
+        QCOMPARE(last["perplexity"].toDouble(), 6.8443);
+        QCOMPARE(last["temperature"].toDouble(), 0.8);
+        QCOMPARE(last["prompt"].toString(), QString("First Citizen:\nBefore we"));
+        QCOMPARE(last["sample"].toString(), QString(" proceed any further,\r\nhear me speak.\tX\x1b[31m"));
+
+        // export --table op_steps: the rows as recorded, NaN an empty field.
+        Result e = cli({"export", "1", "--table", "op_steps", "--db", path});
+        QCOMPARE(e.code, 0);
+        QVERIFY2(e.out.startsWith("step,op,name,stat,value\r\n0,0,blocks.0.ln1,min_variance,0.5\r\n"
+                                  "0,1,blocks.0.attn,logit_amax,4.5\r\n0,2,blocks.1.attn,logit_amax,\r\n"),
+                 qPrintable(e.out));
+        QCOMPARE(e.out.count("\r\n"), 13);
+
+        // A run without op rows or samples (the image classifiers of initTestCase).
+        Result plain = cli({"show", "1", "--db", m_db});
+        QCOMPARE(plain.code, 0);
+        QVERIFY(!plain.out.contains("Attention logits") && !plain.out.contains("Layer norm variance"));
+        QVERIFY(!plain.out.contains("Last sample") && !plain.out.contains("op rows"));
+        const QJsonObject pj = QJsonDocument::fromJson(cli({"show", "1", "--json", "--db", m_db}).out.toUtf8()).object();
+        QVERIFY(pj["op_stats"].isArray());
+        QCOMPARE(pj["op_stats"].toArray().size(), 0);
+        QVERIFY(pj.contains("last_sample") && pj["last_sample"].isNull());
+        QCOMPARE(pj["totals"].toObject()["op_rows"].toInt(), 0);
+    }
+
+    // End to end: a small language model trained by `mantissa-cli train` records its op rows on
+    // the steps with layer statistics (the session's on_op_steps through the recorder), and show
+    // summarises them and prints the sample of its last evaluation.
+    void trainedLanguageModelShowsItsOpStatisticsAndSample() {
+        const QString dir = m_dir.filePath("lm");
+        QVERIFY(QDir().mkpath(dir));
+        QFile corpus(dir + "/corpus.txt");
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 200; ++i) corpus.write(QByteArray("the quick brown fox jumps over the lazy dog ") + QByteArray::number(i % 7) + "\n");
+        corpus.close();
+        QFile experiment(dir + "/lm.json");
+        QVERIFY(experiment.open(QIODevice::WriteOnly));
+        const QJsonObject lm{
+            {"name", "tiny-lm"},
+            {"dataset", QJsonObject{{"kind", "text"}, {"path", dir + "/corpus.txt"}, {"vocabulary", "chars"},
+                                    {"context", 16}}},
+            {"model", QJsonObject{{"kind", "gpt"}, {"layers", 2}, {"heads", 2}, {"dim", 16}, {"context", 16},
+                                  {"mlp_ratio", 2}}},
+            {"train", QJsonObject{{"batch_size", 4}, {"steps", 12}, {"eval_every", 6}, {"layer_stats_every", 4},
+                                  {"seed", 3}}},
+            {"precision", QJsonObject{{"autocast", "off"}}},
+            {"backend", "cpu"}};
+        experiment.write(QJsonDocument(lm).toJson());
+        experiment.close();
+        const QString db = dir + "/runs.sqlite";
+        Result t = cli({"train", dir + "/lm.json", "--db", db});
+        QVERIFY2(t.code == 0, qPrintable(t.out + t.err));
+        Result j = cli({"show", "tiny-lm", "--json", "--db", db});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        const QJsonArray ops = o["op_stats"].toArray();
+        QStringList names;
+        for (const auto& v : ops) {
+            const QJsonObject op = v.toObject();
+            names << op["name"].toString() + " " + op["stat"].toString();
+            QCOMPARE(op["steps"].toInt(), 3);  // steps 0, 4, 8
+            QCOMPARE(op["last_step"].toInt(), 8);
+            QVERIFY2(op["last"].toDouble() > 0, qPrintable(names.last()));
+        }
+        QCOMPARE(names, QStringList({"blocks.0.ln1 min_variance", "blocks.0.attn logit_amax", "blocks.0.ln2 min_variance",
+                                     "blocks.1.ln1 min_variance", "blocks.1.attn logit_amax", "blocks.1.ln2 min_variance",
+                                     "ln_f min_variance"}));
+        QCOMPARE(o["totals"].toObject()["op_rows"].toInt(), 21);
+        const QJsonObject sample = o["last_sample"].toObject();
+        QCOMPARE(sample["step"].toInt(), 12);
+        QVERIFY(!sample["sample"].toString().isEmpty());
+        QVERIFY(!sample["prompt"].toString().isEmpty());
+        QVERIFY(sample["loss"].toDouble() > 0);
+        Result r = cli({"show", "tiny-lm", "--db", db});
+        QCOMPARE(r.code, 0);
+        for (const char* part : {"\n\nAttention logits (largest |QK", "\n  blocks.1.attn  ",
+                                 "\n\nLayer norm variance (smallest row variance of a step): last, and min over the run\n",
+                                 "\n  ln_f  ", "\n\nLast sample (step 12, test loss ", "21 op rows"})
+            QVERIFY2(r.out.contains(QString::fromUtf8(part)), qPrintable(QString("missing '%1' in:\n%2").arg(part, r.out)));
     }
 
     // Layer rows no Mantissa writes (a store edited by hand): sizes whose product overflows,
@@ -328,7 +487,7 @@ private slots:
 
     void newerStoreIsRefused_data() {
         QTest::addColumn<int>("version");
-        QTest::newRow("the next version") << 5;
+        QTest::newRow("the next version") << 6;
         QTest::newRow("far ahead") << 9;
     }
 
@@ -342,11 +501,12 @@ private slots:
         }
         const QByteArray before = file_sha256(path);
         for (const QStringList& args : {QStringList{"runs"}, QStringList{"show", "1"},
-                                        QStringList{"export", "1", "--table", "layers"}}) {
+                                        QStringList{"export", "1", "--table", "layers"},
+                                        QStringList{"export", "1", "--table", "op_steps"}}) {
             Result r = cli(args + QStringList{"--db", path});
             QCOMPARE(r.code, 2);
             QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
-                                            "versions up to 4); it was left unchanged")
+                                            "versions up to 5); it was left unchanged")
                                         .arg(version)),
                      qPrintable(r.err));
         }

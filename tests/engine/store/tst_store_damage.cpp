@@ -100,7 +100,10 @@ private:
             for (const RunRow& r : store.list_runs()) store.steps(r.id);
             if (access != StoreAccess::write) return;
             auto rec = store.start_run({"after-damage", "cpu", "test", "{}", make_layer_infos()});
-            for (int i = 0; i < 12; ++i) rec->on_step(make_step(i), make_layers(i, 2));
+            for (int i = 0; i < 12; ++i) {
+                rec->on_step(make_step(i), make_layers(i, 2));
+                rec->on_op_steps(make_ops(i, 1));
+            }
             rec->on_eval({11, "test", 0.5, 0.75});
             rec->finish(RunStatus::completed);
             if (!rec->error().empty()) throw Error(rec->error());
@@ -163,6 +166,7 @@ private slots:
                 auto rec = store.start_run({"run-" + std::to_string(run), "cpu", "test", "{}", make_layer_infos()});
                 for (int i = 0; i < 120; ++i) {
                     rec->on_step(make_step(i), make_layers(i, 2));
+                    if (i % 4 == 0) rec->on_op_steps(make_ops(i, 1));
                     if (i % 40 == 39) rec->on_eval({i, "test", 1.0 / (i + 1), 0.5});
                     if (i % 50 == 0) rec->on_event({i, 0.1 * i, EventKind::checkpoint, "tick", "{}"});
                 }
@@ -218,6 +222,7 @@ private slots:
         QTest::newRow("stamped 1") << 1;
         QTest::newRow("stamped 2") << 2;
         QTest::newRow("stamped 3") << 3;
+        QTest::newRow("stamped 4") << 4;
     }
 
     void olderVersionOverNewerTablesIsDamage() {
@@ -229,7 +234,7 @@ private slots:
         for (StoreAccess access : {StoreAccess::write, StoreAccess::read}) {
             const QString error = use(path, access);
             QVERIFY2(error.contains(QString("is damaged (user_version: the file says schema version %1, but its "
-                                            "tables already have every column of version 4); it was left unchanged")
+                                            "tables already have every column of version 5); it was left unchanged")
                                         .arg(version)),
                      qPrintable(error));
         }

@@ -1,4 +1,4 @@
-// Exports: every table of a run (the layers of schema version 4 too) as CSV and as JSON, parsed back here with independent parsers (an
+// Exports: every table of a run (the layers of schema version 4 and the op rows of version 5 too) as CSV and as JSON, parsed back here with independent parsers (an
 // RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header, values
 // (shortest exact doubles, NaN and inf), histograms, and text that needs quoting.
 #include <sstream>
@@ -75,7 +75,7 @@ private:
     QTemporaryDir m_dir;
     std::unique_ptr<RunStore> m_store;
     std::int64_t m_id = 0;
-    static constexpr int steps = 120, layers = 3;
+    static constexpr int steps = 120, layers = 3, ops = 7;  // make_ops(step, 2): two blocks and ln_f
 
 private slots:
     void initTestCase() {
@@ -87,6 +87,7 @@ private slots:
             StepRecord s = make_step(i);
             if (i == 5) s.loss = NAN;
             rec->on_step(s, make_layers(i, layers));
+            rec->on_op_steps(make_ops(i, 2));
         }
         rec->on_eval({50, "test", 0.25, 0.5});
         rec->on_eval({100, "test", 0.125, NAN});
@@ -114,6 +115,7 @@ private slots:
         QTest::newRow("layers") << "layers" << 4
                                 << "layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
                                    "parameters,takes_precision";
+        QTest::newRow("op_steps") << "op_steps" << steps * ops << "step,op,name,stat,value";
     }
 
     void csvParsesBack() {
@@ -171,6 +173,27 @@ private slots:
             for (int c = 12; c < 18; ++c) QCOMPARE(row(5, 0)[c], QString());  // fp16: NULL
         } else if (table == "evals") {
             QCOMPARE(parsed[2][3], QString());
+        } else if (table == "op_steps") {
+            for (int i = 0; i < steps; ++i) {
+                const auto want = make_ops(i, 2);
+                for (int o = 0; o < ops; ++o) {
+                    const QStringList& r = parsed[i * ops + o + 1];
+                    const OpStepRecord& w = want[static_cast<std::size_t>(o)];
+                    QCOMPARE(r[0].toLongLong(), w.step);
+                    QCOMPARE(r[1], QString::number(o));
+                    QCOMPARE(r[2], QString::fromStdString(w.name));
+                    QCOMPARE(r[3], QString::fromStdString(w.stat));
+                    if (std::isnan(w.value))
+                        QCOMPARE(r[4], QString());  // NaN: an empty field
+                    else if (std::isinf(w.value))
+                        QCOMPARE(r[4], QString("inf"));
+                    else
+                        QCOMPARE(r[4].toDouble(), w.value);  // shortest form, read back exactly
+                }
+            }
+            QCOMPARE(parsed[3 * ops + 1 + 1][4], QString());     // step 3, blocks.0.attn: NaN
+            QCOMPARE(parsed[5 * ops + 4 + 1][4], QString("inf"));  // step 5, blocks.1.attn
+            QCOMPARE(parsed[0 * ops + 2 + 1][4], QString("5e-324"));  // the smallest subnormal
         } else if (table == "layers") {
             const auto want = make_layer_infos();
             for (int l = 0; l < 4; ++l) {
@@ -205,6 +228,7 @@ private slots:
         QTest::newRow("evals") << "evals" << 2;
         QTest::newRow("events") << "events" << 3;
         QTest::newRow("layers") << "layers" << 4;
+        QTest::newRow("op_steps") << "op_steps" << steps * ops;
     }
 
     void jsonParsesBack() {
@@ -275,6 +299,17 @@ private slots:
                 QVERIFY(o["takes_precision"].isBool());
                 QCOMPARE(o["takes_precision"].toBool(), w.takes_precision);
             }
+        } else if (table == "op_steps") {
+            const QJsonObject o = a[2 * ops + 1].toObject();  // step 2, blocks.0.attn
+            QCOMPARE(o.size(), 5);
+            QCOMPARE(o["step"].toInteger(), 2LL);
+            QCOMPARE(o["op"].toInteger(), 1LL);
+            QCOMPARE(o["name"].toString(), QString("blocks.0.attn"));
+            QCOMPARE(o["stat"].toString(), QString("logit_amax"));
+            QCOMPARE(o["value"].toDouble(), make_ops(2, 2)[1].value);
+            QVERIFY(a[3 * ops + 1].toObject()["value"].isNull());  // NaN
+            QVERIFY(a[5 * ops + 4].toObject()["value"].isNull());  // inf
+            QCOMPARE(a[ops - 1].toObject()["name"].toString(), QString("ln_f"));
         } else if (table == "evals") {
             QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
             QVERIFY(a[1].toObject()["accuracy"].isNull());
@@ -303,6 +338,11 @@ private slots:
         QCOMPARE(m_store->export_table(rec->run_id(), "layers", RunStore::ExportFormat::csv),
                  std::string("layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
                              "parameters,takes_precision\r\n"));
+        // A run without op rows (a model without attention or layer norms, or one recorded before
+        // schema version 5): the header only.
+        QCOMPARE(m_store->export_table(rec->run_id(), "op_steps", RunStore::ExportFormat::json), std::string("[]\n"));
+        QCOMPARE(m_store->export_table(rec->run_id(), "op_steps", RunStore::ExportFormat::csv),
+                 std::string("step,op,name,stat,value\r\n"));
     }
 
     void badRequests() {
@@ -313,7 +353,7 @@ private slots:
             QCOMPARE(
                 QString(e.what()),
                 QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
-                        "layers."));
+                        "layers, op_steps."));
         }
         QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
         QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));

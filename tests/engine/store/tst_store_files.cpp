@@ -1,5 +1,5 @@
-// Files the store meets: a new one (with its folders), version-1, -2 and -3 stores to migrate
-// (built here by hand, as Mantissa 0.0 to 0.2 wrote them), one from a newer version (refused, left
+// Files the store meets: a new one (with its folders), version-1 to -4 stores to migrate
+// (built here by hand, as Mantissa 0.0 to 0.2 and the builds after it wrote them), one from a newer version (refused, left
 // byte-identical), another program's SQLite database, files that are not SQLite, damaged files,
 // read-only files and folders (read through the fallback), and paths that cannot be created. Each
 // bad case must give one clear sentence, never a crash.
@@ -146,12 +146,34 @@ void make_v3_store(const QString& path, int steps) {
              QString());
 }
 
+// Schema version 3 -> 4, as the builds after 0.2.0 migrated it (kept here, apart from the store's
+// own copy).
+const char* const v3_to_v4 = R"sql(
+CREATE TABLE layers (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, layer INTEGER NOT NULL,
+  name TEXT NOT NULL, kind TEXT NOT NULL, in_channels INTEGER NOT NULL, in_height INTEGER NOT NULL,
+  in_width INTEGER NOT NULL, out_channels INTEGER NOT NULL, out_height INTEGER NOT NULL,
+  out_width INTEGER NOT NULL, parameters INTEGER NOT NULL, takes_precision INTEGER NOT NULL,
+  PRIMARY KEY (run_id, layer)) WITHOUT ROWID;
+PRAGMA user_version = 4;
+)sql";
+
+// A version-4 store: the v3 store, migrated, and its run's two layers. No `op_steps` table.
+void make_v4_store(const QString& path, int steps) {
+    make_v3_store(path, steps);
+    RawDb raw(path);
+    QCOMPARE(raw.exec(v3_to_v4), QString());
+    QCOMPARE(raw.exec("INSERT INTO layers VALUES(1, 0, 'fc1', 'linear', 784, 1, 1, 100, 1, 1, 78500, 1);"
+                      "INSERT INTO layers VALUES(1, 1, 'fc2', 'linear', 100, 1, 1, 10, 1, 1, 1010, 1);"),
+             QString());
+}
+
 // Opens the store and reads everything in it, as a user browsing it would.
 void open_and_read_everything(const QString& path, bool read_only = false) {
     RunStore store(path.toStdString(), read_only);
     for (const RunRow& r : store.list_runs()) {
         store.steps(r.id);
         store.layer_steps(r.id);
+        store.op_steps(r.id);
         store.evals(r.id);
         store.events(r.id);
         store.export_table(r.id, "steps", RunStore::ExportFormat::csv);
@@ -161,7 +183,10 @@ void open_and_read_everything(const QString& path, bool read_only = false) {
 void record_small_run(const QString& path, int steps = 50, int layers = 2) {
     RunStore store(path.toStdString());
     auto rec = store.start_run({"small", "cpu", "test", "{}"});
-    for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, layers));
+    for (int i = 0; i < steps; ++i) {
+        rec->on_step(make_step(i), make_layers(i, layers));
+        rec->on_op_steps(make_ops(i, 1));
+    }
     rec->on_eval({steps - 1, "test", 0.5, 0.9});
     rec->finish(RunStatus::completed);
 }
@@ -196,11 +221,11 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
-                             "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers')"),
-                 6LL);
+                             "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers', 'op_steps')"),
+                 7LL);
         // v4's layers table, as docs/schema.md gives it: its columns in order, keyed by run and layer.
         QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('layers') "
                           "ORDER BY cid)"),
@@ -212,6 +237,18 @@ private slots:
         QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_list WHERE name = 'layers' AND wr = 1"), 1LL);
         QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('layers')"),
                  QString("runs CASCADE"));
+        // v5's op_steps, likewise: keyed by run, step and the op's place in the step.
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('op_steps') "
+                          "ORDER BY cid)"),
+                 QString("run_id,step,op,name,stat,value"));
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('op_steps') "
+                          "WHERE pk > 0 ORDER BY pk)"),
+                 QString("run_id,step,op"));
+        QCOMPARE(raw.text("SELECT type FROM pragma_table_info('op_steps') WHERE name = 'value'"), QString("REAL"));
+        QCOMPARE(raw.integer("SELECT \"notnull\" FROM pragma_table_info('op_steps') WHERE name = 'value'"), 0LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_list WHERE name = 'op_steps' AND wr = 1"), 1LL);
+        QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('op_steps')"),
+                 QString("runs CASCADE"));
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
     }
 
@@ -221,7 +258,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -258,7 +295,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -314,7 +351,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -388,7 +425,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
@@ -408,37 +445,113 @@ private slots:
         QVERIFY(again.backup_path().empty());
     }
 
-    // A version-1 store goes through every step to version 4 in one open, with one backup (v1's).
+    // Version 4 -> 5 adds the `op_steps` table: a v4 run keeps every row (its layers too) and
+    // has no op rows, new runs record theirs; the backup is the v4 file as it was.
+    void migratesVersion4WithABackup() {
+        const QString path = fresh("v4.sqlite");
+        make_v4_store(path, 12);
+        const QByteArray before = file_sha256(path);
+        std::int64_t fresh_run = 0;
+        {
+            RunStore store(path.toStdString());
+            QCOMPARE(store.migrated_from(), 4);
+            QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v4");
+            auto runs = store.list_runs();
+            QCOMPARE(runs.size(), std::size_t(1));
+            QCOMPARE(runs[0].name, std::string("old-run"));
+            QCOMPARE(runs[0].steps, std::int64_t(12));
+            QCOMPARE(runs[0].notes, std::string("kept across the migration"));
+            QCOMPARE(store.steps(1).size(), std::size_t(12));
+            QCOMPARE(store.layer_steps(1).size(), std::size_t(24));
+            const auto layers = store.layers(1);
+            QCOMPARE(layers.size(), std::size_t(2));
+            QCOMPARE(layers[1].name, std::string("fc2"));
+            QCOMPARE(layers[1].parameters, std::int64_t(1010));
+            // No op rows were recorded before version 5: every reader gets none.
+            QVERIFY(store.op_steps(1).empty());
+            QCOMPARE(store.totals(1).op_rows, std::int64_t(0));
+            QCOMPARE(store.export_table(1, "op_steps", RunStore::ExportFormat::json), std::string("[]\n"));
+            QCOMPARE(store.export_table(1, "op_steps", RunStore::ExportFormat::csv),
+                     std::string("step,op,name,stat,value\r\n"));
+            // The migrated store records a run's op rows.
+            auto rec = store.start_run({"after-migration", "cpu", "", "{}", make_layer_infos()});
+            for (int i = 0; i < 4; ++i) {
+                rec->on_step(make_step(i), make_layers(i, 2));
+                rec->on_op_steps(make_ops(i, 2));
+            }
+            rec->finish(RunStatus::completed);
+            fresh_run = rec->run_id();
+            const auto got = store.op_steps(fresh_run);
+            QCOMPARE(got.size(), 4 * make_ops(0, 2).size());
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                const QString d = diff(got[i], make_ops(static_cast<std::int64_t>(i / 7), 2)[i % 7]);
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+        }
+        {
+            RawDb raw(path, true);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+            QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE run_id = 1"), 0LL);
+            QCOMPARE(raw.integer(QString("SELECT count(*) FROM op_steps WHERE run_id = %1").arg(fresh_run)), 28LL);
+            QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE value IS NULL"), 1LL);  // step 3's NaN logit
+            QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 2LL);
+        }
+        {
+            RawDb backup(path + ".bak-v4", true);
+            QCOMPARE(backup.integer("PRAGMA user_version"), 4LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'op_steps'"), 0LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM layers"), 2LL);
+            QCOMPARE(backup.integer("SELECT count(*) FROM runs"), 1LL);
+        }
+        QVERIFY(file_sha256(path) != before);
+        RunStore again(path.toStdString());
+        QCOMPARE(again.migrated_from(), 0);
+        QVERIFY(again.backup_path().empty());
+    }
+
+    // A version-1 store goes through every step to version 5 in one open, with one backup (v1's).
     void migratesVersion1ToTheCurrentVersion() {
-        const QString path = fresh("v1-to-v4.sqlite");
+        const QString path = fresh("v1-to-v5.sqlite");
         make_v1_store(path, 6);
         {
             RunStore store(path.toStdString());
             QCOMPARE(store.migrated_from(), 1);
             QVERIFY(store.layers(1).empty());
+            QVERIFY(store.op_steps(1).empty());
             QCOMPARE(store.steps(1).size(), std::size_t(6));
         }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
-        QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'layers'"), 1LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('layers', "
+                             "'op_steps')"),
+                 2LL);
         QVERIFY(QFile::exists(path + ".bak-v1"));
-        QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3"));
+        QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3") &&
+                !QFile::exists(path + ".bak-v4"));
     }
 
-    // A version-4 store without its `layers` table (removed by hand, or damaged) is refused, and
+    // A current store without one of its tables (removed by hand, or damaged) is refused, and
     // left as it is.
-    void missingLayersTableIsDamage() {
-        const QString path = fresh("no-layers-table.sqlite");
+    void missingTableIsDamage_data() {
+        QTest::addColumn<QString>("table");
+        QTest::newRow("layers (v4)") << "layers";
+        QTest::newRow("op_steps (v5)") << "op_steps";
+    }
+
+    void missingTableIsDamage() {
+        QFETCH(QString, table);
+        const QString path = fresh("no-" + table + "-table.sqlite");
         record_small_run(path, 3);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE layers"), QString());
+            QCOMPARE(raw.exec("DROP TABLE " + table), QString());
         }
         const QByteArray before = file_sha256(path);
         for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
             const QString error =
                 error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
-            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 5 of its 6 tables exist)"),
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 6 of its 7 tables exist)"),
                      qPrintable(error));
         }
         QCOMPARE(file_sha256(path), before);
@@ -529,6 +642,8 @@ private slots:
         QTest::addColumn<QString>("table");
         QTest::addColumn<QString>("column");
         QTest::addColumn<int>("access");
+        QTest::newRow("op_steps, writing") << "op_steps" << "value" << int(StoreAccess::write);
+        QTest::newRow("op_steps, read-only") << "op_steps" << "stat" << int(StoreAccess::read_only);
         QTest::newRow("layers, writing") << "layers" << "takes_precision" << int(StoreAccess::write);
         QTest::newRow("layers, read-only") << "layers" << "in_height" << int(StoreAccess::read_only);
         QTest::newRow("steps, writing") << "steps" << "grad_norm" << int(StoreAccess::write);
@@ -567,11 +682,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 5"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 6"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 5; this build reads versions up to 4)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 6; this build reads versions up to 5)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

@@ -1,6 +1,6 @@
 // Recording and reading back: every table through a Recorder, field by field (memory, histograms,
 // NaN and inf included); the run's layers (image and flat shapes), written with its row in one
-// transaction; the runs list's summary columns; terminal events; live following from a
+// transaction; the op statistics (schema version 5) and their summary per op; the runs list's summary columns; terminal events; live following from a
 // second connection; resolving ids and name prefixes; editing and removing; the recorder's
 // backpressure notice and its behaviour on a full disk.
 #include <chrono>
@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "store/histogram_codec.h"
+#include "store/op_summary.h"
 #include "store/run_store.h"
 #include "store_test_util.h"
 
@@ -30,13 +31,15 @@ RunInfo info(const std::string& name) {
     return i;
 }
 
-// Records `steps` synthetic steps with `layers` layer rows each, an eval every 50 steps (test and
-// train splits) and a few events, then finishes as `completed`.
+// Records `steps` synthetic steps with `layers` layer rows each, the op rows of a two-block GPT on
+// even steps, an eval every 50 steps (test and train splits) and a few events, then finishes as
+// `completed`.
 std::int64_t record_run(RunStore& store, const std::string& name, int steps, int layers,
                         const RecorderOptions& options = {}) {
     auto rec = store.start_run(info(name), options);
     for (int i = 0; i < steps; ++i) {
         rec->on_step(make_step(i), make_layers(i, layers));
+        if (i % 2 == 0) rec->on_op_steps(make_ops(i, 2));
         if (i % 50 == 49) {
             rec->on_eval({i, "train", 0.5 / (i + 1), 0.80 + i * 1e-5});
             rec->on_eval({i, "test", 0.6 / (i + 1), 0.75 + i * 1e-5});
@@ -164,12 +167,19 @@ private slots:
             RunStore store(path.toStdString());
             auto rec = store.start_run(info("round-trip"));
             id = rec->run_id();
-            for (int i = 0; i < steps; ++i) rec->on_step(make_step(i), make_layers(i, layers));
+            for (int i = 0; i < steps; ++i) {
+                rec->on_step(make_step(i), make_layers(i, layers));
+                if (i % 3 == 0) rec->on_op_steps(make_ops(i, 2));  // layer_stats_every 3, as it were
+            }
             StepRecord odd = make_step(steps);
             odd.loss = NAN;
             odd.grad_norm = -INFINITY;
             odd.loss_scale = INFINITY;
             rec->on_step(odd, make_layers(steps, layers));
+            std::vector<OpStepRecord> odd_ops = make_ops(steps, 1);
+            odd_ops[1].value = -INFINITY;  // not a logit amax, but stored as any infinity is
+            rec->on_op_steps(odd_ops);
+            rec->on_op_steps({});  // nothing to write
             rec->on_eval({100, "test", 0.25, 0.875});
             rec->on_eval({100, "train", 0.125, 0.9375});
             rec->on_eval({200, "test", 0.5, NAN});  // regression: no accuracy
@@ -207,6 +217,32 @@ private slots:
                 QVERIFY2(d.isEmpty(), qPrintable(d));
             }
         }
+
+        // The op rows, in step order and within a step in the order handed in; NaN and inf kept.
+        const auto got_ops = store.op_steps(id);
+        const std::size_t per_step = make_ops(0, 2).size();
+        QCOMPARE(got_ops.size(), std::size_t(steps / 3) * per_step + make_ops(steps, 1).size());
+        for (int i = 0; i < steps; i += 3) {
+            const auto want = make_ops(i, 2);
+            for (std::size_t o = 0; o < per_step; ++o) {
+                const QString d = diff(got_ops[static_cast<std::size_t>(i / 3) * per_step + o], want[o]);
+                QVERIFY2(d.isEmpty(), qPrintable(d));
+            }
+        }
+        int nans = 0, infs = 0;
+        for (const OpStepRecord& o : got_ops) {
+            nans += std::isnan(o.value);
+            infs += std::isinf(o.value) && o.value > 0;
+        }
+        QVERIFY(nans > 10 && infs > 10);  // make_ops' NaN and inf logits came back as such
+        QCOMPARE(got_ops.back().step, std::int64_t(steps));
+        QCOMPARE(got_ops[got_ops.size() - 3].value, -INFINITY);
+        QCOMPARE(got_ops[got_ops.size() - 3].name, std::string("blocks.0.attn"));
+        QCOMPARE(got_ops.back().name, std::string("ln_f"));
+        const auto later_ops = store.op_steps(id, 597);
+        QCOMPARE(later_ops.size(), per_step + make_ops(steps, 1).size());  // steps 597 and 600
+        QCOMPARE(later_ops.front().step, std::int64_t(597));
+        QVERIFY(store.op_steps(999).empty());
 
         // The layers, as start_run() was given them: image and flat shapes, takes_precision.
         const auto got_infos = store.layers(id);
@@ -269,10 +305,57 @@ private slots:
         for (int i = 0; i < steps; ++i) overflows += make_step(i).overflow;
         QCOMPARE(t.overflow_steps, overflows);
         QCOMPARE(t.layer_rows, std::int64_t((steps + 1) * layers));
+        QCOMPARE(t.op_rows, static_cast<std::int64_t>(got_ops.size()));
         QCOMPARE(t.evals, std::int64_t(3));
         QCOMPARE(t.events, std::int64_t(sent_events.size() + 1));
         QCOMPARE(t.peak_memory_bytes, make_step(steps).memory.total());
         QCOMPARE(t.elapsed_s.value(), make_step(steps).time_s);
+    }
+
+    // summarize_op_steps: per (name, stat) in first-appearance order, the latest step's value and
+    // the extreme (max logit, min variance) at the first step that reached it, NaN left out of
+    // the extreme but counted, inf taken as the largest logit.
+    void opSummaries() {
+        const std::vector<OpStepRecord> rows = {
+            {0, "blocks.0.ln1", "min_variance", 0.5},   {0, "blocks.0.attn", "logit_amax", 4.0},
+            {0, "ln_f", "min_variance", NAN},           {0, "blocks.0.x", "new_stat", -3.0},
+            {2, "blocks.0.ln1", "min_variance", 0.125}, {2, "blocks.0.attn", "logit_amax", 9.0},
+            {2, "ln_f", "min_variance", NAN},           {2, "blocks.0.x", "new_stat", -1.0},
+            {4, "blocks.0.ln1", "min_variance", 0.125}, {4, "blocks.0.attn", "logit_amax", NAN},
+            {6, "blocks.0.ln1", "min_variance", 0.25},  {6, "blocks.0.attn", "logit_amax", 7.5},
+        };
+        auto got = summarize_op_steps(rows);
+        QCOMPARE(got.size(), std::size_t(4));
+        const OpStatSummary& ln = got[0];
+        QCOMPARE(ln.name, std::string("blocks.0.ln1"));
+        QCOMPARE(ln.stat, std::string("min_variance"));
+        QCOMPARE(ln.steps, std::int64_t(4));
+        QCOMPARE(ln.last_step, std::int64_t(6));
+        QCOMPARE(ln.last, 0.25);
+        QCOMPARE(ln.extreme, 0.125);
+        QCOMPARE(ln.extreme_step, std::int64_t(2));  // the first step that reached it
+        QCOMPARE(ln.nan_steps, std::int64_t(0));
+        const OpStatSummary& attn = got[1];
+        QCOMPARE(attn.name, std::string("blocks.0.attn"));
+        QCOMPARE(attn.last, 7.5);
+        QCOMPARE(attn.extreme, 9.0);
+        QCOMPARE(attn.extreme_step, std::int64_t(2));
+        QCOMPARE(attn.nan_steps, std::int64_t(1));
+        const OpStatSummary& lnf = got[2];  // every value NaN: no extreme
+        QVERIFY(std::isnan(lnf.last) && std::isnan(lnf.extreme));
+        QCOMPARE(lnf.nan_steps, std::int64_t(2));
+        QCOMPARE(got[3].extreme, -1.0);  // a stat this build does not know: its largest value
+        QVERIFY(op_stat_larger_is_worse("logit_amax") && !op_stat_larger_is_worse("min_variance"));
+
+        // An infinite logit is the largest; rows out of step order still give the latest as last.
+        got = summarize_op_steps({{8, "a", "logit_amax", 3.0}, {5, "a", "logit_amax", INFINITY},
+                                  {9, "a", "logit_amax", 1e300}, {7, "a", "logit_amax", 2.0}});
+        QCOMPARE(got.size(), std::size_t(1));
+        QCOMPARE(got[0].extreme, INFINITY);
+        QCOMPARE(got[0].extreme_step, std::int64_t(5));
+        QCOMPARE(got[0].last_step, std::int64_t(9));
+        QCOMPARE(got[0].last, 1e300);
+        QVERIFY(summarize_op_steps({}).empty());
     }
 
     void listRunsSummarises() {
@@ -449,7 +532,7 @@ private slots:
         store.remove(gone);
         QVERIFY_THROWS_EXCEPTION(Error, store.run(gone));
         RawDb raw(path, true);
-        for (const char* table : {"steps", "layer_steps", "evals", "events", "layers"}) {
+        for (const char* table : {"steps", "layer_steps", "evals", "events", "layers", "op_steps"}) {
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM %1 WHERE run_id = %2").arg(table).arg(gone)), 0LL);
             QVERIFY(raw.integer(QString("SELECT count(*) FROM %1 WHERE run_id = %2").arg(table).arg(keep)) > 0);
         }
@@ -536,6 +619,9 @@ private slots:
         QCOMPARE(got.size(), std::size_t(steps));  // nothing dropped
         for (int i = 0; i < steps; ++i) QCOMPARE(got[static_cast<std::size_t>(i)].step, std::int64_t(i));
         QCOMPARE(store.totals(id).layer_rows, std::int64_t(steps * 3));
+        const auto ops = store.op_steps(id);  // queued under the same bound: none dropped either
+        QCOMPARE(ops.size(), std::size_t(steps / 2) * make_ops(0, 2).size());
+        QCOMPARE(ops.back().step, std::int64_t(steps - 2));
         int notices = 0;
         for (const Event& e : store.events(id))
             if (e.kind == EventKind::notice) {
