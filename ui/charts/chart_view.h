@@ -72,6 +72,11 @@ public:
     bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
     // Linear left axis always shows 0 (memory, throughput, underflow).
     void setIncludeZero(bool on) { m_includeZero = on; }
+    // A horizontal reference line at `value` on the left axis, labelled at its right end ("FP16 max
+    // 65504"), always in the fitted range once the chart has data: how far the data is from a
+    // limit. NaN removes it.
+    void setReferenceLine(double value, const QString& label);
+    double referenceValue() const { return m_referenceValue; }
     // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled (shorter forms as above).
     void setRightAxis(const QString& label, QCPRange range, const QStringList& shorter = {});
     // The step axis' tick labels and its label (setXLabel, "step" unless told) shown or not: the
@@ -183,6 +188,9 @@ private:
     QString m_xLabel;
     ExportState m_export;
     QCPItemStraightLine* m_crosshair = nullptr;
+    QCPItemStraightLine* m_referenceLine = nullptr;  // setReferenceLine (null: none)
+    QCPItemText* m_referenceLabel = nullptr;
+    double m_referenceValue = qQNaN();
     QCPItemText* m_readout = nullptr;
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
     QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend
