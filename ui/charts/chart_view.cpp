@@ -235,7 +235,7 @@ void ChartView::setReferenceLine(double value, const QString& label) {
             p->setAxes(xAxis, yAxis);
             p->setAxisRect(axisRect());
         }
-        m_referenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        m_referenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);  // under the line: inside the plot
         m_referenceLabel->setFont(markerFont(font()));
         m_referenceLabel->setPadding(QMargins(2, 0, 4, 1));
         m_referenceLine->setSelectable(false);
@@ -671,6 +671,14 @@ bool ChartView::event(QEvent* event) {
     // The window went to the back (another window, a menu, a dialog): no leave event may follow.
     if (event->type() == QEvent::WindowDeactivate && crosshairShown()) emit crosshairRequested(qQNaN());
     return QCustomPlot::event(event);
+}
+
+void ChartView::resizeEvent(QResizeEvent* event) {
+    if (event->size().isEmpty()) {
+        QWidget::resizeEvent(event);
+        return;
+    }
+    QCustomPlot::resizeEvent(event);
 }
 
 void ChartView::changeEvent(QEvent* event) {

@@ -136,6 +136,9 @@ signals:
     void userChangedRange(const QCPRange& range);
 
 protected:
+    // A chart laid out at no size (hidden in a splitter, or sent its pending resize by a grab of the
+    // window) skips QCustomPlot's replot: there is nothing to draw into.
+    void resizeEvent(QResizeEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
     bool event(QEvent* event) override;

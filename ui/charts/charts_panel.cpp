@@ -81,10 +81,14 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
         connect(c, &ChartView::crosshairRequested, this, &ChartsPanel::onCrosshair);
     }
     // The loss gets the most room; the lowest chart shown also carries the step axis's labels.
-    const int stretch[] = {3, 2, 2, 2, 3, 2, 3};
+    const int stretch[] = {3, 2, 2, 2, 2, 2, 3};
     for (int i = 0; i < 7; ++i) splitter->setStretchFactor(i, stretch[i]);
-    m_logits->hide();  // until a run reports attention logits
-    m_variance->hide();
+    // Hidden until a run reports op statistics; sized, so that a grab of the window (which sends a
+    // hidden widget its pending resize) never has a chart draw into an empty buffer.
+    for (ChartView* c : {m_logits, m_variance}) {
+        c->resize(400, 160);
+        c->hide();
+    }
     updateStepAxisOwner();
 
     m_smoothing = new QSlider(Qt::Horizontal);
@@ -432,7 +436,8 @@ void ChartsPanel::drawNextChartOfRound() {
     }
     QElapsedTimer t;
     t.start();
-    all[static_cast<std::size_t>(m_roundChart)]->refreshData(true);
+    // A chart hidden (an op chart of a model without such ops) has no size to draw at.
+    if (ChartView* chart = all[static_cast<std::size_t>(m_roundChart)]; !chart->isHidden()) chart->refreshData(true);
     m_roundCostMs += static_cast<double>(t.nsecsElapsed()) / 1e6;
     if (++m_roundChart < static_cast<int>(all.size())) {
         m_roundTimer.start();  // the next chart after the event loop has had its turn
@@ -451,11 +456,13 @@ void ChartsPanel::redrawNow(bool synchronous) {
     m_deferTimer.stop();
     m_roundChart = -1;
     if (!m_series && m_overlays.empty()) {
-        for (ChartView* c : charts()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
+        for (ChartView* c : charts())
+            if (!c->isHidden()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
         return;
     }
     prepareRound();
-    for (ChartView* c : charts()) c->refreshData(synchronous);
+    for (ChartView* c : charts())
+        if (!c->isHidden()) c->refreshData(synchronous);
     m_drawnRevision = m_roundRevision;
 }
 

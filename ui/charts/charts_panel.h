@@ -8,8 +8,9 @@
 //   attention logits  a transformer's largest |QKᵀ/√d| per attention layer (log y), with FP16's
 //               largest value, 65504, as a reference line
 //   layer norm variance  a transformer's smallest row variance per layer norm (log y)
-// The last two only for a run that reports them (RunSeries::opStats); the step axis's labels go
-// on the lowest chart shown. A language model's loss axis says nats/token.
+// The op charts come after the loss scale, and only for a run that reports them
+// (RunSeries::opStats); the step axis's labels go on the lowest chart shown. A language model's
+// loss axis says nats/token.
 // Every setting change and injected overflow is a labelled vertical marker on every chart. Zoom
 // (wheel) or pan (drag) on any chart moves them all and stops following the run; "Reset view"
 // follows it again.
@@ -90,7 +91,7 @@ public:
     ChartView* logitsChart() const { return m_logits; }
     ChartView* varianceChart() const { return m_variance; }
     std::vector<ChartView*> charts() const {
-        return {m_loss, m_scale, m_memory, m_throughput, m_underflow, m_logits, m_variance};
+        return {m_loss, m_scale, m_logits, m_variance, m_memory, m_throughput, m_underflow};
     }
     // The most op lines (attention layers, layer norms) an op chart's legend names.
     static constexpr std::size_t opLegendLines = 12;
