@@ -25,7 +25,8 @@ SamplePanel::SamplePanel(QWidget* parent) : QWidget(parent) {
     m_pick->setObjectName(QStringLiteral("sampleStep"));
     m_pick->setToolTip(tr("The evaluation whose sample is shown; the newest is shown as they arrive until you pick "
                           "an earlier one (pick the newest to follow again)."));
-    m_pick->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_pick->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_pick->setMinimumContentsLength(11);  // "step 100,000" whole, whichever step is listed first
     m_header = new QLabel;
     m_header->setObjectName(QStringLiteral("sampleHeader"));
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
