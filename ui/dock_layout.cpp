@@ -4,6 +4,7 @@
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QMainWindow>
+#include <QPointer>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTableView>
@@ -15,6 +16,7 @@
 #include "classroom/lesson_panel.h"
 #include "histogram/gradient_histogram_view.h"
 #include "panels/layers_panel.h"
+#include "panels/sample_panel.h"
 
 namespace mantissa::ui {
 
@@ -28,6 +30,10 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
         connect(m_docks.histogram, &QDockWidget::visibilityChanged, this, &DockLayout::histogramShown);
         connect(m_docks.histogram, &QDockWidget::topLevelChanged, this, &DockLayout::histogramFloated);
     }
+    if (m_docks.sample)
+        connect(m_docks.sample, &QDockWidget::visibilityChanged, this, [this](bool shown) {
+            bottomTabShown(m_docks.sample, m_docks.sample->widget(), SamplePanel::usableHeight, shown);
+        });
 }
 
 void DockLayout::applyInitialSizes() {
@@ -58,18 +64,22 @@ void DockLayout::applyCompact(bool compact) {
 }
 
 void DockLayout::histogramShown(bool shown) {
-    QDockWidget* dock = m_docks.histogram;
+    bottomTabShown(m_docks.histogram, m_docks.histogram->findChild<GradientHistogramView*>(),
+                   GradientHistogramView::usableHeight, shown);
+}
+
+void DockLayout::bottomTabShown(QDockWidget* dock, QWidget* view, int usable, bool shown) {
     if (dock->isFloating() || m_window->dockWidgetArea(dock) != Qt::BottomDockWidgetArea) return;
     if (shown) {
         // Once the raised tab is laid out: the bottom docks' height that leaves the view its
         // usable height, beside the dock's title, the tab bar and a sideways scroll bar.
-        QTimer::singleShot(0, this, [this] {
-            auto* view = m_docks.histogram->findChild<GradientHistogramView*>();
-            if (!view || !m_docks.histogram->isVisible() || view->height() >= GradientHistogramView::usableHeight) return;
+        QPointer<QWidget> target(view);
+        QTimer::singleShot(0, this, [this, dock, target, usable] {
+            if (!target || !dock->isVisible() || target->height() >= usable) return;
             const int area = m_docks.layers->height();
             if (m_bottomBefore == 0) m_bottomBefore = area;
-            const int overhead = std::max(0, area - view->height());
-            m_window->resizeDocks({m_docks.histogram}, {GradientHistogramView::usableHeight + overhead}, Qt::Vertical);
+            const int overhead = std::max(0, area - target->height());
+            m_window->resizeDocks({dock}, {usable + overhead}, Qt::Vertical);
         });
     } else if (!shown && m_bottomBefore > 0) {
         const int before = m_bottomBefore;

@@ -10,7 +10,8 @@
 //     splitter drags stand until then;
 //   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
 //     text, from the height the experiment form (short in classroom mode) can spare;
-//   - the gradient histogram, a tab behind the events, at a usable height when its tab is raised
+//   - the gradient histogram and a language model's Sample, tabs behind the events, at a usable
+//     height when their tab is raised
 //     (GradientHistogramView::usableHeight; the bottom docks go back to their height when another
 //     tab is) and a usable size when floated, so its ticks and range labels never pile up.
 // GUI thread only; the docks belong to the window.
@@ -37,6 +38,7 @@ public:
         QDockWidget* events = nullptr;
         QDockWidget* lesson = nullptr;
         QDockWidget* histogram = nullptr;
+        QDockWidget* sample = nullptr;
     };
     static constexpr int compactWidth = 1280;   // px: narrower or
     static constexpr int compactHeight = 820;   // shorter than this is a small window
@@ -56,6 +58,9 @@ public:
 private:
     void applyCompact(bool compact);
     void histogramShown(bool shown);
+    // A bottom tab raised (shown) or left: the bottom docks at the height that gives `view`
+    // `usable` px, and back to their height before when it goes.
+    void bottomTabShown(QDockWidget* dock, QWidget* view, int usable, bool shown);
     void histogramFloated(bool floating);
     int layersColumnsWidth() const;
 

@@ -43,6 +43,7 @@
 #include "panels/precision_panel.h"
 #include "panels/run_status_bar.h"
 #include "panels/run_toolbar.h"
+#include "panels/sample_panel.h"
 #include "model/model_plan.h"
 #include "resource_paths.h"
 #include "train/live_change.h"
@@ -99,6 +100,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_lesson = new LessonPanel;
     m_reference = new ReferenceRun(this);
     m_histogram = new GradientHistogramView;
+    m_sample = new SamplePanel;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
     // height; float or enlarge the dock to study it. The tallest tab's minimum sets the bottom
     // docks'; the view keeps its own small (GradientHistogramView::minimumShortHeight).
@@ -120,6 +122,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(m_layerModel, &LayerTableModel::precisionRequested, this,
             [this](const QString& layer, LayerPrecision precision) {
                 m_precision->setLayerPrecision(layer.toStdString(), precision);
+                m_layerModel->setPrecision(m_precision->precision());
                 m_controller->post(command::SetLayerPrecision{layer.toStdString(), precision});
                 if (m_layerModel->showsPlan()) updatePlan();  // "auto → fp16" and the bytes follow
             });
@@ -127,6 +130,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     // Edits before Start: the table follows while it shows the plan (a finished run's table stays
     // until the next start or experiment); the dataset note always does.
     connect(m_precision, &PrecisionPanel::edited, this, [this] {
+        m_layerModel->setPrecision(m_precision->precision());  // Format (why), live or before Start
         if (m_layerModel->showsPlan()) updatePlan();
     });
     connect(m_experiment, &ExperimentPanel::modelEdited, this, [this] {
@@ -151,6 +155,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connect(m_reference, &ReferenceRun::failed, this, &MainWindow::showNotice);
 
     m_charts->setSeries(&m_controller->series());
+    m_sample->setSeries(&m_controller->series());
     resize(1500, 950);
     updatePlan();  // the engine's defaults, until an experiment is set
     if (m_options.useSettings) restoreSettings();
@@ -175,6 +180,7 @@ void MainWindow::createDocks() {
     m_eventsDock = makeDock(tr("Events"), QStringLiteral("eventsDock"), m_events, this);
     m_lessonDock = makeDock(tr("Lesson"), QStringLiteral("lessonDock"), scrollable(m_lesson), this);
     m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), sideScrollable(m_histogram), this);
+    m_sampleDock = makeDock(tr("Sample"), QStringLiteral("sampleDock"), m_sample, this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
     splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
     m_lessonDock->hide();  // shown by an experiment that has a lesson
@@ -182,18 +188,21 @@ void MainWindow::createDocks() {
     addDockWidget(Qt::BottomDockWidgetArea, m_layersDock);
     splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
     tabifyDockWidget(m_eventsDock, m_histogramDock);
+    tabifyDockWidget(m_eventsDock, m_sampleDock);
+    m_sampleDock->hide();  // shown by a text experiment
     m_eventsDock->raise();
     // Shown or hidden, floated, or its tab selected or not: the feed reads the store only while
     // the heat map can be seen, and catches up in one read when it can again.
     connect(m_histogramDock, &QDockWidget::visibilityChanged, this,
             [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
     m_dockLayout = new DockLayout(
-        this, {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock}, m_charts,
-        m_layers, m_lesson);
+        this,
+        {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock, m_sampleDock},
+        m_charts, m_layers, m_lesson);
     m_dockLayout->applyInitialSizes();
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
         for (QDockWidget* d :
-             {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock})
+             {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock, m_sampleDock})
             view->addAction(d->toggleViewAction());
 }
 
@@ -335,6 +344,7 @@ void MainWindow::applyLiveSetting(const std::string& assignment) {
                               QString::fromLatin1(layer_precision_name(precision)));
     for (const Command& c : change.commands) m_controller->post(c);
     m_precision->setPrecision(change.after.precision);  // the panels show what is now in effect
+    m_layerModel->setPrecision(change.after.precision);
     m_experiment->setExperiment(change.after);
 }
 
@@ -345,23 +355,39 @@ void MainWindow::clearPreviousRun() {
     m_layerModel->clear();
     m_status->clear();
     m_histogram->clear();
+    m_sample->setSeries(&m_controller->series());
     m_notice->hide();  // the last run's notices; a new experiment's lesson announces itself
 }
 
 void MainWindow::updatePlan(bool table) {
+    const Experiment e = currentExperiment();
     try {
-        const ModelPlan plan = plan_model(currentExperiment());
-        if (table) m_layerModel->setPlan(plan);
+        const ModelPlan plan = plan_model(e);
+        if (table) {
+            m_layerModel->setPrecision(e.precision);
+            m_layerModel->setPlan(plan);
+        }
         m_experiment->setDatasetNote(QString::fromStdString(plan.dataset_note));
-    } catch (const std::exception& e) {  // a model the engine cannot build: Start will say so
+    } catch (const std::exception& error) {  // a model the engine cannot build: Start will say so
         if (table) m_layerModel->clear();
-        m_experiment->setDatasetNote(QString::fromStdString(e.what()));
+        m_experiment->setDatasetNote(QString::fromStdString(error.what()));
     }
+    if (table) updateModelViews(e.dataset.kind == "text");
+}
+
+void MainWindow::updateModelViews(bool text) {
+    m_precision->setOpClasses(m_layerModel->hasOpKind("softmax"), m_layerModel->hasOpKind("layernorm"));
+    if (text == m_sampleDock->isHidden()) m_sampleDock->setVisible(text);
 }
 
 void MainWindow::onRunStarted() {
     const Experiment e = m_controller->session()->experiment();
     m_layerModel->setLayers(m_controller->layers(), e.precision.layers);
+    m_layerModel->setPrecision(e.precision);
+    m_sample->setSeries(&m_controller->series());
+    const bool text = e.dataset.kind == "text";
+    updateModelViews(text);
+    if (text) m_sampleDock->raise();  // what a language model writes, beside the charts
     m_eventModel->setSeries(&m_controller->series());
     m_charts->setSeries(&m_controller->series());
     std::vector<std::string> names;
@@ -387,6 +413,7 @@ void MainWindow::refreshViews() {
     m_charts->redrawNow(true);
     m_layerModel->update(m_controller->series());
     m_eventModel->sync();
+    m_sample->sync();
     m_status->update(*m_controller);
 }
 
@@ -396,6 +423,7 @@ void MainWindow::onTelemetry() {
         return;
     }
     m_eventModel->sync();
+    m_sample->sync();
     m_charts->refresh();  // paces itself
     // The table and the status bar change every step; a person reads them a few times a second.
     if (!m_viewClock.isValid() || m_viewClock.elapsed() >= viewUpdateIntervalMs) {

@@ -6,7 +6,9 @@
 //
 // Between runs the views describe the experiment on screen: setting or opening one clears the
 // previous run's charts, table and events, and the Layers table shows the new experiment's layers
-// and precisions (plan_model, engine/model/model_plan.h) until Start. Small windows are laid out
+// and precisions (plan_model, engine/model/model_plan.h) until Start; for a transformer, every op's
+// format and why (op_table), the Precision panel's op classes and, for a language model, the
+// Sample tab behind the events. Small windows are laid out
 // on purpose (dock_layout.h). Closing the window during a run stops the run (recorded as
 // `stopped`) before the window goes.
 #pragma once
@@ -38,6 +40,7 @@ class PrecisionPanel;
 class RunController;
 class RunStatusBar;
 class RunToolBar;
+class SamplePanel;
 class ShortcutsDialog;
 
 class MainWindow : public QMainWindow {
@@ -121,6 +124,10 @@ public:
     QDockWidget* lessonDock() const { return m_lessonDock; }
     QDockWidget* layersDock() const { return m_layersDock; }
     QDockWidget* eventsDock() const { return m_eventsDock; }
+    // A language model's samples (dataset.kind text): a tab behind the events, shown for a text
+    // experiment and raised when its run starts; hidden for other experiments.
+    SamplePanel* samplePanel() const { return m_sample; }
+    QDockWidget* sampleDock() const { return m_sampleDock; }
     QString lastError() const { return m_lastError; }
 
 protected:
@@ -139,6 +146,9 @@ private:
     void clearPreviousRun();   // between runs: the charts, table, events and status show no run
     // Between runs: the dataset note and (table) the Layers table for the form's experiment.
     void updatePlan(bool table = true);
+    // The views a model's ops call for: the Precision panel's softmax and layernorm rows, and the
+    // Sample dock for a text experiment (`text`).
+    void updateModelViews(bool text);
     void onPauseAtChosen(std::int64_t step);
     void pauseAtFromMenu();
     void restoreSettings();
@@ -172,6 +182,8 @@ private:
     FormatExplorer* m_formatExplorer = nullptr;
     GradientHistogramView* m_histogram = nullptr;
     QDockWidget* m_histogramDock = nullptr;
+    SamplePanel* m_sample = nullptr;
+    QDockWidget* m_sampleDock = nullptr;
     QDockWidget* m_experimentDock = nullptr;
     QDockWidget* m_precisionDock = nullptr;
     QDockWidget* m_layersDock = nullptr;

@@ -1,6 +1,7 @@
 // RunSeries: the chart data of one run. Checks the TensorBoard smoothing against its formula, the
 // memory stacking, the overflow/skip markers, the setting-change marker labels and the estimate
-// of the remaining time.
+// of the remaining time; a transformer's op statistics (declared from its layers, or as they
+// come) and a language model's samples from its evaluation events.
 #include <QtTest>
 
 #include <cmath>
@@ -184,6 +185,70 @@ private slots:
         QVERIFY(r.loss().empty());
         QVERIFY(!r.lastStep().has_value());
         QCOMPARE(r.layerNames().size(), std::size_t{1});
+    }
+
+    void opStatsAreDeclaredFromTheLayers() {
+        const auto layer = [](std::string name, std::string kind) {
+            LayerInfo l;
+            l.name = std::move(name);
+            l.kind = std::move(kind);
+            return l;
+        };
+        const std::vector<LayerInfo> gpt = {layer("wte", "embedding"),         layer("blocks.0.ln1", "layernorm"),
+                                            layer("blocks.0.attn.qkv", "linear"), layer("blocks.0.attn.proj", "linear"),
+                                            layer("blocks.0.ln2", "layernorm"),    layer("ln_f", "layernorm"),
+                                            layer("head", "linear")};
+        const auto stats = ui::opStatsOf(gpt);
+        QCOMPARE(stats.size(), std::size_t{4});
+        QCOMPARE(stats[0], std::make_pair(std::string("blocks.0.ln1"), std::string("min_variance")));
+        QCOMPARE(stats[1], std::make_pair(std::string("blocks.0.attn"), std::string("logit_amax")));
+        QCOMPARE(stats[3], std::make_pair(std::string("ln_f"), std::string("min_variance")));
+        QVERIFY(ui::opStatsOf({layer("fc1", "linear"), layer("fc2", "linear")}).empty());  // an MLP: none
+
+        RunSeries r;
+        r.reset({"wte"});
+        r.declareOpStats(stats);
+        const std::uint64_t layout = r.opStatLayout();
+        QVERIFY(r.hasOpStat("logit_amax"));
+        r.addOpSteps({{0, "blocks.0.attn", "logit_amax", 3.0}, {0, "ln_f", "min_variance", 0.5}});
+        r.addOpSteps({{10, "blocks.0.attn", "logit_amax", 4.0}});
+        QCOMPARE(r.opStatLayout(), layout);  // declared: no new series
+        QCOMPARE(r.opStats()[1].values.size(), std::size_t{2});
+        QCOMPARE(r.opStats()[1].values.lastY(), 4.0);
+        r.addOpSteps({{10, "blocks.9.attn", "logit_amax", 1.0}});  // not declared: a series of its own
+        QVERIFY(r.opStatLayout() != layout);
+        QCOMPARE(r.opStats().back().name, std::string("blocks.9.attn"));
+        r.reset({});
+        QVERIFY(r.opStats().empty());
+        QVERIFY(!r.textRun());
+    }
+
+    void evaluationEventsCarryTheSamples() {
+        RunSeries r;
+        r.setTextRun(true);
+        Event e;
+        e.kind = EventKind::evaluation;
+        e.step = 100;
+        e.data_json = R"({"loss": 2.0, "perplexity": 7.38905609893065, "accuracy": 0.4, "prompt": "Q: why?\n",)"
+                      R"( "sample": "A: because.\nQ: ", "temperature": 0.8})";
+        r.addEvent(e);
+        Event other;
+        other.kind = EventKind::notice;
+        other.data_json = R"({"sample": "not a sample"})";
+        r.addEvent(other);
+        QCOMPARE(r.textSamples().size(), std::size_t{1});
+        const ui::TextSample& t = r.textSamples().front();
+        QCOMPARE(t.step, std::int64_t{100});
+        QCOMPARE(t.loss, 2.0);
+        QVERIFY(std::abs(t.perplexity - std::exp(2.0)) < 1e-9);
+        QCOMPARE(t.prompt, std::string("Q: why?\n"));
+        QCOMPARE(t.continuation, std::string("A: because.\nQ: "));
+        QCOMPARE(t.temperature, 0.8);
+        // A classifier's evaluation event (no sample) is none.
+        Event plain;
+        plain.kind = EventKind::evaluation;
+        plain.data_json = R"({"loss": 0.3})";
+        QVERIFY(!ui::textSampleOf(plain));
     }
 };
 

@@ -3,6 +3,8 @@
 // order, also with the producer and consumer on different threads.
 #include <QtTest>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "live/spsc_ring.h"
@@ -109,6 +111,34 @@ private slots:
             ++events;
         });
         QCOMPARE(events, 2);
+    }
+
+    // A transformer's op statistics arrive after their step's on_step, in a ring of their own: the
+    // records come through whole and in order, a full ring drops and counts, and the steps' ring
+    // is not touched.
+    void opStepsTravelInTheirOwnRing() {
+        TelemetryRing ring(1, 8, 8, 2);
+        std::vector<OpStepRecord> ops = {{10, "blocks.0.attn", "logit_amax", 7.5},
+                                         {10, "blocks.0.ln1", "min_variance", 1e-3}};
+        ring.on_op_steps(ops);
+        ops[0].step = ops[1].step = 20;
+        ops[0].value = std::numeric_limits<double>::infinity();  // as measured: an overflowed logit
+        ring.on_op_steps(ops);
+        ring.on_op_steps(ops);  // the ring holds two: dropped
+        QCOMPARE(ring.droppedOps(), std::int64_t{1});
+        QCOMPARE(ring.droppedSteps(), std::int64_t{0});
+        std::vector<OpStepRecord> got;
+        QCOMPARE(ring.drainOps([&](ui::OpPacket& p) { got.insert(got.end(), p.ops.begin(), p.ops.end()); }),
+                 std::size_t{2});
+        QCOMPARE(got.size(), std::size_t{4});
+        QCOMPARE(got[0].name, std::string("blocks.0.attn"));
+        QCOMPARE(got[0].stat, std::string("logit_amax"));
+        QCOMPARE(got[0].value, 7.5);
+        QCOMPARE(got[1].step, std::int64_t{10});
+        QCOMPARE(got[1].value, 1e-3);
+        QCOMPARE(got[2].step, std::int64_t{20});
+        QVERIFY(std::isinf(got[2].value));
+        QCOMPARE(ring.drainSteps([](ui::StepPacket&) {}), std::size_t{0});
     }
 };
 

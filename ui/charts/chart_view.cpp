@@ -217,6 +217,37 @@ void ChartView::setFactor(QCPGraph* graph, double factor) {
     if (Binding* b = binding(graph)) b->factor = factor;
 }
 
+void ChartView::setReferenceLine(double value, const QString& label) {
+    m_referenceValue = value;
+    if (!std::isfinite(value)) {
+        if (m_referenceLine) removeItem(m_referenceLine);
+        if (m_referenceLabel) removeItem(m_referenceLabel);
+        m_referenceLine = nullptr;
+        m_referenceLabel = nullptr;
+        return;
+    }
+    if (!m_referenceLine) {
+        m_referenceLine = new QCPItemStraightLine(this);
+        m_referenceLabel = new QCPItemText(this);
+        for (QCPItemPosition* p : {m_referenceLine->point1, m_referenceLine->point2, m_referenceLabel->position}) {
+            p->setTypeX(QCPItemPosition::ptAxisRectRatio);
+            p->setTypeY(QCPItemPosition::ptPlotCoords);
+            p->setAxes(xAxis, yAxis);
+            p->setAxisRect(axisRect());
+        }
+        m_referenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);  // under the line: inside the plot
+        m_referenceLabel->setFont(markerFont(font()));
+        m_referenceLabel->setPadding(QMargins(2, 0, 4, 1));
+        m_referenceLine->setSelectable(false);
+        m_referenceLabel->setSelectable(false);
+    }
+    m_referenceLine->point1->setCoords(0, value);
+    m_referenceLine->point2->setCoords(1, value);
+    m_referenceLabel->position->setCoords(1, value);
+    m_referenceLabel->setText(label);
+    applyPalette();
+}
+
 void ChartView::removeAllSeries() {
     clearGraphs();
     m_bindings.clear();
@@ -426,6 +457,10 @@ void ChartView::fitValueAxes() {
     }
     m_fittedHeight = axisRect()->height();
     if (!(lo <= hi)) return;  // nothing visible: keep the range
+    if (std::isfinite(m_referenceValue) && (!log || m_referenceValue > 0)) {
+        lo = std::min(lo, m_referenceValue);
+        hi = std::max(hi, m_referenceValue);
+    }
     // The marker labels' rows along the top are kept clear of the data: the range grows upwards
     // so that the data ends below them (where the plot is tall enough to spare that band).
     const double plotHeight = axisRect()->height();
@@ -638,6 +673,14 @@ bool ChartView::event(QEvent* event) {
     return QCustomPlot::event(event);
 }
 
+void ChartView::resizeEvent(QResizeEvent* event) {
+    if (event->size().isEmpty()) {
+        QWidget::resizeEvent(event);
+        return;
+    }
+    QCustomPlot::resizeEvent(event);
+}
+
 void ChartView::changeEvent(QEvent* event) {
     QCustomPlot::changeEvent(event);
     if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) {
@@ -675,6 +718,11 @@ void ChartView::applyPalette() {
     noteColor.setAlpha(170);
     m_note->setTextColor(noteColor);
     for (auto& m : m_markers) styleMarker(m);
+    if (m_referenceLine) {
+        const QColor limit(205, 60, 60);  // a limit, in the overflow markers' red
+        m_referenceLine->setPen(QPen(limit, 1.2, Qt::DashLine));
+        m_referenceLabel->setColor(limit);
+    }
 }
 
 void ChartView::showContextMenu(const QPoint& pos) {

@@ -72,6 +72,11 @@ public:
     bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
     // Linear left axis always shows 0 (memory, throughput, underflow).
     void setIncludeZero(bool on) { m_includeZero = on; }
+    // A horizontal reference line at `value` on the left axis, labelled at its right end ("FP16 max
+    // 65504"), always in the fitted range once the chart has data: how far the data is from a
+    // limit. NaN removes it.
+    void setReferenceLine(double value, const QString& label);
+    double referenceValue() const { return m_referenceValue; }
     // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled (shorter forms as above).
     void setRightAxis(const QString& label, QCPRange range, const QStringList& shorter = {});
     // The step axis' tick labels and its label (setXLabel, "step" unless told) shown or not: the
@@ -131,6 +136,9 @@ signals:
     void userChangedRange(const QCPRange& range);
 
 protected:
+    // A chart laid out at no size (hidden in a splitter, or sent its pending resize by a grab of the
+    // window) skips QCustomPlot's replot: there is nothing to draw into.
+    void resizeEvent(QResizeEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
     bool event(QEvent* event) override;
@@ -183,6 +191,9 @@ private:
     QString m_xLabel;
     ExportState m_export;
     QCPItemStraightLine* m_crosshair = nullptr;
+    QCPItemStraightLine* m_referenceLine = nullptr;  // setReferenceLine (null: none)
+    QCPItemText* m_referenceLabel = nullptr;
+    double m_referenceValue = qQNaN();
     QCPItemText* m_readout = nullptr;
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row
     QCPLayoutGrid* m_header = nullptr;  // the row above the plot that holds the legend

@@ -42,10 +42,17 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_throughput = new ChartView(tr("samples/s (per step)"));
     m_underflow = new ChartView(tr("underflow"));
     m_underflow->setValueSuffix(QStringLiteral("%"));  // on its ticks: the label is often hidden
+    m_logits = new ChartView(tr("largest |QKᵀ/√d|"));
+    m_logits->setValueLabel(tr("largest |QKᵀ/√d|"), {tr("|logit|")});
+    m_logits->setLogarithmic(true, 10);
+    m_logits->setReferenceLine(fp16Max, tr("FP16 max 65504"));
+    m_variance = new ChartView(tr("smallest variance"));
+    m_variance->setValueLabel(tr("smallest variance"), {tr("variance")});
+    m_variance->setLogarithmic(true, 10);
     m_scale->setLogarithmic(true, 2);
     const std::pair<ChartView*, const char*> exportNames[] = {
         {m_loss, "loss"}, {m_scale, "loss-scale"}, {m_memory, "memory"}, {m_throughput, "throughput"},
-        {m_underflow, "underflow"}};
+        {m_underflow, "underflow"}, {m_logits, "attention-logits"}, {m_variance, "layernorm-variance"}};
     for (const auto& [chart, name] : exportNames) {
         chart->setExportName(QString::fromLatin1(name));
         chart->setExportGroup([this] {  // the charts on screen, top to bottom
@@ -69,14 +76,20 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     splitter->setChildrenCollapsible(false);
     for (ChartView* c : charts()) {
         c->setSideMargins(left, right);
-        c->setXTickLabels(c == m_underflow);
         splitter->addWidget(c);
         connect(c, &ChartView::userChangedRange, this, [this, c](const QCPRange& r) { onUserRange(c, r); });
         connect(c, &ChartView::crosshairRequested, this, &ChartsPanel::onCrosshair);
     }
-    // The loss gets the most room; the last chart also carries the step axis's labels.
-    const int stretch[] = {3, 2, 2, 2, 3};
-    for (int i = 0; i < 5; ++i) splitter->setStretchFactor(i, stretch[i]);
+    // The loss gets the most room; the lowest chart shown also carries the step axis's labels.
+    const int stretch[] = {3, 2, 2, 2, 2, 2, 3};
+    for (int i = 0; i < 7; ++i) splitter->setStretchFactor(i, stretch[i]);
+    // Hidden until a run reports op statistics; sized, so that a grab of the window (which sends a
+    // hidden widget its pending resize) never has a chart draw into an empty buffer.
+    for (ChartView* c : {m_logits, m_variance}) {
+        c->resize(400, 160);
+        c->hide();
+    }
+    updateStepAxisOwner();
 
     m_smoothing = new QSlider(Qt::Horizontal);
     m_smoothing->setRange(0, 990);
@@ -159,7 +172,39 @@ void ChartsPanel::buildGraphs() {
     m_memoryGraphs.clear();
     m_memoryUnit = 0;
     if (m_series) buildLiveGraphs();
+    const bool logits = m_series && m_series->hasOpStat(logitAmaxStat);
+    const bool variance = m_series && m_series->hasOpStat(minVarianceStat);
+    if (logits == m_logits->isHidden() || variance == m_variance->isHidden()) {
+        m_logits->setVisible(logits);
+        m_variance->setVisible(variance);
+        updateStepAxisOwner();
+    }
+    // A language model's loss is the mean negative log-likelihood of the next token, in nats.
+    const bool text = m_series && m_series->textRun();
+    m_loss->setValueLabel(text ? tr("loss (nats/token)") : tr("loss"), text ? QStringList{tr("nats/token"), tr("loss")}
+                                                                            : QStringList{});
     addOverlayGraphs();
+}
+
+void ChartsPanel::updateStepAxisOwner() {
+    ChartView* lowest = nullptr;
+    for (ChartView* c : charts())
+        if (!c->isHidden()) lowest = c;
+    for (ChartView* c : charts()) c->setXTickLabels(c == lowest);
+}
+
+void ChartsPanel::buildOpGraphs(ChartView* chart, const char* stat) {
+    std::size_t lines = 0;
+    for (const OpStatSeries& s : m_series->opStats()) lines += s.stat == stat;
+    const bool named = lines <= opLegendLines;
+    int i = 0;
+    for (const OpStatSeries& s : m_series->opStats()) {
+        if (s.stat != stat) continue;
+        QCPGraph* g = chart->addSeries(&s.values, QString::fromStdString(s.name), seriesColor(i++), GraphStyle::line);
+        if (!named) g->removeFromLegend();
+    }
+    chart->setNote(named ? QString() : tr("%1 lines: hover for each one's value").arg(lines));
+    chart->legend->setVisible(named && lines > 0);
 }
 
 void ChartsPanel::buildLiveGraphs() {
@@ -167,7 +212,15 @@ void ChartsPanel::buildLiveGraphs() {
     const QColor lossColor = seriesColor(0);
     m_loss->addSeries(&s.loss(), tr("loss"), lossColor, GraphStyle::faintLine);
     m_loss->addSeries(&s.lossSmoothed(), tr("smoothed"), lossColor, GraphStyle::line);
-    m_loss->addSeries(&s.testLoss(), tr("test loss"), seriesColor(1), GraphStyle::points);
+    QCPGraph* testLoss = m_loss->addSeries(&s.testLoss(), tr("test loss"), seriesColor(1), GraphStyle::points);
+    if (s.textRun())  // nats per token, and the perplexity e^loss it means
+        m_loss->setReadout(testLoss, [this](double step) {
+            const auto p = m_series->testLoss().nearest(step);
+            const QCPRange x = m_loss->xAxis->range();
+            if (!p || std::abs(p->x - step) > 4 * x.size() / std::max(1, m_loss->axisRect()->width())) return QString();
+            return tr("test loss %1 nats/token (perplexity %2)")
+                .arg(QString::number(p->y, 'g', 4), QString::number(std::exp(p->y), 'g', 4));
+        });
     m_loss->addSeries(&s.testAccuracy(), tr("test acc. %"), seriesColor(4), GraphStyle::points, true, 100.0);
     m_loss->legend->setVisible(true);
 
@@ -222,6 +275,10 @@ void ChartsPanel::buildLiveGraphs() {
     }
     m_underflow->setNote(named ? QString() : tr("%1 layers: hover for each one's value").arg(layers));
     m_underflow->legend->setVisible(named && layers > 0);
+
+    buildOpGraphs(m_logits, logitAmaxStat);
+    buildOpGraphs(m_variance, minVarianceStat);
+    m_builtOpLayout = s.opStatLayout();
 }
 
 void ChartsPanel::addOverlayGraphs() {
@@ -324,6 +381,8 @@ void ChartsPanel::updateMemoryUnit() {
 }
 
 void ChartsPanel::prepareRound() {
+    // Op statistics of a name not declared at the start have a series of their own now.
+    if (m_series && m_series->opStatLayout() != m_builtOpLayout) buildGraphs();
     if (m_follow) {
         // The live run's steps (overlays follow them); with no live run (or none of its steps
         // yet), the overlays' own.
@@ -377,7 +436,8 @@ void ChartsPanel::drawNextChartOfRound() {
     }
     QElapsedTimer t;
     t.start();
-    all[static_cast<std::size_t>(m_roundChart)]->refreshData(true);
+    // A chart hidden (an op chart of a model without such ops) has no size to draw at.
+    if (ChartView* chart = all[static_cast<std::size_t>(m_roundChart)]; !chart->isHidden()) chart->refreshData(true);
     m_roundCostMs += static_cast<double>(t.nsecsElapsed()) / 1e6;
     if (++m_roundChart < static_cast<int>(all.size())) {
         m_roundTimer.start();  // the next chart after the event loop has had its turn
@@ -396,11 +456,13 @@ void ChartsPanel::redrawNow(bool synchronous) {
     m_deferTimer.stop();
     m_roundChart = -1;
     if (!m_series && m_overlays.empty()) {
-        for (ChartView* c : charts()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
+        for (ChartView* c : charts())
+            if (!c->isHidden()) c->replot(synchronous ? QCustomPlot::rpQueuedRefresh : QCustomPlot::rpQueuedReplot);
         return;
     }
     prepareRound();
-    for (ChartView* c : charts()) c->refreshData(synchronous);
+    for (ChartView* c : charts())
+        if (!c->isHidden()) c->refreshData(synchronous);
     m_drawnRevision = m_roundRevision;
 }
 

@@ -5,7 +5,13 @@
 //   memory      bytes by category, stacked (modelled on the CPU backend)
 //   throughput  samples/s
 //   underflow   fraction of each layer's gradient flushed to zero by rounding, per layer
-// Every setting change and injected overflow is a labelled vertical marker on all five. Zoom
+//   attention logits  a transformer's largest |QKᵀ/√d| per attention layer (log y), with FP16's
+//               largest value, 65504, as a reference line
+//   layer norm variance  a transformer's smallest row variance per layer norm (log y)
+// The op charts come after the loss scale, and only for a run that reports them
+// (RunSeries::opStats); the step axis's labels go on the lowest chart shown. A language model's
+// loss axis says nats/token.
+// Every setting change and injected overflow is a labelled vertical marker on every chart. Zoom
 // (wheel) or pan (drag) on any chart moves them all and stops following the run; "Reset view"
 // follows it again.
 //
@@ -82,7 +88,14 @@ public:
     ChartView* memoryChart() const { return m_memory; }
     ChartView* throughputChart() const { return m_throughput; }
     ChartView* underflowChart() const { return m_underflow; }
-    std::vector<ChartView*> charts() const { return {m_loss, m_scale, m_memory, m_throughput, m_underflow}; }
+    ChartView* logitsChart() const { return m_logits; }
+    ChartView* varianceChart() const { return m_variance; }
+    std::vector<ChartView*> charts() const {
+        return {m_loss, m_scale, m_logits, m_variance, m_memory, m_throughput, m_underflow};
+    }
+    // The most op lines (attention layers, layer norms) an op chart's legend names.
+    static constexpr std::size_t opLegendLines = 12;
+    static constexpr double fp16Max = 65504;  // the logits chart's reference line
 
 private:
     bool dirty() const;
@@ -90,6 +103,8 @@ private:
     void drawNextChartOfRound();
     void buildGraphs();
     void buildLiveGraphs();
+    void buildOpGraphs(ChartView* chart, const char* stat);
+    void updateStepAxisOwner();  // the lowest chart shown carries the step axis's labels
     void applyRange(const QCPRange& range, ChartView* except = nullptr);
     void updateMemoryUnit();
     void onUserRange(ChartView* source, const QCPRange& range);
@@ -113,6 +128,9 @@ private:
     ChartView* m_memory = nullptr;
     ChartView* m_throughput = nullptr;
     ChartView* m_underflow = nullptr;
+    ChartView* m_logits = nullptr;
+    ChartView* m_variance = nullptr;
+    std::uint64_t m_builtOpLayout = ~std::uint64_t{0};  // the series' opStatLayout() the graphs show
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingValue = nullptr;
     QCheckBox* m_logLoss = nullptr;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "error.h"
 #include "history/config_summary.h"
 #include "live/layer_sample.h"
@@ -48,6 +50,17 @@ std::vector<std::string> layerNames(const std::string& configJson, const std::ve
     return names;
 }
 
+// A language model's run (dataset.kind "text"): its losses are nats per token.
+bool isTextRun(const std::string& configJson) {
+    try {
+        const auto j = nlohmann::json::parse(configJson);
+        return j.is_object() && j.contains("dataset") && j["dataset"].is_object() &&
+               j["dataset"].value("kind", std::string{}) == "text";
+    } catch (const nlohmann::json::exception&) {
+        return false;
+    }
+}
+
 }  // namespace
 
 std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series, RunCursor& cursor) {
@@ -56,7 +69,9 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto evals = store.evals(runId, std::max<std::int64_t>(cursor.evalStep, 0));
     const auto events = store.events(runId, std::max<std::int64_t>(cursor.eventStep, 0));
     if (!cursor.started) {
-        series.reset(layerNames(store.run(runId).config_json, layerRows));
+        const std::string config = store.run(runId).config_json;
+        series.reset(layerNames(config, layerRows));
+        series.setTextRun(isTextRun(config));
         cursor.started = true;
     }
     const auto newLayers = unseen(layerRows, cursor.layerStep, cursor.layersAtStep);

@@ -20,6 +20,7 @@
 #include "history/run_table_model.h"
 #include "models/event_log_model.h"
 #include "panels/events_panel.h"
+#include "panels/sample_panel.h"
 #include "config/throughput.h"
 
 namespace mantissa::ui {
@@ -50,6 +51,8 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     m_charts = new ChartsPanel;
     m_eventModel = new EventLogModel(this);
     m_events = new EventsPanel(m_eventModel);
+    m_sample = new SamplePanel;
+    m_sample->hide();  // a language model's run shows it beside the events
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
 
     auto* header = new QHBoxLayout;
@@ -58,7 +61,11 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(m_charts);
-    splitter->addWidget(m_events);
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    bottom->setChildrenCollapsible(false);
+    bottom->addWidget(m_events);
+    bottom->addWidget(m_sample);
+    splitter->addWidget(bottom);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
     auto* layout = new QVBoxLayout(this);
@@ -74,6 +81,7 @@ RunViewer::~RunViewer() {
     if (m_follower) m_follower->stop();
     m_charts->setSeries(nullptr);
     m_eventModel->setSeries(nullptr);
+    m_sample->setSeries(nullptr);
 }
 
 bool RunViewer::load() {
@@ -88,6 +96,8 @@ bool RunViewer::load() {
     readThroughput();
     m_charts->setSeries(&m_series);
     m_eventModel->setSeries(&m_series);
+    m_sample->setSeries(&m_series);
+    m_sample->setVisible(m_series.textRun());
     m_eventModel->setLive(m_run.status == RunStatus::running);
     m_charts->redrawNow();
     setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
@@ -114,6 +124,7 @@ bool RunViewer::following() const {
 void RunViewer::onRowsAdded() {
     m_charts->refresh();
     m_eventModel->sync();
+    m_sample->sync();
     updateSummary();
     emit runUpdated(m_runId);
 }
@@ -135,6 +146,7 @@ void RunViewer::onFinished() {
     readThroughput();
     m_charts->redrawNow();
     m_eventModel->sync();
+    m_sample->sync();
     m_eventModel->setLive(false);
     updateSummary();
     emit runFinished(m_runId);
@@ -155,8 +167,14 @@ void RunViewer::updateSummary() {
     facts << tr("%1 steps").arg(QLocale().toString(static_cast<qlonglong>(m_series.stepCount())));
     if (last) facts << tr("final loss %1").arg(QString::number(last->loss, 'g', 4));
     else if (m_run.final_loss) facts << tr("final loss %1").arg(QString::number(*m_run.final_loss, 'g', 4));
+    if (m_series.textRun() && !m_series.testLoss().empty()) {
+        const double loss = m_series.testLoss().lastY();
+        facts << tr("test loss %1 nats/token (perplexity %2)")
+                     .arg(QString::number(loss, 'g', 4), QString::number(std::exp(loss), 'g', 4));
+    }
     if (!m_series.testAccuracy().empty())
-        facts << tr("test accuracy %1 %").arg(QString::number(m_series.testAccuracy().lastY() * 100, 'f', 1));
+        facts << (m_series.textRun() ? tr("next-token accuracy %1 %") : tr("test accuracy %1 %"))
+                     .arg(QString::number(m_series.testAccuracy().lastY() * 100, 'f', 1));
     if (last) facts << tr("loss scale %1").arg(formatPowerOfTwo(last->loss_scale));
     if (m_samplesPerSecond && !following())
         facts << tr("%1 %2").arg(QLocale().toString(*m_samplesPerSecond, 'f', 0),

@@ -1,6 +1,7 @@
 // RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
-// accuracy, configuration and what was changed during the run, notes), the same ChartsPanel and
-// EventsPanel the live window uses over a
+// accuracy, for a language model its test loss in nats per token and perplexity, configuration and
+// what was changed during the run, notes), the same ChartsPanel and EventsPanel the live window
+// uses (and for a language model its SamplePanel, beside the events) over a
 // RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
 // process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
 //
@@ -26,6 +27,7 @@ class ChartsPanel;
 class EventLogModel;
 class EventsPanel;
 class RunFollower;
+class SamplePanel;
 
 class RunViewer : public QWidget {
     Q_OBJECT
@@ -44,6 +46,7 @@ public:
     ChartsPanel* chartsPanel() const { return m_charts; }
     EventsPanel* eventsPanel() const { return m_events; }
     EventLogModel* eventModel() const { return m_eventModel; }
+    SamplePanel* samplePanel() const { return m_sample; }
     RunFollower* follower() const { return m_follower; }  // nullptr when the run is not followed
     bool following() const;
     QString summaryText() const;  // the header's text, plain
@@ -72,6 +75,7 @@ private:
     ChartsPanel* m_charts = nullptr;
     EventLogModel* m_eventModel = nullptr;
     EventsPanel* m_events = nullptr;
+    SamplePanel* m_sample = nullptr;
     RunFollower* m_follower = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_notes = nullptr;

@@ -106,6 +106,8 @@ bool RunController::start(const Experiment& experiment, const std::vector<Comman
     std::vector<std::string> names;
     for (const auto& l : m_session->layers()) names.push_back(l.name);
     m_series.reset(std::move(names));
+    m_series.declareOpStats(opStatsOf(m_session->layers()));
+    m_series.setTextRun(experiment.dataset.kind == "text");
     for (const auto& n : m_session->notices()) emit runNoticeRaised(QString::fromStdString(n));
 
     try {
@@ -191,6 +193,8 @@ bool RunController::drainRing() {
         m_series.addStep(p.step);
         for (const LayerSample& l : p.layers) m_series.addLayerSample(l);
     });
+    // After the steps: a step's op statistics arrive after its on_step, so its step is in by now.
+    n += m_ring->drainOps([this](OpPacket& p) { m_series.addOpSteps(p.ops); });
     n += m_ring->drainNotes([this](NotePacket& p) {
         if (auto* eval = std::get_if<EvalRecord>(&p))
             m_series.addEval(*eval);

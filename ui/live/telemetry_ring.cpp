@@ -3,8 +3,9 @@
 
 namespace mantissa::ui {
 
-TelemetryRing::TelemetryRing(std::size_t layerCount, std::size_t stepCapacity, std::size_t noteCapacity)
-    : m_steps(stepCapacity), m_notes(noteCapacity) {
+TelemetryRing::TelemetryRing(std::size_t layerCount, std::size_t stepCapacity, std::size_t noteCapacity,
+                             std::size_t opCapacity)
+    : m_steps(stepCapacity), m_notes(noteCapacity), m_ops(opCapacity) {
     // Fill every slot once from this thread before any producer exists, reserving its layers.
     for (std::size_t i = 0; i < m_steps.capacity(); ++i) {
         m_steps.tryPush([&](StepPacket& p) { p.layers.reserve(layerCount); });
@@ -29,6 +30,12 @@ void TelemetryRing::on_eval(const EvalRecord& eval) {
 void TelemetryRing::on_event(const Event& event) {
     if (!m_notes.tryPush([&](NotePacket& p) { p = event; }))
         m_droppedNotes.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TelemetryRing::on_op_steps(const std::vector<OpStepRecord>& ops) {
+    // Copy-assigned into the slot: its vector and strings keep their capacity, so once each slot
+    // has held a step's records a steady run allocates nothing here.
+    if (!m_ops.tryPush([&](OpPacket& p) { p.ops = ops; })) m_droppedOps.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace mantissa::ui

@@ -5,10 +5,12 @@
 // the record is dropped and counted; droppedSteps() says how many so the window can say so. The
 // run store's Recorder is a separate sink and keeps every row, so a drop only thins the live view.
 // Steps (with their layer samples) and the rare evaluations/events travel in separate rings, so a
-// burst of steps never pushes out an event.
+// burst of steps never pushes out an event. A transformer's op statistics (on_op_steps: attention
+// logits, layer norm variances; only on the steps that measure per-layer statistics) have a third
+// ring: they arrive after their step's on_step, which is already published by then.
 //
-// Threads: on_step/on_eval/on_event on the training thread (the one producer); drain* and the
-// counters on the GUI thread (the one consumer).
+// Threads: on_step/on_eval/on_event/on_op_steps on the training thread (the one producer); drain*
+// and the counters on the GUI thread (the one consumer).
 #pragma once
 
 #include <atomic>
@@ -30,31 +32,41 @@ struct StepPacket {
 
 using NotePacket = std::variant<EvalRecord, Event>;
 
+struct OpPacket {
+    std::vector<OpStepRecord> ops;  // one step's op statistics
+};
+
 class TelemetryRing final : public TelemetrySink {
 public:
     // layerCount sizes each slot's layer vector up front, so steady-state pushes do not allocate.
     explicit TelemetryRing(std::size_t layerCount, std::size_t stepCapacity = 4096,
-                           std::size_t noteCapacity = 4096);
+                           std::size_t noteCapacity = 4096, std::size_t opCapacity = 1024);
 
     void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override;
     void on_eval(const EvalRecord& eval) override;
     void on_event(const Event& event) override;
+    void on_op_steps(const std::vector<OpStepRecord>& ops) override;
 
     // GUI thread. The callbacks get each packet by reference and may move out of it.
     template <typename F>
     std::size_t drainSteps(F&& f) { return m_steps.drain(f); }
     template <typename F>
     std::size_t drainNotes(F&& f) { return m_notes.drain(f); }
+    template <typename F>
+    std::size_t drainOps(F&& f) { return m_ops.drain(f); }
 
     std::int64_t droppedSteps() const { return m_droppedSteps.load(std::memory_order_relaxed); }
     std::int64_t droppedNotes() const { return m_droppedNotes.load(std::memory_order_relaxed); }
+    std::int64_t droppedOps() const { return m_droppedOps.load(std::memory_order_relaxed); }
     std::size_t stepCapacity() const { return m_steps.capacity(); }
 
 private:
     SpscRing<StepPacket> m_steps;
     SpscRing<NotePacket> m_notes;
+    SpscRing<OpPacket> m_ops;
     std::atomic<std::int64_t> m_droppedSteps{0};
     std::atomic<std::int64_t> m_droppedNotes{0};
+    std::atomic<std::int64_t> m_droppedOps{0};
 };
 
 }  // namespace mantissa::ui

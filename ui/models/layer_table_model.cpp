@@ -2,6 +2,7 @@
 #include "models/layer_table_model.h"
 
 #include <QColor>
+#include <QFont>
 
 #include <cmath>
 
@@ -19,6 +20,45 @@ QString formatText(Format f) {
 // The scaled tensor of an FP8 scale column, and what a person calls it.
 const Fp8TensorScaling& scaledTensor(const Fp8LayerScaling& f, int column) {
     return column == LayerTableModel::XScale ? f.input : column == LayerTableModel::WScale ? f.weight : f.grad_output;
+}
+
+// What an attention op row computes, from its name's last part.
+QString opDescription(const std::string& name) {
+    const std::string op = name.substr(name.rfind('.') + 1);
+    if (op == "scores") return LayerTableModel::tr("the attention logits S = Q·Kᵀ/√d, a batched matmul");
+    if (op == "softmax") return LayerTableModel::tr("P = softmax(S) over the earlier positions");
+    if (op == "pv") return LayerTableModel::tr("the heads' outputs P·V, a batched matmul");
+    return QString::fromStdString(op);
+}
+
+// Why an op runs in its format, in a sentence, from op_table's reason.
+QString formatWhyTooltip(const OpRow& op) {
+    const QString format = QString::fromStdString(op.format);
+    const std::string& r = op.reason;
+    if (r == "autocast's FP32 list")
+        return LayerTableModel::tr("%1: PyTorch's autocast keeps softmax and layer norm in FP32 whatever their input, "
+                                   "because their sums and exponentials lose too much in 16 bits. The Precision "
+                                   "panel's softmax and layernorm settings override that, which autocast itself never "
+                                   "allows.")
+            .arg(format);
+    if (r == "autocast")
+        return LayerTableModel::tr("%1: autocast runs matmuls (linear layers, the attention's batched matmuls) in its "
+                                   "type.")
+            .arg(format);
+    if (r == "autocast off")
+        return LayerTableModel::tr("%1: with autocast off, the op writes the format of its input.").arg(format);
+    if (r.rfind("autocast off", 0) == 0)
+        return LayerTableModel::tr("%1: with autocast off, the attention's matmuls run in the format the qkv "
+                                   "projection writes.")
+            .arg(format);
+    if (r.rfind("precision.ops.", 0) == 0)
+        return LayerTableModel::tr("%1: set by %2 in the Precision panel, overriding autocast's FP32 list for every "
+                                   "such op.")
+            .arg(format, QString::fromStdString(r));
+    if (r.rfind("precision.layers.", 0) == 0)
+        return LayerTableModel::tr("%1: set by this row's Precision (%2), overriding autocast.")
+            .arg(format, QString::fromStdString(r));
+    return QStringLiteral("%1: %2.").arg(format, QString::fromStdString(r));
 }
 
 bool isScaleColumn(int column) {
@@ -60,44 +100,117 @@ QString formatBytes(double bytes) {
 
 LayerTableModel::LayerTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+std::vector<LayerTableModel::Row> LayerTableModel::makeRows(const std::vector<LayerInfo>& layers) const {
+    // op_table lists every layer in order, with an attention's op rows after its qkv projection.
+    std::vector<Row> rows;
+    std::size_t next = 0;
+    for (OpRow& op : op_table(layers, m_precision)) {
+        Row row;
+        if (next < layers.size() && op.name == layers[next].name) {
+            row.info = layers[next];
+            row.layer = static_cast<int>(next++);
+        } else {
+            row.info.name = op.name;
+            row.info.kind = op.op;
+        }
+        row.op = std::move(op);
+        rows.push_back(std::move(row));
+    }
+    for (; next < layers.size(); ++next) {  // a layer op_table did not list (none today): still a row
+        Row row;
+        row.info = layers[next];
+        row.layer = static_cast<int>(next);
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+void LayerTableModel::applyOpTable() {
+    // The rows' own settings are what the table shows: they win over the spec's copy.
+    PrecisionSpec p = m_precision;
+    std::vector<LayerInfo> layers;
+    for (const Row& row : m_rows) {
+        if (row.layer < 0) continue;
+        layers.push_back(row.info);
+        if (row.info.takes_precision) {
+            if (row.setting == LayerPrecision::automatic) p.layers.erase(row.info.name);
+            else p.layers[row.info.name] = row.setting;
+        }
+    }
+    std::vector<OpRow> table = op_table(layers, p);
+    if (table.size() != m_rows.size()) return;  // the rows came from op_table: cannot happen
+    for (std::size_t i = 0; i < m_rows.size(); ++i) m_rows[i].op = std::move(table[i]);
+}
+
+void LayerTableModel::noteOps() {
+    bool ops = false;
+    for (const Row& row : m_rows)
+        ops = ops || row.layer < 0 ||
+              (row.info.kind != "linear" && row.info.kind != "conv2d" && row.info.kind != "batchnorm2d");
+    m_showsOps = ops;
+    emit opsShownChanged(ops);
+}
+
+void LayerTableModel::setPrecision(const PrecisionSpec& precision) {
+    m_precision = precision;
+    if (m_rows.empty()) return;
+    applyOpTable();
+    emit dataChanged(index(0, Precision), index(rowCount() - 1, FormatWhy));
+}
+
+QString LayerTableModel::opFormat(int row) const {
+    return QString::fromStdString(m_rows[static_cast<std::size_t>(row)].op.format);
+}
+
+QString LayerTableModel::opReason(int row) const {
+    return QString::fromStdString(m_rows[static_cast<std::size_t>(row)].op.reason);
+}
+
+bool LayerTableModel::hasOpKind(const std::string& kind) const {
+    for (const Row& row : m_rows)
+        if (row.info.kind == kind) return true;
+    return false;
+}
+
 void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
                                 const std::map<std::string, LayerPrecision>& settings) {
     beginResetModel();
-    m_rows.clear();
-    for (const auto& info : layers) {
-        Row row;
-        row.info = info;
-        if (auto it = settings.find(info.name); it != settings.end()) row.setting = it->second;
-        m_rows.push_back(std::move(row));
-    }
+    m_rows = makeRows(layers);
+    for (Row& row : m_rows)
+        if (auto it = settings.find(row.info.name); row.layer >= 0 && it != settings.end()) row.setting = it->second;
+    applyOpTable();
     m_plan = false;
     endResetModel();
     bool fp8 = false;
     for (const Row& row : m_rows) fp8 = fp8 || row.setting == LayerPrecision::fp8_e4m3;
     m_fp8Seen = fp8;
     emit fp8ColumnsShownChanged(fp8);  // after every reset, so a view always follows the new model
+    noteOps();
 }
 
 void LayerTableModel::setPlan(const ModelPlan& plan) {
-    bool same = m_plan && plan.layers.size() == m_rows.size();
-    for (std::size_t i = 0; same && i < m_rows.size(); ++i) same = m_rows[i].info.name == plan.layers[i].info.name;
-    if (!same) beginResetModel();
-    m_rows.resize(plan.layers.size());
+    std::vector<LayerInfo> layers;
+    for (const PlannedLayer& p : plan.layers) layers.push_back(p.info);
+    std::vector<Row> rows = makeRows(layers);
     bool fp8 = false;
-    for (std::size_t i = 0; i < plan.layers.size(); ++i) {
-        const PlannedLayer& p = plan.layers[i];
-        Row& row = m_rows[i];
-        row.info = p.info;
+    for (Row& row : rows) {
+        if (row.layer < 0) continue;
+        const PlannedLayer& p = plan.layers[static_cast<std::size_t>(row.layer)];
         row.setting = p.setting;
         row.planned = p.compute;
-        row.sample.reset();
         fp8 = fp8 || p.compute == Format::fp8_e4m3;
     }
+    bool same = m_plan && rows.size() == m_rows.size();
+    for (std::size_t i = 0; same && i < m_rows.size(); ++i) same = m_rows[i].info.name == rows[i].info.name;
+    if (!same) beginResetModel();
+    m_rows = std::move(rows);
+    applyOpTable();
     m_plan = true;
     if (!same) {
         endResetModel();
         m_fp8Seen = fp8;
         emit fp8ColumnsShownChanged(fp8);
+        noteOps();
     } else {
         if (!m_rows.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
         if (fp8 != m_fp8Seen) noteFp8(fp8);
@@ -116,16 +229,18 @@ void LayerTableModel::clear() {
     m_plan = false;
     endResetModel();
     noteFp8(false);
+    noteOps();
 }
 
 void LayerTableModel::update(const RunSeries& series) {
     if (m_plan) return;  // a plan's rows are not a run's layers
     const auto& latest = series.latestLayers();
     bool changed = false;
-    for (std::size_t i = 0; i < m_rows.size() && i < latest.size(); ++i) {
-        if (!latest[i]) continue;
-        if (!m_rows[i].sample || m_rows[i].sample->step != latest[i]->step) {
-            m_rows[i].sample = latest[i];
+    for (Row& row : m_rows) {
+        const auto i = static_cast<std::size_t>(row.layer);
+        if (row.layer < 0 || i >= latest.size() || !latest[i]) continue;
+        if (!row.sample || row.sample->step != latest[i]->step) {
+            row.sample = latest[i];
             changed = true;
             if (latest[i]->precision == Format::fp8_e4m3 && !m_fp8Seen) noteFp8(true);
         }
@@ -188,6 +303,16 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
     const std::optional<LayerSample>& s = row.sample;
     const int column = index.column();
 
+    // An op row (an attention's scores, softmax, P·V) has no parameters, shape or telemetry.
+    const bool opRow = row.layer < 0;
+    if (opRow && role == Qt::DisplayRole && column != Name && column != Kind && column != Precision &&
+        column != FormatWhy)
+        return QString();
+    if (opRow && role == Qt::FontRole) {
+        QFont italic;
+        italic.setItalic(true);
+        return italic;
+    }
     if (role == Qt::DisplayRole) {
         switch (column) {
         case Name: return QString::fromStdString(row.info.name);
@@ -204,7 +329,23 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         case Parameters:
             if (row.info.in_features <= 0 || row.info.out_features <= 0) return QStringLiteral("—");
             return QLocale().toString(static_cast<qlonglong>(row.info.parameters));
+        case FormatWhy:
+            if (row.op.format.empty()) return QString();
+            return QStringLiteral("%1 — %2").arg(QString::fromStdString(row.op.format),
+                                                 QString::fromStdString(row.op.reason));
         case Precision: {
+            if (!row.info.takes_precision && m_showsOps) {
+                // An op class's setting (precision.ops) and what it resolves to, as "auto → bf16"
+                // reads for a layer; ops that follow autocast alone read the same.
+                const QString format = QString::fromStdString(row.op.format);
+                const std::string& kind = row.info.kind;
+                if (kind == "layernorm" || kind == "softmax") {
+                    const OpPrecision setting = kind == "softmax" ? m_precision.ops.softmax : m_precision.ops.layernorm;
+                    if (setting != OpPrecision::automatic) return QLatin1String(op_precision_name(setting));
+                    return tr("auto → %1").arg(format);
+                }
+                if (kind == "bmm") return tr("auto → %1").arg(format);
+            }
             if (!row.info.takes_precision) return tr("fp32 (fixed)");
             const QString setting = QLatin1String(layer_precision_name(row.setting));
             if (!s && row.planned && row.setting == LayerPrecision::automatic)
@@ -241,13 +382,29 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         }
     }
     if (role == Qt::EditRole && column == Precision) return QLatin1String(layer_precision_name(row.setting));
-    if (role == Qt::TextAlignmentRole && column != Name && column != Kind && column != Precision && column != Shape)
+    if (role == Qt::TextAlignmentRole && column != Name && column != Kind && column != Precision && column != Shape &&
+        column != FormatWhy)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::BackgroundRole || role == Qt::ToolTipRole) {
         QString why;
         const Trouble t = trouble(row, column, &why);
         if (role == Qt::ToolTipRole) {
             if (!why.isEmpty()) return why;
+            if (column == FormatWhy) return formatWhyTooltip(row.op);
+            if (column == Name && opRow)
+                return tr("An op of %1 without parameters, so no layer of its own: %2. It computes in the format the "
+                          "next column gives.")
+                    .arg(QString::fromStdString(row.info.name.substr(0, row.info.name.rfind('.'))), opDescription(row.info.name));
+            if (column == Precision && (row.info.kind == "layernorm" || row.info.kind == "softmax") && m_showsOps)
+                return tr("Follows the Precision panel's %1 setting (precision.ops.%1): auto is what autocast does, FP32 "
+                          "under autocast; fp32, fp16 or bf16 override it for every %1 of the model.")
+                    .arg(QString::fromStdString(row.info.kind));
+            if (column == Precision && row.info.kind == "bmm")
+                return tr("A batched matmul of the attention: it runs in the autocast type (with autocast off, in the "
+                          "format the qkv projection writes); it has no setting of its own.");
+            if (column == Precision && (row.info.kind == "embedding" || row.info.kind == "position_embedding"))
+                return tr("An embedding looks rows up in its FP32 table; autocast leaves it alone, and it takes no "
+                          "precision setting.");
             if (column == Precision && !row.info.takes_precision)
                 return tr("A %1 layer keeps its statistics and its parameters in FP32 and writes its output in its "
                           "input's format, whatever autocast says (as cuDNN does under PyTorch's autocast); it takes "
@@ -284,6 +441,7 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
         case Shape: return tr("Shape");
         case Parameters: return tr("Params");
         case Precision: return tr("Precision");
+        case FormatWhy: return tr("Format (why)");
         case Memory: return tr("Memory");
         case GradAmax: return tr("Grad amax");
         case Underflow: return tr("Underflow");
@@ -298,11 +456,18 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, i
     if (role == Qt::ToolTipRole) {
         switch (section) {
         case Name: return tr("The layer's name, as PyTorch's state dict names it; precision.layers and --set use it.");
-        case Kind: return tr("The layer's type: linear, conv2d or batchnorm2d (the layers with parameters).");
+        case Kind: return tr("The layer's type: linear, conv2d, batchnorm2d, layernorm or embedding (the layers with "
+                             "parameters); in italics, an attention's ops without parameters (bmm, softmax).");
         case Shape: return tr("One sample in → one sample out: channels×height×width for images, a width for flat "
                               "features.");
         case Parameters: return tr("Weights and biases of the layer.");
         case Precision: return tr("The setting (auto follows autocast) and the format in effect at the last step.");
+        case FormatWhy:
+            return tr("Autocast, op by op: the format each op computes and writes in, and the rule that chose it "
+                      "(docs/numerics.md). Matmuls (linear, the attention's Q·Kᵀ and P·V) run in the autocast type; "
+                      "softmax and layer norm are on autocast's FP32 list; an embedding stays in its FP32 table. A "
+                      "row's Precision, or the Precision panel's softmax and layernorm, override the rule. Follows "
+                      "every change at once: what the op runs in from the next step.");
         case Memory: return tr("Bytes the layer's weights take in the format in effect (modelled on the CPU backend).");
         case GradAmax: return tr("Largest |gradient| of the layer's weights at the last measured step (unscaled).");
         case Underflow:
@@ -346,7 +511,8 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     if (!row.info.takes_precision) return false;
     if (row.setting == *precision) return true;
     row.setting = *precision;
-    emit dataChanged(index, index);
+    applyOpTable();  // this row's Format (why), and its attention's ops when autocast is off
+    emit dataChanged(this->index(0, Precision), this->index(rowCount() - 1, FormatWhy));
     if (*precision == LayerPrecision::fp8_e4m3 && !m_fp8Seen) noteFp8(true);
     emit precisionRequested(QString::fromStdString(row.info.name), *precision);
     return true;

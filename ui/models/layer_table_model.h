@@ -7,6 +7,14 @@
 // signal trouble are coloured (amber: worth a look; red: the layer is losing its signal), with a
 // tooltip saying why.
 //
+// Autocast, op by op (docs/numerics.md): for a model with ops that have no precision setting of
+// their own (layer norms, embeddings, a transformer's attention), every row also says the format
+// its op computes in and the rule that chose it ("fp32 — autocast's FP32 list", "bf16 —
+// autocast"), from the engine's op_table, recomputed whenever the precision changes (setPrecision,
+// a row's edit); and each attention's three ops without parameters (scores = Q·Kᵀ/√d, softmax,
+// P·V) are rows of their own under its qkv projection, in italics, with no telemetry. An MLP's or
+// a CNN's table has neither (showsOps()).
+//
 // GUI thread only. Live columns are refreshed from a RunSeries by update(), which emits
 // dataChanged for the live columns only.
 #pragma once
@@ -20,6 +28,7 @@
 
 #include "live/layer_sample.h"
 #include "model/model_plan.h"
+#include "model/op_table.h"
 #include "config/experiment.h"
 #include "train/session.h"
 
@@ -36,6 +45,7 @@ public:
         Shape,
         Parameters,
         Precision,
+        FormatWhy,  // models with op-class ops: "fp32 — autocast's FP32 list"
         Memory,
         GradAmax,
         Underflow,
@@ -61,6 +71,22 @@ public:
     // precision editor stays); others replace them.
     void setPlan(const ModelPlan& plan);
     bool showsPlan() const { return m_plan; }  // rows from setPlan, no run's telemetry
+    // The precision the Format (why) column and the op rows are computed from (the experiment's,
+    // with its live changes): what each op will run in from the next step. Kept across
+    // setLayers/setPlan; a row's own edit updates it too.
+    void setPrecision(const PrecisionSpec& precision);
+    const PrecisionSpec& precision() const { return m_precision; }
+    // Whether the model has ops without a precision setting of their own beside its linear,
+    // conv2d and batch norm layers (a transformer's layer norms, embeddings and attention): the
+    // Format (why) column says something only then.
+    bool showsOps() const { return m_showsOps; }
+    // Whether `row` is an op without parameters (an attention's scores, softmax or P·V), not a layer.
+    bool isOpRow(int row) const { return m_rows[static_cast<std::size_t>(row)].layer < 0; }
+    // The op's format and reason as op_table gives them ("fp32", "autocast's FP32 list").
+    QString opFormat(int row) const;
+    QString opReason(int row) const;
+    // Whether an op of this kind is in the table ("softmax", "layernorm", "bmm").
+    bool hasOpKind(const std::string& kind) const;
     void clear();
     // Takes the latest per-layer samples.
     void update(const RunSeries& series);
@@ -88,19 +114,28 @@ public:
 signals:
     void precisionRequested(const QString& layer, mantissa::LayerPrecision precision);
     void fp8ColumnsShownChanged(bool shown);
+    void opsShownChanged(bool shown);  // after every reset, as fp8ColumnsShownChanged
 
 private:
     struct Row {
-        LayerInfo info;
+        LayerInfo info;   // an op row: its name and op ("blocks.0.attn.softmax", "softmax")
+        int layer = -1;   // index into the model's layers (and the run's samples); -1: an op row
         LayerPrecision setting = LayerPrecision::automatic;
         std::optional<Format> planned;  // from setPlan: the format the setting resolves to
         std::optional<LayerSample> sample;
+        OpRow op;         // op_table's format and reason
     };
+    // The rows of `layers`: each layer, and the op rows op_table puts after an attention's qkv.
+    std::vector<Row> makeRows(const std::vector<LayerInfo>& layers) const;
+    void applyOpTable();  // op formats and reasons of every row from m_precision and the settings
+    void noteOps();       // m_showsOps from the rows, after a reset
     enum class Trouble { none, warn, bad };
     Trouble trouble(const Row& row, int column, QString* why) const;
     void noteFp8(bool seen);  // sets m_fp8Seen (reset: false) and says when it changes
 
     std::vector<Row> m_rows;
+    PrecisionSpec m_precision;
+    bool m_showsOps = false;
     bool m_fp8Seen = false;
     bool m_plan = false;
 };

@@ -2,6 +2,7 @@
 #include "panels/experiment_panel.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleValidator>
 #include <QFileDialog>
@@ -21,11 +22,19 @@
 namespace mantissa::ui {
 
 namespace {
-const QStringList datasetKinds = {"fashion-mnist", "mnist", "cifar10", "idx", "csv", "spirals", "blobs", "sine"};
+const QStringList datasetKinds = {"fashion-mnist", "mnist", "cifar10", "idx", "csv", "spirals", "blobs", "sine", "text"};
 bool usesPath(const QString& kind) {
-    return kind == "fashion-mnist" || kind == "mnist" || kind == "cifar10" || kind == "idx" || kind == "csv";
+    return kind == "fashion-mnist" || kind == "mnist" || kind == "cifar10" || kind == "idx" || kind == "csv" ||
+           kind == "text";
 }
-const QStringList modelKinds = {"mlp", "cnn", "resnet", "layers"};
+const QStringList modelKinds = {"mlp", "cnn", "resnet", "gpt", "layers"};
+
+QSpinBox* spin(int lo, int hi, const QString& tip) {
+    auto* box = new QSpinBox;
+    box->setRange(lo, hi);
+    box->setToolTip(tip);
+    return box;
+}
 
 QString widthsText(const std::vector<int>& widths) {
     QStringList t;
@@ -70,13 +79,31 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_datasetKind->setToolTip(tr("Fashion-MNIST/MNIST/IDX read image files; CIFAR-10 reads the folder of its binary "
                                  "version; CSV reads a table; spirals, blobs and sine are generated from the seed."));
     m_datasetPath = new QLineEdit;
-    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds, CIFAR-10) or file (CSV)."));
+    m_datasetPath->setToolTip(tr("The dataset's folder (IDX kinds, CIFAR-10) or file (CSV); for text, a UTF-8 file or "
+                                 "a folder of fortune files."));
     m_browse = new QToolButton;
     m_browse->setText(QStringLiteral("…"));
     m_browse->setToolTip(tr("Choose the dataset's folder or file."));
     m_samples = new QSpinBox;
     m_samples->setRange(10, 10'000'000);
     m_samples->setToolTip(tr("Number of samples a synthetic dataset generates."));
+
+    m_vocabulary = new QComboBox;
+    m_vocabulary->addItems({QStringLiteral("chars"), QStringLiteral("bytes")});
+    m_vocabulary->setToolTip(tr("Text: a token is a character of the text (chars: the characters it uses) or a byte "
+                                "of its UTF-8 (bytes: 256 tokens)."));
+    m_textContext = spin(1, 4096, tr("Text: the tokens of one sample; the model predicts each one's next token "
+                                     "(at most the model's context)."));
+    m_depth = spin(1, 64, tr("gpt: transformer blocks (model.layers), each a layer norm, causal self-attention, a "
+                             "layer norm and an MLP."));
+    m_heads = spin(1, 256, tr("gpt: attention heads per block; they must divide the width."));
+    m_dim = spin(1, 65536, tr("gpt: the width of the residual stream (the embeddings' size)."));
+    m_modelContext = spin(1, 4096, tr("gpt: the positions the model has embeddings for (at least the dataset's "
+                                      "context)."));
+    m_mlpRatio = spin(1, 64, tr("gpt: the MLP's width as a multiple of the model's width."));
+    m_tieEmbeddings = new QCheckBox(tr("Tie embeddings"));
+    m_tieEmbeddings->setToolTip(tr("gpt: the head multiplies by the token embedding (wte) instead of a weight of its "
+                                   "own, as GPT-2 does."));
 
     m_hidden = new QLineEdit;
     m_hidden->setValidator(new QRegularExpressionValidator(
@@ -88,7 +115,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_modelKind = new QComboBox;
     m_modelKind->addItems(modelKinds);
     m_modelKind->setToolTip(tr("mlp: linear layers; cnn: convolution stages, then linear layers; resnet: a small "
-                               "ResNet of basic blocks; layers: a list you write (Edit…)."));
+                               "ResNet of basic blocks; gpt: a decoder-only transformer over text (dataset kind "
+                               "text); layers: a list you write (Edit…)."));
     m_channels = new QLineEdit;
     m_channels->setValidator(new QRegularExpressionValidator(
         QRegularExpression(QStringLiteral(R"(^\s*\d+\s*(,\s*\d+\s*)*$)")), m_channels));
@@ -150,12 +178,21 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     dataForm->addRow(tr("Kind"), m_datasetKind);
     dataForm->addRow(tr("Path"), pathRow);
     dataForm->addRow(tr("Samples"), m_samples);
+    dataForm->addRow(tr("Vocabulary"), m_vocabulary);
+    dataForm->addRow(tr("Context"), m_textContext);
+    m_dataForm = dataForm;
 
     auto* model = new QGroupBox(tr("Model"));
     m_modelForm = new QFormLayout(model);
     m_modelForm->addRow(tr("Kind"), m_modelKind);
     m_modelForm->addRow(tr("Channels"), m_channels);
     m_modelForm->addRow(tr("Blocks"), m_blocks);
+    m_modelForm->addRow(tr("Blocks"), m_depth);
+    m_modelForm->addRow(tr("Heads"), m_heads);
+    m_modelForm->addRow(tr("Width"), m_dim);
+    m_modelForm->addRow(tr("Context"), m_modelContext);
+    m_modelForm->addRow(tr("MLP ratio"), m_mlpRatio);
+    m_modelForm->addRow(m_tieEmbeddings);
     m_modelForm->addRow(tr("Hidden"), m_hidden);
     m_modelForm->addRow(tr("Activation"), m_activation);
     m_modelForm->addRow(tr("Layers"), m_editLayers);
@@ -211,7 +248,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_setupControls = {m_name,      m_datasetKind, m_datasetPath, m_browse,     m_samples, m_modelKind,
                        m_channels,  m_blocks,      m_hidden,      m_activation, m_editLayers, m_optimizer,
                        m_schedule,  m_batch,       m_epochs,      m_steps,      m_seed,    m_backend,
-                       m_device};
+                       m_device,    m_vocabulary,  m_textContext, m_depth,      m_heads,   m_dim,
+                       m_modelContext, m_mlpRatio, m_tieEmbeddings};
 
     connect(m_datasetKind, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
     connect(m_backend, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
@@ -226,6 +264,10 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     connect(m_hidden, &QLineEdit::editingFinished, this, edited);
     connect(m_channels, &QLineEdit::editingFinished, this, edited);
     connect(m_blocks, &QSpinBox::editingFinished, this, edited);
+    for (QSpinBox* box : {m_textContext, m_depth, m_heads, m_dim, m_modelContext, m_mlpRatio})
+        connect(box, &QSpinBox::editingFinished, this, edited);
+    connect(m_vocabulary, &QComboBox::activated, this, edited);
+    connect(m_tieEmbeddings, &QCheckBox::toggled, this, edited);
     connect(m_modelKind, &QComboBox::activated, this, [this, edited] {
         updateModelControls();
         edited();
@@ -262,6 +304,14 @@ void ExperimentPanel::setExperiment(const Experiment& e) {
     m_hidden->setText(widthsText(e.model.hidden));
     m_channels->setText(widthsText(e.model.channels));
     m_blocks->setValue(e.model.blocks);
+    m_vocabulary->setCurrentIndex(std::max(0, m_vocabulary->findText(QString::fromStdString(e.dataset.vocabulary))));
+    m_textContext->setValue(e.dataset.context);
+    m_depth->setValue(e.model.depth);
+    m_heads->setValue(e.model.heads);
+    m_dim->setValue(e.model.dim);
+    m_modelContext->setValue(e.model.context);
+    m_mlpRatio->setValue(e.model.mlp_ratio);
+    m_tieEmbeddings->setChecked(e.model.tie_embeddings);
     selectEnum(m_activation, e.model.activation);
     updateModelControls();
     selectEnum(m_optimizer, e.train.optimizer);
@@ -289,6 +339,14 @@ Experiment ExperimentPanel::experiment() const {
     e.model.hidden = widthsOf(m_hidden->text());
     if (const std::vector<int> channels = widthsOf(m_channels->text()); !channels.empty()) e.model.channels = channels;
     e.model.blocks = m_blocks->value();
+    e.dataset.vocabulary = m_vocabulary->currentText().toStdString();
+    e.dataset.context = m_textContext->value();
+    e.model.depth = m_depth->value();
+    e.model.heads = m_heads->value();
+    e.model.dim = m_dim->value();
+    e.model.context = m_modelContext->value();
+    e.model.mlp_ratio = m_mlpRatio->value();
+    e.model.tie_embeddings = m_tieEmbeddings->isChecked();
     e.model.activation = selectedEnum<Activation>(m_activation);
     e.train.optimizer = selectedEnum<OptimizerKind>(m_optimizer);
     bool ok = false;
@@ -317,8 +375,10 @@ void ExperimentPanel::setClassroomMode(bool on) {
 }
 
 void ExperimentPanel::updateDatasetControls() {
-    if (m_running) return;
     const QString kind = m_datasetKind->currentText();
+    m_dataForm->setRowVisible(m_vocabulary, kind == QLatin1String("text"));
+    m_dataForm->setRowVisible(m_textContext, kind == QLatin1String("text"));
+    if (m_running) return;
     m_datasetPath->setEnabled(usesPath(kind));
     m_browse->setEnabled(usesPath(kind));
     m_samples->setEnabled(!usesPath(kind));
@@ -333,6 +393,9 @@ void ExperimentPanel::updateModelControls() {
     m_modelForm->setRowVisible(m_hidden, mlpHead);
     m_modelForm->setRowVisible(m_activation, mlpHead);
     m_modelForm->setRowVisible(m_editLayers, kind == QLatin1String("layers"));
+    const bool gpt = kind == QLatin1String("gpt");
+    for (QWidget* w : std::initializer_list<QWidget*>{m_depth, m_heads, m_dim, m_modelContext, m_mlpRatio, m_tieEmbeddings})
+        m_modelForm->setRowVisible(w, gpt);
 }
 
 void ExperimentPanel::editLayers() {
@@ -347,6 +410,9 @@ void ExperimentPanel::browseDataset() {
     const QString chosen =
         m_datasetKind->currentText() == QLatin1String("csv")
             ? QFileDialog::getOpenFileName(this, tr("Choose a CSV file"), current, tr("CSV files (*.csv);;All files (*)"))
+        : m_datasetKind->currentText() == QLatin1String("text")
+            ? QFileDialog::getOpenFileName(this, tr("Choose a text file (or type a folder of fortune files)"), current,
+                                           tr("All files (*)"))
             : QFileDialog::getExistingDirectory(this, tr("Choose the dataset's folder"), current);
     if (!chosen.isEmpty()) {
         m_datasetPath->setText(chosen);

@@ -1,5 +1,6 @@
 // ExperimentPanel: the form for what a run trains (dataset, model, optimizer and schedule, budget,
-// seed, backend) and the buttons that open/save the experiment file and start, pause/resume and
+// seed, backend; a text dataset's vocabulary and context, a gpt model's blocks, heads, width,
+// context, MLP ratio and tied embeddings) and the buttons that open/save the experiment file and start, pause/resume and
 // stop a run. It holds the whole Experiment it was given, so keys without a control here (the
 // lesson, FP8 details, eval_every...) survive an open/edit/save round trip; the precision part is
 // the PrecisionPanel's.
@@ -13,6 +14,7 @@
 #include "config/experiment.h"
 
 class QAction;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLineEdit;
@@ -65,6 +67,15 @@ private:
     QLineEdit* m_datasetPath = nullptr;
     QToolButton* m_browse = nullptr;
     QSpinBox* m_samples = nullptr;
+    QFormLayout* m_dataForm = nullptr;
+    QComboBox* m_vocabulary = nullptr;   // text: dataset.vocabulary
+    QSpinBox* m_textContext = nullptr;   // text: dataset.context
+    QSpinBox* m_depth = nullptr;         // gpt: model.layers (blocks)
+    QSpinBox* m_heads = nullptr;         // gpt: model.heads
+    QSpinBox* m_dim = nullptr;           // gpt: model.dim
+    QSpinBox* m_modelContext = nullptr;  // gpt: model.context
+    QSpinBox* m_mlpRatio = nullptr;      // gpt: model.mlp_ratio
+    QCheckBox* m_tieEmbeddings = nullptr;  // gpt: model.tie_embeddings
     QComboBox* m_modelKind = nullptr;
     QLineEdit* m_hidden = nullptr;
     QComboBox* m_activation = nullptr;

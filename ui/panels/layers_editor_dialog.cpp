@@ -32,7 +32,8 @@ LayersEditorDialog::LayersEditorDialog(const Experiment& experiment, QWidget* pa
     setWindowTitle(tr("Model layers"));
     auto* help = new QLabel(tr("The network, input to output, as a JSON array: each layer an object with \"type\" "
                                "(linear, conv2d, batchnorm2d, relu, gelu, tanh, maxpool2d, avgpool2d, "
-                               "global_avgpool, flatten, residual), an optional \"name\", and the type's keys "
+                               "global_avgpool, flatten, residual; over text: embedding, position_embedding, layernorm, "
+                               "causal_self_attention, tied_head), an optional \"name\", and the type's keys "
                                "(docs/experiment.md, \"Models\")."));
     help->setWordWrap(true);
     m_text = new QPlainTextEdit;

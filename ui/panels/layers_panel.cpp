@@ -34,6 +34,11 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     };
     showFp8(model->showsFp8Columns());
     connect(model, &LayerTableModel::fp8ColumnsShownChanged, this, showFp8);
+    // Format (why) only for a model with ops that take no setting (a transformer's layer norms,
+    // embeddings and attention): for an MLP or a CNN it would repeat the Precision column.
+    const auto showOps = [this](bool shown) { m_view->setColumnHidden(LayerTableModel::FormatWhy, !shown); };
+    showOps(model->showsOps());
+    connect(model, &LayerTableModel::opsShownChanged, this, showOps);
     // The Kind column only for a model of several kinds: an MLP's rows are all "linear".
     const auto showKind = [this, model] { m_view->setColumnHidden(LayerTableModel::Kind, !model->mixesKinds()); };
     showKind();

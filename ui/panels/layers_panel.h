@@ -1,4 +1,5 @@
-// LayersPanel: the layers table (LayerTableModel) with its precision combo-box delegate. Picking a
+// LayersPanel: the layers table (LayerTableModel) with its precision combo-box delegate; the
+// Format (why) column and the attention's op rows only for a model that has such ops. Picking a
 // precision applies it to the running session at the next step (through the model's
 // precisionRequested signal, which the main window routes to the controller).
 #pragma once

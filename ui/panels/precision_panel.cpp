@@ -13,6 +13,8 @@
 #include <QVBoxLayout>
 
 #include <limits>
+#include <string_view>
+#include <utility>
 
 namespace mantissa::ui {
 
@@ -22,6 +24,27 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
         m_autocast->addItem(QString::fromLatin1(autocast_name(a)), static_cast<int>(a));
     m_autocast->setToolTip(tr("Runs the layers set to auto (their matmuls) in FP16 or BF16 while softmax, losses "
                               "and norms stay FP32; watch the loss, the underflow chart and the memory chart."));
+
+    // The op classes autocast keeps in FP32 (model/op_classes.h): a choice PyTorch does not offer,
+    // here so a class can see what it would cost to run them narrow.
+    const auto opCombo = [](const char* name, const QString& tip) {
+        auto* combo = new QComboBox;
+        for (OpPrecision p : {OpPrecision::automatic, OpPrecision::fp32, OpPrecision::fp16, OpPrecision::bf16})
+            combo->addItem(QString::fromLatin1(op_precision_name(p)), static_cast<int>(p));
+        combo->setObjectName(QString::fromLatin1(name));
+        combo->setToolTip(tip);
+        return combo;
+    };
+    m_softmax = opCombo("opSoftmax",
+                        tr("The attention's softmax (precision.ops.softmax). auto: FP32, as autocast always runs it, "
+                           "because exp() of a large logit overflows FP16 and the row sums lose small terms in 16 "
+                           "bits. Autocast never lets you change this; the lesson does, so you can see it: set fp16 "
+                           "and watch the loss and the attention-logits chart (FP16 ends at 65504)."));
+    m_layernorm = opCombo("opLayerNorm",
+                          tr("Every layer norm (precision.ops.layernorm). auto: FP32, as autocast always runs it, "
+                             "because the mean and variance of a row lose precision in 16 bits and a tiny variance "
+                             "flushes to zero. Autocast never lets you change this; the lesson does, so you can see "
+                             "it: set fp16 or bf16 and watch the loss and the layer-norm variance chart."));
 
     m_master = new QCheckBox(tr("FP32 master weights"));
     m_master->setToolTip(tr("Keeps an FP32 copy of the weights for the optimizer so small updates are not rounded "
@@ -85,6 +108,8 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     auto* compute = new QGroupBox(tr("Compute"));
     auto* computeForm = new QFormLayout(compute);
     computeForm->addRow(tr("Autocast"), m_autocast);
+    computeForm->addRow(tr("Softmax"), m_softmax);
+    computeForm->addRow(tr("Layer norm"), m_layernorm);
     computeForm->addRow(m_master);
     computeForm->addRow(tr("FP8 scaling"), m_fp8Scaling);
     m_computeForm = computeForm;
@@ -117,6 +142,17 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
         if (m_live) emit commandRequested(command::SetAutocast{m_spec.autocast});
         emit edited();
     });
+    for (const auto& entry : {std::pair{m_softmax, "softmax"}, std::pair{m_layernorm, "layernorm"}}) {
+        QComboBox* combo = entry.first;
+        const char* opClass = entry.second;
+        connect(combo, &QComboBox::activated, this, [this, combo, opClass] {
+            readControls();
+            if (m_live)
+                emit commandRequested(
+                    command::SetOpPrecision{opClass, static_cast<OpPrecision>(combo->currentData().toInt())});
+            emit edited();
+        });
+    }
     connect(m_master, &QCheckBox::toggled, this, [this] {
         if (m_updating) return;
         readControls();
@@ -145,6 +181,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
                 sendScaling();
         });
     connect(m_inject, &QPushButton::clicked, this, &PrecisionPanel::inject);
+    setOpClasses(false, false);
     setPrecision(PrecisionSpec{});
 }
 
@@ -152,6 +189,8 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_updating = true;
     m_spec = precision;
     m_autocast->setCurrentIndex(std::max(0, m_autocast->findData(static_cast<int>(precision.autocast))));
+    m_softmax->setCurrentIndex(std::max(0, m_softmax->findData(static_cast<int>(precision.ops.softmax))));
+    m_layernorm->setCurrentIndex(std::max(0, m_layernorm->findData(static_cast<int>(precision.ops.layernorm))));
     m_master->setChecked(precision.master_weights);
     m_fp8Scaling->setCurrentIndex(std::max(0, m_fp8Scaling->findData(static_cast<int>(precision.fp8.scaling))));
     const LossScalingSpec& s = precision.loss_scaling;
@@ -187,6 +226,8 @@ void PrecisionPanel::setLive(bool live, const std::vector<std::string>& layers) 
 void PrecisionPanel::readControls() {
     if (m_updating) return;
     m_spec.autocast = static_cast<Autocast>(m_autocast->currentData().toInt());
+    m_spec.ops.softmax = static_cast<OpPrecision>(m_softmax->currentData().toInt());
+    m_spec.ops.layernorm = static_cast<OpPrecision>(m_layernorm->currentData().toInt());
     m_spec.master_weights = m_master->isChecked();
     m_spec.fp8.scaling = static_cast<Fp8Scaling>(m_fp8Scaling->currentData().toInt());
     LossScalingSpec& s = m_spec.loss_scaling;
@@ -195,6 +236,17 @@ void PrecisionPanel::readControls() {
     s.growth_factor = m_growth->value();
     s.backoff_factor = m_backoff->value();
     s.growth_interval = m_interval->value();
+}
+
+void PrecisionPanel::setOpClasses(bool softmax, bool layernorm) {
+    m_hasSoftmax = softmax;
+    m_hasLayerNorm = layernorm;
+    m_computeForm->setRowVisible(m_softmax, softmax);
+    m_computeForm->setRowVisible(m_layernorm, layernorm);
+}
+
+bool PrecisionPanel::showsOpClass(const char* opClass) const {
+    return std::string_view(opClass) == "softmax" ? m_hasSoftmax : m_hasLayerNorm;
 }
 
 void PrecisionPanel::setClassroomMode(bool on) {

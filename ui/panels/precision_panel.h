@@ -1,4 +1,5 @@
-// PrecisionPanel: autocast, FP32 master weights, FP8 scaling, loss scaling (mode and parameters) and "Inject
+// PrecisionPanel: autocast, the op classes autocast keeps in FP32 (softmax and layernorm, shown
+// only for a model that has them: precision.ops), FP32 master weights, FP8 scaling, loss scaling (mode and parameters) and "Inject
 // overflow". Before a run it edits the experiment's precision; during a run every change is also
 // sent to the session as a command (commandRequested), applied at the next step and recorded there
 // as a setting_change event. Each control's tooltip says in one sentence what it does and what to
@@ -35,6 +36,11 @@ public:
     // live: changes are also sent as commands. Layers: the choices for "Inject overflow".
     void setLive(bool live, const std::vector<std::string>& layers = {});
 
+    // Which op-class controls the model needs: softmax for a model with attention, layernorm for
+    // one with layer norms (a transformer); both hidden for an MLP or a CNN.
+    void setOpClasses(bool softmax, bool layernorm);
+    bool showsOpClass(const char* opClass) const;  // "softmax", "layernorm"
+
     // Classroom mode hides the dynamic scaler's tuning (growth, backoff, interval): the lesson's
     // file sets them, and a class changes only what the lesson is about.
     void setClassroomMode(bool on);
@@ -42,7 +48,7 @@ public:
 
 signals:
     void commandRequested(const mantissa::Command& command);
-    // A person changed autocast, master weights, FP8 scaling or the loss-scaling mode (live or not).
+    // A person changed autocast, an op class, master weights, FP8 scaling or the loss-scaling mode (live or not).
     void edited();
 
 private:
@@ -56,6 +62,9 @@ private:
     bool m_live = false;
     bool m_updating = false;     // true while setPrecision fills the controls
     QComboBox* m_autocast = nullptr;
+    QComboBox* m_softmax = nullptr;    // precision.ops.softmax
+    QComboBox* m_layernorm = nullptr;  // precision.ops.layernorm
+    bool m_hasSoftmax = false, m_hasLayerNorm = false;
     QCheckBox* m_master = nullptr;
     QComboBox* m_fp8Scaling = nullptr;
     QFormLayout* m_computeForm = nullptr;

@@ -24,7 +24,7 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(16);
-    for (QLabel** l : {&m_device, &m_step, &m_epoch, &m_rate, &m_elapsed, &m_remaining}) {
+    for (QLabel** l : {&m_device, &m_step, &m_epoch, &m_test, &m_rate, &m_elapsed, &m_remaining}) {
         *l = new QLabel;
         layout->addWidget(*l);
     }
@@ -33,6 +33,8 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
                           "waits left out): the figure mantissa-cli's summary and `show` give for the run."));
     m_elapsed->setToolTip(tr("Training time so far: pauses and the waits of a pace are left out, as on the charts' "
                              "time axis."));
+    m_test->setToolTip(tr("A language model's last evaluation: the test loss in nats per token (the mean negative "
+                          "log-likelihood of the next token) and its perplexity e^loss."));
     m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps, or at the Pace chosen in the "
                                "Run toolbar when that is slower."));
     clear();
@@ -40,7 +42,7 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
 
 void RunStatusBar::clear() {
     m_device->setText(tr("no run"));
-    for (QLabel* l : {m_step, m_epoch, m_rate, m_elapsed, m_remaining}) l->clear();
+    for (QLabel* l : {m_step, m_epoch, m_test, m_rate, m_elapsed, m_remaining}) l->clear();
 }
 
 void RunStatusBar::update(const RunController& c) {
@@ -61,6 +63,11 @@ void RunStatusBar::update(const RunController& c) {
     const std::int64_t perEpoch = std::max<std::int64_t>(1, session->steps_per_epoch());
     const std::int64_t epochs = (total + perEpoch - 1) / perEpoch;
     m_epoch->setText(last ? tr("epoch %1 / %2").arg(last->epoch + 1).arg(epochs) : QString());
+    const LodSeries& test = s.testLoss();
+    m_test->setText(s.textRun() && !test.empty()
+                        ? tr("test %1 nats/token · perplexity %2")
+                              .arg(QString::number(test.lastY(), 'f', 3), QString::number(std::exp(test.lastY()), 'f', 2))
+                        : QString());
     m_rate->setText(last ? tr("%1 samples/s (mean over the run)")
                                .arg(locale.toString(session->summary().samples_per_s, 'f', 0))
                          : QString());

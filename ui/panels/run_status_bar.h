@@ -1,6 +1,7 @@
 // RunStatusBar: the permanent part of the main window's status bar: backend and device, step (of
 // the budget), epoch, samples/s (mean over the run so far: samples trained / training time, the
-// figure the CLI's summary and `show` give, config/throughput.h), elapsed and remaining time. Every
+// figure the CLI's summary and `show` give, config/throughput.h), elapsed and remaining time; for
+// a language model, its last test loss in nats per token and the perplexity e^loss. Every
 // figure comes from the engine (its step records and the session's summary); remaining time
 // extrapolates the recent pace.
 #pragma once
@@ -27,6 +28,7 @@ private:
     QLabel* m_rate = nullptr;
     QLabel* m_elapsed = nullptr;
     QLabel* m_remaining = nullptr;
+    QLabel* m_test = nullptr;  // a language model's last test loss and perplexity
 };
 
 // "1:02:03" or "2:03".

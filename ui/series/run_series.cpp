@@ -67,6 +67,42 @@ bool isInjection(const Event& event, std::string* label) {
     }
 }
 
+std::vector<std::pair<std::string, std::string>> opStatsOf(const std::vector<LayerInfo>& layers) {
+    static const std::string qkv = ".attn.qkv";
+    std::vector<std::pair<std::string, std::string>> stats;
+    for (const LayerInfo& l : layers) {
+        if (l.kind == "layernorm") stats.emplace_back(l.name, minVarianceStat);
+        const std::size_t n = l.name.size();
+        if (l.kind == "linear" && n > qkv.size() && l.name.compare(n - qkv.size(), qkv.size(), qkv) == 0)
+            stats.emplace_back(l.name.substr(0, n - 4), logitAmaxStat);  // "blocks.0.attn"
+    }
+    return stats;
+}
+
+std::optional<TextSample> textSampleOf(const Event& event) {
+    if (event.kind != EventKind::evaluation) return std::nullopt;
+    try {
+        const auto data = nlohmann::json::parse(event.data_json);
+        if (!data.is_object() || !data.contains("sample") || !data["sample"].is_string()) return std::nullopt;
+        const auto number = [&](const char* key) {
+            const auto it = data.find(key);
+            return it != data.end() && it->is_number() ? it->get<double>() : std::nan("");
+        };
+        TextSample t;
+        t.step = event.step;
+        t.loss = number("loss");
+        t.perplexity = number("perplexity");
+        if (!std::isfinite(t.perplexity) && std::isfinite(t.loss)) t.perplexity = std::exp(t.loss);
+        t.accuracy = number("accuracy");
+        t.temperature = number("temperature");
+        t.prompt = data.value("prompt", std::string{});
+        t.continuation = data["sample"].get<std::string>();
+        return t;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
 RunSeries::RunSeries() { reset({}); }
 
 void RunSeries::reset(std::vector<std::string> layerNames) {
@@ -82,6 +118,10 @@ void RunSeries::reset(std::vector<std::string> layerNames) {
     m_nonFiniteSteps.assign(m_layerNames.size(), 0);
     m_events.clear();
     m_markers.clear();
+    m_opStats.clear();
+    ++m_opStatLayout;
+    m_textSamples.clear();
+    m_textRun = false;
     m_lastStep.reset();
     m_pace.clear();
     m_stepCount = 0;
@@ -177,6 +217,38 @@ void RunSeries::addEvent(const Event& event) {
         m_markers.push_back({event.step, markerLabel(event), ChartMarker::Kind::setting});
     else if (isInjection(event, &injected))
         m_markers.push_back({event.step, injected, ChartMarker::Kind::injection});
+    else if (auto sample = textSampleOf(event))
+        m_textSamples.push_back(std::move(*sample));
+    ++m_revision;
+}
+
+OpStatSeries& RunSeries::opStat(const std::string& name, const std::string& stat) {
+    for (OpStatSeries& s : m_opStats)
+        if (s.name == name && s.stat == stat) return s;
+    m_opStats.push_back({name, stat, {}});
+    ++m_opStatLayout;
+    return m_opStats.back();
+}
+
+void RunSeries::declareOpStats(const std::vector<std::pair<std::string, std::string>>& stats) {
+    for (const auto& [name, stat] : stats) opStat(name, stat);
+    ++m_revision;
+}
+
+void RunSeries::addOpSteps(const std::vector<OpStepRecord>& ops) {
+    for (const OpStepRecord& r : ops) opStat(r.name, r.stat).values.append(static_cast<double>(r.step), r.value);
+    if (!ops.empty()) ++m_revision;
+}
+
+bool RunSeries::hasOpStat(const std::string& stat) const {
+    for (const OpStatSeries& s : m_opStats)
+        if (s.stat == stat) return true;
+    return false;
+}
+
+void RunSeries::setTextRun(bool text) {
+    if (m_textRun == text) return;
+    m_textRun = text;
     ++m_revision;
 }
 

@@ -13,10 +13,12 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "live/layer_sample.h"
 #include "series/lod_series.h"
+#include "config/layer_info.h"
 #include "config/telemetry.h"
 
 namespace mantissa::ui {
@@ -31,6 +33,36 @@ enum class MemoryCategory : int {
 };
 inline constexpr int memoryCategoryCount = 6;
 const char* memoryCategoryLabel(MemoryCategory c);  // "master weights"
+
+// A statistic of an op without parameters over the run (config/telemetry.h, OpStepRecord): an
+// attention layer's largest |logit| ("logit_amax") or a layer norm's smallest row variance
+// ("min_variance"), one series per op and statistic.
+struct OpStatSeries {
+    std::string name;  // "blocks.0.attn", "blocks.0.ln1"
+    std::string stat;  // "logit_amax", "min_variance"
+    LodSeries values;
+};
+inline constexpr const char* logitAmaxStat = "logit_amax";
+inline constexpr const char* minVarianceStat = "min_variance";
+// The op statistics a model's layers will report, in layer order: each layer norm's smallest
+// variance, and each attention's (its qkv projection "X.attn.qkv" names the op "X.attn") largest
+// logit. Empty for a model without such ops (an MLP, a CNN).
+std::vector<std::pair<std::string, std::string>> opStatsOf(const std::vector<LayerInfo>& layers);
+
+// What a language model wrote at an evaluation: the `evaluation` event's data (Session::evaluate,
+// engine/train/session.cpp): the prompt taken from the test text and the continuation sampled
+// at `temperature`, with the test loss in nats per token at that step.
+struct TextSample {
+    std::int64_t step = 0;
+    double loss = 0;        // nats per token
+    double perplexity = 0;  // e^loss
+    double accuracy = 0;    // next-token accuracy, fraction
+    double temperature = 0;
+    std::string prompt;
+    std::string continuation;
+};
+// The sample an evaluation event carries; nullopt for any other event, or one without a sample.
+std::optional<TextSample> textSampleOf(const Event& event);
 
 // A setting change or an injected overflow drawn as a labelled vertical line on every chart.
 struct ChartMarker {
@@ -60,6 +92,15 @@ public:
     void addLayerSample(const LayerSample& sample);
     void addEval(const EvalRecord& eval);
     void addEvent(const Event& event);
+    // Op statistics of a step (attention logits, layer norm variances); a name not declared yet
+    // gets its series at once (opStatLayout() grows).
+    void addOpSteps(const std::vector<OpStepRecord>& ops);
+    // The op statistics the run will report (opStatsOf), so the charts can be laid out before the
+    // first arrives. After reset().
+    void declareOpStats(const std::vector<std::pair<std::string, std::string>>& stats);
+    // A language model's run (dataset.kind "text"): its loss is in nats per token. After reset().
+    void setTextRun(bool text);
+    bool textRun() const { return m_textRun; }
 
     // Smoothing weight in [0, 1) (0: none; TensorBoard's default is 0.6). Changing it recomputes
     // the smoothed series from the raw ones once (O(steps)).
@@ -81,6 +122,14 @@ public:
     // The mean over layers of each step's underflow fraction (a step's point appears once all its
     // layers have reported, or when a later step's sample arrives).
     const LodSeries& underflowMean() const { return m_underflowMean; }
+
+    // The op statistics' series, in the order declared or first seen; references stay valid until
+    // reset(). opStatLayout() grows whenever a series is added (charts rebuild their graphs).
+    const std::deque<OpStatSeries>& opStats() const { return m_opStats; }
+    bool hasOpStat(const std::string& stat) const;
+    std::uint64_t opStatLayout() const { return m_opStatLayout; }
+    // The language model's samples, in step order (from the evaluation events).
+    const std::vector<TextSample>& textSamples() const { return m_textSamples; }
 
     const std::vector<std::string>& layerNames() const { return m_layerNames; }
     const std::vector<Event>& events() const { return m_events; }
@@ -126,6 +175,11 @@ private:
     std::vector<std::int64_t> m_nonFiniteSteps;
     std::vector<Event> m_events;
     std::vector<ChartMarker> m_markers;
+    std::deque<OpStatSeries> m_opStats;   // a deque: the charts hold pointers to its series
+    std::uint64_t m_opStatLayout = 0;
+    std::vector<TextSample> m_textSamples;
+    bool m_textRun = false;
+    OpStatSeries& opStat(const std::string& name, const std::string& stat);
     std::optional<StepRecord> m_lastStep;
     struct Pace {
         std::int64_t step;
