@@ -227,8 +227,9 @@ private slots:
         for (float scale : {1.0f, 0.3f}) {
             m_cpu->softmax_backward(y.c(), dy.c(), dx.c(), rows, causal, scale);
             m_gpu->softmax_backward(y.g(), dy.g(), dx.g(), rows, causal, scale);
-            close(dx, 1e-7, format == Format::fp32 ? 1e-5 : 2 * format_info(format).epsilon,
-                  scale == 1.0f ? "dx" : "dx scaled");
+            // Σ dy·y in another order: a few ulps of |dy| ≤ 2, which y·(dy − Σ) keeps where the
+            // difference cancels (atol); then dx's roundings (eps).
+            close(dx, 2e-6, 2 * epsilon_of(format), scale == 1.0f ? "dx" : "dx scaled");
             if (causal) {
                 const QString m = masked_not_zero(read(*m_gpu, dx.g()), cols);
                 QVERIFY2(m.isEmpty(), qPrintable(m));
@@ -237,7 +238,7 @@ private slots:
         // In place: dx is dy, then y is x.
         m_cpu->softmax_backward(y.c(), dy.c(), dy.c(), rows, causal, 0.5f);
         m_gpu->softmax_backward(y.g(), dy.g(), dy.g(), rows, causal, 0.5f);
-        close(dy, 1e-7, 2 * epsilon_of(format), "dx in place");
+        close(dy, 2e-6, 2 * epsilon_of(format), "dx in place");
         Twin z = twin(*m_cpu, *m_gpu, desc("z", rows, cols, format), xv);
         m_cpu->softmax_forward(z.c(), z.c(), rows, causal, nullptr);
         m_gpu->softmax_forward(z.g(), z.g(), rows, causal, nullptr);
