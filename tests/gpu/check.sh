@@ -127,7 +127,7 @@ python3 - "$LOG" <<'PY'
 import csv, os, re, sys
 log = sys.argv[1]
 print(f"{'suite':<24} {'passed':>6} {'failed':>6} {'skipped':>7}")
-for t in ("test_gpu_equivalence", "test_gpu_conv", "test_gpu_training", "test_gpu_device_step"):  # GPU_SUITES
+for t in ("test_gpu_equivalence", "test_gpu_conv", "test_gpu_transformer_ops", "test_gpu_training", "test_gpu_device_step"):  # GPU_SUITES
     text = open(os.path.join(log, t + ".txt"), errors="replace").read()
     m = re.search(r"Totals: (\d+) passed, (\d+) failed, (\d+) skipped", text)
     print(f"{t:<24} {m.group(1) if m else '?':>6} {m.group(2) if m else '?':>6} {m.group(3) if m else '?':>7}")

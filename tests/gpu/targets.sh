@@ -1,9 +1,9 @@
 # tests/gpu/targets.sh: what the GPU check builds and runs, sourced by check.sh and pack.sh.
 # Programs are paths inside the build folder.
-GPU_CHECK_TARGETS=(mantissa_cuda mantissa-cli test_gpu_equivalence test_gpu_conv test_gpu_training test_gpu_device_step
+GPU_CHECK_TARGETS=(mantissa_cuda mantissa-cli test_gpu_equivalence test_gpu_conv test_gpu_transformer_ops test_gpu_training test_gpu_device_step
                    bench_cuda test_cuda_format_support test_cuda_block_cache test_cuda_graph_policy
                    test_cuda_step_layout test_cuda_op_support test_cuda_loader test_cuda_convert mantissa_cuda_stub)
-GPU_SUITES=(test_gpu_equivalence test_gpu_conv test_gpu_training test_gpu_device_step)
+GPU_SUITES=(test_gpu_equivalence test_gpu_conv test_gpu_transformer_ops test_gpu_training test_gpu_device_step)
 HOST_SUITES=(test_cuda_format_support test_cuda_block_cache test_cuda_graph_policy test_cuda_step_layout
              test_cuda_op_support
              test_cuda_loader test_cuda_convert)

@@ -18,7 +18,8 @@
 //
 // Implementation split: cuda_backend.cpp (device, tensors, casts, FP8 state, accounting),
 // cuda_linear.cpp (linear layers, what the backend supports), cuda_conv.cpp (convolutions),
-// cuda_pool_norm.cpp (pools, batch norm, add), cuda_ops.cpp (activations, losses, the check,
+// cuda_pool_norm.cpp (pools, batch norm, add), cuda_attention.cpp (batched matmul, softmax),
+// cuda_layernorm.cpp, cuda_embedding.cpp, cuda_ops.cpp (activations, losses, the check,
 // optimizers),
 // cuda_device_step.cpp (the asynchronous step API that CUDA graphs capture); the casts from Tensor
 // they share are in cuda_tensor_access.h.
@@ -37,6 +38,7 @@
 #include "backend/cuda/format_support.h"
 #include "backend/cuda/kernels/launchers.h"
 #include "backend/cuda/lt_matmul.h"
+#include "backend/cuda/op_support.h"
 
 namespace mantissa::cuda {
 
@@ -199,6 +201,21 @@ protected:
     void batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x, const Tensor& dy, Tensor& dx,
                                    std::int64_t batch) override;
     void add_impl(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batch) override;
+    // The transformer ops (cuda_attention.cpp, cuda_layernorm.cpp, cuda_embedding.cpp).
+    void batched_matmul_impl(const BatchedMatmul& op, const Tensor& a, const StridedMatrix& a_view, const Tensor& b,
+                             const StridedMatrix& b_view, Tensor& c, const StridedMatrix& c_view) override;
+    void softmax_forward_impl(const Tensor& x, Tensor& y, std::int64_t rows, bool causal,
+                              SoftmaxStats* stats) override;
+    void softmax_backward_impl(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t rows, bool causal,
+                               float scale) override;
+    void layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x, Tensor& y, std::int64_t rows,
+                                LayerNormStats* stats) override;
+    void layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x, const Tensor& dy, Tensor& dx,
+                                 std::int64_t rows) override;
+    void embedding_forward_impl(const Tensor& weight, const std::int32_t* ids, Tensor& y,
+                                std::int64_t rows) override;
+    void embedding_backward_impl(const std::int32_t* ids, const Tensor& dy, Tensor& grad_weight, std::int64_t rows,
+                                 bool accumulate) override;
 
 private:
     friend class CudaFp8State;
@@ -220,6 +237,13 @@ private:
         slot_conv_dy,       // a chunk's dy as rows (rows, Co) in the gradient operand format
         slot_conv_dw,       // dW summed over the chunks, FP32
         slot_conv_dw_part,  // one chunk's dW, FP32
+        slot_bmm_a,         // a batched matmul's gathered operands, in the compute format
+        slot_bmm_b,
+        slot_bmm_c,         // its FP32 products when C is not written directly
+        slot_op_stats,      // softmax / layer norm statistics read back by the call
+        slot_ln_partial,    // the layer norm backward's partial column sums (double)
+        slot_ids,           // embedding_forward's ids
+        slot_embedding_rows,  // embedding_backward's rows per id (a CSR built on the host)
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -238,6 +262,10 @@ private:
     }
     void written(Tensor& t) { static_cast<CudaTensor&>(t).m_multiplier = 1.0f; }
     void run_matmul(const MatmulCall& call, const char* what);
+    // The batched matmul's cuBLASLt calls (cuda_attention.cpp); false when cuBLASLt refuses them.
+    bool run_batched_matmul(const BatchedMatmul& op, const BmmPlan& plan, const CudaTensor& a,
+                            const StridedMatrix& a_view, const CudaTensor& b, const StridedMatrix& b_view,
+                            CudaTensor& c, const StridedMatrix& c_view);
     // What linear and conv2d share (cuda_linear.cpp). FP8 forward operands: w quantised into wq
     // with the weight scale, n_x values of x into xq with the input scale, their amaxes recorded
     // when asked. The output gradient (n values) quantised e5m2 into slot_dy, its amax recorded.
@@ -274,6 +302,7 @@ private:
     const RoundingStats* m_deferred_host = nullptr;
     int m_deferred_count = 0;
     unsigned long long* m_deferred_device = nullptr;
+    std::vector<std::int64_t> m_embedding_order, m_embedding_rows;  // embedding_backward's host CSR
 };
 
 // The CUDA type of a format's storage for cuBLASLt.

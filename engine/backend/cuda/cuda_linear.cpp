@@ -35,7 +35,7 @@
 namespace mantissa::cuda {
 
 std::string CudaBackend::unsupported(BackendOp op, Format format) const {
-    const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d;
+    const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d || op == BackendOp::bmm;
     return cuda_op_unsupported(op, format, matmul ? matmul_support(format, m_cc) : Support{true, {}}, m_name);
 }
 

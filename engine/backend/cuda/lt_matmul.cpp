@@ -1,6 +1,8 @@
 // LtMatmul: plans (descriptor, layouts, algorithm) per shape, and the call. See the header.
 #include "backend/cuda/lt_matmul.h"
 
+#include <utility>
+
 #include "backend/cuda/cuda_check.h"
 
 namespace mantissa::cuda {
@@ -42,7 +44,14 @@ LtMatmul::Plan* LtMatmul::plan(const MatmulCall& c) {
                   c.ldd,
                   c.bias != nullptr,
                   c.a_scale != nullptr,
-                  c.b_scale != nullptr};
+                  c.b_scale != nullptr,
+                  c.batch,
+                  c.stride_a,
+                  c.stride_b,
+                  c.stride_d,
+                  c.align_a,
+                  c.align_b,
+                  c.align_d};
     auto it = m_plans.find(key);
     if (it != m_plans.end()) return it->second.get();
 
@@ -74,12 +83,33 @@ LtMatmul::Plan* LtMatmul::plan(const MatmulCall& c) {
     MANTISSA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, c.b_type, b_rows, b_cols, c.ldb));
     MANTISSA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d, c.d_type, static_cast<std::uint64_t>(c.m),
                                                      static_cast<std::uint64_t>(c.n), c.ldd));
+    if (c.batch > 1) {
+        const auto count = static_cast<std::int32_t>(c.batch);
+        const std::pair<cublasLtMatrixLayout_t, std::int64_t> layouts[] = {
+            {p->a, c.stride_a}, {p->b, c.stride_b}, {p->d, c.stride_d}};
+        for (const auto& [layout, stride] : layouts) {
+            MANTISSA_CUBLAS_CHECK(
+                cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+            MANTISSA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                                   &stride, sizeof stride));
+        }
+    }
 
     cublasLtMatmulPreference_t pref = nullptr;
     MANTISSA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const std::uint64_t ws = m_workspace_bytes;
     cublasStatus_t s =
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, int> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, c.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, c.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c.align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c.align_d}};
+    for (const auto& [attribute, bytes] : alignments) {
+        if (bytes <= 0 || s != CUBLAS_STATUS_SUCCESS) continue;
+        const auto value = static_cast<std::uint32_t>(bytes);
+        s = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof value);
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -108,7 +138,7 @@ bool LtMatmul::run(const MatmulCall& c, cudaStream_t stream) {
     if (c.b_scale)
         MANTISSA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c.b_scale,
                                                              sizeof c.b_scale));
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = c.alpha, beta = 0.0f;
     const cublasStatus_t s = cublasLtMatmul(m_handle, p->desc, &alpha, c.a, p->a, c.b, p->b, &beta, c.d, p->d, c.d,
                                             p->d, &p->algo, m_workspace, m_workspace_bytes, stream);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED) {  // the heuristic's algorithm refused these pointers

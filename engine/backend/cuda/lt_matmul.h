@@ -9,6 +9,9 @@
 // fp16, bf16, fp8 -> CUBLAS_COMPUTE_32F with 16- or 8-bit operands (products exact, FP32 sums).
 // run() returns false when cuBLASLt has no algorithm for a combination (e.g. a fused epilogue on
 // an older GPU): the caller then takes its general path. Training thread only.
+// Batched matmuls (cuda_attention.cpp) set `batch` matrices a stride apart, alpha (the FP32
+// scale of the accumulator before D's rounding) and the pointers' actual alignment (strided views
+// into a tensor need not start on cuBLASLt's default 256 bytes); the linear layers leave them.
 #pragma once
 
 #include <cublasLt.h>
@@ -38,6 +41,10 @@ struct MatmulCall {
     const void* bias = nullptr;      // (m) of d_type: the BIAS epilogue
     const float* a_scale = nullptr;  // FP8: device factors multiplying the product
     const float* b_scale = nullptr;
+    std::int64_t batch = 1;  // strided batch: matrix i at a + i·stride_a elements (b, d likewise)
+    std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+    float alpha = 1.0f;
+    int align_a = 0, align_b = 0, align_d = 0;  // bytes every matrix's pointer is a multiple of; 0: 256
 };
 
 class LtMatmul {
@@ -53,7 +60,8 @@ public:
 private:
     struct Plan;
     using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int, int, int, int, std::int64_t,
-                           std::int64_t, std::int64_t, int, int, int>;
+                           std::int64_t, std::int64_t, int, int, int, std::int64_t, std::int64_t, std::int64_t,
+                           std::int64_t, int, int, int>;
     Plan* plan(const MatmulCall& call);
 
     cublasLtHandle_t m_handle = nullptr;

@@ -117,6 +117,74 @@ void launch_batchnorm_backward(const BatchNormLaunch& b, const void* x, int x_fm
 void launch_add(const void* a, int a_fmt, const void* b, int b_fmt, void* y, int y_fmt, std::int64_t n,
                 cudaStream_t stream);
 
+// ---- batched_matmul.cuh: what a batched matmul needs beyond cuBLASLt (cuda_attention.cpp)
+struct ViewLaunch {  // a StridedMatrix over matrices of (rows, cols), b = outer·inner_count + inner
+    std::int64_t offset, outer_stride, inner_stride, row_stride, col_stride;
+    std::int64_t inner_count, rows, cols;
+};
+// dst(batch, rows, cols), plain, in dst_fmt = round(src's values through v): a gathered operand
+// rounded to the compute format (the CPU's pack).
+void launch_batched_matmul_pack(const void* src, int src_fmt, const ViewLaunch& v, std::int64_t batch, void* dst,
+                                int dst_fmt, cudaStream_t stream);
+// C through c (batch matrices) = round(alpha·v), v = acc[p] (acc plain FP32; null: +0, an empty
+// sum), first rounded to C's format when round_first (AlphaPoint::output); in_place: v is C's own
+// value (a product cuBLASLt already rounded into C).
+void launch_batched_matmul_epilogue(const float* acc, bool in_place, float alpha, bool round_first,
+                                    const ViewLaunch& c, std::int64_t batch, void* c_data, int c_fmt,
+                                    cudaStream_t stream);
+// The fallback for what cuBLASLt refuses: one thread per element of C, Σ_l rnd_F(A)·rnd_F(B) in
+// FP32 in l order, through the views, then the epilogue.
+void launch_batched_matmul_reference(const void* a, int a_fmt, const ViewLaunch& av, const void* b, int b_fmt,
+                                     const ViewLaunch& bv, std::int64_t k, int compute_fmt, float alpha,
+                                     bool round_first, void* c, int c_fmt, const ViewLaunch& cv, std::int64_t batch,
+                                     cudaStream_t stream);
+
+// ---- softmax.cuh: row-wise softmax of (rows, cols), causal: (cols × cols) blocks
+struct SoftmaxStatsDevice {  // zeroed before the forward
+    unsigned int amax_bits;  // max |x| over finite unmasked entries, FP32 bits
+    unsigned int unused;
+    unsigned long long nonfinite;
+};
+void launch_softmax_forward(const void* x, int x_fmt, void* y, int y_fmt, std::int64_t rows, std::int64_t cols,
+                            bool causal, SoftmaxStatsDevice* stats, cudaStream_t stream);
+void launch_softmax_backward(const void* y, int y_fmt, const void* dy, int dy_fmt, void* dx, int dx_fmt,
+                             std::int64_t rows, std::int64_t cols, bool causal, float scale, cudaStream_t stream);
+
+// ---- layernorm.cuh: rows of `dim` values; the per-row and per-column tensors with their formats
+struct LayerNormLaunch {
+    std::int64_t rows, dim;
+    double eps;
+    const void* weight;
+    int weight_fmt;
+    const void* bias;
+    int bias_fmt;
+    void* grad_weight;
+    int grad_weight_fmt;
+    void* grad_bias;
+    int grad_bias_fmt;
+    void* saved_mean;
+    int saved_mean_fmt;
+    void* saved_invstd;
+    int saved_invstd_fmt;
+};
+// min_variance_bits (when not null, initialised to +inf's bits): the smallest row variance.
+void launch_layernorm_forward(const LayerNormLaunch& l, const void* x, int x_fmt, void* y, int y_fmt,
+                              unsigned int* min_variance_bits, cudaStream_t stream);
+// The doubles of the column sums' partial buffer the backward needs.
+std::int64_t layernorm_partial_doubles(std::int64_t rows, std::int64_t dim);
+void launch_layernorm_backward(const LayerNormLaunch& l, const void* x, int x_fmt, const void* dy, int dy_fmt, void* dx,
+                               int dx_fmt, double* partial, cudaStream_t stream);
+
+// ---- embedding.cuh
+// y(rows, dim) = round(weight[ids[r]]); ids on the device.
+void launch_embedding_forward(const void* weight, int w_fmt, std::int64_t dim, const std::int32_t* ids,
+                              std::int64_t rows, void* y, int y_fmt, cudaStream_t stream);
+// rows_of (device): segment s (of `segments`) names vocabulary row rows_of[segments + 1 + s] and
+// sums dy's rows rows_of[2·segments + 1 + i] for i in [rows_of[s], rows_of[s + 1]), in order.
+// grad_weight's other rows are not touched (zero them first unless accumulating).
+void launch_embedding_backward(const std::int64_t* rows_of, std::int64_t segments, const void* dy, int dy_fmt,
+                               std::int64_t dim, void* grad_weight, int gw_fmt, bool accumulate, cudaStream_t stream);
+
 // ---- fp8_quantize.cuh
 // dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null.
 void launch_quantize_fp8(const void* src, int src_fmt, std::int64_t n, const float* scale, std::uint8_t* dst, bool e4m3,
