@@ -319,8 +319,12 @@ Dataset text_dataset(const DatasetSpec& spec) {
     d.train.rows = corpus->train_samples();
     d.test.rows = corpus->test_samples();
     if (corpus->test_unknown() > 0)
-        d.notices.push_back(std::to_string(corpus->test_unknown()) + " characters of the test part never occur in the "
-                            "training part; they are read as the unknown token, which the model cannot predict.");
+        d.notices.push_back(corpus->test_unknown() == 1
+                                ? std::string("1 character of the test part never occurs in the training part; it is "
+                                              "read as the unknown token, which the model cannot predict.")
+                                : std::to_string(corpus->test_unknown()) +
+                                      " characters of the test part never occur in the training part; they are read "
+                                      "as the unknown token, which the model cannot predict.");
     d.text = std::move(corpus);
     return d;
 }

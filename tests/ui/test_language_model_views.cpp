@@ -5,7 +5,7 @@
 // only for such a model. The softmax combo posts SetOpPrecision during a run. The Sample view
 // shows an evaluation event's prompt and continuation; the op charts draw what the telemetry
 // ring's on_op_steps carries. And a tiny GPT trained for real: the setting reaches the session,
-// samples and op statistics arrive live, and a reopened run shows its samples.
+// samples and op statistics arrive live, and a reopened run shows its samples and op statistics.
 #include <QtTest>
 
 #include <QComboBox>
@@ -300,6 +300,10 @@ private slots:
         QVERIFY(viewer.samplePanel()->isVisibleTo(&viewer));
         QVERIFY(viewer.samplePanel()->sampleCount() > 0);
         QVERIFY(viewer.summaryText().contains(QStringLiteral("perplexity")));
+        // Its op statistics come back from the store's op_steps, and the charts draw them.
+        QVERIFY(viewer.series().hasOpStat("logit_amax") && viewer.series().hasOpStat("min_variance"));
+        QCOMPARE(viewer.series().opStats().front().values.size(), c->series().opStats().front().values.size());
+        QVERIFY(viewer.chartsPanel()->logitsChart()->isVisibleTo(&viewer));
     }
 };
 

@@ -57,6 +57,7 @@ QString tableLabel(const QString& table) {
     if (table == QLatin1String("layer_steps")) return QObject::tr("Layer rows");
     if (table == QLatin1String("evals")) return QObject::tr("Evaluations");
     if (table == QLatin1String("layers")) return QObject::tr("Layers");
+    if (table == QLatin1String("op_steps")) return QObject::tr("Op statistics");
     return QObject::tr("Events");
 }
 
@@ -64,13 +65,13 @@ QString tableLabel(const QString& table) {
 
 QStringList exportTableNames() {
     return {QStringLiteral("steps"), QStringLiteral("layer_steps"), QStringLiteral("evals"), QStringLiteral("events"),
-            QStringLiteral("layers")};
+            QStringLiteral("layers"), QStringLiteral("op_steps")};
 }
 
 QString exportRunTable(RunStore& store, std::int64_t runId, const QString& table, RunStore::ExportFormat format,
                        const QString& path) {
     if (!exportTableNames().contains(table))
-        return QObject::tr("Unknown table '%1'; use steps, layer_steps, evals, events or layers.").arg(table);
+        return QObject::tr("Unknown table '%1'; use steps, layer_steps, evals, events, layers or op_steps.").arg(table);
     return writeAtomically(path, [&](std::ostream& out) { store.export_table(runId, table.toStdString(), format, out); });
 }
 

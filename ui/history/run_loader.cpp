@@ -68,6 +68,7 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto layerRows = store.layer_steps(runId, std::max<std::int64_t>(cursor.layerStep, 0));
     const auto evals = store.evals(runId, std::max<std::int64_t>(cursor.evalStep, 0));
     const auto events = store.events(runId, std::max<std::int64_t>(cursor.eventStep, 0));
+    const auto ops = store.op_steps(runId, std::max<std::int64_t>(cursor.opStep, 0));
     if (!cursor.started) {
         const std::string config = store.run(runId).config_json;
         series.reset(layerNames(config, layerRows));
@@ -77,12 +78,20 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto newLayers = unseen(layerRows, cursor.layerStep, cursor.layersAtStep);
     const auto newEvals = unseen(evals, cursor.evalStep, cursor.evalsAtStep);
     const auto newEvents = unseen(events, cursor.eventStep, cursor.eventsAtStep);
+    const auto newOps = unseen(ops, cursor.opStep, cursor.opsAtStep);
 
     // Interleaved by step as they arrived live: a step's record, then its layers, then its
     // evaluations and events (RunSeries keeps each kind in its own series, so this only matters
     // for the order of the event log, which follows the stored order).
-    std::size_t li = 0, vi = 0, ei = 0;
+    std::size_t li = 0, vi = 0, ei = 0, oi = 0;
+    std::vector<OpStepRecord> stepOps;
     auto flushUpTo = [&](std::int64_t step) {
+        while (oi < newOps.size() && newOps[oi]->step <= step) {  // one step's op statistics at a time
+            stepOps.clear();
+            const std::int64_t at = newOps[oi]->step;
+            for (; oi < newOps.size() && newOps[oi]->step == at; ++oi) stepOps.push_back(*newOps[oi]);
+            series.addOpSteps(stepOps);
+        }
         for (; li < newLayers.size() && newLayers[li]->step <= step; ++li)
             series.addLayerSample(LayerSample::from(*newLayers[li]));
         for (; vi < newEvals.size() && newEvals[vi]->step <= step; ++vi) series.addEval(*newEvals[vi]);
@@ -95,7 +104,8 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
         flushUpTo(s.step);
     }
     flushUpTo(INT64_MAX);
-    return static_cast<std::int64_t>(steps.size() + newLayers.size() + newEvals.size() + newEvents.size());
+    return static_cast<std::int64_t>(steps.size() + newLayers.size() + newEvals.size() + newEvents.size() +
+                                     newOps.size());
 }
 
 std::int64_t loadRun(RunStore& store, std::int64_t runId, RunSeries& series) {
