@@ -29,6 +29,7 @@
 #include "panels/precision_panel.h"
 #include "panels/sample_panel.h"
 #include "store/run_store.h"
+#include "tiny_gpt.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -46,25 +47,13 @@ QString text(const LayerTableModel& m, int row, int column) { return m.index(row
 
 // A GPT small enough to train a few steps a second on a busy machine, on a text file of its own.
 Experiment tinyGpt(const QString& textFile) {
-    Experiment e;
-    e.name = "tiny-gpt";
-    e.dataset.kind = "text";
-    e.dataset.path = textFile.toStdString();
-    e.dataset.context = 16;
+    Experiment e = test::tiny_gpt_experiment(textFile.toStdString());
     e.dataset.test_fraction = 0.2;
-    e.model.kind = "gpt";
-    e.model.depth = 1;
-    e.model.heads = 2;
-    e.model.dim = 16;
-    e.model.context = 16;
-    e.model.mlp_ratio = 2;
     e.train.batch_size = 4;
     e.train.steps = 1'000'000;
     e.train.eval_every = 3;
     e.train.layer_stats_every = 1;
     e.precision.autocast = Autocast::bf16;
-    e.precision.loss_scaling.mode = LossScalingMode::off;
-    e.backend = "cpu";
     return e;
 }
 

@@ -12,6 +12,7 @@
 #include "train/session.h"
 #include "train/text_sample.h"
 #include "train/trainer.h"
+#include "tiny_gpt.h"
 #include "train_support.h"
 
 using namespace mantissa;
@@ -27,18 +28,11 @@ std::string text_file() {
 }
 
 Experiment gpt_experiment(const std::string& path, std::int64_t steps) {
-    Experiment e = test::quick_experiment(steps);
-    e.dataset.kind = "text";
-    e.dataset.path = path;
-    e.dataset.context = 16;
+    Experiment e = test::tiny_gpt_experiment(path);
     e.dataset.test_fraction = 0.1;
-    e.model.kind = "gpt";
-    e.model.depth = 1;
-    e.model.heads = 2;
-    e.model.dim = 16;
-    e.model.context = 16;
-    e.model.mlp_ratio = 2;
     e.train.batch_size = 8;
+    e.train.steps = steps;
+    e.train.eval_every = 0;
     e.train.lr = 3e-3;
     return e;
 }
