@@ -280,7 +280,10 @@ int run_train(Args& args) {
                     session.device_name().c_str());
         std::printf("  throughput       %.0f %s\n", summary.samples_per_s, run_samples_per_s_label);
         std::printf("  final loss       %.4f\n", summary.final_loss);
-        if (std::isfinite(summary.test_accuracy))
+        if (std::isfinite(summary.test_accuracy) && experiment.dataset.kind == "text")
+            std::printf("  test             loss %.4f nats/token (perplexity %.2f), next-token accuracy %.2f%%\n",
+                        summary.test_loss, std::exp(summary.test_loss), summary.test_accuracy * 100);
+        else if (std::isfinite(summary.test_accuracy))
             std::printf("  test             accuracy %.2f%%, loss %.4f\n", summary.test_accuracy * 100, summary.test_loss);
         std::printf("  overflow steps   %lld (skipped %lld); final loss scale %g\n",
                     static_cast<long long>(summary.overflow_steps), static_cast<long long>(summary.skipped_steps),
