@@ -750,7 +750,8 @@ Experiment load_experiment(const std::string& path) {
         throw Error(file + (problem.sentence.starts_with("key ") ? ": " : ", ") + problem.sentence + ".");
     }
     if (!j.is_object())
-        throw Error(file + " must hold a JSON object ({...}) at the top level, not " + kind_of(j) + ".");
+        // A string quoted here may hold DEL or a character cut by the shortening: escaped, as below.
+        throw Error(file + " must hold a JSON object ({...}) at the top level, not " + printable_text(kind_of(j)) + ".");
     try {
         return experiment_from_json(j);
     } catch (const Error& err) {

@@ -571,6 +571,8 @@ private slots:
         expect("empty.json", "is not valid JSON");
         write_file(dir.filePath("array.json"), "[1, 2]");
         expect("array.json", "must hold a JSON object ({...}) at the top level, not an array");
+        write_file(dir.filePath("del.json"), "\"ab\x7f\"");  // a DEL inside the quoted string: escaped
+        expect("del.json", "at the top level, not a string (\"ab\\x7F\")");
         write_file(dir.filePath("bad-value.json"), R"({"train": {"lr": -1}})");
         expect("bad-value.json", ": train.lr: must be greater than 0, got -1");
 
