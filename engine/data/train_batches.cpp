@@ -36,16 +36,18 @@ TrainBatches::~TrainBatches() {
     m_worker.join();
 }
 
+void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows) {
+    if (rows.size() < static_cast<std::size_t>(n)) rows.resize(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) rows[i] = static_cast<float>(ids[i]);
+}
+
 void TrainBatches::gather(std::int64_t step, BatchBuffers& out) {
     if (step < 0) throw Error("TrainBatches: step " + std::to_string(step) + " is negative.");
     if (m_data.text) {
-        // Text: the windows of (seed, step), every batch whole (text_corpus.h); the ids go in as
-        // floats, the network's input (exact: a vocabulary is far below 2^24 ids).
+        // Text: the windows of (seed, step), every batch whole (text_corpus.h).
         out.step = -1;
         m_data.text->fill_train_batch(m_seed, step, static_cast<int>(m_batch_size), out.ids, out.y);
-        const std::size_t n = static_cast<std::size_t>(m_batch_size) * static_cast<std::size_t>(m_data.text->context());
-        if (out.x.size() < n) out.x.resize(n);
-        for (std::size_t i = 0; i < n; ++i) out.x[i] = static_cast<float>(out.ids[i]);
+        ids_as_rows(out.ids, m_batch_size * m_data.text->context(), out.x);
         out.rows = m_batch_size;
         out.step = step;
         return;

@@ -35,6 +35,11 @@ struct BatchBuffers {
     std::vector<float> targets;          // regression, (rows, outputs)
 };
 
+// Token ids as the network's input rows (FP32 values, exact: a vocabulary is far below 2^24
+// ids): the first n of `ids` into `rows`, which grows only when too small. A text batch, for
+// training (TrainBatches) and for evaluation (Trainer::evaluate).
+void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows);
+
 class TrainBatches {
 public:
     enum class Prefetch : std::uint8_t { off, on };

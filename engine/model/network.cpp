@@ -59,20 +59,28 @@ Network::~Network() = default;
 
 const LayerFormats& Network::formats(int layer) const { return m_layers.at(static_cast<std::size_t>(layer))->formats(); }
 
-void Network::set_formats(const std::vector<LayerFormats>& formats) {
-    std::vector<LayerFormats> before;
-    for (const Layer* l : m_layers) before.push_back(l->formats());
-    set_layer_formats(m_layers, formats);
-    if (std::string why = first_unsupported(m_backend, m_all); !why.empty()) {
-        set_layer_formats(m_layers, before);  // refused whole: nothing was re-declared
-        throw Error(why);
-    }
-    declare();
-}
+void Network::set_formats(const std::vector<LayerFormats>& formats) { set_formats(formats, m_ops); }
 
 void Network::set_op_formats(const OpFormats& ops) {
-    m_ops = ops;
-    for (Layer* layer : m_all) layer->set_op_formats(m_ops);
+    std::vector<LayerFormats> current;
+    for (const Layer* l : m_layers) current.push_back(l->formats());
+    set_formats(current, ops);
+}
+
+void Network::set_formats(const std::vector<LayerFormats>& formats, const OpFormats& ops) {
+    std::vector<LayerFormats> before;
+    for (const Layer* l : m_layers) before.push_back(l->formats());
+    const OpFormats ops_before = m_ops;
+    const auto apply = [&](const std::vector<LayerFormats>& f, const OpFormats& o) {
+        set_layer_formats(m_layers, f);
+        m_ops = o;
+        for (Layer* layer : m_all) layer->set_op_formats(m_ops);
+    };
+    apply(formats, ops);
+    if (std::string why = first_unsupported(m_backend, m_all); !why.empty()) {
+        apply(before, ops_before);  // refused whole: nothing was re-declared
+        throw Error(why);
+    }
     declare();
 }
 

@@ -49,6 +49,8 @@ public:
     std::int64_t rows(std::int64_t samples) const { return samples * m_desc.positions; }
     const LayerFormats& formats(int layer) const;
     void set_formats(const std::vector<LayerFormats>& formats);
+    // Both at once, checked and re-declared once (a live change of autocast moves both).
+    void set_formats(const std::vector<LayerFormats>& formats, const OpFormats& ops);
     // The op classes' formats (model/op_classes.h); re-declares as set_formats does.
     const OpFormats& op_formats() const { return m_ops; }
     void set_op_formats(const OpFormats& ops);

@@ -213,8 +213,7 @@ OpFormats Trainer::op_formats() const {
 
 void Trainer::apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision) {
     try {
-        m_network->set_formats(resolve_formats());
-        m_network->set_op_formats(op_formats());
+        m_network->set_formats(resolve_formats(), op_formats());
     } catch (const Error&) {
         // The backend refused the new formats before anything was re-declared: the settings go
         // back to what the network still runs.
@@ -490,11 +489,6 @@ void Trainer::report_one() {
         m_diverged = false;
     }
     m_issued_spare.push_back(std::move(issued));
-}
-
-void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows) {
-    if (rows.size() < static_cast<std::size_t>(n)) rows.resize(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) rows[i] = static_cast<float>(ids[i]);
 }
 
 EvalRecord Trainer::evaluate() {

@@ -65,9 +65,6 @@ struct TrainerOptions {
 std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
                                 std::int64_t batch, const TrainSpec& train, const OpFormats& ops = {});
 
-// Token ids as the network's input rows (FP32 values, exact): the first n of `ids` into `rows`,
-// which grows only when too small.
-void ids_as_rows(const std::vector<std::int32_t>& ids, std::int64_t n, std::vector<float>& rows);
 
 // Throws mantissa::Error when `bytes` (cpu_training_bytes) is more than `physical` bytes of
 // memory: "model.hidden [65536, 65536] with batch 128 needs about 69 GB on the CPU backend, more
