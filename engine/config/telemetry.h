@@ -95,7 +95,8 @@ struct LayerStepRecord {
 
 // A statistic of an op without parameters of its own, measured in a training step's forward: the
 // quantities of a transformer that overflow or lose precision first in a narrow format.
-//   stat "logit_amax":   an attention layer's largest |logit| (the scaled scores before softmax)
+//   stat "logit_amax":   an attention layer's largest |logit| (the scaled scores the softmax
+//                        reads, after its input cast if any); +inf once one is inf or NaN
 //   stat "min_variance": a layer norm's smallest row variance
 struct OpStepRecord {
     std::int64_t step = 0;

@@ -1,6 +1,7 @@
 // Network: the chain of layers, their declaration in the formats given, the passes and the loss.
 #include "model/network.h"
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -169,8 +170,10 @@ const Fp8State* Network::fp8_state(int layer) const { return m_layers.at(static_
 void Network::op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const {
     out.clear();
     for (const Layer* layer : m_all) {
-        if (const auto* attn = dynamic_cast<const AttentionLayer*>(layer))
-            out.push_back({step, attn->name(), "logit_amax", attn->logit_amax()});
+        if (const auto* attn = dynamic_cast<const AttentionLayer*>(layer))  // +inf once one is not finite
+            out.push_back({step, attn->name(), "logit_amax",
+                           attn->logit_nonfinite() > 0 ? std::numeric_limits<double>::infinity()
+                                                       : static_cast<double>(attn->logit_amax())});
         else if (const auto* ln = dynamic_cast<const LayerNormLayer*>(layer))
             out.push_back({step, ln->name(), "min_variance", ln->min_variance()});
     }

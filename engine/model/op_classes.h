@@ -33,6 +33,15 @@ inline Format op_output_format(const std::optional<Format>& resolved, Format inp
     return resolved ? *resolved : input;
 }
 
+// Whether an op of a class reads its input cast to the class's format first, as autocast casts an
+// op's inputs to the type its list names (and the cast's backward casts the gradient back). FP32
+// needs no cast: every format's values are FP32 values. A narrower class format does: an FP16
+// softmax over BF16 scores sees +inf for a logit beyond 65504, a BF16 one over FP16 scores loses
+// three bits of each.
+inline bool op_casts_input(const std::optional<Format>& resolved, Format input) {
+    return resolved && *resolved != Format::fp32 && *resolved != input;
+}
+
 // Why a class runs in the format it does, as the Layers view and `show` say it: "fp32, autocast's
 // FP32 list", "bf16, autocast", "fp16, precision.ops.softmax", "its input's format".
 std::string op_class_reason(OpPrecision setting, Autocast autocast, bool fp32_list, const char* key);

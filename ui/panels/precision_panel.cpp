@@ -36,15 +36,17 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
         return combo;
     };
     m_softmax = opCombo("opSoftmax",
-                        tr("The attention's softmax (precision.ops.softmax). auto: FP32, as autocast always runs it, "
-                           "because exp() of a large logit overflows FP16 and the row sums lose small terms in 16 "
-                           "bits. Autocast never lets you change this; the lesson does, so you can see it: set fp16 "
-                           "and watch the loss and the attention-logits chart (FP16 ends at 65504)."));
+                        tr("The attention's softmax (precision.ops.softmax). auto: FP32, as autocast always runs it: the "
+                           "softmax reads the scores cast to FP32, so no logit is too large for it. Autocast never lets "
+                           "you change this; the lesson does, so you can see it: set fp16 and the scores are cast to "
+                           "FP16 first, where a logit beyond 65504 becomes inf and its row NaN. Watch the "
+                           "attention-logits chart (its line marks 65504) and the loss."));
     m_layernorm = opCombo("opLayerNorm",
-                          tr("Every layer norm (precision.ops.layernorm). auto: FP32, as autocast always runs it, "
-                             "because the mean and variance of a row lose precision in 16 bits and a tiny variance "
-                             "flushes to zero. Autocast never lets you change this; the lesson does, so you can see "
-                             "it: set fp16 or bf16 and watch the loss and the layer-norm variance chart."));
+                          tr("Every layer norm (precision.ops.layernorm). auto: FP32, as autocast always runs it: each row "
+                             "is normalised from its FP32 values. Autocast never lets you change this; the lesson does, "
+                             "so you can see it: set fp16 or bf16 and each row is cast to it first, so a value beyond "
+                             "the format's range is inf and deviations smaller than its spacing are lost. Watch the "
+                             "layer-norm variance chart and the loss."));
 
     m_master = new QCheckBox(tr("FP32 master weights"));
     m_master->setToolTip(tr("Keeps an FP32 copy of the weights for the optimizer so small updates are not rounded "

@@ -38,6 +38,7 @@ void AttentionLayer::declare(const DeclareContext& c) {
     const Format qkv_format = m_qkv->output_format();
     m_matmul_format = m_ops.matmul ? *m_ops.matmul : qkv_format;
     m_softmax_format = op_output_format(m_ops.softmax, m_matmul_format);
+    const bool casts = op_casts_input(m_ops.softmax, m_matmul_format);
     const std::int64_t rows = c.capacity, score_rows = rows / m_positions * m_heads * m_positions;
     using MC = MemoryCategory;
     Backend& b = c.backend;
@@ -49,15 +50,27 @@ void AttentionLayer::declare(const DeclareContext& c) {
     ensure_tensor(b, m_dprobs, tensor_desc(n + ".dprobs", score_rows, T, m_matmul_format, MC::workspace), false);
     ensure_tensor(b, m_dscores, tensor_desc(n + ".dscores", score_rows, T, m_matmul_format, MC::workspace), false);
     ensure_tensor(b, m_dqkv, tensor_desc(n + ".dqkv", rows, 3 * m_dim, qkv_format, MC::workspace), false);
+    // A softmax class narrower than the scores' format reads them cast to it; its backward reads dP
+    // cast to it and writes dS in it, cast back to the scores' format (op_casts_input).
+    std::optional<TensorDesc> scores_cast, dprobs_cast, dscores_cast;
+    if (casts) {
+        scores_cast = tensor_desc(n + ".scores_cast", score_rows, T, m_softmax_format, MC::workspace);
+        dprobs_cast = tensor_desc(n + ".dprobs_cast", score_rows, T, m_softmax_format, MC::workspace);
+        dscores_cast = tensor_desc(n + ".dscores_cast", score_rows, T, m_softmax_format, MC::workspace);
+    }
+    ensure_tensor(b, m_scores_cast, scores_cast, false);
+    ensure_tensor(b, m_dprobs_cast, dprobs_cast, false);
+    ensure_tensor(b, m_dscores_cast, dscores_cast, false);
     m_proj->declare(DeclareContext{c.backend, c.capacity, m_matmul_format, true, c.fp8_recipe});
 }
 
 double AttentionLayer::declared_values(std::int64_t capacity, Format input_format, bool input_grad) const {
     const double rows = static_cast<double>(capacity), T = static_cast<double>(m_positions);
     const double scores = rows * static_cast<double>(m_heads) * T;  // (samples·heads·T, T)
-    return m_qkv->declared_values(capacity, input_format, input_grad) +
-           m_proj->declared_values(capacity, m_ops.matmul ? *m_ops.matmul : m_qkv->formats().output, true) +
-           4 * scores + rows * static_cast<double>(m_dim) + rows * 3.0 * static_cast<double>(m_dim);
+    const Format matmul = m_ops.matmul ? *m_ops.matmul : m_qkv->formats().output;
+    return m_qkv->declared_values(capacity, input_format, input_grad) + m_proj->declared_values(capacity, matmul, true) +
+           (op_casts_input(m_ops.softmax, matmul) ? 7 : 4) * scores + rows * static_cast<double>(m_dim) +
+           rows * 3.0 * static_cast<double>(m_dim);
 }
 
 BatchedMatmul AttentionLayer::product(std::int64_t samples, std::int64_t m, std::int64_t n, std::int64_t k) const {
@@ -81,7 +94,9 @@ void AttentionLayer::forward(Backend& b, const Tensor& x, std::int64_t rows, boo
     b.batched_matmul(scores, qkv, head_view(T, 3 * d, 0, hd), qkv, head_view(T, 3 * d, d, hd, true), *m_scores,
                      packed_view(T, T, m_heads));
     SoftmaxStats stats;
-    b.softmax_forward(*m_scores, *m_probs, S * m_heads * T, true, training ? &stats : nullptr);
+    if (m_scores_cast) b.cast(*m_scores, *m_scores_cast);
+    b.softmax_forward(m_scores_cast ? *m_scores_cast : *m_scores, *m_probs, S * m_heads * T, true,
+                      training ? &stats : nullptr);
     if (training) m_stats = stats;
     b.batched_matmul(product(S, T, hd, T), *m_probs, packed_view(T, T, m_heads), qkv, head_view(T, 3 * d, 2 * d, hd),
                      *m_out, head_view(T, d, 0, hd));
@@ -97,8 +112,14 @@ void AttentionLayer::backward(Backend& b, const Tensor& x, const Tensor& dy, std
     // dP = dO·Vᵀ, then through the softmax and the scale.
     b.batched_matmul(product(S, T, T, hd), dout, head_view(T, d, 0, hd), qkv, head_view(T, 3 * d, 2 * d, hd, true),
                      *m_dprobs, packed_view(T, T, m_heads));
-    b.softmax_backward(*m_probs, *m_dprobs, *m_dscores, S * m_heads * T, true,
-                       static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))));
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    if (m_scores_cast) {
+        b.cast(*m_dprobs, *m_dprobs_cast);
+        b.softmax_backward(*m_probs, *m_dprobs_cast, *m_dscores_cast, S * m_heads * T, true, scale);
+        b.cast(*m_dscores_cast, *m_dscores);
+    } else {
+        b.softmax_backward(*m_probs, *m_dprobs, *m_dscores, S * m_heads * T, true, scale);
+    }
     // dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q, each into its columns of dqkv.
     b.batched_matmul(product(S, T, hd, T), *m_probs, packed_view(T, T, m_heads, true), dout, head_view(T, d, 0, hd),
                      *m_dqkv, head_view(T, 3 * d, 2 * d, hd));

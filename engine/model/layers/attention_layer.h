@@ -18,8 +18,14 @@
 // dSᵀ·Q, each written into its columns of dqkv in qkv's output format. Masked entries of P and
 // dS are exactly zero.
 //
-// Each training forward keeps the largest |S| over the unmasked entries (logit_amax()): the
-// attention logit that overflows FP16 first.
+// A softmax class narrower than S's format and not FP32 (precision.ops.softmax fp16 over BF16
+// scores, say) reads S cast to its format first, as autocast casts an op's inputs: a logit beyond
+// FP16's 65504 becomes +inf and its row NaN. Its backward reads dP cast to that format and writes
+// dS in it (scaled there), cast back to S's format. With √d_h a power of two the scaling is exact
+// and this is PyTorch's order; otherwise PyTorch scales after the cast back (one rounding apart).
+//
+// Each training forward keeps the largest |S| over the unmasked entries the softmax saw
+// (logit_amax()), and how many were inf or NaN: the attention logit that overflows FP16 first.
 //
 // Tensors (rows = samples·T): S, P, dP, dS (samples·heads·T, T); O (rows, dim); dqkv (rows, 3·dim);
 // the children's own.
@@ -54,8 +60,9 @@ public:
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t rows,
                   std::vector<RoundingStats>* weight_stats) override;
 
-    // The largest |attention logit| (S, after the 1/√d_h scale) of the last training forward, and
-    // how many were inf or NaN.
+    // The largest |attention logit| the softmax saw in the last training forward (S after the
+    // 1/√d_h scale, and after the cast to the softmax's format when it casts), and how many were
+    // inf or NaN.
     float logit_amax() const { return m_stats.amax; }
     std::int64_t logit_nonfinite() const { return m_stats.nonfinite; }
     // The formats in effect after declare: Q·Kᵀ and P·V (matmul class), and P (softmax class).
@@ -72,6 +79,7 @@ private:
     Format m_matmul_format = Format::fp32, m_softmax_format = Format::fp32;
     SoftmaxStats m_stats;
     std::unique_ptr<Tensor> m_scores, m_probs, m_out, m_dprobs, m_dscores, m_dqkv;
+    std::unique_ptr<Tensor> m_scores_cast, m_dprobs_cast, m_dscores_cast;  // only while the softmax casts
 };
 
 }  // namespace mantissa

@@ -9,7 +9,10 @@
 //
 // Tensors: weight, bias, grad_weight, grad_bias (1, dim) FP32; saved_mean, saved_invstd (rows, 1)
 // FP32 for backward; y (rows, dim) the output; dx (rows, dim) the gradient of the input, in the
-// input's format.
+// input's format. When the class's format is narrower than the input's (precision.ops.layernorm
+// fp16 or bf16 on an FP32 stream), the op reads x_cast, the input rounded to that format, and
+// writes its gradient to dx_cast in that format, which is then cast to dx: autocast's cast and
+// its backward (op_casts_input).
 #pragma once
 
 #include <limits>
@@ -55,6 +58,7 @@ private:
     Format m_format = Format::fp32;
     float m_min_variance = std::numeric_limits<float>::infinity();
     std::unique_ptr<Tensor> m_weight, m_bias, m_grad_weight, m_grad_bias, m_saved_mean, m_saved_invstd, m_y, m_dx;
+    std::unique_ptr<Tensor> m_x_cast, m_dx_cast;  // only while the class casts the input (op_casts_input)
 };
 
 }  // namespace mantissa

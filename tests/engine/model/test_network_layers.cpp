@@ -12,7 +12,10 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
+#include "model/layers/attention_layer.h"
+#include "model/layers/layernorm_layer.h"
 #include "model/network.h"
+#include "numeric/convert.h"
 
 using namespace mantissa;
 
@@ -145,6 +148,98 @@ private slots:
         CpuBackend be;
         Network net(be, desc, 3, 1, Fp8Recipe{}, formats, ops);
         QCOMPARE(static_cast<std::int64_t>(network_values(desc, formats, 3, 0, ops) * 4), be.memory().total());
+    }
+
+    // An op class narrower than its input reads the input cast to its format, as autocast casts
+    // an op's inputs, and casts its gradient back: a layer norm in FP16 on an FP32 stream gives
+    // exactly what it gives on the stream rounded to FP16 (a value beyond 65504 makes its row NaN),
+    // and the gradient it passes down holds FP16 values.
+    void narrowLayerNormCastsItsInput() {
+        CpuBackend be;
+        const Fp8Recipe recipe;
+        constexpr std::int64_t rows = 3, dim = 8;
+        LayerNormLayer ln("ln", SampleShape{dim, 1, 1}, 1e-5);
+        OpFormats ops;
+        ops.layernorm = Format::fp16;
+        ln.set_op_formats(ops);
+        ln.declare(DeclareContext{be, rows, Format::fp32, true, recipe});
+        ln.initialise(be, 1, 0);
+        QCOMPARE(ln.output_format(), Format::fp16);
+        std::vector<float> x(rows * dim), rounded(rows * dim);
+        std::mt19937 rng(5);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (float& v : x) v = 1.0f + normal(rng) * 1e-3f;  // within FP16's spacing near 1: rounding shows
+        x[2 * dim + 3] = 70000.0f;                           // beyond FP16: +inf once cast
+        for (std::size_t i = 0; i < x.size(); ++i) rounded[i] = round_to(Format::fp16, x[i]);
+        auto forward = [&](const std::vector<float>& input) {
+            auto t = be.allocate(TensorDesc{"x", rows, dim, Format::fp32, MemoryCategory::activations});
+            be.upload(*t, input.data(), rows * dim);
+            ln.forward(be, *t, rows, true);
+            std::vector<float> y(rows * dim);
+            be.download(ln.output(), y.data(), rows * dim);
+            return std::pair{std::move(t), y};
+        };
+        const auto [x_rounded, y_rounded] = forward(rounded);
+        const auto [x_raw, y] = forward(x);
+        for (std::int64_t i = 0; i < 2 * dim; ++i) QCOMPARE(y[i], y_rounded[i]);
+        for (std::int64_t i = 2 * dim; i < rows * dim; ++i) QVERIFY(std::isnan(y[i]));
+        bool rounding_showed = false;  // the rows normalise the FP16 values, not the FP32 ones
+        for (std::int64_t i = 0; i < dim; ++i) rounding_showed |= x[i] != rounded[i];
+        QVERIFY(rounding_showed);
+        std::vector<float> dy(rows * dim);
+        for (float& v : dy) v = normal(rng) * 1e-3f;
+        auto dyt = be.allocate(TensorDesc{"dy", rows, dim, Format::fp16, MemoryCategory::activations});
+        be.upload(*dyt, dy.data(), rows * dim);
+        ln.backward(be, *x_raw, *dyt, rows, nullptr);
+        QCOMPARE(ln.input_grad()->format(), Format::fp32);
+        std::vector<float> dx(rows * dim);
+        be.download(*ln.input_grad(), dx.data(), rows * dim);
+        for (std::int64_t i = 0; i < 2 * dim; ++i) QCOMPARE(dx[i], round_to(Format::fp16, dx[i]));
+    }
+
+    // The softmax in FP16 over BF16 scores: a logit beyond 65504 is +inf in what the softmax reads
+    // (counted, and its row NaN); left to autocast (FP32) the same logit is finite.
+    void narrowSoftmaxCastsItsInput_data() {
+        QTest::addColumn<bool>("fp16");
+        QTest::newRow("softmax fp16") << true;
+        QTest::newRow("softmax fp32") << false;
+    }
+    void narrowSoftmaxCastsItsInput() {
+        QFETCH(bool, fp16);
+        CpuBackend be;
+        const Fp8Recipe recipe;
+        constexpr std::int64_t T = 3, dim = 8, heads = 2;
+        AttentionLayer attn("attn", SampleShape{dim, 1, 1}, heads, T, 0.02, 0.02);
+        OpFormats ops;
+        ops.matmul = Format::bf16;
+        ops.softmax = fp16 ? Format::fp16 : Format::fp32;
+        ops.autocast = Autocast::bf16;
+        attn.set_op_formats(ops);
+        attn.declare(DeclareContext{be, T, Format::fp32, true, recipe});
+        attn.initialise(be, 1, 0);
+        QCOMPARE(attn.matmul_format(), Format::bf16);
+        QCOMPARE(attn.softmax_format(), fp16 ? Format::fp16 : Format::fp32);
+        // Every qkv weight 100 and every input 1: q = k = 800 per feature, so each logit is
+        // 4·800²/2 = 1.28e6 (head dim 4), far beyond FP16 and well inside BF16.
+        Layer* qkv = attn.children().at(0);
+        Tensor& w = *qkv->parameters().at(0).value;
+        std::vector<float> weights(static_cast<std::size_t>(w.numel()), 100.0f);
+        be.upload(w, weights.data(), w.numel());
+        auto x = be.allocate(TensorDesc{"x", T, dim, Format::fp32, MemoryCategory::activations});
+        be.fill(*x, 1.0f);
+        attn.forward(be, *x, T, true);
+        if (fp16) {
+            QCOMPARE(attn.logit_nonfinite(), T * (T + 1) / 2 * heads);  // every unmasked logit
+            std::vector<float> y(T * dim);
+            be.download(attn.output(), y.data(), T * dim);
+            QVERIFY(std::isnan(y[0]));
+        } else {
+            QCOMPARE(attn.logit_nonfinite(), std::int64_t{0});
+            QVERIFY(attn.logit_amax() > 1e6f);
+        }
+        auto dy = be.allocate(TensorDesc{"dy", T, dim, attn.output_format(), MemoryCategory::activations});
+        be.fill(*dy, 1e-3f);
+        attn.backward(be, *x, *dy, T, nullptr);  // the cast path's backward runs (shapes, formats)
     }
 
     // Batchnorm in evaluation uses the running statistics, which training moved.
