@@ -253,7 +253,7 @@ void print_op_stats(const std::vector<OpStatSummary>& summaries) {
 
 // A language model's last generated sample: the data of the last `evaluation` event that holds
 // one (engine/train/session.cpp writes {"loss", "perplexity", "accuracy", "prompt", "sample",
-// "temperature"}), with the event's step; nullopt when no event has one.
+// "stopped", "temperature"}), with the event's step; nullopt when no event has one.
 struct LastSample {
     std::int64_t step = 0;
     ojson data;
@@ -287,7 +287,8 @@ ojson last_sample_json(const std::optional<LastSample>& sample) {
             {"perplexity", number_or_null(json_number(sample->data, "perplexity"))},
             {"temperature", number_or_null(json_number(sample->data, "temperature"))},
             {"prompt", json_text(sample->data, "prompt")},
-            {"sample", json_text(sample->data, "sample")}};
+            {"sample", json_text(sample->data, "sample")},
+            {"stopped", json_text(sample->data, "stopped")}};
 }
 
 // "Last sample (step 500, test loss 1.234 nats/token, perplexity 3.44):" and the prompt, an arrow
@@ -305,6 +306,8 @@ void print_last_sample(const std::optional<LastSample>& sample) {
     for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
         text.insert(at + 1, 2, ' ');
     std::printf("  %s\n", text.c_str());
+    if (const std::string stopped = json_text(sample->data, "stopped"); !stopped.empty())
+        std::printf("  (%s)\n", store::printable_text(stopped, false).c_str());
 }
 
 std::string db_path(const Args& args) {

@@ -270,12 +270,14 @@ void Session::Impl::evaluate() {
         std::snprintf(figures, sizeof figures, "%.4f nats/token (perplexity %.2f)", e.loss, std::exp(e.loss));
         emit(event(EventKind::evaluation,
                    "Test loss " + std::string(figures) + " at step " + std::to_string(step) + "; the model writes: " +
-                       one_line(sample.prompt) + " \u2192 " + one_line(sample.continuation),
+                       one_line(sample.prompt) + " \u2192 " + one_line(sample.continuation) +
+                       (sample.stopped.empty() ? "" : " (" + sample.stopped + ")"),
                    {{"loss", e.loss},
                     {"perplexity", std::exp(e.loss)},
                     {"accuracy", e.accuracy},
                     {"prompt", sample.prompt},
                     {"sample", sample.continuation},
+                    {"stopped", sample.stopped},
                     {"temperature", kSampleTemperature}}));
     }
     std::lock_guard lock(summary_mutex);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "error.h"
 #include "model/init.h"
@@ -32,7 +33,13 @@ TextSample generate_text(Network& network, const data::TextCorpus& corpus, int t
         logits.resize(static_cast<std::size_t>((last + 1) * V));
         network.read_rows(network.output(), logits.data(), last + 1);
         const float* l = logits.data() + last * V;
-        const float top = *std::max_element(l, l + V);
+        float top = -std::numeric_limits<float>::infinity();  // the largest finite logit
+        for (std::int64_t v = 0; v < V; ++v)
+            if (std::isfinite(l[v])) top = std::max(top, l[v]);
+        if (!std::isfinite(top)) {
+            out.stopped = "The model's output is NaN or inf, so no token can be drawn.";
+            break;
+        }
         // The unknown id of a chars vocabulary is never a training target, so it is never drawn.
         const std::int64_t unknown = corpus.unknown_id();
         double total = 0;
@@ -48,7 +55,6 @@ TextSample generate_text(Network& network, const data::TextCorpus& corpus, int t
                 break;
             }
         }
-        if (!(total > 0)) next = static_cast<std::int32_t>(std::max_element(l, l + V) - l);  // all non-finite
         written.push_back(next);
         window.push_back(next);
         if (static_cast<std::int64_t>(window.size()) > T) window.erase(window.begin());

@@ -22,6 +22,9 @@ namespace mantissa {
 struct TextSample {
     std::string prompt;        // decoded
     std::string continuation;  // decoded: always valid UTF-8
+    // Why the continuation ended before `tokens` (empty when it did not): a model whose logits are
+    // all NaN or inf has no distribution to draw from, so nothing more is written.
+    std::string stopped;
 };
 
 inline constexpr int kSampleTokens = 160;

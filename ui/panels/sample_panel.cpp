@@ -129,6 +129,11 @@ void SamplePanel::showSample(int index) {
     normal.setForeground(palette().color(QPalette::Text));
     cursor.insertText(m_prompt, muted);
     cursor.insertText(m_continuation, normal);
+    if (!t.stopped.empty()) {  // the engine's sentence, set apart from the model's text
+        QTextCharFormat note = muted;
+        note.setFontItalic(true);
+        cursor.insertText(QStringLiteral("\n\n") + QString::fromStdString(t.stopped), note);
+    }
     m_text->moveCursor(QTextCursor::Start);
 }
 

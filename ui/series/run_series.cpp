@@ -97,6 +97,7 @@ std::optional<TextSample> textSampleOf(const Event& event) {
         t.temperature = number("temperature");
         t.prompt = data.value("prompt", std::string{});
         t.continuation = data["sample"].get<std::string>();
+        t.stopped = data.value("stopped", std::string{});
         return t;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

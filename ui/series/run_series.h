@@ -60,6 +60,7 @@ struct TextSample {
     double temperature = 0;
     std::string prompt;
     std::string continuation;
+    std::string stopped;  // why the sample ended early (a model whose output is NaN); usually empty
 };
 // The sample an evaluation event carries; nullopt for any other event, or one without a sample.
 std::optional<TextSample> textSampleOf(const Event& event);

@@ -77,6 +77,15 @@ private slots:
         QVERIFY(!a.continuation.empty());
         // Every character it writes is one the text holds (a trained model; the unknown id aside).
         for (char c : a.continuation) QVERIFY2(std::string("the cat sat on mat;dog log.\n\xef\xbf\xbd").find(c) != std::string::npos, qPrintable(QString(QChar(c))));
+        QVERIFY(a.stopped.empty());
+        // A model whose output is NaN (its head's weights, as a NaN that reached them leaves them)
+        // writes nothing and says why, instead of drawing arbitrary ids.
+        Network& net = t->network();
+        Tensor& head = net.weight(net.layer_count() - 1);
+        net.write(head, std::vector<float>(static_cast<std::size_t>(head.numel()), std::nanf("")));
+        const TextSample broken = generate_text(net, *t->dataset().text, 30, 8, 0.8f, 42);
+        QVERIFY(broken.continuation.empty());
+        QCOMPARE(broken.stopped, std::string("The model's output is NaN or inf, so no token can be drawn."));
     }
 
     void opStatisticsAndLiveOpPrecision() {
