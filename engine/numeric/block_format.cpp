@@ -28,14 +28,18 @@ BlockFormatInfo make(BlockFormat f, std::string_view name, ElementFormat e, int 
     return {f, name, e, block_size, s, element_bits + 8.0 / block_size};
 }
 
-const BlockFormatInfo infos[] = {
+// Built on first use, after element_format.cpp's table (see there).
+const BlockFormatInfo* infos() {
+    static const BlockFormatInfo table[] = {
     make(BlockFormat::mxfp8_e4m3, "mxfp8-e4m3", ElementFormat::fp8_e4m3, 32, ScaleKind::e8m0),
     make(BlockFormat::mxfp8_e5m2, "mxfp8-e5m2", ElementFormat::fp8_e5m2, 32, ScaleKind::e8m0),
     make(BlockFormat::mxfp6_e3m2, "mxfp6-e3m2", ElementFormat::fp6_e3m2, 32, ScaleKind::e8m0),
     make(BlockFormat::mxfp6_e2m3, "mxfp6-e2m3", ElementFormat::fp6_e2m3, 32, ScaleKind::e8m0),
     make(BlockFormat::mxfp4, "mxfp4", ElementFormat::fp4_e2m1, 32, ScaleKind::e8m0),
     make(BlockFormat::nvfp4, "nvfp4", ElementFormat::fp4_e2m1, 16, ScaleKind::e4m3_with_tensor_scale),
-};
+    };
+    return table;
+}
 
 constexpr int max_block_size = 32;
 
@@ -73,7 +77,7 @@ BlockStats& BlockStats::operator+=(const BlockStats& o) {
     return *this;
 }
 
-const BlockFormatInfo& block_format_info(BlockFormat format) { return infos[static_cast<int>(format)]; }
+const BlockFormatInfo& block_format_info(BlockFormat format) { return infos()[static_cast<int>(format)]; }
 
 std::string_view block_format_name(BlockFormat format) { return block_format_info(format).name; }
 

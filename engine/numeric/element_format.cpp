@@ -53,13 +53,18 @@ ElementFormatInfo make_fp8(ElementFormat f, Format tensor_format) {
     return i;
 }
 
-const ElementFormatInfo infos[] = {
-    make_fp8(ElementFormat::fp8_e4m3, Format::fp8_e4m3),
-    make_fp8(ElementFormat::fp8_e5m2, Format::fp8_e5m2),
-    make_small(ElementFormat::fp6_e3m2, "fp6-e3m2", 3, 2),
-    make_small(ElementFormat::fp6_e2m3, "fp6-e2m3", 2, 3),
-    make_small(ElementFormat::fp4_e2m1, "fp4-e2m1", 2, 1),
-};
+// Built on first use: the fp8 rows read format.cpp's table, whose own static initialisation may
+// come later than this file's.
+const ElementFormatInfo* infos() {
+    static const ElementFormatInfo table[] = {
+        make_fp8(ElementFormat::fp8_e4m3, Format::fp8_e4m3),
+        make_fp8(ElementFormat::fp8_e5m2, Format::fp8_e5m2),
+        make_small(ElementFormat::fp6_e3m2, "fp6-e3m2", 3, 2),
+        make_small(ElementFormat::fp6_e2m3, "fp6-e2m3", 2, 3),
+        make_small(ElementFormat::fp4_e2m1, "fp4-e2m1", 2, 1),
+    };
+    return table;
+}
 
 std::uint8_t encode_small(const ElementFormatInfo& i, float x) {
     const int M = i.mantissa_bits;
@@ -107,7 +112,7 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-const ElementFormatInfo& element_format_info(ElementFormat format) { return infos[static_cast<int>(format)]; }
+const ElementFormatInfo& element_format_info(ElementFormat format) { return infos()[static_cast<int>(format)]; }
 
 std::string_view element_format_name(ElementFormat format) { return element_format_info(format).name; }
 
