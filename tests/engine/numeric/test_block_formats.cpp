@@ -220,9 +220,12 @@ RefBlocks ref_quantise(BlockFormat format, const float* x, std::size_t n) {
 // Blocks of values with a block-wide magnitude anywhere in fp32's range, each value drawn to hit
 // the interesting cases: exact element values and exact midpoints at the block's scale, zeros,
 // signed zeros, values far below the block's amax, fp32 subnormals.
-std::vector<float> random_values(std::mt19937_64& rng, std::size_t n, int block_size, ElementFormat el) {
+// The block-wide magnitudes are 2^[lowest, highest): NVFP4 tensors also get a narrow range, so
+// that most blocks keep a non-zero E4M3 scale next to the tensor's largest block.
+std::vector<float> random_values(std::mt19937_64& rng, std::size_t n, int block_size, ElementFormat el,
+                                 int lowest = -150, int highest = 127) {
     std::vector<float> x(n);
-    std::uniform_int_distribution<int> exp_dist(-150, 127), kind(0, 9), small_exp(-40, 0);
+    std::uniform_int_distribution<int> exp_dist(lowest, highest), kind(0, 9), small_exp(-40, 0);
     std::uniform_real_distribution<double> unit(-1.0, 1.0);
     const RefElement& r = ref(el);
     std::uniform_int_distribution<std::size_t> pick(0, r.finite_codes.size() - 1);
@@ -705,17 +708,25 @@ private slots:
         const BlockFormatInfo& info = block_format_info(format);
         std::mt19937_64 rng(1234 + static_cast<int>(format));
         std::uniform_int_distribution<int> blocks(1, 40), extra(0, info.block_size - 1), special(0, 99);
-        std::size_t total_blocks = 0;
+        std::size_t total_blocks = 0, live_scales = 0;
         for (int t = 0; t < 400; ++t) {
             const std::size_t n = static_cast<std::size_t>(blocks(rng) * info.block_size + (t % 2 ? extra(rng) : 0));
-            std::vector<float> x = random_values(rng, n, info.block_size, info.element);
+            std::vector<float> x;
+            if (format == BlockFormat::nvfp4 && t % 3 != 0) {
+                const int top = std::uniform_int_distribution<int>(-100, 120)(rng);
+                x = random_values(rng, n, info.block_size, info.element, top - 12, top);
+            } else {
+                x = random_values(rng, n, info.block_size, info.element);
+            }
             if (special(rng) < 10) x[static_cast<std::size_t>(special(rng)) % n] = special(rng) < 50 ? qnan : -inf;
             BlockStats stats;
-            quantise_checked(format, x, &stats);
+            const BlockQuantised q = quantise_checked(format, x, &stats);
             if (QTest::currentTestFailed()) return;
             total_blocks += stats.blocks;
+            for (std::uint8_t sc : q.scales) live_scales += sc != 0 && sc != 0x7F && sc != 0xFF;
         }
         QVERIFY(total_blocks > 4000);
+        QVERIFY(live_scales > total_blocks / 3);  // the data reaches past trivial scales
     }
 
     // dequantise(quantise(x)) == round_blocks(x), bit for bit, out of place and in place.
