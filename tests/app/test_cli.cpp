@@ -49,6 +49,37 @@ private slots:
         QVERIFY(results[1].toObject()["flushed_to_zero"].toBool());
     }
 
+    // A block of MXFP4: amax 7 sets the shared scale 2^(floor(log2 7) - 2) = 1, so 7 saturates at
+    // E2M1's 6 and 0.1 (below its 0.5 / 2) flushes to zero; the 33rd value starts a block of its own.
+    void formatBlock() {
+        QStringList args{"format", "--block", "mxfp4", "--json", "0.1", "7", "1.5"};
+        for (int i = 3; i < 32; ++i) args << "1";
+        args << "0.5";
+        const CliResult r = run_cli(args);
+        QCOMPARE(r.code, 0);
+        const QJsonArray blocks = QJsonDocument::fromJson(r.out).array();
+        QCOMPARE(blocks.size(), 2);
+        const QJsonObject first = blocks[0].toObject();
+        QCOMPARE(first["scale_bits"].toString(), QString("0x7f"));
+        const QJsonArray elements = first["elements"].toArray();
+        QCOMPARE(elements.size(), 32);
+        QVERIFY(elements[0].toObject()["flushed_to_zero"].toBool());
+        QCOMPARE(elements[1].toObject()["value"].toDouble(), 6.0);
+        QVERIFY(elements[1].toObject()["saturated"].toBool());
+        QCOMPARE(elements[2].toObject()["value"].toDouble(), 1.5);
+        const QJsonObject second = blocks[1].toObject();
+        QCOMPARE(second["first"].toInt(), 32);
+        QCOMPARE(second["scale_bits"].toString(), QString("0x7c"));  // 2^-3: 0.5 is E2M1's 4
+        QCOMPARE(second["elements"].toArray()[0].toObject()["element"].toDouble(), 4.0);
+        QCOMPARE(second["elements"].toArray()[0].toObject()["value"].toDouble(), 0.5);
+        // The table says the same for a person.
+        const CliResult text = run_cli({"format", "--block", "mxfp4", "0.1", "7"});
+        QCOMPARE(text.code, 0);
+        QVERIFY(text.out.contains("shared scale  E8M0 0x7f"));
+        QVERIFY(text.out.contains("(saturated)"));
+        QVERIFY(text.out.contains("(flushed to zero)"));
+    }
+
     void badInput_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("mentions");
@@ -56,6 +87,8 @@ private slots:
         QTest::newRow("unknown format") << QStringList{"format", "--to", "fp12", "1"} << "unknown format 'fp12'";
         QTest::newRow("no value") << QStringList{"format"} << "at least one value";
         QTest::newRow("unknown option") << QStringList{"format", "--bogus", "1"} << "--bogus";
+        QTest::newRow("unknown block format") << QStringList{"format", "--block", "mxfp3", "1"} << "unknown block format 'mxfp3'";
+        QTest::newRow("block with --to") << QStringList{"format", "--block", "mxfp4", "--to", "fp16", "1"} << "--block";
         QTest::newRow("unknown command") << QStringList{"fly"} << "unknown command 'fly'";
         QTest::newRow("missing config") << QStringList{"train", "--config", "/nonexistent/x.json", "--no-record"} << "/nonexistent/x.json";
         QTest::newRow("bad setting") << QStringList{"train", "--set", "train.lr=-1", "--no-record"} << "train.lr";
