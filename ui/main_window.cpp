@@ -484,7 +484,7 @@ FormatExplorer* MainWindow::formatExplorer() {
         m_formatExplorer = new FormatExplorer(this);
         m_formatExplorer->setWindowFlag(Qt::Window);
         m_formatExplorer->setWindowTitle(tr("Mantissa — format explorer"));
-        m_formatExplorer->resize(1100, 560);
+        m_formatExplorer->resize(1100, 860);
     }
     return m_formatExplorer;
 }

@@ -11,7 +11,11 @@
 #include <QTextDocument>
 #include <QToolButton>
 
+#include <QComboBox>
+#include <QTableWidget>
+
 #include "explorer/bit_strip.h"
+#include "explorer/block_explorer.h"
 #include "explorer/format_explorer.h"
 #include "explorer/format_number_line.h"
 
@@ -180,12 +184,52 @@ private slots:
         QCOMPARE(boundLabel(448.0f), QStringLiteral("448"));
     }
 
+    // The block part shows what describe_block() says (the code behind `mantissa-cli format --block`):
+    // the scale line and every cell, for MX and NVFP4; bad text and too many values are refused.
+    void blockOfValues() {
+        FormatExplorer e;
+        BlockExplorer* b = e.blockExplorer();
+        QVERIFY(b);
+        auto* table = b->findChild<QTableWidget*>(QStringLiteral("blockTable"));
+        auto* scale = b->findChild<QLabel*>(QStringLiteral("blockScale"));
+        QVERIFY(table && scale);
+        b->setBlockFormat(BlockFormat::mxfp4);
+        QVERIFY(b->setValuesText(QStringLiteral("0.1, 7 1.5 -3")));
+        const float values[] = {0.1f, 7.0f, 1.5f, -3.0f};
+        const BlockDescription d = describe_block(BlockFormat::mxfp4, values, 4);
+        QCOMPARE(table->rowCount(), 4);
+        QVERIFY(scale->text().contains(qs(d.scale_hex)));  // 0x7f: 2^0
+        QCOMPARE(d.scale_hex, std::string("0x7f"));
+        for (int r = 0; r < 4; ++r) {
+            const DescribedElement& el = d.elements[static_cast<std::size_t>(r)];
+            QCOMPARE(table->item(r, BlockExplorer::Bits)->text(), qs(el.hex));
+            QCOMPARE(table->item(r, BlockExplorer::Stored)->text().toFloat(), el.value);  // 9 digits: the float exactly
+        }
+        QCOMPARE(table->item(1, BlockExplorer::Stored)->text(), QStringLiteral("6"));
+        QVERIFY(table->item(1, BlockExplorer::Note)->text().contains(QStringLiteral("saturated")));
+        QVERIFY(table->item(0, BlockExplorer::Note)->text().contains(QStringLiteral("flushed to zero")));
+        // NVFP4: the E4M3 block scale and the tensor scale, the block seen as the whole tensor.
+        b->setBlockFormat(BlockFormat::nvfp4);
+        const BlockDescription n = describe_block(BlockFormat::nvfp4, values, 4);
+        QVERIFY(scale->text().contains(QStringLiteral("E4M3 ") + qs(n.scale_hex)));
+        QCOMPARE(table->item(3, BlockExplorer::Stored)->text().toFloat(), n.elements[3].value);
+        // Refusals: one sentence each, and the table empties.
+        QVERIFY(!b->setValuesText(QStringLiteral("1 2 x")));
+        QVERIFY(b->message().contains(QStringLiteral("'x' is not a number")));
+        QCOMPARE(table->rowCount(), 0);
+        QVERIFY(!b->setValuesText(QString(QStringLiteral("1 ")).repeated(17)));
+        QVERIFY(b->message().contains(QStringLiteral("at most 16")));
+        b->setBlockFormat(BlockFormat::mxfp8_e4m3);  // 32 to a block: the same 17 values fit
+        QVERIFY(b->described().has_value());
+        QVERIFY(b->message().isEmpty());
+    }
+
     // The window of docs/screenshots/explorer.png renders whole in every run; the file is
     // written only with MANTISSA_SCREENSHOT_DIR set.
     void screenshot() {
         const QByteArray dir = qgetenv("MANTISSA_SCREENSHOT_DIR");
         FormatExplorer e;
-        e.resize(1240, 470);
+        e.resize(1240, 800);
         e.show();
         e.setValueText(QStringLiteral("1e-5"));
         QCoreApplication::processEvents();

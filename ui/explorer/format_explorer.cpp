@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "explorer/bit_strip.h"
+#include "explorer/block_explorer.h"
 #include "explorer/format_number_line.h"
 
 namespace mantissa::ui {
@@ -213,7 +214,12 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_summary);
     layout->addWidget(m_table);
     layout->addWidget(note);
-    layout->addStretch(1);
+    auto* blocks = new QLabel(tr("<b>Block-scaled formats</b>: a block of values shares one scale, and each value "
+                                 "keeps a small element (docs/numerics.md, \"Block-scaled formats\")."),
+                              this);
+    layout->addWidget(blocks);
+    m_blocks = new BlockExplorer(this);
+    layout->addWidget(m_blocks, 1);
 
     connect(m_entry, &QLineEdit::textChanged, this, &FormatExplorer::onTextEdited);
     connect(m_slider, &QSlider::valueChanged, this, &FormatExplorer::onSliderMoved);

@@ -9,6 +9,9 @@
 // Every figure comes from describe_stored() (numeric/describe.h), the code behind
 // `mantissa-cli format`; this widget only lays them out.
 //
+// Under the rows, a BlockExplorer shows how a block of values shares one scale in the block-scaled
+// formats (MX, NVFP4).
+//
 // Wiring: a window or dock of its own (Tools → Format explorer); setValueText() seeds it.
 // Child widgets carry object names per format for tests and accessibility: "bits-fp16",
 // "hex-fp16", "stored-fp16", "error-fp16", "class-fp16", "line-fp16". GUI thread only.
@@ -29,6 +32,7 @@ class QToolButton;
 
 namespace mantissa::ui {
 
+class BlockExplorer;
 class FormatNumberLine;
 
 class FormatExplorer : public QWidget {
@@ -55,12 +59,14 @@ public:
     // What a row shows, as the engine described it (empty before the first valid value).
     std::optional<StoredValue> described(Format format) const;
     const FormatNumberLine* numberLine(Format format) const;
+    // The block-scaled formats' part, under the rows: a block of values and the scale they share.
+    BlockExplorer* blockExplorer() const { return m_blocks; }
 
     // Slider position for a magnitude (clamped to the slider's span) and back.
     static int sliderPositionFor(double magnitude);
     static double magnitudeAt(int position);
 
-    QSize sizeHint() const override { return {1240, 480}; }
+    QSize sizeHint() const override { return {1240, 800}; }
 
 signals:
     void valueChanged(float value);
@@ -90,6 +96,7 @@ private:
     QToolButton* m_sign = nullptr;
     QComboBox* m_overflowChoice = nullptr;
     QWidget* m_table = nullptr;
+    BlockExplorer* m_blocks = nullptr;
     std::array<Row, all_formats.size()> m_rows;
     std::optional<float> m_value;
     Overflow m_overflow = Overflow::to_inf;
