@@ -28,6 +28,7 @@
 #include "panels/layers_panel.h"
 #include "panels/precision_panel.h"
 #include "panels/sample_panel.h"
+#include "series/language_figures.h"
 #include "store/run_store.h"
 #include "tiny_gpt.h"
 
@@ -80,6 +81,28 @@ Event evaluationEvent(std::int64_t step, const std::string& prompt, const std::s
 class TestLanguageModelViews : public QObject {
     Q_OBJECT
 private slots:
+    // A model whose output went NaN: its figures read "—" (not "nan", as everywhere the window
+    // writes them: series/language_figures.h) and the engine's sentence says why there is no text.
+    void sampleOfAModelGoneNan() {
+        RunSeries series;
+        SamplePanel panel;
+        panel.setSeries(&series);
+        series.setTextRun(true);
+        Event e = evaluationEvent(300, "The glory of cre", "", std::nan(""));
+        nlohmann::json data = nlohmann::json::parse(e.data_json);
+        data["stopped"] = "The model's output is NaN or inf, so no token can be drawn.";
+        e.data_json = data.dump();
+        series.addEvent(e);
+        panel.sync();
+        QCOMPARE(panel.sampleCount(), std::size_t{1});
+        QVERIFY2(panel.headerText().contains(QStringLiteral("test loss — nats/token")), qPrintable(panel.headerText()));
+        QVERIFY(panel.headerText().contains(QStringLiteral("perplexity —")));
+        QVERIFY(panel.textView()->toPlainText().endsWith(QStringLiteral("no token can be drawn.")));
+        QVERIFY(panel.textView()->toPlainText().startsWith(QStringLiteral("The glory of cre")));
+        QCOMPARE(natsPerTokenText(2.0), QStringLiteral("2.0000"));
+        QCOMPARE(perplexityText(std::nan("")), QStringLiteral("—"));
+    }
+
     void planListsEveryOpWithItsReason() {
         QTemporaryDir dir;
         auto w = window_test::openWindow(dir);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "live/run_controller.h"
+#include "series/language_figures.h"
 
 namespace mantissa::ui {
 
@@ -66,7 +67,7 @@ void RunStatusBar::update(const RunController& c) {
     const LodSeries& test = s.testLoss();
     m_test->setText(s.textRun() && !test.empty()
                         ? tr("test %1 nats/token · perplexity %2")
-                              .arg(QString::number(test.lastY(), 'f', 3), QString::number(std::exp(test.lastY()), 'f', 2))
+                              .arg(natsPerTokenText(test.lastY()), perplexityText(test.lastY()))
                         : QString());
     m_rate->setText(last ? tr("%1 samples/s (mean over the run)")
                                .arg(locale.toString(session->summary().samples_per_s, 'f', 0))

@@ -12,12 +12,13 @@
 
 #include <cmath>
 
+#include "series/language_figures.h"
 #include "series/run_series.h"
 
 namespace mantissa::ui {
 
 namespace {
-QString number(double v, int digits) { return std::isfinite(v) ? QString::number(v, 'f', digits) : QStringLiteral("—"); }
+QString number(double v, int digits) { return figureOrDash(v, digits); }
 }  // namespace
 
 SamplePanel::SamplePanel(QWidget* parent) : QWidget(parent) {
@@ -112,7 +113,7 @@ void SamplePanel::showSample(int index) {
     m_empty->hide();
     m_pick->show();
     m_text->show();
-    QStringList parts{tr("test loss %1 nats/token").arg(number(t.loss, 4)), tr("perplexity %1").arg(number(t.perplexity, 2))};
+    QStringList parts{tr("test loss %1 nats/token").arg(natsPerTokenText(t.loss)), tr("perplexity %1").arg(number(t.perplexity, 2))};
     if (std::isfinite(t.accuracy)) parts << tr("next-token accuracy %1 %").arg(number(t.accuracy * 100, 1));
     if (std::isfinite(t.temperature)) parts << tr("temperature %1").arg(QString::number(t.temperature, 'g', 3));
     m_header->setText(parts.join(QStringLiteral(" · ")));
