@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -15,18 +16,63 @@
 namespace mantissa::cli {
 namespace {
 
-std::vector<Format> parse_format_list(const std::string& list) {
-    std::vector<Format> out;
+// A format a value can be shown in: a tensor format (with its inf and NaN), or one of the
+// block-scaled formats' narrow elements taken alone, without a scale (fp6, fp4: saturating).
+struct Target {
+    std::optional<Format> tensor;
+    ElementFormat element = ElementFormat::fp4_e2m1;
+};
+
+constexpr ElementFormat bare_elements[] = {ElementFormat::fp6_e3m2, ElementFormat::fp6_e2m3, ElementFormat::fp4_e2m1};
+
+std::vector<Target> all_targets() {
+    std::vector<Target> out;
+    for (Format f : all_formats) out.push_back({f});
+    for (ElementFormat e : bare_elements) out.push_back({std::nullopt, e});
+    return out;
+}
+
+std::vector<Target> parse_format_list(const std::string& list) {
+    std::vector<Target> out;
     std::stringstream ss(list);
     std::string name;
     while (std::getline(ss, name, ',')) {
         if (name.empty()) continue;
-        auto f = parse_format(name);
-        if (!f) throw UsageError{"unknown format '" + name + "'; known formats: " + std::string(format_names_list())};
-        out.push_back(*f);
+        if (auto f = parse_format(name)) {  // fp8 names are the tensor formats
+            out.push_back({*f});
+            continue;
+        }
+        const auto e = parse_element_format(name);
+        if (!e)
+            throw UsageError{"unknown format '" + name + "'; known formats: " + std::string(format_names_list()) +
+                             ", fp6-e3m2, fp6-e2m3, fp4-e2m1"};
+        out.push_back({std::nullopt, *e});
     }
     if (out.empty()) throw UsageError{"--to needs at least one format name"};
     return out;
+}
+
+// One line of the table: a value in one format, from describe_stored or describe_element.
+struct Shown {
+    std::string format, hex, fields, exact, cls;
+    float value = 0;
+    double abs_error = 0, rel_error = 0;
+    bool overflowed = false, flushed_to_zero = false;
+};
+
+Shown show(const Target& t, float x, Overflow overflow) {
+    Shown s;
+    if (t.tensor) {
+        const StoredValue v = describe_stored(*t.tensor, x, overflow);
+        s = {std::string(format_name(*t.tensor)), v.hex, v.sign_bits + "|" + v.exponent_bits + "|" + v.mantissa_bits,
+             v.exact, float_class_name(v.cls), v.value, v.abs_error, v.rel_error, v.overflowed, v.flushed_to_zero};
+        return s;
+    }
+    const DescribedElement e = describe_element(t.element, x);
+    s = {std::string(element_format_name(t.element)), e.hex, e.sign_bits + "|" + e.exponent_bits + "|" + e.mantissa_bits,
+         exact_decimal(e.value), float_class_name(e.cls), e.value, e.abs_error, e.rel_error, e.saturated,
+         e.flushed_to_zero};
+    return s;
 }
 
 nlohmann::ordered_json number_or_word(double v) {
@@ -132,7 +178,7 @@ int run_format(Args& args) {
     if (args.has("block") && (args.has("to") || args.has("saturate")))
         throw UsageError{"--block shows one block format on its own: leave out --to and --saturate "
                          "(a block-scaled format always saturates)"};
-    std::vector<Format> formats(all_formats.begin(), all_formats.end());
+    std::vector<Target> formats = all_targets();
     if (auto to = args.value("to")) formats = parse_format_list(*to);
     const Overflow overflow = args.has("saturate") ? Overflow::saturate : Overflow::to_inf;
     if (args.positional().empty()) throw UsageError{"give at least one value, e.g. 'mantissa-cli format 0.1'"};
@@ -149,16 +195,16 @@ int run_format(Args& args) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& [text, x] : values) {
             nlohmann::ordered_json results = nlohmann::ordered_json::array();
-            for (Format f : formats) {
-                const StoredValue s = describe_stored(f, x, overflow);
-                results.push_back({{"format", std::string(format_name(f))},
+            for (const Target& t : formats) {
+                const Shown s = show(t, x, overflow);
+                results.push_back({{"format", s.format},
                                    {"bits", s.hex},
-                                   {"binary", s.sign_bits + "|" + s.exponent_bits + "|" + s.mantissa_bits},
+                                   {"binary", s.fields},
                                    {"value", number_or_word(s.value)},
                                    {"exact", s.exact},
-                                   {"class", float_class_name(s.cls)},
-                                   {"abs_error", std::isnan(s.abs_error) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.abs_error)},
-                                   {"rel_error", std::isnan(s.rel_error) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.rel_error)},
+                                   {"class", s.cls},
+                                   {"abs_error", optional_error(s.abs_error)},
+                                   {"rel_error", optional_error(s.rel_error)},
                                    {"overflow", s.overflowed},
                                    {"flushed_to_zero", s.flushed_to_zero}});
             }
@@ -176,14 +222,16 @@ int run_format(Args& args) {
         std::cout << text << " -> fp32 " << describe_stored(Format::fp32, x).hex << " = " << exact_decimal(x) << "\n";
         std::printf("  %-9s %-10s %-36s %-10s %-9s %-9s %s\n", "format", "bits", "sign|exponent|mantissa", "class",
                     "abs err", "rel err", "stored value");
-        for (Format f : formats) {
-            const StoredValue s = describe_stored(f, x, overflow);
+        for (const Target& t : formats) {
+            const Shown s = show(t, x, overflow);
             std::string note;
-            if (s.overflowed) note = overflow == Overflow::saturate ? "  (overflow: saturated)" : "  (overflow)";
+            if (s.overflowed)
+                note = overflow == Overflow::saturate || !t.tensor ? "  (overflow: saturated)" : "  (overflow)";
             if (s.flushed_to_zero) note = "  (flushed to zero)";
-            std::printf("  %-9s %-10s %-36s %-10s %-9s %-9s %s%s\n", std::string(format_name(f)).c_str(), s.hex.c_str(),
-                        (s.sign_bits + "|" + s.exponent_bits + "|" + s.mantissa_bits).c_str(), float_class_name(s.cls),
-                        fmt_error(s.abs_error).c_str(), fmt_error(s.rel_error).c_str(), s.exact.c_str(), note.c_str());
+            if (!t.tensor && std::isnan(x)) note = "  (no NaN in this format: stored as zero)";
+            std::printf("  %-9s %-10s %-36s %-10s %-9s %-9s %s%s\n", s.format.c_str(), s.hex.c_str(), s.fields.c_str(),
+                        s.cls.c_str(), fmt_error(s.abs_error).c_str(), fmt_error(s.rel_error).c_str(), s.exact.c_str(),
+                        note.c_str());
         }
     }
     return exit_ok;
@@ -199,7 +247,9 @@ MANTISSA_CLI_COMMAND({"format", "show how values are stored in each precision fo
                       "sign|exponent|mantissa, the class, the absolute and relative rounding error, the exact\n"
                       "stored value, and whether it overflowed or was flushed to zero.\n\n"
                       "  --to LIST     comma-separated formats (default: all): fp32, tf32, fp16, bf16,\n"
-                      "                fp8-e4m3, fp8-e5m2\n"
+                      "                fp8-e4m3, fp8-e5m2, and the block formats' elements taken alone,\n"
+                      "                without a scale: fp6-e3m2, fp6-e2m3, fp4-e2m1 (no inf, no NaN: they\n"
+                      "                saturate, and a NaN is stored as zero)\n"
                       "  --saturate    out-of-range values become the largest finite value (scaled FP8 paths)\n"
                       "                instead of inf (or NaN for fp8-e4m3)\n"
                       "  --block FORMAT  the values as consecutive blocks of a block-scaled format (mxfp8-e4m3,\n"

@@ -26,7 +26,46 @@ std::string bit_string(std::uint32_t code, int top, int first, int count) {
     return out;
 }
 
+// The fields of an element code: bits, value, class.
+void describe_code(DescribedElement& e, ElementFormat format, std::uint8_t code) {
+    const ElementFormatInfo& el = element_format_info(format);
+    const int top = el.bits - 1;
+    e.code = code;
+    e.hex = hex_byte(code);
+    e.sign_bits = bit_string(code, top, 0, 1);
+    e.exponent_bits = bit_string(code, top, 1, el.exponent_bits);
+    e.mantissa_bits = bit_string(code, top, 1 + el.exponent_bits, el.mantissa_bits);
+    e.element_value = decode_element(format, code);
+    const float magnitude = std::fabs(e.element_value);
+    e.cls = std::isnan(magnitude)   ? FloatClass::nan
+            : std::isinf(magnitude) ? FloatClass::inf
+            : magnitude == 0        ? FloatClass::zero
+            : magnitude < el.min_normal ? FloatClass::subnormal
+                                        : FloatClass::normal;
+}
+
+void set_errors(DescribedElement& e) {
+    if (std::isfinite(e.input) && std::isfinite(e.value)) {
+        e.abs_error = std::fabs(static_cast<double>(e.value) - static_cast<double>(e.input));
+        e.rel_error = e.input == 0 ? 0.0 : e.abs_error / std::fabs(static_cast<double>(e.input));
+    } else {
+        e.abs_error = e.rel_error = std::nan("");
+    }
+}
+
 }  // namespace
+
+DescribedElement describe_element(ElementFormat format, float input) {
+    const ElementFormatInfo& el = element_format_info(format);
+    DescribedElement e;
+    e.input = input;
+    describe_code(e, format, encode_element(format, input, Overflow::saturate));
+    e.value = e.element_value;
+    set_errors(e);
+    e.saturated = std::isinf(input) || (std::isfinite(input) && std::fabs(input) > el.max_finite);
+    e.flushed_to_zero = std::isfinite(input) && input != 0 && e.value == 0;
+    return e;
+}
 
 BlockDescription describe_block(BlockFormat format, const float* values, std::size_t n,
                                 std::optional<float> tensor_amax) {
@@ -72,24 +111,13 @@ BlockDescription describe_block(BlockFormat format, const float* values, std::si
 
     std::vector<float> decoded(n);
     dequantise_block(format, d.tensor_scale, d.scale_code, codes.data(), n, decoded.data());
-    const int top = el.bits - 1;
     d.elements.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
         DescribedElement e;
         e.input = values[i];
-        e.code = codes[i];
-        e.hex = hex_byte(codes[i]);
-        e.sign_bits = bit_string(codes[i], top, 0, 1);
-        e.exponent_bits = bit_string(codes[i], top, 1, el.exponent_bits);
-        e.mantissa_bits = bit_string(codes[i], top, 1 + el.exponent_bits, el.mantissa_bits);
-        e.element_value = decode_element(info.element, codes[i]);
+        describe_code(e, info.element, codes[i]);
         e.value = decoded[i];
-        if (std::isfinite(e.input) && std::isfinite(e.value)) {
-            e.abs_error = std::fabs(static_cast<double>(e.value) - static_cast<double>(e.input));
-            e.rel_error = e.input == 0 ? 0.0 : e.abs_error / std::fabs(static_cast<double>(e.input));
-        } else {
-            e.abs_error = e.rel_error = std::nan("");
-        }
+        set_errors(e);
         // The per-value tests quantise_block counts, with its own scaling of the input.
         if (!d.nan_block) {
             float scaled;

@@ -27,6 +27,7 @@ struct DescribedElement {
     double rel_error = 0;          // abs_error / |input|; 0 for a zero input
     bool saturated = false;        // |input| scaled exceeded the element max and was clamped
     bool flushed_to_zero = false;  // a finite non-zero input is stored as zero
+    FloatClass cls = FloatClass::zero;  // of the element code: zero, subnormal or normal (inf, NaN: fp8)
 };
 
 struct BlockDescription {
@@ -56,5 +57,12 @@ struct BlockDescription {
 // the whole tensor). MX formats ignore tensor_amax.
 BlockDescription describe_block(BlockFormat format, const float* values, std::size_t n,
                                 std::optional<float> tensor_amax = std::nullopt);
+
+// One value stored as a bare element, without a block scale (what `mantissa-cli format --to
+// fp4-e2m1` shows): encode_element's saturating conversion, so a value beyond ±max, or ±inf, is
+// ±max (saturated), and a NaN, which fp6 and fp4 cannot hold, is a zero of its sign
+// (flushed_to_zero stays false: nothing finite was lost). fp8 elements are better shown as the
+// tensor formats of describe_stored(), which keep their inf and NaN.
+DescribedElement describe_element(ElementFormat format, float input);
 
 }  // namespace mantissa

@@ -22,7 +22,7 @@ private slots:
         QCOMPARE(first["input"].toString(), QString("0.1"));
         QCOMPARE(first["fp32_bits"].toString(), QString("0x3dcccccd"));
         const QJsonArray results = first["results"].toArray();
-        QCOMPARE(results.size(), 6);
+        QCOMPARE(results.size(), 9);  // the six tensor formats, then fp6-e3m2, fp6-e2m3, fp4-e2m1
         QJsonObject fp16;
         for (const auto& v : results)
             if (v.toObject()["format"].toString() == "fp16") fp16 = v.toObject();
@@ -78,6 +78,26 @@ private slots:
         QVERIFY(text.out.contains("shared scale  E8M0 0x7f"));
         QVERIFY(text.out.contains("(saturated)"));
         QVERIFY(text.out.contains("(flushed to zero)"));
+    }
+
+    // The block formats' elements alone, without a scale: they saturate, and a NaN has no code.
+    void formatToBareElements() {
+        const CliResult r = run_cli({"format", "--to", "fp4-e2m1,fp6-e2m3", "--json", "7", "nan", "0.1"});
+        QCOMPARE(r.code, 0);
+        const QJsonArray all = QJsonDocument::fromJson(r.out).array();
+        const QJsonArray seven = all[0].toObject()["results"].toArray();
+        QCOMPARE(seven[0].toObject()["format"].toString(), QString("fp4-e2m1"));
+        QCOMPARE(seven[0].toObject()["value"].toDouble(), 6.0);
+        QVERIFY(seven[0].toObject()["overflow"].toBool());
+        QCOMPARE(seven[0].toObject()["bits"].toString(), QString("0x07"));
+        QCOMPARE(seven[1].toObject()["value"].toDouble(), 7.0);  // E2M3 holds 7 (its max is 7.5)
+        QVERIFY(!seven[1].toObject()["overflow"].toBool());
+        QCOMPARE(all[1].toObject()["results"].toArray()[0].toObject()["value"].toDouble(), 0.0);
+        const QJsonObject tenth = all[2].toObject()["results"].toArray()[0].toObject();
+        QVERIFY(tenth["flushed_to_zero"].toBool());  // below half E2M1's smallest value, 0.5
+        // The default lists them after the tensor formats.
+        const CliResult every = run_cli({"format", "1"});
+        QVERIFY(every.out.contains("fp6-e3m2") && every.out.contains("fp4-e2m1"));
     }
 
     void badInput_data() {
