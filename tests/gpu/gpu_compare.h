@@ -26,6 +26,10 @@ inline QString suite_skipped(const std::string& reason) {
     return QStringLiteral("GPU suite skipped, no usable GPU: ") + QString::fromStdString(reason);
 }
 
+// Each test's first line in a GPU suite: skips it, with the reason, when the suite has no GPU.
+#define GPU_TEST_REQUIRE(available, reason) \
+    if (!(available)) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(reason)))
+
 inline mantissa::TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, mantissa::Format f,
                                  mantissa::MemoryCategory c = mantissa::MemoryCategory::workspace) {
     return mantissa::TensorDesc{name, rows, cols, f, c};

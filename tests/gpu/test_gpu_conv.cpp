@@ -120,8 +120,7 @@ class TestGpuConv : public QObject {
     std::unique_ptr<Backend> m_cpu, m_gpu;
     std::string m_reason;
 
-#define REQUIRE_GPU() \
-    if (!m_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
+#define REQUIRE_GPU() GPU_TEST_REQUIRE(m_gpu, m_reason)
 
     bool gpu_multiplies(Format f) const { return m_gpu->supports(BackendOp::conv2d, f); }
 

@@ -102,8 +102,7 @@ class TestGpuDeviceStep : public QObject {
     std::unique_ptr<CudaBackend> m_gpu;
     std::string m_reason;
 
-#define REQUIRE_GPU() \
-    if (!m_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
+#define REQUIRE_GPU() GPU_TEST_REQUIRE(m_gpu, m_reason)
 
 private slots:
     void initTestCase() {

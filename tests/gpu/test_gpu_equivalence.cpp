@@ -70,8 +70,7 @@ class TestGpuEquivalence : public QObject {
     std::unique_ptr<Backend> m_cpu, m_gpu;
     std::string m_reason;
 
-#define REQUIRE_GPU() \
-    if (!m_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
+#define REQUIRE_GPU() GPU_TEST_REQUIRE(m_gpu, m_reason)
 
 private slots:
     void initTestCase() {

@@ -72,8 +72,7 @@ class TestGpuTraining : public QObject {
     std::string m_reason;
     bool m_have_gpu = false;
 
-#define REQUIRE_GPU() \
-    if (!m_have_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
+#define REQUIRE_GPU() GPU_TEST_REQUIRE(m_have_gpu, m_reason)
 
     std::unique_ptr<Trainer> make(const Experiment& e, bool gpu, TrainerOptions options = {}) {
         Dataset data = load_dataset(e.dataset, e.train.seed);

@@ -101,8 +101,7 @@ class TestGpuTransformerOps : public QObject {
     std::unique_ptr<Backend> m_cpu, m_gpu;
     std::string m_reason;
 
-#define REQUIRE_GPU() \
-    if (!m_gpu) QSKIP(qPrintable("no usable GPU: " + QString::fromStdString(m_reason)))
+#define REQUIRE_GPU() GPU_TEST_REQUIRE(m_gpu, m_reason)
 
     void same_bits(Twin& t, const char* what) {
         const QString diff = compare_bits(read(*m_cpu, t.c()), read(*m_gpu, t.g()));

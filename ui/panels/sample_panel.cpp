@@ -17,10 +17,6 @@
 
 namespace mantissa::ui {
 
-namespace {
-QString number(double v, int digits) { return figureOrDash(v, digits); }
-}  // namespace
-
 SamplePanel::SamplePanel(QWidget* parent) : QWidget(parent) {
     m_pick = new QComboBox;
     m_pick->setObjectName(QStringLiteral("sampleStep"));
@@ -113,8 +109,8 @@ void SamplePanel::showSample(int index) {
     m_empty->hide();
     m_pick->show();
     m_text->show();
-    QStringList parts{tr("test loss %1 nats/token").arg(natsPerTokenText(t.loss)), tr("perplexity %1").arg(number(t.perplexity, 2))};
-    if (std::isfinite(t.accuracy)) parts << tr("next-token accuracy %1 %").arg(number(t.accuracy * 100, 1));
+    QStringList parts{tr("test loss %1 nats/token").arg(natsPerTokenText(t.loss)), tr("perplexity %1").arg(figureOrDash(t.perplexity, 2))};
+    if (std::isfinite(t.accuracy)) parts << tr("next-token accuracy %1 %").arg(figureOrDash(t.accuracy * 100, 1));
     if (std::isfinite(t.temperature)) parts << tr("temperature %1").arg(QString::number(t.temperature, 'g', 3));
     m_header->setText(parts.join(QStringLiteral(" · ")));
     m_prompt = QString::fromStdString(t.prompt);

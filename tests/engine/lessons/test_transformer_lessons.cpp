@@ -24,9 +24,6 @@ Experiment preset(const char* file) {
     return load_experiment(root.toStdString() + "/resources/experiments/lessons/" + file);
 }
 
-// The lesson's reference, as the window trains it.
-Experiment reference_of(const Experiment& lesson) { return lesson_reference_experiment(lesson); }
-
 Trainer make(const Experiment& e) { return Trainer(e, load_dataset(e.dataset, e.train.seed), make_backend("cpu")); }
 
 // What a run showed: its overflows, its largest finite logit and where the logits first were not.
@@ -79,7 +76,7 @@ private slots:
         QCOMPARE(e.precision.ops.softmax, OpPrecision::fp16);
         Trainer lesson = make(e);
         const Trace fp16 = run(lesson, e.train.steps);
-        Trainer reference = make(reference_of(e));
+        Trainer reference = make(lesson_reference_experiment(e));
         QCOMPARE(reference.settings().precision.ops.softmax, OpPrecision::automatic);
         const Trace fp32 = run(reference, e.train.steps);
         qInfo("softmax fp16: first overflow at step %lld, %lld overflows, largest finite logit %.0f; "
@@ -128,7 +125,7 @@ private slots:
         QVERIFY(std::isfinite(tr.last_loss));
         QVERIFY(tr.last_loss < 4.0);  // a character model again (the first step's is ln(113) ≈ 4.7)
         // The reference, BF16 without scaling, never overflows (it is the softmax lesson's too).
-        const Experiment reference = reference_of(e);
+        const Experiment reference = lesson_reference_experiment(e);
         QCOMPARE(reference.precision.autocast, Autocast::bf16);
         QCOMPARE(reference.precision.loss_scaling.mode, LossScalingMode::off);
     }
@@ -147,7 +144,7 @@ private slots:
         QCOMPARE(fp8_layers, 8);
         run(fp8, e.train.steps - 1);
         const double fp8_loss = fp8.evaluate().loss;
-        Trainer bf16 = make(reference_of(e));
+        Trainer bf16 = make(lesson_reference_experiment(e));
         run(bf16, e.train.steps);
         const double bf16_loss = bf16.evaluate().loss;
         Experiment unscaled = e;
