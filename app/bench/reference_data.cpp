@@ -117,6 +117,23 @@ const std::vector<PrecisionConfig>& precision_configs() {
              e.precision.autocast = Autocast::bf16;
              set_all_layers(e, LayerPrecision::fp8_e4m3);
          }},
+        // The block-scaled formats, emulated: each matmul's operands quantised along its reduction
+        // dimension, then an FP32 matmul (docs/numerics.md, "Block-scaled formats in training").
+        {"mxfp8-e4m3", "every layer mxfp8-e4m3, autocast bf16",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             set_all_layers(e, LayerPrecision::mxfp8_e4m3);
+         }},
+        {"mxfp4", "every layer mxfp4, autocast bf16",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             set_all_layers(e, LayerPrecision::mxfp4);
+         }},
+        {"nvfp4", "every layer nvfp4, autocast bf16",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             set_all_layers(e, LayerPrecision::nvfp4);
+         }},
     };
     return configs;
 }

@@ -2,7 +2,10 @@
 // second on one thread, for an array that stays in cache (64 Ki floats) and one that streams from
 // memory (16 Mi floats; 4 Mi with --quick), against the scalar round_to loop in the same rounds.
 // Values spread over many binades, some beyond each format's range, as gradients are. Every
-// format's blocks are interleaved; the speed-up is the median of per-round ratios.
+// format's blocks are interleaved; the speed-up is the median of per-round ratios. A second table
+// times the block-scaled formats' fake quantisation (round_blocks_along) of an in-cache matrix of
+// 256 × 256 values, along its rows (contiguous blocks: the forward's operands) and along its
+// columns (strided blocks: the backward's), in elements per second on one thread.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -11,6 +14,7 @@
 
 #include "bench/bench.h"
 #include "bench/stats.h"
+#include "numeric/block_format.h"
 #include "numeric/convert.h"
 
 namespace mantissa::bench {
@@ -40,6 +44,58 @@ double round_block(Format f, std::vector<float>& work, const std::vector<float>&
         seconds += seconds_since(t0);
     }
     return seconds;
+}
+
+// round_blocks_along over a (side, side) matrix, `reps` times on fresh copies: along rows (inner
+// = 1) or along columns (inner = side). Returns elements per second.
+double block_rate(BlockFormat f, std::vector<float>& work, const std::vector<float>& input, std::size_t side,
+                  bool columns, int reps) {
+    double seconds = 0;
+    for (int r = 0; r < reps; ++r) {
+        std::copy(input.begin(), input.end(), work.begin());
+        const auto t0 = Clock::now();
+        if (columns)
+            round_blocks_along(f, work.data(), work.data(), 1, side, side);
+        else
+            round_blocks_along(f, work.data(), work.data(), side, side, 1);
+        seconds += seconds_since(t0);
+    }
+    return static_cast<double>(input.size()) * reps / seconds;
+}
+
+Table block_table(const BenchOptions& o) {
+    const std::size_t side = 256;
+    const auto input = make_input(side * side);
+    std::vector<float> work(input.size());
+    const int reps = o.quick ? 3 : 20, rounds = o.blocks_or(7, 3);
+    const std::size_t n = all_block_formats.size();
+    std::vector<std::vector<double>> rows(n), cols(n);
+    std::vector<std::function<void()>> blocks;
+    for (std::size_t k = 0; k < n; ++k)
+        blocks.push_back([&, k] {
+            rows[k].push_back(block_rate(all_block_formats[k], work, input, side, false, reps));
+            cols[k].push_back(block_rate(all_block_formats[k], work, input, side, true, reps));
+        });
+    time_interleaved(blocks, 1, rounds);
+    Table t;
+    t.name = "block_quantisation";
+    t.title = "round_blocks_along (quantise and decode) of 256 x 256 floats in cache, along rows and along columns "
+              "(median of " + std::to_string(rounds) + " interleaved blocks)";
+    t.columns = {{"format", "format"},
+                 {"rows_mel_s", "along rows M el/s", "1e6 elements/s", 1},
+                 {"rows_spread_pct", "spread", "%", 0, "%"},
+                 {"cols_mel_s", "along columns M el/s", "1e6 elements/s", 1},
+                 {"cols_spread_pct", "spread", "%", 0, "%"}};
+    for (std::size_t k = 0; k < n; ++k) {
+        for (auto* v : {&rows[k], &cols[k]}) v->erase(v->begin());  // the warm-up round
+        const Summary a = summarize(rows[k]), b = summarize(cols[k]);
+        t.rows.push_back({{"format", std::string(block_format_name(all_block_formats[k]))},
+                          {"rows_mel_s", a.median / 1e6},
+                          {"rows_spread_pct", a.spread_pct()},
+                          {"cols_mel_s", b.median / 1e6},
+                          {"cols_spread_pct", b.spread_pct()}});
+    }
+    return t;
 }
 
 }  // namespace
@@ -96,6 +152,7 @@ SuiteResult run_numeric_suite(const BenchOptions& o) {
     t.notes.push_back("in cache: " + std::to_string(small_n) + " floats; from memory: " + std::to_string(large_n) +
                       " floats; aim: >= 1 G el/s per core for fp16 and bf16");
     r.tables.push_back(std::move(t));
+    r.tables.push_back(block_table(o));
     r.seconds = seconds_since(t0);
     return r;
 }

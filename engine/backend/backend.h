@@ -27,11 +27,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/conv_ops.h"
 #include "backend/transformer_ops.h"
+#include "numeric/block_format.h"
 #include "numeric/format.h"
 #include "numeric/stats.h"
 #include "config/experiment.h"
@@ -66,6 +68,7 @@ enum class BackendOp : std::uint8_t {
     softmax,
     layernorm,
     embedding,
+    block_scaled,  // a linear or conv2d layer in a block-scaled format (LinearTensors::block)
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -143,6 +146,10 @@ struct LinearTensors {
     Tensor* saved_input = nullptr;  // (batch, in) x cast to the operand format, kept for backward;
                                     //   null when x already is in it (fp8 always needs one)
     Fp8State* fp8 = nullptr;        // required when compute is fp8_e4m3
+    // A block-scaled layer (compute fp32): each matmul's operands are quantised in blocks along
+    // its reduction dimension (round_blocks_along) and multiplied as FP32 values; weight_compute
+    // and saved_input are unused. docs/numerics.md, "Block-scaled formats in training".
+    std::optional<BlockFormat> block;
 };
 
 // What the rounding of a gradient to its stored format did (counts over the tensor).

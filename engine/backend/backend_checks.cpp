@@ -238,6 +238,7 @@ void Backend::require_supported(BackendOp op, Format format) const {
 
 void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
                              bool record_amax) {
+    if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
     check_layer(layer, x, batch, "linear_forward");
     require(y.cols() == layer.weight->rows() && y.rows() >= batch,
             "linear_forward of " + layer.weight->desc().name + ": the output tensor has the wrong shape.");
@@ -246,6 +247,7 @@ void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, s
 
 void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
                               std::int64_t batch, RoundingStats* weight_stats) {
+    if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
     check_layer(layer, x, batch, "linear_backward");
     const std::string& name = layer.weight->desc().name;
     require(dy.cols() == layer.weight->rows() && dy.rows() >= batch,
@@ -300,6 +302,7 @@ LossResult Backend::mse(const Tensor& y, const float* targets, std::int64_t batc
 void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
                              bool record_amax) {
     require_supported(BackendOp::conv2d, conv.compute);
+    if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
     check_conv(conv, x, batch, "conv2d_forward");
     require_rows(y, conv.geometry.out_size(), batch, conv_where(conv, "conv2d_forward"), "output");
     conv2d_forward_impl(conv, x, y, batch, record_amax);
@@ -308,6 +311,7 @@ void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std:
 void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
                               std::int64_t batch, RoundingStats* weight_stats) {
     require_supported(BackendOp::conv2d, conv.compute);
+    if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
     check_conv(conv, x, batch, "conv2d_backward");
     const std::string where = conv_where(conv, "conv2d_backward");
     require_rows(dy, conv.geometry.out_size(), batch, where, "output gradient");

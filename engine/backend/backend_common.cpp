@@ -43,6 +43,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::softmax: return "softmax";
     case BackendOp::layernorm: return "layernorm";
     case BackendOp::embedding: return "embedding";
+    case BackendOp::block_scaled: return "block-scaled matmul";
     }
     return "linear";
 }

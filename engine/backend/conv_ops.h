@@ -9,6 +9,9 @@
 
 #include <cstdint>
 
+#include <optional>
+
+#include "numeric/block_format.h"
 #include "numeric/format.h"
 
 namespace mantissa {
@@ -43,6 +46,7 @@ struct ConvTensors {
     Tensor* saved_input = nullptr;       // (batch, C·H·W) x cast to the operand format, or null
                                          //   (fp8 always needs one)
     Fp8State* fp8 = nullptr;             // required when compute is fp8_e4m3
+    std::optional<BlockFormat> block;    // a block-scaled convolution, as LinearTensors::block
 };
 
 // A max or average pool over square windows; padding at most half the kernel (as PyTorch).

@@ -53,7 +53,10 @@ constexpr Named<Autocast> autocast_names[] = {
 constexpr Named<LayerPrecision> layer_precision_names[] = {
     {LayerPrecision::automatic, "auto"}, {LayerPrecision::fp32, "fp32"},
     {LayerPrecision::tf32, "tf32"},      {LayerPrecision::fp16, "fp16"},
-    {LayerPrecision::bf16, "bf16"},      {LayerPrecision::fp8_e4m3, "fp8-e4m3"}};
+    {LayerPrecision::bf16, "bf16"},      {LayerPrecision::fp8_e4m3, "fp8-e4m3"},
+    {LayerPrecision::mxfp8_e4m3, "mxfp8-e4m3"}, {LayerPrecision::mxfp8_e5m2, "mxfp8-e5m2"},
+    {LayerPrecision::mxfp6_e3m2, "mxfp6-e3m2"}, {LayerPrecision::mxfp6_e2m3, "mxfp6-e2m3"},
+    {LayerPrecision::mxfp4, "mxfp4"},           {LayerPrecision::nvfp4, "nvfp4"}};
 constexpr Named<LossScalingMode> loss_scaling_names[] = {{LossScalingMode::off, "off"},
                                                          {LossScalingMode::fixed, "static"},
                                                          {LossScalingMode::dynamic, "dynamic"}};

@@ -3,6 +3,7 @@
 // unknown keys, wrong types and out-of-range values with a mantissa::Error naming the key.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -88,8 +89,18 @@ struct TrainSpec {
 
 enum class Autocast : std::uint8_t { off, fp16, bf16 };
 
-// A layer's precision: auto follows autocast; anything else overrides it for that layer.
-enum class LayerPrecision : std::uint8_t { automatic, fp32, tf32, fp16, bf16, fp8_e4m3 };
+// A layer's precision: auto follows autocast; anything else overrides it for that layer. The
+// block-scaled ones (mxfp8_e4m3 .. nvfp4) quantise each matmul's operands in blocks along the
+// reduction dimension (model/layer_formats.h, docs/numerics.md "Block-scaled formats in training").
+enum class LayerPrecision : std::uint8_t {
+    automatic, fp32, tf32, fp16, bf16, fp8_e4m3,
+    mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, nvfp4,
+};
+// Every setting, in the order the GUI offers them.
+inline constexpr std::array<LayerPrecision, 12> all_layer_precisions = {
+    LayerPrecision::automatic,  LayerPrecision::fp32,       LayerPrecision::tf32,       LayerPrecision::fp16,
+    LayerPrecision::bf16,       LayerPrecision::fp8_e4m3,   LayerPrecision::mxfp8_e4m3, LayerPrecision::mxfp8_e5m2,
+    LayerPrecision::mxfp6_e3m2, LayerPrecision::mxfp6_e2m3, LayerPrecision::mxfp4,      LayerPrecision::nvfp4};
 
 // An op class's format (precision.ops): auto is what autocast does with it (softmax and layernorm:
 // FP32, autocast's FP32 list); the others override autocast for every op of the class, which

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 
 namespace mantissa {
@@ -76,7 +77,7 @@ struct LayerStepRecord {
     std::int64_t step = 0;
     std::int32_t layer = 0;                 // index into the model's layers, 0 = fc1
     std::string name;                       // "fc1"
-    Format precision = Format::fp32;        // the compute format in effect this step
+    ComputeFormat precision;                // the compute format in effect this step
     double grad_amax = 0;                   // max |dW| (unscaled), over the weight gradient
     std::int64_t grad_elements = 0;
     double frac_zero = 0;                   // of weight-gradient elements, after rounding

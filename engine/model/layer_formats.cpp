@@ -12,9 +12,29 @@ Format autocast_format(Autocast a) {
     return Format::fp32;
 }
 
+std::optional<BlockFormat> block_format_of(LayerPrecision setting) {
+    switch (setting) {
+    case LayerPrecision::mxfp8_e4m3: return BlockFormat::mxfp8_e4m3;
+    case LayerPrecision::mxfp8_e5m2: return BlockFormat::mxfp8_e5m2;
+    case LayerPrecision::mxfp6_e3m2: return BlockFormat::mxfp6_e3m2;
+    case LayerPrecision::mxfp6_e2m3: return BlockFormat::mxfp6_e2m3;
+    case LayerPrecision::mxfp4: return BlockFormat::mxfp4;
+    case LayerPrecision::nvfp4: return BlockFormat::nvfp4;
+    default: return std::nullopt;
+    }
+}
+
 LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bool master_weights) {
     LayerFormats f;
     f.setting = setting;
+    if ((f.block = block_format_of(setting))) {
+        f.compute = Format::fp32;  // the decoded operands, multiplied in FP32
+        f.output = autocast_format(autocast);
+        f.weight_store = master_weights ? Format::fp32 : f.output;
+        f.weight_copy = false;  // quantised on the fly, along each GEMM's reduction dimension
+        f.bias_copy = f.weight_store != f.output;
+        return f;
+    }
     switch (setting) {
     case LayerPrecision::automatic: f.compute = autocast_format(autocast); break;
     case LayerPrecision::fp32: f.compute = Format::fp32; break;
@@ -22,6 +42,7 @@ LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bo
     case LayerPrecision::fp16: f.compute = Format::fp16; break;
     case LayerPrecision::bf16: f.compute = Format::bf16; break;
     case LayerPrecision::fp8_e4m3: f.compute = Format::fp8_e4m3; break;
+    default: break;  // the block-scaled settings, above
     }
     switch (f.compute) {
     case Format::fp16:

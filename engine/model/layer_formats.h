@@ -9,12 +9,23 @@
 //   bf16        bf16       bf16                  bf16             bf16
 //   fp8-e4m3    fp8_e4m3   autocast type (fp32   e4m3, scaled     e5m2, scaled
 //                          when autocast is off)
+//   mxfp8-e4m3  fp32 +     autocast type (fp32   blocks along K    blocks along K
+//   ... nvfp4   block      when autocast is off)  (each GEMM's own) (each GEMM's own)
 // auto = the autocast type (fp16 or bf16) for these linear layers, fp32 when autocast is off.
+// A block-scaled setting (mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4, nvfp4) quantises
+// both operands of each of the three matmuls (forward, dgrad, wgrad) in blocks along that matmul's
+// reduction dimension, then multiplies the values they decode to in FP32: operand tensors are FP32,
+// the quantised operands are transient (no weight copy, no saved input: backward quantises the
+// stored weight and the layer's input again along its own reduction dimensions).
 // Stored weights (what the optimizer updates): FP32 with master weights on; with master weights
 // off, the layer's own format (fp16, bf16), FP32 for fp32/tf32 layers (TF32 is a compute mode of
-// FP32 tensors), the output format for fp8 layers (FP8 weights are always a cast copy).
+// FP32 tensors), the output format for fp8 and block-scaled layers (FP8 and block-scaled weights
+// are always quantised from the stored ones).
 #pragma once
 
+#include <optional>
+
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 #include "config/experiment.h"
 
@@ -28,12 +39,17 @@ struct LayerFormats {
     Format weight_store = Format::fp32;  // weights and bias the optimizer updates
     bool weight_copy = false;       // the forward reads a cast copy of the weight (compute format)
     bool bias_copy = false;         // ... and of the bias (output format)
+    std::optional<BlockFormat> block;  // a block-scaled setting (compute is then fp32)
     bool fp8() const { return compute == Format::fp8_e4m3; }
+    // What the layer's matmuls run in: the block format, else compute.
+    ComputeFormat compute_format() const { return block ? ComputeFormat(*block) : ComputeFormat(compute); }
     bool master() const { return weight_copy && weight_store == Format::fp32; }
     bool operator==(const LayerFormats&) const = default;
 };
 
 Format autocast_format(Autocast a);  // off: fp32
+// The block format of a block-scaled setting (mxfp8-e4m3 .. nvfp4); empty for the others.
+std::optional<BlockFormat> block_format_of(LayerPrecision setting);
 LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bool master_weights);
 
 }  // namespace mantissa

@@ -69,7 +69,7 @@ ModelPlan plan_model(const Experiment& e) {
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
         if (!p.known()) p.info.parameters = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
-        p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute;
+        p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute_format();
         plan.layers.push_back(std::move(p));
     }
     return plan;

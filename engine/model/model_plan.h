@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 #include "config/experiment.h"
 #include "model/model_desc.h"
@@ -21,7 +22,7 @@ namespace mantissa {
 struct PlannedLayer {
     LayerInfo info;     // widths the dataset sets are 0 ("known at Start")
     LayerPrecision setting = LayerPrecision::automatic;
-    Format compute = Format::fp32;  // the format the setting and autocast resolve to
+    ComputeFormat compute;  // the format the setting and autocast resolve to
     bool known() const { return info.in_features > 0 && info.out_features > 0; }
 };
 

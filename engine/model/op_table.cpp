@@ -31,7 +31,7 @@ std::vector<OpRow> op_table(const std::vector<LayerInfo>& layers, const Precisio
             const auto it = p.layers.find(l.name);
             const LayerPrecision setting = it == p.layers.end() ? LayerPrecision::automatic : it->second;
             const LayerFormats f = resolve_layer_formats(setting, p.autocast, p.master_weights);
-            rows.push_back({l.name, l.kind, name_of(f.compute), layer_reason(setting, p.autocast, l.name)});
+            rows.push_back({l.name, l.kind, std::string(f.compute_format().name()), layer_reason(setting, p.autocast, l.name)});
         } else if (l.kind == "layernorm") {
             rows.push_back({l.name, l.kind, format_text(ops.layernorm),
                             op_class_reason(p.ops.layernorm, p.autocast, true, "layernorm")});

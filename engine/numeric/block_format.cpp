@@ -226,4 +226,35 @@ BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::s
     return stats;
 }
 
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner) {
+    if (inner == 1 && format != BlockFormat::nvfp4) {  // contiguous runs (NVFP4: one tensor scale for all)
+        BlockStats stats;
+        for (std::size_t o = 0; o < outer; ++o) stats += round_blocks(format, src + o * K, dst + o * K, K);
+        return stats;
+    }
+    const auto B = static_cast<std::size_t>(block_format_info(format).block_size);
+    float tensor_scale = 1;
+    if (format == BlockFormat::nvfp4) {
+        bool special = false;
+        tensor_scale = nvfp4_tensor_scale(finite_amax(src, outer * K * inner, special));
+    }
+    BlockStats stats;
+    std::uint8_t codes[max_block_size];
+    float block[max_block_size];
+    for (std::size_t o = 0; o < outer; ++o) {
+        for (std::size_t i = 0; i < inner; ++i) {
+            const std::size_t base = o * K * inner + i;
+            for (std::size_t first = 0; first < K; first += B) {
+                const std::size_t count = std::min(B, K - first);
+                for (std::size_t k = 0; k < count; ++k) block[k] = src[base + (first + k) * inner];
+                const std::uint8_t scale = quantise_block(format, tensor_scale, block, count, codes, &stats);
+                dequantise_block(format, tensor_scale, scale, codes, count, block);
+                for (std::size_t k = 0; k < count; ++k) dst[base + (first + k) * inner] = block[k];
+            }
+        }
+    }
+    return stats;
+}
+
 }  // namespace mantissa

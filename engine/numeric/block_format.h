@@ -91,6 +91,16 @@ void dequantise_blocks(const BlockQuantised& q, float* dst);
 // must not overlap.
 BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::size_t n);
 
+// round_blocks over a tensor viewed as (outer, K, inner), row-major, with the blocks along K: for
+// each (o, i), the K values src[(o·K + k)·inner + i] are rounded as round_blocks rounds one array
+// of K values (a last partial block of each run of K as if zero-padded). This is how a matmul
+// operand is quantised along its reduction dimension whatever its layout: the rows of x (outer =
+// rows, inner = 1), the columns of W (outer = 1, K = rows, inner = cols), the channels of an
+// NCHW image (outer = N, K = C, inner = H·W). NVFP4's tensor scale is taken over the whole
+// tensor. src == dst is allowed; otherwise the arrays must not overlap.
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner);
+
 // ---- one block at a time (what the calls above run per block; describe_block uses them too)
 
 // The FP32 tensor scale NVFP4 derives from a tensor's amax (of its finite values):

@@ -269,7 +269,7 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     auto bind_layer = [&](Statement& q, int p, const QueuedLayer& l) {
         const std::span<const std::uint8_t> blob(batch.blobs.data() + l.blob_offset, l.blob_size);
         q.bind(p + 1, run_id).bind(p + 2, l.step).bind(p + 3, static_cast<std::int64_t>(l.layer));
-        q.bind_static(p + 4, l.name).bind_static(p + 5, format_name(l.precision)).bind(p + 6, l.grad_amax);
+        q.bind_static(p + 4, l.name).bind_static(p + 5, l.precision.name()).bind(p + 6, l.grad_amax);
         q.bind(p + 7, l.grad_elements).bind(p + 8, l.frac_zero).bind(p + 9, l.frac_subnormal);
         q.bind(p + 10, l.frac_nonfinite).bind(p + 11, l.frac_underflow).bind(p + 12, l.frac_lost_updates);
         q.bind_static_blob(p + 13, blob);

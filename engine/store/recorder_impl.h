@@ -45,7 +45,7 @@ private:
     struct QueuedLayer {
         std::int64_t step;
         std::int32_t layer;
-        Format precision;
+        ComputeFormat precision;
         std::string name;
         double grad_amax;
         std::int64_t grad_elements;

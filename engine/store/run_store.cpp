@@ -320,7 +320,7 @@ std::vector<LayerStepRecord> RunStore::layer_steps(std::int64_t run_id, std::int
         l.step = q.column_int(0);
         l.layer = static_cast<std::int32_t>(q.column_int(1));
         l.name = q.column_text(2);
-        l.precision = parse_format(q.column_text(3)).value_or(Format::fp32);
+        l.precision = parse_compute_format(q.column_text(3)).value_or(ComputeFormat(Format::fp32));
         l.grad_amax = q.column_double(4);
         l.grad_elements = q.column_int(5);
         l.frac_zero = q.column_double(6);

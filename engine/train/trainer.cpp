@@ -287,7 +287,7 @@ void Trainer::issue() {
     issued.lr = current_lr();
     issued.stats = stats;
     issued.precisions.clear();
-    for (int l = 0; l < layers; ++l) issued.precisions.push_back(m_network->formats(l).compute);
+    for (int l = 0; l < layers; ++l) issued.precisions.push_back(m_network->formats(l).compute_format());
 
     // The pipeline sees rows: a sequence model's are its positions (count × T rows of one id).
     StepBegin b;

@@ -146,7 +146,7 @@ private:
         std::int64_t step = 0, epoch = 0, samples = 0;
         double lr = 0;
         bool stats = false;
-        std::vector<Format> precisions;  // per layer
+        std::vector<ComputeFormat> precisions;  // per layer
     };
     void issue();
     void issue_body_of_step(std::int64_t count, bool stats);

@@ -33,7 +33,15 @@ private slots:
         const QJsonObject numeric = suites["numeric"].toObject();
         QVERIFY(!numeric["skipped"].toBool());
         const QJsonArray tables = numeric["tables"].toArray();
-        QCOMPARE(tables.size(), 1);
+        QCOMPARE(tables.size(), 2);
+        // The block-scaled formats' quantisation, along rows and along columns.
+        QStringList blocks;
+        for (const auto& v : tables[1].toObject()["rows"].toArray()) {
+            const QJsonObject row = v.toObject();
+            blocks << row["format"].toString();
+            for (const char* key : {"rows_mel_s", "cols_mel_s"}) QVERIFY2(row[key].toDouble() > 0, key);
+        }
+        QCOMPARE(blocks, (QStringList{"mxfp8-e4m3", "mxfp8-e5m2", "mxfp6-e3m2", "mxfp6-e2m3", "mxfp4", "nvfp4"}));
         const QJsonArray rows = tables[0].toObject()["rows"].toArray();
         QStringList formats;
         for (const auto& v : rows) {

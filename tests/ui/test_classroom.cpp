@@ -322,7 +322,7 @@ private slots:
         QCOMPARE(static_cast<int>(s.latestLayers().size()), formats.size());
         for (int l = 0; l < formats.size(); ++l) {
             QVERIFY(s.latestLayers()[static_cast<std::size_t>(l)].has_value());
-            QCOMPARE(QString::fromStdString(std::string(format_name(s.latestLayers()[static_cast<std::size_t>(l)]->precision))),
+            QCOMPARE(QString::fromStdString(std::string(s.latestLayers()[static_cast<std::size_t>(l)]->precision.name())),
                      formats[l]);
         }
         QVERIFY(s.loss().lastY() < 0.7 * s.loss().y(0));

@@ -297,8 +297,8 @@ private slots:
         QCOMPARE(s.underflow(1).size(), fc2Rows);
         QVERIFY(fc2Rows > 0);
         QVERIFY(s.latestLayers()[2].has_value());
-        QCOMPARE(s.latestLayers()[2]->precision, Format::fp32);  // fc3 was kept in fp32
-        QCOMPARE(s.latestLayers()[0]->precision, Format::fp16);
+        QCOMPARE(s.latestLayers()[2]->precision, ComputeFormat(Format::fp32));  // fc3 was kept in fp32
+        QCOMPARE(s.latestLayers()[0]->precision, ComputeFormat(Format::fp16));
         QCOMPARE(s.testAccuracy().size(), evals.size());
         QCOMPARE(s.testAccuracy().lastY(), static_cast<double>(static_cast<float>(evals.back().accuracy)));
         QCOMPARE(v->eventModel()->rowCount(), static_cast<int>(events.size()));

@@ -112,7 +112,7 @@ private slots:
         QVERIFY(w->startRun());
         RunController* c = w->controller();
         QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 10, 20000);
-        QCOMPARE(c->series().latestLayers()[0]->precision, Format::fp32);
+        QCOMPARE(c->series().latestLayers()[0]->precision, ComputeFormat(Format::fp32));
 
         LayerTableModel* model = w->layerModel();
         const QModelIndex cell = model->index(0, LayerTableModel::Precision);
@@ -126,8 +126,8 @@ private slots:
         QVERIFY(changedAt > 0);
         // The engine's following steps report fp16 for fc1 (and the others stay fp32).
         QTRY_VERIFY_WITH_TIMEOUT(c->series().latestLayers()[0]->step > changedAt + 3, 10000);
-        QCOMPARE(c->series().latestLayers()[0]->precision, Format::fp16);
-        QCOMPARE(c->series().latestLayers()[1]->precision, Format::fp32);
+        QCOMPARE(c->series().latestLayers()[0]->precision, ComputeFormat(Format::fp16));
+        QCOMPARE(c->series().latestLayers()[1]->precision, ComputeFormat(Format::fp32));
         QVERIFY(model->index(0, LayerTableModel::Precision).data().toString().startsWith(QStringLiteral("fp16")));
         // A labelled marker on every chart.
         QCOMPARE(c->series().markers().size(), std::size_t{1});
@@ -149,10 +149,10 @@ private slots:
         for (const auto& r : store.layer_steps(runId)) {
             if (r.layer != 0) continue;
             if (r.step < changedAt) {
-                QCOMPARE(r.precision, Format::fp32);
+                QCOMPARE(r.precision, ComputeFormat(Format::fp32));
                 ++before;
             } else {
-                QCOMPARE(r.precision, Format::fp16);
+                QCOMPARE(r.precision, ComputeFormat(Format::fp16));
                 ++after;
             }
         }

@@ -119,7 +119,7 @@ private slots:
         QCOMPARE(r.underflow(1).size(), std::size_t{1});
         QCOMPARE(r.underflow(1).y(0), double(0.4f));
         QVERIFY(!r.latestLayers()[0].has_value());
-        QCOMPARE(r.latestLayers()[1]->precision, Format::fp16);
+        QCOMPARE(r.latestLayers()[1]->precision, ComputeFormat(Format::fp16));
         QCOMPARE(r.nonFiniteSteps()[1], std::int64_t{1});
     }
 

@@ -81,7 +81,7 @@ private slots:
             ++seen;
             QCOMPARE(p.step.step, std::int64_t{7});
             QCOMPARE(p.layers.size(), std::size_t{2});
-            QCOMPARE(p.layers[0].precision, Format::fp16);
+            QCOMPARE(p.layers[0].precision, ComputeFormat(Format::fp16));
             QCOMPARE(p.layers[0].frac_underflow, 0.25);
         });
         QCOMPARE(seen, 1);

@@ -304,7 +304,7 @@ void GradientHistogramView::rebuild() {
     }
 
     const QString layer = m_feed.layer().isEmpty() ? tr("the layer") : m_feed.layer();
-    const std::string_view prec = format_name(m_feed.lastPrecision());
+    const std::string_view prec = m_feed.lastPrecision().name();
     const QString precision = QString::fromUtf8(prec.data(), static_cast<qsizetype>(prec.size()));
     QString caption = m_asHeld
                           ? tr("%1 weight gradient, as held in the compute format (%2): scaled by each step's loss "

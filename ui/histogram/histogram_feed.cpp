@@ -27,7 +27,7 @@ void HistogramFeed::clear() {
     m_nextStep = 0;
     m_scales.clear();
     m_series.clear();
-    m_lastPrecision = Format::fp32;
+    m_lastPrecision = ComputeFormat();
     emit layersChanged(m_layers);
     emit seriesChanged();
 }

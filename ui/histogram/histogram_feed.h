@@ -21,7 +21,7 @@
 #include <QTimer>
 
 #include "histogram/histogram_series.h"
-#include "numeric/format.h"
+#include "numeric/compute_format.h"
 
 namespace mantissa {
 class RunStore;
@@ -47,7 +47,7 @@ public:
     QStringList layers() const { return m_layers; }
     QString layer() const { return m_layer; }
     // The compute format the layer had at the last step read (fp32 before any).
-    Format lastPrecision() const { return m_lastPrecision; }
+    ComputeFormat lastPrecision() const { return m_lastPrecision; }
     const HistogramSeries& series() const { return m_series; }
     // following: the run is being recorded and the feed keeps up with it (unless paused);
     // polling: its timer runs now (following and not paused).
@@ -80,7 +80,7 @@ private:
     int m_layerIndex = -1;
     std::int64_t m_nextStep = 0;              // the first step not yet appended
     std::map<std::int64_t, double> m_scales;  // loss scales of steps read but not yet appended
-    Format m_lastPrecision = Format::fp32;
+    ComputeFormat m_lastPrecision;
     HistogramSeries m_series;
     QTimer m_timer;
     bool m_following = false;

@@ -13,7 +13,7 @@ namespace mantissa::ui {
 struct LayerSample {
     std::int64_t step = 0;
     std::int32_t layer = 0;             // index into the session's layers
-    Format precision = Format::fp32;    // in effect at this step
+    ComputeFormat precision;            // in effect at this step
     double grad_amax = 0;
     std::int64_t grad_elements = 0;
     double frac_zero = 0;

@@ -12,8 +12,8 @@
 namespace mantissa::ui {
 
 namespace {
-QString formatText(Format f) {
-    const std::string_view name = format_name(f);
+QString formatText(const ComputeFormat& f) {
+    const std::string_view name = f.name();
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
 }
 
@@ -361,9 +361,9 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
             // Weight storage in the format in effect: the layer's parameter count (from the
             // engine) times the bytes one value of that format takes on a device.
             if (!s && row.planned && row.info.parameters > 0)
-                return formatBytes(static_cast<double>(row.info.parameters) * format_bytes(*row.planned));
+                return formatBytes(static_cast<double>(row.info.parameters) * row.planned->bytes_per_value());
             if (!s) return QStringLiteral("—");
-            return formatBytes(static_cast<double>(row.info.parameters) * format_bytes(s->precision));
+            return formatBytes(static_cast<double>(row.info.parameters) * s->precision.bytes_per_value());
         case GradAmax: return s ? formatAmax(s->grad_amax) : QStringLiteral("—");
         case Underflow: return s ? QStringLiteral("%1 %").arg(s->frac_underflow * 100, 0, 'f', 2) : QStringLiteral("—");
         case NonFinite:

@@ -121,7 +121,7 @@ private:
         LayerInfo info;   // an op row: its name and op ("blocks.0.attn.softmax", "softmax")
         int layer = -1;   // index into the model's layers (and the run's samples); -1: an op row
         LayerPrecision setting = LayerPrecision::automatic;
-        std::optional<Format> planned;  // from setPlan: the format the setting resolves to
+        std::optional<ComputeFormat> planned;  // from setPlan: the format the setting resolves to
         std::optional<LayerSample> sample;
         OpRow op;         // op_table's format and reason
     };

@@ -9,8 +9,7 @@ namespace mantissa::ui {
 
 QWidget* PrecisionDelegate::createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const {
     auto* combo = new QComboBox(parent);
-    for (LayerPrecision p : {LayerPrecision::automatic, LayerPrecision::fp32, LayerPrecision::tf32,
-                             LayerPrecision::fp16, LayerPrecision::bf16, LayerPrecision::fp8_e4m3})
+    for (LayerPrecision p : all_layer_precisions)
         combo->addItem(QLatin1String(layer_precision_name(p)));
     // Commit on pick: the table's edit is a live command, not a form to fill in.
     connect(combo, &QComboBox::activated, this, [this, combo](int) {

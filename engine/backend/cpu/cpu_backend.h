@@ -208,7 +208,8 @@ private:
     // dequantisation factors, and, with gradient tracing, dy before any rounding since the loss
     // and whether the rounding of dy flushed elements (the shadows then need their own products).
     struct MatmulBackwardOperands {
-        const float* dy = nullptr;
+        const float* dy = nullptr;       // dgrad's dy
+        const float* dy_wgrad = nullptr; // wgrad's dy: dy, except for block formats (another axis)
         const float* x = nullptr;
         const float* w = nullptr;
         float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
@@ -221,6 +222,21 @@ private:
                                                     std::int64_t n_dy, const CpuTensor& x, std::int64_t n_x,
                                                     CpuTensor& w, Tensor* weight_compute, Tensor* saved_input,
                                                     bool need_w, int x_slot, int w_slot, int dy_slot);
+    // Block-scaled layers (LinearTensors::block): the (outer, K, inner) view round_blocks_along
+    // quantises an operand along, K being the matmul's reduction dimension; one per operand of the
+    // forward (x, W), dgrad (dy, W) and wgrad (dy, x).
+    struct BlockAxes {
+        std::int64_t outer = 1, K = 0, inner = 1;
+    };
+    struct BlockOperandAxes {
+        BlockAxes x_forward, w_forward, dy_dgrad, w_dgrad, dy_wgrad, x_wgrad;
+    };
+    // src quantised and decoded along `axes` into scratch slot `slot`.
+    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot);
+    // matmul_backward_operands for a block-scaled layer: dy along dgrad's and wgrad's reduction
+    // dimensions (slots 2 and 13), W along dgrad's (slot 1, when need_w), x along wgrad's (slot 0).
+    MatmulBackwardOperands block_backward_operands(BlockFormat format, const CpuTensor& dy, const CpuTensor& x,
+                                                   const CpuTensor& w, const BlockOperandAxes& axes, bool need_w);
     // FP8: wc = saturate_e4m3(w · hw's scale), skipped when the optimizer already wrote exactly
     // that (CpuFp8WeightCopy); returns amax |w|.
     float quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw);
@@ -246,8 +262,9 @@ private:
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
-    std::array<CpuBuffer, 13> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
-                                          //   7 to 9: cpu_conv.cpp, 10 to 12: cpu_attention.cpp
+    std::array<CpuBuffer, 14> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
+                                          //   7 to 9: cpu_conv.cpp, 10 to 12: cpu_attention.cpp,
+                                          //   13: a block-scaled layer's wgrad dy
                                           //   (the layer norm's and embedding's: below)
     std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id

@@ -22,6 +22,9 @@
 // and dX, dW rounded to their formats once. A 1×1 kernel with stride 1 and no padding
 // is im2col's plain copy. The FP8 scaling state and the weight copies are handled as linear's
 // are (CpuBackend::quantized_weight, weight_operand), so the optimizer keeps them.
+// A block-scaled convolution quantises each matmul's operands before im2col, in blocks along its
+// reduction: the forward's x along channels and W along input channels, dgrad's dy and W along
+// output channels, wgrad's dy and x along each sample's positions (docs/numerics.md).
 //
 // Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
 // (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
@@ -50,6 +53,7 @@ enum Slot {
     slot_col = 7,
     slot_dw = 8,
     slot_dcol = 9,
+    slot_dy_wgrad = 13,  // block formats (CpuBackend::block_backward_operands)
 };
 
 
@@ -244,7 +248,12 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     const float* w_op;
     float dequant = 1.0f;
     const bool fp8 = conv.compute == Format::fp8_e4m3;
-    if (fp8) {
+    if (conv.block) {  // blocks along the reduction: x's channels, W's input channels
+        const Conv2dGeometry& g = conv.geometry;
+        x_op = block_operand(*conv.block, x.data(), {batch, g.in_channels, g.in_h * g.in_w}, slot_x);
+        w_op = block_operand(*conv.block, std::as_const(w).data(),
+                             {g.out_channels, g.in_channels, g.kernel * g.kernel}, slot_w);
+    } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*conv.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
         AmaxHistory& hw = state.history(Fp8Role::weight);
@@ -316,9 +325,20 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     CpuTensor& w = cpu(*conv.weight);
     const std::int64_t in = s.in(), out = s.out();
 
+    // Block formats: dgrad reduces over the output channels (dy's, W's rows); wgrad over the
+    // samples and positions, in blocks along each sample's positions (of dy per output channel,
+    // of x per input channel: the image im2col reads the patches from).
+    const Conv2dGeometry& g = conv.geometry;
     const MatmulBackwardOperands o =
-        matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w, conv.weight_compute,
-                                 conv.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
+        conv.block ? block_backward_operands(*conv.block, dy, x, w,
+                                             {.dy_dgrad = {batch, g.out_channels, s.positions()},
+                                              .w_dgrad = {1, g.out_channels, g.patch()},
+                                              .dy_wgrad = {batch * g.out_channels, s.positions(), 1},
+                                              .x_wgrad = {batch * g.in_channels, g.in_h * g.in_w, 1}},
+                                             dx_out != nullptr)
+                   : matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w,
+                                              conv.weight_compute, conv.saved_input, dx_out != nullptr, slot_x,
+                                              slot_w, slot_dy);
     const bool fp8 = conv.compute == Format::fp8_e4m3;
     const float *dy_op = o.dy, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
     const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
@@ -352,7 +372,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     CpuTensor& gw = cpu(*conv.grad_weight);
     const std::int64_t n_w = s.out_channels * s.patch();
-    weight_gradient(m_matmul, s, dy_op, x_op, gw.data(), batch, bf16_ok, buf);
+    weight_gradient(m_matmul, s, o.dy_wgrad, x_op, gw.data(), batch, bf16_ok, buf);
     const float dq = dq_g * dq_x;
     if (!weight_stats) {
         scale_and_round(gw.data(), n_w, dq, gw.format());
@@ -372,7 +392,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     if (conv.grad_bias) {
         float* db = cpu(*conv.grad_bias).data();
-        bias_gradient(s, fp8 ? dy.data() : dy_op, db, batch);
+        bias_gradient(s, fp8 || conv.block ? dy.data() : dy_op, db, batch);
         round_output(conv.grad_bias->format(), db, s.out_channels);
     }
 }

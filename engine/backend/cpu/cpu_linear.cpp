@@ -8,6 +8,9 @@
 //           gradients underflow; the weight gradient's rounding is measured); dB = Σ_rows dy in
 //           FP32 in blocks of rows (bias_grad_order.h; FP8: of the unquantised dy, as TE's fused
 //           bias-gradient does), rounded.
+// block-scaled (mxfp8 .. nvfp4): each matmul's two operands quantised and decoded along its own
+//           reduction dimension (forward: x's rows and W's rows; dgrad: dy's rows and W's
+//           columns; wgrad: dy's and x's columns), multiplied in FP32; dB from the unquantised dy.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -16,6 +19,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_tensor_access.h"
+#include "numeric/block_format.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
 
@@ -23,7 +27,7 @@ namespace mantissa {
 
 namespace {
 
-enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5 };
+enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5, slot_dy_wgrad = 13 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
@@ -107,7 +111,10 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     const float* w_op;
     float dequant = 1.0f;
     const bool fp8 = l.compute == Format::fp8_e4m3;
-    if (fp8) {
+    if (l.block) {  // both operands in blocks along K = in
+        x_op = block_operand(*l.block, x.data(), {batch, in, 1}, slot_x);
+        w_op = block_operand(*l.block, std::as_const(w).data(), {out, in, 1}, slot_w);
+    } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*l.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
         AmaxHistory& hw = state.history(Fp8Role::weight);
@@ -135,6 +142,8 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     }
 
     float* yd = y.data();
+    // Block formats take the FP32 matmul: their decoded values are bf16 values except for the
+    // smallest scales (an E8M0 scale of 2^-127 puts e4m3's subnormals below bf16's).
     const bool bf16_ok = fp8 || l.compute == Format::bf16;
     m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
 
@@ -172,11 +181,37 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
               : need_w       ? operand(w, w.numel(), compute, w_slot)
                              : nullptr;
     }
+    o.dy_wgrad = o.dy;
     o.bf16_ok = fp8 || compute == Format::bf16;
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
     const auto n = static_cast<std::size_t>(n_dy);
     o.flushed = m_tracing && count_zeros(o.dy, n) != count_zeros(o.dy_reference, n);
+    return o;
+}
+
+const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot) {
+    float* buf = scratch(slot, a.outer * a.K * a.inner);
+    round_blocks_along(format, src, buf, static_cast<std::size_t>(a.outer), static_cast<std::size_t>(a.K),
+                       static_cast<std::size_t>(a.inner));
+    return buf;
+}
+
+CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockFormat format, const CpuTensor& dy,
+                                                                       const CpuTensor& x, const CpuTensor& w,
+                                                                       const BlockOperandAxes& axes, bool need_w) {
+    MatmulBackwardOperands o;
+    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy);
+    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad);
+    o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x);
+    o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w) : nullptr;
+    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
+    if (m_tracing) {  // either quantisation of dy may flush values the reference keeps
+        const auto n = static_cast<std::size_t>(axes.dy_dgrad.outer * axes.dy_dgrad.K * axes.dy_dgrad.inner);
+        const std::size_t zeros = count_zeros(o.dy_reference, n);
+        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
+    }
     return o;
 }
 
@@ -188,10 +223,18 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     const std::int64_t in = w.cols(), out = w.rows();
 
     // The weight operand serves dx only (the first layer has none: no rounding pass for it).
+    // Block formats: dgrad reduces over out (dy's rows, W's columns), wgrad over the batch (the
+    // columns of dy and x).
     const MatmulBackwardOperands o =
-        matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
-                                 l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
-    const float *dy_op = o.dy, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
+        l.block ? block_backward_operands(*l.block, dy, x, w,
+                                          {.dy_dgrad = {batch, out, 1},
+                                           .w_dgrad = {1, out, in},
+                                           .dy_wgrad = {1, batch, out},
+                                           .x_wgrad = {1, batch, in}},
+                                          dx_out != nullptr)
+                : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
+                                           l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
+    const float *dy_op = o.dy, *dy_wgrad = o.dy_wgrad, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
     const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
 
@@ -215,7 +258,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);
-    m_matmul.multiply(dy_op, true, x_op, false, gw.data(), out, in, batch, bf16_ok);
+    m_matmul.multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, bf16_ok);
     if (!weight_stats) {
         scale_and_round(gw.data(), out * in, dq_g * dq_x, gw.format());
     } else {
@@ -251,8 +294,8 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    // FP8: of the unquantised dy, as the convolution's dB
-    column_sums(l.compute == Format::fp8_e4m3 ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
+    // FP8 and block formats: of the unquantised dy, as the convolution's dB
+    column_sums(l.compute == Format::fp8_e4m3 || l.block ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
     round_output(gb.format(), db, out);
 }
 

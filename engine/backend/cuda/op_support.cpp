@@ -29,6 +29,9 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
                    "; choose another precision for them.";
         }
         case BackendOp::activation: return "";
+        case BackendOp::block_scaled:
+            return "The CUDA backend does not run the block-scaled formats (MX, NVFP4) yet; the CPU backend "
+                   "(backend: cpu) emulates them exactly, or choose another precision for the layer.";
         default: {
             if (format == Format::fp32 || format == Format::tf32 || format == Format::fp16 || format == Format::bf16)
                 return "";

@@ -27,7 +27,7 @@ public:
     const Conv2dGeometry& geometry() const { return m_geometry; }
     std::int64_t parameter_count() const override;
     std::string unsupported(const Backend& backend) const override {
-        return backend.unsupported(BackendOp::conv2d, m_formats.compute);
+        return unsupported_matmul(backend, BackendOp::conv2d);
     }
 
     void declare(const DeclareContext& context) override;

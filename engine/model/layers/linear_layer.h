@@ -27,7 +27,7 @@ public:
     const char* kind() const override { return "linear"; }
     std::int64_t parameter_count() const override;
     std::string unsupported(const Backend& backend) const override {
-        return backend.unsupported(BackendOp::linear, m_formats.compute);
+        return unsupported_matmul(backend, BackendOp::linear);
     }
 
     void declare(const DeclareContext& context) override;

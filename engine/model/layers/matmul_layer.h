@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/layer.h"
 
@@ -36,6 +37,12 @@ public:
     }
 
 protected:
+    // "" when `backend` runs this layer's matmuls (op: linear or conv2d) in its formats.
+    std::string unsupported_matmul(const Backend& backend, BackendOp op) const {
+        if (m_formats.block)
+            if (std::string why = backend.unsupported(BackendOp::block_scaled, Format::fp32); !why.empty()) return why;
+        return backend.unsupported(op, m_formats.compute);
+    }
     // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and
     // bf16 when x is not already a value of that format.
     bool needs_saved_input(Format input_format) const {
@@ -62,6 +69,7 @@ protected:
         t.grad_bias = m_grad_bias.get();
         t.saved_input = m_saved_input.get();
         t.fp8 = m_fp8.get();
+        t.block = m_formats.block;
         return t;
     }
 

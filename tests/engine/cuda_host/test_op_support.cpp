@@ -219,6 +219,13 @@ private slots:
         QVERIFY(!cuda_op_unsupported(BackendOp::conv2d, Format::fp8_e5m2, yes, "H200").empty());
     }
 
+    // The block-scaled formats run on the CPU backend only, on any GPU.
+    void block_scaled_layers_are_refused() {
+        const std::string why = cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200");
+        QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("backend: cpu") != std::string::npos,
+                 why.c_str());
+    }
+
     void transformer_ops_take_the_cpu_formats() {
         const Support yes{true, {}};
         for (BackendOp op : {BackendOp::softmax, BackendOp::layernorm, BackendOp::embedding, BackendOp::bmm}) {

@@ -289,7 +289,7 @@ private slots:
         row(R"({"precision": {"autocast": "FP16"}})",
             "precision.autocast: must be one of off, fp16, bf16, got \"FP16\"; did you mean 'fp16'?");
         row(R"({"precision": {"layers": {"fc2": "fp8"}}})",
-            "precision.layers.fc2: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, got \"fp8\"; did you mean "
+            "precision.layers.fc2: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4, nvfp4, got \"fp8\"; did you mean "
             "'fp8-e4m3'?");
         row(R"({"precision": {"master_weights": "yes"}})",
             "precision.master_weights: expected true or false, got a string (\"yes\")");
@@ -297,7 +297,7 @@ private slots:
         row(R"({"precision": {"layers": {"fc1.": "fp32"}}})", "precision.layers.fc1.: not a layer name");
         row(R"({"precision": {"layers": {"1fc": "fp32"}}})", "precision.layers.1fc: not a layer name");
         row(R"({"precision": {"layers": {"fc1": "fp8-e5m2"}}})",
-            "precision.layers.fc1: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, got \"fp8-e5m2\"");
+            "precision.layers.fc1: must be one of auto, fp32, tf32, fp16, bf16, fp8-e4m3, mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4, nvfp4, got \"fp8-e5m2\"");
         row(R"({"precision": {"layers": ["fc1"]}})", "precision.layers: expected an object");
         row(R"({"precision": {"fp8": {"amax_history_len": 0}}})",
             "precision.fp8.amax_history_len: must be between 1 and 1024, got 0");

@@ -133,9 +133,9 @@ private slots:
         e.precision.fp8.scaling = Fp8Scaling::none;
         Trainer unscaled = make(e);
         const StepReport first = scaled.step();
-        QCOMPARE(first.layers.at(0).precision, Format::fp8_e4m3);
-        QCOMPARE(first.layers.at(1).precision, Format::fp8_e4m3);
-        QCOMPARE(first.layers.at(2).precision, Format::bf16);
+        QCOMPARE(first.layers.at(0).precision, ComputeFormat(Format::fp8_e4m3));
+        QCOMPARE(first.layers.at(1).precision, ComputeFormat(Format::fp8_e4m3));
+        QCOMPARE(first.layers.at(2).precision, ComputeFormat(Format::bf16));
         unscaled.step();
         constexpr int steps = 60, window = 10;
         double loss_scaled = 0, loss_unscaled = 0, zeros_scaled = 0, zeros_unscaled = 0;
@@ -166,9 +166,9 @@ private slots:
         const Experiment e = preset("06-per-layer-precision.json");
         Trainer t = make(e);
         const StepReport r = t.step();
-        QCOMPARE(r.layers.at(0).precision, Format::fp16);
-        QCOMPARE(r.layers.at(1).precision, Format::fp16);
-        QCOMPARE(r.layers.at(2).precision, Format::fp32);
+        QCOMPARE(r.layers.at(0).precision, ComputeFormat(Format::fp16));
+        QCOMPARE(r.layers.at(1).precision, ComputeFormat(Format::fp16));
+        QCOMPARE(r.layers.at(2).precision, ComputeFormat(Format::fp32));
     }
 
     void injectedOverflow() {

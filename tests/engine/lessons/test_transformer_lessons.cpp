@@ -139,7 +139,7 @@ private slots:
         int fp8_layers = 0;
         for (const LayerStepRecord& l : first.layers) {
             if (l.precision == Format::fp8_e4m3) ++fp8_layers;
-            if (l.name == "head") QCOMPARE(l.precision, Format::bf16);
+            if (l.name == "head") QCOMPARE(l.precision, ComputeFormat(Format::bf16));
         }
         QCOMPARE(fp8_layers, 8);
         run(fp8, e.train.steps - 1);

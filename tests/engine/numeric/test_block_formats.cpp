@@ -765,6 +765,48 @@ private slots:
         }
     }
 
+    // round_blocks_along == each run of K values (at stride inner) gathered, padded with zeros to
+    // whole blocks, rounded by one round_blocks call over all runs (so NVFP4's tensor scale is the
+    // whole tensor's), scattered back; out of place and in place, with the stats of that call
+    // less the padding.
+    void roundBlocksAlongIsRoundBlocksPerRun_data() { add_block_rows(false); }
+    void roundBlocksAlongIsRoundBlocksPerRun() {
+        QFETCH(BlockFormat, format);
+        const BlockFormatInfo& info = block_format_info(format);
+        const std::size_t B = static_cast<std::size_t>(info.block_size);
+        std::mt19937_64 rng(7 + static_cast<int>(format));
+        const std::size_t shapes[][3] = {{1, 1, 1}, {3, 70, 1}, {1, 70, 5}, {2, 33, 7}, {4, 16, 3}, {1, 5, 40}};
+        for (const auto& shape : shapes) {
+            const std::size_t outer = shape[0], K = shape[1], inner = shape[2], n = outer * K * inner;
+            std::vector<float> x = random_values(rng, n, info.block_size, info.element);
+            for (std::size_t i = 0; i < n; ++i) x[i] *= std::ldexp(1.0f, static_cast<int>(i % 11) - 5);
+            const std::size_t padded = (K + B - 1) / B * B;
+            std::vector<float> runs(outer * inner * padded, 0.0f);
+            for (std::size_t o = 0; o < outer; ++o)
+                for (std::size_t i = 0; i < inner; ++i)
+                    for (std::size_t k = 0; k < K; ++k) runs[(o * inner + i) * padded + k] = x[(o * K + k) * inner + i];
+            BlockStats want_stats = round_blocks(format, runs.data(), runs.data(), runs.size());
+            want_stats.values = n;  // the padding is no value of the tensor
+            std::vector<float> got(n), in_place = x;
+            const BlockStats stats = round_blocks_along(format, x.data(), got.data(), outer, K, inner);
+            round_blocks_along(format, in_place.data(), in_place.data(), outer, K, inner);
+            for (std::size_t o = 0; o < outer; ++o)
+                for (std::size_t i = 0; i < inner; ++i)
+                    for (std::size_t k = 0; k < K; ++k) {
+                        const std::size_t at = (o * K + k) * inner + i;
+                        const float want = runs[(o * inner + i) * padded + k];
+                        if (!same(got[at], want) || !same(in_place[at], want))
+                            QFAIL(qPrintable(QString("(%1, %2, %3) of (%4, %5, %6): %7, want %8")
+                                                 .arg(o).arg(k).arg(i).arg(outer).arg(K).arg(inner)
+                                                 .arg(show(got[at])).arg(show(want))));
+                    }
+            QCOMPARE(stats.blocks, want_stats.blocks);
+            QCOMPARE(stats.values, want_stats.values);
+            QCOMPARE(stats.flushed_to_zero, want_stats.flushed_to_zero);
+            QCOMPARE(stats.saturated, want_stats.saturated);
+        }
+    }
+
     void dequantiseRefusesBrokenArrays() {
         BlockQuantised q;
         std::vector<float> x(40, 1.0f), out(40);

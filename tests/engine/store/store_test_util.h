@@ -66,7 +66,10 @@ inline std::vector<LayerStepRecord> make_layers(std::int64_t step, int count) {
         r.step = step;
         r.layer = l;
         r.name = "fc" + std::to_string(l + 1);
-        r.precision = all_formats[static_cast<std::size_t>(step + l) % all_formats.size()];
+        // Every compute format in turn: the tensor formats, then the block-scaled ones.
+        const std::size_t f = static_cast<std::size_t>(step + l) % (all_formats.size() + all_block_formats.size());
+        r.precision = f < all_formats.size() ? ComputeFormat(all_formats[f])
+                                             : ComputeFormat(all_block_formats[f - all_formats.size()]);
         r.grad_amax = 0.5 / static_cast<double>(step + l + 1);
         r.grad_elements = 784 * 256 + l;
         r.frac_zero = 0.01 * l;

@@ -149,7 +149,7 @@ private slots:
             const auto want = make_layers(11, layers)[1];
             const QStringList& r = parsed[11 * layers + 1 + 1];
             QCOMPARE(r[2], QString("fc2"));
-            QCOMPARE(r[3], QString::fromUtf8(format_name(want.precision).data()));
+            QCOMPARE(r[3], QString::fromUtf8(want.precision.name().data()));
             QStringList bins = r[11].split(' ');
             qint64 total = 0, want_total = 0;
             for (const QString& b : bins) total += b.section(':', 1).toLongLong();
@@ -261,7 +261,7 @@ private slots:
             const QJsonArray bins = o["grad_exponents"].toArray();
             QCOMPARE(bins.last().toArray()[0].toInt(), 127);
             QCOMPARE(bins.last().toArray()[1].toInteger(), 4000000000LL);
-            QCOMPARE(o["precision"].toString(), QString::fromUtf8(format_name(make_layers(13, 1)[0].precision).data()));
+            QCOMPARE(o["precision"].toString(), QString::fromUtf8(make_layers(13, 1)[0].precision.name().data()));
             QCOMPARE(o.size(), 18);
             // v3's FP8 columns: numbers on an FP8 row (a non-finite amax: null), null elsewhere.
             const Fp8LayerScaling f = *make_layers(4, 1)[0].fp8;

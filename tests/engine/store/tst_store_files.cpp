@@ -284,7 +284,7 @@ private slots:
             }
             auto layers = store.layer_steps(1);
             QCOMPARE(layers.size(), std::size_t(40));
-            QCOMPARE(layers[3].precision, Format::fp16);
+            QCOMPARE(layers[3].precision, ComputeFormat(Format::fp16));
             for (auto c : layers[3].grad_exponents.counts) QCOMPARE(c, 0u);  // v1 had no histograms
             // The migrated store records like a new one.
             store.set_tags(1, "old");
@@ -329,7 +329,7 @@ private slots:
             auto layers = store.layer_steps(1);
             QCOMPARE(layers.size(), std::size_t(24));
             QCOMPARE(layers[1].name, std::string("fc2"));
-            QCOMPARE(layers[1].precision, Format::fp8_e4m3);
+            QCOMPARE(layers[1].precision, ComputeFormat(Format::fp8_e4m3));
             QCOMPARE(layers[1].grad_exponents.counts[static_cast<std::size_t>(-20 - ExponentHistogram::min_exponent)],
                      200u);
             for (const auto& l : layers) QVERIFY2(!l.fp8.has_value(), "a v2 row has no FP8 scaling");

@@ -77,9 +77,9 @@ private slots:
         QStringList names;
         for (const LayerStepRecord& l : r.layers) names << QString::fromStdString(l.name);
         QCOMPARE(names, (QStringList{"conv1", "bn1", "conv2", "bn2", "fc1", "fc2"}));
-        QCOMPARE(r.layers[0].precision, Format::bf16);  // a convolution: autocast's type
-        QCOMPARE(r.layers[1].precision, Format::fp32);  // batchnorm: FP32 statistics and parameters
-        QCOMPARE(r.layers[4].precision, Format::bf16);
+        QCOMPARE(r.layers[0].precision, ComputeFormat(Format::bf16));  // a convolution: autocast's type
+        QCOMPARE(r.layers[1].precision, ComputeFormat(Format::fp32));  // batchnorm: FP32 statistics and parameters
+        QCOMPARE(r.layers[4].precision, ComputeFormat(Format::bf16));
         QCOMPARE(r.layers[0].grad_elements, std::int64_t{4 * 9});
         QVERIFY(r.layers[0].grad_amax > 0);
         QCOMPARE(t.network().formats(1).weight_store, Format::fp32);
@@ -90,11 +90,11 @@ private slots:
         Experiment e = cnn_experiment(50);
         e.precision.layers["conv2"] = LayerPrecision::fp16;
         Trainer t(e, stripes(128, 32, 1), make_backend("cpu"));
-        QCOMPARE(t.step().layers[2].precision, Format::fp16);
+        QCOMPARE(t.step().layers[2].precision, ComputeFormat(Format::fp16));
         t.set_layer_precision("conv1", LayerPrecision::bf16);
         QCOMPARE(t.step().layers.size(), std::size_t{0});  // not a statistics step
         for (int i = 0; i < 3; ++i) t.step();
-        QCOMPARE(t.step().layers[0].precision, Format::bf16);
+        QCOMPARE(t.step().layers[0].precision, ComputeFormat(Format::bf16));
 
         QString said;
         try {

@@ -115,7 +115,7 @@ private slots:
                  QString("precision.master_weights"));
         // The layer records show the new precision from step 5 on, the lr too.
         for (const auto& l : sink->layer_records)
-            if (l.layer == 0) QCOMPARE(l.precision, l.step >= 5 ? Format::fp16 : Format::fp32);
+            if (l.layer == 0) QCOMPARE(l.precision, ComputeFormat(l.step >= 5 ? Format::fp16 : Format::fp32));
         QCOMPARE(sink->steps[4].learning_rate, 1e-3);
         QCOMPARE(sink->steps[5].learning_rate, 0.005);
         // The refused command is a notice; the injection overflows step 8, which is skipped.

@@ -145,16 +145,16 @@ private slots:
         QCOMPARE(QString::fromStdString(j["old"]), QString("auto"));
         QCOMPARE(QString::fromStdString(j["new"]), QString("bf16"));
         const StepReport& r = t.step();
-        QCOMPARE(r.layers[0].precision, Format::fp32);
-        QCOMPARE(r.layers[1].precision, Format::bf16);
+        QCOMPARE(r.layers[0].precision, ComputeFormat(Format::fp32));
+        QCOMPARE(r.layers[1].precision, ComputeFormat(Format::bf16));
         QCOMPARE(t.network().grad_weight(1).format(), Format::bf16);
         QCOMPARE(t.settings().precision.layers.at("fc2"), LayerPrecision::bf16);
 
         const Event ac = t.set_autocast(Autocast::fp16);
         QCOMPARE(QString::fromStdString(nlohmann::json::parse(ac.data_json)["key"]), QString("precision.autocast"));
         const StepReport& r2 = t.step();
-        QCOMPARE(r2.layers[0].precision, Format::fp16);  // auto follows autocast
-        QCOMPARE(r2.layers[1].precision, Format::bf16);  // the explicit setting wins
+        QCOMPARE(r2.layers[0].precision, ComputeFormat(Format::fp16));  // auto follows autocast
+        QCOMPARE(r2.layers[1].precision, ComputeFormat(Format::bf16));  // the explicit setting wins
 
         QVERIFY_THROWS_EXCEPTION(Error, t.set_layer_precision("fc7", LayerPrecision::fp16));
         QVERIFY_THROWS_EXCEPTION(Error, t.set_learning_rate(-1));
