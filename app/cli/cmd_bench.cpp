@@ -250,7 +250,7 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  --threads N          CPU backend threads (default: all hardware threads but one);\n"
                       "                       PyTorch gets the same\n"
                       "  --blocks N           timed blocks per figure (default 5 to 15 by suite; 3 with --quick)\n"
-                      "  --precision LIST     engine: time only these (fp32,tf32,fp16,bf16,fp8-e4m3)\n"
+                      "  --precision LIST     engine: time only these (fp32,tf32,fp16,bf16,fp8-e4m3,mxfp8-e4m3,mxfp4,nvfp4)\n"
                       "  --epochs N           peer: epochs before comparing test accuracy (default 3; 1 quick)\n"
                       "  --peer-blas LIST     peer: system (PyTorch as installed) and/or netlib (forces the\n"
                       "                       reference BLAS, what Debian gives without OpenBLAS); default system\n"

@@ -1,7 +1,9 @@
 // Quantisation to the block-scaled formats (see block_format.h and docs/numerics.md).
 //
 // Everything is built on quantise_block()/dequantise_block(), one block at a time, so the array
-// calls, the one-pass fake quantisation and describe_block() cannot disagree. Scaling by an MX
+// calls and describe_block() cannot disagree; the one-pass fake quantisation training runs
+// (round_blocks, round_blocks_along) is written for speed in block_round.cpp and held equal to
+// them bit for bit by the tests. Scaling by an MX
 // scale is exact in FP32 (a power of two, and results that would round are far below half the
 // element's smallest subnormal), so an MX element is the spec's RNE of value / 2^e with no double
 // rounding. NVFP4 follows the reference recipe's FP32 operations step by step, in its order.
@@ -206,55 +208,6 @@ void dequantise_blocks(const BlockQuantised& q, float* dst) {
     for (std::size_t b = 0, first = 0; first < n; ++b, first += B)
         dequantise_block(q.format, q.tensor_scale, q.scales[b], q.elements.data() + first, std::min(B, n - first),
                          dst + first);
-}
-
-BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::size_t n) {
-    const auto B = static_cast<std::size_t>(block_format_info(format).block_size);
-    float tensor_scale = 1;
-    if (format == BlockFormat::nvfp4) {
-        bool special = false;
-        tensor_scale = nvfp4_tensor_scale(finite_amax(src, n, special));
-    }
-    BlockStats stats;
-    std::uint8_t codes[max_block_size];
-    for (std::size_t first = 0; first < n; first += B) {
-        const std::size_t count = std::min(B, n - first);
-        // The whole block is read before any of it is written, so src == dst is safe.
-        const std::uint8_t scale = quantise_block(format, tensor_scale, src + first, count, codes, &stats);
-        dequantise_block(format, tensor_scale, scale, codes, count, dst + first);
-    }
-    return stats;
-}
-
-BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
-                              std::size_t K, std::size_t inner) {
-    if (inner == 1 && format != BlockFormat::nvfp4) {  // contiguous runs (NVFP4: one tensor scale for all)
-        BlockStats stats;
-        for (std::size_t o = 0; o < outer; ++o) stats += round_blocks(format, src + o * K, dst + o * K, K);
-        return stats;
-    }
-    const auto B = static_cast<std::size_t>(block_format_info(format).block_size);
-    float tensor_scale = 1;
-    if (format == BlockFormat::nvfp4) {
-        bool special = false;
-        tensor_scale = nvfp4_tensor_scale(finite_amax(src, outer * K * inner, special));
-    }
-    BlockStats stats;
-    std::uint8_t codes[max_block_size];
-    float block[max_block_size];
-    for (std::size_t o = 0; o < outer; ++o) {
-        for (std::size_t i = 0; i < inner; ++i) {
-            const std::size_t base = o * K * inner + i;
-            for (std::size_t first = 0; first < K; first += B) {
-                const std::size_t count = std::min(B, K - first);
-                for (std::size_t k = 0; k < count; ++k) block[k] = src[base + (first + k) * inner];
-                const std::uint8_t scale = quantise_block(format, tensor_scale, block, count, codes, &stats);
-                dequantise_block(format, tensor_scale, scale, codes, count, block);
-                for (std::size_t k = 0; k < count; ++k) dst[base + (first + k) * inner] = block[k];
-            }
-        }
-    }
-    return stats;
 }
 
 }  // namespace mantissa

@@ -765,6 +765,69 @@ private slots:
         }
     }
 
+    // round_blocks (block_round.cpp's fast path) == dequantise(quantise) on the edge blocks: all
+    // zeros and signed zeros, an inf, a NaN, subnormal amaxes, FLT_MAX, ties on every element's
+    // grid, values just past the element max, and (NVFP4) a block whose scale rounds to zero
+    // beside a large one; along rows and along columns, with the same counts.
+    void roundBlocksOnEdgeBlocks_data() { add_block_rows(false); }
+    void roundBlocksOnEdgeBlocks() {
+        QFETCH(BlockFormat, format);
+        const BlockFormatInfo& info = block_format_info(format);
+        const ElementFormatInfo& el = element_format_info(info.element);
+        const std::size_t B = static_cast<std::size_t>(info.block_size);
+        std::vector<float> x;
+        auto block = [&](auto fill) {
+            for (std::size_t i = 0; i < B; ++i) x.push_back(fill(i));
+        };
+        block([](std::size_t) { return 0.0f; });
+        block([](std::size_t i) { return i % 2 ? -0.0f : 0.0f; });
+        block([](std::size_t i) { return i == 3 ? inf : 1.0f + static_cast<float>(i); });
+        block([](std::size_t i) { return i == 5 ? qnan : -2.0f; });
+        block([](std::size_t i) { return std::ldexp(1.0f + static_cast<float>(i) / 8, -140 + static_cast<int>(i % 4)); });
+        block([](std::size_t i) { return i == 0 ? std::numeric_limits<float>::max() : std::ldexp(1.0f, static_cast<int>(i) * 4); });
+        // Ties: (m + 0.5) steps of the element grid in each binade, with the amax fixing the scale
+        // at 2^0 (MX: amax in [2^emax, 2^(emax+1))).
+        block([&](std::size_t i) {
+            if (i == 0) return std::ldexp(1.0f, el.emax);
+            const int e = 1 - el.bias + static_cast<int>(i % static_cast<std::size_t>(el.emax + el.bias));
+            return std::ldexp(1.0f + (static_cast<float>(i % 4) + 0.5f) / std::ldexp(1.0f, el.mantissa_bits), e) *
+                   (i % 2 ? -1.0f : 1.0f);
+        });
+        block([&](std::size_t i) { return el.max_finite * (1.0f + static_cast<float>(i) / 64) * (i % 2 ? -1.0f : 1.0f); });
+        block([](std::size_t i) { return std::ldexp(1.0f, -30) * static_cast<float>(i); });  // NVFP4: scale rounds to 0
+        BlockQuantised q;
+        const BlockStats qs = quantise_blocks(format, x.data(), x.size(), q);
+        const auto want = decoded(q);
+        std::vector<float> got(x.size());
+        const BlockStats rs = round_blocks(format, x.data(), got.data(), x.size());
+        for (std::size_t i = 0; i < x.size(); ++i)
+            if (!same(got[i], want[i]) || std::isnan(got[i]) != std::isnan(want[i]))
+                QFAIL(qPrintable(QString("value %1 = %2: round_blocks %3, dequantise(quantise) %4")
+                                     .arg(i).arg(show(x[i])).arg(show(got[i])).arg(show(want[i]))));
+        QCOMPARE(rs.blocks, qs.blocks);
+        QCOMPARE(rs.flushed_to_zero, qs.flushed_to_zero);
+        QCOMPARE(rs.saturated, qs.saturated);
+        QCOMPARE(rs.nan_blocks, qs.nan_blocks);
+        // The blocks reach what they are for (NVFP4's scale maps each block's amax to about 6:
+        // nothing saturates there).
+        QVERIFY(qs.nan_blocks == 2 && qs.flushed_to_zero > 0);
+        if (format != BlockFormat::nvfp4) QVERIFY(qs.saturated > 0);
+        // The same blocks as the columns of a (B, blocks) matrix: the tiled path.
+        const std::size_t blocks = x.size() / B;
+        std::vector<float> columns(x.size()), back(x.size());
+        for (std::size_t b = 0; b < blocks; ++b)
+            for (std::size_t k = 0; k < B; ++k) columns[k * blocks + b] = x[b * B + k];
+        const BlockStats cs = round_blocks_along(format, columns.data(), columns.data(), 1, B, blocks);
+        for (std::size_t b = 0; b < blocks; ++b)
+            for (std::size_t k = 0; k < B; ++k) back[b * B + k] = columns[k * blocks + b];
+        for (std::size_t i = 0; i < x.size(); ++i)
+            QVERIFY2(same(back[i], want[i]) || (std::isnan(back[i]) && std::isnan(want[i])),
+                     qPrintable(QString("column value %1 = %2: %3, want %4").arg(i).arg(show(x[i])).arg(show(back[i])).arg(show(want[i]))));
+        QCOMPARE(cs.flushed_to_zero, qs.flushed_to_zero);
+        QCOMPARE(cs.saturated, qs.saturated);
+        QCOMPARE(cs.nan_blocks, qs.nan_blocks);
+    }
+
     // round_blocks_along == each run of K values (at stride inner) gathered, padded with zeros to
     // whole blocks, rounded by one round_blocks call over all runs (so NVFP4's tensor scale is the
     // whole tensor's), scattered back; out of place and in place, with the stats of that call

@@ -1,0 +1,307 @@
+// round_blocks and round_blocks_along: the fake quantisation a block-scaled layer runs on every
+// operand of its matmuls (block_format.h), written for speed. A block's parameters (the factor
+// that scales its values into the element's range, the factor that decodes them, whether it is a
+// NaN block) are computed once with quantise_block's FP32 operations; then each value is rounded
+// to the element's grid with arithmetic the compiler vectorises: the grid step in the value's
+// binade is a power of two, so q / step is exact and one round to the nearest even integer is the
+// element's round to nearest even (subnormals included: below the smallest normal the step stays
+// the subnormal step), then clamped to ±max (saturation, as encode_element's). The values and the
+// counts are quantise_block's then dequantise_block's, bit for bit; the tests of
+// tests/engine/numeric/test_block_formats.cpp hold them equal.
+//
+// Blocks along a strided dimension (round_blocks_along with inner > 1) are taken a whole tile at a
+// time: the amaxes of the `inner` blocks that share rows k0..k0+B are gathered row by row, so every
+// pass reads memory contiguously.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "numeric/block_format.h"
+#include "numeric/element_format.h"
+
+namespace mantissa {
+
+namespace {
+
+constexpr float fp32_max = std::numeric_limits<float>::max();
+
+// An element format's grid: values m · 2^(e - M) for e in [emin, emax], |value| <= max_finite.
+struct Grid {
+    int mantissa_bits, emin, emax;
+    float max_finite;
+};
+
+Grid grid_of(ElementFormat e) {
+    const ElementFormatInfo& i = element_format_info(e);
+    return {i.mantissa_bits, 1 - i.bias, i.emax, i.max_finite};
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MANTISSA_BLOCK_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define MANTISSA_BLOCK_HOT
+#endif
+
+// q rounded to nearest even on the grid, saturating at ±max; NaN stays NaN, ±inf saturates.
+// Branch-free, so that the loops below vectorise: the biased exponent of q (0 for zeros and
+// subnormals), clamped to the grid's normal range, gives the step 2^(e - M) and its inverse.
+inline float round_to_grid(float q, Grid g) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(q);
+    std::int32_t e = static_cast<std::int32_t>((bits >> 23) & 0xFFu);
+    e = e < g.emin + 127 ? g.emin + 127 : e;
+    e = e > g.emax + 127 ? g.emax + 127 : e;
+    const float step = std::bit_cast<float>(static_cast<std::uint32_t>(e - g.mantissa_bits) << 23);
+    const float inverse = std::bit_cast<float>(static_cast<std::uint32_t>(254 - e + g.mantissa_bits) << 23);
+    // Adding and subtracting 1.5 · 2^23 rounds |y| < 2^22 to an integer, ties to even; a larger y
+    // (only beyond the grid's max: saturated below) passes unchanged.
+    constexpr float magic = 12582912.0f;
+    const float y = q * inverse;
+    float r = ((y + magic) - magic) * step;
+    r = r > g.max_finite ? g.max_finite : r;  // comparisons are false for NaN: it stays
+    r = r < -g.max_finite ? -g.max_finite : r;
+    return std::bit_cast<float>((std::bit_cast<std::uint32_t>(r) & 0x7FFFFFFFu) | (bits & 0x80000000u));
+}
+
+enum BlockKind : std::uint8_t { normal_block = 0, zero_scale_block = 1, nan_block = 2 };
+
+// One block's parameters: values are encoded as round_to_grid(x · encode), decoded as that · decode.
+struct BlockParams {
+    float encode = 1, decode = 1;
+    BlockKind kind = normal_block;
+};
+
+// 2^k for k in [-127, 127] (2^-127 is subnormal).
+inline float pow2(int k) {
+    return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23) : std::bit_cast<float>(0x00400000u);
+}
+
+// An MX block's parameters from its finite amax: the shared exponent floor(log2(amax)) - emax,
+// clamped to E8M0's [-127, 127] (an amax of 0 or a subnormal one clamps to -127, as quantise_block's
+// ilogb does), read from amax's exponent bits. Scaling by a power of two: x · encode is
+// ldexp(x, -shared), bit for bit.
+inline void mx_params(float amax, int emax, BlockParams& p) {
+    int e = static_cast<int>((std::bit_cast<std::uint32_t>(amax) >> 23) & 0xFFu) - 127 - emax;
+    e = std::clamp(e, e8m0_min_exponent, e8m0_max_exponent);
+    p.encode = pow2(-e);
+    p.decode = pow2(e);
+}
+
+// An NVFP4 block's parameters from its finite amax, quantise_block's FP32 operations in its order;
+// the E4M3 block scale rounded on the e4m3 grid (round_to_grid: RNE, saturating at 448, as
+// encode_e4m3_scale for a finite value >= 0).
+inline void nvfp4_params(float amax, float tensor_scale, BlockParams& p) {
+    constexpr Grid e4m3{3, -6, 8, 448.0f};
+    const float block_scale = std::min(amax * (tensor_scale * (1.0f / 6.0f)), fp32_max);
+    const float decoded = round_to_grid(block_scale, e4m3);
+    p.encode = std::min(1.0f / (decoded * (1.0f / tensor_scale)), fp32_max);
+    p.decode = decoded * (1.0f / tensor_scale);
+    p.kind = decoded == 0 ? zero_scale_block : normal_block;
+}
+
+// quantise_block's choice of scale, from the block's finite amax (special: a NaN or inf in it).
+BlockParams params_of(BlockFormat f, const ElementFormatInfo& el, float tensor_scale, float amax, bool special) {
+    BlockParams p;
+    if (special) {
+        p.kind = nan_block;
+        p.encode = 0;  // every value decodes as NaN, whatever it is
+        p.decode = std::numeric_limits<float>::quiet_NaN();
+        return p;
+    }
+    if (f != BlockFormat::nvfp4) {
+        mx_params(amax, el.emax, p);
+        return p;
+    }
+    nvfp4_params(amax, tensor_scale, p);
+    return p;
+}
+
+// The counts of one pass: only what the value loops can add without branches.
+struct Counts {
+    std::size_t saturated = 0, flushed = 0;
+};
+
+// One row of a tile: y[j] = x[j] rounded with the parameters of its own block (encode[j],
+// decode[j], kind[j]), adding to the counts as quantise_block does: saturated when |x · encode|
+// exceeds the element max in a block with a live scale; flushed when a non-zero x decodes to ±0
+// (every value of a zero-scale block). x == y is allowed. round_runs does the same inline.
+MANTISSA_BLOCK_HOT void round_span(const float* x, float* y, std::size_t n, const float* encode, const float* decode,
+                                   const std::uint8_t* kind, Grid g, Counts& counts) {
+    std::uint32_t saturated = 0, flushed = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        const float q = x[j] * encode[j];
+        const float r = round_to_grid(q, g);
+        const bool live = kind[j] == normal_block;
+        saturated += live & (std::fabs(q) > g.max_finite);
+        flushed += (x[j] != 0) & ((kind[j] == zero_scale_block) | (live & (r == 0)));
+        y[j] = r * decode[j];
+    }
+    counts.saturated += saturated;
+    counts.flushed += flushed;
+}
+
+// |x| as bits: for values >= 0, the order of the bit patterns is the order of the values, and
+// the finite ones are those at most FLT_MAX's; integer max reductions vectorise where float ones
+// (with NaN's rules) do not.
+// (Signed: GCC vectorises signed integer max reductions, not unsigned ones.)
+constexpr std::int32_t fp32_max_bits = 0x7F7FFFFF;
+inline std::int32_t magnitude_bits(float x) { return std::bit_cast<std::int32_t>(x) & 0x7FFFFFFF; }
+
+// Largest finite |x| of n values, and whether a NaN or an inf is among them.
+MANTISSA_BLOCK_HOT float finite_amax(const float* x, std::size_t n, bool& special) {
+    std::int32_t amax = 0, largest = 0;  // of the finite values; of all (NaN and inf above FLT_MAX)
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t a = magnitude_bits(x[i]);
+        largest = a > largest ? a : largest;
+        const std::int32_t finite = a <= fp32_max_bits ? a : 0;
+        amax = finite > amax ? finite : amax;
+    }
+    special = largest > fp32_max_bits;
+    return std::bit_cast<float>(amax);
+}
+
+// For a tile's rows: amax[i] = max(amax[i], |row[i]|) over finite values, special[i] |= not finite.
+MANTISSA_BLOCK_HOT void column_amax(const float* row, std::int32_t* amax, std::uint8_t* special, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t a = magnitude_bits(row[i]);
+        special[i] |= static_cast<std::uint8_t>(a > fp32_max_bits);
+        const std::int32_t finite = a <= fp32_max_bits ? a : 0;
+        amax[i] = finite > amax[i] ? finite : amax[i];
+    }
+}
+
+float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
+    if (f != BlockFormat::nvfp4) return 1.0f;
+    bool special = false;
+    return nvfp4_tensor_scale(finite_amax(x, n, special));
+}
+
+// Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
+// parameters (MX inline; NVFP4 and NaN blocks through params_of) and its values in one function,
+// so that nothing is called per block on the common path.
+MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
+                                   std::size_t K, BlockStats& stats) {
+    const BlockFormatInfo& info = block_format_info(f);
+    const ElementFormatInfo& el = element_format_info(info.element);
+    const Grid g = grid_of(info.element);
+    const auto B = static_cast<std::size_t>(info.block_size);
+    const bool mx = f != BlockFormat::nvfp4;
+    std::uint32_t saturated = 0, flushed = 0;
+    for (std::size_t r = 0; r < runs; ++r) {
+        for (std::size_t first = 0; first < K; first += B) {
+            const std::size_t count = std::min(B, K - first);
+            const float* x = src + r * K + first;
+            float* y = dst + r * K + first;
+            std::int32_t amax_bits = 0, largest = 0;  // as finite_amax
+            for (std::size_t j = 0; j < count; ++j) {
+                const std::int32_t a = magnitude_bits(x[j]);
+                largest = a > largest ? a : largest;
+                const std::int32_t finite = a <= fp32_max_bits ? a : 0;
+                amax_bits = finite > amax_bits ? finite : amax_bits;
+            }
+            const float amax = std::bit_cast<float>(amax_bits);
+            const bool special = largest > fp32_max_bits;
+            BlockParams p;
+            if (special)
+                p = params_of(f, el, tensor_scale, amax, true);
+            else if (mx)
+                mx_params(amax, el.emax, p);
+            else
+                nvfp4_params(amax, tensor_scale, p);
+            ++stats.blocks;
+            stats.nan_blocks += p.kind == nan_block;
+            const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
+            for (std::size_t j = 0; j < count; ++j) {
+                const float q = x[j] * p.encode;
+                const float v = round_to_grid(q, g);
+                saturated += live & (std::fabs(q) > g.max_finite);
+                flushed += (x[j] != 0) & (zero_scale | (live & (v == 0)));
+                y[j] = v * p.decode;
+            }
+        }
+    }
+    stats.values += runs * K;
+    stats.saturated += saturated;
+    stats.flushed_to_zero += flushed;
+}
+
+// The parameters of a tile's n blocks from their amaxes (params_of's, inline); returns the NaN
+// blocks.
+MANTISSA_BLOCK_HOT std::size_t tile_params(bool nvfp4, int emax, float tensor_scale, const std::int32_t* amax,
+                                           const std::uint8_t* special, float* encode, float* decode,
+                                           std::uint8_t* kind, std::size_t n) {
+    std::size_t nan_blocks = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        BlockParams p;
+        if (special[i]) {
+            p.kind = nan_block, p.encode = 0, p.decode = std::numeric_limits<float>::quiet_NaN();
+            ++nan_blocks;
+        } else if (nvfp4) {
+            nvfp4_params(std::bit_cast<float>(amax[i]), tensor_scale, p);
+        } else {
+            mx_params(std::bit_cast<float>(amax[i]), emax, p);
+        }
+        encode[i] = p.encode, decode[i] = p.decode, kind[i] = p.kind;
+    }
+    return nan_blocks;
+}
+
+// (outer, K, inner) with inner > 1: for each o, tiles of B rows of `inner` values.
+void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t outer, std::size_t K,
+                 std::size_t inner, BlockStats& stats) {
+    const BlockFormatInfo& info = block_format_info(f);
+    const ElementFormatInfo& el = element_format_info(info.element);
+    const Grid g = grid_of(info.element);
+    const auto B = static_cast<std::size_t>(info.block_size);
+    thread_local std::vector<std::int32_t> amax;  // magnitude_bits
+    thread_local std::vector<float> encode, decode;
+    thread_local std::vector<std::uint8_t> special, kind;
+    amax.resize(inner);
+    encode.resize(inner);
+    decode.resize(inner);
+    special.resize(inner);
+    kind.resize(inner);
+    Counts c;
+    for (std::size_t o = 0; o < outer; ++o) {
+        for (std::size_t first = 0; first < K; first += B) {
+            const std::size_t count = std::min(B, K - first);
+            const std::size_t base = (o * K + first) * inner;
+            std::fill(amax.begin(), amax.end(), 0);
+            std::fill(special.begin(), special.end(), std::uint8_t{0});
+            for (std::size_t k = 0; k < count; ++k) column_amax(src + base + k * inner, amax.data(), special.data(), inner);
+            stats.nan_blocks += tile_params(f == BlockFormat::nvfp4, el.emax, tensor_scale, amax.data(), special.data(),
+                                            encode.data(), decode.data(), kind.data(), inner);
+            stats.blocks += inner;
+            // The whole tile is read (amaxes) before any of it is written: src == dst is safe.
+            for (std::size_t k = 0; k < count; ++k)
+                round_span(src + base + k * inner, dst + base + k * inner, inner, encode.data(), decode.data(),
+                           kind.data(), g, c);
+        }
+    }
+    stats.values += outer * K * inner;
+    stats.saturated += c.saturated;
+    stats.flushed_to_zero += c.flushed;
+}
+
+}  // namespace
+
+BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::size_t n) {
+    BlockStats stats;
+    round_runs(format, tensor_scale_of(format, src, n), src, dst, 1, n, stats);
+    return stats;
+}
+
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner) {
+    BlockStats stats;
+    const float tensor_scale = tensor_scale_of(format, src, outer * K * inner);
+    if (inner == 1)
+        round_runs(format, tensor_scale, src, dst, outer, K, stats);
+    else
+        round_tiles(format, tensor_scale, src, dst, outer, K, inner, stats);
+    return stats;
+}
+
+}  // namespace mantissa
