@@ -337,11 +337,19 @@ void MainWindow::applyLiveSetting(const std::string& assignment) {
     std::vector<std::string> layers;
     for (const auto& l : m_controller->layers()) layers.push_back(l.name);
     const LiveChange change = plan_live_change(currentExperiment(), layers, assignment);
-    // Layer precision goes through the table, exactly as a pick in its combo box does.
-    for (const auto& [layer, precision] : change.layers)
-        m_layerModel->setData(m_layerModel->index(m_layerModel->rowOf(QString::fromStdString(layer)),
-                                                  LayerTableModel::Precision),
-                              QString::fromLatin1(layer_precision_name(precision)));
+    // Layer precision goes through the table, exactly as a pick in its combo box does; a setting
+    // per matmul, which the combo box cannot pick, is set on the row and posted here.
+    for (const auto& [layer, precision] : change.layers) {
+        const int row = m_layerModel->rowOf(QString::fromStdString(layer));
+        if (precision.uniform()) {
+            m_layerModel->setData(m_layerModel->index(row, LayerTableModel::Precision),
+                                  QString::fromLatin1(layer_precision_name(precision.forward)));
+            continue;
+        }
+        m_layerModel->setSetting(row, precision);
+        m_precision->setLayerPrecision(layer, precision);
+        m_controller->post(command::SetLayerPrecision{layer, precision});
+    }
     for (const Command& c : change.commands) m_controller->post(c);
     m_precision->setPrecision(change.after.precision);  // the panels show what is now in effect
     m_layerModel->setPrecision(change.after.precision);

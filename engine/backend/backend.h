@@ -34,6 +34,7 @@
 #include "backend/conv_ops.h"
 #include "backend/transformer_ops.h"
 #include "numeric/block_format.h"
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 #include "numeric/stats.h"
 #include "config/experiment.h"
@@ -69,6 +70,7 @@ enum class BackendOp : std::uint8_t {
     layernorm,
     embedding,
     block_scaled,  // a linear or conv2d layer in a block-scaled format (LinearTensors::block)
+    per_gemm,      // a linear or conv2d layer whose backward matmuls differ from its forward's
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -150,6 +152,10 @@ struct LinearTensors {
     // its reduction dimension (round_blocks_along) and multiplied as FP32 values; weight_compute
     // and saved_input are unused. docs/numerics.md, "Block-scaled formats in training".
     std::optional<BlockFormat> block;
+    // A layer whose backward matmuls run in other formats than its forward (LayerSetting per
+    // GEMM): dgrad's (dX = dy·W) and wgrad's (dW = dyᵀ·x) operands are rounded or quantised to
+    // these; empty: as the forward (compute, block). docs/numerics.md, "Precision per matmul".
+    std::optional<ComputeFormat> dgrad, wgrad;
 };
 
 // What the rounding of a gradient to its stored format did (counts over the tensor).

@@ -248,6 +248,7 @@ void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, s
 void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
                               std::int64_t batch, RoundingStats* weight_stats) {
     if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    if (layer.dgrad || layer.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
     check_layer(layer, x, batch, "linear_backward");
     const std::string& name = layer.weight->desc().name;
     require(dy.cols() == layer.weight->rows() && dy.rows() >= batch,
@@ -312,6 +313,7 @@ void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& 
                               std::int64_t batch, RoundingStats* weight_stats) {
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
     check_conv(conv, x, batch, "conv2d_backward");
     const std::string where = conv_where(conv, "conv2d_backward");
     require_rows(dy, conv.geometry.out_size(), batch, where, "output gradient");

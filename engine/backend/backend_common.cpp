@@ -44,6 +44,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::layernorm: return "layernorm";
     case BackendOp::embedding: return "embedding";
     case BackendOp::block_scaled: return "block-scaled matmul";
+    case BackendOp::per_gemm: return "per-GEMM precision";
     }
     return "linear";
 }

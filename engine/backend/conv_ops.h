@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "numeric/block_format.h"
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 
 namespace mantissa {
@@ -47,6 +48,7 @@ struct ConvTensors {
                                          //   (fp8 always needs one)
     Fp8State* fp8 = nullptr;             // required when compute is fp8_e4m3
     std::optional<BlockFormat> block;    // a block-scaled convolution, as LinearTensors::block
+    std::optional<ComputeFormat> dgrad, wgrad;  // per GEMM, as LinearTensors::dgrad and wgrad
 };
 
 // A max or average pool over square windows; padding at most half the kernel (as PyTorch).

@@ -523,7 +523,17 @@ void read_precision(Reader r, PrecisionSpec& p) {
             if (!is_layer_name(item.key()))
                 fail(key, "not a layer name; layers are named as in a PyTorch state dict (fc1, conv1, "
                           "layer1.0.conv1)");
-            p.layers[item.key()] = as_choice<LayerPrecision>(item.value(), key, layer_precision_names);
+            if (item.value().is_object()) {  // one precision per matmul; a missing one is auto
+                Reader gemms(item.value(), key);
+                LayerSetting s;
+                gemms.choice("forward", s.forward, layer_precision_names);
+                gemms.choice("dgrad", s.dgrad, layer_precision_names);
+                gemms.choice("wgrad", s.wgrad, layer_precision_names);
+                gemms.finish();
+                p.layers[item.key()] = s;
+            } else {
+                p.layers[item.key()] = as_choice<LayerPrecision>(item.value(), key, layer_precision_names);
+            }
         }
     }
     {
@@ -622,6 +632,12 @@ const char* fp8_scaling_name(Fp8Scaling s) { return name_in<Fp8Scaling>(fp8_scal
 const char* op_precision_name(OpPrecision p) { return name_in<OpPrecision>(op_precision_names, p); }
 std::optional<OpPrecision> parse_op_precision(const std::string& s) { return parse_in<OpPrecision>(op_precision_names, s); }
 
+std::string layer_setting_text(const LayerSetting& s) {
+    if (s.uniform()) return layer_precision_name(s.forward);
+    return std::string("forward ") + layer_precision_name(s.forward) + ", dgrad " + layer_precision_name(s.dgrad) +
+           ", wgrad " + layer_precision_name(s.wgrad);
+}
+
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s) {
     return parse_in<LayerPrecision>(layer_precision_names, s);
 }
@@ -687,7 +703,11 @@ json experiment_to_json(const Experiment& e) {
     const auto& p = e.precision;
     const auto& s = p.loss_scaling;
     json layers = json::object();
-    for (const auto& [name, precision] : p.layers) layers[name] = layer_precision_name(precision);
+    for (const auto& [name, s] : p.layers)
+        layers[name] = s.uniform() ? json(layer_precision_name(s.forward))
+                                   : json{{"forward", layer_precision_name(s.forward)},
+                                          {"dgrad", layer_precision_name(s.dgrad)},
+                                          {"wgrad", layer_precision_name(s.wgrad)}};
     const auto optional_scale = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
     return {
         {"name", e.name},
@@ -813,15 +833,29 @@ void apply_setting(Experiment& e, const std::string& assignment) {
     }
     if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");
     // precision.layers.NAME: the rest of the key is one layer's name, dots and all
-    // (precision.layers.layer1.0.conv1=fp16).
+    // (precision.layers.layer1.0.conv1=fp16); precision.layers.NAME.forward (dgrad, wgrad) is one
+    // of its matmuls, the two others kept as they are.
+    std::string gemm_layer;
     if (parts.size() > 3 && parts[0] == "precision" && parts[1] == "layers") {
+        const std::string& last = parts.back();
+        const bool gemm = parts.size() > 3 && (last == "forward" || last == "dgrad" || last == "wgrad");
+        const std::size_t end = gemm ? parts.size() - 1 : parts.size();
         std::string name = parts[2];
-        for (std::size_t i = 3; i < parts.size(); ++i) name += "." + parts[i];
-        parts.resize(2);
-        parts.push_back(name);
+        for (std::size_t i = 3; i < end; ++i) name += "." + parts[i];
+        if (gemm) gemm_layer = name;
+        std::vector<std::string> key{"precision", "layers", name};
+        if (gemm) key.push_back(last);
+        parts = std::move(key);
     }
 
     json j = experiment_to_json(e);
+    if (!gemm_layer.empty()) {  // the layer as an object of its three matmuls, to set one of them
+        const auto it = e.precision.layers.find(gemm_layer);
+        const LayerSetting s = it == e.precision.layers.end() ? LayerSetting{} : it->second;
+        j["precision"]["layers"][gemm_layer] = {{"forward", layer_precision_name(s.forward)},
+                                                {"dgrad", layer_precision_name(s.dgrad)},
+                                                {"wgrad", layer_precision_name(s.wgrad)}};
+    }
     json* node = &j;
     std::string at;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {

@@ -102,6 +102,22 @@ inline constexpr std::array<LayerPrecision, 12> all_layer_precisions = {
     LayerPrecision::bf16,       LayerPrecision::fp8_e4m3,   LayerPrecision::mxfp8_e4m3, LayerPrecision::mxfp8_e5m2,
     LayerPrecision::mxfp6_e3m2, LayerPrecision::mxfp6_e2m3, LayerPrecision::mxfp4,      LayerPrecision::nvfp4};
 
+// A layer's precision for each of its three matmuls, by Transformer Engine's names: forward
+// (y = x·Wᵀ), dgrad (dX = dy·W) and wgrad (dW = dyᵀ·x). The file's plain string sets all three;
+// an object sets them apart ({"forward": "mxfp4"}: the two others auto), which is how one GEMM is
+// kept out of FP8 (TE's DisableFP8GEMM) or only the forward is quantised. The forward's precision
+// decides the layer's output, gradient and stored-weight formats (model/layer_formats.h).
+struct LayerSetting {
+    LayerPrecision forward = LayerPrecision::automatic;
+    LayerPrecision dgrad = LayerPrecision::automatic;
+    LayerPrecision wgrad = LayerPrecision::automatic;
+
+    LayerSetting() = default;
+    LayerSetting(LayerPrecision all) : forward(all), dgrad(all), wgrad(all) {}  // NOLINT: one for all three
+    bool uniform() const { return forward == dgrad && dgrad == wgrad; }
+    bool operator==(const LayerSetting&) const = default;
+};
+
 // An op class's format (precision.ops): auto is what autocast does with it (softmax and layernorm:
 // FP32, autocast's FP32 list); the others override autocast for every op of the class, which
 // PyTorch's autocast never allows (model/op_classes.h).
@@ -146,7 +162,7 @@ struct Fp8Spec {                    // delayed per-tensor scaling, as Transforme
 struct PrecisionSpec {
     Autocast autocast = Autocast::off;
     bool master_weights = true;
-    std::map<std::string, LayerPrecision> layers;  // "fc1" -> fp32; absent = auto
+    std::map<std::string, LayerSetting> layers;  // "fc1" -> fp32; absent = auto
     OpPrecisions ops;
     LossScalingSpec loss_scaling;
     Fp8Spec fp8;
@@ -211,6 +227,8 @@ Experiment lesson_reference_experiment(const Experiment& lesson);
 // Names as in the experiment file.
 const char* autocast_name(Autocast a);
 const char* layer_precision_name(LayerPrecision p);
+// "mxfp4" for a uniform setting, else "forward fp8-e4m3, dgrad fp8-e4m3, wgrad bf16".
+std::string layer_setting_text(const LayerSetting& s);
 const char* loss_scaling_mode_name(LossScalingMode m);
 const char* activation_name(Activation a);
 const char* optimizer_name(OptimizerKind o);

@@ -24,7 +24,10 @@ std::optional<BlockFormat> block_format_of(LayerPrecision setting) {
     }
 }
 
-LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bool master_weights) {
+namespace {
+
+// The formats of a layer whose three matmuls all run in `setting`.
+LayerFormats resolve_uniform(LayerPrecision setting, Autocast autocast, bool master_weights) {
     LayerFormats f;
     f.setting = setting;
     if ((f.block = block_format_of(setting))) {
@@ -33,6 +36,7 @@ LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bo
         f.weight_store = master_weights ? Format::fp32 : f.output;
         f.weight_copy = false;  // quantised on the fly, along each GEMM's reduction dimension
         f.bias_copy = f.weight_store != f.output;
+        f.dgrad = f.wgrad = f.compute_format();
         return f;
     }
     switch (setting) {
@@ -56,6 +60,17 @@ LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bo
         f.weight_store = f.output;  // fp16 / bf16 themselves; fp8: the output format
     f.weight_copy = f.fp8() || (f.weight_store != f.compute && f.compute != Format::tf32);
     f.bias_copy = f.weight_store != f.output;
+    f.dgrad = f.wgrad = f.compute_format();
+    return f;
+}
+
+}  // namespace
+
+LayerFormats resolve_layer_formats(const LayerSetting& setting, Autocast autocast, bool master_weights) {
+    LayerFormats f = resolve_uniform(setting.forward, autocast, master_weights);
+    f.setting = setting;
+    f.dgrad = resolve_uniform(setting.dgrad, autocast, master_weights).compute_format();
+    f.wgrad = resolve_uniform(setting.wgrad, autocast, master_weights).compute_format();
     return f;
 }
 

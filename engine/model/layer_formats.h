@@ -17,6 +17,8 @@
 // reduction dimension, then multiplies the values they decode to in FP32: operand tensors are FP32,
 // the quantised operands are transient (no weight copy, no saved input: backward quantises the
 // stored weight and the layer's input again along its own reduction dimensions).
+// Per GEMM (LayerSetting): the forward's setting gives every tensor format above; dgrad and wgrad
+// only say what their matmuls' operands are rounded or quantised to (LayerFormats::dgrad, wgrad).
 // Stored weights (what the optimizer updates): FP32 with master weights on; with master weights
 // off, the layer's own format (fp16, bf16), FP32 for fp32/tf32 layers (TF32 is a compute mode of
 // FP32 tensors), the output format for fp8 and block-scaled layers (FP8 and block-scaled weights
@@ -32,7 +34,7 @@
 namespace mantissa {
 
 struct LayerFormats {
-    LayerPrecision setting = LayerPrecision::automatic;
+    LayerSetting setting;  // as asked for: one precision, or one per matmul
     Format compute = Format::fp32;  // the precision in effect: fp32, tf32, fp16, bf16, fp8_e4m3
     Format output = Format::fp32;   // y = the layer's output, its activation, and every gradient
                                     // the layer writes (dX, dW, dB)
@@ -40,7 +42,18 @@ struct LayerFormats {
     bool weight_copy = false;       // the forward reads a cast copy of the weight (compute format)
     bool bias_copy = false;         // ... and of the bias (output format)
     std::optional<BlockFormat> block;  // a block-scaled setting (compute is then fp32)
+    // The backward's two matmuls (a setting that names them apart): their formats, each a tensor
+    // format or a block format; the same as the forward's otherwise. The output, gradient and
+    // stored-weight formats are the forward setting's whatever these are.
+    ComputeFormat dgrad, wgrad;
     bool fp8() const { return compute == Format::fp8_e4m3; }
+    // Whether the backward's matmuls differ from the forward's (the per-GEMM path of the backends).
+    bool gemms_differ() const { return !(dgrad == compute_format() && wgrad == compute_format()); }
+    // Whether any of the three matmuls is in per-tensor-scaled FP8: the layer keeps FP8 state.
+    bool any_fp8() const {
+        const ComputeFormat e4m3(Format::fp8_e4m3);
+        return fp8() || dgrad == e4m3 || wgrad == e4m3;
+    }
     // What the layer's matmuls run in: the block format, else compute.
     ComputeFormat compute_format() const { return block ? ComputeFormat(*block) : ComputeFormat(compute); }
     bool master() const { return weight_copy && weight_store == Format::fp32; }
@@ -50,6 +63,6 @@ struct LayerFormats {
 Format autocast_format(Autocast a);  // off: fp32
 // The block format of a block-scaled setting (mxfp8-e4m3 .. nvfp4); empty for the others.
 std::optional<BlockFormat> block_format_of(LayerPrecision setting);
-LayerFormats resolve_layer_formats(LayerPrecision setting, Autocast autocast, bool master_weights);
+LayerFormats resolve_layer_formats(const LayerSetting& setting, Autocast autocast, bool master_weights);
 
 }  // namespace mantissa

@@ -21,7 +21,7 @@ namespace mantissa {
 
 struct PlannedLayer {
     LayerInfo info;     // widths the dataset sets are 0 ("known at Start")
-    LayerPrecision setting = LayerPrecision::automatic;
+    LayerSetting setting;
     ComputeFormat compute;  // the format the setting and autocast resolve to
     bool known() const { return info.in_features > 0 && info.out_features > 0; }
 };

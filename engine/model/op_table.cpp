@@ -12,8 +12,8 @@ std::string name_of(Format f) { return std::string(format_name(f)); }
 
 std::string format_text(const std::optional<Format>& f) { return f ? name_of(*f) : "input's format"; }
 
-std::string layer_reason(LayerPrecision setting, Autocast autocast, const std::string& name) {
-    if (setting != LayerPrecision::automatic) return "precision.layers." + name;
+std::string layer_reason(const LayerSetting& setting, Autocast autocast, const std::string& name) {
+    if (setting != LayerSetting{}) return "precision.layers." + name;
     return autocast == Autocast::off ? "autocast off" : "autocast";
 }
 
@@ -29,7 +29,7 @@ std::vector<OpRow> op_table(const std::vector<LayerInfo>& layers, const Precisio
     for (const LayerInfo& l : layers) {
         if (l.takes_precision) {
             const auto it = p.layers.find(l.name);
-            const LayerPrecision setting = it == p.layers.end() ? LayerPrecision::automatic : it->second;
+            const LayerSetting setting = it == p.layers.end() ? LayerSetting{} : it->second;
             const LayerFormats f = resolve_layer_formats(setting, p.autocast, p.master_weights);
             rows.push_back({l.name, l.kind, std::string(f.compute_format().name()), layer_reason(setting, p.autocast, l.name)});
         } else if (l.kind == "layernorm") {

@@ -13,9 +13,9 @@
 namespace mantissa {
 
 namespace {
-LayerPrecision setting_of(const Experiment& e, const std::string& layer) {
+LayerSetting setting_of(const Experiment& e, const std::string& layer) {
     const auto it = e.precision.layers.find(layer);
-    return it == e.precision.layers.end() ? LayerPrecision::automatic : it->second;
+    return it == e.precision.layers.end() ? LayerSetting{} : it->second;
 }
 
 bool same_scaling(const LossScalingSpec& a, const LossScalingSpec& b) {
@@ -57,7 +57,7 @@ LiveChange plan_live_change(const Experiment& current, const std::vector<std::st
         throw Error(assignment + ": only precision.layers, autocast, ops, master_weights, loss_scaling, fp8.scaling "
                                  "and train.lr can change during a run; the rest needs a new run.");
 
-    std::map<std::string, LayerPrecision> named = current.precision.layers;
+    std::map<std::string, LayerSetting> named = current.precision.layers;
     named.insert(after.precision.layers.begin(), after.precision.layers.end());
     for (const auto& entry : named) {
         const std::string& name = entry.first;

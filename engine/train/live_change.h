@@ -19,7 +19,7 @@ namespace mantissa {
 
 struct LiveChange {
     Experiment after;                                            // the experiment with the change made
-    std::vector<std::pair<std::string, LayerPrecision>> layers;  // per-layer settings that changed
+    std::vector<std::pair<std::string, LayerSetting>> layers;  // per-layer settings that changed
     std::vector<Command> commands;                               // the other changes, as commands
 };
 

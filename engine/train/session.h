@@ -26,7 +26,7 @@ namespace command {
 struct Pause {};
 struct Resume {};
 struct Stop {};
-struct SetLayerPrecision { std::string layer; LayerPrecision precision; };
+struct SetLayerPrecision { std::string layer; LayerSetting precision; };
 struct SetAutocast { Autocast autocast; };
 // precision.ops.<op_class>: "softmax" or "layernorm" (model/op_classes.h).
 struct SetOpPrecision { std::string op_class; OpPrecision precision; };

@@ -201,7 +201,7 @@ void Trainer::resume_clock() {
 
 std::vector<LayerFormats> Trainer::resolve_formats() const {
     std::vector<LayerFormats> f;
-    for (LayerPrecision p : m_layer_settings)
+    for (const LayerSetting& p : m_layer_settings)
         f.push_back(resolve_layer_formats(p, m_experiment.precision.autocast,
                                           m_experiment.precision.master_weights));
     return f;
@@ -211,7 +211,7 @@ OpFormats Trainer::op_formats() const {
     return resolve_op_formats(m_experiment.precision.ops, m_experiment.precision.autocast);
 }
 
-void Trainer::apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision) {
+void Trainer::apply_formats(const std::vector<LayerSetting>& old_settings, const PrecisionSpec& old_precision) {
     try {
         m_network->set_formats(resolve_formats(), op_formats());
     } catch (const Error&) {
@@ -225,7 +225,7 @@ void Trainer::apply_formats(const std::vector<LayerPrecision>& old_settings, con
     m_pipeline->invalidate("a layer's formats changed");
 }
 
-LayerPrecision Trainer::layer_setting(int layer) const {
+LayerSetting Trainer::layer_setting(int layer) const {
     return m_layer_settings.at(static_cast<std::size_t>(layer));
 }
 
@@ -566,24 +566,24 @@ Event Trainer::make_setting_event(const std::string& key, const std::string& old
             data.dump()};
 }
 
-Event Trainer::set_layer_precision(const std::string& layer, LayerPrecision precision) {
+Event Trainer::set_layer_precision(const std::string& layer, const LayerSetting& precision) {
     require_idle("set_layer_precision");
-    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const std::vector<LayerSetting> old_settings = m_layer_settings;
     const PrecisionSpec old_precision = m_experiment.precision;
     require_layer(layer);
     const int index = precision_layer(m_desc, layer, "");
-    const LayerPrecision old = m_layer_settings[static_cast<std::size_t>(index)];
+    const LayerSetting old = m_layer_settings[static_cast<std::size_t>(index)];
     m_layer_settings[static_cast<std::size_t>(index)] = precision;
-    if (precision == LayerPrecision::automatic) m_experiment.precision.layers.erase(layer);
+    if (precision == LayerSetting{}) m_experiment.precision.layers.erase(layer);
     else m_experiment.precision.layers[layer] = precision;
     apply_formats(old_settings, old_precision);
-    return make_setting_event("precision.layers." + layer, layer_precision_name(old),
-                              layer_precision_name(precision), true);
+    return make_setting_event("precision.layers." + layer, layer_setting_text(old), layer_setting_text(precision),
+                              true);
 }
 
 Event Trainer::set_op_precision(const std::string& op_class, OpPrecision precision) {
     require_idle("set_op_precision");
-    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const std::vector<LayerSetting> old_settings = m_layer_settings;
     const PrecisionSpec old_precision = m_experiment.precision;
     OpPrecision* setting = op_class == "softmax" ? &m_experiment.precision.ops.softmax
                            : op_class == "layernorm" ? &m_experiment.precision.ops.layernorm
@@ -597,7 +597,7 @@ Event Trainer::set_op_precision(const std::string& op_class, OpPrecision precisi
 
 Event Trainer::set_autocast(Autocast autocast) {
     require_idle("set_autocast");
-    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const std::vector<LayerSetting> old_settings = m_layer_settings;
     const PrecisionSpec old_precision = m_experiment.precision;
     const Autocast old = m_experiment.precision.autocast;
     m_experiment.precision.autocast = autocast;
@@ -607,7 +607,7 @@ Event Trainer::set_autocast(Autocast autocast) {
 
 Event Trainer::set_master_weights(bool enabled) {
     require_idle("set_master_weights");
-    const std::vector<LayerPrecision> old_settings = m_layer_settings;
+    const std::vector<LayerSetting> old_settings = m_layer_settings;
     const PrecisionSpec old_precision = m_experiment.precision;
     const bool old = m_experiment.precision.master_weights;
     m_experiment.precision.master_weights = enabled;

@@ -118,7 +118,7 @@ public:
     void resume_clock();
 
     // ---- live control (between steps, none in flight: throws mantissa::Error otherwise)
-    Event set_layer_precision(const std::string& layer, LayerPrecision precision);
+    Event set_layer_precision(const std::string& layer, const LayerSetting& precision);
     Event set_autocast(Autocast autocast);
     // precision.ops.<op_class> ("softmax", "layernorm"): the op class's format for every op of it.
     Event set_op_precision(const std::string& op_class, OpPrecision precision);
@@ -137,7 +137,7 @@ public:
     // The loss scaler as of the last reported step (the pipeline's own runs where the steps run).
     const LossScaler& scaler() const { return m_scaler; }
     std::string pipeline_description() const;  // "eager", "graph replayed 120 times", ...
-    LayerPrecision layer_setting(int layer) const;
+    LayerSetting layer_setting(int layer) const;
     double current_lr() const;     // for the next step
 
 private:
@@ -156,7 +156,7 @@ private:
     void require_idle(const char* what) const;
     std::vector<LayerFormats> resolve_formats() const;
     OpFormats op_formats() const;
-    void apply_formats(const std::vector<LayerPrecision>& old_settings, const PrecisionSpec& old_precision);
+    void apply_formats(const std::vector<LayerSetting>& old_settings, const PrecisionSpec& old_precision);
     Event make_setting_event(const std::string& key, const std::string& old_value,
                              const std::string& new_value, bool quote);
     int require_layer(const std::string& name) const;
@@ -172,7 +172,7 @@ private:
     std::unique_ptr<StepPipeline> m_pipeline;
     LossScaler m_scaler;
     std::uint64_t m_generation = 0;  // bumped at every live change (StepBegin::generation)
-    std::vector<LayerPrecision> m_layer_settings;
+    std::vector<LayerSetting> m_layer_settings;
 
     std::int64_t m_step = 0, m_total_steps = 0, m_steps_per_epoch = 0;
     std::unique_ptr<TrainBatches> m_batches;  // refers to m_data, so declared after it

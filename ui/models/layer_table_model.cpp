@@ -12,6 +12,12 @@
 namespace mantissa::ui {
 
 namespace {
+// Whether any of a setting's matmuls is FP8 with per-tensor scales (the scale columns apply).
+bool names_fp8(const LayerSetting& s) {
+    return s.forward == LayerPrecision::fp8_e4m3 || s.dgrad == LayerPrecision::fp8_e4m3 ||
+           s.wgrad == LayerPrecision::fp8_e4m3;
+}
+
 QString formatText(const ComputeFormat& f) {
     const std::string_view name = f.name();
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
@@ -133,7 +139,7 @@ void LayerTableModel::applyOpTable() {
         if (row.layer < 0) continue;
         layers.push_back(row.info);
         if (row.info.takes_precision) {
-            if (row.setting == LayerPrecision::automatic) p.layers.erase(row.info.name);
+            if (row.setting == LayerSetting{}) p.layers.erase(row.info.name);
             else p.layers[row.info.name] = row.setting;
         }
     }
@@ -173,7 +179,7 @@ bool LayerTableModel::hasOpKind(const std::string& kind) const {
 }
 
 void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
-                                const std::map<std::string, LayerPrecision>& settings) {
+                                const std::map<std::string, LayerSetting>& settings) {
     beginResetModel();
     m_rows = makeRows(layers);
     for (Row& row : m_rows)
@@ -182,7 +188,7 @@ void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
     m_plan = false;
     endResetModel();
     bool fp8 = false;
-    for (const Row& row : m_rows) fp8 = fp8 || row.setting == LayerPrecision::fp8_e4m3;
+    for (const Row& row : m_rows) fp8 = fp8 || names_fp8(row.setting);
     m_fp8Seen = fp8;
     emit fp8ColumnsShownChanged(fp8);  // after every reset, so a view always follows the new model
     noteOps();
@@ -347,12 +353,13 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
                 if (kind == "bmm") return tr("auto → %1").arg(format);
             }
             if (!row.info.takes_precision) return tr("fp32 (fixed)");
-            const QString setting = QLatin1String(layer_precision_name(row.setting));
-            if (!s && row.planned && row.setting == LayerPrecision::automatic)
+            const QString setting = QString::fromStdString(layer_setting_text(row.setting));
+            if (!row.setting.uniform()) return setting;  // per matmul: the three, as asked for
+            if (!s && row.planned && row.setting == LayerSetting{})
                 return tr("auto → %1").arg(formatText(*row.planned));
             if (!s) return setting;
             const QString effective = formatText(s->precision);
-            if (row.setting == LayerPrecision::automatic) return tr("auto → %1").arg(effective);
+            if (row.setting == LayerSetting{}) return tr("auto → %1").arg(effective);
             if (effective != setting)  // asked for, not yet applied (it applies at the next step)
                 return tr("%1 (now %2)").arg(setting, effective);
             return setting;
@@ -381,7 +388,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         default: return {};
         }
     }
-    if (role == Qt::EditRole && column == Precision) return QLatin1String(layer_precision_name(row.setting));
+    if (role == Qt::EditRole && column == Precision) return QLatin1String(layer_precision_name(row.setting.forward));
     if (role == Qt::TextAlignmentRole && column != Name && column != Kind && column != Precision && column != Shape &&
         column != FormatWhy)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -502,6 +509,14 @@ Qt::ItemFlags LayerTableModel::flags(const QModelIndex& index) const {
     return f;
 }
 
+void LayerTableModel::setSetting(int row, const LayerSetting& setting) {
+    if (row < 0 || row >= rowCount() || !m_rows[static_cast<std::size_t>(row)].info.takes_precision) return;
+    m_rows[static_cast<std::size_t>(row)].setting = setting;
+    applyOpTable();
+    emit dataChanged(index(0, Precision), index(rowCount() - 1, FormatWhy));
+    if (names_fp8(setting) && !m_fp8Seen) noteFp8(true);
+}
+
 bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
     if (role != Qt::EditRole || !index.isValid() || index.column() != Precision || index.row() >= rowCount())
         return false;
@@ -509,8 +524,8 @@ bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, i
     if (!precision) return false;
     Row& row = m_rows[static_cast<std::size_t>(index.row())];
     if (!row.info.takes_precision) return false;
-    if (row.setting == *precision) return true;
-    row.setting = *precision;
+    if (row.setting == LayerSetting(*precision)) return true;
+    row.setting = *precision;  // the combo sets all three matmuls
     applyOpTable();  // this row's Format (why), and its attention's ops when autocast is off
     emit dataChanged(this->index(0, Precision), this->index(rowCount() - 1, FormatWhy));
     if (*precision == LayerPrecision::fp8_e4m3 && !m_fp8Seen) noteFp8(true);

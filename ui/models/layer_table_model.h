@@ -64,7 +64,7 @@ public:
     explicit LayerTableModel(QObject* parent = nullptr);
 
     // A new model: its layers and the precision each was started with (absent: auto).
-    void setLayers(const std::vector<LayerInfo>& layers, const std::map<std::string, LayerPrecision>& settings);
+    void setLayers(const std::vector<LayerInfo>& layers, const std::map<std::string, LayerSetting>& settings);
     // Before a run: the layers an experiment will train (plan_model), each with its setting and the
     // format that resolves to ("auto → fp16") and the weights' bytes in it; widths only the data
     // can tell show as "?". The same layers as now are updated in place (no reset, so an open
@@ -92,7 +92,7 @@ public:
     void update(const RunSeries& series);
 
     // The setting of a layer (what the user asked for; the format in effect is in the samples).
-    LayerPrecision setting(int row) const { return m_rows[static_cast<std::size_t>(row)].setting; }
+    LayerSetting setting(int row) const { return m_rows[static_cast<std::size_t>(row)].setting; }
     QString layerName(int row) const;
     int rowOf(const QString& layer) const;  // -1 when absent
     // Whether the FP8 scale columns have anything to show: some layer has been set to or has
@@ -108,6 +108,9 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
     Qt::ItemFlags flags(const QModelIndex& index) const override;
+    // A row's setting as a live change or the file gives it (one per matmul included), shown at
+    // once; no signal (the caller applies it).
+    void setSetting(int row, const LayerSetting& setting);
     // Precision column, EditRole, a name ("fp16"): records the setting and emits precisionRequested.
     bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
 
@@ -120,7 +123,7 @@ private:
     struct Row {
         LayerInfo info;   // an op row: its name and op ("blocks.0.attn.softmax", "softmax")
         int layer = -1;   // index into the model's layers (and the run's samples); -1: an op row
-        LayerPrecision setting = LayerPrecision::automatic;
+        LayerSetting setting;  // one precision, or one per matmul (set in the file or with --set)
         std::optional<ComputeFormat> planned;  // from setPlan: the format the setting resolves to
         std::optional<LayerSample> sample;
         OpRow op;         // op_table's format and reason

@@ -206,8 +206,8 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_updating = false;
 }
 
-void PrecisionPanel::setLayerPrecision(const std::string& layer, LayerPrecision precision) {
-    if (precision == LayerPrecision::automatic)
+void PrecisionPanel::setLayerPrecision(const std::string& layer, const LayerSetting& precision) {
+    if (precision == LayerSetting{})
         m_spec.layers.erase(layer);
     else
         m_spec.layers[layer] = precision;
@@ -262,7 +262,8 @@ void PrecisionPanel::setClassroomMode(bool on) {
 // Classroom mode shows FP8 scaling only to a lesson with an FP8 layer.
 void PrecisionPanel::updateFp8Row() {
     bool anyFp8 = false;
-    for (const auto& entry : m_spec.layers) anyFp8 = anyFp8 || entry.second == LayerPrecision::fp8_e4m3;
+    for (const auto& [name, s] : m_spec.layers)
+        for (LayerPrecision p : {s.forward, s.dgrad, s.wgrad}) anyFp8 = anyFp8 || p == LayerPrecision::fp8_e4m3;
     m_computeForm->setRowVisible(m_fp8Scaling, !m_classroom || anyFp8);
 }
 

@@ -31,7 +31,7 @@ public:
     void setPrecision(const PrecisionSpec& precision);
     PrecisionSpec precision() const { return m_spec; }
     // Keeps the per-layer table's edits in the spec, so they are saved and reused.
-    void setLayerPrecision(const std::string& layer, LayerPrecision precision);
+    void setLayerPrecision(const std::string& layer, const LayerSetting& precision);
 
     // live: changes are also sent as commands. Layers: the choices for "Inject overflow".
     void setLive(bool live, const std::vector<std::string>& layers = {});

@@ -274,7 +274,7 @@ float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64
 std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
-    if (op == BackendOp::block_scaled) return "";  // every block format, emulated exactly
+    if (op == BackendOp::block_scaled || op == BackendOp::per_gemm) return "";  // every block format and mix
     if (op == BackendOp::bmm) {
         if (common) return "";
         return "The CPU backend computes batched matmuls in fp32, tf32, fp16 or bf16, not " +

@@ -213,7 +213,9 @@ private:
         const float* x = nullptr;
         const float* w = nullptr;
         float dq_g = 1.0f, dq_x = 1.0f, dq_w = 1.0f;
+        float dq_g_wgrad = 1.0f;              // dy's dequantisation in wgrad (dq_g unless per GEMM)
         bool bf16_ok = false;                 // operands bf16 holds exactly: the bf16 matmul may run
+        bool bf16_ok_wgrad = false;           //   ... for wgrad's (bf16_ok unless per GEMM)
         const float* dy_shadow = nullptr;     // dy's shadow, or null
         const float* dy_reference = nullptr;  // dy's shadow, or dy itself
         bool flushed = false;
@@ -237,6 +239,20 @@ private:
     // dimensions (slots 2 and 13), W along dgrad's (slot 1, when need_w), x along wgrad's (slot 0).
     MatmulBackwardOperands block_backward_operands(BlockFormat format, const CpuTensor& dy, const CpuTensor& x,
                                                    const CpuTensor& w, const BlockOperandAxes& axes, bool need_w);
+    // A layer whose matmuls differ (LinearTensors::dgrad, wgrad): each backward matmul's operands
+    // in its own format: rounded to a tensor format, quantised in blocks along its reduction
+    // (axes), or scaled into FP8 with the layer's state (e5m2 dy, e4m3 W and x; the forward's
+    // quantised weight copy and saved input reused when the forward is FP8 too, else quantised
+    // here with the state's scales, their amaxes recorded). Slots as the other two.
+    struct PerGemmBackward {
+        ComputeFormat forward, dgrad, wgrad;
+        Fp8State* fp8 = nullptr;
+        Tensor* weight_compute = nullptr;
+        Tensor* saved_input = nullptr;
+        BlockOperandAxes axes;
+    };
+    MatmulBackwardOperands per_gemm_backward_operands(const PerGemmBackward& g, const CpuTensor& dy,
+                                                      const CpuTensor& x, CpuTensor& w, bool need_w);
     // FP8: wc = saturate_e4m3(w · hw's scale), skipped when the optimizer already wrote exactly
     // that (CpuFp8WeightCopy); returns amax |w|.
     float quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw);

@@ -329,19 +329,23 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     // samples and positions, in blocks along each sample's positions (of dy per output channel,
     // of x per input channel: the image im2col reads the patches from).
     const Conv2dGeometry& g = conv.geometry;
+    const BlockOperandAxes axes{.dy_dgrad = {batch, g.out_channels, s.positions()},
+                                .w_dgrad = {1, g.out_channels, g.patch()},
+                                .dy_wgrad = {batch * g.out_channels, s.positions(), 1},
+                                .x_wgrad = {batch * g.in_channels, g.in_h * g.in_w, 1}};
+    const ComputeFormat forward = conv.block ? ComputeFormat(*conv.block) : ComputeFormat(conv.compute);
+    const bool per_gemm = conv.dgrad || conv.wgrad;
     const MatmulBackwardOperands o =
-        conv.block ? block_backward_operands(*conv.block, dy, x, w,
-                                             {.dy_dgrad = {batch, g.out_channels, s.positions()},
-                                              .w_dgrad = {1, g.out_channels, g.patch()},
-                                              .dy_wgrad = {batch * g.out_channels, s.positions(), 1},
-                                              .x_wgrad = {batch * g.in_channels, g.in_h * g.in_w, 1}},
-                                             dx_out != nullptr)
-                   : matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w,
-                                              conv.weight_compute, conv.saved_input, dx_out != nullptr, slot_x,
-                                              slot_w, slot_dy);
+        per_gemm ? per_gemm_backward_operands({forward, conv.dgrad.value_or(forward), conv.wgrad.value_or(forward),
+                                               conv.fp8, conv.weight_compute, conv.saved_input, axes},
+                                              dy, x, w, dx_out != nullptr)
+        : conv.block ? block_backward_operands(*conv.block, dy, x, w, axes, dx_out != nullptr)
+                     : matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w,
+                                                conv.weight_compute, conv.saved_input, dx_out != nullptr, slot_x,
+                                                slot_w, slot_dy);
     const bool fp8 = conv.compute == Format::fp8_e4m3;
     const float *dy_op = o.dy, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
-    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
+    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w, dq_g_wgrad = o.dq_g_wgrad;
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
     ConvScratch buf;
     buf.chunk = chunk_samples(s, batch);
@@ -372,8 +376,8 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     CpuTensor& gw = cpu(*conv.grad_weight);
     const std::int64_t n_w = s.out_channels * s.patch();
-    weight_gradient(m_matmul, s, o.dy_wgrad, x_op, gw.data(), batch, bf16_ok, buf);
-    const float dq = dq_g * dq_x;
+    weight_gradient(m_matmul, s, o.dy_wgrad, x_op, gw.data(), batch, o.bf16_ok_wgrad, buf);
+    const float dq = dq_g_wgrad * dq_x;
     if (!weight_stats) {
         scale_and_round(gw.data(), n_w, dq, gw.format());
     } else if (!flushed) {
@@ -392,7 +396,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     if (conv.grad_bias) {
         float* db = cpu(*conv.grad_bias).data();
-        bias_gradient(s, fp8 || conv.block ? dy.data() : dy_op, db, batch);
+        bias_gradient(s, fp8 || conv.block || per_gemm ? dy.data() : dy_op, db, batch);
         round_output(conv.grad_bias->format(), db, s.out_channels);
     }
 }

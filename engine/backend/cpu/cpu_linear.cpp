@@ -182,7 +182,8 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
                              : nullptr;
     }
     o.dy_wgrad = o.dy;
-    o.bf16_ok = fp8 || compute == Format::bf16;
+    o.bf16_ok = o.bf16_ok_wgrad = fp8 || compute == Format::bf16;
+    o.dq_g_wgrad = o.dq_g;
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
     const auto n = static_cast<std::size_t>(n_dy);
@@ -215,6 +216,93 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
     return o;
 }
 
+CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const PerGemmBackward& g,
+                                                                          const CpuTensor& dy, const CpuTensor& x,
+                                                                          CpuTensor& w, bool need_w) {
+    const ComputeFormat e4m3(Format::fp8_e4m3);
+    const bool forward_fp8 = g.forward == e4m3;
+    const auto n_dy = g.axes.dy_dgrad.outer * g.axes.dy_dgrad.K * g.axes.dy_dgrad.inner;
+    const auto n_x = g.axes.x_wgrad.outer * g.axes.x_wgrad.K * g.axes.x_wgrad.inner;
+    auto* state = static_cast<CpuFp8State*>(g.fp8);
+    MatmulBackwardOperands o;
+
+    // dy scaled into e5m2 once, for whichever matmuls take it in FP8 (in dgrad's slot when dgrad
+    // does, else in wgrad's: a dgrad in another format rounds dy into its own).
+    const float* dy_fp8 = nullptr;
+    float dq_dy_fp8 = 1.0f;
+    if (g.dgrad == e4m3 || g.wgrad == e4m3) {
+        AmaxHistory& hg = state->history(Fp8Role::grad_output);
+        float* q = scratch(g.dgrad == e4m3 ? slot_dy : slot_dy_wgrad, n_dy);
+        hg.record(scale_round_array(Format::fp8_e5m2, dy.data(), q, static_cast<std::size_t>(n_dy), hg.scale(),
+                                    Overflow::saturate));
+        dy_fp8 = q;
+        dq_dy_fp8 = hg.scale_inv();
+    }
+    // dy for one matmul: FP8 (above), blocks along `axes`, or rounded to a tensor format.
+    auto dy_for = [&](const ComputeFormat& f, BlockAxes axes, int slot, float& dq) -> const float* {
+        if (f == e4m3) {
+            dq = dq_dy_fp8;
+            return dy_fp8;
+        }
+        if (f.block) return block_operand(*f.block, dy.data(), axes, slot);
+        return operand(dy, n_dy, f.format, slot);
+    };
+    o.dy = dy_for(g.dgrad, g.axes.dy_dgrad, slot_dy, o.dq_g);
+    o.dy_wgrad = dy_for(g.wgrad, g.axes.dy_wgrad, slot_dy_wgrad, o.dq_g_wgrad);
+
+    // W for dgrad.
+    if (need_w) {
+        if (g.dgrad == e4m3) {
+            AmaxHistory& hw = state->history(Fp8Role::weight);
+            if (forward_fp8) {
+                o.w = std::as_const(cpu(*g.weight_compute)).data();  // quantised by the forward
+            } else {
+                float* q = scratch(slot_w, w.numel());
+                hw.record(scale_round_array(Format::fp8_e4m3, std::as_const(w).data(), q,
+                                            static_cast<std::size_t>(w.numel()), hw.scale(), Overflow::saturate));
+                o.w = q;
+            }
+            o.dq_w = hw.scale_inv();
+        } else if (g.dgrad.block) {
+            o.w = block_operand(*g.dgrad.block, std::as_const(w).data(), g.axes.w_dgrad, slot_w);
+        } else if (g.weight_compute && g.weight_compute->format() == g.dgrad.format && !forward_fp8) {
+            o.w = weight_operand(w, g.weight_compute, g.dgrad.format, slot_w);
+        } else {
+            o.w = operand(w, w.numel(), g.dgrad.format, slot_w);
+        }
+    }
+    // x for wgrad.
+    if (g.wgrad == e4m3) {
+        AmaxHistory& hx = state->history(Fp8Role::input);
+        if (forward_fp8) {
+            o.x = cpu(*g.saved_input).data();  // quantised by the forward
+        } else {
+            float* q = scratch(slot_x, n_x);
+            hx.record(scale_round_array(Format::fp8_e4m3, x.data(), q, static_cast<std::size_t>(n_x), hx.scale(),
+                                        Overflow::saturate));
+            o.x = q;
+        }
+        o.dq_x = hx.scale_inv();
+    } else if (g.wgrad.block) {
+        o.x = block_operand(*g.wgrad.block, x.data(), g.axes.x_wgrad, slot_x);
+    } else if (g.saved_input && g.saved_input->format() == g.wgrad.format && !forward_fp8) {
+        o.x = cpu(*g.saved_input).data();
+    } else {
+        o.x = operand(x, n_x, g.wgrad.format, slot_x);
+    }
+
+    o.bf16_ok = (g.dgrad == e4m3 || g.dgrad == ComputeFormat(Format::bf16));
+    o.bf16_ok_wgrad = (g.wgrad == e4m3 || g.wgrad == ComputeFormat(Format::bf16));
+    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
+    if (m_tracing) {  // either operand of dy may flush values the reference keeps
+        const auto n = static_cast<std::size_t>(n_dy);
+        const std::size_t zeros = count_zeros(o.dy_reference, n);
+        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
+    }
+    return o;
+}
+
 void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, const Tensor& dy_in,
                                       Tensor* dx_out, std::int64_t batch, RoundingStats* weight_stats) {
     const CpuTensor& x = cpu(x_in);
@@ -225,17 +313,21 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     // The weight operand serves dx only (the first layer has none: no rounding pass for it).
     // Block formats: dgrad reduces over out (dy's rows, W's columns), wgrad over the batch (the
     // columns of dy and x).
+    const BlockOperandAxes axes{.dy_dgrad = {batch, out, 1},
+                                .w_dgrad = {1, out, in},
+                                .dy_wgrad = {1, batch, out},
+                                .x_wgrad = {1, batch, in}};
+    const ComputeFormat forward = l.block ? ComputeFormat(*l.block) : ComputeFormat(l.compute);
     const MatmulBackwardOperands o =
-        l.block ? block_backward_operands(*l.block, dy, x, w,
-                                          {.dy_dgrad = {batch, out, 1},
-                                           .w_dgrad = {1, out, in},
-                                           .dy_wgrad = {1, batch, out},
-                                           .x_wgrad = {1, batch, in}},
-                                          dx_out != nullptr)
-                : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
-                                           l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
+        l.dgrad || l.wgrad
+            ? per_gemm_backward_operands({forward, l.dgrad.value_or(forward), l.wgrad.value_or(forward), l.fp8,
+                                          l.weight_compute, l.saved_input, axes},
+                                         dy, x, w, dx_out != nullptr)
+        : l.block ? block_backward_operands(*l.block, dy, x, w, axes, dx_out != nullptr)
+                  : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
+                                             l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
     const float *dy_op = o.dy, *dy_wgrad = o.dy_wgrad, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
-    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w;
+    const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w, dq_g_wgrad = o.dq_g_wgrad;
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
 
     if (dx_out) {
@@ -258,13 +350,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);
-    m_matmul.multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, bf16_ok);
+    m_matmul.multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad);
     if (!weight_stats) {
-        scale_and_round(gw.data(), out * in, dq_g * dq_x, gw.format());
+        scale_and_round(gw.data(), out * in, dq_g_wgrad * dq_x, gw.format());
     } else {
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
         const std::size_t n_w = static_cast<std::size_t>(out * in);
-        const float dq = dq_g * dq_x;
+        const float dq = dq_g_wgrad * dq_x;
         if (!flushed) {
             // The dequantisation, the rounding and its counts block by block (the counts add up).
             for (std::int64_t start = 0; start < out * in; start += piece) {
@@ -294,8 +386,8 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    // FP8 and block formats: of the unquantised dy, as the convolution's dB
-    column_sums(l.compute == Format::fp8_e4m3 || l.block ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
+    // FP8, block formats and per GEMM: of the unquantised dy, as the convolution's dB
+    column_sums(l.compute == Format::fp8_e4m3 || l.block || l.dgrad || l.wgrad ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
     round_output(gb.format(), db, out);
 }
 

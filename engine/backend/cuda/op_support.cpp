@@ -32,6 +32,9 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::block_scaled:
             return "The CUDA backend does not run the block-scaled formats (MX, NVFP4) yet; the CPU backend "
                    "(backend: cpu) emulates them exactly, or choose another precision for the layer.";
+        case BackendOp::per_gemm:
+            return "The CUDA backend runs a layer's three matmuls in one precision for now; the CPU backend "
+                   "(backend: cpu) runs each in its own, or give the layer one precision.";
         default: {
             if (format == Format::fp32 || format == Format::tf32 || format == Format::fp16 || format == Format::bf16)
                 return "";

@@ -39,8 +39,11 @@ public:
 protected:
     // "" when `backend` runs this layer's matmuls (op: linear or conv2d) in its formats.
     std::string unsupported_matmul(const Backend& backend, BackendOp op) const {
-        if (m_formats.block)
+        const bool block = m_formats.block || m_formats.dgrad.block || m_formats.wgrad.block;
+        if (block)
             if (std::string why = backend.unsupported(BackendOp::block_scaled, Format::fp32); !why.empty()) return why;
+        if (m_formats.gemms_differ())
+            if (std::string why = backend.unsupported(BackendOp::per_gemm, Format::fp32); !why.empty()) return why;
         return backend.unsupported(op, m_formats.compute);
     }
     // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and
@@ -50,10 +53,11 @@ protected:
         return m_formats.fp8() ||
                ((operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format));
     }
-    // Creates or drops the FP8 state as the formats ask (declare's last step).
+    // Creates or drops the FP8 state as the formats ask (declare's last step): any of the three
+    // matmuls in FP8 keeps one.
     void declare_fp8(const DeclareContext& c) {
-        if (m_formats.fp8() && !m_fp8) m_fp8 = c.backend.create_fp8_state(c.fp8_recipe);
-        if (!m_formats.fp8()) m_fp8.reset();
+        if (m_formats.any_fp8() && !m_fp8) m_fp8 = c.backend.create_fp8_state(c.fp8_recipe);
+        if (!m_formats.any_fp8()) m_fp8.reset();
     }
 
     // The tensors both backend calls take (LinearTensors, ConvTensors: the same roles), as declared.
@@ -70,6 +74,7 @@ protected:
         t.saved_input = m_saved_input.get();
         t.fp8 = m_fp8.get();
         t.block = m_formats.block;
+        if (m_formats.gemms_differ()) t.dgrad = m_formats.dgrad, t.wgrad = m_formats.wgrad;
         return t;
     }
 

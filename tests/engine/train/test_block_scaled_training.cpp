@@ -130,11 +130,57 @@ private slots:
         QVERIFY2(eval.accuracy > 0.9, qPrintable(QString("accuracy %1").arg(eval.accuracy)));
     }
 
+    // A precision per matmul: FP8 with its weight gradient in BF16 (TE's DisableFP8GEMM), set in
+    // the file, read back as written, run with the layer's FP8 state, and changed live to a
+    // quantised forward only.
+    void precisionPerMatmul() {
+        const nlohmann::json file = nlohmann::json::parse(
+            R"({"precision": {"autocast": "bf16", "layers": {"fc1": {"forward": "fp8-e4m3", "dgrad": "fp8-e4m3", "wgrad": "bf16"}}}})");
+        Experiment e = experiment_from_json(file);
+        const LayerSetting fc1 = e.precision.layers.at("fc1");
+        QVERIFY(fc1.forward == LayerPrecision::fp8_e4m3 && fc1.dgrad == LayerPrecision::fp8_e4m3 &&
+                fc1.wgrad == LayerPrecision::bf16 && !fc1.uniform());
+        QCOMPARE(QString::fromStdString(experiment_to_json(e)["precision"]["layers"]["fc1"].dump()),
+                 QStringLiteral(R"({"dgrad":"fp8-e4m3","forward":"fp8-e4m3","wgrad":"bf16"})"));
+        QVERIFY(experiment_from_json(experiment_to_json(e)) == e);
+        // A missing matmul is auto; one that is not a matmul is refused, naming it.
+        Experiment only_forward = experiment_from_json(nlohmann::json::parse(R"({"precision": {"layers": {"fc2": {"forward": "mxfp4"}}}})"));
+        QVERIFY(only_forward.precision.layers.at("fc2").wgrad == LayerPrecision::automatic);
+        QString said;
+        try {
+            experiment_from_json(nlohmann::json::parse(R"({"precision": {"layers": {"fc2": {"backward": "bf16"}}}})"));
+        } catch (const Error& err) {
+            said = err.what();
+        }
+        QVERIFY2(said.startsWith("precision.layers.fc2.backward: unknown key"), qPrintable(said));
+
+        Experiment run = regression_experiment(6);
+        run.precision.layers = e.precision.layers;
+        run.train.layer_stats_every = 1;
+        Trainer t(run, regression(), make_backend("cpu"));
+        const LayerFormats& f = t.network().formats(0);
+        QVERIFY(f.fp8() && f.gemms_differ());
+        QVERIFY(f.wgrad == ComputeFormat(Format::bf16));
+        QVERIFY(t.network().fp8_state(0) != nullptr);
+        const StepReport& r = t.step();
+        QCOMPARE(r.layers[0].precision, ComputeFormat(Format::fp8_e4m3));  // the forward's
+        QVERIFY(std::isfinite(r.step.loss));
+
+        LayerSetting forward_only(LayerPrecision::automatic);
+        forward_only.forward = LayerPrecision::mxfp4;
+        const Event ev = t.set_layer_precision("fc1", forward_only);
+        QVERIFY2(ev.message.find("forward mxfp4, dgrad auto, wgrad auto") != std::string::npos, ev.message.c_str());
+        QVERIFY(t.network().fp8_state(0) == nullptr);  // no matmul of fc1 in FP8 any more
+        const StepReport& after = t.step();
+        QCOMPARE(after.layers[0].precision, ComputeFormat(BlockFormat::mxfp4));
+        QVERIFY(std::isfinite(after.step.loss));
+    }
+
     // The experiment file names them, and a name that is none is one sentence listing them.
     void experimentFileNamesThem() {
         Experiment e = experiment_from_json(nlohmann::json::parse(R"({"precision": {"layers": {"fc1": "mxfp6-e2m3", "fc2": "nvfp4"}}})"));
-        QCOMPARE(int(e.precision.layers.at("fc1")), int(LayerPrecision::mxfp6_e2m3));
-        QCOMPARE(int(e.precision.layers.at("fc2")), int(LayerPrecision::nvfp4));
+        QVERIFY(e.precision.layers.at("fc1") == LayerSetting(LayerPrecision::mxfp6_e2m3));
+        QVERIFY(e.precision.layers.at("fc2") == LayerSetting(LayerPrecision::nvfp4));
         QString said;
         try {
             experiment_from_json(nlohmann::json::parse(R"({"precision": {"layers": {"fc1": "mxfp3"}}})"));

@@ -53,6 +53,10 @@ private slots:
         QTest::newRow("fp8 scaling") << "precision.fp8.scaling=none" << "" << "fp8 none";
         QTest::newRow("layer") << "precision.layers.fc2=fp16" << "fc2=fp16" << "";
         QTest::newRow("layer back to auto") << "precision.layers.fc3=auto" << "fc3=auto" << "";
+        // One matmul of a layer: the two others keep what they were (fc3: fp32).
+        QTest::newRow("one gemm") << "precision.layers.fc3.wgrad=bf16" << "fc3=forward fp32, dgrad fp32, wgrad bf16" << "";
+        QTest::newRow("gemm object") << R"(precision.layers.fc1={"forward": "mxfp4"})"
+                                     << "fc1=forward mxfp4, dgrad auto, wgrad auto" << "";
         QTest::newRow("already in effect") << "precision.autocast=off" << "" << "";
         QTest::newRow("inject") << "inject=fc1" << "" << "inject fc1 1";
     }
@@ -65,7 +69,7 @@ private slots:
         const LiveChange change = plan_live_change(current, layers, assignment.toStdString());
         QStringList gotLayers, gotCommands;
         for (const auto& [name, p] : change.layers)
-            gotLayers << QStringLiteral("%1=%2").arg(QString::fromStdString(name), QLatin1String(layer_precision_name(p)));
+            gotLayers << QStringLiteral("%1=%2").arg(QString::fromStdString(name), QString::fromStdString(layer_setting_text(p)));
         for (const Command& c : change.commands) gotCommands << describe(c);
         QCOMPARE(gotLayers.join(QLatin1Char(',')), layerChanges);
         QCOMPARE(gotCommands.join(QLatin1Char(',')), commands);
