@@ -100,6 +100,13 @@ BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::s
 // tensor. src == dst is allowed; otherwise the arrays must not overlap.
 BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
                               std::size_t K, std::size_t inner);
+// The same for a piece of a larger tensor (a convolution's im2col chunk), with NVFP4's tensor
+// scale given: block_tensor_scale of the whole tensor (ignored by MX).
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner, float tensor_scale);
+// The tensor scale round_blocks takes for x[0, n): nvfp4_tensor_scale of its finite amax for
+// NVFP4, 1 for MX.
+float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 
 // ---- one block at a time (what the calls above run per block; describe_block uses them too)
 

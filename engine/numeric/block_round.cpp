@@ -295,8 +295,14 @@ BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::s
 
 BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
                               std::size_t K, std::size_t inner) {
+    return round_blocks_along(format, src, dst, outer, K, inner, tensor_scale_of(format, src, outer * K * inner));
+}
+
+float block_tensor_scale(BlockFormat format, const float* x, std::size_t n) { return tensor_scale_of(format, x, n); }
+
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner, float tensor_scale) {
     BlockStats stats;
-    const float tensor_scale = tensor_scale_of(format, src, outer * K * inner);
     if (inner == 1)
         round_runs(format, tensor_scale, src, dst, outer, K, stats);
     else

@@ -226,7 +226,8 @@ private:
                                                     bool need_w, int x_slot, int w_slot, int dy_slot);
     // Block-scaled layers (LinearTensors::block): the (outer, K, inner) view round_blocks_along
     // quantises an operand along, K being the matmul's reduction dimension; one per operand of the
-    // forward (x, W), dgrad (dy, W) and wgrad (dy, x).
+    // forward (x, W), dgrad (dy, W) and wgrad (dy, x). K = 0: the operand passes unquantised (a
+    // convolution quantises its wgrad operands chunk by chunk, after im2col).
     struct BlockAxes {
         std::int64_t outer = 1, K = 0, inner = 1;
     };

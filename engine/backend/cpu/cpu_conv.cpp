@@ -22,9 +22,11 @@
 // and dX, dW rounded to their formats once. A 1×1 kernel with stride 1 and no padding
 // is im2col's plain copy. The FP8 scaling state and the weight copies are handled as linear's
 // are (CpuBackend::quantized_weight, weight_operand), so the optimizer keeps them.
-// A block-scaled convolution quantises each matmul's operands before im2col, in blocks along its
-// reduction: the forward's x along channels and W along input channels, dgrad's dy and W along
-// output channels, wgrad's dy and x along each sample's positions (docs/numerics.md).
+// A block-scaled convolution quantises each matmul's operands in blocks along its reduction, as
+// the lowered GEMMs see them: the forward's W along its rows (the patch C·k·k) and each chunk's
+// COL along its columns (the same patch, padding zeros included); dgrad's dy and W along the
+// output channels (DY's columns and W's columns); wgrad's DY and COL of each chunk along their
+// rows (samples × positions). NVFP4's tensor scales are the whole x's and dy's (docs/numerics.md).
 //
 // Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
 // (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
@@ -178,6 +180,10 @@ struct ConvScratch {
     float* dy_rows = nullptr;  // DY (Co, chunk·positions)
     float* dw = nullptr;       // (Co, patch): a chunk's weight gradient
     float* dcol = nullptr;     // DCOL (patch, chunk·positions)
+    // A block-scaled weight gradient: each chunk's DY and COL quantised along their rows (the
+    // reduction over samples and positions), NVFP4 with the whole dy's and x's tensor scales.
+    std::optional<BlockFormat> wgrad_block;
+    float dy_scale = 1, x_scale = 1;
 };
 
 // DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
@@ -214,6 +220,13 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
         const std::int64_t n = std::min(buf.chunk, batch - first), ld = n * s.positions();
         gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows);
         im2col_chunk(s, x, first, n, buf.col);
+        if (buf.wgrad_block) {
+            const auto rows = static_cast<std::size_t>(ld);
+            round_blocks_along(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels), rows,
+                               1, buf.dy_scale);
+            round_blocks_along(*buf.wgrad_block, buf.col, buf.col, static_cast<std::size_t>(s.patch()), rows, 1,
+                               buf.x_scale);
+        }
         float* target = first == 0 ? gw : buf.dw;
         mm.multiply(buf.dy_rows, false, buf.col, true, target, s.out_channels, s.patch(), ld, bf16_ok);
         if (first > 0)
@@ -248,11 +261,12 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     const float* w_op;
     float dequant = 1.0f;
     const bool fp8 = conv.compute == Format::fp8_e4m3;
-    if (conv.block) {  // blocks along the reduction: x's channels, W's input channels
+    float x_block_scale = 1;
+    if (conv.block) {  // blocks along the reduction, the patch: W's rows here, COL's columns below
         const Conv2dGeometry& g = conv.geometry;
-        x_op = block_operand(*conv.block, x.data(), {batch, g.in_channels, g.in_h * g.in_w}, slot_x);
-        w_op = block_operand(*conv.block, std::as_const(w).data(),
-                             {g.out_channels, g.in_channels, g.kernel * g.kernel}, slot_w);
+        x_op = x.data();
+        x_block_scale = block_tensor_scale(*conv.block, x.data(), static_cast<std::size_t>(batch * in));
+        w_op = block_operand(*conv.block, std::as_const(w).data(), {g.out_channels, g.patch(), 1}, slot_w);
     } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*conv.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
@@ -296,6 +310,9 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     for (std::int64_t first = 0; first < batch; first += chunk) {
         const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
         im2col_chunk(s, x_op, first, n, col);
+        if (conv.block)
+            round_blocks_along(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()), static_cast<std::size_t>(ld),
+                               x_block_scale);
         m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
         // Each sample's rows into y: × dequant, + b_o (no bias: nothing is added, a -0 stays -0),
         // rounded while the sample's output is in the cache.
@@ -326,13 +343,13 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     const std::int64_t in = s.in(), out = s.out();
 
     // Block formats: dgrad reduces over the output channels (dy's, W's rows); wgrad over the
-    // samples and positions, in blocks along each sample's positions (of dy per output channel,
-    // of x per input channel: the image im2col reads the patches from).
+    // samples and positions: its DY and COL are quantised chunk by chunk in weight_gradient (no
+    // axes here: dy and x pass as they are).
     const Conv2dGeometry& g = conv.geometry;
     const BlockOperandAxes axes{.dy_dgrad = {batch, g.out_channels, s.positions()},
                                 .w_dgrad = {1, g.out_channels, g.patch()},
-                                .dy_wgrad = {batch * g.out_channels, s.positions(), 1},
-                                .x_wgrad = {batch * g.in_channels, g.in_h * g.in_w, 1}};
+                                .dy_wgrad = {},
+                                .x_wgrad = {}};
     const ComputeFormat forward = conv.block ? ComputeFormat(*conv.block) : ComputeFormat(conv.compute);
     const bool per_gemm = conv.dgrad || conv.wgrad;
     const MatmulBackwardOperands o =
@@ -354,6 +371,12 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
     if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
     if (batch > buf.chunk) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
+    const std::optional<BlockFormat> wgrad_block = per_gemm ? conv.wgrad.value_or(forward).block : conv.block;
+    if (wgrad_block) {
+        buf.wgrad_block = wgrad_block;
+        buf.dy_scale = block_tensor_scale(*wgrad_block, dy.data(), static_cast<std::size_t>(batch * out));
+        buf.x_scale = block_tensor_scale(*wgrad_block, x.data(), static_cast<std::size_t>(batch * in));
+    }
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
@@ -378,9 +401,11 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     const std::int64_t n_w = s.out_channels * s.patch();
     weight_gradient(m_matmul, s, o.dy_wgrad, x_op, gw.data(), batch, o.bf16_ok_wgrad, buf);
     const float dq = dq_g_wgrad * dq_x;
+    // A block-scaled wgrad may flush in its DY and COL: counted against the reference, as a
+    // flushed dy is.
     if (!weight_stats) {
         scale_and_round(gw.data(), n_w, dq, gw.format());
-    } else if (!flushed) {
+    } else if (!flushed && !(m_tracing && wgrad_block)) {
         scale_in_place(gw.data(), n_w, dq);
         round_array_with_stats(gw.format(), gw.data(), static_cast<std::size_t>(n_w), *weight_stats);
     } else {
@@ -389,7 +414,9 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         RoundingStats counts;
         count_classes(gw.format(), gw.data(), static_cast<std::size_t>(n_w), counts);
         float* ref = scratch(slot_reference, n_w);
-        weight_gradient(m_matmul, s, dy_reference, x_op, ref, batch, false, buf);
+        ConvScratch unquantised = buf;
+        unquantised.wgrad_block.reset();
+        weight_gradient(m_matmul, s, dy_reference, x_op, ref, batch, false, unquantised);
         counts.zeros_before = counts.zeros - cpu_detail::count_flushed_against_reference(ref, gw.data(), n_w);
         *weight_stats += counts;
     }

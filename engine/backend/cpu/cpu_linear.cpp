@@ -192,6 +192,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
 }
 
 const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot) {
+    if (a.K == 0) return src;  // quantised later by the caller (a convolution's wgrad chunks)
     float* buf = scratch(slot, a.outer * a.K * a.inner);
     round_blocks_along(format, src, buf, static_cast<std::size_t>(a.outer), static_cast<std::size_t>(a.K),
                        static_cast<std::size_t>(a.inner));

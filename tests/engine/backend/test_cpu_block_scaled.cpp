@@ -198,69 +198,81 @@ private slots:
         QFETCH(BlockFormat, format);
         CpuBackend be;
         Conv2dGeometry g;
-        g.in_channels = 40, g.in_h = 5, g.in_w = 6, g.out_channels = 36, g.kernel = 3, g.stride = 1, g.padding = 1;
+        g.in_channels = 5, g.in_h = 5, g.in_w = 6, g.out_channels = 36, g.kernel = 3, g.stride = 1, g.padding = 1;
         const std::int64_t batch = 2, C = g.in_channels, Co = g.out_channels, H = g.in_h, W = g.in_w, k = g.kernel;
-        const std::int64_t P = g.out_h() * g.out_w(), HW = H * W;
-        const std::vector<float> xv = graded_values(batch * C, HW, 7), wv = graded_values(Co, g.patch(), 8),
+        const std::int64_t P = g.out_h() * g.out_w(), HW = H * W, patch = g.patch(), cols = batch * P;
+        const std::vector<float> xv = graded_values(batch * C, HW, 7), wv = graded_values(Co, patch, 8),
                                  dyv = graded_values(batch * Co, P, 9);
         auto x = make_with(be, batch, g.in_size(), Format::fp32, xv, "x");
-        auto w = make_with(be, Co, g.patch(), Format::fp32, wv, "conv.weight");
+        auto w = make_with(be, Co, patch, Format::fp32, wv, "conv.weight");
         auto dy = make_with(be, batch, g.out_size(), Format::fp32, dyv, "dy");
         auto y = make(be, batch, g.out_size(), Format::fp32, "y"), dx = make(be, batch, g.in_size(), Format::fp32, "dx"),
-             gw = make(be, Co, g.patch(), Format::fp32, "conv.grad_weight");
+             gw = make(be, Co, patch, Format::fp32, "conv.grad_weight");
         ConvTensors t;
         t.geometry = g, t.weight = w.get(), t.grad_weight = gw.get(), t.block = format;
 
-        // The three sums of a convolution over (n, o, oy, ox, c, ky, kx) inside the image.
-        auto each_term = [&](auto f) {
-            for (std::int64_t n = 0; n < batch; ++n)
-                for (std::int64_t o = 0; o < Co; ++o)
-                    for (std::int64_t oy = 0; oy < g.out_h(); ++oy)
-                        for (std::int64_t ox = 0; ox < g.out_w(); ++ox)
-                            for (std::int64_t c = 0; c < C; ++c)
-                                for (std::int64_t ky = 0; ky < k; ++ky)
-                                    for (std::int64_t kx = 0; kx < k; ++kx) {
-                                        const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
-                                        if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                        f(std::size_t(n * g.out_size() + o * P + oy * g.out_w() + ox),
-                                          std::size_t(n * g.in_size() + c * HW + iy * W + ix),
-                                          std::size_t(o * g.patch() + (c * k + ky) * k + kx));
-                                    }
-        };
-        struct Sums {
-            std::vector<double> value, magnitude;
-            explicit Sums(std::size_t n) : value(n), magnitude(n) {}
-            void add(std::size_t i, double t) { value[i] += t, magnitude[i] += std::abs(t); }
-        };
+        // The lowered GEMMs' operands, written here: COL (patch, batch·P), x under each kernel
+        // offset and 0 in the padding; DY (Co, batch·P), dy channel-major.
+        std::vector<float> col(static_cast<std::size_t>(patch * cols), 0.0f), dy_rows(static_cast<std::size_t>(Co * cols));
+        for (std::int64_t n = 0; n < batch; ++n)
+            for (std::int64_t p = 0; p < P; ++p) {
+                const std::int64_t oy = p / g.out_w(), ox = p % g.out_w();
+                for (std::int64_t c = 0; c < C; ++c)
+                    for (std::int64_t ky = 0; ky < k; ++ky)
+                        for (std::int64_t kx = 0; kx < k; ++kx) {
+                            const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                            col[std::size_t(((c * k + ky) * k + kx) * cols + n * P + p)] = xv[std::size_t(n * C * HW + c * HW + iy * W + ix)];
+                        }
+                for (std::int64_t o = 0; o < Co; ++o) dy_rows[std::size_t(o * cols + n * P + p)] = dyv[std::size_t((n * Co + o) * P + p)];
+            }
 
         be.conv2d_forward(t, *x, *y, batch, true);
-        {
-            const std::vector<double> xq = quantised_along(format, xv, batch, C, HW), wq = quantised_along(format, wv, Co, C, k * k);
-            Sums ref(static_cast<std::size_t>(batch * g.out_size()));
-            each_term([&](std::size_t yi, std::size_t xi, std::size_t wi) { ref.add(yi, xq[xi] * wq[wi]); });
-            const QString bad = off_reference("y", read(be, *y), ref.value, ref.magnitude);
+        {  // Y = W · COL over the patch: W along its rows, COL along its columns
+            const std::vector<double> wq = quantised_along(format, wv, Co, patch, 1), colq = quantised_along(format, col, 1, patch, cols);
+            const Product p = product(Co, cols, patch, [&](auto o, auto j) { return wq[std::size_t(o * patch + j)]; },
+                                      [&](auto j, auto c) { return colq[std::size_t(j * cols + c)]; });
+            std::vector<double> want(static_cast<std::size_t>(batch * g.out_size())), magnitude(want.size());
+            for (std::int64_t n = 0; n < batch; ++n)
+                for (std::int64_t o = 0; o < Co; ++o)
+                    for (std::int64_t q = 0; q < P; ++q) {
+                        want[std::size_t((n * Co + o) * P + q)] = p.value[std::size_t(o * cols + n * P + q)];
+                        magnitude[std::size_t((n * Co + o) * P + q)] = p.magnitude[std::size_t(o * cols + n * P + q)];
+                    }
+            const QString bad = off_reference("y", read(be, *y), want, magnitude);
             QVERIFY2(bad.isEmpty(), qPrintable(bad));
         }
 
         be.conv2d_backward(t, *x, *dy, dx.get(), batch, nullptr);
-        {  // dgrad over the output channels
-            const std::vector<double> dyq = quantised_along(format, dyv, batch, Co, P), wq = quantised_along(format, wv, 1, Co, g.patch());
-            Sums ref(static_cast<std::size_t>(batch * g.in_size()));
-            each_term([&](std::size_t yi, std::size_t xi, std::size_t wi) { ref.add(xi, dyq[yi] * wq[wi]); });
-            const QString bad = off_reference("dx", read(be, *dx), ref.value, ref.magnitude);
+        {  // dgrad over the output channels: DCOL = Wᵀ · DY, then col2im
+            const std::vector<double> dyq = quantised_along(format, dy_rows, 1, Co, cols), wq = quantised_along(format, wv, 1, Co, patch);
+            const Product dcol = product(patch, cols, Co, [&](auto j, auto o) { return wq[std::size_t(o * patch + j)]; },
+                                         [&](auto o, auto c) { return dyq[std::size_t(o * cols + c)]; });
+            std::vector<double> want(static_cast<std::size_t>(batch * g.in_size())), magnitude(want.size());
+            for (std::int64_t j = 0; j < patch; ++j)
+                for (std::int64_t c = 0; c < cols; ++c) {
+                    const std::int64_t n = c / P, q = c % P, oy = q / g.out_w(), ox = q % g.out_w();
+                    const std::int64_t ch = j / (k * k), ky = j / k % k, kx = j % k;
+                    const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                    const std::size_t at = std::size_t(n * C * HW + ch * HW + iy * W + ix);
+                    want[at] += dcol.value[std::size_t(j * cols + c)];
+                    magnitude[at] += dcol.magnitude[std::size_t(j * cols + c)];
+                }
+            const QString bad = off_reference("dx", read(be, *dx), want, magnitude);
             QVERIFY2(bad.isEmpty(), qPrintable(bad));
         }
-        {  // wgrad over samples and positions: blocks along each sample's positions
-            const std::vector<double> dyq = quantised_along(format, dyv, batch * Co, P, 1), xq = quantised_along(format, xv, batch * C, HW, 1);
-            Sums ref(static_cast<std::size_t>(Co * g.patch()));
-            each_term([&](std::size_t yi, std::size_t xi, std::size_t wi) { ref.add(wi, dyq[yi] * xq[xi]); });
+        {  // wgrad over samples and positions: DY and COL along their rows
+            const std::vector<double> dyq = quantised_along(format, dy_rows, Co, cols, 1), colq = quantised_along(format, col, patch, cols, 1);
+            const Product ref = product(Co, patch, cols, [&](auto o, auto c) { return dyq[std::size_t(o * cols + c)]; },
+                                        [&](auto c, auto j) { return colq[std::size_t(j * cols + c)]; });
             const std::vector<float> got = read(be, *gw);
             const QString bad = off_reference("grad_weight", got, ref.value, ref.magnitude);
             QVERIFY2(bad.isEmpty(), qPrintable(bad));
-            // x along its channels (the forward's axis) would give another weight gradient.
-            const std::vector<double> x_channels = quantised_along(format, xv, batch, C, HW);
-            Sums wrong(static_cast<std::size_t>(Co * g.patch()));
-            each_term([&](std::size_t yi, std::size_t xi, std::size_t wi) { wrong.add(wi, dyq[yi] * x_channels[xi]); });
+            // COL along its columns (the forward's axis) would give another weight gradient.
+            const std::vector<double> col_patch = quantised_along(format, col, 1, patch, cols);
+            const Product wrong = product(Co, patch, cols, [&](auto o, auto c) { return dyq[std::size_t(o * cols + c)]; },
+                                          [&](auto c, auto j) { return col_patch[std::size_t(j * cols + c)]; });
             if (axis_shows(format)) QVERIFY(far_from(got, wrong.value, wrong.magnitude));
         }
     }

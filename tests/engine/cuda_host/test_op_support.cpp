@@ -224,6 +224,10 @@ private slots:
         const std::string why = cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200");
         QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("backend: cpu") != std::string::npos,
                  why.c_str());
+        // So does a layer whose three matmuls differ.
+        const std::string mix = cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200");
+        QVERIFY2(mix.find("three matmuls") != std::string::npos && mix.find("backend: cpu") != std::string::npos,
+                 mix.c_str());
     }
 
     void transformer_ops_take_the_cpu_formats() {
