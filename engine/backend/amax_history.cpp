@@ -37,13 +37,26 @@ void AmaxHistory::update() {
             else amax = std::max(amax, v);
         }
     }
-    if (m_scaling == Fp8Scaling::delayed && amax > 0.0f && std::isfinite(amax)) {
-        const float scale = (m_fp8_max / amax) / std::ldexp(1.0f, m_margin);
-        if (std::isfinite(scale) && scale > 0.0f) {
+    if (m_scaling == Fp8Scaling::delayed) {
+        if (const float scale = scale_for(amax); scale > 0.0f) {
             m_scale = scale;
             m_scale_inv = 1.0f / scale;
         }
     }
+}
+
+float AmaxHistory::scale_for(float amax) const {
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 0.0f;
+    float scale = (m_fp8_max / amax) / std::ldexp(1.0f, m_margin);
+    if (!std::isfinite(scale) || !(scale > 0.0f)) return 0.0f;
+    if (m_power_of_two) scale = std::ldexp(1.0f, std::ilogb(scale));  // down: amax · scale <= fp8_max
+    return scale;
+}
+
+void AmaxHistory::use_amax(float amax) {
+    const float scale = scale_for(amax);
+    m_scale = scale > 0.0f ? scale : 1.0f;
+    m_scale_inv = 1.0f / m_scale;
 }
 
 std::vector<float> AmaxHistory::history() const {

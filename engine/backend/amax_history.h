@@ -5,7 +5,8 @@
 // `history_len` amaxes and the next scale is computed from the window:
 //     amax  = max(window)            (algo max)   or   the newest entry   (algo most_recent)
 //     scale = (fp8_max / amax) / 2^margin,  kept unchanged when amax is 0 or not finite.
-// The first step uses scale 1. Arithmetic in FP32, as TE does it. Host-side; the CPU backend uses
+// The first step uses scale 1. Arithmetic in FP32, as TE does it. Current scaling (use_amax) takes
+// the same formula from the tensor's own amax instead of the window's. Host-side; the CPU backend uses
 // it directly and a GPU backend can mirror it. With scaling none the window is kept as always but
 // the scale stays 1, so switching back to delayed picks the history up where it is.
 #pragma once
@@ -29,6 +30,12 @@ public:
     std::vector<float> history() const;  // newest first
     void set_recipe(int margin, AmaxAlgo algo);
     void set_scaling(Fp8Scaling scaling);  // none sets the scale to 1 at once
+    void set_power_of_two(bool on) { m_power_of_two = on; }
+    bool current() const { return m_scaling == Fp8Scaling::current; }
+    // Current scaling: the scale for a tensor about to be quantised, from its own amax (kept until
+    // the next call: the backward's dequantisation reads it); 1 when amax is 0 or not finite.
+    // Records nothing (the caller records what a training step quantised). Call only when current().
+    void use_amax(float amax);
 
 private:
     std::vector<float> m_window;  // ring buffer of the last history_len amaxes
@@ -40,6 +47,11 @@ private:
     float m_fp8_max;
     float m_pending = 0;          // this step's amax so far
     float m_scale = 1, m_scale_inv = 1;
+    bool m_power_of_two = false;
+
+    // (fp8_max / amax) / 2^margin, rounded down to a power of two when asked; 0 when amax is 0,
+    // not finite, or the scale would not be a finite positive number.
+    float scale_for(float amax) const;
 };
 
 }  // namespace mantissa

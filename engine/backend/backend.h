@@ -71,6 +71,7 @@ enum class BackendOp : std::uint8_t {
     embedding,
     block_scaled,  // a linear or conv2d layer in a block-scaled format (LinearTensors::block)
     per_gemm,      // a linear or conv2d layer whose backward matmuls differ from its forward's
+    fp8_recipe,    // FP8 current scaling or power-of-two scales (Fp8Recipe)
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -106,12 +107,15 @@ protected:
 
 // FP8 delayed scaling (Transformer Engine's recipe): per tensor, a history of the last
 // `history_len` amax values and a scale = (fp8_max / amax) / 2^margin, where amax is the history's
-// maximum or its most recent entry. With scaling none every scale is 1 (the history is still kept).
+// maximum or its most recent entry. With scaling none every scale is 1 (the history is still kept);
+// with current, amax is the tensor's own at the moment it is quantised (the history is still kept,
+// for the telemetry). power_of_two rounds every scale down to a power of two.
 struct Fp8Recipe {
     int history_len = 16;
     int margin = 0;
     AmaxAlgo algo = AmaxAlgo::max;
     Fp8Scaling scaling = Fp8Scaling::delayed;
+    bool power_of_two = false;  // scales rounded down to powers of two
 };
 
 enum class Fp8Role : std::uint8_t { input, weight, grad_output };  // e4m3, e4m3, e5m2

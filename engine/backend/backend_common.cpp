@@ -45,6 +45,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::embedding: return "embedding";
     case BackendOp::block_scaled: return "block-scaled matmul";
     case BackendOp::per_gemm: return "per-GEMM precision";
+    case BackendOp::fp8_recipe: return "FP8 current scaling";
     }
     return "linear";
 }

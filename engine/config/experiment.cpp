@@ -68,7 +68,8 @@ constexpr Named<LrSchedule> schedule_names[] = {{LrSchedule::constant, "constant
                                                 {LrSchedule::cosine, "cosine"}};
 constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
                                                {AmaxAlgo::most_recent, "most_recent"}};
-constexpr Named<Fp8Scaling> fp8_scaling_names[] = {{Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}};
+constexpr Named<Fp8Scaling> fp8_scaling_names[] = {
+    {Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}, {Fp8Scaling::current, "current"}};
 constexpr Named<OpPrecision> op_precision_names[] = {
     {OpPrecision::automatic, "auto"}, {OpPrecision::fp32, "fp32"}, {OpPrecision::fp16, "fp16"}, {OpPrecision::bf16, "bf16"}};
 constexpr std::array<const char*, 2> vocabularies = {"chars", "bytes"};
@@ -508,6 +509,7 @@ void read_fp8(Reader r, Fp8Spec& f) {
     r.integer("margin", f.margin, 0, 16);
     r.choice("amax_compute_algo", f.amax_compute_algo, amax_algo_names);
     r.choice("scaling", f.scaling, fp8_scaling_names);
+    r.boolean("power_of_two_scales", f.power_of_two_scales);
     r.finish();
 }
 
@@ -741,7 +743,8 @@ json experiment_to_json(const Experiment& e) {
                             {"max_scale", optional_scale(s.max_scale)}}},
           {"fp8", {{"amax_history_len", p.fp8.amax_history_len}, {"margin", p.fp8.margin},
                    {"amax_compute_algo", amax_algo_name(p.fp8.amax_compute_algo)},
-                   {"scaling", fp8_scaling_name(p.fp8.scaling)}}}}},
+                   {"scaling", fp8_scaling_name(p.fp8.scaling)},
+                   {"power_of_two_scales", p.fp8.power_of_two_scales}}}}},
         {"backend", {{"kind", e.backend}, {"device", e.device}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
                     {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace},

@@ -147,14 +147,17 @@ struct LossScalingSpec {
 
 enum class AmaxAlgo : std::uint8_t { max, most_recent };
 // delayed: each tensor's scale follows its amax history; none: every scale stays 1, so values are
-// cast to FP8 as they are (what per-tensor scaling saves a layer from, shown by switching it off).
-enum class Fp8Scaling : std::uint8_t { delayed, none };
+// cast to FP8 as they are (what per-tensor scaling saves a layer from, shown by switching it off);
+// current: each tensor's scale comes from its own amax at the moment it is quantised (TE's
+// Float8CurrentScaling, torchao's tensorwise), one more pass over it, no history to lag behind.
+enum class Fp8Scaling : std::uint8_t { delayed, none, current };
 
 struct Fp8Spec {                    // delayed per-tensor scaling, as Transformer Engine does
     int amax_history_len = 16;
     int margin = 0;
     AmaxAlgo amax_compute_algo = AmaxAlgo::max;
     Fp8Scaling scaling = Fp8Scaling::delayed;  // the one FP8 setting that can change during a run
+    bool power_of_two_scales = false;  // each scale rounded down to a power of two (exact to apply)
 
     bool operator==(const Fp8Spec&) const = default;
 };

@@ -31,10 +31,16 @@ void set_layer_formats(const std::vector<Layer*>& layers, const std::vector<Laye
         if (layers[i]->takes_precision()) layers[i]->set_formats(formats[i]);
 }
 
-// The first sentence of a layer the backend cannot run, named; "" when it runs them all.
-std::string first_unsupported(const Backend& backend, const std::vector<Layer*>& all) {
-    for (const Layer* layer : all)
+// The first sentence of a layer the backend cannot run, named; "" when it runs them all. An FP8
+// layer also needs the recipe's options (current scaling, power-of-two scales) from the backend.
+std::string first_unsupported(const Backend& backend, const std::vector<Layer*>& all, const Fp8Recipe& recipe) {
+    for (const Layer* layer : all) {
         if (std::string why = layer->unsupported(backend); !why.empty()) return layer->name() + ": " + why;
+        const bool options = recipe.scaling == Fp8Scaling::current || recipe.power_of_two;
+        if (options && layer->takes_precision() && layer->formats().any_fp8())
+            if (std::string why = backend.unsupported(BackendOp::fp8_recipe, Format::fp8_e4m3); !why.empty())
+                return layer->name() + ": " + why;
+    }
     return {};
 }
 
@@ -49,7 +55,7 @@ Network::Network(Backend& backend, ModelDesc desc_in, std::int64_t batch_capacit
     for (Layer* layer : m_all) layer->link(m_all);
     set_layer_formats(m_layers, formats);
     for (Layer* layer : m_all) layer->set_op_formats(m_ops);
-    if (std::string why = first_unsupported(backend, m_all); !why.empty()) throw Error(why);
+    if (std::string why = first_unsupported(backend, m_all, m_recipe); !why.empty()) throw Error(why);
     m_input = backend.allocate(tensor_desc("input", rows(m_capacity), m_desc.inputs(), Format::fp32,
                                            MemoryCategory::activations));
     declare();
@@ -78,7 +84,7 @@ void Network::set_formats(const std::vector<LayerFormats>& formats, const OpForm
         for (Layer* layer : m_all) layer->set_op_formats(m_ops);
     };
     apply(formats, ops);
-    if (std::string why = first_unsupported(m_backend, m_all); !why.empty()) {
+    if (std::string why = first_unsupported(m_backend, m_all, m_recipe); !why.empty()) {
         apply(before, ops_before);  // refused whole: nothing was re-declared
         throw Error(why);
     }
@@ -150,6 +156,9 @@ void Network::end_step() {
 }
 
 void Network::set_fp8_scaling(Fp8Scaling scaling) {
+    Fp8Recipe changed = m_recipe;
+    changed.scaling = scaling;
+    if (std::string why = first_unsupported(m_backend, m_all, changed); !why.empty()) throw Error(why);
     m_recipe.scaling = scaling;
     for (Layer* layer : m_all) layer->set_fp8_scaling(scaling);
 }

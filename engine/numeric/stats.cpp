@@ -58,7 +58,20 @@ MANTISSA_HOT void classes_in(const std::uint32_t* __restrict bits, std::size_t n
     *nonfinite = f;
 }
 
+// The magnitudes' bit patterns order as the values do (NaN's above inf's), and a signed
+// integer max vectorises where a float one (with NaN's rules) does not.
+MANTISSA_HOT float max_abs_kernel(const float* data, std::size_t n) {
+    std::int32_t m = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t a = std::bit_cast<std::int32_t>(data[i]) & 0x7FFFFFFF;
+        m = a > m ? a : m;
+    }
+    return std::bit_cast<float>(m);
+}
+
 }  // namespace
+
+float max_abs(const float* data, std::size_t n) { return max_abs_kernel(data, n); }
 
 std::int64_t count_zeros(const float* data, std::size_t n) {
     const auto* bits = reinterpret_cast<const std::uint32_t*>(data);

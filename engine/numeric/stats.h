@@ -27,6 +27,9 @@ struct RoundingStats {
     RoundingStats& operator+=(const RoundingStats& o);
 };
 
+// max |data[i]| over data[0..n): NaN when any is NaN, inf when any is infinite (0 for n = 0).
+float max_abs(const float* data, std::size_t n);
+
 // Counts exact zeros (either sign) in data[0..n).
 std::int64_t count_zeros(const float* data, std::size_t n);
 

@@ -144,6 +144,7 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     recipe.margin = m_experiment.precision.fp8.margin;
     recipe.algo = m_experiment.precision.fp8.amax_compute_algo;
     recipe.scaling = m_experiment.precision.fp8.scaling;
+    recipe.power_of_two = m_experiment.precision.fp8.power_of_two_scales;
     if (recipe.history_len < 1) throw Error("precision.fp8.amax_history_len must be at least 1.");
 
     // The CPU backend allocates host memory as it goes: a model that cannot fit is refused before
@@ -619,8 +620,8 @@ Event Trainer::set_master_weights(bool enabled) {
 Event Trainer::set_fp8_scaling(Fp8Scaling scaling) {
     require_idle("set_fp8_scaling");
     const Fp8Scaling old = m_experiment.precision.fp8.scaling;
+    m_network->set_fp8_scaling(scaling);  // refused (nothing changed) where the backend lacks it
     m_experiment.precision.fp8.scaling = scaling;
-    m_network->set_fp8_scaling(scaling);
     m_pipeline->invalidate("precision.fp8.scaling changed");  // a captured step holds the old recipe
     return make_setting_event("precision.fp8.scaling", fp8_scaling_name(old), fp8_scaling_name(scaling), true);
 }

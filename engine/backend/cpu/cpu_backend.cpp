@@ -88,6 +88,7 @@ CpuFp8State::CpuFp8State(const Fp8Recipe& r, std::shared_ptr<CpuLedger> ledger)
                 AmaxHistory(r.history_len, r.margin, r.algo, format_info(Format::fp8_e5m2).max_finite)},
       m_ledger(std::move(ledger)) {
     set_scaling(r.scaling);
+    for (AmaxHistory& h : m_history) h.set_power_of_two(r.power_of_two);
 }
 
 void CpuFp8State::set_scaling(Fp8Scaling scaling) {
@@ -213,6 +214,8 @@ CpuTensor* CpuBackend::fresh_cast_copy(const Tensor& param) const {
 CpuFp8WeightCopy* CpuBackend::fp8_copy_to_write(const Tensor& param) {
     const auto it = m_ledger->fp8_copies.find(&cpu(param));
     if (it == m_ledger->fp8_copies.end()) return nullptr;
+    // Current scaling takes the weights' scale from their amax after this update: unknown here.
+    if (it->second.history->current()) return nullptr;
     // The scale the history will have after this step's update (end_step, after the optimizer):
     // the update of a copy (assigned into a kept object: no allocation once it has grown).
     m_next_scale = *it->second.history;
@@ -251,6 +254,10 @@ float CpuBackend::quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw)
     // The optimizer writes the quantised weights with the scale this step uses when it can
     // (CpuFp8WeightCopy): quantise only when the copy is not what quantising would give.
     CpuFp8WeightCopy& entry = m_ledger->fp8_copies[&w];
+    // Current scaling: the scale from the weights' own amax (the copy's, while it is current).
+    if (hw.current())
+        hw.use_amax(entry.copy == &wc && wc.is_copy_of(w) ? entry.amax
+                                                          : max_abs(std::as_const(w).data(), static_cast<std::size_t>(w.numel())));
     if (entry.copy == &wc && wc.is_copy_of(w) &&
         std::bit_cast<std::uint32_t>(entry.scale) == std::bit_cast<std::uint32_t>(hw.scale()))
         return entry.amax;
@@ -274,7 +281,8 @@ float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64
 std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
-    if (op == BackendOp::block_scaled || op == BackendOp::per_gemm) return "";  // every block format and mix
+    if (op == BackendOp::block_scaled || op == BackendOp::per_gemm || op == BackendOp::fp8_recipe)
+        return "";  // every block format, every mix, every FP8 recipe
     if (op == BackendOp::bmm) {
         if (common) return "";
         return "The CPU backend computes batched matmuls in fp32, tf32, fp16 or bf16, not " +

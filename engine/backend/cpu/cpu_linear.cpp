@@ -122,6 +122,7 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         const float amax_w = quantized_weight(w, wc, hw);
         const float* wq = std::as_const(wc).data();
         float* xq = cpu(*l.saved_input).data();
+        if (hx.current()) hx.use_amax(max_abs(x.data(), static_cast<std::size_t>(batch * in)));
         const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
         if (record_amax) {
             hw.record(amax_w);
@@ -167,6 +168,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
         auto& state = static_cast<CpuFp8State&>(*fp8_state);
         AmaxHistory& hg = state.history(Fp8Role::grad_output);
         float* q = scratch(dy_slot, n_dy);
+        if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
         hg.record(quantize_scaled(dy.data(), q, n_dy, hg.scale(), Format::fp8_e5m2));
         o.dq_g = hg.scale_inv();
         o.dq_x = state.history(Fp8Role::input).scale_inv();
@@ -234,6 +236,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
     if (g.dgrad == e4m3 || g.wgrad == e4m3) {
         AmaxHistory& hg = state->history(Fp8Role::grad_output);
         float* q = scratch(g.dgrad == e4m3 ? slot_dy : slot_dy_wgrad, n_dy);
+        if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
         hg.record(scale_round_array(Format::fp8_e5m2, dy.data(), q, static_cast<std::size_t>(n_dy), hg.scale(),
                                     Overflow::saturate));
         dy_fp8 = q;
@@ -259,6 +262,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
                 o.w = std::as_const(cpu(*g.weight_compute)).data();  // quantised by the forward
             } else {
                 float* q = scratch(slot_w, w.numel());
+                if (hw.current()) hw.use_amax(max_abs(std::as_const(w).data(), static_cast<std::size_t>(w.numel())));
                 hw.record(scale_round_array(Format::fp8_e4m3, std::as_const(w).data(), q,
                                             static_cast<std::size_t>(w.numel()), hw.scale(), Overflow::saturate));
                 o.w = q;
@@ -279,6 +283,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             o.x = cpu(*g.saved_input).data();  // quantised by the forward
         } else {
             float* q = scratch(slot_x, n_x);
+            if (hx.current()) hx.use_amax(max_abs(x.data(), static_cast<std::size_t>(n_x)));
             hx.record(scale_round_array(Format::fp8_e4m3, x.data(), q, static_cast<std::size_t>(n_x), hx.scale(),
                                         Overflow::saturate));
             o.x = q;

@@ -32,6 +32,10 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::block_scaled:
             return "The CUDA backend does not run the block-scaled formats (MX, NVFP4) yet; the CPU backend "
                    "(backend: cpu) emulates them exactly, or choose another precision for the layer.";
+        case BackendOp::fp8_recipe:
+            return "The CUDA backend scales FP8 tensors with delayed scaling (or none), with scales that are not "
+                   "rounded to powers of two, for now; the CPU backend (backend: cpu) runs current scaling and "
+                   "power-of-two scales.";
         case BackendOp::per_gemm:
             return "The CUDA backend runs a layer's three matmuls in one precision for now; the CPU backend "
                    "(backend: cpu) runs each in its own, or give the layer one precision.";

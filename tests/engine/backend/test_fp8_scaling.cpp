@@ -88,6 +88,66 @@ private slots:
         QCOMPARE(h.scale(), 448.0f / 16);
     }
 
+    // Current scaling: the scale from the tensor's own amax at once (1 for 0 or a non-finite
+    // amax), nothing recorded by it, and update() leaves it; power-of-two scales round down.
+    void currentScalingAndPowerOfTwoScales() {
+        AmaxHistory h(4, 0, AmaxAlgo::max, 448.0f);
+        h.set_scaling(Fp8Scaling::current);
+        QVERIFY(h.current());
+        h.use_amax(3.0f);
+        QCOMPARE(h.scale(), 448.0f / 3.0f);
+        QCOMPARE(h.scale_inv(), 1.0f / (448.0f / 3.0f));
+        QVERIFY(h.history().empty());  // use_amax records nothing
+        h.record(3.0f);
+        h.update();
+        QCOMPARE(h.scale(), 448.0f / 3.0f);  // the window does not set a current scale
+        h.use_amax(0.0f);
+        QCOMPARE(h.scale(), 1.0f);
+        h.use_amax(std::numeric_limits<float>::infinity());
+        QCOMPARE(h.scale(), 1.0f);
+        h.set_power_of_two(true);
+        h.use_amax(3.0f);
+        QCOMPARE(h.scale(), 128.0f);  // 149.3 rounded down: 3 · 128 = 384 <= 448
+        AmaxHistory d(1, 0, AmaxAlgo::max, 448.0f);
+        d.set_power_of_two(true);
+        d.record(0.001f);
+        d.update();
+        QCOMPARE(d.scale(), 262144.0f);  // 448000 -> 2^18
+    }
+
+    // An FP8 linear layer with current scaling quantises this step's x and W with their own
+    // amaxes: its first forward is bit for bit a delayed layer's whose one-entry history already
+    // holds those amaxes; its backward scales dy by dy's amax the same way.
+    void currentScalingIsDelayedWithoutTheLag() {
+        CpuBackend be;
+        const int B = 4, in = 5, out = 3;
+        auto mk = [&](std::int64_t r, std::int64_t c) { return be.allocate(TensorDesc{"t", r, c, Format::fp32, MemoryCategory::workspace}); };
+        const std::vector<float> xv = backend_test::random_values(B * in, 40.0f, 1), wv = backend_test::random_values(out * in, 0.01f, 2),
+                                 dyv = backend_test::random_values(B * out, 1e-6f, 3);
+        auto x = mk(B, in), dy = mk(B, out);
+        be.upload(*x, xv.data(), B * in);
+        be.upload(*dy, dyv.data(), B * out);
+        backend_test::Fp8Linear current(be, B, in, out, 1), delayed(be, B, in, out, 1);
+        current.state->set_scaling(Fp8Scaling::current);
+        for (auto* l : {&current, &delayed}) be.upload(*l->w, wv.data(), out * in);
+        auto y1 = mk(B, out), y2 = mk(B, out), dx1 = mk(B, in), dx2 = mk(B, in);
+        // Prime the delayed layer: one step records the amaxes, the update turns them into scales.
+        be.linear_forward(delayed.t, *x, *y2, B, true);
+        be.linear_backward(delayed.t, *x, *dy, dx2.get(), B, nullptr);
+        be.update_fp8_scales(*delayed.state);
+        be.linear_forward(delayed.t, *x, *y2, B, true);
+        be.linear_backward(delayed.t, *x, *dy, dx2.get(), B, nullptr);
+        be.linear_forward(current.t, *x, *y1, B, true);
+        be.linear_backward(current.t, *x, *dy, dx1.get(), B, nullptr);
+        QCOMPARE(read(be, *y1), read(be, *y2));
+        QCOMPARE(read(be, *dx1), read(be, *dx2));
+        QCOMPARE(read(be, *current.gw), read(be, *delayed.gw));
+        QVERIFY(current.state->snapshot(Fp8Role::input).scale != 1.0f);
+        // The amaxes still enter the history (the telemetry's), at the end of the step.
+        be.update_fp8_scales(*current.state);
+        QCOMPARE(current.state->snapshot(Fp8Role::grad_output).amax_history.size(), std::size_t{1});
+    }
+
     // A one-layer FP8 forward: x and W quantised with their scales (saturating), the product
     // dequantised by 1/(sx·sw), the bias added, the output stored in the output format.
     void fp8LinearForwardAndBackward() {

@@ -228,6 +228,9 @@ private slots:
         const std::string mix = cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200");
         QVERIFY2(mix.find("three matmuls") != std::string::npos && mix.find("backend: cpu") != std::string::npos,
                  mix.c_str());
+        // And FP8 current scaling or power-of-two scales.
+        const std::string recipe = cuda_op_unsupported(BackendOp::fp8_recipe, Format::fp8_e4m3, Support{true, {}}, "H200");
+        QVERIFY2(recipe.find("current scaling") != std::string::npos, recipe.c_str());
     }
 
     void transformer_ops_take_the_cpu_formats() {

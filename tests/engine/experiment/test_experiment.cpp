@@ -80,7 +80,7 @@ Experiment non_default_experiment() {
     e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
                           {"fc2", LayerPrecision::automatic}, {"fc3", LayerPrecision::tf32}};
     e.precision.loss_scaling = {LossScalingMode::fixed, 1024, 4, 0.25, 100, 1.0, 1e9};
-    e.precision.fp8 = {64, 2, AmaxAlgo::most_recent, Fp8Scaling::none};
+    e.precision.fp8 = {64, 2, AmaxAlgo::most_recent, Fp8Scaling::none, true};
     e.backend = "cuda";
     e.device = 3;
     e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true, 0, std::nullopt};
@@ -112,11 +112,11 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 11,
-        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 4, backend 2, lesson 6 (its
+        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5, backend 2, lesson 6 (its
         // reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 62);
+        QCOMPARE(int(keys.size()), 63);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -304,8 +304,8 @@ private slots:
         row(R"({"precision": {"fp8": {"margin": 17}}})", "precision.fp8.margin: must be between 0 and 16, got 17");
         row(R"({"precision": {"fp8": {"amax_compute_algo": "mean"}}})",
             "precision.fp8.amax_compute_algo: must be one of max, most_recent, got \"mean\"");
-        row(R"({"precision": {"fp8": {"scaling": "current"}}})",
-            "precision.fp8.scaling: must be one of delayed, none, got \"current\"");
+        row(R"({"precision": {"fp8": {"scaling": "rowwise"}}})",
+            "precision.fp8.scaling: must be one of delayed, none, current, got \"rowwise\"");
         row(R"({"precision": []})", "precision: expected an object, got an array");
         row(R"({"model": {"hidden": [256, 0]}})", "model.hidden[1]: must be between 1 and 65536, got 0");
         row(R"({"model": {"hidden": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}})",
