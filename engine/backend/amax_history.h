@@ -32,6 +32,9 @@ public:
     void set_scaling(Fp8Scaling scaling);  // none sets the scale to 1 at once
     void set_power_of_two(bool on) { m_power_of_two = on; }
     bool current() const { return m_scaling == Fp8Scaling::current; }
+    bool rowwise() const { return m_scaling == Fp8Scaling::rowwise; }  // the backend scales per row
+    int margin() const { return m_margin; }
+    bool power_of_two() const { return m_power_of_two; }
     // Current scaling: the scale for a tensor about to be quantised, from its own amax (kept until
     // the next call: the backward's dequantisation reads it); 1 when amax is 0 or not finite.
     // Records nothing (the caller records what a training step quantised). Call only when current().

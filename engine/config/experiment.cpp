@@ -69,7 +69,8 @@ constexpr Named<LrSchedule> schedule_names[] = {{LrSchedule::constant, "constant
 constexpr Named<AmaxAlgo> amax_algo_names[] = {{AmaxAlgo::max, "max"},
                                                {AmaxAlgo::most_recent, "most_recent"}};
 constexpr Named<Fp8Scaling> fp8_scaling_names[] = {
-    {Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}, {Fp8Scaling::current, "current"}};
+    {Fp8Scaling::delayed, "delayed"}, {Fp8Scaling::none, "none"}, {Fp8Scaling::current, "current"},
+    {Fp8Scaling::rowwise, "rowwise"}};
 constexpr Named<OpPrecision> op_precision_names[] = {
     {OpPrecision::automatic, "auto"}, {OpPrecision::fp32, "fp32"}, {OpPrecision::fp16, "fp16"}, {OpPrecision::bf16, "bf16"}};
 constexpr std::array<const char*, 2> vocabularies = {"chars", "bytes"};

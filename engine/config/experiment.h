@@ -149,8 +149,10 @@ enum class AmaxAlgo : std::uint8_t { max, most_recent };
 // delayed: each tensor's scale follows its amax history; none: every scale stays 1, so values are
 // cast to FP8 as they are (what per-tensor scaling saves a layer from, shown by switching it off);
 // current: each tensor's scale comes from its own amax at the moment it is quantised (TE's
-// Float8CurrentScaling, torchao's tensorwise), one more pass over it, no history to lag behind.
-enum class Fp8Scaling : std::uint8_t { delayed, none, current };
+// Float8CurrentScaling, torchao's tensorwise), one more pass over it, no history to lag behind;
+// rowwise: a current scale per row along each matmul's reduction dimension (torchao's rowwise;
+// linear layers whose three matmuls are FP8).
+enum class Fp8Scaling : std::uint8_t { delayed, none, current, rowwise };
 
 struct Fp8Spec {                    // delayed per-tensor scaling, as Transformer Engine does
     int amax_history_len = 16;

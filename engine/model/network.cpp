@@ -36,10 +36,14 @@ void set_layer_formats(const std::vector<Layer*>& layers, const std::vector<Laye
 std::string first_unsupported(const Backend& backend, const std::vector<Layer*>& all, const Fp8Recipe& recipe) {
     for (const Layer* layer : all) {
         if (std::string why = layer->unsupported(backend); !why.empty()) return layer->name() + ": " + why;
-        const bool options = recipe.scaling == Fp8Scaling::current || recipe.power_of_two;
-        if (options && layer->takes_precision() && layer->formats().any_fp8())
-            if (std::string why = backend.unsupported(BackendOp::fp8_recipe, Format::fp8_e4m3); !why.empty())
-                return layer->name() + ": " + why;
+        const bool options = recipe.scaling == Fp8Scaling::current || recipe.scaling == Fp8Scaling::rowwise ||
+                             recipe.power_of_two;
+        if (!options || !layer->takes_precision() || !layer->formats().any_fp8()) continue;
+        if (std::string why = backend.unsupported(BackendOp::fp8_recipe, Format::fp8_e4m3); !why.empty())
+            return layer->name() + ": " + why;
+        if (recipe.scaling == Fp8Scaling::rowwise && (std::string(layer->kind()) != "linear" || layer->formats().gemms_differ()))
+            return layer->name() + ": rowwise FP8 scaling is for linear layers whose three matmuls are all fp8-e4m3; "
+                                   "give this layer another precision, or use delayed or current scaling.";
     }
     return {};
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "numeric/element_format.h"
+#include "numeric/format.h"
 
 namespace mantissa {
 
@@ -107,6 +108,14 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 // The tensor scale round_blocks takes for x[0, n): nvfp4_tensor_scale of its finite amax for
 // NVFP4, 1 for MX.
 float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
+
+// FP8 with a scale per row along the reduction dimension (torchao's rowwise scaling): over the
+// (outer, K, inner) view of round_blocks_along, each run of K values gets its own FP32 scale
+// s = (fp8_max / amax_run) / 2^margin (rounded down to a power of two when power_of_two; 1 when the
+// run's amax is 0 or not finite), each value becomes rnd_fp8^sat(x · s) · fp32(1 / s). element:
+// fp8-e4m3 or fp8-e5m2. Returns the tensor's amax, the largest |x| (NaN when any x is not finite).
+float round_axiswise_fp8(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                         std::size_t inner, int margin, bool power_of_two);
 
 // ---- one block at a time (what the calls above run per block; describe_block uses them too)
 

@@ -310,4 +310,63 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
     return stats;
 }
 
+namespace {
+
+// The per-run scale of round_axiswise_fp8, from the run's amax (magnitude bits).
+float axiswise_scale(std::int32_t amax_bits, float fp8_max, int margin, bool power_of_two) {
+    const float amax = std::bit_cast<float>(amax_bits);
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
+    float s = (fp8_max / amax) / std::ldexp(1.0f, margin);
+    if (!std::isfinite(s) || !(s > 0.0f)) return 1.0f;
+    if (power_of_two) s = std::ldexp(1.0f, std::ilogb(s));
+    return s;
+}
+
+// One run's (or one tile row's) values: y = round_to_grid(x · s) · inv, s and inv per value.
+MANTISSA_BLOCK_HOT void scale_round_span(const float* x, float* y, std::size_t n, const float* s, const float* inv,
+                                         Grid g) {
+    for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s[j], g) * inv[j];
+}
+
+}  // namespace
+
+float round_axiswise_fp8(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                         std::size_t inner, int margin, bool power_of_two) {
+    const FormatInfo& f = format_info(element);
+    const Grid g{f.mantissa_bits, f.min_exponent, f.max_exponent, f.max_finite};
+    thread_local std::vector<std::int32_t> amax;
+    thread_local std::vector<std::uint8_t> special;
+    thread_local std::vector<float> scale, inverse;
+    const std::size_t width = inner == 1 ? K : inner;  // the span one scale vector covers
+    amax.resize(inner);
+    special.resize(inner);
+    scale.resize(width);
+    inverse.resize(width);
+    std::int32_t tensor_amax = 0;
+    constexpr std::int32_t nan_bits = 0x7FC00000;  // a NaN or an inf in the tensor: its amax is NaN
+    for (std::size_t o = 0; o < outer; ++o) {
+        const float* x = src + o * K * inner;
+        float* y = dst + o * K * inner;
+        if (inner == 1) {  // one run of K contiguous values: one scale
+            bool nonfinite = false;
+            const std::int32_t a = std::bit_cast<std::int32_t>(finite_amax(x, K, nonfinite));
+            tensor_amax = std::max({tensor_amax, a, nonfinite ? nan_bits : 0});
+            std::fill(scale.begin(), scale.end(), axiswise_scale(a, f.max_finite, margin, power_of_two));
+            std::fill(inverse.begin(), inverse.end(), 1.0f / scale[0]);
+            scale_round_span(x, y, K, scale.data(), inverse.data(), g);
+            continue;
+        }
+        std::fill(amax.begin(), amax.end(), 0);
+        std::fill(special.begin(), special.end(), std::uint8_t{0});
+        for (std::size_t k = 0; k < K; ++k) column_amax(x + k * inner, amax.data(), special.data(), inner);
+        for (std::size_t i = 0; i < inner; ++i) {
+            tensor_amax = std::max({tensor_amax, amax[i], special[i] ? nan_bits : 0});
+            scale[i] = axiswise_scale(amax[i], f.max_finite, margin, power_of_two);
+            inverse[i] = 1.0f / scale[i];
+        }
+        for (std::size_t k = 0; k < K; ++k) scale_round_span(x + k * inner, y + k * inner, inner, scale.data(), inverse.data(), g);
+    }
+    return std::bit_cast<float>(tensor_amax);
+}
+
 }  // namespace mantissa

@@ -4,9 +4,12 @@
 namespace mantissa {
 
 std::optional<ComputeFormat> parse_compute_format(std::string_view name) {
-    if (const auto f = parse_format(name)) return ComputeFormat(*f);
-    if (const auto b = parse_block_format(name)) return ComputeFormat(*b);
-    return std::nullopt;
+    std::optional<ComputeFormat> out;
+    if (const auto f = parse_format(name))
+        out.emplace(*f);
+    else if (const auto b = parse_block_format(name))
+        out.emplace(*b);
+    return out;
 }
 
 }  // namespace mantissa

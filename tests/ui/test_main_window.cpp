@@ -528,6 +528,7 @@ private slots:
         QCOMPARE(fp8->itemText(0), QStringLiteral("delayed (per tensor)"));
         QCOMPARE(fp8->itemText(1), QStringLiteral("none (scale 1)"));
         QCOMPARE(fp8->itemText(2), QStringLiteral("current (this step's amax)"));
+        QCOMPARE(fp8->itemText(3), QStringLiteral("rowwise (a scale per row)"));
         for (int i = 0; i < fp8->count(); ++i)
             QVERIFY(fp8->itemText(i).startsWith(QLatin1String(fp8_scaling_name(static_cast<Fp8Scaling>(fp8->itemData(i).toInt())))));
         QCOMPARE(formatScale(8), QStringLiteral("2^3"));

@@ -61,12 +61,15 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
                           static_cast<int>(Fp8Scaling::none));
     m_fp8Scaling->addItem(tr("%1 (this step's amax)").arg(QLatin1String(fp8_scaling_name(Fp8Scaling::current))),
                           static_cast<int>(Fp8Scaling::current));
+    m_fp8Scaling->addItem(tr("%1 (a scale per row)").arg(QLatin1String(fp8_scaling_name(Fp8Scaling::rowwise))),
+                          static_cast<int>(Fp8Scaling::rowwise));
     m_fp8Scaling->setObjectName(QStringLiteral("fp8Scaling"));
     m_fp8Scaling->setToolTip(tr("FP8 layers: delayed multiplies each input, weight and output gradient by its own "
                                 "scale, taken from its recent maxima, before the cast; none casts the values as they "
                                 "are (every scale 1), so small ones flush to zero; current takes each tensor's scale "
                                 "from its own maximum at this step (one more pass over it; no lag when the values "
-                                "jump). Watch the loss and the underflow chart."));
+                                "jump); rowwise gives every row along a matmul's reduction its own current scale (linear layers). "
+                                "Watch the loss and the underflow chart."));
 
     m_mode = new QComboBox;
     for (LossScalingMode m : {LossScalingMode::off, LossScalingMode::fixed, LossScalingMode::dynamic})

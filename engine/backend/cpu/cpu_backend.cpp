@@ -214,8 +214,9 @@ CpuTensor* CpuBackend::fresh_cast_copy(const Tensor& param) const {
 CpuFp8WeightCopy* CpuBackend::fp8_copy_to_write(const Tensor& param) {
     const auto it = m_ledger->fp8_copies.find(&cpu(param));
     if (it == m_ledger->fp8_copies.end()) return nullptr;
-    // Current scaling takes the weights' scale from their amax after this update: unknown here.
-    if (it->second.history->current()) return nullptr;
+    // Current scaling takes the weights' scale from their amax after this update: unknown here;
+    // rowwise scaling quantises the weights per row in the forward, without this copy.
+    if (it->second.history->current() || it->second.history->rowwise()) return nullptr;
     // The scale the history will have after this step's update (end_step, after the optimizer):
     // the update of a copy (assigned into a kept object: no allocation once it has grown).
     m_next_scale = *it->second.history;

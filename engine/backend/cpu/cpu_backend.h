@@ -252,6 +252,10 @@ private:
         Tensor* saved_input = nullptr;
         BlockOperandAxes axes;
     };
+    // FP8 rowwise scaling (Fp8Scaling::rowwise): each operand quantised with a scale per row along
+    // its matmul's reduction (round_axiswise_fp8, the axes as a block format's), decoded in FP32.
+    MatmulBackwardOperands rowwise_backward_operands(CpuFp8State& state, const CpuTensor& dy, const CpuTensor& x,
+                                                     const CpuTensor& w, const BlockOperandAxes& axes, bool need_w);
     MatmulBackwardOperands per_gemm_backward_operands(const PerGemmBackward& g, const CpuTensor& dy,
                                                       const CpuTensor& x, CpuTensor& w, bool need_w);
     // FP8: wc = saturate_e4m3(w · hw's scale), skipped when the optimizer already wrote exactly

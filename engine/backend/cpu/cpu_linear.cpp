@@ -111,9 +111,28 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     const float* w_op;
     float dequant = 1.0f;
     const bool fp8 = l.compute == Format::fp8_e4m3;
+    bool decoded_in_fp32 = false;  // operands that are FP8 values times an FP32 scale: no bf16 matmul
     if (l.block) {  // both operands in blocks along K = in
         x_op = block_operand(*l.block, x.data(), {batch, in, 1}, slot_x);
         w_op = block_operand(*l.block, std::as_const(w).data(), {out, in, 1}, slot_w);
+    } else if (fp8 && static_cast<CpuFp8State&>(*l.fp8).history(Fp8Role::input).rowwise()) {
+        // A scale per row of x and of W along K = in, decoded in FP32 (dequant 1).
+        auto& state = static_cast<CpuFp8State&>(*l.fp8);
+        AmaxHistory& hx = state.history(Fp8Role::input);
+        AmaxHistory& hw = state.history(Fp8Role::weight);
+        float* xq = scratch(slot_x, batch * in);
+        float* wq = scratch(slot_w, out * in);
+        const float amax_x = round_axiswise_fp8(Format::fp8_e4m3, x.data(), xq, static_cast<std::size_t>(batch),
+                                                static_cast<std::size_t>(in), 1, hx.margin(), hx.power_of_two());
+        const float amax_w = round_axiswise_fp8(Format::fp8_e4m3, std::as_const(w).data(), wq, static_cast<std::size_t>(out),
+                                                static_cast<std::size_t>(in), 1, hw.margin(), hw.power_of_two());
+        if (record_amax) {
+            hx.record(amax_x);
+            hw.record(amax_w);
+        }
+        x_op = xq;
+        w_op = wq;
+        decoded_in_fp32 = true;
     } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*l.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
@@ -145,7 +164,7 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     float* yd = y.data();
     // Block formats take the FP32 matmul: their decoded values are bf16 values except for the
     // smallest scales (an E8M0 scale of 2^-127 puts e4m3's subnormals below bf16's).
-    const bool bf16_ok = fp8 || l.compute == Format::bf16;
+    const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16;
     m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
 
     const float* b;
@@ -212,6 +231,35 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
     if (m_tracing) {  // either quantisation of dy may flush values the reference keeps
+        const auto n = static_cast<std::size_t>(axes.dy_dgrad.outer * axes.dy_dgrad.K * axes.dy_dgrad.inner);
+        const std::size_t zeros = count_zeros(o.dy_reference, n);
+        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
+    }
+    return o;
+}
+
+CpuBackend::MatmulBackwardOperands CpuBackend::rowwise_backward_operands(CpuFp8State& state, const CpuTensor& dy,
+                                                                         const CpuTensor& x, const CpuTensor& w,
+                                                                         const BlockOperandAxes& axes, bool need_w) {
+    // Each operand with a scale per row along its matmul's reduction: dy in e5m2, W and x in e4m3.
+    auto quantise = [&](Format element, const float* src, BlockAxes a, int slot, AmaxHistory& h) {
+        float* q = scratch(slot, a.outer * a.K * a.inner);
+        const float amax = round_axiswise_fp8(element, src, q, static_cast<std::size_t>(a.outer),
+                                              static_cast<std::size_t>(a.K), static_cast<std::size_t>(a.inner), h.margin(),
+                                              h.power_of_two());
+        return std::pair<const float*, float>(q, amax);
+    };
+    AmaxHistory& hg = state.history(Fp8Role::grad_output);
+    MatmulBackwardOperands o;
+    const auto [dy_d, amax_dy] = quantise(Format::fp8_e5m2, dy.data(), axes.dy_dgrad, slot_dy, hg);
+    hg.record(amax_dy);
+    o.dy = dy_d;
+    o.dy_wgrad = quantise(Format::fp8_e5m2, dy.data(), axes.dy_wgrad, slot_dy_wgrad, hg).first;
+    o.x = quantise(Format::fp8_e4m3, x.data(), axes.x_wgrad, slot_x, state.history(Fp8Role::input)).first;
+    if (need_w) o.w = quantise(Format::fp8_e4m3, w.data(), axes.w_dgrad, slot_w, state.history(Fp8Role::weight)).first;
+    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
+    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
+    if (m_tracing) {
         const auto n = static_cast<std::size_t>(axes.dy_dgrad.outer * axes.dy_dgrad.K * axes.dy_dgrad.inner);
         const std::size_t zeros = count_zeros(o.dy_reference, n);
         o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
@@ -324,11 +372,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
                                 .dy_wgrad = {1, batch, out},
                                 .x_wgrad = {1, batch, in}};
     const ComputeFormat forward = l.block ? ComputeFormat(*l.block) : ComputeFormat(l.compute);
+    const bool rowwise = l.fp8 && static_cast<CpuFp8State&>(*l.fp8).history(Fp8Role::grad_output).rowwise();
     const MatmulBackwardOperands o =
         l.dgrad || l.wgrad
             ? per_gemm_backward_operands({forward, l.dgrad.value_or(forward), l.wgrad.value_or(forward), l.fp8,
                                           l.weight_compute, l.saved_input, axes},
                                          dy, x, w, dx_out != nullptr)
+        : rowwise ? rowwise_backward_operands(static_cast<CpuFp8State&>(*l.fp8), dy, x, w, axes, dx_out != nullptr)
         : l.block ? block_backward_operands(*l.block, dy, x, w, axes, dx_out != nullptr)
                   : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
                                              l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);

@@ -148,6 +148,73 @@ private slots:
         QCOMPARE(current.state->snapshot(Fp8Role::grad_output).amax_history.size(), std::size_t{1});
     }
 
+    // Rowwise scaling: every run along a matmul's reduction quantised with its own scale
+    // (fp8_max / amax_run), decoded in FP32, against a quantiser and double products written here.
+    void rowwiseScalesEachRowAlongItsReduction() {
+        CpuBackend be;
+        const int B = 6, in = 7, out = 5;
+        auto mk = [&](std::int64_t r, std::int64_t c) { return be.allocate(TensorDesc{"t", r, c, Format::fp32, MemoryCategory::workspace}); };
+        std::vector<float> xv = backend_test::random_values(B * in, 1.0f, 4), wv = backend_test::random_values(out * in, 0.1f, 5),
+                           dyv = backend_test::random_values(B * out, 1e-5f, 6);
+        for (int r = 0; r < B; ++r) xv[r * in] *= std::ldexp(1.0f, 3 * r);  // rows of very different amax
+        auto x = mk(B, in), y = mk(B, out), dy = mk(B, out), dx = mk(B, in);
+        be.upload(*x, xv.data(), B * in);
+        be.upload(*dy, dyv.data(), B * out);
+        backend_test::Fp8Linear layer(be, B, in, out, 4);
+        layer.state->set_scaling(Fp8Scaling::rowwise);
+        be.upload(*layer.w, wv.data(), out * in);
+        // v viewed (outer, K, inner), each run of K quantised with its own scale.
+        auto quantised = [](Format f, const std::vector<float>& v, int outer, int K, int inner) {
+            std::vector<double> q(v.size());
+            const float fmax = format_info(f).max_finite;
+            for (int o = 0; o < outer; ++o)
+                for (int i = 0; i < inner; ++i) {
+                    float amax = 0;
+                    for (int k = 0; k < K; ++k) amax = std::max(amax, std::abs(v[(o * K + k) * inner + i]));
+                    const float s = amax > 0 ? fmax / amax : 1.0f, inv = 1.0f / s;
+                    for (int k = 0; k < K; ++k) {
+                        const int at = (o * K + k) * inner + i;
+                        q[at] = round_to(f, v[at] * s, Overflow::saturate) * inv;
+                    }
+                }
+            return q;
+        };
+        auto check = [](const char* what, const std::vector<float>& got, const std::vector<double>& want) {
+            for (std::size_t i = 0; i < got.size(); ++i)
+                QVERIFY2(std::abs(got[i] - want[i]) <= 1e-5 * (std::abs(want[i]) + 1e-30) + 1e-6 * std::abs(want[i]) + 1e-38,
+                         qPrintable(QString("%1[%2] = %3, want %4").arg(what).arg(i).arg(got[i]).arg(want[i])));
+        };
+        be.linear_forward(layer.t, *x, *y, B, true);
+        {
+            const auto xq = quantised(Format::fp8_e4m3, xv, B, in, 1), wq = quantised(Format::fp8_e4m3, wv, out, in, 1);
+            std::vector<double> want(B * out);
+            for (int r = 0; r < B; ++r)
+                for (int o = 0; o < out; ++o)
+                    for (int k = 0; k < in; ++k) want[r * out + o] += xq[r * in + k] * wq[o * in + k];
+            check("y", read(be, *y), want);
+        }
+        be.linear_backward(layer.t, *x, *dy, dx.get(), B, nullptr);
+        {
+            const auto dyr = quantised(Format::fp8_e5m2, dyv, B, out, 1), wc = quantised(Format::fp8_e4m3, wv, 1, out, in);
+            std::vector<double> want(B * in);
+            for (int r = 0; r < B; ++r)
+                for (int k = 0; k < in; ++k)
+                    for (int o = 0; o < out; ++o) want[r * in + k] += dyr[r * out + o] * wc[o * in + k];
+            check("dx", read(be, *dx), want);
+            const auto dyc = quantised(Format::fp8_e5m2, dyv, 1, B, out), xc = quantised(Format::fp8_e4m3, xv, 1, B, in);
+            std::vector<double> gw(out * in);
+            for (int o = 0; o < out; ++o)
+                for (int k = 0; k < in; ++k)
+                    for (int r = 0; r < B; ++r) gw[o * in + k] += dyc[r * out + o] * xc[r * in + k];
+            check("grad_weight", read(be, *layer.gw), gw);
+        }
+        // The tensor amaxes still reach the history.
+        be.update_fp8_scales(*layer.state);
+        float amax_x = 0;
+        for (float v : xv) amax_x = std::max(amax_x, std::abs(v));
+        QCOMPARE(layer.state->snapshot(Fp8Role::input).amax_history.at(0), amax_x);
+    }
+
     // A one-layer FP8 forward: x and W quantised with their scales (saturating), the product
     // dequantised by 1/(sx·sw), the bias added, the output stored in the output format.
     void fp8LinearForwardAndBackward() {

@@ -304,8 +304,8 @@ private slots:
         row(R"({"precision": {"fp8": {"margin": 17}}})", "precision.fp8.margin: must be between 0 and 16, got 17");
         row(R"({"precision": {"fp8": {"amax_compute_algo": "mean"}}})",
             "precision.fp8.amax_compute_algo: must be one of max, most_recent, got \"mean\"");
-        row(R"({"precision": {"fp8": {"scaling": "rowwise"}}})",
-            "precision.fp8.scaling: must be one of delayed, none, current, got \"rowwise\"");
+        row(R"({"precision": {"fp8": {"scaling": "blockwise"}}})",
+            "precision.fp8.scaling: must be one of delayed, none, current, rowwise, got \"blockwise\"");
         row(R"({"precision": []})", "precision: expected an object, got an array");
         row(R"({"model": {"hidden": [256, 0]}})", "model.hidden[1]: must be between 1 and 65536, got 0");
         row(R"({"model": {"hidden": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}})",

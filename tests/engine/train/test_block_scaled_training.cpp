@@ -2,7 +2,8 @@
 // name the block format a layer ran in; the weights stay FP32 masters (or the output format
 // without masters) and the outputs are the autocast type; a layer switched live to nvfp4 runs in
 // it from the next step; a regression MLP trains in mxfp8-e4m3 as in BF16 and measurably worse
-// in mxfp4 on every layer, better again with its last layer in BF16; a CNN learns in mxfp8.
+// in mxfp4 on every layer, better again with its last layer in BF16; a CNN learns in mxfp8; a
+// precision per matmul; FP8 current (power-of-two) and rowwise scaling train as delayed does.
 #include <QtTest>
 
 #include <cmath>
@@ -174,6 +175,47 @@ private slots:
         const StepReport& after = t.step();
         QCOMPARE(after.layers[0].precision, ComputeFormat(BlockFormat::mxfp4));
         QVERIFY(std::isfinite(after.step.loss));
+    }
+
+    // The FP8 recipes after delayed scaling train the regression MLP as delayed does; rowwise is
+    // refused for a convolution, and a live switch to it is refused whole.
+    void fp8CurrentAndRowwiseScaling() {
+        double losses[3] = {};
+        const Fp8Scaling recipes[3] = {Fp8Scaling::delayed, Fp8Scaling::current, Fp8Scaling::rowwise};
+        for (int r = 0; r < 3; ++r) {
+            Experiment e = regression_experiment(300);
+            set_layers(e, {"fc1", "fc2", "fc3"}, LayerPrecision::fp8_e4m3);
+            e.precision.fp8.scaling = recipes[r];
+            e.precision.fp8.power_of_two_scales = r == 1;
+            losses[r] = trained_test_loss(e);
+        }
+        const QString said = QString("test loss: delayed %1, current (power-of-two scales) %2, rowwise %3")
+                                 .arg(losses[0]).arg(losses[1]).arg(losses[2]);
+        qInfo("%s", qPrintable(said));
+        for (double l : losses) QVERIFY2(std::isfinite(l) && l < 0.5 * 0.5, qPrintable(said));
+        QVERIFY2(std::abs(losses[1] - losses[0]) < 0.3 * losses[0], qPrintable(said));
+        QVERIFY2(std::abs(losses[2] - losses[0]) < 0.3 * losses[0], qPrintable(said));
+
+        Experiment cnn = quick_experiment(5, {16});
+        cnn.model.kind = "cnn";
+        cnn.model.channels = {4, 8};
+        cnn.train.batch_size = 32;
+        cnn.precision.layers["conv1"] = LayerPrecision::fp8_e4m3;
+        cnn.precision.fp8.scaling = Fp8Scaling::rowwise;
+        QString said_cnn;
+        try {
+            Trainer t(cnn, stripes(128, 32, 1), make_backend("cpu"));
+        } catch (const Error& err) {
+            said_cnn = err.what();
+        }
+        QVERIFY2(said_cnn.startsWith("conv1: rowwise FP8 scaling is for linear layers"), qPrintable(said_cnn));
+        cnn.precision.fp8.scaling = Fp8Scaling::delayed;
+        Trainer t(cnn, stripes(128, 32, 1), make_backend("cpu"));
+        t.step();
+        QVERIFY_THROWS_EXCEPTION(Error, t.set_fp8_scaling(Fp8Scaling::rowwise));
+        QVERIFY(t.settings().precision.fp8.scaling == Fp8Scaling::delayed);  // refused whole
+        t.set_fp8_scaling(Fp8Scaling::current);
+        QVERIFY(std::isfinite(t.step().step.loss));
     }
 
     // The experiment file names them, and a name that is none is one sentence listing them.
