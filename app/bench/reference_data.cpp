@@ -15,6 +15,13 @@ void set_all_layers(Experiment& e, LayerPrecision p) {
     for (std::size_t i = 0; i <= e.model.hidden.size(); ++i) e.precision.layers["fc" + std::to_string(i + 1)] = p;
 }
 
+// Autocast bf16 with every layer set to P (the FP8 and block-scaled rows).
+template <LayerPrecision P>
+void every_layer_with_bf16(Experiment& e) {
+    e.precision.autocast = Autocast::bf16;
+    set_all_layers(e, P);
+}
+
 void truncate(Split& s, std::int64_t rows, int features) {
     if (rows <= 0 || s.rows <= rows) return;
     s.rows = rows;
@@ -113,27 +120,12 @@ const std::vector<PrecisionConfig>& precision_configs() {
          }},
         {"bf16", "autocast bf16", [](Experiment& e) { e.precision.autocast = Autocast::bf16; }},
         {"fp8-e4m3", "every layer fp8-e4m3 (E5M2 gradients), autocast bf16",
-         [](Experiment& e) {
-             e.precision.autocast = Autocast::bf16;
-             set_all_layers(e, LayerPrecision::fp8_e4m3);
-         }},
+         every_layer_with_bf16<LayerPrecision::fp8_e4m3>},
         // The block-scaled formats, emulated: each matmul's operands quantised along its reduction
         // dimension, then an FP32 matmul (docs/numerics.md, "Block-scaled formats in training").
-        {"mxfp8-e4m3", "every layer mxfp8-e4m3, autocast bf16",
-         [](Experiment& e) {
-             e.precision.autocast = Autocast::bf16;
-             set_all_layers(e, LayerPrecision::mxfp8_e4m3);
-         }},
-        {"mxfp4", "every layer mxfp4, autocast bf16",
-         [](Experiment& e) {
-             e.precision.autocast = Autocast::bf16;
-             set_all_layers(e, LayerPrecision::mxfp4);
-         }},
-        {"nvfp4", "every layer nvfp4, autocast bf16",
-         [](Experiment& e) {
-             e.precision.autocast = Autocast::bf16;
-             set_all_layers(e, LayerPrecision::nvfp4);
-         }},
+        {"mxfp8-e4m3", "every layer mxfp8-e4m3, autocast bf16", every_layer_with_bf16<LayerPrecision::mxfp8_e4m3>},
+        {"mxfp4", "every layer mxfp4, autocast bf16", every_layer_with_bf16<LayerPrecision::mxfp4>},
+        {"nvfp4", "every layer nvfp4, autocast bf16", every_layer_with_bf16<LayerPrecision::nvfp4>},
     };
     return configs;
 }

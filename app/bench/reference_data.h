@@ -35,7 +35,7 @@ Experiment reference_gpt_experiment();
 
 // One of the precisions the engine suite times, as the experiment file names them.
 struct PrecisionConfig {
-    const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3"
+    const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3", "mxfp8-e4m3", "mxfp4", "nvfp4"
     const char* description;    // how it is set in the experiment
     void (*apply)(Experiment& e);
 };

@@ -307,6 +307,27 @@ std::vector<float> decoded(const BlockQuantised& q) {
     return out;
 }
 
+// round_blocks(x) == dequantise(quantise_blocks(x)), bit for bit, with the same counts; *want
+// receives the decoded values, *quantised the quantiser's counts.
+void check_round_blocks(BlockFormat format, const std::vector<float>& x, std::vector<float>* want,
+                        BlockStats* quantised) {
+    BlockQuantised q;
+    const BlockStats qs = quantise_blocks(format, x.data(), x.size(), q);
+    *want = decoded(q);
+    *quantised = qs;
+    std::vector<float> got(x.size());
+    const BlockStats rs = round_blocks(format, x.data(), got.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (!same(got[i], (*want)[i]) || std::isnan(got[i]) != std::isnan((*want)[i]))
+            QFAIL(qPrintable(QString("value %1 = %2: round_blocks %3, dequantise(quantise) %4")
+                                 .arg(i).arg(show(x[i])).arg(show(got[i])).arg(show((*want)[i]))));
+    QCOMPARE(rs.blocks, qs.blocks);
+    QCOMPARE(rs.values, qs.values);
+    QCOMPARE(rs.flushed_to_zero, qs.flushed_to_zero);
+    QCOMPARE(rs.saturated, qs.saturated);
+    QCOMPARE(rs.nan_blocks, qs.nan_blocks);
+}
+
 }  // namespace
 
 class TestBlockFormats : public QObject {
@@ -739,20 +760,10 @@ private slots:
             const std::size_t n = static_cast<std::size_t>(1 + (t * 37) % 700);
             std::vector<float> x = random_values(rng, n, info.block_size, info.element);
             if (t % 17 == 0) x[n / 2] = qnan;
-            BlockQuantised q;
-            const BlockStats qs = quantise_blocks(format, x.data(), n, q);
-            const auto want = decoded(q);
-            std::vector<float> got(n);
-            const BlockStats rs = round_blocks(format, x.data(), got.data(), n);
-            for (std::size_t i = 0; i < n; ++i)
-                if (!same(got[i], want[i]) || (std::isnan(want[i]) != std::isnan(got[i])))
-                    QFAIL(qPrintable(QString("value %1 = %2: round_blocks %3, dequantise(quantise) %4")
-                                         .arg(i).arg(show(x[i])).arg(show(got[i])).arg(show(want[i]))));
-            QCOMPARE(rs.blocks, qs.blocks);
-            QCOMPARE(rs.values, qs.values);
-            QCOMPARE(rs.flushed_to_zero, qs.flushed_to_zero);
-            QCOMPARE(rs.saturated, qs.saturated);
-            QCOMPARE(rs.nan_blocks, qs.nan_blocks);
+            std::vector<float> want;
+            BlockStats qs;
+            check_round_blocks(format, x, &want, &qs);
+            if (QTest::currentTestFailed()) return;
             std::vector<float> in_place = x;
             round_blocks(format, in_place.data(), in_place.data(), n);
             for (std::size_t i = 0; i < n; ++i) QVERIFY(same(in_place[i], want[i]));
@@ -795,19 +806,10 @@ private slots:
         });
         block([&](std::size_t i) { return el.max_finite * (1.0f + static_cast<float>(i) / 64) * (i % 2 ? -1.0f : 1.0f); });
         block([](std::size_t i) { return std::ldexp(1.0f, -30) * static_cast<float>(i); });  // NVFP4: scale rounds to 0
-        BlockQuantised q;
-        const BlockStats qs = quantise_blocks(format, x.data(), x.size(), q);
-        const auto want = decoded(q);
-        std::vector<float> got(x.size());
-        const BlockStats rs = round_blocks(format, x.data(), got.data(), x.size());
-        for (std::size_t i = 0; i < x.size(); ++i)
-            if (!same(got[i], want[i]) || std::isnan(got[i]) != std::isnan(want[i]))
-                QFAIL(qPrintable(QString("value %1 = %2: round_blocks %3, dequantise(quantise) %4")
-                                     .arg(i).arg(show(x[i])).arg(show(got[i])).arg(show(want[i]))));
-        QCOMPARE(rs.blocks, qs.blocks);
-        QCOMPARE(rs.flushed_to_zero, qs.flushed_to_zero);
-        QCOMPARE(rs.saturated, qs.saturated);
-        QCOMPARE(rs.nan_blocks, qs.nan_blocks);
+        std::vector<float> want;
+        BlockStats qs;
+        check_round_blocks(format, x, &want, &qs);
+        if (QTest::currentTestFailed()) return;
         // The blocks reach what they are for (NVFP4's scale maps each block's amax to about 6:
         // nothing saturates there).
         QVERIFY(qs.nan_blocks == 2 && qs.flushed_to_zero > 0);
