@@ -251,6 +251,7 @@ private:
         Tensor* weight_compute = nullptr;
         Tensor* saved_input = nullptr;
         BlockOperandAxes axes;
+        std::int64_t n_dy = 0, n_x = 0;  // values of dy and x (rows × cols)
     };
     // FP8 rowwise scaling (Fp8Scaling::rowwise): each operand quantised with a scale per row along
     // its matmul's reduction (round_axiswise_fp8, the axes as a block format's), decoded in FP32.

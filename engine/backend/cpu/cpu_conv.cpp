@@ -355,7 +355,8 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     const bool per_gemm = conv.dgrad || conv.wgrad;
     const MatmulBackwardOperands o =
         per_gemm ? per_gemm_backward_operands({forward, conv.dgrad.value_or(forward), conv.wgrad.value_or(forward),
-                                               conv.fp8, conv.weight_compute, conv.saved_input, axes},
+                                               conv.fp8, conv.weight_compute, conv.saved_input, axes, batch * out,
+                                               batch * in},
                                               dy, x, w, dx_out != nullptr)
         : conv.block ? block_backward_operands(*conv.block, dy, x, w, axes, dx_out != nullptr)
                      : matmul_backward_operands(conv.compute, conv.fp8, dy, batch * out, x, batch * in, w,

@@ -272,8 +272,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
                                                                           CpuTensor& w, bool need_w) {
     const ComputeFormat e4m3(Format::fp8_e4m3);
     const bool forward_fp8 = g.forward == e4m3;
-    const auto n_dy = g.axes.dy_dgrad.outer * g.axes.dy_dgrad.K * g.axes.dy_dgrad.inner;
-    const auto n_x = g.axes.x_wgrad.outer * g.axes.x_wgrad.K * g.axes.x_wgrad.inner;
+    const std::int64_t n_dy = g.n_dy, n_x = g.n_x;  // (a convolution's wgrad axes are empty)
     auto* state = static_cast<CpuFp8State*>(g.fp8);
     MatmulBackwardOperands o;
 
@@ -376,7 +375,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     const MatmulBackwardOperands o =
         l.dgrad || l.wgrad
             ? per_gemm_backward_operands({forward, l.dgrad.value_or(forward), l.wgrad.value_or(forward), l.fp8,
-                                          l.weight_compute, l.saved_input, axes},
+                                          l.weight_compute, l.saved_input, axes, batch * out, batch * in},
                                          dy, x, w, dx_out != nullptr)
         : rowwise ? rowwise_backward_operands(static_cast<CpuFp8State&>(*l.fp8), dy, x, w, axes, dx_out != nullptr)
         : l.block ? block_backward_operands(*l.block, dy, x, w, axes, dx_out != nullptr)

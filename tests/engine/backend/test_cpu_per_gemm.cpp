@@ -4,7 +4,7 @@
 // state), so the mix changes which operands each matmul sees and nothing else. Covers FP8 with
 // one GEMM left in BF16 (Transformer Engine's DisableFP8GEMM), a block format in one GEMM, and an
 // FP8 GEMM whose forward is not FP8 (its weight and input quantised in the backward, their amaxes
-// recorded). docs/numerics.md, "Precision per matmul".
+// recorded), and convolutions. docs/numerics.md, "Precision per matmul".
 #include <QtTest>
 
 #include <memory>
@@ -108,6 +108,59 @@ private slots:
         be.linear_backward(as_forward.t, *x, *dy, as_forward.dx.get(), batch, nullptr);
         if (!(d == f)) QVERIFY(!same_bits(read(be, *mixed.dx), read(be, *as_forward.dx)));
         if (!(g == f)) QVERIFY(!same_bits(read(be, *mixed.gw), read(be, *as_forward.gw)));
+    }
+
+    // The same for a convolution, whose block-scaled wgrad quantises its im2col chunks.
+    void convEachMatmulIsItsUniformLayers_data() {
+        QTest::addColumn<QString>("forward");
+        QTest::addColumn<QString>("dgrad");
+        QTest::addColumn<QString>("wgrad");
+        QTest::newRow("fp32, dgrad bf16, wgrad fp16") << "fp32" << "bf16" << "fp16";
+        QTest::newRow("fp16, dgrad mxfp4, wgrad mxfp8") << "fp16" << "mxfp4" << "mxfp8-e4m3";
+        QTest::newRow("mxfp4, dgrad fp32, wgrad fp8") << "mxfp4" << "fp32" << "fp8-e4m3";
+    }
+    void convEachMatmulIsItsUniformLayers() {
+        QFETCH(QString, forward);
+        QFETCH(QString, dgrad);
+        QFETCH(QString, wgrad);
+        const ComputeFormat f = *parse_compute_format(forward.toStdString());
+        const ComputeFormat d = *parse_compute_format(dgrad.toStdString());
+        const ComputeFormat g = *parse_compute_format(wgrad.toStdString());
+        CpuBackend be;
+        Conv2dGeometry geo;
+        geo.in_channels = 6, geo.in_h = 6, geo.in_w = 5, geo.out_channels = 8, geo.kernel = 3, geo.stride = 1, geo.padding = 1;
+        const std::int64_t n = 3;
+        const std::vector<float> xv = random_values(n * geo.in_size(), 1.0f, 7), wv = random_values(geo.out_channels * geo.patch(), 0.2f, 8),
+                                 dyv = random_values(n * geo.out_size(), 1e-2f, 9);
+        auto x = make_with(be, n, geo.in_size(), Format::fp32, xv, "x");
+        auto dy = make_with(be, n, geo.out_size(), Format::fp32, dyv, "dy");
+        struct Conv {
+            std::unique_ptr<Tensor> w, wc, gw, xs, y, dx;
+            std::unique_ptr<Fp8State> state;
+            ConvTensors t;
+        };
+        auto conv = [&](const ComputeFormat& fwd, std::optional<ComputeFormat> dg, std::optional<ComputeFormat> wg) {
+            auto c = std::make_unique<Conv>();
+            c->w = make_with(be, geo.out_channels, geo.patch(), Format::fp32, wv, "conv.weight");
+            c->gw = make(be, geo.out_channels, geo.patch(), Format::fp32, "conv.grad_weight");
+            c->y = make(be, n, geo.out_size(), Format::fp32, "y");
+            c->dx = make(be, n, geo.in_size(), Format::fp32, "dx");
+            if (!fwd.block && fwd.format != Format::fp32) {
+                c->wc = make(be, geo.out_channels, geo.patch(), fwd.format, "conv.weight_compute");
+                c->xs = make(be, n, geo.in_size(), fwd.format, "conv.saved_input");
+            }
+            const ComputeFormat e4m3(Format::fp8_e4m3);
+            if (fwd == e4m3 || dg == e4m3 || wg == e4m3) c->state = be.create_fp8_state(Fp8Recipe{4, 0, AmaxAlgo::max});
+            c->t.geometry = geo, c->t.compute = fwd.format, c->t.block = fwd.block, c->t.weight = c->w.get();
+            c->t.weight_compute = c->wc.get(), c->t.grad_weight = c->gw.get(), c->t.saved_input = c->xs.get();
+            c->t.fp8 = c->state.get(), c->t.dgrad = dg, c->t.wgrad = wg;
+            be.conv2d_forward(c->t, *x, *c->y, n, true);
+            be.conv2d_backward(c->t, *x, *dy, c->dx.get(), n, nullptr);
+            return c;
+        };
+        const auto mixed = conv(f, d, g), as_dgrad = conv(d, std::nullopt, std::nullopt), as_wgrad = conv(g, std::nullopt, std::nullopt);
+        QVERIFY2(same_bits(read(be, *mixed->dx), read(be, *as_dgrad->dx)), "dx differs from the dgrad format's convolution");
+        QVERIFY2(same_bits(read(be, *mixed->gw), read(be, *as_wgrad->gw)), "dW differs from the wgrad format's convolution");
     }
 
     // An FP8 wgrad under a BF16 forward quantises x and dy in the backward and records their amaxes
