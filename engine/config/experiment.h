@@ -115,6 +115,7 @@ struct LayerSetting {
     LayerSetting() = default;
     LayerSetting(LayerPrecision all) : forward(all), dgrad(all), wgrad(all) {}  // NOLINT: one for all three
     bool uniform() const { return forward == dgrad && dgrad == wgrad; }
+    bool uses(LayerPrecision p) const { return forward == p || dgrad == p || wgrad == p; }  // any matmul
     bool operator==(const LayerSetting&) const = default;
 };
 

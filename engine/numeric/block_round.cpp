@@ -102,7 +102,7 @@ inline void nvfp4_params(float amax, float tensor_scale, BlockParams& p) {
 }
 
 // quantise_block's choice of scale, from the block's finite amax (special: a NaN or inf in it).
-BlockParams params_of(BlockFormat f, const ElementFormatInfo& el, float tensor_scale, float amax, bool special) {
+inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float amax, bool special) {
     BlockParams p;
     if (special) {
         p.kind = nan_block;
@@ -110,11 +110,10 @@ BlockParams params_of(BlockFormat f, const ElementFormatInfo& el, float tensor_s
         p.decode = std::numeric_limits<float>::quiet_NaN();
         return p;
     }
-    if (f != BlockFormat::nvfp4) {
-        mx_params(amax, el.emax, p);
-        return p;
-    }
-    nvfp4_params(amax, tensor_scale, p);
+    if (nvfp4)
+        nvfp4_params(amax, tensor_scale, p);
+    else
+        mx_params(amax, emax, p);
     return p;
 }
 
@@ -179,15 +178,14 @@ float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
 }
 
 // Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
-// parameters (MX inline; NVFP4 and NaN blocks through params_of) and its values in one function,
-// so that nothing is called per block on the common path.
+// parameters and its values in one function, so that nothing is called per block.
 MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
                                    std::size_t K, BlockStats& stats) {
     const BlockFormatInfo& info = block_format_info(f);
     const ElementFormatInfo& el = element_format_info(info.element);
     const Grid g = grid_of(info.element);
     const auto B = static_cast<std::size_t>(info.block_size);
-    const bool mx = f != BlockFormat::nvfp4;
+    const bool nvfp4 = f == BlockFormat::nvfp4;
     std::uint32_t saturated = 0, flushed = 0;
     for (std::size_t r = 0; r < runs; ++r) {
         for (std::size_t first = 0; first < K; first += B) {
@@ -203,13 +201,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             }
             const float amax = std::bit_cast<float>(amax_bits);
             const bool special = largest > fp32_max_bits;
-            BlockParams p;
-            if (special)
-                p = params_of(f, el, tensor_scale, amax, true);
-            else if (mx)
-                mx_params(amax, el.emax, p);
-            else
-                nvfp4_params(amax, tensor_scale, p);
+            const BlockParams p = params_of(nvfp4, el.emax, tensor_scale, amax, special);
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
@@ -227,23 +219,15 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     stats.flushed_to_zero += flushed;
 }
 
-// The parameters of a tile's n blocks from their amaxes (params_of's, inline); returns the NaN
-// blocks.
+// The parameters of a tile's n blocks from their amaxes; returns the NaN blocks.
 MANTISSA_BLOCK_HOT std::size_t tile_params(bool nvfp4, int emax, float tensor_scale, const std::int32_t* amax,
                                            const std::uint8_t* special, float* encode, float* decode,
                                            std::uint8_t* kind, std::size_t n) {
     std::size_t nan_blocks = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        BlockParams p;
-        if (special[i]) {
-            p.kind = nan_block, p.encode = 0, p.decode = std::numeric_limits<float>::quiet_NaN();
-            ++nan_blocks;
-        } else if (nvfp4) {
-            nvfp4_params(std::bit_cast<float>(amax[i]), tensor_scale, p);
-        } else {
-            mx_params(std::bit_cast<float>(amax[i]), emax, p);
-        }
+        const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(amax[i]), special[i] != 0);
         encode[i] = p.encode, decode[i] = p.decode, kind[i] = p.kind;
+        nan_blocks += p.kind == nan_block;
     }
     return nan_blocks;
 }
@@ -322,10 +306,15 @@ float axiswise_scale(std::int32_t amax_bits, float fp8_max, int margin, bool pow
     return s;
 }
 
-// One run's (or one tile row's) values: y = round_to_grid(x · s) · inv, s and inv per value.
+// A tile row's values: y = round_to_grid(x · s) · inv, s and inv per value (per column).
 MANTISSA_BLOCK_HOT void scale_round_span(const float* x, float* y, std::size_t n, const float* s, const float* inv,
                                          Grid g) {
     for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s[j], g) * inv[j];
+}
+
+// A contiguous run's values, one scale for all of them.
+MANTISSA_BLOCK_HOT void scale_round_run(const float* x, float* y, std::size_t n, float s, float inv, Grid g) {
+    for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s, g) * inv;
 }
 
 }  // namespace
@@ -337,11 +326,10 @@ float round_axiswise_fp8(Format element, const float* src, float* dst, std::size
     thread_local std::vector<std::int32_t> amax;
     thread_local std::vector<std::uint8_t> special;
     thread_local std::vector<float> scale, inverse;
-    const std::size_t width = inner == 1 ? K : inner;  // the span one scale vector covers
     amax.resize(inner);
     special.resize(inner);
-    scale.resize(width);
-    inverse.resize(width);
+    scale.resize(inner);
+    inverse.resize(inner);
     std::int32_t tensor_amax = 0;
     constexpr std::int32_t nan_bits = 0x7FC00000;  // a NaN or an inf in the tensor: its amax is NaN
     for (std::size_t o = 0; o < outer; ++o) {
@@ -351,9 +339,8 @@ float round_axiswise_fp8(Format element, const float* src, float* dst, std::size
             bool nonfinite = false;
             const std::int32_t a = std::bit_cast<std::int32_t>(finite_amax(x, K, nonfinite));
             tensor_amax = std::max({tensor_amax, a, nonfinite ? nan_bits : 0});
-            std::fill(scale.begin(), scale.end(), axiswise_scale(a, f.max_finite, margin, power_of_two));
-            std::fill(inverse.begin(), inverse.end(), 1.0f / scale[0]);
-            scale_round_span(x, y, K, scale.data(), inverse.data(), g);
+            const float s = axiswise_scale(a, f.max_finite, margin, power_of_two);
+            scale_round_run(x, y, K, s, 1.0f / s, g);
             continue;
         }
         std::fill(amax.begin(), amax.end(), 0);

@@ -12,12 +12,6 @@
 namespace mantissa::ui {
 
 namespace {
-// Whether any of a setting's matmuls is FP8 with per-tensor scales (the scale columns apply).
-bool names_fp8(const LayerSetting& s) {
-    return s.forward == LayerPrecision::fp8_e4m3 || s.dgrad == LayerPrecision::fp8_e4m3 ||
-           s.wgrad == LayerPrecision::fp8_e4m3;
-}
-
 QString formatText(const ComputeFormat& f) {
     const std::string_view name = f.name();
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
@@ -188,7 +182,7 @@ void LayerTableModel::setLayers(const std::vector<LayerInfo>& layers,
     m_plan = false;
     endResetModel();
     bool fp8 = false;
-    for (const Row& row : m_rows) fp8 = fp8 || names_fp8(row.setting);
+    for (const Row& row : m_rows) fp8 = fp8 || row.setting.uses(LayerPrecision::fp8_e4m3);
     m_fp8Seen = fp8;
     emit fp8ColumnsShownChanged(fp8);  // after every reset, so a view always follows the new model
     noteOps();
@@ -514,7 +508,7 @@ void LayerTableModel::setSetting(int row, const LayerSetting& setting) {
     m_rows[static_cast<std::size_t>(row)].setting = setting;
     applyOpTable();
     emit dataChanged(index(0, Precision), index(rowCount() - 1, FormatWhy));
-    if (names_fp8(setting) && !m_fp8Seen) noteFp8(true);
+    if (setting.uses(LayerPrecision::fp8_e4m3) && !m_fp8Seen) noteFp8(true);
 }
 
 bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {

@@ -268,8 +268,7 @@ void PrecisionPanel::setClassroomMode(bool on) {
 // Classroom mode shows FP8 scaling only to a lesson with an FP8 layer.
 void PrecisionPanel::updateFp8Row() {
     bool anyFp8 = false;
-    for (const auto& [name, s] : m_spec.layers)
-        for (LayerPrecision p : {s.forward, s.dgrad, s.wgrad}) anyFp8 = anyFp8 || p == LayerPrecision::fp8_e4m3;
+    for (const auto& [name, s] : m_spec.layers) anyFp8 = anyFp8 || s.uses(LayerPrecision::fp8_e4m3);
     m_computeForm->setRowVisible(m_fp8Scaling, !m_classroom || anyFp8);
 }
 

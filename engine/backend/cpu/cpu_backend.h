@@ -225,15 +225,19 @@ private:
                                                     CpuTensor& w, Tensor* weight_compute, Tensor* saved_input,
                                                     bool need_w, int x_slot, int w_slot, int dy_slot);
     // Block-scaled layers (LinearTensors::block): the (outer, K, inner) view round_blocks_along
-    // quantises an operand along, K being the matmul's reduction dimension; one per operand of the
-    // forward (x, W), dgrad (dy, W) and wgrad (dy, x). K = 0: the operand passes unquantised (a
+    // quantises an operand along, K being the matmul's reduction dimension; one per operand of
+    // dgrad (dy, W) and wgrad (dy, x). K = 0: the operand passes unquantised (a
     // convolution quantises its wgrad operands chunk by chunk, after im2col).
     struct BlockAxes {
         std::int64_t outer = 1, K = 0, inner = 1;
+        std::int64_t size() const { return outer * K * inner; }
     };
-    struct BlockOperandAxes {
-        BlockAxes x_forward, w_forward, dy_dgrad, w_dgrad, dy_wgrad, x_wgrad;
+    struct BlockOperandAxes {  // the backward's (the forward quantises its two in place)
+        BlockAxes dy_dgrad, w_dgrad, dy_wgrad, x_wgrad;
     };
+    // dy's shadow and reference (gradient tracing), and whether a dy operand (dgrad's, or wgrad's
+    // when it differs) flushed values of dy's first n.
+    void trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) const;
     // src quantised and decoded along `axes` into scratch slot `slot`.
     const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot);
     // matmul_backward_operands for a block-scaled layer: dy along dgrad's and wgrad's reduction

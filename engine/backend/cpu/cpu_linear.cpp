@@ -11,6 +11,8 @@
 // block-scaled (mxfp8 .. nvfp4): each matmul's two operands quantised and decoded along its own
 //           reduction dimension (forward: x's rows and W's rows; dgrad: dy's rows and W's
 //           columns; wgrad: dy's and x's columns), multiplied in FP32; dB from the unquantised dy.
+// FP8 rowwise: the same axes, a current scale per row (round_axiswise_fp8), decoded in FP32.
+// Per GEMM (LinearTensors::dgrad, wgrad): each backward matmul's operands in its own format.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -205,16 +207,23 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
     o.dy_wgrad = o.dy;
     o.bf16_ok = o.bf16_ok_wgrad = fp8 || compute == Format::bf16;
     o.dq_g_wgrad = o.dq_g;
+    trace_dy(o, dy, n_dy);
+    return o;
+}
+
+void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) const {
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
-    const auto n = static_cast<std::size_t>(n_dy);
-    o.flushed = m_tracing && count_zeros(o.dy, n) != count_zeros(o.dy_reference, n);
-    return o;
+    if (!m_tracing) return;
+    // Either matmul's dy operand may flush values the reference keeps.
+    const auto count = static_cast<std::size_t>(n);
+    const std::int64_t zeros = count_zeros(o.dy_reference, count);
+    o.flushed = count_zeros(o.dy, count) != zeros || (o.dy_wgrad != o.dy && count_zeros(o.dy_wgrad, count) != zeros);
 }
 
 const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot) {
     if (a.K == 0) return src;  // quantised later by the caller (a convolution's wgrad chunks)
-    float* buf = scratch(slot, a.outer * a.K * a.inner);
+    float* buf = scratch(slot, a.size());
     round_blocks_along(format, src, buf, static_cast<std::size_t>(a.outer), static_cast<std::size_t>(a.K),
                        static_cast<std::size_t>(a.inner));
     return buf;
@@ -228,13 +237,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
     o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad);
     o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x);
     o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w) : nullptr;
-    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
-    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
-    if (m_tracing) {  // either quantisation of dy may flush values the reference keeps
-        const auto n = static_cast<std::size_t>(axes.dy_dgrad.outer * axes.dy_dgrad.K * axes.dy_dgrad.inner);
-        const std::size_t zeros = count_zeros(o.dy_reference, n);
-        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
-    }
+    trace_dy(o, dy, axes.dy_dgrad.size());
     return o;
 }
 
@@ -243,7 +246,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::rowwise_backward_operands(CpuFp8S
                                                                          const BlockOperandAxes& axes, bool need_w) {
     // Each operand with a scale per row along its matmul's reduction: dy in e5m2, W and x in e4m3.
     auto quantise = [&](Format element, const float* src, BlockAxes a, int slot, AmaxHistory& h) {
-        float* q = scratch(slot, a.outer * a.K * a.inner);
+        float* q = scratch(slot, a.size());
         const float amax = round_axiswise_fp8(element, src, q, static_cast<std::size_t>(a.outer),
                                               static_cast<std::size_t>(a.K), static_cast<std::size_t>(a.inner), h.margin(),
                                               h.power_of_two());
@@ -257,13 +260,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::rowwise_backward_operands(CpuFp8S
     o.dy_wgrad = quantise(Format::fp8_e5m2, dy.data(), axes.dy_wgrad, slot_dy_wgrad, hg).first;
     o.x = quantise(Format::fp8_e4m3, x.data(), axes.x_wgrad, slot_x, state.history(Fp8Role::input)).first;
     if (need_w) o.w = quantise(Format::fp8_e4m3, w.data(), axes.w_dgrad, slot_w, state.history(Fp8Role::weight)).first;
-    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
-    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
-    if (m_tracing) {
-        const auto n = static_cast<std::size_t>(axes.dy_dgrad.outer * axes.dy_dgrad.K * axes.dy_dgrad.inner);
-        const std::size_t zeros = count_zeros(o.dy_reference, n);
-        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
-    }
+    trace_dy(o, dy, axes.dy_dgrad.size());
     return o;
 }
 
@@ -317,7 +314,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             o.dq_w = hw.scale_inv();
         } else if (g.dgrad.block) {
             o.w = block_operand(*g.dgrad.block, std::as_const(w).data(), g.axes.w_dgrad, slot_w);
-        } else if (g.weight_compute && g.weight_compute->format() == g.dgrad.format && !forward_fp8) {
+        } else if (g.weight_compute && g.weight_compute->format() == g.dgrad.format) {
             o.w = weight_operand(w, g.weight_compute, g.dgrad.format, slot_w);
         } else {
             o.w = operand(w, w.numel(), g.dgrad.format, slot_w);
@@ -338,7 +335,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
         o.dq_x = hx.scale_inv();
     } else if (g.wgrad.block) {
         o.x = block_operand(*g.wgrad.block, x.data(), g.axes.x_wgrad, slot_x);
-    } else if (g.saved_input && g.saved_input->format() == g.wgrad.format && !forward_fp8) {
+    } else if (g.saved_input && g.saved_input->format() == g.wgrad.format) {
         o.x = cpu(*g.saved_input).data();
     } else {
         o.x = operand(x, n_x, g.wgrad.format, slot_x);
@@ -346,13 +343,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
 
     o.bf16_ok = (g.dgrad == e4m3 || g.dgrad == ComputeFormat(Format::bf16));
     o.bf16_ok_wgrad = (g.wgrad == e4m3 || g.wgrad == ComputeFormat(Format::bf16));
-    o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
-    o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
-    if (m_tracing) {  // either operand of dy may flush values the reference keeps
-        const auto n = static_cast<std::size_t>(n_dy);
-        const std::size_t zeros = count_zeros(o.dy_reference, n);
-        o.flushed = count_zeros(o.dy, n) != zeros || count_zeros(o.dy_wgrad, n) != zeros;
-    }
+    trace_dy(o, dy, n_dy);
     return o;
 }
 

@@ -63,6 +63,25 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return true;
 }
 
+// The three formats of a mix, as the data rows name them.
+struct Mix {
+    ComputeFormat forward, dgrad, wgrad;
+};
+
+void add_mix_columns() {
+    QTest::addColumn<QString>("forward");
+    QTest::addColumn<QString>("dgrad");
+    QTest::addColumn<QString>("wgrad");
+}
+
+Mix fetch_mix() {
+    QFETCH(QString, forward);
+    QFETCH(QString, dgrad);
+    QFETCH(QString, wgrad);
+    return {*parse_compute_format(forward.toStdString()), *parse_compute_format(dgrad.toStdString()),
+            *parse_compute_format(wgrad.toStdString())};
+}
+
 }  // namespace
 
 class TestCpuPerGemm : public QObject {
@@ -70,9 +89,7 @@ class TestCpuPerGemm : public QObject {
 
 private slots:
     void eachMatmulIsItsUniformLayers_data() {
-        QTest::addColumn<QString>("forward");
-        QTest::addColumn<QString>("dgrad");
-        QTest::addColumn<QString>("wgrad");
+        add_mix_columns();
         QTest::newRow("fp8, wgrad in bf16") << "fp8-e4m3" << "fp8-e4m3" << "bf16";
         QTest::newRow("fp8, dgrad in bf16") << "fp8-e4m3" << "bf16" << "fp8-e4m3";
         QTest::newRow("fp32, dgrad mxfp4, wgrad bf16") << "fp32" << "mxfp4" << "bf16";
@@ -81,12 +98,7 @@ private slots:
         QTest::newRow("nvfp4, dgrad fp16") << "nvfp4" << "fp16" << "nvfp4";
     }
     void eachMatmulIsItsUniformLayers() {
-        QFETCH(QString, forward);
-        QFETCH(QString, dgrad);
-        QFETCH(QString, wgrad);
-        const ComputeFormat f = *parse_compute_format(forward.toStdString());
-        const ComputeFormat d = *parse_compute_format(dgrad.toStdString());
-        const ComputeFormat g = *parse_compute_format(wgrad.toStdString());
+        const auto [f, d, g] = fetch_mix();
         CpuBackend be;
         const std::vector<float> xv = random_values(batch * in, 1.0f, 1), wv = random_values(out * in, 0.2f, 2),
                                  dyv = random_values(batch * out, 1e-2f, 3);
@@ -112,20 +124,13 @@ private slots:
 
     // The same for a convolution, whose block-scaled wgrad quantises its im2col chunks.
     void convEachMatmulIsItsUniformLayers_data() {
-        QTest::addColumn<QString>("forward");
-        QTest::addColumn<QString>("dgrad");
-        QTest::addColumn<QString>("wgrad");
+        add_mix_columns();
         QTest::newRow("fp32, dgrad bf16, wgrad fp16") << "fp32" << "bf16" << "fp16";
         QTest::newRow("fp16, dgrad mxfp4, wgrad mxfp8") << "fp16" << "mxfp4" << "mxfp8-e4m3";
         QTest::newRow("mxfp4, dgrad fp32, wgrad fp8") << "mxfp4" << "fp32" << "fp8-e4m3";
     }
     void convEachMatmulIsItsUniformLayers() {
-        QFETCH(QString, forward);
-        QFETCH(QString, dgrad);
-        QFETCH(QString, wgrad);
-        const ComputeFormat f = *parse_compute_format(forward.toStdString());
-        const ComputeFormat d = *parse_compute_format(dgrad.toStdString());
-        const ComputeFormat g = *parse_compute_format(wgrad.toStdString());
+        const auto [f, d, g] = fetch_mix();
         CpuBackend be;
         Conv2dGeometry geo;
         geo.in_channels = 6, geo.in_h = 6, geo.in_w = 5, geo.out_channels = 8, geo.kernel = 3, geo.stride = 1, geo.padding = 1;
