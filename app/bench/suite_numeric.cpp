@@ -5,7 +5,9 @@
 // format's blocks are interleaved; the speed-up is the median of per-round ratios. A second table
 // times the block-scaled formats' fake quantisation (round_blocks_along) of an in-cache matrix of
 // 256 × 256 values, along its rows (contiguous blocks: the forward's operands) and along its
-// columns (strided blocks: the backward's), in elements per second on one thread.
+// columns (strided blocks: the backward's), in elements per second on one thread. A third table
+// is a measurement of error, not of time: dot products of K fp16 values accumulated in FP16 (the
+// CPU backend's exact emulation) and in FP32 (oneDNN), against FP64, as K grows.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "backend/cpu/cpu_fp16_accumulate.h"
+#include "backend/cpu/cpu_matmul.h"
 #include "bench/stats.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
@@ -98,6 +102,62 @@ Table block_table(const BenchOptions& o) {
     return t;
 }
 
+// The median relative error, over `trials` dot products of k fp16 values, of FP16 and of FP32
+// accumulation against FP64: positive values (uniform in [0, 1): the sum only grows, and swamping
+// shows) or zero-mean ones (normal: the sum wanders).
+struct AccumulationError {
+    double fp16 = 0, fp32 = 0;
+};
+AccumulationError accumulation_error(std::int64_t k, bool positive, int trials) {
+    std::mt19937 rng(static_cast<unsigned>(k) * 2 + positive);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    CpuMatmul fp32;
+    fp32.set_threads(1);
+    std::vector<float> a(static_cast<std::size_t>(k)), b(static_cast<std::size_t>(k)), pack;
+    std::vector<double> e16, e32;
+    for (int t = 0; t < trials; ++t) {
+        for (auto* v : {&a, &b})
+            for (float& x : *v) x = round_to(Format::fp16, positive ? uniform(rng) : normal(rng));
+        double exact = 0, magnitude = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            exact += double(a[i]) * b[i];
+            magnitude += std::fabs(double(a[i]) * b[i]);
+        }
+        float c16 = 0, c32 = 0;
+        fp16_accumulate_multiply(a.data(), false, b.data(), false, &c16, 1, 1, k, pack);
+        fp32.multiply(a.data(), false, b.data(), false, &c32, 1, 1, k);
+        // Relative to Σ|a·b|: a zero-mean sum's own size can be near zero.
+        e16.push_back(std::fabs(c16 - exact) / magnitude);
+        e32.push_back(std::fabs(c32 - exact) / magnitude);
+    }
+    return {median(e16), median(e32)};
+}
+
+Table accumulation_table(const BenchOptions& o) {
+    const int trials = o.quick ? 8 : 64;
+    Table t;
+    t.name = "fp16_accumulation";
+    t.title = "dot products of K fp16 values: error against FP64 of FP16 and FP32 accumulation, relative to "
+              "the sum of |products| (median of " + std::to_string(trials) + " draws)";
+    t.columns = {{"k", "K"},
+                 {"positive_fp16", "uniform [0,1): FP16 acc", "relative error", 6},
+                 {"positive_fp32", "FP32 acc", "relative error", 9},
+                 {"normal_fp16", "normal: FP16 acc", "relative error", 6},
+                 {"normal_fp32", "FP32 acc", "relative error", 9}};
+    for (std::int64_t k : {16, 64, 256, 1024, 4096, 16384}) {
+        const AccumulationError p = accumulation_error(k, true, trials), z = accumulation_error(k, false, trials);
+        t.rows.push_back({{"k", k},
+                          {"positive_fp16", p.fp16},
+                          {"positive_fp32", p.fp32},
+                          {"normal_fp16", z.fp16},
+                          {"normal_fp32", z.fp32}});
+    }
+    t.notes.push_back("FP16 accumulation is the in-order binary16 sum (engine/backend/cpu/cpu_fp16_accumulate.h); "
+                      "a running sum 2^11 times a product no longer takes it, so positive sums stop growing");
+    return t;
+}
+
 }  // namespace
 
 SuiteResult run_numeric_suite(const BenchOptions& o) {
@@ -153,6 +213,7 @@ SuiteResult run_numeric_suite(const BenchOptions& o) {
                       " floats; aim: >= 1 G el/s per core for fp16 and bf16");
     r.tables.push_back(std::move(t));
     r.tables.push_back(block_table(o));
+    r.tables.push_back(accumulation_table(o));
     r.seconds = seconds_since(t0);
     return r;
 }

@@ -72,6 +72,10 @@ enum class BackendOp : std::uint8_t {
     block_scaled,  // a linear or conv2d layer in a block-scaled format (LinearTensors::block)
     per_gemm,      // a linear or conv2d layer whose backward matmuls differ from its forward's
     fp8_recipe,    // FP8 current scaling or power-of-two scales (Fp8Recipe)
+    fp16_accumulation,    // a linear layer's matmuls adding in FP16 (LinearTensors::fp16_accumulation)
+    stochastic_rounding,  // stochastic gradients (LinearTensors, ConvTensors) and weight updates
+                          // (OptimizerTensors::rounding)
+    kahan_updates,        // Kahan-compensated weight updates (OptimizerTensors::compensation)
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -160,6 +164,13 @@ struct LinearTensors {
     // GEMM): dgrad's (dX = dy·W) and wgrad's (dW = dyᵀ·x) operands are rounded or quantised to
     // these; empty: as the forward (compute, block). docs/numerics.md, "Precision per matmul".
     std::optional<ComputeFormat> dgrad, wgrad;
+    // FP16 accumulation (compute fp16, no dgrad/wgrad of their own): each matmul adds its products
+    // in FP16, in order of the reduction index (docs/numerics.md, "FP16 accumulation").
+    bool fp16_accumulation = false;
+    // The gradients the backward narrows are rounded stochastically: dy quantised to an FP8 or
+    // block-scaled operand, dX and dW rounded to their formats (docs/numerics.md, "Stochastic
+    // rounding and Kahan summation"). dB and everything other ops write round to nearest.
+    bool stochastic_gradients = false;
 };
 
 // What the rounding of a gradient to its stored format did (counts over the tensor).
@@ -201,12 +212,19 @@ struct OptimizerTensors {
     const Tensor* grad = nullptr;
     Tensor* state1 = nullptr;     // sgd: momentum buffer; adamw: exp_avg
     Tensor* state2 = nullptr;     // adamw: exp_avg_sq
+    // How the new FP32 value is stored in a param narrower than FP32 (precision.rounding.weights):
+    // to nearest, stochastically, or Kahan-compensated: the update plus the compensation is added,
+    // and what the rounding lost is kept in `compensation` (param's size and format) for the next
+    // step (docs/numerics.md, "Stochastic rounding and Kahan summation"). An FP32 param ignores it.
+    WeightRounding rounding = WeightRounding::nearest;
+    Tensor* compensation = nullptr;  // required for kahan on a narrow param
 };
 
 struct UpdateCounts {
     std::int64_t nonzero_updates = 0;  // elements whose update changes them in FP32 (fp32(w + u) != w)
     std::int64_t lost_updates = 0;     // of those, elements whose stored value (in the parameter's
-                                       // format) is unchanged: lost to the stored precision
+                                       // format) is unchanged: lost to the stored precision (Kahan:
+                                       // and whose compensation is unchanged too: lost to both)
 };
 
 class Backend {
@@ -385,6 +403,12 @@ public:
     // ---- optimizers (FP32 arithmetic and state; the result rounded to param's format)
     virtual UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) = 0;
     virtual UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) = 0;
+
+    // ---- stochastic rounding
+    // Seeds every stochastic rounding this backend does (precision.rounding): each rounding pass
+    // takes the next key of the seed's sequence, so a run with the same seed, settings and changes
+    // rounds every value the same way. A backend without stochastic rounding ignores it.
+    virtual void seed_stochastic_rounding(std::uint64_t seed) { (void)seed; }
 
     // ---- underflow telemetry
     // While on (the trainer turns it on for the steps that report layer statistics, and each

@@ -46,6 +46,9 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::block_scaled: return "block-scaled matmul";
     case BackendOp::per_gemm: return "per-GEMM precision";
     case BackendOp::fp8_recipe: return "FP8 current scaling";
+    case BackendOp::fp16_accumulation: return "FP16 accumulation";
+    case BackendOp::stochastic_rounding: return "stochastic rounding";
+    case BackendOp::kahan_updates: return "Kahan-compensated update";
     }
     return "linear";
 }

@@ -49,6 +49,8 @@ struct ConvTensors {
     Fp8State* fp8 = nullptr;             // required when compute is fp8_e4m3
     std::optional<BlockFormat> block;    // a block-scaled convolution, as LinearTensors::block
     std::optional<ComputeFormat> dgrad, wgrad;  // per GEMM, as LinearTensors::dgrad and wgrad
+    bool fp16_accumulation = false;      // as LinearTensors's: refused for convolutions (MatmulLayer)
+    bool stochastic_gradients = false;   // as LinearTensors's
 };
 
 // A max or average pool over square windows; padding at most half the kernel (as PyTorch).

@@ -73,6 +73,11 @@ constexpr Named<Fp8Scaling> fp8_scaling_names[] = {
     {Fp8Scaling::rowwise, "rowwise"}};
 constexpr Named<OpPrecision> op_precision_names[] = {
     {OpPrecision::automatic, "auto"}, {OpPrecision::fp32, "fp32"}, {OpPrecision::fp16, "fp16"}, {OpPrecision::bf16, "bf16"}};
+constexpr Named<Accumulation> accumulation_names[] = {{Accumulation::fp32, "fp32"}, {Accumulation::fp16, "fp16"}};
+constexpr Named<GradientRounding> gradient_rounding_names[] = {{GradientRounding::nearest, "nearest"},
+                                                               {GradientRounding::stochastic, "stochastic"}};
+constexpr Named<WeightRounding> weight_rounding_names[] = {
+    {WeightRounding::nearest, "nearest"}, {WeightRounding::stochastic, "stochastic"}, {WeightRounding::kahan, "kahan"}};
 constexpr std::array<const char*, 2> vocabularies = {"chars", "bytes"};
 
 // Kinds kept as strings in the structs; the reader still checks them against these lists.
@@ -532,6 +537,7 @@ void read_precision(Reader r, PrecisionSpec& p) {
                 gemms.choice("forward", s.forward, layer_precision_names);
                 gemms.choice("dgrad", s.dgrad, layer_precision_names);
                 gemms.choice("wgrad", s.wgrad, layer_precision_names);
+                gemms.choice("accumulate", s.accumulate, accumulation_names);
                 gemms.finish();
                 p.layers[item.key()] = s;
             } else {
@@ -547,6 +553,12 @@ void read_precision(Reader r, PrecisionSpec& p) {
     }
     read_loss_scaling(r.group("loss_scaling"), p.loss_scaling);
     read_fp8(r.group("fp8"), p.fp8);
+    {
+        Reader rounding = r.group("rounding");
+        rounding.choice("gradients", p.rounding.gradients, gradient_rounding_names);
+        rounding.choice("weights", p.rounding.weights, weight_rounding_names);
+        rounding.finish();
+    }
     r.finish();
 }
 
@@ -635,10 +647,18 @@ const char* fp8_scaling_name(Fp8Scaling s) { return name_in<Fp8Scaling>(fp8_scal
 const char* op_precision_name(OpPrecision p) { return name_in<OpPrecision>(op_precision_names, p); }
 std::optional<OpPrecision> parse_op_precision(const std::string& s) { return parse_in<OpPrecision>(op_precision_names, s); }
 
+const char* accumulation_name(Accumulation a) { return name_in<Accumulation>(accumulation_names, a); }
+const char* gradient_rounding_name(GradientRounding r) { return name_in<GradientRounding>(gradient_rounding_names, r); }
+const char* weight_rounding_name(WeightRounding r) { return name_in<WeightRounding>(weight_rounding_names, r); }
+
 std::string layer_setting_text(const LayerSetting& s) {
     if (s.uniform()) return layer_precision_name(s.forward);
-    return std::string("forward ") + layer_precision_name(s.forward) + ", dgrad " + layer_precision_name(s.dgrad) +
-           ", wgrad " + layer_precision_name(s.wgrad);
+    std::string text = s.forward == s.dgrad && s.dgrad == s.wgrad
+                           ? std::string(layer_precision_name(s.forward))
+                           : std::string("forward ") + layer_precision_name(s.forward) + ", dgrad " +
+                                 layer_precision_name(s.dgrad) + ", wgrad " + layer_precision_name(s.wgrad);
+    if (s.accumulate != Accumulation::fp32) text += std::string(", accumulate ") + accumulation_name(s.accumulate);
+    return text;
 }
 
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s) {
@@ -700,6 +720,15 @@ json layers_json(const std::string& text) {
     return list.is_array() ? list : json(text);
 }
 
+// A layer's setting as the object of its matmuls (and its accumulation when not FP32).
+json layer_setting_json(const LayerSetting& s) {
+    json j = {{"forward", layer_precision_name(s.forward)},
+              {"dgrad", layer_precision_name(s.dgrad)},
+              {"wgrad", layer_precision_name(s.wgrad)}};
+    if (s.accumulate != Accumulation::fp32) j["accumulate"] = accumulation_name(s.accumulate);  // the default unsaid
+    return j;
+}
+
 json experiment_to_json(const Experiment& e) {
     const auto& d = e.dataset;
     const auto& t = e.train;
@@ -707,10 +736,7 @@ json experiment_to_json(const Experiment& e) {
     const auto& s = p.loss_scaling;
     json layers = json::object();
     for (const auto& [name, s] : p.layers)
-        layers[name] = s.uniform() ? json(layer_precision_name(s.forward))
-                                   : json{{"forward", layer_precision_name(s.forward)},
-                                          {"dgrad", layer_precision_name(s.dgrad)},
-                                          {"wgrad", layer_precision_name(s.wgrad)}};
+        layers[name] = s.uniform() ? json(layer_precision_name(s.forward)) : layer_setting_json(s);
     const auto optional_scale = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
     return {
         {"name", e.name},
@@ -745,7 +771,9 @@ json experiment_to_json(const Experiment& e) {
           {"fp8", {{"amax_history_len", p.fp8.amax_history_len}, {"margin", p.fp8.margin},
                    {"amax_compute_algo", amax_algo_name(p.fp8.amax_compute_algo)},
                    {"scaling", fp8_scaling_name(p.fp8.scaling)},
-                   {"power_of_two_scales", p.fp8.power_of_two_scales}}}}},
+                   {"power_of_two_scales", p.fp8.power_of_two_scales}}},
+          {"rounding", {{"gradients", gradient_rounding_name(p.rounding.gradients)},
+                        {"weights", weight_rounding_name(p.rounding.weights)}}}}},
         {"backend", {{"kind", e.backend}, {"device", e.device}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
                     {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace},
@@ -842,7 +870,8 @@ void apply_setting(Experiment& e, const std::string& assignment) {
     std::string gemm_layer;
     if (parts.size() > 3 && parts[0] == "precision" && parts[1] == "layers") {
         const std::string& last = parts.back();
-        const bool gemm = parts.size() > 3 && (last == "forward" || last == "dgrad" || last == "wgrad");
+        const bool gemm =
+            parts.size() > 3 && (last == "forward" || last == "dgrad" || last == "wgrad" || last == "accumulate");
         const std::size_t end = gemm ? parts.size() - 1 : parts.size();
         std::string name = parts[2];
         for (std::size_t i = 3; i < end; ++i) name += "." + parts[i];
@@ -856,9 +885,7 @@ void apply_setting(Experiment& e, const std::string& assignment) {
     if (!gemm_layer.empty()) {  // the layer as an object of its three matmuls, to set one of them
         const auto it = e.precision.layers.find(gemm_layer);
         const LayerSetting s = it == e.precision.layers.end() ? LayerSetting{} : it->second;
-        j["precision"]["layers"][gemm_layer] = {{"forward", layer_precision_name(s.forward)},
-                                                {"dgrad", layer_precision_name(s.dgrad)},
-                                                {"wgrad", layer_precision_name(s.wgrad)}};
+        j["precision"]["layers"][gemm_layer] = layer_setting_json(s);
     }
     json* node = &j;
     std::string at;

@@ -107,14 +107,21 @@ inline constexpr std::array<LayerPrecision, 12> all_layer_precisions = {
 // an object sets them apart ({"forward": "mxfp4"}: the two others auto), which is how one GEMM is
 // kept out of FP8 (TE's DisableFP8GEMM) or only the forward is quantised. The forward's precision
 // decides the layer's output, gradient and stored-weight formats (model/layer_formats.h).
+// accumulate: what the matmuls add their products in. FP32 is what tensor cores and every library
+// default do; FP16 (cuBLASLt's CUBLAS_COMPUTE_16F) is offered for linear layers whose three matmuls
+// are fp16, to show what FP32 accumulation saves (docs/numerics.md, "FP16 accumulation").
+enum class Accumulation : std::uint8_t { fp32, fp16 };
+
 struct LayerSetting {
     LayerPrecision forward = LayerPrecision::automatic;
     LayerPrecision dgrad = LayerPrecision::automatic;
     LayerPrecision wgrad = LayerPrecision::automatic;
+    Accumulation accumulate = Accumulation::fp32;
 
     LayerSetting() = default;
     LayerSetting(LayerPrecision all) : forward(all), dgrad(all), wgrad(all) {}  // NOLINT: one for all three
-    bool uniform() const { return forward == dgrad && dgrad == wgrad; }
+    // Whether one precision name says it all: the three matmuls alike, accumulating in FP32.
+    bool uniform() const { return forward == dgrad && dgrad == wgrad && accumulate == Accumulation::fp32; }
     bool uses(LayerPrecision p) const { return forward == p || dgrad == p || wgrad == p; }  // any matmul
     bool operator==(const LayerSetting&) const = default;
 };
@@ -165,6 +172,23 @@ struct Fp8Spec {                    // delayed per-tensor scaling, as Transforme
     bool operator==(const Fp8Spec&) const = default;
 };
 
+// How values are rounded where precision is lost, beside round-to-nearest-even (docs/numerics.md,
+// "Stochastic rounding and Kahan summation"). gradients: stochastic rounds the gradients a linear
+// or conv2d layer's backward narrows (dy quantised to an FP8 or block-scaled operand, dX and dW
+// stored in a 16-bit format) up or down at random, in proportion to the distance: unbiased on
+// average. weights (stored low-precision weights, master weights off): stochastic rounds each
+// update's result that way; kahan keeps each weight's rounding error in a compensation buffer of
+// the weight's format and adds it back at the next step.
+enum class GradientRounding : std::uint8_t { nearest, stochastic };
+enum class WeightRounding : std::uint8_t { nearest, stochastic, kahan };
+
+struct RoundingSpec {
+    GradientRounding gradients = GradientRounding::nearest;
+    WeightRounding weights = WeightRounding::nearest;
+
+    bool operator==(const RoundingSpec&) const = default;
+};
+
 struct PrecisionSpec {
     Autocast autocast = Autocast::off;
     bool master_weights = true;
@@ -172,6 +196,7 @@ struct PrecisionSpec {
     OpPrecisions ops;
     LossScalingSpec loss_scaling;
     Fp8Spec fp8;
+    RoundingSpec rounding;
 
     bool operator==(const PrecisionSpec&) const = default;
 };
@@ -242,6 +267,9 @@ const char* lr_schedule_name(LrSchedule s);
 const char* amax_algo_name(AmaxAlgo a);
 const char* fp8_scaling_name(Fp8Scaling s);
 const char* op_precision_name(OpPrecision p);
+const char* accumulation_name(Accumulation a);
+const char* gradient_rounding_name(GradientRounding r);
+const char* weight_rounding_name(WeightRounding r);
 std::optional<OpPrecision> parse_op_precision(const std::string& s);
 std::optional<LayerPrecision> parse_layer_precision(const std::string& s);
 std::optional<Autocast> parse_autocast(const std::string& s);

@@ -86,7 +86,8 @@ struct LayerStepRecord {
     double frac_underflow = 0;              // non-zero in fp32, zero after rounding to the format
     double frac_lost_updates = 0;           // of weights whose update changes them in FP32, those whose
                                             // stored value stays the same (lost to the stored precision;
-                                            // 0 for FP32 weights and FP32 master weights)
+                                            // 0 for FP32 weights and FP32 master weights; Kahan:
+                                            // and whose compensation stays the same too)
     ExponentHistogram grad_exponents;
     // FP8 layers only (precision fp8-e4m3), and only where the step's scaling state is known
     // exactly at its report (a pipeline that reports each step at its end: the CPU backend, or

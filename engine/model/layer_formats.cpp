@@ -71,6 +71,7 @@ LayerFormats resolve_layer_formats(const LayerSetting& setting, Autocast autocas
     f.setting = setting;
     f.dgrad = resolve_uniform(setting.dgrad, autocast, master_weights).compute_format();
     f.wgrad = resolve_uniform(setting.wgrad, autocast, master_weights).compute_format();
+    f.fp16_accumulation = setting.accumulate == Accumulation::fp16;
     return f;
 }
 

@@ -19,6 +19,8 @@
 // stored weight and the layer's input again along its own reduction dimensions).
 // Per GEMM (LayerSetting): the forward's setting gives every tensor format above; dgrad and wgrad
 // only say what their matmuls' operands are rounded or quantised to (LayerFormats::dgrad, wgrad).
+// Accumulation (LayerSetting::accumulate) says what the matmuls add their products in; it changes
+// no tensor's format.
 // Stored weights (what the optimizer updates): FP32 with master weights on; with master weights
 // off, the layer's own format (fp16, bf16), FP32 for fp32/tf32 layers (TF32 is a compute mode of
 // FP32 tensors), the output format for fp8 and block-scaled layers (FP8 and block-scaled weights
@@ -46,6 +48,17 @@ struct LayerFormats {
     // format or a block format; the same as the forward's otherwise. The output, gradient and
     // stored-weight formats are the forward setting's whatever these are.
     ComputeFormat dgrad, wgrad;
+    // The matmuls add their products in FP16 (LayerSetting::accumulate; linear layers whose three
+    // matmuls are fp16).
+    bool fp16_accumulation = false;
+    // The gradients the backward narrows are rounded stochastically (precision.rounding.gradients;
+    // set by the trainer, not by the layer's own setting).
+    bool stochastic_gradients = false;
+    // Whether the three matmuls all take fp16 operands (what FP16 accumulation needs).
+    bool all_fp16() const {
+        const ComputeFormat fp16(Format::fp16);
+        return compute_format() == fp16 && dgrad == fp16 && wgrad == fp16;
+    }
     bool fp8() const { return compute == Format::fp8_e4m3; }
     // Whether the backward's matmuls differ from the forward's (the per-GEMM path of the backends).
     bool gemms_differ() const { return !(dgrad == compute_format() && wgrad == compute_format()); }

@@ -21,18 +21,16 @@
 
 #include "numeric/block_format.h"
 #include "numeric/element_format.h"
+#include "numeric/grid_round.h"
+#include "numeric/stochastic_round.h"
 
 namespace mantissa {
 
 namespace {
 
-constexpr float fp32_max = std::numeric_limits<float>::max();
+using namespace grid_detail;
 
-// An element format's grid: values m · 2^(e - M) for e in [emin, emax], |value| <= max_finite.
-struct Grid {
-    int mantissa_bits, emin, emax;
-    float max_finite;
-};
+constexpr float fp32_max = std::numeric_limits<float>::max();
 
 Grid grid_of(ElementFormat e) {
     const ElementFormatInfo& i = element_format_info(e);
@@ -44,26 +42,6 @@ Grid grid_of(ElementFormat e) {
 #else
 #define MANTISSA_BLOCK_HOT
 #endif
-
-// q rounded to nearest even on the grid, saturating at ±max; NaN stays NaN, ±inf saturates.
-// Branch-free, so that the loops below vectorise: the biased exponent of q (0 for zeros and
-// subnormals), clamped to the grid's normal range, gives the step 2^(e - M) and its inverse.
-inline float round_to_grid(float q, Grid g) {
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(q);
-    std::int32_t e = static_cast<std::int32_t>((bits >> 23) & 0xFFu);
-    e = e < g.emin + 127 ? g.emin + 127 : e;
-    e = e > g.emax + 127 ? g.emax + 127 : e;
-    const float step = std::bit_cast<float>(static_cast<std::uint32_t>(e - g.mantissa_bits) << 23);
-    const float inverse = std::bit_cast<float>(static_cast<std::uint32_t>(254 - e + g.mantissa_bits) << 23);
-    // Adding and subtracting 1.5 · 2^23 rounds |y| < 2^22 to an integer, ties to even; a larger y
-    // (only beyond the grid's max: saturated below) passes unchanged.
-    constexpr float magic = 12582912.0f;
-    const float y = q * inverse;
-    float r = ((y + magic) - magic) * step;
-    r = r > g.max_finite ? g.max_finite : r;  // comparisons are false for NaN: it stays
-    r = r < -g.max_finite ? -g.max_finite : r;
-    return std::bit_cast<float>((std::bit_cast<std::uint32_t>(r) & 0x7FFFFFFFu) | (bits & 0x80000000u));
-}
 
 enum BlockKind : std::uint8_t { normal_block = 0, zero_scale_block = 1, nan_block = 2 };
 
@@ -122,20 +100,43 @@ struct Counts {
     std::size_t saturated = 0, flushed = 0;
 };
 
+// How a pass rounds its elements: to nearest even, or stochastically with the pass's key, value i
+// of the tensor (in storage order) taking stochastic bits i (stochastic_round.h).
+struct ElementRounding {
+    bool stochastic = false;
+    std::uint64_t key = 0;
+};
+
+// One element's result and counts, as quantise_block counts: saturated when |x · encode| exceeds
+// the element max in a block with a live scale; flushed when a non-zero x decodes to ±0 (every
+// value of a zero-scale block).
+inline float finish_element(float x, float q, float r, float decode, bool live, bool zero_scale, const Grid& g,
+                            std::uint32_t& saturated, std::uint32_t& flushed) {
+    saturated += live & (std::fabs(q) > g.max_finite);
+    flushed += (x != 0) & (zero_scale | (live & (r == 0)));
+    return r * decode;
+}
+
 // One row of a tile: y[j] = x[j] rounded with the parameters of its own block (encode[j],
-// decode[j], kind[j]), adding to the counts as quantise_block does: saturated when |x · encode|
-// exceeds the element max in a block with a live scale; flushed when a non-zero x decodes to ±0
-// (every value of a zero-scale block). x == y is allowed. round_runs does the same inline.
+// decode[j], kind[j]); x[0] is value `index` of the tensor. x == y is allowed. round_runs does the
+// same inline. The two loops are apart so that each vectorises.
 MANTISSA_BLOCK_HOT void round_span(const float* x, float* y, std::size_t n, const float* encode, const float* decode,
-                                   const std::uint8_t* kind, Grid g, Counts& counts) {
+                                   const std::uint8_t* kind, Grid g, Counts& counts, ElementRounding rounding,
+                                   std::uint64_t index) {
     std::uint32_t saturated = 0, flushed = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-        const float q = x[j] * encode[j];
-        const float r = round_to_grid(q, g);
-        const bool live = kind[j] == normal_block;
-        saturated += live & (std::fabs(q) > g.max_finite);
-        flushed += (x[j] != 0) & ((kind[j] == zero_scale_block) | (live & (r == 0)));
-        y[j] = r * decode[j];
+    if (!rounding.stochastic) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const float q = x[j] * encode[j];
+            y[j] = finish_element(x[j], q, round_to_grid(q, g), decode[j], kind[j] == normal_block,
+                                  kind[j] == zero_scale_block, g, saturated, flushed);
+        }
+    } else {
+        for (std::size_t j = 0; j < n; ++j) {
+            const float q = x[j] * encode[j];
+            const float u = unit_of(random_bits(rounding.key, index + j));
+            y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), decode[j],
+                                  kind[j] == normal_block, kind[j] == zero_scale_block, g, saturated, flushed);
+        }
     }
     counts.saturated += saturated;
     counts.flushed += flushed;
@@ -180,7 +181,7 @@ float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
 // Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
 // parameters and its values in one function, so that nothing is called per block.
 MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
-                                   std::size_t K, BlockStats& stats) {
+                                   std::size_t K, BlockStats& stats, ElementRounding rounding) {
     const BlockFormatInfo& info = block_format_info(f);
     const ElementFormatInfo& el = element_format_info(info.element);
     const Grid g = grid_of(info.element);
@@ -205,12 +206,20 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
-            for (std::size_t j = 0; j < count; ++j) {
-                const float q = x[j] * p.encode;
-                const float v = round_to_grid(q, g);
-                saturated += live & (std::fabs(q) > g.max_finite);
-                flushed += (x[j] != 0) & (zero_scale | (live & (v == 0)));
-                y[j] = v * p.decode;
+            if (!rounding.stochastic) {
+                for (std::size_t j = 0; j < count; ++j) {
+                    const float q = x[j] * p.encode;
+                    y[j] = finish_element(x[j], q, round_to_grid(q, g), p.decode, live, zero_scale, g, saturated,
+                                          flushed);
+                }
+            } else {
+                const std::uint64_t index = r * K + first;
+                for (std::size_t j = 0; j < count; ++j) {
+                    const float q = x[j] * p.encode;
+                    const float u = unit_of(random_bits(rounding.key, index + j));
+                    y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), p.decode, live,
+                                          zero_scale, g, saturated, flushed);
+                }
             }
         }
     }
@@ -234,7 +243,7 @@ MANTISSA_BLOCK_HOT std::size_t tile_params(bool nvfp4, int emax, float tensor_sc
 
 // (outer, K, inner) with inner > 1: for each o, tiles of B rows of `inner` values.
 void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t outer, std::size_t K,
-                 std::size_t inner, BlockStats& stats) {
+                 std::size_t inner, BlockStats& stats, ElementRounding rounding) {
     const BlockFormatInfo& info = block_format_info(f);
     const ElementFormatInfo& el = element_format_info(info.element);
     const Grid g = grid_of(info.element);
@@ -261,7 +270,7 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
             // The whole tile is read (amaxes) before any of it is written: src == dst is safe.
             for (std::size_t k = 0; k < count; ++k)
                 round_span(src + base + k * inner, dst + base + k * inner, inner, encode.data(), decode.data(),
-                           kind.data(), g, c);
+                           kind.data(), g, c, rounding, base + k * inner);
         }
     }
     stats.values += outer * K * inner;
@@ -273,7 +282,7 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
 
 BlockStats round_blocks(BlockFormat format, const float* src, float* dst, std::size_t n) {
     BlockStats stats;
-    round_runs(format, tensor_scale_of(format, src, n), src, dst, 1, n, stats);
+    round_runs(format, tensor_scale_of(format, src, n), src, dst, 1, n, stats, {});
     return stats;
 }
 
@@ -284,14 +293,28 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 
 float block_tensor_scale(BlockFormat format, const float* x, std::size_t n) { return tensor_scale_of(format, x, n); }
 
-BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
-                              std::size_t K, std::size_t inner, float tensor_scale) {
+namespace {
+
+BlockStats round_along(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
+                       std::size_t inner, float tensor_scale, ElementRounding rounding) {
     BlockStats stats;
     if (inner == 1)
-        round_runs(format, tensor_scale, src, dst, outer, K, stats);
+        round_runs(format, tensor_scale, src, dst, outer, K, stats, rounding);
     else
-        round_tiles(format, tensor_scale, src, dst, outer, K, inner, stats);
+        round_tiles(format, tensor_scale, src, dst, outer, K, inner, stats, rounding);
     return stats;
+}
+
+}  // namespace
+
+BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                              std::size_t K, std::size_t inner, float tensor_scale) {
+    return round_along(format, src, dst, outer, K, inner, tensor_scale, {});
+}
+
+BlockStats round_blocks_along_stochastic(BlockFormat format, const float* src, float* dst, std::size_t outer,
+                                         std::size_t K, std::size_t inner, float tensor_scale, std::uint64_t key) {
+    return round_along(format, src, dst, outer, K, inner, tensor_scale, {true, key});
 }
 
 namespace {

@@ -52,10 +52,11 @@ LiveChange plan_live_change(const Experiment& current, const std::vector<std::st
     rest.precision.master_weights = current.precision.master_weights;
     rest.precision.loss_scaling = current.precision.loss_scaling;
     rest.precision.fp8.scaling = current.precision.fp8.scaling;
+    rest.precision.rounding = current.precision.rounding;
     rest.train.lr = current.train.lr;
     if (experiment_to_json(rest) != experiment_to_json(current))
-        throw Error(assignment + ": only precision.layers, autocast, ops, master_weights, loss_scaling, fp8.scaling "
-                                 "and train.lr can change during a run; the rest needs a new run.");
+        throw Error(assignment + ": only precision.layers, autocast, ops, master_weights, loss_scaling, fp8.scaling, "
+                                 "rounding and train.lr can change during a run; the rest needs a new run.");
 
     std::map<std::string, LayerSetting> named = current.precision.layers;
     named.insert(after.precision.layers.begin(), after.precision.layers.end());
@@ -73,6 +74,7 @@ LiveChange plan_live_change(const Experiment& current, const std::vector<std::st
         change.commands.push_back(command::SetOpPrecision{"layernorm", a.ops.layernorm});
     if (a.master_weights != b.master_weights) change.commands.push_back(command::SetMasterWeights{a.master_weights});
     if (a.fp8.scaling != b.fp8.scaling) change.commands.push_back(command::SetFp8Scaling{a.fp8.scaling});
+    if (a.rounding != b.rounding) change.commands.push_back(command::SetRounding{a.rounding});
     if (!same_scaling(a.loss_scaling, b.loss_scaling)) change.commands.push_back(command::SetLossScaling{a.loss_scaling});
     if (after.train.lr != current.train.lr) change.commands.push_back(command::SetLearningRate{after.train.lr});
     return change;  // empty when the value was already in effect

@@ -6,8 +6,9 @@
 
 namespace mantissa {
 
-Optimizer::Optimizer(Backend& backend, Network& network, const TrainSpec& spec)
-    : m_network(network), m_spec(spec) {
+Optimizer::Optimizer(Backend& backend, Network& network, const TrainSpec& spec, WeightRounding rounding)
+    : m_backend(backend), m_network(network), m_spec(spec) {
+    set_weight_rounding(rounding);
     const bool sgd = spec.optimizer == OptimizerKind::sgd;
     const bool momentum = sgd && spec.momentum != 0.0;
     for (const NetworkParameter& p : network.parameters()) {
@@ -40,18 +41,53 @@ OptimizerHyper Optimizer::hyper() const {
     return h;
 }
 
-void Optimizer::step(StepPipeline& pipeline) const {
+void Optimizer::set_weight_rounding(WeightRounding rounding) {
+    if (rounding != WeightRounding::nearest) {
+        const BackendOp op =
+            rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_rounding;
+        if (std::string why = m_backend.unsupported(op, Format::fp32); !why.empty()) throw Error(why);
+    }
+    m_rounding = rounding;
+    if (rounding != WeightRounding::kahan)
+        for (ParamState& st : m_state) st.compensation.reset();
+}
+
+void Optimizer::keep_compensation(std::size_t i, const Tensor& param) {
+    std::unique_ptr<Tensor>& c = m_state[i].compensation;
+    const bool wanted = m_rounding == WeightRounding::kahan && param.format() != Format::fp32;
+    if (!wanted) {
+        c.reset();
+        return;
+    }
+    if (c && c->format() == param.format() && c->numel() == param.numel()) return;
+    // A new buffer starts at zero: nothing is owed to a weight that just became narrow.
+    c = m_backend.allocate(TensorDesc{param.desc().name + ".kahan", param.rows(), param.cols(), param.format(),
+                                      MemoryCategory::optimizer_state});
+}
+
+void Optimizer::step(StepPipeline& pipeline) {
     const OptimizerHyper h = hyper();
     const auto& params = m_network.parameters();
     for (std::size_t i = 0; i < params.size(); ++i) {
+        keep_compensation(i, *params[i].tensors.value);
         const ParamState& st = m_state[i];
         OptimizerTensors t;
         t.param = params[i].tensors.value;
         t.grad = params[i].tensors.grad;
         t.state1 = st.s1.get();
         t.state2 = st.s2.get();
+        t.rounding = m_rounding;
+        t.compensation = st.compensation.get();
         pipeline.optimizer_step(t, h, params[i].tensors.weight ? params[i].layer : -1);
     }
+}
+
+const Tensor* Optimizer::compensation(int layer, int param) const {
+    const auto& params = m_network.parameters();
+    int seen = 0;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].layer == layer && seen++ == param) return m_state[i].compensation.get();
+    return nullptr;
 }
 
 const Tensor* Optimizer::state(int layer, int param, int which) const {

@@ -16,29 +16,43 @@ namespace mantissa {
 
 class Optimizer {
 public:
-    Optimizer(Backend& backend, Network& network, const TrainSpec& spec);
+    Optimizer(Backend& backend, Network& network, const TrainSpec& spec,
+              WeightRounding rounding = WeightRounding::nearest);
     ~Optimizer();
 
     // One step over every parameter (Network::parameters(), in order) through a pipeline: the learning rate, the step
     // count and the skip are the pipeline's; what happened to each layer's weight updates
     // (changing the FP32 value, lost to the stored precision) comes back in its StepResults::counts.
-    void step(StepPipeline& pipeline) const;
+    void step(StepPipeline& pipeline);
     // Steps taken, as the pipeline reported them (the Trainer records them at each report).
     std::int64_t steps_taken() const { return m_steps; }
     void record_steps_taken(std::int64_t steps) { m_steps = steps; }
     OptimizerHyper hyper() const;
     OptimizerKind kind() const { return m_spec.optimizer; }
+    // How narrow stored weights take their updates (precision.rounding.weights); between steps.
+    // Kahan's compensation buffers (category optimizer_state, each in its parameter's format) are
+    // made at the next step for the parameters that are narrow then, and dropped when the rounding
+    // changes or a parameter becomes FP32. Throws mantissa::Error when the backend lacks it.
+    void set_weight_rounding(WeightRounding rounding);
+    WeightRounding weight_rounding() const { return m_rounding; }
+    // The Kahan compensation of a layer's parameter (0: weight, 1: bias), or null: for tests.
+    const Tensor* compensation(int layer, int param) const;
     // The state tensors of a layer's parameter (0: its weight, 1: its bias): for tests and checks.
     const Tensor* state(int layer, int param, int which) const;
 
 private:
     struct ParamState {
         std::unique_ptr<Tensor> s1, s2;
+        std::unique_ptr<Tensor> compensation;  // Kahan, for a narrow parameter
     };
+    // Makes or drops parameter i's compensation as the rounding and its format ask.
+    void keep_compensation(std::size_t i, const Tensor& param);
+    Backend& m_backend;
     Network& m_network;
     TrainSpec m_spec;
     std::vector<ParamState> m_state;  // one per Network::parameters() entry
     std::int64_t m_steps = 0;
+    WeightRounding m_rounding = WeightRounding::nearest;
 };
 
 }  // namespace mantissa

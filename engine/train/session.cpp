@@ -397,6 +397,8 @@ void Session::Impl::apply(const Command& c, std::atomic<SessionState>& state, bo
                         emit(trainer->set_master_weights(cmd.enabled));
                     else if constexpr (std::is_same_v<T, SetFp8Scaling>)
                         emit(trainer->set_fp8_scaling(cmd.scaling));
+                    else if constexpr (std::is_same_v<T, SetRounding>)
+                        emit(trainer->set_rounding(cmd.rounding));
                     else if constexpr (std::is_same_v<T, SetLossScaling>)
                         emit(trainer->set_loss_scaling(cmd.spec));
                     else if constexpr (std::is_same_v<T, SetLearningRate>)

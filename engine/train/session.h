@@ -32,6 +32,7 @@ struct SetAutocast { Autocast autocast; };
 struct SetOpPrecision { std::string op_class; OpPrecision precision; };
 struct SetMasterWeights { bool enabled; };
 struct SetFp8Scaling { Fp8Scaling scaling; };
+struct SetRounding { RoundingSpec rounding; };
 struct SetLossScaling { LossScalingSpec spec; };
 struct SetLearningRate { double lr; };
 // Puts `value` (inf or NaN) into the named layer's weight gradient at the next step, for
@@ -56,7 +57,8 @@ struct StepOnce {};
 
 using Command = std::variant<command::Pause, command::Resume, command::Stop,
                              command::SetLayerPrecision, command::SetAutocast, command::SetOpPrecision,
-                             command::SetMasterWeights, command::SetFp8Scaling, command::SetLossScaling,
+                             command::SetMasterWeights, command::SetFp8Scaling, command::SetRounding,
+                             command::SetLossScaling,
                              command::SetLearningRate, command::InjectNonFinite, command::PauseAt,
                              command::SetPace, command::StepOnce>;
 

@@ -155,7 +155,7 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     if (m_backend->name() == "cpu") check_cpu_memory(m_experiment.model, t.batch_size, needed, physical_memory_bytes());
     try {
         m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats, op_formats());
-        m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t);
+        m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t, m_experiment.precision.rounding.weights);
     } catch (const std::bad_alloc&) {
         m_optimizer.reset();
         m_network.reset();
@@ -165,6 +165,7 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
                     std::to_string(t.batch_size) + " does not fit in memory: allocating the model (about " +
                     memory_text(needed) + " on the CPU backend) failed.");
     }
+    m_backend->seed_stochastic_rounding(t.seed);
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
     if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
     else if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
@@ -202,9 +203,11 @@ void Trainer::resume_clock() {
 
 std::vector<LayerFormats> Trainer::resolve_formats() const {
     std::vector<LayerFormats> f;
-    for (const LayerSetting& p : m_layer_settings)
+    for (const LayerSetting& p : m_layer_settings) {
         f.push_back(resolve_layer_formats(p, m_experiment.precision.autocast,
                                           m_experiment.precision.master_weights));
+        f.back().stochastic_gradients = m_experiment.precision.rounding.gradients == GradientRounding::stochastic;
+    }
     return f;
 }
 
@@ -624,6 +627,37 @@ Event Trainer::set_fp8_scaling(Fp8Scaling scaling) {
     m_experiment.precision.fp8.scaling = scaling;
     m_pipeline->invalidate("precision.fp8.scaling changed");  // a captured step holds the old recipe
     return make_setting_event("precision.fp8.scaling", fp8_scaling_name(old), fp8_scaling_name(scaling), true);
+}
+
+Event Trainer::set_rounding(const RoundingSpec& rounding) {
+    require_idle("set_rounding");
+    const RoundingSpec old = m_experiment.precision.rounding;
+    if (rounding.weights != old.weights) m_optimizer->set_weight_rounding(rounding.weights);  // may refuse
+    if (rounding.gradients != old.gradients) {
+        const std::vector<LayerSetting> old_settings = m_layer_settings;
+        PrecisionSpec old_precision = m_experiment.precision;
+        old_precision.rounding.weights = rounding.weights;  // the optimizer's change stands
+        m_experiment.precision.rounding.gradients = rounding.gradients;
+        try {
+            apply_formats(old_settings, old_precision);
+        } catch (const Error&) {
+            m_optimizer->set_weight_rounding(old.weights);
+            m_experiment.precision.rounding = old;
+            throw;
+        }
+    }
+    m_experiment.precision.rounding = rounding;
+    m_pipeline->invalidate("precision.rounding changed");
+    if (rounding.weights == old.weights)
+        return make_setting_event("precision.rounding.gradients", gradient_rounding_name(old.gradients),
+                                  gradient_rounding_name(rounding.gradients), true);
+    if (rounding.gradients == old.gradients)
+        return make_setting_event("precision.rounding.weights", weight_rounding_name(old.weights),
+                                  weight_rounding_name(rounding.weights), true);
+    const auto text = [](const RoundingSpec& r) {
+        return json{{"gradients", gradient_rounding_name(r.gradients)}, {"weights", weight_rounding_name(r.weights)}};
+    };
+    return make_setting_event("precision.rounding", text(old).dump(), text(rounding).dump(), false);
 }
 
 Event Trainer::set_loss_scaling(const LossScalingSpec& spec) {

@@ -124,6 +124,9 @@ public:
     Event set_op_precision(const std::string& op_class, OpPrecision precision);
     Event set_master_weights(bool enabled);
     Event set_fp8_scaling(Fp8Scaling scaling);
+    // precision.rounding: stochastic gradients re-declare nothing (the layers' backward rounds
+    // them); the weights' rounding is the optimizer's.
+    Event set_rounding(const RoundingSpec& rounding);
     Event set_loss_scaling(const LossScalingSpec& spec);
     Event set_learning_rate(double lr);   // the base rate; the schedule applies on top
     Event inject_non_finite(const std::string& layer, float value);  // at the next step

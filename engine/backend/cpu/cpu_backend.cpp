@@ -13,6 +13,8 @@
 
 #include "error.h"
 #include "numeric/convert.h"
+#include "numeric/stats.h"
+#include "numeric/stochastic_round.h"
 
 namespace mantissa {
 
@@ -182,6 +184,36 @@ MemoryBreakdown CpuBackend::memory() const {
     return m;
 }
 
+void CpuBackend::seed_stochastic_rounding(std::uint64_t seed) {
+    m_stochastic_seed = seed;
+    m_stochastic_pass = 0;
+}
+
+float CpuBackend::quantize_gradient_fp8(const float* dy, float* q, std::int64_t n, float scale) {
+    const auto count = static_cast<std::size_t>(n);
+    if (m_stochastic_gradients)
+        return scale_round_array_stochastic(Format::fp8_e5m2, dy, q, count, scale, next_stochastic_key(),
+                                            Overflow::saturate);
+    return scale_round_array(Format::fp8_e5m2, dy, q, count, scale, Overflow::saturate);
+}
+
+void CpuBackend::round_gradient(Format format, float* data, std::int64_t n) {
+    if (format == Format::fp32) return;
+    if (m_stochastic_gradients)
+        round_array_stochastic(format, data, data, static_cast<std::size_t>(n), next_stochastic_key());
+    else
+        round_array(format, data, static_cast<std::size_t>(n));
+}
+
+void CpuBackend::round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats) {
+    if (!m_stochastic_gradients || format == Format::fp32)
+        return round_array_with_stats(format, data, static_cast<std::size_t>(n), stats);
+    const auto count = static_cast<std::size_t>(n);
+    stats.zeros_before += count_zeros(data, count);
+    round_array_stochastic(format, data, data, count, next_stochastic_key());
+    count_classes(format, data, count, stats);
+}
+
 void CpuBackend::set_gradient_tracing(bool on) {
     m_tracing = on;
     for (auto& [tensor, shadow] : m_shadows) shadow.valid = false;  // a new step begins
@@ -282,8 +314,9 @@ float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64
 std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
-    if (op == BackendOp::block_scaled || op == BackendOp::per_gemm || op == BackendOp::fp8_recipe)
-        return "";  // every block format, every mix, every FP8 recipe
+    if (op == BackendOp::block_scaled || op == BackendOp::per_gemm || op == BackendOp::fp8_recipe ||
+        op == BackendOp::fp16_accumulation || op == BackendOp::stochastic_rounding || op == BackendOp::kahan_updates)
+        return "";  // every block format, every mix, every FP8 recipe, every rounding and accumulation
     if (op == BackendOp::bmm) {
         if (common) return "";
         return "The CPU backend computes batched matmuls in fp32, tf32, fp16 or bf16, not " +

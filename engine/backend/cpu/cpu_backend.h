@@ -34,6 +34,7 @@
 #include "backend/cpu/cpu_buffer.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
+#include "numeric/stochastic_round.h"
 
 namespace mantissa {
 
@@ -131,6 +132,7 @@ public:
     UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
     UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
     void set_gradient_tracing(bool on) override;
+    void seed_stochastic_rounding(std::uint64_t seed) override;
     MemoryBreakdown memory() const override;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
@@ -238,8 +240,28 @@ private:
     // dy's shadow and reference (gradient tracing), and whether a dy operand (dgrad's, or wgrad's
     // when it differs) flushed values of dy's first n.
     void trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) const;
-    // src quantised and decoded along `axes` into scratch slot `slot`.
-    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot);
+    // src quantised and decoded along `axes` into scratch slot `slot`; a gradient operand (dy) is
+    // rounded stochastically while the layer asks for it (m_stochastic_gradients).
+    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot,
+                               bool gradient = false);
+    // dy scaled into e5m2 (saturating) into q, stochastically while the layer asks; amax |dy|.
+    float quantize_gradient_fp8(const float* dy, float* q, std::int64_t n, float scale);
+    // A gradient output (dX, dW) rounded to its format: stochastically while the layer asks.
+    void round_gradient(Format format, float* data, std::int64_t n);
+    // data = round_gradient(data · factor), piece by piece (the FP8 dequantisation and the store).
+    void scale_round_gradient(Format format, float* data, std::int64_t n, float factor);
+    // round_gradient with the rounding's counts (the weight gradient's statistics).
+    void round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats);
+    // The key of the next stochastic rounding pass.
+    std::uint64_t next_stochastic_key() { return stochastic_key(m_stochastic_seed, m_stochastic_pass++); }
+    // Sets m_stochastic_gradients for the duration of one layer's backward.
+    struct StochasticGradients {
+        StochasticGradients(CpuBackend& b, bool on) : backend(b) { backend.m_stochastic_gradients = on; }
+        ~StochasticGradients() { backend.m_stochastic_gradients = false; }
+        StochasticGradients(const StochasticGradients&) = delete;
+        StochasticGradients& operator=(const StochasticGradients&) = delete;
+        CpuBackend& backend;
+    };
     // matmul_backward_operands for a block-scaled layer: dy along dgrad's and wgrad's reduction
     // dimensions (slots 2 and 13), W along dgrad's (slot 1, when need_w), x along wgrad's (slot 0).
     MatmulBackwardOperands block_backward_operands(BlockFormat format, const CpuTensor& dy, const CpuTensor& x,
@@ -285,12 +307,17 @@ private:
     };
     std::shared_ptr<CpuLedger> m_ledger;
     bool m_tracing = false;
+    // Stochastic rounding: the seed, the passes drawn so far, and whether the backward running now
+    // rounds its gradients stochastically (StochasticGradients).
+    std::uint64_t m_stochastic_seed = 0, m_stochastic_pass = 0;
+    bool m_stochastic_gradients = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
-    std::array<CpuBuffer, 14> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
+    std::array<CpuBuffer, 15> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
                                           //   7 to 9: cpu_conv.cpp, 10 to 12: cpu_attention.cpp,
-                                          //   13: a block-scaled layer's wgrad dy
+                                          //   13: a block-scaled layer's wgrad dy, 14: Kahan's
+                                          //   remainder (cpu_optimizer.cpp)
                                           //   (the layer norm's and embedding's: below)
     std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
@@ -298,6 +325,7 @@ private:
     ExponentTally m_tally;                        // unscale_and_check's histogram, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy
     cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count
+    std::vector<float> m_fp16_pack;               // FP16 accumulation's packed operands
 };
 
 }  // namespace mantissa

@@ -64,10 +64,6 @@ void scale_in_place(float* data, std::int64_t n, float factor) {
     for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
 }
 
-void scale_and_round(float* data, std::int64_t n, float factor, Format format) {
-    scale_in_place(data, n, factor);
-    round_output(format, data, n);
-}
 
 // Shapes of one sample.
 struct ConvShape {
@@ -184,6 +180,9 @@ struct ConvScratch {
     // reduction over samples and positions), NVFP4 with the whole dy's and x's tensor scales.
     std::optional<BlockFormat> wgrad_block;
     float dy_scale = 1, x_scale = 1;
+    // Stochastic gradients: DY's blocks are rounded stochastically, each chunk's with the key
+    // stochastic_key(dy_key, its first sample).
+    std::optional<std::uint64_t> dy_key;
 };
 
 // DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
@@ -222,8 +221,13 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
         im2col_chunk(s, x, first, n, buf.col);
         if (buf.wgrad_block) {
             const auto rows = static_cast<std::size_t>(ld);
-            round_blocks_along(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels), rows,
-                               1, buf.dy_scale);
+            if (buf.dy_key)
+                round_blocks_along_stochastic(*buf.wgrad_block, buf.dy_rows, buf.dy_rows,
+                                              static_cast<std::size_t>(s.out_channels), rows, 1, buf.dy_scale,
+                                              stochastic_key(*buf.dy_key, static_cast<std::uint64_t>(first)));
+            else
+                round_blocks_along(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels),
+                                   rows, 1, buf.dy_scale);
             round_blocks_along(*buf.wgrad_block, buf.col, buf.col, static_cast<std::size_t>(s.patch()), rows, 1,
                                buf.x_scale);
         }
@@ -342,6 +346,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     const CpuTensor& dy = cpu(dy_in);
     CpuTensor& w = cpu(*conv.weight);
     const std::int64_t in = s.in(), out = s.out();
+    const StochasticGradients stochastic(*this, conv.stochastic_gradients);
 
     // Block formats: dgrad reduces over the output channels (dy's, W's rows); wgrad over the
     // samples and positions: its DY and COL are quantised chunk by chunk in weight_gradient (no
@@ -378,6 +383,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         buf.wgrad_block = wgrad_block;
         buf.dy_scale = block_tensor_scale(*wgrad_block, dy.data(), static_cast<std::size_t>(batch * out));
         buf.x_scale = block_tensor_scale(*wgrad_block, x.data(), static_cast<std::size_t>(batch * in));
+        if (m_stochastic_gradients) buf.dy_key = next_stochastic_key();
     }
 
     if (dx_out) {
@@ -385,7 +391,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         input_gradient(m_matmul, s, dy_op, w_op, dx, batch, bf16_ok, buf);
         const float dq = dq_g * dq_w;
         if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
-            scale_and_round(dx, batch * in, dq, dx_out->format());
+            scale_round_gradient(dx_out->format(), dx, batch * in, dq);
         } else {  // the shadow needs dx before its rounding
             scale_in_place(dx, batch * in, dq);
             float* shadow = shadow_for(*dx_out, batch * in);
@@ -395,7 +401,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
             } else {
                 std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
             }
-            round_output(dx_out->format(), dx, batch * in);
+            round_gradient(dx_out->format(), dx, batch * in);
         }
     }
 
@@ -406,13 +412,13 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     // A block-scaled wgrad may flush in its DY and COL: counted against the reference, as a
     // flushed dy is.
     if (!weight_stats) {
-        scale_and_round(gw.data(), n_w, dq, gw.format());
+        scale_round_gradient(gw.format(), gw.data(), n_w, dq);
     } else if (!flushed && !(m_tracing && wgrad_block)) {
         scale_in_place(gw.data(), n_w, dq);
-        round_array_with_stats(gw.format(), gw.data(), static_cast<std::size_t>(n_w), *weight_stats);
+        round_gradient_with_stats(gw.format(), gw.data(), n_w, *weight_stats);
     } else {
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
-        scale_and_round(gw.data(), n_w, dq, gw.format());
+        scale_round_gradient(gw.format(), gw.data(), n_w, dq);
         RoundingStats counts;
         count_classes(gw.format(), gw.data(), static_cast<std::size_t>(n_w), counts);
         float* ref = scratch(slot_reference, n_w);

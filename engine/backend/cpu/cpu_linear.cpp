@@ -24,6 +24,8 @@
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
+#include "numeric/stochastic_round.h"
+#include "backend/cpu/cpu_fp16_accumulate.h"
 
 namespace mantissa {
 
@@ -50,16 +52,6 @@ float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale,
 MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
     if (factor == 1.0f) return;
     for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
-}
-
-// data = round_format(data * factor): the FP8 dequantisation and the store in one pass.
-void scale_and_round(float* data, std::int64_t n, float factor, Format format) {
-    if (factor == 1.0f) return round_output(format, data, n);
-    for (std::int64_t start = 0; start < n; start += piece) {
-        const std::int64_t len = std::min(piece, n - start);
-        scale_in_place(data + start, len, factor);
-        round_output(format, data + start, len);
-    }
 }
 
 // y(rows, cols) = y * dequant + b (per column).
@@ -167,7 +159,10 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     // Block formats take the FP32 matmul: their decoded values are bf16 values except for the
     // smallest scales (an E8M0 scale of 2^-127 puts e4m3's subnormals below bf16's).
     const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16;
-    m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
+    if (l.fp16_accumulation)
+        fp16_accumulate_multiply(x_op, false, w_op, true, yd, batch, out, in, m_fp16_pack);
+    else
+        m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
 
     const float* b;
     if (l.bias_compute) {
@@ -177,6 +172,23 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         b = cpu(*l.bias).data();
     }
     add_bias_and_round(yd, b, batch, out, dequant, y.format());
+}
+
+void CpuBackend::scale_round_gradient(Format format, float* data, std::int64_t n, float factor) {
+    if (factor == 1.0f) return round_gradient(format, data, n);
+    // The FP8 dequantisation and the store in one pass, piece by piece in the L1 cache; one key
+    // for the whole tensor, each piece from its own first index.
+    const bool stochastic = m_stochastic_gradients && format != Format::fp32;
+    const std::uint64_t key = stochastic ? next_stochastic_key() : 0;
+    for (std::int64_t start = 0; start < n; start += piece) {
+        const std::int64_t len = std::min(piece, n - start);
+        scale_in_place(data + start, len, factor);
+        if (stochastic)
+            round_array_stochastic(format, data + start, data + start, static_cast<std::size_t>(len), key,
+                                   static_cast<std::uint64_t>(start));
+        else
+            round_output(format, data + start, len);
+    }
 }
 
 CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
@@ -190,7 +202,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
         AmaxHistory& hg = state.history(Fp8Role::grad_output);
         float* q = scratch(dy_slot, n_dy);
         if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
-        hg.record(quantize_scaled(dy.data(), q, n_dy, hg.scale(), Format::fp8_e5m2));
+        hg.record(quantize_gradient_fp8(dy.data(), q, n_dy, hg.scale()));
         o.dq_g = hg.scale_inv();
         o.dq_x = state.history(Fp8Role::input).scale_inv();
         o.dq_w = state.history(Fp8Role::weight).scale_inv();
@@ -221,11 +233,16 @@ void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::i
     o.flushed = count_zeros(o.dy, count) != zeros || (o.dy_wgrad != o.dy && count_zeros(o.dy_wgrad, count) != zeros);
 }
 
-const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot) {
+const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot, bool gradient) {
     if (a.K == 0) return src;  // quantised later by the caller (a convolution's wgrad chunks)
     float* buf = scratch(slot, a.size());
-    round_blocks_along(format, src, buf, static_cast<std::size_t>(a.outer), static_cast<std::size_t>(a.K),
-                       static_cast<std::size_t>(a.inner));
+    const auto outer = static_cast<std::size_t>(a.outer), K = static_cast<std::size_t>(a.K),
+               inner = static_cast<std::size_t>(a.inner);
+    if (gradient && m_stochastic_gradients)
+        round_blocks_along_stochastic(format, src, buf, outer, K, inner,
+                                      block_tensor_scale(format, src, outer * K * inner), next_stochastic_key());
+    else
+        round_blocks_along(format, src, buf, outer, K, inner);
     return buf;
 }
 
@@ -233,8 +250,8 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
                                                                        const CpuTensor& x, const CpuTensor& w,
                                                                        const BlockOperandAxes& axes, bool need_w) {
     MatmulBackwardOperands o;
-    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy);
-    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad);
+    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy, true);
+    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad, true);
     o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x);
     o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w) : nullptr;
     trace_dy(o, dy, axes.dy_dgrad.size());
@@ -281,8 +298,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
         AmaxHistory& hg = state->history(Fp8Role::grad_output);
         float* q = scratch(g.dgrad == e4m3 ? slot_dy : slot_dy_wgrad, n_dy);
         if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
-        hg.record(scale_round_array(Format::fp8_e5m2, dy.data(), q, static_cast<std::size_t>(n_dy), hg.scale(),
-                                    Overflow::saturate));
+        hg.record(quantize_gradient_fp8(dy.data(), q, n_dy, hg.scale()));
         dy_fp8 = q;
         dq_dy_fp8 = hg.scale_inv();
     }
@@ -292,7 +308,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             dq = dq_dy_fp8;
             return dy_fp8;
         }
-        if (f.block) return block_operand(*f.block, dy.data(), axes, slot);
+        if (f.block) return block_operand(*f.block, dy.data(), axes, slot, true);
         return operand(dy, n_dy, f.format, slot);
     };
     o.dy = dy_for(g.dgrad, g.axes.dy_dgrad, slot_dy, o.dq_g);
@@ -353,6 +369,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     const CpuTensor& dy = cpu(dy_in);
     CpuTensor& w = cpu(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
+    const StochasticGradients stochastic(*this, l.stochastic_gradients);
+    // C = op(A)·op(B): the layer's accumulation (FP16 emulated, or oneDNN's FP32).
+    auto multiply = [&](const float* a, bool ta, const float* b, bool tb, float* c, std::int64_t m, std::int64_t n,
+                        std::int64_t k, bool bf16) {
+        if (l.fp16_accumulation) fp16_accumulate_multiply(a, ta, b, tb, c, m, n, k, m_fp16_pack);
+        else m_matmul.multiply(a, ta, b, tb, c, m, n, k, bf16);
+    };
 
     // The weight operand serves dx only (the first layer has none: no rounding pass for it).
     // Block formats: dgrad reduces over out (dy's rows, W's columns), wgrad over the batch (the
@@ -378,10 +401,10 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
-        m_matmul.multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
+        multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
         const float dq = dq_g * dq_w;
         if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
-            scale_and_round(dx, batch * in, dq, dx_out->format());
+            scale_round_gradient(dx_out->format(), dx, batch * in, dq);
         } else {  // the shadow needs dx before its rounding
             scale_in_place(dx, batch * in, dq);
             float* s = shadow_for(*dx_out, batch * in);
@@ -391,14 +414,14 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
             } else {
                 std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
             }
-            round_output(dx_out->format(), dx, batch * in);
+            round_gradient(dx_out->format(), dx, batch * in);
         }
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);
-    m_matmul.multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad);
+    multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad);
     if (!weight_stats) {
-        scale_and_round(gw.data(), out * in, dq_g_wgrad * dq_x, gw.format());
+        scale_round_gradient(gw.format(), gw.data(), out * in, dq_g_wgrad * dq_x);
     } else {
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
         const std::size_t n_w = static_cast<std::size_t>(out * in);
@@ -408,11 +431,10 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
             for (std::int64_t start = 0; start < out * in; start += piece) {
                 const std::int64_t len = std::min(piece, out * in - start);
                 scale_in_place(gw.data() + start, len, dq);
-                round_array_with_stats(gw.format(), gw.data() + start, static_cast<std::size_t>(len),
-                                       *weight_stats);
+                round_gradient_with_stats(gw.format(), gw.data() + start, len, *weight_stats);
             }
         } else {
-            scale_and_round(gw.data(), out * in, dq, gw.format());
+            scale_round_gradient(gw.format(), gw.data(), out * in, dq);
             RoundingStats s;
             count_classes(gw.format(), gw.data(), n_w, s);
             // The zeros of gw whose reference is not zero: proven without the reference where

@@ -19,6 +19,11 @@
 // stays in the L1 cache, are compared with the old ones (the FP32 change mask), rounded there and
 // stored with the lost-update count, so the parameter, gradient and state are each read once and
 // written once per step. Every element's arithmetic is unchanged by the blocking.
+// A narrow parameter (master weights off) stores the new value as OptimizerTensors::rounding says:
+// to nearest; stochastically (round_array_stochastic, one key per parameter per step, element i
+// taking bits i); or Kahan-compensated: y = (new - w) + c, w' = rnd(w + y), c' = rnd(y - (w' - w)),
+// the compensation c kept in the parameter's format, so what one step's rounding drops is added
+// back at the next. A Kahan update is lost only when neither w nor c changes.
 // The loops are plain arithmetic over restrict pointers so the compiler vectorises them (this
 // folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
 // x86-64 (chosen at run time).
@@ -30,6 +35,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
 #include "numeric/convert.h"
+#include "numeric/stochastic_round.h"
 
 namespace mantissa {
 
@@ -117,6 +123,51 @@ MANTISSA_HOT void store_counting_lost(float* __restrict p, const float* __restri
     }
 }
 
+// Kahan's first half: y = (fresh - p) + c, the update plus the compensation; fresh = p + y (to be
+// rounded).
+MANTISSA_HOT void kahan_add(const float* __restrict p, float* __restrict fresh, const float* __restrict c,
+                            float* __restrict y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float yi = (fresh[i] - p[i]) + c[i];
+        y[i] = yi;
+        fresh[i] = p[i] + yi;
+    }
+}
+
+// Kahan's second half, fresh now rounded: y = y - (fresh - p), what the rounding lost (to be
+// rounded into the compensation).
+MANTISSA_HOT void kahan_remainder(const float* __restrict p, const float* __restrict fresh, float* __restrict y,
+                                  std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] - (fresh[i] - p[i]);
+}
+
+// store_counting_lost for Kahan: an update is lost when neither the weight nor its compensation
+// changes; both are stored.
+MANTISSA_HOT void store_counting_lost_kahan(float* __restrict p, const float* __restrict fresh, float* __restrict c,
+                                            const float* __restrict remainder,
+                                            const unsigned char* __restrict changed_mask, std::int64_t n,
+                                            UpdateCounts* counts) {
+    std::uint32_t changed = 0, lost = 0;  // n <= update_block: 32 bits never overflow
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t ch = changed_mask[i];
+        changed += ch;
+        lost += ch & static_cast<std::uint32_t>(fresh[i] == p[i]) & static_cast<std::uint32_t>(remainder[i] == c[i]);
+        p[i] = fresh[i];
+        c[i] = remainder[i];
+    }
+    counts->nonzero_updates += changed;
+    counts->lost_updates += lost;
+}
+
+// How a parameter's new values are stored (OptimizerTensors::rounding, resolved for its format).
+struct WeightStore {
+    Format format = Format::fp32;
+    WeightRounding rounding = WeightRounding::nearest;  // nearest for an FP32 parameter
+    std::uint64_t key = 0;          // stochastic
+    float* compensation = nullptr;  // kahan: the whole tensor's
+    float* remainder = nullptr;     // kahan: a block of scratch
+};
+
 // The copies an optimizer step writes with its parameter, block by block while the new values are
 // in the L1 cache: the cast copy (CpuTensor::is_copy_of; master weights), or else the quantised
 // FP8 copy (CpuFp8WeightCopy), written as linear_forward would (scale_round_array: elementwise, so
@@ -158,11 +209,49 @@ struct CopyWrites {
 // values are in `fresh` and `mask` marks those that differ from the old ones; round them to the
 // parameter's format, store them in the parameter (p: the block), count lost updates against the
 // old values, and write the copies.
-void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, Format format,
+void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, const WeightStore& store,
                    const unsigned char* mask, UpdateCounts& c, CopyWrites& copies) {
-    if (format != Format::fp32) round_array(format, fresh, static_cast<std::size_t>(n));
-    store_counting_lost(p, fresh, mask, n, &c);
+    const auto count = static_cast<std::size_t>(n);
+    switch (store.rounding) {
+    case WeightRounding::nearest:
+        if (store.format != Format::fp32) round_array(store.format, fresh, count);
+        store_counting_lost(p, fresh, mask, n, &c);
+        break;
+    case WeightRounding::stochastic:
+        round_array_stochastic(store.format, fresh, fresh, count, store.key, static_cast<std::uint64_t>(start));
+        store_counting_lost(p, fresh, mask, n, &c);
+        break;
+    case WeightRounding::kahan: {
+        float* comp = store.compensation + start;
+        kahan_add(p, fresh, comp, store.remainder, n);
+        round_array(store.format, fresh, count);
+        kahan_remainder(p, fresh, store.remainder, n);
+        round_array(store.format, store.remainder, count);
+        store_counting_lost_kahan(p, fresh, comp, store.remainder, mask, n, &c);
+        break;
+    }
+    }
     copies.block(p, start, n);
+}
+
+// How t's new values are stored; `next_key` draws a stochastic key, `remainder` is a block of
+// scratch for Kahan.
+template <class NextKey>
+WeightStore weight_store(const OptimizerTensors& t, NextKey next_key, float* remainder) {
+    WeightStore s;
+    s.format = t.param->format();
+    if (s.format == Format::fp32) return s;  // nothing to round: every rounding is the same
+    s.rounding = t.rounding;
+    if (s.rounding == WeightRounding::stochastic) s.key = next_key();
+    if (s.rounding == WeightRounding::kahan) {
+        if (!t.compensation || t.compensation->numel() != t.param->numel() ||
+            t.compensation->format() != s.format)
+            throw Error("Kahan-compensated update of " + t.param->desc().name +
+                        ": its compensation must be given, of its size and format.");
+        s.compensation = static_cast<CpuTensor*>(t.compensation)->data();
+        s.remainder = remainder;
+    }
+    return s;
 }
 
 }  // namespace
@@ -173,6 +262,7 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const std::int64_t n = t.param->numel();
     CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
+    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, update_block));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -186,7 +276,7 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, start, len, t.param->format(), m_mask.data(), c, copies);
+        finish_update(p + start, fresh, start, len, store, m_mask.data(), c, copies);
     }
     copies.finish(param);
     return c;
@@ -198,6 +288,7 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     const std::int64_t n = t.param->numel();
     CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
+    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, update_block));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -222,7 +313,7 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     for (std::int64_t start = 0; start < n; start += update_block) {
         const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
         adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, start, len, t.param->format(), m_mask.data(), c, copies);
+        finish_update(p + start, fresh, start, len, store, m_mask.data(), c, copies);
     }
     copies.finish(param);
     return c;

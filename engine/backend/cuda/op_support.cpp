@@ -36,6 +36,15 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
             return "The CUDA backend scales FP8 tensors with delayed scaling (or none), with scales that are not "
                    "rounded to powers of two, for now; the CPU backend (backend: cpu) runs current scaling and "
                    "power-of-two scales.";
+        case BackendOp::fp16_accumulation:
+            return "The CUDA backend accumulates matmuls in FP32 for now; the CPU backend (backend: cpu) emulates "
+                   "FP16 accumulation, or accumulate the layer in fp32.";
+        case BackendOp::stochastic_rounding:
+            return "The CUDA backend rounds to nearest for now; the CPU backend (backend: cpu) rounds gradients and "
+                   "weights stochastically, or set precision.rounding back to nearest.";
+        case BackendOp::kahan_updates:
+            return "The CUDA backend has no Kahan-compensated weight updates yet; the CPU backend (backend: cpu) "
+                   "keeps them, or set precision.rounding.weights to nearest.";
         case BackendOp::per_gemm:
             return "The CUDA backend runs a layer's three matmuls in one precision for now; the CPU backend "
                    "(backend: cpu) runs each in its own, or give the layer one precision.";

@@ -44,6 +44,19 @@ protected:
             if (std::string why = backend.unsupported(BackendOp::block_scaled, Format::fp32); !why.empty()) return why;
         if (m_formats.gemms_differ())
             if (std::string why = backend.unsupported(BackendOp::per_gemm, Format::fp32); !why.empty()) return why;
+        if (m_formats.fp16_accumulation) {
+            if (op != BackendOp::linear)
+                return "FP16 accumulation is offered for linear layers only; accumulate this layer in fp32.";
+            if (!m_formats.all_fp16())
+                return std::string("FP16 accumulation needs the layer's three matmuls in fp16 (they run in ") +
+                       std::string(m_formats.compute_format().name()) + " here), as cuBLAS's CUBLAS_COMPUTE_16F does; "
+                       "set the layer to fp16, or accumulate in fp32.";
+            if (std::string why = backend.unsupported(BackendOp::fp16_accumulation, Format::fp16); !why.empty())
+                return why;
+        }
+        if (m_formats.stochastic_gradients)
+            if (std::string why = backend.unsupported(BackendOp::stochastic_rounding, Format::fp32); !why.empty())
+                return why;
         return backend.unsupported(op, m_formats.compute);
     }
     // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and
@@ -75,6 +88,8 @@ protected:
         t.fp8 = m_fp8.get();
         t.block = m_formats.block;
         if (m_formats.gemms_differ()) t.dgrad = m_formats.dgrad, t.wgrad = m_formats.wgrad;
+        t.fp16_accumulation = m_formats.fp16_accumulation;
+        t.stochastic_gradients = m_formats.stochastic_gradients;
         return t;
     }
 

@@ -81,6 +81,7 @@ Experiment non_default_experiment() {
                           {"fc2", LayerPrecision::automatic}, {"fc3", LayerPrecision::tf32}};
     e.precision.loss_scaling = {LossScalingMode::fixed, 1024, 4, 0.25, 100, 1.0, 1e9};
     e.precision.fp8 = {64, 2, AmaxAlgo::most_recent, Fp8Scaling::none, true};
+    e.precision.rounding = {GradientRounding::stochastic, WeightRounding::kahan};
     e.backend = "cuda";
     e.device = 3;
     e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true, 0, std::nullopt};
@@ -112,11 +113,11 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 11,
-        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5, backend 2, lesson 6 (its
-        // reference null).
+        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
+        // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 63);
+        QCOMPARE(int(keys.size()), 65);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -144,6 +145,38 @@ private slots:
 
     // A lesson's reference: the same experiment with its settings made, without the lesson, under a
     // name of its own; a null reference reads as none.
+    // precision.rounding and a layer's accumulation: read, written only when not the default,
+    // set with --set, and refused with the key named.
+    void roundingAndAccumulation() {
+        Experiment e = experiment_from_json(json::parse(
+            R"({"precision": {"rounding": {"weights": "stochastic"},
+                              "layers": {"fc1": {"forward": "fp16", "dgrad": "fp16", "wgrad": "fp16",
+                                                 "accumulate": "fp16"}, "fc2": "bf16"}}})"));
+        QVERIFY(e.precision.rounding.weights == WeightRounding::stochastic);
+        QVERIFY(e.precision.rounding.gradients == GradientRounding::nearest);
+        const LayerSetting fc1 = e.precision.layers.at("fc1");
+        QVERIFY(fc1.accumulate == Accumulation::fp16 && !fc1.uniform());
+        QCOMPARE(layer_setting_text(fc1), std::string("fp16, accumulate fp16"));
+        const json j = experiment_to_json(e);
+        QCOMPARE(j["precision"]["layers"]["fc1"]["accumulate"].get<std::string>(), std::string("fp16"));
+        QVERIFY(j["precision"]["layers"]["fc2"].is_string());  // FP32 accumulation goes unsaid
+        QVERIFY(experiment_from_json(j) == e);
+
+        apply_setting(e, "precision.layers.fc2.accumulate=fp16");
+        QVERIFY(e.precision.layers.at("fc2").accumulate == Accumulation::fp16);
+        QVERIFY(e.precision.layers.at("fc2").forward == LayerPrecision::bf16);  // kept
+        apply_setting(e, "precision.rounding.gradients=stochastic");
+        QVERIFY(e.precision.rounding.gradients == GradientRounding::stochastic);
+        apply_setting(e, "precision.rounding.weights=kahan");
+        QVERIFY(e.precision.rounding.weights == WeightRounding::kahan);
+
+        const QString bad = error_of([&] { apply_setting(e, "precision.rounding.weights=down"); });
+        QVERIFY2(bad.contains("precision.rounding.weights") && bad.contains("kahan"), qPrintable(bad));
+        const QString acc = error_of([&] { apply_setting(e, "precision.layers.fc1.accumulate=fp8"); });
+        QVERIFY2(acc.contains("precision.layers.fc1.accumulate") && acc.contains("fp16"), qPrintable(acc));
+        QVERIFY(e.precision.rounding.weights == WeightRounding::kahan);  // unchanged by the errors
+    }
+
     void lessonReference() {
         const Experiment lesson = experiment_from_json(json::parse(R"({
             "name": "lesson-x",
