@@ -60,8 +60,11 @@ inline float pow2(int k) {
 // clamped to E8M0's [-127, 127] (an amax of 0 or a subnormal one clamps to -127, as quantise_block's
 // ilogb does), read from amax's exponent bits. Scaling by a power of two: x · encode is
 // ldexp(x, -shared), bit for bit.
-inline void mx_params(float amax, int emax, BlockParams& p) {
+// no_clip_max > 0 (stochastic rounding): a block whose amax the rule would scale beyond the
+// element's largest value takes the next power of two, so that no element is clipped.
+inline void mx_params(float amax, int emax, BlockParams& p, float no_clip_max) {
     int e = static_cast<int>((std::bit_cast<std::uint32_t>(amax) >> 23) & 0xFFu) - 127 - emax;
+    e += no_clip_max > 0 && amax * pow2(std::clamp(-e, -127, 127)) > no_clip_max;
     e = std::clamp(e, e8m0_min_exponent, e8m0_max_exponent);
     p.encode = pow2(-e);
     p.decode = pow2(e);
@@ -79,8 +82,10 @@ inline void nvfp4_params(float amax, float tensor_scale, BlockParams& p) {
     p.kind = decoded == 0 ? zero_scale_block : normal_block;
 }
 
-// quantise_block's choice of scale, from the block's finite amax (special: a NaN or inf in it).
-inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float amax, bool special) {
+// quantise_block's choice of scale, from the block's finite amax (special: a NaN or inf in it);
+// no_clip_max as mx_params's.
+inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float amax, bool special,
+                             float no_clip_max = 0) {
     BlockParams p;
     if (special) {
         p.kind = nan_block;
@@ -91,7 +96,7 @@ inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float ama
     if (nvfp4)
         nvfp4_params(amax, tensor_scale, p);
     else
-        mx_params(amax, emax, p);
+        mx_params(amax, emax, p, no_clip_max);
     return p;
 }
 
@@ -202,7 +207,8 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             }
             const float amax = std::bit_cast<float>(amax_bits);
             const bool special = largest > fp32_max_bits;
-            const BlockParams p = params_of(nvfp4, el.emax, tensor_scale, amax, special);
+            const BlockParams p =
+                params_of(nvfp4, el.emax, tensor_scale, amax, special, rounding.stochastic ? g.max_finite : 0.0f);
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
@@ -231,10 +237,11 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
 // The parameters of a tile's n blocks from their amaxes; returns the NaN blocks.
 MANTISSA_BLOCK_HOT std::size_t tile_params(bool nvfp4, int emax, float tensor_scale, const std::int32_t* amax,
                                            const std::uint8_t* special, float* encode, float* decode,
-                                           std::uint8_t* kind, std::size_t n) {
+                                           std::uint8_t* kind, std::size_t n, float no_clip_max) {
     std::size_t nan_blocks = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(amax[i]), special[i] != 0);
+        const BlockParams p =
+            params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(amax[i]), special[i] != 0, no_clip_max);
         encode[i] = p.encode, decode[i] = p.decode, kind[i] = p.kind;
         nan_blocks += p.kind == nan_block;
     }
@@ -265,7 +272,8 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
             std::fill(special.begin(), special.end(), std::uint8_t{0});
             for (std::size_t k = 0; k < count; ++k) column_amax(src + base + k * inner, amax.data(), special.data(), inner);
             stats.nan_blocks += tile_params(f == BlockFormat::nvfp4, el.emax, tensor_scale, amax.data(), special.data(),
-                                            encode.data(), decode.data(), kind.data(), inner);
+                                            encode.data(), decode.data(), kind.data(), inner,
+                                            rounding.stochastic ? g.max_finite : 0.0f);
             stats.blocks += inner;
             // The whole tile is read (amaxes) before any of it is written: src == dst is safe.
             for (std::size_t k = 0; k < count; ++k)

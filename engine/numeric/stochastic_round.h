@@ -40,8 +40,11 @@ float scale_round_array_stochastic(Format format, const float* src, float* dst, 
                                    std::uint64_t key, Overflow overflow = Overflow::to_inf);
 
 // round_blocks_along with each element rounded stochastically (value i of the tensor, in its
-// storage order, takes stochastic_bits(key, i)); the block scales are chosen as round_blocks_along
-// chooses them (to nearest), only the elements differ.
+// storage order, takes stochastic_bits(key, i)). The block scales are round_blocks_along's, but
+// for an MX block whose amax the OCP rule (floor(log2(amax)) - emax) scales beyond the element's
+// largest value: it takes the next power of two. A clipped element would make the rounding biased
+// (the clipped largest value against the kept small ones), which is why MXFP4 training recipes
+// scale before rounding stochastically; NVFP4's scale (amax / 6, rounded to E4M3) is kept as is.
 BlockStats round_blocks_along_stochastic(BlockFormat format, const float* src, float* dst, std::size_t outer,
                                          std::size_t K, std::size_t inner, float tensor_scale, std::uint64_t key);
 

@@ -240,6 +240,12 @@ private slots:
         QTest::newRow("scaling") << "precision.loss_scaling.mode=off" << "precision.loss_scaling.mode";
         QTest::newRow("layer") << "precision.layers.fc2=bf16" << "precision.layers.fc2";
         QTest::newRow("learning rate") << "train.lr=0.01" << "train.lr";
+        QTest::newRow("weight rounding") << "precision.rounding.weights=kahan" << "precision.rounding.weights";
+        QTest::newRow("gradient rounding") << "precision.rounding.gradients=stochastic"
+                                           << "precision.rounding.gradients";
+        QTest::newRow("fp16 accumulation")
+            << R"(precision.layers.fc2={"forward":"fp16","dgrad":"fp16","wgrad":"fp16","accumulate":"fp16"})"
+            << "precision.layers.fc2";
     }
     void liveSettingsBecomeEvents() {
         QFETCH(QString, assignment);
@@ -531,6 +537,14 @@ private slots:
         QCOMPARE(fp8->itemText(3), QStringLiteral("rowwise (a scale per row)"));
         for (int i = 0; i < fp8->count(); ++i)
             QVERIFY(fp8->itemText(i).startsWith(QLatin1String(fp8_scaling_name(static_cast<Fp8Scaling>(fp8->itemData(i).toInt())))));
+        auto* weights = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("weightRounding"));
+        auto* gradients = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("gradientRounding"));
+        QVERIFY(weights && gradients);
+        QCOMPARE(weights->count(), 3);
+        for (int i = 0; i < weights->count(); ++i)
+            QCOMPARE(weights->itemText(i),
+                     QLatin1String(weight_rounding_name(static_cast<WeightRounding>(weights->itemData(i).toInt()))));
+        QCOMPARE(gradients->itemText(1), QStringLiteral("stochastic"));
         QCOMPARE(formatScale(8), QStringLiteral("2^3"));
         QCOMPARE(formatScale(1), QStringLiteral("2^0"));
         QCOMPARE(formatScale(0.125), QStringLiteral("2^-3"));

@@ -52,6 +52,24 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     m_master->setToolTip(tr("Keeps an FP32 copy of the weights for the optimizer so small updates are not rounded "
                             "away; watch the Lost updates column and the master-weights band on the memory chart."));
 
+    m_weightRounding = new QComboBox;
+    for (WeightRounding w : {WeightRounding::nearest, WeightRounding::stochastic, WeightRounding::kahan})
+        m_weightRounding->addItem(QString::fromLatin1(weight_rounding_name(w)), static_cast<int>(w));
+    m_weightRounding->setObjectName(QStringLiteral("weightRounding"));
+    m_weightRounding->setToolTip(tr("How weights stored without FP32 masters take their updates "
+                                    "(precision.rounding.weights): nearest loses an update smaller than half a step; "
+                                    "stochastic rounds up or down at random so the weight moves by it on average; "
+                                    "kahan keeps what each rounding drops in a compensation buffer of the weights' "
+                                    "format and adds it back. Watch the Lost updates column and the loss."));
+    m_gradientRounding = new QComboBox;
+    for (GradientRounding g : {GradientRounding::nearest, GradientRounding::stochastic})
+        m_gradientRounding->addItem(QString::fromLatin1(gradient_rounding_name(g)), static_cast<int>(g));
+    m_gradientRounding->setObjectName(QStringLiteral("gradientRounding"));
+    m_gradientRounding->setToolTip(tr("How a layer's backward narrows its gradients (precision.rounding.gradients): "
+                                      "stochastic rounds dy's FP8 or block-scaled copy, dX and dW up or down at "
+                                      "random, unbiased on average, as the MXFP4 and NVFP4 recipes do. Watch the loss "
+                                      "and the underflow chart."));
+
     m_fp8Scaling = new QComboBox;
     // The experiment file's and the events' words first (precision.fp8.scaling: delayed, none), so
     // the combo, the file and the Events panel say the same thing.
@@ -119,6 +137,8 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     computeForm->addRow(tr("Softmax"), m_softmax);
     computeForm->addRow(tr("Layer norm"), m_layernorm);
     computeForm->addRow(m_master);
+    computeForm->addRow(tr("Weight rounding"), m_weightRounding);
+    computeForm->addRow(tr("Gradient rounding"), m_gradientRounding);
     computeForm->addRow(tr("FP8 scaling"), m_fp8Scaling);
     m_computeForm = computeForm;
 
@@ -167,6 +187,12 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
         if (m_live) emit commandRequested(command::SetMasterWeights{m_spec.master_weights});
         emit edited();
     });
+    for (QComboBox* combo : {m_weightRounding, m_gradientRounding})
+        connect(combo, &QComboBox::activated, this, [this] {
+            readControls();
+            if (m_live) emit commandRequested(command::SetRounding{m_spec.rounding});
+            emit edited();
+        });
     connect(m_fp8Scaling, &QComboBox::activated, this, [this] {
         readControls();
         if (m_live) emit commandRequested(command::SetFp8Scaling{m_spec.fp8.scaling});
@@ -201,6 +227,10 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_layernorm->setCurrentIndex(std::max(0, m_layernorm->findData(static_cast<int>(precision.ops.layernorm))));
     m_master->setChecked(precision.master_weights);
     m_fp8Scaling->setCurrentIndex(std::max(0, m_fp8Scaling->findData(static_cast<int>(precision.fp8.scaling))));
+    m_weightRounding->setCurrentIndex(
+        std::max(0, m_weightRounding->findData(static_cast<int>(precision.rounding.weights))));
+    m_gradientRounding->setCurrentIndex(
+        std::max(0, m_gradientRounding->findData(static_cast<int>(precision.rounding.gradients))));
     const LossScalingSpec& s = precision.loss_scaling;
     m_mode->setCurrentIndex(std::max(0, m_mode->findData(static_cast<int>(s.mode))));
     m_scale->setValue(s.init_scale);
@@ -238,6 +268,8 @@ void PrecisionPanel::readControls() {
     m_spec.ops.layernorm = static_cast<OpPrecision>(m_layernorm->currentData().toInt());
     m_spec.master_weights = m_master->isChecked();
     m_spec.fp8.scaling = static_cast<Fp8Scaling>(m_fp8Scaling->currentData().toInt());
+    m_spec.rounding.weights = static_cast<WeightRounding>(m_weightRounding->currentData().toInt());
+    m_spec.rounding.gradients = static_cast<GradientRounding>(m_gradientRounding->currentData().toInt());
     LossScalingSpec& s = m_spec.loss_scaling;
     s.mode = static_cast<LossScalingMode>(m_mode->currentData().toInt());
     s.init_scale = m_scale->value();
@@ -270,6 +302,10 @@ void PrecisionPanel::updateFp8Row() {
     bool anyFp8 = false;
     for (const auto& [name, s] : m_spec.layers) anyFp8 = anyFp8 || s.uses(LayerPrecision::fp8_e4m3);
     m_computeForm->setRowVisible(m_fp8Scaling, !m_classroom || anyFp8);
+    // Classroom mode shows a rounding only where the lesson chose one.
+    m_computeForm->setRowVisible(m_weightRounding, !m_classroom || m_spec.rounding.weights != WeightRounding::nearest);
+    m_computeForm->setRowVisible(m_gradientRounding,
+                                 !m_classroom || m_spec.rounding.gradients != GradientRounding::nearest);
 }
 
 void PrecisionPanel::updateScalingControls() {

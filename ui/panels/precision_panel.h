@@ -1,5 +1,6 @@
 // PrecisionPanel: autocast, the op classes autocast keeps in FP32 (softmax and layernorm, shown
-// only for a model that has them: precision.ops), FP32 master weights, FP8 scaling, loss scaling (mode and parameters) and "Inject
+// only for a model that has them: precision.ops), FP32 master weights, the rounding of weights
+// and gradients (precision.rounding), FP8 scaling, loss scaling (mode and parameters) and "Inject
 // overflow". Before a run it edits the experiment's precision; during a run every change is also
 // sent to the session as a command (commandRequested), applied at the next step and recorded there
 // as a setting_change event. Each control's tooltip says in one sentence what it does and what to
@@ -48,7 +49,8 @@ public:
 
 signals:
     void commandRequested(const mantissa::Command& command);
-    // A person changed autocast, an op class, master weights, FP8 scaling or the loss-scaling mode (live or not).
+    // A person changed autocast, an op class, master weights, a rounding, FP8 scaling or the
+    // loss-scaling mode (live or not).
     void edited();
 
 private:
@@ -67,6 +69,8 @@ private:
     bool m_hasSoftmax = false, m_hasLayerNorm = false;
     QCheckBox* m_master = nullptr;
     QComboBox* m_fp8Scaling = nullptr;
+    QComboBox* m_weightRounding = nullptr;    // precision.rounding.weights
+    QComboBox* m_gradientRounding = nullptr;  // precision.rounding.gradients
     QFormLayout* m_computeForm = nullptr;
     QComboBox* m_mode = nullptr;
     QLabel* m_scaleLabel = nullptr;

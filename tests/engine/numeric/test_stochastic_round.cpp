@@ -258,7 +258,12 @@ private slots:
                     const std::size_t count = std::min(B, K - first);
                     for (std::size_t k = 0; k < count; ++k) block[k] = x[(o * K + first + k) * inner + i];
                     const std::uint8_t code = quantise_block(format, ts, block.data(), count, codes.data());
-                    const float decode = block_decode_factor(format, code, ts);
+                    float decode = block_decode_factor(format, code, ts);
+                    // An MX block the OCP scale would clip takes the next power of two.
+                    float amax = 0;
+                    for (std::size_t k = 0; k < count; ++k) amax = std::max(amax, std::fabs(block[k]));
+                    if (format != BlockFormat::nvfp4 && amax / decode > element_format_info(info.element).max_finite)
+                        decode *= 2;
                     // The element is x times the block's encoding factor 1 / decode (FP32, as the
                     // library scales), the result that element times decode.
                     const float encode = std::min(1.0f / decode, std::numeric_limits<float>::max());
@@ -277,6 +282,26 @@ private slots:
                     }
                 }
         QVERIFY(differ > 0);  // it is not the nearest pass
+    }
+
+    void mxBlocksAreNotClippedWhenRoundingStochastically() {
+        // A block like a row of the loss's gradient: one large value the OCP scale clips (0.95 is
+        // 7.6 elements of 2^-3, beyond e2m1's 6), small ones of the other sign. Rounded
+        // stochastically, every value, the largest included, averages to itself.
+        std::vector<float> x = {0.001f, 0.002f, -0.95f, 0.3f, 0.0005f, 0.01f, 0.02f, 0.005f, 0.0001f, 0.6f};
+        std::vector<float> nearest(x.size()), y(x.size());
+        round_blocks_along(BlockFormat::mxfp4, x.data(), nearest.data(), 1, x.size(), 1, 1.0f);
+        QCOMPARE(nearest[2], -0.75f);  // to nearest, clipped to 6 · 2^-3
+        std::vector<double> sum(x.size(), 0.0);
+        const int keys = 20000;
+        for (int k = 0; k < keys; ++k) {
+            round_blocks_along_stochastic(BlockFormat::mxfp4, x.data(), y.data(), 1, x.size(), 1, 1.0f,
+                                          stochastic_key(3, static_cast<std::uint64_t>(k)));
+            for (std::size_t i = 0; i < x.size(); ++i) sum[i] += y[i];
+        }
+        for (std::size_t i = 0; i < x.size(); ++i)  // steps of at most 0.5 (2^-2 scale, e2m1's 2)
+            QVERIFY2(std::fabs(sum[i] / keys - x[i]) < 5 * 0.5 / 2 / std::sqrt(keys),
+                     qPrintable(QString("%1: mean %2").arg(double(x[i])).arg(sum[i] / keys)));
     }
 
     void blockRoundingAveragesToTheValue() {
