@@ -1,0 +1,133 @@
+// The lessons on the formats after FP8 (resources/experiments/lessons 11 to 14): each preset runs
+// on the CPU backend and shows, in the telemetry, the effect its text promises, measured here
+// against the alternative the lesson asks the class to switch to.
+#include <QtTest>
+
+#include <cmath>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "config/experiment.h"
+#include "train/trainer.h"
+
+using namespace mantissa;
+
+namespace {
+
+Experiment preset(const char* file) {
+    const QByteArray root = qgetenv("MANTISSA_SOURCE_DIR");
+    if (root.isEmpty()) qFatal("MANTISSA_SOURCE_DIR is not set (run through ctest)");
+    return load_experiment(root.toStdString() + "/resources/experiments/lessons/" + file);
+}
+
+Trainer make(const Experiment& e) { return Trainer(e, load_dataset(e.dataset, e.train.seed), make_backend("cpu")); }
+
+struct Outcome {
+    double test_loss = 0, accuracy = 0, lost = 0, tail_loss = 0;
+};
+
+// Trains `steps` steps (0: the whole run): the test loss, and the mean lost-update fraction of the
+// layers and training loss over the last `window` steps.
+Outcome train(const Experiment& e, std::int64_t steps = 0, std::int64_t window = 50) {
+    Trainer t = make(e);
+    if (steps == 0) steps = t.total_steps();
+    Outcome o;
+    int rows = 0;
+    for (std::int64_t i = 0; i < steps; ++i) {
+        const StepReport& r = t.step();
+        if (i < steps - window) continue;
+        o.tail_loss += r.step.loss / static_cast<double>(window);
+        for (const auto& l : r.layers) {
+            o.lost += l.frac_lost_updates;
+            ++rows;
+        }
+    }
+    if (rows) o.lost /= rows;
+    const EvalRecord eval = t.evaluate();
+    o.test_loss = eval.loss;
+    o.accuracy = eval.accuracy;
+    return o;
+}
+
+}  // namespace
+
+class TestFormatLessons : public QObject {
+    Q_OBJECT
+private slots:
+    void bf16WeightRounding() {
+        Experiment e = preset("11-bf16-weight-rounding.json");
+        const Outcome nearest = train(e);
+        e.precision.rounding.weights = WeightRounding::stochastic;
+        const Outcome stochastic = train(e);
+        e.precision.rounding.weights = WeightRounding::kahan;
+        const Outcome kahan = train(e);
+        const Outcome masters = train(lesson_reference_experiment(preset("11-bf16-weight-rounding.json")));
+        qInfo("test loss (lost updates): nearest %.4f (%.2f), stochastic %.4f (%.2f), kahan %.4f (%.3f), "
+              "FP32 masters %.4f",
+              nearest.test_loss, nearest.lost, stochastic.test_loss, stochastic.lost, kahan.test_loss, kahan.lost,
+              masters.test_loss);
+        QVERIFY(nearest.lost > 0.8);             // "about nine updates in ten"
+        QVERIFY(stochastic.lost > 0.5);          // "most updates are still not taken"
+        QVERIFY(kahan.lost < 0.08);              // "about one in twenty"
+        QVERIFY(nearest.test_loss > 2 * masters.test_loss);
+        QVERIFY(std::abs(stochastic.test_loss - masters.test_loss) < 0.1 * masters.test_loss);
+        QVERIFY(std::abs(kahan.test_loss - masters.test_loss) < 0.05 * masters.test_loss);
+    }
+
+    void mxfp4StochasticRounding() {
+        Experiment e = preset("12-mxfp4-stochastic-rounding.json");
+        const Outcome nearest = train(e);
+        e.precision.rounding.gradients = GradientRounding::stochastic;
+        const Outcome stochastic = train(e);
+        const Outcome bf16 = train(lesson_reference_experiment(preset("12-mxfp4-stochastic-rounding.json")));
+        qInfo("test loss (accuracy): MXFP4 nearest %.4f (%.4f), stochastic %.4f (%.4f), BF16 %.4f (%.4f)",
+              nearest.test_loss, nearest.accuracy, stochastic.test_loss, stochastic.accuracy, bf16.test_loss,
+              bf16.accuracy);
+        QVERIFY(nearest.test_loss > bf16.test_loss + 0.01);           // "stays above it"
+        QVERIFY(stochastic.test_loss < nearest.test_loss - 0.005);
+        QVERIFY(std::abs(stochastic.test_loss - bf16.test_loss) < 0.01);  // "close to BF16's"
+    }
+
+    void nvfp4LastLayerBf16() {
+        Experiment e = preset("13-nvfp4-last-layer-bf16.json");
+        const Outcome all = train(e);
+        e.precision.layers["fc3"] = LayerPrecision::bf16;
+        const Outcome last_bf16 = train(e);
+        const Outcome bf16 = train(lesson_reference_experiment(preset("13-nvfp4-last-layer-bf16.json")));
+        qInfo("test loss (accuracy): NVFP4 everywhere %.4f (%.4f), fc3 in BF16 %.4f (%.4f), BF16 %.4f (%.4f)",
+              all.test_loss, all.accuracy, last_bf16.test_loss, last_bf16.accuracy, bf16.test_loss, bf16.accuracy);
+        QVERIFY(all.test_loss > bf16.test_loss + 0.02);  // "it lags"
+        QVERIFY(last_bf16.test_loss - bf16.test_loss < 0.5 * (all.test_loss - bf16.test_loss));  // "close"
+    }
+
+    void fp8CurrentScaling() {
+        // The lesson's move: 100 steps at a loss scale of 2^32, then 1; the underflow of fc1's and
+        // fc2's weight gradients over the next 16 steps and the 16 after, delayed against current.
+        Experiment e = preset("14-fp8-current-scaling.json");
+        auto underflow_after_drop = [](Experiment x) {
+            Trainer t = make(x);
+            for (int i = 0; i < 100; ++i) t.step();
+            LossScalingSpec one = x.precision.loss_scaling;
+            one.init_scale = 1;
+            t.set_loss_scaling(one);
+            double during = 0, after = 0;
+            for (int i = 0; i < 32; ++i) {
+                const StepReport& r = t.step();
+                const double u = (r.layers[0].frac_underflow + r.layers[1].frac_underflow) / 2;
+                (i < 16 ? during : after) += u / 16;
+            }
+            return std::pair{during, after};
+        };
+        const auto [delayed_during, delayed_after] = underflow_after_drop(e);
+        e.precision.fp8.scaling = Fp8Scaling::current;
+        const auto [current_during, current_after] = underflow_after_drop(e);
+        qInfo("underflow over the 16 steps after the drop (then the next 16): delayed %.3f (%.3f), current %.3f (%.3f)",
+              delayed_during, delayed_after, current_during, current_after);
+        QVERIFY(delayed_during > 0.5);                 // "mostly lost to underflow"
+        QVERIFY(delayed_after < 0.2 * delayed_during);  // "then the history forgets"
+        QVERIFY(current_during < 0.05);                // "nothing is lost"
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFormatLessons)
+#include "test_format_lessons.moc"
