@@ -104,6 +104,24 @@ private slots:
         QVERIFY(m_dir.isValid());
     }
 
+    // Classroom mode shows the rounding controls where they can matter: the weights' in the lesson
+    // without FP32 master weights, the gradients' in the MXFP4 lesson, neither in the FP16 one.
+    void roundingRowsWhereTheyMatter() {
+        auto w = makeWindow();
+        QComboBox* weights = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("weightRounding"));
+        QComboBox* gradients = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("gradientRounding"));
+        QVERIFY(weights && gradients);
+        QVERIFY2(w->openExperiment(preset("lessons/11-bf16-weight-rounding.json")), qPrintable(w->lastError()));
+        QVERIFY(w->classroomMode());
+        QVERIFY(visibleIn(weights, w.get()) && !visibleIn(gradients, w.get()));
+        QVERIFY2(w->openExperiment(preset("lessons/12-mxfp4-stochastic-rounding.json")), qPrintable(w->lastError()));
+        QVERIFY(!visibleIn(weights, w.get()) && visibleIn(gradients, w.get()));
+        QVERIFY2(w->openExperiment(preset("lessons/01-fp16-underflow.json")), qPrintable(w->lastError()));
+        QVERIFY(!visibleIn(weights, w.get()) && !visibleIn(gradients, w.get()));
+        w->setClassroomMode(false);
+        QVERIFY(visibleIn(weights, w.get()) && visibleIn(gradients, w.get()));
+    }
+
     void presetTurnsClassroomModeOn() {
         auto w = makeWindow();
         QVERIFY(!w->classroomMode());

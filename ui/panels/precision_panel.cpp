@@ -16,6 +16,8 @@
 #include <string_view>
 #include <utility>
 
+#include "model/layer_formats.h"
+
 namespace mantissa::ui {
 
 PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
@@ -184,6 +186,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     connect(m_master, &QCheckBox::toggled, this, [this] {
         if (m_updating) return;
         readControls();
+        updateClassroomRows();
         if (m_live) emit commandRequested(command::SetMasterWeights{m_spec.master_weights});
         emit edited();
     });
@@ -238,7 +241,7 @@ void PrecisionPanel::setPrecision(const PrecisionSpec& precision) {
     m_backoff->setValue(s.backoff_factor);
     m_interval->setValue(static_cast<int>(std::min<std::int64_t>(s.growth_interval, m_interval->maximum())));
     updateScalingControls();
-    updateFp8Row();
+    updateClassroomRows();
     m_updating = false;
 }
 
@@ -247,7 +250,7 @@ void PrecisionPanel::setLayerPrecision(const std::string& layer, const LayerSett
         m_spec.layers.erase(layer);
     else
         m_spec.layers[layer] = precision;
-    updateFp8Row();
+    updateClassroomRows();
 }
 
 void PrecisionPanel::setLive(bool live, const std::vector<std::string>& layers) {
@@ -294,18 +297,24 @@ void PrecisionPanel::setClassroomMode(bool on) {
     for (QWidget* w : {static_cast<QWidget*>(m_growth), static_cast<QWidget*>(m_backoff),
                        static_cast<QWidget*>(m_interval)})
         m_scalingForm->setRowVisible(w, !on);
-    updateFp8Row();
+    updateClassroomRows();
 }
 
 // Classroom mode shows FP8 scaling only to a lesson with an FP8 layer.
-void PrecisionPanel::updateFp8Row() {
+void PrecisionPanel::updateClassroomRows() {
     bool anyFp8 = false;
     for (const auto& [name, s] : m_spec.layers) anyFp8 = anyFp8 || s.uses(LayerPrecision::fp8_e4m3);
     m_computeForm->setRowVisible(m_fp8Scaling, !m_classroom || anyFp8);
-    // Classroom mode shows a rounding only where the lesson chose one.
-    m_computeForm->setRowVisible(m_weightRounding, !m_classroom || m_spec.rounding.weights != WeightRounding::nearest);
-    m_computeForm->setRowVisible(m_gradientRounding,
-                                 !m_classroom || m_spec.rounding.gradients != GradientRounding::nearest);
+    // Classroom mode shows a rounding where it can matter: the weights' without FP32 masters, the
+    // gradients' with a layer in FP8 or a block format (or where the lesson chose one).
+    bool narrowGradients = false;
+    for (const auto& [name, s] : m_spec.layers)
+        for (LayerPrecision p : {s.forward, s.dgrad, s.wgrad})
+            narrowGradients = narrowGradients || p == LayerPrecision::fp8_e4m3 || block_format_of(p).has_value();
+    m_computeForm->setRowVisible(m_weightRounding, !m_classroom || !m_spec.master_weights ||
+                                                       m_spec.rounding.weights != WeightRounding::nearest);
+    m_computeForm->setRowVisible(m_gradientRounding, !m_classroom || narrowGradients ||
+                                                         m_spec.rounding.gradients != GradientRounding::nearest);
 }
 
 void PrecisionPanel::updateScalingControls() {

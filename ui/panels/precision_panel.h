@@ -56,7 +56,7 @@ signals:
 private:
     void readControls();         // controls -> m_spec
     void updateScalingControls();
-    void updateFp8Row();
+    void updateClassroomRows();  // the FP8 and rounding rows classroom mode shows
     void sendScaling();
     void inject();
 

@@ -68,24 +68,31 @@ private slots:
               masters.test_loss);
         QVERIFY(nearest.lost > 0.8);             // "about nine updates in ten"
         QVERIFY(stochastic.lost > 0.5);          // "most updates are still not taken"
-        QVERIFY(kahan.lost < 0.08);              // "about one in twenty"
+        QVERIFY(kahan.lost < 0.08);              // "a few percent"
         QVERIFY(nearest.test_loss > 2 * masters.test_loss);
         QVERIFY(std::abs(stochastic.test_loss - masters.test_loss) < 0.1 * masters.test_loss);
         QVERIFY(std::abs(kahan.test_loss - masters.test_loss) < 0.05 * masters.test_loss);
     }
 
     void mxfp4StochasticRounding() {
+        // The whole run in each setting (the lesson switches between them live; each settles in
+        // less than an epoch): MXFP4 everywhere lags BF16; stochastic gradients do not make it
+        // worse and close little of the gap here; fc3 in BF16 closes it.
         Experiment e = preset("12-mxfp4-stochastic-rounding.json");
         const Outcome nearest = train(e);
         e.precision.rounding.gradients = GradientRounding::stochastic;
         const Outcome stochastic = train(e);
+        e.precision.rounding.gradients = GradientRounding::nearest;
+        e.precision.layers["fc3"] = LayerPrecision::bf16;
+        const Outcome last_bf16 = train(e);
         const Outcome bf16 = train(lesson_reference_experiment(preset("12-mxfp4-stochastic-rounding.json")));
-        qInfo("test loss (accuracy): MXFP4 nearest %.4f (%.4f), stochastic %.4f (%.4f), BF16 %.4f (%.4f)",
-              nearest.test_loss, nearest.accuracy, stochastic.test_loss, stochastic.accuracy, bf16.test_loss,
-              bf16.accuracy);
-        QVERIFY(nearest.test_loss > bf16.test_loss + 0.01);           // "stays above it"
-        QVERIFY(stochastic.test_loss < nearest.test_loss - 0.005);
-        QVERIFY(std::abs(stochastic.test_loss - bf16.test_loss) < 0.01);  // "close to BF16's"
+        qInfo("test loss (accuracy): MXFP4 nearest %.4f (%.4f), stochastic %.4f (%.4f), fc3 in BF16 %.4f (%.4f), "
+              "BF16 %.4f (%.4f)",
+              nearest.test_loss, nearest.accuracy, stochastic.test_loss, stochastic.accuracy, last_bf16.test_loss,
+              last_bf16.accuracy, bf16.test_loss, bf16.accuracy);
+        QVERIFY(nearest.test_loss > bf16.test_loss + 0.01);              // "a little above it"
+        QVERIFY(stochastic.test_loss < nearest.test_loss + 0.005);      // no worse
+        QVERIFY(std::abs(last_bf16.test_loss - bf16.test_loss) < 0.005);  // "back to the reference"
     }
 
     void nvfp4LastLayerBf16() {
