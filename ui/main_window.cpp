@@ -120,7 +120,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     connectController();
 
     connect(m_layerModel, &LayerTableModel::precisionRequested, this,
-            [this](const QString& layer, LayerPrecision precision) {
+            [this](const QString& layer, const LayerSetting& precision) {
                 m_precision->setLayerPrecision(layer.toStdString(), precision);
                 m_layerModel->setPrecision(m_precision->precision());
                 m_controller->post(command::SetLayerPrecision{layer.toStdString(), precision});
@@ -337,18 +337,12 @@ void MainWindow::applyLiveSetting(const std::string& assignment) {
     std::vector<std::string> layers;
     for (const auto& l : m_controller->layers()) layers.push_back(l.name);
     const LiveChange change = plan_live_change(currentExperiment(), layers, assignment);
-    // Layer precision goes through the table, exactly as a pick in its combo box does; a setting
-    // per matmul, which the combo box cannot pick, is set on the row and posted here.
+    // Layer precision goes through the table, exactly as a pick there (its combo box, or its
+    // per-matmul dialog) does.
     for (const auto& [layer, precision] : change.layers) {
         const int row = m_layerModel->rowOf(QString::fromStdString(layer));
-        if (precision.uniform()) {
-            m_layerModel->setData(m_layerModel->index(row, LayerTableModel::Precision),
-                                  QString::fromLatin1(layer_precision_name(precision.forward)));
-            continue;
-        }
-        m_layerModel->setSetting(row, precision);
-        m_precision->setLayerPrecision(layer, precision);
-        m_controller->post(command::SetLayerPrecision{layer, precision});
+        m_layerModel->setData(m_layerModel->index(row, LayerTableModel::Precision), QVariant::fromValue(precision),
+                              LayerTableModel::SettingRole);
     }
     for (const Command& c : change.commands) m_controller->post(c);
     m_precision->setPrecision(change.after.precision);  // the panels show what is now in effect

@@ -10,7 +10,9 @@
 #include <QTableView>
 
 #include <QPushButton>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QTimer>
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QLabel>
@@ -24,6 +26,8 @@
 #include "main_window.h"
 #include "main_window_fixture.h"
 #include "models/layer_table_model.h"
+#include "models/precision_delegate.h"
+#include "panels/layer_setting_dialog.h"
 #include "histogram/gradient_histogram_view.h"
 #include "models/event_log_model.h"
 #include "panels/events_panel.h"
@@ -158,6 +162,40 @@ private slots:
         }
         QVERIFY(before > 0);
         QVERIFY(after > 0);
+    }
+
+    // The combo box's last item opens the per-matmul dialog; what it accepts (a precision per
+    // matmul, FP16 accumulation) reaches the running session, the table and the experiment.
+    void perMatmulDialogSetsALayer() {
+        auto w = makeWindow();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->series().stepCount() >= 5, 20000);
+        QTableView* view = w->layersPanel()->view();
+        auto* delegate = qobject_cast<PrecisionDelegate*>(view->itemDelegateForColumn(LayerTableModel::Precision));
+        QVERIFY(delegate);
+        QStyleOptionViewItem option;
+        const QModelIndex cell = w->layerModel()->index(1, LayerTableModel::Precision);
+        std::unique_ptr<QWidget> editor(delegate->createEditor(view, option, cell));
+        auto* combo = qobject_cast<QComboBox*>(editor.get());
+        QVERIFY(combo);
+        QCOMPARE(combo->itemText(combo->count() - 1), QStringLiteral("per matmul…"));
+        connect(delegate, &PrecisionDelegate::dialogOpened, this, [](QDialog* d) {
+            auto* dialog = static_cast<LayerSettingDialog*>(d);
+            QCOMPARE(dialog->gemmBox(0)->currentText(), QStringLiteral("auto"));
+            for (int i = 0; i < 3; ++i) dialog->gemmBox(i)->setCurrentIndex(dialog->gemmBox(i)->findText("fp16"));
+            dialog->fp16AccumulationBox()->setChecked(true);
+            QTimer::singleShot(0, dialog, &QDialog::accept);
+        });
+        delegate->editPerMatmul(cell);
+        LayerSetting want = LayerPrecision::fp16;
+        want.accumulate = Accumulation::fp16;
+        QCOMPARE(w->layerModel()->setting(1), want);
+        QCOMPARE(cell.data().toString(), QStringLiteral("fp16, accumulate fp16"));
+        QTRY_VERIFY_WITH_TIMEOUT(hasEvent(c->series(), EventKind::setting_change, nullptr, "precision.layers.fc2"),
+                                 10000);
+        QCOMPARE(w->currentExperiment().precision.layers.at("fc2"), want);
+        stopAndWait(*w);
     }
 
     // The x, W and dy scale columns appear only once some layer is FP8, and then stay for the run.

@@ -383,6 +383,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         }
     }
     if (role == Qt::EditRole && column == Precision) return QLatin1String(layer_precision_name(row.setting.forward));
+    if (role == SettingRole && column == Precision) return QVariant::fromValue(row.setting);
     if (role == Qt::TextAlignmentRole && column != Name && column != Kind && column != Precision && column != Shape &&
         column != FormatWhy)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -512,18 +513,26 @@ void LayerTableModel::setSetting(int row, const LayerSetting& setting) {
 }
 
 bool LayerTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
-    if (role != Qt::EditRole || !index.isValid() || index.column() != Precision || index.row() >= rowCount())
+    if ((role != Qt::EditRole && role != SettingRole) || !index.isValid() || index.column() != Precision ||
+        index.row() >= rowCount())
         return false;
-    const auto precision = parse_layer_precision(value.toString().toStdString());
-    if (!precision) return false;
+    LayerSetting setting;
+    if (role == SettingRole) {
+        if (!value.canConvert<LayerSetting>()) return false;
+        setting = value.value<LayerSetting>();
+    } else {
+        const auto precision = parse_layer_precision(value.toString().toStdString());
+        if (!precision) return false;
+        setting = *precision;  // the combo sets all three matmuls
+    }
     Row& row = m_rows[static_cast<std::size_t>(index.row())];
     if (!row.info.takes_precision) return false;
-    if (row.setting == LayerSetting(*precision)) return true;
-    row.setting = *precision;  // the combo sets all three matmuls
+    if (row.setting == setting) return true;
+    row.setting = setting;
     applyOpTable();  // this row's Format (why), and its attention's ops when autocast is off
     emit dataChanged(this->index(0, Precision), this->index(rowCount() - 1, FormatWhy));
-    if (*precision == LayerPrecision::fp8_e4m3 && !m_fp8Seen) noteFp8(true);
-    emit precisionRequested(QString::fromStdString(row.info.name), *precision);
+    if (setting.uses(LayerPrecision::fp8_e4m3) && !m_fp8Seen) noteFp8(true);
+    emit precisionRequested(QString::fromStdString(row.info.name), setting);
     return true;
 }
 

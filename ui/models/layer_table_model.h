@@ -111,11 +111,14 @@ public:
     // A row's setting as a live change or the file gives it (one per matmul included), shown at
     // once; no signal (the caller applies it).
     void setSetting(int row, const LayerSetting& setting);
-    // Precision column, EditRole, a name ("fp16"): records the setting and emits precisionRequested.
+    // Precision column: EditRole, a name ("fp16"), sets the three matmuls; SettingRole, a
+    // LayerSetting (per matmul, its accumulation). Records the setting and emits precisionRequested.
     bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+    // The Precision column's whole LayerSetting (data and setData).
+    static constexpr int SettingRole = Qt::UserRole + 1;
 
 signals:
-    void precisionRequested(const QString& layer, mantissa::LayerPrecision precision);
+    void precisionRequested(const QString& layer, const mantissa::LayerSetting& setting);
     void fp8ColumnsShownChanged(bool shown);
     void opsShownChanged(bool shown);  // after every reset, as fp8ColumnsShownChanged
 
@@ -154,3 +157,5 @@ QString formatScale(double scale);
 QString formatAmax(double amax);
 
 }  // namespace mantissa::ui
+
+Q_DECLARE_METATYPE(mantissa::LayerSetting)

@@ -1,23 +1,46 @@
 // PrecisionDelegate: the combo box editor of the precision column (see precision_delegate.h).
 #include "models/precision_delegate.h"
 
+#include <QAbstractItemView>
 #include <QComboBox>
+#include <QPersistentModelIndex>
 
 #include "config/experiment.h"
+#include "models/layer_table_model.h"
+#include "panels/layer_setting_dialog.h"
 
 namespace mantissa::ui {
 
-QWidget* PrecisionDelegate::createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const {
+QWidget* PrecisionDelegate::createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex& index) const {
     auto* combo = new QComboBox(parent);
     for (LayerPrecision p : all_layer_precisions)
         combo->addItem(QLatin1String(layer_precision_name(p)));
+    combo->addItem(tr("per matmul…"));  // the last item: the dialog
+    const int perMatmul = combo->count() - 1;
     // Commit on pick: the table's edit is a live command, not a form to fill in.
-    connect(combo, &QComboBox::activated, this, [this, combo](int) {
+    const QPersistentModelIndex at(index);
+    connect(combo, &QComboBox::activated, this, [this, combo, at, perMatmul](int picked) {
         auto* self = const_cast<PrecisionDelegate*>(this);
-        emit self->commitData(combo);
-        emit self->closeEditor(combo);
+        if (picked != perMatmul) {
+            emit self->commitData(combo);
+            emit self->closeEditor(combo);
+            return;
+        }
+        emit self->closeEditor(combo);  // nothing committed: the dialog decides
+        if (at.isValid()) self->editPerMatmul(at);
     });
     return combo;
+}
+
+void PrecisionDelegate::editPerMatmul(const QModelIndex& index) {
+    auto* model = const_cast<QAbstractItemModel*>(index.model());
+    const QString layer = model->index(index.row(), LayerTableModel::Name).data().toString();
+    auto* view = qobject_cast<QWidget*>(parent());
+    LayerSettingDialog dialog(layer, index.data(LayerTableModel::SettingRole).value<LayerSetting>(),
+                              view ? view->window() : nullptr);
+    emit dialogOpened(&dialog);
+    if (dialog.exec() == QDialog::Accepted)
+        model->setData(index, QVariant::fromValue(dialog.setting()), LayerTableModel::SettingRole);
 }
 
 void PrecisionDelegate::setEditorData(QWidget* editor, const QModelIndex& index) const {

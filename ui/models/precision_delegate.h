@@ -1,9 +1,12 @@
 // PrecisionDelegate: edits the layers table's precision column with a combo box of the settings
-// the engine accepts (auto, fp32, tf32, fp16, bf16, fp8-e4m3). A choice is committed as soon as it
-// is picked, so the change reaches the running session at once.
+// the engine accepts (auto, fp32, tf32, fp16, bf16, fp8-e4m3, the block formats), and "per
+// matmul…", which opens LayerSettingDialog for a precision per matmul and the accumulation. A
+// choice is committed as soon as it is picked, so the change reaches the running session at once.
 #pragma once
 
 #include <QStyledItemDelegate>
+
+class QDialog;
 
 namespace mantissa::ui {
 
@@ -15,6 +18,11 @@ public:
     QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
     void setEditorData(QWidget* editor, const QModelIndex& index) const override;
     void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override;
+    // Opens the per-matmul dialog on the row at `index` and applies what it accepts (SettingRole).
+    void editPerMatmul(const QModelIndex& index);
+
+signals:
+    void dialogOpened(QDialog* dialog);  // before it runs: lets a test fill it in and close it
 };
 
 }  // namespace mantissa::ui
