@@ -126,6 +126,39 @@ const std::vector<PrecisionConfig>& precision_configs() {
         {"mxfp8-e4m3", "every layer mxfp8-e4m3, autocast bf16", every_layer_with_bf16<LayerPrecision::mxfp8_e4m3>},
         {"mxfp4", "every layer mxfp4, autocast bf16", every_layer_with_bf16<LayerPrecision::mxfp4>},
         {"nvfp4", "every layer nvfp4, autocast bf16", every_layer_with_bf16<LayerPrecision::nvfp4>},
+        // Rounding and accumulation (docs/numerics.md, "Stochastic rounding and Kahan summation",
+        // "FP16 accumulation"): what each costs beside the row it changes.
+        {"mxfp4-sr", "every layer mxfp4, stochastic gradients, autocast bf16",
+         [](Experiment& e) {
+             every_layer_with_bf16<LayerPrecision::mxfp4>(e);
+             e.precision.rounding.gradients = GradientRounding::stochastic;
+         }},
+        {"bf16-weights", "autocast bf16, BF16 weights without masters, rounded to nearest",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             e.precision.master_weights = false;
+         }},
+        {"bf16-weights-sr", "autocast bf16, BF16 weights without masters, stochastic rounding",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             e.precision.master_weights = false;
+             e.precision.rounding.weights = WeightRounding::stochastic;
+         }},
+        {"bf16-weights-kahan", "autocast bf16, BF16 weights without masters, Kahan-compensated",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::bf16;
+             e.precision.master_weights = false;
+             e.precision.rounding.weights = WeightRounding::kahan;
+         }},
+        {"fp16-acc16", "autocast fp16, dynamic loss scaling, every layer accumulating in FP16 (emulated)",
+         [](Experiment& e) {
+             e.precision.autocast = Autocast::fp16;
+             e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+             LayerSetting s = LayerPrecision::automatic;
+             s.accumulate = Accumulation::fp16;
+             for (std::size_t i = 0; i <= e.model.hidden.size(); ++i) e.precision.layers["fc" + std::to_string(i + 1)] = s;
+         },
+         true},
     };
     return configs;
 }

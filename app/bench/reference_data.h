@@ -38,6 +38,9 @@ struct PrecisionConfig {
     const char* name;           // "fp32", "tf32", "fp16", "bf16", "fp8-e4m3", "mxfp8-e4m3", "mxfp4", "nvfp4"
     const char* description;    // how it is set in the experiment
     void (*apply)(Experiment& e);
+    // Timed on the reference MLP only: a teaching path whose wider steps would take minutes (FP16
+    // accumulation, emulated single-threaded).
+    bool reference_only = false;
 };
 const std::vector<PrecisionConfig>& precision_configs();
 const PrecisionConfig* find_precision(const std::string& name);

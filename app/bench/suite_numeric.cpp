@@ -20,6 +20,7 @@
 #include "bench/stats.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
+#include "numeric/stochastic_round.h"
 
 namespace mantissa::bench {
 
@@ -52,13 +53,17 @@ double round_block(Format f, std::vector<float>& work, const std::vector<float>&
 
 // round_blocks_along over a (side, side) matrix, `reps` times on fresh copies: along rows (inner
 // = 1) or along columns (inner = side). Returns elements per second.
+// stochastic: round_blocks_along_stochastic along rows (the tensor scale 1; only NVFP4 uses one).
 double block_rate(BlockFormat f, std::vector<float>& work, const std::vector<float>& input, std::size_t side,
-                  bool columns, int reps) {
+                  bool columns, int reps, bool stochastic = false) {
     double seconds = 0;
     for (int r = 0; r < reps; ++r) {
         std::copy(input.begin(), input.end(), work.begin());
         const auto t0 = Clock::now();
-        if (columns)
+        if (stochastic)
+            round_blocks_along_stochastic(f, work.data(), work.data(), side, side, 1, 1.0f,
+                                          stochastic_key(1, static_cast<std::uint64_t>(r)));
+        else if (columns)
             round_blocks_along(f, work.data(), work.data(), 1, side, side);
         else
             round_blocks_along(f, work.data(), work.data(), side, side, 1);
@@ -73,31 +78,37 @@ Table block_table(const BenchOptions& o) {
     std::vector<float> work(input.size());
     const int reps = o.quick ? 3 : 20, rounds = o.blocks_or(7, 3);
     const std::size_t n = all_block_formats.size();
-    std::vector<std::vector<double>> rows(n), cols(n);
+    std::vector<std::vector<double>> rows(n), cols(n), stochastic(n);
     std::vector<std::function<void()>> blocks;
     for (std::size_t k = 0; k < n; ++k)
         blocks.push_back([&, k] {
             rows[k].push_back(block_rate(all_block_formats[k], work, input, side, false, reps));
             cols[k].push_back(block_rate(all_block_formats[k], work, input, side, true, reps));
+            stochastic[k].push_back(block_rate(all_block_formats[k], work, input, side, false, reps, true));
         });
     time_interleaved(blocks, 1, rounds);
     Table t;
     t.name = "block_quantisation";
-    t.title = "round_blocks_along (quantise and decode) of 256 x 256 floats in cache, along rows and along columns "
+    t.title = "round_blocks_along (quantise and decode) of 256 x 256 floats in cache, along rows and along columns, "
+              "and rounding its elements stochastically along rows "
               "(median of " + std::to_string(rounds) + " interleaved blocks)";
     t.columns = {{"format", "format"},
                  {"rows_mel_s", "along rows M el/s", "1e6 elements/s", 1},
                  {"rows_spread_pct", "spread", "%", 0, "%"},
                  {"cols_mel_s", "along columns M el/s", "1e6 elements/s", 1},
-                 {"cols_spread_pct", "spread", "%", 0, "%"}};
+                 {"cols_spread_pct", "spread", "%", 0, "%"},
+                 {"stochastic_mel_s", "stochastic, rows M el/s", "1e6 elements/s", 1},
+                 {"stochastic_spread_pct", "spread", "%", 0, "%"}};
     for (std::size_t k = 0; k < n; ++k) {
-        for (auto* v : {&rows[k], &cols[k]}) v->erase(v->begin());  // the warm-up round
-        const Summary a = summarize(rows[k]), b = summarize(cols[k]);
+        for (auto* v : {&rows[k], &cols[k], &stochastic[k]}) v->erase(v->begin());  // the warm-up round
+        const Summary a = summarize(rows[k]), b = summarize(cols[k]), c = summarize(stochastic[k]);
         t.rows.push_back({{"format", std::string(block_format_name(all_block_formats[k]))},
                           {"rows_mel_s", a.median / 1e6},
                           {"rows_spread_pct", a.spread_pct()},
                           {"cols_mel_s", b.median / 1e6},
-                          {"cols_spread_pct", b.spread_pct()}});
+                          {"cols_spread_pct", b.spread_pct()},
+                          {"stochastic_mel_s", c.median / 1e6},
+                          {"stochastic_spread_pct", c.spread_pct()}});
     }
     return t;
 }

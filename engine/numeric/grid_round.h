@@ -61,9 +61,15 @@ inline float stochastic_to_grid(float q, Grid g, float u, float beyond) {
     const GridStep s = step_of(q, g);
     const float y = std::bit_cast<float>(std::bit_cast<std::uint32_t>(q) & 0x7FFFFFFFu) * s.inverse;
     const float nearest = (y + round_magic) - round_magic;
-    const float down = nearest > y ? nearest - 1.0f : nearest;  // floor(y)
-    const float fraction = y - down;                             // exact
-    float r = (down + (u < fraction ? 1.0f : 0.0f)) * s.step;
+    // floor(y), and whether to round up. The comparisons are of bit patterns (all the values are
+    // >= 0, where the patterns' order is the values'): GCC does not vectorise a float comparison
+    // feeding a select under the default -ftrapping-math, and these loops must vectorise.
+    // (As int32 0 or 1, converted to float: a bool converted to float is a branch to GCC.)
+    const std::int32_t over = std::bit_cast<std::int32_t>(nearest) > std::bit_cast<std::int32_t>(y);
+    const float down = nearest - static_cast<float>(over);
+    const float fraction = y - down;  // exact
+    const std::int32_t up = std::bit_cast<std::int32_t>(u) < std::bit_cast<std::int32_t>(fraction);
+    float r = (down + static_cast<float>(up)) * s.step;
     r = r > g.max_finite ? beyond : r;
     return with_sign_of(r, q);
 }
@@ -83,7 +89,9 @@ inline std::uint32_t random_bits(std::uint64_t key, std::uint64_t index) {
     const auto low = static_cast<std::uint32_t>(key), high = static_cast<std::uint32_t>(key >> 32);
     return hash32(hash32(static_cast<std::uint32_t>(index) ^ low) + high);
 }
-// The uniform u in [0, 1) of stochastic_to_grid from 32 random bits (their top 24).
-inline float unit_of(std::uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+// The uniform u in [0, 1) of stochastic_to_grid from 32 random bits (their top 24). Converted
+// from a signed int: AVX2 converts signed 32-bit integers to float, not unsigned ones, so this is
+// what lets the loops vectorise.
+inline float unit_of(std::uint32_t bits) { return static_cast<float>(static_cast<std::int32_t>(bits >> 8)) * 0x1.0p-24f; }
 
 }  // namespace mantissa::grid_detail

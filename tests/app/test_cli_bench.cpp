@@ -33,14 +33,22 @@ private slots:
         const QJsonObject numeric = suites["numeric"].toObject();
         QVERIFY(!numeric["skipped"].toBool());
         const QJsonArray tables = numeric["tables"].toArray();
-        QCOMPARE(tables.size(), 2);
-        // The block-scaled formats' quantisation, along rows and along columns.
+        QCOMPARE(tables.size(), 3);
+        // The block-scaled formats' quantisation, along rows and along columns, and stochastic.
         QStringList blocks;
         for (const auto& v : tables[1].toObject()["rows"].toArray()) {
             const QJsonObject row = v.toObject();
             blocks << row["format"].toString();
-            for (const char* key : {"rows_mel_s", "cols_mel_s"}) QVERIFY2(row[key].toDouble() > 0, key);
+            for (const char* key : {"rows_mel_s", "cols_mel_s", "stochastic_mel_s"})
+                QVERIFY2(row[key].toDouble() > 0, key);
         }
+        // FP16 accumulation's error grows with K where FP32's stays at its roundoff.
+        const QJsonArray accumulation = tables[2].toObject()["rows"].toArray();
+        QCOMPARE(tables[2].toObject()["name"].toString(), QStringLiteral("fp16_accumulation"));
+        QVERIFY(accumulation.size() >= 4);
+        const QJsonObject shortest = accumulation.first().toObject(), longest = accumulation.last().toObject();
+        QVERIFY(longest["positive_fp16"].toDouble() > 10 * shortest["positive_fp16"].toDouble());
+        QVERIFY(longest["positive_fp32"].toDouble() < 1e-5);
         QCOMPARE(blocks, (QStringList{"mxfp8-e4m3", "mxfp8-e5m2", "mxfp6-e3m2", "mxfp6-e2m3", "mxfp4", "nvfp4"}));
         const QJsonArray rows = tables[0].toObject()["rows"].toArray();
         QStringList formats;
