@@ -494,6 +494,7 @@ protected:
 private:
     // Throws unsupported(op, format) when it is not empty.
     void require_supported(BackendOp op, Format format) const;
+    void require_fp16_accumulation(const LinearTensors& layer, const char* op) const;
 };
 
 // What `mantissa-cli devices` and the GUI show: each backend, whether it can run here and why not.

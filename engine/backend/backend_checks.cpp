@@ -236,9 +236,20 @@ void Backend::require_supported(BackendOp op, Format format) const {
 
 // ---- linear
 
+// FP16 accumulation: the op supported, and the operands fp16 in all three matmuls (as cuBLAS's
+// CUBLAS_COMPUTE_16F requires).
+void Backend::require_fp16_accumulation(const LinearTensors& layer, const char* op) const {
+    if (!layer.fp16_accumulation) return;
+    require_supported(BackendOp::fp16_accumulation, Format::fp16);
+    require(layer.compute == Format::fp16 && !layer.block && !layer.dgrad && !layer.wgrad,
+            std::string(op) + " of " + layer.weight->desc().name +
+                ": FP16 accumulation needs the layer's three matmuls in fp16.");
+}
+
 void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
                              bool record_amax) {
     if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    if (layer.weight) require_fp16_accumulation(layer, "linear_forward");
     check_layer(layer, x, batch, "linear_forward");
     require(y.cols() == layer.weight->rows() && y.rows() >= batch,
             "linear_forward of " + layer.weight->desc().name + ": the output tensor has the wrong shape.");
@@ -249,6 +260,8 @@ void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tenso
                               std::int64_t batch, RoundingStats* weight_stats) {
     if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
     if (layer.dgrad || layer.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
+    if (layer.stochastic_gradients) require_supported(BackendOp::stochastic_rounding, Format::fp32);
+    if (layer.weight) require_fp16_accumulation(layer, "linear_backward");
     check_layer(layer, x, batch, "linear_backward");
     const std::string& name = layer.weight->desc().name;
     require(dy.cols() == layer.weight->rows() && dy.rows() >= batch,
@@ -304,6 +317,7 @@ void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std:
                              bool record_amax) {
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    require(!conv.fp16_accumulation, "conv2d_forward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_forward");
     require_rows(y, conv.geometry.out_size(), batch, conv_where(conv, "conv2d_forward"), "output");
     conv2d_forward_impl(conv, x, y, batch, record_amax);
@@ -314,6 +328,8 @@ void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& 
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
     if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
+    if (conv.stochastic_gradients) require_supported(BackendOp::stochastic_rounding, Format::fp32);
+    require(!conv.fp16_accumulation, "conv2d_backward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_backward");
     const std::string where = conv_where(conv, "conv2d_backward");
     require_rows(dy, conv.geometry.out_size(), batch, where, "output gradient");

@@ -7,8 +7,10 @@
 // Every format: fp32 is kept as is; bf16 and tf32 round on the fp32 bit pattern (random bits
 // added below the kept mantissa, then dropped: exact probabilities, subnormals included); fp16,
 // fp8-e4m3 and fp8-e5m2 round on their grid (grid_round.h), the probability exact to 2^-24 of a
-// step. A result beyond the largest finite value overflows as round_to's does (to inf, NaN for
-// e4m3, or saturating); NaN stays NaN.
+// step. Beyond the largest finite value the next step up is the overflow (inf, NaN for e4m3, or
+// the largest value when saturating), reached with the probability of the distance: fp16 can
+// overflow from 65504 where round_to does from 65520. NaN stays NaN. A pass takes at most 2^32
+// values (the random bits use the index's low 32 bits).
 #pragma once
 
 #include <cstddef>

@@ -47,9 +47,8 @@ void Optimizer::set_weight_rounding(WeightRounding rounding) {
             rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_rounding;
         if (std::string why = m_backend.unsupported(op, Format::fp32); !why.empty()) throw Error(why);
     }
-    m_rounding = rounding;
-    if (rounding != WeightRounding::kahan)
-        for (ParamState& st : m_state) st.compensation.reset();
+    m_rounding = rounding;  // Kahan's buffers are made or dropped at the next step (keep_compensation),
+                            // so a change refused before then keeps them
 }
 
 void Optimizer::keep_compensation(std::size_t i, const Tensor& param) {

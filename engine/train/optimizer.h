@@ -31,8 +31,9 @@ public:
     OptimizerKind kind() const { return m_spec.optimizer; }
     // How narrow stored weights take their updates (precision.rounding.weights); between steps.
     // Kahan's compensation buffers (category optimizer_state, each in its parameter's format) are
-    // made at the next step for the parameters that are narrow then, and dropped when the rounding
-    // changes or a parameter becomes FP32. Throws mantissa::Error when the backend lacks it.
+    // made at the next step for the parameters that are narrow then, and dropped at the next step
+    // after the rounding changes or a parameter becomes FP32. Throws mantissa::Error when the
+    // backend lacks it.
     void set_weight_rounding(WeightRounding rounding);
     WeightRounding weight_rounding() const { return m_rounding; }
     // The Kahan compensation of a layer's parameter (0: weight, 1: bias), or null: for tests.

@@ -4,6 +4,7 @@
 #include <QAbstractItemView>
 #include <QComboBox>
 #include <QPersistentModelIndex>
+#include <QTimer>
 
 #include "config/experiment.h"
 #include "models/layer_table_model.h"
@@ -27,20 +28,29 @@ QWidget* PrecisionDelegate::createEditor(QWidget* parent, const QStyleOptionView
             return;
         }
         emit self->closeEditor(combo);  // nothing committed: the dialog decides
-        if (at.isValid()) self->editPerMatmul(at);
+        // After this signal returns (the editor is being closed), on the layer's row as it is then.
+        QTimer::singleShot(0, self, [self, at] {
+            if (at.isValid()) self->editPerMatmul(at);
+        });
     });
     return combo;
 }
 
 void PrecisionDelegate::editPerMatmul(const QModelIndex& index) {
-    auto* model = const_cast<QAbstractItemModel*>(index.model());
-    const QString layer = model->index(index.row(), LayerTableModel::Name).data().toString();
+    auto* model = qobject_cast<LayerTableModel*>(const_cast<QAbstractItemModel*>(index.model()));
+    if (!model) return;
+    const QString layer = model->layerName(index.row());
     auto* view = qobject_cast<QWidget*>(parent());
     LayerSettingDialog dialog(layer, index.data(LayerTableModel::SettingRole).value<LayerSetting>(),
                               view ? view->window() : nullptr);
     emit dialogOpened(&dialog);
-    if (dialog.exec() == QDialog::Accepted)
-        model->setData(index, QVariant::fromValue(dialog.setting()), LayerTableModel::SettingRole);
+    if (dialog.exec() != QDialog::Accepted) return;
+    // The table may have been rebuilt while the dialog was open (a run started or ended): the
+    // setting goes to the layer by name, or nowhere when it is gone.
+    const int row = model->rowOf(layer);
+    if (row >= 0)
+        model->setData(model->index(row, LayerTableModel::Precision), QVariant::fromValue(dialog.setting()),
+                       LayerTableModel::SettingRole);
 }
 
 void PrecisionDelegate::setEditorData(QWidget* editor, const QModelIndex& index) const {

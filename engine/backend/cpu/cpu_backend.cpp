@@ -200,17 +200,18 @@ float CpuBackend::quantize_gradient_fp8(const float* dy, float* q, std::int64_t 
 void CpuBackend::round_gradient(Format format, float* data, std::int64_t n) {
     if (format == Format::fp32) return;
     if (m_stochastic_gradients)
-        round_array_stochastic(format, data, data, static_cast<std::size_t>(n), next_stochastic_key());
+        round_array_stochastic(format, data, data, static_cast<std::size_t>(n), gradient_key(format));
     else
         round_array(format, data, static_cast<std::size_t>(n));
 }
 
-void CpuBackend::round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats) {
+void CpuBackend::round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats,
+                                           std::uint64_t key, std::int64_t first) {
     if (!m_stochastic_gradients || format == Format::fp32)
         return round_array_with_stats(format, data, static_cast<std::size_t>(n), stats);
     const auto count = static_cast<std::size_t>(n);
     stats.zeros_before += count_zeros(data, count);
-    round_array_stochastic(format, data, data, count, next_stochastic_key());
+    round_array_stochastic(format, data, data, count, key, static_cast<std::uint64_t>(first));
     count_classes(format, data, count, stats);
 }
 

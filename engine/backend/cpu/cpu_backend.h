@@ -250,8 +250,16 @@ private:
     void round_gradient(Format format, float* data, std::int64_t n);
     // data = round_gradient(data · factor), piece by piece (the FP8 dequantisation and the store).
     void scale_round_gradient(Format format, float* data, std::int64_t n, float factor);
-    // round_gradient with the rounding's counts (the weight gradient's statistics).
-    void round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats);
+    // The key of a gradient tensor's stochastic rounding: drawn once per tensor when the layer asks
+    // and the format is narrower than FP32 (else 0, and nothing is drawn), so that a tensor rounded
+    // piece by piece draws what it draws whole.
+    std::uint64_t gradient_key(Format format) {
+        return m_stochastic_gradients && format != Format::fp32 ? next_stochastic_key() : 0;
+    }
+    // round_gradient of one piece of a tensor (its values from index `first` on, the tensor's
+    // gradient_key), with the rounding's counts (the weight gradient's statistics).
+    void round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats,
+                                   std::uint64_t key, std::int64_t first);
     // The key of the next stochastic rounding pass.
     std::uint64_t next_stochastic_key() { return stochastic_key(m_stochastic_seed, m_stochastic_pass++); }
     // Sets m_stochastic_gradients for the duration of one layer's backward.

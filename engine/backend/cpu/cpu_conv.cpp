@@ -415,7 +415,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         scale_round_gradient(gw.format(), gw.data(), n_w, dq);
     } else if (!flushed && !(m_tracing && wgrad_block)) {
         scale_in_place(gw.data(), n_w, dq);
-        round_gradient_with_stats(gw.format(), gw.data(), n_w, *weight_stats);
+        round_gradient_with_stats(gw.format(), gw.data(), n_w, *weight_stats, gradient_key(gw.format()), 0);
     } else {
         // Underflow is counted against the weight gradient computed in FP32 from dy_reference.
         scale_round_gradient(gw.format(), gw.data(), n_w, dq);

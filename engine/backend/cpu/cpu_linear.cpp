@@ -179,7 +179,7 @@ void CpuBackend::scale_round_gradient(Format format, float* data, std::int64_t n
     // The FP8 dequantisation and the store in one pass, piece by piece in the L1 cache; one key
     // for the whole tensor, each piece from its own first index.
     const bool stochastic = m_stochastic_gradients && format != Format::fp32;
-    const std::uint64_t key = stochastic ? next_stochastic_key() : 0;
+    const std::uint64_t key = gradient_key(format);
     for (std::int64_t start = 0; start < n; start += piece) {
         const std::int64_t len = std::min(piece, n - start);
         scale_in_place(data + start, len, factor);
@@ -427,11 +427,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
         const std::size_t n_w = static_cast<std::size_t>(out * in);
         const float dq = dq_g_wgrad * dq_x;
         if (!flushed) {
-            // The dequantisation, the rounding and its counts block by block (the counts add up).
+            // The dequantisation, the rounding and its counts block by block (the counts add up;
+            // a stochastic rounding takes one key for the tensor, as unblocked).
+            const std::uint64_t key = gradient_key(gw.format());
             for (std::int64_t start = 0; start < out * in; start += piece) {
                 const std::int64_t len = std::min(piece, out * in - start);
                 scale_in_place(gw.data() + start, len, dq);
-                round_gradient_with_stats(gw.format(), gw.data() + start, len, *weight_stats);
+                round_gradient_with_stats(gw.format(), gw.data() + start, len, *weight_stats, key, start);
             }
         } else {
             scale_round_gradient(gw.format(), gw.data(), out * in, dq);

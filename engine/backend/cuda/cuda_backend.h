@@ -44,6 +44,10 @@ namespace mantissa::cuda {
 
 class CudaBackend;
 
+// Throws the sentence of BackendOp::stochastic_rounding or kahan_updates when t asks a narrow
+// parameter to be rounded other than to nearest (cuda_ops.cpp): the CUDA optimizers round to nearest.
+void require_nearest_weights(const OptimizerTensors& t, const char* op);
+
 class CudaTensor final : public Tensor {
 public:
     CudaTensor(TensorDesc desc, BlockCache& cache);

@@ -12,9 +12,17 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
+#include "backend/cuda/op_support.h"
 #include "error.h"
 
 namespace mantissa::cuda {
+
+void require_nearest_weights(const OptimizerTensors& t, const char* op) {
+    if (t.rounding == WeightRounding::nearest || !t.param || t.param->format() == Format::fp32) return;
+    const BackendOp which = t.rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_rounding;
+    throw Error(std::string(op) + " of " + t.param->desc().name + ": " +
+                cuda_op_unsupported(which, Format::fp32, Support{true, {}}, "this GPU"));
+}
 
 namespace {
 
@@ -29,6 +37,7 @@ void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, 
         if (s && s->format() != Format::fp32)
             throw Error(std::string(op) + ": the optimizer state " + s->desc().name + " must be fp32 (it is " +
                         std::string(format_name(s->format())) + ").");
+    require_nearest_weights(t, op);
 }
 
 // The kernels' constants are the engine's.

@@ -218,6 +218,15 @@ private slots:
         t.fp16_accumulation = false;
         be.linear_forward(t, *x, *y, batch, false);
         QVERIFY(!same_bits(read(be, *y), want_y));
+        // FP16 accumulation of bf16 operands is refused at the backend too, naming the layer.
+        t.fp16_accumulation = true;
+        t.compute = Format::bf16;
+        try {
+            be.linear_forward(t, *x, *y, batch, false);
+            QFAIL("FP16 accumulation of bf16 operands was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("w") && QString(e.what()).contains("fp16"), e.what());
+        }
     }
 
     void stochasticGradientsAreTheSeededRounding() {
