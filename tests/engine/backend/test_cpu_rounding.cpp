@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -64,22 +65,28 @@ double fp16_nearest(double x) {
     return (down_code & 1u) == 0 ? down : up;
 }
 
-// C = op(A)·op(B) with fp16 products and in-order fp16 sums, in doubles (sums of two fp16 values
-// are exact in double).
-std::vector<float> fp16_reference(const std::vector<float>& a, bool ta, const std::vector<float>& b, bool tb,
-                                  std::int64_t m, std::int64_t n, std::int64_t k) {
+// C = op(A)·op(B) in doubles, each output's sum s = add(s, a_k, b_k) from 0 over k in order. A is
+// stored (M, K), or (K, M) when ta; B (K, N), or (N, K) when tb.
+template <class Add>
+std::vector<float> reference_product(const std::vector<float>& a, bool ta, const std::vector<float>& b, bool tb,
+                                     std::int64_t m, std::int64_t n, std::int64_t k, Add add) {
     std::vector<float> c(static_cast<std::size_t>(m * n));
     for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
             double s = 0;
-            for (std::int64_t kk = 0; kk < k; ++kk) {
-                const double av = a[static_cast<std::size_t>(ta ? kk * m + i : i * k + kk)];
-                const double bv = b[static_cast<std::size_t>(tb ? j * k + kk : kk * n + j)];
-                s = fp16_nearest(s + fp16_nearest(av * bv));
-            }
+            for (std::int64_t kk = 0; kk < k; ++kk)
+                s = add(s, a[static_cast<std::size_t>(ta ? kk * m + i : i * k + kk)],
+                        b[static_cast<std::size_t>(tb ? j * k + kk : kk * n + j)]);
             c[static_cast<std::size_t>(i * n + j)] = static_cast<float>(s);
         }
     return c;
+}
+
+// With fp16 products and in-order fp16 sums (a sum of two fp16 values is exact in double).
+std::vector<float> fp16_reference(const std::vector<float>& a, bool ta, const std::vector<float>& b, bool tb,
+                                  std::int64_t m, std::int64_t n, std::int64_t k) {
+    return reference_product(a, ta, b, tb, m, n, k,
+                             [](double s, double x, double y) { return fp16_nearest(s + fp16_nearest(x * y)); });
 }
 
 std::vector<float> random_fp16(std::size_t n, float scale, unsigned seed) {
@@ -116,20 +123,38 @@ std::vector<float> small_integers(std::size_t n, int range, unsigned seed) {
     return v;
 }
 
-// C = op(A)·op(B) in double (exact for small_integers).
+// Exactly, for small_integers (every sum fits in FP32).
 std::vector<float> exact_product(const std::vector<float>& a, bool ta, const std::vector<float>& b, bool tb,
                                  std::int64_t m, std::int64_t n, std::int64_t k) {
-    std::vector<float> c(static_cast<std::size_t>(m * n));
-    for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-            double s = 0;
-            for (std::int64_t kk = 0; kk < k; ++kk)
-                s += double(a[static_cast<std::size_t>(ta ? kk * m + i : i * k + kk)]) *
-                     b[static_cast<std::size_t>(tb ? j * k + kk : kk * n + j)];
-            c[static_cast<std::size_t>(i * n + j)] = static_cast<float>(s);
-        }
-    return c;
+    return reference_product(a, ta, b, tb, m, n, k, [](double s, double x, double y) { return s + x * y; });
 }
+
+// One linear layer's backward on a fresh backend seeded `seed`: its operands in `format` (or FP32
+// with `block`), dy, W and x given; returns {dX, dW}.
+struct Backward {
+    std::int64_t batch, in, out;
+    Format format = Format::fp32;
+    std::optional<BlockFormat> block;
+    std::pair<std::vector<float>, std::vector<float>> run(const std::vector<float>& xv, const std::vector<float>& wv,
+                                                          const std::vector<float>& dyv, bool stochastic_gradients,
+                                                          std::uint64_t seed) const {
+        CpuBackend be;
+        be.seed_stochastic_rounding(seed);
+        auto x = make_with(be, batch, in, format, xv, "x");
+        auto dy = make_with(be, batch, out, format, dyv, "dy");
+        auto w = make_with(be, out, in, format, wv, "w");
+        auto b = make(be, 1, out, format);
+        auto gw = make(be, out, in, format), gb = make(be, 1, out, format);
+        auto dx = make(be, batch, in, format);
+        LinearTensors t;
+        t.compute = format;
+        t.block = block;
+        t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
+        t.stochastic_gradients = stochastic_gradients;
+        be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
+        return {read(be, *dx), read(be, *gw)};
+    }
+};
 
 std::vector<float> stochastic(Format f, std::vector<float> v, std::uint64_t key) {
     round_array_stochastic(f, v.data(), v.data(), v.size(), key);
@@ -233,22 +258,8 @@ private slots:
         const std::int64_t batch = 24, in = 30, out = 20;
         const std::vector<float> xv = small_integers(batch * in, 100, 6), wv = small_integers(out * in, 100, 7),
                                  dyv = small_integers(batch * out, 100, 8);
-        auto run = [&](bool sr, std::uint64_t seed) {
-            CpuBackend be;
-            be.seed_stochastic_rounding(seed);
-            auto x = make_with(be, batch, in, Format::bf16, xv, "x");  // small integers: bf16 values
-            auto dy = make_with(be, batch, out, Format::bf16, dyv, "dy");
-            auto w = make_with(be, out, in, Format::bf16, wv, "w");
-            auto b = make(be, 1, out, Format::bf16);
-            auto gw = make(be, out, in, Format::bf16), gb = make(be, 1, out, Format::bf16);
-            auto dx = make(be, batch, in, Format::bf16);
-            LinearTensors t;
-            t.compute = Format::bf16;
-            t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
-            t.stochastic_gradients = sr;
-            be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
-            return std::pair{read(be, *dx), read(be, *gw)};
-        };
+        const Backward layer{batch, in, out, Format::bf16, std::nullopt};  // small integers: bf16 values
+        auto run = [&](bool sr, std::uint64_t seed) { return layer.run(xv, wv, dyv, sr, seed); };
         const std::vector<float> exact_dx = exact_product(dyv, false, wv, false, batch, in, out);
         const std::vector<float> exact_dw = exact_product(dyv, true, xv, false, out, in, batch);
         const auto [dx, dw] = run(true, 7);
@@ -267,22 +278,8 @@ private slots:
         const std::vector<float> xv = backend_test::random_values(batch * in, 1.0f, 9),
                                  wv = backend_test::random_values(out * in, 0.2f, 10),
                                  dyv = backend_test::random_values(batch * out, 1e-2f, 11);
-        auto run = [&](bool sr, std::uint64_t seed) {
-            CpuBackend be;
-            be.seed_stochastic_rounding(seed);
-            auto x = make_with(be, batch, in, Format::fp32, xv, "x");
-            auto dy = make_with(be, batch, out, Format::fp32, dyv, "dy");
-            auto w = make_with(be, out, in, Format::fp32, wv, "w");
-            auto b = make(be, 1, out, Format::fp32);
-            auto gw = make(be, out, in, Format::fp32), gb = make(be, 1, out, Format::fp32);
-            auto dx = make(be, batch, in, Format::fp32);
-            LinearTensors t;
-            t.block = BlockFormat::mxfp4;
-            t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
-            t.stochastic_gradients = sr;
-            be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
-            return read(be, *gw);
-        };
+        const Backward layer{batch, in, out, Format::fp32, BlockFormat::mxfp4};
+        auto run = [&](bool sr, std::uint64_t seed) { return layer.run(xv, wv, dyv, sr, seed).second; };
         const std::vector<float> a = run(true, 1);
         QVERIFY(same_bits(run(true, 1), a));
         QVERIFY(!same_bits(run(true, 2), a));

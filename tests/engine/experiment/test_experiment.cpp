@@ -12,22 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "error_of.h"
 #include "config/experiment.h"
 
 using namespace mantissa;
+using test_support::error_of;
 using json = nlohmann::json;
 
 namespace {
 
-// The message of the mantissa::Error that `f` throws; empty when it throws nothing.
-QString error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 void write_file(const QString& path, const std::string& text) {
     std::ofstream(path.toStdString(), std::ios::binary) << text;

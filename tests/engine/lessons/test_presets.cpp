@@ -9,17 +9,14 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "config/experiment.h"
+#include "lesson_presets.h"
 #include "train/trainer.h"
 
 using namespace mantissa;
+using lesson_test::make;
+using lesson_test::preset;
 
 namespace {
-
-Experiment preset(const char* file) {
-    const QByteArray root = qgetenv("MANTISSA_SOURCE_DIR");
-    if (root.isEmpty()) qFatal("MANTISSA_SOURCE_DIR is not set (run through ctest)");
-    return load_experiment(root.toStdString() + "/resources/experiments/lessons/" + file);
-}
 
 struct Tail {  // averages over the last `window` steps
     double loss = 0, underflow = 0, lost = 0;
@@ -52,8 +49,6 @@ Tail run(Trainer& t, std::int64_t steps, std::int64_t window) {
     }
     return tail;
 }
-
-Trainer make(const Experiment& e) { return Trainer(e, load_dataset(e.dataset, e.train.seed), make_backend("cpu")); }
 
 }  // namespace
 

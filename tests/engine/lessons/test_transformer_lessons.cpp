@@ -10,21 +10,16 @@
 #include "backend/backend.h"
 #include "config/experiment.h"
 #include "data/dataset.h"
+#include "lesson_presets.h"
 #include "train/trainer.h"
 
 using namespace mantissa;
+using lesson_test::make;
+using lesson_test::preset;
 
 namespace {
 
 constexpr double kFp16Max = 65504.0;
-
-Experiment preset(const char* file) {
-    const QByteArray root = qgetenv("MANTISSA_SOURCE_DIR");
-    if (root.isEmpty()) qFatal("MANTISSA_SOURCE_DIR is not set (run through ctest)");
-    return load_experiment(root.toStdString() + "/resources/experiments/lessons/" + file);
-}
-
-Trainer make(const Experiment& e) { return Trainer(e, load_dataset(e.dataset, e.train.seed), make_backend("cpu")); }
 
 // What a run showed: its overflows, its largest finite logit and where the logits first were not.
 struct Trace {

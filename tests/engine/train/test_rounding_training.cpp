@@ -15,11 +15,13 @@
 
 #include "backend/backend.h"
 #include "error.h"
+#include "error_of.h"
 #include "stripes_dataset.h"
 #include "train/trainer.h"
 #include "train_support.h"
 
 using namespace mantissa;
+using test_support::error_of;
 using namespace mantissa::test;
 using test_support::stripes;
 
@@ -64,14 +66,6 @@ Trained train(const Experiment& e, const Dataset& data = regression()) {
     return r;
 }
 
-QString error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
 
 }  // namespace
 
