@@ -209,7 +209,7 @@ void Network::write(Tensor& t, const std::vector<float>& values) {
 }
 
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
-                      double state_per_parameter, const OpFormats& ops) {
+                      double state_per_parameter, const OpFormats& ops, double state_per_narrow_parameter) {
     auto nodes = build_layers(desc);
     std::vector<Layer*> all, layers;
     for (const auto& n : nodes) collect(*n, all, layers);
@@ -224,6 +224,9 @@ double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& fo
         values += state_per_parameter * static_cast<double>(nodes[i]->parameter_count());  // a block's: its layers' 
         input_format = nodes[i]->planned_output_format(input_format);
     }
+    for (const Layer* layer : layers)  // Kahan's compensation: one value per weight stored narrower than FP32
+        if (layer->formats().weight_store != Format::fp32)
+            values += state_per_narrow_parameter * static_cast<double>(layer->parameter_count());
     return values + B * static_cast<double>(desc.outputs());  // the loss's gradient
 }
 

@@ -110,9 +110,11 @@ private:
 };
 
 // The values (4 bytes each on the CPU backend) a network of `desc` in `formats` declares for a
-// batch, its optimizer state included (state_per_parameter FP32 values per parameter), without a
-// backend: what the CPU backend checks against the machine's memory before allocating.
+// batch, its optimizer state included (state_per_parameter FP32 values per parameter, and
+// state_per_narrow_parameter more per parameter of a layer whose weights are stored narrower than
+// FP32: Kahan's compensation), without a backend: what the CPU backend checks against the
+// machine's memory before allocating.
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
-                      double state_per_parameter, const OpFormats& ops = {});
+                      double state_per_parameter, const OpFormats& ops = {}, double state_per_narrow_parameter = 0);
 
 }  // namespace mantissa

@@ -86,12 +86,14 @@ std::string hidden_text(const std::vector<int>& hidden) {
 }  // namespace
 
 std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
-                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops) {
+                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops,
+                                const RoundingSpec& rounding) {
     // Counted in double: a model at the documented limits (16 layers of 65536) passes 2^63 bytes
     // nowhere near, but the products of int64 factors are safer out of integer arithmetic.
     const bool sgd = train.optimizer == OptimizerKind::sgd;
     const double state_per_param = sgd ? (train.momentum != 0.0 ? 1 : 0) : 2;
-    const double bytes = network_values(desc, formats, batch, state_per_param, ops) * sizeof(float);
+    const double per_narrow = rounding.weights == WeightRounding::kahan ? 1 : 0;
+    const double bytes = network_values(desc, formats, batch, state_per_param, ops, per_narrow) * sizeof(float);
     return bytes >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(bytes);
 }
 
@@ -151,7 +153,8 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     // the first tensor rather than found out by the kernel's OOM killer. (CUDA's allocator reports
     // its own out-of-memory errors.)
     const std::vector<LayerFormats> formats = resolve_formats();
-    const std::int64_t needed = cpu_training_bytes(m_desc, formats, t.batch_size, t, op_formats());
+    const std::int64_t needed =
+        cpu_training_bytes(m_desc, formats, t.batch_size, t, op_formats(), m_experiment.precision.rounding);
     if (m_backend->name() == "cpu") check_cpu_memory(m_experiment.model, t.batch_size, needed, physical_memory_bytes());
     try {
         m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats, op_formats());

@@ -60,10 +60,12 @@ struct TrainerOptions {
 // The host bytes a run takes on the CPU backend, which keeps every tensor as FP32 whatever its
 // declared format: the tensors the Network declares for these formats at batch capacity `batch`
 // (weights and biases, their cast copies, gradients, the input, each layer's z, activation, saved
-// input, dz and dx) and the optimizer's FP32 state. The data set and the backend's transient cast
-// copies are not counted, so this is a lower bound on what the process needs.
+// input, dz and dx) and the optimizer's FP32 state (Kahan's compensation of narrow weights with
+// `rounding`). The data set and the backend's transient cast copies are not counted, so this is a
+// lower bound on what the process needs.
 std::int64_t cpu_training_bytes(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
-                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops = {});
+                                std::int64_t batch, const TrainSpec& train, const OpFormats& ops = {},
+                                const RoundingSpec& rounding = {});
 
 
 // Throws mantissa::Error when `bytes` (cpu_training_bytes) is more than `physical` bytes of

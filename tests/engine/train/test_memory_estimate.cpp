@@ -61,6 +61,26 @@ private slots:
         QVERIFY2(estimate >= t.backend().memory().total(), qPrintable(QString::number(estimate)));
     }
 
+    // Kahan's compensation is one more value per narrow weight and bias, counted (4 bytes each on
+    // the CPU backend) once the first step has made the buffers.
+    void estimate_counts_kahan_buffers() {
+        Experiment e = quick_experiment(1, {24, 16});
+        e.precision.autocast = Autocast::bf16;
+        e.precision.master_weights = false;
+        e.precision.rounding.weights = WeightRounding::kahan;
+        Trainer t(e, blobs_set(200, 3, 1), make_backend("cpu"));
+        t.step();
+        const std::int64_t nearest = cpu_training_bytes(t.network().desc(), formats_of(t), e.train.batch_size, e.train);
+        const std::int64_t kahan =
+            cpu_training_bytes(t.network().desc(), formats_of(t), e.train.batch_size, e.train, {}, e.precision.rounding);
+        std::int64_t narrow = 0;
+        for (int l = 0; l < t.network().layer_count(); ++l)
+            for (int p = 0; p < 2; ++p)
+                if (const Tensor* c = t.optimizer().compensation(l, p)) narrow += c->numel();
+        QCOMPARE(narrow, std::int64_t{2 * 24 + 24 + 24 * 16 + 16 + 16 * 3 + 3});
+        QCOMPARE(kahan - nearest, narrow * std::int64_t{4});
+    }
+
     // The audit's case: spirals (2 features, 3 classes), hidden [65536, 65536], batch 128, AdamW:
     // weights, gradients and two state tensors of ~4.3e9 values each, 4 bytes a value.
     void two_layers_of_65536_need_about_69_gb() {
