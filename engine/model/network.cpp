@@ -44,9 +44,6 @@ std::string first_unsupported(const Backend& backend, const std::vector<Layer*>&
         if (recipe.scaling == Fp8Scaling::rowwise && (std::string(layer->kind()) != "linear" || layer->formats().gemms_differ()))
             return layer->name() + ": rowwise FP8 scaling is for linear layers whose three matmuls are all fp8-e4m3; "
                                    "give this layer another precision, or use delayed or current scaling.";
-        if (recipe.scaling == Fp8Scaling::rowwise && layer->formats().stochastic_gradients)
-            return layer->name() + ": rowwise FP8 scaling rounds its gradients to nearest; use delayed or current "
-                                   "scaling with stochastic gradients, or set precision.rounding.gradients to nearest.";
     }
     return {};
 }

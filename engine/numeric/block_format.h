@@ -116,6 +116,10 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // fp8-e4m3 or fp8-e5m2. Returns the tensor's amax, the largest |x| (NaN when any x is not finite).
 float round_axiswise_fp8(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
                          std::size_t inner, int margin, bool power_of_two);
+// The same with each x · s rounded stochastically (stochastic_round.h; value i of the tensor, in
+// its storage order, takes stochastic_bits(key, i)); the scales are the same.
+float round_axiswise_fp8_stochastic(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                                    std::size_t inner, int margin, bool power_of_two, std::uint64_t key);
 
 // ---- one block at a time (what the calls above run per block; describe_block uses them too)
 

@@ -337,21 +337,36 @@ float axiswise_scale(std::int32_t amax_bits, float fp8_max, int margin, bool pow
     return s;
 }
 
-// A tile row's values: y = round_to_grid(x · s) · inv, s and inv per value (per column).
+// A tile row's values: y = round_to_grid(x · s) · inv, s and inv per value (per column); rounded
+// stochastically (saturating) when `rounding` says, x[0] being value `index` of the tensor.
 MANTISSA_BLOCK_HOT void scale_round_span(const float* x, float* y, std::size_t n, const float* s, const float* inv,
-                                         Grid g) {
-    for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s[j], g) * inv[j];
+                                         Grid g, ElementRounding rounding, std::uint64_t index) {
+    if (!rounding.stochastic) {
+        for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s[j], g) * inv[j];
+    } else {
+        for (std::size_t j = 0; j < n; ++j)
+            y[j] = stochastic_to_grid(x[j] * s[j], g, unit_of(random_bits(rounding.key, index + j)), g.max_finite) *
+                   inv[j];
+    }
 }
 
 // A contiguous run's values, one scale for all of them.
-MANTISSA_BLOCK_HOT void scale_round_run(const float* x, float* y, std::size_t n, float s, float inv, Grid g) {
-    for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s, g) * inv;
+MANTISSA_BLOCK_HOT void scale_round_run(const float* x, float* y, std::size_t n, float s, float inv, Grid g,
+                                        ElementRounding rounding, std::uint64_t index) {
+    if (!rounding.stochastic) {
+        for (std::size_t j = 0; j < n; ++j) y[j] = round_to_grid(x[j] * s, g) * inv;
+    } else {
+        for (std::size_t j = 0; j < n; ++j)
+            y[j] = stochastic_to_grid(x[j] * s, g, unit_of(random_bits(rounding.key, index + j)), g.max_finite) * inv;
+    }
 }
 
 }  // namespace
 
-float round_axiswise_fp8(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
-                         std::size_t inner, int margin, bool power_of_two) {
+namespace {
+
+float round_axiswise(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                     std::size_t inner, int margin, bool power_of_two, ElementRounding rounding) {
     const FormatInfo& f = format_info(element);
     const Grid g{f.mantissa_bits, f.min_exponent, f.max_exponent, f.max_finite};
     thread_local std::vector<std::int32_t> amax;
@@ -371,7 +386,7 @@ float round_axiswise_fp8(Format element, const float* src, float* dst, std::size
             const std::int32_t a = std::bit_cast<std::int32_t>(finite_amax(x, K, nonfinite));
             tensor_amax = std::max({tensor_amax, a, nonfinite ? nan_bits : 0});
             const float s = axiswise_scale(a, f.max_finite, margin, power_of_two);
-            scale_round_run(x, y, K, s, 1.0f / s, g);
+            scale_round_run(x, y, K, s, 1.0f / s, g, rounding, o * K);
             continue;
         }
         std::fill(amax.begin(), amax.end(), 0);
@@ -382,9 +397,23 @@ float round_axiswise_fp8(Format element, const float* src, float* dst, std::size
             scale[i] = axiswise_scale(amax[i], f.max_finite, margin, power_of_two);
             inverse[i] = 1.0f / scale[i];
         }
-        for (std::size_t k = 0; k < K; ++k) scale_round_span(x + k * inner, y + k * inner, inner, scale.data(), inverse.data(), g);
+        for (std::size_t k = 0; k < K; ++k)
+            scale_round_span(x + k * inner, y + k * inner, inner, scale.data(), inverse.data(), g, rounding,
+                             (o * K + k) * inner);
     }
     return std::bit_cast<float>(tensor_amax);
+}
+
+}  // namespace
+
+float round_axiswise_fp8(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                         std::size_t inner, int margin, bool power_of_two) {
+    return round_axiswise(element, src, dst, outer, K, inner, margin, power_of_two, {});
+}
+
+float round_axiswise_fp8_stochastic(Format element, const float* src, float* dst, std::size_t outer, std::size_t K,
+                                    std::size_t inner, int margin, bool power_of_two, std::uint64_t key) {
+    return round_axiswise(element, src, dst, outer, K, inner, margin, power_of_two, {true, key});
 }
 
 }  // namespace mantissa

@@ -261,12 +261,17 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
 CpuBackend::MatmulBackwardOperands CpuBackend::rowwise_backward_operands(CpuFp8State& state, const CpuTensor& dy,
                                                                          const CpuTensor& x, const CpuTensor& w,
                                                                          const BlockOperandAxes& axes, bool need_w) {
-    // Each operand with a scale per row along its matmul's reduction: dy in e5m2, W and x in e4m3.
+    // Each operand with a scale per row along its matmul's reduction: dy in e5m2 (stochastically
+    // while the layer asks), W and x in e4m3.
     auto quantise = [&](Format element, const float* src, BlockAxes a, int slot, AmaxHistory& h) {
         float* q = scratch(slot, a.size());
-        const float amax = round_axiswise_fp8(element, src, q, static_cast<std::size_t>(a.outer),
-                                              static_cast<std::size_t>(a.K), static_cast<std::size_t>(a.inner), h.margin(),
-                                              h.power_of_two());
+        const auto outer = static_cast<std::size_t>(a.outer), K = static_cast<std::size_t>(a.K),
+                   inner = static_cast<std::size_t>(a.inner);
+        const float amax =
+            element == Format::fp8_e5m2 && m_stochastic_gradients
+                ? round_axiswise_fp8_stochastic(element, src, q, outer, K, inner, h.margin(), h.power_of_two(),
+                                                next_stochastic_key())
+                : round_axiswise_fp8(element, src, q, outer, K, inner, h.margin(), h.power_of_two());
         return std::pair<const float*, float>(q, amax);
     };
     AmaxHistory& hg = state.history(Fp8Role::grad_output);

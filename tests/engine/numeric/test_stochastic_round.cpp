@@ -284,6 +284,39 @@ private slots:
         QVERIFY(differ > 0);  // it is not the nearest pass
     }
 
+    // Rowwise FP8: the scales are the nearest pass's, each x · s rounded as round_stochastic rounds it
+    // (saturating, with the bits of its index), along contiguous runs and along strided ones.
+    void rowwiseFp8RoundsStochastically() {
+        std::mt19937 rng(23);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (std::size_t inner : {std::size_t{1}, std::size_t{6}}) {
+            const std::size_t outer = 4, K = 50;
+            std::vector<float> x(outer * K * inner), y(x.size());
+            for (float& v : x) v = normal(rng) * 1e-3f;
+            const float amax = round_axiswise_fp8_stochastic(Format::fp8_e5m2, x.data(), y.data(), outer, K, inner, 0,
+                                                             false, 31);
+            float want_amax = 0;
+            for (float v : x) want_amax = std::max(want_amax, std::fabs(v));
+            QCOMPARE(amax, want_amax);
+            const float fp8_max = format_info(Format::fp8_e5m2).max_finite;
+            for (std::size_t o = 0; o < outer; ++o)
+                for (std::size_t i = 0; i < inner; ++i) {
+                    float run_amax = 0;
+                    for (std::size_t k = 0; k < K; ++k) run_amax = std::max(run_amax, std::fabs(x[(o * K + k) * inner + i]));
+                    const float s = (fp8_max / run_amax) / 1.0f;
+                    for (std::size_t k = 0; k < K; ++k) {
+                        const std::size_t at = (o * K + k) * inner + i;
+                        const float want =
+                            round_stochastic(Format::fp8_e5m2, x[at] * s, stochastic_bits(31, at), Overflow::saturate) *
+                            (1.0f / s);
+                        if (y[at] != want)
+                            QFAIL(qPrintable(QString("inner %1, value %2: %3, expected %4").arg(inner).arg(at)
+                                                 .arg(double(y[at])).arg(double(want))));
+                    }
+                }
+        }
+    }
+
     void mxBlocksAreNotClippedWhenRoundingStochastically() {
         // A block like a row of the loss's gradient: one large value the OCP scale clips (0.95 is
         // 7.6 elements of 2^-3, beyond e2m1's 6), small ones of the other sign. Rounded

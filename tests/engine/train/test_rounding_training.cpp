@@ -7,7 +7,7 @@
 // - a seeded stochastic run is reproducible bit for bit, and another seed changes it;
 // - precision.rounding changes live with a setting event, Kahan's buffers made and dropped;
 // - FP16 accumulation trains an fp16 layer and is refused, with a sentence, for a bf16 layer and a
-//   convolution; MXFP4 trains with stochastic gradients.
+//   convolution; MXFP4 and rowwise FP8 train with stochastic gradients.
 #include <QtTest>
 
 #include <cmath>
@@ -186,6 +186,21 @@ private slots:
         cnn.precision.layers["conv1"] = conv;
         const QString why = error_of([&] { Trainer(cnn, stripes(128, 32, 1), make_backend("cpu")); });
         QVERIFY2(why.startsWith("conv1: FP16 accumulation is offered for linear layers only"), qPrintable(why));
+    }
+
+    void rowwiseFp8TakesStochasticGradients() {
+        Experiment e = quick_experiment(200, {64, 64});
+        e.train.optimizer = OptimizerKind::adamw;
+        e.train.lr = 0.003;
+        e.precision.autocast = Autocast::bf16;
+        for (const char* n : {"fc1", "fc2", "fc3"}) e.precision.layers[n] = LayerPrecision::fp8_e4m3;
+        e.precision.fp8.scaling = Fp8Scaling::rowwise;
+        e.precision.rounding.gradients = GradientRounding::stochastic;
+        const Trained a = train(e), b = train(e);
+        QVERIFY(a.losses == b.losses);  // seeded
+        QVERIFY2(a.test_loss < 0.6 * a.losses.front(), qPrintable(QString("%1 from %2").arg(a.test_loss).arg(a.losses.front())));
+        e.precision.rounding.gradients = GradientRounding::nearest;
+        QVERIFY(train(e).losses != a.losses);  // the rounding is not nearest's
     }
 
     void mxfp4TrainsWithStochasticGradients() {
