@@ -42,6 +42,17 @@ Experiment bf16_without_masters(std::int64_t steps, WeightRounding rounding) {
 
 Dataset regression() { return regression_set(2048, 512, 8, 4, 1.0f, 11); }
 
+// 200 AdamW steps with every layer in `p` under BF16 autocast, gradients rounded stochastically.
+Experiment stochastic_gradients_everywhere(LayerPrecision p) {
+    Experiment e = quick_experiment(200, {64, 64});
+    e.train.optimizer = OptimizerKind::adamw;
+    e.train.lr = 0.003;
+    e.precision.autocast = Autocast::bf16;
+    for (const char* n : {"fc1", "fc2", "fc3"}) e.precision.layers[n] = p;
+    e.precision.rounding.gradients = GradientRounding::stochastic;
+    return e;
+}
+
 struct Trained {
     double test_loss = 0;
     double lost = 0;  // mean over the run of the layers' mean fraction of lost updates
@@ -189,13 +200,8 @@ private slots:
     }
 
     void rowwiseFp8TakesStochasticGradients() {
-        Experiment e = quick_experiment(200, {64, 64});
-        e.train.optimizer = OptimizerKind::adamw;
-        e.train.lr = 0.003;
-        e.precision.autocast = Autocast::bf16;
-        for (const char* n : {"fc1", "fc2", "fc3"}) e.precision.layers[n] = LayerPrecision::fp8_e4m3;
+        Experiment e = stochastic_gradients_everywhere(LayerPrecision::fp8_e4m3);
         e.precision.fp8.scaling = Fp8Scaling::rowwise;
-        e.precision.rounding.gradients = GradientRounding::stochastic;
         const Trained a = train(e), b = train(e);
         QVERIFY(a.losses == b.losses);  // seeded
         QVERIFY2(a.test_loss < 0.6 * a.losses.front(), qPrintable(QString("%1 from %2").arg(a.test_loss).arg(a.losses.front())));
@@ -204,12 +210,7 @@ private slots:
     }
 
     void mxfp4TrainsWithStochasticGradients() {
-        Experiment e = quick_experiment(200, {64, 64});
-        e.train.optimizer = OptimizerKind::adamw;
-        e.train.lr = 0.003;
-        e.precision.autocast = Autocast::bf16;
-        for (const char* n : {"fc1", "fc2", "fc3"}) e.precision.layers[n] = LayerPrecision::mxfp4;
-        e.precision.rounding.gradients = GradientRounding::stochastic;
+        const Experiment e = stochastic_gradients_everywhere(LayerPrecision::mxfp4);
         const Trained r = train(e);
         QVERIFY(std::isfinite(r.test_loss));
         QVERIFY2(r.test_loss < 0.6 * r.losses.front(), qPrintable(QString("%1 from %2").arg(r.test_loss).arg(r.losses.front())));
