@@ -17,6 +17,7 @@
 #include "histogram/gradient_histogram_view.h"
 #include "panels/layers_panel.h"
 #include "panels/sample_panel.h"
+#include "panels/what_if_panel.h"
 
 namespace mantissa::ui {
 
@@ -33,6 +34,10 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
     if (m_docks.sample)
         connect(m_docks.sample, &QDockWidget::visibilityChanged, this, [this](bool shown) {
             bottomTabShown(m_docks.sample, m_docks.sample->widget(), SamplePanel::usableHeight, shown);
+        });
+    if (m_docks.whatIf)
+        connect(m_docks.whatIf, &QDockWidget::visibilityChanged, this, [this](bool shown) {
+            bottomTabShown(m_docks.whatIf, m_docks.whatIf->widget(), WhatIfPanel::usableHeight, shown);
         });
 }
 

@@ -44,6 +44,7 @@
 #include "panels/run_status_bar.h"
 #include "panels/run_toolbar.h"
 #include "panels/sample_panel.h"
+#include "panels/what_if_panel.h"
 #include "model/model_plan.h"
 #include "resource_paths.h"
 #include "train/live_change.h"
@@ -101,6 +102,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_reference = new ReferenceRun(this);
     m_histogram = new GradientHistogramView;
     m_sample = new SamplePanel;
+    m_whatIf = new WhatIfPanel;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
     // height; float or enlarge the dock to study it. The tallest tab's minimum sets the bottom
     // docks'; the view keeps its own small (GradientHistogramView::minimumShortHeight).
@@ -156,6 +158,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 
     m_charts->setSeries(&m_controller->series());
     m_sample->setSeries(&m_controller->series());
+    m_whatIf->setSeries(&m_controller->series().whatIf());
     resize(1500, 950);
     updatePlan();  // the engine's defaults, until an experiment is set
     if (m_options.useSettings) restoreSettings();
@@ -181,6 +184,7 @@ void MainWindow::createDocks() {
     m_lessonDock = makeDock(tr("Lesson"), QStringLiteral("lessonDock"), scrollable(m_lesson), this);
     m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), sideScrollable(m_histogram), this);
     m_sampleDock = makeDock(tr("Sample"), QStringLiteral("sampleDock"), m_sample, this);
+    m_whatIfDock = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), m_whatIf, this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
     splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
     m_lessonDock->hide();  // shown by an experiment that has a lesson
@@ -188,6 +192,7 @@ void MainWindow::createDocks() {
     addDockWidget(Qt::BottomDockWidgetArea, m_layersDock);
     splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
     tabifyDockWidget(m_eventsDock, m_histogramDock);
+    tabifyDockWidget(m_eventsDock, m_whatIfDock);
     tabifyDockWidget(m_eventsDock, m_sampleDock);
     m_sampleDock->hide();  // shown by a text experiment
     m_eventsDock->raise();
@@ -197,12 +202,14 @@ void MainWindow::createDocks() {
             [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
     m_dockLayout = new DockLayout(
         this,
-        {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock, m_sampleDock},
+        {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock, m_sampleDock,
+         m_whatIfDock},
         m_charts, m_layers, m_lesson);
     m_dockLayout->applyInitialSizes();
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
         for (QDockWidget* d :
-             {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock, m_sampleDock})
+             {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock,
+              m_whatIfDock, m_sampleDock})
             view->addAction(d->toggleViewAction());
 }
 
@@ -358,6 +365,7 @@ void MainWindow::clearPreviousRun() {
     m_status->clear();
     m_histogram->clear();
     m_sample->setSeries(&m_controller->series());
+    m_whatIf->setSeries(&m_controller->series().whatIf());
     m_notice->hide();  // the last run's notices; a new experiment's lesson announces itself
 }
 
@@ -387,6 +395,7 @@ void MainWindow::onRunStarted() {
     m_layerModel->setLayers(m_controller->layers(), e.precision.layers);
     m_layerModel->setPrecision(e.precision);
     m_sample->setSeries(&m_controller->series());
+    m_whatIf->setSeries(&m_controller->series().whatIf());
     const bool text = e.dataset.kind == "text";
     updateModelViews(text);
     if (text) m_sampleDock->raise();  // what a language model writes, beside the charts
@@ -416,6 +425,7 @@ void MainWindow::refreshViews() {
     m_layerModel->update(m_controller->series());
     m_eventModel->sync();
     m_sample->sync();
+    m_whatIf->sync();
     m_status->update(*m_controller);
 }
 
@@ -431,6 +441,7 @@ void MainWindow::onTelemetry() {
     if (!m_viewClock.isValid() || m_viewClock.elapsed() >= viewUpdateIntervalMs) {
         m_viewClock.start();
         m_layerModel->update(m_controller->series());
+        m_whatIf->sync();  // changes on statistics steps only; a no-op when none arrived
         m_status->update(*m_controller);
     }
 }

@@ -42,6 +42,7 @@ class RunStatusBar;
 class RunToolBar;
 class SamplePanel;
 class ShortcutsDialog;
+class WhatIfPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -128,6 +129,9 @@ public:
     // experiment and raised when its run starts; hidden for other experiments.
     SamplePanel* samplePanel() const { return m_sample; }
     QDockWidget* sampleDock() const { return m_sampleDock; }
+    // What each format would do to each layer's operands (train.what_if): a tab behind the events.
+    WhatIfPanel* whatIfPanel() const { return m_whatIf; }
+    QDockWidget* whatIfDock() const { return m_whatIfDock; }
     QString lastError() const { return m_lastError; }
 
 protected:
@@ -184,6 +188,8 @@ private:
     QDockWidget* m_histogramDock = nullptr;
     SamplePanel* m_sample = nullptr;
     QDockWidget* m_sampleDock = nullptr;
+    WhatIfPanel* m_whatIf = nullptr;
+    QDockWidget* m_whatIfDock = nullptr;
     QDockWidget* m_experimentDock = nullptr;
     QDockWidget* m_precisionDock = nullptr;
     QDockWidget* m_layersDock = nullptr;

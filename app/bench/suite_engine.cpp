@@ -10,6 +10,7 @@
 // shared machine). A second table times oneDNN's matmul on the reference shapes, fp32 against
 // bf16 with FP32 accumulation: the bf16 path is taken only where it is faster (cpu_matmul.h).
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -226,6 +227,77 @@ Table batch_table(const BenchOptions& o, const Dataset& subset) {
     return t;
 }
 
+// What the what-if statistics cost a statistics step (train.what_if; docs/numerics.md): the
+// reference MLP and CNN under BF16 autocast, statistics every step, without what-if formats and
+// with the default six, interleaved. The aim: at most 10% more time per step.
+Table what_if_table(const BenchOptions& o, const Dataset& data) {
+    Table t;
+    t.name = "what_if";
+    t.title = "What-if statistics: a statistics step without and with the default six formats (bf16 autocast; "
+              "median of interleaved blocks)";
+    t.columns = {{"model", "model"},
+                 {"what_if", "what-if"},
+                 {"ms_per_step", "ms/step", "ms", 3},
+                 {"spread_pct", "spread", "%", 0, "%"},
+                 {"cost_pct", "cost", "%", 1, "%"},
+                 {"blocks", "blocks x steps"}};
+    struct Case {
+        const char* model;
+        Experiment (*make)();
+        bool quick;
+    };
+    const Case cases[] = {{"784-256-128-10", reference_experiment, true},
+                          {"cnn 32-64, fc 128", reference_cnn_experiment, false}};
+    std::string aims;
+    for (const Case& c : cases) {
+        if (o.quick && !c.quick) continue;
+        o.say(std::string("engine: what-if statistics, ") + c.model);
+        std::vector<std::unique_ptr<Trainer>> trainers;
+        for (bool on : {false, true}) {
+            Experiment e = c.make();
+            e.precision.autocast = Autocast::bf16;
+            e.train.layer_stats_every = 1;
+            if (!on) e.train.what_if.formats.clear();
+            trainers.push_back(std::make_unique<Trainer>(e, data, make_backend("cpu")));
+        }
+        std::vector<double> step_s;
+        for (auto& tr : trainers) {
+            for (int i = 0; i < 2; ++i) tr->step();
+            const auto t0 = Clock::now();
+            for (int i = 0; i < 2; ++i) tr->step();
+            step_s.push_back(seconds_since(t0) / 2);
+        }
+        const double target = o.quick ? 0.1 : 0.4;
+        const int steps = std::clamp(static_cast<int>(std::lround(target / std::max(median(step_s), 1e-6))), 1, 200);
+        const int rounds = o.blocks_or(9, 5);
+        std::vector<std::function<void()>> blocks;
+        for (auto& tr : trainers)
+            blocks.push_back([&tr, steps] {
+                for (int s = 0; s < steps; ++s) tr->step();
+            });
+        const auto seconds = time_interleaved(blocks, 1, rounds);
+        const double cost = 100 * (median(ratios(seconds[1], seconds[0])) - 1);
+        for (std::size_t i = 0; i < 2; ++i) {
+            const Summary sum = summarize(seconds[i]);
+            t.rows.push_back({{"model", c.model},
+                              {"what_if", i == 0 ? "none" : "fp16, bf16, fp8-e4m3, mxfp8-e4m3, mxfp4, nvfp4"},
+                              {"ms_per_step", 1e3 * sum.median / steps},
+                              {"spread_pct", sum.spread_pct()},
+                              {"cost_pct", i == 0 ? nlohmann::json(nullptr) : nlohmann::json(cost)},
+                              {"blocks", std::to_string(rounds) + " x " + std::to_string(steps)}});
+        }
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "%s%s %+.1f%% [%s]", aims.empty() ? "" : "; ", c.model, cost,
+                      cost <= 10 ? "met" : "NOT MET");
+        aims += buf;
+    }
+    t.notes.push_back("values measured per tensor: whole rows up to train.what_if.max_elements (" +
+                      std::to_string(WhatIfSpec{}.max_elements) + ", the default)");
+    t.notes.push_back("aim: the what-if statistics cost at most 10% of a statistics step: " + aims);
+    if (o.quick) t.notes.push_back("--quick: the CNN is left out");
+    return t;
+}
+
 }  // namespace
 
 SuiteResult run_engine_suite(const BenchOptions& o) {
@@ -289,6 +361,7 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
     }
     if (!aims.empty()) steps.notes.push_back("aim: emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu): " + aims);
     r.tables.push_back(std::move(steps));
+    r.tables.push_back(what_if_table(o, data));
     o.say("engine: batch gathering");
     r.tables.push_back(batch_table(o, data));
     o.say("engine: oneDNN matmul");

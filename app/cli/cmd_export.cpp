@@ -11,6 +11,7 @@
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "store/schema.h"
 
 namespace mantissa::cli {
 namespace {
@@ -41,9 +42,8 @@ int run_export(Args& args) {
     const auto format = RunStore::parse_export_format(format_name);
     if (!format) throw UsageError{"unknown --format '" + format_name + "'; use csv or json"};
     const std::string table = args.value("table").value_or("steps");
-    if (table != "steps" && table != "layer_steps" && table != "evals" && table != "events" && table != "layers" &&
-        table != "op_steps")
-        throw UsageError{"unknown --table '" + table + "'; use steps, layer_steps, evals, events, layers or op_steps"};
+    if (!store::find_run_table(table))
+        throw UsageError{"unknown --table '" + table + "'; use " + std::string(store::run_table_names)};
 
     const std::string db = args.value("db").value_or(default_store_path());
     const auto output = args.value("output");
@@ -102,6 +102,9 @@ MANTISSA_CLI_COMMAND({"export", "export a run's steps, layer rows, evaluations, 
                       "                      recorded before store version 4) or op_steps (attention\n"
                       "                      logits' amax and layer norms' smallest variance by step;\n"
                       "                      none before store version 5 or for a model without them)\n"
+                      "                      or what_if_steps (underflow, saturation and SQNR of each\n"
+                      "                      matmul layer's x, W and dy in each train.what_if format;\n"
+                      "                      none before store version 6)\n"
                       "  -o, --output FILE   write to FILE instead of standard output\n"
                       "  --db FILE           the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n\n"
                       "FILE is never the run store or any other SQLite database: such a FILE is refused.\n\n"

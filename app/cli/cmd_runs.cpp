@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/show_what_if.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "store/op_summary.h"
@@ -368,6 +369,11 @@ int run_show(Args& args) {
     const auto events = store.events(id);
     const auto layers = store.layers(id);
     const auto op_stats = summarize_op_steps(store.op_steps(id));
+    const auto what_if = last_what_if_step(store.what_if_steps(id));
+    std::vector<LayerStepRecord> what_if_layers;  // the precisions the layers ran in at that step
+    if (!what_if.empty())
+        for (LayerStepRecord& l : store.layer_steps(id, what_if.front().step))
+            if (l.step == what_if.front().step) what_if_layers.push_back(std::move(l));
     const auto sample = last_sample(events);
 
     if (args.has("json")) {
@@ -385,9 +391,11 @@ int run_show(Args& args) {
                          {"layer_rows", t.layer_rows},
                          {"evals", t.evals},
                          {"events", t.events},
-                         {"op_rows", t.op_rows}};
+                         {"op_rows", t.op_rows},
+                         {"what_if_rows", t.what_if_rows}};
         out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
         out["op_stats"] = op_stats_json(op_stats);  // [] for a model without such ops, or before version 5
+        out["what_if"] = what_if_json(what_if);     // the last statistics step's; null without
         out["last_sample"] = last_sample_json(sample);  // null unless a language model's evaluation wrote one
         ojson ev = ojson::array();
         for (const auto& e : events) {
@@ -436,9 +444,11 @@ int run_show(Args& args) {
     std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
     if (t.op_rows > 0) std::printf(", %lld op rows", static_cast<long long>(t.op_rows));
+    if (t.what_if_rows > 0) std::printf(", %lld what-if rows", static_cast<long long>(t.what_if_rows));
     std::printf("\n");
     print_layers(layers);
     print_op_stats(op_stats);
+    print_what_if(what_if, what_if_layers);
     print_last_sample(sample);
 
     // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the

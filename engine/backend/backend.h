@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,7 @@ enum class BackendOp : std::uint8_t {
     stochastic_rounding,  // stochastic gradients (LinearTensors, ConvTensors) and weight updates
                           // (OptimizerTensors::rounding)
     kahan_updates,        // Kahan-compensated weight updates (OptimizerTensors::compensation)
+    what_if,              // what-if statistics: operands read back mid-step (sample_rows)
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 
@@ -248,6 +250,18 @@ public:
     // Re-declares t's format and rounds its values to it (live precision changes); the memory
     // accounting follows.
     virtual void convert(Tensor& t, Format format) = 0;
+
+    // ---- statistics
+    // A tensor's magnitudes and a sample of its rows, for the what-if statistics (train/what_if.h).
+    struct RowSample {
+        float amax = 0;         // max |v| over t's first n values: NaN when one is NaN, else inf when one is inf
+        float finite_amax = 0;  // max |v| over the finite ones (0 when none)
+    };
+    // Copies the rows `rows` of t, viewed as rows of `row_len` values (row r: values
+    // [r·row_len, (r+1)·row_len), inside the first n), side by side into out, and measures t's
+    // first n values. Between ops, on the training thread; the default downloads the n values.
+    virtual RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len,
+                                  std::span<const std::int64_t> rows, float* out) const;
 
     // ---- FP8 scaling state
     virtual std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) = 0;

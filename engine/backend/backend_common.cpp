@@ -3,6 +3,13 @@
 // module compiles its own copy of this file (cuda/CMakeLists.txt); the checked wrappers, which
 // only the engine calls, are in backend_checks.cpp.
 #include "backend/backend.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <vector>
+
+#include <limits>
 #include "backend/step_pipeline.h"
 #include "error.h"
 
@@ -49,6 +56,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::fp16_accumulation: return "FP16 accumulation";
     case BackendOp::stochastic_rounding: return "stochastic rounding";
     case BackendOp::kahan_updates: return "Kahan-compensated update";
+    case BackendOp::what_if: return "what-if statistics";
     }
     return "linear";
 }
@@ -138,6 +146,25 @@ void Backend::embedding_forward_impl(const Tensor&, const std::int32_t*, Tensor&
 }
 void Backend::embedding_backward_impl(const std::int32_t*, const Tensor&, Tensor& grad_weight, std::int64_t, bool) {
     lacks(*this, BackendOp::embedding, grad_weight.format());
+}
+
+Backend::RowSample Backend::sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len,
+                                        std::span<const std::int64_t> rows, float* out) const {
+    // A device's tensor comes to the host whole: the download costs more than this scalar pass.
+    std::vector<float> all(static_cast<std::size_t>(n));
+    download(t, all.data(), n);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        std::copy_n(all.data() + rows[i] * row_len, row_len, out + static_cast<std::int64_t>(i) * row_len);
+    RowSample s;
+    bool nan = false;
+    for (float v : all) {
+        const float m = std::fabs(v);
+        nan = nan || std::isnan(m);
+        s.amax = std::max(s.amax, m);  // inf kept; NaN below
+        if (m <= FLT_MAX) s.finite_amax = std::max(s.finite_amax, m);
+    }
+    if (nan) s.amax = std::numeric_limits<float>::quiet_NaN();
+    return s;
 }
 
 }  // namespace mantissa

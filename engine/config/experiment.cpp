@@ -472,6 +472,29 @@ void read_model(Reader r, ModelSpec& m) {
         fail(r.at("layers"), "must list the layers for kind 'layers' (e.g. [{\"type\": \"linear\", \"out\": 10}])");
 }
 
+// train.what_if.formats: the formats to ask about, each once; fp32 is what they are measured
+// against, and fp8-e5m2 is the gradients' half of fp8-e4m3.
+std::vector<ComputeFormat> read_what_if_formats(const json& v, const std::string& at) {
+    constexpr const char* expected = "an array of format names (e.g. [\"bf16\", \"mxfp4\"])";
+    if (!v.is_array()) wrong_type(at, expected, v);
+    std::vector<ComputeFormat> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string where = at + "[" + std::to_string(i) + "]";
+        if (!v[i].is_string()) wrong_type(where, "a format name", v[i]);
+        const std::string name = v[i].get<std::string>();
+        const std::optional<ComputeFormat> f = parse_compute_format(name);
+        const bool offered = f && (f->block || f->format == Format::tf32 || f->format == Format::fp16 ||
+                                   f->format == Format::bf16 || f->format == Format::fp8_e4m3);
+        if (!offered)
+            fail(where, "\"" + name + "\" is not a format the what-if statistics measure; they take tf32, fp16, bf16, "
+                        "fp8-e4m3 and the block formats (" + std::string(block_format_names_list()) + ")");
+        if (std::find(out.begin(), out.end(), *f) != out.end())
+            fail(where, "\"" + name + "\" is listed twice");
+        out.push_back(*f);
+    }
+    return out;
+}
+
 void read_train(Reader r, TrainSpec& t) {
     r.integer("batch_size", t.batch_size, 1, 65536);
     r.integer("epochs", t.epochs, 0, 1'000'000);
@@ -488,6 +511,12 @@ void read_train(Reader r, TrainSpec& t) {
     if (const json* v = r.find("seed")) t.seed = as_unsigned(*v, r.at("seed"));
     r.integer("eval_every", t.eval_every, 0, no_limit);
     r.integer("layer_stats_every", t.layer_stats_every, 1, no_limit);
+    {
+        Reader w = r.group("what_if");
+        if (const json* v = w.find("formats")) t.what_if.formats = read_what_if_formats(*v, w.at("formats"));
+        w.integer("max_elements", t.what_if.max_elements, 0, no_limit);
+        w.finish();
+    }
     r.finish();
     if (t.steps == 0 && t.epochs < 1)
         fail(r.at("epochs"), "must be at least 1 when train.steps is 0, got " + std::to_string(t.epochs));
@@ -720,6 +749,12 @@ json layers_json(const std::string& text) {
     return list.is_array() ? list : json(text);
 }
 
+json what_if_names(const std::vector<ComputeFormat>& formats) {
+    json names = json::array();
+    for (const ComputeFormat& f : formats) names.push_back(std::string(f.name()));
+    return names;
+}
+
 // A layer's setting as the object of its matmuls (and its accumulation when not FP32).
 json layer_setting_json(const LayerSetting& s) {
     json j = {{"forward", layer_precision_name(s.forward)},
@@ -757,7 +792,9 @@ json experiment_to_json(const Experiment& e) {
                    {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
                    {"eps", t.eps}, {"schedule", lr_schedule_name(t.schedule)},
                    {"warmup_steps", t.warmup_steps}, {"seed", t.seed}, {"eval_every", t.eval_every},
-                   {"layer_stats_every", t.layer_stats_every}}},
+                   {"layer_stats_every", t.layer_stats_every},
+                   {"what_if", {{"formats", what_if_names(t.what_if.formats)},
+                                {"max_elements", t.what_if.max_elements}}}}},
         {"precision",
          {{"autocast", autocast_name(p.autocast)},
           {"master_weights", p.master_weights},

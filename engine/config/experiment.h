@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "config/sample_shape.h"
+#include "numeric/compute_format.h"
 #include "numeric/format.h"
 
 namespace mantissa {
@@ -69,6 +70,19 @@ struct ModelSpec {
 enum class OptimizerKind : std::uint8_t { sgd, adamw };
 enum class LrSchedule : std::uint8_t { constant, cosine };
 
+// train.what_if: at each statistics step, what each listed format would do to every matmul layer's
+// operands, measured without changing the run (train/what_if.h; docs/numerics.md, "What-if
+// statistics"). "fp8-e4m3" is per-tensor FP8 with delayed scaling (x and W in e4m3, dy in e5m2,
+// the run's precision.fp8 history length, margin and algorithm). An empty list turns them off.
+struct WhatIfSpec {
+    std::vector<ComputeFormat> formats = {Format::fp16, Format::bf16, Format::fp8_e4m3, BlockFormat::mxfp8_e4m3,
+                                          BlockFormat::mxfp4, BlockFormat::nvfp4};
+    // Values measured per tensor: whole rows (runs along the matmul's reduction dimension) spread
+    // evenly over the tensor, as many as fit; 0 measures every value.
+    std::int64_t max_elements = 2048;
+    bool operator==(const WhatIfSpec&) const = default;
+};
+
 struct TrainSpec {
     int batch_size = 128;
     int epochs = 3;                 // used when steps == 0
@@ -83,6 +97,7 @@ struct TrainSpec {
     std::uint64_t seed = 1;
     std::int64_t eval_every = 200;  // steps; 0: only at the end
     std::int64_t layer_stats_every = 1;  // per-layer telemetry every k steps
+    WhatIfSpec what_if;                  // on the same steps
 
     bool operator==(const TrainSpec&) const = default;
 };

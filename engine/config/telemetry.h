@@ -107,6 +107,31 @@ struct OpStepRecord {
     double value = 0;   // inf/NaN as measured
 };
 
+// What quantising one tensor to one format does, over the values measured (docs/numerics.md,
+// "What-if statistics"). Fractions are of the tensor's finite non-zero values.
+struct QuantisationStats {
+    double underflow = 0;   // those that become ±0
+    double saturation = 0;  // those whose magnitude, times the scale they would get, is beyond
+                            // the format's largest finite value (clamped, or inf in fp16/bf16)
+    // 10·log10(Σ x² / Σ (x − q(x))²) over the finite values: +inf when every value is exact,
+    // -inf when a finite value would become infinite, NaN when no value is finite and non-zero.
+    double sqnr_db = 0;
+    std::int64_t values = 0;  // the values measured (a sample of whole rows: what_if.max_elements)
+};
+
+// At a statistics step, what one format would do to one layer's three matmul operands, measured
+// without changing the run: the values its forward GEMM's x and W are cast or quantised from (the
+// layer's input; the stored weights, FP32 masters where there are any), and its output gradient
+// dy (scaled by the loss scale) as the input-gradient GEMM receives it. A layer that runs in
+// `format` gets the same numbers from its own operands: what its own casts do.
+struct WhatIfRecord {
+    std::int64_t step = 0;
+    std::int32_t layer = 0;    // as LayerStepRecord::layer: the index among the layers with parameters
+    std::string name;          // "fc1"
+    ComputeFormat format;      // the format asked about ("fp8-e4m3": delayed scaling)
+    QuantisationStats input, weight, grad_output;
+};
+
 struct EvalRecord {
     std::int64_t step = 0;
     std::string split;                      // "test" (or "train")
@@ -155,6 +180,9 @@ public:
     // The op statistics of a step (after its on_step), on the steps that measure per-layer
     // statistics; never called for a model without such ops.
     virtual void on_op_steps(const std::vector<OpStepRecord>& ops) { (void)ops; }
+    // The what-if statistics of a step (after its on_step and on_op_steps), on statistics steps
+    // of a run that asks for them (train.what_if).
+    virtual void on_what_if(const std::vector<WhatIfRecord>& rows) { (void)rows; }
 };
 
 }  // namespace mantissa

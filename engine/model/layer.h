@@ -20,6 +20,7 @@
 #include "config/sample_shape.h"
 #include "model/layer_formats.h"
 #include "model/op_classes.h"
+#include "model/operand_observer.h"
 
 namespace mantissa {
 
@@ -110,6 +111,10 @@ public:
     virtual void initialise(Backend& backend, std::uint64_t seed, int index) {
         (void)backend, (void)seed, (void)index;
     }
+
+    // Matmul layers (linear, conv2d) show their operands to `observer` at the start of each
+    // backward on a statistics step (model/operand_observer.h); null: to nobody.
+    virtual void set_operand_observer(OperandObserver* observer) { (void)observer; }
 
     // FP8 layers: the scaling state, its update at the end of a step, the recipe switched live.
     virtual const Fp8State* fp8_state() const { return nullptr; }

@@ -155,6 +155,10 @@ void Network::backward(std::int64_t batch, std::vector<RoundingStats>* weight_st
     }
 }
 
+void Network::set_operand_observer(OperandObserver* observer) {
+    for (Layer* layer : m_all) layer->set_operand_observer(observer);
+}
+
 void Network::end_step() {
     for (Layer* layer : m_all) layer->end_step(m_backend);
 }

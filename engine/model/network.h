@@ -85,6 +85,8 @@ public:
     // The op statistics the last training forward measured (config/telemetry.h, OpStepRecord),
     // attention layers and layer norms in network order; `step` is stamped on each.
     void op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const;
+    // Every matmul layer shows its operands to `observer` on statistics steps (null: to nobody).
+    void set_operand_observer(OperandObserver* observer);
 
     std::vector<float> read(const Tensor& t) const;
     // The first `rows` rows of t into data (rows × t.cols() values).

@@ -73,6 +73,8 @@ Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& o
       m_insert_layers(m_db, store::insert_sql(store::layer_steps_table(), rows_per_insert)),
       m_insert_op(m_db, store::insert_sql(store::op_steps_table())),
       m_insert_ops(m_db, store::insert_sql(store::op_steps_table(), rows_per_insert)),
+      m_insert_what_if(m_db, store::insert_sql(store::what_if_steps_table())),
+      m_insert_what_ifs(m_db, store::insert_sql(store::what_if_steps_table(), rows_per_insert)),
       m_insert_eval(m_db, store::insert_sql(store::evals_table())),
       m_insert_event(m_db, store::insert_sql(store::events_table())),
       m_update_progress(m_db, "UPDATE runs SET step_count = ?, updated_at = ? WHERE id = ?"),
@@ -170,6 +172,20 @@ void Recorder::Impl::push_ops(const std::vector<OpStepRecord>& ops) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const OpStepRecord& o = ops[i];
         m_queue.ops.push_back({o.step, static_cast<std::int32_t>(i), o.name, o.stat, o.value});
+    }
+    after_push(before);
+}
+
+void Recorder::Impl::push_what_if(const std::vector<WhatIfRecord>& rows) {
+    if (rows.empty()) return;
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, rows.size(), rows.front().step, m_pushed_time_s)) return;
+    const std::size_t before = m_queue.rows();
+    // A layer's rows come together, its formats in the run's order: that order is the slot.
+    std::int32_t slot = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        slot = i > 0 && rows[i].layer == rows[i - 1].layer && rows[i].step == rows[i - 1].step ? slot + 1 : 0;
+        m_queue.what_if.emplace_back(slot, rows[i]);
     }
     after_push(before);
 }
@@ -290,6 +306,19 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
         q.bind_static(p + 4, o.name).bind_static(p + 5, o.stat).bind(p + 6, o.value);  // a NaN binds as NULL
     };
     insert_rows(batch.ops, m_insert_op, m_insert_ops, rows_per_insert, store::op_steps_table(), bind_op);
+    auto bind_what_if = [&](Statement& q, int p, const std::pair<std::int32_t, WhatIfRecord>& row) {
+        const WhatIfRecord& w = row.second;
+        q.bind(p + 1, run_id).bind(p + 2, w.step).bind(p + 3, static_cast<std::int64_t>(w.layer));
+        q.bind(p + 4, static_cast<std::int64_t>(row.first)).bind_static(p + 5, w.format.name()).bind_static(p + 6, w.name);
+        int c = p + 7;
+        for (const QuantisationStats* s : {&w.input, &w.weight, &w.grad_output}) {
+            // A NaN binds as NULL; SQLite keeps the infinities.
+            q.bind(c, s->underflow).bind(c + 1, s->saturation).bind(c + 2, s->sqnr_db).bind(c + 3, s->values);
+            c += 4;
+        }
+    };
+    insert_rows(batch.what_if, m_insert_what_if, m_insert_what_ifs, rows_per_insert, store::what_if_steps_table(),
+                bind_what_if);
     for (const EvalRecord& e : batch.evals) {
         Statement& q = m_insert_eval;
         q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);
@@ -421,6 +450,9 @@ void Recorder::on_event(const Event& event) {
 }
 void Recorder::on_op_steps(const std::vector<OpStepRecord>& ops) {
     m_impl->push_ops(ops);
+}
+void Recorder::on_what_if(const std::vector<WhatIfRecord>& rows) {
+    m_impl->push_what_if(rows);
 }
 
 void Recorder::finish(RunStatus status, const std::string& error) {

@@ -33,6 +33,7 @@ struct Recorder::Impl {
     void push_eval(const EvalRecord& eval);
     void push_event(const Event& event);
     void push_ops(const std::vector<OpStepRecord>& ops);
+    void push_what_if(const std::vector<WhatIfRecord>& rows);
     void finish(RunStatus status, const std::string& error);
     std::string error() const;
 
@@ -69,8 +70,9 @@ private:
         std::vector<EvalRecord> evals;
         std::vector<Event> events;
         std::vector<QueuedOp> ops;
+        std::vector<std::pair<std::int32_t, WhatIfRecord>> what_if;  // with its slot: its format's place
         std::size_t rows() const {
-            return steps.size() + layers.size() + evals.size() + events.size() + ops.size();
+            return steps.size() + layers.size() + evals.size() + events.size() + ops.size() + what_if.size();
         }
         void clear() {  // keeps the capacity: batches are swapped and reused
             steps.clear();
@@ -79,6 +81,7 @@ private:
             evals.clear();
             events.clear();
             ops.clear();
+            what_if.clear();
         }
     };
 
@@ -117,6 +120,7 @@ private:
     // statement for many rows spends SQLite's per-statement work once.
     static constexpr int rows_per_insert = 16;
     store::Statement m_insert_step, m_insert_steps, m_insert_layer, m_insert_layers, m_insert_op, m_insert_ops;
+    store::Statement m_insert_what_if, m_insert_what_ifs;
     store::Statement m_insert_eval, m_insert_event;
     store::Statement m_update_progress, m_update_final, m_update_failed;
     Batch m_batch;                  // the batch being written

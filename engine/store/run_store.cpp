@@ -419,6 +419,31 @@ std::vector<OpStepRecord> RunStore::op_steps(std::int64_t run_id, std::int64_t f
     return out;
 }
 
+std::vector<WhatIfRecord> RunStore::what_if_steps(std::int64_t run_id, std::int64_t from_step) {
+    std::vector<WhatIfRecord> out;
+    Statement q(m_impl->db(), select_sql(store::what_if_steps_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    while (q.step()) {
+        WhatIfRecord w;
+        w.step = q.column_int(0);
+        w.layer = static_cast<std::int32_t>(q.column_int(1));
+        const std::optional<ComputeFormat> format = parse_compute_format(q.column_text(3));
+        if (!format) continue;  // a name a later build wrote: not one this build can show
+        w.format = *format;
+        w.name = q.column_text(4);
+        int c = 5;
+        for (QuantisationStats* s : {&w.input, &w.weight, &w.grad_output}) {
+            s->underflow = q.column_double(c);  // NULL -> NaN
+            s->saturation = q.column_double(c + 1);
+            s->sqnr_db = q.column_double(c + 2);
+            s->values = q.column_int(c + 3);
+            c += 4;
+        }
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
 namespace {
 
 // The rows a run's steps trained (RunTotals::samples): each step's from its own two figures, a
@@ -485,7 +510,8 @@ RunTotals RunStore::totals(std::int64_t run_id) {
         t.samples_per_s = run_samples_per_s(*samples, *t.elapsed_s);
     }
     for (auto [table, field] : {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals},
-                                std::pair{"events", &t.events}, std::pair{"op_steps", &t.op_rows}}) {
+                                std::pair{"events", &t.events}, std::pair{"op_steps", &t.op_rows},
+                                std::pair{"what_if_steps", &t.what_if_rows}}) {
         Statement q(db, std::string("SELECT count(*) FROM ") + table + " WHERE run_id = ?");
         q.bind(1, run_id);
         q.step();

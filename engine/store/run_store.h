@@ -83,6 +83,7 @@ struct RunTotals {
     std::int64_t peak_memory_bytes = 0;        // the largest MemoryBreakdown::total() of a step
     std::int64_t layer_rows = 0, evals = 0, events = 0;
     std::int64_t op_rows = 0;  // rows in op_steps (schema version 5; 0 for a model without such ops)
+    std::int64_t what_if_rows = 0;  // rows in what_if_steps (schema version 6)
 };
 
 // How a Recorder batches and waits. The defaults are what training uses; tests shrink them.
@@ -151,6 +152,10 @@ public:
     // run recorded before schema version 5 and for a model without such ops. store/op_summary.h
     // summarises them per op.
     std::vector<OpStepRecord> op_steps(std::int64_t run_id, std::int64_t from_step = 0);
+    // The run's what-if statistics at or after from_step, by step, then layer, then format in the
+    // order the run listed them; NULL SQNRs read back as NaN. Empty for a run recorded before
+    // schema version 6 or without what-if formats.
+    std::vector<WhatIfRecord> what_if_steps(std::int64_t run_id, std::int64_t from_step = 0);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
     // run whose recording process still lives (stop it first). Names, notes and tags (and a new
@@ -164,7 +169,7 @@ public:
     enum class ExportFormat { csv, json };
     std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
     // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
-    // evals, events, layers, op_steps. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
+    // evals, events, layers, op_steps, what_if_steps. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
     // objects, one per line. docs/schema.md, "Exports", gives the value formats.
     void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
     static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"
@@ -187,6 +192,8 @@ public:
     // Queued like a step's layer rows (the same bound and wait); each row's `op` column is its
     // place in `ops`.
     void on_op_steps(const std::vector<OpStepRecord>& ops) override;
+    // Queued like op rows: one row per (layer, format).
+    void on_what_if(const std::vector<WhatIfRecord>& rows) override;
     // Flushes every queued row, sets the final status (and the error, for failed), joins the writer.
     void finish(RunStatus status, const std::string& error = {});
     // Non-empty when the writer hit an error (disk full): recording stopped, data so far kept.

@@ -159,6 +159,38 @@ CREATE TABLE op_steps (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 5 -> 6: the what-if statistics (config/telemetry.h, WhatIfRecord; docs/numerics.md,
+// "What-if statistics"): on the steps that measure per-layer statistics, one row per matmul layer
+// and format asked about (train.what_if.formats, `format` its name), with what quantising the
+// layer's input x, weight W and output gradient dy to that format does: the fractions of their
+// finite non-zero values that underflow to zero and that saturate, the SQNR in dB (+inf exact,
+// -inf when a value would overflow to infinity, NULL when there was no signal) and the values
+// measured. `slot` is the format's place in the run's list, so a layer's rows read back in that
+// order. Runs recorded before version 6, and runs without what-if formats, have none.
+const char* const migration_5_to_6 = R"sql(
+CREATE TABLE what_if_steps (
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step           INTEGER NOT NULL,
+    layer          INTEGER NOT NULL,
+    slot           INTEGER NOT NULL,
+    format         TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    x_underflow    REAL,
+    x_saturation   REAL,
+    x_sqnr_db      REAL,
+    x_values       INTEGER NOT NULL,
+    w_underflow    REAL,
+    w_saturation   REAL,
+    w_sqnr_db      REAL,
+    w_values       INTEGER NOT NULL,
+    dy_underflow   REAL,
+    dy_saturation  REAL,
+    dy_sqnr_db     REAL,
+    dy_values      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, step, layer, slot)
+) WITHOUT ROWID;
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -232,6 +264,18 @@ constexpr std::array op_steps_columns = {
     ColumnSpec{"value", ColumnKind::real},
 };
 
+constexpr std::array what_if_steps_columns = {
+    ColumnSpec{"step", ColumnKind::integer},         ColumnSpec{"layer", ColumnKind::integer},
+    ColumnSpec{"slot", ColumnKind::integer},         ColumnSpec{"format", ColumnKind::text},
+    ColumnSpec{"name", ColumnKind::text},
+    ColumnSpec{"x_underflow", ColumnKind::real},     ColumnSpec{"x_saturation", ColumnKind::real},
+    ColumnSpec{"x_sqnr_db", ColumnKind::real},       ColumnSpec{"x_values", ColumnKind::integer},
+    ColumnSpec{"w_underflow", ColumnKind::real},     ColumnSpec{"w_saturation", ColumnKind::real},
+    ColumnSpec{"w_sqnr_db", ColumnKind::real},       ColumnSpec{"w_values", ColumnKind::integer},
+    ColumnSpec{"dy_underflow", ColumnKind::real},    ColumnSpec{"dy_saturation", ColumnKind::real},
+    ColumnSpec{"dy_sqnr_db", ColumnKind::real},      ColumnSpec{"dy_values", ColumnKind::integer},
+};
+
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
     "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
@@ -245,14 +289,17 @@ const TableSpec evals_spec{"evals", evals_columns, "step, id"};
 const TableSpec events_spec{"events", events_columns, "id"};
 const TableSpec layers_spec{"layers", layers_columns, "layer"};
 const TableSpec op_steps_spec{"op_steps", op_steps_columns, "step, op"};
+const TableSpec what_if_steps_spec{"what_if_steps", what_if_steps_columns, "step, layer, slot"};
 
 // Every per-run table, in the order of their creation.
-constexpr std::array<const TableSpec*, 6> run_tables = {&steps_spec,  &layer_steps_spec, &evals_spec,
-                                                        &events_spec, &layers_spec,      &op_steps_spec};
+constexpr std::array<const TableSpec*, 7> run_tables = {&steps_spec,  &layer_steps_spec, &evals_spec,
+                                                        &events_spec, &layers_spec,      &op_steps_spec,
+                                                        &what_if_steps_spec};
 
-// The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5.
-constexpr std::array<const char*, 7> table_names = {"runs",   "steps",  "layer_steps", "evals",
-                                                    "events", "layers", "op_steps"};
+// The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5,
+// `what_if_steps` from version 6.
+constexpr std::array<const char*, 8> table_names = {"runs",   "steps",  "layer_steps", "evals",
+                                                    "events", "layers", "op_steps",    "what_if_steps"};
 
 }  // namespace
 
@@ -277,6 +324,10 @@ const TableSpec& op_steps_table() {
     return op_steps_spec;
 }
 
+const TableSpec& what_if_steps_table() {
+    return what_if_steps_spec;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
@@ -284,7 +335,7 @@ const TableSpec* find_run_table(std::string_view name) {
 }
 
 std::span<const char* const> store_tables(int version) {
-    return std::span(table_names).first(version >= 5 ? 7 : version >= 4 ? 6 : 5);
+    return std::span(table_names).first(version >= 6 ? 8 : version >= 5 ? 7 : version >= 4 ? 6 : 5);
 }
 
 std::string missing_column(Connection& db) {
@@ -342,6 +393,7 @@ void migrate_schema(Connection& db, int from) {
         case 2: db.exec(migration_2_to_3, "migrating the schema from version 2 to 3"); break;
         case 3: db.exec(migration_3_to_4, "migrating the schema from version 3 to 4"); break;
         case 4: db.exec(migration_4_to_5, "migrating the schema from version 4 to 5"); break;
+        case 5: db.exec(migration_5_to_6, "migrating the schema from version 5 to 6"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

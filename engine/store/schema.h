@@ -15,7 +15,7 @@ class Connection;
 // PRAGMA application_id of every Mantissa store: 'MANT' in ASCII.
 inline constexpr std::int64_t application_id = 0x4D414E54;
 // PRAGMA user_version: the schema version this build writes (and the newest it reads).
-inline constexpr int schema_version = 5;
+inline constexpr int schema_version = 6;
 
 // Creates the schema of the current version in an empty database and stamps application_id and
 // user_version. The caller holds a write transaction. A new store is built as version 1 and then
@@ -59,12 +59,13 @@ const TableSpec& evals_table();
 const TableSpec& events_table();
 const TableSpec& layers_table();    // v4: the run's layers, written with its row
 const TableSpec& op_steps_table();  // v5: op statistics (attention logits, layer norm variances)
-// steps, layer_steps, evals, events, layers or op_steps; nullptr for another name.
+const TableSpec& what_if_steps_table();  // v6: what-if statistics (train.what_if)
+// steps, layer_steps, evals, events, layers, op_steps or what_if_steps; nullptr for another name.
 const TableSpec* find_run_table(std::string_view name);
-inline constexpr const char* run_table_names = "steps, layer_steps, evals, events, layers, op_steps";
+inline constexpr const char* run_table_names = "steps, layer_steps, evals, events, layers, op_steps, what_if_steps";
 
 // The tables a store of schema version `version` has: runs, steps, layer_steps, evals and events
-// through version 3, layers too from version 4, and op_steps from version 5.
+// through version 3, layers too from version 4, op_steps from version 5 and what_if_steps from 6.
 std::span<const char* const> store_tables(int version);
 
 // "a, b, c" for a table's columns, and "INSERT INTO t(run_id, a, b, c) VALUES(?, ?, ?, ?)" with

@@ -230,6 +230,8 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
         for (auto& s : sinks) s->on_step(r.step, r.layers);
         if (!r.ops.empty())
             for (auto& s : sinks) s->on_op_steps(r.ops);
+        if (!r.what_if.empty())
+            for (auto& s : sinks) s->on_what_if(r.what_if);
         samples += r.samples;
         std::lock_guard lock(summary_mutex);
         summary.steps = r.step.step + 1;

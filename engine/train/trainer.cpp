@@ -23,6 +23,17 @@ namespace mantissa {
 
 namespace {
 
+// The backend's FP8 recipe from precision.fp8.
+Fp8Recipe fp8_recipe_of(const Fp8Spec& f) {
+    Fp8Recipe recipe;
+    recipe.history_len = f.amax_history_len;
+    recipe.margin = f.margin;
+    recipe.algo = f.amax_compute_algo;
+    recipe.scaling = f.scaling;
+    recipe.power_of_two = f.power_of_two_scales;
+    return recipe;
+}
+
 using json = nlohmann::json;
 
 // JSON has no inf/NaN: such numbers are written as the strings "inf", "-inf", "nan".
@@ -141,12 +152,7 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
         options.prefetch_batches && std::thread::hardware_concurrency() > 1 ? TrainBatches::Prefetch::on
                                                                              : TrainBatches::Prefetch::off);
 
-    Fp8Recipe recipe;
-    recipe.history_len = m_experiment.precision.fp8.amax_history_len;
-    recipe.margin = m_experiment.precision.fp8.margin;
-    recipe.algo = m_experiment.precision.fp8.amax_compute_algo;
-    recipe.scaling = m_experiment.precision.fp8.scaling;
-    recipe.power_of_two = m_experiment.precision.fp8.power_of_two_scales;
+    const Fp8Recipe recipe = fp8_recipe_of(m_experiment.precision.fp8);
     if (recipe.history_len < 1) throw Error("precision.fp8.amax_history_len must be at least 1.");
 
     // The CPU backend allocates host memory as it goes: a model that cannot fit is refused before
@@ -169,6 +175,13 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
                     memory_text(needed) + " on the CPU backend) failed.");
     }
     m_backend->seed_stochastic_rounding(t.seed);
+    if (!t.what_if.formats.empty()) {
+        m_what_if_refused = m_backend->unsupported(BackendOp::what_if, Format::fp32);
+        if (m_what_if_refused.empty()) {
+            m_what_if = std::make_unique<WhatIfStatistics>(t.what_if, recipe, m_network->layer_count());
+            m_network->set_operand_observer(m_what_if.get());
+        }
+    }
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
     if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
     else if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
@@ -340,7 +353,9 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     m_backend->set_gradient_tracing(stats);
     m_network->forward_uploaded(count, true);
     m_network->loss(*m_pipeline);
+    if (stats && m_what_if) m_what_if->begin_step(m_step);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
+    if (stats && m_what_if) m_issued.back().what_if = m_what_if->take();
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
     // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,
     // fc1.dW, fc1.dB); the weights' gradients get the statistics.
@@ -376,6 +391,8 @@ void Trainer::report_one() {
     StepReport& r = m_reports[m_report_count++];
     r.layers.clear();
     r.ops.clear();
+    r.what_if = std::move(issued.what_if);
+    issued.what_if.clear();
     r.events.clear();
     const int layers = m_network->layer_count();
 
@@ -468,6 +485,11 @@ void Trainer::report_one() {
     }
     // How the pipeline runs the steps, once each a run: what a person comparing throughput wants
     // to know (the steps' results are the same either way).
+    if (!m_what_if_refused.empty()) {  // said once, at the first step reported
+        r.events.push_back({issued.step, s.time_s, EventKind::notice, "No what-if statistics: " + m_what_if_refused,
+                            json{{"what_if", "unsupported"}}.dump()});
+        m_what_if_refused.clear();
+    }
     if (res.replayed && !m_told_replay) {
         m_told_replay = true;
         r.events.push_back({issued.step, s.time_s, EventKind::notice,
@@ -628,6 +650,7 @@ Event Trainer::set_fp8_scaling(Fp8Scaling scaling) {
     const Fp8Scaling old = m_experiment.precision.fp8.scaling;
     m_network->set_fp8_scaling(scaling);  // refused (nothing changed) where the backend lacks it
     m_experiment.precision.fp8.scaling = scaling;
+    if (m_what_if) m_what_if->set_fp8_recipe(fp8_recipe_of(m_experiment.precision.fp8));
     m_pipeline->invalidate("precision.fp8.scaling changed");  // a captured step holds the old recipe
     return make_setting_event("precision.fp8.scaling", fp8_scaling_name(old), fp8_scaling_name(scaling), true);
 }

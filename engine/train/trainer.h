@@ -30,6 +30,7 @@
 #include "config/experiment.h"
 #include "backend/loss_scaler.h"
 #include "train/optimizer.h"
+#include "train/what_if.h"
 #include "config/telemetry.h"
 
 namespace mantissa {
@@ -39,6 +40,7 @@ struct StepReport {
     std::int64_t samples = 0;             // rows in this step's batch
     std::vector<LayerStepRecord> layers;  // one per layer on stats steps, else empty
     std::vector<OpStepRecord> ops;        // attention logits and layer norm variances, as layers
+    std::vector<WhatIfRecord> what_if;    // on stats steps of a run with train.what_if formats
     std::vector<Event> events;            // overflow, scale_change, divergence, notices
 };
 
@@ -152,6 +154,7 @@ private:
         double lr = 0;
         bool stats = false;
         std::vector<ComputeFormat> precisions;  // per layer
+        std::vector<WhatIfRecord> what_if;      // measured by the step's backward
     };
     void issue();
     void issue_body_of_step(std::int64_t count, bool stats);
@@ -193,6 +196,8 @@ private:
     bool m_diverged = false;
     bool m_scale_collapsed = false;  // the loss scale is below FP32's normal range (said once)
     bool m_told_replay = false, m_told_recording_off = false;  // each notice once a run
+    std::unique_ptr<WhatIfStatistics> m_what_if;  // null: train.what_if lists no format
+    std::string m_what_if_refused;                // the backend's sentence, said at the first step
     std::deque<Issued> m_issued;
     std::vector<Issued> m_issued_spare;
     StepResults m_results;

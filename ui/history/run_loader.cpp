@@ -69,6 +69,7 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto evals = store.evals(runId, std::max<std::int64_t>(cursor.evalStep, 0));
     const auto events = store.events(runId, std::max<std::int64_t>(cursor.eventStep, 0));
     const auto ops = store.op_steps(runId, std::max<std::int64_t>(cursor.opStep, 0));
+    const auto whatIf = store.what_if_steps(runId, std::max<std::int64_t>(cursor.whatIfStep, 0));
     if (!cursor.started) {
         const std::string config = store.run(runId).config_json;
         series.reset(layerNames(config, layerRows));
@@ -79,12 +80,14 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto newEvals = unseen(evals, cursor.evalStep, cursor.evalsAtStep);
     const auto newEvents = unseen(events, cursor.eventStep, cursor.eventsAtStep);
     const auto newOps = unseen(ops, cursor.opStep, cursor.opsAtStep);
+    const auto newWhatIf = unseen(whatIf, cursor.whatIfStep, cursor.whatIfAtStep);
 
-    // Interleaved by step as they arrived live: a step's record, then its layers, then its
-    // evaluations and events (RunSeries keeps each kind in its own series, so this only matters
-    // for the order of the event log, which follows the stored order).
-    std::size_t li = 0, vi = 0, ei = 0, oi = 0;
+    // Interleaved by step as they arrived live: a step's record, then its layers and its what-if
+    // rows, then its evaluations and events (RunSeries keeps each kind in its own series, so this
+    // only matters for the order of the event log, which follows the stored order).
+    std::size_t li = 0, vi = 0, ei = 0, oi = 0, wi = 0;
     std::vector<OpStepRecord> stepOps;
+    std::vector<WhatIfRecord> stepWhatIf;
     auto flushUpTo = [&](std::int64_t step) {
         while (oi < newOps.size() && newOps[oi]->step <= step) {  // one step's op statistics at a time
             stepOps.clear();
@@ -94,6 +97,13 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
         }
         for (; li < newLayers.size() && newLayers[li]->step <= step; ++li)
             series.addLayerSample(LayerSample::from(*newLayers[li]));
+        // One step's what-if rows at a time, after its layer rows (which say each layer's format).
+        while (wi < newWhatIf.size() && newWhatIf[wi]->step <= step) {
+            stepWhatIf.clear();
+            const std::int64_t at = newWhatIf[wi]->step;
+            for (; wi < newWhatIf.size() && newWhatIf[wi]->step == at; ++wi) stepWhatIf.push_back(*newWhatIf[wi]);
+            series.addWhatIf(stepWhatIf);
+        }
         for (; vi < newEvals.size() && newEvals[vi]->step <= step; ++vi) series.addEval(*newEvals[vi]);
         for (; ei < newEvents.size() && newEvents[ei]->step <= step; ++ei) series.addEvent(*newEvents[ei]);
     };
@@ -105,7 +115,7 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     }
     flushUpTo(INT64_MAX);
     return static_cast<std::int64_t>(steps.size() + newLayers.size() + newEvals.size() + newEvents.size() +
-                                     newOps.size());
+                                     newOps.size() + newWhatIf.size());
 }
 
 std::int64_t loadRun(RunStore& store, std::int64_t runId, RunSeries& series) {

@@ -31,12 +31,14 @@ struct RunCursor {
     std::int64_t evalStep = -1, evalsAtStep = 0;
     std::int64_t eventStep = -1, eventsAtStep = 0;
     std::int64_t opStep = -1, opsAtStep = 0;     // op statistics (a language model's)
+    std::int64_t whatIfStep = -1, whatIfAtStep = 0;  // what-if statistics (train.what_if)
     bool started = false;                        // the series was reset with the run's layers
 };
 
 // Appends to `series` whatever of run `runId` the cursor has not seen (the whole run the first
 // time, after resetting the series with the run's layer names). Returns the number of rows added
-// (steps + layer rows + evaluations + events + op statistics). Throws mantissa::Error from the store.
+// (steps + layer rows + evaluations + events + op statistics + what-if rows). Throws
+// mantissa::Error from the store.
 std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series, RunCursor& cursor);
 
 // Loads a whole recorded run into `series` (reset first). Returns the rows added.

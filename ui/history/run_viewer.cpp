@@ -21,6 +21,7 @@
 #include "models/event_log_model.h"
 #include "panels/events_panel.h"
 #include "panels/sample_panel.h"
+#include "panels/what_if_panel.h"
 #include "config/throughput.h"
 
 namespace mantissa::ui {
@@ -53,6 +54,8 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     m_events = new EventsPanel(m_eventModel);
     m_sample = new SamplePanel;
     m_sample->hide();  // a language model's run shows it beside the events
+    m_whatIf = new WhatIfPanel;
+    m_whatIf->hide();  // so does a run with what-if statistics
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
 
     auto* header = new QHBoxLayout;
@@ -65,6 +68,7 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     bottom->setChildrenCollapsible(false);
     bottom->addWidget(m_events);
     bottom->addWidget(m_sample);
+    bottom->addWidget(m_whatIf);
     splitter->addWidget(bottom);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
@@ -82,6 +86,7 @@ RunViewer::~RunViewer() {
     m_charts->setSeries(nullptr);
     m_eventModel->setSeries(nullptr);
     m_sample->setSeries(nullptr);
+    m_whatIf->setSeries(nullptr);
 }
 
 bool RunViewer::load() {
@@ -98,6 +103,8 @@ bool RunViewer::load() {
     m_eventModel->setSeries(&m_series);
     m_sample->setSeries(&m_series);
     m_sample->setVisible(m_series.textRun());
+    m_whatIf->setSeries(&m_series.whatIf());
+    m_whatIf->setVisible(!m_series.whatIf().empty());
     m_eventModel->setLive(m_run.status == RunStatus::running);
     m_charts->redrawNow();
     setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
@@ -125,6 +132,8 @@ void RunViewer::onRowsAdded() {
     m_charts->refresh();
     m_eventModel->sync();
     m_sample->sync();
+    m_whatIf->sync();
+    if (!m_series.whatIf().empty()) m_whatIf->show();
     updateSummary();
     emit runUpdated(m_runId);
 }
@@ -147,6 +156,8 @@ void RunViewer::onFinished() {
     m_charts->redrawNow();
     m_eventModel->sync();
     m_sample->sync();
+    m_whatIf->sync();
+    if (!m_series.whatIf().empty()) m_whatIf->show();
     m_eventModel->setLive(false);
     updateSummary();
     emit runFinished(m_runId);

@@ -1,9 +1,10 @@
 // RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
 // accuracy, for a language model its test loss in nats per token and perplexity, configuration and
 // what was changed during the run, notes), the same ChartsPanel and EventsPanel the live window
-// uses (and for a language model its SamplePanel, beside the events) over a
-// RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
-// process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
+// uses (and for a language model its SamplePanel, and for a run with what-if statistics its
+// WhatIfPanel, beside the events) over a RunSeries loaded from the store, and an Export menu. A
+// run still `running` (recorded by another process, or by this GUI) is followed: new rows are
+// appended a few times a second until it ends.
 //
 // A window of its own (the browser opens one per run) or a widget to embed. GUI thread only.
 #pragma once
@@ -28,6 +29,7 @@ class EventLogModel;
 class EventsPanel;
 class RunFollower;
 class SamplePanel;
+class WhatIfPanel;
 
 class RunViewer : public QWidget {
     Q_OBJECT
@@ -47,6 +49,7 @@ public:
     EventsPanel* eventsPanel() const { return m_events; }
     EventLogModel* eventModel() const { return m_eventModel; }
     SamplePanel* samplePanel() const { return m_sample; }
+    WhatIfPanel* whatIfPanel() const { return m_whatIf; }  // shown when the run has what-if statistics
     RunFollower* follower() const { return m_follower; }  // nullptr when the run is not followed
     bool following() const;
     QString summaryText() const;  // the header's text, plain
@@ -76,6 +79,7 @@ private:
     EventLogModel* m_eventModel = nullptr;
     EventsPanel* m_events = nullptr;
     SamplePanel* m_sample = nullptr;
+    WhatIfPanel* m_whatIf = nullptr;
     RunFollower* m_follower = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_notes = nullptr;

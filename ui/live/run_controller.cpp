@@ -186,6 +186,7 @@ std::int64_t RunController::stepsDone() const {
 }
 
 std::int64_t RunController::droppedSteps() const { return m_ring ? m_ring->droppedSteps() : 0; }
+std::int64_t RunController::droppedWhatIfSteps() const { return m_ring ? m_ring->droppedWhatIf() : 0; }
 
 bool RunController::drainRing() {
     if (!m_ring) return false;
@@ -195,6 +196,10 @@ bool RunController::drainRing() {
     });
     // After the steps: a step's op statistics arrive after its on_step, so its step is in by now.
     n += m_ring->drainOps([this](OpPacket& p) { m_series.addOpSteps(p.ops); });
+    // Then the what-if rows. Their step's layer samples (which say each layer's own format) are
+    // nearly always in by now, but a packet published between the two drains can come a tick
+    // before them: WhatIfSeries takes them in either order.
+    n += m_ring->drainWhatIf([this](WhatIfPacket& p) { m_series.addWhatIf(p.rows); });
     n += m_ring->drainNotes([this](NotePacket& p) {
         if (auto* eval = std::get_if<EvalRecord>(&p))
             m_series.addEval(*eval);

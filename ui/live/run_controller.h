@@ -81,6 +81,10 @@ public:
     const std::vector<LayerInfo>& layers() const;
     std::int64_t runId() const { return m_runId; }   // in the store; -1 when not recorded
     std::int64_t droppedSteps() const;               // records the live view lost (the store has all)
+    // Statistics steps whose what-if rows the live view lost (a fast run outpacing the ~30 Hz drain
+    // of their small ring): the What-if panel's slider skips them; the store has them. No notice:
+    // the heat map shows the latest step all the same.
+    std::int64_t droppedWhatIfSteps() const;
     // Steps the run has taken as far as the views know (the last step drained, plus one).
     std::int64_t stepsDone() const;
 

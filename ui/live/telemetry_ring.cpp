@@ -4,8 +4,8 @@
 namespace mantissa::ui {
 
 TelemetryRing::TelemetryRing(std::size_t layerCount, std::size_t stepCapacity, std::size_t noteCapacity,
-                             std::size_t opCapacity)
-    : m_steps(stepCapacity), m_notes(noteCapacity), m_ops(opCapacity) {
+                             std::size_t opCapacity, std::size_t whatIfCapacity)
+    : m_steps(stepCapacity), m_notes(noteCapacity), m_ops(opCapacity), m_whatIf(whatIfCapacity) {
     // Fill every slot once from this thread before any producer exists, reserving its layers.
     for (std::size_t i = 0; i < m_steps.capacity(); ++i) {
         m_steps.tryPush([&](StepPacket& p) { p.layers.reserve(layerCount); });
@@ -36,6 +36,12 @@ void TelemetryRing::on_op_steps(const std::vector<OpStepRecord>& ops) {
     // Copy-assigned into the slot: its vector and strings keep their capacity, so once each slot
     // has held a step's records a steady run allocates nothing here.
     if (!m_ops.tryPush([&](OpPacket& p) { p.ops = ops; })) m_droppedOps.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TelemetryRing::on_what_if(const std::vector<WhatIfRecord>& rows) {
+    // As on_op_steps: the slot's rows keep their capacity (names included) from the last time.
+    if (!m_whatIf.tryPush([&](WhatIfPacket& p) { p.rows = rows; }))
+        m_droppedWhatIf.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace mantissa::ui

@@ -7,10 +7,15 @@
 // Steps (with their layer samples) and the rare evaluations/events travel in separate rings, so a
 // burst of steps never pushes out an event. A transformer's op statistics (on_op_steps: attention
 // logits, layer norm variances; only on the steps that measure per-layer statistics) have a third
-// ring: they arrive after their step's on_step, which is already published by then.
+// ring: they arrive after their step's on_step, which is already published by then. The what-if
+// statistics (on_what_if: one step's rows, layers × formats, on statistics steps of a run that asks
+// for them) have a fourth, for the same reason, and a small one because a packet of them is large
+// (300 rows, ~45 KB, for 50 layers × 6 formats; a slot's rows are allocated when first filled): 256
+// holds a quarter second of a small model's statistics at every step of 1000 steps/s, or minutes
+// of a large model's, and a drop there only thins the What-if panel's history.
 //
-// Threads: on_step/on_eval/on_event/on_op_steps on the training thread (the one producer); drain*
-// and the counters on the GUI thread (the one consumer).
+// Threads: on_step/on_eval/on_event/on_op_steps/on_what_if on the training thread (the one
+// producer); drain* and the counters on the GUI thread (the one consumer).
 #pragma once
 
 #include <atomic>
@@ -36,16 +41,22 @@ struct OpPacket {
     std::vector<OpStepRecord> ops;  // one step's op statistics
 };
 
+struct WhatIfPacket {
+    std::vector<WhatIfRecord> rows;  // one step's what-if statistics, one row per (layer, format)
+};
+
 class TelemetryRing final : public TelemetrySink {
 public:
     // layerCount sizes each slot's layer vector up front, so steady-state pushes do not allocate.
     explicit TelemetryRing(std::size_t layerCount, std::size_t stepCapacity = 4096,
-                           std::size_t noteCapacity = 4096, std::size_t opCapacity = 1024);
+                           std::size_t noteCapacity = 4096, std::size_t opCapacity = 1024,
+                           std::size_t whatIfCapacity = 256);
 
     void on_step(const StepRecord& step, const std::vector<LayerStepRecord>& layers) override;
     void on_eval(const EvalRecord& eval) override;
     void on_event(const Event& event) override;
     void on_op_steps(const std::vector<OpStepRecord>& ops) override;
+    void on_what_if(const std::vector<WhatIfRecord>& rows) override;
 
     // GUI thread. The callbacks get each packet by reference and may move out of it.
     template <typename F>
@@ -54,19 +65,24 @@ public:
     std::size_t drainNotes(F&& f) { return m_notes.drain(f); }
     template <typename F>
     std::size_t drainOps(F&& f) { return m_ops.drain(f); }
+    template <typename F>
+    std::size_t drainWhatIf(F&& f) { return m_whatIf.drain(f); }
 
     std::int64_t droppedSteps() const { return m_droppedSteps.load(std::memory_order_relaxed); }
     std::int64_t droppedNotes() const { return m_droppedNotes.load(std::memory_order_relaxed); }
     std::int64_t droppedOps() const { return m_droppedOps.load(std::memory_order_relaxed); }
+    std::int64_t droppedWhatIf() const { return m_droppedWhatIf.load(std::memory_order_relaxed); }  // steps
     std::size_t stepCapacity() const { return m_steps.capacity(); }
 
 private:
     SpscRing<StepPacket> m_steps;
     SpscRing<NotePacket> m_notes;
     SpscRing<OpPacket> m_ops;
+    SpscRing<WhatIfPacket> m_whatIf;
     std::atomic<std::int64_t> m_droppedSteps{0};
     std::atomic<std::int64_t> m_droppedNotes{0};
     std::atomic<std::int64_t> m_droppedOps{0};
+    std::atomic<std::int64_t> m_droppedWhatIf{0};
 };
 
 }  // namespace mantissa::ui

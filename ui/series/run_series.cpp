@@ -122,6 +122,7 @@ void RunSeries::reset(std::vector<std::string> layerNames) {
     m_opStats.clear();
     ++m_opStatLayout;
     m_textSamples.clear();
+    m_whatIf.clear();
     m_textRun = false;
     m_lastStep.reset();
     m_pace.clear();
@@ -193,6 +194,7 @@ void RunSeries::addLayerSample(const LayerSample& sample) {
     }
     if (m_mean.count >= static_cast<int>(m_underflow.size())) flushMean();
     if (sample.frac_nonfinite > 0) ++m_nonFiniteSteps[i];
+    m_whatIf.notePrecision(sample.step, m_layerNames[i], sample.precision);
     m_latestLayers[i] = sample;
     ++m_revision;
 }
@@ -239,6 +241,11 @@ void RunSeries::declareOpStats(const std::vector<std::pair<std::string, std::str
 void RunSeries::addOpSteps(const std::vector<OpStepRecord>& ops) {
     for (const OpStepRecord& r : ops) opStat(r.name, r.stat).values.append(static_cast<double>(r.step), r.value);
     if (!ops.empty()) ++m_revision;
+}
+
+void RunSeries::addWhatIf(const std::vector<WhatIfRecord>& rows) {
+    m_whatIf.addRows(rows);
+    if (!rows.empty()) ++m_revision;
 }
 
 bool RunSeries::hasOpStat(const std::string& stat) const {

@@ -1,6 +1,6 @@
-// RunSeries: everything the charts, the layer table and the status bar show about one run, built
-// from the engine's records as they arrive (live, from the ring) or as they were stored (a
-// recorded run). Every value is one the engine measured; the only things computed here are for
+// RunSeries: everything the charts, the layer table, the What-if panel and the status bar show
+// about one run, built from the engine's records as they arrive (live, from the ring) or as they
+// were stored (a recorded run). Every value is one the engine measured; the only things computed here are for
 // display: the smoothed loss and throughput (TensorBoard's debiased exponential moving average,
 // weight chosen by the user), the running sums that stack the memory categories, and the remaining-time estimate.
 //
@@ -18,6 +18,7 @@
 
 #include "live/layer_sample.h"
 #include "series/lod_series.h"
+#include "series/what_if_series.h"
 #include "config/layer_info.h"
 #include "config/telemetry.h"
 
@@ -99,6 +100,9 @@ public:
     // The op statistics the run will report (opStatsOf), so the charts can be laid out before the
     // first arrives. After reset().
     void declareOpStats(const std::vector<std::pair<std::string, std::string>>& stats);
+    // What-if statistics of a step (one row per layer and format asked about). The layer samples
+    // of the same step tell which column is each layer's own format (WhatIfSeries::notePrecision).
+    void addWhatIf(const std::vector<WhatIfRecord>& rows);
     // A language model's run (dataset.kind "text"): its loss is in nats per token. After reset().
     void setTextRun(bool text);
     bool textRun() const { return m_textRun; }
@@ -129,6 +133,8 @@ public:
     const std::deque<OpStatSeries>& opStats() const { return m_opStats; }
     bool hasOpStat(const std::string& stat) const;
     std::uint64_t opStatLayout() const { return m_opStatLayout; }
+    // The what-if statistics, one snapshot per statistics step (thinned when there are many).
+    const WhatIfSeries& whatIf() const { return m_whatIf; }
     // The language model's samples, in step order (from the evaluation events).
     const std::vector<TextSample>& textSamples() const { return m_textSamples; }
 
@@ -179,6 +185,7 @@ private:
     std::deque<OpStatSeries> m_opStats;   // a deque: the charts hold pointers to its series
     std::uint64_t m_opStatLayout = 0;
     std::vector<TextSample> m_textSamples;
+    WhatIfSeries m_whatIf;
     bool m_textRun = false;
     OpStatSeries& opStat(const std::string& name, const std::string& stat);
     std::optional<StepRecord> m_lastStep;

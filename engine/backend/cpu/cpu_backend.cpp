@@ -4,6 +4,8 @@
 #include "backend/cpu/cpu_tensor_access.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cfloat>
 #include <atomic>
 #include <bit>
 #include <cstring>
@@ -162,6 +164,33 @@ void CpuBackend::convert(Tensor& t, Format format) {
     if (format != Format::fp32) round_array(format, cpu(t).data(), static_cast<std::size_t>(t.numel()));
 }
 
+Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len,
+                                           std::span<const std::int64_t> rows, float* out) const {
+    const float* data = cpu(t).data();
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        std::copy_n(data + rows[i] * row_len, row_len, out + static_cast<std::int64_t>(i) * row_len);
+    RowSample s;
+    s.amax = max_abs(data, static_cast<std::size_t>(n));
+    if (std::isfinite(s.amax)) {
+        s.finite_amax = s.amax;
+        return s;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {  // a rare tensor with inf or NaN: the finite values' own pass
+        const float m = std::fabs(data[i]);
+        if (m <= FLT_MAX) s.finite_amax = std::max(s.finite_amax, m);
+    }
+    return s;
+}
+
+void CpuBackend::tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*which, const float* op,
+                             std::int64_t n, float factor) const {
+    if (!m_tap) return;
+    std::vector<float>& v = m_tap->by_weight[&weight].*which;
+    v.assign(op, op + n);
+    if (factor != 1.0f)
+        for (float& x : v) x *= factor;
+}
+
 std::unique_ptr<Fp8State> CpuBackend::create_fp8_state(const Fp8Recipe& recipe) {
     return std::make_unique<CpuFp8State>(recipe, m_ledger);
 }
@@ -316,7 +345,8 @@ std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
     if (op == BackendOp::block_scaled || op == BackendOp::per_gemm || op == BackendOp::fp8_recipe ||
-        op == BackendOp::fp16_accumulation || op == BackendOp::stochastic_rounding || op == BackendOp::kahan_updates)
+        op == BackendOp::fp16_accumulation || op == BackendOp::stochastic_rounding ||
+        op == BackendOp::kahan_updates || op == BackendOp::what_if)
         return "";  // every block format, every mix, every FP8 recipe, every rounding and accumulation
     if (op == BackendOp::bmm) {
         if (common) return "";

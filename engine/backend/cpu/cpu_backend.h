@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -134,8 +135,21 @@ public:
     void set_gradient_tracing(bool on) override;
     void seed_stochastic_rounding(std::uint64_t seed) override;
     MemoryBreakdown memory() const override;
+    RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len, std::span<const std::int64_t> rows,
+                          float* out) const override;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
+
+    // The operands a linear layer's matmuls last read, decoded to the values they stand for (an
+    // FP8 operand times its scale's inverse): x and W of the forward, dy of the input-gradient
+    // matmul. Filled while set (tests check the what-if statistics against them); null: not kept.
+    struct TappedOperands {
+        std::vector<float> x, w, dy;
+    };
+    struct OperandTap {
+        std::map<const Tensor*, TappedOperands> by_weight;  // by the layer's stored weight tensor
+    };
+    void set_operand_tap(OperandTap* tap) { m_tap = tap; }
 
 protected:
     void linear_forward_impl(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
@@ -315,6 +329,10 @@ private:
     };
     std::shared_ptr<CpuLedger> m_ledger;
     bool m_tracing = false;
+    OperandTap* m_tap = nullptr;
+    // Into the tap (when set): n values of `op`, times `factor` (an FP8 operand's dequantisation).
+    void tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*which, const float* op, std::int64_t n,
+                     float factor = 1.0f) const;
     // Stochastic rounding: the seed, the passes drawn so far, and whether the backward running now
     // rounds its gradients stochastically (StochasticGradients).
     std::uint64_t m_stochastic_seed = 0, m_stochastic_pass = 0;

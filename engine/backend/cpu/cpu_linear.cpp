@@ -104,6 +104,7 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     const float* x_op;
     const float* w_op;
     float dequant = 1.0f;
+    float dq_x = 1.0f, dq_w = 1.0f;  // FP8 per tensor: each operand's share of dequant
     const bool fp8 = l.compute == Format::fp8_e4m3;
     bool decoded_in_fp32 = false;  // operands that are FP8 values times an FP32 scale: no bf16 matmul
     if (l.block) {  // both operands in blocks along K = in
@@ -141,7 +142,9 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
             hw.record(amax_w);
             hx.record(amax_x);
         }
-        dequant = hx.scale_inv() * hw.scale_inv();
+        dq_x = hx.scale_inv();
+        dq_w = hw.scale_inv();
+        dequant = dq_x * dq_w;
         x_op = xq;
         w_op = wq;
     } else {
@@ -154,6 +157,9 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
             x_op = operand(x, batch * in, l.compute, slot_x);
         }
     }
+
+    tap_operand(*l.weight, &TappedOperands::x, x_op, batch * in, dq_x);
+    tap_operand(*l.weight, &TappedOperands::w, w_op, out * in, dq_w);
 
     float* yd = y.data();
     // Block formats take the FP32 matmul: their decoded values are bf16 values except for the
@@ -400,6 +406,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
         : l.block ? block_backward_operands(*l.block, dy, x, w, axes, dx_out != nullptr)
                   : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
                                              l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
+    tap_operand(*l.weight, &TappedOperands::dy, o.dy, batch * out, o.dq_g);
     const float *dy_op = o.dy, *dy_wgrad = o.dy_wgrad, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
     const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w, dq_g_wgrad = o.dq_g_wgrad;
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;

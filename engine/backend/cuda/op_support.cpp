@@ -45,6 +45,9 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::kahan_updates:
             return "The CUDA backend has no Kahan-compensated weight updates yet; the CPU backend (backend: cpu) "
                    "keeps them, or set precision.rounding.weights to nearest.";
+        case BackendOp::what_if:
+            return "The CUDA backend does not measure what-if statistics yet (its statistics steps run as recorded "
+                   "graphs, which cannot read operands back mid-step); the CPU backend (backend: cpu) measures them.";
         case BackendOp::per_gemm:
             return "The CUDA backend runs a layer's three matmuls in one precision for now; the CPU backend "
                    "(backend: cpu) runs each in its own, or give the layer one precision.";

@@ -63,6 +63,7 @@ void Conv2dLayer::forward(Backend& backend, const Tensor& x, std::int64_t batch,
 
 void Conv2dLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                            std::vector<RoundingStats>* weight_stats) {
+    show_operands(backend, x, dy, batch, weight_cols(), m_geometry.out_channels, m_geometry, weight_stats);
     ConvTensors t = matmul_tensors<ConvTensors>();
     t.geometry = m_geometry;
     backend.conv2d_backward(t, x, dy, m_dx.get(), batch, stats_entry(weight_stats));

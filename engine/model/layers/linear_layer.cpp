@@ -65,6 +65,7 @@ void LinearLayer::forward(Backend& backend, const Tensor& x, std::int64_t batch,
 
 void LinearLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                            std::vector<RoundingStats>* weight_stats) {
+    show_operands(backend, x, dy, batch, m_in, m_out, std::nullopt, weight_stats);
     LinearTensors t = matmul_tensors<LinearTensors>();
     backend.linear_backward(t, x, dy, m_dx.get(), batch, stats_entry(weight_stats));
 }

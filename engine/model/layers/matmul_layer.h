@@ -27,6 +27,7 @@ public:
     void set_fp8_scaling(Fp8Scaling scaling) override {
         if (m_fp8) m_fp8->set_scaling(scaling);
     }
+    void set_operand_observer(OperandObserver* observer) override { m_observer = observer; }
     const Tensor& output() const override { return *m_y; }
     const Tensor* input_grad() const override { return m_dx.get(); }
     // The weight (its gradient gets the per-layer statistics), then the bias when there is one.
@@ -93,7 +94,16 @@ protected:
         return t;
     }
 
+    // The start of backward: on a statistics step (weight_stats set), the operands to the observer.
+    void show_operands(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t rows, std::int64_t in,
+                       std::int64_t out, const std::optional<Conv2dGeometry>& conv,
+                       const std::vector<RoundingStats>* weight_stats) const {
+        if (!m_observer || !weight_stats) return;
+        m_observer->observe(backend, MatmulOperands{*this, x, *m_weight, dy, rows, in, out, conv, m_fp8.get()});
+    }
+
     LayerFormats m_formats;
+    OperandObserver* m_observer = nullptr;
     std::unique_ptr<Fp8State> m_fp8;
     bool m_has_bias = true;  // a convolution may have none
     // Declared by the kind's declare(); m_bias and m_grad_bias stay null without a bias.

@@ -68,6 +68,8 @@ Experiment non_default_experiment() {
     e.train.seed = 18446744073709551615ull;
     e.train.eval_every = 0;
     e.train.layer_stats_every = 4;
+    e.train.what_if.formats = {BlockFormat::mxfp6_e2m3, Format::tf32};
+    e.train.what_if.max_elements = 0;
     e.precision.autocast = Autocast::bf16;
     e.precision.master_weights = false;
     e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
@@ -106,11 +108,11 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 11,
-        // train 15, precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
+        // train 17 (what_if: formats, max_elements), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
         // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 65);
+        QCOMPARE(int(keys.size()), 67);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -290,6 +292,9 @@ private slots:
         row(R"({"train": {"steps": -1}})", "train.steps: must be between 0 and");
         row(R"({"train": {"eval_every": -5}})", "train.eval_every: must be at least 0, got -5");
         row(R"({"train": {"layer_stats_every": 0}})", "train.layer_stats_every: must be at least 1, got 0");
+        row(R"({"train": {"what_if": {"max_elements": -1}}})", "train.what_if.max_elements: must be at least 0, got -1");
+        row(R"({"train": {"what_if": {"formats": ["fp8-e5m2"]}}})",
+            "train.what_if.formats[0]: \"fp8-e5m2\" is not a format the what-if statistics measure");
         row(R"({"train": {"seed": -1}})", "train.seed: must be at least 0, got -1");
         row(R"({"train": {"seed": 18446744073709551616}})",
             "train.seed: must be between 0 and 18446744073709551615, got 18446744073709551616");

@@ -206,14 +206,14 @@ private slots:
         QVERIFY(QFile::copy(m_db, path));
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; PRAGMA user_version = 3"), QString());
+            QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; DROP TABLE what_if_steps; PRAGMA user_version = 3"), QString());
         }
         Result r = cli({"show", "1", "--db", path});
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
                  qPrintable(r.out));
         QVERIFY(QFile::exists(path + ".bak-v3"));
-        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 6LL);
         Result j = cli({"show", "1", "--json", "--db", path});
         QCOMPARE(j.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
@@ -487,7 +487,7 @@ private slots:
 
     void newerStoreIsRefused_data() {
         QTest::addColumn<int>("version");
-        QTest::newRow("the next version") << 6;
+        QTest::newRow("the next version") << 7;
         QTest::newRow("far ahead") << 9;
     }
 
@@ -506,7 +506,7 @@ private slots:
             Result r = cli(args + QStringList{"--db", path});
             QCOMPARE(r.code, 2);
             QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
-                                            "versions up to 5); it was left unchanged")
+                                            "versions up to 6); it was left unchanged")
                                         .arg(version)),
                      qPrintable(r.err));
         }

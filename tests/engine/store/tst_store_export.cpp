@@ -353,7 +353,7 @@ private slots:
             QCOMPARE(
                 QString(e.what()),
                 QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
-                        "layers, op_steps."));
+                        "layers, op_steps, what_if_steps."));
         }
         QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
         QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));

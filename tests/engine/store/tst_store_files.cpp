@@ -11,6 +11,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+#include <limits>
+
 #include "error.h"
 #include "store/run_store.h"
 #include "store_test_util.h"
@@ -221,7 +224,7 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                              "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers', 'op_steps')"),
@@ -258,7 +261,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -295,7 +298,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -351,7 +354,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -425,7 +428,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
@@ -490,7 +493,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM op_steps WHERE run_id = %1").arg(fresh_run)), 28LL);
@@ -510,7 +513,67 @@ private slots:
         QVERIFY(again.backup_path().empty());
     }
 
-    // A version-1 store goes through every step to version 5 in one open, with one backup (v1's).
+    // Version 5 -> 6 adds `what_if_steps`: a v5 store (today's with the table dropped and stamped
+    // 5) keeps its runs and has no what-if rows; a new run's rows read back in the order recorded
+    // (formats in the run's order within a layer, not by name), the infinities kept, a NaN SQNR
+    // as NaN; the export has their columns.
+    void version5GainsWhatIfSteps() {
+        const QString path = fresh("v5.sqlite");
+        record_small_run(path);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE what_if_steps; PRAGMA user_version = 5"), QString());
+        }
+        RunStore store(path.toStdString());
+        QCOMPARE(store.migrated_from(), 5);
+        QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v5");
+        QVERIFY(store.what_if_steps(1).empty());
+        QCOMPARE(store.totals(1).what_if_rows, std::int64_t(0));
+
+        const double inf = std::numeric_limits<double>::infinity();
+        std::vector<WhatIfRecord> rows;
+        for (int layer : {1, 0})
+            for (const ComputeFormat& f : {ComputeFormat(BlockFormat::nvfp4), ComputeFormat(Format::bf16),
+                                           ComputeFormat(Format::fp16)}) {
+                WhatIfRecord w;
+                w.step = 3;
+                w.layer = layer;
+                w.name = layer ? "fc2" : "fc1";
+                w.format = f;
+                w.input = {0.25, 0.125, 17.5, 640};
+                w.weight = {0, 0, inf, 96};
+                w.grad_output = {0.5, 0.0625, f.format == Format::fp16 ? -inf : std::nan(""), 40};
+                rows.push_back(w);
+            }
+        auto rec = store.start_run({"what-if", "cpu", "", "{}", make_layer_infos()});
+        rec->on_step(make_step(3), make_layers(3, 2));
+        rec->on_what_if(rows);
+        rec->finish(RunStatus::completed);
+        const auto got = store.what_if_steps(rec->run_id());
+        QCOMPARE(got.size(), rows.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            const WhatIfRecord& want = rows[(i + 3) % 6];  // fc1's rows first, in their recorded order
+            QCOMPARE(got[i].step, want.step);
+            QCOMPARE(got[i].layer, want.layer);
+            QCOMPARE(got[i].name, want.name);
+            QVERIFY(got[i].format == want.format);
+            QCOMPARE(got[i].input.sqnr_db, 17.5);
+            QCOMPARE(got[i].input.values, std::int64_t(640));
+            QCOMPARE(got[i].weight.sqnr_db, inf);
+            QCOMPARE(got[i].grad_output.saturation, 0.0625);
+            if (want.format == ComputeFormat(Format::fp16)) QCOMPARE(got[i].grad_output.sqnr_db, -inf);
+            else QVERIFY(std::isnan(got[i].grad_output.sqnr_db));
+        }
+        QCOMPARE(store.totals(rec->run_id()).what_if_rows, std::int64_t(6));
+        QCOMPARE(store.what_if_steps(rec->run_id(), 4).size(), std::size_t(0));
+        const std::string csv = store.export_table(rec->run_id(), "what_if_steps", RunStore::ExportFormat::csv);
+        QVERIFY2(csv.starts_with("step,layer,slot,format,name,x_underflow,x_saturation,x_sqnr_db,x_values,"
+                                 "w_underflow,w_saturation,w_sqnr_db,w_values,dy_underflow,dy_saturation,"
+                                 "dy_sqnr_db,dy_values\r\n3,0,0,nvfp4,fc1,"),
+                 csv.c_str());
+    }
+
+    // A version-1 store goes through every step to version 6 in one open, with one backup (v1's).
     void migratesVersion1ToTheCurrentVersion() {
         const QString path = fresh("v1-to-v5.sqlite");
         make_v1_store(path, 6);
@@ -519,13 +582,14 @@ private slots:
             QCOMPARE(store.migrated_from(), 1);
             QVERIFY(store.layers(1).empty());
             QVERIFY(store.op_steps(1).empty());
+            QVERIFY(store.what_if_steps(1).empty());
             QCOMPARE(store.steps(1).size(), std::size_t(6));
         }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('layers', "
-                             "'op_steps')"),
-                 2LL);
+                             "'op_steps', 'what_if_steps')"),
+                 3LL);
         QVERIFY(QFile::exists(path + ".bak-v1"));
         QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3") &&
                 !QFile::exists(path + ".bak-v4"));
@@ -537,6 +601,7 @@ private slots:
         QTest::addColumn<QString>("table");
         QTest::newRow("layers (v4)") << "layers";
         QTest::newRow("op_steps (v5)") << "op_steps";
+        QTest::newRow("what_if_steps (v6)") << "what_if_steps";
     }
 
     void missingTableIsDamage() {
@@ -551,7 +616,7 @@ private slots:
         for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
             const QString error =
                 error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
-            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 6 of its 7 tables exist)"),
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 7 of its 8 tables exist)"),
                      qPrintable(error));
         }
         QCOMPARE(file_sha256(path), before);
@@ -682,11 +747,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 6"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 7"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 6; this build reads versions up to 5)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 7; this build reads versions up to 6)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

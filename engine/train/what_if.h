@@ -1,0 +1,93 @@
+// WhatIfStatistics: at a statistics step, what each of a list of formats would do to every matmul
+// layer's operands, measured without changing the run (train.what_if; docs/numerics.md, "What-if
+// statistics"). Each layer shows it x, W and dy at the start of its backward
+// (model/operand_observer.h); a sample of whole rows of each is quantised to each format as the
+// layer's matmuls would quantise it (x and W for the forward, along its reduction; dy for the
+// input-gradient matmul, along its own) and compared with itself: underflow, saturation, SQNR.
+// A layer that runs in one of the formats gets, in that column, the numbers of its own operands.
+//
+// "fp8-e4m3" is per-tensor FP8 with delayed scaling: x and W in e4m3, dy in e5m2, each scaled by
+// what its amax history gives. A layer whose matmul runs FP8 with delayed scaling uses its own
+// history; any other keeps a shadow one here, fed with the tensor's amax at each statistics step,
+// so with statistics at every step it is the history the layer would have had in FP8 all along.
+// Training thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/amax_history.h"
+#include "backend/backend.h"
+#include "config/experiment.h"
+#include "config/telemetry.h"
+#include "model/operand_observer.h"
+
+namespace mantissa {
+
+enum class OperandRole : std::uint8_t { input, weight, grad_output };
+
+// An operand's sample: `rows` runs of K values along the reduction dimension, side by side, and
+// the magnitudes of the whole tensor (its amax feeds FP8 scaling; NVFP4's tensor scale is taken
+// from the finite amax).
+struct OperandSample {
+    const float* values = nullptr;
+    std::int64_t rows = 0, K = 0;
+    Backend::RowSample magnitudes;
+};
+
+// The scale per-tensor FP8 would use: multiply before the saturating cast, multiply after by the
+// inverse (as the matmul's dequantisation does).
+struct Fp8Scale {
+    float scale = 1, scale_inv = 1;
+};
+
+// What quantising `s` to `format` as operand `role` does; scratch is resized as needed. fp8_e4m3
+// takes `fp8` (dy in e5m2); the other formats ignore it.
+QuantisationStats measure_operand(const ComputeFormat& format, OperandRole role, const OperandSample& s,
+                                  Fp8Scale fp8, std::vector<float>& scratch);
+
+// The rows a sample takes of `total` rows of `row_len` values: as many whole rows as
+// max_elements holds (at least one; every row when max_elements is 0 or holds them all), spread
+// evenly from the first.
+std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements);
+
+class WhatIfStatistics final : public OperandObserver {
+public:
+    // layers: the number of layers with parameters (their index() is the record's layer).
+    WhatIfStatistics(WhatIfSpec spec, const Fp8Recipe& recipe, int layers);
+
+    const WhatIfSpec& spec() const { return m_spec; }
+    // A live change of precision.fp8: the shadow histories follow the margin and algorithm (their
+    // windows kept), and whether layers' own histories count as delayed.
+    void set_fp8_recipe(const Fp8Recipe& recipe);
+
+    // The next backward is a statistics step's: its layers are measured. Rows from before are dropped.
+    void begin_step(std::int64_t step);
+    // This step's rows, by layer in backward order then by format in the spec's order; empties them.
+    std::vector<WhatIfRecord> take();
+
+    void observe(Backend& backend, const MatmulOperands& operands) override;
+
+private:
+    struct Shadow {  // a layer's what-if delayed scaling, one history per operand
+        AmaxHistory x, w, dy;
+    };
+    Shadow& shadow(int layer);
+    Fp8Scale delayed_scale(const MatmulOperands& o, OperandRole role, AmaxHistory& shadow) const;
+
+    WhatIfSpec m_spec;
+    Fp8Recipe m_recipe;
+    std::vector<std::unique_ptr<Shadow>> m_shadows;
+    std::int64_t m_step = -1;
+    bool m_active = false;
+    std::vector<WhatIfRecord> m_rows;
+    // Kept between steps: the samples and the quantised copy.
+    std::vector<float> m_x, m_w, m_dy, m_whole;
+    std::vector<std::vector<float>> m_scratch;  // one per thread
+    std::vector<std::int64_t> m_indices;
+};
+
+}  // namespace mantissa
