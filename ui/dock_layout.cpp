@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
 #include "classroom/lesson_panel.h"
 #include "histogram/gradient_histogram_view.h"
@@ -38,6 +39,10 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
     if (m_docks.whatIf)
         connect(m_docks.whatIf, &QDockWidget::visibilityChanged, this, [this](bool shown) {
             bottomTabShown(m_docks.whatIf, m_docks.whatIf->widget(), WhatIfPanel::usableHeight, shown);
+        });
+    if (m_docks.blockScales)
+        connect(m_docks.blockScales, &QDockWidget::visibilityChanged, this, [this](bool shown) {
+            bottomTabShown(m_docks.blockScales, m_docks.blockScales->widget(), BlockScalePanel::usableHeight, shown);
         });
 }
 

@@ -10,9 +10,10 @@
 //     splitter drags stand until then;
 //   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
 //     text, from the height the experiment form (short in classroom mode) can spare;
-//   - the gradient histogram, the What-if heat map and a language model's Sample, tabs behind the
-//     events, at a usable height when their tab is raised (GradientHistogramView::usableHeight,
-//     WhatIfPanel's, SamplePanel's; the bottom docks go back to their height when another tab is),
+//   - the gradient histogram, the What-if heat map, the Block scales and a language model's Sample,
+//     tabs behind the events, at a usable height when their tab is raised
+//     (GradientHistogramView::usableHeight, WhatIfPanel's, BlockScalePanel's, SamplePanel's; the
+//     bottom docks go back to their height when another tab is),
 //     and the histogram at a usable size when floated, so its ticks and range labels never pile up.
 // GUI thread only; the docks belong to the window.
 #pragma once
@@ -40,6 +41,7 @@ public:
         QDockWidget* histogram = nullptr;
         QDockWidget* sample = nullptr;
         QDockWidget* whatIf = nullptr;
+        QDockWidget* blockScales = nullptr;
     };
     static constexpr int compactWidth = 1280;   // px: narrower or
     static constexpr int compactHeight = 820;   // shorter than this is a small window

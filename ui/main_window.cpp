@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
 #include "classroom/lesson_panel.h"
 #include "classroom/reference_run.h"
@@ -103,6 +104,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_histogram = new GradientHistogramView;
     m_sample = new SamplePanel;
     m_whatIf = new WhatIfPanel;
+    m_blockScales = new BlockScalePanel;
     // Tabbed with the events under the charts: short by default, so the five charts keep the
     // height; float or enlarge the dock to study it. The tallest tab's minimum sets the bottom
     // docks'; the view keeps its own small (GradientHistogramView::minimumShortHeight).
@@ -159,6 +161,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_charts->setSeries(&m_controller->series());
     m_sample->setSeries(&m_controller->series());
     m_whatIf->setSeries(&m_controller->series().whatIf());
+    m_blockScales->setSeries(&m_controller->series().blockScales());
     resize(1500, 950);
     updatePlan();  // the engine's defaults, until an experiment is set
     if (m_options.useSettings) restoreSettings();
@@ -185,6 +188,7 @@ void MainWindow::createDocks() {
     m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), sideScrollable(m_histogram), this);
     m_sampleDock = makeDock(tr("Sample"), QStringLiteral("sampleDock"), m_sample, this);
     m_whatIfDock = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), m_whatIf, this);
+    m_blockScaleDock = makeDock(tr("Block scales"), QStringLiteral("blockScaleDock"), m_blockScales, this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
     splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
     m_lessonDock->hide();  // shown by an experiment that has a lesson
@@ -193,6 +197,7 @@ void MainWindow::createDocks() {
     splitDockWidget(m_layersDock, m_eventsDock, Qt::Horizontal);
     tabifyDockWidget(m_eventsDock, m_histogramDock);
     tabifyDockWidget(m_eventsDock, m_whatIfDock);
+    tabifyDockWidget(m_eventsDock, m_blockScaleDock);
     tabifyDockWidget(m_eventsDock, m_sampleDock);
     m_sampleDock->hide();  // shown by a text experiment
     m_eventsDock->raise();
@@ -200,16 +205,19 @@ void MainWindow::createDocks() {
     // the heat map can be seen, and catches up in one read when it can again.
     connect(m_histogramDock, &QDockWidget::visibilityChanged, this,
             [this](bool visible) { m_histogram->feed()->setPaused(!visible); });
+    // Likewise the block-scale plots are drawn only while their tab is raised (the data still come).
+    m_blockScales->setDrawing(false);
+    connect(m_blockScaleDock, &QDockWidget::visibilityChanged, m_blockScales, &BlockScalePanel::setDrawing);
     m_dockLayout = new DockLayout(
         this,
         {m_experimentDock, m_precisionDock, m_layersDock, m_eventsDock, m_lessonDock, m_histogramDock, m_sampleDock,
-         m_whatIfDock},
+         m_whatIfDock, m_blockScaleDock},
         m_charts, m_layers, m_lesson);
     m_dockLayout->applyInitialSizes();
     if (QMenu* view = menuBar()->findChild<QMenu*>(QStringLiteral("viewMenu")))
         for (QDockWidget* d :
              {m_experimentDock, m_lessonDock, m_precisionDock, m_layersDock, m_eventsDock, m_histogramDock,
-              m_whatIfDock, m_sampleDock})
+              m_whatIfDock, m_blockScaleDock, m_sampleDock})
             view->addAction(d->toggleViewAction());
 }
 
@@ -366,6 +374,7 @@ void MainWindow::clearPreviousRun() {
     m_histogram->clear();
     m_sample->setSeries(&m_controller->series());
     m_whatIf->setSeries(&m_controller->series().whatIf());
+    m_blockScales->setSeries(&m_controller->series().blockScales());
     m_notice->hide();  // the last run's notices; a new experiment's lesson announces itself
 }
 
@@ -383,6 +392,7 @@ void MainWindow::updatePlan(bool table) {
         m_experiment->setDatasetNote(QString::fromStdString(error.what()));
     }
     if (table) updateModelViews(e.dataset.kind == "text");
+    m_blockScales->setExpectation(blockscale::expectationOf(e));  // its sentence while it has no views
 }
 
 void MainWindow::updateModelViews(bool text) {
@@ -396,6 +406,8 @@ void MainWindow::onRunStarted() {
     m_layerModel->setPrecision(e.precision);
     m_sample->setSeries(&m_controller->series());
     m_whatIf->setSeries(&m_controller->series().whatIf());
+    m_blockScales->setExpectation(blockscale::expectationOf(e));
+    m_blockScales->setSeries(&m_controller->series().blockScales());
     const bool text = e.dataset.kind == "text";
     updateModelViews(text);
     if (text) m_sampleDock->raise();  // what a language model writes, beside the charts
@@ -426,6 +438,7 @@ void MainWindow::refreshViews() {
     m_eventModel->sync();
     m_sample->sync();
     m_whatIf->sync();
+    m_blockScales->sync();
     m_status->update(*m_controller);
 }
 
@@ -442,6 +455,7 @@ void MainWindow::onTelemetry() {
         m_viewClock.start();
         m_layerModel->update(m_controller->series());
         m_whatIf->sync();  // changes on statistics steps only; a no-op when none arrived
+        m_blockScales->sync();  // likewise
         m_status->update(*m_controller);
     }
 }

@@ -43,6 +43,7 @@ class RunToolBar;
 class SamplePanel;
 class ShortcutsDialog;
 class WhatIfPanel;
+class BlockScalePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -132,6 +133,9 @@ public:
     // What each format would do to each layer's operands (train.what_if): a tab behind the events.
     WhatIfPanel* whatIfPanel() const { return m_whatIf; }
     QDockWidget* whatIfDock() const { return m_whatIfDock; }
+    // The block scales of block-quantised operands (train.block_scales): a tab behind the events.
+    BlockScalePanel* blockScalePanel() const { return m_blockScales; }
+    QDockWidget* blockScaleDock() const { return m_blockScaleDock; }
     QString lastError() const { return m_lastError; }
 
 protected:
@@ -190,6 +194,8 @@ private:
     QDockWidget* m_sampleDock = nullptr;
     WhatIfPanel* m_whatIf = nullptr;
     QDockWidget* m_whatIfDock = nullptr;
+    BlockScalePanel* m_blockScales = nullptr;
+    QDockWidget* m_blockScaleDock = nullptr;
     QDockWidget* m_experimentDock = nullptr;
     QDockWidget* m_precisionDock = nullptr;
     QDockWidget* m_layersDock = nullptr;

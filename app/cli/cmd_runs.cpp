@@ -1,5 +1,6 @@
 // `mantissa-cli runs` and `mantissa-cli show`: the run store's list, and one run's summary
-// (configuration, final metrics, layers, op statistics, a language model's last sample, events). Both open with StoreAccess::read: dead runs get marked
+// (configuration, final metrics, layers, op statistics, what-if statistics, block-scale views, a
+// language model's last sample, events). Both open with StoreAccess::read: dead runs get marked
 // interrupted and an older file is migrated (with its backup copy), a file that cannot be written
 // is read as it is, and a store that does not exist is never created. Text from
 // the store is printed with control characters escaped (a name cannot break the table or send
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/show_block_scales.h"
 #include "cli/show_what_if.h"
 #include "error.h"
 #include "store/run_store.h"
@@ -374,6 +376,10 @@ int run_show(Args& args) {
     if (!what_if.empty())
         for (LayerStepRecord& l : store.layer_steps(id, what_if.front().step))
             if (l.step == what_if.front().step) what_if_layers.push_back(std::move(l));
+    std::vector<BlockScaleRecord> block_scales;  // the last statistics step's views
+    if (const auto step = store.last_block_scale_step(id))
+        for (BlockScaleRecord& b : store.block_scale_steps(id, *step))
+            if (b.step == *step) block_scales.push_back(std::move(b));
     const auto sample = last_sample(events);
 
     if (args.has("json")) {
@@ -392,10 +398,12 @@ int run_show(Args& args) {
                          {"evals", t.evals},
                          {"events", t.events},
                          {"op_rows", t.op_rows},
-                         {"what_if_rows", t.what_if_rows}};
+                         {"what_if_rows", t.what_if_rows},
+                         {"block_scale_rows", t.block_scale_rows}};
         out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
         out["op_stats"] = op_stats_json(op_stats);  // [] for a model without such ops, or before version 5
         out["what_if"] = what_if_json(what_if);     // the last statistics step's; null without
+        out["block_scales"] = block_scales_json(block_scales);  // the same step's, without the maps; null without
         out["last_sample"] = last_sample_json(sample);  // null unless a language model's evaluation wrote one
         ojson ev = ojson::array();
         for (const auto& e : events) {
@@ -445,10 +453,12 @@ int run_show(Args& args) {
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
     if (t.op_rows > 0) std::printf(", %lld op rows", static_cast<long long>(t.op_rows));
     if (t.what_if_rows > 0) std::printf(", %lld what-if rows", static_cast<long long>(t.what_if_rows));
+    if (t.block_scale_rows > 0) std::printf(", %lld block-scale rows", static_cast<long long>(t.block_scale_rows));
     std::printf("\n");
     print_layers(layers);
     print_op_stats(op_stats);
     print_what_if(what_if, what_if_layers);
+    print_block_scales(block_scales);
     print_last_sample(sample);
 
     // Repeats on consecutive steps (an overflow every step after a divergence) are one entry, by the
@@ -511,14 +521,17 @@ MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, 
                       "(name, kind, the shape of a sample in and out, parameters; a run recorded before\n"
                       "schema version 4 has none), for a transformer each attention layer's largest logit and\n"
                       "each layer norm's smallest variance (the last measured and the extreme over the run),\n"
-                      "for a language model the last sample it wrote, its events (settings changed during\n"
-                      "the run, overflows, scale changes...) and the full configuration it started with.\n"
+                      "what the train.what_if formats would do to each matmul layer's operands and the\n"
+                      "distribution of their block scales' exponents (train.block_scales; both at the last\n"
+                      "statistics step), for a language model the last sample it wrote, its events (settings\n"
+                      "changed during the run, overflows, scale changes...) and the full configuration it\n"
+                      "started with.\n"
                       "RUN is an id or the unique start of a run's name. An overflow or loss-scale change\n"
                       "repeated on consecutive steps is listed as one entry with its step range (\"Overflow\n"
                       "on every step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json         print one JSON object (the run, config, totals, layers, op_stats,\n"
-                      "                 last_sample, events)\n"
+                      "                 what_if, block_scales, last_sample, events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});

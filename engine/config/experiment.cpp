@@ -464,6 +464,7 @@ void read_model(Reader r, ModelSpec& m) {
     r.integer("context", m.context, 1, 4096);
     r.integer("mlp_ratio", m.mlp_ratio, 1, 64);
     r.boolean("tie_embeddings", m.tie_embeddings);
+    r.text("init_from", m.init_from);
     r.finish();
     if (m.kind == "gpt" && m.dim % m.heads != 0)
         fail(r.at("heads"), std::to_string(m.heads) + " heads do not divide model.dim " + std::to_string(m.dim) +
@@ -495,6 +496,23 @@ std::vector<ComputeFormat> read_what_if_formats(const json& v, const std::string
     return out;
 }
 
+// train.block_scales.format: "own", "off", or the block format every other matmul operand is viewed in.
+void read_block_scale_format(const json& v, const std::string& at, BlockScaleSpec& spec) {
+    if (!v.is_string()) wrong_type(at, "\"own\", \"off\" or a block format name", v);
+    const std::string name = v.get<std::string>();
+    if (name == "own" || name == "off") {
+        spec.enabled = name == "own";
+        spec.format.reset();
+        return;
+    }
+    const std::optional<BlockFormat> f = parse_block_format(name);
+    if (!f)
+        fail(at, "\"" + name + "\" is not \"own\", \"off\" or a block format (" +
+                     std::string(block_format_names_list()) + ")");
+    spec.enabled = true;
+    spec.format = *f;
+}
+
 void read_train(Reader r, TrainSpec& t) {
     r.integer("batch_size", t.batch_size, 1, 65536);
     r.integer("epochs", t.epochs, 0, 1'000'000);
@@ -516,6 +534,12 @@ void read_train(Reader r, TrainSpec& t) {
         if (const json* v = w.find("formats")) t.what_if.formats = read_what_if_formats(*v, w.at("formats"));
         w.integer("max_elements", t.what_if.max_elements, 0, no_limit);
         w.finish();
+    }
+    {
+        Reader b = r.group("block_scales");
+        if (const json* v = b.find("format")) read_block_scale_format(*v, b.at("format"), t.block_scales);
+        b.integer("max_blocks", t.block_scales.max_blocks, 0, no_limit);
+        b.finish();
     }
     r.finish();
     if (t.steps == 0 && t.epochs < 1)
@@ -749,6 +773,11 @@ json layers_json(const std::string& text) {
     return list.is_array() ? list : json(text);
 }
 
+std::string block_scale_format_name(const BlockScaleSpec& spec) {
+    if (!spec.enabled) return "off";
+    return spec.format ? std::string(block_format_name(*spec.format)) : "own";
+}
+
 json what_if_names(const std::vector<ComputeFormat>& formats) {
     json names = json::array();
     for (const ComputeFormat& f : formats) names.push_back(std::string(f.name()));
@@ -786,7 +815,8 @@ json experiment_to_json(const Experiment& e) {
                    {"blocks", e.model.blocks},
                    {"layers", e.model.kind == "gpt" ? json(e.model.depth) : layers_json(e.model.layers)},
                    {"heads", e.model.heads}, {"dim", e.model.dim}, {"context", e.model.context},
-                   {"mlp_ratio", e.model.mlp_ratio}, {"tie_embeddings", e.model.tie_embeddings}}},
+                   {"mlp_ratio", e.model.mlp_ratio}, {"tie_embeddings", e.model.tie_embeddings},
+                   {"init_from", e.model.init_from}}},
         {"train", {{"batch_size", t.batch_size}, {"epochs", t.epochs}, {"steps", t.steps},
                    {"optimizer", optimizer_name(t.optimizer)}, {"lr", t.lr}, {"momentum", t.momentum},
                    {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
@@ -794,7 +824,9 @@ json experiment_to_json(const Experiment& e) {
                    {"warmup_steps", t.warmup_steps}, {"seed", t.seed}, {"eval_every", t.eval_every},
                    {"layer_stats_every", t.layer_stats_every},
                    {"what_if", {{"formats", what_if_names(t.what_if.formats)},
-                                {"max_elements", t.what_if.max_elements}}}}},
+                                {"max_elements", t.what_if.max_elements}}},
+                   {"block_scales", {{"format", block_scale_format_name(t.block_scales)},
+                                     {"max_blocks", t.block_scales.max_blocks}}}}},
         {"precision",
          {{"autocast", autocast_name(p.autocast)},
           {"master_weights", p.master_weights},

@@ -63,6 +63,9 @@ struct ModelSpec {
     int context = 128;
     int mlp_ratio = 4;
     bool tie_embeddings = false;
+    // A safetensors file of the model's state dict (docs/weights.md) whose values replace the
+    // seeded initialisation when the run starts; "" for none.
+    std::string init_from;
 
     bool operator==(const ModelSpec&) const = default;
 };
@@ -83,6 +86,19 @@ struct WhatIfSpec {
     bool operator==(const WhatIfSpec&) const = default;
 };
 
+// train.block_scales: at each statistics step, the scale of every block of each matmul operand
+// that is quantised in blocks (train/block_scale_views.h; docs/numerics.md, "Block-scale views").
+// "own" (the default) shows the operands whose matmul runs a block format, in that format; a
+// block format's name shows every matmul operand, each in its matmul's own block format or, where
+// it runs none, in this one; "off" shows none.
+struct BlockScaleSpec {
+    bool enabled = true;
+    std::optional<BlockFormat> format;  // unset: "own"
+    // Blocks kept per tensor: whole rows spread evenly over it, as many as fit; 0 keeps every block.
+    std::int64_t max_blocks = 16384;
+    bool operator==(const BlockScaleSpec&) const = default;
+};
+
 struct TrainSpec {
     int batch_size = 128;
     int epochs = 3;                 // used when steps == 0
@@ -98,6 +114,7 @@ struct TrainSpec {
     std::int64_t eval_every = 200;  // steps; 0: only at the end
     std::int64_t layer_stats_every = 1;  // per-layer telemetry every k steps
     WhatIfSpec what_if;                  // on the same steps
+    BlockScaleSpec block_scales;         // on the same steps
 
     bool operator==(const TrainSpec&) const = default;
 };

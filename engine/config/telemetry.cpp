@@ -2,8 +2,10 @@
 // messages write them.
 #include "config/telemetry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 namespace mantissa {
 
@@ -33,6 +35,46 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::notice: return "notice";
     }
     return "notice";
+}
+
+const char* matmul_operand_name(MatmulOperand operand) {
+    switch (operand) {
+    case MatmulOperand::input: return "x";
+    case MatmulOperand::weight: return "W";
+    case MatmulOperand::grad_output: return "dy";
+    }
+    return "x";
+}
+
+std::int64_t BlockScaleHistogram::blocks() const {
+    return std::accumulate(counts.begin(), counts.end(), std::int64_t{0}) + zero_blocks + nan_blocks;
+}
+
+int BlockScaleHistogram::median_exponent() const {
+    const std::int64_t finite = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    std::int64_t seen = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        seen += counts[i];
+        if (2 * seen >= finite && finite > 0) return min_exponent + static_cast<int>(i);
+    }
+    return 0;
+}
+
+BlockScaleHistogram block_scale_histogram(const BlockScaleRecord& record) {
+    BlockScaleHistogram h;
+    int lo = BlockScaleRecord::nan_block, hi = BlockScaleRecord::zero_block;
+    for (std::int16_t e : record.exponents) {
+        if (e == BlockScaleRecord::zero_block) ++h.zero_blocks;
+        else if (e == BlockScaleRecord::nan_block) ++h.nan_blocks;
+        else lo = std::min<int>(lo, e), hi = std::max<int>(hi, e);
+    }
+    if (lo > hi) return h;
+    h.min_exponent = lo;
+    h.counts.assign(static_cast<std::size_t>(hi - lo + 1), 0);
+    for (std::int16_t e : record.exponents)
+        if (e != BlockScaleRecord::zero_block && e != BlockScaleRecord::nan_block)
+            ++h.counts[static_cast<std::size_t>(e - lo)];
+    return h;
 }
 
 }  // namespace mantissa

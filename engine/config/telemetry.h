@@ -132,6 +132,49 @@ struct WhatIfRecord {
     QuantisationStats input, weight, grad_output;
 };
 
+// Which of a matmul layer's operands a record is about: its input x, its weight W, or its output
+// gradient dy (as the input-gradient matmul receives it, scaled by the loss scale).
+enum class MatmulOperand : std::uint8_t { input, weight, grad_output };
+const char* matmul_operand_name(MatmulOperand operand);  // "x", "W", "dy"
+
+// At a statistics step, the block scales of one matmul operand (docs/numerics.md, "Block-scale
+// views"): the tensor viewed as rows along its matmul's reduction dimension, each row cut into
+// blocks of the format's block size, and for each block the power of two its scale gives.
+// Only a sample of whole rows when the tensor has more blocks than train.block_scales.max_blocks:
+// `rows` of its `rows_total`, the i-th being row i·rows_total/rows.
+struct BlockScaleRecord {
+    // exponents[] entries that are not exponents: a block of zeros (any scale would do; MX gives
+    // it 2^-127, NVFP4 a zero scale) and a block holding a NaN or an infinity (the NaN scale).
+    static constexpr std::int16_t zero_block = -32768;
+    static constexpr std::int16_t nan_block = 32767;
+
+    std::int64_t step = 0;
+    std::int32_t layer = 0;     // as LayerStepRecord::layer
+    std::string name;           // "fc1"
+    MatmulOperand operand = MatmulOperand::input;
+    BlockFormat format = BlockFormat::mxfp8_e4m3;  // the matmul's own, or train.block_scales.format
+    bool own = false;           // the format is the one the layer's matmul runs this step
+    std::int64_t rows_total = 0, rows = 0;
+    std::int64_t row_length = 0;       // K, the values along the reduction
+    std::int64_t blocks_per_row = 0;   // ceil(K / block size)
+    // rows × blocks_per_row, row-major: floor(log2) of each block's decode factor (MX: its E8M0
+    // exponent; NVFP4: its E4M3 scale over the tensor scale), or zero_block / nan_block.
+    std::vector<std::int16_t> exponents;
+};
+
+// A record's blocks counted by exponent: the distribution the views draw, one definition for the
+// CLI, the GUI and the export. counts[i] holds the blocks with exponent min_exponent + i.
+struct BlockScaleHistogram {
+    int min_exponent = 0;
+    std::vector<std::int64_t> counts;  // empty when no block has a finite scale
+    std::int64_t zero_blocks = 0, nan_blocks = 0;
+    std::int64_t blocks() const;       // every block, zeros and NaNs included
+    int max_exponent() const { return min_exponent + static_cast<int>(counts.size()) - 1; }
+    // The exponent at or below which half the finite-scale blocks lie; 0 when there are none.
+    int median_exponent() const;
+};
+BlockScaleHistogram block_scale_histogram(const BlockScaleRecord& record);
+
 struct EvalRecord {
     std::int64_t step = 0;
     std::string split;                      // "test" (or "train")
@@ -183,6 +226,9 @@ public:
     // The what-if statistics of a step (after its on_step and on_op_steps), on statistics steps
     // of a run that asks for them (train.what_if).
     virtual void on_what_if(const std::vector<WhatIfRecord>& rows) { (void)rows; }
+    // The block-scale views of a step (after its on_what_if), on statistics steps of a run that
+    // asks for them (train.block_scales) and has a block-scaled operand to show.
+    virtual void on_block_scales(const std::vector<BlockScaleRecord>& rows) { (void)rows; }
 };
 
 }  // namespace mantissa

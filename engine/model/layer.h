@@ -31,6 +31,23 @@ struct Parameter {
     bool weight = false;      // the layer's main weight: its gradient gets the per-layer statistics
 };
 
+// One tensor of the network's state dict (engine/weights/state_dict.h; docs/weights.md): what
+// PyTorch's state_dict() calls it and the shape it gives it, and the tensor that holds its values
+// here, row-major, shape's product values (a weight of shape (out, in, kh, kw) is the tensor
+// (out, in·kh·kw)).
+struct StateEntry {
+    enum class Kind : std::uint8_t {
+        parameter,  // trained by the optimizer: a weight, a bias, a table
+        buffer,     // kept by the layer, not trained: batch norm's running statistics
+        count,      // batch norm's num_batches_tracked: an I64 scalar to PyTorch, no tensor here
+        alias,      // a second name for a tensor another entry holds: a tied head's weight
+    };
+    std::string name;                  // "fc1.weight", "bn1.running_mean"
+    std::vector<std::int64_t> shape;   // PyTorch's: (out, in), (out, in, kh, kw), (C), () a scalar
+    Tensor* tensor = nullptr;          // null for a count
+    Kind kind = Kind::parameter;
+};
+
 // What a layer needs to (re)declare its tensors.
 struct DeclareContext {
     Backend& backend;
@@ -106,6 +123,10 @@ public:
                           std::vector<RoundingStats>* weight_stats) = 0;
 
     virtual std::vector<Parameter> parameters() { return {}; }
+    // The layer's own entries of the state dict, in the order PyTorch's state_dict() lists them
+    // (parameters, then buffers); a block's layers give theirs themselves. Valid until the
+    // formats change (tensors are re-declared).
+    virtual std::vector<StateEntry> state() { return {}; }
     // Fills the parameters with their initial values. index: the layer's place among the layers
     // with parameters (0 = the first), which picks its random stream.
     virtual void initialise(Backend& backend, std::uint64_t seed, int index) {

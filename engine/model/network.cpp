@@ -177,6 +177,13 @@ const Parameter& Network::parameter(int layer, bool weight) const {
     throw Error("Network: layer " + std::to_string(layer) + " has no " + (weight ? "weight." : "bias."));
 }
 
+std::vector<StateEntry> Network::state() const {
+    std::vector<StateEntry> entries;
+    for (Layer* layer : m_all)
+        for (StateEntry& e : layer->state()) entries.push_back(std::move(e));
+    return entries;
+}
+
 Tensor& Network::weight(int layer) { return *parameter(layer, true).value; }
 Tensor& Network::bias(int layer) { return *parameter(layer, false).value; }
 Tensor& Network::grad_weight(int layer) { return *parameter(layer, true).grad; }

@@ -76,6 +76,10 @@ public:
     // Every parameter, layer by layer from the input, each layer's in its own order (weight, then
     // bias). Valid until the formats change.
     const std::vector<NetworkParameter>& parameters() const { return m_parameters; }
+    // The state dict: every layer's entries (Layer::state) in the order PyTorch's state_dict()
+    // gives them, each layer's after the block that holds it (engine/weights/state_dict.h reads
+    // and writes it). Valid until the formats change.
+    std::vector<StateEntry> state() const;
     Tensor& weight(int layer);
     Tensor& bias(int layer);
     Tensor& grad_weight(int layer);

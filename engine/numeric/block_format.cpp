@@ -114,6 +114,18 @@ float block_decode_factor(BlockFormat format, std::uint8_t scale_code, float ten
     return decode_e4m3_scale(scale_code) * (1.0f / tensor_scale);
 }
 
+std::uint8_t block_scale_code(BlockFormat format, float tensor_scale, float amax) {
+    if (block_format_info(format).scale == ScaleKind::e8m0) {
+        // OCP MX v1.0: shared exponent floor(log2(amax)) - emax_elem, clamped to E8M0's range. An
+        // all-zero block takes the smallest scale (log2(0) = -inf clamps to -127).
+        const int emax = element_format_info(block_format_info(format).element).emax;
+        return encode_e8m0_exponent(amax == 0 ? e8m0_min_exponent : std::ilogb(amax) - emax);
+    }
+    // NVFP4, the reference recipe's operations in its order, each rounded to FP32.
+    const float block_scale = std::min(amax * (tensor_scale * (1.0f / nvfp4_e2m1_max)), fp32_max);
+    return encode_e4m3_scale(block_scale);  // rounds to nearest even, saturates at 448
+}
+
 std::uint8_t quantise_block(BlockFormat format, float tensor_scale, const float* x, std::size_t count,
                             std::uint8_t* codes, BlockStats* stats) {
     const BlockFormatInfo& info = block_format_info(format);
@@ -137,12 +149,8 @@ std::uint8_t quantise_block(BlockFormat format, float tensor_scale, const float*
         return mx ? e8m0_nan : e4m3_nan;
     }
 
-    std::uint8_t scale_code;
+    const std::uint8_t scale_code = block_scale_code(format, tensor_scale, amax);
     if (mx) {
-        // OCP MX v1.0: shared exponent floor(log2(amax)) - emax_elem, clamped to E8M0's range. An
-        // all-zero block takes the smallest scale (log2(0) = -inf clamps to -127).
-        const int e = amax == 0 ? e8m0_min_exponent : std::ilogb(amax) - el.emax;
-        scale_code = encode_e8m0_exponent(e);
         const int shared = static_cast<int>(scale_code) - e8m0_bias;
         for (std::size_t i = 0; i < count; ++i) {
             const float scaled = std::ldexp(x[i], -shared);  // exact where it matters (see the top)
@@ -151,9 +159,6 @@ std::uint8_t quantise_block(BlockFormat format, float tensor_scale, const float*
             if (x[i] != 0 && (codes[i] & magnitude_mask) == 0) ++s.flushed_to_zero;
         }
     } else {
-        // NVFP4, the reference recipe's operations in its order, each rounded to FP32.
-        const float block_scale = std::min(amax * (tensor_scale * (1.0f / nvfp4_e2m1_max)), fp32_max);
-        scale_code = encode_e4m3_scale(block_scale);  // rounds to nearest even, saturates at 448
         const float decoded = decode_e4m3_scale(scale_code);
         const float encode_factor = std::min(1.0f / (decoded * (1.0f / tensor_scale)), fp32_max);
         for (std::size_t i = 0; i < count; ++i) {

@@ -127,6 +127,10 @@ float round_axiswise_fp8_stochastic(Format element, const float* src, float* dst
 // min(448 * 6 / amax, FLT_MAX), or 1 when amax is 0 or infinite. 1 for MX formats.
 float nvfp4_tensor_scale(float amax);
 
+// The scale code a block of finite values whose largest magnitude is `amax` gets: quantise_block's
+// choice, without encoding the elements (the block-scale views read it).
+std::uint8_t block_scale_code(BlockFormat format, float tensor_scale, float amax);
+
 // Quantises one block of `count` values (1 <= count <= block_size, else mantissa::Error; fewer behaves as
 // zero padding) into codes[0, count) and returns its scale code. tensor_scale is nvfp4_tensor_scale
 // of the whole tensor (ignored by MX). Adds the block to *stats when stats is not null.

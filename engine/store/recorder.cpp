@@ -9,7 +9,9 @@
 
 #include <sqlite3.h>
 
+#include "store/block_scale_codec.h"
 #include "store/histogram_codec.h"
+#include "store/run_text.h"
 #include "store/schema.h"
 #include "store/store_open.h"
 #include "store/store_util.h"
@@ -75,6 +77,8 @@ Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& o
       m_insert_ops(m_db, store::insert_sql(store::op_steps_table(), rows_per_insert)),
       m_insert_what_if(m_db, store::insert_sql(store::what_if_steps_table())),
       m_insert_what_ifs(m_db, store::insert_sql(store::what_if_steps_table(), rows_per_insert)),
+      m_insert_block_scale(m_db, store::insert_sql(store::block_scale_steps_table())),
+      m_insert_block_scales(m_db, store::insert_sql(store::block_scale_steps_table(), rows_per_insert)),
       m_insert_eval(m_db, store::insert_sql(store::evals_table())),
       m_insert_event(m_db, store::insert_sql(store::events_table())),
       m_update_progress(m_db, "UPDATE runs SET step_count = ?, updated_at = ? WHERE id = ?"),
@@ -187,6 +191,35 @@ void Recorder::Impl::push_what_if(const std::vector<WhatIfRecord>& rows) {
         slot = i > 0 && rows[i].layer == rows[i - 1].layer && rows[i].step == rows[i - 1].step ? slot + 1 : 0;
         m_queue.what_if.emplace_back(slot, rows[i]);
     }
+    after_push(before);
+}
+
+void Recorder::Impl::push_block_scales(const std::vector<BlockScaleRecord>& rows) {
+    if (rows.empty()) return;
+    // Checked here, on the caller's thread: a record the store could not read back is the
+    // caller's mistake, and the writer must not stop the recording for it.
+    std::size_t units = 0;
+    for (const BlockScaleRecord& r : rows) {
+        std::int64_t count = 0;
+        const bool operand_ok = r.operand == MatmulOperand::input || r.operand == MatmulOperand::weight ||
+                                r.operand == MatmulOperand::grad_output;
+        if (!operand_ok || r.rows < 0 || r.blocks_per_row < 0 || r.row_length < 0 || r.rows > r.rows_total ||
+            __builtin_mul_overflow(r.rows, r.blocks_per_row, &count) ||
+            static_cast<std::uint64_t>(count) != r.exponents.size())
+            throw Error("Cannot record the block scales of " + store::printable_text(r.name) + "'s " +
+                        (operand_ok ? std::string(matmul_operand_name(r.operand))
+                                    : "operand " + std::to_string(static_cast<int>(r.operand))) +
+                        " at step " + std::to_string(r.step) + ": " + std::to_string(r.exponents.size()) +
+                        " exponents for " + std::to_string(r.rows) + " of " + std::to_string(r.rows_total) +
+                        " rows of " + std::to_string(r.blocks_per_row) +
+                        " blocks (a record holds rows x blocks_per_row exponents, and rows <= rows_total).");
+        units += block_scale_units(r);
+    }
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, units, rows.front().step, m_pushed_time_s)) return;
+    const std::size_t before = m_queue.rows();
+    m_queue.block_scales.insert(m_queue.block_scales.end(), rows.begin(), rows.end());
+    m_queue.block_scale_units += units;
     after_push(before);
 }
 
@@ -319,6 +352,25 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     };
     insert_rows(batch.what_if, m_insert_what_if, m_insert_what_ifs, rows_per_insert, store::what_if_steps_table(),
                 bind_what_if);
+    // Every blob of the batch first: a statement binds them in place until it runs.
+    std::vector<std::size_t> blob_ends;
+    m_block_blobs.clear();
+    for (const BlockScaleRecord& r : batch.block_scales) {
+        store::append_block_exponents(r.exponents, m_block_blobs);
+        blob_ends.push_back(m_block_blobs.size());
+    }
+    auto bind_block_scales = [&](Statement& q, int p, const BlockScaleRecord& r) {
+        const auto i = static_cast<std::size_t>(&r - batch.block_scales.data());
+        const std::size_t begin = i == 0 ? 0 : blob_ends[i - 1];
+        const std::span<const std::uint8_t> blob(m_block_blobs.data() + begin, blob_ends[i] - begin);
+        q.bind(p + 1, run_id).bind(p + 2, r.step).bind(p + 3, static_cast<std::int64_t>(r.layer));
+        q.bind(p + 4, static_cast<std::int64_t>(r.operand)).bind_static(p + 5, r.name);
+        q.bind_static(p + 6, matmul_operand_name(r.operand)).bind_static(p + 7, block_format_name(r.format));
+        q.bind(p + 8, r.own).bind(p + 9, r.rows_total).bind(p + 10, r.rows).bind(p + 11, r.row_length);
+        q.bind(p + 12, r.blocks_per_row).bind_static_blob(p + 13, blob);
+    };
+    insert_rows(batch.block_scales, m_insert_block_scale, m_insert_block_scales, rows_per_insert,
+                store::block_scale_steps_table(), bind_block_scales);
     for (const EvalRecord& e : batch.evals) {
         Statement& q = m_insert_eval;
         q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);
@@ -453,6 +505,9 @@ void Recorder::on_op_steps(const std::vector<OpStepRecord>& ops) {
 }
 void Recorder::on_what_if(const std::vector<WhatIfRecord>& rows) {
     m_impl->push_what_if(rows);
+}
+void Recorder::on_block_scales(const std::vector<BlockScaleRecord>& rows) {
+    m_impl->push_block_scales(rows);
 }
 
 void Recorder::finish(RunStatus status, const std::string& error) {

@@ -34,6 +34,7 @@ struct Recorder::Impl {
     void push_event(const Event& event);
     void push_ops(const std::vector<OpStepRecord>& ops);
     void push_what_if(const std::vector<WhatIfRecord>& rows);
+    void push_block_scales(const std::vector<BlockScaleRecord>& rows);  // throws for a malformed record
     void finish(RunStatus status, const std::string& error);
     std::string error() const;
 
@@ -71,8 +72,12 @@ private:
         std::vector<Event> events;
         std::vector<QueuedOp> ops;
         std::vector<std::pair<std::int32_t, WhatIfRecord>> what_if;  // with its slot: its format's place
+        // Compressed by the writer (block_scale_codec.h), so the training thread only copies.
+        std::vector<BlockScaleRecord> block_scales;
+        std::size_t block_scale_units = 0;  // their block_scale_units(), summed
         std::size_t rows() const {
-            return steps.size() + layers.size() + evals.size() + events.size() + ops.size() + what_if.size();
+            return steps.size() + layers.size() + evals.size() + events.size() + ops.size() + what_if.size() +
+                   block_scale_units;
         }
         void clear() {  // keeps the capacity: batches are swapped and reused
             steps.clear();
@@ -82,8 +87,15 @@ private:
             events.clear();
             ops.clear();
             what_if.clear();
+            block_scales.clear();
+            block_scale_units = 0;
         }
     };
+
+    // What a block-scale row counts for against the queue's bound: one row per 64 exponents
+    // (128 bytes, about a queued layer row's size), so that the bound holds the queue's memory
+    // for these rows of tens of kilobytes too.
+    static std::size_t block_scale_units(const BlockScaleRecord& r) { return 1 + r.exponents.size() / 64; }
 
     // Waits (lock held) until `rows` more fit; false when the rows must be dropped (finished or
     // failed). Queues the backpressure notice once per episode.
@@ -120,10 +132,11 @@ private:
     // statement for many rows spends SQLite's per-statement work once.
     static constexpr int rows_per_insert = 16;
     store::Statement m_insert_step, m_insert_steps, m_insert_layer, m_insert_layers, m_insert_op, m_insert_ops;
-    store::Statement m_insert_what_if, m_insert_what_ifs;
+    store::Statement m_insert_what_if, m_insert_what_ifs, m_insert_block_scale, m_insert_block_scales;
     store::Statement m_insert_eval, m_insert_event;
     store::Statement m_update_progress, m_update_final, m_update_failed;
     Batch m_batch;                  // the batch being written
+    std::vector<std::uint8_t> m_block_blobs;  // the batch's block-scale blobs, bound in place
     std::int64_t m_step_count = 0;  // rows committed to steps
     std::int64_t m_last_step = 0;
     double m_last_time_s = 0;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/block_scale_codec.h"
 #include "store/export_table.h"
 #include "store/histogram_codec.h"
 #include "store/interrupted_runs.h"
@@ -444,6 +445,21 @@ std::vector<WhatIfRecord> RunStore::what_if_steps(std::int64_t run_id, std::int6
     return out;
 }
 
+std::vector<BlockScaleRecord> RunStore::block_scale_steps(std::int64_t run_id, std::int64_t from_step) {
+    std::vector<BlockScaleRecord> out;
+    Statement q(m_impl->db(), select_sql(store::block_scale_steps_table(), "run_id = ? AND step >= ?"));
+    q.bind(1, run_id).bind(2, from_step);
+    while (q.step()) out.push_back(store::read_block_scale_row(q, run_id));
+    return out;
+}
+
+std::optional<std::int64_t> RunStore::last_block_scale_step(std::int64_t run_id) {
+    Statement q(m_impl->db(), "SELECT max(step) FROM block_scale_steps WHERE run_id = ?");
+    q.bind(1, run_id);
+    if (!q.step() || q.column_is_null(0)) return std::nullopt;
+    return q.column_int(0);
+}
+
 namespace {
 
 // The rows a run's steps trained (RunTotals::samples): each step's from its own two figures, a
@@ -509,9 +525,10 @@ RunTotals RunStore::totals(std::int64_t run_id) {
         t.samples = samples;
         t.samples_per_s = run_samples_per_s(*samples, *t.elapsed_s);
     }
-    for (auto [table, field] : {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals},
-                                std::pair{"events", &t.events}, std::pair{"op_steps", &t.op_rows},
-                                std::pair{"what_if_steps", &t.what_if_rows}}) {
+    for (auto [table, field] :
+         {std::pair{"layer_steps", &t.layer_rows}, std::pair{"evals", &t.evals}, std::pair{"events", &t.events},
+          std::pair{"op_steps", &t.op_rows}, std::pair{"what_if_steps", &t.what_if_rows},
+          std::pair{"block_scale_steps", &t.block_scale_rows}}) {
         Statement q(db, std::string("SELECT count(*) FROM ") + table + " WHERE run_id = ?");
         q.bind(1, run_id);
         q.step();

@@ -84,11 +84,13 @@ struct RunTotals {
     std::int64_t layer_rows = 0, evals = 0, events = 0;
     std::int64_t op_rows = 0;  // rows in op_steps (schema version 5; 0 for a model without such ops)
     std::int64_t what_if_rows = 0;  // rows in what_if_steps (schema version 6)
+    std::int64_t block_scale_rows = 0;  // rows in block_scale_steps (schema version 7)
 };
 
 // How a Recorder batches and waits. The defaults are what training uses; tests shrink them.
 struct RecorderOptions {
-    std::size_t queue_bound_rows = 100000;  // queued rows (steps + layer rows + op rows + evals + events)
+    std::size_t queue_bound_rows = 100000;  // queued rows (steps + layer rows + op rows + evals + events;
+                                            // a block-scale row counts one per 64 exponents)
                                             // beyond which the training thread waits
     int commit_interval_ms = 100;           // the writer commits at least this often when rows wait
     std::int64_t max_page_count = 0;        // > 0: caps the file (PRAGMA max_page_count), which
@@ -156,6 +158,14 @@ public:
     // order the run listed them; NULL SQNRs read back as NaN. Empty for a run recorded before
     // schema version 6 or without what-if formats.
     std::vector<WhatIfRecord> what_if_steps(std::int64_t run_id, std::int64_t from_step = 0);
+    // The run's block-scale views at or after from_step, by step, then layer, then operand (x, W,
+    // dy). Empty for a run recorded before schema version 7 or without views. A row that is not
+    // sound (its exponents damaged or not the size its rows and blocks say, an operand or format
+    // this build does not know) throws Error naming it (store/block_scale_codec.h).
+    std::vector<BlockScaleRecord> block_scale_steps(std::int64_t run_id, std::int64_t from_step = 0);
+    // The last step that has block-scale views; empty when none has. (A run's views are large:
+    // `show` reads this step's alone.)
+    std::optional<std::int64_t> last_block_scale_step(std::int64_t run_id);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
     // run whose recording process still lives (stop it first). Names, notes and tags (and a new
@@ -169,8 +179,10 @@ public:
     enum class ExportFormat { csv, json };
     std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
     // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
-    // evals, events, layers, op_steps, what_if_steps. CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of
-    // objects, one per line. docs/schema.md, "Exports", gives the value formats.
+    // evals, events, layers, op_steps, what_if_steps, block_scale_steps (a row per view: its
+    // distribution and its exponents as text, not the blob). CSV: a header row, RFC 4180 quoting,
+    // CRLF line ends. JSON: an array of objects, one per line. docs/schema.md, "Exports", gives the
+    // value formats.
     void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
     static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"
 
@@ -194,6 +206,10 @@ public:
     void on_op_steps(const std::vector<OpStepRecord>& ops) override;
     // Queued like op rows: one row per (layer, format).
     void on_what_if(const std::vector<WhatIfRecord>& rows) override;
+    // Queued like op rows: one row per (layer, operand), weighed against the bound by its size
+    // (RecorderOptions), its exponents compressed by the writer. Throws Error, queueing none of
+    // `rows`, when a record's exponents are not rows x blocks_per_row or its rows exceed rows_total.
+    void on_block_scales(const std::vector<BlockScaleRecord>& rows) override;
     // Flushes every queued row, sets the final status (and the error, for failed), joins the writer.
     void finish(RunStatus status, const std::string& error = {});
     // Non-empty when the writer hit an error (disk full): recording stopped, data so far kept.

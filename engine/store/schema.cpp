@@ -191,6 +191,35 @@ CREATE TABLE what_if_steps (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 6 -> 7: the block-scale views (config/telemetry.h, BlockScaleRecord; docs/numerics.md,
+// "Block-scale views"): on the steps that measure per-layer statistics, one row per matmul layer
+// and operand quantised in blocks (slot 0 x, 1 W, 2 dy; `operand` its name), in the block format
+// `format` (the matmul's own when `own`, else train.block_scales.format). `exponents` holds the
+// power of two of every block's scale, `rows` x `blocks_per_row` of them row-major, as int16
+// little-endian compressed with zlib (block_scale_codec.h); `rows` of the tensor's `rows_total`
+// rows along the reduction (length `row_length`) when the views keep a sample. A rowid table, not
+// WITHOUT ROWID like the others: SQLite advises WITHOUT ROWID for rows well under a twentieth of a
+// page, and these run to kilobytes. Runs recorded before version 7, and runs without views, have
+// none.
+const char* const migration_6_to_7 = R"sql(
+CREATE TABLE block_scale_steps (
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step            INTEGER NOT NULL,
+    layer           INTEGER NOT NULL,
+    slot            INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    operand         TEXT NOT NULL,
+    format          TEXT NOT NULL,
+    own             INTEGER NOT NULL,
+    rows_total      INTEGER NOT NULL,
+    rows            INTEGER NOT NULL,
+    row_length      INTEGER NOT NULL,
+    blocks_per_row  INTEGER NOT NULL,
+    exponents       BLOB NOT NULL,
+    PRIMARY KEY (run_id, step, layer, slot)
+);
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -276,6 +305,16 @@ constexpr std::array what_if_steps_columns = {
     ColumnSpec{"dy_sqnr_db", ColumnKind::real},      ColumnSpec{"dy_values", ColumnKind::integer},
 };
 
+constexpr std::array block_scale_steps_columns = {
+    ColumnSpec{"step", ColumnKind::integer},        ColumnSpec{"layer", ColumnKind::integer},
+    ColumnSpec{"slot", ColumnKind::integer},        ColumnSpec{"name", ColumnKind::text},
+    ColumnSpec{"operand", ColumnKind::text},        ColumnSpec{"format", ColumnKind::text},
+    ColumnSpec{"own", ColumnKind::boolean},         ColumnSpec{"rows_total", ColumnKind::integer},
+    ColumnSpec{"rows", ColumnKind::integer},        ColumnSpec{"row_length", ColumnKind::integer},
+    ColumnSpec{"blocks_per_row", ColumnKind::integer},
+    ColumnSpec{"exponents", ColumnKind::block_exponents},
+};
+
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
     "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
@@ -290,16 +329,17 @@ const TableSpec events_spec{"events", events_columns, "id"};
 const TableSpec layers_spec{"layers", layers_columns, "layer"};
 const TableSpec op_steps_spec{"op_steps", op_steps_columns, "step, op"};
 const TableSpec what_if_steps_spec{"what_if_steps", what_if_steps_columns, "step, layer, slot"};
+const TableSpec block_scale_steps_spec{"block_scale_steps", block_scale_steps_columns, "step, layer, slot"};
 
 // Every per-run table, in the order of their creation.
-constexpr std::array<const TableSpec*, 7> run_tables = {&steps_spec,  &layer_steps_spec, &evals_spec,
-                                                        &events_spec, &layers_spec,      &op_steps_spec,
-                                                        &what_if_steps_spec};
+constexpr std::array<const TableSpec*, 8> run_tables = {&steps_spec,         &layer_steps_spec,      &evals_spec,
+                                                        &events_spec,        &layers_spec,           &op_steps_spec,
+                                                        &what_if_steps_spec, &block_scale_steps_spec};
 
 // The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5,
-// `what_if_steps` from version 6.
-constexpr std::array<const char*, 8> table_names = {"runs",   "steps",  "layer_steps", "evals",
-                                                    "events", "layers", "op_steps",    "what_if_steps"};
+// `what_if_steps` from version 6, `block_scale_steps` from version 7.
+constexpr std::array<const char*, 9> table_names = {
+    "runs", "steps", "layer_steps", "evals", "events", "layers", "op_steps", "what_if_steps", "block_scale_steps"};
 
 }  // namespace
 
@@ -328,6 +368,10 @@ const TableSpec& what_if_steps_table() {
     return what_if_steps_spec;
 }
 
+const TableSpec& block_scale_steps_table() {
+    return block_scale_steps_spec;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
@@ -335,7 +379,7 @@ const TableSpec* find_run_table(std::string_view name) {
 }
 
 std::span<const char* const> store_tables(int version) {
-    return std::span(table_names).first(version >= 6 ? 8 : version >= 5 ? 7 : version >= 4 ? 6 : 5);
+    return std::span(table_names).first(version >= 7 ? 9 : version >= 6 ? 8 : version >= 5 ? 7 : version >= 4 ? 6 : 5);
 }
 
 std::string missing_column(Connection& db) {
@@ -394,6 +438,7 @@ void migrate_schema(Connection& db, int from) {
         case 3: db.exec(migration_3_to_4, "migrating the schema from version 3 to 4"); break;
         case 4: db.exec(migration_4_to_5, "migrating the schema from version 4 to 5"); break;
         case 5: db.exec(migration_5_to_6, "migrating the schema from version 5 to 6"); break;
+        case 6: db.exec(migration_6_to_7, "migrating the schema from version 6 to 7"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

@@ -232,6 +232,8 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
             for (auto& s : sinks) s->on_op_steps(r.ops);
         if (!r.what_if.empty())
             for (auto& s : sinks) s->on_what_if(r.what_if);
+        if (!r.block_scales.empty())
+            for (auto& s : sinks) s->on_block_scales(r.block_scales);
         samples += r.samples;
         std::lock_guard lock(summary_mutex);
         summary.steps = r.step.step + 1;

@@ -17,6 +17,7 @@
 #include "data/text_corpus.h"
 #include "error.h"
 #include "train/lr_schedule.h"
+#include "weights/state_dict.h"
 #include "config/throughput.h"
 
 namespace mantissa {
@@ -164,6 +165,14 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
     if (m_backend->name() == "cpu") check_cpu_memory(m_experiment.model, t.batch_size, needed, physical_memory_bytes());
     try {
         m_network = std::make_unique<Network>(*m_backend, m_desc, t.batch_size, t.seed, recipe, formats, op_formats());
+        // model.init_from: the file's values replace the seeded ones before the optimizer sees them.
+        if (!m_experiment.model.init_from.empty()) {
+            try {
+                load_state_dict(*m_network, m_experiment.model.init_from);
+            } catch (const Error& e) {
+                throw Error(std::string("model.init_from: ") + e.what());
+            }
+        }
         m_optimizer = std::make_unique<Optimizer>(*m_backend, *m_network, t, m_experiment.precision.rounding.weights);
     } catch (const std::bad_alloc&) {
         m_optimizer.reset();
@@ -179,9 +188,21 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
         m_what_if_refused = m_backend->unsupported(BackendOp::what_if, Format::fp32);
         if (m_what_if_refused.empty()) {
             m_what_if = std::make_unique<WhatIfStatistics>(t.what_if, recipe, m_network->layer_count());
-            m_network->set_operand_observer(m_what_if.get());
+            m_observers.add(m_what_if.get());
         }
     }
+    if (t.block_scales.enabled) {
+        // The views read operands back mid-step as the what-if statistics do. With "own" there is
+        // nothing to say on a backend that cannot: it runs no block format either.
+        const std::string refused = m_backend->unsupported(BackendOp::what_if, Format::fp32);
+        if (refused.empty()) {
+            m_block_scales = std::make_unique<BlockScaleViews>(t.block_scales);
+            m_observers.add(m_block_scales.get());
+        } else if (t.block_scales.format) {
+            m_block_scales_refused = refused;
+        }
+    }
+    if (!m_observers.empty()) m_network->set_operand_observer(&m_observers);
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
     if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
     else if (!options.synchronous) m_pipeline = m_backend->create_pipeline(scaling);
@@ -354,8 +375,10 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     m_network->forward_uploaded(count, true);
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);
+    if (stats && m_block_scales) m_block_scales->begin_step(m_step);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
     if (stats && m_what_if) m_issued.back().what_if = m_what_if->take();
+    if (stats && m_block_scales) m_issued.back().block_scales = m_block_scales->take();
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
     // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,
     // fc1.dW, fc1.dB); the weights' gradients get the statistics.
@@ -393,6 +416,8 @@ void Trainer::report_one() {
     r.ops.clear();
     r.what_if = std::move(issued.what_if);
     issued.what_if.clear();
+    r.block_scales = std::move(issued.block_scales);
+    issued.block_scales.clear();
     r.events.clear();
     const int layers = m_network->layer_count();
 
@@ -489,6 +514,11 @@ void Trainer::report_one() {
         r.events.push_back({issued.step, s.time_s, EventKind::notice, "No what-if statistics: " + m_what_if_refused,
                             json{{"what_if", "unsupported"}}.dump()});
         m_what_if_refused.clear();
+    }
+    if (!m_block_scales_refused.empty()) {
+        r.events.push_back({issued.step, s.time_s, EventKind::notice, "No block-scale views: " + m_block_scales_refused,
+                            json{{"block_scales", "unsupported"}}.dump()});
+        m_block_scales_refused.clear();
     }
     if (res.replayed && !m_told_replay) {
         m_told_replay = true;

@@ -30,6 +30,7 @@
 #include "config/experiment.h"
 #include "backend/loss_scaler.h"
 #include "train/optimizer.h"
+#include "train/block_scale_views.h"
 #include "train/what_if.h"
 #include "config/telemetry.h"
 
@@ -41,6 +42,7 @@ struct StepReport {
     std::vector<LayerStepRecord> layers;  // one per layer on stats steps, else empty
     std::vector<OpStepRecord> ops;        // attention logits and layer norm variances, as layers
     std::vector<WhatIfRecord> what_if;    // on stats steps of a run with train.what_if formats
+    std::vector<BlockScaleRecord> block_scales;  // on stats steps, the block-scaled operands' scales
     std::vector<Event> events;            // overflow, scale_change, divergence, notices
 };
 
@@ -155,6 +157,7 @@ private:
         bool stats = false;
         std::vector<ComputeFormat> precisions;  // per layer
         std::vector<WhatIfRecord> what_if;      // measured by the step's backward
+        std::vector<BlockScaleRecord> block_scales;  // viewed by the step's backward
     };
     void issue();
     void issue_body_of_step(std::int64_t count, bool stats);
@@ -198,6 +201,9 @@ private:
     bool m_told_replay = false, m_told_recording_off = false;  // each notice once a run
     std::unique_ptr<WhatIfStatistics> m_what_if;  // null: train.what_if lists no format
     std::string m_what_if_refused;                // the backend's sentence, said at the first step
+    std::unique_ptr<BlockScaleViews> m_block_scales;  // null: train.block_scales is off
+    std::string m_block_scales_refused;           // as m_what_if_refused
+    OperandObservers m_observers;                 // the two above, as the network's one observer
     std::deque<Issued> m_issued;
     std::vector<Issued> m_issued_spare;
     StepResults m_results;

@@ -15,39 +15,15 @@ namespace mantissa {
 
 namespace {
 
-Format fp8_element(OperandRole role) { return role == OperandRole::grad_output ? Format::fp8_e5m2 : Format::fp8_e4m3; }
+Format fp8_element(MatmulOperand role) { return role == MatmulOperand::grad_output ? Format::fp8_e5m2 : Format::fp8_e4m3; }
 
 double fraction(std::int64_t part, std::int64_t whole) {
     return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-// The distinct samples (rows of a (batch, ...) tensor) the patch rows `indices` fall in, in order.
-std::vector<std::int64_t> samples_of(const std::vector<std::int64_t>& indices, std::int64_t per_sample) {
-    std::vector<std::int64_t> samples;
-    for (std::int64_t i : indices)
-        if (samples.empty() || samples.back() != i / per_sample) samples.push_back(i / per_sample);
-    return samples;
-}
-
-// The position in `samples` of sample s (indices are increasing, so a forward search).
-std::size_t slot_of(const std::vector<std::int64_t>& samples, std::int64_t s, std::size_t from) {
-    while (from < samples.size() && samples[from] != s) ++from;
-    return from;
-}
-
 }  // namespace
 
-std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements) {
-    std::int64_t count = total;
-    if (max_elements > 0 && row_len > 0)
-        count = std::clamp<std::int64_t>(max_elements / row_len, 1, std::max<std::int64_t>(total, 1));
-    count = std::min(count, total);
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-    for (std::int64_t i = 0; i < count; ++i) rows[static_cast<std::size_t>(i)] = i * total / count;
-    return rows;
-}
-
-QuantisationStats measure_operand(const ComputeFormat& format, OperandRole role, const OperandSample& s,
+QuantisationStats measure_operand(const ComputeFormat& format, MatmulOperand role, const OperandSample& s,
                                   Fp8Scale fp8, std::vector<float>& scratch) {
     const std::int64_t n = s.rows * s.K;
     const auto count = static_cast<std::size_t>(n);
@@ -119,16 +95,16 @@ WhatIfStatistics::Shadow& WhatIfStatistics::shadow(int layer) {
     return *s;
 }
 
-Fp8Scale WhatIfStatistics::delayed_scale(const MatmulOperands& o, OperandRole role, AmaxHistory& shadow) const {
+Fp8Scale WhatIfStatistics::delayed_scale(const MatmulOperands& o, MatmulOperand role, AmaxHistory& shadow) const {
     // The layer's own history where its matmul for this operand runs FP8 with delayed scaling:
     // the scale its cast uses this step.
     const ComputeFormat e4m3(Format::fp8_e4m3);
     const LayerFormats& f = o.layer.formats();
     const bool own = o.fp8 && m_recipe.scaling == Fp8Scaling::delayed &&
-                     (role == OperandRole::grad_output ? f.dgrad == e4m3 : f.fp8());
+                     (role == MatmulOperand::grad_output ? f.dgrad == e4m3 : f.fp8());
     if (own) {
-        const Fp8TensorSnapshot s = o.fp8->snapshot(role == OperandRole::input    ? Fp8Role::input
-                                                    : role == OperandRole::weight ? Fp8Role::weight
+        const Fp8TensorSnapshot s = o.fp8->snapshot(role == MatmulOperand::input    ? Fp8Role::input
+                                                    : role == MatmulOperand::weight ? Fp8Role::weight
                                                                                   : Fp8Role::grad_output);
         return {s.scale, s.scale_inv};
     }
@@ -139,68 +115,8 @@ void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
     if (!m_active || m_spec.formats.empty() || o.layer.index() < 0) return;
     const std::int64_t max = m_spec.max_elements;
 
-    // W: rows of (out, K) in both kinds, K = the forward's reduction.
-    OperandSample w;
-    {
-        const std::int64_t rows = o.weight.desc().rows, K = o.in;
-        m_indices = sample_row_indices(rows, K, max);
-        m_w.resize(m_indices.size() * static_cast<std::size_t>(K));
-        w = {m_w.data(), static_cast<std::int64_t>(m_indices.size()), K,
-             backend.sample_rows(o.weight, rows * K, K, m_indices, m_w.data())};
-    }
-
-    OperandSample x, dy;
-    if (!o.conv) {
-        m_indices = sample_row_indices(o.rows, o.in, max);
-        m_x.resize(m_indices.size() * static_cast<std::size_t>(o.in));
-        x = {m_x.data(), static_cast<std::int64_t>(m_indices.size()), o.in,
-             backend.sample_rows(o.x, o.rows * o.in, o.in, m_indices, m_x.data())};
-        m_indices = sample_row_indices(o.rows, o.out, max);
-        m_dy.resize(m_indices.size() * static_cast<std::size_t>(o.out));
-        dy = {m_dy.data(), static_cast<std::int64_t>(m_indices.size()), o.out,
-              backend.sample_rows(o.dy, o.rows * o.out, o.out, m_indices, m_dy.data())};
-    } else {
-        // The forward multiplies W by the patches under the kernel (im2col: (c, ky, kx) order,
-        // zeros in the padding); dgrad reads dy along the output channels at each position.
-        const Conv2dGeometry& g = *o.conv;
-        const std::int64_t P = g.out_h() * g.out_w(), patch = g.patch();
-        m_indices = sample_row_indices(o.rows * P, patch, max);
-        std::vector<std::int64_t> samples = samples_of(m_indices, P);
-        m_whole.resize(samples.size() * static_cast<std::size_t>(g.in_size()));
-        const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), samples, m_whole.data());
-        m_x.resize(m_indices.size() * static_cast<std::size_t>(patch));
-        std::size_t slot = 0;
-        for (std::size_t r = 0; r < m_indices.size(); ++r) {
-            const std::int64_t sample = m_indices[r] / P, p = m_indices[r] % P;
-            slot = slot_of(samples, sample, slot);
-            const float* img = m_whole.data() + static_cast<std::int64_t>(slot) * g.in_size();
-            const std::int64_t oy = p / g.out_w(), ox = p % g.out_w();
-            float* row = m_x.data() + static_cast<std::int64_t>(r) * patch;
-            for (std::int64_t c = 0; c < g.in_channels; ++c)
-                for (std::int64_t ky = 0; ky < g.kernel; ++ky)
-                    for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
-                        const std::int64_t iy = oy * g.stride - g.padding + ky, ix = ox * g.stride - g.padding + kx;
-                        const bool inside = iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w;
-                        *row++ = inside ? img[(c * g.in_h + iy) * g.in_w + ix] : 0.0f;
-                    }
-        }
-        x = {m_x.data(), static_cast<std::int64_t>(m_indices.size()), patch, mx};
-
-        const std::int64_t Co = g.out_channels;
-        m_indices = sample_row_indices(o.rows * P, Co, max);
-        samples = samples_of(m_indices, P);
-        m_whole.resize(samples.size() * static_cast<std::size_t>(g.out_size()));
-        const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), samples, m_whole.data());
-        m_dy.resize(m_indices.size() * static_cast<std::size_t>(Co));
-        slot = 0;
-        for (std::size_t r = 0; r < m_indices.size(); ++r) {
-            const std::int64_t sample = m_indices[r] / P, p = m_indices[r] % P;
-            slot = slot_of(samples, sample, slot);
-            const float* d = m_whole.data() + static_cast<std::int64_t>(slot) * g.out_size();
-            for (std::int64_t c = 0; c < Co; ++c) m_dy[r * static_cast<std::size_t>(Co) + static_cast<std::size_t>(c)] = d[c * P + p];
-        }
-        dy = {m_dy.data(), static_cast<std::int64_t>(m_indices.size()), Co, mdy};
-    }
+    const OperandSampler::Samples sampled = m_sampler.take(backend, o, {max, max, max});
+    const OperandSample &x = sampled.x, &w = sampled.w, &dy = sampled.dy;
 
     // Each (format, operand) on its own: spread over the machine's threads, each with its scratch.
     Shadow& sh = shadow(o.layer.index());
@@ -216,7 +132,7 @@ void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
     }
     const OperandSample* samples[3] = {&x, &w, &dy};
     AmaxHistory* shadows[3] = {&sh.x, &sh.w, &sh.dy};
-    const OperandRole roles[3] = {OperandRole::input, OperandRole::weight, OperandRole::grad_output};
+    const MatmulOperand roles[3] = {MatmulOperand::input, MatmulOperand::weight, MatmulOperand::grad_output};
     Fp8Scale scales[3];
     for (int t = 0; t < 3; ++t) scales[t] = delayed_scale(o, roles[t], *shadows[t]);
     const int tasks = static_cast<int>(3 * formats);

@@ -24,19 +24,9 @@
 #include "config/experiment.h"
 #include "config/telemetry.h"
 #include "model/operand_observer.h"
+#include "train/operand_sampler.h"
 
 namespace mantissa {
-
-enum class OperandRole : std::uint8_t { input, weight, grad_output };
-
-// An operand's sample: `rows` runs of K values along the reduction dimension, side by side, and
-// the magnitudes of the whole tensor (its amax feeds FP8 scaling; NVFP4's tensor scale is taken
-// from the finite amax).
-struct OperandSample {
-    const float* values = nullptr;
-    std::int64_t rows = 0, K = 0;
-    Backend::RowSample magnitudes;
-};
 
 // The scale per-tensor FP8 would use: multiply before the saturating cast, multiply after by the
 // inverse (as the matmul's dequantisation does).
@@ -46,13 +36,8 @@ struct Fp8Scale {
 
 // What quantising `s` to `format` as operand `role` does; scratch is resized as needed. fp8_e4m3
 // takes `fp8` (dy in e5m2); the other formats ignore it.
-QuantisationStats measure_operand(const ComputeFormat& format, OperandRole role, const OperandSample& s,
+QuantisationStats measure_operand(const ComputeFormat& format, MatmulOperand role, const OperandSample& s,
                                   Fp8Scale fp8, std::vector<float>& scratch);
-
-// The rows a sample takes of `total` rows of `row_len` values: as many whole rows as
-// max_elements holds (at least one; every row when max_elements is 0 or holds them all), spread
-// evenly from the first.
-std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements);
 
 class WhatIfStatistics final : public OperandObserver {
 public:
@@ -76,7 +61,7 @@ private:
         AmaxHistory x, w, dy;
     };
     Shadow& shadow(int layer);
-    Fp8Scale delayed_scale(const MatmulOperands& o, OperandRole role, AmaxHistory& shadow) const;
+    Fp8Scale delayed_scale(const MatmulOperands& o, MatmulOperand role, AmaxHistory& shadow) const;
 
     WhatIfSpec m_spec;
     Fp8Recipe m_recipe;
@@ -84,10 +69,9 @@ private:
     std::int64_t m_step = -1;
     bool m_active = false;
     std::vector<WhatIfRecord> m_rows;
-    // Kept between steps: the samples and the quantised copy.
-    std::vector<float> m_x, m_w, m_dy, m_whole;
+    // Kept between steps: the samples and the quantised copies.
+    OperandSampler m_sampler;
     std::vector<std::vector<float>> m_scratch;  // one per thread
-    std::vector<std::int64_t> m_indices;
 };
 
 }  // namespace mantissa

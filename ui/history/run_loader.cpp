@@ -70,6 +70,9 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto events = store.events(runId, std::max<std::int64_t>(cursor.eventStep, 0));
     const auto ops = store.op_steps(runId, std::max<std::int64_t>(cursor.opStep, 0));
     const auto whatIf = store.what_if_steps(runId, std::max<std::int64_t>(cursor.whatIfStep, 0));
+    const auto blockScales = cursor.blockScales
+                                 ? store.block_scale_steps(runId, std::max<std::int64_t>(cursor.blockScaleStep, 0))
+                                 : std::vector<BlockScaleRecord>{};
     if (!cursor.started) {
         const std::string config = store.run(runId).config_json;
         series.reset(layerNames(config, layerRows));
@@ -81,13 +84,15 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     const auto newEvents = unseen(events, cursor.eventStep, cursor.eventsAtStep);
     const auto newOps = unseen(ops, cursor.opStep, cursor.opsAtStep);
     const auto newWhatIf = unseen(whatIf, cursor.whatIfStep, cursor.whatIfAtStep);
+    const auto newBlockScales = unseen(blockScales, cursor.blockScaleStep, cursor.blockScalesAtStep);
 
     // Interleaved by step as they arrived live: a step's record, then its layers and its what-if
     // rows, then its evaluations and events (RunSeries keeps each kind in its own series, so this
     // only matters for the order of the event log, which follows the stored order).
-    std::size_t li = 0, vi = 0, ei = 0, oi = 0, wi = 0;
+    std::size_t li = 0, vi = 0, ei = 0, oi = 0, wi = 0, bi = 0;
     std::vector<OpStepRecord> stepOps;
     std::vector<WhatIfRecord> stepWhatIf;
+    std::vector<BlockScaleRecord> stepBlockScales;
     auto flushUpTo = [&](std::int64_t step) {
         while (oi < newOps.size() && newOps[oi]->step <= step) {  // one step's op statistics at a time
             stepOps.clear();
@@ -104,6 +109,14 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
             for (; wi < newWhatIf.size() && newWhatIf[wi]->step == at; ++wi) stepWhatIf.push_back(*newWhatIf[wi]);
             series.addWhatIf(stepWhatIf);
         }
+        // And its block-scale views, one step at a time as live: the series keeps the newest maps.
+        while (bi < newBlockScales.size() && newBlockScales[bi]->step <= step) {
+            stepBlockScales.clear();
+            const std::int64_t at = newBlockScales[bi]->step;
+            for (; bi < newBlockScales.size() && newBlockScales[bi]->step == at; ++bi)
+                stepBlockScales.push_back(*newBlockScales[bi]);
+            series.addBlockScales(stepBlockScales);
+        }
         for (; vi < newEvals.size() && newEvals[vi]->step <= step; ++vi) series.addEval(*newEvals[vi]);
         for (; ei < newEvents.size() && newEvents[ei]->step <= step; ++ei) series.addEvent(*newEvents[ei]);
     };
@@ -115,7 +128,35 @@ std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series,
     }
     flushUpTo(INT64_MAX);
     return static_cast<std::int64_t>(steps.size() + newLayers.size() + newEvals.size() + newEvents.size() +
-                                     newOps.size() + newWhatIf.size());
+                                     newOps.size() + newWhatIf.size() + newBlockScales.size());
+}
+
+std::int64_t loadBlockScaleMaps(RunStore& store, std::int64_t runId, std::int64_t step, RunSeries& series) {
+    const BlockScaleSeries& views = series.blockScales();
+    const std::vector<std::int64_t> steps = views.allSteps();
+    const auto at = std::lower_bound(steps.begin(), steps.end(), step);
+    if (at == steps.end() || *at != step) return 0;
+    // The step, then its neighbours one on each side in turn, while half the budget holds them.
+    const std::size_t room = views.mapBudget() / 2;
+    std::size_t bytes = views.mapBytesOfStep(step);
+    auto lo = at, hi = at + 1;
+    for (bool grew = true; grew;) {
+        grew = false;
+        if (lo != steps.begin() && bytes + views.mapBytesOfStep(*(lo - 1)) <= room) {
+            bytes += views.mapBytesOfStep(*--lo);
+            grew = true;
+        }
+        if (hi != steps.end() && bytes + views.mapBytesOfStep(*hi) <= room) {
+            bytes += views.mapBytesOfStep(*hi++);
+            grew = true;
+        }
+    }
+    const std::int64_t last = *(hi - 1);
+    std::vector<BlockScaleRecord> rows = store.block_scale_steps(runId, *lo);
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const BlockScaleRecord& r) { return r.step > last; }),
+               rows.end());
+    series.addBlockScales(rows);  // one call: none of them pushes another out
+    return static_cast<std::int64_t>(rows.size());
 }
 
 std::int64_t loadRun(RunStore& store, std::int64_t runId, RunSeries& series) {

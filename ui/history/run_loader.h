@@ -32,14 +32,25 @@ struct RunCursor {
     std::int64_t eventStep = -1, eventsAtStep = 0;
     std::int64_t opStep = -1, opsAtStep = 0;     // op statistics (a language model's)
     std::int64_t whatIfStep = -1, whatIfAtStep = 0;  // what-if statistics (train.what_if)
+    std::int64_t blockScaleStep = -1, blockScalesAtStep = 0;  // block-scale views (train.block_scales)
+    // Whether to read the block-scale views at all: a RunViewer shows them; an overlay, which
+    // draws only charts, leaves their maps (tens of KB a step) unread.
+    bool blockScales = false;
     bool started = false;                        // the series was reset with the run's layers
 };
 
 // Appends to `series` whatever of run `runId` the cursor has not seen (the whole run the first
 // time, after resetting the series with the run's layer names). Returns the number of rows added
-// (steps + layer rows + evaluations + events + op statistics + what-if rows). Throws
-// mantissa::Error from the store.
+// (steps + layer rows + evaluations + events + op statistics + what-if rows + block-scale views
+// when the cursor asks for them). Throws mantissa::Error from the store.
 std::int64_t loadNewRows(RunStore& store, std::int64_t runId, RunSeries& series, RunCursor& cursor);
+
+// Reads the block maps of `step` again, with those of the statistics steps around it that fit in
+// half the series' map budget (so moving the step slider near it reads nothing more), into a
+// series a whole load has filled (their distributions are there: they say what each step costs).
+// The store reads every view from the first of those steps on, so the cost is the rest of the
+// run's views, once. Returns the records added. Throws mantissa::Error from the store.
+std::int64_t loadBlockScaleMaps(RunStore& store, std::int64_t runId, std::int64_t step, RunSeries& series);
 
 // Loads a whole recorded run into `series` (reset first). Returns the rows added.
 std::int64_t loadRun(RunStore& store, std::int64_t runId, RunSeries& series);

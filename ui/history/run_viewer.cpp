@@ -4,13 +4,17 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
+#include <QShowEvent>
 #include <QSplitter>
 #include <QTextDocument>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
+#include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
 #include "charts/number_format.h"
 #include "history/close_keys.h"
@@ -56,6 +60,16 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     m_sample->hide();  // a language model's run shows it beside the events
     m_whatIf = new WhatIfPanel;
     m_whatIf->hide();  // so does a run with what-if statistics
+    m_blockScales = new BlockScalePanel;
+    m_blockScales->hide();  // and one with block-scale views
+    m_blockScales->setMapLoader([this](std::int64_t step) {
+        try {
+            loadBlockScaleMaps(*m_store, m_runId, step, m_series);
+            return QString();
+        } catch (const std::exception& e) {
+            return QString::fromStdString(e.what());
+        }
+    });
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
 
     auto* header = new QHBoxLayout;
@@ -64,14 +78,17 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->setChildrenCollapsible(false);
     splitter->addWidget(m_charts);
-    auto* bottom = new QSplitter(Qt::Horizontal);
-    bottom->setChildrenCollapsible(false);
-    bottom->addWidget(m_events);
-    bottom->addWidget(m_sample);
-    bottom->addWidget(m_whatIf);
-    splitter->addWidget(bottom);
+    m_bottom = new QSplitter(Qt::Horizontal);
+    m_bottom->setChildrenCollapsible(false);
+    m_bottom->addWidget(m_events);
+    m_bottom->addWidget(m_sample);
+    m_bottom->addWidget(m_whatIf);
+    m_bottom->addWidget(m_blockScales);
+    m_bottom->setStretchFactor(3, 2);  // its two plots side by side want the width
+    splitter->addWidget(m_bottom);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
+    m_splitter = splitter;
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(header);
     layout->addWidget(m_notes);
@@ -87,10 +104,12 @@ RunViewer::~RunViewer() {
     m_eventModel->setSeries(nullptr);
     m_sample->setSeries(nullptr);
     m_whatIf->setSeries(nullptr);
+    m_blockScales->setSeries(nullptr);
 }
 
 bool RunViewer::load() {
     RunCursor cursor;
+    cursor.blockScales = true;
     try {
         m_run = m_store->run(m_runId);
         loadNewRows(*m_store, m_runId, m_series, cursor);
@@ -105,6 +124,8 @@ bool RunViewer::load() {
     m_sample->setVisible(m_series.textRun());
     m_whatIf->setSeries(&m_series.whatIf());
     m_whatIf->setVisible(!m_series.whatIf().empty());
+    m_blockScales->setSeries(&m_series.blockScales());
+    showBlockScales();
     m_eventModel->setLive(m_run.status == RunStatus::running);
     m_charts->redrawNow();
     setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
@@ -124,6 +145,41 @@ bool RunViewer::load() {
     return true;
 }
 
+void RunViewer::showBlockScales() {
+    if (m_series.blockScales().empty() || m_blockScales->isVisibleTo(this)) return;
+    m_blockScales->show();
+    // A window of its own not shown yet grows to the main window's width: the panel's two plots
+    // beside the events (and the What-if table) need it.
+    if (isWindow() && !isVisible()) resize(std::max(width(), 1500), std::max(height(), 900));
+    if (isVisible()) QTimer::singleShot(0, this, &RunViewer::sizeBlockScales);  // else when shown
+}
+
+void RunViewer::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_blockScales->isVisibleTo(this)) QTimer::singleShot(0, this, &RunViewer::sizeBlockScales);
+}
+
+void RunViewer::sizeBlockScales() {
+    // Once, when the panel first shows in a laid-out window: its plots need their height
+    // (BlockScalePanel::usableHeight) and half the width; the splitters keep these sizes as the
+    // window is resized, and a person's drags after.
+    if (m_blockScalesSized || !m_blockScales->isVisible()) return;
+    m_blockScalesSized = true;
+    const int height = m_splitter->height();
+    const int bottom = std::min(std::max(BlockScalePanel::usableHeight, height / 5), height * 6 / 10);
+    m_splitter->setSizes({height - bottom, bottom});
+    QList<int> widths;
+    int others = 0;
+    for (int i = 0; i < m_bottom->count(); ++i)
+        others += m_bottom->widget(i) != m_blockScales && m_bottom->widget(i)->isVisibleTo(this);
+    const int width = m_bottom->width();
+    for (int i = 0; i < m_bottom->count(); ++i) {
+        QWidget* w = m_bottom->widget(i);
+        widths << (w == m_blockScales ? width / 2 : w->isVisibleTo(this) ? width / 2 / std::max(others, 1) : 0);
+    }
+    m_bottom->setSizes(widths);
+}
+
 bool RunViewer::following() const {
     return m_follower && m_follower->active();
 }
@@ -134,6 +190,8 @@ void RunViewer::onRowsAdded() {
     m_sample->sync();
     m_whatIf->sync();
     if (!m_series.whatIf().empty()) m_whatIf->show();
+    m_blockScales->sync();
+    showBlockScales();
     updateSummary();
     emit runUpdated(m_runId);
 }
@@ -158,6 +216,8 @@ void RunViewer::onFinished() {
     m_sample->sync();
     m_whatIf->sync();
     if (!m_series.whatIf().empty()) m_whatIf->show();
+    m_blockScales->sync();
+    showBlockScales();
     m_eventModel->setLive(false);
     updateSummary();
     emit runFinished(m_runId);

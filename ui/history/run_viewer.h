@@ -1,10 +1,12 @@
 // RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
 // accuracy, for a language model its test loss in nats per token and perplexity, configuration and
 // what was changed during the run, notes), the same ChartsPanel and EventsPanel the live window
-// uses (and for a language model its SamplePanel, and for a run with what-if statistics its
-// WhatIfPanel, beside the events) over a RunSeries loaded from the store, and an Export menu. A
-// run still `running` (recorded by another process, or by this GUI) is followed: new rows are
-// appended a few times a second until it ends.
+// uses (and for a language model its SamplePanel, for a run with what-if statistics its
+// WhatIfPanel, and for a run with block-scale views its BlockScalePanel, beside the events) over a
+// RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
+// process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
+// The block maps are held within the series' budget (the newest steps'); the panel asks for an
+// older step's again and the viewer reads it from the store (loadBlockScaleMaps).
 //
 // A window of its own (the browser opens one per run) or a widget to embed. GUI thread only.
 #pragma once
@@ -20,6 +22,7 @@
 #include "store/run_store.h"
 
 class QLabel;
+class QSplitter;
 class QToolButton;
 
 namespace mantissa::ui {
@@ -30,6 +33,7 @@ class EventsPanel;
 class RunFollower;
 class SamplePanel;
 class WhatIfPanel;
+class BlockScalePanel;
 
 class RunViewer : public QWidget {
     Q_OBJECT
@@ -50,6 +54,7 @@ public:
     EventLogModel* eventModel() const { return m_eventModel; }
     SamplePanel* samplePanel() const { return m_sample; }
     WhatIfPanel* whatIfPanel() const { return m_whatIf; }  // shown when the run has what-if statistics
+    BlockScalePanel* blockScalePanel() const { return m_blockScales; }  // shown when it has block-scale views
     RunFollower* follower() const { return m_follower; }  // nullptr when the run is not followed
     bool following() const;
     QString summaryText() const;  // the header's text, plain
@@ -60,6 +65,9 @@ public:
 signals:
     void runFinished(qint64 runId);  // a followed run ended (its status is in run())
     void runUpdated(qint64 runId);   // new rows were appended
+
+protected:
+    void showEvent(QShowEvent* event) override;
 
 private:
     void onRowsAdded();
@@ -73,6 +81,8 @@ private:
     // run is loaded and when it finishes (not on every followed row: it reads every step).
     std::optional<double> m_samplesPerSecond;
     void readThroughput();
+    void showBlockScales();  // once the run has block-scale views: the panel, with room for its plots
+    void sizeBlockScales();
     RunSeries m_series;
     QString m_error;
     ChartsPanel* m_charts = nullptr;
@@ -80,9 +90,13 @@ private:
     EventsPanel* m_events = nullptr;
     SamplePanel* m_sample = nullptr;
     WhatIfPanel* m_whatIf = nullptr;
+    BlockScalePanel* m_blockScales = nullptr;
     RunFollower* m_follower = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_notes = nullptr;
+    QSplitter* m_splitter = nullptr;  // the charts over the bottom panels
+    QSplitter* m_bottom = nullptr;    // the events and the panels beside them
+    bool m_blockScalesSized = false;
     QToolButton* m_export = nullptr;
 };
 

@@ -187,6 +187,8 @@ std::int64_t RunController::stepsDone() const {
 
 std::int64_t RunController::droppedSteps() const { return m_ring ? m_ring->droppedSteps() : 0; }
 std::int64_t RunController::droppedWhatIfSteps() const { return m_ring ? m_ring->droppedWhatIf() : 0; }
+std::int64_t RunController::droppedBlockMaps() const { return m_ring ? m_ring->droppedBlockMaps() : 0; }
+std::int64_t RunController::droppedBlockScaleSteps() const { return m_ring ? m_ring->droppedBlockScales() : 0; }
 
 bool RunController::drainRing() {
     if (!m_ring) return false;
@@ -200,6 +202,11 @@ bool RunController::drainRing() {
     // nearly always in by now, but a packet published between the two drains can come a tick
     // before them: WhatIfSeries takes them in either order.
     n += m_ring->drainWhatIf([this](WhatIfPacket& p) { m_series.addWhatIf(p.rows); });
+    // The block-scale views, with their maps or (a step that found the maps' ring full) without:
+    // BlockScaleSeries takes the two in any order of steps.
+    n += m_ring->drainBlockScales([this](BlockScalePacket& p) { m_series.addBlockScales(p.rows); });
+    n += m_ring->drainBlockScaleSummaries(
+        [this](BlockScaleSummaryPacket& p) { m_series.addBlockScaleSummaries(p.rows); });
     n += m_ring->drainNotes([this](NotePacket& p) {
         if (auto* eval = std::get_if<EvalRecord>(&p))
             m_series.addEval(*eval);

@@ -85,6 +85,10 @@ public:
     // of their small ring): the What-if panel's slider skips them; the store has them. No notice:
     // the heat map shows the latest step all the same.
     std::int64_t droppedWhatIfSteps() const;
+    // Statistics steps whose block maps the live view did not get (their distributions came), and
+    // steps whose block-scale views it lost whole; the store has both.
+    std::int64_t droppedBlockMaps() const;
+    std::int64_t droppedBlockScaleSteps() const;
     // Steps the run has taken as far as the views know (the last step drained, plus one).
     std::int64_t stepsDone() const;
 

@@ -123,6 +123,7 @@ void RunSeries::reset(std::vector<std::string> layerNames) {
     ++m_opStatLayout;
     m_textSamples.clear();
     m_whatIf.clear();
+    m_blockScales.clear();
     m_textRun = false;
     m_lastStep.reset();
     m_pace.clear();
@@ -245,6 +246,16 @@ void RunSeries::addOpSteps(const std::vector<OpStepRecord>& ops) {
 
 void RunSeries::addWhatIf(const std::vector<WhatIfRecord>& rows) {
     m_whatIf.addRows(rows);
+    if (!rows.empty()) ++m_revision;
+}
+
+void RunSeries::addBlockScales(const std::vector<BlockScaleRecord>& rows) {
+    m_blockScales.addRecords(rows);
+    if (!rows.empty()) ++m_revision;
+}
+
+void RunSeries::addBlockScaleSummaries(const std::vector<BlockScaleSummary>& rows) {
+    m_blockScales.addSummaries(rows);
     if (!rows.empty()) ++m_revision;
 }
 

@@ -1,7 +1,7 @@
-// RunSeries: everything the charts, the layer table, the What-if panel and the status bar show
-// about one run, built from the engine's records as they arrive (live, from the ring) or as they
-// were stored (a recorded run). Every value is one the engine measured; the only things computed here are for
-// display: the smoothed loss and throughput (TensorBoard's debiased exponential moving average,
+// RunSeries: everything the charts, the layer table, the What-if and Block scales panels and the
+// status bar show about one run, built from the engine's records as they arrive (live, from the
+// ring) or as they were stored (a recorded run). Every value is one the engine measured; the only
+// things computed here are for display: the smoothed loss and throughput (TensorBoard's debiased exponential moving average,
 // weight chosen by the user), the running sums that stack the memory categories, and the remaining-time estimate.
 //
 // Plain C++ (no Qt) so it is tested alone. GUI thread only.
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "live/layer_sample.h"
+#include "series/block_scale_series.h"
 #include "series/lod_series.h"
 #include "series/what_if_series.h"
 #include "config/layer_info.h"
@@ -103,6 +104,11 @@ public:
     // What-if statistics of a step (one row per layer and format asked about). The layer samples
     // of the same step tell which column is each layer's own format (WhatIfSeries::notePrecision).
     void addWhatIf(const std::vector<WhatIfRecord>& rows);
+    // Block-scale views of a step (train.block_scales), with their maps; or, for a step whose maps
+    // the live ring had no room for, their distributions only. Also a reopened run's older maps,
+    // read again (BlockScaleSeries keeps them within its budget).
+    void addBlockScales(const std::vector<BlockScaleRecord>& rows);
+    void addBlockScaleSummaries(const std::vector<BlockScaleSummary>& rows);
     // A language model's run (dataset.kind "text"): its loss is in nats per token. After reset().
     void setTextRun(bool text);
     bool textRun() const { return m_textRun; }
@@ -135,6 +141,8 @@ public:
     std::uint64_t opStatLayout() const { return m_opStatLayout; }
     // The what-if statistics, one snapshot per statistics step (thinned when there are many).
     const WhatIfSeries& whatIf() const { return m_whatIf; }
+    // The block-scale views: every statistics step's distribution, the recent steps' maps.
+    const BlockScaleSeries& blockScales() const { return m_blockScales; }
     // The language model's samples, in step order (from the evaluation events).
     const std::vector<TextSample>& textSamples() const { return m_textSamples; }
 
@@ -186,6 +194,7 @@ private:
     std::uint64_t m_opStatLayout = 0;
     std::vector<TextSample> m_textSamples;
     WhatIfSeries m_whatIf;
+    BlockScaleSeries m_blockScales;
     bool m_textRun = false;
     OpStatSeries& opStat(const std::string& name, const std::string& stat);
     std::optional<StepRecord> m_lastStep;

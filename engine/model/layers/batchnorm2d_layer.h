@@ -38,6 +38,18 @@ public:
                   std::vector<RoundingStats>* weight_stats) override;
     std::vector<Parameter> parameters() override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // nn.BatchNorm2d's: weight, bias (C), the buffers running_mean, running_var (C), and
+    // num_batches_tracked, which this layer does not keep (its momentum is a number, so the count
+    // changes nothing here, as in PyTorch with a momentum).
+    std::vector<StateEntry> state() override {
+        using K = StateEntry::Kind;
+        const std::int64_t C = input_shape().channels;
+        return {{name() + ".weight", {C}, m_weight.get(), K::parameter},
+                {name() + ".bias", {C}, m_bias.get(), K::parameter},
+                {name() + ".running_mean", {C}, m_running_mean.get(), K::buffer},
+                {name() + ".running_var", {C}, m_running_var.get(), K::buffer},
+                {name() + ".num_batches_tracked", {}, nullptr, K::count}};
+    }
 
 private:
     BatchNormTensors tensors();

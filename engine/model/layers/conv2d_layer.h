@@ -36,6 +36,14 @@ public:
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                   std::vector<RoundingStats>* weight_stats) override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // weight (out_c, in_c, k, k), as nn.Conv2d's (the stored (out_c, in_c·k·k) rows are its
+    // row-major layout), and bias (out_c) when the convolution has one.
+    std::vector<StateEntry> state() override {
+        const Conv2dGeometry& g = m_geometry;
+        std::vector<StateEntry> s{{name() + ".weight", {g.out_channels, g.in_channels, g.kernel, g.kernel}, m_weight.get()}};
+        if (m_has_bias) s.push_back({name() + ".bias", {g.out_channels}, m_bias.get()});
+        return s;
+    }
 
 private:
     std::int64_t weight_cols() const { return m_geometry.in_channels * m_geometry.kernel * m_geometry.kernel; }

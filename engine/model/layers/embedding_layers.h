@@ -38,6 +38,8 @@ public:
     const Tensor& output() const override { return *m_y; }
     std::vector<Parameter> parameters() override { return {{m_weight.get(), m_grad_weight.get(), true}}; }
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // nn.Embedding's weight (num, dim); for position_embedding the whole table of `context` rows.
+    std::vector<StateEntry> state() override { return {{name() + ".weight", {m_rows, m_dim}, m_weight.get()}}; }
     std::int64_t table_rows() const { return m_rows; }
     std::int64_t dim() const { return m_dim; }
     Tensor& weight() { return *m_weight; }

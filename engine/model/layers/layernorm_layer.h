@@ -46,6 +46,11 @@ public:
                   std::vector<RoundingStats>* weight_stats) override;
     std::vector<Parameter> parameters() override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // nn.LayerNorm(dim)'s weight and bias (dim): the stored (1, dim) rows.
+    std::vector<StateEntry> state() override {
+        const std::int64_t dim = input_shape().numel();
+        return {{name() + ".weight", {dim}, m_weight.get()}, {name() + ".bias", {dim}, m_bias.get()}};
+    }
 
     // The smallest row variance of the last training forward (FP32); inf before the first.
     float min_variance() const { return m_min_variance; }

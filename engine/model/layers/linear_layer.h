@@ -36,6 +36,11 @@ public:
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                   std::vector<RoundingStats>* weight_stats) override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // weight (out, in) and bias (out), as nn.Linear's: the stored tensors (FP32 masters, or the
+    // weights in their store format).
+    std::vector<StateEntry> state() override {
+        return {{name() + ".weight", {m_out, m_in}, m_weight.get()}, {name() + ".bias", {m_out}, m_bias.get()}};
+    }
 
 private:
     std::int64_t m_in, m_out;

@@ -34,6 +34,11 @@ void TiedHeadLayer::link(const std::vector<Layer*>& layers) {
     throw Error(name() + ": a tied head needs the model's token embedding, and the model has none.");
 }
 
+std::vector<StateEntry> TiedHeadLayer::state() {
+    if (!m_table) return {};
+    return {{name() + ".weight", {m_vocab, m_dim}, &m_table->weight(), StateEntry::Kind::alias}};
+}
+
 bool TiedHeadLayer::needs_saved_input(Format input_format) const {
     const Format operand = m_formats.compute;
     return (operand == Format::fp16 || operand == Format::bf16) && !format_contains(operand, input_format);

@@ -44,6 +44,9 @@ public:
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t rows,
                   std::vector<RoundingStats>* weight_stats) override;
     void initialise(Backend& backend, std::uint64_t seed, int index) override;
+    // "<name>.weight" (vocab, dim): a second name for the table's weight, as PyTorch's state dict
+    // lists a tied weight under both of its names.
+    std::vector<StateEntry> state() override;
 
 private:
     LinearTensors tensors();

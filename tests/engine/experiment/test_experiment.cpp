@@ -52,6 +52,7 @@ Experiment non_default_experiment() {
     e.model.context = 512;
     e.model.mlp_ratio = 2;
     e.model.tie_embeddings = true;
+    e.model.init_from = "weights/start.safetensors";
     e.precision.ops = {OpPrecision::fp16, OpPrecision::bf16};
     e.train.batch_size = 33;
     e.train.epochs = 7;
@@ -70,6 +71,8 @@ Experiment non_default_experiment() {
     e.train.layer_stats_every = 4;
     e.train.what_if.formats = {BlockFormat::mxfp6_e2m3, Format::tf32};
     e.train.what_if.max_elements = 0;
+    e.train.block_scales.format = BlockFormat::nvfp4;
+    e.train.block_scales.max_blocks = 0;
     e.precision.autocast = Autocast::bf16;
     e.precision.master_weights = false;
     e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
@@ -107,12 +110,12 @@ private slots:
         QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
         QCOMPARE(e.backend, std::string("auto"));
 
-        // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 11,
-        // train 17 (what_if: formats, max_elements), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
+        // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 12,
+        // train 19 (what_if: formats, max_elements; block_scales: format, max_blocks), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
         // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 67);
+        QCOMPARE(int(keys.size()), 70);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -295,6 +298,9 @@ private slots:
         row(R"({"train": {"what_if": {"max_elements": -1}}})", "train.what_if.max_elements: must be at least 0, got -1");
         row(R"({"train": {"what_if": {"formats": ["fp8-e5m2"]}}})",
             "train.what_if.formats[0]: \"fp8-e5m2\" is not a format the what-if statistics measure");
+        row(R"({"train": {"block_scales": {"format": "fp8-e4m3"}}})",
+            "train.block_scales.format: \"fp8-e4m3\" is not \"own\", \"off\" or a block format (mxfp8-e4m3");
+        row(R"({"train": {"block_scales": {"max_blocks": -3}}})", "train.block_scales.max_blocks: must be at least 0, got -3");
         row(R"({"train": {"seed": -1}})", "train.seed: must be at least 0, got -1");
         row(R"({"train": {"seed": 18446744073709551616}})",
             "train.seed: must be between 0 and 18446744073709551615, got 18446744073709551616");
@@ -480,6 +486,9 @@ private slots:
         row("precision.ops.softmax=fp16", "/precision/ops/softmax", R"("fp16")");
         row("dataset.context=256", "/dataset/context", "256");
         row("model.heads=8", "/model/heads", "8");
+        row("train.block_scales.format=off", "/train/block_scales/format", R"("off")");
+        row("train.block_scales.format=mxfp8", "/train/block_scales/format", R"("mxfp8-e4m3")");
+        row("train.block_scales.max_blocks=0", "/train/block_scales/max_blocks", "0");
     }
 
     // model.layers is the number of blocks for kind gpt and the list for the others; a change of

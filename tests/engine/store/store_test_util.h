@@ -255,6 +255,59 @@ inline QString diff(const OpStepRecord& a, const OpStepRecord& b) {
     return {};
 }
 
+// A step's block-scale views (schema version 7's `block_scale_steps`), as two matmul layers give
+// them, in the order the store reads them back (layer, then operand): fc1's x, W and dy in MXFP4,
+// the format fc1 runs (x a sample of 3 of its 8 rows, and not a whole number of blocks long), and
+// fc2's x and W in NVFP4, which fc2 does not run (x has no rows at all, W only blocks of zeros).
+// Blocks of zeros and of NaNs among fc1's, and exponents next to the sentinels at int16's ends.
+inline std::vector<BlockScaleRecord> make_block_scales(std::int64_t step) {
+    auto view = [&](std::int32_t layer, MatmulOperand operand, BlockFormat format, bool own, std::int64_t rows_total,
+                    std::int64_t rows, std::int64_t row_length, std::int64_t blocks_per_row) {
+        BlockScaleRecord r;
+        r.step = step;
+        r.layer = layer;
+        r.name = layer == 0 ? "fc1" : "fc2";
+        r.operand = operand;
+        r.format = format;
+        r.own = own;
+        r.rows_total = rows_total;
+        r.rows = rows;
+        r.row_length = row_length;
+        r.blocks_per_row = blocks_per_row;
+        return r;
+    };
+    const auto shift = static_cast<std::int16_t>(step % 5);
+    std::vector<BlockScaleRecord> v;
+    v.push_back(view(0, MatmulOperand::input, BlockFormat::mxfp4, true, 8, 3, 70, 3));
+    v.back().exponents = {-7, static_cast<std::int16_t>(-6 - shift), -7, BlockScaleRecord::zero_block, -9, -7, -4,
+                          BlockScaleRecord::nan_block, -7};
+    v.push_back(view(0, MatmulOperand::weight, BlockFormat::mxfp4, true, 4, 4, 64, 2));
+    v.back().exponents = {-3, -3, -2, -3, -4, -3, static_cast<std::int16_t>(-2 + shift), -3};
+    v.push_back(view(0, MatmulOperand::grad_output, BlockFormat::mxfp4, true, 2, 2, 40, 2));
+    v.back().exponents = {-32767, 32766, BlockScaleRecord::zero_block, static_cast<std::int16_t>(-20 - shift)};
+    v.push_back(view(1, MatmulOperand::input, BlockFormat::nvfp4, false, 0, 0, 48, 3));
+    v.push_back(view(1, MatmulOperand::weight, BlockFormat::nvfp4, false, 5, 5, 16, 1));
+    v.back().exponents.assign(5, BlockScaleRecord::zero_block);
+    return v;
+}
+
+// Empty when equal, else the first field that differs.
+inline QString diff(const BlockScaleRecord& a, const BlockScaleRecord& b) {
+    const QString at = QString("step %1, %2's %3").arg(a.step).arg(a.name.c_str(), matmul_operand_name(a.operand));
+    if (a.step != b.step || a.layer != b.layer || a.name != b.name || a.operand != b.operand)
+        return at + QString(": read back as step %1, layer %2 %3's %4")
+                        .arg(b.step)
+                        .arg(b.layer)
+                        .arg(b.name.c_str(), matmul_operand_name(b.operand));
+    if (a.format != b.format) return at + ": format differs";
+    if (a.own != b.own) return at + ": own differs";
+    if (a.rows_total != b.rows_total || a.rows != b.rows)
+        return at + QString(": rows %1 of %2 != %3 of %4").arg(a.rows).arg(a.rows_total).arg(b.rows).arg(b.rows_total);
+    if (a.row_length != b.row_length || a.blocks_per_row != b.blocks_per_row) return at + ": row sizes differ";
+    if (a.exponents != b.exponents) return at + ": exponents differ";
+    return {};
+}
+
 inline QByteArray file_sha256(const QString& path) {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return {};

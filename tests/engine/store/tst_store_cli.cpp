@@ -206,14 +206,16 @@ private slots:
         QVERIFY(QFile::copy(m_db, path));
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; DROP TABLE what_if_steps; PRAGMA user_version = 3"), QString());
+            QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; DROP TABLE what_if_steps; "
+                              "DROP TABLE block_scale_steps; PRAGMA user_version = 3"),
+                     QString());
         }
         Result r = cli({"show", "1", "--db", path});
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
                  qPrintable(r.out));
         QVERIFY(QFile::exists(path + ".bak-v3"));
-        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 7LL);
         Result j = cli({"show", "1", "--json", "--db", path});
         QCOMPARE(j.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
@@ -330,6 +332,124 @@ private slots:
         QCOMPARE(pj["op_stats"].toArray().size(), 0);
         QVERIFY(pj.contains("last_sample") && pj["last_sample"].isNull());
         QCOMPARE(pj["totals"].toObject()["op_rows"].toInt(), 0);
+    }
+
+    // A run with block-scale views: show prints the last statistics step's as a table (a line per
+    // operand: format, starred when the layer runs it; blocks, with the rows sampled; the exponents'
+    // range and median; blocks of zeros and NaNs; the distribution as a bar), counts them in the
+    // totals, and --json gives the same figures with the histogram as {exponent, blocks}; export
+    // writes the table. A run without views has neither.
+    void showGivesTheBlockScales() {
+        const QString path = m_dir.filePath("views.sqlite");
+        {
+            RunStore store(path.toStdString());
+            auto rec = store.start_run({"views", "cpu", "test CPU", "{}", make_layer_infos()});
+            for (std::int64_t step : {0, 10, 12}) {
+                rec->on_step(make_step(step), make_layers(step, 2));
+                if (step <= 10) rec->on_block_scales(make_block_scales(step));
+            }
+            rec->finish(RunStatus::completed);
+        }
+        Result r = cli({"show", "views", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains(", 10 block-scale rows\n"), qPrintable(r.out));
+        // Step 10 (10 % 5 == 0): fc1's x is -7 -6 -7 zero -9 -7 -4 nan -7, a bar from -9 to -4 (the
+        // tallest, -7's 4 blocks, a full block; one block an eighth and a bit; none a space); its W
+        // -4 once, -3 five times, -2 twice. fc1's dy spans int16 (its exponents -32767, -20 and
+        // 32766): 1366 exponents a character. fc2's x has no rows (0 of 0, not a sample); its W has
+        // no block with a finite scale.
+        auto bar = [](const char* eighths) {  // "1 84" -> U+2582, a space, U+2588, U+2584
+            return QString(eighths).replace('1', QChar(0x2582)).replace('4', QChar(0x2584)).replace('8', QChar(0x2588));
+        };
+        const QString table =
+            "\n\nBlock scales at step 10: the power of two of each block's scale (* the layer's own format)\n"
+            "  layer  operand  format  blocks               exponents  median  zero  NaN  distribution\n"
+            "  fc1    x        mxfp4*  9 (3 of 8 rows)         -9..-4      -7     1    1  " + bar("1 81 1") + "\n"
+            "         W        mxfp4*  8                       -4..-2      -3     0    0  " + bar("184") + "\n"
+            "         dy       mxfp4*  4                -32767..32766     -20     1    0  " +
+            bar("8                      8                       8") + "\n"
+            "  fc2    x        nvfp4   0                            -       -     0    0\n"
+            "         W        nvfp4   5                            -       -     5    0\n"
+            "  (a distribution wider than 48 exponents is drawn with several a character: up to 1366)\n\nEvents";
+        QVERIFY2(r.out.contains(table), qPrintable(QString("missing:\n%1\nin:\n%2").arg(table, r.out)));
+        QVERIFY(r.out.indexOf("\nLayers") < r.out.indexOf("\nBlock scales"));
+        QVERIFY(r.out.indexOf("\nBlock scales") < r.out.indexOf("\nEvents"));
+
+        Result j = cli({"show", "views", "--json", "--db", path});
+        QCOMPARE(j.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        QCOMPARE(o["totals"].toObject()["block_scale_rows"].toInt(), 10);
+        const QJsonObject views = o["block_scales"].toObject();
+        QCOMPARE(views["step"].toInt(), 10);
+        const QJsonArray rows = views["rows"].toArray();
+        QCOMPARE(rows.size(), 5);
+        const QJsonObject x = rows[0].toObject();
+        QCOMPARE(x["layer"].toString(), QString("fc1"));
+        QCOMPARE(x["operand"].toString(), QString("x"));
+        QCOMPARE(x["format"].toString(), QString("mxfp4"));
+        QCOMPARE(x["own"].toBool(), true);
+        QCOMPARE(x["rows"].toInt(), 3);
+        QCOMPARE(x["rows_total"].toInt(), 8);
+        QCOMPARE(x["blocks"].toInt(), 9);
+        QCOMPARE(x["zero_blocks"].toInt(), 1);
+        QCOMPARE(x["nan_blocks"].toInt(), 1);
+        QCOMPARE(x["min_exponent"].toInt(), -9);
+        QCOMPARE(x["median_exponent"].toInt(), -7);
+        QCOMPARE(x["max_exponent"].toInt(), -4);
+        QCOMPARE(
+            x["histogram"].toArray(),
+            (QJsonArray{QJsonObject{{"exponent", -9}, {"blocks", 1}}, QJsonObject{{"exponent", -7}, {"blocks", 4}},
+                        QJsonObject{{"exponent", -6}, {"blocks", 1}}, QJsonObject{{"exponent", -4}, {"blocks", 1}}}));
+        QVERIFY(!x.contains("exponents"));  // the map is the export's
+        const QJsonObject w2 = rows[4].toObject();
+        QCOMPARE(w2["layer"].toString(), QString("fc2"));
+        QCOMPARE(w2["own"].toBool(), false);
+        QVERIFY(w2["min_exponent"].isNull() && w2["median_exponent"].isNull() && w2["max_exponent"].isNull());
+
+        Result e = cli({"export", "views", "--table", "block_scale_steps", "--db", path});
+        QCOMPARE(e.code, 0);
+        QCOMPARE(e.out.count("\r\n"), 11);
+        QVERIFY2(e.out.contains("\r\n10,0,fc1,x,mxfp4,1,8,3,70,3,9,1,1,-9,-7,-4,-9:1 -7:4 -6:1 -4:1,"
+                                "-7 -6 -7 zero -9 -7 -4 nan -7\r\n"),
+                 qPrintable(e.out));
+
+        Result plain = cli({"show", "1", "--db", m_db});
+        QVERIFY(!plain.out.contains("Block scales") && !plain.out.contains("block-scale rows"));
+        const QJsonObject pj =
+            QJsonDocument::fromJson(cli({"show", "1", "--json", "--db", m_db}).out.toUtf8()).object();
+        QVERIFY(pj.contains("block_scales") && pj["block_scales"].isNull());
+        QCOMPARE(pj["totals"].toObject()["block_scale_rows"].toInt(), 0);
+    }
+
+    // A view whose blob is damaged in the file: show and export exit 2 with the store's one
+    // sentence naming it, and export leaves no file behind.
+    void damagedBlockScalesExitTwo() {
+        const QString path = m_dir.filePath("damaged-views.sqlite");
+        {
+            RunStore store(path.toStdString());
+            auto rec = store.start_run({"views", "cpu", "test CPU", "{}"});
+            rec->on_step(make_step(40), make_layers(40, 2));
+            rec->on_block_scales(make_block_scales(40));
+            rec->finish(RunStatus::completed);
+        }
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE block_scale_steps SET exponents = substr(exponents, 1, 7) WHERE layer = 0 AND "
+                              "slot = 0"),
+                     QString());
+        }
+        const QString sentence = "The block scales of fc1's x at step 40 of run 1 are damaged: their exponents' "
+                                 "compressed data ends early";
+        const QString out = m_dir.filePath("damaged-views.csv");
+        for (const QStringList& args : {QStringList{"show", "1"}, QStringList{"show", "1", "--json"},
+                                        QStringList{"export", "1", "--table", "block_scale_steps", "-o", out}}) {
+            Result r = cli(args + QStringList{"--db", path});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains(sentence), qPrintable(r.err));
+            QCOMPARE(r.err.count('\n'), 1);
+        }
+        QVERIFY(!QFile::exists(out) && !QFile::exists(out + ".partial"));
+        QCOMPARE(cli({"export", "1", "--table", "steps", "--db", path}).code, 0);  // the rest still reads
     }
 
     // End to end: a small language model trained by `mantissa-cli train` records its op rows on
@@ -487,7 +607,7 @@ private slots:
 
     void newerStoreIsRefused_data() {
         QTest::addColumn<int>("version");
-        QTest::newRow("the next version") << 7;
+        QTest::newRow("the next version") << 8;
         QTest::newRow("far ahead") << 9;
     }
 
@@ -502,11 +622,12 @@ private slots:
         const QByteArray before = file_sha256(path);
         for (const QStringList& args : {QStringList{"runs"}, QStringList{"show", "1"},
                                         QStringList{"export", "1", "--table", "layers"},
-                                        QStringList{"export", "1", "--table", "op_steps"}}) {
+                                        QStringList{"export", "1", "--table", "op_steps"},
+                                        QStringList{"export", "1", "--table", "block_scale_steps"}}) {
             Result r = cli(args + QStringList{"--db", path});
             QCOMPARE(r.code, 2);
             QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
-                                            "versions up to 6); it was left unchanged")
+                                            "versions up to 7); it was left unchanged")
                                         .arg(version)),
                      qPrintable(r.err));
         }

@@ -1,6 +1,9 @@
-// Exports: every table of a run (the layers of schema version 4 and the op rows of version 5 too) as CSV and as JSON, parsed back here with independent parsers (an
-// RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header, values
-// (shortest exact doubles, NaN and inf), histograms, and text that needs quoting.
+// Exports: every table of a run (the layers of schema version 4, the op rows of version 5 and the
+// block-scale views of version 7 too) as CSV and as JSON, parsed back here with independent parsers
+// (an RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header,
+// values (shortest exact doubles, NaN and inf), histograms, and text that needs quoting. The views'
+// distributions are checked against figures counted here from the exponents themselves.
+#include <algorithm>
 #include <sstream>
 
 #include <QJsonArray>
@@ -66,6 +69,51 @@ bool parse_csv(const QByteArray& text, QList<QStringList>& rows) {
 
 const std::string tricky = "Loss scale backed off, \"hard\" at step 3;\r\nsee fc2's dW.";
 
+// The views the run records at a step: make_block_scales', fc2 renamed to a name CSV must quote.
+std::vector<BlockScaleRecord> views_at(std::int64_t step) {
+    auto v = make_block_scales(step);
+    for (BlockScaleRecord& r : v)
+        if (r.layer == 1) r.name = "head, \"final\"";
+    return v;
+}
+
+// A view's distribution, counted from its exponents (not through block_scale_histogram): the
+// export's blocks .. max_exponent, histogram and exponents fields as CSV writes them.
+QStringList expected_distribution(const BlockScaleRecord& r) {
+    std::vector<int> finite;
+    int zeros = 0, nans = 0;
+    QStringList map;
+    for (std::int16_t e : r.exponents) {
+        if (e == BlockScaleRecord::zero_block) {
+            ++zeros;
+            map << "zero";
+        } else if (e == BlockScaleRecord::nan_block) {
+            ++nans;
+            map << "nan";
+        } else {
+            finite.push_back(e);
+            map << QString::number(e);
+        }
+    }
+    std::sort(finite.begin(), finite.end());
+    QStringList bins;
+    for (std::size_t i = 0; i < finite.size();) {
+        std::size_t j = i;
+        while (j < finite.size() && finite[j] == finite[i]) ++j;
+        bins << QString("%1:%2").arg(finite[i]).arg(j - i);
+        i = j;
+    }
+    const bool any = !finite.empty();
+    return {QString::number(r.exponents.size()),
+            QString::number(zeros),
+            QString::number(nans),
+            any ? QString::number(finite.front()) : QString(),
+            any ? QString::number(finite[(finite.size() - 1) / 2]) : QString(),  // half at or below it
+            any ? QString::number(finite.back()) : QString(),
+            bins.join(' '),
+            map.join(' ')};
+}
+
 }  // namespace
 
 class StoreExport : public QObject {
@@ -76,6 +124,7 @@ private:
     std::unique_ptr<RunStore> m_store;
     std::int64_t m_id = 0;
     static constexpr int steps = 120, layers = 3, ops = 7;  // make_ops(step, 2): two blocks and ln_f
+    static constexpr int views = 5, view_steps = 3;         // make_block_scales at steps 0, 40, 80
 
 private slots:
     void initTestCase() {
@@ -88,6 +137,7 @@ private slots:
             if (i == 5) s.loss = NAN;
             rec->on_step(s, make_layers(i, layers));
             rec->on_op_steps(make_ops(i, 2));
+            if (i % 40 == 0) rec->on_block_scales(views_at(i));
         }
         rec->on_eval({50, "test", 0.25, 0.5});
         rec->on_eval({100, "test", 0.125, NAN});
@@ -116,6 +166,10 @@ private slots:
                                 << "layer,name,kind,in_channels,in_height,in_width,out_channels,out_height,out_width,"
                                    "parameters,takes_precision";
         QTest::newRow("op_steps") << "op_steps" << steps * ops << "step,op,name,stat,value";
+        QTest::newRow("block_scale_steps")
+            << "block_scale_steps" << views * view_steps
+            << "step,layer,name,operand,format,own,rows_total,rows,row_length,blocks_per_row,blocks,zero_blocks,"
+               "nan_blocks,min_exponent,median_exponent,max_exponent,histogram,exponents";
     }
 
     void csvParsesBack() {
@@ -194,6 +248,31 @@ private slots:
             QCOMPARE(parsed[3 * ops + 1 + 1][4], QString());     // step 3, blocks.0.attn: NaN
             QCOMPARE(parsed[5 * ops + 4 + 1][4], QString("inf"));  // step 5, blocks.1.attn
             QCOMPARE(parsed[0 * ops + 2 + 1][4], QString("5e-324"));  // the smallest subnormal
+        } else if (table == "block_scale_steps") {
+            for (int s = 0; s < view_steps; ++s) {
+                const auto want = views_at(40 * s);
+                for (int v = 0; v < views; ++v) {
+                    const BlockScaleRecord& w = want[static_cast<std::size_t>(v)];
+                    const QStringList expected =
+                        QStringList{QString::number(w.step),
+                                    QString::number(w.layer),
+                                    QString::fromStdString(w.name),
+                                    matmul_operand_name(w.operand),
+                                    w.layer == 0 ? "mxfp4" : "nvfp4",
+                                    w.own ? "1" : "0",
+                                    QString::number(w.rows_total),
+                                    QString::number(w.rows),
+                                    QString::number(w.row_length),
+                                    QString::number(w.blocks_per_row)} +
+                        expected_distribution(w);
+                    QCOMPARE(parsed[s * views + v + 1], expected);
+                }
+            }
+            // Step 40's fc1 x, written out: 9 blocks, a zero and a NaN among them.
+            QCOMPARE(parsed[views + 1].mid(10).join(','),
+                     QString("9,1,1,-9,-7,-4,-9:1 -7:4 -6:1 -4:1,-7 -6 -7 zero -9 -7 -4 nan -7"));
+            QCOMPARE(parsed[5].mid(10, 6).join(','), QString("5,5,0,,,"));  // fc2's W: zeros only
+            QCOMPARE(parsed[4][17], QString());                            // fc2's x: no rows
         } else if (table == "layers") {
             const auto want = make_layer_infos();
             for (int l = 0; l < 4; ++l) {
@@ -229,6 +308,7 @@ private slots:
         QTest::newRow("events") << "events" << 3;
         QTest::newRow("layers") << "layers" << 4;
         QTest::newRow("op_steps") << "op_steps" << steps * ops;
+        QTest::newRow("block_scale_steps") << "block_scale_steps" << views * view_steps;
     }
 
     void jsonParsesBack() {
@@ -310,6 +390,38 @@ private slots:
             QVERIFY(a[3 * ops + 1].toObject()["value"].isNull());  // NaN
             QVERIFY(a[5 * ops + 4].toObject()["value"].isNull());  // inf
             QCOMPARE(a[ops - 1].toObject()["name"].toString(), QString("ln_f"));
+        } else if (table == "block_scale_steps") {
+            // Numbers as numbers, own a boolean, the histogram [exponent, count] pairs and the map an
+            // array whose sentinels are the strings "zero" and "nan"; no finite block: nulls.
+            const QJsonObject x = a[views].toObject();  // step 40, fc1's x
+            QCOMPARE(x.size(), 18);
+            QCOMPARE(x["step"].toInteger(), 40LL);
+            QCOMPARE(x["name"].toString(), QString("fc1"));
+            QCOMPARE(x["operand"].toString(), QString("x"));
+            QCOMPARE(x["format"].toString(), QString("mxfp4"));
+            QVERIFY(x["own"].isBool() && x["own"].toBool());
+            QCOMPARE(x["rows_total"].toInteger(), 8LL);
+            QCOMPARE(x["rows"].toInteger(), 3LL);
+            QCOMPARE(x["row_length"].toInteger(), 70LL);
+            QCOMPARE(x["blocks_per_row"].toInteger(), 3LL);
+            QCOMPARE(x["blocks"].toInteger(), 9LL);
+            QCOMPARE(x["zero_blocks"].toInteger(), 1LL);
+            QCOMPARE(x["nan_blocks"].toInteger(), 1LL);
+            QCOMPARE(x["min_exponent"].toInteger(), -9LL);
+            QCOMPARE(x["median_exponent"].toInteger(), -7LL);
+            QCOMPARE(x["max_exponent"].toInteger(), -4LL);
+            QCOMPARE(x["histogram"].toArray(), (QJsonArray{QJsonArray{-9, 1}, QJsonArray{-7, 4}, QJsonArray{-6, 1},
+                                                           QJsonArray{-4, 1}}));
+            QCOMPARE(x["exponents"].toArray(), (QJsonArray{-7, -6, -7, "zero", -9, -7, -4, "nan", -7}));
+            const QJsonObject dy = a[2].toObject();  // step 0, fc1's dy: int16's ends beside the sentinels
+            QCOMPARE(dy["exponents"].toArray(), (QJsonArray{-32767, 32766, "zero", -20}));
+            QCOMPARE(dy["median_exponent"].toInteger(), -20LL);
+            const QJsonObject w = a[4].toObject();  // fc2's W: blocks of zeros only
+            QCOMPARE(w["name"].toString(), QString("head, \"final\""));
+            QVERIFY(w["own"].isBool() && !w["own"].toBool());
+            for (const char* c : {"min_exponent", "median_exponent", "max_exponent"}) QVERIFY2(w[c].isNull(), c);
+            QCOMPARE(w["histogram"].toArray(), QJsonArray());
+            QCOMPARE(a[3].toObject()["exponents"].toArray(), QJsonArray());  // fc2's x: no rows
         } else if (table == "evals") {
             QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
             QVERIFY(a[1].toObject()["accuracy"].isNull());
@@ -343,6 +455,13 @@ private slots:
         QCOMPARE(m_store->export_table(rec->run_id(), "op_steps", RunStore::ExportFormat::json), std::string("[]\n"));
         QCOMPARE(m_store->export_table(rec->run_id(), "op_steps", RunStore::ExportFormat::csv),
                  std::string("step,op,name,stat,value\r\n"));
+        // A run without block-scale views: the header only.
+        QCOMPARE(m_store->export_table(rec->run_id(), "block_scale_steps", RunStore::ExportFormat::json),
+                 std::string("[]\n"));
+        QCOMPARE(m_store->export_table(rec->run_id(), "block_scale_steps", RunStore::ExportFormat::csv),
+                 std::string("step,layer,name,operand,format,own,rows_total,rows,row_length,blocks_per_row,blocks,"
+                             "zero_blocks,nan_blocks,min_exponent,median_exponent,max_exponent,histogram,"
+                             "exponents\r\n"));
     }
 
     void badRequests() {
@@ -353,7 +472,7 @@ private slots:
             QCOMPARE(
                 QString(e.what()),
                 QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
-                        "layers, op_steps, what_if_steps."));
+                        "layers, op_steps, what_if_steps, block_scale_steps."));
         }
         QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
         QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));

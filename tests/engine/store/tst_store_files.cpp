@@ -224,7 +224,7 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                              "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers', 'op_steps')"),
@@ -252,6 +252,23 @@ private slots:
         QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_list WHERE name = 'op_steps' AND wr = 1"), 1LL);
         QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('op_steps')"),
                  QString("runs CASCADE"));
+        // v7's block_scale_steps: keyed by run, step, layer and operand slot; a rowid table (its
+        // rows hold blobs of kilobytes), the exponents a BLOB that may not be NULL.
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                          "pragma_table_info('block_scale_steps') ORDER BY cid)"),
+                 QString("run_id,step,layer,slot,name,operand,format,own,rows_total,rows,row_length,blocks_per_row,"
+                         "exponents"));
+        QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                          "pragma_table_info('block_scale_steps') WHERE pk > 0 ORDER BY pk)"),
+                 QString("run_id,step,layer,slot"));
+        QCOMPARE(raw.text("SELECT type FROM pragma_table_info('block_scale_steps') WHERE name = 'exponents'"),
+                 QString("BLOB"));
+        QCOMPARE(raw.integer("SELECT \"notnull\" FROM pragma_table_info('block_scale_steps') WHERE name = 'exponents'"),
+                 1LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_list WHERE name = 'block_scale_steps' AND wr = 0"),
+                 1LL);
+        QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('block_scale_steps')"),
+                 QString("runs CASCADE"));
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
     }
 
@@ -261,7 +278,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -298,7 +315,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -354,7 +371,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -428,7 +445,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
@@ -493,7 +510,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM op_steps WHERE run_id = %1").arg(fresh_run)), 28LL);
@@ -513,8 +530,8 @@ private slots:
         QVERIFY(again.backup_path().empty());
     }
 
-    // Version 5 -> 6 adds `what_if_steps`: a v5 store (today's with the table dropped and stamped
-    // 5) keeps its runs and has no what-if rows; a new run's rows read back in the order recorded
+    // Version 5 -> 6 adds `what_if_steps`: a v5 store (today's with the tables since dropped and
+    // stamped 5) keeps its runs and has no what-if rows; a new run's rows read back in the order recorded
     // (formats in the run's order within a layer, not by name), the infinities kept, a NaN SQNR
     // as NaN; the export has their columns.
     void version5GainsWhatIfSteps() {
@@ -522,7 +539,8 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE what_if_steps; PRAGMA user_version = 5"), QString());
+            QCOMPARE(raw.exec("DROP TABLE what_if_steps; DROP TABLE block_scale_steps; PRAGMA user_version = 5"),
+                     QString());
         }
         RunStore store(path.toStdString());
         QCOMPARE(store.migrated_from(), 5);
@@ -573,7 +591,177 @@ private slots:
                  csv.c_str());
     }
 
-    // A version-1 store goes through every step to version 6 in one open, with one backup (v1's).
+    // Version 6 -> 7 adds `block_scale_steps`: a v6 store (today's with the table dropped and
+    // stamped 6) keeps its runs and has no views; a new run's views, recorded out of order over two
+    // steps, read back whole (sentinels, a sample of rows, a view without rows) by step, layer and
+    // operand; totals count them and the last step that has them is found.
+    void version6GainsBlockScaleSteps() {
+        const QString path = fresh("v6.sqlite");
+        record_small_run(path);
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("DROP TABLE block_scale_steps; PRAGMA user_version = 6"), QString());
+        }
+        RunStore store(path.toStdString());
+        QCOMPARE(store.migrated_from(), 6);
+        QCOMPARE(QString::fromStdString(store.backup_path()), path + ".bak-v6");
+        QCOMPARE(RawDb(path + ".bak-v6", true).integer("PRAGMA user_version"), 6LL);
+        QVERIFY(store.block_scale_steps(1).empty());
+        QCOMPARE(store.totals(1).block_scale_rows, std::int64_t(0));
+        QVERIFY(!store.last_block_scale_step(1));
+        QCOMPARE(store.steps(1).size(), std::size_t(50));
+
+        auto rec = store.start_run({"block-scales", "cpu", "", "{}", make_layer_infos()});
+        std::vector<BlockScaleRecord> want;
+        for (std::int64_t step : {3, 7}) {
+            const auto views = make_block_scales(step);
+            want.insert(want.end(), views.begin(), views.end());
+            rec->on_step(make_step(step), make_layers(step, 2));
+            rec->on_block_scales({views.rbegin(), views.rend()});  // the store orders them
+        }
+        rec->finish(RunStatus::completed);
+        QCOMPARE(QString::fromStdString(rec->error()), QString());
+        const std::int64_t id = rec->run_id();
+        const auto got = store.block_scale_steps(id);
+        QCOMPARE(got.size(), want.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+            QVERIFY2(diff(want[i], got[i]).isEmpty(), qPrintable(diff(want[i], got[i])));
+        QCOMPARE(store.totals(id).block_scale_rows, std::int64_t(10));
+        QCOMPARE(store.last_block_scale_step(id), std::optional<std::int64_t>(7));
+        const auto later = store.block_scale_steps(id, 4);
+        QCOMPARE(later.size(), std::size_t(5));
+        QCOMPARE(later.front().step, std::int64_t(7));
+        QVERIFY(store.block_scale_steps(id, 8).empty());
+        QVERIFY(store.block_scale_steps(1).empty());  // the migrated run's
+        RawDb raw(path, true);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+        // As docs/schema.md gives the rows: the slot is the operand's, the names as written.
+        QCOMPARE(raw.text(QString("SELECT group_concat(slot || operand || format || own, ' ') FROM (SELECT * FROM "
+                                  "block_scale_steps WHERE run_id = %1 AND step = 3 ORDER BY layer, slot)")
+                              .arg(id)),
+                 QString("0xmxfp41 1Wmxfp41 2dymxfp41 0xnvfp40 1Wnvfp40"));
+        // Each blob is a zlib stream of the int16s, little-endian, as docs/schema.md gives it: here
+        // inflated by Qt's own zlib (qUncompress wants the length first, big-endian).
+        for (int v = 0; v < 5; ++v) {
+            const BlockScaleRecord& w = want[static_cast<std::size_t>(v)];
+            QByteArray le;
+            for (std::int16_t e : w.exponents) {
+                le += static_cast<char>(static_cast<std::uint16_t>(e) & 0xFF);
+                le += static_cast<char>(static_cast<std::uint16_t>(e) >> 8);
+            }
+            const auto n = static_cast<quint32>(le.size());
+            QByteArray framed;
+            for (int shift : {24, 16, 8, 0}) framed += static_cast<char>((n >> shift) & 0xFF);
+            const QString hex = raw.text(QString("SELECT hex(exponents) FROM block_scale_steps WHERE run_id = %1 "
+                                                 "AND step = 3 AND layer = %2 AND slot = %3")
+                                             .arg(id)
+                                             .arg(w.layer)
+                                             .arg(static_cast<int>(w.operand)));
+            framed += QByteArray::fromHex(hex.toLatin1());
+            QCOMPARE(framed.mid(4, 1), QByteArray("\x78"));  // a zlib header: deflate, 32 KiB window
+            QCOMPARE(qUncompress(framed), le);
+        }
+    }
+
+    // A block-scale row damaged in the file (its blob, its sizes, its names) is read as one
+    // sentence naming the row, by the reader and by the export alike; the rest of the store reads.
+    void damagedBlockScalesAreOneSentence_data() {
+        QTest::addColumn<QString>("sql");
+        QTest::addColumn<QString>("sentence");
+        const QString fc1_x = "The block scales of fc1's x at step 3 of run 2 are damaged: ";
+        const QString where = " WHERE run_id = 2 AND step = 3 AND layer = 0 AND slot = 0";
+        QTest::newRow("blob truncated")
+            << "UPDATE block_scale_steps SET exponents = substr(exponents, 1, length(exponents) - 6)" + where
+            << fc1_x + "their exponents' compressed data ends early";
+        QTest::newRow("blob garbage") << "UPDATE block_scale_steps SET exponents = x'DEADBEEF00'" + where
+                                      << fc1_x + "their exponents do not decompress (zlib: incorrect header check).";
+        QTest::newRow("blob empty") << "UPDATE block_scale_steps SET exponents = x''" + where
+                                    << fc1_x + "their exponents' compressed data ends early, after 0 of the 18 bytes "
+                                               "3 rows of 3 blocks take.";
+        QTest::newRow("bytes after the stream")
+            << "UPDATE block_scale_steps SET exponents = exponents || x'00'" + where
+            << fc1_x + "their blob has 1 byte after the end of the compressed exponents.";
+        QTest::newRow("more rows than the blob holds")
+            << "UPDATE block_scale_steps SET rows = 4" + where
+            << fc1_x + "their exponents decompress to 18 bytes where 4 rows of 3 blocks take 24.";
+        QTest::newRow("fewer blocks than the blob holds")
+            << "UPDATE block_scale_steps SET blocks_per_row = 2" + where
+            << fc1_x + "their exponents decompress to more than the 12 bytes 3 rows of 2 blocks take.";
+        QTest::newRow("rows beyond the tensor's")
+            << "UPDATE block_scale_steps SET rows = 9" + where
+            << fc1_x + "their sizes do not fit together (9 of 8 rows, 3 blocks per row of 70 values).";
+        QTest::newRow("sizes that overflow")
+            << "UPDATE block_scale_steps SET rows = 4294967296, rows_total = 4294967296, blocks_per_row = "
+               "4294967296" + where
+            << fc1_x + "their sizes do not fit together (4294967296 of 4294967296 rows, 4294967296 blocks per row "
+                       "of 70 values).";
+        QTest::newRow("unknown format") << "UPDATE block_scale_steps SET format = 'mxfp9'" + where
+                                        << fc1_x + "their format 'mxfp9' is not a block format (";
+        QTest::newRow("unknown operand")
+            << "UPDATE block_scale_steps SET operand = 'q'" + where
+            << "The block scales of fc1's operand 'q' at step 3 of run 2 are damaged: the operand is not x, W or dy.";
+        QTest::newRow("operand in another's slot")
+            << "UPDATE block_scale_steps SET operand = 'W'" + where
+            << "The block scales of fc1's W at step 3 of run 2 are damaged: they are stored in slot 0, where W "
+               "takes slot 1.";
+    }
+
+    void damagedBlockScalesAreOneSentence() {
+        QFETCH(QString, sql);
+        QFETCH(QString, sentence);
+        const QString path = fresh("damaged-views.sqlite");
+        record_small_run(path, 5);
+        {
+            RunStore store(path.toStdString());
+            auto rec = store.start_run({"views", "cpu", "", "{}"});
+            rec->on_step(make_step(3), make_layers(3, 2));
+            rec->on_block_scales(make_block_scales(3));
+            rec->finish(RunStatus::completed);
+        }
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec(sql), QString());
+        }
+        RunStore store(path.toStdString(), StoreAccess::read);
+        for (const QString& error :
+             {error_of([&] { store.block_scale_steps(2); }),
+              error_of([&] { store.export_table(2, "block_scale_steps", RunStore::ExportFormat::csv); }),
+              error_of([&] { store.export_table(2, "block_scale_steps", RunStore::ExportFormat::json); })}) {
+            QVERIFY2(error.startsWith(sentence), qPrintable(error));
+            QVERIFY2(error.endsWith('.') && !error.contains('\n'), qPrintable(error));
+        }
+        QCOMPARE(store.block_scale_steps(2, 4).size(), std::size_t(0));  // the rows after it read
+        QCOMPARE(store.steps(2).size(), std::size_t(1));
+        QCOMPARE(store.totals(2).block_scale_rows, std::int64_t(5));
+        QCOMPARE(store.last_block_scale_step(2), std::optional<std::int64_t>(3));
+    }
+
+    // A record whose exponents do not match its sizes is refused by on_block_scales, on the caller's
+    // thread, before anything of the call is queued; the recording goes on.
+    void malformedBlockScalesAreRefused() {
+        const QString path = fresh("malformed-views.sqlite");
+        RunStore store(path.toStdString());
+        auto rec = store.start_run({"views", "cpu", "", "{}"});
+        std::vector<BlockScaleRecord> views = make_block_scales(0);
+        views[1].exponents.pop_back();
+        const QString error = error_of([&] { rec->on_block_scales(views); });
+        QVERIFY2(error.startsWith("Cannot record the block scales of fc1's W at step 0: 7 exponents for 4 of 4 rows "
+                                  "of 2 blocks"),
+                 qPrintable(error));
+        views = make_block_scales(0);
+        views[0].rows = 9;
+        views[0].exponents.resize(27);
+        QVERIFY(!error_of([&] { rec->on_block_scales(views); }).isEmpty());  // more rows than the tensor has
+        rec->on_block_scales(make_block_scales(1));
+        rec->finish(RunStatus::completed);
+        QCOMPARE(QString::fromStdString(rec->error()), QString());
+        const auto got = store.block_scale_steps(rec->run_id());
+        QCOMPARE(got.size(), std::size_t(5));
+        QCOMPARE(got.front().step, std::int64_t(1));
+    }
+
+    // A version-1 store goes through every step to version 7 in one open, with one backup (v1's).
     void migratesVersion1ToTheCurrentVersion() {
         const QString path = fresh("v1-to-v5.sqlite");
         make_v1_store(path, 6);
@@ -583,16 +771,18 @@ private slots:
             QVERIFY(store.layers(1).empty());
             QVERIFY(store.op_steps(1).empty());
             QVERIFY(store.what_if_steps(1).empty());
+            QVERIFY(store.block_scale_steps(1).empty());
             QCOMPARE(store.steps(1).size(), std::size_t(6));
         }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('layers', "
-                             "'op_steps', 'what_if_steps')"),
-                 3LL);
+                             "'op_steps', 'what_if_steps', 'block_scale_steps')"),
+                 4LL);
         QVERIFY(QFile::exists(path + ".bak-v1"));
         QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3") &&
-                !QFile::exists(path + ".bak-v4"));
+                !QFile::exists(path + ".bak-v4") && !QFile::exists(path + ".bak-v5") &&
+                !QFile::exists(path + ".bak-v6"));
     }
 
     // A current store without one of its tables (removed by hand, or damaged) is refused, and
@@ -602,6 +792,7 @@ private slots:
         QTest::newRow("layers (v4)") << "layers";
         QTest::newRow("op_steps (v5)") << "op_steps";
         QTest::newRow("what_if_steps (v6)") << "what_if_steps";
+        QTest::newRow("block_scale_steps (v7)") << "block_scale_steps";
     }
 
     void missingTableIsDamage() {
@@ -616,7 +807,7 @@ private slots:
         for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
             const QString error =
                 error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
-            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 7 of its 8 tables exist)"),
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 8 of its 9 tables exist)"),
                      qPrintable(error));
         }
         QCOMPARE(file_sha256(path), before);
@@ -747,11 +938,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 7"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 8"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 7; this build reads versions up to 6)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 8; this build reads versions up to 7)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

@@ -2,7 +2,8 @@
 // NaN and inf included); the run's layers (image and flat shapes), written with its row in one
 // transaction; the op statistics (schema version 5) and their summary per op; the runs list's summary columns; terminal events; live following from a
 // second connection; resolving ids and name prefixes; editing and removing; the recorder's
-// backpressure notice and its behaviour on a full disk.
+// backpressure notice (block-scale views weighed by their size) and its behaviour on a full disk.
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -703,6 +704,51 @@ private slots:
         QVERIFY2(rec->error().empty(), rec->error().c_str());
         QCOMPARE(store.steps(rec->run_id()).size(), std::size_t(i));
         QCOMPARE(store.run(rec->run_id()).notes, std::string("busy"));
+    }
+
+    // A block-scale view counts against the queue's bound by its size (a row per 64 exponents),
+    // not as one row: with the writer held up by another writer's lock, a bound of 200 rows lets
+    // three steps of one 4096-exponent view each wait (65 + 1 rows a step), where as single rows
+    // all ten steps would fit. Once the lock goes, every view is written; the notice says so.
+    void blockScaleRowsCountByTheirSize() {
+        const QString path = db("views-bound.sqlite");
+        RunStore store(path.toStdString());
+        RecorderOptions tight;
+        tight.queue_bound_rows = 200;
+        tight.commit_interval_ms = 10;
+        auto rec = store.start_run(info("views-bound"), tight);
+        BlockScaleRecord view = make_block_scales(0)[1];  // fc1's W, made 64 rows of 64 blocks
+        view.rows_total = view.rows = 64;
+        view.blocks_per_row = 64;
+        view.row_length = 64 * 32;
+        view.exponents.assign(64 * 64, -3);
+        RawDb other(path);
+        QCOMPARE(other.exec("PRAGMA busy_timeout = 5000; BEGIN IMMEDIATE; UPDATE runs SET notes = 'busy'"), QString());
+        std::atomic<int> recorded{0};
+        std::thread training([&] {
+            for (int i = 0; i < 10; ++i) {
+                rec->on_step(make_step(i), {});
+                view.step = i;
+                rec->on_block_scales({view});
+                ++recorded;
+            }
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        const int while_held = recorded.load();
+        QCOMPARE(other.exec("COMMIT"), QString());
+        training.join();
+        rec->finish(RunStatus::completed);
+        QVERIFY2(rec->error().empty(), rec->error().c_str());
+        QVERIFY2(while_held < 10, qPrintable(QString::number(while_held)));
+        const auto views = store.block_scale_steps(rec->run_id());
+        QCOMPARE(views.size(), std::size_t(10));
+        QCOMPARE(views.back().step, std::int64_t(9));
+        QCOMPARE(views.back().exponents, view.exponents);
+        bool noticed = false;
+        for (const Event& e : store.events(rec->run_id()))
+            noticed = noticed || (e.kind == EventKind::notice &&
+                                  QString::fromStdString(e.message).contains("Training waited for the run store"));
+        QVERIFY(noticed);
     }
 
     void readOnlyStoreRefusesToRecord() {

@@ -1,0 +1,101 @@
+#include "train/block_scale_views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "model/layer.h"
+#include "numeric/block_format.h"
+
+namespace mantissa {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The values of a sample that hold `max_blocks` blocks of `block` values in rows of K (0: all).
+std::int64_t values_for_blocks(std::int64_t max_blocks, std::int64_t K, int block) {
+    if (max_blocks <= 0 || K <= 0) return 0;
+    return std::max<std::int64_t>(max_blocks / ceil_div(K, block), 1) * K;
+}
+
+}  // namespace
+
+std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const float* values, std::size_t count) {
+    float amax = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const float a = std::fabs(values[i]);
+        if (!(a <= std::numeric_limits<float>::max())) return BlockScaleRecord::nan_block;  // NaN or inf
+        amax = std::max(amax, a);
+    }
+    if (amax == 0) return BlockScaleRecord::zero_block;
+    const float factor = block_decode_factor(format, block_scale_code(format, tensor_scale, amax), tensor_scale);
+    if (factor == 0) return BlockScaleRecord::zero_block;  // an NVFP4 scale below E4M3's smallest
+    return static_cast<std::int16_t>(std::ilogb(factor));
+}
+
+BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s) {
+    const int B = block_format_info(format).block_size;
+    const float tensor_scale = format == BlockFormat::nvfp4 ? nvfp4_tensor_scale(s.magnitudes.finite_amax) : 1.0f;
+    BlockScaleRecord r;
+    r.format = format;
+    r.rows_total = s.rows_total;
+    r.rows = s.rows;
+    r.row_length = s.K;
+    r.blocks_per_row = ceil_div(s.K, B);
+    r.exponents.resize(static_cast<std::size_t>(r.rows * r.blocks_per_row));
+#pragma omp parallel for schedule(static) if (r.rows * s.K > (1 << 16))
+    for (std::int64_t row = 0; row < r.rows; ++row)
+        for (std::int64_t b = 0; b < r.blocks_per_row; ++b) {
+            const std::int64_t k0 = b * B, count = std::min<std::int64_t>(B, s.K - k0);
+            r.exponents[static_cast<std::size_t>(row * r.blocks_per_row + b)] = block_scale_exponent(
+                format, tensor_scale, s.values + row * s.K + k0, static_cast<std::size_t>(count));
+        }
+    return r;
+}
+
+void BlockScaleViews::begin_step(std::int64_t step) {
+    m_step = step;
+    m_active = true;
+    m_rows.clear();
+}
+
+std::vector<BlockScaleRecord> BlockScaleViews::take() {
+    m_active = false;
+    return std::exchange(m_rows, {});
+}
+
+void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
+    if (!m_active || !m_spec.enabled || o.layer.index() < 0) return;
+    // Each operand in the block format of the matmul that quantises it, else the spec's.
+    const LayerFormats& f = o.layer.formats();
+    const std::optional<BlockFormat> forward = f.compute_format().block, dgrad = f.dgrad.block;
+    const std::optional<BlockFormat> x_format = forward ? forward : m_spec.format;
+    const std::optional<BlockFormat> dy_format = dgrad ? dgrad : m_spec.format;
+    if (!x_format && !dy_format) return;
+
+    const std::int64_t K_dy = o.conv ? o.conv->out_channels : o.out;
+    const auto limit = [&](const std::optional<BlockFormat>& fmt, std::int64_t K) {
+        // An operand not viewed still gets one row sampled: the sampler takes all three.
+        return fmt ? values_for_blocks(m_spec.max_blocks, K, block_format_info(*fmt).block_size) : K;
+    };
+    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy)};
+    const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
+
+    const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, bool own, const OperandSample& sample) {
+        if (!fmt) return;
+        BlockScaleRecord r = view_block_scales(*fmt, sample);
+        r.step = m_step;
+        r.layer = o.layer.index();
+        r.name = o.layer.name();
+        r.operand = operand;
+        r.own = own;
+        m_rows.push_back(std::move(r));
+    };
+    add(MatmulOperand::input, x_format, forward.has_value(), s.x);
+    add(MatmulOperand::weight, x_format, forward.has_value(), s.w);
+    add(MatmulOperand::grad_output, dy_format, dgrad.has_value(), s.dy);
+}
+
+}  // namespace mantissa

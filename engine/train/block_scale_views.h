@@ -1,0 +1,52 @@
+// BlockScaleViews: at a statistics step, the scale of every block of each matmul operand that is
+// quantised in blocks (train.block_scales; docs/numerics.md, "Block-scale views"). Each layer shows
+// its x, W and dy at the start of its backward (model/operand_observer.h); each operand is cut into
+// blocks as its matmul cuts it (x and W along the forward's reduction, dy along the
+// input-gradient matmul's: train/operand_sampler.h), and each block's scale is chosen by the rule
+// its format's quantiser uses (numeric/block_format.h, block_scale_code). Nothing is written back,
+// so viewing never changes a run. Training thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config/experiment.h"
+#include "config/telemetry.h"
+#include "model/operand_observer.h"
+#include "train/operand_sampler.h"
+
+namespace mantissa {
+
+// floor(log2) of the factor a block's values are decoded with (MX: its E8M0 exponent; NVFP4: its
+// E4M3 scale over the tensor scale), or BlockScaleRecord::zero_block when the scale decodes every
+// value to zero (a block of zeros; an NVFP4 scale that rounded to zero), nan_block for the NaN scale.
+// `values` are the block's count values; tensor_scale as for quantise_block.
+std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const float* values, std::size_t count);
+
+// The record of one operand's sample viewed in `format`: its rows cut into blocks from the start of
+// each row (a last partial block as the quantiser pads it).
+BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s);
+
+class BlockScaleViews final : public OperandObserver {
+public:
+    explicit BlockScaleViews(BlockScaleSpec spec) : m_spec(spec) {}
+
+    const BlockScaleSpec& spec() const { return m_spec; }
+    // The next backward is a statistics step's: its layers are viewed. Rows from before are dropped.
+    void begin_step(std::int64_t step);
+    // This step's rows, by layer in backward order then operand (x, W, dy); empties them.
+    std::vector<BlockScaleRecord> take();
+
+    void observe(Backend& backend, const MatmulOperands& operands) override;
+
+private:
+    BlockScaleSpec m_spec;
+    std::int64_t m_step = -1;
+    bool m_active = false;
+    std::vector<BlockScaleRecord> m_rows;
+    OperandSampler m_sampler;
+};
+
+}  // namespace mantissa
