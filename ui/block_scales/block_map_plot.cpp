@@ -144,15 +144,7 @@ QString BlockMapPlot::toolTipAt(const QPointF& pos) const {
 }
 
 bool BlockMapPlot::event(QEvent* event) {
-    if (event->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (answerToolTip(this, event, [this](QPoint p) { return toolTipAt(p); })) return true;
     return QCustomPlot::event(event);
 }
 

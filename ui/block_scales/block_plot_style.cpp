@@ -3,6 +3,9 @@
 
 #include <qcustomplot.h>
 
+#include <QHelpEvent>
+#include <QToolTip>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -89,6 +92,17 @@ QSharedPointer<QCPAxisTickerText> integerTicker(int lo, int hi, double lengthPx,
         if (clear) ticker->addTick(v, label(v));
     }
     return ticker;
+}
+
+bool answerToolTip(QWidget* plot, QEvent* event, const std::function<QString(QPoint)>& textAt) {
+    if (event->type() != QEvent::ToolTip) return false;
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = textAt(help->pos());
+    if (text.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(help->globalPos(), text, plot);
+    return true;
 }
 
 }  // namespace mantissa::ui::blockscale

@@ -10,6 +10,7 @@
 
 #include <QColor>
 #include <QSharedPointer>
+#include <QPoint>
 #include <QString>
 
 #include <functional>
@@ -31,6 +32,10 @@ QColor nanBlockColor();   // green
 
 // Base background, text-coloured axes and labels, no grid; the colour scale's axis too.
 void stylePlot(QCustomPlot* plot, QCPColorScale* scale);
+
+// Answers a QEvent::ToolTip on `plot` with textAt(the pointer's position), hiding the tooltip where
+// that is empty; false for any other event (the plot handles it).
+bool answerToolTip(QWidget* plot, QEvent* event, const std::function<QString(QPoint)>& textAt);
 
 // Ticks on whole numbers lo..hi every 1, 2, 5, 10, 20 … so that labels are at least a label
 // height and a third apart along `lengthPx` (0: not laid out yet, as if 200 px); `label` writes
