@@ -22,6 +22,7 @@
 #include "stripes_dataset.h"
 #include "train/block_scale_views.h"
 #include "train/trainer.h"
+#include "operand_recording.h"
 #include "train_support.h"
 
 using namespace mantissa;
@@ -59,29 +60,8 @@ std::int16_t viewed(BlockFormat f, const std::vector<float>& block, float tensor
     return block_scale_exponent(f, S, block.data(), block.size());
 }
 
-// The operands one layer showed, in full, and the views of a spec of our own over every layer.
-class Recording final : public OperandObserver {
-public:
-    Recording(BlockScaleSpec spec, std::string layer) : views(spec), m_layer(std::move(layer)) {}
-    void observe(Backend& backend, const MatmulOperands& o) override {
-        if (o.layer.name() == m_layer) {
-            x = download(backend, o.x, o.rows * o.in);
-            w = download(backend, o.weight, o.weight.numel());
-            dy = download(backend, o.dy, o.rows * o.out);
-        }
-        views.observe(backend, o);
-    }
-    BlockScaleViews views;
-    std::vector<float> x, w, dy;
-
-private:
-    static std::vector<float> download(Backend& b, const Tensor& t, std::int64_t n) {
-        std::vector<float> v(static_cast<std::size_t>(n));
-        b.download(t, v.data(), n);
-        return v;
-    }
-    std::string m_layer;
-};
+// fc2's operands, and every layer's statistics of the test's own spec.
+using Recording = OperandRecording<BlockScaleViews>;
 
 const BlockScaleRecord& record_of(const std::vector<BlockScaleRecord>& rows, const std::string& layer, MatmulOperand op) {
     for (const BlockScaleRecord& r : rows)
@@ -232,16 +212,16 @@ private slots:
         Trainer t(mlp(fc2), regression(), make_backend("cpu"));
         BlockScaleSpec spec;  // "own", every block kept
         spec.max_blocks = 0;
-        Recording rec(spec, "fc2");
+        Recording rec("fc2", spec);
         t.network().set_operand_observer(&rec);
         for (int i = 0; i < 12; ++i) t.step();
         CpuBackend::OperandTap tap;
         auto& cpu = dynamic_cast<CpuBackend&>(t.backend());
         cpu.set_operand_tap(&tap);
-        rec.views.begin_step(12);
+        rec.statistics.begin_step(12);
         t.step();
         cpu.set_operand_tap(nullptr);
-        const std::vector<BlockScaleRecord> rows = rec.views.take();
+        const std::vector<BlockScaleRecord> rows = rec.statistics.take();
         const CpuBackend::TappedOperands& used = tap.by_weight.at(&t.network().weight(1));
 
         // Only fc2, the one block-scaled layer, and of it only what its block-scaled matmuls quantise.

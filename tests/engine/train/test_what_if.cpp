@@ -25,6 +25,7 @@
 #include "stripes_dataset.h"
 #include "train/trainer.h"
 #include "train/what_if.h"
+#include "operand_recording.h"
 #include "train_support.h"
 
 using namespace mantissa;
@@ -35,29 +36,8 @@ namespace {
 
 const double inf = std::numeric_limits<double>::infinity();
 
-// The operands a layer showed, in full, and the what-if of a spec of our own over them.
-class Recording final : public OperandObserver {
-public:
-    Recording(WhatIfSpec spec, int layers, std::string layer) : what_if(std::move(spec), Fp8Recipe{}, layers), m_layer(std::move(layer)) {}
-    void observe(Backend& backend, const MatmulOperands& o) override {
-        if (o.layer.name() == m_layer) {
-            x = download(backend, o.x, o.rows * o.in);
-            w = download(backend, o.weight, o.weight.numel());
-            dy = download(backend, o.dy, o.rows * o.out);
-        }
-        what_if.observe(backend, o);
-    }
-    WhatIfStatistics what_if;
-    std::vector<float> x, w, dy;
-
-private:
-    static std::vector<float> download(Backend& b, const Tensor& t, std::int64_t n) {
-        std::vector<float> v(static_cast<std::size_t>(n));
-        b.download(t, v.data(), n);
-        return v;
-    }
-    std::string m_layer;
-};
+// fc2's operands, and every layer's statistics of the test's own spec.
+using Recording = OperandRecording<WhatIfStatistics>;
 
 // Underflow and SQNR from their definitions, and saturation from the format's rule.
 struct Expected {
@@ -241,16 +221,16 @@ private slots:
 
         // Predicted: fc2 in bf16 at step `at`.
         Trainer a(switch_experiment(), regression(), make_backend("cpu"));
-        Recording pa(spec, a.network().layer_count(), "fc2");
+        Recording pa("fc2", spec, Fp8Recipe{}, a.network().layer_count());
         a.network().set_operand_observer(&pa);
         for (std::int64_t i = 0; i < at; ++i) a.step();
-        pa.what_if.begin_step(at);
+        pa.statistics.begin_step(at);
         a.step();
-        const std::vector<WhatIfRecord> predicted = pa.what_if.take();
+        const std::vector<WhatIfRecord> predicted = pa.statistics.take();
 
         // Switched at the same step, its operands tapped.
         Trainer b(switch_experiment(), regression(), make_backend("cpu"));
-        Recording pb(spec, b.network().layer_count(), "fc2");
+        Recording pb("fc2", spec, Fp8Recipe{}, b.network().layer_count());
         b.network().set_operand_observer(&pb);
         for (std::int64_t i = 0; i < at; ++i) b.step();
         b.set_layer_precision("fc2", precision_of(f));
@@ -263,10 +243,10 @@ private slots:
         CpuBackend::OperandTap tap;
         auto& cpu = dynamic_cast<CpuBackend&>(b.backend());
         cpu.set_operand_tap(&tap);
-        pb.what_if.begin_step(at);
+        pb.statistics.begin_step(at);
         b.step();
         cpu.set_operand_tap(nullptr);
-        const std::vector<WhatIfRecord> own = pb.what_if.take();
+        const std::vector<WhatIfRecord> own = pb.statistics.take();
         const CpuBackend::TappedOperands& actual = tap.by_weight.at(&b.network().weight(1));
 
         const WhatIfRecord& p = row_of(predicted, "fc2", f);
@@ -301,7 +281,7 @@ private slots:
         spec.formats = {Format::fp8_e4m3};
         spec.max_elements = 0;
         Trainer t(e, regression(), make_backend("cpu"));
-        Recording r(spec, t.network().layer_count(), "fc2");
+        Recording r("fc2", spec, Fp8Recipe{}, t.network().layer_count());
         t.network().set_operand_observer(&r);
         for (int i = 0; i < 10; ++i) t.step();
         const Fp8State* s = t.network().fp8_state(1);
@@ -311,10 +291,10 @@ private slots:
         CpuBackend::OperandTap tap;
         auto& cpu = dynamic_cast<CpuBackend&>(t.backend());
         cpu.set_operand_tap(&tap);
-        r.what_if.begin_step(10);
+        r.statistics.begin_step(10);
         t.step();
         cpu.set_operand_tap(nullptr);
-        const WhatIfRecord& row = row_of(r.what_if.take(), "fc2", Format::fp8_e4m3);
+        const WhatIfRecord& row = row_of(r.statistics.take(), "fc2", Format::fp8_e4m3);
         const CpuBackend::TappedOperands& actual = tap.by_weight.at(&t.network().weight(1));
         compare(row.input, expected(Format::fp8_e4m3, false, r.x, actual.x, 96, sx), "x");
         compare(row.weight, expected(Format::fp8_e4m3, false, r.w, actual.w, 96, sw), "W");
