@@ -1,8 +1,8 @@
 // `mantissa-cli runs` and `mantissa-cli show`: the run store's list, and one run's summary
-// (configuration, final metrics, layers, op statistics, what-if statistics, block-scale views, a
-// language model's last sample, events). Both open with StoreAccess::read: dead runs get marked
-// interrupted and an older file is migrated (with its backup copy), a file that cannot be written
-// is read as it is, and a store that does not exist is never created. Text from
+// (configuration, final metrics, checkpoints, layers, op statistics, what-if statistics,
+// block-scale views, a language model's last sample, events). Both open with StoreAccess::read:
+// dead runs get marked interrupted and an older file is migrated (with its backup copy), a file
+// that cannot be written is read as it is, and a store that does not exist is never created. Text from
 // the store is printed with control characters escaped (a name cannot break the table or send
 // escape codes), and JSON replaces bytes that are not UTF-8 (stores written before names were
 // checked may hold them).
@@ -67,7 +67,29 @@ ojson tags_array(const std::string& tags) {
     return a;
 }
 
-ojson run_json(const RunRow& r) {
+// A branch's parent as `runs` and `show` name it: its id when it is in this store, else the
+// first 8 characters of its uuid (a run of another store).
+std::optional<std::int64_t> parent_id(const RunRow& r, const std::vector<RunRow>& runs) {
+    if (r.parent_uuid.empty()) return std::nullopt;
+    for (const RunRow& p : runs)
+        if (p.uuid == r.parent_uuid) return p.id;
+    return std::nullopt;
+}
+
+std::string parent_label(const RunRow& r, std::optional<std::int64_t> id) {
+    return id ? std::to_string(*id) : shown(r.parent_uuid.substr(0, 8));
+}
+
+// {"uuid", "step", "id"} (id null when the parent is not in this store), or null for a run that
+// is not a branch.
+ojson parent_json(const RunRow& r, std::optional<std::int64_t> id) {
+    if (r.parent_uuid.empty()) return nullptr;
+    return {{"uuid", r.parent_uuid},
+            {"step", r.parent_step ? ojson(*r.parent_step) : ojson(nullptr)},
+            {"id", id ? ojson(*id) : ojson(nullptr)}};
+}
+
+ojson run_json(const RunRow& r, std::optional<std::int64_t> parent) {
     return {{"id", r.id},
             {"uuid", r.uuid},
             {"name", r.name},
@@ -83,7 +105,8 @@ ojson run_json(const RunRow& r) {
             {"tags", tags_array(r.tags)},
             {"notes", r.notes},
             {"app_version", r.app_version},
-            {"error", r.error.empty() ? ojson(nullptr) : ojson(r.error)}};
+            {"error", r.error.empty() ? ojson(nullptr) : ojson(r.error)},
+            {"parent", parent_json(r, parent)}};
 }
 
 // "2025-11-29T17:35:02.125Z" -> "2025-11-29 17:35" (UTC)
@@ -191,6 +214,27 @@ void print_layers(const std::vector<LayerInfo>& layers) {
                     pad(clip(shown(l.kind), 16), kind_width).c_str(), pad(shapes[i], shape_width).c_str(),
                     static_cast<long long>(l.parameters), l.takes_precision ? "" : "  (not in precision.layers)");
     }
+}
+
+ojson checkpoints_json(const std::vector<CheckpointRow>& checkpoints) {
+    ojson a = ojson::array();
+    for (const CheckpointRow& c : checkpoints)
+        a.push_back({{"step", c.step},
+                     {"time_s", number_or_null(c.time_s)},
+                     {"bytes", c.bytes},
+                     {"file", c.file},
+                     {"created_at", c.created_at}});
+    return a;
+}
+
+// The Checkpoints section of `show`: "  step 500       12.3 s    4.2 MiB  /data/runs.checkpoints/...",
+// a line per checkpoint by step (the run continues from one with that step). Nothing without any.
+void print_checkpoints(const std::vector<CheckpointRow>& checkpoints) {
+    if (checkpoints.empty()) return;
+    std::printf("\nCheckpoints (%zu)\n", checkpoints.size());
+    for (const CheckpointRow& c : checkpoints)
+        std::printf("  step %-8lld %9s  %10s  %s\n", static_cast<long long>(c.step),
+                    c.time_s ? duration(*c.time_s).c_str() : "-", human_bytes(c.bytes).c_str(), shown(c.file).c_str());
 }
 
 // A statistic's value for a terminal: 5 significant digits (65504, FP16's largest, whole), "inf", "nan".
@@ -335,7 +379,7 @@ int run_runs(Args& args) {
     const auto runs = store.list_runs();
     if (json) {
         ojson out = ojson::array();
-        for (const auto& r : runs) out.push_back(run_json(r));
+        for (const auto& r : runs) out.push_back(run_json(r, parent_id(r, runs)));
         print_json(out);
         return exit_ok;
     }
@@ -345,13 +389,31 @@ int run_runs(Args& args) {
     }
     std::size_t name_width = 4;
     for (const auto& r : runs) name_width = std::max(name_width, std::min<std::size_t>(chars_of(shown(r.name)), 32));
+    // A PARENT column ("12@500": run 12's checkpoint at step 500) only when some run is a branch;
+    // then BACKEND is padded to keep it in line.
+    std::vector<std::string> parents;
+    std::size_t backend_width = 7;
+    for (const auto& r : runs) {
+        parents.push_back(r.parent_uuid.empty() ? std::string()
+                                                : parent_label(r, parent_id(r, runs)) + "@" +
+                                                      (r.parent_step ? std::to_string(*r.parent_step) : "?"));
+        backend_width = std::max(backend_width, chars_of(shown(r.backend)));
+    }
+    const bool branches = std::any_of(parents.begin(), parents.end(), [](const std::string& p) { return !p.empty(); });
+    auto backend_column = [&](const std::string& backend, const std::string& parent) {
+        return branches ? pad(backend, backend_width) + "  " + parent : backend;
+    };
     std::printf("%4s  %s  %-11s  %-16s  %8s  %10s  %8s  %s\n", "ID", pad("NAME", name_width).c_str(), "STATUS",
-                "CREATED (UTC)", "STEPS", "FINAL LOSS", "TEST ACC", "BACKEND");
-    for (const auto& r : runs)
+                "CREATED (UTC)", "STEPS", "FINAL LOSS", "TEST ACC", backend_column("BACKEND", "PARENT").c_str());
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const RunRow& r = runs[i];
+        std::string line = backend_column(shown(r.backend), parents[i]);
+        while (!line.empty() && line.back() == ' ') line.pop_back();  // no trailing spaces without a parent
         std::printf("%4lld  %s  %-11s  %-16s  %8lld  %10s  %8s  %s\n", static_cast<long long>(r.id),
                     pad(clip(shown(r.name), 32), name_width).c_str(), run_status_name(r.status),
                     shown(short_time(r.created_at)).c_str(), static_cast<long long>(r.steps),
-                    fixed(r.final_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), shown(r.backend).c_str());
+                    fixed(r.final_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), line.c_str());
+    }
     if (store.read_only()) std::printf("(%s is read-only here)\n", db.c_str());
     return exit_ok;
 }
@@ -381,9 +443,11 @@ int run_show(Args& args) {
         for (BlockScaleRecord& b : store.block_scale_steps(id, *step))
             if (b.step == *step) block_scales.push_back(std::move(b));
     const auto sample = last_sample(events);
+    const auto checkpoints = store.checkpoints(id);
+    const std::optional<std::int64_t> parent = r.parent_uuid.empty() ? std::nullopt : parent_id(r, store.list_runs());
 
     if (args.has("json")) {
-        ojson out = run_json(r);
+        ojson out = run_json(r, parent);
         ojson config = ojson::parse(r.config_json, nullptr, false);
         out["config"] = config.is_discarded() ? ojson(r.config_json) : config;
         out["totals"] = {{"steps", t.steps},
@@ -400,6 +464,7 @@ int run_show(Args& args) {
                          {"op_rows", t.op_rows},
                          {"what_if_rows", t.what_if_rows},
                          {"block_scale_rows", t.block_scale_rows}};
+        out["checkpoints"] = checkpoints_json(checkpoints);  // [] without, or before schema version 8
         out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
         out["op_stats"] = op_stats_json(op_stats);  // [] for a model without such ops, or before version 5
         out["what_if"] = what_if_json(what_if);     // the last statistics step's; null without
@@ -420,6 +485,9 @@ int run_show(Args& args) {
     }
 
     std::printf("Run %lld: %s\n", static_cast<long long>(r.id), shown(r.name).c_str());
+    if (!r.parent_uuid.empty())
+        std::printf("  Branched from run %s at step %s\n", parent_label(r, parent).c_str(),
+                    r.parent_step ? std::to_string(*r.parent_step).c_str() : "-");
     std::printf("  status       %s\n", run_status_name(r.status));
     std::printf("  created      %s UTC\n", short_time(r.created_at, true).c_str());
     if (!r.finished_at.empty()) std::printf("  finished     %s UTC\n", short_time(r.finished_at, true).c_str());
@@ -455,6 +523,7 @@ int run_show(Args& args) {
     if (t.what_if_rows > 0) std::printf(", %lld what-if rows", static_cast<long long>(t.what_if_rows));
     if (t.block_scale_rows > 0) std::printf(", %lld block-scale rows", static_cast<long long>(t.block_scale_rows));
     std::printf("\n");
+    print_checkpoints(checkpoints);
     print_layers(layers);
     print_op_stats(op_stats);
     print_what_if(what_if, what_if_layers);
@@ -507,7 +576,9 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
                       "usage: mantissa-cli runs [--json] [--db FILE]\n\n"
                       "Lists the runs in the store: id, name, status (running, completed, stopped, failed,\n"
                       "interrupted), when it was created (UTC), steps, final training loss, the last test\n"
-                      "accuracy and the backend.\n\n"
+                      "accuracy and the backend; when some run is a branch (started from another run's\n"
+                      "checkpoint), a PARENT column names the run and step it started from (\"12@500\"; a\n"
+                      "parent that is not in this store by the start of its uuid).\n\n"
                       "  --db FILE   the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json      print a JSON array, one object per run, with every column\n\n"
                       "Exit status: 0 ok, 2 the store cannot be read.\n",
@@ -515,23 +586,25 @@ MANTISSA_CLI_COMMAND({"runs", "list the recorded runs",
 
 MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, layers, op statistics, events",
                       "usage: mantissa-cli show RUN [--json] [--all-events] [--db FILE]\n\n"
-                      "Shows one run: its status and where it ran, the final metrics (steps, overflowed and\n"
-                      "skipped steps, final loss, last test evaluation, loss scale, training time, throughput\n"
-                      "in samples/s (mean over the run: samples / training time), peak memory), its layers\n"
-                      "(name, kind, the shape of a sample in and out, parameters; a run recorded before\n"
-                      "schema version 4 has none), for a transformer each attention layer's largest logit and\n"
-                      "each layer norm's smallest variance (the last measured and the extreme over the run),\n"
-                      "what the train.what_if formats would do to each matmul layer's operands and the\n"
-                      "distribution of their block scales' exponents (train.block_scales; both at the last\n"
-                      "statistics step), for a language model the last sample it wrote, its events (settings\n"
-                      "changed during the run, overflows, scale changes...) and the full configuration it\n"
-                      "started with.\n"
+                      "Shows one run: its status and where it ran (and, for a branch, the run and step it\n"
+                      "started from), the final metrics (steps, overflowed and skipped steps, final loss, last\n"
+                      "test evaluation, loss scale, training time, throughput in samples/s (mean over the run:\n"
+                      "samples / training time), peak memory), its checkpoints (step, training time, size,\n"
+                      "file), its layers (name, kind, the shape of a sample in and out, parameters; a run\n"
+                      "recorded before schema version 4 has none), for a transformer each attention layer's\n"
+                      "largest logit and each layer norm's smallest variance (the last measured and the\n"
+                      "extreme over the run), what the train.what_if formats would do to each matmul layer's\n"
+                      "operands and the distribution of their block scales' exponents (train.block_scales;\n"
+                      "both at the last statistics step), for a language model the last sample it wrote, its\n"
+                      "events (settings changed during the run, overflows, scale changes...) and the full\n"
+                      "configuration it started with.\n"
                       "RUN is an id or the unique start of a run's name. An overflow or loss-scale change\n"
                       "repeated on consecutive steps is listed as one entry with its step range (\"Overflow\n"
                       "on every step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
-                      "  --json         print one JSON object (the run, config, totals, layers, op_stats,\n"
-                      "                 what_if, block_scales, last_sample, events)\n"
+                      "  --json         print one JSON object (the run with its parent, config, totals,\n"
+                      "                 checkpoints, layers, op_stats, what_if, block_scales, last_sample,\n"
+                      "                 events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",
                       run_show});

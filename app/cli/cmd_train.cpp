@@ -5,148 +5,23 @@
 // to say before training (a dataset that fell back to spirals) is a warning on stderr before the
 // progress line, and the JSON's `notices`.
 //
-// Threads: the session trains on its own thread; this (main) thread only polls a snapshot the
-// progress sink keeps, posts Stop on a signal, and prints. The signal handler only counts.
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <csignal>
+// The run's checkpoints (train.checkpoint_every, and one at its end) go to the folder beside the
+// store (checkpoint_folder); `mantissa-cli resume` continues or branches from them.
+//
+// Threads: the session trains on its own thread; this (main) thread drives it (cli/run_session.h).
 #include <cstdio>
-#include <iostream>
-#include <iterator>
-#include <mutex>
 #include <optional>
-#include <thread>
-
-#include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "cli/cli_common.h"
+#include "cli/run_session.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
 #include "train/live_change.h"
 #include "train/session.h"
-#include "config/throughput.h"
 
 namespace mantissa::cli {
 namespace {
-
-// The stopping signals, handled alike: the first asks for a stop after the current step, a second
-// leaves at once (exit 128 + its number, as the shell reports a death by it).
-constexpr int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-std::atomic<int> g_interrupts{0};
-std::atomic<int> g_signal{0};
-extern "C" void on_stop_signal(int sig) {  // the others are blocked while it runs (sa_mask)
-    if (g_interrupts.load() >= 1) std::_Exit(128 + sig);
-    g_signal.store(sig);
-    g_interrupts.fetch_add(1);  // after g_signal: the main thread reads it once it sees this
-}
-
-const char* signal_text(int sig) {
-    switch (sig) {
-    case SIGINT: return "Ctrl-C (SIGINT)";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
-    }
-}
-
-// Installs on_stop_signal for the stopping signals while it lives, and puts back what was there.
-// A signal the caller ignores stays ignored (nohup's SIGHUP; SIGINT of a job a script put in the
-// background): they asked for the run to outlive it.
-class StopSignals {
-public:
-    StopSignals() {
-        g_interrupts = 0;
-        g_signal = 0;
-        struct sigaction sa {};
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        for (int sig : stop_signals) sigaddset(&sa.sa_mask, sig);
-        for (std::size_t i = 0; i < std::size(stop_signals); ++i) {
-            struct sigaction current {};
-            sigaction(stop_signals[i], nullptr, &current);
-            m_installed[i] = current.sa_handler != SIG_IGN;
-            if (m_installed[i]) sigaction(stop_signals[i], &sa, &m_old[i]);
-        }
-    }
-    ~StopSignals() {
-        for (std::size_t i = 0; i < std::size(stop_signals); ++i)
-            if (m_installed[i]) sigaction(stop_signals[i], &m_old[i], nullptr);
-    }
-    StopSignals(const StopSignals&) = delete;
-    StopSignals& operator=(const StopSignals&) = delete;
-
-private:
-    struct sigaction m_old[std::size(stop_signals)] {};
-    bool m_installed[std::size(stop_signals)] {};
-};
-
-// Keeps the latest step for the progress line; called on the training thread, returns at once.
-class ProgressSink : public TelemetrySink {
-public:
-    struct Snapshot {
-        StepRecord step;
-        bool has_step = false;
-        std::int64_t overflow_steps = 0;
-        std::optional<EvalRecord> eval;
-    };
-    void on_step(const StepRecord& step, const std::vector<LayerStepRecord>&) override {
-        std::lock_guard lock(m_mutex);
-        m_snapshot.step = step;
-        m_snapshot.has_step = true;
-        if (step.overflow) ++m_snapshot.overflow_steps;
-    }
-    void on_eval(const EvalRecord& eval) override {
-        std::lock_guard lock(m_mutex);
-        m_snapshot.eval = eval;
-    }
-    void on_event(const Event&) override {}
-    Snapshot snapshot() const {
-        std::lock_guard lock(m_mutex);
-        return m_snapshot;
-    }
-
-private:
-    mutable std::mutex m_mutex;
-    Snapshot m_snapshot;
-};
-
-std::string format_duration(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "--:--";
-    const long s = std::lround(seconds);
-    char buf[32];
-    if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-    else std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
-    return buf;
-}
-
-// `samples_per_s`: the run's mean so far (config/throughput.h), as the summary will give it.
-std::string progress_line(const ProgressSink::Snapshot& s, std::int64_t total_steps, std::int64_t steps_per_epoch,
-                          double samples_per_s) {
-    const StepRecord& r = s.step;
-    const double done = static_cast<double>(r.step + 1);
-    const double eta = r.time_s / done * (static_cast<double>(total_steps) - done);
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %d/%lld  loss %.4f  scale %g  %.0f samples/s  ETA %s",
-                  static_cast<long long>(r.step + 1), static_cast<long long>(total_steps), r.epoch + 1,
-                  static_cast<long long>((total_steps + steps_per_epoch - 1) / std::max<std::int64_t>(1, steps_per_epoch)),
-                  r.loss, r.loss_scale, samples_per_s, format_duration(eta).c_str());
-    return buf;
-}
-
-RunStatus run_status_of(SessionState s) {
-    switch (s) {
-    case SessionState::completed: return RunStatus::completed;
-    case SessionState::failed: return RunStatus::failed;
-    default: return RunStatus::stopped;
-    }
-}
-
-nlohmann::ordered_json number_or_null(double v) {
-    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
-}
 
 int run_train(Args& args) {
     args.option("config");
@@ -207,93 +82,10 @@ int run_train(Args& args) {
         recorder = store->start_run({experiment.name, session.backend_name(), session.device_name(),
                                      experiment_to_json(experiment).dump(), session.layers()});
         session.add_sink(recorder);
+        const std::string uuid = store->run(recorder->run_id()).uuid;
+        session.set_checkpoint_folder(checkpoint_folder(store->path(), uuid), uuid);
     }
-    auto progress = std::make_shared<ProgressSink>();
-    session.add_sink(progress);
-
-    const bool draw = isatty(STDERR_FILENO) == 1;
-    schedule.arm(session);
-    session.start();
-    bool stop_posted = false;
-    auto next_draw = std::chrono::steady_clock::now();
-    while (true) {
-        const SessionState st = session.state();
-        if (st == SessionState::completed || st == SessionState::stopped || st == SessionState::failed) break;
-        if (g_interrupts.load() > 0 && !stop_posted) {
-            session.request_stop();
-            stop_posted = true;
-            const int sig = g_signal.load();
-            std::fprintf(stderr, "%s%s: stopping after the current step (%s again to quit at once)\n", draw ? "\n" : "",
-                         signal_text(sig), sig == SIGINT ? "Ctrl-C" : "the signal");
-        }
-        if (!stop_posted && schedule.poll(session)) continue;  // resumed at once, not after a nap
-        if (draw && std::chrono::steady_clock::now() >= next_draw) {
-            next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-            const auto snap = progress->snapshot();
-            if (snap.has_step) {
-                const std::string line = progress_line(snap, session.total_steps(), session.steps_per_epoch(),
-                                                       session.summary().samples_per_s);
-                std::fprintf(stderr, "\r%-100s", line.c_str());
-                std::fflush(stderr);
-            }
-        }
-        // A pause for a scheduled change lasts until the next look: look often while one may come.
-        std::this_thread::sleep_for(std::chrono::milliseconds(schedule.done() ? 100 : 2));
-    }
-    session.wait();
-    if (draw) std::fprintf(stderr, "\n");
-
-    const RunSummary summary = session.summary();
-    std::int64_t run_id = 0;
-    std::string record_error;
-    if (recorder) {
-        run_id = recorder->run_id();
-        recorder->finish(run_status_of(summary.state), summary.error);
-        record_error = recorder->error();
-    }
-    const char* status = run_status_name(run_status_of(summary.state));
-
-    if (json) {
-        nlohmann::ordered_json out = {
-            {"status", status},
-            {"steps", summary.steps},
-            {"final_loss", number_or_null(summary.final_loss)},
-            {"test_accuracy", number_or_null(summary.test_accuracy)},
-            {"test_loss", number_or_null(summary.test_loss)},
-            {"overflow_steps", summary.overflow_steps},
-            {"skipped_steps", summary.skipped_steps},
-            {"final_loss_scale", summary.final_loss_scale},
-            {"samples", summary.samples},
-            {"samples_per_s", summary.samples_per_s},  // mean over the run (config/throughput.h)
-            {"elapsed_s", summary.elapsed_s},
-            {"backend", session.backend_name()},
-            {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},
-            {"notices", notices},
-        };
-        if (!summary.error.empty()) out["error"] = summary.error;
-        if (!record_error.empty()) out["record_error"] = record_error;
-        std::cout << out.dump() << std::endl;
-    } else {
-        std::printf("%s: %s after %lld of %lld steps in %s (%s on %s)\n", experiment.name.c_str(), status,
-                    static_cast<long long>(summary.steps), static_cast<long long>(summary.total_steps),
-                    format_duration(summary.elapsed_s).c_str(), session.backend_name().c_str(),
-                    session.device_name().c_str());
-        std::printf("  throughput       %.0f %s\n", summary.samples_per_s, run_samples_per_s_label);
-        std::printf("  final loss       %.4f\n", summary.final_loss);
-        if (std::isfinite(summary.test_accuracy) && experiment.dataset.kind == "text")
-            std::printf("  test             loss %.4f nats/token (perplexity %.2f), next-token accuracy %.2f%%\n",
-                        summary.test_loss, std::exp(summary.test_loss), summary.test_accuracy * 100);
-        else if (std::isfinite(summary.test_accuracy))
-            std::printf("  test             accuracy %.2f%%, loss %.4f\n", summary.test_accuracy * 100, summary.test_loss);
-        std::printf("  overflow steps   %lld (skipped %lld); final loss scale %g\n",
-                    static_cast<long long>(summary.overflow_steps), static_cast<long long>(summary.skipped_steps),
-                    summary.final_loss_scale);
-        if (recorder) std::printf("  recorded as run %lld in %s\n", static_cast<long long>(run_id), store->path().c_str());
-        if (!summary.error.empty()) std::printf("  error: %s\n", summary.error.c_str());
-    }
-    if (!record_error.empty()) std::fprintf(stderr, "warning: recording stopped early: %s\n", record_error.c_str());
-    // A run whose record is incomplete failed as far as a script is concerned, even if it trained.
-    return summary.state == SessionState::failed || !record_error.empty() ? exit_failed : exit_ok;
+    return run_to_end(session, experiment, schedule, {store.get(), recorder}, json);
 }
 
 }  // namespace
@@ -306,7 +98,9 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "the store. A progress line is drawn on a terminal; Ctrl-C, SIGTERM or SIGHUP stops after\n"
                       "the current step (the run is recorded as stopped) and still prints the summary. What the\n"
                       "run must tell you first (a dataset not found, trained on spirals instead) is a warning on\n"
-                      "standard error before training starts.\n\n"
+                      "standard error before training starts. The run's checkpoints (every train.checkpoint_every\n"
+                      "steps, and one where it ends or stops) go to a folder beside the store; `mantissa-cli\n"
+                      "resume` continues the run from them, or branches a new one.\n\n"
                       "  --config FILE     experiment file (JSON); also -c FILE, or FILE alone\n"
                       "  --set KEY=VALUE   change one setting by its dotted key, e.g. precision.autocast=bf16,\n"
                       "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"

@@ -22,6 +22,22 @@ void AmaxHistory::record(float amax) {
     else m_pending = std::max(m_pending, amax);
 }
 
+void AmaxHistory::restore(float scale, float scale_inv, const std::vector<float>& history) {
+    const int len = static_cast<int>(m_window.size());
+    if (history.size() > m_window.size())
+        throw Error("An amax history of " + std::to_string(history.size()) + " entries does not fit a window of " +
+                    std::to_string(len) + " (precision.fp8.amax_history_len).");
+    // The window's positions do not matter, only which entries it holds and which is the newest:
+    // the entries are laid out oldest first from 0, as update() fills a window that has not wrapped.
+    std::fill(m_window.begin(), m_window.end(), 0.0f);
+    m_count = static_cast<int>(history.size());
+    m_newest = m_count - 1;
+    for (int i = 0; i < m_count; ++i) m_window[static_cast<std::size_t>(m_newest - i)] = history[static_cast<std::size_t>(i)];
+    m_pending = 0;
+    m_scale = scale;
+    m_scale_inv = scale_inv;
+}
+
 void AmaxHistory::update() {
     const int len = static_cast<int>(m_window.size());
     m_newest = (m_newest + 1) % len;

@@ -28,6 +28,9 @@ public:
     // Ends the step: the recorded amax (0 when none) enters the window, the scale is recomputed.
     void update();
     std::vector<float> history() const;  // newest first
+    // Between steps: the state a snapshot gave (history newest first, at most history_len entries;
+    // throws mantissa::Error when longer), nothing recorded this step.
+    void restore(float scale, float scale_inv, const std::vector<float>& history);
     void set_recipe(int margin, AmaxAlgo algo);
     void set_scaling(Fp8Scaling scaling);  // none sets the scale to 1 at once
     void set_power_of_two(bool on) { m_power_of_two = on; }

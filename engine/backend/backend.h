@@ -142,6 +142,10 @@ public:
     // Between steps. none: every scale is 1 from the next step on. delayed: the scales follow the
     // amax history again from the end of the next step (the history was kept meanwhile).
     virtual void set_scaling(Fp8Scaling scaling) = 0;
+    // Between steps: the tensor's scaling state becomes `state` (a snapshot taken between steps of
+    // a run with the same recipe: its history at most history_len long), as if the steps that
+    // made it had run here. Checkpoints (engine/train/checkpoint.h) restore through it.
+    virtual void restore(Fp8Role role, const Fp8TensorSnapshot& state) = 0;
 };
 
 // The tensors of one linear layer y = x·Wᵀ + b, W of shape (out, in). Owned by the caller (the
@@ -423,6 +427,10 @@ public:
     // takes the next key of the seed's sequence, so a run with the same seed, settings and changes
     // rounds every value the same way. A backend without stochastic rounding ignores it.
     virtual void seed_stochastic_rounding(std::uint64_t seed) { (void)seed; }
+    // Where in that sequence the next rounding pass is: what a checkpoint keeps, so a resumed run
+    // draws the same keys as the run that never stopped. 0 on a backend without stochastic rounding.
+    virtual std::uint64_t stochastic_rounding_position() const { return 0; }
+    virtual void set_stochastic_rounding_position(std::uint64_t position) { (void)position; }
 
     // ---- underflow telemetry
     // While on (the trainer turns it on for the steps that report layer statistics, and each

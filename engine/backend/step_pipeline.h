@@ -82,6 +82,14 @@ struct StepResults {
     bool replayed = false;                   // the body was a replay of a recorded one
 };
 
+// What a pipeline carries from one step to the next besides the tensors: the loss scaler's state
+// and the optimizer's step count (AdamW's bias correction). A checkpoint keeps it.
+struct PipelineState {
+    float scale = 1;
+    std::int64_t growth_tracker = 0;
+    std::int64_t optimizer_steps = 0;
+};
+
 class StepPipeline {
 public:
     virtual ~StepPipeline() = default;
@@ -96,6 +104,9 @@ public:
     // telemetry).
     virtual void set_loss_scaling(const LossScalingSpec& spec) = 0;
     virtual void invalidate(const std::string& reason) = 0;
+    // With no step in flight: the state a checkpoint kept (StepResults reports it after each step:
+    // next_scale, growth_tracker, optimizer_steps), from the next begin on.
+    virtual void restore(const PipelineState& state) = 0;
 
     // ---- one step
     virtual bool begin(const StepBegin& b) = 0;  // true: the caller issues the body

@@ -10,6 +10,12 @@ namespace mantissa {
 SyncStepPipeline::SyncStepPipeline(Backend& backend, const LossScalingSpec& spec, int lag)
     : m_backend(backend), m_scaler(spec), m_lag(lag < 0 ? 0 : lag) {}
 
+void SyncStepPipeline::restore(const PipelineState& state) {
+    if (m_open || !m_done.empty()) throw Error("SyncStepPipeline: restore with steps in flight.");
+    m_scaler.restore(state.scale, state.growth_tracker);
+    m_optimizer_steps = state.optimizer_steps;
+}
+
 bool SyncStepPipeline::begin(const StepBegin& b) {
     if (m_open) throw Error("StepPipeline: begin() before the previous step's end().");
     m_open = true;

@@ -23,6 +23,7 @@ public:
     int depth() const override { return m_lag + 1; }
     int in_flight() const override { return static_cast<int>(m_done.size()) + (m_open ? 1 : 0); }
     void set_loss_scaling(const LossScalingSpec& spec) override { m_scaler.reconfigure(spec); }
+    void restore(const PipelineState& state) override;
     void invalidate(const std::string& reason) override { (void)reason; }
 
     bool begin(const StepBegin& b) override;

@@ -541,6 +541,8 @@ void read_train(Reader r, TrainSpec& t) {
         b.integer("max_blocks", t.block_scales.max_blocks, 0, no_limit);
         b.finish();
     }
+    r.integer("checkpoint_every", t.checkpoint_every, 0, no_limit);
+    r.integer("keep_checkpoints", t.keep_checkpoints, 0, 1'000'000);
     r.finish();
     if (t.steps == 0 && t.epochs < 1)
         fail(r.at("epochs"), "must be at least 1 when train.steps is 0, got " + std::to_string(t.epochs));
@@ -826,7 +828,9 @@ json experiment_to_json(const Experiment& e) {
                    {"what_if", {{"formats", what_if_names(t.what_if.formats)},
                                 {"max_elements", t.what_if.max_elements}}},
                    {"block_scales", {{"format", block_scale_format_name(t.block_scales)},
-                                     {"max_blocks", t.block_scales.max_blocks}}}}},
+                                     {"max_blocks", t.block_scales.max_blocks}}},
+                   {"checkpoint_every", t.checkpoint_every},
+                   {"keep_checkpoints", t.keep_checkpoints}}},
         {"precision",
          {{"autocast", autocast_name(p.autocast)},
           {"master_weights", p.master_weights},

@@ -115,6 +115,10 @@ struct TrainSpec {
     std::int64_t layer_stats_every = 1;  // per-layer telemetry every k steps
     WhatIfSpec what_if;                  // on the same steps
     BlockScaleSpec block_scales;         // on the same steps
+    // Checkpoints (engine/train/checkpoint.h): every this many steps, and always when the run ends
+    // or is stopped (0: only then); the newest keep_checkpoints of a run are kept (0: all).
+    std::int64_t checkpoint_every = 0;
+    std::int64_t keep_checkpoints = 3;
 
     bool operator==(const TrainSpec&) const = default;
 };

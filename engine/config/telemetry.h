@@ -182,6 +182,19 @@ struct EvalRecord {
     double accuracy = 0;                    // fraction in [0,1]; NaN for regression
 };
 
+// A checkpoint the training thread has written (engine/train/checkpoint.h): the whole state of
+// the run after `step` steps, from which it continues with step `step`. The file is complete
+// (written, synced and renamed into place) before this is handed to a sink, so a row listing it
+// never names a half file. keep: train.keep_checkpoints, the newest this many of the run's
+// checkpoints are kept (0: all); a store drops the older ones' rows, then their files.
+struct CheckpointRecord {
+    std::int64_t step = 0;
+    double time_s = 0;         // the run's training time at the checkpoint
+    std::string file;          // absolute path
+    std::int64_t bytes = 0;
+    int keep = 0;
+};
+
 enum class EventKind : std::uint8_t {
     run_started,
     run_finished,
@@ -202,6 +215,9 @@ const char* event_kind_name(EventKind kind);  // "setting_change", ...
 // A number as event messages write it: 9 significant digits ("65536", "0.001"), "inf", "nan".
 // One spelling for the trainer's messages and the display's merged entries that quote them.
 std::string format_event_number(double v);
+// A size in bytes as events and displays write it: binary units, one decimal ("402.8 KiB",
+// "1.3 MiB", "512 B").
+std::string format_byte_size(std::int64_t bytes);
 
 struct Event {
     std::int64_t step = 0;
@@ -229,6 +245,8 @@ public:
     // The block-scale views of a step (after its on_what_if), on statistics steps of a run that
     // asks for them (train.block_scales) and has a block-scaled operand to show.
     virtual void on_block_scales(const std::vector<BlockScaleRecord>& rows) { (void)rows; }
+    // A checkpoint written between steps, after every row of the steps before it was handed over.
+    virtual void on_checkpoint(const CheckpointRecord& checkpoint) { (void)checkpoint; }
 };
 
 }  // namespace mantissa

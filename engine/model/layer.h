@@ -139,6 +139,7 @@ public:
 
     // FP8 layers: the scaling state, its update at the end of a step, the recipe switched live.
     virtual const Fp8State* fp8_state() const { return nullptr; }
+    virtual Fp8State* fp8_state() { return nullptr; }  // between steps: a checkpoint restores it
     virtual void end_step(Backend& backend) { (void)backend; }
     virtual void set_fp8_scaling(Fp8Scaling scaling) { (void)scaling; }
 

@@ -190,6 +190,7 @@ Tensor& Network::grad_weight(int layer) { return *parameter(layer, true).grad; }
 Tensor& Network::grad_bias(int layer) { return *parameter(layer, false).grad; }
 const Tensor& Network::output() const { return m_nodes.back()->output(); }
 const Fp8State* Network::fp8_state(int layer) const { return m_layers.at(static_cast<std::size_t>(layer))->fp8_state(); }
+Fp8State* Network::fp8_state(int layer) { return m_layers.at(static_cast<std::size_t>(layer))->fp8_state(); }
 
 void Network::op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const {
     out.clear();

@@ -86,6 +86,7 @@ public:
     Tensor& grad_bias(int layer);
     const Tensor& output() const;  // the last layer's output: logits or predictions
     const Fp8State* fp8_state(int layer) const;
+    Fp8State* fp8_state(int layer);
     // The op statistics the last training forward measured (config/telemetry.h, OpStepRecord),
     // attention layers and layer norms in network order; `step` is stamped on each.
     void op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const;

@@ -87,8 +87,19 @@ Recorder::Impl::Impl(std::string path, std::int64_t id, const RecorderOptions& o
                      "WHERE id = ?"),
       m_update_failed(m_db,
                       "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, updated_at = ? "
-                      "WHERE id = ?") {
+                      "WHERE id = ?"),
+      m_checkpoints(m_db, m_path, id) {
     if (m_options.queue_bound_rows == 0) throw Error("RecorderOptions::queue_bound_rows must be at least 1.");
+    // A continued run (RunStore::continue_run) already has steps: the counts go on from them.
+    Statement count(m_db, "SELECT step_count FROM runs WHERE id = ?");
+    count.bind(1, run_id);
+    if (count.step()) m_step_count = count.column_int(0);
+    Statement last(m_db, "SELECT step, time_s FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1");
+    last.bind(1, run_id);
+    if (last.step()) {
+        m_last_step = last.column_int(0);
+        m_last_time_s = last.column_double(1);
+    }
 }
 
 Recorder::Impl::~Impl() {
@@ -223,6 +234,21 @@ void Recorder::Impl::push_block_scales(const std::vector<BlockScaleRecord>& rows
     after_push(before);
 }
 
+void Recorder::Impl::push_checkpoint(const CheckpointRecord& checkpoint) {
+    // Checked on the caller's thread, as block scales are: a row the store could not use is the
+    // caller's mistake, and must not stop the recording.
+    if (checkpoint.file.empty() || checkpoint.step < 0 || checkpoint.bytes < 0 || checkpoint.keep < 0)
+        throw Error("Cannot record the checkpoint at step " + std::to_string(checkpoint.step) + " ('" +
+                    store::printable_text(checkpoint.file) + "', " + std::to_string(checkpoint.bytes) +
+                    " bytes, keep " + std::to_string(checkpoint.keep) +
+                    "): a checkpoint needs a file, and a step, a size and a keep that are not negative.");
+    std::unique_lock lock(m_mutex);
+    if (!admit(lock, 1, checkpoint.step, checkpoint.time_s)) return;
+    const std::size_t before = m_queue.rows();
+    m_queue.checkpoints.push_back({checkpoint, m_queue.evals.size(), m_queue.events.size()});
+    after_push(before);
+}
+
 // ---- any thread
 
 void Recorder::Impl::finish(RunStatus status, const std::string& error) {
@@ -297,6 +323,7 @@ void Recorder::Impl::writer_main() noexcept {
 
 void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     store::Transaction transaction(m_db);
+    const std::string now = store::iso8601_now();
     std::int64_t last_step = m_last_step;
     double last_time = m_last_time_s;
     bool seen[4] = {};
@@ -371,10 +398,17 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
     };
     insert_rows(batch.block_scales, m_insert_block_scale, m_insert_block_scales, rows_per_insert,
                 store::block_scale_steps_table(), bind_block_scales);
+    // A checkpoint keeps the ids of the evals and events handed over before it: those of this
+    // batch are collected as they are inserted, the run's earlier ones are below them.
+    const bool checkpoints = !batch.checkpoints.empty();
+    const std::int64_t evals_base = checkpoints ? m_checkpoints.last_eval_id() : 0;
+    const std::int64_t events_base = checkpoints ? m_checkpoints.last_event_id() : 0;
+    std::vector<std::int64_t> eval_ids, event_ids;
     for (const EvalRecord& e : batch.evals) {
         Statement& q = m_insert_eval;
         q.bind(1, run_id).bind(2, e.step).bind_static(3, e.split).bind(4, e.loss).bind(5, e.accuracy);
         q.run();
+        if (checkpoints) eval_ids.push_back(m_db.last_insert_rowid());
     }
     auto insert_event = [&](const Event& e) {
         Statement& q = m_insert_event;
@@ -384,10 +418,14 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
         q.run();
         if (int i = terminal_index(e.kind); i >= 0) seen[i] = true;
     };
-    for (const Event& e : batch.events) insert_event(e);
+    for (const Event& e : batch.events) {
+        insert_event(e);
+        if (checkpoints) event_ids.push_back(m_db.last_insert_rowid());
+    }
+    std::vector<std::string> unlink;  // files no row names after this transaction: unlinked once it commits
+    if (checkpoints) write_checkpoints(batch, eval_ids, event_ids, evals_base, events_base, now, unlink);
 
     const std::int64_t step_count = m_step_count + static_cast<std::int64_t>(batch.steps.size());
-    const std::string now = store::iso8601_now();
     if (final) {
         RunStatus status;
         std::string error;
@@ -421,11 +459,23 @@ void Recorder::Impl::write_batch(const Batch& batch, bool final) {
         m_update_progress.run();
     }
     transaction.commit();
+    store::unlink_files(unlink);
 
     m_step_count = step_count;
     m_last_step = last_step;
     m_last_time_s = last_time;
     for (int i = 0; i < 4; ++i) m_terminal_event_written[i] = m_terminal_event_written[i] || seen[i];
+}
+
+void Recorder::Impl::write_checkpoints(const Batch& batch, const std::vector<std::int64_t>& eval_ids,
+                                       const std::vector<std::int64_t>& event_ids, std::int64_t evals_base,
+                                       std::int64_t events_base, const std::string& now,
+                                       std::vector<std::string>& unlink) {
+    for (const QueuedCheckpoint& c : batch.checkpoints) {
+        const std::int64_t evals_before = c.evals_before > 0 ? eval_ids[c.evals_before - 1] : evals_base;
+        const std::int64_t events_before = c.events_before > 0 ? event_ids[c.events_before - 1] : events_base;
+        m_checkpoints.write(c.record, events_before, evals_before, now, unlink);
+    }
 }
 
 void Recorder::Impl::record_failure(const std::exception& e) noexcept {
@@ -508,6 +558,9 @@ void Recorder::on_what_if(const std::vector<WhatIfRecord>& rows) {
 }
 void Recorder::on_block_scales(const std::vector<BlockScaleRecord>& rows) {
     m_impl->push_block_scales(rows);
+}
+void Recorder::on_checkpoint(const CheckpointRecord& checkpoint) {
+    m_impl->push_checkpoint(checkpoint);
 }
 
 void Recorder::finish(RunStatus status, const std::string& error) {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/checkpoint_rows.h"
 #include "store/run_store.h"
 #include "store/sqlite_db.h"
 
@@ -35,6 +36,7 @@ struct Recorder::Impl {
     void push_ops(const std::vector<OpStepRecord>& ops);
     void push_what_if(const std::vector<WhatIfRecord>& rows);
     void push_block_scales(const std::vector<BlockScaleRecord>& rows);  // throws for a malformed record
+    void push_checkpoint(const CheckpointRecord& checkpoint);           // throws for a malformed record
     void finish(RunStatus status, const std::string& error);
     std::string error() const;
 
@@ -64,6 +66,13 @@ private:
         double value;
     };
 
+    // A checkpoint as queued, with the evals and events queued before it in the same batch: the
+    // writer turns those counts into the ids its row keeps (events_before, evals_before).
+    struct QueuedCheckpoint {
+        CheckpointRecord record;
+        std::size_t evals_before, events_before;
+    };
+
     struct Batch {
         std::vector<StepRecord> steps;
         std::vector<QueuedLayer> layers;
@@ -75,9 +84,10 @@ private:
         // Compressed by the writer (block_scale_codec.h), so the training thread only copies.
         std::vector<BlockScaleRecord> block_scales;
         std::size_t block_scale_units = 0;  // their block_scale_units(), summed
+        std::vector<QueuedCheckpoint> checkpoints;
         std::size_t rows() const {
             return steps.size() + layers.size() + evals.size() + events.size() + ops.size() + what_if.size() +
-                   block_scale_units;
+                   block_scale_units + checkpoints.size();
         }
         void clear() {  // keeps the capacity: batches are swapped and reused
             steps.clear();
@@ -89,6 +99,7 @@ private:
             what_if.clear();
             block_scales.clear();
             block_scale_units = 0;
+            checkpoints.clear();
         }
     };
 
@@ -104,6 +115,10 @@ private:
 
     void writer_main() noexcept;
     void write_batch(const Batch& batch, bool final);
+    // The batch's checkpoint rows, after its evals and events (their ids in order of insertion).
+    void write_checkpoints(const Batch& batch, const std::vector<std::int64_t>& eval_ids,
+                           const std::vector<std::int64_t>& event_ids, std::int64_t evals_base,
+                           std::int64_t events_base, const std::string& now, std::vector<std::string>& unlink);
     void record_failure(const std::exception& e) noexcept;
     void try_mark_failed() noexcept;
 
@@ -135,8 +150,11 @@ private:
     store::Statement m_insert_what_if, m_insert_what_ifs, m_insert_block_scale, m_insert_block_scales;
     store::Statement m_insert_eval, m_insert_event;
     store::Statement m_update_progress, m_update_final, m_update_failed;
+    store::CheckpointWriter m_checkpoints;
     Batch m_batch;                  // the batch being written
     std::vector<std::uint8_t> m_block_blobs;  // the batch's block-scale blobs, bound in place
+    // What the run held when the recorder was made (nothing for a new run; for a run continued from
+    // a checkpoint, its steps before it), then as committed.
     std::int64_t m_step_count = 0;  // rows committed to steps
     std::int64_t m_last_step = 0;
     double m_last_time_s = 0;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/block_scale_codec.h"
+#include "store/checkpoint_rows.h"
 #include "store/export_table.h"
 #include "store/histogram_codec.h"
 #include "store/interrupted_runs.h"
@@ -72,6 +73,23 @@ struct RunStore::Impl {
     void require_run(std::int64_t id) {
         if (!exists(id)) no_such_run(id);
     }
+    // A Recorder writing to run `id`, which the caller has just set running; when it cannot be
+    // made (the file cannot be opened a second time), the run is marked failed and it throws.
+    std::shared_ptr<Recorder> start_recorder(std::int64_t id, const RecorderOptions& options) {
+        try {
+            auto impl = std::make_unique<Recorder::Impl>(path, id, options);
+            impl->start();
+            return std::shared_ptr<Recorder>(new Recorder(std::move(impl)));
+        } catch (const std::exception& e) {
+            try {
+                Statement q(db(), "UPDATE runs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?");
+                q.bind(1, e.what()).bind(2, store::iso8601_now()).bind(3, id);
+                q.run();
+            } catch (...) {
+            }
+            throw;
+        }
+    }
 };
 
 namespace {
@@ -81,7 +99,7 @@ SELECT r.id, r.uuid, r.name, r.created_at, r.finished_at, r.status, r.backend, r
        r.notes, r.tags, r.app_version, r.step_count, r.error, r.updated_at, r.host, r.pid,
        r.process_start, r.boot_id,
        (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),
-       le.id, le.accuracy, le.loss
+       le.id, le.accuracy, le.loss, r.parent_uuid, r.parent_step
 FROM runs r
 LEFT JOIN evals le ON le.id = (SELECT e.id FROM evals e WHERE e.run_id = r.id AND e.split = 'test'
                                ORDER BY e.step DESC, e.id DESC LIMIT 1)
@@ -115,6 +133,8 @@ RunRow read_run_row(const Statement& q, bool read_only) {
         r.test_accuracy = q.column_double(21);
         r.test_loss = q.column_double(22);
     }
+    r.parent_uuid = q.column_text(23);
+    if (!q.column_is_null(24)) r.parent_step = q.column_int(24);
     return r;
 }
 
@@ -215,6 +235,11 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
     m_impl->require_writable("record a run");
     store::check_run_text(store::RunText::name, info.name);
     check_layers(info.layers);
+    if (info.parent_uuid.empty() != !info.parent_step || (info.parent_step && *info.parent_step < 0))
+        throw Error("Cannot record the branch '" + store::printable_text(info.parent_uuid) + "' at step " +
+                    (info.parent_step ? std::to_string(*info.parent_step) : std::string("(none)")) +
+                    ": a branch names its parent run's uuid and a step that is not negative, and a run that is "
+                    "not a branch names neither.");
     const store::ProcessIdentity me = store::current_process();
     const std::string now = store::iso8601_now();
     std::int64_t id = 0;
@@ -224,8 +249,8 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
         store::Transaction transaction(m_impl->db());
         Statement q(m_impl->db(),
                     "INSERT INTO runs(uuid, name, created_at, updated_at, status, backend, device, config_json, "
-                    "app_version, host, pid, process_start, boot_id) "
-                    "VALUES(?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "app_version, host, pid, process_start, boot_id, parent_uuid, parent_step) "
+                    "VALUES(?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         const std::string uuid = store::new_uuid();
         q.bind(1, std::string_view(uuid))
             .bind(2, info.name.empty() ? std::string_view("run") : std::string_view(info.name));
@@ -234,6 +259,11 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
         q.bind(7, info.config_json.empty() ? std::string_view("{}") : std::string_view(info.config_json));
         q.bind(8, MANTISSA_VERSION).bind(9, me.host).bind(10, me.pid);
         q.bind(11, me.start_ticks).bind(12, me.boot_id);
+        if (info.parent_step) {
+            q.bind(13, info.parent_uuid).bind(14, *info.parent_step);
+        } else {
+            q.bind_null(13).bind_null(14);
+        }
         q.run();
         id = m_impl->db().last_insert_rowid();
         Statement l(m_impl->db(), store::insert_sql(store::layers_table()));
@@ -247,19 +277,16 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
         }
         transaction.commit();
     }
-    try {
-        auto impl = std::make_unique<Recorder::Impl>(m_impl->path, id, options);
-        impl->start();
-        return std::shared_ptr<Recorder>(new Recorder(std::move(impl)));
-    } catch (const std::exception& e) {
-        try {
-            Statement q(m_impl->db(), "UPDATE runs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?");
-            q.bind(1, e.what()).bind(2, now).bind(3, id);
-            q.run();
-        } catch (...) {
-        }
-        throw;
-    }
+    return m_impl->start_recorder(id, options);
+}
+
+std::shared_ptr<Recorder> RunStore::continue_run(std::int64_t run_id, std::int64_t step,
+                                                 const RecorderOptions& options) {
+    m_impl->require_writable("continue run " + std::to_string(run_id));
+    m_impl->require_run(run_id);
+    // The later checkpoints' files go only once the rows naming them are gone for good.
+    store::unlink_files(store::truncate_to_checkpoint(m_impl->db(), m_impl->path, run_id, step));
+    return m_impl->start_recorder(run_id, options);
 }
 
 // ---- reading
@@ -453,6 +480,10 @@ std::vector<BlockScaleRecord> RunStore::block_scale_steps(std::int64_t run_id, s
     return out;
 }
 
+std::vector<CheckpointRow> RunStore::checkpoints(std::int64_t run_id) {
+    return store::read_checkpoints(m_impl->db(), m_impl->path, run_id);
+}
+
 std::optional<std::int64_t> RunStore::last_block_scale_step(std::int64_t run_id) {
     Statement q(m_impl->db(), "SELECT max(step) FROM block_scale_steps WHERE run_id = ?");
     q.bind(1, run_id);
@@ -545,9 +576,13 @@ void RunStore::remove(std::int64_t run_id) {
     if (r.status == RunStatus::running)
         throw Error("Run " + std::to_string(run_id) + " (" + r.name + ") is still being recorded by process " +
                     std::to_string(r.pid) + " on " + r.host + "; stop it before removing it.");
+    const std::vector<std::string> files = store::checkpoint_files(m_impl->db(), m_impl->path, run_id);
     Statement q(m_impl->db(), "DELETE FROM runs WHERE id = ?");
     q.bind(1, run_id);
     q.run();
+    // After the delete has committed (it is its own transaction): no row names these any more.
+    store::unlink_files(files);
+    store::remove_checkpoint_folder(m_impl->path, r.uuid);
 }
 
 void RunStore::rename(std::int64_t run_id, const std::string& name) {

@@ -40,6 +40,11 @@ struct RunInfo {  // what a run is started with
     // row in one transaction (the `layers` table, schema version 4). Each needs a name and a kind,
     // and no negative size; in_features and out_features are not stored (the shapes' numel()).
     std::vector<LayerInfo> layers = {};
+    // A branch (schema version 8): the run it starts from and the checkpoint step it starts at
+    // (`runs.parent_uuid`, `runs.parent_step`). Both given, or neither (empty, nullopt: not a
+    // branch); the parent may be a run of another store.
+    std::string parent_uuid = {};
+    std::optional<std::int64_t> parent_step = {};
 };
 
 struct RunRow {  // one line of `mantissa-cli runs`
@@ -64,7 +69,29 @@ struct RunRow {  // one line of `mantissa-cli runs`
     std::string updated_at;  // when the recorder last committed rows (ISO 8601, UTC)
     std::string host;        // the machine and process that recorded it
     std::int64_t pid = 0;
+    // Added with checkpoints (schema version 8): for a branch, the run it started from and the
+    // step of that run's checkpoint; empty and nullopt for a run that is not a branch.
+    std::string parent_uuid;
+    std::optional<std::int64_t> parent_step;
 };
+
+// One row of `checkpoints` (schema version 8): a checkpoint file of a run, written after `step`
+// steps (the run continues with step `step`).
+struct CheckpointRow {
+    std::int64_t id = 0, run_id = 0, step = 0;
+    std::string file;  // absolute (the store keeps it relative to its folder when it lies under it)
+    std::int64_t bytes = 0;
+    std::optional<double> time_s;  // the run's training time at the checkpoint
+    std::string created_at;        // ISO 8601, UTC
+    // The largest events.id and evals.id of the run when the row was written (0 when none): what
+    // was handed over before the checkpoint.
+    std::int64_t events_before = 0, evals_before = 0;
+};
+
+// Where the checkpoint files of the run `run_uuid` of the store `store_path` go:
+// <the store's folder>/<its file name without ".sqlite">.checkpoints/<run_uuid>, as an absolute
+// path ("/data/runs.checkpoints/3f2a..."). Only names it: the engine creates it when it writes.
+std::string checkpoint_folder(const std::string& store_path, const std::string& run_uuid);
 
 // Totals over a run's steps, for `mantissa-cli show` and the GUI's run summary.
 struct RunTotals {
@@ -130,6 +157,14 @@ public:
     // Starts recording a run (status running); the Recorder writes from its own thread.
     std::shared_ptr<Recorder> start_run(const RunInfo& info);
     std::shared_ptr<Recorder> start_run(const RunInfo& info, const RecorderOptions& options);
+    // The same run, continued from its checkpoint at `step`: in one transaction, deletes what the
+    // run recorded after that checkpoint (its rows of steps, layer_steps, op_steps, what_if_steps
+    // and block_scale_steps at `step` or later, the evals and events after the checkpoint's
+    // evals_before and events_before, its later checkpoints) and sets it running again, recorded by
+    // this process; after the commit, unlinks the later checkpoints' files. The Recorder appends
+    // from `step` on. Refuses with one sentence (Error): a read-only store, a run whose recording
+    // process still lives, a run without a checkpoint at `step`.
+    std::shared_ptr<Recorder> continue_run(std::int64_t run_id, std::int64_t step, const RecorderOptions& options = {});
 
     std::vector<RunRow> list_runs();
     RunRow run(std::int64_t id);
@@ -166,9 +201,13 @@ public:
     // The last step that has block-scale views; empty when none has. (A run's views are large:
     // `show` reads this step's alone.)
     std::optional<std::int64_t> last_block_scale_step(std::int64_t run_id);
+    // The run's checkpoints, by step, each file an absolute path. Empty for a run without, and for
+    // a run recorded before schema version 8.
+    std::vector<CheckpointRow> checkpoints(std::int64_t run_id);
 
-    // Editing (a read-only store throws). remove() deletes the run and all its rows; it refuses a
-    // run whose recording process still lives (stop it first). Names, notes and tags (and a new
+    // Editing (a read-only store throws). remove() deletes the run and all its rows, and after that
+    // commits its checkpoint files and folder (checkpoint_folder); it refuses a run whose recording
+    // process still lives (stop it first). Names, notes and tags (and a new
     // run's name) must pass store/run_text.h's checks (UTF-8, no control characters, a length).
     void remove(std::int64_t run_id);
     void rename(std::int64_t run_id, const std::string& name);
@@ -180,9 +219,9 @@ public:
     std::string export_table(std::int64_t run_id, const std::string& table, ExportFormat format);
     // The same, streamed (a large run need not fit in a string). Tables: steps, layer_steps,
     // evals, events, layers, op_steps, what_if_steps, block_scale_steps (a row per view: its
-    // distribution and its exponents as text, not the blob). CSV: a header row, RFC 4180 quoting,
-    // CRLF line ends. JSON: an array of objects, one per line. docs/schema.md, "Exports", gives the
-    // value formats.
+    // distribution and its exponents as text, not the blob), checkpoints (the file as stored).
+    // CSV: a header row, RFC 4180 quoting, CRLF line ends. JSON: an array of objects, one per
+    // line. docs/schema.md, "Exports", gives the value formats.
     void export_table(std::int64_t run_id, const std::string& table, ExportFormat format, std::ostream& out);
     static std::optional<ExportFormat> parse_export_format(const std::string& name);  // "csv", "json"
 
@@ -191,8 +230,8 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// Thread use: on_step/on_eval/on_event/on_op_steps from the training thread (one producer at a time);
-// finish() and error() from any thread. Rows handed in after finish() are ignored, and so are rows
+// Thread use: the on_* methods from the training thread (one producer at a time); finish() and
+// error() from any thread. Rows handed in after finish() are ignored, and so are rows
 // after a write error (error() then says why recording stopped).
 class Recorder : public TelemetrySink {
 public:
@@ -210,6 +249,13 @@ public:
     // (RecorderOptions), its exponents compressed by the writer. Throws Error, queueing none of
     // `rows`, when a record's exponents are not rows x blocks_per_row or its rows exceed rows_total.
     void on_block_scales(const std::vector<BlockScaleRecord>& rows) override;
+    // Queued in order with the other rows (it counts one against the bound). The writer inserts
+    // the `checkpoints` row in the transaction that commits the rows handed over before it, so its
+    // events_before and evals_before cover exactly those; a row of the same step is replaced. With
+    // keep > 0 the same transaction deletes the run's older rows beyond the newest `keep` (by
+    // step), and only after it commits are their files unlinked: no row ever names a file that
+    // was deleted.
+    void on_checkpoint(const CheckpointRecord& checkpoint) override;
     // Flushes every queued row, sets the final status (and the error, for failed), joins the writer.
     void finish(RunStatus status, const std::string& error = {});
     // Non-empty when the writer hit an error (disk full): recording stopped, data so far kept.

@@ -220,6 +220,32 @@ CREATE TABLE block_scale_steps (
 );
 )sql";
 
+// Version 7 -> 8: checkpoints and branches (config/telemetry.h, CheckpointRecord). `checkpoints`
+// lists the checkpoint files of a run, one per step it was written at: `step` steps were taken and
+// the run continues with step `step`; `file` is relative to the store's folder when the file lies
+// under it (the store and its checkpoints move together), else absolute. events_before and
+// evals_before are the largest events.id and evals.id of the run when the row was written (0 when
+// none): the events and evaluations handed over before the checkpoint, which RunStore::continue_run
+// keeps while it deletes everything after them. A rowid table: its id is the order of writing.
+// `runs` gains parent_uuid and parent_step: a branch is a new run started from another run's
+// checkpoint at parent_step; both are NULL for a run that is not a branch.
+const char* const migration_7_to_8 = R"sql(
+CREATE TABLE checkpoints (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step          INTEGER NOT NULL,
+    file          TEXT NOT NULL,
+    bytes         INTEGER NOT NULL,
+    time_s        REAL,
+    created_at    TEXT NOT NULL,
+    events_before INTEGER NOT NULL,
+    evals_before  INTEGER NOT NULL,
+    UNIQUE (run_id, step)
+);
+ALTER TABLE runs ADD COLUMN parent_uuid TEXT;
+ALTER TABLE runs ADD COLUMN parent_step INTEGER;
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -315,11 +341,19 @@ constexpr std::array block_scale_steps_columns = {
     ColumnSpec{"exponents", ColumnKind::block_exponents},
 };
 
+// v8: a run's checkpoint files (file as stored: relative to the store's folder, or absolute).
+constexpr std::array checkpoints_columns = {
+    ColumnSpec{"step", ColumnKind::integer},         ColumnSpec{"file", ColumnKind::text},
+    ColumnSpec{"bytes", ColumnKind::integer},        ColumnSpec{"time_s", ColumnKind::real},
+    ColumnSpec{"created_at", ColumnKind::text},      ColumnSpec{"events_before", ColumnKind::integer},
+    ColumnSpec{"evals_before", ColumnKind::integer},
+};
+
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
-    "id",          "uuid",   "name",  "created_at", "updated_at", "finished_at",   "status",
-    "error",       "backend", "device", "config_json", "notes",     "app_version",  "host",
-    "pid",         "process_start", "boot_id", "tags", "step_count",
+    "id",    "uuid",          "name",    "created_at",  "updated_at", "finished_at", "status",
+    "error", "backend",       "device",  "config_json", "notes",      "app_version", "host",
+    "pid",   "process_start", "boot_id", "tags",        "step_count", "parent_uuid", "parent_step",
 };
 
 const TableSpec steps_spec{"steps", steps_columns, "step"};
@@ -330,16 +364,18 @@ const TableSpec layers_spec{"layers", layers_columns, "layer"};
 const TableSpec op_steps_spec{"op_steps", op_steps_columns, "step, op"};
 const TableSpec what_if_steps_spec{"what_if_steps", what_if_steps_columns, "step, layer, slot"};
 const TableSpec block_scale_steps_spec{"block_scale_steps", block_scale_steps_columns, "step, layer, slot"};
+const TableSpec checkpoints_spec{"checkpoints", checkpoints_columns, "step"};
 
 // Every per-run table, in the order of their creation.
-constexpr std::array<const TableSpec*, 8> run_tables = {&steps_spec,         &layer_steps_spec,      &evals_spec,
-                                                        &events_spec,        &layers_spec,           &op_steps_spec,
-                                                        &what_if_steps_spec, &block_scale_steps_spec};
+constexpr std::array<const TableSpec*, 9> run_tables = {
+    &steps_spec,         &layer_steps_spec,       &evals_spec,      &events_spec, &layers_spec, &op_steps_spec,
+    &what_if_steps_spec, &block_scale_steps_spec, &checkpoints_spec};
 
 // The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5,
-// `what_if_steps` from version 6, `block_scale_steps` from version 7.
-constexpr std::array<const char*, 9> table_names = {
-    "runs", "steps", "layer_steps", "evals", "events", "layers", "op_steps", "what_if_steps", "block_scale_steps"};
+// `what_if_steps` from version 6, `block_scale_steps` from version 7, `checkpoints` from version 8.
+constexpr std::array<const char*, 10> table_names = {
+    "runs",     "steps",         "layer_steps",       "evals",      "events", "layers",
+    "op_steps", "what_if_steps", "block_scale_steps", "checkpoints"};
 
 }  // namespace
 
@@ -372,6 +408,10 @@ const TableSpec& block_scale_steps_table() {
     return block_scale_steps_spec;
 }
 
+const TableSpec& checkpoints_table() {
+    return checkpoints_spec;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
@@ -379,7 +419,13 @@ const TableSpec* find_run_table(std::string_view name) {
 }
 
 std::span<const char* const> store_tables(int version) {
-    return std::span(table_names).first(version >= 7 ? 9 : version >= 6 ? 8 : version >= 5 ? 7 : version >= 4 ? 6 : 5);
+    return std::span(table_names)
+        .first(version >= 8   ? 10
+               : version >= 7 ? 9
+               : version >= 6 ? 8
+               : version >= 5 ? 7
+               : version >= 4 ? 6
+                              : 5);
 }
 
 std::string missing_column(Connection& db) {
@@ -401,7 +447,7 @@ std::string missing_column(Connection& db) {
         for (const auto& c : t->columns)
             if (!has(t->name, c.name)) return missing(t->name, c.name);
     }
-    for (const char* table : {"evals", "events"})
+    for (const char* table : {"evals", "events", "checkpoints"})
         if (!has(table, "id")) return missing(table, "id");
     return {};
 }
@@ -439,6 +485,7 @@ void migrate_schema(Connection& db, int from) {
         case 4: db.exec(migration_4_to_5, "migrating the schema from version 4 to 5"); break;
         case 5: db.exec(migration_5_to_6, "migrating the schema from version 5 to 6"); break;
         case 6: db.exec(migration_6_to_7, "migrating the schema from version 6 to 7"); break;
+        case 7: db.exec(migration_7_to_8, "migrating the schema from version 7 to 8"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

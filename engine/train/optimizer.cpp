@@ -81,6 +81,20 @@ void Optimizer::step(StepPipeline& pipeline) {
     }
 }
 
+std::vector<OptimizerStateTensor> Optimizer::state_tensors() {
+    std::vector<OptimizerStateTensor> out;
+    const auto& params = m_network.parameters();
+    const bool sgd = m_spec.optimizer == OptimizerKind::sgd;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        keep_compensation(i, *params[i].tensors.value);
+        ParamState& st = m_state[i];
+        if (st.s1) out.push_back({i, sgd ? "momentum_buffer" : "exp_avg", st.s1.get()});
+        if (st.s2) out.push_back({i, "exp_avg_sq", st.s2.get()});
+        if (st.compensation) out.push_back({i, "kahan", st.compensation.get()});
+    }
+    return out;
+}
+
 const Tensor* Optimizer::compensation(int layer, int param) const {
     const auto& params = m_network.parameters();
     int seen = 0;

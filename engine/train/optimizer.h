@@ -14,6 +14,13 @@
 
 namespace mantissa {
 
+// One state tensor of one parameter, as a checkpoint keeps it (engine/train/checkpoint.h).
+struct OptimizerStateTensor {
+    std::size_t parameter = 0;  // its place in Network::parameters()
+    const char* name = "";      // PyTorch's name: "exp_avg", "exp_avg_sq", "momentum_buffer"; "kahan"
+    Tensor* tensor = nullptr;
+};
+
 class Optimizer {
 public:
     Optimizer(Backend& backend, Network& network, const TrainSpec& spec,
@@ -36,6 +43,9 @@ public:
     // backend lacks it.
     void set_weight_rounding(WeightRounding rounding);
     WeightRounding weight_rounding() const { return m_rounding; }
+    // Every state tensor the next step will use, the Kahan buffers it would make made now (at
+    // zero) and those it would drop dropped: between steps, to save or restore them.
+    std::vector<OptimizerStateTensor> state_tensors();
     // The Kahan compensation of a layer's parameter (0: weight, 1: bias), or null: for tests.
     const Tensor* compensation(int layer, int param) const;
     // The state tensors of a layer's parameter (0: its weight, 1: its bias): for tests and checks.

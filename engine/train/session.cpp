@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -21,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "train/checkpoint.h"
 #include "train/text_sample.h"
 #include "error.h"
 #include "config/throughput.h"
@@ -42,6 +45,11 @@ const char* session_state_name(SessionState s) {
 
 struct Session::Impl {
     Experiment experiment;
+    SessionOptions options;
+    std::int64_t first_step = 0;        // the checkpoint's step when resumed
+    std::int64_t last_eval = -1;        // the step of the last evaluation
+    std::int64_t last_checkpoint = -1;  // the step of the last checkpoint written (or resumed from)
+    bool swept_partials = false;        // the folder's leftovers of a killed writer removed
     std::vector<LayerInfo> layers;
     std::vector<std::string> notices;
     std::string backend_name, device_name;
@@ -72,6 +80,9 @@ struct Session::Impl {
     bool drain(std::atomic<SessionState>& state);
     void apply(const Command& c, std::atomic<SessionState>& state, bool& stop);
     void evaluate();
+    // Writes a checkpoint of the state after the steps taken (none in flight), tells the sinks,
+    // and keeps training when it cannot be written (a notice says why).
+    void checkpoint();
     // Reports of completed steps to the sinks and the summary, in step order.
     void deliver(std::span<const StepReport> reports);
     std::int64_t samples = 0;  // training thread: the reported steps' rows
@@ -89,9 +100,15 @@ struct Session::Impl {
     std::chrono::steady_clock::time_point last_step_began{};
 };
 
-Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
+Session::Session(Experiment experiment, SessionOptions options) : m_impl(std::make_unique<Impl>()) {
     Impl& im = *m_impl;
     im.experiment = std::move(experiment);
+    im.options = std::move(options);
+    std::optional<Checkpoint> resume;
+    if (!im.options.resume_from.empty()) {
+        resume.emplace(im.options.resume_from);
+        im.experiment.model.init_from.clear();  // the weights come from the checkpoint
+    }
     Dataset data = load_dataset(im.experiment.dataset, im.experiment.train.seed);
     im.notices = data.notices;
     auto backend = make_backend(im.experiment.backend, im.experiment.device);
@@ -99,9 +116,9 @@ Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
     im.device_name = backend->device_name();
     // MANTISSA_SYNC_STEPS=1: the backend's synchronous calls instead of its step pipeline (on a
     // GPU: no CUDA graphs, a host wait inside each step), to compare or to rule the pipeline out.
-    TrainerOptions options;
-    if (const char* env = std::getenv("MANTISSA_SYNC_STEPS")) options.synchronous = std::strcmp(env, "0") != 0;
-    im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend), options);
+    TrainerOptions trainer_options;
+    if (const char* env = std::getenv("MANTISSA_SYNC_STEPS")) trainer_options.synchronous = std::strcmp(env, "0") != 0;
+    im.trainer = std::make_unique<Trainer>(im.experiment, std::move(data), std::move(backend), trainer_options);
     im.layers = im.trainer->network().desc().layers;
     im.total_steps = im.trainer->total_steps();
     im.steps_per_epoch = im.trainer->steps_per_epoch();
@@ -110,6 +127,30 @@ Session::Session(Experiment experiment) : m_impl(std::make_unique<Impl>()) {
     im.summary.test_accuracy = std::nan("");
     im.summary.final_loss = std::nan("");
     im.summary.final_loss_scale = im.trainer->scaler().scale();
+    if (resume) {
+        resume->restore(*im.trainer);
+        im.first_step = im.trainer->steps_taken();
+        im.summary.steps = im.first_step;
+        im.summary.final_loss_scale = im.trainer->scaler().scale();
+        if (im.options.branch) {
+            // A new run: its time, samples and counts are its own, from its first step (the steps
+            // keep their indices, so charts line it up with its parent).
+            im.trainer->set_time_before(0);
+        } else {
+            // The same run going on: its summary covers the whole of it.
+            const CheckpointSummary& s = resume->info().summary;
+            im.last_checkpoint = im.first_step;
+            im.last_eval = s.last_eval_step;
+            im.samples = s.samples;
+            im.summary.samples = s.samples;
+            im.summary.overflow_steps = s.overflow_steps;
+            im.summary.skipped_steps = s.skipped_steps;
+            im.summary.final_loss = s.final_loss;
+            im.summary.test_loss = s.test_loss;
+            im.summary.test_accuracy = s.test_accuracy;
+        }
+        im.summary.elapsed_s = im.trainer->elapsed_s();
+    }
 }
 
 Session::~Session() {
@@ -122,6 +163,12 @@ Session::~Session() {
 void Session::add_sink(std::shared_ptr<TelemetrySink> sink) {
     if (m_impl->started) throw Error("Session::add_sink must be called before start().");
     if (sink) m_impl->sinks.push_back(std::move(sink));
+}
+
+void Session::set_checkpoint_folder(std::string folder, std::string run_uuid) {
+    if (m_impl->started) throw Error("Session::set_checkpoint_folder must be called before start().");
+    m_impl->options.checkpoint_folder = std::move(folder);
+    m_impl->options.run_uuid = std::move(run_uuid);
 }
 
 void Session::start() {
@@ -153,6 +200,7 @@ const std::vector<LayerInfo>& Session::layers() const { return m_impl->layers; }
 std::string Session::backend_name() const { return m_impl->backend_name; }
 std::string Session::device_name() const { return m_impl->device_name; }
 std::int64_t Session::total_steps() const { return m_impl->total_steps; }
+std::int64_t Session::first_step() const { return m_impl->first_step; }
 std::int64_t Session::steps_per_epoch() const { return m_impl->steps_per_epoch; }
 std::vector<std::string> Session::notices() const { return m_impl->notices; }
 
@@ -169,13 +217,22 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
     bool stopped = false;
     try {
         trainer->restart_clock();
-        emit(event(EventKind::run_started,
-                   "Run \"" + experiment.name + "\" started on " + backend_name + " (" + device_name + ").",
-                   {{"backend", backend_name}, {"device", device_name}, {"total_steps", total_steps}}));
+        const std::string where = " on " + backend_name + " (" + device_name + ").";
+        nlohmann::json started = {{"backend", backend_name}, {"device", device_name}, {"total_steps", total_steps}};
+        std::string sentence = "Run \"" + experiment.name + "\" started" + where;
+        if (!options.resume_from.empty()) {
+            started[options.branch ? "branched_from_step" : "resumed_from_step"] = first_step;
+            sentence = options.branch ? "Run \"" + experiment.name + "\" branched from " +
+                                            (options.parent_name.empty() ? "its parent" : options.parent_name) +
+                                            " at step " + std::to_string(first_step) + where
+                                      : "Run \"" + experiment.name + "\" resumed from its checkpoint at step " +
+                                            std::to_string(first_step) + where;
+        }
+        emit(event(EventKind::run_started, sentence, started));
         for (const auto& n : notices) emit(event(EventKind::notice, n));
 
         const std::int64_t eval_every = experiment.train.eval_every;
-        std::int64_t last_eval = -1;
+        const std::int64_t checkpoint_every = experiment.train.checkpoint_every;
         while (!trainer->done()) {
             if (!drain(state)) {
                 stopped = true;
@@ -186,7 +243,10 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
             if (eval_every > 0 && trainer->steps_taken() % eval_every == 0) {
                 deliver(trainer->flush());
                 evaluate();
-                last_eval = trainer->steps_taken();
+            }
+            if (checkpoint_every > 0 && trainer->steps_taken() % checkpoint_every == 0) {
+                deliver(trainer->flush());
+                checkpoint();
             }
         }
         deliver(trainer->flush());
@@ -196,6 +256,7 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
             for (const auto& c : queue) stopped = stopped || std::holds_alternative<command::Stop>(c);
         }
         if (last_eval != trainer->steps_taken() && trainer->steps_taken() > 0) evaluate();
+        checkpoint();  // the run's end, or where it stopped (said nothing when already written)
         const SessionState final_state = stopped ? SessionState::stopped : SessionState::completed;
         {
             std::lock_guard lock(summary_mutex);
@@ -261,8 +322,54 @@ std::string one_line(const std::string& text) {
 
 }  // namespace
 
+void Session::Impl::checkpoint() {
+    const std::int64_t step = trainer->steps_taken();
+    if (options.checkpoint_folder.empty() || step == last_checkpoint || step == 0) return;
+    char name[64];
+    std::snprintf(name, sizeof name, "step-%010lld.safetensors", static_cast<long long>(step));
+    const std::string file = (std::filesystem::path(options.checkpoint_folder) / name).string();
+    CheckpointSummary s;
+    {
+        std::lock_guard lock(summary_mutex);
+        s.samples = samples;
+        s.overflow_steps = summary.overflow_steps;
+        s.skipped_steps = summary.skipped_steps;
+        s.final_loss = summary.final_loss;
+        s.test_loss = summary.test_loss;
+        s.test_accuracy = summary.test_accuracy;
+    }
+    s.last_eval_step = last_eval;
+    CheckpointRecord record;
+    try {
+        std::filesystem::create_directories(options.checkpoint_folder);
+        if (!swept_partials) {
+            // A process killed while writing leaves its temporary file (write_safetensors); the run's
+            // folder is written by one process at a time, this one now, so any there is a leftover.
+            swept_partials = true;
+            for (const auto& entry : std::filesystem::directory_iterator(options.checkpoint_folder))
+                if (entry.path().filename().string().find(".safetensors.partial-") != std::string::npos)
+                    std::filesystem::remove(entry.path());
+        }
+        write_checkpoint(*trainer, file, options.run_uuid, s);
+        record.bytes = static_cast<std::int64_t>(std::filesystem::file_size(file));
+    } catch (const std::exception& e) {  // a full disk: the run goes on, said once per checkpoint
+        emit(event(EventKind::notice, std::string("No checkpoint at step ") + std::to_string(step) + ": " + e.what(),
+                   {{"checkpoint", "failed"}, {"step", step}}));
+        return;
+    }
+    last_checkpoint = step;
+    record.step = step;
+    record.time_s = trainer->elapsed_s();
+    record.file = file;
+    record.keep = static_cast<int>(experiment.train.keep_checkpoints);
+    emit(event(EventKind::checkpoint, "Checkpoint at step " + std::to_string(step) + " (" + format_byte_size(record.bytes) + ").",
+               {{"step", step}, {"file", file}, {"bytes", record.bytes}}));
+    for (auto& sink : sinks) sink->on_checkpoint(record);
+}
+
 void Session::Impl::evaluate() {
     const EvalRecord e = trainer->evaluate();
+    last_eval = trainer->steps_taken();
     for (auto& s : sinks) s->on_eval(e);
     // A language model also writes: its sample is an evaluation event, stored with the run.
     if (trainer->dataset().text) {

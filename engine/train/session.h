@@ -82,17 +82,38 @@ struct RunSummary {
     std::string error;                  // when failed
 };
 
+// Where a session writes its checkpoints, and where it starts from.
+struct SessionOptions {
+    // The folder for the run's checkpoints (engine/train/checkpoint.h), made when the first is
+    // written: every train.checkpoint_every steps and when the run ends or is stopped (not when
+    // it fails). Empty: none are written.
+    std::string checkpoint_folder;
+    std::string run_uuid;  // written into each checkpoint
+    // A checkpoint file to start from instead of step 0. The experiment given with it must be the
+    // checkpoint's own (Checkpoint::info().experiment) for a continuation, or a copy with changes
+    // for a branch; its model.init_from is not read (the weights come from the checkpoint).
+    std::string resume_from;
+    // With resume_from: a new run branched from the checkpoint's (its run_started event says so)
+    // rather than the same run continued.
+    bool branch = false;
+    std::string parent_name;  // for the branch's run_started sentence: the parent run, as a person knows it
+};
+
 class Session {
 public:
-    // Loads the dataset and builds the model and the backend; throws mantissa::Error on bad input
-    // (a missing dataset file, an unknown layer name in precision.layers, no such backend).
-    explicit Session(Experiment experiment);
+    // Loads the dataset and builds the model and the backend (and restores the checkpoint of
+    // options.resume_from); throws mantissa::Error on bad input (a missing dataset file, an
+    // unknown layer name in precision.layers, no such backend, a damaged checkpoint).
+    explicit Session(Experiment experiment, SessionOptions options = {});
     ~Session();  // stops and joins the training thread
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
     // Must be called before start(). Sinks are called on the training thread.
     void add_sink(std::shared_ptr<TelemetrySink> sink);
+    // Before start(): where the checkpoints go and the run they belong to (SessionOptions), once
+    // the run is recorded and its uuid known.
+    void set_checkpoint_folder(std::string folder, std::string run_uuid);
 
     void start();                       // spawns the training thread
     void post(Command command);         // thread-safe; applied before the next step
@@ -105,6 +126,7 @@ public:
     std::string backend_name() const;         // "cpu"
     std::string device_name() const;          // "AMD EPYC (2 threads, AVX2)"
     std::int64_t total_steps() const;
+    std::int64_t first_step() const;          // 0, or the step a resumed session starts from
     std::int64_t steps_per_epoch() const;
     std::vector<std::string> notices() const; // e.g. why the dataset fell back to spirals
     RunSummary summary() const;               // complete after wait(); a snapshot before

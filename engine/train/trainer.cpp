@@ -220,7 +220,7 @@ Trainer::~Trainer() {
 
 double Trainer::elapsed_s() const {
     const auto now = m_paused_at ? *m_paused_at : std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(now - m_start).count();
+    return m_time_before + std::chrono::duration<double>(now - m_start).count();
 }
 
 void Trainer::restart_clock() {
@@ -273,6 +273,39 @@ LayerSetting Trainer::layer_setting(int layer) const {
 double Trainer::current_lr() const {
     const TrainSpec& t = m_experiment.train;
     return learning_rate_at(t.schedule, t.lr, m_step, t.warmup_steps, m_total_steps);
+}
+
+TrainerState Trainer::state() const {
+    require_idle("state()");
+    TrainerState s;
+    s.step = m_step;
+    s.time_s = elapsed_s();
+    s.loss_scale = m_scaler.scale();
+    s.growth_tracker = m_scaler.growth_tracker();
+    s.optimizer_steps = m_optimizer->steps_taken();
+    s.stochastic_rounding = m_backend->stochastic_rounding_position();
+    s.diverged = m_diverged;
+    s.scale_collapsed = m_scale_collapsed;
+    return s;
+}
+
+void Trainer::restore(const TrainerState& s) {
+    require_idle("restore()");
+    if (s.step < 0 || s.step > m_total_steps)
+        throw Error("The checkpoint is at step " + std::to_string(s.step) + ", beyond this run's " +
+                    std::to_string(m_total_steps) + " steps.");
+    m_pipeline->restore({s.loss_scale, s.growth_tracker, s.optimizer_steps});
+    m_scaler.restore(s.loss_scale, s.growth_tracker);
+    m_optimizer->record_steps_taken(s.optimizer_steps);
+    m_backend->set_stochastic_rounding_position(s.stochastic_rounding);
+    m_diverged = s.diverged;
+    m_scale_collapsed = s.scale_collapsed;
+    m_step = s.step;
+    m_time_before = s.time_s;
+    m_start = std::chrono::steady_clock::now();
+    m_paused_at.reset();
+    ++m_generation;  // the tensors' values changed under any recorded step
+    m_pipeline->invalidate("a checkpoint was restored");
 }
 
 int Trainer::in_flight() const { return m_pipeline->in_flight(); }

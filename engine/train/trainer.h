@@ -32,6 +32,7 @@
 #include "train/optimizer.h"
 #include "train/block_scale_views.h"
 #include "train/what_if.h"
+#include "weights/checkpoint_info.h"
 #include "config/telemetry.h"
 
 namespace mantissa {
@@ -120,6 +121,9 @@ public:
     // not training time, and runs are compared by it).
     double elapsed_s() const;
     void restart_clock();
+    // The training time before this Trainer's clock started: a restored state's (restore), or 0
+    // for a branch, which counts its own time from its first step.
+    void set_time_before(double seconds) { m_time_before = seconds; }
     void pause_clock();
     void resume_clock();
 
@@ -143,6 +147,12 @@ public:
     Backend& backend() { return *m_backend; }
     Network& network() { return *m_network; }
     const Optimizer& optimizer() const { return *m_optimizer; }
+    Optimizer& optimizer() { return *m_optimizer; }
+    // Between steps (none in flight: throws mantissa::Error otherwise). restore() is for a Trainer
+    // built from the settings the state was taken under (settings()), before its first step; the
+    // tensors are the caller's to restore (engine/train/checkpoint.h).
+    TrainerState state() const;
+    void restore(const TrainerState& state);
     // The loss scaler as of the last reported step (the pipeline's own runs where the steps run).
     const LossScaler& scaler() const { return m_scaler; }
     std::string pipeline_description() const;  // "eager", "graph replayed 120 times", ...
@@ -210,6 +220,7 @@ private:
     std::vector<StepReport> m_reports;  // reused: m_report_count of them are this call's
     std::size_t m_report_count = 0;
     std::chrono::steady_clock::time_point m_start;     // moved forward by each pause's length
+    double m_time_before = 0;  // training time of the run before this Trainer (a restored state's)
     std::optional<std::chrono::steady_clock::time_point> m_paused_at;
 };
 

@@ -68,12 +68,16 @@ void save_state_dict(const Network& network, const std::string& path, const Stat
 }
 
 void load_state_dict(Network& network, const std::string& path) {
-    const SafetensorsFile file(path);
-    const std::string where = printable_text(path);
+    load_state_dict(network, SafetensorsFile(path));
+}
+
+void load_state_dict(Network& network, const SafetensorsFile& file, std::string_view other_prefix) {
+    const std::string where = printable_text(file.path());
     const std::vector<StateEntry> entries = network.state();
 
     // Nothing in the file that the model does not have.
     for (const SafetensorsEntry& f : file.entries()) {
+        if (!other_prefix.empty() && f.name.starts_with(other_prefix)) continue;
         const bool known = std::any_of(entries.begin(), entries.end(), [&](const StateEntry& e) { return e.name == f.name; });
         if (!known)
             throw Error(where + ": tensor " + printable_text(f.name) + " (" + dtype_and_shape(f) +

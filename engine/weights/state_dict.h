@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/network.h"
@@ -44,5 +45,9 @@ void save_state_dict(const Network& network, const std::string& path, const Stat
 // name, as safetensors.torch.save_model may keep only one name of a shared tensor). Throws
 // mantissa::Error, one sentence naming the file and the tensor, with nothing changed.
 void load_state_dict(Network& network, const std::string& path);
+// The same from a file already opened. Tensors whose names begin with `other_prefix` (when not
+// empty) are not the model's and are left alone: a checkpoint's optimizer and scaling state
+// (engine/train/checkpoint.h).
+void load_state_dict(Network& network, const SafetensorsFile& file, std::string_view other_prefix = {});
 
 }  // namespace mantissa

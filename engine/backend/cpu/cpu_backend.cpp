@@ -99,6 +99,11 @@ void CpuFp8State::set_scaling(Fp8Scaling scaling) {
     for (AmaxHistory& h : m_history) h.set_scaling(scaling);
 }
 
+void CpuFp8State::restore(Fp8Role role, const Fp8TensorSnapshot& state) {
+    // A quantised weight copy made with the old scale is found stale by its scale (quantized_weight).
+    history(role).restore(state.scale, state.scale_inv, state.amax_history);
+}
+
 CpuFp8State::~CpuFp8State() {
     auto& fp8 = m_ledger->fp8_copies;
     for (auto it = fp8.begin(); it != fp8.end();) {

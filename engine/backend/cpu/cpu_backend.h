@@ -100,6 +100,7 @@ public:
     ~CpuFp8State() override;
     Fp8TensorSnapshot snapshot(Fp8Role role) const override;
     void set_scaling(Fp8Scaling scaling) override;
+    void restore(Fp8Role role, const Fp8TensorSnapshot& state) override;
     AmaxHistory& history(Fp8Role role) { return m_history[static_cast<int>(role)]; }
 
 private:
@@ -134,6 +135,8 @@ public:
     UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
     void set_gradient_tracing(bool on) override;
     void seed_stochastic_rounding(std::uint64_t seed) override;
+    std::uint64_t stochastic_rounding_position() const override { return m_stochastic_pass; }
+    void set_stochastic_rounding_position(std::uint64_t position) override { m_stochastic_pass = position; }
     MemoryBreakdown memory() const override;
     RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len, std::span<const std::int64_t> rows,
                           float* out) const override;

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -79,6 +80,35 @@ void CudaFp8State::set_scaling(Fp8Scaling scaling) {
     m_backend.activate();
     MANTISSA_CUDA_CHECK(cudaMemcpyAsync(m_state + Fp8StateLayout::scale, ones, sizeof ones, cudaMemcpyHostToDevice,
                                         m_backend.stream()));
+}
+
+void CudaFp8State::restore(Fp8Role role, const Fp8TensorSnapshot& state) {
+    const int len = m_recipe.history_len;
+    if (state.amax_history.size() > static_cast<std::size_t>(len))
+        throw Error("An amax history of " + std::to_string(state.amax_history.size()) +
+                    " entries does not fit a window of " + std::to_string(len) + " (precision.fp8.amax_history_len).");
+    // Read, change one role's part, write back: the roles share newest and count (one update
+    // advances all three), so a snapshot's history length must agree with the others' once all
+    // three are restored; the window is laid out oldest first from 0, as the update fills it.
+    m_backend.activate();
+    std::vector<float> host(static_cast<std::size_t>(Fp8StateLayout::words(len)));
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(host.data(), m_state, host.size() * sizeof(float), cudaMemcpyDeviceToHost, m_backend.stream()));
+    MANTISSA_CUDA_CHECK(cudaStreamSynchronize(m_backend.stream()));
+    const int r = static_cast<int>(role);
+    host[static_cast<std::size_t>(Fp8StateLayout::scale + r)] = state.scale;
+    host[static_cast<std::size_t>(Fp8StateLayout::scale_inv + r)] = state.scale_inv;
+    host[static_cast<std::size_t>(Fp8StateLayout::pending + r)] = 0.0f;
+    const int count = static_cast<int>(state.amax_history.size());
+    const int newest = count - 1;
+    std::memcpy(&host[Fp8StateLayout::newest], &newest, sizeof newest);
+    std::memcpy(&host[Fp8StateLayout::count], &count, sizeof count);
+    float* window = host.data() + Fp8StateLayout::window + r * len;
+    std::fill(window, window + len, 0.0f);
+    for (int i = 0; i < count; ++i) window[newest - i] = state.amax_history[static_cast<std::size_t>(i)];
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(m_state, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, m_backend.stream()));
+    MANTISSA_CUDA_CHECK(cudaStreamSynchronize(m_backend.stream()));  // `host` lives on this stack frame
 }
 
 CudaFp8State::~CudaFp8State() {

@@ -70,6 +70,7 @@ public:
     ~CudaFp8State() override;
     Fp8TensorSnapshot snapshot(Fp8Role role) const override;  // waits for the stream
     void set_scaling(Fp8Scaling scaling) override;             // none: writes scales of 1, in stream order
+    void restore(Fp8Role role, const Fp8TensorSnapshot& state) override;  // waits for the stream
 
     // Device pointers into the state (Fp8StateLayout).
     float* scale(Fp8Role r) const { return m_state + Fp8StateLayout::scale + static_cast<int>(r); }

@@ -179,6 +179,24 @@ void CudaStepPipeline::set_loss_scaling(const LossScalingSpec& spec) {
     invalidate("precision.loss_scaling changed");
 }
 
+void CudaStepPipeline::restore(const PipelineState& state) {
+    if (!m_flight.empty() || m_open) throw Error("CudaStepPipeline: restore with steps in flight.");
+    ScalerState st{};
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(&st, m_scaler, sizeof st, cudaMemcpyDeviceToHost, m_backend.stream()));
+    m_backend.synchronize();
+    LossScaler host(m_spec);
+    host.restore(state.scale, state.growth_tracker);
+    st.scale = host.scale();
+    st.inv_scale = host.inv_scale();
+    st.growth_tracker = host.growth_tracker();
+    st.found_inf = 0;
+    const long long steps = state.optimizer_steps;
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(m_scaler, &st, sizeof st, cudaMemcpyHostToDevice, m_backend.stream()));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(m_optimizer_steps, &steps, sizeof steps, cudaMemcpyHostToDevice, m_backend.stream()));
+    m_backend.synchronize();  // `st` and `steps` live on this stack frame
+    invalidate("a checkpoint was restored");
+}
+
 void CudaStepPipeline::invalidate(const std::string& reason) {
     for (Graph& g : m_graphs) g.policy.invalidate(reason);
     drop_graphs();

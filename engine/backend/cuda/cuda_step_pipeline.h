@@ -58,6 +58,7 @@ public:
     int depth() const override { return m_depth; }
     int in_flight() const override { return static_cast<int>(m_flight.size()); }
     void set_loss_scaling(const LossScalingSpec& spec) override;
+    void restore(const PipelineState& state) override;
     void invalidate(const std::string& reason) override;
 
     bool begin(const StepBegin& b) override;

@@ -21,6 +21,7 @@ public:
     Format output_format() const override { return m_formats.output; }
 
     const Fp8State* fp8_state() const override { return m_fp8.get(); }
+    Fp8State* fp8_state() override { return m_fp8.get(); }
     void end_step(Backend& backend) override {
         if (m_fp8) backend.update_fp8_scales(*m_fp8);
     }

@@ -73,6 +73,8 @@ Experiment non_default_experiment() {
     e.train.what_if.max_elements = 0;
     e.train.block_scales.format = BlockFormat::nvfp4;
     e.train.block_scales.max_blocks = 0;
+    e.train.checkpoint_every = 250;
+    e.train.keep_checkpoints = 0;
     e.precision.autocast = Autocast::bf16;
     e.precision.master_weights = false;
     e.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc4", LayerPrecision::fp32},
@@ -115,7 +117,7 @@ private slots:
         // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 70);
+        QCOMPARE(int(keys.size()), 72);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
@@ -301,6 +303,8 @@ private slots:
         row(R"({"train": {"block_scales": {"format": "fp8-e4m3"}}})",
             "train.block_scales.format: \"fp8-e4m3\" is not \"own\", \"off\" or a block format (mxfp8-e4m3");
         row(R"({"train": {"block_scales": {"max_blocks": -3}}})", "train.block_scales.max_blocks: must be at least 0, got -3");
+        row(R"({"train": {"checkpoint_every": -1}})", "train.checkpoint_every: must be at least 0, got -1");
+        row(R"({"train": {"keep_checkpoints": 2000000}})", "train.keep_checkpoints: must be between 0 and 1000000, got 2000000");
         row(R"({"train": {"seed": -1}})", "train.seed: must be at least 0, got -1");
         row(R"({"train": {"seed": 18446744073709551616}})",
             "train.seed: must be between 0 and 18446744073709551615, got 18446744073709551616");
@@ -489,6 +493,7 @@ private slots:
         row("train.block_scales.format=off", "/train/block_scales/format", R"("off")");
         row("train.block_scales.format=mxfp8", "/train/block_scales/format", R"("mxfp8-e4m3")");
         row("train.block_scales.max_blocks=0", "/train/block_scales/max_blocks", "0");
+        row("train.checkpoint_every=100", "/train/checkpoint_every", "100");
     }
 
     // model.layers is the number of blocks for kind gpt and the list for the others; a change of

@@ -95,6 +95,7 @@ private slots:
             qPrintable(r.out));
         QVERIFY2(r.out.contains(QRegularExpression(R"(\n +2  fmnist-bf16  stopped +.* 25 )")), qPrintable(r.out));
         QVERIFY(r.out.contains("spirals"));
+        QVERIFY2(!r.out.contains("PARENT"), qPrintable(r.out));  // no run is a branch: no such column
 
         Result j = cli({"runs", "--json", "--db", m_db});
         QCOMPARE(j.code, 0);
@@ -198,6 +199,100 @@ private slots:
         }
     }
 
+    // Checkpoints and branches (schema version 8): `show` lists a run's checkpoints (step, training
+    // time, size, file) and says where a branch started (the parent's id, or the start of its uuid
+    // when it is not in this store); --json gives "checkpoints" and "parent"; `runs` gains a PARENT
+    // column ("1@5") only when some run is a branch, the other columns as they were.
+    void showsCheckpointsAndBranches() {
+        const QString path = m_dir.filePath("branches.sqlite");
+        QString file5, file10;
+        std::string trunk_uuid;
+        const std::string foreign = "0123456789ab-cdef-4000-8000-000000000000";
+        {
+            RunStore store(path.toStdString());
+            auto rec = store.start_run({"trunk", "cpu", "test CPU", "{}"});
+            trunk_uuid = store.run(rec->run_id()).uuid;
+            const std::string folder = checkpoint_folder(store.path(), trunk_uuid);
+            file5 = QString::fromStdString(folder + "/step-5.safetensors");
+            file10 = QString::fromStdString(folder + "/step-10.safetensors");
+            for (int i = 0; i < 10; ++i) {
+                if (i == 5) rec->on_checkpoint({5, 2.5, file5.toStdString(), 4096, 0});
+                rec->on_step(make_step(i), {});
+            }
+            rec->on_checkpoint({10, 75.0, file10.toStdString(), 3 * 1024 * 1024, 0});
+            rec->finish(RunStatus::completed);
+            RunInfo branch{"branch", "cpu", "test CPU", "{}"};
+            branch.parent_uuid = trunk_uuid;
+            branch.parent_step = 5;
+            store.start_run(branch)->finish(RunStatus::completed);
+            RunInfo far{"far-branch", "cuda", "test GPU", "{}"};
+            far.parent_uuid = foreign;
+            far.parent_step = 7;
+            store.start_run(far)->finish(RunStatus::stopped);
+        }
+
+        Result r = cli({"show", "trunk", "--db", path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(!r.out.contains("Branched"), qPrintable(r.out));
+        const QString section = r.out.section("\n\nCheckpoints (2)\n", 1, 1).section("\n\n", 0, 0);
+        const QStringList lines = section.split('\n');
+        QCOMPARE(lines.size(), 2);
+        QCOMPARE(lines[0].simplified(), "step 5 2.5 s 4.0 KiB " + file5);
+        QCOMPARE(lines[1].simplified(), "step 10 1m 15s 3.0 MiB " + file10);
+        QVERIFY2(lines[0].startsWith("  step 5 "), qPrintable(lines[0]));
+        QCOMPARE(lines[0].indexOf(file5), lines[1].indexOf(file10));  // in columns
+        QVERIFY2(r.out.indexOf("\nFinal metrics") < r.out.indexOf("\nCheckpoints") &&
+                     r.out.indexOf("\nCheckpoints") < r.out.indexOf("\nLayers"),
+                 qPrintable(r.out));
+
+        Result b = cli({"show", "branch", "--db", path});
+        QCOMPARE(b.code, 0);
+        QVERIFY2(b.out.startsWith("Run 2: branch\n  Branched from run 1 at step 5\n  status "), qPrintable(b.out));
+        QVERIFY2(!b.out.contains("Checkpoints"), qPrintable(b.out));
+        Result f = cli({"show", "far", "--db", path});
+        QVERIFY2(f.out.startsWith("Run 3: far-branch\n  Branched from run 01234567 at step 7\n"), qPrintable(f.out));
+
+        const QJsonObject trunk =
+            QJsonDocument::fromJson(cli({"show", "1", "--json", "--db", path}).out.toUtf8()).object();
+        QVERIFY(trunk["parent"].isNull());
+        const QJsonArray checkpoints = trunk["checkpoints"].toArray();
+        QCOMPARE(checkpoints.size(), 2);
+        const QJsonObject c = checkpoints[0].toObject();
+        QCOMPARE(c["step"].toInteger(), 5LL);
+        QCOMPARE(c["time_s"].toDouble(), 2.5);
+        QCOMPARE(c["bytes"].toInteger(), 4096LL);
+        QCOMPARE(c["file"].toString(), file5);
+        QVERIFY(c["created_at"].toString().endsWith('Z'));
+        QCOMPARE(checkpoints[1].toObject()["step"].toInteger(), 10LL);
+        const QJsonObject branch =
+            QJsonDocument::fromJson(cli({"show", "2", "--json", "--db", path}).out.toUtf8()).object();
+        QCOMPARE(branch["checkpoints"].toArray().size(), 0);
+        const QJsonObject parent = branch["parent"].toObject();
+        QCOMPARE(parent["uuid"].toString(), QString::fromStdString(trunk_uuid));
+        QCOMPARE(parent["step"].toInteger(), 5LL);
+        QCOMPARE(parent["id"].toInteger(), 1LL);
+        const QJsonObject far =
+            QJsonDocument::fromJson(cli({"show", "3", "--json", "--db", path}).out.toUtf8()).object();
+        QCOMPARE(far["parent"].toObject()["uuid"].toString(), QString::fromStdString(foreign));
+        QVERIFY(far["parent"].toObject()["id"].isNull());
+
+        Result runs = cli({"runs", "--db", path});
+        QCOMPARE(runs.code, 0);
+        const QStringList rows = runs.out.split('\n', Qt::SkipEmptyParts);
+        QCOMPARE(rows.size(), 4);
+        QVERIFY2(rows[0].endsWith("  TEST ACC  BACKEND  PARENT"), qPrintable(rows[0]));
+        QVERIFY2(rows[1].endsWith("  cpu"), qPrintable(rows[1]));  // not a branch: nothing after, no spaces
+        QVERIFY2(rows[2].endsWith("  cpu      1@5"), qPrintable(rows[2]));
+        QVERIFY2(rows[3].endsWith("  cuda     01234567@7"), qPrintable(rows[3]));
+        QCOMPARE(rows[2].indexOf("1@5"), rows[0].indexOf("PARENT"));
+        QVERIFY2(rows[1].contains(QRegularExpression(R"(^ +1  trunk       completed  .*  +10  +0\.2500  +-  cpu$)")),
+                 qPrintable(rows[1]));
+        const QJsonArray list = QJsonDocument::fromJson(cli({"runs", "--json", "--db", path}).out.toUtf8()).array();
+        QVERIFY(list[0].toObject()["parent"].isNull());
+        QCOMPARE(list[1].toObject()["parent"].toObject()["id"].toInteger(), 1LL);
+        QCOMPARE(list[2].toObject()["parent"].toObject()["step"].toInteger(), 7LL);
+    }
+
     // A store from before version 4 (this one made so with SQL: its layers table dropped, stamped
     // 3) is migrated by `show` with a backup; its runs say their layers were not recorded, and
     // export gives the table's header alone.
@@ -207,7 +302,9 @@ private slots:
         {
             RawDb raw(path);
             QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; DROP TABLE what_if_steps; "
-                              "DROP TABLE block_scale_steps; PRAGMA user_version = 3"),
+                              "DROP TABLE block_scale_steps; DROP TABLE checkpoints; "
+                              "ALTER TABLE runs DROP COLUMN parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; "
+                              "PRAGMA user_version = 3"),
                      QString());
         }
         Result r = cli({"show", "1", "--db", path});
@@ -215,7 +312,7 @@ private slots:
         QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
                  qPrintable(r.out));
         QVERIFY(QFile::exists(path + ".bak-v3"));
-        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 8LL);
         Result j = cli({"show", "1", "--json", "--db", path});
         QCOMPARE(j.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
@@ -607,8 +704,8 @@ private slots:
 
     void newerStoreIsRefused_data() {
         QTest::addColumn<int>("version");
-        QTest::newRow("the next version") << 8;
-        QTest::newRow("far ahead") << 9;
+        QTest::newRow("the next version") << 9;
+        QTest::newRow("far ahead") << 10;
     }
 
     void newerStoreIsRefused() {
@@ -627,7 +724,7 @@ private slots:
             Result r = cli(args + QStringList{"--db", path});
             QCOMPARE(r.code, 2);
             QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
-                                            "versions up to 7); it was left unchanged")
+                                            "versions up to 8); it was left unchanged")
                                         .arg(version)),
                      qPrintable(r.err));
         }

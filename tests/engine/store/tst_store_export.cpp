@@ -1,6 +1,6 @@
-// Exports: every table of a run (the layers of schema version 4, the op rows of version 5 and the
-// block-scale views of version 7 too) as CSV and as JSON, parsed back here with independent parsers
-// (an RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header,
+// Exports: every table of a run (the layers of schema version 4, the op rows of version 5, the
+// block-scale views of version 7 and the checkpoints of version 8 too) as CSV and as JSON, parsed back here with
+// independent parsers (an RFC 4180 reader written for this test, and Qt's JSON), with the right row counts, header,
 // values (shortest exact doubles, NaN and inf), histograms, and text that needs quoting. The views'
 // distributions are checked against figures counted here from the exponents themselves.
 #include <algorithm>
@@ -123,6 +123,7 @@ private:
     QTemporaryDir m_dir;
     std::unique_ptr<RunStore> m_store;
     std::int64_t m_id = 0;
+    QString m_checkpoint40;                                 // the stored (relative) file of the checkpoint at step 40
     static constexpr int steps = 120, layers = 3, ops = 7;  // make_ops(step, 2): two blocks and ln_f
     static constexpr int views = 5, view_steps = 3;         // make_block_scales at steps 0, 40, 80
 
@@ -132,7 +133,15 @@ private slots:
         m_store = std::make_unique<RunStore>(m_dir.filePath("export.sqlite").toStdString());
         auto rec = m_store->start_run({"export", "cpu", "", "{}", make_layer_infos()});
         m_id = rec->run_id();
+        // Checkpoints: one under the store's folder (stored relative to it), one elsewhere (stored
+        // absolute, with a comma CSV must quote) without a training time (NULL).
+        const std::string uuid = m_store->run(m_id).uuid;
+        m_checkpoint40 = QString::fromStdString("export.checkpoints/" + uuid + "/step-40.safetensors");
         for (int i = 0; i < steps; ++i) {
+            if (i == 40)
+                rec->on_checkpoint(
+                    {40, 1.5, checkpoint_folder(m_store->path(), uuid) + "/step-40.safetensors", 4096, 0});
+            if (i == 80) rec->on_checkpoint({80, NAN, "/elsewhere/ckpt, 80.safetensors", 8192, 0});
             StepRecord s = make_step(i);
             if (i == 5) s.loss = NAN;
             rec->on_step(s, make_layers(i, layers));
@@ -170,6 +179,8 @@ private slots:
             << "block_scale_steps" << views * view_steps
             << "step,layer,name,operand,format,own,rows_total,rows,row_length,blocks_per_row,blocks,zero_blocks,"
                "nan_blocks,min_exponent,median_exponent,max_exponent,histogram,exponents";
+        QTest::newRow("checkpoints") << "checkpoints" << 2
+                                     << "step,file,bytes,time_s,created_at,events_before,evals_before";
     }
 
     void csvParsesBack() {
@@ -291,6 +302,14 @@ private slots:
                 QCOMPARE(parsed[l + 1], expected);
             }
             QCOMPARE(parsed[4][1], QString("head, \"final\""));  // quoted in the file, read back whole
+        } else if (table == "checkpoints") {
+            // As stored: the file under the store's folder relative to it; no time as an empty field.
+            QCOMPARE(parsed[1].mid(0, 4), (QStringList{"40", m_checkpoint40, "4096", "1.5"}));
+            QCOMPARE(parsed[2].mid(0, 4), (QStringList{"80", "/elsewhere/ckpt, 80.safetensors", "8192", ""}));
+            for (int r : {1, 2}) {
+                QVERIFY2(parsed[r][4].endsWith('Z') && parsed[r][4].size() == 24, qPrintable(parsed[r][4]));
+                QCOMPARE(parsed[r].mid(5), (QStringList{"0", "0"}));  // nothing handed over before either
+            }
         } else {
             QCOMPARE(parsed[1][3], QString::fromStdString(tricky));
             QCOMPARE(parsed[2][3], QString(" leading and trailing spaces "));
@@ -309,6 +328,7 @@ private slots:
         QTest::newRow("layers") << "layers" << 4;
         QTest::newRow("op_steps") << "op_steps" << steps * ops;
         QTest::newRow("block_scale_steps") << "block_scale_steps" << views * view_steps;
+        QTest::newRow("checkpoints") << "checkpoints" << 2;
     }
 
     void jsonParsesBack() {
@@ -425,6 +445,16 @@ private slots:
         } else if (table == "evals") {
             QCOMPARE(a[0].toObject()["accuracy"].toDouble(), 0.5);
             QVERIFY(a[1].toObject()["accuracy"].isNull());
+        } else if (table == "checkpoints") {
+            const QJsonObject first = a[0].toObject(), second = a[1].toObject();
+            QCOMPARE(first.size(), 7);
+            QCOMPARE(first["step"].toInteger(), 40LL);
+            QCOMPARE(first["file"].toString(), m_checkpoint40);
+            QCOMPARE(first["bytes"].toInteger(), 4096LL);
+            QCOMPARE(first["time_s"].toDouble(), 1.5);
+            QCOMPARE(first["events_before"].toInteger(), 0LL);
+            QCOMPARE(second["file"].toString(), QString("/elsewhere/ckpt, 80.safetensors"));
+            QVERIFY(second["time_s"].isNull());
         } else {
             QCOMPARE(a[0].toObject()["message"].toString(), QString::fromStdString(tricky));
             QCOMPARE(a[0].toObject()["data_json"].toObject()["new"].toInt(), 32768);  // embedded as JSON
@@ -462,6 +492,11 @@ private slots:
                  std::string("step,layer,name,operand,format,own,rows_total,rows,row_length,blocks_per_row,blocks,"
                              "zero_blocks,nan_blocks,min_exponent,median_exponent,max_exponent,histogram,"
                              "exponents\r\n"));
+        // A run without checkpoints (as every run recorded before schema version 8): the header only.
+        QCOMPARE(m_store->export_table(rec->run_id(), "checkpoints", RunStore::ExportFormat::json),
+                 std::string("[]\n"));
+        QCOMPARE(m_store->export_table(rec->run_id(), "checkpoints", RunStore::ExportFormat::csv),
+                 std::string("step,file,bytes,time_s,created_at,events_before,evals_before\r\n"));
     }
 
     void badRequests() {
@@ -469,10 +504,9 @@ private slots:
             m_store->export_table(m_id, "weights", RunStore::ExportFormat::csv);
             QFAIL("an unknown table should throw");
         } catch (const Error& e) {
-            QCOMPARE(
-                QString(e.what()),
-                QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
-                        "layers, op_steps, what_if_steps, block_scale_steps."));
+            QCOMPARE(QString(e.what()),
+                     QString("There is no table 'weights' to export; the tables are steps, layer_steps, evals, events, "
+                             "layers, op_steps, what_if_steps, block_scale_steps, checkpoints."));
         }
         QVERIFY_THROWS_EXCEPTION(Error, m_store->export_table(999, "steps", RunStore::ExportFormat::csv));
         QCOMPARE(RunStore::parse_export_format("csv"), std::optional(RunStore::ExportFormat::csv));

@@ -224,7 +224,7 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                              "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers', 'op_steps')"),
@@ -278,7 +278,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -315,7 +315,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -371,7 +371,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -445,7 +445,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
@@ -510,7 +510,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM op_steps WHERE run_id = %1").arg(fresh_run)), 28LL);
@@ -539,7 +539,9 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE what_if_steps; DROP TABLE block_scale_steps; PRAGMA user_version = 5"),
+            QCOMPARE(raw.exec("DROP TABLE what_if_steps; DROP TABLE block_scale_steps; DROP TABLE checkpoints; "
+                              "ALTER TABLE runs DROP COLUMN parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; "
+                              "PRAGMA user_version = 5"),
                      QString());
         }
         RunStore store(path.toStdString());
@@ -591,8 +593,8 @@ private slots:
                  csv.c_str());
     }
 
-    // Version 6 -> 7 adds `block_scale_steps`: a v6 store (today's with the table dropped and
-    // stamped 6) keeps its runs and has no views; a new run's views, recorded out of order over two
+    // Version 6 -> 7 adds `block_scale_steps`: a v6 store (today's with the tables and columns since
+    // dropped and stamped 6) keeps its runs and has no views; a new run's views, recorded out of order over two
     // steps, read back whole (sentinels, a sample of rows, a view without rows) by step, layer and
     // operand; totals count them and the last step that has them is found.
     void version6GainsBlockScaleSteps() {
@@ -600,7 +602,9 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("DROP TABLE block_scale_steps; PRAGMA user_version = 6"), QString());
+            QCOMPARE(raw.exec("DROP TABLE block_scale_steps; DROP TABLE checkpoints; ALTER TABLE runs DROP COLUMN "
+                              "parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; PRAGMA user_version = 6"),
+                     QString());
         }
         RunStore store(path.toStdString());
         QCOMPARE(store.migrated_from(), 6);
@@ -634,7 +638,7 @@ private slots:
         QVERIFY(store.block_scale_steps(id, 8).empty());
         QVERIFY(store.block_scale_steps(1).empty());  // the migrated run's
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
         // As docs/schema.md gives the rows: the slot is the operand's, the names as written.
         QCOMPARE(raw.text(QString("SELECT group_concat(slot || operand || format || own, ' ') FROM (SELECT * FROM "
@@ -761,7 +765,7 @@ private slots:
         QCOMPARE(got.front().step, std::int64_t(1));
     }
 
-    // A version-1 store goes through every step to version 7 in one open, with one backup (v1's).
+    // A version-1 store goes through every step to version 8 in one open, with one backup (v1's).
     void migratesVersion1ToTheCurrentVersion() {
         const QString path = fresh("v1-to-v5.sqlite");
         make_v1_store(path, 6);
@@ -772,17 +776,19 @@ private slots:
             QVERIFY(store.op_steps(1).empty());
             QVERIFY(store.what_if_steps(1).empty());
             QVERIFY(store.block_scale_steps(1).empty());
+            QVERIFY(store.checkpoints(1).empty());
+            QVERIFY(store.run(1).parent_uuid.empty());
             QCOMPARE(store.steps(1).size(), std::size_t(6));
         }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('layers', "
-                             "'op_steps', 'what_if_steps', 'block_scale_steps')"),
-                 4LL);
+                             "'op_steps', 'what_if_steps', 'block_scale_steps', 'checkpoints')"),
+                 5LL);
         QVERIFY(QFile::exists(path + ".bak-v1"));
         QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3") &&
                 !QFile::exists(path + ".bak-v4") && !QFile::exists(path + ".bak-v5") &&
-                !QFile::exists(path + ".bak-v6"));
+                !QFile::exists(path + ".bak-v6") && !QFile::exists(path + ".bak-v7"));
     }
 
     // A current store without one of its tables (removed by hand, or damaged) is refused, and
@@ -793,6 +799,7 @@ private slots:
         QTest::newRow("op_steps (v5)") << "op_steps";
         QTest::newRow("what_if_steps (v6)") << "what_if_steps";
         QTest::newRow("block_scale_steps (v7)") << "block_scale_steps";
+        QTest::newRow("checkpoints (v8)") << "checkpoints";
     }
 
     void missingTableIsDamage() {
@@ -807,7 +814,7 @@ private slots:
         for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
             const QString error =
                 error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
-            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 8 of its 9 tables exist)"),
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 9 of its 10 tables exist)"),
                      qPrintable(error));
         }
         QCOMPARE(file_sha256(path), before);
@@ -938,11 +945,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 8"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 9"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 8; this build reads versions up to 7)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 9; this build reads versions up to 8)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

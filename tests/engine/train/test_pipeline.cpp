@@ -131,6 +131,7 @@ public:
     int in_flight() const override { return m_inner.in_flight(); }
     void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
     void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
+    void restore(const PipelineState& state) override { m_inner.restore(state); }
     bool begin(const StepBegin& b) override { return m_inner.begin(b); }
     void loss(const Tensor& output, Tensor* grad) override { m_inner.loss(output, grad); }
     std::vector<RoundingStats>* rounding_sink() override { return m_inner.rounding_sink(); }

@@ -1,0 +1,173 @@
+// `mantissa-cli resume RUN [--step S] [--as-new --set KEY=VALUE ...]`: a stopped, interrupted or
+// failed run continues from its latest checkpoint, recorded as the same run (the steps after the
+// checkpoint are recorded again, and come out bit for bit as they first did on the CPU backend);
+// or, with --as-new, a new run starts from any of its checkpoints with changed settings, recording
+// its parent and the step (a branch). The checkpoint file is checked whole before anything is
+// written to the store.
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "cli/run_session.h"
+#include "error.h"
+#include "store/run_store.h"
+#include "store/run_text.h"
+#include "train/checkpoint.h"
+#include "train/live_change.h"
+#include "train/session.h"
+
+namespace mantissa::cli {
+namespace {
+
+std::string run_label(const RunRow& r) { return "run " + std::to_string(r.id) + " (\"" + r.name + "\")"; }
+
+std::string steps_text(const std::vector<CheckpointRow>& checkpoints) {
+    std::string s;
+    for (std::size_t i = 0; i < checkpoints.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == checkpoints.size() ? " and " : ", ") + std::to_string(checkpoints[i].step);
+    return s;
+}
+
+// The checkpoint at --step S, else the latest.
+const CheckpointRow& pick_checkpoint(const RunRow& run, const std::vector<CheckpointRow>& checkpoints,
+                                     std::optional<long long> step) {
+    if (checkpoints.empty())
+        throw Error(run_label(run) + " has no checkpoints to resume from: it was stopped before its first one, "
+                                     "or recorded before Mantissa kept them (train.checkpoint_every).");
+    if (!step) return checkpoints.back();
+    for (const CheckpointRow& c : checkpoints)
+        if (c.step == *step) return c;
+    throw Error(run_label(run) + " has no checkpoint at step " + std::to_string(*step) + "; it has checkpoints at steps " +
+                steps_text(checkpoints) + ".");
+}
+
+int run_resume(Args& args) {
+    args.option("step");
+    args.option("set");
+    args.option("steps");
+    args.option("name");
+    args.option("db");
+    args.option("at");
+    args.flag("as-new");
+    args.flag("json");
+    args.parse();
+    if (args.positional().size() != 1)
+        throw UsageError{args.positional().empty() ? "give the run to resume: its id or the start of its name"
+                                                   : "give one run only (an id or the start of a name)"};
+    const bool branch = args.has("as-new");
+    if (!branch)
+        for (const char* option : {"set", "steps", "name", "at"})
+            if (args.has(option))
+                throw UsageError{std::string("--") + option +
+                                 " changes the run, which only a branch may: add --as-new to start a new run from the "
+                                 "checkpoint, or leave it out to continue this one as it was"};
+
+    const std::string db = args.value("db").value_or(default_store_path());
+    if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there is no run to resume.");
+    RunStore store(db);
+    if (store.read_only())
+        throw Error("the run store " + db + " can only be read (check its permissions), so a resumed run cannot be recorded.");
+    const RunRow run = store.run(store.resolve(args.positional().front()));
+    const std::vector<CheckpointRow> checkpoints = store.checkpoints(run.id);
+    const CheckpointRow& from = pick_checkpoint(run, checkpoints, args.integer("step"));
+
+    if (!branch) {
+        if (run.status == RunStatus::completed)
+            throw Error(run_label(run) + " completed its steps, so nothing is left to continue; to train it further, "
+                                         "branch it: --as-new --set train.steps=N.");
+        if (from.step != checkpoints.back().step)
+            throw Error(run_label(run) + " has checkpoints after step " + std::to_string(from.step) + " (the latest is at step " +
+                        std::to_string(checkpoints.back().step) +
+                        "); a run continues from its latest checkpoint, so branch from step " + std::to_string(from.step) +
+                        " with --as-new, or leave --step out.");
+    }
+
+    const Checkpoint checkpoint(from.file);  // the whole header and the metadata checked
+    if (!checkpoint.info().run_uuid.empty() && checkpoint.info().run_uuid != run.uuid)
+        throw Error(from.file + " is a checkpoint of another run (" + checkpoint.info().run_uuid + "), not of " +
+                    run_label(run) + "; the store's checkpoint folder was changed by hand.");
+    Experiment experiment = checkpoint.info().experiment;
+    std::vector<ScheduledChange> at;
+    if (branch) {
+        for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+        if (auto steps = args.integer("steps")) {
+            if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
+            experiment.train.steps = *steps;
+        }
+        experiment.name = run.name + " @" + std::to_string(from.step);
+        if (auto name = args.value("name")) {
+            store::check_run_text(store::RunText::name, *name);
+            experiment.name = *name;
+        }
+        for (const auto& text : args.values("at")) at.push_back(parse_scheduled_change(text, "--at"));
+        at = check_scheduled_changes(experiment, std::move(at), "--at");
+    }
+
+    SessionOptions options;
+    options.resume_from = from.file;
+    options.branch = branch;
+    options.parent_name = run_label(run);
+    Session session(experiment, options);  // builds the model and restores the checkpoint: bad input throws here
+    if (session.first_step() >= session.total_steps())
+        throw Error("The checkpoint is at step " + std::to_string(session.first_step()) + ", the end of the run's " +
+                    std::to_string(session.total_steps()) + " steps; give the branch more with --set train.steps=N.");
+    for (const ScheduledChange& c : at)
+        if (c.step < session.first_step())
+            throw UsageError{"--at " + std::to_string(c.step) + ": the branch starts at step " +
+                             std::to_string(session.first_step()) + ", after it"};
+    check_scheduled_steps(at, session.total_steps(), "--at");
+    ChangeSchedule schedule(std::move(at), experiment);
+    for (const auto& notice : session.notices()) std::fprintf(stderr, "mantissa-cli resume: warning: %s\n", notice.c_str());
+
+    const StopSignals signals;
+    std::shared_ptr<Recorder> recorder;
+    std::string uuid = run.uuid;
+    if (branch) {
+        RunInfo info{experiment.name, session.backend_name(), session.device_name(),
+                     experiment_to_json(experiment).dump(), session.layers()};
+        info.parent_uuid = run.uuid;
+        info.parent_step = from.step;
+        recorder = store.start_run(info);
+        uuid = store.run(recorder->run_id()).uuid;
+    } else {
+        recorder = store.continue_run(run.id, from.step);
+    }
+    session.add_sink(recorder);
+    session.set_checkpoint_folder(checkpoint_folder(store.path(), uuid), uuid);
+    if (!args.has("json") && branch)
+        std::printf("Branching run %lld from step %lld as run %lld.\n", static_cast<long long>(run.id),
+                    static_cast<long long>(from.step), static_cast<long long>(recorder->run_id()));
+    else if (!args.has("json"))
+        std::printf("Resuming run %lld from step %lld.\n", static_cast<long long>(run.id), static_cast<long long>(from.step));
+    std::fflush(stdout);
+    return run_to_end(session, experiment, schedule, {&store, recorder}, args.has("json"));
+}
+
+}  // namespace
+
+MANTISSA_CLI_COMMAND({"resume", "continue a stopped or interrupted run, or branch a new one, from a checkpoint",
+                      "usage: mantissa-cli resume RUN [--step S] [--db FILE] [--json]\n"
+                      "       mantissa-cli resume RUN --as-new [--step S] [--set KEY=VALUE]... [--steps N]\n"
+                      "                           [--at STEP:KEY=VALUE]... [--name NAME] [--db FILE] [--json]\n\n"
+                      "Continues RUN (an id or the start of a name) from its latest checkpoint, as the same run:\n"
+                      "the steps it recorded after that checkpoint are recorded again, and on the CPU backend they\n"
+                      "come out bit for bit as they did (same losses, scales and weights). A run that is stopped,\n"
+                      "interrupted (its process died) or failed can be continued; a completed one cannot.\n\n"
+                      "With --as-new, a new run starts from the checkpoint at step S (default: the latest) with the\n"
+                      "settings changed as --set says, recorded with RUN as its parent; `mantissa-cli show` and the\n"
+                      "GUI's history show the family, and compare aligns the branch with its parent at step S.\n\n"
+                      "  --step S          the checkpoint to start from (`mantissa-cli show RUN` lists them)\n"
+                      "  --as-new          branch a new run instead of continuing this one\n"
+                      "  --set KEY=VALUE   with --as-new: change a setting, e.g. precision.autocast=fp16\n"
+                      "  --steps N         with --as-new: the branch's length in steps, counted from step 0\n"
+                      "  --at STEP:KEY=VALUE  with --as-new: change a setting at step STEP, as in `train`\n"
+                      "  --name NAME       with --as-new: the new run's name (default: RUN's name @S)\n"
+                      "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
+                      "  --json            print one JSON object, as `train --json` does\n\n"
+                      "Exit status: 0 the run completed or was stopped and was recorded in full, 1 it failed,\n"
+                      "2 bad usage or input: no such run or checkpoint, a damaged checkpoint, a run still running.\n",
+                      run_resume});
+
+}  // namespace mantissa::cli

@@ -1,0 +1,61 @@
+// A checkpoint's metadata (engine/train/checkpoint.h has the file as a whole): what a run carries
+// between steps besides its tensors, its summary so far and its experiment, as JSON in the
+// safetensors metadata entry "mantissa.checkpoint". Reading it checks every key and its type, the
+// version (a newer one is refused by name) and the experiment, with one sentence naming the file.
+// Plain C++ with no backend (the library mantissa_weights), so the fuzz target fuzz_checkpoint
+// compiles it alone.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "config/experiment.h"
+#include "weights/safetensors.h"
+
+namespace mantissa {
+
+inline constexpr int checkpoint_version = 1;
+inline constexpr const char* checkpoint_metadata_key = "mantissa.checkpoint";
+
+// What a Trainer carries between steps besides the network's and the optimizer's tensors. The
+// batches need nothing: step s's batch is a function of the data, the seed, the batch size and s
+// (data/train_batches.h).
+struct TrainerState {
+    std::int64_t step = 0;                  // steps taken: the next step's index
+    double time_s = 0;                      // training time so far
+    float loss_scale = 1;                   // the loss scaler's state
+    std::int64_t growth_tracker = 0;
+    std::int64_t optimizer_steps = 0;       // AdamW's bias correction, SGD's first step
+    std::uint64_t stochastic_rounding = 0;  // the backend's position in its key sequence
+    bool diverged = false;                  // the divergence events said once so far
+    bool scale_collapsed = false;
+};
+
+// What the Session's summary had counted when the checkpoint was taken, so a continued run's
+// summary covers the whole run.
+struct CheckpointSummary {
+    std::int64_t samples = 0;
+    std::int64_t overflow_steps = 0;
+    std::int64_t skipped_steps = 0;
+    double final_loss = std::nan("");     // the last step's
+    double test_loss = std::nan("");      // the last evaluation's
+    double test_accuracy = std::nan("");
+    std::int64_t last_eval_step = -1;     // the step of the last evaluation, -1 when none
+};
+
+struct CheckpointInfo {
+    int version = checkpoint_version;
+    std::string run_uuid;   // the run it was taken from; empty for a run not recorded
+    TrainerState trainer;   // trainer.step: the step the run continues with
+    CheckpointSummary summary;
+    Experiment experiment;  // the settings at the checkpoint, live changes applied
+};
+
+// The metadata's JSON text.
+std::string checkpoint_info_text(const CheckpointInfo& info);
+// The metadata of an opened file, checked. Throws mantissa::Error, one sentence naming the file: no
+// such entry (a weights file), not JSON, a key missing or of the wrong type, a newer version.
+CheckpointInfo read_checkpoint_info(const SafetensorsFile& file);
+
+}  // namespace mantissa

@@ -1,0 +1,274 @@
+// mantissa-cli resume and weights, as a person (or a cluster's scheduler) uses them:
+// - kills: a run checkpointing every step is killed (SIGKILL) at random moments, over and over,
+//   and resumed each time; after every kill the latest checkpoint the store lists loads whole,
+//   and no file in the run's checkpoint folder is a half file; when it finally completes, every
+//   step's loss and loss scale equal the uninterrupted run's bit for bit;
+// - a stopped run resumes as the same run; the refusals (a completed run, --set without --as-new,
+//   a step with no checkpoint, a damaged checkpoint) are exit 2 and one sentence;
+// - a branch records its parent and step and starts at that step with the changed setting;
+// - weights export writes the model's tensors of a checkpoint, byte for byte in their dtypes, with
+//   no optimizer state, and weights show lists them (tests/engine/weights/test_safetensors.cpp
+//   starts runs from such files).
+#include <QtTest>
+
+#include <signal.h>
+
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+#include "store/run_store.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+#include "weights/safetensors.h"
+
+using namespace mantissa;
+
+namespace {
+
+// A small run that still takes a few seconds, with state of every kind the recipe carries.
+QStringList recipe(int steps) {
+    return {"--set", "dataset.kind=spirals", "--set", "model.hidden=[256,256]", "--set", "train.batch_size=64",
+            "--set", "train.steps=" + QString::number(steps), "--set", "train.eval_every=40", "--set",
+            "precision.autocast=fp16", "--set", "precision.loss_scaling.mode=dynamic", "--set",
+            "precision.loss_scaling.growth_interval=20", "--set", "train.layer_stats_every=5", "--set",
+            "backend.kind=cpu"};
+}
+
+std::uint32_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+
+struct Losses {
+    std::vector<std::int64_t> steps;
+    std::vector<std::uint32_t> loss, scale;
+};
+
+Losses losses_of(const std::string& db, std::int64_t run) {
+    RunStore store(db, StoreAccess::read);
+    Losses l;
+    for (const StepRecord& s : store.steps(run)) {
+        l.steps.push_back(s.step);
+        l.loss.push_back(bits(s.loss));
+        l.scale.push_back(bits(s.loss_scale));
+    }
+    return l;
+}
+
+std::int64_t only_run(const std::string& db) {
+    if (!std::filesystem::exists(db)) return -1;  // killed before it made the store
+    RunStore store(db, StoreAccess::read);
+    const auto runs = store.list_runs();
+    return runs.empty() ? -1 : runs.front().id;
+}
+
+}  // namespace
+
+class TestCliResume : public QObject {
+    Q_OBJECT
+private slots:
+    void killedAtRandomAndResumedEqualsUninterrupted() {
+        QTemporaryDir dir;
+        const int steps = 2000;
+        const std::string ref_db = dir.filePath("ref.sqlite").toStdString();
+        const CliResult ref = run_cli(QStringList{"train", "--db", QString::fromStdString(ref_db)} + recipe(steps));
+        QVERIFY2(ref.code == 0, ref.err.constData());
+        const Losses expected = losses_of(ref_db, only_run(ref_db));
+        QCOMPARE(expected.loss.size(), std::size_t(steps));
+
+        const QString db = dir.filePath("kill.sqlite");
+        const std::string db_path = db.toStdString();
+        std::mt19937 rng(20261203);
+        std::uniform_int_distribution<int> delay_ms(30, 700);
+        int kills = 0, resumes = 0;
+        bool completed = false;
+        for (int attempt = 0; attempt < 200 && !completed; ++attempt) {
+            QStringList args;
+            const std::int64_t run = only_run(db_path);
+            std::int64_t latest = -1;
+            if (run >= 0) {
+                RunStore store(db_path);  // marks the killed run interrupted
+                const auto cps = store.checkpoints(run);
+                if (!cps.empty()) latest = cps.back().step;
+            }
+            if (run < 0 || latest < 0) {
+                if (run >= 0) std::filesystem::remove(db_path);  // killed before its first checkpoint
+                args = QStringList{"train", "--db", db} + recipe(steps) + QStringList{"--set", "train.checkpoint_every=1"};
+            } else {
+                args = {"resume", QString::number(run), "--db", db};
+                ++resumes;
+            }
+            QProcess p;
+            p.start(MANTISSA_CLI_PATH, args);
+            QVERIFY(p.waitForStarted());
+            const bool last_round = kills >= 22;
+            if (!last_round && !p.waitForFinished(delay_ms(rng))) {
+                ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+                p.waitForFinished();
+                ++kills;
+            } else {
+                p.waitForFinished(300'000);
+                QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, p.readAllStandardError().constData());
+                completed = true;
+            }
+
+            // After the kill: the latest listed checkpoint loads whole, and so does every file in the folder.
+            const std::int64_t r = only_run(db_path);
+            if (r < 0) continue;
+            RunStore store(db_path);
+            const auto cps = store.checkpoints(r);
+            if (cps.empty()) continue;
+            const Checkpoint c(cps.back().file);
+            QCOMPARE(c.info().trainer.step, cps.back().step);
+            Trainer t(c.info().experiment, load_dataset(c.info().experiment.dataset, c.info().experiment.train.seed),
+                      make_backend("cpu", 0));
+            c.restore(t);
+            QCOMPARE(t.steps_taken(), cps.back().step);
+            for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(cps.back().file).parent_path()))
+                if (f.path().extension() == ".safetensors") QCOMPARE(Checkpoint(f.path().string()).info().trainer.step > 0, true);
+        }
+        QVERIFY(completed);
+        QVERIFY2(kills >= 20, std::to_string(kills).c_str());
+        QVERIFY(resumes >= 10);
+        const std::int64_t run = only_run(db_path);
+        RunStore store(db_path, StoreAccess::read);
+        QCOMPARE(store.run(run).status, RunStatus::completed);
+        QCOMPARE(store.list_runs().size(), std::size_t{1});  // one run, continued
+        const Losses got = losses_of(db_path, run);
+        QCOMPARE(got.steps, expected.steps);
+        QCOMPARE(got.loss, expected.loss);
+        QCOMPARE(got.scale, expected.scale);
+        QVERIFY(store.checkpoints(run).size() <= 3);  // train.keep_checkpoints
+        qInfo("%d kills, %d resumes", kills, resumes);
+    }
+
+    void stoppedRunResumesAndBranches() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const std::string db_path = db.toStdString();
+        // A short run that completes with checkpoints at 20, 40 and 60.
+        CliResult r = run_cli(QStringList{"train", "--db", db} + recipe(60) + QStringList{"--set", "train.checkpoint_every=20"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const std::int64_t run = only_run(db_path);
+        {
+            RunStore store(db_path, StoreAccess::read);
+            const auto cps = store.checkpoints(run);
+            QCOMPARE(cps.size(), std::size_t{3});
+            QCOMPARE(cps.back().step, std::int64_t{60});
+        }
+
+        // A completed run does not continue; --set needs --as-new; no checkpoint at 30.
+        r = run_cli({"resume", QString::number(run), "--db", db});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("completed its steps"), r.err.constData());
+        r = run_cli({"resume", QString::number(run), "--db", db, "--set", "precision.autocast=bf16"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--as-new"), r.err.constData());
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "30"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("no checkpoint at step 30") && r.err.contains("20, 40 and 60"), r.err.constData());
+
+        // A branch from step 20 in bf16, 60 steps long: its steps are 20..59, its parent recorded.
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "20", "--set",
+                     "precision.autocast=bf16", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const auto out = nlohmann::json::parse(r.out.constData());
+        const std::int64_t branch = out.at("run_id").get<std::int64_t>();
+        {
+            RunStore store(db_path, StoreAccess::read);
+            const RunRow b = store.run(branch);
+            QCOMPARE(b.parent_uuid, store.run(run).uuid);
+            QCOMPARE(b.parent_step, std::optional<std::int64_t>(20));
+            const auto s = store.steps(branch);
+            QCOMPARE(s.size(), std::size_t{40});
+            QCOMPARE(s.front().step, std::int64_t{20});
+            QVERIFY(nlohmann::json::parse(b.config_json).at("precision").at("autocast") == "bf16");
+            QCOMPARE(b.name, store.run(run).name + " @20");
+        }
+
+        // weights export: the checkpoint's model tensors byte for byte, no optimizer state.
+        const QString weights = dir.filePath("w.safetensors");
+        r = run_cli({"weights", "export", QString::number(run), "--step", "40", "-o", weights, "--db", db});
+        QVERIFY2(r.code == 0, r.err.constData());
+        std::string checkpoint_file;
+        {
+            RunStore store(db_path, StoreAccess::read);
+            checkpoint_file = store.checkpoints(run).at(1).file;
+        }
+        const SafetensorsFile exported(weights.toStdString()), checkpoint(checkpoint_file);
+        std::size_t model_tensors = 0;
+        for (const SafetensorsEntry& e : checkpoint.entries()) {
+            if (e.name.starts_with("mantissa.")) {
+                QVERIFY(!exported.find(e.name));
+                continue;
+            }
+            ++model_tensors;
+            const SafetensorsEntry* x = exported.find(e.name);
+            QVERIFY2(x, e.name.c_str());
+            QCOMPARE(x->dtype, e.dtype);
+            QVERIFY(exported.read_bytes(*x) == checkpoint.read_bytes(e));
+        }
+        QCOMPARE(exported.entries().size(), model_tensors);
+        QCOMPARE(exported.metadata().at("mantissa.step"), std::string("40"));
+        QVERIFY(exported.metadata().contains("mantissa.experiment"));
+        r = run_cli({"weights", "show", weights});
+        QVERIFY2(r.code == 0 && r.out.contains("fc1.weight") && r.out.contains("F32"), r.out.constData());
+
+        // Damaged files and wrong runs are one sentence each.
+        r = run_cli({"weights", "export", "999", "-o", weights, "--db", db});
+        QCOMPARE(r.code, 2);
+        std::filesystem::resize_file(checkpoint_file, std::filesystem::file_size(checkpoint_file) / 2);
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "40"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains(QByteArray::fromStdString(checkpoint_file)), r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1);
+    }
+
+    void interruptedRunContinuesAsTheSameRun() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const std::string db_path = db.toStdString();
+        // SIGTERM stops the run after its current step; the stop writes a checkpoint there.
+        QProcess p;
+        p.start(MANTISSA_CLI_PATH, QStringList{"train", "--db", db} + recipe(100000));
+        QVERIFY(p.waitForStarted());
+        for (int i = 0; i < 200; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (only_run(db_path) >= 0 && !RunStore(db_path, StoreAccess::read).steps(only_run(db_path)).empty()) break;
+        }
+        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(60'000));
+        const std::int64_t run = only_run(db_path);
+        std::int64_t stopped_at = 0;
+        {
+            RunStore store(db_path, StoreAccess::read);
+            QCOMPARE(store.run(run).status, RunStatus::stopped);
+            stopped_at = store.checkpoints(run).back().step;
+            QCOMPARE(std::int64_t(store.steps(run).size()), stopped_at);
+        }
+        QProcess again;
+        again.start(MANTISSA_CLI_PATH, {"resume", QString::number(run), "--db", db});
+        QVERIFY(again.waitForStarted());
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::kill(static_cast<pid_t>(again.processId()), SIGTERM);
+        QVERIFY(again.waitForFinished(60'000));
+        QVERIFY2(again.readAllStandardOutput().contains("Resuming run"), "no resume line");
+        RunStore store(db_path, StoreAccess::read);
+        QCOMPARE(store.list_runs().size(), std::size_t{1});
+        const auto s = store.steps(run);
+        QVERIFY(std::int64_t(s.size()) > stopped_at);
+        for (std::size_t i = 0; i < s.size(); ++i) QCOMPARE(s[i].step, std::int64_t(i));  // no gap, no repeat
+        std::int64_t started = 0;
+        for (const Event& e : store.events(run)) started += e.kind == EventKind::run_started;
+        QCOMPARE(started, std::int64_t{2});
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliResume)
+#include "test_cli_resume.moc"

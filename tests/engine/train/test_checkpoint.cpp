@@ -1,0 +1,378 @@
+// Checkpoints (engine/train/checkpoint.h):
+// - a run checkpointed after k steps and resumed in a new Trainer takes the same steps as the run
+//   that never stopped, bit for bit (loss, loss scale, skips, final weights and optimizer state),
+//   in recipes that carry state of every kind: AdamW and SGD with momentum, dynamic loss scaling
+//   with overflows, FP8 delayed scaling, Kahan and stochastic rounding, batch norm, a live change
+//   made before the checkpoint, a transformer;
+// - a branch with changed settings starts from the checkpoint's weights;
+// - damaged and foreign files are refused with one sentence naming the file;
+// - a Session writes checkpoints every train.checkpoint_every steps and at its end, tells its
+//   sinks after the rows of the steps before, and a Session resumed from one continues the run.
+#include <QtTest>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "error.h"
+#include "stripes_dataset.h"
+#include "tiny_gpt.h"
+#include "train/checkpoint.h"
+#include "train/session.h"
+#include "train/trainer.h"
+#include "weights/state_dict.h"
+#include "train_support.h"
+
+using namespace mantissa;
+using test::quick_experiment;
+
+namespace {
+
+struct Recipe {
+    Experiment experiment;
+    std::function<Dataset()> data;
+    // A live change made before the checkpoint, at the given step (-1: none).
+    std::int64_t change_at = -1;
+    std::function<void(Trainer&)> change;
+};
+
+struct Trace {
+    std::vector<std::uint32_t> losses, scales;  // bit patterns
+    std::vector<bool> skipped;
+    std::vector<std::vector<float>> tensors;    // the final parameters and optimizer state
+};
+
+std::uint32_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+
+std::unique_ptr<Trainer> make_trainer(const Experiment& e, Dataset data) {
+    return std::make_unique<Trainer>(e, std::move(data), make_backend("cpu", 0));
+}
+
+void run_steps(Trainer& t, const Recipe& r, std::int64_t until, Trace& trace) {
+    while (t.steps_taken() < until) {
+        if (t.steps_taken() == r.change_at && r.change) r.change(t);
+        const StepReport& s = t.step();
+        trace.losses.push_back(bits(s.step.loss));
+        trace.scales.push_back(bits(s.step.loss_scale));
+        trace.skipped.push_back(s.step.skipped);
+    }
+}
+
+void final_tensors(Trainer& t, Trace& trace) {
+    for (const NetworkParameter& p : t.network().parameters()) trace.tensors.push_back(t.network().read(*p.tensors.value));
+    for (const OptimizerStateTensor& s : t.optimizer().state_tensors()) trace.tensors.push_back(t.network().read(*s.tensor));
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::string temp_path(const QTemporaryDir& dir, const char* name) { return dir.filePath(name).toStdString(); }
+
+Recipe mlp_recipe() {
+    Recipe r;
+    r.experiment = quick_experiment(24);
+    r.experiment.dataset.kind = "spirals";
+    r.data = [e = r.experiment] { return load_dataset(e.dataset, e.train.seed); };
+    return r;
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+    Q_OBJECT
+private slots:
+    void resumedRunEqualsUninterrupted_data() {
+        QTest::addColumn<int>("recipe");
+        QTest::newRow("adamw fp16 autocast, dynamic scaling, overflows") << 0;
+        QTest::newRow("sgd momentum, bf16 weights without masters, kahan") << 1;
+        QTest::newRow("fp8 delayed scaling, amax history") << 2;
+        QTest::newRow("stochastic rounding of gradients and weights") << 3;
+        QTest::newRow("cnn with batch norm, a live change before") << 4;
+        QTest::newRow("transformer on text") << 5;
+    }
+    void resumedRunEqualsUninterrupted() {
+        QFETCH(int, recipe);
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        Experiment& e = r.experiment;
+        switch (recipe) {
+        case 0:
+            e.precision.autocast = Autocast::fp16;
+            e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+            e.precision.loss_scaling.init_scale = 1e30;  // overflows at first: backoffs and skips
+            e.precision.loss_scaling.growth_interval = 3;  // and growth after
+            break;
+        case 1:
+            e.train.optimizer = OptimizerKind::sgd;
+            e.train.momentum = 0.9;
+            e.train.lr = 0.05;
+            e.precision.master_weights = false;
+            e.precision.layers["fc1"] = LayerPrecision::bf16;
+            e.precision.rounding.weights = WeightRounding::kahan;
+            break;
+        case 2:
+            e.precision.layers["fc2"] = LayerPrecision::fp8_e4m3;
+            e.precision.fp8.amax_history_len = 4;
+            break;
+        case 3:
+            e.precision.autocast = Autocast::bf16;
+            e.precision.master_weights = false;
+            e.precision.rounding.gradients = GradientRounding::stochastic;
+            e.precision.rounding.weights = WeightRounding::stochastic;
+            break;
+        case 4:
+            e = quick_experiment(24, {16});
+            e.model.kind = "cnn";
+            e.model.channels = {4, 8};
+            e.train.batch_size = 32;
+            e.train.lr = 0.01;
+            r.data = [] { return test_support::stripes(256, 64, 3); };
+            r.change_at = 5;
+            r.change = [](Trainer& t) { t.set_autocast(Autocast::bf16); };
+            break;
+        case 5: {
+            const std::string text = temp_path(dir, "corpus.txt");
+            {
+                std::ofstream out(text);
+                for (int i = 0; i < 40; ++i) out << "the cat sat on the mat; the dog sat on the log.\n";
+            }
+            e = test::tiny_gpt_experiment(text);
+            e.train.batch_size = 4;
+            e.train.steps = 16;
+            e.train.eval_every = 0;
+            e.train.lr = 3e-3;
+            e.precision.autocast = Autocast::bf16;
+            r.data = [e] { return load_dataset(e.dataset, e.train.seed); };
+            break;
+        }
+        }
+        const std::int64_t total = e.train.steps, at = total / 2 - 1;
+
+        Trace whole;
+        auto uninterrupted = make_trainer(e, r.data());
+        run_steps(*uninterrupted, r, total, whole);
+        final_tensors(*uninterrupted, whole);
+
+        Trace first, second;
+        auto before = make_trainer(e, r.data());
+        run_steps(*before, r, at, first);
+        const std::string path = temp_path(dir, "ckpt.safetensors");
+        write_checkpoint(*before, path, "uuid-1", {});
+        const Checkpoint c(path);
+        QCOMPARE(c.info().trainer.step, at);
+        QCOMPARE(c.info().run_uuid, std::string("uuid-1"));
+        QCOMPARE(c.info().experiment, before->settings());  // the live change is in it
+        if (r.change_at >= 0 && r.change_at < at) QVERIFY(!(c.info().experiment == e));
+        auto after = make_trainer(c.info().experiment, r.data());
+        c.restore(*after);
+        QCOMPARE(after->steps_taken(), at);
+        Recipe rest = r;
+        rest.change = nullptr;  // made before the checkpoint: it is in the experiment
+        run_steps(*after, rest, total, second);
+        final_tensors(*after, second);
+
+        first.losses.insert(first.losses.end(), second.losses.begin(), second.losses.end());
+        first.scales.insert(first.scales.end(), second.scales.begin(), second.scales.end());
+        first.skipped.insert(first.skipped.end(), second.skipped.begin(), second.skipped.end());
+        QCOMPARE(first.losses, whole.losses);
+        QCOMPARE(first.scales, whole.scales);
+        QCOMPARE(first.skipped, whole.skipped);
+        QCOMPARE(second.tensors.size(), whole.tensors.size());
+        for (std::size_t i = 0; i < whole.tensors.size(); ++i) QVERIFY2(same_bits(second.tensors[i], whole.tensors[i]), std::to_string(i).c_str());
+        if (recipe == 0) {
+            bool skipped = false;
+            for (bool s : whole.skipped) skipped = skipped || s;
+            QVERIFY(skipped);  // the recipe did exercise the scaler
+        }
+    }
+
+    void checkpointFileIsAStateDictWithState() {
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        auto t = make_trainer(r.experiment, r.data());
+        for (int i = 0; i < 3; ++i) t->step();
+        const std::string path = temp_path(dir, "c.safetensors");
+        write_checkpoint(*t, path, "", {});
+        const SafetensorsFile f(path);
+        QVERIFY(f.find("fc1.weight"));
+        QVERIFY(f.find("mantissa.optimizer.fc1.weight.exp_avg"));
+        QVERIFY(f.find("mantissa.optimizer.fc1.bias.exp_avg_sq"));
+        QCOMPARE(f.metadata().at("format"), std::string("pt"));
+        // The model's part loads as weights into a fresh network of the same model.
+        auto other = make_trainer(r.experiment, r.data());
+        load_state_dict(other->network(), f, "mantissa.");
+        QVERIFY(same_bits(other->network().read(other->network().weight(0)), t->network().read(t->network().weight(0))));
+    }
+
+    void branchStartsFromTheCheckpointsWeights() {
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        auto t = make_trainer(r.experiment, r.data());
+        for (int i = 0; i < 5; ++i) t->step();
+        const std::string path = temp_path(dir, "c.safetensors");
+        write_checkpoint(*t, path, "", {});
+        const Checkpoint c(path);
+        Experiment branch = c.info().experiment;
+        branch.precision.autocast = Autocast::fp16;
+        branch.precision.loss_scaling.mode = LossScalingMode::dynamic;
+        auto b = make_trainer(branch, r.data());
+        c.restore(*b);
+        QCOMPARE(b->steps_taken(), std::int64_t{5});
+        QVERIFY(same_bits(b->network().read(b->network().weight(1)), t->network().read(t->network().weight(1))));
+        const StepReport& s = b->step();
+        QCOMPARE(s.step.step, std::int64_t{5});
+        QVERIFY(std::isfinite(s.step.loss));
+        // An optimizer the checkpoint did not keep state for is refused, naming the tensor.
+        Experiment sgd = c.info().experiment;
+        sgd.train.optimizer = OptimizerKind::sgd;
+        auto s2 = make_trainer(sgd, r.data());
+        try {
+            c.restore(*s2);
+            QFAIL("restored AdamW state into SGD");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("no tensor mantissa.optimizer.fc1.weight.momentum_buffer") != std::string::npos, e.what());
+        }
+    }
+
+    void badFilesAreRefused_data() {
+        QTest::addColumn<int>("damage");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("truncated") << 0 << "";
+        QTest::newRow("weights file, no checkpoint metadata") << 1 << "holds no Mantissa checkpoint";
+        QTest::newRow("newer version") << 2 << "newer than the 1 this Mantissa reads";
+        QTest::newRow("metadata not JSON") << 3 << "is not a JSON object";
+        QTest::newRow("a key missing") << 4 << "has no \"optimizer_steps\"";
+        QTest::newRow("another model") << 5 << "fc1.weight";
+    }
+    void badFilesAreRefused() {
+        QFETCH(int, damage);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        auto t = make_trainer(r.experiment, r.data());
+        t->step();
+        const std::string path = temp_path(dir, "c.safetensors");
+        write_checkpoint(*t, path, "", {});
+        auto rewrite_metadata = [&](const std::function<void(nlohmann::json&)>& edit, bool raw = false) {
+            const SafetensorsFile f(path);
+            std::vector<SafetensorsTensor> tensors;
+            for (const SafetensorsEntry& e : f.entries())
+                tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
+            std::map<std::string, std::string> meta = f.metadata();
+            if (raw) meta["mantissa.checkpoint"] = "{not json";
+            else {
+                nlohmann::json j = nlohmann::json::parse(meta["mantissa.checkpoint"]);
+                edit(j);
+                meta["mantissa.checkpoint"] = j.dump();
+            }
+            write_safetensors(path, tensors, meta);
+        };
+        Experiment model = r.experiment;
+        switch (damage) {
+        case 0: std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100); break;
+        case 1: save_state_dict(t->network(), path); break;
+        case 2: rewrite_metadata([](nlohmann::json& j) { j["version"] = 2; }); break;
+        case 3: rewrite_metadata(nullptr, true); break;
+        case 4: rewrite_metadata([](nlohmann::json& j) { j.erase("optimizer_steps"); }); break;
+        case 5: model.model.hidden = {16, 32}; break;
+        }
+        try {
+            const Checkpoint c(path);
+            auto other = make_trainer(model, r.data());
+            c.restore(*other);
+            QFAIL("accepted a bad checkpoint");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            QVERIFY2(what.find(path) != std::string::npos, what.c_str());
+            QVERIFY2(what.find(expected.toStdString()) != std::string::npos, what.c_str());
+        }
+    }
+
+    void sessionWritesCheckpointsAndResumes() {
+        QTemporaryDir dir;
+        const std::string folder = temp_path(dir, "run");
+        Experiment e = quick_experiment(30);
+        e.dataset.kind = "spirals";
+        e.train.checkpoint_every = 10;
+        e.train.eval_every = 15;
+
+        // Order of what the sinks see: every step before a checkpoint, then the checkpoint.
+        struct OrderSink : test::CollectingSink {
+            std::vector<CheckpointRecord> checkpoints;
+            std::vector<std::int64_t> steps_before;
+            void on_checkpoint(const CheckpointRecord& c) override {
+                std::lock_guard lock(mutex);
+                checkpoints.push_back(c);
+                steps_before.push_back(static_cast<std::int64_t>(steps.size()));
+            }
+        };
+        auto whole_sink = std::make_shared<OrderSink>();
+        {
+            Session s(e, {folder, "u", {}, false, {}});
+            s.add_sink(whole_sink);
+            s.start();
+            s.wait();
+            QCOMPARE(s.state(), SessionState::completed);
+        }
+        QCOMPARE(whole_sink->checkpoints.size(), std::size_t{3});  // 10, 20, 30 (the end: not twice)
+        for (std::size_t i = 0; i < 3; ++i) {
+            QCOMPARE(whole_sink->checkpoints[i].step, std::int64_t(10 * (i + 1)));
+            QCOMPARE(whole_sink->steps_before[i], std::int64_t(10 * (i + 1)));
+            QVERIFY(std::filesystem::exists(whole_sink->checkpoints[i].file));
+            QCOMPARE(whole_sink->checkpoints[i].keep, 3);
+            QCOMPARE(whole_sink->checkpoints[i].bytes, std::int64_t(std::filesystem::file_size(whole_sink->checkpoints[i].file)));
+        }
+        QCOMPARE(whole_sink->events_of(EventKind::checkpoint).size(), std::size_t{3});
+
+        // Resumed from step 10: the steps after it, bit for bit, and the summary of the whole run.
+        const std::string from = whole_sink->checkpoints[0].file;
+        const Checkpoint c(from);
+        auto resumed_sink = std::make_shared<OrderSink>();
+        Session s(c.info().experiment, {temp_path(dir, "again"), "u", from, false, {}});
+        QCOMPARE(s.first_step(), std::int64_t{10});
+        s.add_sink(resumed_sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        QCOMPARE(resumed_sink->steps.size(), std::size_t{20});
+        for (std::size_t i = 0; i < 20; ++i) {
+            QCOMPARE(resumed_sink->steps[i].step, whole_sink->steps[i + 10].step);
+            QCOMPARE(bits(resumed_sink->steps[i].loss), bits(whole_sink->steps[i + 10].loss));
+            QVERIFY(resumed_sink->steps[i].time_s >= c.info().trainer.time_s);  // the clock goes on
+        }
+        QCOMPARE(resumed_sink->evals.size(), std::size_t{2});  // at 15 and 30, as the whole run's
+        QCOMPARE(bits(resumed_sink->evals.back().loss), bits(whole_sink->evals.back().loss));
+        const auto started = resumed_sink->events_of(EventKind::run_started);
+        QCOMPARE(started.size(), std::size_t{1});
+        QVERIFY2(started[0].message.find("resumed from its checkpoint at step 10") != std::string::npos,
+                 started[0].message.c_str());
+        QCOMPARE(s.summary().steps, std::int64_t{30});
+        QCOMPARE(s.summary().samples, std::int64_t{30 * 64});
+    }
+
+    void noFolderNoCheckpoints() {
+        Experiment e = quick_experiment(5);
+        e.dataset.kind = "spirals";
+        e.train.checkpoint_every = 1;
+        auto sink = std::make_shared<test::CollectingSink>();
+        Session s(e);
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QVERIFY(sink->events_of(EventKind::checkpoint).empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"
