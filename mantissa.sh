@@ -28,6 +28,10 @@ packages=(cmake ninja-build g++ pkg-config
           libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev zlib1g-dev nlohmann-json3-dev
           clang libclang-rt-14-dev
           dataset-fashion-mnist fortunes)
+# For `test` only: slurmctld, slurmd, slurm-client and munge, the one-node Slurm cluster the sweep
+# tests start and stop themselves (tests/app/slurm_cluster.h, docs/sweeps.md). Mantissa never uses
+# the services the packages install; `run` does not install them.
+test_packages=(slurmctld slurmd slurm-client munge)
 
 install_missing() {
     local missing=()
@@ -52,6 +56,7 @@ configure_and_build() {
     cmake --build "$build" --parallel "$(nproc)"
 }
 
+[[ $action == test ]] && packages+=("${test_packages[@]}")
 install_missing
 configure_and_build
 

@@ -31,6 +31,8 @@ int run_train(Args& args) {
     args.option("device");
     args.option("db");
     args.option("name");
+    args.option("sweep");        // a sweep's uuid and this run's index in it (cmd_sweep.cpp)
+    args.option("sweep-index");
     args.option("at");
     args.flag("json");
     args.flag("no-record");
@@ -79,8 +81,15 @@ int run_train(Args& args) {
         const std::string db = args.value("db").value_or(default_store_path());
         store = std::make_unique<RunStore>(db);
         if (store->read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the run cannot be recorded; use --db FILE or --no-record");
-        recorder = store->start_run({experiment.name, session.backend_name(), session.device_name(),
-                                     experiment_to_json(experiment).dump(), session.layers()});
+        RunInfo info{experiment.name, session.backend_name(), session.device_name(),
+                     experiment_to_json(experiment).dump(), session.layers()};
+        if (auto sweep = args.value("sweep")) {
+            const auto index = args.integer("sweep-index");
+            if (!index || *index < 0) throw UsageError{"--sweep needs --sweep-index N, the run's place in the sweep"};
+            info.sweep_uuid = *sweep;
+            info.sweep_index = *index;
+        }
+        recorder = store->start_run(info);
         session.add_sink(recorder);
         const std::string uuid = store->run(recorder->run_id()).uuid;
         session.set_checkpoint_folder(checkpoint_folder(store->path(), uuid), uuid);
@@ -116,6 +125,8 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "  --name NAME       the run's name (default: the experiment's)\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --no-record       do not record the run\n"
+                      "  --sweep UUID --sweep-index N  record the run as run N of a sweep (mantissa-cli sweep\n"
+                      "                    passes them to the runs it starts)\n"
                       "  --json            print one JSON object: status, steps, final_loss, test_accuracy,\n"
                       "                    test_loss, overflow_steps, skipped_steps, final_loss_scale, samples,\n"
                       "                    samples_per_s (mean over the run: samples / training time), elapsed_s,\n"

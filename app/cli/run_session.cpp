@@ -105,6 +105,10 @@ nlohmann::ordered_json number_or_null(double v) {
 
 }  // namespace
 
+int stop_signal_received() { return g_interrupts.load() > 0 ? g_signal.load() : 0; }
+
+const char* stop_signal_text(int sig) { return signal_text(sig); }
+
 StopSignals::StopSignals() {
     g_interrupts = 0;
     g_signal = 0;

@@ -31,6 +31,12 @@ private:
     bool m_installed[std::size(stop_signals)] {};
 };
 
+// The stopping signal received while a StopSignals lives (SIGINT, SIGTERM, SIGHUP), or 0 when none
+// has come: for a command that drives other processes (`sweep`) and stops them itself.
+int stop_signal_received();
+// "Ctrl-C (SIGINT)", "SIGTERM", ...
+const char* stop_signal_text(int sig);
+
 // Where the run is recorded; both null with --no-record.
 struct RunRecording {
     const RunStore* store = nullptr;

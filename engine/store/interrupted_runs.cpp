@@ -40,39 +40,37 @@ int mark_interrupted_runs(Connection& db) {
 
     int marked = 0;
     Transaction t(db);
+    for (const RunningRow& r : gone)
+        if (mark_interrupted(db, r.id, r.recorder, "when the store was next opened")) ++marked;
+    t.commit();
+    return marked;
+}
+
+bool mark_interrupted(Connection& db, std::int64_t run_id, const ProcessIdentity& recorder, const std::string& when) {
     Statement mark(db,
                    "UPDATE runs SET status = 'interrupted', finished_at = updated_at "
                    "WHERE id = ? AND status = 'running'");
+    mark.bind(1, run_id);
+    mark.run();
+    if (db.changes() != 1) return false;
+    std::int64_t step = 0;
+    double time_s = 0;
     Statement last(db, "SELECT step, time_s FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1");
+    last.bind(1, run_id);
+    if (last.step()) {
+        step = last.column_int(0);
+        time_s = last.column_double(1);
+    }
+    const std::string message = "The process that recorded this run (pid " + std::to_string(recorder.pid) + " on " +
+                                recorder.host + ") ended without finishing it; it was marked interrupted " + when + ".";
+    const std::string data = "{\"pid\":" + std::to_string(recorder.pid) + ",\"host\":" + json_quote(recorder.host) +
+                             ",\"last_step\":" + std::to_string(step) + "}";
     Statement event(db,
                     "INSERT INTO events(run_id, step, time_s, kind, message, data_json) "
                     "VALUES(?, ?, ?, 'run_interrupted', ?, ?)");
-    for (const RunningRow& r : gone) {
-        mark.bind(1, r.id);
-        mark.run();
-        if (db.changes() != 1) continue;  // another process marked it first
-        ++marked;
-        std::int64_t step = 0;
-        double time_s = 0;
-        last.bind(1, r.id);
-        if (last.step()) {
-            step = last.column_int(0);
-            time_s = last.column_double(1);
-        }
-        last.reset();
-        const std::string message = "The process that recorded this run (pid " + std::to_string(r.recorder.pid) +
-                                    " on " + r.recorder.host +
-                                    ") ended without finishing it; it was marked interrupted when the store "
-                                    "was next opened.";
-        const std::string data = "{\"pid\":" + std::to_string(r.recorder.pid) +
-                                 ",\"host\":" + json_quote(r.recorder.host) + ",\"last_step\":" + std::to_string(step) +
-                                 "}";
-        event.bind(1, r.id).bind(2, step).bind(3, time_s).bind(4, message);
-        event.bind(5, data);
-        event.run();
-    }
-    t.commit();
-    return marked;
+    event.bind(1, run_id).bind(2, step).bind(3, time_s).bind(4, message).bind(5, data);
+    event.run();
+    return true;
 }
 
 }  // namespace mantissa::store

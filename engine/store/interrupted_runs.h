@@ -17,6 +17,13 @@ class Connection;
 // many runs it marked.
 int mark_interrupted_runs(Connection& db);
 
+// Marks the run `run_id` interrupted if it is still `running` in the file: finished_at becomes its
+// updated_at, and a run_interrupted event naming `recorder` is added at its last recorded step,
+// its message ending "it was marked interrupted " + `when` ("when the store was next opened").
+// The caller holds a write transaction. False when the run was not running (another process
+// marked it first).
+bool mark_interrupted(Connection& db, std::int64_t run_id, const ProcessIdentity& recorder, const std::string& when);
+
 // The status a reader should show: `running` becomes `interrupted` when its recorder is gone.
 RunStatus effective_status(RunStatus stored, const ProcessIdentity& recorder);
 

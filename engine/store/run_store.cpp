@@ -18,8 +18,10 @@
 #include "store/recorder_impl.h"
 #include "store/run_text.h"
 #include "store/schema.h"
+#include "store/store_import.h"
 #include "store/store_open.h"
 #include "store/store_util.h"
+#include "store/sweep_rows.h"
 #include "config/throughput.h"
 
 namespace mantissa {
@@ -65,6 +67,9 @@ struct RunStore::Impl {
         throw Error("There is no run " + std::to_string(id) + " in " + quoted_path() +
                     " ('mantissa-cli runs' lists them).");
     }
+    [[noreturn]] void no_such_sweep(std::int64_t id) const {
+        throw Error("There is no sweep " + std::to_string(id) + " in " + quoted_path() + ".");
+    }
     bool exists(std::int64_t id) {
         Statement q(db(), "SELECT 1 FROM runs WHERE id = ?");
         q.bind(1, id);
@@ -99,7 +104,7 @@ SELECT r.id, r.uuid, r.name, r.created_at, r.finished_at, r.status, r.backend, r
        r.notes, r.tags, r.app_version, r.step_count, r.error, r.updated_at, r.host, r.pid,
        r.process_start, r.boot_id,
        (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),
-       le.id, le.accuracy, le.loss, r.parent_uuid, r.parent_step
+       le.id, le.accuracy, le.loss, r.parent_uuid, r.parent_step, r.sweep_uuid, r.sweep_index
 FROM runs r
 LEFT JOIN evals le ON le.id = (SELECT e.id FROM evals e WHERE e.run_id = r.id AND e.split = 'test'
                                ORDER BY e.step DESC, e.id DESC LIMIT 1)
@@ -135,6 +140,8 @@ RunRow read_run_row(const Statement& q, bool read_only) {
     }
     r.parent_uuid = q.column_text(23);
     if (!q.column_is_null(24)) r.parent_step = q.column_int(24);
+    r.sweep_uuid = q.column_text(25);
+    if (!q.column_is_null(26)) r.sweep_index = q.column_int(26);
     return r;
 }
 
@@ -240,6 +247,7 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
                     (info.parent_step ? std::to_string(*info.parent_step) : std::string("(none)")) +
                     ": a branch names its parent run's uuid and a step that is not negative, and a run that is "
                     "not a branch names neither.");
+    store::check_sweep_columns(info.sweep_uuid, info.sweep_index);
     const store::ProcessIdentity me = store::current_process();
     const std::string now = store::iso8601_now();
     std::int64_t id = 0;
@@ -249,8 +257,8 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
         store::Transaction transaction(m_impl->db());
         Statement q(m_impl->db(),
                     "INSERT INTO runs(uuid, name, created_at, updated_at, status, backend, device, config_json, "
-                    "app_version, host, pid, process_start, boot_id, parent_uuid, parent_step) "
-                    "VALUES(?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "app_version, host, pid, process_start, boot_id, parent_uuid, parent_step, sweep_uuid, "
+                    "sweep_index) VALUES(?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         const std::string uuid = store::new_uuid();
         q.bind(1, std::string_view(uuid))
             .bind(2, info.name.empty() ? std::string_view("run") : std::string_view(info.name));
@@ -263,6 +271,11 @@ std::shared_ptr<Recorder> RunStore::start_run(const RunInfo& info, const Recorde
             q.bind(13, info.parent_uuid).bind(14, *info.parent_step);
         } else {
             q.bind_null(13).bind_null(14);
+        }
+        if (info.sweep_index) {
+            q.bind(15, info.sweep_uuid).bind(16, *info.sweep_index);
+        } else {
+            q.bind_null(15).bind_null(16);
         }
         q.run();
         id = m_impl->db().last_insert_rowid();
@@ -612,6 +625,52 @@ void RunStore::set_tags(std::int64_t run_id, const std::string& tags) {
     q.bind(1, normal).bind(2, run_id);
     q.run();
     if (m_impl->db().changes() == 0) m_impl->no_such_run(run_id);
+}
+
+// ---- sweeps
+
+SweepRow RunStore::create_sweep(const SweepInfo& info) {
+    m_impl->require_writable("create a sweep");
+    return store::insert_sweep(m_impl->db(), info);
+}
+
+std::vector<SweepRow> RunStore::list_sweeps() {
+    return store::read_sweeps(m_impl->db());
+}
+
+SweepRow RunStore::sweep(std::int64_t id) {
+    if (auto row = store::read_sweep(m_impl->db(), id)) return *row;
+    m_impl->no_such_sweep(id);
+}
+
+std::int64_t RunStore::resolve_sweep(const std::string& id_or_prefix) {
+    return store::resolve_sweep(m_impl->db(), m_impl->path, id_or_prefix);
+}
+
+void RunStore::set_sweep_slurm(std::int64_t id, const std::string& job, const std::string& folder) {
+    m_impl->require_writable("record the Slurm job of sweep " + std::to_string(id));
+    if (!store::update_sweep_slurm(m_impl->db(), id, job, folder)) m_impl->no_such_sweep(id);
+}
+
+std::vector<RunRow> RunStore::sweep_runs(std::int64_t sweep_id) {
+    const SweepRow s = sweep(sweep_id);
+    Statement q(m_impl->db(), std::string(run_select) + " WHERE r.sweep_uuid = ? ORDER BY r.sweep_index, r.id");
+    q.bind(1, s.uuid);
+    std::vector<RunRow> rows;
+    while (q.step()) rows.push_back(read_run_row(q, read_only()));
+    return rows;
+}
+
+void RunStore::remove_sweep(std::int64_t id) {
+    m_impl->require_writable("remove sweep " + std::to_string(id));
+    if (!store::delete_sweep(m_impl->db(), id)) m_impl->no_such_sweep(id);
+}
+
+// ---- importing
+
+ImportResult RunStore::import_store(const std::string& other_path) {
+    m_impl->require_writable("import another store");
+    return store::import_store(m_impl->db(), m_impl->path, other_path);
 }
 
 // ---- exporting

@@ -45,6 +45,11 @@ struct RunInfo {  // what a run is started with
     // branch); the parent may be a run of another store.
     std::string parent_uuid = {};
     std::optional<std::int64_t> parent_step = {};
+    // A run of a sweep (schema version 9): the sweep's uuid and the run's place in its plan, from 0
+    // (`runs.sweep_uuid`, `runs.sweep_index`). Both given, or neither (empty, nullopt: not in a
+    // sweep); the sweep may be one of another store (a Slurm task's store names its main store's).
+    std::string sweep_uuid = {};
+    std::optional<std::int64_t> sweep_index = {};
 };
 
 struct RunRow {  // one line of `mantissa-cli runs`
@@ -73,6 +78,31 @@ struct RunRow {  // one line of `mantissa-cli runs`
     // step of that run's checkpoint; empty and nullopt for a run that is not a branch.
     std::string parent_uuid;
     std::optional<std::int64_t> parent_step;
+    // Added with sweeps (schema version 9): the run's sweep and its place in the sweep's plan;
+    // empty and nullopt for a run outside a sweep.
+    std::string sweep_uuid;
+    std::optional<std::int64_t> sweep_index;
+};
+
+// What a sweep is created with (schema version 9; docs/schema.md, "sweeps").
+struct SweepInfo {
+    std::string name;
+    std::string spec_json;  // the sweep's definition: JSON text the store keeps without reading it
+    std::int64_t runs_planned = 0;
+    std::string executor = "local";  // "local" or "slurm"
+};
+
+// One row of `sweeps`.
+struct SweepRow {
+    std::int64_t id = 0;
+    std::string uuid, name, created_at, spec_json;  // created_at: ISO 8601, UTC
+    std::int64_t runs_planned = 0;
+    std::string executor, slurm_job, folder;  // slurm_job and folder empty when NULL
+};
+
+// What RunStore::import_store copied: runs added, runs it had already (by uuid), sweeps added.
+struct ImportResult {
+    std::int64_t runs_added = 0, runs_skipped = 0, sweeps_added = 0;
 };
 
 // One row of `checkpoints` (schema version 8): a checkpoint file of a run, written after `step`
@@ -204,6 +234,37 @@ public:
     // The run's checkpoints, by step, each file an absolute path. Empty for a run without, and for
     // a run recorded before schema version 8.
     std::vector<CheckpointRow> checkpoints(std::int64_t run_id);
+
+    // Sweeps (schema version 9). create_sweep gives the sweep a new uuid and this moment as
+    // created_at; it refuses, with one sentence, a read-only store, a name that fails
+    // store/run_text.h's checks, a negative runs_planned and an executor other than "local" and
+    // "slurm" (an empty spec_json is kept as "{}").
+    SweepRow create_sweep(const SweepInfo& info);
+    std::vector<SweepRow> list_sweeps();  // newest first (created_at, then id)
+    SweepRow sweep(std::int64_t id);      // throws a sentence when there is no such sweep
+    // An id ("3"), or the start of a sweep's name or uuid, as resolve() does for runs: throws
+    // naming the ambiguity or the absence.
+    std::int64_t resolve_sweep(const std::string& id_or_prefix);
+    // A Slurm sweep once submitted: its job's id, and the shared folder its tasks' stores are
+    // written to (kept absolute). An empty string stores NULL.
+    void set_sweep_slurm(std::int64_t id, const std::string& job, const std::string& folder);
+    // The runs naming the sweep's uuid, by sweep_index, then id (a run of an index run again
+    // comes after the earlier one). Throws when there is no such sweep.
+    std::vector<RunRow> sweep_runs(std::int64_t sweep_id);
+    // Deletes the sweep's row only: its runs stay, still naming its uuid.
+    void remove_sweep(std::int64_t id);
+
+    // Copies into this store, in one transaction, every sweep and every run of the store at
+    // `other_path` whose uuid this store does not have, with all of each run's rows (run ids
+    // mapped; a checkpoint's file resolved against the other store's folder, so it still names
+    // the file where it lies, and stored as this store stores files); runs it has already are
+    // counted as skipped, so importing a store twice adds nothing. The other store is opened
+    // read-only and never written: an older version is read as it is, without migrating it. A run
+    // still `running` there is imported as its store reports it: `interrupted` (with its
+    // run_interrupted event) when its recording process is gone. Refuses with one sentence, this
+    // store unchanged: a read-only store, the store itself, another store that cannot be read
+    // (missing, not a run store, from a newer version, damaged).
+    ImportResult import_store(const std::string& other_path);
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows, and after that
     // commits its checkpoint files and folder (checkpoint_folder); it refuses a run whose recording

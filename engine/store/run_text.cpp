@@ -53,6 +53,7 @@ const char* field_name(RunText field) {
         case RunText::name: return "run name";
         case RunText::notes: return "run notes";
         case RunText::tags: return "run tags";
+        case RunText::sweep_name: return "sweep name";
     }
     return "run text";
 }
@@ -147,9 +148,9 @@ void check_run_text(RunText field, std::string_view text) {
                         " at character " + std::to_string(position + 1) + ")" +
                         (field == RunText::notes ? "; line breaks and tabs are allowed." : "."));
     }
-    if (field == RunText::name && chars > max_name_chars)
-        throw Error("The run name is " + std::to_string(chars) + " characters long; a run name may have at most " +
-                    std::to_string(max_name_chars) + ".");
+    if ((field == RunText::name || field == RunText::sweep_name) && chars > max_name_chars)
+        throw Error("The " + what + " is " + std::to_string(chars) + " characters long; a " + what +
+                    " may have at most " + std::to_string(max_name_chars) + ".");
     if (field == RunText::notes && chars > max_notes_chars)
         throw Error("The run notes are " + std::to_string(chars) + " characters long; notes may have at most " +
                     std::to_string(max_notes_chars) + ".");

@@ -11,7 +11,7 @@
 
 namespace mantissa::store {
 
-enum class RunText { name, notes, tags };
+enum class RunText { name, notes, tags, sweep_name };  // a sweep's name: a run name's rules
 
 inline constexpr std::size_t max_name_chars = 200;
 inline constexpr std::size_t max_tag_chars = 64;   // each tag of the comma-separated list

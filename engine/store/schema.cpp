@@ -246,6 +246,32 @@ ALTER TABLE runs ADD COLUMN parent_uuid TEXT;
 ALTER TABLE runs ADD COLUMN parent_step INTEGER;
 )sql";
 
+// Version 8 -> 9: sweeps (run_store.h, SweepRow). A sweep is a set of runs planned from one
+// definition, `spec_json`, which the store keeps as text without reading it; `runs_planned` is
+// the size of its plan. `executor` is 'local' or 'slurm'; a Slurm sweep gains its job's id
+// (`slurm_job`) when it is submitted and keeps `folder`, the shared folder where each task writes
+// a store of its own that is imported later (RunStore::import_store). Runs name their sweep by
+// uuid, not id, so a task's store can name a sweep it does not hold and an import needs no
+// mapping; `sweep_index` is the run's place in the sweep's plan (from 0), several runs sharing one
+// when an index was run again. Both are NULL for a run outside a sweep. The index serves
+// RunStore::sweep_runs.
+const char* const migration_8_to_9 = R"sql(
+CREATE TABLE sweeps (
+    id           INTEGER PRIMARY KEY,
+    uuid         TEXT NOT NULL UNIQUE,
+    name         TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    spec_json    TEXT NOT NULL,
+    runs_planned INTEGER NOT NULL,
+    executor     TEXT NOT NULL,
+    slurm_job    TEXT,
+    folder       TEXT
+);
+ALTER TABLE runs ADD COLUMN sweep_uuid TEXT;
+ALTER TABLE runs ADD COLUMN sweep_index INTEGER;
+CREATE INDEX runs_by_sweep ON runs(sweep_uuid, sweep_index);
+)sql";
+
 constexpr std::array steps_columns = {
     ColumnSpec{"step", ColumnKind::integer},
     ColumnSpec{"epoch", ColumnKind::integer},
@@ -351,9 +377,14 @@ constexpr std::array checkpoints_columns = {
 
 // The columns of `runs` the code reads and writes (run_store.cpp, recorder.cpp, interrupted_runs.cpp).
 constexpr std::array runs_columns = {
-    "id",    "uuid",          "name",    "created_at",  "updated_at", "finished_at", "status",
-    "error", "backend",       "device",  "config_json", "notes",      "app_version", "host",
-    "pid",   "process_start", "boot_id", "tags",        "step_count", "parent_uuid", "parent_step",
+    "id",      "uuid",   "name",        "created_at",  "updated_at",  "finished_at", "status",      "error",
+    "backend", "device", "config_json", "notes",       "app_version", "host",        "pid",         "process_start",
+    "boot_id", "tags",   "step_count",  "parent_uuid", "parent_step", "sweep_uuid",  "sweep_index",
+};
+
+// v9: the columns of `sweeps` (sweep_rows.cpp).
+constexpr std::array sweeps_columns = {
+    "id", "uuid", "name", "created_at", "spec_json", "runs_planned", "executor", "slurm_job", "folder",
 };
 
 const TableSpec steps_spec{"steps", steps_columns, "step"};
@@ -372,10 +403,11 @@ constexpr std::array<const TableSpec*, 9> run_tables = {
     &what_if_steps_spec, &block_scale_steps_spec, &checkpoints_spec};
 
 // The tables of each version: version 1's five, `layers` from version 4, `op_steps` from version 5,
-// `what_if_steps` from version 6, `block_scale_steps` from version 7, `checkpoints` from version 8.
-constexpr std::array<const char*, 10> table_names = {
-    "runs",     "steps",         "layer_steps",       "evals",      "events", "layers",
-    "op_steps", "what_if_steps", "block_scale_steps", "checkpoints"};
+// `what_if_steps` from version 6, `block_scale_steps` from version 7, `checkpoints` from version 8,
+// `sweeps` from version 9.
+constexpr std::array<const char*, 11> table_names = {
+    "runs",     "steps",         "layer_steps",       "evals",       "events", "layers",
+    "op_steps", "what_if_steps", "block_scale_steps", "checkpoints", "sweeps"};
 
 }  // namespace
 
@@ -412,6 +444,10 @@ const TableSpec& checkpoints_table() {
     return checkpoints_spec;
 }
 
+std::span<const TableSpec* const> all_run_tables() {
+    return run_tables;
+}
+
 const TableSpec* find_run_table(std::string_view name) {
     for (const TableSpec* t : run_tables)
         if (name == t->name) return t;
@@ -420,7 +456,8 @@ const TableSpec* find_run_table(std::string_view name) {
 
 std::span<const char* const> store_tables(int version) {
     return std::span(table_names)
-        .first(version >= 8   ? 10
+        .first(version >= 9   ? 11
+               : version >= 8 ? 10
                : version >= 7 ? 9
                : version >= 6 ? 8
                : version >= 5 ? 7
@@ -449,6 +486,8 @@ std::string missing_column(Connection& db) {
     }
     for (const char* table : {"evals", "events", "checkpoints"})
         if (!has(table, "id")) return missing(table, "id");
+    for (const char* c : sweeps_columns)
+        if (!has("sweeps", c)) return missing("sweeps", c);
     return {};
 }
 
@@ -486,6 +525,7 @@ void migrate_schema(Connection& db, int from) {
         case 5: db.exec(migration_5_to_6, "migrating the schema from version 5 to 6"); break;
         case 6: db.exec(migration_6_to_7, "migrating the schema from version 6 to 7"); break;
         case 7: db.exec(migration_7_to_8, "migrating the schema from version 7 to 8"); break;
+        case 8: db.exec(migration_8_to_9, "migrating the schema from version 8 to 9"); break;
         default: throw Error("No migration from run store schema version " + std::to_string(from) + " in this build.");
     }
     db.exec("PRAGMA user_version = " + std::to_string(from + 1), "setting the schema version");

@@ -15,7 +15,7 @@ class Connection;
 // PRAGMA application_id of every Mantissa store: 'MANT' in ASCII.
 inline constexpr std::int64_t application_id = 0x4D414E54;
 // PRAGMA user_version: the schema version this build writes (and the newest it reads).
-inline constexpr int schema_version = 8;
+inline constexpr int schema_version = 9;
 
 // Creates the schema of the current version in an empty database and stamps application_id and
 // user_version. The caller holds a write transaction. A new store is built as version 1 and then
@@ -65,6 +65,9 @@ const TableSpec& op_steps_table();  // v5: op statistics (attention logits, laye
 const TableSpec& what_if_steps_table();  // v6: what-if statistics (train.what_if)
 const TableSpec& block_scale_steps_table();  // v7: block-scale views (train.block_scales)
 const TableSpec& checkpoints_table();        // v8: checkpoint files (run_store.h, CheckpointRow)
+// The nine above, in the order of their creation (the order an import copies a run's rows in:
+// evals and events before the checkpoints that name their ids).
+std::span<const TableSpec* const> all_run_tables();
 // steps, layer_steps, evals, events, layers, op_steps, what_if_steps, block_scale_steps or
 // checkpoints; nullptr for another name.
 const TableSpec* find_run_table(std::string_view name);
@@ -73,7 +76,7 @@ inline constexpr const char* run_table_names =
 
 // The tables a store of schema version `version` has: runs, steps, layer_steps, evals and events
 // through version 3, layers too from version 4, op_steps from version 5, what_if_steps from 6,
-// block_scale_steps from 7 and checkpoints from 8.
+// block_scale_steps from 7, checkpoints from 8 and sweeps from 9.
 std::span<const char* const> store_tables(int version);
 
 // "a, b, c" for a table's columns, and "INSERT INTO t(run_id, a, b, c) VALUES(?, ?, ?, ?)" with

@@ -213,6 +213,12 @@ Statement& Statement::bind_null(int index) {
     return *this;
 }
 
+Statement& Statement::bind_column(int index, const Statement& row, int col) {
+    // sqlite3_bind_value copies the value, so `row` may step on (or belong to another connection).
+    check_bind(sqlite3_bind_value(m_stmt, index, sqlite3_column_value(row.m_stmt, col)), index);
+    return *this;
+}
+
 bool Statement::step() {
     int rc = sqlite3_step(m_stmt);
     if (rc == SQLITE_ROW) return true;

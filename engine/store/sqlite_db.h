@@ -102,6 +102,9 @@ public:
     Statement& bind_static(int index, std::string_view text);
     Statement& bind_static_blob(int index, std::span<const std::uint8_t> bytes);
     Statement& bind_null(int index);
+    // Column `col` of the row `row` stands on, copied as it is stored (its type kept: an integer,
+    // a real, an infinity, text, a blob or NULL); `row` may be a statement of another connection.
+    Statement& bind_column(int index, const Statement& row, int col);
 
     bool step();  // true: a row is ready to read; false: done. Throws on error.
     void run();   // steps to the end and resets: for INSERT/UPDATE/DELETE

@@ -296,7 +296,9 @@ void check_columns(Connection& db, const std::string& path) {
                     "to start a new store.");
 }
 
-OpenedStore open_read_only(const std::string& path, const char* why) {
+// The checks of a read-only open up to the version: an existing file, an SQLite database, a
+// Mantissa store not from a newer version with the tables of its version, not empty.
+Inspected inspect_existing(const std::string& path, const char* why) {
     std::error_code ec;
     if (!fs::exists(path, ec))
         throw Error("There is no run store at " + in_quotes(path) + " yet (it is created when a run is recorded).");
@@ -305,6 +307,11 @@ OpenedStore open_read_only(const std::string& path, const char* why) {
     if (check_header(in.header, path))
         throw Error("The file " + in_quotes(path) + " is an empty database, not yet a run store" + std::string(why) +
                     ".");
+    return in;
+}
+
+OpenedStore open_read_only(const std::string& path, const char* why) {
+    Inspected in = inspect_existing(path, why);
     if (in.header.version < schema_version)
         throw Error("The run store " + in_quotes(path) + " uses schema version " + std::to_string(in.header.version) +
                     " and cannot be upgraded to version " + std::to_string(schema_version) + " here" + why +
@@ -396,6 +403,19 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
     }
     check_columns(c, path);
     return out;
+}
+
+OtherStore open_other_store(const std::string& path) {
+    if (path.empty()) throw Error("No run store file was given.");
+    if (path == ":memory:")
+        throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store; give a file name.");
+    if (auto why = unusable_store_path(path)) throw Error(*why);
+    Inspected in = inspect_existing(path, "");
+    const int version = static_cast<int>(in.header.version);
+    // An older store lacks the columns of later versions by design; its reader asks for the ones
+    // it has (store_import.cpp).
+    if (version == schema_version) check_columns(in.connection, path);
+    return {std::move(in.connection), version};
 }
 
 Connection open_writer_connection(const std::string& path, std::int64_t max_page_count) {

@@ -27,6 +27,16 @@ struct OpenedStore {
 // have the columns this build reads and writes. Throws mantissa::Error with one sentence.
 OpenedStore open_store(const std::string& path, StoreAccess access);
 
+// Another store, to read from and never write (RunStore::import_store): the path and file checks of
+// a read-only open, but a store of an older version is read as it is, not refused or migrated;
+// `version` says which tables and columns it has (schema.h store_tables). Throws mantissa::Error
+// with one sentence: missing, not a Mantissa store, from a newer version, damaged.
+struct OtherStore {
+    Connection connection;
+    int version = 0;
+};
+OtherStore open_other_store(const std::string& path);
+
 // A second connection to a store open_store() has already checked and migrated, for a Recorder's
 // writer thread.
 Connection open_writer_connection(const std::string& path, std::int64_t max_page_count);

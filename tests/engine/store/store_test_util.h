@@ -12,6 +12,7 @@
 #include <QCryptographicHash>
 #include <QFile>
 #include <QString>
+#include <QStringList>
 
 #include <sqlite3.h>
 
@@ -347,6 +348,43 @@ public:
         return out;
     }
     long long integer(const QString& sql) { return text(sql).toLongLong(); }
+    // Every row of a query, each value as its type and its exact value ("integer:3",
+    // "real:0.10000000000000001", "text:fc1", "blob:01a2", "null"), separated by " | ": for comparing
+    // rows value for value (SQL's quote() rounds reals to 15 digits). Empty on error.
+    QStringList rows(const QString& sql) {
+        sqlite3_stmt* s = nullptr;
+        QStringList out;
+        if (sqlite3_prepare_v2(m_db, sql.toUtf8().constData(), -1, &s, nullptr) != SQLITE_OK) return out;
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            QStringList values;
+            for (int c = 0; c < sqlite3_column_count(s); ++c) {
+                switch (sqlite3_column_type(s, c)) {
+                    case SQLITE_INTEGER: values << QString("integer:%1").arg(sqlite3_column_int64(s, c)); break;
+                    case SQLITE_FLOAT: values << "real:" + QString::number(sqlite3_column_double(s, c), 'g', 17); break;
+                    case SQLITE_TEXT:
+                        values << "text:" + QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
+                                                              sqlite3_column_bytes(s, c));
+                        break;
+                    case SQLITE_BLOB:
+                        values << "blob:" + QByteArray(static_cast<const char*>(sqlite3_column_blob(s, c)),
+                                                       sqlite3_column_bytes(s, c))
+                                                .toHex();
+                        break;
+                    default: values << "null";
+                }
+            }
+            out << values.join(" | ");
+        }
+        sqlite3_finalize(s);
+        return out;
+    }
+    // The columns of a table, in order.
+    QStringList columns(const QString& table) {
+        QStringList names;
+        for (const QString& row : rows("SELECT name FROM pragma_table_info('" + table + "') ORDER BY cid"))
+            names << row.mid(5);  // "text:"
+        return names;
+    }
 
 private:
     sqlite3* m_db = nullptr;

@@ -106,13 +106,13 @@ private:
 private slots:
     void initTestCase() { QVERIFY(m_dir.isValid()); }
 
-    // A new store is at version 8: `checkpoints` as docs/schema.md gives it (a rowid table, one row
-    // per run and step, removed with its run) and runs' parent columns, which may be NULL.
+    // A new store has version 8's tables: `checkpoints` as docs/schema.md gives it (a rowid table,
+    // one row per run and step, removed with its run) and runs' parent columns, which may be NULL.
     void newStoreHasVersion8Tables() {
         const QString path = fresh("new");
         { RunStore store(path.toStdString()); }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('checkpoints') "
                           "ORDER BY cid)"),
                  QString("id,run_id,step,file,bytes,time_s,created_at,events_before,evals_before"));
@@ -147,7 +147,9 @@ private slots:
         {
             RawDb raw(path);
             QCOMPARE(raw.exec("DROP TABLE checkpoints; ALTER TABLE runs DROP COLUMN parent_step; "
-                              "ALTER TABLE runs DROP COLUMN parent_uuid; PRAGMA user_version = 7"),
+                              "ALTER TABLE runs DROP COLUMN parent_uuid; DROP TABLE sweeps; DROP INDEX runs_by_sweep; "
+                              "ALTER TABLE runs DROP COLUMN sweep_uuid; ALTER TABLE runs DROP COLUMN sweep_index; "
+                              "PRAGMA user_version = 7"),
                      QString());
         }
         {
@@ -178,7 +180,7 @@ private slots:
         QCOMPARE(backup.integer("PRAGMA user_version"), 7LL);
         QCOMPARE(backup.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'checkpoints'"), 0LL);
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
         QCOMPARE(raw.text("SELECT typeof(parent_uuid) || typeof(parent_step) FROM runs WHERE id = 1"),
                  QString("nullnull"));

@@ -1,4 +1,4 @@
-// mantissa-cli's store commands end to end (runs, show, export, rm, rename, note, tag): the built
+// mantissa-cli's store commands end to end (runs, show, export, rm, rename, note, tag, import): the built
 // executable is run on stores made here, and its output, files and exit codes are checked. Bad
 // input exits 2 with one sentence on stderr.
 #include <QJsonArray>
@@ -75,7 +75,7 @@ private slots:
 
     void helpForEveryCommand_data() {
         QTest::addColumn<QString>("command");
-        for (const char* c : {"runs", "show", "export", "rm", "rename", "note", "tag"}) QTest::newRow(c) << c;
+        for (const char* c : {"runs", "show", "export", "rm", "rename", "note", "tag", "import"}) QTest::newRow(c) << c;
     }
 
     void helpForEveryCommand() {
@@ -304,7 +304,8 @@ private slots:
             QCOMPARE(raw.exec("DROP TABLE layers; DROP TABLE op_steps; DROP TABLE what_if_steps; "
                               "DROP TABLE block_scale_steps; DROP TABLE checkpoints; "
                               "ALTER TABLE runs DROP COLUMN parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; "
-                              "PRAGMA user_version = 3"),
+                              "DROP TABLE sweeps; DROP INDEX runs_by_sweep; ALTER TABLE runs DROP COLUMN sweep_uuid; "
+                              "ALTER TABLE runs DROP COLUMN sweep_index; PRAGMA user_version = 3"),
                      QString());
         }
         Result r = cli({"show", "1", "--db", path});
@@ -312,7 +313,7 @@ private slots:
         QVERIFY2(r.out.contains("\n\nLayers\n  not recorded (recorded before schema version 4)\n\nEvents"),
                  qPrintable(r.out));
         QVERIFY(QFile::exists(path + ".bak-v3"));
-        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(RawDb(path, true).integer("PRAGMA user_version"), 9LL);
         Result j = cli({"show", "1", "--json", "--db", path});
         QCOMPARE(j.code, 0);
         const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
@@ -704,8 +705,8 @@ private slots:
 
     void newerStoreIsRefused_data() {
         QTest::addColumn<int>("version");
-        QTest::newRow("the next version") << 9;
-        QTest::newRow("far ahead") << 10;
+        QTest::newRow("the next version") << 10;
+        QTest::newRow("far ahead") << 11;
     }
 
     void newerStoreIsRefused() {
@@ -724,7 +725,7 @@ private slots:
             Result r = cli(args + QStringList{"--db", path});
             QCOMPARE(r.code, 2);
             QVERIFY2(r.err.contains(QString("written by a newer Mantissa (schema version %1; this build reads "
-                                            "versions up to 8); it was left unchanged")
+                                            "versions up to 9); it was left unchanged")
                                         .arg(version)),
                      qPrintable(r.err));
         }
@@ -868,6 +869,82 @@ private slots:
         QCOMPARE(runs[0].tags, std::string("fp32,baseline"));
         QCOMPARE(cli({"note", "1", "", "--db", path}).code, 0);
         QCOMPARE(store.run(1).notes, std::string());
+    }
+
+    // `import STORE`: the sentence counting what was added, what was there and the sweeps (a run,
+    // a sweep, in the singular); nothing the second time; --json; a store that does not exist yet
+    // (--db) is created. A bad STORE exits 2 with one sentence on stderr, the store unchanged: a
+    // missing file (the store is not created then), not SQLite, from a newer Mantissa, the store
+    // itself; no STORE, or two, is a usage error.
+    void importCommand() {
+        const QString source = m_dir.filePath("import-source.sqlite");
+        {
+            RunStore store(source.toStdString());
+            const SweepRow sweep = store.create_sweep({"grid", "{}", 2, "slurm"});
+            RunInfo in{"grid · 0", "cpu", "test CPU", "{}"};
+            in.sweep_uuid = sweep.uuid;
+            in.sweep_index = 0;
+            auto rec = store.start_run(in);
+            rec->on_step(make_step(0), {});
+            rec->finish(RunStatus::completed);
+            record(store, "plain", 5, RunStatus::completed);
+        }
+        const QString target = m_dir.filePath("import-target/runs.sqlite");  // its folder does not exist
+        Result r = cli({"import", source, "--db", target});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(r.out, "Imported 2 runs (0 already there) and 1 sweep from " + source + ".\n");
+        QCOMPARE(r.err, QString());
+        r = cli({"import", source, "--db", target});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(r.out, "Imported 0 runs (2 already there) and 0 sweeps from " + source + ".\n");
+        {
+            RunStore store(source.toStdString());
+            record(store, "later", 3, RunStatus::stopped);
+        }
+        r = cli({"import", source, "--db", target, "--json"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(o.keys(), QStringList({"runs_added", "runs_skipped", "sweeps_added"}));
+        QCOMPARE(o["runs_added"].toInteger(), 1LL);
+        QCOMPARE(o["runs_skipped"].toInteger(), 2LL);
+        QCOMPARE(o["sweeps_added"].toInteger(), 0LL);
+        Result runs = cli({"runs", "--db", target});
+        QVERIFY2(runs.out.contains(QRegularExpression(R"(\n +3  later +stopped )")), qPrintable(runs.out));
+
+        const QString garbage = m_dir.filePath("import-garbage.sqlite");
+        {
+            QFile f(garbage);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray("no database here\n").repeated(10));
+        }
+        const QString newer = m_dir.filePath("import-newer.sqlite");
+        QVERIFY(QFile::copy(source, newer));
+        QCOMPARE(RawDb(newer).exec("PRAGMA user_version = 10"), QString());
+        const QString missing = m_dir.filePath("import-missing.sqlite");
+        const QByteArray before = file_sha256(target);
+        const QList<QPair<QString, QString>> bad = {
+            {missing, "There is no run store at '" + missing + "' to import."},
+            {garbage, "The file '" + garbage + "' is not an SQLite database, so it is not a Mantissa run store"},
+            {newer, "The run store '" + newer + "' was written by a newer Mantissa (schema version 10; this build "
+                    "reads versions up to 9); it was left unchanged"},
+            {target, "Cannot import '" + target + "' into the run store '" + target + "': they are the same file"},
+        };
+        for (const auto& [store, sentence] : bad) {
+            r = cli({"import", store, "--db", target});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.startsWith("mantissa-cli import: " + sentence), qPrintable(r.err));
+            QCOMPARE(r.err.count('\n'), 1);  // one sentence
+            QCOMPARE(r.out, QString());
+            QCOMPARE(file_sha256(target), before);
+        }
+        const QString nowhere = m_dir.filePath("import-nowhere.sqlite");
+        QCOMPARE(cli({"import", missing, "--db", nowhere}).code, 2);
+        QVERIFY(!QFile::exists(nowhere));
+
+        r = cli({"import", "--db", target});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("give the run store to import"), qPrintable(r.err));
+        QCOMPARE(cli({"import", source, garbage, "--db", target}).code, 2);
     }
 };
 

@@ -226,6 +226,7 @@ private slots:
         QTest::newRow("stamped 5") << 5;
         QTest::newRow("stamped 6") << 6;
         QTest::newRow("stamped 7") << 7;
+        QTest::newRow("stamped 8") << 8;
     }
 
     void olderVersionOverNewerTablesIsDamage() {
@@ -237,7 +238,7 @@ private slots:
         for (StoreAccess access : {StoreAccess::write, StoreAccess::read}) {
             const QString error = use(path, access);
             QVERIFY2(error.contains(QString("is damaged (user_version: the file says schema version %1, but its "
-                                            "tables already have every column of version 8); it was left unchanged")
+                                            "tables already have every column of version 9); it was left unchanged")
                                         .arg(version)),
                      qPrintable(error));
         }

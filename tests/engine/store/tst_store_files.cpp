@@ -224,7 +224,7 @@ private slots:
         }
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(raw.text("PRAGMA journal_mode"), QString("wal"));
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                              "('runs', 'steps', 'layer_steps', 'evals', 'events', 'layers', 'op_steps')"),
@@ -278,7 +278,7 @@ private slots:
         RunStore store(path.toStdString());
         QVERIFY(store.list_runs().empty());
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
     }
 
     void migratesVersion1WithABackup() {
@@ -315,7 +315,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM pragma_table_info('layer_steps') WHERE name = 'grad_exponents'"),
                      1LL);
@@ -371,7 +371,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layer_steps WHERE run_id = 1 AND (fp8_scale_input IS NOT NULL "
                                  "OR fp8_scale_weight IS NOT NULL OR fp8_scale_grad_output IS NOT NULL OR "
@@ -445,7 +445,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM layers WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM layers WHERE run_id = %1").arg(fresh_run)), 4LL);
@@ -510,7 +510,7 @@ private slots:
         }
         {
             RawDb raw(path, true);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
             QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
             QCOMPARE(raw.integer("SELECT count(*) FROM op_steps WHERE run_id = 1"), 0LL);
             QCOMPARE(raw.integer(QString("SELECT count(*) FROM op_steps WHERE run_id = %1").arg(fresh_run)), 28LL);
@@ -541,7 +541,8 @@ private slots:
             RawDb raw(path);
             QCOMPARE(raw.exec("DROP TABLE what_if_steps; DROP TABLE block_scale_steps; DROP TABLE checkpoints; "
                               "ALTER TABLE runs DROP COLUMN parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; "
-                              "PRAGMA user_version = 5"),
+                              "DROP TABLE sweeps; DROP INDEX runs_by_sweep; ALTER TABLE runs DROP COLUMN sweep_uuid; "
+                              "ALTER TABLE runs DROP COLUMN sweep_index; PRAGMA user_version = 5"),
                      QString());
         }
         RunStore store(path.toStdString());
@@ -603,7 +604,9 @@ private slots:
         {
             RawDb raw(path);
             QCOMPARE(raw.exec("DROP TABLE block_scale_steps; DROP TABLE checkpoints; ALTER TABLE runs DROP COLUMN "
-                              "parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; PRAGMA user_version = 6"),
+                              "parent_uuid; ALTER TABLE runs DROP COLUMN parent_step; DROP TABLE sweeps; DROP INDEX "
+                              "runs_by_sweep; ALTER TABLE runs DROP COLUMN sweep_uuid; ALTER TABLE runs DROP COLUMN "
+                              "sweep_index; PRAGMA user_version = 6"),
                      QString());
         }
         RunStore store(path.toStdString());
@@ -638,7 +641,7 @@ private slots:
         QVERIFY(store.block_scale_steps(id, 8).empty());
         QVERIFY(store.block_scale_steps(1).empty());  // the migrated run's
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
         // As docs/schema.md gives the rows: the slot is the operand's, the names as written.
         QCOMPARE(raw.text(QString("SELECT group_concat(slot || operand || format || own, ' ') FROM (SELECT * FROM "
@@ -765,7 +768,7 @@ private slots:
         QCOMPARE(got.front().step, std::int64_t(1));
     }
 
-    // A version-1 store goes through every step to version 8 in one open, with one backup (v1's).
+    // A version-1 store goes through every step to version 9 in one open, with one backup (v1's).
     void migratesVersion1ToTheCurrentVersion() {
         const QString path = fresh("v1-to-v5.sqlite");
         make_v1_store(path, 6);
@@ -778,17 +781,20 @@ private slots:
             QVERIFY(store.block_scale_steps(1).empty());
             QVERIFY(store.checkpoints(1).empty());
             QVERIFY(store.run(1).parent_uuid.empty());
+            QVERIFY(store.run(1).sweep_uuid.empty() && !store.run(1).sweep_index);
+            QVERIFY(store.list_sweeps().empty());
             QCOMPARE(store.steps(1).size(), std::size_t(6));
         }
         RawDb raw(path, true);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('layers', "
-                             "'op_steps', 'what_if_steps', 'block_scale_steps', 'checkpoints')"),
-                 5LL);
+                             "'op_steps', 'what_if_steps', 'block_scale_steps', 'checkpoints', 'sweeps')"),
+                 6LL);
         QVERIFY(QFile::exists(path + ".bak-v1"));
         QVERIFY(!QFile::exists(path + ".bak-v2") && !QFile::exists(path + ".bak-v3") &&
                 !QFile::exists(path + ".bak-v4") && !QFile::exists(path + ".bak-v5") &&
-                !QFile::exists(path + ".bak-v6") && !QFile::exists(path + ".bak-v7"));
+                !QFile::exists(path + ".bak-v6") && !QFile::exists(path + ".bak-v7") &&
+                !QFile::exists(path + ".bak-v8"));
     }
 
     // A current store without one of its tables (removed by hand, or damaged) is refused, and
@@ -800,6 +806,7 @@ private slots:
         QTest::newRow("what_if_steps (v6)") << "what_if_steps";
         QTest::newRow("block_scale_steps (v7)") << "block_scale_steps";
         QTest::newRow("checkpoints (v8)") << "checkpoints";
+        QTest::newRow("sweeps (v9)") << "sweeps";
     }
 
     void missingTableIsDamage() {
@@ -814,7 +821,7 @@ private slots:
         for (int access : {int(StoreAccess::write), int(StoreAccess::read), int(StoreAccess::read_only)}) {
             const QString error =
                 error_of([&] { RunStore store(path.toStdString(), static_cast<StoreAccess>(access)); });
-            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 9 of its 10 tables exist)"),
+            QVERIFY2(error.contains("The run store '" + path + "' is damaged (only 10 of its 11 tables exist)"),
                      qPrintable(error));
         }
         QCOMPARE(file_sha256(path), before);
@@ -914,6 +921,7 @@ private slots:
         QTest::newRow("steps, read-only") << "steps" << "grad_norm" << int(StoreAccess::read_only);
         QTest::newRow("runs") << "runs" << "notes" << int(StoreAccess::write);
         QTest::newRow("events") << "events" << "data_json" << int(StoreAccess::read);
+        QTest::newRow("sweeps") << "sweeps" << "spec_json" << int(StoreAccess::read_only);
     }
 
     void missingColumnIsNamed() {
@@ -945,11 +953,11 @@ private slots:
         record_small_run(path);
         {
             RawDb raw(path);
-            QCOMPARE(raw.exec("PRAGMA user_version = 9"), QString());
+            QCOMPARE(raw.exec("PRAGMA user_version = 10"), QString());
         }
         const QByteArray before = file_sha256(path);
         const QString error = error_of([&] { RunStore store(path.toStdString(), readOnly); });
-        QVERIFY2(error.contains("written by a newer Mantissa (schema version 9; this build reads versions up to 8)"),
+        QVERIFY2(error.contains("written by a newer Mantissa (schema version 10; this build reads versions up to 9)"),
                  qPrintable(error));
         QVERIFY2(error.contains(path), qPrintable(error));
         QCOMPARE(file_sha256(path), before);

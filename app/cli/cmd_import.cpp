@@ -1,0 +1,65 @@
+// `mantissa-cli import`: copies the runs and sweeps of another run store (a Slurm sweep task's
+// store, a store from another machine) into this one, RunStore::import_store's work
+// (docs/schema.md, "Importing a store"). The other store is only read.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "error.h"
+#include "store/run_store.h"
+
+namespace mantissa::cli {
+namespace {
+
+std::string count_of(std::int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+int run_import(Args& args) {
+    args.flag("json");
+    args.option("db");
+    args.parse();
+    if (args.positional().empty()) throw UsageError{"give the run store to import: import STORE"};
+    if (args.positional().size() > 1)
+        throw UsageError{"give one run store to import (unexpected argument '" + args.positional()[1] + "')"};
+    const std::string other = args.positional()[0];
+    const std::string db = args.value("db").value_or(default_store_path());
+    // Before this store is opened (and created, when it does not exist yet).
+    if (!store_file_present(other)) throw Error("There is no run store at '" + other + "' to import.");
+    RunStore store(db);
+    const ImportResult r = store.import_store(other);
+    if (args.has("json")) {
+        const nlohmann::ordered_json out = {
+            {"runs_added", r.runs_added}, {"runs_skipped", r.runs_skipped}, {"sweeps_added", r.sweeps_added}};
+        std::cout << out.dump(2) << std::endl;
+        return exit_ok;
+    }
+    std::printf("Imported %s (%lld already there) and %s from %s.\n", count_of(r.runs_added, "run", "runs").c_str(),
+                static_cast<long long>(r.runs_skipped), count_of(r.sweeps_added, "sweep", "sweeps").c_str(),
+                other.c_str());
+    return exit_ok;
+}
+
+}  // namespace
+
+MANTISSA_CLI_COMMAND({"import", "copy the runs and sweeps of another run store into this one",
+                      "usage: mantissa-cli import STORE [--db FILE] [--json]\n\n"
+                      "Copies into the run store every run and sweep of STORE, another run store file (the\n"
+                      "store of a Slurm sweep's task, a store from another machine), that it does not have\n"
+                      "yet, with everything recorded with each run, in one transaction. Runs and sweeps are\n"
+                      "told apart by their uuid, so a run that is already there is skipped and importing the\n"
+                      "same store again adds nothing. STORE is only read: an older store is read as it is,\n"
+                      "not upgraded, and its checkpoint files stay where they are (the imported rows name\n"
+                      "them there). A run still recording in STORE is imported as it stands then, as\n"
+                      "interrupted when its process has ended.\n\n"
+                      "  --db FILE   the run store to import into (default: $XDG_DATA_HOME/mantissa/runs.sqlite;\n"
+                      "              created when it does not exist)\n"
+                      "  --json      print {\"runs_added\": N, \"runs_skipped\": M, \"sweeps_added\": K}\n\n"
+                      "Exit status: 0 imported (or nothing new to import), 2 STORE is missing, not a run\n"
+                      "store, from a newer Mantissa or the store itself, or the store cannot be written.\n",
+                      run_import});
+
+}  // namespace mantissa::cli

@@ -1,0 +1,589 @@
+// `mantissa-cli sweep`: many runs of one experiment over recipes, a grid and seeds (docs/sweeps.md).
+//   sweep [FILE] [--set K=V]... [--grid K=V1,V2]... [--recipes LIST|standard] [--repeat N]
+//         [--jobs N] [--name NAME] [--dry-run]       plans the sweep, records it, runs it here
+//   sweep run SWEEP [--jobs N]                       runs what is missing, failed or stopped
+//   sweep show SWEEP [--json]                        the recipe table
+//   sweep list                                       the store's sweeps
+//   sweep ... --slurm [--partition P] [--time T] ...  the same runs as a Slurm job array
+//   sweep status SWEEP / sweep collect SWEEP         a Slurm sweep's tasks; importing their stores
+// Each run is its own `mantissa-cli train` process (a stopped or interrupted one continues with
+// `mantissa-cli resume` from its checkpoint), up to --jobs at once, each with its share of the
+// CPU's threads; they record into the one store, which several processes share. The runs' output
+// goes to a log per run beside the store. Ctrl-C stops them all after their current step, each
+// recorded `stopped`; running the sweep again continues it.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/run_session.h"
+#include "cli/sweep_slurm.h"
+#include "cli/sweep_table.h"
+#include "config/telemetry.h"
+#include "data/dataset.h"
+#include "error.h"
+#include "model/model_desc.h"
+#include "store/run_store.h"
+#include "store/run_text.h"
+#include "sweep/sweep_plan.h"
+
+extern char** environ;
+
+namespace mantissa::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string db_of(const Args& args) { return args.value("db").value_or(default_store_path()); }
+
+// The matmul layers of the experiment's model: the data's shape decides the model's, so the data
+// is loaded (once per dataset).
+std::vector<std::string> matmul_layers(const Experiment& e) {
+    static std::map<std::string, std::pair<SampleShape, Dataset>> cache;
+    const std::string key = experiment_to_json(e).at("dataset").dump() + std::to_string(e.train.seed);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+        Dataset d = load_dataset(e.dataset, e.train.seed);
+        const SampleShape shape = d.shape.numel() == d.features ? d.shape : SampleShape{d.features, 1, 1};
+        it = cache.emplace(key, std::make_pair(shape, std::move(d))).first;
+    }
+    const Dataset& d = it->second.second;
+    const ModelDesc desc = describe_model(e.model, it->second.first, d.outputs, d.is_regression(), d.text ? d.positions() : 0);
+    std::vector<std::string> names;
+    for (const LayerInfo& l : desc.layers)
+        if (l.takes_precision) names.push_back(l.name);
+    return names;
+}
+
+// The folder of a sweep's run logs and experiment files, beside the store.
+std::string sweep_folder(const std::string& db, const std::string& uuid) {
+    const fs::path store = fs::absolute(db);
+    return (store.parent_path() / (store.stem().string() + ".sweeps") / uuid).string();
+}
+
+// ---- local execution
+
+struct Child {
+    pid_t pid = -1;
+    std::int64_t index = 0;
+    std::int64_t recorded_before = -1;  // the index's latest run id when it started
+};
+
+// Starts this program with `args`, its output appended to `log`, in a process group of its own (so
+// a Ctrl-C on the terminal reaches the sweep alone, which stops each run once).
+pid_t spawn(const std::vector<std::string>& args, const std::string& log, int threads) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int sig : stop_signals) sigaddset(&defaults, sig);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string v = *e;
+        if (!v.starts_with("MANTISSA_CPU_THREADS=") && !v.starts_with("OMP_NUM_THREADS=")) env.push_back(v);
+    }
+    env.push_back("MANTISSA_CPU_THREADS=" + std::to_string(threads));
+    env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+    std::vector<char*> argv, envp;
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    argv.push_back(const_cast<char*>(self.c_str()));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const std::string& v : env) envp.push_back(const_cast<char*>(v.c_str()));
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    const int err = posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) throw Error("Cannot start a run of the sweep: " + std::string(std::strerror(err)) + ".");
+    return pid;
+}
+
+// The last line of a run's log: why it failed, in its own words.
+std::string last_line(const std::string& log) {
+    std::ifstream in(log);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    return last;
+}
+
+// A run that failed before it recorded anything (a model too large for the machine, a dataset
+// missing): recorded failed with its own sentence, so the table, a re-run and the GUI know it.
+void record_failed_start(RunStore& store, const SweepRow& sweep, const PlannedRun& p, const std::string& message) {
+    RunInfo info{p.experiment.name, p.experiment.backend, "", experiment_to_json(p.experiment).dump(), {}};
+    info.sweep_uuid = sweep.uuid;
+    info.sweep_index = p.index;
+    store.start_run(info)->finish(RunStatus::failed, message.empty() ? "the run exited before training" : message);
+}
+
+// What to do for each index: the latest run recorded for it decides.
+enum class Todo : std::uint8_t { skip, train, resume };
+
+Todo todo_for(const RunRow* latest, RunStore& store) {
+    if (!latest) return Todo::train;
+    switch (latest->status) {
+    case RunStatus::completed:
+    case RunStatus::running: return Todo::skip;
+    case RunStatus::failed: return Todo::train;
+    case RunStatus::stopped:
+    case RunStatus::interrupted: return store.checkpoints(latest->id).empty() ? Todo::train : Todo::resume;
+    }
+    return Todo::train;
+}
+
+int execute_local(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>& plan, int jobs) {
+    const std::string db = store.path();
+    const std::string folder = sweep_folder(db, sweep.uuid);
+    fs::create_directories(folder);
+    const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = std::max(1, static_cast<int>(hardware) / jobs);
+
+    std::map<std::int64_t, RunRow> latest;
+    for (RunRow& r : store.sweep_runs(sweep.id))
+        if (r.sweep_index) latest[*r.sweep_index] = r;
+    std::vector<std::pair<std::int64_t, Todo>> queue;
+    for (const PlannedRun& p : plan) {
+        const auto it = latest.find(p.index);
+        const Todo t = todo_for(it == latest.end() ? nullptr : &it->second, store);
+        if (t != Todo::skip) queue.push_back({p.index, t});
+    }
+    if (queue.empty()) {
+        std::printf("Every run of sweep %lld is done or running elsewhere; nothing to run.\n", static_cast<long long>(sweep.id));
+        return exit_ok;
+    }
+    std::printf("Sweep %lld (\"%s\"): %zu of %zu runs to go, %d at once, %d CPU thread%s each; logs in %s\n",
+                static_cast<long long>(sweep.id), sweep.name.c_str(), queue.size(), plan.size(), jobs, threads,
+                threads == 1 ? "" : "s", folder.c_str());
+    std::fflush(stdout);
+
+    const bool draw = isatty(STDERR_FILENO) == 1;
+    std::vector<Child> running;
+    std::size_t next = 0;
+    bool stopping = false;
+    int failed = 0, drawn_lines = 0;
+    auto last_draw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    const auto started = std::chrono::steady_clock::now();
+    while (next < queue.size() || !running.empty()) {
+        if (!stopping && stop_signal_received()) {
+            stopping = true;
+            std::fprintf(stderr, "%s%s: stopping the sweep's runs after their current step\n", draw ? "\n" : "",
+                         stop_signal_text(stop_signal_received()));
+            drawn_lines = 0;
+            for (const Child& c : running) ::kill(c.pid, SIGTERM);
+        }
+        while (!stopping && next < queue.size() && static_cast<int>(running.size()) < jobs) {
+            const auto [index, todo] = queue[next++];
+            const PlannedRun& p = plan.at(static_cast<std::size_t>(index));
+            const std::string log = folder + "/run-" + std::to_string(index) + ".log";
+            std::vector<std::string> args;
+            if (todo == Todo::resume) {
+                args = {"resume", std::to_string(latest.at(index).id), "--db", db, "--json"};
+            } else {
+                const std::string config = folder + "/run-" + std::to_string(index) + ".json";
+                save_experiment(p.experiment, config);
+                args = {"train", "--config", config, "--name", p.experiment.name, "--db", db, "--sweep", sweep.uuid,
+                        "--sweep-index", std::to_string(index), "--json"};
+            }
+            const auto known = latest.find(index);
+            running.push_back({spawn(args, log, threads), index, known == latest.end() ? -1 : known->second.id});
+            if (!draw) std::printf("  run %lld started: %s\n", static_cast<long long>(index), p.label.c_str());
+        }
+        for (auto it = running.begin(); it != running.end();) {
+            int status = 0;
+            const pid_t done = ::waitpid(it->pid, &status, WNOHANG);
+            if (done != it->pid) {
+                ++it;
+                continue;
+            }
+            const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            const std::string log = folder + "/run-" + std::to_string(it->index) + ".log";
+            if (!ok) {
+                ++failed;
+                std::int64_t newest = -1;
+                for (const RunRow& r : store.sweep_runs(sweep.id))
+                    if (r.sweep_index == it->index) newest = std::max(newest, r.id);
+                if (newest == it->recorded_before)
+                    record_failed_start(store, sweep, plan.at(static_cast<std::size_t>(it->index)), last_line(log));
+            }
+            if (!ok || !draw) {
+                std::fprintf(draw ? stderr : stdout, "%s  run %lld %s%s%s\n", draw && drawn_lines ? "\n" : "",
+                             static_cast<long long>(it->index), ok ? "finished" : "failed",
+                             ok ? "" : ": ", ok ? "" : last_line(log).c_str());
+                drawn_lines = 0;
+            }
+            it = running.erase(it);
+        }
+        if (draw && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(500)) {
+            last_draw = std::chrono::steady_clock::now();
+            const std::vector<std::string> lines = progress_lines(store, sweep, plan);
+            if (drawn_lines > 0) std::fprintf(stderr, "\033[%dA", drawn_lines);
+            for (const std::string& l : lines) std::fprintf(stderr, "\r\033[K%s\n", l.c_str());
+            drawn_lines = static_cast<int>(lines.size());
+            std::fflush(stderr);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("\n");
+    print_sweep_table(store, sweep, plan, std::cout);
+    const std::string stopped =
+        stopping ? " (stopped: `mantissa-cli sweep run " + std::to_string(sweep.id) + "` continues it)" : "";
+    std::printf("\nWall time %.1f s for %zu run%s, %d at once%s.\n", wall, queue.size(), queue.size() == 1 ? "" : "s", jobs,
+                stopped.c_str());
+    return failed > 0 && !stopping ? exit_failed : exit_ok;
+}
+
+// ---- Slurm
+
+SlurmOptions slurm_options(const Args& args) {
+    SlurmOptions o;
+    o.partition = args.value("partition").value_or("");
+    o.time = args.value("time").value_or("");
+    const long long gpus = args.integer("gpus-per-task").value_or(0), cpus = args.integer("cpus-per-task").value_or(0);
+    if (gpus < 0 || gpus > 64) throw UsageError{"--gpus-per-task must be between 0 and 64"};
+    if (cpus < 0 || cpus > 4096) throw UsageError{"--cpus-per-task must be between 0 and 4096"};
+    o.gpus_per_task = static_cast<int>(gpus);
+    o.cpus_per_task = static_cast<int>(cpus);
+    o.sbatch_args = args.values("sbatch-arg");
+    return o;
+}
+
+// The runs of a Slurm sweep with a completed run: in the main store (collected) or a task's store.
+std::map<std::int64_t, RunRow> recorded_runs(RunStore& store, const SweepRow& sweep, std::size_t runs) {
+    std::map<std::int64_t, RunRow> latest;
+    for (RunRow& r : store.sweep_runs(sweep.id))
+        if (r.sweep_index) latest[*r.sweep_index] = r;
+    for (std::size_t i = 0; i < runs && !sweep.folder.empty(); ++i) {
+        const std::string file = task_store(sweep.folder, static_cast<std::int64_t>(i));
+        if (latest.contains(static_cast<std::int64_t>(i)) || !fs::exists(file)) continue;
+        try {
+            RunStore task(file, StoreAccess::read_only);
+            for (RunRow& r : task.list_runs())
+                if (r.sweep_uuid == sweep.uuid && r.sweep_index) latest[*r.sweep_index] = r;
+        } catch (const Error&) {
+            // A task's store being created right now: not yet a run.
+        }
+    }
+    return latest;
+}
+
+int submit(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>& plan, const std::vector<std::int64_t>& indices,
+           const SlurmOptions& options, const std::string& folder) {
+    const std::string script = write_array_script(folder, sweep, plan, indices, options);
+    const std::string job = submit_array(script);
+    store.set_sweep_slurm(sweep.id, job, folder);
+    std::printf("Submitted sweep %lld (\"%s\") as Slurm job array %s: %zu task%s, script %s.\n"
+                "`mantissa-cli sweep status %lld` follows the tasks; `mantissa-cli sweep collect %lld` imports their runs.\n",
+                static_cast<long long>(sweep.id), sweep.name.c_str(), job.c_str(), indices.size(), indices.size() == 1 ? "" : "s",
+                script.c_str(), static_cast<long long>(sweep.id), static_cast<long long>(sweep.id));
+    return exit_ok;
+}
+
+// ---- commands
+
+Experiment base_experiment(Args& args, std::optional<std::string> config) {
+    Experiment e = config ? load_experiment(*config) : Experiment{};
+    for (const auto& assignment : args.values("set")) apply_setting(e, assignment);
+    if (auto backend = args.value("backend")) apply_setting(e, "backend.kind=" + *backend);
+    if (auto steps = args.integer("steps")) {
+        if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
+        e.train.steps = *steps;
+    }
+    return e;
+}
+
+int jobs_of(const Args& args) {
+    const long long jobs = args.integer("jobs").value_or(1);
+    if (jobs < 1 || jobs > 256) throw UsageError{"--jobs must be between 1 and 256"};
+    return static_cast<int>(jobs);
+}
+
+int new_sweep(Args& args) {
+    std::optional<std::string> config = args.value("config");
+    for (const std::string& a : args.positional()) {
+        if (config) throw UsageError{"unexpected argument '" + a + "': the experiment file is " + *config};
+        config = a;
+    }
+    SweepSpec spec;
+    spec.base = base_experiment(args, config);
+    if (auto recipes = args.value("recipes")) {
+        if (*recipes == "standard") {
+            for (const Recipe& r : standard_recipes()) spec.recipes.push_back(r.name);
+        } else {
+            std::size_t start = 0;
+            for (;;) {
+                const std::size_t comma = recipes->find(',', start);
+                spec.recipes.push_back(recipes->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
+        }
+    }
+    for (const std::string& g : args.values("grid")) spec.grid.push_back(parse_grid_axis(g));
+    if (auto repeat = args.integer("repeat")) {
+        if (*repeat < 1 || *repeat > 1000) throw UsageError{"--repeat must be between 1 and 1000"};
+        spec.repeat = static_cast<int>(*repeat);
+    }
+    const std::string name = args.value("name").value_or(spec.base.name + " sweep");
+    store::check_run_text(store::RunText::name, name);
+    const int jobs = jobs_of(args);
+    const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layers);  // every setting checked here
+
+    if (args.has("dry-run")) {
+        std::printf("Sweep \"%s\": %zu run%s\n", name.c_str(), plan.size(), plan.size() == 1 ? "" : "s");
+        for (const PlannedRun& p : plan) std::printf("  %4lld  %s\n", static_cast<long long>(p.index), p.label.c_str());
+        return exit_ok;
+    }
+    const std::string db = db_of(args);
+    RunStore store(db);
+    if (store.read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the sweep cannot be recorded.");
+    const bool slurm = args.has("slurm");
+    const SlurmOptions options = slurm_options(args);
+    const SweepRow sweep = store.create_sweep(
+        {name, sweep_spec_to_json(spec).dump(), static_cast<std::int64_t>(plan.size()), slurm ? "slurm" : "local"});
+    if (slurm) {
+        std::vector<std::int64_t> all;
+        for (const PlannedRun& p : plan) all.push_back(p.index);
+        const std::string folder = args.value("folder") ? fs::absolute(*args.value("folder")).string() : sweep_folder(db, sweep.uuid);
+        return submit(store, sweep, plan, all, options, folder);
+    }
+    const StopSignals signals;
+    return execute_local(store, sweep, plan, jobs);
+}
+
+int run_again(Args& args) {
+    if (args.positional().size() != 2) throw UsageError{"give the sweep to run: mantissa-cli sweep run SWEEP"};
+    RunStore store(db_of(args));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const std::vector<PlannedRun> plan =
+        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    if (sweep.executor == "slurm") {
+        // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
+        const auto recorded = recorded_runs(store, sweep, plan.size());
+        std::vector<std::int64_t> todo;
+        for (const PlannedRun& p : plan) {
+            const auto it = recorded.find(p.index);
+            if (it == recorded.end() || (it->second.status != RunStatus::completed && it->second.status != RunStatus::running)) {
+                todo.push_back(p.index);
+                fs::remove(task_store(sweep.folder, p.index));
+            }
+        }
+        if (todo.empty()) {
+            std::printf("Every task of sweep %lld has a completed or running run; nothing to submit.\n", static_cast<long long>(sweep.id));
+            return exit_ok;
+        }
+        return submit(store, sweep, plan, todo, slurm_options(args), sweep.folder);
+    }
+    const StopSignals signals;
+    return execute_local(store, sweep, plan, jobs_of(args));
+}
+
+const char* status_text(const RunRow* r) { return r ? run_status_name(r->status) : "-"; }
+
+int status(Args& args) {
+    if (args.positional().size() != 2) throw UsageError{"give the sweep: mantissa-cli sweep status SWEEP"};
+    RunStore store(db_of(args), StoreAccess::read);
+    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const std::vector<PlannedRun> plan =
+        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    if (sweep.executor != "slurm") {
+        for (const std::string& line : progress_lines(store, sweep, plan)) std::printf("%s\n", line.c_str());
+        return exit_ok;
+    }
+    const auto states = array_task_states(sweep.slurm_job);
+    const auto recorded = recorded_runs(store, sweep, plan.size());
+    std::printf("Sweep %lld (\"%s\"): Slurm job %s, task stores in %s\n", static_cast<long long>(sweep.id), sweep.name.c_str(),
+                sweep.slurm_job.empty() ? "(not submitted)" : sweep.slurm_job.c_str(), sweep.folder.c_str());
+    std::printf("  %4s  %-40s  %-11s  %-11s  %6s  %10s\n", "#", "RECIPE", "SLURM", "RUN", "STEPS", "LOSS");
+    for (const PlannedRun& p : plan) {
+        const auto s = states.find(p.index);
+        const auto r = recorded.find(p.index);
+        const RunRow* run = r == recorded.end() ? nullptr : &r->second;
+        char loss[32] = "-";
+        if (run && run->final_loss) std::snprintf(loss, sizeof loss, "%.4f", *run->final_loss);
+        std::printf("  %4lld  %-40.40s  %-11s  %-11s  %6s  %10s\n", static_cast<long long>(p.index), p.label.c_str(),
+                    s == states.end() ? "-" : s->second.c_str(), status_text(run), run ? std::to_string(run->steps).c_str() : "-",
+                    loss);
+        if (run && run->status == RunStatus::failed && !run->error.empty()) std::printf("        %s\n", run->error.c_str());
+    }
+    return exit_ok;
+}
+
+int collect(Args& args) {
+    if (args.positional().size() != 2) throw UsageError{"give the sweep: mantissa-cli sweep collect SWEEP"};
+    RunStore store(db_of(args));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    if (sweep.executor != "slurm")
+        throw Error("Sweep " + std::to_string(sweep.id) + " ran on this machine, into this store: there is nothing to collect.");
+    const std::vector<PlannedRun> plan =
+        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    ImportResult total;
+    int stores = 0, training = 0;
+    for (const PlannedRun& p : plan) {
+        const std::string file = task_store(sweep.folder, p.index);
+        if (!fs::exists(file)) continue;
+        // A task still training is collected once it ends: an import never updates a run it has.
+        bool running = false;
+        try {
+            RunStore task(file, StoreAccess::read_only);
+            for (const RunRow& r : task.list_runs()) running = running || r.status == RunStatus::running;
+        } catch (const Error&) {
+            running = true;  // being created right now
+        }
+        if (running) {
+            ++training;
+            continue;
+        }
+        const ImportResult r = store.import_store(file);
+        total.runs_added += r.runs_added;
+        total.runs_skipped += r.runs_skipped;
+        ++stores;
+    }
+    // A task Slurm saw fail before its run recorded anything: recorded failed here, in its words.
+    const auto states = array_task_states(sweep.slurm_job);
+    const auto recorded = recorded_runs(store, sweep, plan.size());
+    for (const PlannedRun& p : plan) {
+        const auto s = states.find(p.index);
+        if (s == states.end() || recorded.contains(p.index)) continue;
+        if (s->second == "FAILED" || s->second == "CANCELLED" || s->second == "TIMEOUT" || s->second == "OUT_OF_MEMORY" ||
+            s->second == "NODE_FAIL") {
+            const std::string line = last_line((fs::path(sweep.folder) / ("run-" + std::to_string(p.index) + ".log")).string());
+            record_failed_start(store, sweep, p, "Slurm task " + s->second + (line.empty() ? "" : ": " + line));
+        }
+    }
+    std::printf("Collected %lld new run%s from %d task store%s (%lld already here)", static_cast<long long>(total.runs_added),
+                total.runs_added == 1 ? "" : "s", stores, stores == 1 ? "" : "s", static_cast<long long>(total.runs_skipped));
+    if (training > 0) std::printf("; %d task%s still training, collected later", training, training == 1 ? "" : "s");
+    std::printf(".\n\n");
+    print_sweep_table(store, sweep, plan, std::cout);
+    return exit_ok;
+}
+
+int show(Args& args) {
+    if (args.positional().size() != 2) throw UsageError{"give the sweep to show: mantissa-cli sweep show SWEEP"};
+    const std::string db = db_of(args);
+    if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
+    RunStore store(db, StoreAccess::read);
+    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const std::vector<PlannedRun> plan =
+        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    if (args.has("json")) std::cout << sweep_table_json(store, sweep, plan).dump(2) << std::endl;
+    else print_sweep_table(store, sweep, plan, std::cout);
+    return exit_ok;
+}
+
+int list(Args& args) {
+    const std::string db = db_of(args);
+    if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
+    RunStore store(db, StoreAccess::read);
+    const auto sweeps = store.list_sweeps();
+    if (sweeps.empty()) {
+        std::printf("No sweeps in %s.\n", db.c_str());
+        return exit_ok;
+    }
+    std::printf("%4s  %-32s  %-8s  %5s  %9s  %s\n", "ID", "NAME", "WHERE", "RUNS", "COMPLETED", "CREATED (UTC)");
+    for (const SweepRow& s : sweeps) {
+        std::int64_t completed = 0;
+        for (const RunRow& r : store.sweep_runs(s.id)) completed += r.status == RunStatus::completed;
+        std::printf("%4lld  %-32s  %-8s  %5lld  %9lld  %s\n", static_cast<long long>(s.id), s.name.c_str(), s.executor.c_str(),
+                    static_cast<long long>(s.runs_planned), static_cast<long long>(completed), s.created_at.c_str());
+    }
+    return exit_ok;
+}
+
+int run_sweep(Args& args) {
+    args.option("config");
+    args.option("set");
+    args.option("grid");
+    args.option("recipes");
+    args.option("repeat");
+    args.option("steps");
+    args.option("backend");
+    args.option("jobs");
+    args.option("name");
+    args.option("db");
+    args.option("partition");
+    args.option("time");
+    args.option("gpus-per-task");
+    args.option("cpus-per-task");
+    args.option("sbatch-arg");
+    args.option("folder");
+    args.flag("slurm");
+    args.flag("dry-run");
+    args.flag("json");
+    args.parse();
+    const std::string action = args.positional().empty() ? "" : args.positional().front();
+    if (action == "run") return run_again(args);
+    if (action == "show") return show(args);
+    if (action == "list") return list(args);
+    if (action == "status") return status(args);
+    if (action == "collect") return collect(args);
+    return new_sweep(args);
+}
+
+}  // namespace
+
+MANTISSA_CLI_COMMAND({"sweep", "run an experiment over recipes, a grid of settings and seeds; show the recipe table",
+                      "usage: mantissa-cli sweep [FILE] [--set KEY=VALUE]... [--grid KEY=V1,V2,...]...\n"
+                      "                          [--recipes NAME,...|standard] [--repeat N] [--steps N]\n"
+                      "                          [--jobs N] [--name NAME] [--dry-run] [--db FILE]\n"
+                      "       mantissa-cli sweep run SWEEP [--jobs N] [--db FILE]\n"
+                      "       mantissa-cli sweep show SWEEP [--json] [--db FILE]\n"
+                      "       mantissa-cli sweep list [--db FILE]\n"
+                      "       mantissa-cli sweep [FILE] ... --slurm [--partition P] [--time T] [--cpus-per-task N]\n"
+                      "                          [--gpus-per-task N] [--sbatch-arg ARG]... [--folder DIR]\n"
+                      "       mantissa-cli sweep status SWEEP | sweep collect SWEEP [--db FILE]\n\n"
+                      "Plans runs of the experiment (FILE, or the defaults, with --set applied): each recipe, times\n"
+                      "each point of the grid (the product of the --grid axes), times --repeat seeds; records the\n"
+                      "sweep in the store and runs them here, up to --jobs at once as separate processes, each with\n"
+                      "its share of the CPU threads. A table on the terminal shows each run's state, step and loss;\n"
+                      "Ctrl-C stops them all after their current step (each recorded `stopped`), and `sweep run`\n"
+                      "continues the sweep: it runs what is missing or failed, and resumes what was stopped.\n\n"
+                      "  --recipes LIST    standard recipes, comma-separated, or `standard` for all of them: fp32,\n"
+                      "                    tf32, bf16, fp16 (dynamic loss scaling, master weights), fp16-noscale,\n"
+                      "                    fp8 (hybrid, delayed scaling, every matmul layer but the output)\n"
+                      "  --grid KEY=V1,V2  one axis of the grid, e.g. train.lr=1e-3,3e-3; repeatable\n"
+                      "  --repeat N        N seeds per point: train.seed, train.seed + 1, ...\n"
+                      "  --jobs N          runs at once (default 1)\n"
+                      "  --dry-run         list the runs and record nothing\n"
+                      "  --name NAME       the sweep's name (default: the experiment's name + \" sweep\")\n\n"
+                      "With --slurm the runs go to a Slurm cluster as one job array (sbatch --array): task i trains\n"
+                      "run i into a store of its own in --folder (default: beside the store; it must be shared\n"
+                      "with the compute nodes). `sweep status` shows each task's Slurm state and run, `sweep\n"
+                      "collect` imports the tasks' runs into this store, and `sweep run` submits again what is\n"
+                      "missing or failed.\n\n"
+                      "show prints the recipe table (recipe and the keys that vary, status, final loss, test\n"
+                      "accuracy, samples/s, peak memory, skipped steps); docs/sweeps.md has the rest.\n\n"
+                      "Exit status: 0 every run completed (or the sweep was stopped), 1 a run failed (its log's\n"
+                      "last line is printed), 2 bad usage or input: a setting or recipe that does not exist.\n",
+                      run_sweep});
+
+}  // namespace mantissa::cli
