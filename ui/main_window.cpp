@@ -249,6 +249,7 @@ Experiment MainWindow::currentExperiment() const {
 }
 
 void MainWindow::setExperiment(const Experiment& experiment) {
+    cancelBranch();  // another experiment: the branch prepared before is dropped (prepareBranch sets its own after)
     m_experiment->setExperiment(experiment);
     m_precision->setPrecision(experiment.precision);
     setPace(experiment.lesson.pace);
@@ -342,7 +343,18 @@ void MainWindow::saveFromDialog() {
 bool MainWindow::startRun(const std::vector<Command>& first) {
     m_lastError.clear();
     QApplication::setOverrideCursor(Qt::WaitCursor);  // loading a dataset can take a moment
-    const bool started = m_controller->start(currentExperiment(), first);
+    bool started = false;
+    if (m_branch) {
+        m_notice->hide();  // the branch's banner; the start's own notices come after
+        started =
+            m_controller->startBranch(m_branch->storePath, m_branch->runId, m_branch->step, currentExperiment(), first);
+        if (started)
+            cancelBranch();
+        else
+            m_notice->showNotice(branchNotice());  // still prepared: change what the error says, Start again
+    } else {
+        started = m_controller->start(currentExperiment(), first);
+    }
     QApplication::restoreOverrideCursor();
     return started;
 }
@@ -402,6 +414,11 @@ void MainWindow::updateModelViews(bool text) {
 
 void MainWindow::onRunStarted() {
     const Experiment e = m_controller->session()->experiment();
+    if (m_controller->runKind() == RunController::RunKind::continued) {
+        // The panels show the run as it stood at its checkpoint (a branch's are what was started).
+        m_experiment->setExperiment(e);
+        m_precision->setPrecision(e.precision);
+    }
     m_layerModel->setLayers(m_controller->layers(), e.precision.layers);
     m_layerModel->setPrecision(e.precision);
     m_sample->setSeries(&m_controller->series());
@@ -420,14 +437,15 @@ void MainWindow::onRunStarted() {
     m_status->update(*m_controller);
     // The live ring carries no histograms; the heat map follows the run through the store.
     if (m_controller->runId() >= 0)
-        m_histogram->setRun(m_controller->storePath(), m_controller->runId());
+        m_histogram->setRun(m_controller->runStorePath(), m_controller->runId());
     else
         m_histogram->clear();
-    if (m_browser && m_browser->storePath() == m_controller->storePath()) m_browser->refresh();  // lists it
-    statusBar()->showMessage(m_controller->runId() >= 0
-                                 ? tr("Recording run %1 in %2").arg(m_controller->runId()).arg(m_controller->storePath())
-                                 : tr("Training (not recorded)"),
-                             8000);
+    if (m_browser && m_browser->storePath() == m_controller->runStorePath()) m_browser->refresh();  // lists it
+    statusBar()->showMessage(
+        m_controller->runId() >= 0
+            ? tr("Recording run %1 in %2").arg(m_controller->runId()).arg(m_controller->runStorePath())
+            : tr("Training (not recorded)"),
+        8000);
     updateActions();
     if (m_options.useSettings) saveSettings();
 }
@@ -491,6 +509,10 @@ RunBrowser* MainWindow::runBrowser() {
         m_browser->resize(1200, 640);
         // The default store is created by the first run; until then the list is simply empty.
         m_browser->openStore(m_controller->storePath(), false, true);
+        connect(m_browser, &RunBrowser::resumeRequested, this,
+                [this](const QString& storePath, qint64 runId) { resumeRun(storePath, runId); });
+        connect(m_browser, &RunBrowser::branchRequested, this,
+                [this](const QString& storePath, qint64 runId, qint64 step) { prepareBranch(storePath, runId, step); });
         connect(m_browser, &RunBrowser::storeChanged, this, [this](const QString& path) {
             m_browser->setWindowTitle(tr("Mantissa — run history — %1").arg(path));
         });

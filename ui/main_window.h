@@ -11,15 +11,24 @@
 // Sample tab behind the events. Small windows are laid out
 // on purpose (dock_layout.h). Closing the window during a run stops the run (recorded as
 // `stopped`) before the window goes.
+//
+// Resume and branch (main_window_branch.cpp): a stored run is continued from its latest
+// checkpoint (Run history ▸ Resume, Run ▸ Continue stopped run) and shown with its earlier steps;
+// a branch is prepared (Run history ▸ Branch…, a chart's right-click menu) by putting the
+// checkpoint's experiment into the panels, with the parent drawn faintly on the charts, and the
+// next Start trains it as a new run with the parent recorded.
 #pragma once
 
 #include <QElapsedTimer>
 #include <QMainWindow>
 
+#include <optional>
+
 #include "train/session.h"
 
 class QAction;
 class QDockWidget;
+class QMenu;
 
 namespace mantissa::ui {
 
@@ -78,6 +87,18 @@ public:
     // Throws mantissa::Error for a bad assignment or a key that cannot change during a run.
     void applyLiveSetting(const std::string& assignment);
 
+    // Continues run `runId` of the store at `storePath` from its latest checkpoint, as the same run
+    // (RunController::resumeRun); the panels show its experiment. False and a message otherwise.
+    bool resumeRun(const QString& storePath, std::int64_t runId);
+    // Prepares a branch of run `runId` from its checkpoint at `step`: the checkpoint's experiment,
+    // named "<parent name> @step", goes into the panels (clearing the last run's views) and the
+    // parent is overlaid on the charts; startRun() then starts the branch with whatever the panels
+    // say. False and a message when the checkpoint cannot be read. Setting or opening another
+    // experiment, or cancelBranch(), drops it.
+    bool prepareBranch(const QString& storePath, std::int64_t runId, std::int64_t step);
+    void cancelBranch();
+    bool branchPending() const { return m_branch.has_value(); }
+
     // Classroom mode: only what a lesson needs (the lesson, the run buttons, the precision switches,
     // the teaching charts and columns). A preset with "classroom": true turns it on when loaded;
     // View ▸ Classroom mode turns it on or off, and the choice is remembered.
@@ -101,6 +122,9 @@ public:
     RunToolBar* runToolBar() const { return m_runBar; }
     QAction* stepAction() const { return m_step; }
     QAction* pauseAtAction() const { return m_pauseAtAction; }
+    QAction* startAction() const { return m_start; }
+    // Run ▸ Continue stopped run: the window's last run, stopped or failed, from its latest checkpoint.
+    QAction* continueAction() const { return m_continue; }
     ExperimentPanel* experimentPanel() const { return m_experiment; }
     PrecisionPanel* precisionPanel() const { return m_precision; }
     LayerTableModel* layerModel() const { return m_layerModel; }
@@ -167,6 +191,19 @@ private:
     void onRunFinished(SessionState state, const QString& error);
     void openFromDialog();
     void saveFromDialog();
+    void createBranchActions();  // main_window_branch.cpp
+    void updateBranchActions();
+    // The charts' right-click entry for the window's finished, recorded run.
+    void addChartBranchEntry(QMenu& menu, double step);
+
+    struct PendingBranch {
+        QString storePath;
+        std::int64_t runId = -1;
+        std::int64_t step = 0;
+        QString parentName;
+    };
+    std::optional<PendingBranch> m_branch;  // prepared, waiting for Start
+    QString branchNotice() const;
 
     Options m_options;
     RunController* m_controller = nullptr;
@@ -211,6 +248,8 @@ private:
     QAction* m_about = nullptr;
     QAction* m_step = nullptr;
     QAction* m_pauseAtAction = nullptr;
+    QAction* m_continue = nullptr;
+    QAction* m_cancelBranch = nullptr;
     QAction* m_shortcuts = nullptr;
     QAction* m_docs = nullptr;
     RunToolBar* m_runBar = nullptr;

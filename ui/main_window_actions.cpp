@@ -115,6 +115,7 @@ void MainWindow::createActions() {
                                .arg(QStringLiteral(MANTISSA_VERSION)));
     });
     m_experiment->setActions(m_open, m_save, m_start, m_pause, m_stop);
+    createBranchActions();
 }
 
 void MainWindow::createMenus() {
@@ -142,6 +143,9 @@ void MainWindow::createMenus() {
     run->addSeparator();
     run->addAction(m_pauseAtAction);
     run->addMenu(m_runBar->paceMenu());
+    run->addSeparator();
+    run->addAction(m_continue);
+    run->addAction(m_cancelBranch);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->setObjectName(QStringLiteral("viewMenu"));
     view->addAction(m_resetCharts);
@@ -227,6 +231,7 @@ void MainWindow::updateActions() {
     m_step->setEnabled(paused);
     m_pause->setText(paused ? tr("&Resume") : tr("&Pause"));
     m_pause->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+    updateBranchActions();
 }
 
 }  // namespace mantissa::ui

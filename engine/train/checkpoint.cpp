@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "backend/loss_scaler.h"
 #include "error.h"
 #include "printable_text.h"
 #include "weights/state_dict.h"
@@ -142,7 +143,19 @@ void Checkpoint::restore(Trainer& trainer) const {
     load_state_dict(network, m_file, state_prefix);
     for (Write& w : writes) network.write(*w.tensor, w.values);
     for (const Fp8Restore& f : fp8) f.state->restore(f.role, f.snapshot);
-    trainer.restore(m_info.trainer);
+    // A branch with other loss scaling takes it as a live change would (LossScaler::reconfigure):
+    // a new mode restarts at its init_scale, the same mode keeps the scale it had reached.
+    TrainerState state = m_info.trainer;
+    const LossScalingSpec& had = m_info.experiment.precision.loss_scaling;
+    const LossScalingSpec& wants = trainer.settings().precision.loss_scaling;
+    if (!(had == wants)) {
+        LossScaler scaler(had);
+        scaler.restore(state.loss_scale, state.growth_tracker);
+        scaler.reconfigure(wants);
+        state.loss_scale = scaler.scale();
+        state.growth_tracker = scaler.growth_tracker();
+    }
+    trainer.restore(state);
 }
 
 }  // namespace mantissa

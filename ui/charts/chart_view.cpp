@@ -578,7 +578,8 @@ void ChartView::styleMarker(MarkerItems& m) const {
     const QPalette pal = palette();
     QColor lineColor = m.marker.kind == ChartMarker::Kind::injection ? seriesColor(2) : pal.color(QPalette::Text);
     lineColor.setAlpha(m.marker.kind == ChartMarker::Kind::injection ? 200 : 140);
-    m.line->setPen(QPen(lineColor, 1, Qt::DashLine));
+    // Where a continued or branched run took over from its checkpoint: a solid line, not a change.
+    m.line->setPen(QPen(lineColor, 1, m.marker.kind == ChartMarker::Kind::origin ? Qt::SolidLine : Qt::DashLine));
     m.label->setColor(pal.color(QPalette::Text));
     QColor labelBrush = pal.color(QPalette::Base);
     labelBrush.setAlpha(static_cast<int>(markerLabelAlpha));
@@ -725,13 +726,25 @@ void ChartView::applyPalette() {
     }
 }
 
+void ChartView::fillContextMenu(QMenu& menu, const QPoint& pos) {
+    QAction* one = menu.addAction(tr("Export chart…"));
+    connect(one, &QAction::triggered, this, [this] { ChartExportDialog::exportPlot(this, window(), m_exportName); });
+    if (m_exportGroup) {
+        QAction* all = menu.addAction(tr("Export all charts…"));
+        connect(all, &QAction::triggered, this,
+                [this] { ChartExportDialog::exportPlots(m_exportGroup(), window(), tr("charts")); });
+    }
+    if (m_menuExtension) {
+        menu.addSeparator();
+        m_menuExtension(menu, xAxis->pixelToCoord(pos.x()));
+    }
+}
+
 void ChartView::showContextMenu(const QPoint& pos) {
     QMenu menu(this);
-    QAction* one = menu.addAction(tr("Export chart…"));
-    QAction* all = m_exportGroup ? menu.addAction(tr("Export all charts…")) : nullptr;
-    QAction* chosen = menu.exec(mapToGlobal(pos));
-    if (chosen == one) ChartExportDialog::exportPlot(this, window(), m_exportName);
-    if (chosen && chosen == all) ChartExportDialog::exportPlots(m_exportGroup(), window(), tr("charts"));
+    menu.setToolTipsVisible(true);
+    fillContextMenu(menu, pos);
+    menu.exec(mapToGlobal(pos));
 }
 
 }  // namespace mantissa::ui

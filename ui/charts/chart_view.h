@@ -26,6 +26,8 @@
 #include "series/lod_series.h"
 #include "series/run_series.h"
 
+class QMenu;
+
 namespace mantissa::ui {
 
 enum class GraphStyle {
@@ -92,6 +94,12 @@ public:
     // group (`group` returns the group's charts at the moment of the export).
     void setExportName(const QString& name) { m_exportName = name; }
     void setExportGroup(std::function<QList<QCustomPlot*>()> group) { m_exportGroup = std::move(group); }
+    // Entries of the chart's owner after the export ones (a stored run's "Branch from the
+    // checkpoint at step ≤ N…"): `extend` gets the menu and the step under the cursor. Empty: none.
+    using MenuExtension = std::function<void(QMenu& menu, double step)>;
+    void setMenuExtension(MenuExtension extend) { m_menuExtension = std::move(extend); }
+    // Fills `menu` as a right-click at `pos` (widget pixels) shows it; public for tests.
+    void fillContextMenu(QMenu& menu, const QPoint& pos);
 
     // Re-queries every graph for the current x range and fits y; then a queued (or immediate) replot.
     void refreshData(bool immediate = false);
@@ -210,6 +218,7 @@ private:
     double m_crosshairStep = qQNaN();
     QString m_exportName = QStringLiteral("chart");
     std::function<QList<QCustomPlot*>()> m_exportGroup;
+    MenuExtension m_menuExtension;
 };
 
 // The qualitative colours every chart uses (Tableau 10): readable on light and dark backgrounds.

@@ -493,6 +493,10 @@ void ChartsPanel::resetView() {
     redrawNow();
 }
 
+void ChartsPanel::setMenuExtension(const ChartView::MenuExtension& extend) {
+    for (ChartView* c : charts()) c->setMenuExtension(extend);
+}
+
 void ChartsPanel::setSmoothingWeight(double weight) {
     m_smoothing->setValue(static_cast<int>(std::lround(weight * 1000)));
 }

@@ -79,6 +79,9 @@ public:
     // The most layers whose underflow lines the legend names; past it, the hover read-out does.
     static constexpr std::size_t underflowLegendLayers = 8;
 
+    // The same right-click entries on every chart (ChartView::setMenuExtension); empty: none.
+    void setMenuExtension(const ChartView::MenuExtension& extend);
+
     void setSmoothingWeight(double weight);
     double smoothingWeight() const;
     void setLogLoss(bool on);

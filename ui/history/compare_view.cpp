@@ -399,6 +399,18 @@ void CompareView::rebuildGraphs() {
         acc->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c.color, c.color, 5));
         m_underflowChart->addSeries(&c.underflow, c.name, c.color, GraphStyle::line, false, 100.0);
     }
+    // Where a branch left its parent, when both are compared (by step only: a marker sits on a step).
+    std::vector<ChartMarker> markers;
+    if (m_xAxis == XAxis::step)
+        for (const auto& child : m_runs) {
+            if (child->row.parent_uuid.empty() || !child->row.parent_step) continue;
+            for (const auto& parent : m_runs)
+                if (parent.get() != child.get() && parent->row.uuid == child->row.parent_uuid)
+                    markers.push_back({*child->row.parent_step,
+                                       tr("#%1 branched from #%2").arg(child->row.id).arg(parent->row.id).toStdString(),
+                                       ChartMarker::Kind::origin});
+        }
+    for (ChartView* c : charts()) c->setMarkers(markers);
     const QString xLabel = m_xAxis == XAxis::step ? tr("step") : tr("elapsed time (s)");
     for (ChartView* c : charts()) c->setXLabel(xLabel);  // shown on the bottom chart, and on any exported
     m_xMax = xMax > 0 ? xMax : 1;

@@ -4,6 +4,10 @@
 // elapsed time (a toggle); one smoothing weight applies to every run. Beside the charts, a table of
 // the experiment keys whose values differ between the runs, one column per run.
 //
+// Steps are the runs' own (a branch's first step is its parent's checkpoint step S, never re-based
+// to 0), so a branch compared with its parent lines up with it at S; aligned by step, a labelled
+// line marks S on every chart ("#13 branched from #12").
+//
 // The runs are read from the store when set; a run still recording (here or by mantissa-cli) is
 // followed: once a second the rows it recorded since are read and the curves redrawn, until no
 // run is recording. Series are rebuilt from the rows when the x axis or the smoothing changes.

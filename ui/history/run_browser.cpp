@@ -21,12 +21,14 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
+#include <QTextDocument>
 #include <QToolButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <initializer_list>
 
+#include "history/checkpoint_rules.h"
 #include "history/close_keys.h"
 #include "history/compare_view.h"
 #include "history/run_filter_proxy.h"
@@ -36,14 +38,10 @@
 
 namespace mantissa::ui {
 
-namespace {
-
-QString readOnlyReason() {
+QString RunBrowser::readOnlyReason() {
     return QObject::tr("This store is open read-only (the file or its folder cannot be written), so runs can be "
                        "browsed, opened and exported but not edited or deleted.");
 }
-
-}  // namespace
 
 RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     m_model = new RunTableModel(this);
@@ -66,6 +64,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     const QFontMetrics fm(font());
     const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromUtf8(sample)) + 20; };
     m_view->setColumnWidth(RunTableModel::Name, width("fmnist-fp16-dynamic-x"));
+    m_view->setColumnWidth(RunTableModel::Parent, width("Branch of"));
     m_view->setColumnWidth(RunTableModel::Date, width("2026-11-29 20:00"));
     m_view->setColumnWidth(RunTableModel::Status, width("interrupted"));
     m_view->setColumnWidth(RunTableModel::Backend, width("backend"));
@@ -161,6 +160,11 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
         buttons->addWidget(b);
     }
     buttons->addWidget(m_exportButton);
+    for (QAction* a : {m_resumeAction, m_branchAction}) {
+        auto* b = new QToolButton;
+        b->setDefaultAction(a);
+        buttons->addWidget(b);
+    }
     buttons->addStretch(1);
     auto* del = new QToolButton;
     del->setDefaultAction(m_deleteAction);
@@ -243,6 +247,16 @@ void RunBrowser::buildActions() {
     m_deleteAction->setShortcut(QKeySequence::Delete);
     m_deleteAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     connect(m_deleteAction, &QAction::triggered, this, [this] { deleteRuns(selectedRunIds()); });
+    m_resumeAction = new QAction(tr("Resume"), this);
+    connect(m_resumeAction, &QAction::triggered, this, [this] {
+        const auto ids = selectedRunIds();
+        if (ids.size() == 1) resumeRun(ids.front());
+    });
+    m_branchAction = new QAction(tr("Branch…"), this);
+    connect(m_branchAction, &QAction::triggered, this, [this] {
+        const auto ids = selectedRunIds();
+        if (ids.size() == 1) branchWithDialog(ids.front());
+    });
     for (QAction* a : {m_refreshAction, m_deleteAction}) addAction(a);
 }
 
@@ -475,6 +489,8 @@ RunViewer* RunBrowser::openRun(std::int64_t id) {
     viewer->setProperty("storePath", storePath());
     viewer->setAttribute(Qt::WA_DeleteOnClose);
     connect(viewer, &RunViewer::runFinished, this, &RunBrowser::refresh);
+    connect(viewer, &RunViewer::branchRequested, this,
+            [this, path = storePath()](qint64 runId, qint64 step) { emit branchRequested(path, runId, step); });
     m_viewers.removeAll(nullptr);
     m_viewers << viewer;
     viewer->show();
@@ -559,6 +575,9 @@ void RunBrowser::updateActions() {
     m_deleteAction->setEnabled(writable && !ids.empty());
     m_deleteAction->setToolTip(writable ? tr("Delete the selected runs and their data (asks first).") : readOnlyReason());
     m_refreshAction->setEnabled(store);
+    const RunRow* run = ids.size() == 1 ? m_model->runById(ids.front()) : nullptr;
+    readCheckpoints(run);
+    updateResumeActions(run);
 }
 
 void RunBrowser::updateDetails() {
@@ -585,6 +604,24 @@ void RunBrowser::updateDetails() {
                                                                     RunTableModel::displayDate(run->created_at));
     if (!run->device.empty()) title += QStringLiteral("<br>") + QString::fromStdString(run->backend + ": " + run->device).toHtmlEscaped();
     if (!run->error.empty()) title += QStringLiteral("<br>") + QString::fromStdString(run->error).toHtmlEscaped();
+    // The family: where a branch came from, the run's checkpoints and its own branches.
+    if (const QString from = branchedFromText(*run, m_model->runs()); !from.isEmpty())
+        title += QStringLiteral("<br>") + from.toHtmlEscaped() + QLatin1Char('.');
+    if (!m_checkpointError.isEmpty())
+        title += QStringLiteral("<br>") + m_checkpointError.toHtmlEscaped();
+    else if (m_checkpoints.empty())
+        title += QStringLiteral("<br>") + tr("No checkpoints.");
+    else
+        title += QStringLiteral("<br>") +
+                 (m_checkpoints.size() == 1 ? tr("Checkpoint at step %1.") : tr("Checkpoints at steps %1."))
+                     .arg(checkpointStepsText(m_checkpoints));
+    QStringList branches;
+    for (const RunRow& r : m_model->runs())
+        if (!r.parent_uuid.empty() && r.parent_uuid == run->uuid && r.parent_step)
+            branches
+                << tr("run %1 at step %2").arg(r.id).arg(QLocale().toString(static_cast<qlonglong>(*r.parent_step)));
+    if (!branches.isEmpty())
+        title += QStringLiteral("<br>") + tr("Branches: %1.").arg(branches.join(QStringLiteral(", ")));
     m_detailsTitle->setText(title);
     // The same run again (a refresh): an editor the user has changed keeps its text.
     const bool same = run->id == m_detailsId;
@@ -598,6 +635,12 @@ void RunBrowser::updateDetails() {
     m_loadedName = name;
     m_loadedTags = tags;
     m_loadedNotes = notes;
+}
+
+QString RunBrowser::detailsText() const {
+    QTextDocument doc;
+    doc.setHtml(m_detailsTitle->text());
+    return doc.toPlainText();
 }
 
 void RunBrowser::saveDetails() {

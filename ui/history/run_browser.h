@@ -1,10 +1,15 @@
-// RunBrowser: every run in a store as a sortable, filterable table (name, date, status, backend,
-// configuration summary, steps, final loss, test accuracy, tags), with a details pane to rename a
-// run and edit its tags and notes, and actions to open runs (a RunViewer each, following runs still
-// recording), compare 2..8 of them (a CompareView), overlay them on the live charts (a signal the
-// main window answers), export a run and delete runs (confirmed). The configuration column says
-// what was changed during each run (live_changes.h). Esc and Ctrl+W close the browser when it is
-// a window of its own (close_keys.h), and so do they a run's window and a comparison.
+// RunBrowser: every run in a store as a sortable, filterable table (name, the run a branch came
+// from, date, status, backend, configuration summary, steps, final loss, test accuracy, tags), with
+// a details pane to rename a run and edit its tags and notes, and actions to open runs (a RunViewer
+// each, following runs still recording), compare 2..8 of them (a CompareView), overlay them on the
+// live charts (a signal the main window answers), export a run and delete runs (confirmed). The
+// configuration column says what was changed during each run (live_changes.h). For the selected
+// run, "Resume" continues it from its latest checkpoint and "Branch…" starts a new run from a
+// checkpoint picked by step (the rules and their sentences: checkpoint_rules.h); the browser only
+// checks and asks, the main window runs them (resumeRequested, branchRequested). The "Branch of"
+// column and the details pane show the family: a branch's parent and step, a run's checkpoints and
+// its branches. Esc and Ctrl+W close the browser when it is a window of its own (close_keys.h), and
+// so do they a run's window and a comparison.
 // "Open store…" switches to another store file; a file that is not a store is refused with one
 // sentence and the browser keeps the store it had. A read-only store is browsed with the editing
 // actions disabled (their tooltips say why). While any listed run is `running`, the list refreshes
@@ -98,6 +103,19 @@ public:
     void setOpensWindows(bool on) { m_opensWindows = on; }
     QList<RunViewer*> openViewers() const;
 
+    // Asks the main window to continue run `id` from its latest checkpoint (resumeRequested); false
+    // with lastError() when the run cannot be (checkpoint_rules.h's sentence).
+    bool resumeRun(std::int64_t id);
+    // Asks the main window to branch run `id` from its checkpoint at `step` (branchRequested);
+    // false with lastError() when there is no such checkpoint.
+    bool branchRun(std::int64_t id, std::int64_t step);
+    // Lets a person pick one of the run's checkpoints by step (the latest offered first), then
+    // branchRun().
+    void branchWithDialog(std::int64_t id);
+    // The selected run's checkpoints, as the actions and the details pane last read them.
+    const std::vector<CheckpointRow>& selectedCheckpoints() const { return m_checkpoints; }
+    QString detailsText() const;  // the details pane's heading, plain
+
     // Export without a dialog: "" or one sentence.
     QString exportRun(std::int64_t id, const ExportChoice& choice, const QString& path);
 
@@ -110,6 +128,10 @@ public:
     QAction* overlayAction() const { return m_overlayAction; }
     void overlayRuns(const std::vector<std::int64_t>& ids);
     QAction* deleteAction() const { return m_deleteAction; }
+    // "Resume": enabled for one stopped, interrupted or failed run with a checkpoint, in a store
+    // that can be written; its tooltip says why not otherwise. "Branch…": one run with a checkpoint.
+    QAction* resumeAction() const { return m_resumeAction; }
+    QAction* branchAction() const { return m_branchAction; }
     QPushButton* saveDetailsButton() const { return m_saveDetails; }
     NoticeBar* noticeBar() const { return m_notice; }
 
@@ -121,16 +143,23 @@ signals:
     // `name` ("fp16-baseline (run 12)"); history/run_overlay.h does it in one call.
     void overlayRequested(const QString& storePath, qint64 runId, const QString& name);
     void runsChanged();                             // the list was re-read (edits, deletes, refresh)
+    // Continue run `runId` of the store at `storePath` from its latest checkpoint, as the same run.
+    void resumeRequested(const QString& storePath, qint64 runId);
+    // Start a new run from run `runId`'s checkpoint at `step`, with settings a person changes first.
+    void branchRequested(const QString& storePath, qint64 runId, qint64 step);
     void errorOccurred(const QString& message);
 
 private:
     void buildActions();
     void updateActions();
+    void updateResumeActions(const RunRow* run);
     void updateDetails();
+    void readCheckpoints(const RunRow* run);  // m_checkpoints for the selected run
     void saveDetails();
     void reportError(const QString& message);
     void updateFilterChoices();
     bool editAllowed();
+    static QString readOnlyReason();  // the editing actions' tooltip on a read-only store
 
     std::shared_ptr<RunStore> m_store;
     RunTableModel* m_model = nullptr;
@@ -154,6 +183,10 @@ private:
     QAction* m_overlayAction = nullptr;
     LiveChangeReader m_changes;  // each listed run's live setting changes
     QAction* m_deleteAction = nullptr;
+    QAction* m_resumeAction = nullptr;
+    QAction* m_branchAction = nullptr;
+    std::vector<CheckpointRow> m_checkpoints;  // the selected run's (empty: none, or not one run)
+    QString m_checkpointError;                  // why they could not be read, else empty
     QTimer m_autoRefresh;
     bool m_refreshing = false;  // the model is being re-read: selection changes are not the user's
     // The run the details pane shows and the values it loaded, so a refresh keeps unsaved edits.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <set>
 
+#include "history/checkpoint_rules.h"
 #include "history/config_summary.h"
 
 namespace mantissa::ui {
@@ -21,6 +22,8 @@ void RunTableModel::setRuns(std::vector<RunRow> runs, std::map<std::int64_t, std
     m_runs = std::move(runs);
     m_changes = std::move(changes);
     m_summaries.clear();
+    m_idOfUuid.clear();
+    for (const auto& r : m_runs) m_idOfUuid[r.uuid] = r.id;
     std::vector<double> losses;
     for (const auto& r : m_runs) {
         const auto changed = m_changes.find(r.id);
@@ -70,6 +73,19 @@ QString RunTableModel::displayDate(const std::string& isoUtc) {
     return t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
 }
 
+std::int64_t RunTableModel::parentId(const RunRow& run) const {
+    if (run.parent_uuid.empty() || !run.parent_step) return -1;
+    const auto it = m_idOfUuid.find(run.parent_uuid);
+    return it == m_idOfUuid.end() ? -1 : it->second;
+}
+
+QString RunTableModel::parentText(const RunRow& run) const {
+    if (run.parent_uuid.empty() || !run.parent_step) return {};
+    const std::int64_t parent = parentId(run);
+    const QString step = QLocale().toString(static_cast<qlonglong>(*run.parent_step));
+    return parent >= 0 ? tr("#%1 @%2").arg(parent).arg(step) : tr("other store @%1").arg(step);
+}
+
 int RunTableModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
 }
@@ -84,12 +100,14 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     const QString summary = m_summaries[static_cast<std::size_t>(index.row())];
     switch (role) {
     case IdRole: return QVariant::fromValue<qlonglong>(r.id);
+    case ParentIdRole: return QVariant::fromValue<qlonglong>(parentId(r));
     case StatusRole: return QString::fromLatin1(run_status_name(r.status));
     case TagsRole: return splitTags(r.tags);
     case SearchRole:
         return QStringList{QString::number(r.id), QString::fromStdString(r.name), QString::fromStdString(r.notes),
                            QString::fromStdString(r.tags), summary, QString::fromStdString(r.backend),
-                           QString::fromStdString(r.device), QString::fromLatin1(run_status_name(r.status))}
+                           QString::fromStdString(r.device), QString::fromLatin1(run_status_name(r.status)),
+                           parentText(r)}
             .join(QLatin1Char('\n'));
     case Qt::ToolTipRole:
         if (index.column() == Name) {
@@ -97,6 +115,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
             if (!r.notes.empty()) tip += QStringLiteral("<br>") + QString::fromStdString(r.notes).toHtmlEscaped();
             return tip;
         }
+        if (index.column() == Parent) return branchedFromText(r, m_runs);
         if (index.column() == Status && !r.error.empty()) return QString::fromStdString(r.error);
         if (index.column() == Backend) return QString::fromStdString(r.device);
         if (index.column() == Configuration) {
@@ -107,7 +126,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
         }
         return {};
     case Qt::TextAlignmentRole:
-        if (index.column() == Steps || index.column() == FinalLoss || index.column() == TestAccuracy)
+        if (index.column() == Parent || index.column() == Steps || index.column() == FinalLoss ||
+            index.column() == TestAccuracy)
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
         return {};
     case Qt::ForegroundRole:
@@ -122,6 +142,10 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     const bool sort = role == SortRole;
     switch (index.column()) {
     case Name: return QString::fromStdString(r.name);
+    case Parent:
+        if (!sort) return parentText(r);
+        // By parent, then step; runs that are not branches first.
+        return r.parent_step ? static_cast<double>(parentId(r)) * 1e12 + static_cast<double>(*r.parent_step) : -2e12;
     case Date: return sort ? QVariant(QString::fromStdString(r.created_at)) : QVariant(displayDate(r.created_at));
     case Status: return QString::fromLatin1(run_status_name(r.status));
     case Backend: return QString::fromStdString(r.backend);
@@ -139,9 +163,12 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == Parent)
+        return tr("For a branch: the run it started from (#id) and the step of that run's checkpoint (@step).");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
     case Name: return tr("Name");
+    case Parent: return tr("Branch of");
     case Date: return tr("Date");
     case Status: return tr("Status");
     case Backend: return tr("Backend");

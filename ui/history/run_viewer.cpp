@@ -17,6 +17,7 @@
 #include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
 #include "charts/number_format.h"
+#include "history/checkpoint_rules.h"
 #include "history/close_keys.h"
 #include "history/config_summary.h"
 #include "history/live_changes.h"
@@ -71,6 +72,15 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
         }
     });
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
+    m_charts->setMenuExtension([this](QMenu& menu, double step) {
+        std::vector<CheckpointRow> checkpoints;
+        try {
+            checkpoints = m_store->checkpoints(m_runId);
+        } catch (const std::exception&) {
+            return;  // a store that cannot say offers no branch
+        }
+        addBranchMenuEntry(menu, step, checkpoints, [this](std::int64_t from) { emit branchRequested(m_runId, from); });
+    });
 
     auto* header = new QHBoxLayout;
     header->addWidget(m_summary, 1);
@@ -118,6 +128,7 @@ bool RunViewer::load() {
         return false;
     }
     readThroughput();
+    readFamily();
     m_charts->setSeries(&m_series);
     m_eventModel->setSeries(&m_series);
     m_sample->setSeries(&m_series);
@@ -204,6 +215,23 @@ void RunViewer::readThroughput() {
     }
 }
 
+void RunViewer::readFamily() {
+    QStringList parts;
+    try {
+        if (const QString from =
+                branchedFromText(m_run, m_run.parent_uuid.empty() ? std::vector<RunRow>{} : m_store->list_runs());
+            !from.isEmpty())
+            parts << from;
+        const std::vector<CheckpointRow> checkpoints = m_store->checkpoints(m_runId);
+        parts << (checkpoints.empty()          ? tr("no checkpoints")
+                  : checkpoints.size() == 1 ? tr("checkpoint at step %1").arg(checkpointStepsText(checkpoints))
+                                            : tr("checkpoints at steps %1").arg(checkpointStepsText(checkpoints)));
+    } catch (const std::exception&) {
+        // The family is a note; the run itself was read.
+    }
+    m_family = parts.join(QStringLiteral(" · "));
+}
+
 void RunViewer::onFinished() {
     try {
         m_run = m_store->run(m_runId);
@@ -211,6 +239,7 @@ void RunViewer::onFinished() {
         m_error = QString::fromStdString(e.what());
     }
     readThroughput();
+    readFamily();
     m_charts->redrawNow();
     m_eventModel->sync();
     m_sample->sync();
@@ -262,6 +291,7 @@ void RunViewer::updateSummary() {
                        .arg(facts.join(QStringLiteral(" · ")).toHtmlEscaped(),
                             summaryWithChanges(QString::fromStdString(configSummary(m_run.config_json)), changes)
                                 .toHtmlEscaped());
+    if (!m_family.isEmpty()) html += QStringLiteral("<br>") + m_family.toHtmlEscaped();
     if (!m_run.error.empty()) html += QStringLiteral("<br>") + tr("Failed: %1").arg(QString::fromStdString(m_run.error).toHtmlEscaped());
     if (!m_error.isEmpty()) html += QStringLiteral("<br><b>%1</b>").arg(m_error.toHtmlEscaped());
     m_summary->setText(html);

@@ -6,7 +6,10 @@
 // RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
 // process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
 // The block maps are held within the series' budget (the newest steps'); the panel asks for an
-// older step's again and the viewer reads it from the store (loadBlockScaleMaps).
+// older step's again and the viewer reads it from the store (loadBlockScaleMaps). The header says
+// which run a branch started from and at which step, and lists the run's checkpoints; a chart's
+// right-click menu offers "Branch from the checkpoint at step ≤ N…" (branchRequested, which the
+// run browser passes on to the main window).
 //
 // A window of its own (the browser opens one per run) or a widget to embed. GUI thread only.
 #pragma once
@@ -65,6 +68,8 @@ public:
 signals:
     void runFinished(qint64 runId);  // a followed run ended (its status is in run())
     void runUpdated(qint64 runId);   // new rows were appended
+    // A person asked to branch this run from its checkpoint at `step` (a chart's menu).
+    void branchRequested(qint64 runId, qint64 step);
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -81,6 +86,8 @@ private:
     // run is loaded and when it finishes (not on every followed row: it reads every step).
     std::optional<double> m_samplesPerSecond;
     void readThroughput();
+    void readFamily();  // m_family: where a branch came from, and the run's checkpoints
+    QString m_family;
     void showBlockScales();  // once the run has block-scale views: the panel, with room for its plots
     void sizeBlockScales();
     RunSeries m_series;

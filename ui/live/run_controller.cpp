@@ -1,5 +1,8 @@
-// RunController: session, ring, recorder and timer of one run (see run_controller.h).
+// RunController: session, ring, recorder and timer of one run, new, continued or branched (see
+// run_controller.h).
 #include "live/run_controller.h"
+
+#include <QFile>
 
 #include <cmath>
 #include <exception>
@@ -8,8 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "history/checkpoint_rules.h"
+#include "history/run_loader.h"
 #include "live/telemetry_ring.h"
 #include "store/run_store.h"
+#include "train/checkpoint.h"
 
 namespace mantissa::ui {
 
@@ -27,6 +33,14 @@ RunStatus statusOf(SessionState s) {
 }
 
 QString text(const std::exception& e) { return QString::fromStdString(e.what()); }
+
+// A checkpoint the store lists for `run` must be that run's (a folder changed by hand is not).
+void checkOwner(const Checkpoint& checkpoint, const CheckpointRow& row, const RunRow& run) {
+    const std::string& owner = checkpoint.info().run_uuid;
+    if (!owner.empty() && owner != run.uuid)
+        throw Error(row.file + " is a checkpoint of another run (" + owner + "), not of run " + std::to_string(run.id) +
+                    " (\"" + run.name + "\"); the store's checkpoint folder was changed by hand.");
+}
 }  // namespace
 
 RunController::RunController(QObject* parent) : QObject(parent) {
@@ -91,23 +105,192 @@ bool RunController::start(const Experiment& experiment, const std::vector<Comman
             recorder = m_store->start_run(info);
             runId = recorder->run_id();
             session->add_sink(recorder);
+            // Its checkpoints beside the store, named by the run's uuid (as mantissa-cli train does).
+            const std::string uuid = m_store->run(runId).uuid;
+            session->set_checkpoint_folder(checkpoint_folder(m_store->path(), uuid), uuid);
         } catch (const std::exception& e) {
             recorder.reset();
+            runId = -1;
             emit noticeRaised(tr("This run will not be recorded: %1").arg(text(e)));
         }
     }
+    return launch(std::move(session), std::move(ring), std::move(recorder), runId,
+                  runId >= 0 ? m_storePath : QString(), RunKind::fresh, first, {});
+}
 
+RunStore* RunController::writableStore(const QString& path) {
+    if (path.isEmpty()) {
+        emit errorOccurred(tr("No run store is open, so there is no stored run to continue or branch."));
+        return nullptr;
+    }
+    if (path == m_storePath && m_store) return m_store.get();
+    try {
+        // An existing store only: a continuation or a branch needs its run there.
+        auto store = std::make_unique<RunStore>(QFile::encodeName(path).toStdString(), StoreAccess::read);
+        if (store->read_only()) {
+            emit errorOccurred(tr("The run store %1 can only be read (check its permissions), so a continued or "
+                                  "branched run could not be recorded in it.")
+                                   .arg(path));
+            return nullptr;
+        }
+        if (path == m_storePath) {
+            m_store = std::move(store);
+            return m_store.get();
+        }
+        m_otherStore = std::move(store);
+        return m_otherStore.get();
+    } catch (const std::exception& e) {
+        emit errorOccurred(text(e));
+        return nullptr;
+    }
+}
+
+bool RunController::resumeRun(const QString& storePath, std::int64_t runId, const std::vector<Command>& first) {
+    if (active()) {
+        emit errorOccurred(tr("A run is already in progress; stop it before continuing another."));
+        return false;
+    }
+    RunStore* store = writableStore(storePath);
+    if (!store) return false;
+    std::unique_ptr<Session> session;
+    std::shared_ptr<TelemetryRing> ring;
+    std::shared_ptr<Recorder> recorder;
+    try {
+        const RunRow run = store->run(runId);
+        const std::vector<CheckpointRow> checkpoints = store->checkpoints(runId);
+        if (const QString why = resumeRefusal(run, checkpoints); !why.isEmpty()) {
+            emit errorOccurred(why);
+            return false;
+        }
+        // Everything that can refuse does so before the store drops the steps after the checkpoint.
+        const CheckpointRow& from = checkpoints.back();
+        const Checkpoint checkpoint(from.file);  // the whole header and the metadata checked
+        checkOwner(checkpoint, from, run);
+        SessionOptions options;
+        options.resume_from = from.file;
+        options.parent_name = runLabel(run).toStdString();
+        session = std::make_unique<Session>(checkpoint.info().experiment, options);  // restores the state
+        if (session->first_step() >= session->total_steps()) {
+            emit errorOccurred(tr("Run %1 (“%2”) has its latest checkpoint at its last step (%3), so nothing is left "
+                                  "to continue; to train it further, branch it (Branch…) with more steps.")
+                                   .arg(run.id)
+                                   .arg(QString::fromStdString(run.name))
+                                   .arg(session->first_step()));
+            return false;
+        }
+        ring = std::make_shared<TelemetryRing>(session->layers().size());
+        session->add_sink(ring);
+        recorder = store->continue_run(runId, from.step);  // refuses a run another process records
+        session->add_sink(recorder);
+        session->set_checkpoint_folder(checkpoint_folder(store->path(), run.uuid), run.uuid);
+    } catch (const std::exception& e) {
+        emit errorOccurred(text(e));
+        return false;
+    }
+    // The run's steps before the checkpoint, as the store now holds them, then the live ones.
+    auto history = [this, store, runId] {
+        RunCursor cursor;
+        cursor.started = true;  // the series is reset for the session's layers already
+        cursor.blockScales = true;
+        try {
+            loadNewRows(*store, runId, m_series, cursor);
+        } catch (const std::exception& e) {
+            emit noticeRaised(tr("The run's steps before its checkpoint could not be read for the charts (%1); the "
+                                 "store still has them.")
+                                  .arg(text(e)));
+        }
+    };
+    return launch(std::move(session), std::move(ring), std::move(recorder), runId, storePath, RunKind::continued, first,
+                  history);
+}
+
+bool RunController::startBranch(const QString& storePath, std::int64_t runId, std::int64_t step,
+                                const Experiment& experiment, const std::vector<Command>& first) {
+    if (active()) {
+        emit errorOccurred(tr("A run is already in progress; stop it before starting a branch."));
+        return false;
+    }
+    RunStore* store = writableStore(storePath);
+    if (!store) return false;
+    std::unique_ptr<Session> session;
+    std::shared_ptr<TelemetryRing> ring;
+    std::shared_ptr<Recorder> recorder;
+    std::int64_t branchId = -1;
+    try {
+        const RunRow run = store->run(runId);
+        const std::vector<CheckpointRow> checkpoints = store->checkpoints(runId);
+        if (const QString why = branchRefusal(run, checkpoints); !why.isEmpty()) {
+            emit errorOccurred(why);
+            return false;
+        }
+        const CheckpointRow* from = checkpointAt(checkpoints, step);
+        if (!from) {
+            emit errorOccurred(tr("Run %1 (“%2”) has no checkpoint at step %3; its checkpoints are at steps %4.")
+                                   .arg(run.id)
+                                   .arg(QString::fromStdString(run.name))
+                                   .arg(step)
+                                   .arg(checkpointStepsText(checkpoints)));
+            return false;
+        }
+        const Checkpoint checkpoint(from->file);
+        checkOwner(checkpoint, *from, run);
+        SessionOptions options;
+        options.resume_from = from->file;
+        options.branch = true;
+        options.parent_name = runLabel(run).toStdString();
+        session = std::make_unique<Session>(experiment, options);  // a model the checkpoint does not fit throws here
+        if (session->first_step() >= session->total_steps()) {
+            emit errorOccurred(tr("The checkpoint is at step %1, the end of the branch's %2 steps; give it more steps "
+                                  "(Experiment ▸ Steps) and start it again.")
+                                   .arg(session->first_step())
+                                   .arg(session->total_steps()));
+            return false;
+        }
+        ring = std::make_shared<TelemetryRing>(session->layers().size());
+        session->add_sink(ring);
+        RunInfo info;
+        info.name = experiment.name;
+        info.backend = session->backend_name();
+        info.device = session->device_name();
+        info.config_json = experiment_to_json(experiment).dump();
+        info.layers = session->layers();
+        info.parent_uuid = run.uuid;
+        info.parent_step = from->step;
+        recorder = store->start_run(info);
+        branchId = recorder->run_id();
+        session->add_sink(recorder);
+        const std::string uuid = store->run(branchId).uuid;
+        session->set_checkpoint_folder(checkpoint_folder(store->path(), uuid), uuid);
+    } catch (const std::exception& e) {
+        if (recorder) recorder->finish(RunStatus::failed, e.what());
+        emit errorOccurred(text(e));
+        return false;
+    }
+    return launch(std::move(session), std::move(ring), std::move(recorder), branchId, storePath, RunKind::branch, first,
+                  {});
+}
+
+void RunController::resetSeries(const Session& session) {
+    std::vector<std::string> names;
+    for (const auto& l : session.layers()) names.push_back(l.name);
+    m_series.reset(std::move(names));
+    m_series.declareOpStats(opStatsOf(session.layers()));
+    m_series.setTextRun(session.experiment().dataset.kind == "text");
+}
+
+bool RunController::launch(std::unique_ptr<Session> session, std::shared_ptr<TelemetryRing> ring,
+                           std::shared_ptr<Recorder> recorder, std::int64_t runId, const QString& runStorePath,
+                           RunKind kind, const std::vector<Command>& first, const std::function<void()>& history) {
     m_session = std::move(session);  // the previous, finished session goes here
     m_ring = std::move(ring);
     m_recorder = std::move(recorder);
     m_runId = runId;
+    m_runStorePath = runId >= 0 ? runStorePath : QString();
+    m_runKind = kind;
     m_reportedDrops = 0;
     m_lastState = SessionState::created;
-    std::vector<std::string> names;
-    for (const auto& l : m_session->layers()) names.push_back(l.name);
-    m_series.reset(std::move(names));
-    m_series.declareOpStats(opStatsOf(m_session->layers()));
-    m_series.setTextRun(experiment.dataset.kind == "text");
+    resetSeries(*m_session);
+    if (history) history();
     for (const auto& n : m_session->notices()) emit runNoticeRaised(QString::fromStdString(n));
 
     try {
@@ -165,6 +348,8 @@ bool RunController::clearRun() {
     m_ring.reset();
     m_recorder.reset();
     m_runId = -1;
+    m_runStorePath.clear();
+    m_runKind = RunKind::fresh;
     m_reportedDrops = 0;
     m_lastState = SessionState::created;
     m_series.reset({});
@@ -179,6 +364,8 @@ const std::vector<LayerInfo>& RunController::layers() const {
     static const std::vector<LayerInfo> none;
     return m_session ? m_session->layers() : none;
 }
+
+std::int64_t RunController::firstStep() const { return m_session ? m_session->first_step() : 0; }
 
 std::int64_t RunController::stepsDone() const {
     const auto& last = m_series.lastStep();

@@ -11,13 +11,17 @@
 // step, joins it, and finishes the recording as `stopped`.
 //
 // A store that cannot be opened does not prevent training: the run goes on unrecorded and
-// noticeRaised says why. GUI thread only.
+// noticeRaised says why. A recorded run writes its checkpoints (train.checkpoint_every) to the
+// folder beside its store (checkpoint_folder), as mantissa-cli train does; resumeRun() continues a
+// stored run from its latest checkpoint as the same run, and startBranch() starts a new run from
+// any checkpoint with changed settings (the rules of app/cli/cmd_resume.cpp). GUI thread only.
 #pragma once
 
 #include <QObject>
 #include <QString>
 #include <QTimer>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,10 +49,27 @@ public:
     void setStorePath(const QString& path);
     QString storePath() const { return m_storePath; }
 
+    // How the current run began.
+    enum class RunKind { fresh, continued, branch };
+
     // Builds the session (loads the dataset, builds the model) and starts it. On bad input emits
     // errorOccurred with the engine's sentence and returns false; the previous run's data stays.
     // `first` is posted before the first step (a PauseAt for a script that acts at exact steps).
     bool start(const Experiment& experiment, const std::vector<Command>& first = {});
+    // Continues run `runId` of the store at `storePath` (this controller's or another) from its
+    // latest checkpoint, with the experiment as it stood there, recorded as the same run: the store
+    // drops what the run recorded after the checkpoint, and the series holds the run's earlier
+    // steps, read from the store, before the live ones. Only a stopped, interrupted or failed run
+    // with a checkpoint (checkpoint_rules.h); the checkpoint file is checked, and the session
+    // built from it, before the store is changed. False, with errorOccurred's sentence, otherwise.
+    bool resumeRun(const QString& storePath, std::int64_t runId, const std::vector<Command>& first = {});
+    // Starts a new run from run `runId`'s checkpoint at `step` (in the store at `storePath`, where
+    // the branch is recorded too, with the run as its parent and `step`): `experiment` is the
+    // checkpoint's (Checkpoint::info().experiment) with a person's changes. Its steps start at
+    // `step`. False, with errorOccurred's sentence, for a missing or damaged checkpoint, a changed
+    // model the checkpoint does not fit, or a step budget the checkpoint has already reached.
+    bool startBranch(const QString& storePath, std::int64_t runId, std::int64_t step, const Experiment& experiment,
+                     const std::vector<Command>& first = {});
     void post(const Command& command);   // applied by the session before its next step
     void togglePause();
     void stop();                        // asks to stop; runFinished follows from the timer
@@ -80,6 +101,12 @@ public:
     Session* session() { return m_session.get(); }  // e.g. a ChangeSchedule's pauses and commands
     const std::vector<LayerInfo>& layers() const;
     std::int64_t runId() const { return m_runId; }   // in the store; -1 when not recorded
+    // The store the run is recorded in: storePath() for a new run, the stored run's for a
+    // continuation or a branch; empty when not recorded.
+    QString runStorePath() const { return m_runStorePath; }
+    RunKind runKind() const { return m_runKind; }
+    // The step the session started from: 0, or a continuation's or a branch's checkpoint step.
+    std::int64_t firstStep() const;
     std::int64_t droppedSteps() const;               // records the live view lost (the store has all)
     // Statistics steps whose what-if rows the live view lost (a fast run outpacing the ~30 Hz drain
     // of their small ring): the What-if panel's slider skips them; the store has them. No notice:
@@ -110,11 +137,24 @@ signals:
 
 private:
     bool openStore();
+    // The store at `path`, writable: this controller's own (opened as openStore does) or another
+    // (kept until the next one is asked for). nullptr after errorOccurred.
+    RunStore* writableStore(const QString& path);
+    // Takes over a built session and its recording (either may be null) and starts it.
+    // `history` fills the reset series before the first live step (a continuation's earlier steps).
+    bool launch(std::unique_ptr<Session> session, std::shared_ptr<TelemetryRing> ring,
+                std::shared_ptr<Recorder> recorder, std::int64_t runId, const QString& runStorePath, RunKind kind,
+                const std::vector<Command>& first, const std::function<void()>& history);
+    // The series reset for the session's layers, before its first step.
+    void resetSeries(const Session& session);
     bool drainRing();   // true when anything arrived
     void finishRun();
 
     QString m_storePath;
     std::unique_ptr<RunStore> m_store;
+    std::unique_ptr<RunStore> m_otherStore;  // a continued or branched run's store, when not m_store's
+    QString m_runStorePath;
+    RunKind m_runKind = RunKind::fresh;
     std::unique_ptr<Session> m_session;
     std::shared_ptr<TelemetryRing> m_ring;
     std::shared_ptr<Recorder> m_recorder;

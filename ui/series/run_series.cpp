@@ -67,6 +67,20 @@ bool isInjection(const Event& event, std::string* label) {
     }
 }
 
+bool isCheckpointStart(const Event& event, std::string* label) {
+    if (event.kind != EventKind::run_started) return false;
+    try {
+        const auto data = nlohmann::json::parse(event.data_json);
+        if (!data.is_object()) return false;
+        const bool resumed = data.contains("resumed_from_step"), branched = data.contains("branched_from_step");
+        if (!resumed && !branched) return false;
+        if (label) *label = resumed ? "resumed from checkpoint" : "branched from checkpoint";
+        return true;
+    } catch (const nlohmann::json::exception&) {
+        return false;
+    }
+}
+
 std::vector<std::pair<std::string, std::string>> opStatsOf(const std::vector<LayerInfo>& layers) {
     static const std::string qkv = ".attn.qkv";
     std::vector<std::pair<std::string, std::string>> stats;
@@ -221,6 +235,8 @@ void RunSeries::addEvent(const Event& event) {
         m_markers.push_back({event.step, markerLabel(event), ChartMarker::Kind::setting});
     else if (isInjection(event, &injected))
         m_markers.push_back({event.step, injected, ChartMarker::Kind::injection});
+    else if (isCheckpointStart(event, &injected))
+        m_markers.push_back({event.step, injected, ChartMarker::Kind::origin});
     else if (auto sample = textSampleOf(event))
         m_textSamples.push_back(std::move(*sample));
     ++m_revision;

@@ -67,9 +67,10 @@ struct TextSample {
 // The sample an evaluation event carries; nullopt for any other event, or one without a sample.
 std::optional<TextSample> textSampleOf(const Event& event);
 
-// A setting change or an injected overflow drawn as a labelled vertical line on every chart.
+// A setting change, an injected overflow, or where a continued or branched run took over from its
+// checkpoint, drawn as a labelled vertical line on every chart.
 struct ChartMarker {
-    enum class Kind { setting, injection };
+    enum class Kind { setting, injection, origin };
     std::int64_t step = 0;
     std::string label;  // short: "fc1=fp16", "autocast=bf16", "inject inf→fc2"
     Kind kind = Kind::setting;
@@ -83,6 +84,10 @@ std::string markerLabel(const Event& event);
 // data {"action": "inject_non_finite", "layer": "fc2", "value": "inf"}); its label, "inject inf→fc2",
 // in `label` when asked.
 bool isInjection(const Event& event, std::string* label = nullptr);
+// Whether `event` is the run_started of a session that began at a checkpoint (its data has
+// resumed_from_step or branched_from_step: train/session.h); its label, "resumed from checkpoint"
+// or "branched from checkpoint", in `label` when asked.
+bool isCheckpointStart(const Event& event, std::string* label = nullptr);
 
 class RunSeries {
 public:

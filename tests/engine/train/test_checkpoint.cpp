@@ -229,6 +229,8 @@ private slots:
         auto b = make_trainer(branch, r.data());
         c.restore(*b);
         QCOMPARE(b->steps_taken(), std::int64_t{5});
+        // Loss scaling turned on: it starts at its init_scale, as a live change would.
+        QCOMPARE(b->scaler().scale(), static_cast<float>(branch.precision.loss_scaling.init_scale));
         QVERIFY(same_bits(b->network().read(b->network().weight(1)), t->network().read(t->network().weight(1))));
         const StepReport& s = b->step();
         QCOMPARE(s.step.step, std::int64_t{5});
