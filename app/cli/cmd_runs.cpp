@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "config/telemetry.h"
 #include "cli/show_block_scales.h"
 #include "cli/show_what_if.h"
 #include "error.h"
@@ -130,19 +131,6 @@ std::string percent(const std::optional<double>& v) {
     return fixed(*v * 100, "%.2f%%");
 }
 
-std::string human_bytes(std::int64_t b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(b);
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return buf;
-}
-
 std::string duration(double s) {
     if (!std::isfinite(s)) return "-";
     char buf[48];
@@ -234,7 +222,7 @@ void print_checkpoints(const std::vector<CheckpointRow>& checkpoints) {
     std::printf("\nCheckpoints (%zu)\n", checkpoints.size());
     for (const CheckpointRow& c : checkpoints)
         std::printf("  step %-8lld %9s  %10s  %s\n", static_cast<long long>(c.step),
-                    c.time_s ? duration(*c.time_s).c_str() : "-", human_bytes(c.bytes).c_str(), shown(c.file).c_str());
+                    c.time_s ? duration(*c.time_s).c_str() : "-", format_byte_size(c.bytes).c_str(), shown(c.file).c_str());
 }
 
 // A statistic's value for a terminal: 5 significant digits (65504, FP16's largest, whole), "inf", "nan".
@@ -516,7 +504,7 @@ int run_show(Args& args) {
     if (t.elapsed_s) std::printf("  elapsed      %s of training (pauses left out)\n", duration(*t.elapsed_s).c_str());
     if (t.samples_per_s)
         std::printf("  throughput   %s %s\n", fixed(t.samples_per_s, "%.0f").c_str(), run_samples_per_s_label);
-    if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", human_bytes(t.peak_memory_bytes).c_str());
+    if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", format_byte_size(t.peak_memory_bytes).c_str());
     std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events", static_cast<long long>(t.layer_rows),
                 static_cast<long long>(t.evals), static_cast<long long>(t.events));
     if (t.op_rows > 0) std::printf(", %lld op rows", static_cast<long long>(t.op_rows));

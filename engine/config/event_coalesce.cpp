@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_number.h"
+
 namespace mantissa {
 namespace {
 
@@ -28,14 +30,7 @@ std::optional<std::string> text_of(const json& data, const char* key) {
 std::optional<double> number_of(const json& data, const char* key) {
     const auto it = data.find(key);
     if (it == data.end()) return std::nullopt;
-    if (it->is_number()) return it->get<double>();
-    if (it->is_string()) {
-        const std::string s = it->get<std::string>();
-        if (s == "inf") return HUGE_VAL;
-        if (s == "-inf") return -HUGE_VAL;
-        if (s == "nan") return std::nan("");
-    }
-    return std::nullopt;
+    return number_from_json(*it);
 }
 
 std::string step_range(const EventEntry& e, bool growing) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/sync_step_pipeline.h"
+#include "config/json_number.h"
 #include "data/text_corpus.h"
 #include "error.h"
 #include "train/lr_schedule.h"
@@ -37,12 +38,6 @@ Fp8Recipe fp8_recipe_of(const Fp8Spec& f) {
 
 using json = nlohmann::json;
 
-// JSON has no inf/NaN: such numbers are written as the strings "inf", "-inf", "nan".
-json number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
 
 json loss_scaling_json(const LossScalingSpec& s) {
     json j = {{"mode", loss_scaling_mode_name(s.mode)},
@@ -575,7 +570,7 @@ void Trainer::report_one() {
         if (!m_diverged)
             r.events.push_back({issued.step, s.time_s, EventKind::divergence,
                                 "The training loss is " + format_event_number(res.loss.loss) + ": the run has diverged.",
-                                json{{"loss", number(res.loss.loss)}}.dump()});
+                                json{{"loss", json_number(res.loss.loss)}}.dump()});
         m_diverged = true;
     } else {
         m_diverged = false;

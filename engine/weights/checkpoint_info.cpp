@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_number.h"
 #include "error.h"
 #include "printable_text.h"
 
@@ -11,13 +12,6 @@ namespace mantissa {
 namespace {
 
 using json = nlohmann::json;
-
-// JSON has no inf/NaN: such numbers are written as the strings "inf", "-inf", "nan".
-json number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
 
 json info_json(const CheckpointInfo& c) {
     const TrainerState& t = c.trainer;
@@ -36,9 +30,9 @@ json info_json(const CheckpointInfo& c) {
              {{"samples", s.samples},
               {"overflow_steps", s.overflow_steps},
               {"skipped_steps", s.skipped_steps},
-              {"final_loss", number(s.final_loss)},
-              {"test_loss", number(s.test_loss)},
-              {"test_accuracy", number(s.test_accuracy)},
+              {"final_loss", json_number(s.final_loss)},
+              {"test_loss", json_number(s.test_loss)},
+              {"test_accuracy", json_number(s.test_accuracy)},
               {"last_eval_step", s.last_eval_step}}},
             {"experiment", experiment_to_json(c.experiment)}};
 }
@@ -63,14 +57,7 @@ public:
         return v.get<std::uint64_t>();
     }
     double real(const char* key) const {
-        const json& v = at(key);
-        if (v.is_number()) return v.get<double>();
-        if (v.is_string()) {
-            const std::string s = v.get<std::string>();
-            if (s == "nan") return std::nan("");
-            if (s == "inf") return INFINITY;
-            if (s == "-inf") return -INFINITY;
-        }
+        if (const auto v = number_from_json(at(key))) return *v;
         fail(std::string("\"") + key + "\" must be a number");
     }
     bool boolean(const char* key) const {
