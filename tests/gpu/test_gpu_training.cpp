@@ -13,11 +13,13 @@
 #include <bit>
 #include <cmath>
 #include <span>
+#include <vector>
 
 #include "backend/cuda/cuda_loader.h"
 #include "data/dataset.h"
 #include "error.h"
 #include "gpu_compare.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace mantissa;
@@ -134,6 +136,43 @@ private slots:
         QVERIFY(grown >= 2);   // and the scale grew in between
         QCOMPARE(gpu->scaler().scale(), cpu->scaler().scale());
         QCOMPARE(gpu->scaler().growth_tracker(), cpu->scaler().growth_tracker());
+    }
+
+    // A checkpoint taken on the GPU between pipelined steps and restored into a new GPU trainer
+    // continues bit for bit as the run that never stopped (the same kernels in the same order),
+    // with an FP8 layer's scaling state, the device-side loss scaler and AdamW's step count
+    // restored (StepPipeline::restore, Fp8State::restore); the same file restores on the CPU.
+    void checkpoint_resume_is_bit_identical() {
+        REQUIRE_GPU();
+        Experiment e = spirals_experiment();
+        e.precision.layers["fc2"] = LayerPrecision::fp8_e4m3;
+        e.precision.loss_scaling.growth_interval = 5;
+        auto whole = make(e, true);
+        std::vector<std::uint32_t> expected;
+        while (!whole->done())
+            for (const StepReport& r : whole->advance()) expected.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        for (const StepReport& r : whole->flush()) expected.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+
+        auto first = make(e, true);
+        std::vector<std::uint32_t> got;
+        while (first->steps_taken() < 17)
+            for (const StepReport& r : first->advance()) got.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        for (const StepReport& r : first->flush()) got.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("gpu.safetensors").toStdString();
+        write_checkpoint(*first, path, "", {});
+        const Checkpoint c(path);
+        auto second = make(c.info().experiment, true);
+        c.restore(*second);
+        QCOMPARE(second->scaler().scale(), first->scaler().scale());
+        while (!second->done())
+            for (const StepReport& r : second->advance()) got.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        for (const StepReport& r : second->flush()) got.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        QCOMPARE(got, expected);
+        auto cpu = make(c.info().experiment, false);
+        c.restore(*cpu);
+        QCOMPARE(cpu->steps_taken(), std::int64_t{17});
+        QVERIFY(std::isfinite(cpu->step().step.loss));
     }
 
     void skipped_step_leaves_state_bit_identical() {
