@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/schema.h"
 #include "store/store_files.h"
 #include "config/experiment.h"
 
@@ -58,20 +59,25 @@ QString tableLabel(const QString& table) {
     if (table == QLatin1String("evals")) return QObject::tr("Evaluations");
     if (table == QLatin1String("layers")) return QObject::tr("Layers");
     if (table == QLatin1String("op_steps")) return QObject::tr("Op statistics");
+    if (table == QLatin1String("what_if_steps")) return QObject::tr("What-if statistics");
+    if (table == QLatin1String("block_scale_steps")) return QObject::tr("Block scales");
+    if (table == QLatin1String("checkpoints")) return QObject::tr("Checkpoints");
     return QObject::tr("Events");
 }
 
 }  // namespace
 
 QStringList exportTableNames() {
-    return {QStringLiteral("steps"), QStringLiteral("layer_steps"), QStringLiteral("evals"), QStringLiteral("events"),
-            QStringLiteral("layers"), QStringLiteral("op_steps")};
+    // Every per-run table of the store, as `mantissa-cli export --table` offers them.
+    QStringList names;
+    for (const store::TableSpec* t : store::all_run_tables()) names << QString::fromLatin1(t->name);
+    return names;
 }
 
 QString exportRunTable(RunStore& store, std::int64_t runId, const QString& table, RunStore::ExportFormat format,
                        const QString& path) {
     if (!exportTableNames().contains(table))
-        return QObject::tr("Unknown table '%1'; use steps, layer_steps, evals, events, layers or op_steps.").arg(table);
+        return QObject::tr("Unknown table '%1'; use %2.").arg(table, exportTableNames().join(QStringLiteral(", ")));
     return writeAtomically(path, [&](std::ostream& out) { store.export_table(runId, table.toStdString(), format, out); });
 }
 
