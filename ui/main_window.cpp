@@ -48,6 +48,7 @@
 #include "panels/what_if_panel.h"
 #include "model/model_plan.h"
 #include "resource_paths.h"
+#include "sweeps/sweep_view.h"
 #include "train/live_change.h"
 
 namespace mantissa::ui {
@@ -516,6 +517,11 @@ RunBrowser* MainWindow::runBrowser() {
         connect(m_browser, &RunBrowser::storeChanged, this, [this](const QString& path) {
             m_browser->setWindowTitle(tr("Mantissa — run history — %1").arg(path));
         });
+        connect(m_browser, &RunBrowser::sweepRequested, this,
+                [this](const QString&, const QString& uuid, qint64 runId) {
+                    showSweepView();  // over the browser's store, which the request names
+                    m_sweepView->showSweepOfRun(uuid.toStdString(), runId);
+                });
     }
     return m_browser;
 }

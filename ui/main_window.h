@@ -50,6 +50,7 @@ class RunController;
 class RunStatusBar;
 class RunToolBar;
 class SamplePanel;
+class SweepView;
 class ShortcutsDialog;
 class WhatIfPanel;
 class BlockScalePanel;
@@ -143,6 +144,11 @@ public:
     // until "Open store…" picks another.
     RunBrowser* runBrowser();
     void showRunBrowser();
+    // File ▸ Sweeps…: the store's sweeps and their recipe table with its scatter (a window of its
+    // own, made on first use), over the run history's store; Run history ▸ Sweep opens it on a run.
+    SweepView* sweepView();
+    void showSweepView();
+    QAction* sweepsAction() const { return m_sweeps; }
     FormatExplorer* formatExplorer();  // a window of its own, made on first use
     void showFormatExplorer();
     GradientHistogramView* histogramView() const { return m_histogram; }
@@ -224,6 +230,8 @@ private:
     QAction* m_openStore = nullptr;
     QAction* m_explorer = nullptr;
     RunBrowser* m_browser = nullptr;
+    QAction* m_sweeps = nullptr;
+    SweepView* m_sweepView = nullptr;
     FormatExplorer* m_formatExplorer = nullptr;
     GradientHistogramView* m_histogram = nullptr;
     QDockWidget* m_histogramDock = nullptr;

@@ -1,6 +1,6 @@
 // MainWindow's actions, menus and Run toolbar: their shortcuts and tooltips, what the pace and
-// "pause at step" controls do with a person's choice, and the Help menu (keyboard shortcuts,
-// documentation). The rest of the window is main_window.cpp; main_window.h describes both.
+// "pause at step" controls do with a person's choice, the Sweeps window, and the Help menu
+// (keyboard shortcuts, documentation). The rest of the window is main_window.cpp; main_window.h describes both.
 #include "main_window.h"
 
 #include <QAction>
@@ -22,6 +22,7 @@
 #include "panels/run_toolbar.h"
 #include "resource_paths.h"
 #include "shortcuts_dialog.h"
+#include "sweeps/sweep_view.h"
 
 namespace mantissa::ui {
 
@@ -71,6 +72,10 @@ void MainWindow::createActions() {
         showRunBrowser();
         m_browser->openStoreWithDialog();
     });
+    m_sweeps = new QAction(tr("S&weeps…"), this);
+    m_sweeps->setToolTip(tr("The store's sweeps (mantissa-cli sweep): each recipe's figures in a table and a "
+                            "scatter with the Pareto front"));
+    connect(m_sweeps, &QAction::triggered, this, &MainWindow::showSweepView);
     m_explorer = new QAction(tr("&Format explorer…"), this);
     m_explorer->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     m_explorer->setToolTip(tr("How a value is stored in fp32, tf32, fp16, bf16 and fp8: bits, error, range (Ctrl+E)"));
@@ -124,6 +129,7 @@ void MainWindow::createMenus() {
     file->addAction(m_save);
     file->addSeparator();
     file->addAction(m_history);
+    file->addAction(m_sweeps);
     file->addAction(m_openStore);
     file->addSeparator();
     file->addAction(m_quit);
@@ -159,6 +165,26 @@ void MainWindow::createMenus() {
     help->addAction(m_docs);
     help->addSeparator();
     help->addAction(m_about);
+}
+
+SweepView* MainWindow::sweepView() {
+    if (!m_sweepView) {
+        RunBrowser* browser = runBrowser();  // the sweeps are the run history's store's
+        m_sweepView = new SweepView(this);
+        m_sweepView->setWindowFlag(Qt::Window);
+        m_sweepView->resize(1400, 640);
+        m_sweepView->setStore(browser->store());
+        connect(browser, &RunBrowser::storeChanged, m_sweepView, [this] { m_sweepView->setStore(m_browser->store()); });
+    }
+    return m_sweepView;
+}
+
+void MainWindow::showSweepView() {
+    SweepView* v = sweepView();
+    v->refresh();
+    v->show();
+    v->raise();
+    v->activateWindow();
 }
 
 void MainWindow::setPace(double stepsPerSecond) {

@@ -160,7 +160,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
         buttons->addWidget(b);
     }
     buttons->addWidget(m_exportButton);
-    for (QAction* a : {m_resumeAction, m_branchAction}) {
+    for (QAction* a : {m_resumeAction, m_branchAction, m_sweepAction}) {
         auto* b = new QToolButton;
         b->setDefaultAction(a);
         buttons->addWidget(b);
@@ -256,6 +256,13 @@ void RunBrowser::buildActions() {
     connect(m_branchAction, &QAction::triggered, this, [this] {
         const auto ids = selectedRunIds();
         if (ids.size() == 1) branchWithDialog(ids.front());
+    });
+    m_sweepAction = new QAction(tr("Sweep"), this);
+    connect(m_sweepAction, &QAction::triggered, this, [this] {
+        const auto ids = selectedRunIds();
+        const RunRow* run = ids.size() == 1 ? m_model->runById(ids.front()) : nullptr;
+        if (run && !run->sweep_uuid.empty())
+            emit sweepRequested(storePath(), QString::fromStdString(run->sweep_uuid), run->id);
     });
     for (QAction* a : {m_refreshAction, m_deleteAction}) addAction(a);
 }
@@ -576,6 +583,11 @@ void RunBrowser::updateActions() {
     m_deleteAction->setToolTip(writable ? tr("Delete the selected runs and their data (asks first).") : readOnlyReason());
     m_refreshAction->setEnabled(store);
     const RunRow* run = ids.size() == 1 ? m_model->runById(ids.front()) : nullptr;
+    const bool inSweep = run && !run->sweep_uuid.empty();
+    m_sweepAction->setEnabled(inSweep);
+    m_sweepAction->setToolTip(inSweep
+                                  ? tr("Show the recipe table of this run's sweep, with its Pareto front.")
+                                  : tr("Select one run recorded by a sweep (mantissa-cli sweep) to see its sweep."));
     readCheckpoints(run);
     updateResumeActions(run);
 }

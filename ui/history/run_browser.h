@@ -8,8 +8,9 @@
 // checkpoint picked by step (the rules and their sentences: checkpoint_rules.h); the browser only
 // checks and asks, the main window runs them (resumeRequested, branchRequested). The "Branch of"
 // column and the details pane show the family: a branch's parent and step, a run's checkpoints and
-// its branches. Esc and Ctrl+W close the browser when it is a window of its own (close_keys.h), and
-// so do they a run's window and a comparison.
+// its branches. "Sweep" opens the recipe table of the selected run's sweep (ui/sweeps/sweep_view.h).
+// Esc and Ctrl+W close the browser when it is a window of its own (close_keys.h), and so do they a
+// run's window and a comparison.
 // "Open store…" switches to another store file; a file that is not a store is refused with one
 // sentence and the browser keeps the store it had. A read-only store is browsed with the editing
 // actions disabled (their tooltips say why). While any listed run is `running`, the list refreshes
@@ -132,6 +133,9 @@ public:
     // that can be written; its tooltip says why not otherwise. "Branch…": one run with a checkpoint.
     QAction* resumeAction() const { return m_resumeAction; }
     QAction* branchAction() const { return m_branchAction; }
+    // "Sweep": enabled for one run recorded by a sweep; emits sweepRequested for the main window,
+    // which opens the recipe table (ui/sweeps/sweep_view.h) on its row.
+    QAction* sweepAction() const { return m_sweepAction; }
     QPushButton* saveDetailsButton() const { return m_saveDetails; }
     NoticeBar* noticeBar() const { return m_notice; }
 
@@ -147,6 +151,9 @@ signals:
     void resumeRequested(const QString& storePath, qint64 runId);
     // Start a new run from run `runId`'s checkpoint at `step`, with settings a person changes first.
     void branchRequested(const QString& storePath, qint64 runId, qint64 step);
+    // Show the recipe table of the sweep with uuid `sweepUuid` (of the store at `storePath`) with
+    // run `runId`'s row selected.
+    void sweepRequested(const QString& storePath, const QString& sweepUuid, qint64 runId);
     void errorOccurred(const QString& message);
 
 private:
@@ -185,6 +192,7 @@ private:
     QAction* m_deleteAction = nullptr;
     QAction* m_resumeAction = nullptr;
     QAction* m_branchAction = nullptr;
+    QAction* m_sweepAction = nullptr;
     std::vector<CheckpointRow> m_checkpoints;  // the selected run's (empty: none, or not one run)
     QString m_checkpointError;                  // why they could not be read, else empty
     QTimer m_autoRefresh;
