@@ -223,6 +223,17 @@ std::vector<ChartView*> CompareView::charts() const {
     return {m_lossChart, m_scaleChart, m_accuracyChart, m_throughputChart, m_underflowChart};
 }
 
+CompareView* CompareView::open(std::shared_ptr<RunStore> store, const std::vector<std::int64_t>& ids, QString& error) {
+    auto* view = new CompareView(std::move(store));
+    error = view->setRuns(ids);
+    if (!error.isEmpty()) {
+        delete view;
+        return nullptr;
+    }
+    view->setAttribute(Qt::WA_DeleteOnClose);
+    return view;
+}
+
 QString CompareView::checkRunCount(std::size_t count) {
     if (count < static_cast<std::size_t>(minRuns)) return tr("Select at least two runs to compare.");
     if (count > static_cast<std::size_t>(maxRuns))

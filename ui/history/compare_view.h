@@ -50,6 +50,9 @@ public:
     // store cannot give); on an error the view keeps what it showed.
     QString setRuns(const std::vector<std::int64_t>& ids);
     static QString checkRunCount(std::size_t count);  // "" when minRuns..maxRuns, else the reason
+    // A window comparing `ids`, to be shown (deleted on close); null with `error` set when the runs
+    // cannot be compared (their number, a run the store lacks).
+    static CompareView* open(std::shared_ptr<RunStore> store, const std::vector<std::int64_t>& ids, QString& error);
 
     void setXAxis(XAxis axis);
     XAxis xAxis() const { return m_xAxis; }

@@ -520,13 +520,12 @@ CompareView* RunBrowser::compareRuns(const std::vector<std::int64_t>& ids) {
         emit compareRequested(list);
         return nullptr;
     }
-    auto* view = new CompareView(m_store);
-    if (const QString error = view->setRuns(ids); !error.isEmpty()) {
+    QString error;
+    auto* view = CompareView::open(m_store, ids, error);
+    if (!view) {
         reportError(error);
-        delete view;
         return nullptr;
     }
-    view->setAttribute(Qt::WA_DeleteOnClose);
     m_compares.removeAll(nullptr);
     m_compares << view;
     view->show();

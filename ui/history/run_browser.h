@@ -166,6 +166,9 @@ private:
     void reportError(const QString& message);
     void updateFilterChoices();
     bool editAllowed();
+    // The run `id` and its checkpoints, for Resume and Branch; null (the reason reported) when
+    // editing is not allowed, the run is not in the store or its checkpoints cannot be read.
+    const RunRow* runWithCheckpoints(std::int64_t id, std::vector<CheckpointRow>& checkpoints);
     static QString readOnlyReason();  // the editing actions' tooltip on a read-only store
 
     std::shared_ptr<RunStore> m_store;

@@ -51,20 +51,26 @@ void RunBrowser::updateResumeActions(const RunRow* run) {
                                    : branchWhy);
 }
 
-bool RunBrowser::resumeRun(std::int64_t id) {
-    if (!editAllowed()) return false;
+const RunRow* RunBrowser::runWithCheckpoints(std::int64_t id, std::vector<CheckpointRow>& checkpoints) {
+    if (!editAllowed()) return nullptr;
     const RunRow* run = m_model->runById(id);
     if (!run) {
         reportError(tr("There is no run %1 in this store.").arg(id));
-        return false;
+        return nullptr;
     }
-    std::vector<CheckpointRow> checkpoints;
     try {
         checkpoints = m_store->checkpoints(id);
     } catch (const std::exception& e) {
         reportError(QString::fromStdString(e.what()));
-        return false;
+        return nullptr;
     }
+    return run;
+}
+
+bool RunBrowser::resumeRun(std::int64_t id) {
+    std::vector<CheckpointRow> checkpoints;
+    const RunRow* run = runWithCheckpoints(id, checkpoints);
+    if (!run) return false;
     if (const QString why = resumeRefusal(*run, checkpoints); !why.isEmpty()) {
         reportError(why);
         return false;
@@ -74,19 +80,9 @@ bool RunBrowser::resumeRun(std::int64_t id) {
 }
 
 bool RunBrowser::branchRun(std::int64_t id, std::int64_t step) {
-    if (!editAllowed()) return false;
-    const RunRow* run = m_model->runById(id);
-    if (!run) {
-        reportError(tr("There is no run %1 in this store.").arg(id));
-        return false;
-    }
     std::vector<CheckpointRow> checkpoints;
-    try {
-        checkpoints = m_store->checkpoints(id);
-    } catch (const std::exception& e) {
-        reportError(QString::fromStdString(e.what()));
-        return false;
-    }
+    const RunRow* run = runWithCheckpoints(id, checkpoints);
+    if (!run) return false;
     if (const QString why = branchRefusal(*run, checkpoints); !why.isEmpty()) {
         reportError(why);
         return false;

@@ -503,13 +503,12 @@ CompareView* SweepView::compare() {
         reportError(why);
         return nullptr;
     }
-    auto* view = new CompareView(m_store);
-    if (const QString error = view->setRuns(ids); !error.isEmpty()) {
+    QString error;
+    auto* view = CompareView::open(m_store, ids, error);
+    if (!view) {
         reportError(error);
-        delete view;
         return nullptr;
     }
-    view->setAttribute(Qt::WA_DeleteOnClose);
     view->setWindowTitle(tr("Mantissa — sweep %1 compared").arg(m_sweepId));
     m_compares.removeAll(nullptr);
     m_compares << view;
