@@ -38,9 +38,8 @@
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_table.h"
 #include "config/telemetry.h"
-#include "data/dataset.h"
 #include "error.h"
-#include "model/model_desc.h"
+#include "model/model_plan.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
 #include "sweep/sweep_plan.h"
@@ -54,23 +53,10 @@ namespace fs = std::filesystem;
 
 std::string db_of(const Args& args) { return args.value("db").value_or(default_store_path()); }
 
-// The matmul layers of the experiment's model: the data's shape decides the model's, so the data
-// is loaded (once per dataset).
-std::vector<std::string> matmul_layers(const Experiment& e) {
-    static std::map<std::string, std::pair<SampleShape, Dataset>> cache;
-    const std::string key = experiment_to_json(e).at("dataset").dump() + std::to_string(e.train.seed);
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-        Dataset d = load_dataset(e.dataset, e.train.seed);
-        const SampleShape shape = d.shape.numel() == d.features ? d.shape : SampleShape{d.features, 1, 1};
-        it = cache.emplace(key, std::make_pair(shape, std::move(d))).first;
-    }
-    const Dataset& d = it->second.second;
-    const ModelDesc desc = describe_model(e.model, it->second.first, d.outputs, d.is_regression(), d.text ? d.positions() : 0);
-    std::vector<std::string> names;
-    for (const LayerInfo& l : desc.layers)
-        if (l.takes_precision) names.push_back(l.name);
-    return names;
+// A recorded sweep's plan, from the definition the store keeps.
+std::vector<PlannedRun> plan_of(const SweepRow& sweep) {
+    return plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name,
+                      matmul_layer_names);
 }
 
 // The folder of a sweep's run logs and experiment files, beside the store.
@@ -355,7 +341,7 @@ int new_sweep(Args& args) {
     const std::string name = args.value("name").value_or(spec.base.name + " sweep");
     store::check_run_text(store::RunText::name, name);
     const int jobs = jobs_of(args);
-    const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layers);  // every setting checked here
+    const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layer_names);  // every setting checked here
 
     if (args.has("dry-run")) {
         std::printf("Sweep \"%s\": %zu run%s\n", name.c_str(), plan.size(), plan.size() == 1 ? "" : "s");
@@ -383,8 +369,7 @@ int run_again(Args& args) {
     if (args.positional().size() != 2) throw UsageError{"give the sweep to run: mantissa-cli sweep run SWEEP"};
     RunStore store(db_of(args));
     const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
-    const std::vector<PlannedRun> plan =
-        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    const std::vector<PlannedRun> plan = plan_of(sweep);
     if (sweep.executor == "slurm") {
         // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
         const auto recorded = recorded_runs(store, sweep, plan.size());
@@ -412,8 +397,7 @@ int status(Args& args) {
     if (args.positional().size() != 2) throw UsageError{"give the sweep: mantissa-cli sweep status SWEEP"};
     RunStore store(db_of(args), StoreAccess::read);
     const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
-    const std::vector<PlannedRun> plan =
-        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    const std::vector<PlannedRun> plan = plan_of(sweep);
     if (sweep.executor != "slurm") {
         for (const std::string& line : progress_lines(store, sweep, plan)) std::printf("%s\n", line.c_str());
         return exit_ok;
@@ -443,8 +427,7 @@ int collect(Args& args) {
     const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
     if (sweep.executor != "slurm")
         throw Error("Sweep " + std::to_string(sweep.id) + " ran on this machine, into this store: there is nothing to collect.");
-    const std::vector<PlannedRun> plan =
-        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    const std::vector<PlannedRun> plan = plan_of(sweep);
     ImportResult total;
     int stores = 0, training = 0;
     for (const PlannedRun& p : plan) {
@@ -493,8 +476,7 @@ int show(Args& args) {
     if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
     RunStore store(db, StoreAccess::read);
     const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
-    const std::vector<PlannedRun> plan =
-        plan_sweep(sweep_spec_from_json(nlohmann::json::parse(sweep.spec_json, nullptr, false)), sweep.name, matmul_layers);
+    const std::vector<PlannedRun> plan = plan_of(sweep);
     if (args.has("json")) std::cout << sweep_table_json(store, sweep, plan).dump(2) << std::endl;
     else print_sweep_table(store, sweep, plan, std::cout);
     return exit_ok;

@@ -75,4 +75,11 @@ ModelPlan plan_model(const Experiment& e) {
     return plan;
 }
 
+std::vector<std::string> matmul_layer_names(const Experiment& experiment) {
+    std::vector<std::string> names;
+    for (const PlannedLayer& l : plan_model(experiment).layers)
+        if (l.info.takes_precision) names.push_back(l.info.name);
+    return names;
+}
+
 }  // namespace mantissa

@@ -39,4 +39,8 @@ struct ModelPlan {
 // but the wrong kind of thing (a FIFO for an IDX file), as loading it would.
 ModelPlan plan_model(const Experiment& experiment);
 
+// The names precision.layers may give a setting (linear, conv2d), in order, from plan_model: what a
+// sweep's tf32 and fp8 recipes set (engine/sweep/sweep_plan.h).
+std::vector<std::string> matmul_layer_names(const Experiment& experiment);
+
 }  // namespace mantissa

@@ -35,6 +35,7 @@
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "panels/notice_bar.h"
+#include "record_table.h"
 
 namespace mantissa::ui {
 
@@ -50,17 +51,9 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
 
     m_view = new QTableView;
     m_view->setModel(m_proxy);
-    m_view->setSortingEnabled(true);
+    setUpRecordTable(m_view);
     m_view->sortByColumn(RunTableModel::Date, Qt::DescendingOrder);
-    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_view->setAlternatingRowColors(true);
-    m_view->setWordWrap(false);
-    m_view->verticalHeader()->setVisible(false);
-    m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
     m_view->horizontalHeader()->setStretchLastSection(true);
-    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     const QFontMetrics fm(font());
     const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromUtf8(sample)) + 20; };
     m_view->setColumnWidth(RunTableModel::Name, width("fmnist-fp16-dynamic-x"));

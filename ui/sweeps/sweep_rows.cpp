@@ -13,14 +13,6 @@
 namespace mantissa::ui {
 namespace {
 
-// The matmul layers precision.layers may name, from the model section alone (no data is read).
-std::vector<std::string> matmulLayers(const Experiment& e) {
-    std::vector<std::string> names;
-    for (const PlannedLayer& l : plan_model(e).layers)
-        if (l.info.takes_precision) names.push_back(l.info.name);
-    return names;
-}
-
 // "spirals-recipes · bf16" -> "bf16": a run's name without its sweep's, for rows without a plan.
 std::string labelOf(const RunRow& run, const std::string& sweepName) {
     const std::string prefix = sweepName + " · ";
@@ -39,7 +31,7 @@ SweepTable readSweepTable(RunStore& store, std::int64_t sweepId) {
     std::vector<PlannedRun> plan;
     try {
         const nlohmann::json spec = nlohmann::json::parse(table.sweep.spec_json);
-        plan = plan_sweep(sweep_spec_from_json(spec), table.sweep.name, matmulLayers);
+        plan = plan_sweep(sweep_spec_from_json(spec), table.sweep.name, matmul_layer_names);
     } catch (const std::exception& e) {
         table.planError = e.what();
         plan.clear();

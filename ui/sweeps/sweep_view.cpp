@@ -25,6 +25,7 @@
 #include "history/compare_view.h"
 #include "history/run_table_model.h"
 #include "panels/notice_bar.h"
+#include "record_table.h"
 #include "sweeps/sweep_scatter.h"
 #include "sweeps/sweep_table_model.h"
 
@@ -47,16 +48,8 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     m_view = new QTableView;
     m_view->setObjectName(QStringLiteral("sweepTable"));
     m_view->setModel(m_proxy);
-    m_view->setSortingEnabled(true);
+    setUpRecordTable(m_view);
     m_view->sortByColumn(0, Qt::AscendingOrder);
-    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_view->setAlternatingRowColors(true);
-    m_view->setWordWrap(false);
-    m_view->verticalHeader()->setVisible(false);
-    m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
-    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     m_view->horizontalHeader()->setStretchLastSection(false);
 
     m_scatter = new SweepScatter;
