@@ -50,6 +50,7 @@ int run_resume(Args& args) {
     args.option("name");
     args.option("db");
     args.option("at");
+    args.option("threads");
     args.flag("as-new");
     args.flag("json");
     args.parse();
@@ -57,6 +58,7 @@ int run_resume(Args& args) {
         throw UsageError{args.positional().empty() ? "give the run to resume: its id or the start of its name"
                                                    : "give one run only (an id or the start of a name)"};
     const bool branch = args.has("as-new");
+    const std::optional<int> threads = threads_option(args);
     if (!branch)
         for (const char* option : {"set", "steps", "name", "at"})
             if (args.has(option))
@@ -89,6 +91,9 @@ int run_resume(Args& args) {
         throw Error(from.file + " is a checkpoint of another run (" + checkpoint.info().run_uuid + "), not of " +
                     run_label(run) + "; the store's checkpoint folder was changed by hand.");
     Experiment experiment = checkpoint.info().experiment;
+    // The speed of the steps, not what they compute (but for the order of sums): a run continued
+    // as it was may take it too.
+    if (threads) experiment.threads = *threads;
     std::vector<ScheduledChange> at;
     if (branch) {
         for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
@@ -148,13 +153,15 @@ int run_resume(Args& args) {
 }  // namespace
 
 MANTISSA_CLI_COMMAND({"resume", "continue a stopped or interrupted run, or branch a new one, from a checkpoint",
-                      "usage: mantissa-cli resume RUN [--step S] [--db FILE] [--json]\n"
+                      "usage: mantissa-cli resume RUN [--step S] [--threads N] [--db FILE] [--json]\n"
                       "       mantissa-cli resume RUN --as-new [--step S] [--set KEY=VALUE]... [--steps N]\n"
-                      "                           [--at STEP:KEY=VALUE]... [--name NAME] [--db FILE] [--json]\n\n"
+                      "                           [--at STEP:KEY=VALUE]... [--name NAME] [--threads N]\n"
+                      "                           [--db FILE] [--json]\n\n"
                       "Continues RUN (an id or the start of a name) from its latest checkpoint, as the same run:\n"
-                      "the steps it recorded after that checkpoint are recorded again, and on the CPU backend they\n"
-                      "come out bit for bit as they did (same losses, scales and weights). A run that is stopped,\n"
-                      "interrupted (its process died) or failed can be continued; a completed one cannot.\n\n"
+                      "the steps it recorded after that checkpoint are recorded again, and on the CPU backend (with\n"
+                      "the same threads) they come out bit for bit as they did (same losses, scales and weights).\n"
+                      "A run that is stopped, interrupted (its process died) or failed can be continued; a completed\n"
+                      "one cannot.\n\n"
                       "With --as-new, a new run starts from the checkpoint at step S (default: the latest) with the\n"
                       "settings changed as --set says, recorded with RUN as its parent; `mantissa-cli show` and the\n"
                       "GUI's history show the family, and compare aligns the branch with its parent at step S.\n\n"
@@ -164,6 +171,10 @@ MANTISSA_CLI_COMMAND({"resume", "continue a stopped or interrupted run, or branc
                       "  --steps N         with --as-new: the branch's length in steps, counted from step 0\n"
                       "  --at STEP:KEY=VALUE  with --as-new: change a setting at step STEP, as in `train`\n"
                       "  --name NAME       with --as-new: the new run's name (default: RUN's name @S)\n"
+                      "  --threads N       the CPU backend's threads, 1 to 1024, or 0 for auto (every hardware\n"
+                      "                    thread); default: the run's backend.threads. Continued steps come out\n"
+                      "                    bit for bit only on the thread count they first had; a branch records\n"
+                      "                    it as its backend.threads\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json            print one JSON object, as `train --json` does\n\n"
                       "Exit status: 0 the run completed or was stopped and was recorded in full, 1 it failed,\n"

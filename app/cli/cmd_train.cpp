@@ -29,6 +29,7 @@ int run_train(Args& args) {
     args.option("steps");
     args.option("backend");
     args.option("device");
+    args.option("threads");
     args.option("db");
     args.option("name");
     args.option("sweep");        // a sweep's uuid and this run's index in it (cmd_sweep.cpp)
@@ -53,6 +54,7 @@ int run_train(Args& args) {
     // The same checks and sentences as the experiment file's keys, by way of their --set forms.
     if (auto backend = args.value("backend")) apply_setting(experiment, "backend.kind=" + *backend);
     if (auto device = args.value("device")) apply_setting(experiment, "backend.device=" + *device);
+    if (auto threads = threads_option(args)) experiment.threads = *threads;
     if (auto steps = args.integer("steps")) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
         experiment.train.steps = *steps;
@@ -101,7 +103,8 @@ int run_train(Args& args) {
 
 MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run",
                       "usage: mantissa-cli train [FILE | --config FILE] [--set KEY=VALUE]... [--steps N]\n"
-                      "                          [--backend auto|cpu|cuda] [--device N] [--at STEP:KEY=VALUE]...\n"
+                      "                          [--backend auto|cpu|cuda] [--device N] [--threads N]\n"
+                      "                          [--at STEP:KEY=VALUE]...\n"
                       "                          [--name NAME] [--db FILE | --no-record] [--json]\n\n"
                       "Trains the experiment (the defaults of docs/experiment.md, or FILE) and records the run in\n"
                       "the store. A progress line is drawn on a terminal; Ctrl-C, SIGTERM or SIGHUP stops after\n"
@@ -117,6 +120,9 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "  --steps N         train N steps (sets train.steps)\n"
                       "  --backend KIND    auto, cpu or cuda (sets backend.kind; `mantissa-cli devices` lists them)\n"
                       "  --device N        the GPU to use, by its index in `devices` (sets backend.device)\n"
+                      "  --threads N       the CPU backend's threads, 1 to 1024, or 0 for auto: every hardware\n"
+                      "                    thread, or MANTISSA_CPU_THREADS or OMP_NUM_THREADS when set (sets\n"
+                      "                    backend.threads); results depend on the count (summation order)\n"
                       "  --at STEP:KEY=VALUE  change a setting during the run, at step STEP exactly, as the GUI's\n"
                       "                    controls do: precision.layers.fc2=fp32, precision.autocast=bf16,\n"
                       "                    precision.loss_scaling.mode=dynamic, precision.fp8.scaling=none,\n"

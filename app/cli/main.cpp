@@ -6,6 +6,8 @@
 // bytes that are not UTF-8 escaped (printable_text.h), so it is one line of text whatever it
 // quotes (a damaged store's schema, as SQLite's message gives it). Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
+// Before anything else, OpenMP's workers are made to wait passively (app/passive_openmp_waits.h: the
+// program may execute itself again, same process id).
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "passive_openmp_waits.h"
 #include "printable_text.h"
 #include "error.h"
 
@@ -97,6 +100,7 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    mantissa::app::make_openmp_waits_passive(argv);  // may execute this program again: first
     const std::vector<std::string> args(argv + 1, argv + argc);
     const int code = run(args);
     const std::string who = args.empty() ? "mantissa-cli" : "mantissa-cli " + args[0];

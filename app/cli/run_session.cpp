@@ -8,6 +8,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +109,15 @@ nlohmann::ordered_json number_or_null(double v) {
 int stop_signal_received() { return g_interrupts.load() > 0 ? g_signal.load() : 0; }
 
 const char* stop_signal_text(int sig) { return signal_text(sig); }
+
+std::optional<int> threads_option(const Args& args) {
+    const auto threads = args.integer("threads");
+    if (!threads) return std::nullopt;
+    if (*threads < 0 || *threads > 1024)
+        throw UsageError{"--threads takes a number from 1 to 1024, or 0 for auto (every hardware thread), not " +
+                         std::to_string(*threads)};
+    return static_cast<int>(*threads);
+}
 
 StopSignals::StopSignals() {
     g_interrupts = 0;

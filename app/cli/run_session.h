@@ -1,13 +1,16 @@
 // The part of `mantissa-cli train` and `mantissa-cli resume` that drives a session to its end: the
 // stopping signals (Ctrl-C, SIGTERM and SIGHUP stop after the current step; a second one leaves at
 // once), the progress line on a terminal, the scheduled changes (--at), and the summary, as text or
-// one JSON object. Main thread only; the session trains on its own thread.
+// one JSON object; and the option both take for the CPU backend's threads. Main thread only; the
+// session trains on its own thread.
 #pragma once
 
 #include <csignal>
 #include <iterator>
 #include <memory>
+#include <optional>
 
+#include "cli/cli_common.h"
 #include "store/run_store.h"
 #include "train/live_change.h"
 #include "train/session.h"
@@ -36,6 +39,10 @@ private:
 int stop_signal_received();
 // "Ctrl-C (SIGINT)", "SIGTERM", ...
 const char* stop_signal_text(int sig);
+
+// --threads N, when given: the value for backend.threads (0 auto, 1..1024; docs/experiment.md).
+// Another number is a UsageError naming the option.
+std::optional<int> threads_option(const Args& args);
 
 // Where the run is recorded; both null with --no-record.
 struct RunRecording {

@@ -14,6 +14,10 @@
 // recorded `stopped`, then the application exits (0; a screenshot not taken yet: 1). The handler
 // only writes to a pipe; a QSocketNotifier reads it on the GUI thread, so no Qt code runs in a
 // signal handler. A second signal before the window has closed ends the process at once.
+//
+// Before anything else, OpenMP's workers are made to wait passively (app/passive_openmp_waits.h: the
+// program may execute itself again), and the CPU backend's auto thread count (backend.threads 0)
+// keeps one hardware thread spare for drawing and recording (set_spare_cpu_threads).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
@@ -38,7 +42,9 @@
 #include <vector>
 
 #include "../output_guard.h"
+#include "../passive_openmp_waits.h"
 #include "app_icon.h"
+#include "backend/backend.h"
 #include "error.h"
 #include "gui_bench.h"
 #include "train/live_change.h"
@@ -138,6 +144,8 @@ const char* signalName(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    mantissa::app::make_openmp_waits_passive(argv);  // may execute this program again: before Qt
+    mantissa::set_spare_cpu_threads(1);  // backend.threads 0: all cores but one, kept for drawing and recording
     if (!choosePlatform(argc, argv)) return 1;
     QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);

@@ -529,7 +529,17 @@ struct BackendAvailability {
 std::vector<BackendAvailability> backend_availability();
 
 // "cpu"; "cuda" (the run-time module; device = GPU index); "auto": cuda when available, else
-// cpu. Throws mantissa::Error saying why a backend cannot be made.
-std::unique_ptr<Backend> make_backend(const std::string& name, int device = 0);
+// cpu. cpu_threads: the CPU backend's threads (an experiment's backend.threads), 0 for
+// auto_cpu_threads(); the CUDA backend ignores it. Throws mantissa::Error saying why a backend
+// cannot be made.
+std::unique_ptr<Backend> make_backend(const std::string& name, int device = 0, int cpu_threads = 0);
+
+// What backend.threads 0 ("auto") means in this process: MANTISSA_CPU_THREADS, else
+// OMP_NUM_THREADS, else the hardware threads less the spare ones (at least one;
+// engine/backend/cpu/cpu_matmul.h). A process keeps none spare unless it says so: the GUI keeps one
+// for drawing and recording (app/gui/main.cpp), mantissa-cli none. Set it once, before the first
+// backend is made; backend_availability's CPU device says the same count.
+void set_spare_cpu_threads(int spare);  // >= 0
+int auto_cpu_threads();
 
 }  // namespace mantissa

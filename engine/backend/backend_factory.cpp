@@ -3,6 +3,12 @@
 // time, so the same build starts on a machine without the NVIDIA driver and says why the GPU is
 // not offered. That loader is compiled into every build that has engine/backend/cuda
 // (MANTISSA_HAVE_CUDA_LOADER); without it, "cuda" is refused with that reason.
+//
+// The CPU backend's thread count is the experiment's backend.threads, or for 0 this process's
+// auto_cpu_threads(): a process-wide number of spare hardware threads, set once by the GUI's main
+// (not an environment variable, which the jobs a process starts would inherit).
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -35,6 +41,14 @@ std::unique_ptr<Backend> create_cuda(int device) {
 #endif
 }
 
+std::atomic<int> spare_cpu_threads{0};
+
+std::unique_ptr<Backend> make_cpu(int threads) {
+    auto cpu = std::make_unique<CpuBackend>();
+    cpu->matmul().set_threads(threads > 0 ? threads : auto_cpu_threads());
+    return cpu;
+}
+
 std::string without_final_period(std::string s) {
     while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
     return s;
@@ -44,23 +58,27 @@ std::string without_final_period(std::string s) {
 
 std::vector<BackendAvailability> backend_availability() {
     std::vector<BackendAvailability> out;
-    out.push_back({"cpu", true, CpuBackend().device_name(), {}});
+    out.push_back({"cpu", true, make_cpu(0)->device_name(), {}});
     out.push_back(cuda_availability());
     return out;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, int device) {
-    if (name == "cpu") return std::make_unique<CpuBackend>();
+void set_spare_cpu_threads(int spare) { spare_cpu_threads.store(std::max(0, spare)); }
+
+int auto_cpu_threads() { return CpuMatmul::default_threads(spare_cpu_threads.load()); }
+
+std::unique_ptr<Backend> make_backend(const std::string& name, int device, int cpu_threads) {
+    if (name == "cpu") return make_cpu(cpu_threads);
     if (name == "cuda" || name == "auto") {
         const BackendAvailability cuda = cuda_availability();
         if (!cuda.available) {
-            if (name == "auto") return std::make_unique<CpuBackend>();
+            if (name == "auto") return make_cpu(cpu_threads);
             throw Error("The CUDA backend cannot be used: " + without_final_period(cuda.reason) + ".");
         }
         try {
             return create_cuda(device);
         } catch (const Error& e) {
-            if (name == "auto") return std::make_unique<CpuBackend>();
+            if (name == "auto") return make_cpu(cpu_threads);
             throw Error("The CUDA backend cannot be used: " + without_final_period(e.what()) + ".");
         }
     }

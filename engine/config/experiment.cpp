@@ -623,12 +623,14 @@ void read_backend(Reader& root, Experiment& e) {
     if (v->is_string()) {
         e.backend = as_one_of(*v, "backend", names_of(backend_kinds));
         e.device = 0;
+        e.threads = 0;
         return;
     }
     if (!v->is_object()) wrong_type("backend", "a string (auto, cpu, cuda) or an object", *v);
     Reader r(*v, "backend");
     r.one_of("kind", e.backend, backend_kinds);
     r.integer("device", e.device, 0, 255);
+    r.integer("threads", e.threads, 0, 1024);  // absent in files written before it: 0, auto
     r.finish();
 }
 
@@ -847,7 +849,7 @@ json experiment_to_json(const Experiment& e) {
                    {"power_of_two_scales", p.fp8.power_of_two_scales}}},
           {"rounding", {{"gradients", gradient_rounding_name(p.rounding.gradients)},
                         {"weights", weight_rounding_name(p.rounding.weights)}}}}},
-        {"backend", {{"kind", e.backend}, {"device", e.device}}},
+        {"backend", {{"kind", e.backend}, {"device", e.device}, {"threads", e.threads}}},
         {"lesson", {{"title", e.lesson.title}, {"text", e.lesson.text}, {"watch", e.lesson.watch},
                     {"classroom", e.lesson.classroom}, {"pace", e.lesson.pace},
                     {"reference", e.lesson.reference ? json{{"name", e.lesson.reference->name},

@@ -265,6 +265,7 @@ struct Experiment {
     PrecisionSpec precision;
     std::string backend = "auto";   // auto | cpu | cuda
     int device = 0;                 // backend.device: GPU index
+    int threads = 0;                // backend.threads: CPU backend threads, 1..1024; 0 auto (make_backend)
     LessonSpec lesson;
 
     bool operator==(const Experiment&) const = default;
@@ -272,7 +273,7 @@ struct Experiment {
 
 // Parsing and printing. from_json throws mantissa::Error naming the key ("precision.autocast: ...").
 // experiment_from_json(experiment_to_json(e)) == e for every valid e. "backend" is read as a string
-// ("cuda") or an object ({"kind": "cuda", "device": 1}) and written as the object.
+// ("cuda") or an object ({"kind": "cuda", "device": 1, "threads": 0}) and written as the object.
 Experiment experiment_from_json(const nlohmann::json& j);
 // load_experiment reads a regular file of at most 16 MiB (user_file.h) and refuses numbers
 // beyond a double and a key twice in one object, naming the file (and line and column) in errors.

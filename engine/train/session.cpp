@@ -111,7 +111,7 @@ Session::Session(Experiment experiment, SessionOptions options) : m_impl(std::ma
     }
     Dataset data = load_dataset(im.experiment.dataset, im.experiment.train.seed);
     im.notices = data.notices;
-    auto backend = make_backend(im.experiment.backend, im.experiment.device);
+    auto backend = make_backend(im.experiment.backend, im.experiment.device, im.experiment.threads);
     im.backend_name = backend->name();
     im.device_name = backend->device_name();
     // MANTISSA_SYNC_STEPS=1: the backend's synchronous calls instead of its step pipeline (on a

@@ -4,8 +4,10 @@
 //   and no file in the run's checkpoint folder is a half file; when it finally completes, every
 //   step's loss and loss scale equal the uninterrupted run's bit for bit;
 // - a stopped run resumes as the same run; the refusals (a completed run, --set without --as-new,
-//   a step with no checkpoint, a damaged checkpoint) are exit 2 and one sentence;
-// - a branch records its parent and step and starts at that step with the changed setting;
+//   a step with no checkpoint, a damaged checkpoint, --threads out of range) are exit 2 and one
+//   sentence;
+// - a branch records its parent and step and starts at that step with the changed setting (and
+//   --threads, as backend.threads);
 // - weights export writes the model's tensors of a checkpoint, byte for byte in their dtypes, with
 //   no optimizer state, and weights show lists them (tests/engine/weights/test_safetensors.cpp
 //   starts runs from such files).
@@ -174,9 +176,14 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("no checkpoint at step 30") && r.err.contains("20, 40 and 60"), r.err.constData());
 
-        // A branch from step 20 in bf16, 60 steps long: its steps are 20..59, its parent recorded.
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--threads", "2000"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.startsWith("mantissa-cli resume: --threads takes a number from 1 to 1024"), r.err.constData());
+
+        // A branch from step 20 in bf16 on one thread, 60 steps long: its steps are 20..59, its
+        // parent recorded, its experiment says the thread count.
         r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "20", "--set",
-                     "precision.autocast=bf16", "--json"});
+                     "precision.autocast=bf16", "--threads", "1", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const auto out = nlohmann::json::parse(r.out.constData());
         const std::int64_t branch = out.at("run_id").get<std::int64_t>();
@@ -189,6 +196,8 @@ private slots:
             QCOMPARE(s.size(), std::size_t{40});
             QCOMPARE(s.front().step, std::int64_t{20});
             QVERIFY(nlohmann::json::parse(b.config_json).at("precision").at("autocast") == "bf16");
+            QVERIFY(nlohmann::json::parse(b.config_json).at("backend").at("threads") == 1);
+            QVERIFY2(b.device.find("(1 thread, ") != std::string::npos, b.device.c_str());
             QCOMPARE(b.name, store.run(run).name + " @20");
         }
 

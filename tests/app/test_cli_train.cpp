@@ -6,7 +6,10 @@
 //     stays ignored;
 //   - a dataset that falls back to spirals is a warning on stderr before anything else, and the
 //     JSON's `notices`;
-//   - the run is recorded with its network's layers, which `show` and `export --table layers` give.
+//   - the run is recorded with its network's layers, which `show` and `export --table layers` give;
+//   - --threads is backend.threads, recorded; out of range it is exit 2 and one sentence;
+//   - OpenMP's workers wait passively unless OMP_WAIT_POLICY says otherwise, in the process that
+//     was started (same pid, same name).
 #include <QtTest>
 
 #include <QJsonArray>
@@ -227,6 +230,82 @@ private slots:
         QCOMPARE(p->exitStatus(), QProcess::NormalExit);
         QCOMPARE(p->exitCode(), 0);
         QCOMPARE(QJsonDocument::fromJson(p->readAllStandardOutput()).object()["status"].toString(), QString("stopped"));
+    }
+
+    // --threads N is backend.threads: the recorded experiment says it and the device its count.
+    // A value out of range, or not a number, is exit 2 and one sentence naming the option (the
+    // key's own sentence for --set).
+    void threadsOption() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[8]", "--set",
+                                     "backend.threads=3", "--threads", "1", "--steps", "3", "--db", db, "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        const RunRow row = store.run(QJsonDocument::fromJson(r.out).object()["run_id"].toInteger());
+        const QJsonObject backend =
+            QJsonDocument::fromJson(QByteArray::fromStdString(row.config_json)).object()["backend"].toObject();
+        QCOMPARE(backend["threads"].toInt(-1), 1);  // the option, after --set
+        QVERIFY2(row.device.find("(1 thread, ") != std::string::npos, row.device.c_str());
+    }
+    void threadsOutOfRange_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("not a number") << QStringList{"--threads", "abc"}
+                                      << "mantissa-cli train: --threads needs a whole number like 1000, not 'abc'\n";
+        QTest::newRow("too many") << QStringList{"--threads", "5000"}
+                                  << "mantissa-cli train: --threads takes a number from 1 to 1024, or 0 for auto "
+                                     "(every hardware thread), not 5000\n";
+        QTest::newRow("negative") << QStringList{"--threads=-1"}
+                                  << "mantissa-cli train: --threads takes a number from 1 to 1024, or 0 for auto "
+                                     "(every hardware thread), not -1\n";
+        QTest::newRow("--set") << QStringList{"--set", "backend.threads=5000"}
+                               << "mantissa-cli train: backend.threads: must be between 0 and 1024, got 5000\n";
+    }
+    void threadsOutOfRange() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        const CliResult r =
+            run_cli(QStringList{"train", "--set", "dataset.kind=spirals", "--steps", "3", "--no-record"} + args);
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err), message);
+        QVERIFY(r.out.isEmpty());
+    }
+
+    // OpenMP's workers wait passively (the program set OMP_WAIT_POLICY and executed itself again,
+    // keeping its process id and its name), unless the person who started it chose a policy.
+    void openmpWaitsPassivelyUnlessTold_data() {
+        QTest::addColumn<QString>("given");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("unset") << QString() << "passive";
+        QTest::newRow("active") << "active" << "active";
+    }
+    void openmpWaitsPassivelyUnlessTold() {
+        QFETCH(QString, given);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("OMP_WAIT_POLICY");
+        if (!given.isEmpty()) env.insert("OMP_WAIT_POLICY", given);
+        p.setProcessEnvironment(env);
+        p.setChildProcessModifier([] {
+            for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+        });
+        p.start(MANTISSA_CLI_PATH, long_run(db));
+        QVERIFY(p.waitForStarted());
+        QVERIFY2(wait_until([&] { return recorded_steps(db) >= 1; }), "the run never recorded a step");
+        const QString proc = QString("/proc/%1/").arg(p.processId());
+        QFile environment(proc + "environ"), comm(proc + "comm");  // the environment it was executed with
+        QVERIFY(environment.open(QIODevice::ReadOnly) && comm.open(QIODevice::ReadOnly));
+        QVERIFY(environment.readAll().split('\0').contains(("OMP_WAIT_POLICY=" + expected).toUtf8()));
+        QCOMPARE(comm.readAll().trimmed(), QByteArray("mantissa-cli"));
+        QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGTERM), 0);  // the pid it started with
+        QVERIFY(p.waitForFinished(60'000));
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 0);
+        QCOMPARE(QJsonDocument::fromJson(p.readAllStandardOutput()).object()["status"].toString(), QString("stopped"));
     }
 
     // A dataset folder that is not there: the run trains on spirals, and says so first, as a

@@ -4,8 +4,8 @@
 // chart's data), pause and resume, closing during a run (recorded `stopped`, within a second), and
 // errors that become messages while the window keeps working. Between runs: a new experiment
 // clears the last run's views and its layers show before Start, as the run then builds them; the
-// default experiment; the dataset fallback's warning; one vocabulary and one number style; and
-// the layout of a small (1024x700) window.
+// default experiment; the dataset fallback's warning; one vocabulary and one number style; the
+// backend's CPU threads; and the layout of a small (1024x700) window.
 #include <QtTest>
 #include <QTableView>
 
@@ -18,6 +18,7 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSpinBox>
 
 #include <nlohmann/json.hpp>
 
@@ -594,6 +595,46 @@ private slots:
         QCOMPARE(formatAmax(1.234e-5), QStringLiteral("1.23e-5"));
         QCOMPARE(formatAmax(4), QStringLiteral("4.00e0"));
         QCOMPARE(formatAmax(123.4), QStringLiteral("1.23e2"));
+    }
+
+    // The backend's CPU threads (backend.threads): 0 shows as "auto", a count round-trips (one
+    // above this machine's threads too), the CUDA backend disables it, and a run on the CPU takes it.
+    void cpuThreadsSetting() {
+        auto w = makeWindow();
+        ExperimentPanel* panel = w->experimentPanel();
+        auto* threads = panel->findChild<QSpinBox*>(QStringLiteral("cpuThreads"));
+        QVERIFY(threads);
+        QCOMPARE(threads->value(), 0);
+        QCOMPARE(threads->text(), QStringLiteral("auto"));
+        QVERIFY(threads->toolTip().contains(QStringLiteral("but one")));
+        QVERIFY(threads->isEnabled());
+
+        Experiment e = spirals();
+        e.backend = "cpu";
+        e.threads = 1024;
+        w->setExperiment(e);
+        QCOMPARE(threads->value(), 1024);
+        QCOMPARE(w->currentExperiment().threads, 1024);
+        threads->setValue(0);
+        QCOMPARE(w->currentExperiment().threads, 0);
+        threads->setValue(1);
+        QCOMPARE(w->currentExperiment().threads, 1);
+        QCOMPARE(experiment_to_json(w->currentExperiment())["backend"]["threads"].get<int>(), 1);
+
+        QVERIFY(w->startRun());
+        QVERIFY(!threads->isEnabled());  // a setting of the next run, not of this one
+        const std::string device = w->controller()->session()->device_name();
+        QVERIFY2(device.find("(1 thread, ") != std::string::npos, device.c_str());
+        stopAndWait(*w);
+        QVERIFY(threads->isEnabled());
+
+        e.backend = "cuda";
+        e.threads = 0;
+        w->setExperiment(e);
+        QVERIFY(!threads->isEnabled());
+        e.backend = "auto";  // the CPU when no GPU is usable
+        w->setExperiment(e);
+        QVERIFY(threads->isEnabled());
     }
 
     // A 1024x700 window: the charts keep a readable height and scroll rather than shrink to a

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QRegularExpressionValidator>
 #include <QSpinBox>
+#include <QThread>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -28,6 +29,7 @@ bool usesPath(const QString& kind) {
            kind == "text";
 }
 const QStringList modelKinds = {"mlp", "cnn", "resnet", "gpt", "layers"};
+int hardwareThreads() { return std::max(1, QThread::idealThreadCount()); }
 
 QSpinBox* spin(int lo, int hi, const QString& tip) {
     auto* box = new QSpinBox;
@@ -156,6 +158,13 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_device = new QSpinBox;
     m_device->setRange(0, 63);
     m_device->setToolTip(tr("The GPU's index (CUDA backend)."));
+    m_threads = spin(0, hardwareThreads(),
+                     tr("The threads the CPU backend's matrix products may use (backend.threads). auto: every "
+                        "hardware thread but one, which the window keeps for drawing and recording (or "
+                        "MANTISSA_CPU_THREADS, or OMP_NUM_THREADS, when set). Results depend on the count, through "
+                        "the order of the sums. It applies when a run starts; the CUDA backend does not use it."));
+    m_threads->setObjectName(QStringLiteral("cpuThreads"));
+    m_threads->setSpecialValueText(tr("auto"));
 
     for (int i = 0; i < 5; ++i) {
         m_buttons[i] = new QToolButton;
@@ -211,6 +220,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     auto* backendForm = new QFormLayout(backend);
     backendForm->addRow(tr("Backend"), m_backend);
     backendForm->addRow(tr("Device"), m_device);
+    backendForm->addRow(tr("CPU threads"), m_threads);
 
     auto* nameForm = new QFormLayout;
     nameForm->addRow(tr("Name"), m_name);
@@ -249,7 +259,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
                        m_channels,  m_blocks,      m_hidden,      m_activation, m_editLayers, m_optimizer,
                        m_schedule,  m_batch,       m_epochs,      m_steps,      m_seed,    m_backend,
                        m_device,    m_vocabulary,  m_textContext, m_depth,      m_heads,   m_dim,
-                       m_modelContext, m_mlpRatio, m_tieEmbeddings};
+                       m_modelContext, m_mlpRatio, m_tieEmbeddings, m_threads};
 
     connect(m_datasetKind, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
     connect(m_backend, &QComboBox::currentTextChanged, this, &ExperimentPanel::updateDatasetControls);
@@ -323,6 +333,8 @@ void ExperimentPanel::setExperiment(const Experiment& e) {
     m_seed->setValue(static_cast<int>(std::min<std::uint64_t>(e.train.seed, 2'000'000'000)));
     selectText(m_backend, QString::fromStdString(e.backend));
     m_device->setValue(e.device);
+    m_threads->setMaximum(std::max(hardwareThreads(), e.threads));  // a file's count for a larger machine kept
+    m_threads->setValue(e.threads);
     updateDatasetControls();
     m_filling = false;
 }
@@ -359,6 +371,7 @@ Experiment ExperimentPanel::experiment() const {
     e.train.seed = static_cast<std::uint64_t>(m_seed->value());
     e.backend = m_backend->currentText().toStdString();
     e.device = m_device->value();
+    e.threads = m_threads->value();
     return e;
 }
 
@@ -383,6 +396,7 @@ void ExperimentPanel::updateDatasetControls() {
     m_browse->setEnabled(usesPath(kind));
     m_samples->setEnabled(!usesPath(kind));
     m_device->setEnabled(m_backend->currentText() != QLatin1String("cpu"));
+    m_threads->setEnabled(m_backend->currentText() != QLatin1String("cuda"));
 }
 
 void ExperimentPanel::updateModelControls() {

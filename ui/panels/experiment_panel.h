@@ -1,7 +1,7 @@
 // ExperimentPanel: the form for what a run trains (dataset, model, optimizer and schedule, budget,
-// seed, backend; a text dataset's vocabulary and context, a gpt model's blocks, heads, width,
-// context, MLP ratio and tied embeddings) and the buttons that open/save the experiment file and start, pause/resume and
-// stop a run. It holds the whole Experiment it was given, so keys without a control here (the
+// seed, backend with its GPU and its CPU threads; a text dataset's vocabulary and context, a gpt
+// model's blocks, heads, width, context, MLP ratio and tied embeddings) and the buttons that
+// open/save the experiment file and start, pause/resume and stop a run. It holds the whole Experiment it was given, so keys without a control here (the
 // lesson, FP8 details, eval_every...) survive an open/edit/save round trip; the precision part is
 // the PrecisionPanel's.
 //
@@ -92,6 +92,7 @@ private:
     QSpinBox* m_seed = nullptr;
     QComboBox* m_backend = nullptr;
     QSpinBox* m_device = nullptr;
+    QSpinBox* m_threads = nullptr;       // backend.threads: 0 "auto", else 1..the hardware threads
     QList<QWidget*> m_setupControls;  // disabled while a run is going
     QList<QWidget*> m_advancedGroups; // hidden in classroom mode
     QLabel* m_classroomNote = nullptr;

@@ -42,14 +42,14 @@ int CpuMatmul::threads_for(std::int64_t multiply_adds, int max_threads) {
     return static_cast<int>(std::clamp<std::int64_t>(by_work, 1, std::max(1, max_threads)));
 }
 
-int CpuMatmul::default_threads() {
+int CpuMatmul::default_threads(int spare) {
     if (const char* env = std::getenv("MANTISSA_CPU_THREADS")) {
         const int n = std::atoi(env);
         if (n >= 1) return n;
     }
     if (std::getenv("OMP_NUM_THREADS")) return std::max(1, omp_get_max_threads());
     const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-    return std::max(1, hardware - 1);
+    return std::max(1, hardware - std::max(0, spare));
 }
 
 struct CpuMatmul::Impl {

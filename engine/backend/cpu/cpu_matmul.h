@@ -8,15 +8,18 @@
 // AVX512-BF16; MANTISSA_CPU_BF16_MATMUL=0/1 overrides): same products, different speed.
 //
 // Threads: oneDNN runs on OpenMP. A product gets one thread per 2^20 multiply-adds (about 15 us
-// of work at AVX2 speed, well above a fork/join), at most threads(): MANTISSA_CPU_THREADS, or
-// OMP_NUM_THREADS, else all hardware threads but one. So a product of fewer than 2^21
-// multiply-adds runs on the calling thread alone, and the reference model's fc2 (4.2 M) on at most
-// four threads however many cores there are. One hardware thread is left to the GUI and the
-// recorder: libgomp's threads spin while they wait (unless OMP_WAIT_POLICY=passive is set before
-// the process starts; it cannot be changed from inside), and on an oversubscribed machine a step
-// then costs many times what it costs on one thread (measured on 2 shared cores under load, the
-// reference step: 80 ms on 2 spinning threads, 5.5-6.7 ms on one, 6.9-7.4 ms on 2 passive ones).
-// The count is set on the calling thread only. Results depend on the thread count
+// of work at AVX2 speed, well above a fork/join), at most threads(). So a product of fewer than
+// 2^21 multiply-adds runs on the calling thread alone, and the reference model's fc2 (4.2 M) on at
+// most four threads however many cores there are. threads() is set by the backend's maker from
+// the experiment's backend.threads (make_backend, engine/backend/backend.h); its default, and
+// what backend.threads 0 ("auto") means, is default_threads(spare): MANTISSA_CPU_THREADS, else
+// OMP_NUM_THREADS, else every hardware thread but `spare` (at least one). mantissa-cli keeps none
+// spare; the GUI keeps one for drawing and recording. Both start with OMP_WAIT_POLICY=passive
+// (app/passive_openmp_waits.h), because libgomp's threads otherwise spin while they wait (it
+// reads the policy when it is loaded; it cannot be changed from inside), and on an oversubscribed
+// machine a step then costs many times what it costs on one thread (measured on 2 shared cores
+// under load, the reference step: 80 ms on 2 spinning threads, 5.5-6.7 ms on one, 6.9-7.4 ms on 2
+// passive ones). The count is set on the calling thread only. Results depend on the thread count
 // (summation order), not on timing: a machine and a setting give the same bits every run.
 // Training thread only.
 #pragma once
@@ -40,7 +43,8 @@ public:
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
                   std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false);
 
-    static int default_threads();
+    // MANTISSA_CPU_THREADS, else OMP_NUM_THREADS, else the hardware threads less `spare` (>= 1).
+    static int default_threads(int spare = 0);
     // Threads for a product of `multiply_adds` when up to max_threads are allowed (>= 1).
     static int threads_for(std::int64_t multiply_adds, int max_threads);
     static constexpr std::int64_t min_work_per_thread = std::int64_t{1} << 20;

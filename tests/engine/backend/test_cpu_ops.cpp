@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend_test_util.h"
@@ -869,6 +870,33 @@ private slots:
             }
             QCOMPARE(QString::fromStdString(automatic->name()), QString("cpu"));
         }
+    }
+
+    // backend.threads: a fixed count, or 0 for this process's auto count: MANTISSA_CPU_THREADS,
+    // else OMP_NUM_THREADS, else the hardware threads less the spare ones (the GUI keeps one).
+    void factoryThreads() {
+        const auto threads_of = [](const std::unique_ptr<Backend>& b) {
+            return dynamic_cast<CpuBackend&>(*b).matmul().threads();
+        };
+        QCOMPARE(threads_of(make_backend("cpu", 0, 3)), 3);
+        QVERIFY(QString::fromStdString(make_backend("cpu", 0, 3)->device_name()).contains("(3 threads, "));
+        QVERIFY(QString::fromStdString(make_backend("cpu", 0, 1)->device_name()).contains("(1 thread, "));
+
+        const QByteArray mantissa = qgetenv("MANTISSA_CPU_THREADS"), omp = qgetenv("OMP_NUM_THREADS");
+        qunsetenv("MANTISSA_CPU_THREADS");
+        qunsetenv("OMP_NUM_THREADS");
+        const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        QCOMPARE(auto_cpu_threads(), hardware);  // mantissa-cli's: every hardware thread
+        QCOMPARE(threads_of(make_backend("cpu")), hardware);
+        set_spare_cpu_threads(1);
+        QCOMPARE(auto_cpu_threads(), std::max(1, hardware - 1));
+        QCOMPARE(threads_of(make_backend("cpu", 0, 0)), std::max(1, hardware - 1));
+        QCOMPARE(threads_of(make_backend("cpu", 0, 2)), 2);  // a fixed count keeps no spare
+        qputenv("MANTISSA_CPU_THREADS", "2");
+        QCOMPARE(auto_cpu_threads(), 2);  // a person's setting wins over the spare
+        set_spare_cpu_threads(0);
+        if (mantissa.isNull()) qunsetenv("MANTISSA_CPU_THREADS"); else qputenv("MANTISSA_CPU_THREADS", mantissa);
+        if (!omp.isNull()) qputenv("OMP_NUM_THREADS", omp);
     }
 };
 

@@ -84,6 +84,7 @@ Experiment non_default_experiment() {
     e.precision.rounding = {GradientRounding::stochastic, WeightRounding::kahan};
     e.backend = "cuda";
     e.device = 3;
+    e.threads = 6;
     e.lesson = {"Underflow", "FP16 gradients vanish.\nWatch.", "the underflow chart", true, 0, std::nullopt};
     e.lesson.pace = 2.5;
     e.lesson.reference = LessonReference{"FP32", {"precision.autocast=off", "train.lr=0.01"}};
@@ -113,17 +114,18 @@ private slots:
         QCOMPARE(e.backend, std::string("auto"));
 
         // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 12,
-        // train 19 (what_if: formats, max_elements; block_scales: format, max_blocks), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 2,
+        // train 19 (what_if: formats, max_elements; block_scales: format, max_blocks), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 3,
         // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 72);
+        QCOMPARE(int(keys.size()), 73);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);
         const json j = experiment_to_json(e);
         QVERIFY(j.at("precision").at("loss_scaling").at("min_scale").is_null());
         QCOMPARE(j.at("backend").at("kind").get<std::string>(), std::string("auto"));
+        QCOMPARE(j.at("backend").at("threads").get<int>(), 0);  // auto: the process's default
     }
 
     void roundTrip() {
@@ -257,6 +259,12 @@ private slots:
         e = experiment_from_json(json::parse(R"({"backend": {"kind": "cuda", "device": 2}})"));
         QCOMPARE(e.backend, std::string("cuda"));
         QCOMPARE(e.device, 2);
+        QCOMPARE(e.threads, 0);  // written before backend.threads existed: auto
+        e = experiment_from_json(json::parse(R"({"backend": {"kind": "cpu", "threads": 4}})"));
+        QCOMPARE(e.threads, 4);
+        QCOMPARE(experiment_to_json(e).at("backend").dump(), std::string(R"({"device":0,"kind":"cpu","threads":4})"));
+        e = experiment_from_json(json::parse(R"({"backend": "cpu"})"));
+        QCOMPARE(e.threads, 0);  // the string form: the kind, the others at their defaults
         e = experiment_from_json(json::parse(R"({"train": {"steps": 10, "epochs": 0, "batch_size": 1e2}})"));
         QCOMPARE(e.train.epochs, 0);
         QCOMPARE(e.train.batch_size, 100);
@@ -287,7 +295,8 @@ private slots:
         const auto row = [](const char* input, const char* message) { QTest::newRow(message) << input << message; };
         row(R"({"precision": {"autocas": "fp16"}})", "precision.autocas: unknown key; did you mean 'autocast'?");
         row(R"({"trian": {}})", "trian: unknown key; did you mean 'train'?");
-        row(R"({"backend": {"kind": "cuda", "gpu": 1}})", "backend.gpu: unknown key; the keys here are kind, device");
+        row(R"({"backend": {"kind": "cuda", "gpu": 1}})",
+            "backend.gpu: unknown key; the keys here are kind, device, threads");
         row(R"({"train": {"lr": "0.01"}})", "train.lr: expected a number, got a string (\"0.01\")");
         row(R"({"train": {"batch_size": 0}})", "train.batch_size: must be between 1 and 65536, got 0");
         row(R"({"train": {"batch_size": 12.5}})", "train.batch_size: expected an integer, got a number (12.5)");
@@ -399,6 +408,9 @@ private slots:
         row(R"({"backend": "tpu"})", "backend: must be one of auto, cpu, cuda, got \"tpu\"");
         row(R"({"backend": 1})", "backend: expected a string (auto, cpu, cuda) or an object");
         row(R"({"backend": {"kind": "cuda", "device": -1}})", "backend.device: must be between 0 and 255, got -1");
+        row(R"({"backend": {"kind": "cpu", "threads": 5000}})",
+            "backend.threads: must be between 0 and 1024, got 5000");
+        row(R"({"backend": {"threads": 2.5}})", "backend.threads: expected an integer, got a number (2.5)");
         row(R"({"lesson": {"classroom": 1}})", "lesson.classroom: expected true or false, got a number (1)");
         row(R"({"lesson": {"title": null}})", "lesson.title: expected a string, got null");
         row(R"({"lesson": {"pace": -1}})", "lesson.pace: must be between 0 and 10000, got -1");
@@ -482,6 +494,7 @@ private slots:
         row("model.hidden=[]", "/model/hidden", "[]");
         row("backend=cuda", "/backend/kind", R"("cuda")");
         row("backend.device=1", "/backend/device", "1");
+        row("backend.threads=2", "/backend/threads", "2");
         row("name=my run", "/name", R"("my run")");
         row(R"(name="42")", "/name", R"("42")");
         row("lesson.classroom=true", "/lesson/classroom", "true");
@@ -578,6 +591,9 @@ private slots:
         row("precision.loss_scaling.mode=dyn", "precision.loss_scaling.mode: must be one of off, static, dynamic");
         row("precision.autocast=", "precision.autocast: must be one of off, fp16, bf16, got \"\"");
         row("backend=tpu", "backend.kind: must be one of auto, cpu, cuda, got \"tpu\"");
+        row("backend.threads=5000", "backend.threads: must be between 0 and 1024, got 5000");
+        row("backend.threads=-1", "backend.threads: must be between 0 and 1024, got -1");
+        row("backend.threads=two", "backend.threads: expected an integer, got a string (\"two\")");
         row("train.lr=1e999", "--set train.lr=1e999: the number 1e999 is too large");
         row("train.batch_size=1e999", "--set train.batch_size=1e999: the number 1e999 is too large");
         row("train.lr=-1e999", "--set train.lr=-1e999: the number -1e999 is too large");
