@@ -1,6 +1,7 @@
 // CpuBackend: tensors, memory accounting, host copies, casts, the weight operands of the matmul
 // layers, the FP8 scaling state, and what the backend supports.
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 
 #include <algorithm>
@@ -175,7 +176,7 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
     for (std::size_t i = 0; i < rows.size(); ++i)
         std::copy_n(data + rows[i] * row_len, row_len, out + static_cast<std::int64_t>(i) * row_len);
     RowSample s;
-    s.amax = max_abs(data, static_cast<std::size_t>(n));
+    s.amax = amax_of(data, n);
     if (std::isfinite(s.amax)) {
         s.finite_amax = s.amax;
         return s;
@@ -233,10 +234,16 @@ float CpuBackend::quantize_gradient_fp8(const float* dy, float* q, std::int64_t 
 
 void CpuBackend::round_gradient(Format format, float* data, std::int64_t n) {
     if (format == Format::fp32) return;
-    if (m_stochastic_gradients)
-        round_array_stochastic(format, data, data, static_cast<std::size_t>(n), gradient_key(format));
-    else
-        round_array(format, data, static_cast<std::size_t>(n));
+    // Stochastic: one key for the tensor, each range drawing by its elements' own indices.
+    const std::uint64_t key = m_stochastic_gradients ? gradient_key(format) : 0;
+    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), 64,
+                           [&](std::int64_t begin, std::int64_t end, int) {
+        const auto len = static_cast<std::size_t>(end - begin);
+        if (m_stochastic_gradients)
+            round_array_stochastic(format, data + begin, data + begin, len, key, static_cast<std::uint64_t>(begin));
+        else
+            round_array(format, data + begin, len);
+    });
 }
 
 void CpuBackend::round_gradient_with_stats(Format format, float* data, std::int64_t n, RoundingStats& stats,
@@ -301,7 +308,11 @@ float* CpuBackend::scratch(int slot, std::int64_t n) {
 const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format format, int slot) {
     if (format_contains(format, t.format())) return t.data();  // rounding would change nothing
     float* buf = scratch(slot, n);
-    round_array(format, t.data(), buf, static_cast<std::size_t>(n));
+    const float* src = t.data();
+    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), 64,
+                           [&](std::int64_t begin, std::int64_t end, int) {
+        round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin));
+    });
     return buf;
 }
 
@@ -325,7 +336,7 @@ float CpuBackend::quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw)
     // Current scaling: the scale from the weights' own amax (the copy's, while it is current).
     if (hw.current())
         hw.use_amax(entry.copy == &wc && wc.is_copy_of(w) ? entry.amax
-                                                          : max_abs(std::as_const(w).data(), static_cast<std::size_t>(w.numel())));
+                                                          : amax_of(std::as_const(w).data(), w.numel()));
     if (entry.copy == &wc && wc.is_copy_of(w) &&
         std::bit_cast<std::uint32_t>(entry.scale) == std::bit_cast<std::uint32_t>(hw.scale()))
         return entry.amax;

@@ -214,6 +214,11 @@ private:
     CpuFp8WeightCopy* fp8_copy_to_write(const Tensor& param);
     // Scratch buffers, grown on demand and kept: no allocation on the steady-state step.
     float* scratch(int slot, std::int64_t n);
+    // The threads a pass over n values takes: one per min_per_thread values, at most the
+    // backend's count (cpu_parallel.h).
+    int pass_threads(std::int64_t n, std::int64_t min_per_thread) const;
+    // max |data[i]| (numeric/stats.h's max_abs) over the backend's threads.
+    float amax_of(const float* data, std::int64_t n) const;
     // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
     const float* operand(const CpuTensor& t, std::int64_t n, Format format, int slot);
     // The weight operand of a layer (linear, conv2d) computing in a format other than FP8: its
@@ -351,7 +356,12 @@ private:
     std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value
-    ExponentTally m_tally;                        // unscale_and_check's histogram, reused
+    std::vector<ExponentTally> m_tallies;         // unscale_and_check's histograms, one per thread, reused
+    struct UnscalePass {
+        double sum_squares = 0;
+        bool nonfinite = false;
+    };
+    std::vector<UnscalePass> m_unscale_passes;    // unscale_and_check's per-tensor results, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy
     cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count
     std::vector<float> m_fp16_pack;               // FP16 accumulation's packed operands

@@ -36,6 +36,7 @@
 #include <utility>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "numeric/convert.h"
@@ -278,7 +279,7 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         CpuTensor& wc = cpu(*conv.weight_compute);
         const float amax_w = quantized_weight(w, wc, hw);
         float* xq = cpu(*conv.saved_input).data();
-        if (hx.current()) hx.use_amax(max_abs(x.data(), static_cast<std::size_t>(batch * in)));
+        if (hx.current()) hx.use_amax(amax_of(x.data(), batch * in));
         const float amax_x = scale_round_array(Format::fp8_e4m3, x.data(), xq, static_cast<std::size_t>(batch * in),
                                                hx.scale(), Overflow::saturate);
         if (record_amax) {

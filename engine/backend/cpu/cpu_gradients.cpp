@@ -8,11 +8,13 @@
 // index is k mod 4 and the last n mod 4 elements of a tensor going to lane 0, then summed as
 // (l0 + l1) + (l2 + l3): the AVX2 kernel keeps the four lanes in one register and adds in exactly
 // that order, so its result is bit-identical to the scalar loop (the baseline x86-64 path).
+// Tensors are shared out whole among the threads, never split (cpu_parallel.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "error.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -25,6 +27,8 @@ namespace mantissa {
 namespace {
 
 constexpr std::int64_t piece = 2048;  // values per block (8 KiB), a multiple of 8
+// A thread per 2^16 gradient values (tens of microseconds of work), at most one per tensor.
+constexpr std::int64_t unscale_min_per_thread = std::int64_t{1} << 16;
 
 // The running state of one tensor's pass.
 struct Lanes {
@@ -104,30 +108,42 @@ UnscaleResult CpuBackend::unscale_and_check(const std::vector<Tensor*>& grads, f
             throw Error("unscale_and_check: want_summary must have one flag per gradient.");
         summaries->resize(grads.size());
     }
-    UnscaleResult result;
-    for (std::size_t t = 0; t < grads.size(); ++t) {
-        float* g = static_cast<CpuTensor*>(grads[t])->data();
-        const std::int64_t n = grads[t]->numel();
-        const bool summarise = summaries && want_summary[t];
-        if (summarise) m_tally.reset();
+    // The tensors go to the threads whole (cpu_parallel.h): each tensor's sum keeps its order, and
+    // the sums are added in tensor order below, so the result is the same on any thread count.
+    std::int64_t total = 0;
+    for (const Tensor* g : grads) total += g->numel();
+    const int threads = std::min<int>(pass_threads(total, unscale_min_per_thread), static_cast<int>(grads.size()));
+    if (m_tallies.size() < static_cast<std::size_t>(threads)) m_tallies.resize(static_cast<std::size_t>(threads));
+    m_unscale_passes.resize(grads.size());
+    cpu_detail::for_items(static_cast<std::int64_t>(grads.size()), threads, [&](std::int64_t t, int worker) {
+        float* g = static_cast<CpuTensor*>(grads[static_cast<std::size_t>(t)])->data();
+        const std::int64_t n = grads[static_cast<std::size_t>(t)]->numel();
+        const bool summarise = summaries && want_summary[static_cast<std::size_t>(t)];
+        ExponentTally& tally = m_tallies[static_cast<std::size_t>(worker)];
+        if (summarise) tally.reset();
         Lanes lanes;
         for (std::int64_t start = 0; start < n; start += piece) {
             const std::int64_t len = std::min(piece, n - start);
             unscale_block(g + start, len, inv_scale, lanes);
-            if (summarise) m_tally.add(g + start, static_cast<std::size_t>(len));
+            if (summarise) tally.add(g + start, static_cast<std::size_t>(len));
         }
-        result.sum_squares += (lanes.acc[0] + lanes.acc[1]) + (lanes.acc[2] + lanes.acc[3]);
-        if (lanes.bad && !result.found_nonfinite) {
-            result.found_nonfinite = true;
-            result.first_nonfinite = static_cast<int>(t);
-        }
+        m_unscale_passes[static_cast<std::size_t>(t)] = {(lanes.acc[0] + lanes.acc[1]) + (lanes.acc[2] + lanes.acc[3]),
+                                                         lanes.bad != 0};
         if (summarise) {
-            GradientSummary& s = (*summaries)[t];
+            GradientSummary& s = (*summaries)[static_cast<std::size_t>(t)];
             s.amax = 0;
             s.nonfinite = 0;
             s.exponents.counts.fill(0);
-            m_tally.finish(ExponentHistogram::min_exponent, s.exponents.counts.data(),
-                           ExponentHistogram::bins, &s.amax, &s.nonfinite);
+            tally.finish(ExponentHistogram::min_exponent, s.exponents.counts.data(), ExponentHistogram::bins, &s.amax,
+                         &s.nonfinite);
+        }
+    });
+    UnscaleResult result;
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        result.sum_squares += m_unscale_passes[t].sum_squares;
+        if (m_unscale_passes[t].nonfinite && !result.found_nonfinite) {
+            result.found_nonfinite = true;
+            result.first_nonfinite = static_cast<int>(t);
         }
     }
     return result;

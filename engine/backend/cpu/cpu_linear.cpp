@@ -14,12 +14,14 @@
 // FP8 rowwise: the same axes, a current scale per row (round_axiswise_fp8), decoded in FP32.
 // Per GEMM (LinearTensors::dgrad, wgrad): each backward matmul's operands in its own format.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
 
 #include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
@@ -136,7 +138,7 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         const float amax_w = quantized_weight(w, wc, hw);
         const float* wq = std::as_const(wc).data();
         float* xq = cpu(*l.saved_input).data();
-        if (hx.current()) hx.use_amax(max_abs(x.data(), static_cast<std::size_t>(batch * in)));
+        if (hx.current()) hx.use_amax(amax_of(x.data(), batch * in));
         const float amax_x = quantize_scaled(x.data(), xq, batch * in, hx.scale(), Format::fp8_e4m3);
         if (record_amax) {
             hw.record(amax_w);
@@ -177,7 +179,11 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     } else {
         b = cpu(*l.bias).data();
     }
-    add_bias_and_round(yd, b, batch, out, dequant, y.format());
+    // The epilogue's rows shared out among the threads (cpu_parallel.h): each row is its own.
+    const std::int64_t rows_per_thread = std::max<std::int64_t>(1, cpu_detail::elementwise_min_per_thread / std::max<std::int64_t>(1, out));
+    cpu_detail::for_ranges(batch, pass_threads(batch, rows_per_thread), 1, [&](std::int64_t r0, std::int64_t r1, int) {
+        add_bias_and_round(yd + r0 * out, b, r1 - r0, out, dequant, y.format());
+    });
 }
 
 void CpuBackend::scale_round_gradient(Format format, float* data, std::int64_t n, float factor) {
@@ -186,15 +192,18 @@ void CpuBackend::scale_round_gradient(Format format, float* data, std::int64_t n
     // for the whole tensor, each piece from its own first index.
     const bool stochastic = m_stochastic_gradients && format != Format::fp32;
     const std::uint64_t key = gradient_key(format);
-    for (std::int64_t start = 0; start < n; start += piece) {
-        const std::int64_t len = std::min(piece, n - start);
-        scale_in_place(data + start, len, factor);
-        if (stochastic)
-            round_array_stochastic(format, data + start, data + start, static_cast<std::size_t>(len), key,
-                                   static_cast<std::uint64_t>(start));
-        else
-            round_output(format, data + start, len);
-    }
+    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), piece,
+                           [&](std::int64_t begin, std::int64_t end, int) {
+        for (std::int64_t start = begin; start < end; start += piece) {
+            const std::int64_t len = std::min(piece, end - start);
+            scale_in_place(data + start, len, factor);
+            if (stochastic)
+                round_array_stochastic(format, data + start, data + start, static_cast<std::size_t>(len), key,
+                                       static_cast<std::uint64_t>(start));
+            else
+                round_output(format, data + start, len);
+        }
+    });
 }
 
 CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
@@ -207,7 +216,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
         auto& state = static_cast<CpuFp8State&>(*fp8_state);
         AmaxHistory& hg = state.history(Fp8Role::grad_output);
         float* q = scratch(dy_slot, n_dy);
-        if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
+        if (hg.current()) hg.use_amax(amax_of(dy.data(), n_dy));
         hg.record(quantize_gradient_fp8(dy.data(), q, n_dy, hg.scale()));
         o.dq_g = hg.scale_inv();
         o.dq_x = state.history(Fp8Role::input).scale_inv();
@@ -308,7 +317,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
     if (g.dgrad == e4m3 || g.wgrad == e4m3) {
         AmaxHistory& hg = state->history(Fp8Role::grad_output);
         float* q = scratch(g.dgrad == e4m3 ? slot_dy : slot_dy_wgrad, n_dy);
-        if (hg.current()) hg.use_amax(max_abs(dy.data(), static_cast<std::size_t>(n_dy)));
+        if (hg.current()) hg.use_amax(amax_of(dy.data(), n_dy));
         hg.record(quantize_gradient_fp8(dy.data(), q, n_dy, hg.scale()));
         dy_fp8 = q;
         dq_dy_fp8 = hg.scale_inv();
@@ -333,7 +342,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
                 o.w = std::as_const(cpu(*g.weight_compute)).data();  // quantised by the forward
             } else {
                 float* q = scratch(slot_w, w.numel());
-                if (hw.current()) hw.use_amax(max_abs(std::as_const(w).data(), static_cast<std::size_t>(w.numel())));
+                if (hw.current()) hw.use_amax(amax_of(std::as_const(w).data(), w.numel()));
                 hw.record(scale_round_array(Format::fp8_e4m3, std::as_const(w).data(), q,
                                             static_cast<std::size_t>(w.numel()), hw.scale(), Overflow::saturate));
                 o.w = q;
@@ -354,7 +363,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             o.x = cpu(*g.saved_input).data();  // quantised by the forward
         } else {
             float* q = scratch(slot_x, n_x);
-            if (hx.current()) hx.use_amax(max_abs(x.data(), static_cast<std::size_t>(n_x)));
+            if (hx.current()) hx.use_amax(amax_of(x.data(), n_x));
             hx.record(scale_round_array(Format::fp8_e4m3, x.data(), q, static_cast<std::size_t>(n_x), hx.scale(),
                                         Overflow::saturate));
             o.x = q;
@@ -441,12 +450,20 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
         if (!flushed) {
             // The dequantisation, the rounding and its counts block by block (the counts add up;
             // a stochastic rounding takes one key for the tensor, as unblocked).
+            // Shared out in ranges of whole pieces (cpu_parallel.h), each range counting apart.
             const std::uint64_t key = gradient_key(gw.format());
-            for (std::int64_t start = 0; start < out * in; start += piece) {
-                const std::int64_t len = std::min(piece, out * in - start);
-                scale_in_place(gw.data() + start, len, dq);
-                round_gradient_with_stats(gw.format(), gw.data() + start, len, *weight_stats, key, start);
-            }
+            const std::int64_t n = out * in;
+            const int threads = std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
+            std::array<RoundingStats, cpu_detail::kMaxPassThreads> counts{};
+            cpu_detail::for_ranges(n, threads, piece, [&](std::int64_t begin, std::int64_t end, int worker) {
+                for (std::int64_t start = begin; start < end; start += piece) {
+                    const std::int64_t len = std::min(piece, end - start);
+                    scale_in_place(gw.data() + start, len, dq);
+                    round_gradient_with_stats(gw.format(), gw.data() + start, len,
+                                              counts[static_cast<std::size_t>(worker)], key, start);
+                }
+            });
+            for (int w = 0; w < threads; ++w) *weight_stats += counts[static_cast<std::size_t>(w)];
         } else {
             scale_round_gradient(gw.format(), gw.data(), out * in, dq);
             RoundingStats s;

@@ -26,13 +26,17 @@
 // back at the next. A Kahan update is lost only when neither w nor c changes.
 // The loops are plain arithmetic over restrict pointers so the compiler vectorises them (this
 // folder builds with -fno-math-errno: sqrt needs no errno path), built for AVX2 and for baseline
-// x86-64 (chosen at run time).
+// x86-64 (chosen at run time). A large parameter is cut into ranges of whole blocks, one per
+// thread (cpu_parallel.h), each with its own block buffers: every element's value and the counts
+// are the same however it is cut.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "error.h"
 #include "numeric/convert.h"
 #include "numeric/stochastic_round.h"
@@ -57,6 +61,9 @@ void check_tensors(const OptimizerTensors& t, bool need1, bool need2, const char
 }
 
 constexpr std::size_t update_block = 1024;
+// A thread per 2^15 parameters (about 30 us of AdamW), at most kMaxOptimizerThreads.
+constexpr std::int64_t optimizer_min_per_thread = std::int64_t{1} << 15;
+constexpr int kMaxOptimizerThreads = 64;
 
 struct SgdScalars {
     float lr, wd, mu;
@@ -196,6 +203,12 @@ struct CopyWrites {
             fp8_amax_bits = std::max(fp8_amax_bits, std::bit_cast<std::uint32_t>(amax));
         }
     }
+    // The copy as one worker's: the same destinations, its own amax.
+    CopyWrites worker() const {
+        CopyWrites w(*this);
+        w.fp8_amax_bits = 0;
+        return w;
+    }
     void finish(const CpuTensor& param) {
         if (cast) cast->mark_copy_of(param);
         if (fp8) {
@@ -234,6 +247,40 @@ void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, c
     copies.block(p, start, n);
 }
 
+// Runs kernel(start, len, fresh, mask) (the new FP32 values of elements [start, start + len) into
+// fresh, their change flags into mask) and finish_update block by block over [0, n), on `threads`
+// workers, each with its own block buffers (fresh, mask and Kahan's remainder: update_block values
+// per worker, from the *_all arrays) and its own counts and FP8 amax, merged at the end.
+template <class Kernel>
+UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const WeightStore& store, float* fresh_all,
+                              unsigned char* mask_all, float* remainder_all, CopyWrites& copies, Kernel kernel) {
+    std::array<UpdateCounts, kMaxOptimizerThreads> counts{};
+    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{};
+    constexpr auto block = static_cast<std::int64_t>(update_block);
+    cpu_detail::for_ranges(n, threads, block, [&](std::int64_t begin, std::int64_t end, int w) {
+        float* fresh = fresh_all + w * block;
+        unsigned char* mask = mask_all + w * block;
+        WeightStore own = store;
+        if (remainder_all) own.remainder = remainder_all + w * block;
+        CopyWrites own_copies = copies.worker();
+        UpdateCounts c;
+        for (std::int64_t start = begin; start < end; start += block) {
+            const std::int64_t len = std::min(block, end - start);
+            kernel(start, len, fresh, mask);
+            finish_update(p + start, fresh, start, len, own, mask, c, own_copies);
+        }
+        counts[static_cast<std::size_t>(w)] = c;
+        amax_bits[static_cast<std::size_t>(w)] = own_copies.fp8_amax_bits;
+    });
+    UpdateCounts total;
+    for (int w = 0; w < threads; ++w) {
+        total.nonzero_updates += counts[static_cast<std::size_t>(w)].nonzero_updates;
+        total.lost_updates += counts[static_cast<std::size_t>(w)].lost_updates;
+        copies.fp8_amax_bits = std::max(copies.fp8_amax_bits, amax_bits[static_cast<std::size_t>(w)]);
+    }
+    return total;
+}
+
 // How t's new values are stored; `next_key` draws a stochastic key, `remainder` is a block of
 // scratch for Kahan.
 template <class NextKey>
@@ -262,22 +309,24 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const std::int64_t n = t.param->numel();
     CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
-    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, update_block));
+    const int threads = std::min(kMaxOptimizerThreads, pass_threads(n, optimizer_min_per_thread));
+    const std::int64_t per_worker = threads * static_cast<std::int64_t>(update_block);
+    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, per_worker));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
     float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : nullptr;
-    float* fresh = scratch(4, update_block);
-    float* no_buf = momentum ? nullptr : scratch(6, update_block);  // sgd_kernel's unused buffer
-    if (m_mask.size() < static_cast<std::size_t>(update_block)) m_mask.resize(update_block);
+    float* no_buf = momentum ? nullptr : scratch(6, per_worker);  // sgd_kernel's unused buffer, per worker
+    if (m_mask.size() < static_cast<std::size_t>(per_worker)) m_mask.resize(static_cast<std::size_t>(per_worker));
     const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
                         static_cast<float>(s.momentum), s.first_step, momentum};
-    UpdateCounts c;
-    for (std::int64_t start = 0; start < n; start += update_block) {
-        const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
-        sgd_kernel(p + start, g + start, momentum ? buf + start : no_buf, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, start, len, store, m_mask.data(), c, copies);
-    }
+    float* fresh_all = scratch(4, per_worker);
+    const UpdateCounts c = update_in_blocks(
+        p, n, threads, store, fresh_all, m_mask.data(), store.remainder, copies,
+        [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
+            float* unused = no_buf ? no_buf + (fresh - fresh_all) : nullptr;
+            sgd_kernel(p + start, g + start, momentum ? buf + start : unused, fresh, len, sc, mask);
+        });
     copies.finish(param);
     return c;
 }
@@ -288,7 +337,9 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     const std::int64_t n = t.param->numel();
     CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
-    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, update_block));
+    const int threads = std::min(kMaxOptimizerThreads, pass_threads(n, optimizer_min_per_thread));
+    const std::int64_t per_worker = threads * static_cast<std::int64_t>(update_block);
+    const WeightStore store = weight_store(t, [this] { return next_stochastic_key(); }, scratch(14, per_worker));
     CpuTensor& param = *static_cast<CpuTensor*>(t.param);
     float* p = param.data();
     const float* g = static_cast<const CpuTensor*>(t.grad)->data();
@@ -307,14 +358,12 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     sc.beta2 = static_cast<float>(a.beta2);
     sc.eps = static_cast<float>(a.eps);
     sc.decays = a.weight_decay != 0.0 && a.lr != 0.0;
-    float* fresh = scratch(4, update_block);
-    if (m_mask.size() < static_cast<std::size_t>(update_block)) m_mask.resize(update_block);
-    UpdateCounts c;
-    for (std::int64_t start = 0; start < n; start += update_block) {
-        const std::int64_t len = std::min<std::int64_t>(update_block, n - start);
-        adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, m_mask.data());
-        finish_update(p + start, fresh, start, len, store, m_mask.data(), c, copies);
-    }
+    if (m_mask.size() < static_cast<std::size_t>(per_worker)) m_mask.resize(static_cast<std::size_t>(per_worker));
+    const UpdateCounts c = update_in_blocks(
+        p, n, threads, store, scratch(4, per_worker), m_mask.data(), store.remainder, copies,
+        [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
+            adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, mask);
+        });
     copies.finish(param);
     return c;
 }

@@ -1,0 +1,89 @@
+// The CPU backend's passes that are not matmuls (the optimizers, the unscale and its statistics,
+// activations, roundings, amaxes and counts), spread over the backend's threads.
+//
+// Only passes whose result cannot depend on how the work is split are spread: each element is
+// computed from its own inputs alone (a stochastic rounding draws by the element's index), and
+// what the pass gathers is a maximum or an integer count, which come out the same in any order.
+// A floating-point sum is never split; where a pass has one (the unscale's sum of squares), the
+// tensors go to the threads whole, each summed in its usual order, and the sums are added in
+// tensor order. So a run's results do not depend on the thread count through these passes
+// (docs/numerics.md, "Threads").
+//
+// A pass takes one thread per `min_per_thread` elements, at most the backend's count: below that
+// a fork and join (a few microseconds to wake a passive OpenMP worker) would cost more than it
+// saves. Ranges start at multiples of `align` elements, so a pass that works in blocks keeps its
+// blocks whole. Training thread only.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+
+#include <omp.h>
+
+#include "numeric/stats.h"
+
+namespace mantissa::cpu_detail {
+
+// A thread per 2^16 values for a pass at memory speed (a fraction of a nanosecond a value: tens
+// of microseconds a thread), and at most kMaxPassThreads for a pass that keeps per-thread counts.
+constexpr std::int64_t elementwise_min_per_thread = std::int64_t{1} << 16;
+constexpr int kMaxPassThreads = 64;
+
+// The threads a pass over n elements takes, at most max_threads (>= 1).
+inline int pass_threads(std::int64_t n, std::int64_t min_per_thread, int max_threads) {
+    return static_cast<int>(std::clamp<std::int64_t>(n / std::max<std::int64_t>(1, min_per_thread), 1,
+                                                     std::max(1, max_threads)));
+}
+
+// fn(begin, end, range) over [0, n) cut into `threads` contiguous ranges (the last may be short,
+// some may be empty), range in [0, threads): the index of per-range state, whichever thread runs
+// it; on the calling thread alone when threads is 1.
+template <class Fn>
+void for_ranges(std::int64_t n, int threads, std::int64_t align, Fn&& fn) {
+    if (threads <= 1 || n <= align) {
+        fn(std::int64_t{0}, n, 0);
+        return;
+    }
+    const std::int64_t blocks = (n + align - 1) / align;
+    const std::int64_t per = (blocks + threads - 1) / threads;
+    // OpenMP may start fewer threads than asked (a thread limit, a nested region): each thread
+    // then takes every team-th range, so every range is still done once, under its own index.
+#pragma omp parallel num_threads(threads)
+    {
+        const int team = omp_get_num_threads();
+        for (int w = omp_get_thread_num(); w < threads; w += team) {
+            const std::int64_t begin = std::min(n, w * per * align);
+            const std::int64_t end = std::min(n, (w + 1) * per * align);
+            if (begin < end) fn(begin, end, w);
+        }
+    }
+}
+
+// fn(i, worker) for each i in [0, count) (whole items, e.g. tensors), the items shared out as
+// threads free up; each item's work is the same whichever thread does it.
+template <class Fn>
+void for_items(std::int64_t count, int threads, Fn&& fn) {
+    if (threads <= 1 || count <= 1) {
+        for (std::int64_t i = 0; i < count; ++i) fn(i, 0);
+        return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (std::int64_t i = 0; i < count; ++i) fn(i, omp_get_thread_num());
+}
+
+// max_abs (numeric/stats.h) over ranges on up to `max_threads` threads: the magnitudes' bit
+// patterns order as the values do (NaN above inf), so the largest pattern of the ranges is the
+// whole array's, whatever the cut.
+inline float max_abs_on(int max_threads, const float* data, std::int64_t n) {
+    const int threads = std::min(kMaxPassThreads, pass_threads(n, elementwise_min_per_thread, max_threads));
+    std::array<std::uint32_t, kMaxPassThreads> bits{};
+    for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int w) {
+        bits[static_cast<std::size_t>(w)] =
+            std::bit_cast<std::uint32_t>(max_abs(data + begin, static_cast<std::size_t>(end - begin)));
+    });
+    return std::bit_cast<float>(*std::max_element(bits.begin(), bits.begin() + threads));
+}
+
+}  // namespace mantissa::cpu_detail
