@@ -277,17 +277,20 @@ private slots:
     void openmpWaitsPassivelyUnlessTold_data() {
         QTest::addColumn<QString>("given");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("unset") << QString() << "passive";
-        QTest::newRow("active") << "active" << "active";
+        QTest::addColumn<QString>("spin");  // GOMP_SPINCOUNT: a short spin before sleeping, when the policy is ours
+        QTest::newRow("unset") << QString() << "passive" << "30000";
+        QTest::newRow("active") << "active" << "active" << QString();
     }
     void openmpWaitsPassivelyUnlessTold() {
         QFETCH(QString, given);
         QFETCH(QString, expected);
+        QFETCH(QString, spin);
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.remove("OMP_WAIT_POLICY");
+        env.remove("GOMP_SPINCOUNT");
         if (!given.isEmpty()) env.insert("OMP_WAIT_POLICY", given);
         p.setProcessEnvironment(env);
         p.setChildProcessModifier([] {
@@ -299,7 +302,9 @@ private slots:
         const QString proc = QString("/proc/%1/").arg(p.processId());
         QFile environment(proc + "environ"), comm(proc + "comm");  // the environment it was executed with
         QVERIFY(environment.open(QIODevice::ReadOnly) && comm.open(QIODevice::ReadOnly));
-        QVERIFY(environment.readAll().split('\0').contains(("OMP_WAIT_POLICY=" + expected).toUtf8()));
+        const QList<QByteArray> variables = environment.readAll().split('\0');
+        QVERIFY(variables.contains(("OMP_WAIT_POLICY=" + expected).toUtf8()));
+        QCOMPARE(variables.contains(("GOMP_SPINCOUNT=" + spin).toUtf8()), !spin.isEmpty());
         QCOMPARE(comm.readAll().trimmed(), QByteArray("mantissa-cli"));
         QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGTERM), 0);  // the pid it started with
         QVERIFY(p.waitForFinished(60'000));
