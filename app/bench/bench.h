@@ -5,7 +5,8 @@
 //
 // Threads: a suite runs on the calling thread (sessions it starts run their own). The CPU
 // backend's thread count comes from MANTISSA_CPU_THREADS, which apply_threads() sets for this
-// process and the processes it starts, so every backend, session and peer uses the same count.
+// process and the processes it starts, so every backend, session and peer uses the same count
+// (but the engine suite's threads table, which sets each of its trainers' count itself).
 #pragma once
 
 #include <functional>
@@ -20,7 +21,7 @@ namespace mantissa::bench {
 
 struct BenchOptions {
     bool quick = false;        // a short run (seconds per suite), for tests and a first look
-    int threads = 0;           // 0: the CPU backend's default (all hardware threads but one)
+    int threads = 0;           // 0: the CPU backend's default (all hardware threads)
     int blocks = 0;            // timed blocks per figure; 0: the suite's default (7, quick 3)
     int epochs = 0;            // peer: epochs trained before comparing test accuracy; 0: 3 (quick 1)
     int peer_steps = 0;        // peer: the language model's steps before comparing test loss; 0: 300 (quick 60)

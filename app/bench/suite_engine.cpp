@@ -9,6 +9,11 @@
 // of the per-round ratios) and the process CPU time per step (steadier than the wall clock on a
 // shared machine). A second table times oneDNN's matmul on the reference shapes, fp32 against
 // bf16 with FP32 accumulation: the bf16 path is taken only where it is faster (cpu_matmul.h).
+//
+// Each step is also held against the machine (docs/benchmarks.md, "Limits"): the limits table
+// measures the CPU's peak rates first (peak_rate.h), every row gives its matmul FLOPs per step
+// (model/matmul_flops.h), the GFLOP/s they make and that as a share of the peak × threads, and
+// the threads table (thread_scaling.h) times the bigger models at 1, 2, ... threads.
 #include <algorithm>
 #include <functional>
 #include <cmath>
@@ -21,8 +26,11 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_matmul.h"
 #include "bench/bench.h"
+#include "bench/peak_rate.h"
 #include "bench/reference_data.h"
 #include "bench/stats.h"
+#include "bench/step_flops.h"
+#include "bench/thread_scaling.h"
 #include "train/trainer.h"
 
 namespace mantissa::bench {
@@ -58,13 +66,18 @@ Table step_table() {
                  {"spread_pct", "spread", "%", 0, "%"},
                  {"vs_fp32", "vs fp32", "ratio", 2, "x"},
                  {"cpu_ms_per_step", "cpu ms/step", "ms", 3},
+                 {"mflop_per_step", "MFLOP/step", "MFLOP", 1},
+                 {"gflops", "GFLOP/s", "GFLOP/s", 1},
+                 {"limit_pct", "% of limit", "%", 0, "%"},
+                 {"limit", "limit"},
                  {"blocks", "blocks x steps"}};
     return t;
 }
 
 // Times every precision in `configs` on one model and backend; appends rows to `table`.
 void time_model(const ModelCase& mc, const std::string& backend, const Dataset& data,
-                const std::vector<const PrecisionConfig*>& configs, const BenchOptions& o, Table& table) {
+                const std::vector<const PrecisionConfig*>& configs, const BenchOptions& o, const PeakRates& peaks,
+                Table& table) {
     std::vector<std::unique_ptr<Trainer>> trainers;
     for (const PrecisionConfig* c : configs) {
         Experiment e = reference_experiment();
@@ -108,6 +121,8 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
     for (std::size_t i = 0; i < n; ++i) {
         const Summary s = summarize(seconds[i]);
         const double ms = 1e3 * s.median / steps;
+        const StepFlops flops = step_flops(*trainers[i]);
+        const int threads = cpu_threads(*trainers[i]);  // 0 on CUDA: no limit
         nlohmann::json row = {{"backend", backend},
                               {"device", trainers[i]->backend().device_name()},
                               {"model", model_name(mc.hidden)},
@@ -119,6 +134,12 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
                               {"vs_fp32", base < n ? nlohmann::json(median(ratios(seconds[i], seconds[base])))
                                                    : nlohmann::json(nullptr)},
                               {"cpu_ms_per_step", 1e3 * median(cpu[i]) / steps},
+                              {"mflop_per_step", flops.total / 1e6},
+                              {"gflops", number_or_null(achieved_gflops(flops, ms / 1e3))},
+                              {"limit_pct", number_or_null(limit_pct(flops, ms / 1e3, peaks, threads))},
+                              {"limit", threads > 0 ? nlohmann::json(flops.basis() + " x" + std::to_string(threads))
+                                                    : nlohmann::json(nullptr)},
+                              {"threads", threads > 0 ? nlohmann::json(threads) : nlohmann::json(nullptr)},
                               {"blocks", std::to_string(rounds) + " x " + std::to_string(steps)},
                               {"rounds", rounds},
                               {"steps_per_block", steps}};
@@ -319,6 +340,16 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
     for (const auto& name : o.precisions)
         if (const PrecisionConfig* c = find_precision(name)) configs.push_back(c);
 
+    o.say("engine: peak rates");
+    PeakRates peaks;
+    std::vector<int> limit_threads = thread_counts();
+    if (const int used = CpuMatmul::default_threads();  // as apply_threads() set it
+        std::find(limit_threads.begin(), limit_threads.end(), used) == limit_threads.end()) {
+        limit_threads.push_back(used);
+        std::sort(limit_threads.begin(), limit_threads.end());
+    }
+    r.tables.push_back(limits_table(limit_threads, o.quick, peaks));
+
     const Dataset data = reference_data(8192, 1000);
     r.notes.push_back("data: " + data.name + " (first 8192 training rows); relu, AdamW lr 1e-3; per-layer statistics "
                       "every step (as the GUI records)");
@@ -344,7 +375,7 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
             o.say("engine: " + backend + " " + model_name(mc.hidden) + " batch " + std::to_string(mc.batch));
             try {
                 // The reference MLP is the one --quick keeps.
-                time_model(mc, backend, data, mc.quick ? configs : wide_configs, o, steps);
+                time_model(mc, backend, data, mc.quick ? configs : wide_configs, o, peaks, steps);
             } catch (const std::exception& e) {
                 steps.notes.push_back(backend + " " + model_name(mc.hidden) + ": failed: " + e.what());
             }
@@ -368,7 +399,54 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
         aims += buf;
     }
     if (!aims.empty()) steps.notes.push_back("aim: emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu): " + aims);
+    steps.notes.push_back(
+        "MFLOP/step: the step's matmuls (forward, input gradient but for the first layer, weight gradient; 2 FLOPs "
+        "per multiply-add); GFLOP/s = that / the median step time; % of limit = GFLOP/s over the limit: the limits "
+        "table's one-thread peak x the threads the CPU backend uses, FP32 FMA (\"fma\") where oneDNN multiplies in "
+        "FP32 (fp32, tf32, fp16, block formats, attention's products), BF16 (\"bf16\": AMX where present, else the "
+        "AVX-512 dot product) where it takes the bf16 primitive (bf16 and fp8-e4m3 operands, bf16 path on); a step "
+        "with both (\"mixed\") is held to each part at its own peak; cuda: no limit");
+
+    o.say("engine: threads");
+    Table threads = threads_table(o, data, peaks);
+    // Whether the limit × threads can be reached at all: the FMA loop's own scaling in this run.
+    const Table& limits = r.tables.front();
+    double fma_one = 0, fma_all = 0;
+    int all = 1;
+    for (const auto& row : limits.rows) {
+        if (row.value("unit", "").rfind("FP32 FMA", 0) != 0 || !row.value("gflops", nlohmann::json()).is_number()) continue;
+        const int n = row["threads"].get<int>();
+        if (n == 1) fma_one = row["gflops"].get<double>();
+        if (n > all) all = n, fma_all = row["gflops"].get<double>();
+    }
+    if (fma_one > 0 && fma_all > 0) {
+        char buf[320];
+        std::snprintf(buf, sizeof buf,
+                      "the FP32 FMA loop on %d threads ran %.2fx its one-thread rate in this run (limits table); "
+                      "below %dx the threads shared FMA units (SMT siblings, or cores busy with other work), and "
+                      "the limit x threads is more than this machine gave",
+                      all, fma_all / fma_one, all);
+        threads.notes.push_back(buf);
+    }
+    // The aim for the matmuls: the fp32 reference step at 75% of the FMA peak on one thread, from
+    // the steps table when it ran on one thread, else from the threads table.
+    double reference_pct = std::nan("");
+    for (const Table* t : {&steps, &threads})
+        for (const auto& row : t->rows)
+            if (!std::isfinite(reference_pct) && row.value("model", "") == "784-256-128-10" &&
+                row.value("precision", "") == "fp32" && row.value("backend", "cpu") == "cpu" &&
+                row.value("threads", nlohmann::json()) == 1 && row.value("limit_pct", nlohmann::json()).is_number())
+                reference_pct = row["limit_pct"].get<double>();
+    char aim[160];
+    if (std::isfinite(reference_pct))
+        std::snprintf(aim, sizeof aim, "aim: reference fp32 step >= 75%% of the FMA limit on one thread: %.0f%% [%s]",
+                      reference_pct, reference_pct >= 75 ? "met" : "NOT MET");
+    else
+        std::snprintf(aim, sizeof aim, "aim: reference fp32 step >= 75%% of the FMA limit on one thread: not measured "
+                                       "(run without --quick, or with --threads 1)");
+    steps.notes.push_back(aim);
     r.tables.push_back(std::move(steps));
+    r.tables.push_back(std::move(threads));
     r.tables.push_back(what_if_table(o, data));
     o.say("engine: batch gathering");
     r.tables.push_back(batch_table(o, data));

@@ -15,6 +15,12 @@
 // an OpenBLAS package provides that alternative. "system" runs PyTorch as installed; "netlib"
 // forces the reference BLAS with LD_LIBRARY_PATH (what a machine without OpenBLAS gets). Both
 // get OMP_NUM_THREADS and OPENBLAS_NUM_THREADS set to the thread count.
+//
+// Both sides' throughput is also held against the machine (docs/benchmarks.md, "Limits"): the
+// model's matmul FLOPs per step (the same for both: model/matmul_flops.h) over the step time, as a
+// share of the peak measured at the start of the suite × the threads, the peak by the rule of the
+// engine suite's steps table for Mantissa's precision in that row (PyTorch's bf16 autocast row is
+// held to the same limit as Mantissa's bf16).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -27,8 +33,10 @@
 #include "backend/cpu/cpu_matmul.h"
 #include "bench/bench.h"
 #include "bench/child_process.h"
+#include "bench/peak_rate.h"
 #include "bench/reference_data.h"
 #include "bench/stats.h"
+#include "bench/step_flops.h"
 #include "error.h"
 #include "train/trainer.h"
 
@@ -129,7 +137,11 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                      {"pytorch_samples_per_s", "PyTorch", "samples/s", 0},
                      {"pytorch_spread_pct", "spread", "%", 0, "%"},
                      {"ratio", "Mantissa/PyTorch", "ratio", 2, "x"},
-                     {"aim", "aim"}};
+                     {"aim", "aim"},
+                     {"mantissa_gflops", "Mantissa GFLOP/s", "GFLOP/s", 1},
+                     {"mantissa_limit_pct", "% of limit", "%", 0, "%"},
+                     {"pytorch_gflops", "PyTorch GFLOP/s", "GFLOP/s", 1},
+                     {"pytorch_limit_pct", "% of limit", "%", 0, "%"}};
     Table accuracy;
     accuracy.name = "accuracy";
     accuracy.title = "Test accuracy after " + std::to_string(epochs) + " epoch(s), fresh models";
@@ -155,6 +167,9 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                       {"aim", "aim"},
                       {"seconds", "train s", "s", 1}};
 
+    Table limits;  // the peaks, measured once PyTorch is known to be there
+    PeakRates peaks;
+    bool limits_measured = false;
     Dataset full, subset;  // loaded once PyTorch is known to be there
     Dataset text;          // the language model's corpus, likewise
     const char* modes[] = {"fp32", "bf16"};
@@ -262,6 +277,15 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 std::clamp(static_cast<int>(std::lround((o.quick ? 0.05 : 0.25) / std::max(slowest, 1e-6))), 5, 200);
             o.say(std::string("peer: ") + model.name + ", " + std::to_string(rounds) + " rounds of " +
                   std::to_string(steps) + " steps (" + blas + ")");
+            StepFlops flops[2];
+            for (int m = 0; m < 2; ++m) flops[m] = step_flops(*ours[static_cast<std::size_t>(m)]);
+            if (!limits_measured) {  // once PyTorch is known to be there, before the first timed block
+                o.say("peer: peak rates");
+                std::vector<int> counts = {1};
+                if (threads != 1) counts.push_back(threads);
+                limits = limits_table(counts, o.quick, peaks);
+                limits_measured = true;
+            }
             std::vector<std::vector<double>> mine(2), theirs(2);
             for (int round = -1; round < rounds; ++round) {
                 for (int m = 0; m < 2; ++m) {
@@ -283,6 +307,8 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 const double ratio = median(ratios(b, a));  // their time / our time = our samples/s / theirs
                 const double aim = m == 0 ? model.fp32_aim : model.bf16_aim;
                 const double samples = static_cast<double>(batch) * steps;
+                const StepFlops& f = flops[m];
+                const double ours_s = sa.median / steps, theirs_s = sb.median / steps;
                 speed.rows.push_back({{"model", model.name},
                                       {"batch", batch},
                                       {"blas", kind},
@@ -293,6 +319,12 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                                       {"pytorch_spread_pct", sb.spread_pct()},
                                       {"ratio", ratio},
                                       {"aim", ">= " + times(aim) + (ratio >= aim ? " met" : " NOT MET")},
+                                      {"mantissa_gflops", number_or_null(achieved_gflops(f, ours_s))},
+                                      {"mantissa_limit_pct", number_or_null(limit_pct(f, ours_s, peaks, threads))},
+                                      {"pytorch_gflops", number_or_null(achieved_gflops(f, theirs_s))},
+                                      {"pytorch_limit_pct", number_or_null(limit_pct(f, theirs_s, peaks, threads))},
+                                      {"mflop_per_step", f.total / 1e6},
+                                      {"limit", f.basis() + " x" + std::to_string(threads)},
                                       {"threads", threads},
                                       {"steps_per_block", steps}});
             }
@@ -392,6 +424,12 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
         if (lm)
             speed.notes.push_back("gpt: a sample is a sequence of 128 tokens (tokens/s = 128 x samples/s); "
                                   "mlp, cnn: one image");
+        speed.notes.push_back("GFLOP/s: the model's matmul FLOPs per step (forward, input gradient but for the first "
+                              "layer, weight gradient), the same for both sides, over the median step time; % of limit: "
+                              "over the limits table's one-thread peak x " + t +
+                              " thread(s), FP32 FMA for fp32, BF16 for the bf16 matmuls oneDNN runs on bf16 operands "
+                              "(the engine suite's rule, the same limit for PyTorch's row)");
+        if (limits_measured) r.tables.push_back(std::move(limits));
         r.tables.push_back(std::move(speed));
     }
     if (!accuracy.rows.empty()) r.tables.push_back(std::move(accuracy));
