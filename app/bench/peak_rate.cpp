@@ -26,6 +26,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---- the loops: each runs `iterations` rounds over its accumulators
 
+// The sum of every lane of the accumulators: the result a loop returns, so that it is not optimised
+// away (its value means nothing).
+__attribute__((target("avx512f"))) float lanes_sum(const __m512* accumulators, int count) {
+    __m512 s = _mm512_setzero_ps();
+    for (int i = 0; i < count; ++i) s = _mm512_add_ps(s, accumulators[i]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, s);
+    float sum = 0;
+    for (float v : lanes) sum += v;
+    return sum;
+}
+
 // 16 accumulators (of 32 zmm registers): FMA latency 4 cycles × 2 ports needs 8 at least.
 // acc = acc·a + b converges (a < 1), so nothing overflows or goes subnormal however long it runs.
 __attribute__((target("avx512f"))) float fma_avx512(std::int64_t iterations) {
@@ -44,16 +56,8 @@ __attribute__((target("avx512f"))) float fma_avx512(std::int64_t iterations) {
         c12 = _mm512_fmadd_ps(c12, a, b), c13 = _mm512_fmadd_ps(c13, a, b), c14 = _mm512_fmadd_ps(c14, a, b);
         c15 = _mm512_fmadd_ps(c15, a, b);
     }
-    const __m512 s = _mm512_add_ps(
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                      _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7))),
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)),
-                      _mm512_add_ps(_mm512_add_ps(c12, c13), _mm512_add_ps(c14, c15))));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, s);
-    float sum = 0;
-    for (float v : lanes) sum += v;
-    return sum;
+    const __m512 all[] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15};
+    return lanes_sum(all, 16);
 }
 
 // 12 accumulators and the two constants in 14 of the 16 ymm registers.
@@ -94,16 +98,8 @@ __attribute__((target("avx512f,avx512bf16"))) float dot_bf16_avx512(std::int64_t
         c12 = _mm512_dpbf16_ps(c12, x, x), c13 = _mm512_dpbf16_ps(c13, x, x), c14 = _mm512_dpbf16_ps(c14, x, x);
         c15 = _mm512_dpbf16_ps(c15, x, x);
     }
-    const __m512 s = _mm512_add_ps(
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                      _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7))),
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)),
-                      _mm512_add_ps(_mm512_add_ps(c12, c13), _mm512_add_ps(c14, c15))));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, s);
-    float sum = 0;
-    for (float v : lanes) sum += v;
-    return sum;
+    const __m512 all[] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15};
+    return lanes_sum(all, 16);
 }
 
 // AMX: four 16×16 FP32 accumulator tiles (0-3), fed by two A tiles (4, 5) and two B tiles (6, 7)

@@ -180,7 +180,8 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         b = cpu(*l.bias).data();
     }
     // The epilogue's rows shared out among the threads (cpu_parallel.h): each row is its own.
-    const std::int64_t rows_per_thread = std::max<std::int64_t>(1, cpu_detail::elementwise_min_per_thread / std::max<std::int64_t>(1, out));
+    const std::int64_t rows_per_thread =
+        std::max<std::int64_t>(1, cpu_detail::elementwise_min_per_thread / std::max<std::int64_t>(1, out));
     cpu_detail::for_ranges(batch, pass_threads(batch, rows_per_thread), 1, [&](std::int64_t r0, std::int64_t r1, int) {
         add_bias_and_round(yd + r0 * out, b, r1 - r0, out, dequant, y.format());
     });
