@@ -261,155 +261,166 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                 if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
             }
 
-            // Mantissa's trainers, warmed up; a block is the same number of steps on both sides.
-            const Dataset& data = model.language_model ? text : subset;
-            std::vector<std::unique_ptr<Trainer>> ours;
-            for (const char* m : modes)
-                ours.push_back(std::make_unique<Trainer>(peer_experiment(model, m), data, make_backend("cpu")));
-            double slowest = 0;
-            for (auto& tr : ours) {
-                for (int i = 0; i < 3; ++i) tr->step();
-                const auto s0 = Clock::now();
-                for (int i = 0; i < 3; ++i) tr->step();
-                slowest = std::max(slowest, seconds_since(s0) / 3);
-            }
-            const int steps =
-                std::clamp(static_cast<int>(std::lround((o.quick ? 0.05 : 0.25) / std::max(slowest, 1e-6))), 5, 200);
-            o.say(std::string("peer: ") + model.name + ", " + std::to_string(rounds) + " rounds of " +
-                  std::to_string(steps) + " steps (" + blas + ")");
-            StepFlops flops[2];
-            for (int m = 0; m < 2; ++m) flops[m] = step_flops(*ours[static_cast<std::size_t>(m)]);
-            if (!limits_measured) {  // once PyTorch is known to be there, before the first timed block
-                o.say("peer: peak rates");
-                std::vector<int> counts = {1};
-                if (threads != 1) counts.push_back(threads);
-                limits = limits_table(counts, o.quick, peaks);
-                limits_measured = true;
-            }
-            std::vector<std::vector<double>> mine(2), theirs(2);
-            for (int round = -1; round < rounds; ++round) {
+            // One model that fails (PyTorch stops answering, runs out of memory, answers nonsense)
+            // is left out with its sentence; the rows measured so far and the other models stay.
+            try {
+                // Mantissa's trainers, warmed up; a block is the same number of steps on both sides.
+                const Dataset& data = model.language_model ? text : subset;
+                std::vector<std::unique_ptr<Trainer>> ours;
+                for (const char* m : modes)
+                    ours.push_back(std::make_unique<Trainer>(peer_experiment(model, m), data, make_backend("cpu")));
+                double slowest = 0;
+                for (auto& tr : ours) {
+                    for (int i = 0; i < 3; ++i) tr->step();
+                    const auto s0 = Clock::now();
+                    for (int i = 0; i < 3; ++i) tr->step();
+                    slowest = std::max(slowest, seconds_since(s0) / 3);
+                }
+                const double block_s = o.quick ? 0.05 : 0.25;
+                const int steps = std::clamp(static_cast<int>(std::lround(block_s / std::max(slowest, 1e-6))), 5, 200);
+                o.say(std::string("peer: ") + model.name + ", " + std::to_string(rounds) + " rounds of " +
+                      std::to_string(steps) + " steps (" + blas + ")");
+                StepFlops flops[2];
+                for (int m = 0; m < 2; ++m) flops[m] = step_flops(*ours[static_cast<std::size_t>(m)]);
+                if (!limits_measured) {  // once PyTorch is known to be there, before the first timed block
+                    o.say("peer: peak rates");
+                    std::vector<int> counts = {1};
+                    if (threads != 1) counts.push_back(threads);
+                    limits = limits_table(counts, o.quick, peaks);
+                    limits_measured = true;
+                }
+                std::vector<std::vector<double>> mine(2), theirs(2);
+                for (int round = -1; round < rounds; ++round) {
+                    for (int m = 0; m < 2; ++m) {
+                        const auto s0 = Clock::now();
+                        for (int i = 0; i < steps; ++i) ours[static_cast<std::size_t>(m)]->step();
+                        const double ms = seconds_since(s0);
+                        peer->write_line(std::string("block ") + modes[m] + " " + std::to_string(steps));
+                        const double ts = read_reply(*peer).at("seconds").get<double>();
+                        if (round >= 0) {
+                            mine[static_cast<std::size_t>(m)].push_back(ms);
+                            theirs[static_cast<std::size_t>(m)].push_back(ts);
+                        }
+                    }
+                }
                 for (int m = 0; m < 2; ++m) {
-                    const auto s0 = Clock::now();
-                    for (int i = 0; i < steps; ++i) ours[static_cast<std::size_t>(m)]->step();
-                    const double ms = seconds_since(s0);
-                    peer->write_line(std::string("block ") + modes[m] + " " + std::to_string(steps));
-                    const double ts = read_reply(*peer).at("seconds").get<double>();
-                    if (round >= 0) {
-                        mine[static_cast<std::size_t>(m)].push_back(ms);
-                        theirs[static_cast<std::size_t>(m)].push_back(ts);
-                    }
+                    const auto& a = mine[static_cast<std::size_t>(m)];
+                    const auto& b = theirs[static_cast<std::size_t>(m)];
+                    const Summary sa = summarize(a), sb = summarize(b);
+                    const double ratio = median(ratios(b, a));  // their time / our time = our samples/s / theirs
+                    const double aim = m == 0 ? model.fp32_aim : model.bf16_aim;
+                    const double samples = static_cast<double>(batch) * steps;
+                    const StepFlops& f = flops[m];
+                    const double ours_s = sa.median / steps, theirs_s = sb.median / steps;
+                    speed.rows.push_back({{"model", model.name},
+                                          {"batch", batch},
+                                          {"blas", kind},
+                                          {"mode", m == 0 ? "fp32 vs fp32" : "bf16 vs bf16 autocast"},
+                                          {"mantissa_samples_per_s", samples / sa.median},
+                                          {"mantissa_spread_pct", sa.spread_pct()},
+                                          {"pytorch_samples_per_s", samples / sb.median},
+                                          {"pytorch_spread_pct", sb.spread_pct()},
+                                          {"ratio", ratio},
+                                          {"aim", ">= " + times(aim) + (ratio >= aim ? " met" : " NOT MET")},
+                                          {"mantissa_gflops", number_or_null(achieved_gflops(f, ours_s))},
+                                          {"mantissa_limit_pct", number_or_null(limit_pct(f, ours_s, peaks, threads))},
+                                          {"pytorch_gflops", number_or_null(achieved_gflops(f, theirs_s))},
+                                          {"pytorch_limit_pct", number_or_null(limit_pct(f, theirs_s, peaks, threads))},
+                                          {"mflop_per_step", f.total / 1e6},
+                                          {"limit", f.basis() + " x" + std::to_string(threads)},
+                                          {"threads", threads},
+                                          {"steps_per_block", steps}});
                 }
-            }
-            for (int m = 0; m < 2; ++m) {
-                const auto& a = mine[static_cast<std::size_t>(m)];
-                const auto& b = theirs[static_cast<std::size_t>(m)];
-                const Summary sa = summarize(a), sb = summarize(b);
-                const double ratio = median(ratios(b, a));  // their time / our time = our samples/s / theirs
-                const double aim = m == 0 ? model.fp32_aim : model.bf16_aim;
-                const double samples = static_cast<double>(batch) * steps;
-                const StepFlops& f = flops[m];
-                const double ours_s = sa.median / steps, theirs_s = sb.median / steps;
-                speed.rows.push_back({{"model", model.name},
-                                      {"batch", batch},
-                                      {"blas", kind},
-                                      {"mode", m == 0 ? "fp32 vs fp32" : "bf16 vs bf16 autocast"},
-                                      {"mantissa_samples_per_s", samples / sa.median},
-                                      {"mantissa_spread_pct", sa.spread_pct()},
-                                      {"pytorch_samples_per_s", samples / sb.median},
-                                      {"pytorch_spread_pct", sb.spread_pct()},
-                                      {"ratio", ratio},
-                                      {"aim", ">= " + times(aim) + (ratio >= aim ? " met" : " NOT MET")},
-                                      {"mantissa_gflops", number_or_null(achieved_gflops(f, ours_s))},
-                                      {"mantissa_limit_pct", number_or_null(limit_pct(f, ours_s, peaks, threads))},
-                                      {"pytorch_gflops", number_or_null(achieved_gflops(f, theirs_s))},
-                                      {"pytorch_limit_pct", number_or_null(limit_pct(f, theirs_s, peaks, threads))},
-                                      {"mflop_per_step", f.total / 1e6},
-                                      {"limit", f.basis() + " x" + std::to_string(threads)},
-                                      {"threads", threads},
-                                      {"steps_per_block", steps}});
-            }
-            ours.clear();
+                ours.clear();
 
-            if (!accuracy_done && model.language_model) {
-                for (const char* m : modes) {
-                    if (o.quick && std::string(m) != "fp32") {
-                        const std::string why = "--quick: bf16 loss left out";
-                        if (std::find(losses.notes.begin(), losses.notes.end(), why) == losses.notes.end())
-                            losses.notes.push_back(why);
-                        continue;
+                if (!accuracy_done && model.language_model) {
+                    for (const char* m : modes) {
+                        if (o.quick && std::string(m) != "fp32") {
+                            const std::string why = "--quick: bf16 loss left out";
+                            if (std::find(losses.notes.begin(), losses.notes.end(), why) == losses.notes.end())
+                                losses.notes.push_back(why);
+                            continue;
+                        }
+                        o.say(std::string("peer: ") + model.name + ", " + std::to_string(lm_steps) + " steps " + m +
+                              ", Mantissa and PyTorch");
+                        Experiment e = peer_experiment(model, m);
+                        e.train.steps = lm_steps;
+                        e.train.warmup_steps = lm_warmup;
+                        const auto s0 = Clock::now();
+                        Trainer trainer(e, text, make_backend("cpu"));
+                        while (!trainer.done()) trainer.step();
+                        const EvalRecord ev = trainer.evaluate();  // loss: nats per token
+                        const double ours_s = seconds_since(s0);
+                        peer->write_line(std::string("loss ") + m + " " + std::to_string(lm_steps) + " " +
+                                         std::to_string(lm_warmup));
+                        const nlohmann::json a = read_reply(*peer);
+                        const double theirs = a.at("test_loss").get<double>();
+                        const double diff = ev.loss / theirs - 1;
+                        losses.rows.push_back({{"model", model.name},
+                                               {"engine", "Mantissa"},
+                                               {"mode", m},
+                                               {"steps", lm_steps},
+                                               {"test_loss", number_or_null(ev.loss)},
+                                               {"perplexity", number_or_null(std::exp(ev.loss))},
+                                               {"loss_vs_pytorch_pct", number_or_null(100 * diff)},
+                                               {"aim", std::string(kLossAimText) +
+                                                           (std::abs(diff) <= kLossAim ? " met" : " NOT MET")},
+                                               {"seconds", ours_s}});
+                        losses.rows.push_back({{"model", model.name},
+                                               {"engine", "PyTorch"},
+                                               {"mode", m == std::string("bf16") ? "bf16 autocast" : m},
+                                               {"steps", lm_steps},
+                                               {"test_loss", theirs},
+                                               {"perplexity", a.at("perplexity").get<double>()},
+                                               {"seconds", a.at("seconds").get<double>()}});
                     }
-                    o.say(std::string("peer: ") + model.name + ", " + std::to_string(lm_steps) + " steps " + m +
-                          ", Mantissa and PyTorch");
-                    Experiment e = peer_experiment(model, m);
-                    e.train.steps = lm_steps;
-                    e.train.warmup_steps = lm_warmup;
-                    const auto s0 = Clock::now();
-                    Trainer trainer(e, text, make_backend("cpu"));
-                    while (!trainer.done()) trainer.step();
-                    const EvalRecord ev = trainer.evaluate();  // loss: nats per token
-                    const double ours_s = seconds_since(s0);
-                    peer->write_line(std::string("loss ") + m + " " + std::to_string(lm_steps) + " " +
-                                     std::to_string(lm_warmup));
-                    const nlohmann::json a = read_reply(*peer);
-                    const double theirs = a.at("test_loss").get<double>();
-                    const double diff = ev.loss / theirs - 1;
-                    losses.rows.push_back({{"model", model.name},
-                                           {"engine", "Mantissa"},
-                                           {"mode", m},
-                                           {"steps", lm_steps},
-                                           {"test_loss", number_or_null(ev.loss)},
-                                           {"perplexity", number_or_null(std::exp(ev.loss))},
-                                           {"loss_vs_pytorch_pct", number_or_null(100 * diff)},
-                                           {"aim", std::string(kLossAimText) +
-                                                       (std::abs(diff) <= kLossAim ? " met" : " NOT MET")},
-                                           {"seconds", ours_s}});
-                    losses.rows.push_back({{"model", model.name},
-                                           {"engine", "PyTorch"},
-                                           {"mode", m == std::string("bf16") ? "bf16 autocast" : m},
-                                           {"steps", lm_steps},
-                                           {"test_loss", theirs},
-                                           {"perplexity", a.at("perplexity").get<double>()},
-                                           {"seconds", a.at("seconds").get<double>()}});
+                    accuracy_done = true;
                 }
-                accuracy_done = true;
-            }
-            if (!accuracy_done) {
-                for (const char* m : modes) {
-                    if (o.quick && std::string(m) != "fp32") {
-                        const std::string why = "--quick: bf16 accuracy left out (PyTorch's bf16 autocast is slow on "
-                                                "CPUs without native bf16)";
-                        if (std::find(accuracy.notes.begin(), accuracy.notes.end(), why) == accuracy.notes.end())
-                            accuracy.notes.push_back(why);
-                        continue;
+                if (!accuracy_done) {
+                    for (const char* m : modes) {
+                        if (o.quick && std::string(m) != "fp32") {
+                            const std::string why =
+                                "--quick: bf16 accuracy left out (PyTorch's bf16 autocast is slow on CPUs without "
+                                "native bf16)";
+                            if (std::find(accuracy.notes.begin(), accuracy.notes.end(), why) == accuracy.notes.end())
+                                accuracy.notes.push_back(why);
+                            continue;
+                        }
+                        o.say(std::string("peer: ") + model.name + ", " + std::to_string(epochs) + " epoch(s) " + m +
+                              ", Mantissa and PyTorch");
+                        Experiment e = peer_experiment(model, m);
+                        e.train.steps = 0;
+                        e.train.epochs = epochs;
+                        const auto s0 = Clock::now();
+                        Trainer trainer(e, full, make_backend("cpu"));
+                        while (!trainer.done()) trainer.step();
+                        const EvalRecord ev = trainer.evaluate();
+                        accuracy.rows.push_back({{"model", model.name},
+                                                 {"engine", "Mantissa"},
+                                                 {"mode", m},
+                                                 {"epochs", epochs},
+                                                 {"test_accuracy_pct", 100 * ev.accuracy},
+                                                 {"seconds", seconds_since(s0)}});
+                        peer->write_line(std::string("accuracy ") + m + " " + std::to_string(epochs));
+                        const nlohmann::json a = read_reply(*peer);
+                        accuracy.rows.push_back({{"model", model.name},
+                                                 {"engine", "PyTorch"},
+                                                 {"mode", m == std::string("bf16") ? "bf16 autocast" : m},
+                                                 {"epochs", epochs},
+                                                 {"test_accuracy_pct", 100 * a.at("test_accuracy").get<double>()},
+                                                 {"seconds", a.at("seconds").get<double>()}});
                     }
-                    o.say(std::string("peer: ") + model.name + ", " + std::to_string(epochs) + " epoch(s) " + m +
-                          ", Mantissa and PyTorch");
-                    Experiment e = peer_experiment(model, m);
-                    e.train.steps = 0;
-                    e.train.epochs = epochs;
-                    const auto s0 = Clock::now();
-                    Trainer trainer(e, full, make_backend("cpu"));
-                    while (!trainer.done()) trainer.step();
-                    const EvalRecord ev = trainer.evaluate();
-                    accuracy.rows.push_back({{"model", model.name},
-                                             {"engine", "Mantissa"},
-                                             {"mode", m},
-                                             {"epochs", epochs},
-                                             {"test_accuracy_pct", 100 * ev.accuracy},
-                                             {"seconds", seconds_since(s0)}});
-                    peer->write_line(std::string("accuracy ") + m + " " + std::to_string(epochs));
-                    const nlohmann::json a = read_reply(*peer);
-                    accuracy.rows.push_back({{"model", model.name},
-                                             {"engine", "PyTorch"},
-                                             {"mode", m == std::string("bf16") ? "bf16 autocast" : m},
-                                             {"epochs", epochs},
-                                             {"test_accuracy_pct", 100 * a.at("test_accuracy").get<double>()},
-                                             {"seconds", a.at("seconds").get<double>()}});
+                    accuracy_done = true;
                 }
-                accuracy_done = true;
+                peer->write_line("quit");
+                peer->wait();
+            } catch (const Error& e) {
+                peer->write_line("quit");
+                const int code = peer->wait();
+                const std::string why = last_line(peer->stderr_text());
+                r.notes.push_back(std::string(model.name) + " (" + blas + " BLAS) left out: " + e.what() +
+                                  " (exit " + std::to_string(code) + ")" + (why.empty() ? "" : ": " + why));
             }
-            peer->write_line("quit");
-            peer->wait();
         }
     }
     r.skipped = speed.rows.empty() && stopped;

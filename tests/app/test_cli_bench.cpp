@@ -104,6 +104,48 @@ private slots:
         QVERIFY2(notes.contains("skipped"), qPrintable(notes));
     }
 
+    // A model whose PyTorch side dies mid-run is left out with its sentence; the models measured
+    // before it keep their rows. The peer here is a shell script speaking torch_peer.py's protocol.
+    void peerModelThatStopsIsLeftOut() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString script = dir.filePath("fake_peer.sh");
+        QFile f(script);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("model=$3\n"
+                "echo '{\"ready\": true, \"torch_version\": \"fake\", \"blas\": {\"kind\": \"fake\"}}'\n"
+                "while read -r command mode count rest; do\n"
+                "  case \"$command\" in\n"
+                "    block) [ \"$model\" = cnn ] && { echo 'cnn: out of memory' >&2; exit 9; }\n"
+                "           echo \"{\\\"mode\\\": \\\"$mode\\\", \\\"steps\\\": $count, \\\"seconds\\\": 0.01}\" ;;\n"
+                "    accuracy) echo '{\"test_accuracy\": 0.5, \"seconds\": 1}' ;;\n"
+                "    quit) exit 0 ;;\n"
+                "  esac\n"
+                "done\n");
+        f.close();
+        qputenv("MANTISSA_PEER_SCRIPT", script.toLocal8Bit());
+        const CliResult r = run_cli({"bench", "--quick", "--suite", "peer", "--python", "/bin/sh", "--peer-model",
+                                     "mlp,cnn", "--threads", "1", "--json"});
+        qunsetenv("MANTISSA_PEER_SCRIPT");
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject peer = QJsonDocument::fromJson(r.out).object()["suites"].toObject()["peer"].toObject();
+        QVERIFY(!peer["skipped"].toBool());
+        const QString notes = QJsonDocument(peer["notes"].toArray()).toJson();
+        QVERIFY2(notes.contains("cnn (system BLAS) left out: the PyTorch script stopped answering (exit 9): cnn: out "
+                                "of memory"),
+                 qPrintable(notes));
+        QStringList speed_models, accuracy_models;
+        for (const auto& t : peer["tables"].toArray()) {
+            const QJsonObject table = t.toObject();
+            for (const auto& row : table["rows"].toArray()) {
+                if (table["name"].toString() == "throughput") speed_models << row.toObject()["model"].toString();
+                if (table["name"].toString() == "accuracy") accuracy_models << row.toObject()["model"].toString();
+            }
+        }
+        QCOMPARE(speed_models, (QStringList{"mlp", "mlp"}));  // fp32 and bf16
+        QCOMPARE(accuracy_models, (QStringList{"mlp", "mlp"}));  // Mantissa and PyTorch, fp32 (--quick)
+    }
+
     void list() {
         const CliResult r = run_cli({"bench", "--list"});
         QCOMPARE(r.code, 0);
