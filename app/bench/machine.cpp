@@ -50,7 +50,8 @@ nlohmann::json machine_info() {
     m["cpu"] = field("/proc/cpuinfo", "model name");
     m["logical_cpus"] = std::thread::hardware_concurrency();
     m["isa"] = CpuMatmul::isa_name();
-    m["fast_bf16_matmul"] = CpuMatmul::cpu_has_fast_bf16();
+    const Bf16MatmulChoice& bf16 = CpuMatmul::measured_bf16_choice();
+    m["bf16_matmul"] = {{"bf16", bf16.bf16}, {"why", bf16.why}, {"fp32_ms", bf16.fp32_ms}, {"bf16_ms", bf16.bf16_ms}};
     const dnnl_version_t* v = dnnl_version();
     m["onednn"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
     m["os"] = field("/etc/os-release", "PRETTY_NAME");

@@ -151,8 +151,9 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
 Table matmul_table(const BenchOptions& o) {
     Table t;
     t.name = "matmul";
-    t.title = std::string("oneDNN matmul on the reference shapes, ms per call (bf16 path enabled on this CPU: ") +
-              (CpuMatmul::cpu_has_fast_bf16() ? "yes" : "no") + ")";
+    const Bf16MatmulChoice& choice = CpuMatmul::measured_bf16_choice();
+    t.title = std::string("oneDNN matmul on the reference shapes, ms per call (bf16 path chosen on this CPU: ") +
+              (choice.bf16 ? "yes" : "no") + ", " + choice.why + ")";
     t.columns = {{"shape", "shape"},
                  {"fp32_ms", "fp32 ms", "ms", 4},
                  {"bf16_ms", "bf16 ms", "ms", 4},

@@ -238,7 +238,7 @@ public:
     virtual ~Backend() = default;
 
     virtual std::string name() const = 0;         // "cpu", "cuda"
-    virtual std::string device_name() const = 0;  // "AMD EPYC (2 threads, AVX2)"
+    virtual std::string device_name() const = 0;  // "AMD EPYC (2 threads, AVX2, bf16 matmul: ...)"
 
     // ---- tensors
     virtual std::unique_ptr<Tensor> allocate(const TensorDesc& desc) = 0;  // zero-filled
@@ -431,6 +431,14 @@ public:
     // draws the same keys as the run that never stopped. 0 on a backend without stochastic rounding.
     virtual std::uint64_t stochastic_rounding_position() const { return 0; }
     virtual void set_stochastic_rounding_position(std::uint64_t position) { (void)position; }
+
+    // ---- the matmul path of bf16 operands
+    // Which of two paths that give different bits (summation order) a backend takes for bf16 and
+    // fp8 operands: "bf16" or "fp32" on the CPU (CpuMatmul, chosen by measurement), "" on a backend
+    // with one. A checkpoint keeps it so a resumed run multiplies as the run that never stopped;
+    // setting a path the machine lacks ("bf16" without a bf16 matmul) takes the other.
+    virtual std::string bf16_matmul_path() const { return ""; }
+    virtual void set_bf16_matmul_path(const std::string& path) { (void)path; }
 
     // ---- underflow telemetry
     // While on (the trainer turns it on for the steps that report layer statistics, and each

@@ -10,7 +10,8 @@
 //   - "mantissa.fp8.<layer>.<role>": an FP8 layer's scaling state per tensor (input, weight,
 //     grad_output): its scale, its inverse and its amax history, newest first;
 //   - "__metadata__"/"mantissa.checkpoint": JSON with the step, the training time, the loss
-//     scaler's state, the optimizer's step count, the stochastic rounding position, the run's
+//     scaler's state, the optimizer's step count, the stochastic rounding position, the matmul
+//     path of bf16 operands (Backend::bf16_matmul_path, which restore() sets again), the run's
 //     summary so far and the experiment as it stands, live changes applied
 //     (weights/checkpoint_info.h).
 // The batches need nothing: step s's batch is a function of the data, the seed, the batch size

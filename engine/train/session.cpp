@@ -129,6 +129,7 @@ Session::Session(Experiment experiment, SessionOptions options) : m_impl(std::ma
     im.summary.final_loss_scale = im.trainer->scaler().scale();
     if (resume) {
         resume->restore(*im.trainer);
+        im.device_name = im.trainer->backend().device_name();  // the matmul path may be the checkpoint's
         im.first_step = im.trainer->steps_taken();
         im.summary.steps = im.first_step;
         im.summary.final_loss_scale = im.trainer->scaler().scale();

@@ -124,7 +124,7 @@ public:
     const Experiment& experiment() const;     // as started (live changes are events)
     const std::vector<LayerInfo>& layers() const;
     std::string backend_name() const;         // "cpu"
-    std::string device_name() const;          // "AMD EPYC (2 threads, AVX2)"
+    std::string device_name() const;          // "AMD EPYC (2 threads, AVX2, bf16 matmul: ...)"
     std::int64_t total_steps() const;
     std::int64_t first_step() const;          // 0, or the step a resumed session starts from
     std::int64_t steps_per_epoch() const;

@@ -279,6 +279,7 @@ TrainerState Trainer::state() const {
     s.growth_tracker = m_scaler.growth_tracker();
     s.optimizer_steps = m_optimizer->steps_taken();
     s.stochastic_rounding = m_backend->stochastic_rounding_position();
+    s.bf16_matmul = m_backend->bf16_matmul_path();
     s.diverged = m_diverged;
     s.scale_collapsed = m_scale_collapsed;
     return s;
@@ -293,6 +294,7 @@ void Trainer::restore(const TrainerState& s) {
     m_scaler.restore(s.loss_scale, s.growth_tracker);
     m_optimizer->record_steps_taken(s.optimizer_steps);
     m_backend->set_stochastic_rounding_position(s.stochastic_rounding);
+    if (!s.bf16_matmul.empty()) m_backend->set_bf16_matmul_path(s.bf16_matmul);  // the run's own, not this process's
     m_diverged = s.diverged;
     m_scale_collapsed = s.scale_collapsed;
     m_step = s.step;

@@ -24,6 +24,7 @@ json info_json(const CheckpointInfo& c) {
             {"growth_tracker", t.growth_tracker},
             {"optimizer_steps", t.optimizer_steps},
             {"stochastic_rounding", t.stochastic_rounding},
+            {"bf16_matmul", t.bf16_matmul},
             {"diverged", t.diverged},
             {"scale_collapsed", t.scale_collapsed},
             {"summary",
@@ -104,6 +105,12 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
     t.growth_tracker = r.integer("growth_tracker", 0);
     t.optimizer_steps = r.integer("optimizer_steps", 0);
     t.stochastic_rounding = r.unsigned_integer("stochastic_rounding");
+    if (j.contains("bf16_matmul")) {  // absent in checkpoints written before it was kept
+        const json& path = j.at("bf16_matmul");
+        if (!path.is_string() || (path != "" && path != "bf16" && path != "fp32"))
+            r.fail("\"bf16_matmul\" must be \"bf16\", \"fp32\" or \"\"");
+        t.bf16_matmul = path.get<std::string>();
+    }
     t.diverged = r.boolean("diverged");
     t.scale_collapsed = r.boolean("scale_collapsed");
     if (!(t.time_s >= 0) || !std::isfinite(t.time_s)) r.fail("\"time_s\" must be a finite number of at least 0");

@@ -28,6 +28,8 @@ struct TrainerState {
     std::int64_t growth_tracker = 0;
     std::int64_t optimizer_steps = 0;       // AdamW's bias correction, SGD's first step
     std::uint64_t stochastic_rounding = 0;  // the backend's position in its key sequence
+    std::string bf16_matmul;                // the backend's bf16_matmul_path(): "bf16", "fp32", or ""
+                                            // (one path, or a checkpoint from before it was kept)
     bool diverged = false;                  // the divergence events said once so far
     bool scale_collapsed = false;
 };

@@ -126,7 +126,15 @@ CpuBackend::~CpuBackend() = default;
 std::string CpuBackend::device_name() const {
     const int threads = m_matmul.threads();
     return cpu_model_name() + " (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
-           CpuMatmul::isa_name() + ")";
+           CpuMatmul::isa_name() + ", bf16 matmul: " + m_matmul.bf16_path() + ")";
+}
+
+std::string CpuBackend::bf16_matmul_path() const { return m_matmul.bf16_enabled() ? "bf16" : "fp32"; }
+
+void CpuBackend::set_bf16_matmul_path(const std::string& path) {
+    if (path != "bf16" && path != "fp32")
+        throw Error("Unknown bf16 matmul path \"" + path + "\": the CPU backend has \"bf16\" and \"fp32\".");
+    m_matmul.set_bf16_enabled(path == "bf16");
 }
 
 std::unique_ptr<Tensor> CpuBackend::allocate(const TensorDesc& desc) {

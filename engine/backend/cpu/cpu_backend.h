@@ -137,6 +137,8 @@ public:
     void seed_stochastic_rounding(std::uint64_t seed) override;
     std::uint64_t stochastic_rounding_position() const override { return m_stochastic_pass; }
     void set_stochastic_rounding_position(std::uint64_t position) override { m_stochastic_pass = position; }
+    std::string bf16_matmul_path() const override;
+    void set_bf16_matmul_path(const std::string& path) override;
     MemoryBreakdown memory() const override;
     RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len, std::span<const std::int64_t> rows,
                           float* out) const override;

@@ -76,12 +76,82 @@ struct CpuMatmul::Impl {
                         std::to_string(key.n) + "): " + err.what());
         }
     }
+
+    // CpuMatmul::multiply with m, n, k > 0.
+    void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c, std::int64_t m,
+                  std::int64_t n, std::int64_t k, bool bf16_operands) {
+        bool use_bf16 = bf16_operands && bf16;
+        OneDnnMatmul* e;
+        try {
+            e = &entry({m, n, k, trans_a, trans_b, use_bf16});
+        } catch (const Error&) {
+            if (!use_bf16) throw;
+            // This oneDNN has no bf16 matmul for this shape: the FP32 primitive gives the same products.
+            bf16 = use_bf16 = false;
+            e = &entry({m, n, k, trans_a, trans_b, false});
+        }
+        const int t = threads_for(m * n * k, threads);
+        if (use_bf16) {
+            if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
+            if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
+            to_bf16(a, a16.data(), m * k);
+            to_bf16(b, b16.data(), k * n);
+            run_onednn_matmul(*e, stream, a16.data(), b16.data(), c, t);
+        } else {
+            run_onednn_matmul(*e, stream, a, b, c, t);
+        }
+    }
 };
+
+bool CpuMatmul::bf16_available() {
+    static const bool available = [] {
+        try {
+            const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+            const dnnl::memory::desc x({16, 16}, dt::bf16, tag::ab), y({16, 16}, dt::f32, tag::ab);
+            make_onednn_matmul(engine, x, x, y);
+            return true;
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }();
+    return available;
+}
+
+const Bf16MatmulChoice& CpuMatmul::measured_bf16_choice() {
+    // A 256x512x512 product of plain layouts on one thread (the ratio of the two paths per core,
+    // whatever the thread setting, so the choice does not depend on it): about the shape of a
+    // small model's layers, large enough that the kernel, not the call, is timed. The calling
+    // thread's OpenMP thread count is put back afterwards.
+    static const Bf16MatmulChoice choice = [] {
+        if (!bf16_available()) {
+            Bf16MatmulChoice none;
+            none.why = "oneDNN has no bf16 matmul on this CPU";
+            return none;
+        }
+        constexpr std::int64_t m = 256, n = 512, k = 512;
+        std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
+            c(static_cast<std::size_t>(m * n));
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 17) - 8) * 0.125f;
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 13) - 6) * 0.0625f;
+        const int omp_threads = omp_get_max_threads();
+        Impl probe;  // its own primitives, one thread
+        Bf16MatmulChoice measured = measure_bf16_matmul([&](bool bf16) {
+            probe.bf16 = bf16;
+            probe.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true);
+            return probe.bf16 == bf16;
+        });
+        omp_set_num_threads(omp_threads);
+        return measured;
+    }();
+    return choice;
+}
 
 CpuMatmul::CpuMatmul() : m_impl(std::make_unique<Impl>()) {
     m_impl->threads = default_threads();
-    m_impl->bf16 = cpu_has_fast_bf16();
-    if (const char* env = std::getenv("MANTISSA_CPU_BF16_MATMUL")) m_impl->bf16 = std::strcmp(env, "0") != 0;
+    if (const char* env = std::getenv("MANTISSA_CPU_BF16_MATMUL"))
+        m_impl->bf16 = std::strcmp(env, "0") != 0 && bf16_available();
+    else
+        m_impl->bf16 = measured_bf16_choice().bf16;
 }
 
 CpuMatmul::~CpuMatmul() = default;
@@ -89,7 +159,8 @@ CpuMatmul::~CpuMatmul() = default;
 int CpuMatmul::threads() const { return m_impl->threads; }
 void CpuMatmul::set_threads(int n) { m_impl->threads = std::max(1, n); }
 bool CpuMatmul::bf16_enabled() const { return m_impl->bf16; }
-void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on; }
+void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on && bf16_available(); }
+std::string CpuMatmul::bf16_path() const { return m_impl->bf16 ? "oneDNN bf16" : "FP32 on bf16 values"; }
 
 void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
                          std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands) {
@@ -98,29 +169,7 @@ void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool tran
         std::memset(c, 0, static_cast<std::size_t>(m * n) * sizeof(float));
         return;
     }
-    bool bf16 = bf16_operands && m_impl->bf16;
-    OneDnnMatmul* entry;
-    try {
-        entry = &m_impl->entry({m, n, k, trans_a, trans_b, bf16});
-    } catch (const Error&) {
-        if (!bf16) throw;
-        // This oneDNN has no bf16 matmul here (asked for through MANTISSA_CPU_BF16_MATMUL): the
-        // FP32 primitive gives the same products.
-        m_impl->bf16 = bf16 = false;
-        entry = &m_impl->entry({m, n, k, trans_a, trans_b, false});
-    }
-    const int threads = threads_for(m * n * k, m_impl->threads);
-    if (bf16) {
-        auto& a16 = m_impl->a16;
-        auto& b16 = m_impl->b16;
-        if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
-        if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
-        to_bf16(a, a16.data(), m * k);
-        to_bf16(b, b16.data(), k * n);
-        run_onednn_matmul(*entry, m_impl->stream, a16.data(), b16.data(), c, threads);
-    } else {
-        run_onednn_matmul(*entry, m_impl->stream, a, b, c, threads);
-    }
+    m_impl->multiply(a, trans_a, b, trans_b, c, m, n, k, bf16_operands);
 }
 
 std::string CpuMatmul::isa_name() {
@@ -136,12 +185,6 @@ std::string CpuMatmul::isa_name() {
     case isa::avx512_core_amx: return "AMX";
     default: return "x86-64";
     }
-}
-
-bool CpuMatmul::cpu_has_fast_bf16() {
-    using isa = dnnl::cpu_isa;
-    const auto have = dnnl::get_effective_cpu_isa();
-    return have == isa::avx512_core_bf16 || have == isa::avx512_core_amx;
 }
 
 }  // namespace mantissa

@@ -4,8 +4,10 @@
 // with its scratchpad allocated once: no allocation on the steady-state training step. Operands
 // are FP32 arrays whose values are already rounded to the layer's operand format; the products of
 // two such values are exact in FP32. For bf16 and fp8 operands (whose values bf16 holds exactly)
-// the bf16 primitive with FP32 accumulation is used when it is faster on this CPU (AMX or
-// AVX512-BF16; MANTISSA_CPU_BF16_MATMUL=0/1 overrides): same products, different speed.
+// the bf16 primitive with FP32 accumulation is used when a measurement once per process found it
+// clearly faster on this CPU (cpu_bf16_choice.h; MANTISSA_CPU_BF16_MATMUL=0/1 overrides): same
+// products, a different summation order, different speed. bf16_path() names the path taken; the
+// backend puts it in its device name and a checkpoint keeps it (Backend::bf16_matmul_path).
 //
 // Threads: oneDNN runs on OpenMP. A product gets one thread per 2^20 multiply-adds (about 15 us
 // of work at AVX2 speed, well above a fork/join), at most threads(). So a product of fewer than
@@ -27,6 +29,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "backend/cpu/cpu_bf16_choice.h"
 
 namespace mantissa {
 
@@ -50,10 +54,18 @@ public:
     static constexpr std::int64_t min_work_per_thread = std::int64_t{1} << 20;
     int threads() const;
     void set_threads(int n);       // >= 1
-    bool bf16_enabled() const;     // whether bf16 operands take the bf16 primitive
-    void set_bf16_enabled(bool on);  // for measurements
+    // Whether bf16 operands take the bf16 primitive: MANTISSA_CPU_BF16_MATMUL (0/1) when set as
+    // this object is made, else the measured choice. Never true where oneDNN has no bf16 matmul.
+    bool bf16_enabled() const;
+    void set_bf16_enabled(bool on);  // measurements, and a resumed run's path; false where none
+    // "oneDNN bf16" or "FP32 on bf16 values": the path bf16 operands take, for descriptions.
+    std::string bf16_path() const;
     static std::string isa_name(); // oneDNN's effective ISA: "AVX2", "AVX-512 BF16", ...
-    static bool cpu_has_fast_bf16();
+    // The bf16 primitive timed against the FP32 one (cpu_bf16_choice.h), once per process, on the
+    // first call (thread-safe); 25-40 ms on an AVX-512 core, nothing where there is no bf16 matmul.
+    static const Bf16MatmulChoice& measured_bf16_choice();
+    // Whether this oneDNN has a bf16 matmul on this CPU (found once per process, without timing).
+    static bool bf16_available();
 
 private:
     struct Impl;

@@ -4,6 +4,8 @@
 //   in recipes that carry state of every kind: AdamW and SGD with momentum, dynamic loss scaling
 //   with overflows, FP8 delayed scaling, Kahan and stochastic rounding, batch norm, a live change
 //   made before the checkpoint, a transformer;
+// - a resumed run takes the matmul path of bf16 operands its checkpoint's run took (the CPU's
+//   oneDNN bf16 or FP32 primitive, which sum in different orders), whatever this process chose;
 // - a branch with changed settings starts from the checkpoint's weights;
 // - damaged and foreign files are refused with one sentence naming the file;
 // - a Session writes checkpoints every train.checkpoint_every steps and at its end, tells its
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_matmul.h"
 #include "error.h"
 #include "stripes_dataset.h"
 #include "tiny_gpt.h"
@@ -197,6 +200,80 @@ private slots:
         }
     }
 
+    // The path is set on the backend before the first step (as MANTISSA_CPU_BF16_MATMUL or the
+    // measurement would), the resuming trainer's set to the other one.
+    void resumeTakesTheCheckpointsMatmulPath_data() {
+        QTest::addColumn<QString>("path");
+        QTest::newRow("oneDNN bf16") << "bf16";
+        QTest::newRow("FP32 on bf16 values") << "fp32";
+    }
+    void resumeTakesTheCheckpointsMatmulPath() {
+        QFETCH(QString, path);
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        r.experiment.model.hidden = {256, 256};  // long enough sums that the two paths' orders differ
+        r.experiment.precision.autocast = Autocast::bf16;
+        const std::int64_t total = r.experiment.train.steps, at = total / 2;
+        auto on_path = [&](const std::string& p) {
+            auto t = make_trainer(r.experiment, r.data());
+            t->backend().set_bf16_matmul_path(p);
+            return t;
+        };
+        Trace whole, first, second;
+        auto uninterrupted = on_path(path.toStdString());
+        const std::string taken = uninterrupted->backend().bf16_matmul_path();  // "fp32" where no bf16 matmul
+        QVERIFY(taken == "fp32" || taken == path.toStdString());
+        run_steps(*uninterrupted, r, total, whole);
+        final_tensors(*uninterrupted, whole);
+        if (CpuMatmul::bf16_available()) {
+            // The other path ends with other bits (in the weights and AdamW's state; the losses of
+            // so small a model come out equal), so a resume on the wrong path fails below.
+            Trace other;
+            auto t = on_path(taken == "bf16" ? "fp32" : "bf16");
+            run_steps(*t, r, total, other);
+            final_tensors(*t, other);
+            bool differ = false;
+            for (std::size_t i = 0; i < whole.tensors.size(); ++i)
+                differ = differ || !same_bits(other.tensors[i], whole.tensors[i]);
+            QVERIFY(differ);
+        }
+
+        auto before = on_path(taken);
+        run_steps(*before, r, at, first);
+        const std::string file = temp_path(dir, "ckpt.safetensors");
+        write_checkpoint(*before, file, "", {});
+        const Checkpoint c(file);
+        QCOMPARE(c.info().trainer.bf16_matmul, taken);
+        auto after = on_path(taken == "bf16" ? "fp32" : "bf16");
+        c.restore(*after);
+        QCOMPARE(after->backend().bf16_matmul_path(), taken);
+        const std::string named = taken == "bf16" ? "bf16 matmul: oneDNN bf16" : "bf16 matmul: FP32 on bf16 values";
+        QVERIFY(after->backend().device_name().find(named) != std::string::npos);
+        run_steps(*after, r, total, second);
+        final_tensors(*after, second);
+        first.losses.insert(first.losses.end(), second.losses.begin(), second.losses.end());
+        QCOMPARE(first.losses, whole.losses);
+        for (std::size_t i = 0; i < whole.tensors.size(); ++i)
+            QVERIFY2(same_bits(second.tensors[i], whole.tensors[i]), std::to_string(i).c_str());
+
+        // A checkpoint from before the path was kept (no "bf16_matmul") leaves the backend's own.
+        nlohmann::json j = nlohmann::json::parse(c.file().metadata().at("mantissa.checkpoint"));
+        j.erase("bf16_matmul");
+        std::vector<SafetensorsTensor> tensors;
+        for (const SafetensorsEntry& e : c.file().entries())
+            tensors.push_back({e.name, e.dtype, e.shape, c.file().read_bytes(e)});
+        std::map<std::string, std::string> meta = c.file().metadata();
+        meta["mantissa.checkpoint"] = j.dump();
+        const std::string old_file = temp_path(dir, "old.safetensors");
+        write_safetensors(old_file, tensors, meta);
+        const Checkpoint old(old_file);
+        QCOMPARE(old.info().trainer.bf16_matmul, std::string());
+        auto fresh = make_trainer(r.experiment, r.data());
+        const std::string own = fresh->backend().bf16_matmul_path();
+        old.restore(*fresh);
+        QCOMPARE(fresh->backend().bf16_matmul_path(), own);
+    }
+
     void checkpointFileIsAStateDictWithState() {
         QTemporaryDir dir;
         Recipe r = mlp_recipe();
@@ -256,6 +333,7 @@ private slots:
         QTest::newRow("metadata not JSON") << 3 << "is not a JSON object";
         QTest::newRow("a key missing") << 4 << "has no \"optimizer_steps\"";
         QTest::newRow("another model") << 5 << "fc1.weight";
+        QTest::newRow("unknown bf16 matmul path") << 6 << "\"bf16_matmul\" must be";
     }
     void badFilesAreRefused() {
         QFETCH(int, damage);
@@ -288,6 +366,7 @@ private slots:
         case 3: rewrite_metadata(nullptr, true); break;
         case 4: rewrite_metadata([](nlohmann::json& j) { j.erase("optimizer_steps"); }); break;
         case 5: model.model.hidden = {16, 32}; break;
+        case 6: rewrite_metadata([](nlohmann::json& j) { j["bf16_matmul"] = "amx"; }); break;
         }
         try {
             const Checkpoint c(path);
