@@ -198,10 +198,21 @@ int main(int argc, char** argv) {
                                          QStringLiteral("N"));
     parser.addOptions({config, store, screenshot, steps, during, size, at, pace, benchGui, benchJson, benchQuick,
                        benchBlocks});
+    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("The experiment file to open (as -c FILE)."),
+                                 QStringLiteral("[FILE]"));
     // Qt's process() exits 1 on a usage error; ours is exit 2, as mantissa-cli's. process() then
     // handles --help, --help-all and --version (exit 0).
     if (!parser.parse(QCoreApplication::arguments())) return usageError(parser.errorText().toStdString());
     parser.process(app);
+    // The experiment file: -c FILE, or FILE alone as mantissa-cli takes it; never both, never two.
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1)
+        return usageError("mantissa opens one experiment file, not " + std::to_string(positional.size()) + " ('" +
+                          positional.join(QStringLiteral("', '")).toStdString() + "').");
+    if (!positional.isEmpty() && parser.isSet(config))
+        return usageError("Give the experiment file once, as FILE or as -c FILE, not both ('" +
+                          positional.first().toStdString() + "' and '" + parser.value(config).toStdString() + "').");
+    const QString configPath = positional.isEmpty() ? parser.value(config) : positional.first();
 
     if (parser.isSet(benchGui)) {
         mantissa::ui::GuiBenchOptions bench;
@@ -269,7 +280,7 @@ int main(int argc, char** argv) {
         const std::string target = job.file.toStdString();
         const QString storePath = parser.isSet(store) ? parser.value(store) : mantissa::ui::defaultStorePath();
         std::vector<mantissa::app::GuardedFile> guarded = {{storePath.toStdString(), "the run store"}};
-        if (parser.isSet(config)) guarded.push_back({parser.value(config).toStdString(), "the experiment file"});
+        if (!configPath.isEmpty()) guarded.push_back({configPath.toStdString(), "the experiment file"});
         if (auto why = mantissa::app::refuse_output("--screenshot", target, guarded)) return usageError(*why);
         if (auto why = mantissa::app::probe_writable("--screenshot", target)) return usageError(*why);
     }
@@ -303,11 +314,11 @@ int main(int argc, char** argv) {
         });
     }
 
-    if (parser.isSet(config) && !window.openExperiment(parser.value(config)) && shooting)
+    if (!configPath.isEmpty() && !window.openExperiment(configPath) && shooting)
         return usageError(window.lastError().toStdString());
     // Nothing named and nothing remembered: the default experiment, as ./mantissa.sh run opens it,
     // rather than the engine's bare defaults (autocast off).
-    if (!parser.isSet(config) && !window.restoredExperiment()) window.showDefaultExperiment();
+    if (configPath.isEmpty() && !window.restoredExperiment()) window.showDefaultExperiment();
     if (paceValue >= 0) window.setPace(paceValue);
     if (!shooting) {
         window.show();

@@ -1,8 +1,9 @@
 // The desktop application's command line (MANTISSA_GUI_PATH), run as a script runs it, offscreen:
 // every mistake is exit 2 with one sentence before any training (bad options, --steps, --size out
 // of its limits, --at that cannot apply or comes after the last step, a --screenshot that cannot be
-// written or would replace the run store, the experiment file or any SQLite database), a short
-// screenshot still works, and SIGTERM closes the window with its run recorded `stopped`.
+// written or would replace the run store, the experiment file or any SQLite database, two experiment
+// files), a short screenshot still works, an experiment file named alone opens, and SIGTERM closes
+// the window with its run recorded `stopped`.
 #include <QtTest>
 
 #include <QFile>
@@ -68,6 +69,18 @@ private slots:
         QCOMPARE(QImage(png).size(), QSize(1200, 800));
     }
 
+    // FILE alone opens the experiment as -c FILE does: the run recorded is the file's.
+    void positionalFileOpens() {
+        const QString png = m_dir.filePath("positional.png");
+        const QString db = m_dir.filePath("positional.sqlite");
+        const CliResult r = runGui({m_config, "--db", db, "--screenshot", png, "--steps", "3"}, m_dir.path());
+        QVERIFY2(r.code == 0, r.err.constData());
+        mantissa::RunStore store(db.toStdString(), mantissa::StoreAccess::read_only);
+        const auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t{1});
+        QCOMPARE(QString::fromStdString(runs.front().name), QStringLiteral("tiny"));
+    }
+
     void badCommandLine_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("mentions");
@@ -75,6 +88,10 @@ private slots:
         const QStringList base = {"--config", "{CFG}", "--db", "{DB}", "--steps", "3"};
         const QString png = "{DIR}/x.png";
         QTest::newRow("unknown option") << QStringList{"--bogus"} << "bogus" << "";
+        QTest::newRow("two files") << QStringList{"{CFG}", "{CFG}", "--screenshot", png}
+                                   << "mantissa opens one experiment file, not 2" << "";
+        QTest::newRow("file and --config") << base + QStringList{"{CFG}", "--screenshot", png}
+                                           << "Give the experiment file once, as FILE or as -c FILE" << "";
         QTest::newRow("missing value") << QStringList{"--screenshot", png, "--steps"} << "steps" << "";
         QTest::newRow("steps not a number") << base + QStringList{"--screenshot", png, "--steps", "abc"} << "--steps"
                                             << "--size";
