@@ -25,6 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_matmul.h"
+#include "bench/aims.h"
 #include "bench/bench.h"
 #include "bench/peak_rate.h"
 #include "bench/reference_data.h"
@@ -315,15 +316,12 @@ Table what_if_table(const BenchOptions& o, const Dataset& data) {
                               {"cost_pct", i == 0 ? nlohmann::json(nullptr) : nlohmann::json(cost)},
                               {"blocks", std::to_string(rounds) + " x " + std::to_string(steps)}});
         }
-        char buf[128];
-        std::snprintf(buf, sizeof buf, "%s%s %+.1f%% [%s]", aims.empty() ? "" : "; ", c.model, what_if_cost,
-                      what_if_cost <= 10 ? "met" : "NOT MET");
-        aims += buf;
+        add_figure(aims, std::string(c.model) + " " + aim_figure("%+.1f%%", what_if_cost, what_if_cost <= 10));
     }
     t.notes.push_back("values measured per tensor: whole rows up to train.what_if.max_elements (" +
                       std::to_string(WhatIfSpec{}.max_elements) + ", the default); block scales: up to " +
                       std::to_string(BlockScaleSpec{}.max_blocks) + " blocks (train.block_scales.max_blocks)");
-    t.notes.push_back("aim: the what-if statistics cost at most 10% of a statistics step: " + aims);
+    t.notes.push_back(aim_note("the what-if statistics cost at most 10% of a statistics step", aims));
     if (o.quick) t.notes.push_back("--quick: the CNN is left out");
     return t;
 }
@@ -394,12 +392,10 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
             (p != "fp16" && p != "fp8-e4m3") || !row["vs_fp32"].is_number())
             continue;
         const double v = row["vs_fp32"].get<double>();
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s %.2fx [%s]", aims.empty() ? "" : "; ", p.c_str(), v,
-                      v <= 1.3 ? "met" : "NOT MET");
-        aims += buf;
+        add_figure(aims, p + " " + aim_figure("%.2fx", v, v <= 1.3));
     }
-    if (!aims.empty()) steps.notes.push_back("aim: emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu): " + aims);
+    if (!aims.empty())
+        steps.notes.push_back(aim_note("emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu)", aims));
     steps.notes.push_back(
         "MFLOP/step: the step's matmuls (forward, input gradient but for the first layer, weight gradient; 2 FLOPs "
         "per multiply-add); GFLOP/s = that / the median step time; % of limit = GFLOP/s over the limit: the limits "
@@ -438,14 +434,10 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
                 row.value("precision", "") == "fp32" && row.value("backend", "cpu") == "cpu" &&
                 row.value("threads", nlohmann::json()) == 1 && row.value("limit_pct", nlohmann::json()).is_number())
                 reference_pct = row["limit_pct"].get<double>();
-    char aim[160];
-    if (std::isfinite(reference_pct))
-        std::snprintf(aim, sizeof aim, "aim: reference fp32 step >= 75%% of the FMA limit on one thread: %.0f%% [%s]",
-                      reference_pct, reference_pct >= 75 ? "met" : "NOT MET");
-    else
-        std::snprintf(aim, sizeof aim, "aim: reference fp32 step >= 75%% of the FMA limit on one thread: not measured "
-                                       "(run without --quick, or with --threads 1)");
-    steps.notes.push_back(aim);
+    steps.notes.push_back(aim_note("reference fp32 step >= 75% of the FMA limit on one thread",
+                                   std::isfinite(reference_pct)
+                                       ? aim_figure("%.0f%%", reference_pct, reference_pct >= 75)
+                                       : "not measured (run without --quick, or with --threads 1)"));
     r.tables.push_back(std::move(steps));
     r.tables.push_back(std::move(threads));
     r.tables.push_back(what_if_table(o, data));

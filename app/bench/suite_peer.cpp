@@ -31,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_matmul.h"
+#include "bench/aims.h"
 #include "bench/bench.h"
 #include "bench/child_process.h"
 #include "bench/peak_rate.h"
@@ -321,7 +322,7 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                                           {"pytorch_samples_per_s", samples / sb.median},
                                           {"pytorch_spread_pct", sb.spread_pct()},
                                           {"ratio", ratio},
-                                          {"aim", ">= " + times(aim) + (ratio >= aim ? " met" : " NOT MET")},
+                                          {"aim", ">= " + times(aim) + " " + verdict(ratio >= aim)},
                                           {"mantissa_gflops", number_or_null(achieved_gflops(f, ours_s))},
                                           {"mantissa_limit_pct", number_or_null(limit_pct(f, ours_s, peaks, threads))},
                                           {"pytorch_gflops", number_or_null(achieved_gflops(f, theirs_s))},
@@ -363,8 +364,8 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                                                {"test_loss", number_or_null(ev.loss)},
                                                {"perplexity", number_or_null(std::exp(ev.loss))},
                                                {"loss_vs_pytorch_pct", number_or_null(100 * diff)},
-                                               {"aim", std::string(kLossAimText) +
-                                                           (std::abs(diff) <= kLossAim ? " met" : " NOT MET")},
+                                               {"aim", std::string(kLossAimText) + " " +
+                                                           verdict(std::abs(diff) <= kLossAim)},
                                                {"seconds", ours_s}});
                         losses.rows.push_back({{"model", model.name},
                                                {"engine", "PyTorch"},

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "bench/aims.h"
 #include "bench/reference_data.h"
 #include "bench/stats.h"
 #include "bench/step_flops.h"
@@ -145,14 +146,9 @@ Table threads_table(const BenchOptions& o, const Dataset& images, const PeakRate
                       "steps table's rule)");
     if (std::any_of(t.rows.begin(), t.rows.end(), [](const nlohmann::json& r) { return r.value("model", "") == "gpt 4x128, T 128"; }))
         t.notes.push_back("gpt: a sample is a sequence of 128 tokens");
-    char buf[160];
-    if (std::isfinite(aim))
-        std::snprintf(buf, sizeof buf, "aim: 2 threads >= 1.7x one thread on 784-1024-1024-10 batch 256 (fp32): %.2fx [%s]",
-                      aim, aim >= 1.7 ? "met" : "NOT MET");
-    else
-        std::snprintf(buf, sizeof buf, "aim: 2 threads >= 1.7x one thread on 784-1024-1024-10 batch 256 (fp32): not "
-                                       "measured (one hardware thread)");
-    t.notes.push_back(buf);
+    t.notes.push_back(aim_note("2 threads >= 1.7x one thread on 784-1024-1024-10 batch 256 (fp32)",
+                               std::isfinite(aim) ? aim_figure("%.2fx", aim, aim >= 1.7)
+                                                  : "not measured (one hardware thread)"));
     if (o.quick) t.notes.push_back("--quick: only 784-1024-1024-10 fp32; the reference MLP, bf16, the CNN and the GPT are left out");
     return t;
 }
