@@ -20,13 +20,20 @@
 // It is linear in dy: with gradient tracing on, dx's shadow is the same backward of dy's shadow
 // (unrounded, scaled).
 //
+// Threads (cpu_parallel.h, a thread per 2^16 values): the packing, the scatter and the epilogue
+// share whole matrices or rows out, softmax its rows, each element computed as on one thread
+// (the softmax's amax gathered as a maximum, its non-finite count as an integer sum), so the bits
+// do not depend on the thread count; the products are oneDNN's (docs/numerics.md, "Threads").
+//
 // Scratch (kept between steps): the packed A, B and C (slots 10 to 12). Training thread only.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "error.h"
 #include "numeric/convert.h"
@@ -38,16 +45,28 @@ namespace {
 enum Slot { slot_a = 10, slot_b = 11, slot_c = 12 };
 
 // Calls f(element index in the tensor, position in the plain (batch, rows, cols) order) for every
-// element of view v, in that order.
+// element of the matrices [b0, b1) of view v (matrix b: outer b / inner_count, inner
+// b % inner_count), in that order.
 template <class F>
-void for_each_element(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, F f) {
-    std::int64_t p = 0;
-    for (std::int64_t o = 0; o < op.outer_count; ++o)
-        for (std::int64_t i = 0; i < op.inner_count; ++i)
-            for (std::int64_t r = 0; r < rows; ++r) {
-                const std::int64_t base = v.offset + o * v.outer_stride + i * v.inner_stride + r * v.row_stride;
-                for (std::int64_t c = 0; c < cols; ++c) f(base + c * v.col_stride, p++);
-            }
+void for_each_element(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols,
+                      std::int64_t b0, std::int64_t b1, F f) {
+    std::int64_t p = b0 * rows * cols;
+    for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t o = b / op.inner_count, i = b % op.inner_count;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t base = v.offset + o * v.outer_stride + i * v.inner_stride + r * v.row_stride;
+            for (std::int64_t c = 0; c < cols; ++c) f(base + c * v.col_stride, p++);
+        }
+    }
+}
+
+// fn(b0, b1) over the matrices [0, batch) of a pass that touches `per_matrix` values of each,
+// cut into ranges of whole matrices on up to max_threads threads.
+template <class Fn>
+void for_matrices(std::int64_t batch, std::int64_t per_matrix, int max_threads, Fn&& fn) {
+    const int threads =
+        cpu_detail::pass_threads(batch * per_matrix, cpu_detail::elementwise_min_per_thread, max_threads);
+    cpu_detail::for_ranges(batch, threads, 1, [&](std::int64_t b0, std::int64_t b1, int) { fn(b0, b1); });
 }
 
 CpuStrided strides_of(const StridedMatrix& v) { return {v.outer_stride, v.inner_stride, v.row_stride, v.col_stride}; }
@@ -103,14 +122,18 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
     }
     float* c = cpu(c_out).data();
     const Format cf = c_out.format();
+    const int max_threads = m_matmul.threads();
 
     // The plain copy of an operand, rounded to the compute format.
     auto pack = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
         const float* src = cpu(t).data();
         float* buf = scratch(slot, batch * rows * cols);
-        for_each_element(op, v, rows, cols, [&](std::int64_t at, std::int64_t p) { buf[p] = src[at]; });
-        if (!format_contains(op.compute, t.format()))
-            round_array(op.compute, buf, static_cast<std::size_t>(batch * rows * cols));
+        const bool round = !format_contains(op.compute, t.format());
+        for_matrices(batch, rows * cols, max_threads, [&](std::int64_t b0, std::int64_t b1) {
+            for_each_element(op, v, rows, cols, b0, b1, [&](std::int64_t at, std::int64_t p) { buf[p] = src[at]; });
+            if (round)
+                round_array(op.compute, buf + b0 * rows * cols, static_cast<std::size_t>((b1 - b0) * rows * cols));
+        });
         return Operand{buf, plain_strides(op.inner_count, rows, cols), true};
     };
     auto operand = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
@@ -141,18 +164,26 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
         }
         if (c_target != c + c_view.offset) {  // scatter the plain result into C's view
             const float* src = c_target;
-            for_each_element(op, c_view, op.m, op.n, [&](std::int64_t at, std::int64_t p) { c[at] = src[p]; });
+            for_matrices(batch, op.m * op.n, max_threads, [&](std::int64_t b0, std::int64_t b1) {
+                for_each_element(op, c_view, op.m, op.n, b0, b1,
+                                 [&](std::int64_t at, std::int64_t p) { c[at] = src[p]; });
+            });
         }
     } else {  // an empty sum: the accumulator is +0
-        for_each_element(op, c_view, op.m, op.n, [&](std::int64_t at, std::int64_t) { c[at] = 0.0f; });
+        for_each_element(op, c_view, op.m, op.n, 0, batch, [&](std::int64_t at, std::int64_t) { c[at] = 0.0f; });
     }
 
-    // The epilogue, row by row of C's view.
-    for (std::int64_t o = 0; o < op.outer_count; ++o)
-        for (std::int64_t i = 0; i < op.inner_count; ++i)
-            for (std::int64_t r = 0; r < op.m; ++r)
-                epilogue(c + c_view.offset + o * c_view.outer_stride + i * c_view.inner_stride + r * c_view.row_stride,
-                         op.n, c_view.col_stride, op, cf);
+    // The epilogue, row by row of C's view (row q: matrix q / m, its row q % m).
+    const std::int64_t rows = batch * op.m;
+    cpu_detail::for_ranges(rows, pass_threads(rows * op.n, cpu_detail::elementwise_min_per_thread), 1,
+                           [&](std::int64_t q0, std::int64_t q1, int) {
+        for (std::int64_t q = q0; q < q1; ++q) {
+            const std::int64_t b = q / op.m, r = q % op.m;
+            const std::int64_t o = b / op.inner_count, i = b % op.inner_count;
+            epilogue(c + c_view.offset + o * c_view.outer_stride + i * c_view.inner_stride + r * c_view.row_stride,
+                     op.n, c_view.col_stride, op, cf);
+        }
+    });
 }
 
 // ---- softmax
@@ -162,39 +193,50 @@ void CpuBackend::softmax_forward_impl(const Tensor& x_in, Tensor& y_out, std::in
     const std::int64_t cols = x_in.cols();
     const float* x = cpu(x_in).data();
     float* y = cpu(y_out).data();
-    float amax = 0.0f;
-    std::int64_t nonfinite = 0;
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t seen = causal ? r % cols + 1 : cols;
-        const float* xr = x + r * cols;
-        float* yr = y + r * cols;
-        float m = -std::numeric_limits<float>::infinity();
-        bool nan = false;
-        for (std::int64_t j = 0; j < seen; ++j) {
-            const float v = xr[j];
-            if (std::isfinite(v)) {
-                amax = std::max(amax, std::abs(v));
-                m = std::max(m, v);
-            } else {
-                ++nonfinite;
-                if (std::isnan(v)) nan = true;
-                else if (v > m) m = v;
+    // Each range's amax of the finite values (>= +0, so the largest of the ranges' is the whole's)
+    // and its count of non-finite ones.
+    const int threads =
+        std::min(cpu_detail::kMaxPassThreads, pass_threads(rows * cols, cpu_detail::elementwise_min_per_thread));
+    std::array<float, cpu_detail::kMaxPassThreads> amaxes{};
+    std::array<std::int64_t, cpu_detail::kMaxPassThreads> nonfinites{};
+    cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int range) {
+        float amax = 0.0f;
+        std::int64_t nonfinite = 0;
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t seen = causal ? r % cols + 1 : cols;
+            const float* xr = x + r * cols;
+            float* yr = y + r * cols;
+            float m = -std::numeric_limits<float>::infinity();
+            bool nan = false;
+            for (std::int64_t j = 0; j < seen; ++j) {
+                const float v = xr[j];
+                if (std::isfinite(v)) {
+                    amax = std::max(amax, std::abs(v));
+                    m = std::max(m, v);
+                } else {
+                    ++nonfinite;
+                    if (std::isnan(v)) nan = true;
+                    else if (v > m) m = v;
+                }
             }
+            if (nan) m = std::numeric_limits<float>::quiet_NaN();
+            float sum = 0.0f;
+            for (std::int64_t j = 0; j < seen; ++j) {
+                const float e = std::exp(xr[j] - m);
+                yr[j] = e;
+                sum += e;
+            }
+            for (std::int64_t j = 0; j < seen; ++j) yr[j] = yr[j] / sum;
+            std::fill(yr + seen, yr + cols, 0.0f);
+            round_output(y_out.format(), yr, seen);
         }
-        if (nan) m = std::numeric_limits<float>::quiet_NaN();
-        float sum = 0.0f;
-        for (std::int64_t j = 0; j < seen; ++j) {
-            const float e = std::exp(xr[j] - m);
-            yr[j] = e;
-            sum += e;
-        }
-        for (std::int64_t j = 0; j < seen; ++j) yr[j] = yr[j] / sum;
-        std::fill(yr + seen, yr + cols, 0.0f);
-        round_output(y_out.format(), yr, seen);
-    }
+        amaxes[static_cast<std::size_t>(range)] = amax;
+        nonfinites[static_cast<std::size_t>(range)] = nonfinite;
+    });
     if (stats) {
-        stats->amax = amax;
-        stats->nonfinite = nonfinite;
+        stats->amax = *std::max_element(amaxes.begin(), amaxes.begin() + threads);
+        stats->nonfinite = 0;
+        for (int i = 0; i < threads; ++i) stats->nonfinite += nonfinites[static_cast<std::size_t>(i)];
     }
 }
 
@@ -207,26 +249,29 @@ void CpuBackend::softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in, 
     float* sdx = trace_backward(dy_in, dx_out, rows * cols, &sdy);
     float* dx = cpu(dx_out).data();
     const Format f = dx_out.format();
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t seen = causal ? r % cols + 1 : cols;
-        const std::int64_t at = r * cols;
-        float* dxr = dx + at;
-        softmax_gradient_row(y + at, dy + at, dxr, seen);
-        if (sdx) {  // the shadow: the backward without any rounding
-            float* s = sdx + at;
-            if (sdy) softmax_gradient_row(y + at, sdy + at, s, seen);
-            else std::memcpy(s, dxr, static_cast<std::size_t>(seen) * sizeof(float));
-            if (scale != 1.0f)
-                for (std::int64_t j = 0; j < seen; ++j) s[j] *= scale;
-            std::fill(s + seen, s + cols, 0.0f);
-        }
-        round_output(f, dxr, seen);
-        if (scale != 1.0f) {
-            for (std::int64_t j = 0; j < seen; ++j) dxr[j] *= scale;
+    cpu_detail::for_ranges(rows, pass_threads(rows * cols, cpu_detail::elementwise_min_per_thread), 1,
+                           [&](std::int64_t r0, std::int64_t r1, int) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t seen = causal ? r % cols + 1 : cols;
+            const std::int64_t at = r * cols;
+            float* dxr = dx + at;
+            softmax_gradient_row(y + at, dy + at, dxr, seen);
+            if (sdx) {  // the shadow: the backward without any rounding
+                float* s = sdx + at;
+                if (sdy) softmax_gradient_row(y + at, sdy + at, s, seen);
+                else std::memcpy(s, dxr, static_cast<std::size_t>(seen) * sizeof(float));
+                if (scale != 1.0f)
+                    for (std::int64_t j = 0; j < seen; ++j) s[j] *= scale;
+                std::fill(s + seen, s + cols, 0.0f);
+            }
             round_output(f, dxr, seen);
+            if (scale != 1.0f) {
+                for (std::int64_t j = 0; j < seen; ++j) dxr[j] *= scale;
+                round_output(f, dxr, seen);
+            }
+            std::fill(dxr + seen, dxr + cols, 0.0f);
         }
-        std::fill(dxr + seen, dxr + cols, 0.0f);
-    }
+    });
 }
 
 }  // namespace mantissa

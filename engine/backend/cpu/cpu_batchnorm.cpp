@@ -112,7 +112,8 @@ MANTISSA_HOT void input_grad(const float* x, const float* dy, float* dx, std::in
 }
 
 // Channels are independent: with more than one thread they are shared out (each channel's
-// arithmetic is the same on any thread, so the bits do not depend on the count).
+// arithmetic, its sums and the rounding of its planes of y and dx are the same on any thread, so
+// the bits do not depend on the count).
 int threads_for(std::int64_t channels, std::int64_t values, int max_threads) {
     if (max_threads <= 1 || values < (std::int64_t{1} << 16)) return 1;
     return static_cast<int>(std::min<std::int64_t>(channels, max_threads));
@@ -190,10 +191,11 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
             invstd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + bn.eps));
         }
         const float g = gamma[c], b = beta[c];
-        for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t n = 0; n < batch; ++n) {
             normalize(plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean, invstd, g, b);
+            round_output(y_out.format(), plane(y, bn, n, c), bn.spatial);
+        }
     }
-    round_output(y_out.format(), y, batch * bn.channels * bn.spatial);
     if (training) {
         for (Tensor* t : {bn.running_mean, bn.running_var, bn.saved_mean, bn.saved_invstd})
             round_output(t->format(), cpu(*t).data(), bn.channels);
@@ -220,9 +222,13 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
         grad_beta[c] = static_cast<float>(s.dy);
         grad_gamma[c] = static_cast<float>(s.dy_xhat);
         if (sdx && sdy) channel_backward(bn, c, x, sdy, sdx, batch, mean[c], invstd[c], gamma[c]);
+        for (std::int64_t i = 0; i < batch; ++i) {  // the shadow before the rounding
+            if (sdx && !sdy)
+                std::memcpy(plane(sdx, bn, i, c), plane(dx, bn, i, c),
+                            static_cast<std::size_t>(bn.spatial) * sizeof(float));
+            round_output(dx_out.format(), plane(dx, bn, i, c), bn.spatial);
+        }
     }
-    if (sdx && !sdy) std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
-    round_output(dx_out.format(), dx, n);
     round_output(bn.grad_weight->format(), grad_gamma, bn.channels);
     round_output(bn.grad_bias->format(), grad_beta, bn.channels);
 }

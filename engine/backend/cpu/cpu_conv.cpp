@@ -30,7 +30,13 @@
 //
 // Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
 // (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
-// cached per shape by CpuMatmul. Training thread only.
+// cached per shape by CpuMatmul.
+//
+// The passes around the matmuls (im2col, DY's gather, col2im, the forward's epilogue and the
+// rounding of x) share whole samples out over the backend's threads, dB its output channels and
+// the sum of the chunks' dW its elements (cpu_parallel.h: a thread per 2^16 values): each value
+// is computed as on one thread, each sum in its own order, so the bits do not depend on the
+// count. Training thread only.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -173,6 +179,7 @@ void col2im(const ConvShape& s, const float* dcol, std::int64_t ld, float* dx) {
 // for a chunk of `chunk` samples.
 struct ConvScratch {
     std::int64_t chunk = 1;
+    int max_threads = 1;       // the backend's threads, for the passes around the matmuls
     float* col = nullptr;      // COL (patch, chunk·positions)
     float* dy_rows = nullptr;  // DY (Co, chunk·positions)
     float* dw = nullptr;       // (Co, patch): a chunk's weight gradient
@@ -186,18 +193,31 @@ struct ConvScratch {
     std::optional<std::uint64_t> dy_key;
 };
 
+// fn(i0, i1) over the samples [0, n) of a pass that touches `per_sample` values of each, cut
+// into ranges of whole samples on up to max_threads threads (one per 2^16 values).
+template <class Fn>
+void for_samples(std::int64_t n, std::int64_t per_sample, int max_threads, Fn&& fn) {
+    const int threads = cpu_detail::pass_threads(n * per_sample, cpu_detail::elementwise_min_per_thread, max_threads);
+    cpu_detail::for_ranges(n, threads, 1, [&](std::int64_t i0, std::int64_t i1, int) { fn(i0, i1); });
+}
+
 // DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
-void gather_channel_major(const ConvShape& s, const float* dy, std::int64_t n, float* rows) {
+void gather_channel_major(const ConvShape& s, const float* dy, std::int64_t n, float* rows, int max_threads) {
     const std::int64_t positions = s.positions(), ld = n * positions;
-    for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t c = 0; c < s.out_channels; ++c)
-            std::copy_n(dy + i * s.out() + c * positions, positions, rows + c * ld + i * positions);
+    for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i)
+            for (std::int64_t c = 0; c < s.out_channels; ++c)
+                std::copy_n(dy + i * s.out() + c * positions, positions, rows + c * ld + i * positions);
+    });
 }
 
 // COL for samples [first, first + n) of x.
-void im2col_chunk(const ConvShape& s, const float* x, std::int64_t first, std::int64_t n, float* col) {
+void im2col_chunk(const ConvShape& s, const float* x, std::int64_t first, std::int64_t n, float* col,
+                  int max_threads) {
     const std::int64_t ld = n * s.positions();
-    for (std::int64_t i = 0; i < n; ++i) im2col(s, x + (first + i) * s.in(), col + i * s.positions(), ld);
+    for_samples(n, s.patch() * s.positions(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) im2col(s, x + (first + i) * s.in(), col + i * s.positions(), ld);
+    });
 }
 
 // dx(batch, in) = the input gradient from dy(batch, out), in FP32, unscaled.
@@ -205,9 +225,12 @@ void input_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const fl
                     std::int64_t batch, bool bf16_ok, const ConvScratch& buf) {
     for (std::int64_t first = 0; first < batch; first += buf.chunk) {
         const std::int64_t n = std::min(buf.chunk, batch - first), ld = n * s.positions();
-        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows);
+        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows, buf.max_threads);
         mm.multiply(w, true, buf.dy_rows, false, buf.dcol, s.patch(), ld, s.out_channels, bf16_ok);
-        for (std::int64_t i = 0; i < n; ++i) col2im(s, buf.dcol + i * s.positions(), ld, dx + (first + i) * s.in());
+        for_samples(n, s.patch() * s.positions(), buf.max_threads, [&](std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i)
+                col2im(s, buf.dcol + i * s.positions(), ld, dx + (first + i) * s.in());
+        });
     }
 }
 
@@ -218,8 +241,8 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
     if (batch == 0) std::fill_n(gw, n_w, 0.0f);
     for (std::int64_t first = 0; first < batch; first += buf.chunk) {
         const std::int64_t n = std::min(buf.chunk, batch - first), ld = n * s.positions();
-        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows);
-        im2col_chunk(s, x, first, n, buf.col);
+        gather_channel_major(s, dy + first * s.out(), n, buf.dy_rows, buf.max_threads);
+        im2col_chunk(s, x, first, n, buf.col, buf.max_threads);
         if (buf.wgrad_block) {
             const auto rows = static_cast<std::size_t>(ld);
             if (buf.dy_key)
@@ -234,23 +257,32 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
         }
         float* target = first == 0 ? gw : buf.dw;
         mm.multiply(buf.dy_rows, false, buf.col, true, target, s.out_channels, s.patch(), ld, bf16_ok);
-        if (first > 0)
-            for (std::int64_t i = 0; i < n_w; ++i) gw[i] += buf.dw[i];
+        if (first > 0) {
+            const int threads = cpu_detail::pass_threads(n_w, cpu_detail::elementwise_min_per_thread, buf.max_threads);
+            cpu_detail::for_ranges(n_w, threads, 64, [&](std::int64_t i0, std::int64_t i1, int) {
+                for (std::int64_t i = i0; i < i1; ++i) gw[i] += buf.dw[i];
+            });
+        }
     }
 }
 
-// db[c] = Σ_n Σ_p dy[n, c, p] (FP32, each sample's sum from +0, samples in order).
-void bias_gradient(const ConvShape& s, const float* dy, float* db, std::int64_t batch) {
+// db[c] = Σ_n Σ_p dy[n, c, p] (FP32, each sample's sum from +0, samples in order); the output
+// channels shared out over the threads, each channel's sums in that order.
+void bias_gradient(const ConvShape& s, const float* dy, float* db, std::int64_t batch, int max_threads) {
     const std::int64_t positions = s.positions();
-    std::fill_n(db, s.out_channels, 0.0f);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < s.out_channels; ++c) {
-            const float* row = dy + n * s.out() + c * positions;
-            float sum = 0.0f;
-            for (std::int64_t p = 0; p < positions; ++p) sum += row[p];
-            db[c] += sum;
+    const int threads = cpu_detail::pass_threads(batch * s.out(), cpu_detail::elementwise_min_per_thread, max_threads);
+    cpu_detail::for_ranges(s.out_channels, threads, 1, [&](std::int64_t c0, std::int64_t c1, int) {
+        for (std::int64_t c = c0; c < c1; ++c) {
+            float total = 0.0f;
+            for (std::int64_t n = 0; n < batch; ++n) {
+                const float* row = dy + n * s.out() + c * positions;
+                float sum = 0.0f;
+                for (std::int64_t p = 0; p < positions; ++p) sum += row[p];
+                total += sum;
+            }
+            db[c] = total;
         }
-    }
+    });
 }
 
 }  // namespace
@@ -293,7 +325,11 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         w_op = weight_operand(w, conv.weight_compute, conv.compute, slot_w);
         if (conv.saved_input) {
             float* saved = cpu(*conv.saved_input).data();
-            round_array(conv.saved_input->format(), x.data(), saved, static_cast<std::size_t>(batch * in));
+            const Format f = conv.saved_input->format();
+            cpu_detail::for_ranges(batch * in, pass_threads(batch * in, cpu_detail::elementwise_min_per_thread), 64,
+                                   [&](std::int64_t i0, std::int64_t i1, int) {
+                                       round_array(f, x.data() + i0, saved + i0, static_cast<std::size_t>(i1 - i0));
+                                   });
             x_op = saved;
         } else {
             x_op = operand(x, batch * in, conv.compute, slot_x);
@@ -313,30 +349,33 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     const std::int64_t positions = s.positions(), chunk = chunk_samples(s, batch);
     float* col = scratch(slot_col, s.patch() * chunk * positions);
     float* rows = scratch(slot_dcol, s.out_channels * chunk * positions);
+    const int max_threads = m_matmul.threads();
     for (std::int64_t first = 0; first < batch; first += chunk) {
         const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
-        im2col_chunk(s, x_op, first, n, col);
+        im2col_chunk(s, x_op, first, n, col, max_threads);
         if (conv.block)
             round_blocks_along(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()), static_cast<std::size_t>(ld),
                                x_block_scale);
         m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
         // Each sample's rows into y: × dequant, + b_o (no bias: nothing is added, a -0 stays -0),
         // rounded while the sample's output is in the cache.
-        for (std::int64_t i = 0; i < n; ++i) {
-            float* yi = y + (first + i) * s.out();
-            for (std::int64_t c = 0; c < s.out_channels; ++c) {
-                const float* src = rows + c * ld + i * positions;
-                float* row = yi + c * positions;
-                if (b) {
-                    for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant + b[c];
-                } else if (dequant != 1.0f) {
-                    for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant;
-                } else {
-                    std::copy_n(src, positions, row);
+        for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i) {
+                float* yi = y + (first + i) * s.out();
+                for (std::int64_t c = 0; c < s.out_channels; ++c) {
+                    const float* src = rows + c * ld + i * positions;
+                    float* row = yi + c * positions;
+                    if (b) {
+                        for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant + b[c];
+                    } else if (dequant != 1.0f) {
+                        for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant;
+                    } else {
+                        std::copy_n(src, positions, row);
+                    }
                 }
+                round_output(y_out.format(), yi, s.out());
             }
-            round_output(y_out.format(), yi, s.out());
-        }
+        });
     }
 }
 
@@ -374,6 +413,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;
     ConvScratch buf;
     buf.chunk = chunk_samples(s, batch);
+    buf.max_threads = m_matmul.threads();
     const std::int64_t chunk_positions = buf.chunk * s.positions();
     buf.col = scratch(slot_col, s.patch() * chunk_positions);
     buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
@@ -432,7 +472,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     if (conv.grad_bias) {
         float* db = cpu(*conv.grad_bias).data();
-        bias_gradient(s, fp8 || conv.block || per_gemm ? dy.data() : dy_op, db, batch);
+        bias_gradient(s, fp8 || conv.block || per_gemm ? dy.data() : dy_op, db, batch, buf.max_threads);
         round_output(conv.grad_bias->format(), db, s.out_channels);
     }
 }

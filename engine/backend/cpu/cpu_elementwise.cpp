@@ -197,12 +197,17 @@ void CpuBackend::add_impl(const Tensor& a_in, const Tensor& b_in, Tensor& y_out,
     const float* a = cpu(a_in).data();
     const float* b = cpu(b_in).data();
     float* y = cpu(y_out).data();
-    if (y == a || y == b) {
-        for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
-    } else {
-        add_arrays(a, b, y, n);
-    }
-    round_output(y_out.format(), y, n);
+    // Elementwise: ranges on the backend's threads, each added and rounded as on one.
+    const bool in_place = y == a || y == b;
+    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), 64,
+                           [&](std::int64_t begin, std::int64_t end, int) {
+                               if (in_place) {
+                                   for (std::int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
+                               } else {
+                                   add_arrays(a + begin, b + begin, y + begin, end - begin);
+                               }
+                               round_output(y_out.format(), y + begin, end - begin);
+                           });
 }
 
 }  // namespace mantissa

@@ -6,12 +6,16 @@
 //           S[v] = Σ_{r: ids[r] = v} dy[r] is taken in FP32 from +0 in ascending r, so the result
 //           does not depend on anything but the ids; then grad_weight[v] = rnd(S[v]) (the other
 //           rows zeroed), or rnd(grad_weight[v] + S[v]) with accumulate (the other rows kept).
-// The ids were checked by the wrapper. Scratch: the sum of one id (slot 10). Training thread only.
+// The forward shares its rows out over the backend's threads (cpu_parallel.h, a thread per 2^16
+// values: each row a copy, the same on any thread); the backward runs on one (each id's sum keeps
+// its order of rows). The ids were checked by the wrapper. Scratch: the sum of one id (slot 10).
+// Training thread only.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
@@ -28,9 +32,12 @@ void CpuBackend::embedding_forward_impl(const Tensor& weight, const std::int32_t
     const std::int64_t dim = weight.cols();
     const float* w = cpu(weight).data();
     float* y = cpu(y_out).data();
-    for (std::int64_t r = 0; r < rows; ++r)  // copy and round in one pass (fp32: a plain copy)
-        round_array(y_out.format(), w + static_cast<std::int64_t>(ids[r]) * dim, y + r * dim,
-                    static_cast<std::size_t>(dim));
+    cpu_detail::for_ranges(rows, pass_threads(rows * dim, cpu_detail::elementwise_min_per_thread), 1,
+                           [&](std::int64_t r0, std::int64_t r1, int) {
+                               for (std::int64_t r = r0; r < r1; ++r)  // copy and round (fp32: a plain copy)
+                                   round_array(y_out.format(), w + static_cast<std::int64_t>(ids[r]) * dim,
+                                               y + r * dim, static_cast<std::size_t>(dim));
+                           });
 }
 
 void CpuBackend::embedding_backward_impl(const std::int32_t* ids, const Tensor& dy_in, Tensor& grad_weight,

@@ -10,13 +10,20 @@
 //             dγ = fp32(Σ_rows dy·x̂), dβ = fp32(Σ_rows dy)   (per column, rows in order, double)
 // The saved statistics and the parameters' gradients are written rounded to their tensors'
 // formats. With gradient tracing on, dx's shadow is the same backward of dy's shadow (it is
-// linear in dy). Training thread only.
+// linear in dy).
+//
+// Threads (cpu_parallel.h, a thread per 2^16 values): the forward and dx share rows out, each row
+// computed as on one thread (the smallest variance gathered as a minimum, which any order gives);
+// dγ and dβ share columns out, each column summed over the rows in row order. So the bits do not
+// depend on the thread count. Training thread only.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 
@@ -54,31 +61,39 @@ void CpuBackend::layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x_in
     const float* beta = cpu(*ln.bias).data();
     float* saved_mean = cpu(*ln.saved_mean).data();
     float* saved_invstd = cpu(*ln.saved_invstd).data();
-    float min_variance = std::numeric_limits<float>::infinity();
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* xr = x + r * n;
-        float* yr = y + r * n;
-        double sum = 0;
-        for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
-        const double mean_d = sum / static_cast<double>(n);
-        double squares = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-            const double d = static_cast<double>(xr[j]) - mean_d;
-            squares += d * d;
+    // Each range's smallest variance (a NaN row is no smallest; variances are never -0).
+    const int threads =
+        std::min(cpu_detail::kMaxPassThreads, pass_threads(rows * n, cpu_detail::elementwise_min_per_thread));
+    std::array<float, cpu_detail::kMaxPassThreads> min_variance;
+    min_variance.fill(std::numeric_limits<float>::infinity());
+    cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int range) {
+        float smallest = std::numeric_limits<float>::infinity();
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const float* xr = x + r * n;
+            float* yr = y + r * n;
+            double sum = 0;
+            for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
+            const double mean_d = sum / static_cast<double>(n);
+            double squares = 0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                const double d = static_cast<double>(xr[j]) - mean_d;
+                squares += d * d;
+            }
+            const double var = squares / static_cast<double>(n);
+            const float mean = static_cast<float>(mean_d);
+            const float invstd = static_cast<float>(1.0 / std::sqrt(var + ln.eps));
+            const float variance = static_cast<float>(var);
+            if (variance < smallest) smallest = variance;
+            saved_mean[r] = mean;
+            saved_invstd[r] = invstd;
+            for (std::int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - mean) * invstd) * gamma[j] + beta[j];
+            round_output(y_out.format(), yr, n);
         }
-        const double var = squares / static_cast<double>(n);
-        const float mean = static_cast<float>(mean_d);
-        const float invstd = static_cast<float>(1.0 / std::sqrt(var + ln.eps));
-        const float variance = static_cast<float>(var);
-        if (variance < min_variance) min_variance = variance;  // a NaN row is no smallest
-        saved_mean[r] = mean;
-        saved_invstd[r] = invstd;
-        for (std::int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - mean) * invstd) * gamma[j] + beta[j];
-        round_output(y_out.format(), yr, n);
-    }
+        min_variance[static_cast<std::size_t>(range)] = smallest;
+    });
     round_output(ln.saved_mean->format(), saved_mean, rows);
     round_output(ln.saved_invstd->format(), saved_invstd, rows);
-    if (stats) stats->min_variance = min_variance;
+    if (stats) stats->min_variance = *std::min_element(min_variance.begin(), min_variance.begin() + threads);
 }
 
 void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_in, const Tensor& dy_in,
@@ -93,33 +108,39 @@ void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_i
     float* sdx = trace_backward(dy_in, dx_out, rows * n, &sdy);
     float* dx = cpu(dx_out).data();
 
-    // The parameters' gradients first: dx may be dy or x.
+    // The parameters' gradients first: dx may be dy or x. Columns to the threads in blocks of 16
+    // (whole cache lines of the doubles), each column summed over the rows in order.
+    const int threads = pass_threads(rows * n, cpu_detail::elementwise_min_per_thread);
     m_column_sums.assign(static_cast<std::size_t>(2 * n), 0.0);
     double* sum_dy = m_column_sums.data();
     double* sum_dy_xhat = sum_dy + n;
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* xr = x + r * n;
-        const float* dyr = dy + r * n;
-        for (std::int64_t j = 0; j < n; ++j) {
-            const float xhat = (xr[j] - mean[r]) * invstd[r];
-            sum_dy[j] += static_cast<double>(dyr[j]);
-            sum_dy_xhat[j] += static_cast<double>(dyr[j]) * static_cast<double>(xhat);
-        }
-    }
     float* grad_gamma = cpu(*ln.grad_weight).data();
     float* grad_beta = cpu(*ln.grad_bias).data();
-    for (std::int64_t j = 0; j < n; ++j) {
-        grad_gamma[j] = static_cast<float>(sum_dy_xhat[j]);
-        grad_beta[j] = static_cast<float>(sum_dy[j]);
-    }
+    cpu_detail::for_ranges(n, threads, 16, [&](std::int64_t j0, std::int64_t j1, int) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const float* xr = x + r * n;
+            const float* dyr = dy + r * n;
+            for (std::int64_t j = j0; j < j1; ++j) {
+                const float xhat = (xr[j] - mean[r]) * invstd[r];
+                sum_dy[j] += static_cast<double>(dyr[j]);
+                sum_dy_xhat[j] += static_cast<double>(dyr[j]) * static_cast<double>(xhat);
+            }
+        }
+        for (std::int64_t j = j0; j < j1; ++j) {
+            grad_gamma[j] = static_cast<float>(sum_dy_xhat[j]);
+            grad_beta[j] = static_cast<float>(sum_dy[j]);
+        }
+    });
 
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t at = r * n;
-        if (sdx && sdy) row_backward(x + at, sdy + at, gamma, sdx + at, n, mean[r], invstd[r]);
-        row_backward(x + at, dy + at, gamma, dx + at, n, mean[r], invstd[r]);
-        if (sdx && !sdy) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(n) * sizeof(float));
-        round_output(dx_out.format(), dx + at, n);
-    }
+    cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t at = r * n;
+            if (sdx && sdy) row_backward(x + at, sdy + at, gamma, sdx + at, n, mean[r], invstd[r]);
+            row_backward(x + at, dy + at, gamma, dx + at, n, mean[r], invstd[r]);
+            if (sdx && !sdy) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(n) * sizeof(float));
+            round_output(dx_out.format(), dx + at, n);
+        }
+    });
     round_output(ln.grad_weight->format(), grad_gamma, n);
     round_output(ln.grad_bias->format(), grad_beta, n);
 }

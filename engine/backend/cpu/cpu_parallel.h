@@ -1,13 +1,16 @@
 // The CPU backend's passes that are not matmuls (the optimizers, the unscale and its statistics,
-// activations, roundings, amaxes and counts), spread over the backend's threads.
+// activations, roundings, amaxes and counts, and the layers' own passes: convolution, batch
+// norm, pools, layer norm, softmax, the batched matmul's epilogue, embedding), spread over the
+// backend's threads.
 //
 // Only passes whose result cannot depend on how the work is split are spread: each element is
 // computed from its own inputs alone (a stochastic rounding draws by the element's index), and
-// what the pass gathers is a maximum or an integer count, which come out the same in any order.
-// A floating-point sum is never split; where a pass has one (the unscale's sum of squares), the
-// tensors go to the threads whole, each summed in its usual order, and the sums are added in
-// tensor order. So a run's results do not depend on the thread count through these passes
-// (docs/numerics.md, "Threads").
+// what the pass gathers is a maximum, a minimum or an integer count, which come out the same in
+// any order. A floating-point sum is never split; where a pass has one, it is cut over
+// independent outputs that each keep their own sum in its usual order (a layer norm's columns, a
+// batch norm's channels), or the tensors go to the threads whole (the unscale's sum of squares,
+// the sums then added in tensor order). So a run's results do not depend on the thread count
+// through these passes (docs/numerics.md, "Threads").
 //
 // A pass takes one thread per `min_per_thread` elements, at most the backend's count: below that
 // a fork and join (a few microseconds to wake a passive OpenMP worker) would cost more than it

@@ -17,7 +17,9 @@
 // Every output rounded to its tensor's format once, after the FP32 arithmetic. With gradient
 // tracing on, the backward also carries dy's FP32 shadow to dx's (CpuBackend::trace_backward):
 // each backward is linear in dy, so the shadow is the same op applied to the shadow.
-// Training thread only.
+// Samples are independent: a pass over more than 2^16 values shares whole samples out over the
+// backend's threads (cpu_parallel.h), each sample's arithmetic and rounding as on one thread, so
+// the bits do not depend on the count. Training thread only.
 #include <algorithm>
 #include <cstring>
 
@@ -26,6 +28,7 @@
 #endif
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_pool_kernels.h"
 #include "numeric/convert.h"
@@ -304,30 +307,60 @@ void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, flo
 
 }  // namespace cpu_detail
 
+namespace {
+
+// fn(n0, n1) over the samples [0, batch) in ranges of whole samples, on `threads` threads.
+template <class Fn>
+void for_samples(std::int64_t batch, int threads, Fn&& fn) {
+    cpu_detail::for_ranges(batch, threads, 1, [&](std::int64_t n0, std::int64_t n1, int) { fn(n0, n1); });
+}
+
+// A pool's backward, by ranges of whole samples: spread(g, d, n0, n1) writes samples [n0, n1) of
+// d from those of g (d: in values a sample); with gradient tracing, the shadow is the same spread
+// of dy's shadow, or dx before its rounding; then dx's samples rounded to `format` when `round`.
+template <class Spread>
+void backward_by_samples(std::int64_t batch, int threads, std::int64_t in, const float* dy, const float* sdy,
+                         float* dx, float* sdx, Format format, bool round, Spread spread) {
+    for_samples(batch, threads, [&](std::int64_t n0, std::int64_t n1) {
+        const std::int64_t at = n0 * in, count = (n1 - n0) * in;
+        spread(dy, dx, n0, n1);
+        if (sdx && sdy) spread(sdy, sdx, n0, n1);
+        else if (sdx) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(count) * sizeof(float));
+        if (round) round_output(format, dx + at, count);
+    });
+}
+
+}  // namespace
+
 void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
                                         std::int64_t batch) {
+    const float* x = cpu(x_in).data();
     float* y = cpu(y_out).data();
-    cpu_detail::maxpool_forward(p, cpu(x_in).data(), y, batch);
     // x's values are already in x's format: a selection is exact when y's format holds it.
-    if (!format_contains(y_out.format(), x_in.format())) round_output(y_out.format(), y, batch * p.out_size());
+    const bool round = !format_contains(y_out.format(), x_in.format());
+    const std::int64_t in = p.in_size(), out = p.out_size();
+    for_samples(batch, pass_threads(batch * in, cpu_detail::elementwise_min_per_thread),
+                [&](std::int64_t n0, std::int64_t n1) {
+                    cpu_detail::maxpool_forward(p, x + n0 * in, y + n0 * out, n1 - n0);
+                    if (round) round_output(y_out.format(), y + n0 * out, (n1 - n0) * out);
+                });
 }
 
 // y is not read: the maximum's position is found again from x.
 void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& x_in, const Tensor& /*y*/,
                                          const Tensor& dy_in, Tensor& dx_out, std::int64_t batch) {
     const float* x = cpu(x_in).data();
-    const std::int64_t n = batch * p.in_size();
+    const std::int64_t in = p.in_size(), out = p.out_size(), n = batch * in;
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
-    cpu_detail::maxpool_route(p, x, cpu(dy_in).data(), dx, batch);
-    if (sdx) {
-        if (sdy) cpu_detail::maxpool_route(p, x, sdy, sdx, batch);
-        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
-    }
     // Without overlapping windows each dx is +0 or 0 + dy: dy's value, exact in dy's format.
-    if (!(p.stride >= p.kernel && format_contains(dx_out.format(), dy_in.format())))
-        round_output(dx_out.format(), dx, n);
+    const bool round = !(p.stride >= p.kernel && format_contains(dx_out.format(), dy_in.format()));
+    backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
+                        dx, sdx, dx_out.format(), round,
+                        [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
+                            cpu_detail::maxpool_route(p, x + n0 * in, g + n0 * out, d + n0 * in, n1 - n0);
+                        });
 }
 
 void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
@@ -336,36 +369,38 @@ void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x
     float* y = cpu(y_out).data();
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
     const float divisor = static_cast<float>(p.kernel * p.kernel);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < p.channels; ++c) {
-            const float* xc = x + n * p.in_size() + c * plane;
-            float* yc = y + n * p.out_size() + c * oh * ow;
-            for (std::int64_t oy = 0; oy < oh; ++oy) {
-                for (std::int64_t ox = 0; ox < ow; ++ox) {
-                    const Window w = window_of(p, oy, ox);
-                    float sum = 0.0f;
-                    for (std::int64_t iy = w.y0; iy < w.y1; ++iy)
-                        for (std::int64_t ix = w.x0; ix < w.x1; ++ix) sum += xc[iy * p.in_w + ix];
-                    yc[oy * ow + ox] = sum / divisor;
+    for_samples(batch, pass_threads(batch * p.in_size(), cpu_detail::elementwise_min_per_thread),
+                [&](std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n) {
+            for (std::int64_t c = 0; c < p.channels; ++c) {
+                const float* xc = x + n * p.in_size() + c * plane;
+                float* yc = y + n * p.out_size() + c * oh * ow;
+                for (std::int64_t oy = 0; oy < oh; ++oy) {
+                    for (std::int64_t ox = 0; ox < ow; ++ox) {
+                        const Window w = window_of(p, oy, ox);
+                        float sum = 0.0f;
+                        for (std::int64_t iy = w.y0; iy < w.y1; ++iy)
+                            for (std::int64_t ix = w.x0; ix < w.x1; ++ix) sum += xc[iy * p.in_w + ix];
+                        yc[oy * ow + ox] = sum / divisor;
+                    }
                 }
             }
         }
-    }
-    round_output(y_out.format(), y, batch * p.out_size());
+        round_output(y_out.format(), y + n0 * p.out_size(), (n1 - n0) * p.out_size());
+    });
 }
 
 void CpuBackend::avgpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& dy_in, Tensor& dx_out,
                                          std::int64_t batch) {
-    const std::int64_t n = batch * p.in_size();
+    const std::int64_t in = p.in_size(), out = p.out_size(), n = batch * in;
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
-    avgpool_spread(p, cpu(dy_in).data(), dx, batch);
-    if (sdx) {
-        if (sdy) avgpool_spread(p, sdy, sdx, batch);
-        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
-    }
-    round_output(dx_out.format(), dx, n);
+    backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
+                        dx, sdx, dx_out.format(), true,
+                        [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
+                            avgpool_spread(p, g + n0 * out, d + n0 * in, n1 - n0);
+                        });
 }
 
 void CpuBackend::global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& x_in,
@@ -373,29 +408,31 @@ void CpuBackend::global_avgpool_forward_impl(std::int64_t channels, std::int64_t
     const float* x = cpu(x_in).data();
     float* y = cpu(y_out).data();
     const float divisor = static_cast<float>(spatial);
-    for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < channels; ++c) {
-            const float* xc = x + (n * channels + c) * spatial;
-            float sum = 0.0f;
-            for (std::int64_t p = 0; p < spatial; ++p) sum += xc[p];
-            y[n * channels + c] = sum / divisor;
+    for_samples(batch, pass_threads(batch * channels * spatial, cpu_detail::elementwise_min_per_thread),
+                [&](std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n) {
+            for (std::int64_t c = 0; c < channels; ++c) {
+                const float* xc = x + (n * channels + c) * spatial;
+                float sum = 0.0f;
+                for (std::int64_t p = 0; p < spatial; ++p) sum += xc[p];
+                y[n * channels + c] = sum / divisor;
+            }
         }
-    }
-    round_output(y_out.format(), y, batch * channels);
+        round_output(y_out.format(), y + n0 * channels, (n1 - n0) * channels);
+    });
 }
 
 void CpuBackend::global_avgpool_backward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& dy_in,
                                               Tensor& dx_out, std::int64_t batch) {
-    const std::int64_t n = batch * channels * spatial;
+    const std::int64_t in = channels * spatial, n = batch * in;
     const float* sdy = nullptr;
     float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
     float* dx = cpu(dx_out).data();
-    global_spread(channels, spatial, cpu(dy_in).data(), dx, batch);
-    if (sdx) {
-        if (sdy) global_spread(channels, spatial, sdy, sdx, batch);
-        else std::memcpy(sdx, dx, static_cast<std::size_t>(n) * sizeof(float));
-    }
-    round_output(dx_out.format(), dx, n);
+    backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
+                        dx, sdx, dx_out.format(), true,
+                        [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
+                            global_spread(channels, spatial, g + n0 * channels, d + n0 * in, n1 - n0);
+                        });
 }
 
 }  // namespace mantissa
