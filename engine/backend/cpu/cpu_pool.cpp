@@ -105,7 +105,7 @@ inline bool takes(float m, float v) { return (v > m) | ((v != v) & (m == m)); } 
 
 // 2×2 windows, stride 2, no padding, one output row: the input rows r0 = 2·oy and r1 = r0 + 1,
 // outputs [from, ow), the window's values in the order r0[2·ox], r0[2·ox + 1], r1[2·ox],
-// r1[2·ox + 1]. The scalar form, also the tail of the AVX2 one.
+// r1[2·ox + 1]. The scalar form, for CPUs without AVX2.
 inline void max_row_2x2(const float* r0, const float* r1, float* y, std::int64_t from, std::int64_t ow) {
     for (std::int64_t ox = from; ox < ow; ++ox) {
         float m = r0[2 * ox];
@@ -152,25 +152,62 @@ __attribute__((target("avx2"))) inline void split8(const float* p, __m256& even,
     odd = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
+// Eight windows: their inputs at r0 and r1 (16 floats each), their maxima to y (8 floats).
+__attribute__((target("avx2"))) inline void max8_2x2(const float* r0, const float* r1, float* y) {
+    __m256 a, b, c, d;
+    split8(r0, a, b);
+    split8(r1, c, d);
+    __m256 m = _mm256_blendv_ps(a, b, takes8(a, b));
+    m = _mm256_blendv_ps(m, c, takes8(m, c));
+    m = _mm256_blendv_ps(m, d, takes8(m, d));
+    _mm256_storeu_ps(y, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
+}
+
+// Eight windows' gradients: dy at g (8 floats), dx to d0 and d1 (16 floats each).
+__attribute__((target("avx2"))) inline void route8_2x2(const float* r0, const float* r1, const float* g, float* d0,
+                                                       float* d1) {
+    __m256 a, b, c, d;
+    split8(r0, a, b);
+    split8(r1, c, d);
+    const __m256 tb = takes8(a, b);
+    const __m256 mb = _mm256_blendv_ps(a, b, tb);
+    const __m256 tc = takes8(mb, c);
+    const __m256 td = takes8(_mm256_blendv_ps(mb, c, tc), d);
+    const __m256 gv = _mm256_loadu_ps(g);
+    const __m256 v =
+        _mm256_add_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(gv), 0xD8)), _mm256_setzero_ps());
+    const __m256 later_cd = _mm256_or_ps(tc, td);
+    const __m256 s0 = _mm256_andnot_ps(_mm256_or_ps(tb, later_cd), v);
+    const __m256 s1 = _mm256_and_ps(_mm256_andnot_ps(later_cd, tb), v);
+    const __m256 s2 = _mm256_and_ps(_mm256_andnot_ps(td, tc), v);
+    const __m256 s3 = _mm256_and_ps(td, v);
+    _mm256_storeu_ps(d0, _mm256_unpacklo_ps(s0, s1));
+    _mm256_storeu_ps(d0 + 8, _mm256_unpackhi_ps(s0, s1));
+    _mm256_storeu_ps(d1, _mm256_unpacklo_ps(s2, s3));
+    _mm256_storeu_ps(d1 + 8, _mm256_unpackhi_ps(s2, s3));
+}
+
+// A row's last ow % 8 windows go through zero-padded copies, by the same lanes' arithmetic as
+// the others (the padding lanes' results are dropped): 14x14 maps have 7 windows a row, so a
+// scalar tail would be all of their work, and its data-dependent branches cost more than the rest
+// of the pool.
 __attribute__((target("avx2"))) void maxpool_2x2_forward_avx2(const float* x, float* y, std::int64_t planes,
                                                               std::int64_t h, std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
+    const std::int64_t tail = ow % 8, body = ow - tail;
+    const auto tail_bytes = static_cast<std::size_t>(2 * tail) * sizeof(float);
+    float t0[16] = {}, t1[16] = {}, out[8];
     for (std::int64_t i = 0; i < planes; ++i) {
         for (std::int64_t oy = 0; oy < oh; ++oy) {
             const float* r0 = x + i * h * w + 2 * oy * w;
             const float* r1 = r0 + w;
             float* yr = y + (i * oh + oy) * ow;
-            std::int64_t ox = 0;
-            for (; ox + 8 <= ow; ox += 8) {
-                __m256 a, b, c, d;
-                split8(r0 + 2 * ox, a, b);
-                split8(r1 + 2 * ox, c, d);
-                __m256 m = _mm256_blendv_ps(a, b, takes8(a, b));
-                m = _mm256_blendv_ps(m, c, takes8(m, c));
-                m = _mm256_blendv_ps(m, d, takes8(m, d));
-                _mm256_storeu_ps(yr + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
-            }
-            max_row_2x2(r0, r1, yr, ox, ow);
+            for (std::int64_t ox = 0; ox < body; ox += 8) max8_2x2(r0 + 2 * ox, r1 + 2 * ox, yr + ox);
+            if (tail == 0) continue;
+            std::memcpy(t0, r0 + 2 * body, tail_bytes);
+            std::memcpy(t1, r1 + 2 * body, tail_bytes);
+            max8_2x2(t0, t1, out);
+            std::memcpy(yr + body, out, static_cast<std::size_t>(tail) * sizeof(float));
         }
     }
 }
@@ -178,7 +215,9 @@ __attribute__((target("avx2"))) void maxpool_2x2_forward_avx2(const float* x, fl
 __attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, const float* dy, float* dx,
                                                             std::int64_t planes, std::int64_t h, std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
-    const __m256 zero = _mm256_setzero_ps();
+    const std::int64_t tail = ow % 8, body = ow - tail;
+    const auto tail_bytes = static_cast<std::size_t>(2 * tail) * sizeof(float);
+    float t0[16] = {}, t1[16] = {}, tg[8] = {}, o0[16], o1[16];
     for (std::int64_t i = 0; i < planes; ++i) {
         for (std::int64_t oy = 0; oy < oh; ++oy) {
             const float* r0 = x + i * h * w + 2 * oy * w;
@@ -186,29 +225,15 @@ __attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, cons
             float* d0 = dx + i * h * w + 2 * oy * w;
             float* d1 = d0 + w;
             const float* g = dy + (i * oh + oy) * ow;
-            std::int64_t ox = 0;
-            for (; ox + 8 <= ow; ox += 8) {
-                __m256 a, b, c, d;
-                split8(r0 + 2 * ox, a, b);
-                split8(r1 + 2 * ox, c, d);
-                const __m256 tb = takes8(a, b);
-                const __m256 mb = _mm256_blendv_ps(a, b, tb);
-                const __m256 tc = takes8(mb, c);
-                const __m256 td = takes8(_mm256_blendv_ps(mb, c, tc), d);
-                const __m256 gv = _mm256_loadu_ps(g + ox);
-                const __m256 v = _mm256_add_ps(
-                    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(gv), 0xD8)), zero);
-                const __m256 later_cd = _mm256_or_ps(tc, td);
-                const __m256 s0 = _mm256_andnot_ps(_mm256_or_ps(tb, later_cd), v);
-                const __m256 s1 = _mm256_and_ps(_mm256_andnot_ps(later_cd, tb), v);
-                const __m256 s2 = _mm256_and_ps(_mm256_andnot_ps(td, tc), v);
-                const __m256 s3 = _mm256_and_ps(td, v);
-                _mm256_storeu_ps(d0 + 2 * ox, _mm256_unpacklo_ps(s0, s1));
-                _mm256_storeu_ps(d0 + 2 * ox + 8, _mm256_unpackhi_ps(s0, s1));
-                _mm256_storeu_ps(d1 + 2 * ox, _mm256_unpacklo_ps(s2, s3));
-                _mm256_storeu_ps(d1 + 2 * ox + 8, _mm256_unpackhi_ps(s2, s3));
-            }
-            route_row_2x2(r0, r1, g, d0, d1, ox, ow);
+            for (std::int64_t ox = 0; ox < body; ox += 8)
+                route8_2x2(r0 + 2 * ox, r1 + 2 * ox, g + ox, d0 + 2 * ox, d1 + 2 * ox);
+            if (tail == 0) continue;
+            std::memcpy(t0, r0 + 2 * body, tail_bytes);
+            std::memcpy(t1, r1 + 2 * body, tail_bytes);
+            std::memcpy(tg, g + body, static_cast<std::size_t>(tail) * sizeof(float));
+            route8_2x2(t0, t1, tg, o0, o1);
+            std::memcpy(d0 + 2 * body, o0, tail_bytes);
+            std::memcpy(d1 + 2 * body, o1, tail_bytes);
         }
     }
 }

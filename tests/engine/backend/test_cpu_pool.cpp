@@ -214,6 +214,8 @@ private slots:
         QTest::newRow("2x9") << 2 << 9;
         QTest::newRow("6x40 (AVX2 blocks and a tail)") << 6 << 40;
         QTest::newRow("5x35") << 5 << 35;
+        QTest::newRow("14x14 (seven windows a row: all in the staged tail)") << 14 << 14;
+        QTest::newRow("4x32 (no tail)") << 4 << 32;
     }
     void maxpoolFastPathMatchesGeneralPath() {
         QFETCH(int, h);
