@@ -15,27 +15,18 @@
 #include <vector>
 
 #include "backend_test_util.h"
+#include "cpu_threads_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "numeric/stats.h"
 
 using namespace mantissa;
 using backend_test::random_values;
+using backend_test::backend_with;
 using backend_test::read;
+using backend_test::same_bits;
 
 namespace {
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// A CPU backend on `threads` threads (the count is read when it is made).
-std::unique_ptr<CpuBackend> backend_with(int threads) {
-    setenv("MANTISSA_CPU_THREADS", std::to_string(threads).c_str(), 1);
-    auto b = std::make_unique<CpuBackend>();
-    unsetenv("MANTISSA_CPU_THREADS");
-    return b;
-}
 
 std::unique_ptr<Tensor> tensor(Backend& b, std::int64_t rows, std::int64_t cols, Format f,
                                const std::vector<float>& values) {

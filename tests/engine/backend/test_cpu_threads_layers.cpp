@@ -18,20 +18,19 @@
 #include <vector>
 
 #include "backend_test_util.h"
+#include "cpu_threads_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "model/network.h"
 
 using namespace mantissa;
 using backend_test::random_values;
+using backend_test::backend_with;
 using backend_test::read;
+using backend_test::same_bits;
 
 namespace {
 
 using Outcome = std::vector<std::vector<float>>;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The indices of the outputs that differ ("" when none do).
 QString differences(const Outcome& a, const Outcome& b) {
@@ -40,14 +39,6 @@ QString differences(const Outcome& a, const Outcome& b) {
     for (std::size_t i = 0; i < a.size(); ++i)
         if (!same_bits(a[i], b[i])) out << QString::number(i);
     return out.join(", ");
-}
-
-// A CPU backend on `threads` threads (the count is read when it is made).
-std::unique_ptr<CpuBackend> backend_with(int threads) {
-    setenv("MANTISSA_CPU_THREADS", std::to_string(threads).c_str(), 1);
-    auto b = std::make_unique<CpuBackend>();
-    unsetenv("MANTISSA_CPU_THREADS");
-    return b;
 }
 
 // A tensor holding `values` rounded to its format.
