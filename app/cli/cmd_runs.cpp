@@ -238,6 +238,10 @@ std::string stat_value(double v) {
 std::string stat_heading(const std::string& stat) {
     if (stat == "logit_amax") return "Attention logits (largest |QK\u1d40/\u221ad| of a step)";
     if (stat == "min_variance") return "Layer norm variance (smallest row variance of a step)";
+    if (stat == "accumulation_error")
+        return "Accumulation error of the forward's sums (median |sum - FP64| / \u03a3|products|)";
+    if (stat == "accumulation_error_wgrad")
+        return "Accumulation error of the weight gradient's sums (median |sum - FP64| / \u03a3|products|)";
     return "Op statistic " + shown(stat);
 }
 
@@ -259,7 +263,7 @@ ojson op_stats_json(const std::vector<OpStatSummary>& summaries) {
 // extreme over the run, "blocks.0.attn  12.3  (max 15.1 at step 300)". Nothing for a run without.
 void print_op_stats(const std::vector<OpStatSummary>& summaries) {
     std::vector<std::string> stats;  // attention first, then layer norms, then others as they appear
-    for (const char* known : {"logit_amax", "min_variance"})
+    for (const char* known : {"logit_amax", "min_variance", "accumulation_error", "accumulation_error_wgrad"})
         if (std::any_of(summaries.begin(), summaries.end(), [&](const OpStatSummary& s) { return s.stat == known; }))
             stats.push_back(known);
     for (const OpStatSummary& s : summaries)

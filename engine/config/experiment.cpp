@@ -541,6 +541,7 @@ void read_train(Reader r, TrainSpec& t) {
         b.integer("max_blocks", t.block_scales.max_blocks, 0, no_limit);
         b.finish();
     }
+    r.boolean("accumulation_error", t.accumulation_error);
     r.integer("checkpoint_every", t.checkpoint_every, 0, no_limit);
     r.integer("keep_checkpoints", t.keep_checkpoints, 0, 1'000'000);
     r.finish();
@@ -831,6 +832,7 @@ json experiment_to_json(const Experiment& e) {
                                 {"max_elements", t.what_if.max_elements}}},
                    {"block_scales", {{"format", block_scale_format_name(t.block_scales)},
                                      {"max_blocks", t.block_scales.max_blocks}}},
+                   {"accumulation_error", t.accumulation_error},
                    {"checkpoint_every", t.checkpoint_every},
                    {"keep_checkpoints", t.keep_checkpoints}}},
         {"precision",

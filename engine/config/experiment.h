@@ -115,6 +115,10 @@ struct TrainSpec {
     std::int64_t layer_stats_every = 1;  // per-layer telemetry every k steps
     WhatIfSpec what_if;                  // on the same steps
     BlockScaleSpec block_scales;         // on the same steps
+    // On the same steps, each matmul layer's sums against FP64 in its own accumulator (FP32, or
+    // FP16 where the layer accumulates in it): train/accumulation_error.h. Off by default: the
+    // lesson on FP16 accumulation and a user who asks turn it on.
+    bool accumulation_error = false;
     // Checkpoints (engine/train/checkpoint.h): every this many steps, and always when the run ends
     // or is stopped (0: only then); the newest keep_checkpoints of a run are kept (0: all).
     std::int64_t checkpoint_every = 0;

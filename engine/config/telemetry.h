@@ -95,15 +95,21 @@ struct LayerStepRecord {
     std::optional<Fp8LayerScaling> fp8;
 };
 
-// A statistic of an op without parameters of its own, measured in a training step's forward: the
-// quantities of a transformer that overflow or lose precision first in a narrow format.
+// A statistic of an op measured in a training step, by the op's name: the quantities of a
+// transformer that overflow or lose precision first in a narrow format (measured in the forward,
+// of ops without parameters of their own), and how much a matmul layer's sums lose in its
+// accumulator (at statistics steps, with train.accumulation_error).
 //   stat "logit_amax":   an attention layer's largest |logit| (the scaled scores the softmax
 //                        reads, after its input cast if any); +inf once one is inf or NaN
 //   stat "min_variance": a layer norm's smallest row variance
+//   stat "accumulation_error", "accumulation_error_wgrad": a linear or conv2d layer's forward
+//                        (and a linear layer's weight-gradient) sums against FP64, the median of
+//                        |sum - exact| / Σ|products| (train/accumulation_error.h); +inf once one
+//                        overflowed
 struct OpStepRecord {
     std::int64_t step = 0;
-    std::string name;   // the op's layer: "blocks.0.attn", "blocks.0.ln1"
-    std::string stat;   // "logit_amax", "min_variance"
+    std::string name;   // the op's layer: "blocks.0.attn", "blocks.0.ln1", "fc1"
+    std::string stat;   // "logit_amax", "min_variance", "accumulation_error", ...
     double value = 0;   // inf/NaN as measured
 };
 

@@ -193,7 +193,6 @@ const Fp8State* Network::fp8_state(int layer) const { return m_layers.at(static_
 Fp8State* Network::fp8_state(int layer) { return m_layers.at(static_cast<std::size_t>(layer))->fp8_state(); }
 
 void Network::op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const {
-    out.clear();
     for (const Layer* layer : m_all) {
         if (const auto* attn = dynamic_cast<const AttentionLayer*>(layer))  // +inf once one is not finite
             out.push_back({step, attn->name(), "logit_amax",

@@ -88,7 +88,7 @@ public:
     const Fp8State* fp8_state(int layer) const;
     Fp8State* fp8_state(int layer);
     // The op statistics the last training forward measured (config/telemetry.h, OpStepRecord),
-    // attention layers and layer norms in network order; `step` is stamped on each.
+    // attention layers and layer norms in network order, appended to `out`; `step` is stamped on each.
     void op_stats(std::int64_t step, std::vector<OpStepRecord>& out) const;
     // Every matmul layer shows its operands to `observer` on statistics steps (null: to nobody).
     void set_operand_observer(OperandObserver* observer);

@@ -197,6 +197,17 @@ Trainer::Trainer(const Experiment& experiment, Dataset data, std::unique_ptr<Bac
             m_block_scales_refused = refused;
         }
     }
+    if (t.accumulation_error) {
+        // Read back mid-step as the what-if statistics are; the sentence is this statistic's own.
+        if (m_backend->unsupported(BackendOp::what_if, Format::fp32).empty()) {
+            m_accumulation = std::make_unique<AccumulationErrorStatistics>();
+            m_observers.add(m_accumulation.get());
+        } else {
+            m_accumulation_refused = "this backend (" + m_backend->name() +
+                                     ") cannot read a matmul's operands back in the middle of a step yet; the CPU "
+                                     "backend (backend: cpu) measures them.";
+        }
+    }
     if (!m_observers.empty()) m_network->set_operand_observer(&m_observers);
     const LossScalingSpec& scaling = m_experiment.precision.loss_scaling;
     if (options.make_pipeline) m_pipeline = options.make_pipeline(*m_backend, scaling);
@@ -406,9 +417,11 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);
     if (stats && m_block_scales) m_block_scales->begin_step(m_step);
+    if (stats && m_accumulation) m_accumulation->begin_step(m_step);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
     if (stats && m_what_if) m_issued.back().what_if = m_what_if->take();
     if (stats && m_block_scales) m_issued.back().block_scales = m_block_scales->take();
+    if (stats && m_accumulation) m_issued.back().accumulation = m_accumulation->take();
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
     // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,
     // fc1.dW, fc1.dB); the weights' gradients get the statistics.
@@ -443,7 +456,8 @@ void Trainer::report_one() {
     if (m_reports.size() <= m_report_count) m_reports.resize(m_report_count + 1);
     StepReport& r = m_reports[m_report_count++];
     r.layers.clear();
-    r.ops.clear();
+    r.ops = std::move(issued.accumulation);
+    issued.accumulation.clear();
     r.what_if = std::move(issued.what_if);
     issued.what_if.clear();
     r.block_scales = std::move(issued.block_scales);
@@ -544,6 +558,12 @@ void Trainer::report_one() {
         r.events.push_back({issued.step, s.time_s, EventKind::notice, "No what-if statistics: " + m_what_if_refused,
                             json{{"what_if", "unsupported"}}.dump()});
         m_what_if_refused.clear();
+    }
+    if (!m_accumulation_refused.empty()) {
+        r.events.push_back({issued.step, s.time_s, EventKind::notice,
+                            "No accumulation-error statistics: " + m_accumulation_refused,
+                            json{{"accumulation_error", "unsupported"}}.dump()});
+        m_accumulation_refused.clear();
     }
     if (!m_block_scales_refused.empty()) {
         r.events.push_back({issued.step, s.time_s, EventKind::notice, "No block-scale views: " + m_block_scales_refused,

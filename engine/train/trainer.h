@@ -31,6 +31,7 @@
 #include "backend/loss_scaler.h"
 #include "train/optimizer.h"
 #include "train/block_scale_views.h"
+#include "train/accumulation_error.h"
 #include "train/what_if.h"
 #include "weights/checkpoint_info.h"
 #include "config/telemetry.h"
@@ -41,7 +42,8 @@ struct StepReport {
     StepRecord step;
     std::int64_t samples = 0;             // rows in this step's batch
     std::vector<LayerStepRecord> layers;  // one per layer on stats steps, else empty
-    std::vector<OpStepRecord> ops;        // attention logits and layer norm variances, as layers
+    std::vector<OpStepRecord> ops;        // accumulation errors (train.accumulation_error), then attention
+                                          // logits and layer norm variances, as layers
     std::vector<WhatIfRecord> what_if;    // on stats steps of a run with train.what_if formats
     std::vector<BlockScaleRecord> block_scales;  // on stats steps, the block-scaled operands' scales
     std::vector<Event> events;            // overflow, scale_change, divergence, notices
@@ -168,6 +170,7 @@ private:
         std::vector<ComputeFormat> precisions;  // per layer
         std::vector<WhatIfRecord> what_if;      // measured by the step's backward
         std::vector<BlockScaleRecord> block_scales;  // viewed by the step's backward
+        std::vector<OpStepRecord> accumulation;      // measured by the step's backward
     };
     void issue();
     void issue_body_of_step(std::int64_t count, bool stats);
@@ -213,7 +216,9 @@ private:
     std::string m_what_if_refused;                // the backend's sentence, said at the first step
     std::unique_ptr<BlockScaleViews> m_block_scales;  // null: train.block_scales is off
     std::string m_block_scales_refused;           // as m_what_if_refused
-    OperandObservers m_observers;                 // the two above, as the network's one observer
+    std::unique_ptr<AccumulationErrorStatistics> m_accumulation;  // null: train.accumulation_error is off
+    std::string m_accumulation_refused;           // as m_what_if_refused
+    OperandObservers m_observers;                 // the three above, as the network's one observer
     std::deque<Issued> m_issued;
     std::vector<Issued> m_issued_spare;
     StepResults m_results;

@@ -154,6 +154,7 @@ QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, con
     g->setAdaptiveSampling(true);
     switch (style) {
     case GraphStyle::line: g->setPen(QPen(color, 1.6)); break;
+    case GraphStyle::dashedLine: g->setPen(QPen(color, 1.6, Qt::DashLine)); break;
     case GraphStyle::faintLine: {
         QColor c = color;
         c.setAlpha(90);

@@ -32,6 +32,7 @@ namespace mantissa::ui {
 
 enum class GraphStyle {
     line,       // a line through the points
+    dashedLine, // the same, dashed (a second stat of the same op: a layer's weight-gradient sums)
     faintLine,  // a thin translucent line (raw data under its smoothed version)
     steps,      // a step function: the value holds until the next point (loss scale)
     points,     // circles, no line (evaluations)

@@ -1,4 +1,4 @@
-// ChartsPanel: five ChartViews on one step axis (see charts_panel.h).
+// ChartsPanel: the ChartViews on one step axis (see charts_panel.h).
 #include "charts/charts_panel.h"
 
 #include <QCheckBox>
@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 #include <QElapsedTimer>
 
+#include <algorithm>
 #include <cmath>
 
 #include "history/run_palette.h"
@@ -49,10 +50,18 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_variance = new ChartView(tr("smallest variance"));
     m_variance->setValueLabel(tr("smallest variance"), {tr("variance")});
     m_variance->setLogarithmic(true, 10);
+    // train.accumulation_error (engine/train/accumulation_error.h): each matmul's sums against
+    // FP64, relative to the products' magnitudes; FP16's unit roundoff is the rounding its
+    // output takes anyway, so a sum above it has lost more to the accumulator than to the output.
+    m_accumulation = new ChartView(tr("accumulation error"));
+    m_accumulation->setValueLabel(tr("sum error vs FP64 / Σ|products|"), {tr("accumulation error"), tr("error")});
+    m_accumulation->setLogarithmic(true, 10);
+    m_accumulation->setReferenceLine(fp16UnitRoundoff, tr("FP16 unit roundoff 2⁻¹¹"));
     m_scale->setLogarithmic(true, 2);
     const std::pair<ChartView*, const char*> exportNames[] = {
         {m_loss, "loss"}, {m_scale, "loss-scale"}, {m_memory, "memory"}, {m_throughput, "throughput"},
-        {m_underflow, "underflow"}, {m_logits, "attention-logits"}, {m_variance, "layernorm-variance"}};
+        {m_underflow, "underflow"}, {m_logits, "attention-logits"}, {m_variance, "layernorm-variance"},
+        {m_accumulation, "accumulation-error"}};
     for (const auto& [chart, name] : exportNames) {
         chart->setExportName(QString::fromLatin1(name));
         chart->setExportGroup([this] {  // the charts on screen, top to bottom
@@ -81,11 +90,11 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
         connect(c, &ChartView::crosshairRequested, this, &ChartsPanel::onCrosshair);
     }
     // The loss gets the most room; the lowest chart shown also carries the step axis's labels.
-    const int stretch[] = {3, 2, 2, 2, 2, 2, 3};
-    for (int i = 0; i < 7; ++i) splitter->setStretchFactor(i, stretch[i]);
+    const int stretch[] = {3, 2, 2, 2, 2, 2, 2, 3};
+    for (int i = 0; i < 8; ++i) splitter->setStretchFactor(i, stretch[i]);
     // Hidden until a run reports op statistics; sized, so that a grab of the window (which sends a
     // hidden widget its pending resize) never has a chart draw into an empty buffer.
-    for (ChartView* c : {m_logits, m_variance}) {
+    for (ChartView* c : {m_logits, m_variance, m_accumulation}) {
         c->resize(400, 160);
         c->hide();
     }
@@ -174,9 +183,12 @@ void ChartsPanel::buildGraphs() {
     if (m_series) buildLiveGraphs();
     const bool logits = m_series && m_series->hasOpStat(logitAmaxStat);
     const bool variance = m_series && m_series->hasOpStat(minVarianceStat);
-    if (logits == m_logits->isHidden() || variance == m_variance->isHidden()) {
+    const bool accumulation = m_series && m_series->hasOpStat(accumulationErrorStat);
+    if (logits == m_logits->isHidden() || variance == m_variance->isHidden() ||
+        accumulation == m_accumulation->isHidden()) {
         m_logits->setVisible(logits);
         m_variance->setVisible(variance);
+        m_accumulation->setVisible(accumulation);
         updateStepAxisOwner();
     }
     // A language model's loss is the mean negative log-likelihood of the next token, in nats.
@@ -193,16 +205,37 @@ void ChartsPanel::updateStepAxisOwner() {
     for (ChartView* c : charts()) c->setXTickLabels(c == lowest);
 }
 
-void ChartsPanel::buildOpGraphs(ChartView* chart, const char* stat) {
+void ChartsPanel::buildOpGraphs(ChartView* chart, std::initializer_list<OpLine> kinds) {
     std::size_t lines = 0;
-    for (const OpStatSeries& s : m_series->opStats()) lines += s.stat == stat;
+    for (const OpStatSeries& s : m_series->opStats())
+        for (const OpLine& k : kinds) lines += s.stat == k.stat;
     const bool named = lines <= opLegendLines;
-    int i = 0;
-    for (const OpStatSeries& s : m_series->opStats()) {
-        if (s.stat != stat) continue;
-        QCPGraph* g = chart->addSeries(&s.values, QString::fromStdString(s.name), seriesColor(i++), GraphStyle::line);
-        if (!named) g->removeFromLegend();
-    }
+    // The ops in network order: a layer with parameters (a matmul's sums) where the layer list
+    // has it, and in its underflow line's colour; the others (attention, layer norms) after, in
+    // the order they first report. An op's lines share its colour; a stat's style tells them apart.
+    const std::vector<std::string>& layers = m_series->layerNames();
+    std::vector<std::pair<std::size_t, const OpStatSeries*>> lineOrder;  // (place, series)
+    std::vector<std::string> others;
+    for (const OpLine& k : kinds)
+        for (const OpStatSeries& s : m_series->opStats()) {
+            if (s.stat != k.stat) continue;
+            auto layer = std::find(layers.begin(), layers.end(), s.name);
+            std::size_t place = static_cast<std::size_t>(layer - layers.begin());
+            if (layer == layers.end()) {
+                auto at = std::find(others.begin(), others.end(), s.name);
+                if (at == others.end()) at = others.insert(others.end(), s.name);
+                place = layers.size() + static_cast<std::size_t>(at - others.begin());
+            }
+            lineOrder.emplace_back(place, &s);
+        }
+    std::stable_sort(lineOrder.begin(), lineOrder.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const OpLine& k : kinds)
+        for (const auto& [place, s] : lineOrder) {
+            if (s->stat != k.stat) continue;
+            const QString name = QString::fromStdString(s->name) + (k.suffix ? QString::fromUtf8(k.suffix) : QString());
+            QCPGraph* g = chart->addSeries(&s->values, name, seriesColor(static_cast<int>(place)), k.style);
+            if (!named) g->removeFromLegend();
+        }
     chart->setNote(named ? QString() : tr("%1 lines: hover for each one's value").arg(lines));
     chart->legend->setVisible(named && lines > 0);
 }
@@ -276,8 +309,9 @@ void ChartsPanel::buildLiveGraphs() {
     m_underflow->setNote(named ? QString() : tr("%1 layers: hover for each one's value").arg(layers));
     m_underflow->legend->setVisible(named && layers > 0);
 
-    buildOpGraphs(m_logits, logitAmaxStat);
-    buildOpGraphs(m_variance, minVarianceStat);
+    buildOpGraphs(m_logits, {{logitAmaxStat}});
+    buildOpGraphs(m_variance, {{minVarianceStat}});
+    buildOpGraphs(m_accumulation, {{accumulationErrorStat}, {accumulationErrorWgradStat, " (wgrad)", GraphStyle::dashedLine}});
     m_builtOpLayout = s.opStatLayout();
 }
 

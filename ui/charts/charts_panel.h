@@ -1,4 +1,4 @@
-// ChartsPanel: the five live charts of a run on one shared step axis, with their controls.
+// ChartsPanel: the live charts of a run on one shared step axis, with their controls.
 //   loss        raw (faint) and smoothed (TensorBoard's debiased EMA, user weight), test loss and
 //               accuracy as points, log y on demand
 //   loss scale  log2 axis, overflows as red markers
@@ -8,6 +8,9 @@
 //   attention logits  a transformer's largest |QKᵀ/√d| per attention layer (log y), with FP16's
 //               largest value, 65504, as a reference line
 //   layer norm variance  a transformer's smallest row variance per layer norm (log y)
+//   accumulation error  with train.accumulation_error, each matmul layer's sums against FP64
+//               (log y; solid: the forward's, dashed: a linear layer's weight gradient's), with
+//               FP16's unit roundoff, 2^-11, as a reference line; a layer keeps its underflow colour
 // The op charts come after the loss scale, and only for a run that reports them
 // (RunSeries::opStats); the step axis's labels go on the lowest chart shown. A language model's
 // loss axis says nats/token.
@@ -93,12 +96,14 @@ public:
     ChartView* underflowChart() const { return m_underflow; }
     ChartView* logitsChart() const { return m_logits; }
     ChartView* varianceChart() const { return m_variance; }
+    ChartView* accumulationChart() const { return m_accumulation; }
     std::vector<ChartView*> charts() const {
-        return {m_loss, m_scale, m_logits, m_variance, m_memory, m_throughput, m_underflow};
+        return {m_loss, m_scale, m_logits, m_variance, m_accumulation, m_memory, m_throughput, m_underflow};
     }
     // The most op lines (attention layers, layer norms) an op chart's legend names.
     static constexpr std::size_t opLegendLines = 12;
     static constexpr double fp16Max = 65504;  // the logits chart's reference line
+    static constexpr double fp16UnitRoundoff = 1.0 / 2048;  // the accumulation chart's: 2^-11
 
 private:
     bool dirty() const;
@@ -106,7 +111,13 @@ private:
     void drawNextChartOfRound();
     void buildGraphs();
     void buildLiveGraphs();
-    void buildOpGraphs(ChartView* chart, const char* stat);
+    // An op chart's lines: one stat of every op that has it, named "op" + suffix.
+    struct OpLine {
+        const char* stat;
+        const char* suffix = nullptr;
+        GraphStyle style = GraphStyle::line;
+    };
+    void buildOpGraphs(ChartView* chart, std::initializer_list<OpLine> kinds);
     void updateStepAxisOwner();  // the lowest chart shown carries the step axis's labels
     void applyRange(const QCPRange& range, ChartView* except = nullptr);
     void updateMemoryUnit();
@@ -133,6 +144,7 @@ private:
     ChartView* m_underflow = nullptr;
     ChartView* m_logits = nullptr;
     ChartView* m_variance = nullptr;
+    ChartView* m_accumulation = nullptr;
     std::uint64_t m_builtOpLayout = ~std::uint64_t{0};  // the series' opStatLayout() the graphs show
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingValue = nullptr;

@@ -36,7 +36,8 @@ LayerSettingDialog::LayerSettingDialog(const QString& layer, const LayerSetting&
     m_fp16->setChecked(setting.accumulate == Accumulation::fp16);
     m_fp16->setToolTip(tr("Add the matmuls' products in FP16 instead of FP32 (cuBLAS's CUBLAS_COMPUTE_16F), for a "
                           "linear layer whose three matmuls are fp16: a long sum stops taking small products once "
-                          "it is 2048 times larger. Watch the loss against an FP32-accumulating run."));
+                          "it is 2048 times larger. With train.accumulation_error on (lesson 15), the accumulation-error "
+                          "chart shows what the layer's sums lose; watch the loss against an FP32-accumulating run."));
     form->addRow(m_fp16);
     auto* note = new QLabel(tr("A change applies at the next step; one the layer cannot run is refused with a "
                                "sentence in the Events panel."));

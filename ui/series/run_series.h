@@ -46,6 +46,8 @@ struct OpStatSeries {
 };
 inline constexpr const char* logitAmaxStat = "logit_amax";
 inline constexpr const char* minVarianceStat = "min_variance";
+inline constexpr const char* accumulationErrorStat = "accumulation_error";  // engine/train/accumulation_error.h
+inline constexpr const char* accumulationErrorWgradStat = "accumulation_error_wgrad";
 // The op statistics a model's layers will report, in layer order: each layer norm's smallest
 // variance, and each attention's (its qkv projection "X.attn.qkv" names the op "X.attn") largest
 // logit. Empty for a model without such ops (an MLP, a CNN).

@@ -73,6 +73,7 @@ Experiment non_default_experiment() {
     e.train.what_if.max_elements = 0;
     e.train.block_scales.format = BlockFormat::nvfp4;
     e.train.block_scales.max_blocks = 0;
+    e.train.accumulation_error = true;
     e.train.checkpoint_every = 250;
     e.train.keep_checkpoints = 0;
     e.precision.autocast = Autocast::bf16;
@@ -112,13 +113,15 @@ private slots:
         QCOMPARE(e.precision.loss_scaling.growth_interval, std::int64_t(2000));
         QVERIFY(!e.precision.loss_scaling.min_scale && !e.precision.loss_scaling.max_scale);
         QCOMPARE(e.backend, std::string("auto"));
+        QVERIFY(!e.train.accumulation_error);
 
         // Every key is written, defaults included: name 1, dataset 11 (its shape null), model 12,
-        // train 19 (what_if: formats, max_elements; block_scales: format, max_blocks), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 3,
+        // train 20 (what_if: formats, max_elements; block_scales: format, max_blocks;
+        // accumulation_error), precision 2 + layers + ops 2 + loss_scaling 7 + fp8 5 + rounding 2, backend 3,
         // lesson 6 (its reference null).
         std::vector<std::string> keys;
         dotted_keys(experiment_to_json(e), "", keys);
-        QCOMPARE(int(keys.size()), 73);
+        QCOMPARE(int(keys.size()), 74);
         QVERIFY(experiment_to_json(e).at("lesson").at("reference").is_null());
         QVERIFY(experiment_to_json(e).at("dataset").at("shape").is_null());
         QVERIFY(!e.dataset.shape);

@@ -1,9 +1,11 @@
-// The lessons on the formats after FP8 (resources/experiments/lessons 11 to 14): each preset runs
+// The lessons on the formats after FP8 (resources/experiments/lessons 11 to 15): each preset runs
 // on the CPU backend and shows, in the telemetry, the effect its text promises, measured here
 // against the alternative the lesson asks the class to switch to.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
@@ -128,6 +130,51 @@ private slots:
         QVERIFY(delayed_during > 0.5);                 // "mostly lost to underflow"
         QVERIFY(delayed_after < 0.2 * delayed_during);  // "then the history forgets"
         QVERIFY(current_during < 0.05);                // "nothing is lost"
+    }
+
+    void fp16Accumulation() {
+        // The lesson's move: fc3 switched to FP16 accumulation live, at step 100 of 300; its sums'
+        // error before and after, beside fc1's and fc2's (FP16 from the start); the test loss
+        // against the reference, which accumulates in FP32 throughout.
+        const Experiment e = preset("15-fp16-accumulation.json");
+        QVERIFY(e.train.accumulation_error);
+        const double unit_roundoff = 1.0 / 2048;
+        auto error = [](const StepReport& r, const char* layer, bool wgrad) {
+            const std::string stat = wgrad ? "accumulation_error_wgrad" : "accumulation_error";
+            for (const OpStepRecord& o : r.ops)
+                if (o.name == layer && o.stat == stat) return o.value;
+            return -1.0;
+        };
+        Trainer t = make(e);
+        double fp16_layers = 0, fc3_fp32 = 0, fc3_fp16 = 0;
+        for (std::int64_t i = 0; i < t.total_steps(); ++i) {
+            if (i == 100) {
+                LayerSetting fp16;  // the dialog's tick: the matmuls stay auto (fp16 under FP16 autocast)
+                fp16.accumulate = Accumulation::fp16;
+                t.set_layer_precision("fc3", fp16);
+            }
+            const StepReport& r = t.step();
+            for (const char* layer : {"fc1", "fc2"})
+                for (bool wgrad : {false, true}) fp16_layers = std::max(fp16_layers, error(r, layer, wgrad));
+            for (bool wgrad : {false, true}) {
+                const double fc3 = error(r, "fc3", wgrad);
+                QVERIFY(fc3 >= 0);  // measured every step
+                if (i < 100) fc3_fp32 = std::max(fc3_fp32, fc3);
+                else if (i >= 110) fc3_fp16 += fc3 / (2.0 * static_cast<double>(t.total_steps() - 110));
+            }
+            if (i < 100)
+                for (const char* layer : {"fc1", "fc2"})
+                    for (bool wgrad : {false, true}) QVERIFY(error(r, layer, wgrad) > 1e-5);
+        }
+        const EvalRecord fp16_eval = t.evaluate();
+        const Outcome reference = train(lesson_reference_experiment(e));
+        qInfo("largest median error: fc1/fc2 in FP16 %.3g, fc3 in FP32 %.3g; fc3 in FP16 (mean from step 110) %.3g; "
+              "test loss %.4f, reference (FP32 accumulation) %.4f",
+              fp16_layers, fc3_fp32, fc3_fp16, fp16_eval.loss, reference.test_loss);
+        QVERIFY(fp16_layers < unit_roundoff);              // "a little below FP16's unit roundoff"
+        QVERIFY(fc3_fp32 < 1e-6);                           // "about ten thousand times lower"
+        QVERIFY(fc3_fp16 > 1000 * fc3_fp32 && fc3_fp16 < unit_roundoff);  // "jump up to the others"
+        QVERIFY(std::abs(fp16_eval.loss - reference.test_loss) < 0.02 * reference.test_loss);  // "on the reference"
     }
 };
 

@@ -1,0 +1,131 @@
+#include "train/accumulation_error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "backend/cpu/cpu_fp16_accumulate.h"
+#include "model/layer.h"
+#include "numeric/convert.h"
+
+namespace mantissa {
+
+namespace {
+
+// Rows (or columns) taken of each side of a layer's sums: 16 × 16 = 256 sums a layer and matmul.
+constexpr std::int64_t sums_per_side = 16;
+
+// Whether a matmul in `f` reads operands rounded to a tensor format (the ones rounded here).
+bool rounds_operands(const ComputeFormat& f) {
+    return !f.block && f.format != Format::fp8_e4m3 && f.format != Format::fp8_e5m2;
+}
+
+// `count` indices spread evenly over [0, total), as sample_row_indices spreads rows.
+std::vector<std::int64_t> spread(std::int64_t total, std::int64_t count) {
+    return sample_row_indices(total, 1, std::min(count, total));
+}
+
+double median_of(std::vector<double>& v) {
+    if (v.empty()) return 0.0;
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (v.size() % 2 == 1) return *mid;
+    const double upper = *mid;
+    return (*std::max_element(v.begin(), mid) + upper) / 2;
+}
+
+}  // namespace
+
+double dot_accumulation_error(const float* a, std::int64_t stride_a, const float* b, std::int64_t stride_b,
+                              std::int64_t K, bool fp16, std::vector<float>& scratch) {
+    double exact = 0, magnitude = 0;
+    for (std::int64_t k = 0; k < K; ++k) {
+        const double p = static_cast<double>(a[k * stride_a]) * b[k * stride_b];  // exact: 24 + 24 bits
+        exact += p;
+        magnitude += std::fabs(p);
+    }
+    float s = 0.0f;
+    if (fp16) {  // the backend's own FP16 accumulation, on the two runs made contiguous
+        scratch.resize(static_cast<std::size_t>(2 * K));
+        float* ra = scratch.data();
+        float* rb = ra + K;
+        for (std::int64_t k = 0; k < K; ++k) {
+            ra[k] = a[k * stride_a];
+            rb[k] = b[k * stride_b];
+        }
+        std::vector<float> pack;
+        fp16_accumulate_multiply(ra, false, rb, false, &s, 1, 1, K, pack);
+    } else {
+        // rnd32 of the exact product, then of the exact sum: each through FP64, which holds a
+        // product of two floats exactly and rounds a sum of two once more harmlessly (53 >= 2·24 + 2),
+        // so no fused multiply-add can creep in.
+        for (std::int64_t k = 0; k < K; ++k) {
+            const float p = static_cast<float>(static_cast<double>(a[k * stride_a]) * b[k * stride_b]);
+            s = static_cast<float>(static_cast<double>(s) + p);
+        }
+    }
+    if (!std::isfinite(s)) return std::numeric_limits<double>::infinity();
+    if (magnitude == 0) return 0.0;
+    return std::fabs(static_cast<double>(s) - exact) / magnitude;
+}
+
+void AccumulationErrorStatistics::begin_step(std::int64_t step) {
+    m_step = step;
+    m_active = true;
+    m_rows.clear();
+}
+
+std::vector<OpStepRecord> AccumulationErrorStatistics::take() {
+    m_active = false;
+    return std::exchange(m_rows, {});
+}
+
+void AccumulationErrorStatistics::observe(Backend& backend, const MatmulOperands& o) {
+    if (!m_active || o.layer.index() < 0) return;
+    const LayerFormats& f = o.layer.formats();
+    const bool fp16 = f.fp16_accumulation;
+    const bool linear = !o.conv;
+    const std::int64_t K = o.in;
+
+    // x: every row for a linear layer (the weight gradient sums over them), 16 patches for a
+    // convolution; W: 16 rows; dy: every row for a linear layer, one (unused) for a convolution.
+    const SampleLimits limits{.x = linear ? 0 : sums_per_side * K, .w = sums_per_side * K, .dy = linear ? 0 : 1};
+    const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
+
+    // The forward: sampled rows of x by sampled rows of W, both along K.
+    const ComputeFormat forward = f.compute_format();
+    const std::vector<std::int64_t> x_rows = spread(s.x.rows, sums_per_side);
+    m_x.resize(x_rows.size() * static_cast<std::size_t>(K));
+    for (std::size_t r = 0; r < x_rows.size(); ++r)
+        std::copy_n(s.x.values + x_rows[r] * K, K, m_x.data() + r * static_cast<std::size_t>(K));
+    m_w.assign(s.w.values, s.w.values + s.w.rows * K);
+    if (rounds_operands(forward)) {
+        round_array(forward.format, m_x.data(), m_x.size());
+        round_array(forward.format, m_w.data(), m_w.size());
+    }
+    m_errors.clear();
+    for (std::size_t r = 0; r < x_rows.size(); ++r)
+        for (std::int64_t j = 0; j < s.w.rows; ++j)
+            m_errors.push_back(dot_accumulation_error(m_x.data() + r * static_cast<std::size_t>(K), 1,
+                                                      m_w.data() + j * K, 1, K, fp16, m_scratch));
+    m_rows.push_back({m_step, o.layer.name(), accumulation_error_stat, median_of(m_errors)});
+    if (!linear || s.x.rows == 0) return;
+
+    // The weight gradient dW[j, i] = Σ_r dy[r, j]·x[r, i]: columns of dy and x, K = the rows.
+    const std::int64_t rows = s.x.rows, out = o.out;
+    const ComputeFormat wgrad = f.wgrad;
+    m_x.assign(s.x.values, s.x.values + rows * K);
+    m_dy.assign(s.dy.values, s.dy.values + rows * out);
+    if (rounds_operands(wgrad)) {
+        round_array(wgrad.format, m_x.data(), m_x.size());
+        round_array(wgrad.format, m_dy.data(), m_dy.size());
+    }
+    m_errors.clear();
+    for (std::int64_t j : spread(out, sums_per_side))
+        for (std::int64_t i : spread(K, sums_per_side))
+            m_errors.push_back(dot_accumulation_error(m_dy.data() + j, out, m_x.data() + i, K, rows, fp16, m_scratch));
+    m_rows.push_back({m_step, o.layer.name(), accumulation_error_wgrad_stat, median_of(m_errors)});
+}
+
+}  // namespace mantissa
