@@ -1,5 +1,9 @@
 // CpuBackend: 2-D convolutions, forward and backward, with linear's rounding points
-// (docs/numerics.md, "Convolutional ops"), by im2col and CpuMatmul's FP32-accumulating matmuls.
+// (docs/numerics.md, "Convolutional ops"), on oneDNN's own convolution primitive where it has a
+// direct kernel for the shape and direction (onednn_conv.h: the same operands, FP32 sums in its
+// order, the forward's epilogue below reading its blocked result), else by im2col and CpuMatmul's
+// FP32-accumulating matmuls, as described here. Block-scaled and per-GEMM formats always take
+// im2col: their operands are quantised in blocks along the lowered GEMMs' reductions.
 //
 // The batch is taken in chunks of whole samples (chunk_samples: the column matrix stays under
 // 2^22 values), and each chunk is one matmul, so a small image is not one small matmul per
@@ -30,7 +34,8 @@
 //
 // Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
 // (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
-// cached per shape by CpuMatmul.
+// cached per shape by CpuMatmul. The direct path's blocked buffers: slot 7, or slot 9 when dW
+// takes im2col (which holds slot 7).
 //
 // The passes around the matmuls (im2col, DY's gather, col2im, the forward's epilogue and the
 // rounding of x) share whole samples out over the backend's threads, dB its output channels and
@@ -38,11 +43,17 @@
 // is computed as on one thread, each sum in its own order, so the bits do not depend on the
 // count. Training thread only.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/onednn_conv.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "numeric/convert.h"
@@ -201,6 +212,84 @@ void for_samples(std::int64_t n, std::int64_t per_sample, int max_threads, Fn&& 
     cpu_detail::for_ranges(n, threads, 1, [&](std::int64_t i0, std::int64_t i1, int) { fn(i0, i1); });
 }
 
+OneDnnConvDims dims_of(const ConvShape& s, std::int64_t batch) {
+    return {batch, s.channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding};
+}
+
+// A 64-byte aligned start in a scratch buffer of n + 16 floats (CpuBuffer places its arrays 16
+// bytes past a 64-byte boundary; oneDNN's blocked kernels read whole cache lines).
+float* aligned_start(float* raw) {
+    const auto at = reinterpret_cast<std::uintptr_t>(raw);
+    return raw + ((64 - at % 64) % 64) / sizeof(float);
+}
+
+// The forward's epilogue on one value: × dequant, + b_o (no bias: nothing is added, so a -0
+// stays -0), as the im2col path computes it (a product and a sum, each rounded: no FMA).
+enum class Epilogue { copy, scale, scale_add };
+
+inline float epilogue(Epilogue e, float acc, float dequant, float bias) {
+    return e == Epilogue::scale_add ? acc * dequant + bias : e == Epilogue::scale ? acc * dequant : acc;
+}
+
+#if defined(__SSE2__)
+// Four lanes of four positions: rows[j·ld + q] = epilogue(src[q·block + j]), j, q < 4 (a 4×4
+// transpose in registers, then the same product and sum as epilogue()).
+inline void epilogue_4x4(Epilogue e, const float* src, std::int64_t block, float* rows, std::int64_t ld,
+                         __m128 dequant, const float* bias) {
+    __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + block), r2 = _mm_loadu_ps(src + 2 * block),
+           r3 = _mm_loadu_ps(src + 3 * block);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    __m128 r[4] = {r0, r1, r2, r3};
+    for (int j = 0; j < 4; ++j) {
+        if (e != Epilogue::copy) r[j] = _mm_mul_ps(r[j], dequant);
+        if (e == Epilogue::scale_add) r[j] = _mm_add_ps(r[j], _mm_set1_ps(bias[j]));
+        _mm_storeu_ps(rows + j * ld, r[j]);
+    }
+}
+#endif
+
+// y's samples [i0, i1) from the forward's result in `layout` (OneDnnConv::forward), through the
+// epilogue, rounded to y's format while the sample's output is in the cache. A blocked sample is
+// read in tiles of 64 positions (64 cache lines of a 16-channel block: in the L1 cache while each
+// group of four channels is transposed out of them).
+void blocked_epilogue(const ConvShape& s, const float* blocked, BlockedLayout layout, float dequant, const float* b,
+                      float* y, Format y_format, std::int64_t i0, std::int64_t i1) {
+    const std::int64_t positions = s.positions(), block = layout.block;
+    const Epilogue e = b ? Epilogue::scale_add : dequant != 1.0f ? Epilogue::scale : Epilogue::copy;
+    constexpr std::int64_t tile = 64;
+    for (std::int64_t i = i0; i < i1; ++i) {
+        float* yi = y + i * s.out();
+        const float* sample = blocked + i * layout.padded_channels * positions;
+        for (std::int64_t c0 = 0; c0 < s.out_channels; c0 += block) {
+            const float* src_block = sample + c0 * positions;  // (positions, block)
+            const std::int64_t lanes = std::min(block, s.out_channels - c0);
+            for (std::int64_t p0 = 0; p0 < positions; p0 += tile) {
+                const std::int64_t p1 = std::min(positions, p0 + tile);
+                std::int64_t l = 0;
+#if defined(__SSE2__)
+                const __m128 dq = _mm_set1_ps(dequant);
+                for (; block % 4 == 0 && l + 4 <= lanes; l += 4) {
+                    const float* bias = b ? b + c0 + l : nullptr;
+                    float* rows = yi + (c0 + l) * positions;
+                    std::int64_t p = p0;
+                    for (; p + 4 <= p1; p += 4) epilogue_4x4(e, src_block + p * block + l, block, rows + p, positions, dq, bias);
+                    for (std::int64_t j = 0; j < 4; ++j)
+                        for (std::int64_t q = p; q < p1; ++q)
+                            rows[j * positions + q] = epilogue(e, src_block[q * block + l + j], dequant, bias ? bias[j] : 0.0f);
+                }
+#endif
+                for (; l < lanes; ++l) {
+                    const float* src = src_block + l;
+                    float* row = yi + (c0 + l) * positions;
+                    const float bias = b ? b[c0 + l] : 0.0f;
+                    for (std::int64_t p = p0; p < p1; ++p) row[p] = epilogue(e, src[p * block], dequant, bias);
+                }
+            }
+        }
+        round_output(y_format, yi, s.out());
+    }
+}
+
 // DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
 void gather_channel_major(const ConvShape& s, const float* dy, std::int64_t n, float* rows, int max_threads) {
     const std::int64_t positions = s.positions(), ld = n * positions;
@@ -346,10 +435,22 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     }
 
     float* y = cpu(y_out).data();
+    const int max_threads = m_matmul.threads();
+    // oneDNN's convolution where it has one for the shape (onednn_conv.h): the same operands, the
+    // same epilogue. Block-scaled operands are quantised along the lowered GEMM's patch: im2col.
+    OneDnnConv* direct = conv.block ? nullptr
+                                    : OneDnnConv::find(OneDnnConv::Direction::forward, dims_of(s, batch), max_threads);
+    if (direct) {
+        float* workspace = aligned_start(scratch(slot_col, direct->workspace_floats() + 16));
+        const float* blocked = direct->forward(x_op, w_op, workspace);
+        for_samples(batch, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
+            blocked_epilogue(s, blocked, direct->dst_layout(), dequant, b, y, y_out.format(), i0, i1);
+        });
+        return;
+    }
     const std::int64_t positions = s.positions(), chunk = chunk_samples(s, batch);
     float* col = scratch(slot_col, s.patch() * chunk * positions);
     float* rows = scratch(slot_dcol, s.out_channels * chunk * positions);
-    const int max_threads = m_matmul.threads();
     for (std::int64_t first = 0; first < batch; first += chunk) {
         const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
         im2col_chunk(s, x_op, first, n, col, max_threads);
@@ -414,11 +515,34 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     ConvScratch buf;
     buf.chunk = chunk_samples(s, batch);
     buf.max_threads = m_matmul.threads();
+    // oneDNN's convolutions (onednn_conv.h) for the directions it has, unless the operands are
+    // block-scaled or each GEMM has its own format: those are quantised along the lowered GEMMs.
+    // Their workspace takes a slot the im2col path of the other direction leaves free.
+    const bool direct_ok = !conv.block && !per_gemm;
+    const OneDnnConvDims dims = dims_of(s, batch);
+    using Direction = OneDnnConv::Direction;
+    const bool dgrad_direct = direct_ok && dx_out && OneDnnConv::find(Direction::backward_data, dims, buf.max_threads);
+    const bool wgrad_direct = direct_ok && OneDnnConv::find(Direction::backward_weights, dims, buf.max_threads);
     const std::int64_t chunk_positions = buf.chunk * s.positions();
-    buf.col = scratch(slot_col, s.patch() * chunk_positions);
-    buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
-    if (dx_out) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
-    if (batch > buf.chunk) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
+    if (!wgrad_direct) buf.col = scratch(slot_col, s.patch() * chunk_positions);
+    if (!(dgrad_direct && wgrad_direct)) buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
+    if (dx_out && !dgrad_direct) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
+    if (batch > buf.chunk && !wgrad_direct) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
+    const auto workspace = [&](Direction d) {
+        OneDnnConv* direct = OneDnnConv::find(d, dims, buf.max_threads);
+        return std::pair{direct, aligned_start(scratch(wgrad_direct ? slot_col : slot_dcol, direct->workspace_floats() + 16))};
+    };
+    // dx = the input gradient of dy, FP32, unscaled; gw the weight gradient.
+    const auto dgrad = [&](const float* dy_in, float* dx, bool bf16) {
+        if (!dgrad_direct) return input_gradient(m_matmul, s, dy_in, w_op, dx, batch, bf16, buf);
+        auto [direct, ws] = workspace(Direction::backward_data);
+        direct->backward_data(dy_in, w_op, dx, ws);
+    };
+    const auto wgrad = [&](const float* dy_in, float* gw, bool bf16, const ConvScratch& scratch_of) {
+        if (!wgrad_direct) return weight_gradient(m_matmul, s, dy_in, x_op, gw, batch, bf16, scratch_of);
+        auto [direct, ws] = workspace(Direction::backward_weights);
+        direct->backward_weights(dy_in, x_op, gw, ws);
+    };
     const std::optional<BlockFormat> wgrad_block = per_gemm ? conv.wgrad.value_or(forward).block : conv.block;
     if (wgrad_block) {
         buf.wgrad_block = wgrad_block;
@@ -429,7 +553,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
-        input_gradient(m_matmul, s, dy_op, w_op, dx, batch, bf16_ok, buf);
+        dgrad(dy_op, dx, bf16_ok);
         const float dq = dq_g * dq_w;
         if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
             scale_round_gradient(dx_out->format(), dx, batch * in, dq);
@@ -437,7 +561,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
             scale_in_place(dx, batch * in, dq);
             float* shadow = shadow_for(*dx_out, batch * in);
             if (flushed) {
-                input_gradient(m_matmul, s, dy_reference, w_op, shadow, batch, false, buf);
+                dgrad(dy_reference, shadow, false);
                 scale_in_place(shadow, batch * in, dq_w);  // fp8: dy_reference is not scaled
             } else {
                 std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
@@ -448,7 +572,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
 
     CpuTensor& gw = cpu(*conv.grad_weight);
     const std::int64_t n_w = s.out_channels * s.patch();
-    weight_gradient(m_matmul, s, o.dy_wgrad, x_op, gw.data(), batch, o.bf16_ok_wgrad, buf);
+    wgrad(o.dy_wgrad, gw.data(), o.bf16_ok_wgrad, buf);
     const float dq = dq_g_wgrad * dq_x;
     // A block-scaled wgrad may flush in its DY and COL: counted against the reference, as a
     // flushed dy is.
@@ -465,7 +589,7 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         float* ref = scratch(slot_reference, n_w);
         ConvScratch unquantised = buf;
         unquantised.wgrad_block.reset();
-        weight_gradient(m_matmul, s, dy_reference, x_op, ref, batch, false, unquantised);
+        wgrad(dy_reference, ref, false, unquantised);
         counts.zeros_before = counts.zeros - cpu_detail::count_flushed_against_reference(ref, gw.data(), n_w);
         *weight_stats += counts;
     }

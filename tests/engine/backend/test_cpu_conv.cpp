@@ -4,7 +4,11 @@
 // reference; the rounding points in tf32, fp16, bf16 and fp8-e4m3 (operands cast, FP32
 // accumulation, outputs and gradients values of their formats); the weight gradient's underflow
 // counted in weight_stats, also when the output gradient flushed at its own rounding (gradient
-// tracing). docs/numerics.md, "Convolutional ops".
+// tracing). Shapes whose channels fill oneDNN's blocks (16 and 32 channels: its direct convolution,
+// engine/backend/cpu/onednn_conv.h) and shapes it leaves to im2col (a few channels) both run
+// through every check: the two paths round at the same points and differ only in the order of
+// their FP32 sums, which the tolerances (FP32 accumulation against double) allow.
+// docs/numerics.md, "Convolutional ops".
 #include <QtTest>
 
 #include <algorithm>
@@ -27,6 +31,7 @@ using conv_test::make_with;
 using conv_test::rounded;
 using conv_test::to_double;
 Q_DECLARE_METATYPE(mantissa::Format)
+Q_DECLARE_METATYPE(mantissa::Conv2dGeometry)
 
 namespace {
 
@@ -136,6 +141,20 @@ void add_geometry_rows() {
     QTest::newRow("k1 s2 p1 b1 no bias") << 2 << 5 << 5 << 2 << 1 << 2 << 1 << 1 << false;
     QTest::newRow("k5 s1 p1 b3") << 2 << 6 << 5 << 2 << 5 << 1 << 1 << 3 << true;
     QTest::newRow("one row s2 p1 b3") << 2 << 1 << 6 << 2 << 3 << 2 << 1 << 3 << true;
+    // oneDNN's direct convolution in every direction (nChw16c), and in the forward and dW of a
+    // first layer (one input channel; its dX stays on im2col: 15 of 16 blocked channels padding).
+    QTest::newRow("k3 s1 p1 b3 blocked") << 16 << 6 << 5 << 16 << 3 << 1 << 1 << 3 << true;
+    QTest::newRow("k3 s2 p1 b2 blocked no bias") << 16 << 7 << 6 << 32 << 3 << 2 << 1 << 2 << false;
+    QTest::newRow("k1 s2 p0 b3 blocked") << 16 << 5 << 5 << 16 << 1 << 2 << 0 << 3 << true;
+    QTest::newRow("k3 s1 p1 b3 one channel to 16") << 1 << 6 << 5 << 16 << 3 << 1 << 1 << 3 << true;
+}
+
+// The small shape of a test (im2col) and one with 16 channels (oneDNN's direct convolution).
+void add_path_rows(Conv2dGeometry small) {
+    QTest::addColumn<Conv2dGeometry>("g");
+    QTest::newRow("im2col") << small;
+    small.in_channels = small.out_channels = 16;
+    QTest::newRow("direct") << small;
 }
 
 }  // namespace
@@ -243,34 +262,94 @@ private slots:
         QVERIFY2(bad < 0, qPrintable(QString("dW[%1] = %2, reference %3").arg(bad).arg(read(be, *cv.gw)[bad]).arg(dw_ref[bad])));
     }
 
+    // oneDNN's weight gradient (onednn_conv.h) takes the batch in chunks of whole samples (here
+    // 70 samples of 64 positions: 24, 24 and 22), one primitive each, the chunks' dWs added in
+    // order: y, dx and dW match the double reference, dW over every chunk.
+    void directWeightGradientSumsEveryChunk() {
+        const Conv2dGeometry g = geometry(16, 8, 8, 16, 3, 1, 1);
+        const int batch = 70;
+        CpuBackend be;
+        Conv cv(be, g, batch, true, Format::fp32, Format::fp32, 37);
+        const auto rv = random_values(static_cast<std::size_t>(batch * g.out_size()), 1.0f, 38);
+        be.upload(*cv.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
+        be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+
+        const auto xd = to_double(cv.xv), wd = to_double(cv.wv), bd = to_double(cv.bv), r = to_double(rv);
+        std::int64_t bad = conv_test::first_mismatch(read(be, *cv.y), conv_ref(g, batch, xd, wd, &bd), 1e-5);
+        QVERIFY2(bad < 0, qPrintable(QString("y[%1]").arg(bad)));
+        std::vector<double> dx_ref(xd.size()), dw_ref(wd.size());
+        const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
+        for (int n = 0; n < batch; ++n)
+            for (std::int64_t o = 0; o < g.out_channels; ++o)
+                for (std::int64_t oy = 0; oy < oh; ++oy)
+                    for (std::int64_t ox = 0; ox < ow; ++ox) {
+                        const double d = r[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)];
+                        for (std::int64_t c = 0; c < g.in_channels; ++c)
+                            for (std::int64_t ky = 0; ky < k; ++ky)
+                                for (std::int64_t kx = 0; kx < k; ++kx) {
+                                    const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
+                                    if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                                    const auto xi = static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix);
+                                    const auto wi = static_cast<std::size_t>(o * g.patch() + (c * k + ky) * k + kx);
+                                    dx_ref[xi] += wd[wi] * d;
+                                    dw_ref[wi] += xd[xi] * d;
+                                }
+                    }
+        bad = conv_test::first_mismatch(read(be, *cv.dx), dx_ref, 1e-5);
+        QVERIFY2(bad < 0, qPrintable(QString("dx[%1]").arg(bad)));
+        bad = conv_test::first_mismatch(read(be, *cv.gw), dw_ref, 1e-4);  // sums of 4,480 products
+        QVERIFY2(bad < 0, qPrintable(QString("dW[%1] = %2, reference %3").arg(bad).arg(read(be, *cv.gw)[bad]).arg(dw_ref[bad])));
+        // A second backward writes the same bits (nothing of the first is left in the chunks' sums).
+        const auto gw = read(be, *cv.gw);
+        be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+        QCOMPARE(read(be, *cv.gw), gw);
+    }
+
     // y = rnd_out( Σ rnd_F(x)·rnd_F(W) + rnd_out(b) ): the outputs are values of their format,
-    // within one ulp of the double reference of the same rounding points (FP32 accumulation);
+    // within one ulp of the double reference of the same rounding points, plus the FP32
+    // accumulation's own error (which only an FP32 output can show);
     // the weight copy and saved input hold the operands.
     void forwardRoundsAtTheDesignPoints_data() {
         QTest::addColumn<Format>("compute");
         QTest::addColumn<Format>("output");
-        QTest::newRow("fp32") << Format::fp32 << Format::fp32;
-        QTest::newRow("tf32") << Format::tf32 << Format::fp32;
-        QTest::newRow("fp16") << Format::fp16 << Format::fp16;
-        QTest::newRow("bf16") << Format::bf16 << Format::bf16;
+        QTest::addColumn<Conv2dGeometry>("g");
+        for (const auto& [path, g] : {std::pair{"im2col", geometry(3, 7, 6, 4, 3, 2, 1)},
+                                      std::pair{"direct", geometry(16, 7, 6, 16, 3, 2, 1)}}) {
+            QTest::addRow("fp32 %s", path) << Format::fp32 << Format::fp32 << g;
+            QTest::addRow("tf32 %s", path) << Format::tf32 << Format::fp32 << g;
+            QTest::addRow("fp16 %s", path) << Format::fp16 << Format::fp16 << g;
+            QTest::addRow("bf16 %s", path) << Format::bf16 << Format::bf16 << g;
+        }
     }
     void forwardRoundsAtTheDesignPoints() {
         QFETCH(Format, compute);
         QFETCH(Format, output);
+        QFETCH(Conv2dGeometry, g);
         CpuBackend be;
         const int batch = 3;
-        Conv cv(be, geometry(3, 7, 6, 4, 3, 2, 1), batch, true, compute, output, 31);
+        Conv cv(be, g, batch, true, compute, output, 31);
         be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
         const auto y = read(be, *cv.y);
         QVERIFY(all_in_format(output, y));
         const std::vector<double> br = to_double(rounded(output, cv.bv));
-        const auto ref = conv_ref(cv.g, batch, to_double(rounded(compute, cv.xv)), to_double(rounded(compute, cv.wv)), nullptr);
+        const auto xd = to_double(rounded(compute, cv.xv)), wd = to_double(rounded(compute, cv.wv));
+        const auto ref = conv_ref(cv.g, batch, xd, wd, nullptr);
+        // The FP32 sum of K = C·k·k products, in any order, is within K·u32·Σ|x·w| of the exact
+        // one (u32 = 2^-24): next to an fp16 or bf16 output's ulp that is nothing, next to an
+        // FP32 output's it is several ulps for the 144 products of the 16-channel shape.
+        auto magnitude = [](std::vector<double> v) {
+            for (double& e : v) e = std::abs(e);
+            return v;
+        };
+        const auto abs_ref = conv_ref(cv.g, batch, magnitude(xd), magnitude(wd), nullptr);
+        const double accumulation = static_cast<double>(cv.g.patch()) * std::ldexp(1.0, -24);
         const double ulp = format_info(output).epsilon;
         const std::int64_t positions = cv.g.out_h() * cv.g.out_w();
         for (std::size_t i = 0; i < ref.size(); ++i) {
             const std::int64_t channel = (static_cast<std::int64_t>(i) % cv.g.out_size()) / positions;
             const double want = round_to(output, static_cast<float>(ref[i] + br[static_cast<std::size_t>(channel)]));
-            QVERIFY2(std::abs(y[i] - want) <= std::abs(want) * ulp * 1.01 + 1e-6,
+            QVERIFY2(std::abs(y[i] - want) <= std::abs(want) * ulp * 1.01 + accumulation * abs_ref[i] + 1e-6,
                      qPrintable(QString("y[%1] = %2, reference %3").arg(i).arg(y[i]).arg(want)));
         }
         if (cv.wc) {
@@ -284,14 +363,19 @@ private slots:
     // dB = Σ dy in FP32 rounded; every gradient is a value of its format.
     void backwardRoundsToGradientFormats_data() {
         QTest::addColumn<Format>("format");
-        QTest::newRow("fp16") << Format::fp16;
-        QTest::newRow("bf16") << Format::bf16;
+        QTest::addColumn<Conv2dGeometry>("g");
+        for (const auto& [path, g] : {std::pair{"im2col", geometry(2, 6, 7, 3, 3, 2, 1)},
+                                      std::pair{"direct", geometry(16, 5, 4, 16, 3, 1, 1)}}) {
+            QTest::addRow("fp16 %s", path) << Format::fp16 << g;
+            QTest::addRow("bf16 %s", path) << Format::bf16 << g;
+        }
     }
     void backwardRoundsToGradientFormats() {
         QFETCH(Format, format);
+        QFETCH(Conv2dGeometry, g);
         CpuBackend be;
         const int batch = 3;
-        Conv cv(be, geometry(2, 6, 7, 3, 3, 2, 1), batch, true, format, format, 41);
+        Conv cv(be, g, batch, true, format, format, 41);
         const auto rv = random_values(static_cast<std::size_t>(batch * cv.g.out_size()), 1.0f, 45);
         be.upload(*cv.dy, rv.data(), static_cast<std::int64_t>(rv.size()));
         be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
@@ -339,15 +423,20 @@ private slots:
     void weightGradientUnderflowIsCounted_data() {
         QTest::addColumn<float>("x");
         QTest::addColumn<bool>("flushes");
-        QTest::newRow("2^-16: flushes") << std::ldexp(1.0f, -16) << true;
-        QTest::newRow("2^-12: subnormal") << std::ldexp(1.0f, -12) << false;
+        QTest::addColumn<Conv2dGeometry>("g");
+        for (const auto& [path, g] : {std::pair{"im2col", geometry(2, 5, 5, 3, 3, 1, 0)},
+                                      std::pair{"direct", geometry(16, 5, 5, 16, 3, 1, 0)}}) {
+            QTest::addRow("2^-16: flushes, %s", path) << std::ldexp(1.0f, -16) << true << g;
+            QTest::addRow("2^-12: subnormal, %s", path) << std::ldexp(1.0f, -12) << false << g;
+        }
     }
     void weightGradientUnderflowIsCounted() {
         QFETCH(float, x);
         QFETCH(bool, flushes);
+        QFETCH(Conv2dGeometry, g);
         CpuBackend be;
         const int batch = 1;
-        Conv cv(be, geometry(2, 5, 5, 3, 3, 1, 0), batch, false, Format::fp16, Format::fp16, 51);
+        Conv cv(be, g, batch, false, Format::fp16, Format::fp16, 51);
         const std::vector<float> xv(static_cast<std::size_t>(cv.g.in_size()), x);
         const std::vector<float> dyv(static_cast<std::size_t>(cv.g.out_size()), std::ldexp(1.0f, -14));
         be.upload(*cv.x, xv.data(), cv.g.in_size());
@@ -373,10 +462,12 @@ private slots:
     // wrote 1e-9 into an fp16 tensor) leaves dW zero; with tracing the zero counts as an
     // underflow (its FP32 reference, from the unrounded dy, is not zero), without it as a zero
     // that was already zero.
+    void tracedOutputGradientFlushCountsAsUnderflow_data() { add_path_rows(geometry(2, 5, 4, 3, 3, 1, 1)); }
     void tracedOutputGradientFlushCountsAsUnderflow() {
+        QFETCH(Conv2dGeometry, g);
         CpuBackend be;
         const int batch = 2;
-        Conv cv(be, geometry(2, 5, 4, 3, 3, 1, 1), batch, true, Format::fp16, Format::fp16, 61);
+        Conv cv(be, g, batch, true, Format::fp16, Format::fp16, 61);
         const std::int64_t n = batch * cv.g.out_size();
         const std::vector<float> targets(static_cast<std::size_t>(n), -1e-9f * static_cast<float>(n) / 2);
         const std::int64_t n_w = cv.g.out_channels * cv.g.patch();
@@ -397,10 +488,12 @@ private slots:
     // fp8-e4m3 with the hybrid recipe's first step (every scale 1): x and W saturate-cast to
     // e4m3 (into saved_input and weight_compute), dy to e5m2; y, dX and dW the FP32 sums
     // rounded to their formats; dB the sum of the unquantised dy; the amaxes recorded.
+    void fp8UsesTheScaledCastsOfLinear_data() { add_path_rows(geometry(2, 6, 5, 3, 3, 2, 1)); }
     void fp8UsesTheScaledCastsOfLinear() {
+        QFETCH(Conv2dGeometry, g);
         CpuBackend be;
         const int batch = 3;
-        Conv cv(be, geometry(2, 6, 5, 3, 3, 2, 1), batch, true, Format::fp8_e4m3, Format::fp16, 71);
+        Conv cv(be, g, batch, true, Format::fp8_e4m3, Format::fp16, 71);
         be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
         const auto xq = rounded(Format::fp8_e4m3, cv.xv), wq = rounded(Format::fp8_e4m3, cv.wv);
         QCOMPARE(read(be, *cv.xs), xq);

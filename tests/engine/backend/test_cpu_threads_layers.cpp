@@ -2,12 +2,14 @@
 // count (engine/backend/cpu/cpu_parallel.h; docs/numerics.md, "Threads"): the convolution's
 // im2col, gather, col2im, epilogue, input rounding and bias gradient, batch norm, the pools, layer
 // norm, softmax, the batched matmul's packing, scatter and epilogue, the embedding's gather and
-// the residual add.
+// the residual add; and oneDNN's own convolutions (engine/backend/cpu/onednn_conv.h): the forward
+// and dX on oneDNN's threads, dW in chunks of samples on the backend's.
 // Each case runs on a backend of 1 thread and on backends of 2 and 3, on shapes whose passes are
 // really cut (more than 2^17 values, odd sizes so the ranges are uneven) while every matmul stays
-// under 2^21 multiply-adds, so oneDNN runs it on one thread and only the passes differ. Then whole
-// training steps (forward, loss, backward) of a small CNN and a small GPT in bf16, whose matmuls
-// are kept as small, on 1 and 2 threads.
+// under 2^21 multiply-adds, so oneDNN runs it on one thread and only the passes differ; the
+// convolutions oneDNN runs itself are large (up to 1.3·10^8 multiply-adds: 3 threads), on batches
+// that no thread count divides. Then whole training steps (forward, loss, backward) of small CNNs
+// and a small GPT in bf16, whose matmuls are kept as small, on 1 and 2 threads.
 #include <QtTest>
 
 #include <cmath>
@@ -20,6 +22,7 @@
 #include "backend_test_util.h"
 #include "cpu_threads_test_util.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/onednn_conv.h"
 #include "model/network.h"
 
 using namespace mantissa;
@@ -55,23 +58,38 @@ std::unique_ptr<Tensor> zeros(Backend& b, std::int64_t rows, std::int64_t cols, 
     return tensor(b, rows, cols, f, std::vector<float>(static_cast<std::size_t>(rows * cols), 0.0f));
 }
 
-// The convolutions below: each product under 2^21 multiply-adds, the passes cut differently.
+// The convolutions below. im2col (a few channels: oneDNN's blocks would be mostly padding): each
+// product under 2^21 multiply-adds, the passes cut differently.
+// oneDNN's direct convolution: the reference CNN's and ResNet's shapes on odd batches.
 enum class ConvCase {
     wide_patch,   // 3 input channels: im2col and col2im cut over 2 and 3 threads, the rest not
     one_channel,  // 1 input channel, 8 output channels: the epilogue, the gather and dB cut too
     strided,      // stride 2 on 31×31 images: the strided im2col and col2im, and x's rounding cut
+    blocked,      // the CNN's conv2, 32 -> 64 channels on 14×14, batch 37: every direction direct
+    first_layer,  // the CNN's conv1, 1 -> 32 on 28×28, batch 29, no dX: y and dW direct
+    blocked_strided,  // ResNet's stage entry, 16 -> 32 with stride 2 on 28×28, batch 23
+    pointwise,    // a 1×1 kernel of stride 2, 16 -> 32 on 28×28, batch 31 (oneDNN's 1×1 kernels)
 };
 
-// A convolution forward and backward: y, dx, dW, dB, the saved input, dW's rounding counts.
+Conv2dGeometry conv_geometry(ConvCase which, std::int64_t& batch) {
+    switch (which) {
+        case ConvCase::wide_patch: batch = 37; return {3, 15, 15, 7, 3, 1, 1};
+        case ConvCase::one_channel: batch = 29; return {1, 27, 27, 8, 3, 1, 1};
+        case ConvCase::strided: batch = 47; return {3, 31, 31, 5, 3, 2, 1};
+        case ConvCase::blocked: batch = 37; return {32, 14, 14, 64, 3, 1, 1};
+        case ConvCase::first_layer: batch = 29; return {1, 28, 28, 32, 3, 1, 1};
+        case ConvCase::blocked_strided: batch = 23; return {16, 28, 28, 32, 3, 2, 1};
+        case ConvCase::pointwise: batch = 31; return {16, 28, 28, 32, 1, 2, 0};
+    }
+    return {};
+}
+
+// A convolution forward and backward: y, dx (none for a first layer), dW, dB, the saved input,
+// dW's rounding counts.
 Outcome conv(int threads, ConvCase which, Format compute) {
     auto be = backend_with(threads);
-    Conv2dGeometry g;
     std::int64_t batch = 0;
-    switch (which) {
-        case ConvCase::wide_patch: g = {3, 15, 15, 7, 3, 1, 1}, batch = 37; break;
-        case ConvCase::one_channel: g = {1, 27, 27, 8, 3, 1, 1}, batch = 29; break;
-        case ConvCase::strided: g = {3, 31, 31, 5, 3, 2, 1}, batch = 47; break;
-    }
+    const Conv2dGeometry g = conv_geometry(which, batch);
     auto w = tensor(*be, g.out_channels, g.patch(), Format::fp32, random_values(g.out_channels * g.patch(), 0.3f, 1));
     auto b = tensor(*be, 1, g.out_channels, Format::fp32, random_values(g.out_channels, 0.3f, 2));
     auto wc = zeros(*be, g.out_channels, g.patch(), compute);
@@ -97,7 +115,8 @@ Outcome conv(int threads, ConvCase which, Format compute) {
     }
     be->conv2d_forward(c, *x, *y, batch, true);
     RoundingStats stats;
-    be->conv2d_backward(c, *x, *dy, dx.get(), batch, &stats);
+    const bool first = which == ConvCase::first_layer;
+    be->conv2d_backward(c, *x, *dy, first ? nullptr : dx.get(), batch, &stats);
     return {read(*be, *y), read(*be, *dx), read(*be, *gw), read(*be, *gb), read(*be, *saved),
             {static_cast<float>(stats.zeros), static_cast<float>(stats.subnormals)}};
 }
@@ -315,6 +334,17 @@ Outcome cnn_step(int threads) {
     return step(threads, spec, SampleShape{1, 20, 20}, 10, 0, 64);
 }
 
+// The same on 16 and 32 channels: conv 16 on 20×20 (forward and dW by oneDNN's convolution: 7.4·10^5
+// multiply-adds, one thread) and conv 32 on 10×10 (every direction: 7.4·10^6 multiply-adds, both
+// threads), the fully connected products still under 2^21.
+Outcome blocked_cnn_step(int threads) {
+    ModelSpec spec;
+    spec.kind = "cnn";
+    spec.channels = {16, 32};
+    spec.hidden = {16};
+    return step(threads, spec, SampleShape{1, 20, 20}, 10, 0, 64);
+}
+
 // A GPT of width 16, 2 heads, T 64, batch 16: the scores are 32 × 64 × 64 values (the softmax
 // and the batched matmul's epilogue cut), every product under 2^21 multiply-adds.
 Outcome gpt_step(int threads) {
@@ -352,10 +382,25 @@ private slots:
         QTest::newRow("1 channel fp32") << int(ConvCase::one_channel) << int(Format::fp32);
         QTest::newRow("1 channel fp16") << int(ConvCase::one_channel) << int(Format::fp16);
         QTest::newRow("stride 2 bf16") << int(ConvCase::strided) << int(Format::bf16);
+        QTest::newRow("direct fp32") << int(ConvCase::blocked) << int(Format::fp32);
+        QTest::newRow("direct bf16") << int(ConvCase::blocked) << int(Format::bf16);
+        QTest::newRow("direct first layer fp16") << int(ConvCase::first_layer) << int(Format::fp16);
+        QTest::newRow("direct stride 2 bf16") << int(ConvCase::blocked_strided) << int(Format::bf16);
+        QTest::newRow("direct 1x1 stride 2 fp32") << int(ConvCase::pointwise) << int(Format::fp32);
     }
     void convolutionIsTheSameOnAnyThreadCount() {
         QFETCH(int, which);
         QFETCH(int, compute);
+        const auto w = static_cast<ConvCase>(which);
+        if (w >= ConvCase::blocked) {  // these take oneDNN's convolution, or the case tests nothing new
+            using Direction = OneDnnConv::Direction;
+            std::int64_t batch = 0;
+            const Conv2dGeometry g = conv_geometry(w, batch);
+            const OneDnnConvDims d{batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
+            QVERIFY(OneDnnConv::find(Direction::forward, d, 3));
+            QVERIFY(OneDnnConv::find(Direction::backward_weights, d, 3));
+            QVERIFY(w == ConvCase::first_layer || OneDnnConv::find(Direction::backward_data, d, 3));
+        }
         same_as_one_thread(
             [&](int t) { return conv(t, static_cast<ConvCase>(which), static_cast<Format>(compute)); });
     }
@@ -385,6 +430,8 @@ private slots:
     void residualAddIsTheSameOnAnyThreadCount() { same_as_one_thread(residual_add); }
 
     void cnnStepIsTheSameOnTwoThreads() { same_as_one_thread(cnn_step, {2}); }
+
+    void blockedCnnStepIsTheSameOnTwoThreads() { same_as_one_thread(blocked_cnn_step, {2}); }
 
     void gptStepIsTheSameOnTwoThreads() { same_as_one_thread(gpt_step, {2}); }
 };
