@@ -152,9 +152,13 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
 Table matmul_table(const BenchOptions& o) {
     Table t;
     t.name = "matmul";
+    // The training rows take a default CpuMatmul's path: the measured choice, unless
+    // MANTISSA_CPU_BF16_MATMUL overrides it.
     const Bf16MatmulChoice& choice = CpuMatmul::measured_bf16_choice();
-    t.title = std::string("oneDNN matmul on the reference shapes, ms per call (bf16 path chosen on this CPU: ") +
-              (choice.bf16 ? "yes" : "no") + ", " + choice.why + ")";
+    const bool taken = CpuMatmul().bf16_enabled();
+    t.title = std::string("oneDNN matmul on the reference shapes, ms per call (bf16 primitive for training: ") +
+              (taken ? "yes" : "no") +
+              (taken == choice.bf16 ? ", " + choice.why : std::string(", set by MANTISSA_CPU_BF16_MATMUL")) + ")";
     t.columns = {{"shape", "shape"},
                  {"fp32_ms", "fp32 ms", "ms", 4},
                  {"bf16_ms", "bf16 ms", "ms", 4},
