@@ -60,6 +60,32 @@ std::vector<double> conv_ref(const Conv2dGeometry& g, int batch, const std::vect
     return y;
 }
 
+// The adjoints of conv_ref for an output gradient r(batch, Co·oh·ow), in double: dx = Σ W·r over
+// the outputs each input feeds, dW = Σ x·r.
+void conv_adjoints_ref(const Conv2dGeometry& g, int batch, const std::vector<double>& x, const std::vector<double>& w,
+                       const std::vector<double>& r, std::vector<double>& dx, std::vector<double>& dw) {
+    const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
+    dx.assign(x.size(), 0.0);
+    dw.assign(w.size(), 0.0);
+    for (int n = 0; n < batch; ++n)
+        for (std::int64_t o = 0; o < g.out_channels; ++o)
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    const double d = r[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)];
+                    for (std::int64_t c = 0; c < g.in_channels; ++c)
+                        for (std::int64_t ky = 0; ky < k; ++ky)
+                            for (std::int64_t kx = 0; kx < k; ++kx) {
+                                const std::int64_t iy = oy * g.stride - g.padding + ky;
+                                const std::int64_t ix = ox * g.stride - g.padding + kx;
+                                if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                                const auto xi = static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix);
+                                const auto wi = static_cast<std::size_t>(o * g.patch() + (c * k + ky) * k + kx);
+                                dx[xi] += w[wi] * d;
+                                dw[wi] += x[xi] * d;
+                            }
+                }
+}
+
 // One convolution's tensors: weights and bias FP32 (the master), activations and gradients in
 // `act`, the weight copy and saved input in the compute format when it differs.
 struct Conv {
@@ -238,24 +264,8 @@ private slots:
         const auto y_ref = conv_ref(g, batch, xd, wd, &bd);
         std::int64_t bad = conv_test::first_mismatch(read(be, *cv.y), y_ref, 1e-5);
         QVERIFY2(bad < 0, qPrintable(QString("y[%1]").arg(bad)));
-        // The adjoints of conv_ref: dx = Σ W·dy over the outputs each input feeds, dW = Σ x·dy.
-        std::vector<double> dx_ref(xd.size()), dw_ref(wd.size());
-        const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
-        for (int n = 0; n < batch; ++n)
-            for (std::int64_t o = 0; o < g.out_channels; ++o)
-                for (std::int64_t oy = 0; oy < oh; ++oy)
-                    for (std::int64_t ox = 0; ox < ow; ++ox) {
-                        const double d = r[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)];
-                        for (std::int64_t ky = 0; ky < k; ++ky)
-                            for (std::int64_t kx = 0; kx < k; ++kx) {
-                                const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
-                                if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
-                                const auto xi = static_cast<std::size_t>(n * g.in_size() + iy * g.in_w + ix);
-                                const auto wi = static_cast<std::size_t>(o * g.patch() + ky * k + kx);
-                                dx_ref[xi] += wd[wi] * d;
-                                dw_ref[wi] += xd[xi] * d;
-                            }
-                    }
+        std::vector<double> dx_ref, dw_ref;
+        conv_adjoints_ref(g, batch, xd, wd, r, dx_ref, dw_ref);
         bad = conv_test::first_mismatch(read(be, *cv.dx), dx_ref, 1e-5);
         QVERIFY2(bad < 0, qPrintable(QString("dx[%1]").arg(bad)));
         bad = conv_test::first_mismatch(read(be, *cv.gw), dw_ref, 1e-4);  // sums of 480,000 products
@@ -278,24 +288,8 @@ private slots:
         const auto xd = to_double(cv.xv), wd = to_double(cv.wv), bd = to_double(cv.bv), r = to_double(rv);
         std::int64_t bad = conv_test::first_mismatch(read(be, *cv.y), conv_ref(g, batch, xd, wd, &bd), 1e-5);
         QVERIFY2(bad < 0, qPrintable(QString("y[%1]").arg(bad)));
-        std::vector<double> dx_ref(xd.size()), dw_ref(wd.size());
-        const std::int64_t oh = g.out_h(), ow = g.out_w(), k = g.kernel;
-        for (int n = 0; n < batch; ++n)
-            for (std::int64_t o = 0; o < g.out_channels; ++o)
-                for (std::int64_t oy = 0; oy < oh; ++oy)
-                    for (std::int64_t ox = 0; ox < ow; ++ox) {
-                        const double d = r[static_cast<std::size_t>(n * g.out_size() + (o * oh + oy) * ow + ox)];
-                        for (std::int64_t c = 0; c < g.in_channels; ++c)
-                            for (std::int64_t ky = 0; ky < k; ++ky)
-                                for (std::int64_t kx = 0; kx < k; ++kx) {
-                                    const std::int64_t iy = oy - g.padding + ky, ix = ox - g.padding + kx;
-                                    if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
-                                    const auto xi = static_cast<std::size_t>(n * g.in_size() + (c * g.in_h + iy) * g.in_w + ix);
-                                    const auto wi = static_cast<std::size_t>(o * g.patch() + (c * k + ky) * k + kx);
-                                    dx_ref[xi] += wd[wi] * d;
-                                    dw_ref[wi] += xd[xi] * d;
-                                }
-                    }
+        std::vector<double> dx_ref, dw_ref;
+        conv_adjoints_ref(g, batch, xd, wd, r, dx_ref, dw_ref);
         bad = conv_test::first_mismatch(read(be, *cv.dx), dx_ref, 1e-5);
         QVERIFY2(bad < 0, qPrintable(QString("dx[%1]").arg(bad)));
         bad = conv_test::first_mismatch(read(be, *cv.gw), dw_ref, 1e-4);  // sums of 4,480 products
