@@ -468,6 +468,15 @@ private slots:
         QVERIFY(error_of([&] { apply_setting(e, "lesson.title=\xff"); }).startsWith("lesson.title: must be valid"));
     }
 
+    // A key quoted from the file keeps the sentence one printable line: DEL, raw in JSON text, and a
+    // control character written as \u0001 are shown escaped (error.h), as the fuzzer found them.
+    void unknownKeyWithControlCharactersIsQuotedPrintable() {
+        const QString del = error_of([&] { experiment_from_json(json::parse("{\"model\": {\"in\x7Ft_from\": \"a\"}}")); });
+        QCOMPARE(del, QString("model.in\\x7Ft_from: unknown key; did you mean 'init_from'?"));
+        const QString ctrl = error_of([&] { experiment_from_json(json::parse(R"({"train": {"l\u0001r": 1}})")); });
+        QVERIFY2(ctrl.startsWith("train.l\\x01r: unknown key"), qPrintable(ctrl));
+    }
+
     void nonFiniteNumbersAreRefused() {  // JSON text cannot hold them, but a json built in code can
         json j = {{"train", {{"lr", std::numeric_limits<double>::infinity()}}}};
         QCOMPARE(error_of([&] { experiment_from_json(j); }), QString("train.lr: must be a finite number, got inf"));
