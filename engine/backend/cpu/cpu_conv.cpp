@@ -216,6 +216,15 @@ OneDnnConvDims dims_of(const ConvShape& s, std::int64_t batch) {
     return {batch, s.channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding};
 }
 
+// oneDNN's convolution for `direction` (onednn_conv.h): on bf16 operands when `bf16` (the
+// operands are bf16 values and the backend takes the bf16 matmul) and oneDNN has a bf16 kernel
+// for the shape, else on FP32 ones; null when it has neither.
+OneDnnConv* direct_conv(OneDnnConv::Direction direction, const OneDnnConvDims& dims, int threads, bool bf16) {
+    if (bf16)
+        if (OneDnnConv* conv = OneDnnConv::find(direction, dims, threads, ConvOperands::bf16)) return conv;
+    return OneDnnConv::find(direction, dims, threads);
+}
+
 // A 64-byte aligned start in a scratch buffer of n + 16 floats (CpuBuffer places its arrays 16
 // bytes past a 64-byte boundary; oneDNN's blocked kernels read whole cache lines).
 float* aligned_start(float* raw) {
@@ -439,7 +448,8 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     // oneDNN's convolution where it has one for the shape (onednn_conv.h): the same operands, the
     // same epilogue. Block-scaled operands are quantised along the lowered GEMM's patch: im2col.
     OneDnnConv* direct = conv.block ? nullptr
-                                    : OneDnnConv::find(OneDnnConv::Direction::forward, dims_of(s, batch), max_threads);
+                                    : direct_conv(OneDnnConv::Direction::forward, dims_of(s, batch), max_threads,
+                                                  bf16_ok && m_matmul.bf16_enabled());
     if (direct) {
         float* workspace = aligned_start(scratch(slot_col, direct->workspace_floats() + 16));
         const float* blocked = direct->forward(x_op, w_op, workspace);
@@ -515,9 +525,11 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     ConvScratch buf;
     buf.chunk = chunk_samples(s, batch);
     buf.max_threads = m_matmul.threads();
-    // oneDNN's convolutions (onednn_conv.h) for the directions it has, unless the operands are
-    // block-scaled or each GEMM has its own format: those are quantised along the lowered GEMMs.
-    // Their workspace takes a slot the im2col path of the other direction leaves free.
+    // oneDNN's convolutions (onednn_conv.h) for the directions it has in FP32, unless the operands
+    // are block-scaled or each GEMM has its own format: those are quantised along the lowered GEMMs.
+    // bf16 operands take its bf16 kernels where it has them (direct_conv); the references of the
+    // gradient statistics are FP32. Their workspace takes a slot the im2col path of the other
+    // direction leaves free.
     const bool direct_ok = !conv.block && !per_gemm;
     const OneDnnConvDims dims = dims_of(s, batch);
     using Direction = OneDnnConv::Direction;
@@ -528,19 +540,19 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     if (!(dgrad_direct && wgrad_direct)) buf.dy_rows = scratch(slot_dy_rows, s.out_channels * chunk_positions);
     if (dx_out && !dgrad_direct) buf.dcol = scratch(slot_dcol, s.patch() * chunk_positions);
     if (batch > buf.chunk && !wgrad_direct) buf.dw = scratch(slot_dw, s.out_channels * s.patch());
-    const auto workspace = [&](Direction d) {
-        OneDnnConv* direct = OneDnnConv::find(d, dims, buf.max_threads);
+    const auto workspace = [&](Direction d, bool bf16) {
+        OneDnnConv* direct = direct_conv(d, dims, buf.max_threads, bf16 && m_matmul.bf16_enabled());
         return std::pair{direct, aligned_start(scratch(wgrad_direct ? slot_col : slot_dcol, direct->workspace_floats() + 16))};
     };
     // dx = the input gradient of dy, FP32, unscaled; gw the weight gradient.
     const auto dgrad = [&](const float* dy_in, float* dx, bool bf16) {
         if (!dgrad_direct) return input_gradient(m_matmul, s, dy_in, w_op, dx, batch, bf16, buf);
-        auto [direct, ws] = workspace(Direction::backward_data);
+        auto [direct, ws] = workspace(Direction::backward_data, bf16);
         direct->backward_data(dy_in, w_op, dx, ws);
     };
     const auto wgrad = [&](const float* dy_in, float* gw, bool bf16, const ConvScratch& scratch_of) {
         if (!wgrad_direct) return weight_gradient(m_matmul, s, dy_in, x_op, gw, batch, bf16, scratch_of);
-        auto [direct, ws] = workspace(Direction::backward_weights);
+        auto [direct, ws] = workspace(Direction::backward_weights, bf16);
         direct->backward_weights(dy_in, x_op, gw, ws);
     };
     const std::optional<BlockFormat> wgrad_block = per_gemm ? conv.wgrad.value_or(forward).block : conv.block;

@@ -1,4 +1,5 @@
-// OneDnnConv on oneDNN (2.x and 3.x APIs): primitives, reorders and the chunked weight gradient.
+// OneDnnConv on oneDNN (2.x and 3.x APIs): primitives, reorders and the chunked weight gradient,
+// on FP32 or bf16 operands.
 #include "backend/cpu/onednn_conv.h"
 
 #include <algorithm>
@@ -31,7 +32,12 @@ void set_threads(int threads) {
 
 // Workspace pieces start on 64-byte boundaries.
 std::int64_t aligned(std::int64_t floats) { return (floats + 15) / 16 * 16; }
-std::int64_t floats_of(const Desc& d) { return static_cast<std::int64_t>(d.get_size() / sizeof(float)); }
+// The floats a buffer of `d` takes, rounded up (bf16 buffers are half as many, maybe odd).
+std::int64_t floats_of(const Desc& d) {
+    return static_cast<std::int64_t>((d.get_size() + sizeof(float) - 1) / sizeof(float));
+}
+
+dt type_of(ConvOperands operands) { return operands == ConvOperands::bf16 ? dt::bf16 : dt::f32; }
 
 // The batch's samples per chunk of the weight gradient: at least 2048 output positions a chunk,
 // so that adding a chunk's dW (Co·C·k·k values) costs little beside its Co·C·k·k·positions
@@ -44,11 +50,12 @@ std::int64_t wgrad_chunk_samples(const OneDnnConvDims& d) {
     return (d.batch + chunks - 1) / chunks;
 }
 
-// The activation layouts the callers read or oneDNN's reorders write: NCHW, nChw8c, nChw16c.
-std::optional<std::pair<tag, BlockedLayout>> activation_layout(const Desc& d, const Dims& dims) {
+// The activation layouts the callers read or oneDNN's reorders write: NCHW, nChw8c, nChw16c, of
+// elements of `type`.
+std::optional<std::pair<tag, BlockedLayout>> activation_layout(const Desc& d, const Dims& dims, dt type) {
     const std::int64_t channels = dims[1];
     for (const auto& [t, block] : {std::pair{tag::nchw, 1}, std::pair{tag::nChw8c, 8}, std::pair{tag::nChw16c, 16}})
-        if (d == Desc(dims, dt::f32, t)) return std::pair{t, BlockedLayout{block, (channels + block - 1) / block * block}};
+        if (d == Desc(dims, type, t)) return std::pair{t, BlockedLayout{block, (channels + block - 1) / block * block}};
     return std::nullopt;
 }
 
@@ -188,9 +195,10 @@ struct OneDnnConv::Impl {
     std::optional<Run> run;  // forward, backward_data
 
     // backward_weights: chunks of `chunk` samples, the last `tail` (0: as the others); the chunk
-    // primitive once per thread (one execution each at a time), the tail's once.
+    // primitive once per thread (one execution each at a time), the tail's once. A sample's part
+    // of the blocked dy and x, in bytes.
     std::int64_t chunk = 0, chunks = 0, tail = 0;
-    std::int64_t a_per_sample = 0, b_per_sample = 0, dw_floats = 0, partials = 0;
+    std::int64_t a_bytes_per_sample = 0, b_bytes_per_sample = 0, dw_floats = 0, partials = 0;
     std::vector<Run> runs;
     std::optional<Run> tail_run;
     std::vector<dnnl::stream> streams;
@@ -204,8 +212,10 @@ BlockedLayout OneDnnConv::dst_layout() const { return m_impl->dst; }
 
 namespace {
 
-// The descriptors oneDNN chose, checked: null when they are not for us.
-std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, const OneDnnConvDims& d, int threads) {
+// The descriptors oneDNN chose, checked: null when they are not for us. The operands (x, w, dy)
+// are of the operands' type, the results (y, dx, dw) FP32.
+std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, const OneDnnConvDims& d, int threads,
+                                            ConvOperands operands) {
     using Direction = OneDnnConv::Direction;
     const dnnl::engine& engine = cpu_engine();
     auto impl = std::make_unique<OneDnnConv::Impl>();
@@ -216,22 +226,26 @@ std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, con
     set_threads(direction == Direction::backward_weights ? 1 : threads);
     const std::int64_t batch = direction == Direction::backward_weights ? wgrad_chunk_samples(d) : d.batch;
     const Geometry g(d, batch), whole(d, d.batch);
-    const Desc any_src(g.src, dt::f32, tag::any), any_w(g.weights, dt::f32, tag::any), any_dst(g.dst, dt::f32, tag::any);
-    const auto fwd = forward_pd(engine, g, any_src, any_w, any_dst);
+    const dt op = type_of(operands);
+    const Desc any_src(g.src, op, tag::any), any_w(g.weights, op, tag::any), any_dst(g.dst, op, tag::any);
+    const Desc any_src_f32(g.src, dt::f32, tag::any), any_w_f32(g.weights, dt::f32, tag::any),
+        any_dst_f32(g.dst, dt::f32, tag::any);
+    // The forward (for the backward directions, the hint, its dst of the operands' type as dy).
+    const auto fwd = forward_pd(engine, g, any_src, any_w, direction == Direction::forward ? any_dst_f32 : any_dst);
     const Desc x_plain(whole.src, dt::f32, tag::nchw), w_plain(whole.weights, dt::f32, tag::oihw),
         y_plain(whole.dst, dt::f32, tag::nchw);
     std::int64_t& ws = impl->workspace;
 
     // An activation's layout, or nothing when oneDNN chose one we do not read or that pads too much.
-    const auto layout = [](const Desc& desc, const Dims& dims) -> std::optional<std::pair<tag, BlockedLayout>> {
-        auto l = activation_layout(desc, dims);
+    const auto layout = [](const Desc& desc, const Dims& dims, dt type) -> std::optional<std::pair<tag, BlockedLayout>> {
+        auto l = activation_layout(desc, dims, type);
         if (!l || !padding_acceptable(l->second, dims[1])) return std::nullopt;
         return l;
     };
 
     if (direction == Direction::forward) {
         if (!direct_kernel(fwd.impl_info_str())) return nullptr;
-        const auto src = layout(fwd.src_desc(), g.src), dst = layout(fwd.dst_desc(), g.dst);
+        const auto src = layout(fwd.src_desc(), g.src, op), dst = layout(fwd.dst_desc(), g.dst, dt::f32);
         if (!src || !dst) return nullptr;
         impl->a = Operand(engine, x_plain, fwd.src_desc(), true, ws);
         impl->b = Operand(engine, w_plain, fwd.weights_desc(), true, ws);
@@ -243,9 +257,9 @@ std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, con
         return impl;
     }
     if (direction == Direction::backward_data) {
-        const auto bwd = backward_data_pd(engine, g, any_src, any_w, any_dst, fwd);
+        const auto bwd = backward_data_pd(engine, g, any_src_f32, any_w, any_dst, fwd);
         if (!direct_kernel(bwd.impl_info_str())) return nullptr;
-        if (!layout(bwd.diff_src_desc(), g.src) || !layout(bwd.diff_dst_desc(), g.dst)) return nullptr;
+        if (!layout(bwd.diff_src_desc(), g.src, dt::f32) || !layout(bwd.diff_dst_desc(), g.dst, op)) return nullptr;
         impl->a = Operand(engine, y_plain, bwd.diff_dst_desc(), true, ws);
         impl->b = Operand(engine, w_plain, bwd.weights_desc(), true, ws);
         impl->c = Operand(engine, x_plain, bwd.diff_src_desc(), false, ws);
@@ -256,18 +270,18 @@ std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, con
 
     // backward_weights: the chunk's primitive picks the layouts; the whole batch is reordered into
     // them once, each chunk reading its samples' part (the batch is the outermost dimension).
-    const auto bwd = backward_weights_pd(engine, g, any_src, any_w, any_dst, fwd);
+    const auto bwd = backward_weights_pd(engine, g, any_src, any_w_f32, any_dst, fwd);
     if (!direct_kernel(bwd.impl_info_str())) return nullptr;
-    const auto src = layout(bwd.src_desc(), g.src), diff_dst = layout(bwd.diff_dst_desc(), g.dst);
+    const auto src = layout(bwd.src_desc(), g.src, op), diff_dst = layout(bwd.diff_dst_desc(), g.dst, op);
     if (!src || !diff_dst) return nullptr;
-    const Desc dy_blocked(whole.dst, dt::f32, diff_dst->first), x_blocked(whole.src, dt::f32, src->first);
+    const Desc dy_blocked(whole.dst, op, diff_dst->first), x_blocked(whole.src, op, src->first);
     impl->chunk = batch;
     impl->chunks = (d.batch + batch - 1) / batch;
     impl->tail = d.batch % batch;
     impl->a = Operand(engine, y_plain, dy_blocked, true, ws);
     impl->b = Operand(engine, x_plain, x_blocked, true, ws);
-    impl->a_per_sample = floats_of(dy_blocked) / d.batch;
-    impl->b_per_sample = floats_of(x_blocked) / d.batch;
+    impl->a_bytes_per_sample = static_cast<std::int64_t>(dy_blocked.get_size()) / d.batch;
+    impl->b_bytes_per_sample = static_cast<std::int64_t>(x_blocked.get_size()) / d.batch;
     const Desc dw_desc = bwd.diff_weights_desc();
     impl->dw_floats = floats_of(dw_desc);
     impl->partials = ws;
@@ -280,7 +294,7 @@ std::unique_ptr<OneDnnConv::Impl> make_impl(OneDnnConv::Direction direction, con
     }
     if (impl->tail > 0) {
         const Geometry t(d, impl->tail);
-        const Desc tail_src(t.src, dt::f32, src->first), tail_dst(t.dst, dt::f32, diff_dst->first);
+        const Desc tail_src(t.src, op, src->first), tail_dst(t.dst, op, diff_dst->first);
         const auto tail_fwd = forward_pd(engine, t, tail_src, any_w, tail_dst);
         const auto tail_bwd = backward_weights_pd(engine, t, tail_src, dw_desc, tail_dst, tail_fwd);
         if (!direct_kernel(tail_bwd.impl_info_str()) || tail_bwd.diff_weights_desc() != dw_desc) return nullptr;
@@ -293,12 +307,13 @@ struct CacheKey {
     OneDnnConv::Direction direction;
     OneDnnConvDims dims;
     int threads;
+    ConvOperands operands;
     auto operator<=>(const CacheKey&) const = default;
 };
 
 }  // namespace
 
-OneDnnConv* OneDnnConv::find(Direction direction, const OneDnnConvDims& dims, int threads) {
+OneDnnConv* OneDnnConv::find(Direction direction, const OneDnnConvDims& dims, int threads, ConvOperands operands) {
     // A few models' shapes: past that the cache starts again rather than grow with every model a
     // long-lived thread (the GUI's trainer) has seen.
     constexpr std::size_t most_entries = 96;
@@ -309,12 +324,12 @@ OneDnnConv* OneDnnConv::find(Direction direction, const OneDnnConvDims& dims, in
         dims.batch * dims.out_channels * dims.out_h() * dims.out_w() * dims.channels * dims.kernel * dims.kernel;
     if (direction != Direction::backward_weights) threads = CpuMatmul::threads_for(multiply_adds, threads);
     threads = std::max(1, threads);
-    const CacheKey key{direction, dims, threads};
+    const CacheKey key{direction, dims, threads, operands};
     if (auto it = cache.find(key); it != cache.end()) return it->second.get();
     if (cache.size() >= most_entries) cache.clear();
     std::unique_ptr<OneDnnConv> conv;
     try {
-        if (auto impl = make_impl(direction, dims, threads)) conv.reset(new OneDnnConv(std::move(impl)));
+        if (auto impl = make_impl(direction, dims, threads, operands)) conv.reset(new OneDnnConv(std::move(impl)));
     } catch (const dnnl::error&) {
         // No convolution primitive for these descriptors: im2col it is (conv stays null).
     }
@@ -350,10 +365,10 @@ void OneDnnConv::backward_data(const float* dy, const float* w, float* dx, float
 void OneDnnConv::backward_weights(const float* dy, const float* x, float* dw, float* workspace) {
     Impl& m = *m_impl;
     // The reorders of the whole batch on oneDNN's threads (copies: any cut gives the same values).
-    set_threads(cpu_detail::pass_threads(m.dims.batch * m.a_per_sample, cpu_detail::elementwise_min_per_thread,
-                                         m.threads));
-    auto* dyb = static_cast<float*>(m.a.bind(dy, workspace));
-    auto* xb = static_cast<float*>(m.b.bind(x, workspace));
+    set_threads(cpu_detail::pass_threads(m.dims.batch * m.dims.out_channels * m.dims.out_h() * m.dims.out_w(),
+                                         cpu_detail::elementwise_min_per_thread, m.threads));
+    auto* dyb = static_cast<unsigned char*>(m.a.bind(dy, workspace));
+    auto* xb = static_cast<unsigned char*>(m.b.bind(x, workspace));
     auto* acc = static_cast<float*>(m.c.bind(dw, workspace));
     m.a.to_blocked(m.stream);
     m.b.to_blocked(m.stream);
@@ -374,7 +389,7 @@ void OneDnnConv::backward_weights(const float* dy, const float* x, float* dw, fl
                 const bool tail = m.tail > 0 && j == m.chunks - 1;
                 Run& run = tail ? *m.tail_run : m.runs[static_cast<std::size_t>(slot)];
                 dnnl::stream& stream = m.streams[static_cast<std::size_t>(slot)];
-                run.execute(stream, dyb + first * m.a_per_sample, xb + first * m.b_per_sample, out);
+                run.execute(stream, dyb + first * m.a_bytes_per_sample, xb + first * m.b_bytes_per_sample, out);
                 stream.wait();
             }
         });

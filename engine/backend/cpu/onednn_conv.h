@@ -11,6 +11,13 @@
 // already rounded to the compute format; the products are exact and every sum is FP32, as in the
 // im2col path: only the order of the sums differs (docs/numerics.md, "Convolutional ops").
 //
+// Operands of bf16 values (bf16 and fp8 compute: bf16 holds both exactly) may run on oneDNN's
+// bf16 kernels instead: the reorders into the blocked buffers convert them to bf16 bits (exact),
+// the kernels multiply pairs of them into FP32 sums, and every result is FP32 as before. The
+// backend takes them where it takes the bf16 matmul (cpu_bf16_choice.h): the same products, a
+// different order of FP32 sums, half the bytes to move, and, on CPUs with AVX-512 BF16, twice the
+// multiplies per instruction.
+//
 // Threads (docs/numerics.md, "Threads"): the forward and the input gradient run on oneDNN's
 // threading, a thread per 2^20 multiply-adds as CpuMatmul's products; its kernels give each output
 // element to one thread, summed in the same order whatever the count (held on 1, 2 and 3 threads
@@ -41,6 +48,9 @@ struct OneDnnConvDims {
     auto operator<=>(const OneDnnConvDims&) const = default;
 };
 
+// The type of the operands' blocked copies: FP32, or bf16 bits (their values must be bf16 values).
+enum class ConvOperands { fp32, bf16 };
+
 // How an activation lies in a blocked buffer: channels in blocks of `block` (1: NCHW), the last
 // block padded up to padded_channels; value (n, c, p) of P positions at
 // ((n·padded_channels/block + c/block)·P + p)·block + c%block.
@@ -52,11 +62,13 @@ class OneDnnConv {
 public:
     enum class Direction { forward, backward_data, backward_weights };
 
-    // The cached primitive for `direction` on `dims` with up to `threads` threads (>= 1), made on
-    // first use; null when oneDNN has no direct convolution for it whose activations are NCHW,
-    // nChw8c or nChw16c with at most a third of their channels padding (a 1-channel image in
-    // nChw16c would multiply 15 zero channels for each real one: im2col is faster there).
-    static OneDnnConv* find(Direction direction, const OneDnnConvDims& dims, int threads);
+    // The cached primitive for `direction` on `dims` with up to `threads` threads (>= 1) and
+    // `operands` blocked as given, made on first use; null when oneDNN has no direct convolution
+    // for it whose activations are NCHW, nChw8c or nChw16c with at most a third of their channels
+    // padding (a 1-channel image in nChw16c would multiply 15 zero channels for each real one:
+    // im2col is faster there). For bf16 operands, also null where the CPU has no bf16 kernel.
+    static OneDnnConv* find(Direction direction, const OneDnnConvDims& dims, int threads,
+                            ConvOperands operands = ConvOperands::fp32);
 
     ~OneDnnConv();
     OneDnnConv(const OneDnnConv&) = delete;
@@ -66,8 +78,9 @@ public:
     // the caller's, 64-byte aligned, kept between calls or not.
     std::int64_t workspace_floats() const;
 
-    // forward: y = x ⋆ w into the workspace, returned, in dst_layout(); x (N, C, H, W) and
-    // w (Co, C, k, k) plain FP32.
+    // The arrays below are FP32 whatever operands() is; with bf16 operands, x, w and dy hold bf16
+    // values. forward: y = x ⋆ w into the workspace, returned, in dst_layout(); x (N, C, H, W)
+    // and w (Co, C, k, k) plain.
     const float* forward(const float* x, const float* w, float* workspace);
     BlockedLayout dst_layout() const;
     // backward_data: dx (N, C, H, W) = the input gradient of dy (N, Co, oh, ow) through w,

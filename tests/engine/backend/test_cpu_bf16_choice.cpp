@@ -171,6 +171,31 @@ private slots:
         QCOMPARE(z32[0], -192.0f);
     }
 
+    // Below FP32's normal range the paths differ (docs/numerics.md, "The bf16 matmul path"): the
+    // FP32 path keeps a subnormal operand and a subnormal product; the CPU's bf16 dot product may
+    // read the one as zero and flush the other, and gives nothing but the exact value or zero.
+    void subnormalsAreExactOnTheFp32PathAndExactOrZeroOnTheBf16Path() {
+        const std::int64_t m = 16, n = 16, k = 64;
+        CpuMatmul fp32, bf16;
+        fp32.set_bf16_enabled(false);
+        bf16.set_bf16_enabled(true);
+        // a's first column times b's first row: one product per output, the rest zeros.
+        for (const auto& [a_value, b_value] : {std::pair{std::ldexp(1.0f, -130), 1.0f},   // a subnormal operand
+                                               std::pair{std::ldexp(1.0f, -70), std::ldexp(1.0f, -60)}}) {  // product
+            std::vector<float> a(static_cast<std::size_t>(m * k), 0.0f), b(static_cast<std::size_t>(k * n), 0.0f);
+            for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(i * k)] = a_value;
+            for (std::int64_t j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = b_value;
+            std::vector<float> c32(static_cast<std::size_t>(m * n)), c16(c32.size());
+            fp32.multiply(a.data(), false, b.data(), false, c32.data(), m, n, k, true);
+            bf16.multiply(a.data(), false, b.data(), false, c16.data(), m, n, k, true);
+            const float exact = std::ldexp(1.0f, -130);
+            for (std::size_t i = 0; i < c32.size(); ++i) {
+                QCOMPARE(c32[i], exact);
+                QVERIFY2(c16[i] == exact || c16[i] == 0.0f, qPrintable(QString("bf16 path: %1").arg(c16[i])));
+            }
+        }
+    }
+
     void theBackendSetsThePathByName() {
         const auto cpu = make_backend("cpu", 0, 1);
         cpu->set_bf16_matmul_path("fp32");

@@ -19,6 +19,7 @@
 #include "conv_test_util.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/onednn_conv.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
 
@@ -298,6 +299,56 @@ private slots:
         const auto gw = read(be, *cv.gw);
         be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
         QCOMPARE(read(be, *cv.gw), gw);
+    }
+
+    // bf16 operands on each path the backend may take (onednn_conv.h): oneDNN's bf16 kernels
+    // (where the CPU has them: the operands as bf16 bits) and its FP32 kernels on the same values.
+    // The products are exact either way, so with FP32 outputs y, dx and dW match the double
+    // reference of the bf16 operands to FP32 summation, and the two paths match each other as
+    // closely; the weight gradient over several chunks (40 samples of 64 positions).
+    void bf16KernelsMatchTheFp32Kernels_data() {
+        QTest::addColumn<Conv2dGeometry>("g");
+        QTest::addColumn<int>("batch");
+        QTest::newRow("3x3 stride 1, 40 samples") << geometry(16, 8, 8, 32, 3, 1, 1) << 40;
+        QTest::newRow("3x3 stride 2, 3 samples") << geometry(32, 7, 6, 16, 3, 2, 1) << 3;
+    }
+    void bf16KernelsMatchTheFp32Kernels() {
+        QFETCH(Conv2dGeometry, g);
+        QFETCH(int, batch);
+        const OneDnnConvDims dims{batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
+        using Direction = OneDnnConv::Direction;
+        for (Direction d : {Direction::forward, Direction::backward_data, Direction::backward_weights}) {
+            QVERIFY(OneDnnConv::find(d, dims, 1));
+            // Wherever oneDNN has a bf16 matmul, it has these bf16 kernels too: the test runs them.
+            QVERIFY(!CpuMatmul::bf16_available() || OneDnnConv::find(d, dims, 1, ConvOperands::bf16));
+        }
+        struct Result {
+            std::vector<float> y, dx, dw, x, w;  // x, w: the values the run drew
+        };
+        std::vector<float> dy_values = random_values(static_cast<std::size_t>(batch * g.out_size()), 1.0f, 52);
+        dy_values = rounded(Format::bf16, dy_values);  // an operand either way: its values bf16's
+        const auto run = [&](const char* path) {
+            CpuBackend be;
+            be.set_bf16_matmul_path(path);
+            Conv cv(be, g, batch, false, Format::bf16, Format::fp32, 51);
+            be.upload(*cv.dy, dy_values.data(), static_cast<std::int64_t>(dy_values.size()));
+            be.conv2d_forward(cv.t, *cv.x, *cv.y, batch, true);
+            be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
+            return Result{read(be, *cv.y), read(be, *cv.dx), read(be, *cv.gw), cv.xv, cv.wv};
+        };
+        const Result fp32 = run("fp32"), bf16 = run("bf16");
+        const auto xd = to_double(rounded(Format::bf16, fp32.x)), wd = to_double(rounded(Format::bf16, fp32.w));
+        std::vector<double> dx_ref, dw_ref;
+        conv_adjoints_ref(g, batch, xd, wd, to_double(dy_values), dx_ref, dw_ref);
+        const auto y_ref = conv_ref(g, batch, xd, wd, nullptr);
+        for (const auto& [name, r] : {std::pair{"fp32 kernels", &fp32}, std::pair{"bf16 kernels", &bf16}}) {
+            QString bad = conv_test::mismatch("y", r->y, y_ref, 1e-5);
+            QVERIFY2(bad.isEmpty(), qPrintable(QString("%1: %2").arg(name, bad)));
+            bad = conv_test::mismatch("dx", r->dx, dx_ref, 1e-5);
+            QVERIFY2(bad.isEmpty(), qPrintable(QString("%1: %2").arg(name, bad)));
+            bad = conv_test::mismatch("dW", r->dw, dw_ref, 1e-4);  // sums of up to 2,560 products
+            QVERIFY2(bad.isEmpty(), qPrintable(QString("%1: %2").arg(name, bad)));
+        }
     }
 
     // y = rnd_out( Σ rnd_F(x)·rnd_F(W) + rnd_out(b) ): the outputs are values of their format,

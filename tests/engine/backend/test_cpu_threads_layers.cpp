@@ -86,8 +86,11 @@ Conv2dGeometry conv_geometry(ConvCase which, std::int64_t& batch) {
 
 // A convolution forward and backward: y, dx (none for a first layer), dW, dB, the saved input,
 // dW's rounding counts.
-Outcome conv(int threads, ConvCase which, Format compute) {
+// bf16_path: the backend's path for bf16 operands, "bf16" (oneDNN's bf16 kernels where it has them)
+// or "fp32".
+Outcome conv(int threads, ConvCase which, Format compute, const std::string& bf16_path) {
     auto be = backend_with(threads);
+    be->set_bf16_matmul_path(bf16_path);
     std::int64_t batch = 0;
     const Conv2dGeometry g = conv_geometry(which, batch);
     auto w = tensor(*be, g.out_channels, g.patch(), Format::fp32, random_values(g.out_channels * g.patch(), 0.3f, 1));
@@ -377,32 +380,43 @@ private slots:
     void convolutionIsTheSameOnAnyThreadCount_data() {
         QTest::addColumn<int>("which");
         QTest::addColumn<int>("compute");
-        QTest::newRow("3 channels fp32") << int(ConvCase::wide_patch) << int(Format::fp32);
-        QTest::newRow("3 channels bf16") << int(ConvCase::wide_patch) << int(Format::bf16);
-        QTest::newRow("1 channel fp32") << int(ConvCase::one_channel) << int(Format::fp32);
-        QTest::newRow("1 channel fp16") << int(ConvCase::one_channel) << int(Format::fp16);
-        QTest::newRow("stride 2 bf16") << int(ConvCase::strided) << int(Format::bf16);
-        QTest::newRow("direct fp32") << int(ConvCase::blocked) << int(Format::fp32);
-        QTest::newRow("direct bf16") << int(ConvCase::blocked) << int(Format::bf16);
-        QTest::newRow("direct first layer fp16") << int(ConvCase::first_layer) << int(Format::fp16);
-        QTest::newRow("direct stride 2 bf16") << int(ConvCase::blocked_strided) << int(Format::bf16);
-        QTest::newRow("direct 1x1 stride 2 fp32") << int(ConvCase::pointwise) << int(Format::fp32);
+        QTest::addColumn<QString>("bf16_path");
+        QTest::newRow("3 channels fp32") << int(ConvCase::wide_patch) << int(Format::fp32) << "fp32";
+        QTest::newRow("3 channels bf16") << int(ConvCase::wide_patch) << int(Format::bf16) << "fp32";
+        QTest::newRow("3 channels bf16, bf16 matmul") << int(ConvCase::wide_patch) << int(Format::bf16) << "bf16";
+        QTest::newRow("1 channel fp32") << int(ConvCase::one_channel) << int(Format::fp32) << "fp32";
+        QTest::newRow("1 channel fp16") << int(ConvCase::one_channel) << int(Format::fp16) << "fp32";
+        QTest::newRow("stride 2 bf16") << int(ConvCase::strided) << int(Format::bf16) << "fp32";
+        QTest::newRow("direct fp32") << int(ConvCase::blocked) << int(Format::fp32) << "fp32";
+        QTest::newRow("direct bf16, FP32 kernels") << int(ConvCase::blocked) << int(Format::bf16) << "fp32";
+        QTest::newRow("direct bf16, bf16 kernels") << int(ConvCase::blocked) << int(Format::bf16) << "bf16";
+        QTest::newRow("direct first layer fp16") << int(ConvCase::first_layer) << int(Format::fp16) << "fp32";
+        QTest::newRow("direct stride 2 bf16, FP32 kernels") << int(ConvCase::blocked_strided) << int(Format::bf16)
+                                                              << "fp32";
+        QTest::newRow("direct stride 2 bf16, bf16 kernels") << int(ConvCase::blocked_strided) << int(Format::bf16)
+                                                              << "bf16";
+        QTest::newRow("direct 1x1 stride 2 fp32") << int(ConvCase::pointwise) << int(Format::fp32) << "fp32";
     }
     void convolutionIsTheSameOnAnyThreadCount() {
         QFETCH(int, which);
         QFETCH(int, compute);
+        QFETCH(QString, bf16_path);
         const auto w = static_cast<ConvCase>(which);
         if (w >= ConvCase::blocked) {  // these take oneDNN's convolution, or the case tests nothing new
             using Direction = OneDnnConv::Direction;
             std::int64_t batch = 0;
             const Conv2dGeometry g = conv_geometry(w, batch);
             const OneDnnConvDims d{batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
-            QVERIFY(OneDnnConv::find(Direction::forward, d, 3));
-            QVERIFY(OneDnnConv::find(Direction::backward_weights, d, 3));
-            QVERIFY(w == ConvCase::first_layer || OneDnnConv::find(Direction::backward_data, d, 3));
+            // bf16 kernels wherever oneDNN has a bf16 matmul (the CPU has bf16 instructions).
+            const ConvOperands operands =
+                bf16_path == "bf16" && CpuMatmul::bf16_available() ? ConvOperands::bf16 : ConvOperands::fp32;
+            QVERIFY(OneDnnConv::find(Direction::forward, d, 3, operands));
+            QVERIFY(OneDnnConv::find(Direction::backward_weights, d, 3, operands));
+            QVERIFY(w == ConvCase::first_layer || OneDnnConv::find(Direction::backward_data, d, 3, operands));
         }
-        same_as_one_thread(
-            [&](int t) { return conv(t, static_cast<ConvCase>(which), static_cast<Format>(compute)); });
+        same_as_one_thread([&](int t) {
+            return conv(t, static_cast<ConvCase>(which), static_cast<Format>(compute), bf16_path.toStdString());
+        });
     }
 
     void batchNormIsTheSameOnAnyThreadCount() { same_as_one_thread(batchnorm); }
