@@ -66,7 +66,8 @@ public:
     // `operands` blocked as given, made on first use; null when oneDNN has no direct convolution
     // for it whose activations are NCHW, nChw8c or nChw16c with at most a third of their channels
     // padding (a 1-channel image in nChw16c would multiply 15 zero channels for each real one:
-    // im2col is faster there). For bf16 operands, also null where the CPU has no bf16 kernel.
+    // im2col is faster there). For bf16 operands, also null where oneDNN has no direct bf16
+    // kernel for it.
     static OneDnnConv* find(Direction direction, const OneDnnConvDims& dims, int threads,
                             ConvOperands operands = ConvOperands::fp32);
 
@@ -78,8 +79,8 @@ public:
     // the caller's, 64-byte aligned, kept between calls or not.
     std::int64_t workspace_floats() const;
 
-    // The arrays below are FP32 whatever operands() is; with bf16 operands, x, w and dy hold bf16
-    // values. forward: y = x ⋆ w into the workspace, returned, in dst_layout(); x (N, C, H, W)
+    // The arrays below are FP32 whatever the operands' type; with bf16 operands, x, w and dy hold
+    // bf16 values. forward: y = x ⋆ w into the workspace, returned, in dst_layout(); x (N, C, H, W)
     // and w (Co, C, k, k) plain.
     const float* forward(const float* x, const float* w, float* workspace);
     BlockedLayout dst_layout() const;
