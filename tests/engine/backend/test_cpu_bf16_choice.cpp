@@ -171,9 +171,10 @@ private slots:
         QCOMPARE(z32[0], -192.0f);
     }
 
-    // Below FP32's normal range the paths differ (docs/numerics.md, "The bf16 matmul path"): the
-    // FP32 path keeps a subnormal operand and a subnormal product; the CPU's bf16 dot product may
-    // read the one as zero and flush the other, and gives nothing but the exact value or zero.
+    // Below FP32's normal range the paths differ (docs/numerics.md, "The bf16 matmul path, chosen by
+    // measurement"): the FP32 path keeps a subnormal operand and a subnormal product; the CPU's bf16
+    // dot product may read the one as zero and flush the other, and gives nothing but the exact
+    // value or zero.
     void subnormalsAreExactOnTheFp32PathAndExactOrZeroOnTheBf16Path() {
         const std::int64_t m = 16, n = 16, k = 64;
         CpuMatmul fp32, bf16;

@@ -3,7 +3,8 @@
 // im2col, gather, col2im, epilogue, input rounding and bias gradient, batch norm, the pools, layer
 // norm, softmax, the batched matmul's packing, scatter and epilogue, the embedding's gather and
 // the residual add; and oneDNN's own convolutions (engine/backend/cpu/onednn_conv.h): the forward
-// and dX on oneDNN's threads, dW in chunks of samples on the backend's.
+// and dX on oneDNN's threads, dW in chunks of samples on the backend's, on its FP32 kernels and, for
+// bf16 operands on the bf16 matmul path, its bf16 ones.
 // Each case runs on a backend of 1 thread and on backends of 2 and 3, on shapes whose passes are
 // really cut (more than 2^17 values, odd sizes so the ranges are uneven) while every matmul stays
 // under 2^21 multiply-adds, so oneDNN runs it on one thread and only the passes differ; the
