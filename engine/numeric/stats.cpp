@@ -44,6 +44,21 @@ MANTISSA_HOT std::uint32_t zeros_in(const std::uint32_t* __restrict bits, std::s
     return zeros;
 }
 
+// Indices in bits_a[0..n) and bits_b[0..n) where one value is zero and the other not.
+MANTISSA_HOT std::uint32_t zero_mismatches_in(const std::uint32_t* __restrict a, const std::uint32_t* __restrict b,
+                                              std::size_t n) {
+    std::uint32_t mismatches = 0;
+    for (std::size_t i = 0; i < n; ++i) mismatches += ((a[i] & 0x7fffffffu) == 0) != ((b[i] & 0x7fffffffu) == 0);
+    return mismatches;
+}
+
+// Non-zero magnitudes below `below` (a bit pattern) in bits[0..n).
+MANTISSA_HOT std::uint32_t nonzero_below_in(const std::uint32_t* __restrict bits, std::size_t n, std::uint32_t below) {
+    std::uint32_t count = 0;
+    for (std::size_t i = 0; i < n; ++i) count += ((bits[i] & 0x7fffffffu) - 1u) < (below - 1u);
+    return count;
+}
+
 MANTISSA_HOT void classes_in(const std::uint32_t* __restrict bits, std::size_t n, std::uint32_t min_normal,
                              std::uint32_t* zeros, std::uint32_t* subnormals, std::uint32_t* nonfinite) {
     std::uint32_t z = 0, s = 0, f = 0;
@@ -79,6 +94,24 @@ std::int64_t count_zeros(const float* data, std::size_t n) {
     for (std::size_t start = 0; start < n; start += block)
         zeros += zeros_in(bits + start, std::min(block, n - start));
     return zeros;
+}
+
+bool same_zeros(const float* a, const float* b, std::size_t n) {
+    // Pieces of 16 KiB, so a difference near the start ends the pass early.
+    constexpr std::size_t piece = 4096;
+    const auto* bits_a = reinterpret_cast<const std::uint32_t*>(a);
+    const auto* bits_b = reinterpret_cast<const std::uint32_t*>(b);
+    for (std::size_t start = 0; start < n; start += piece)
+        if (zero_mismatches_in(bits_a + start, bits_b + start, std::min(piece, n - start)) != 0) return false;
+    return true;
+}
+
+bool rounding_may_flush(Format format, const float* data, std::size_t n) {
+    const std::uint32_t below = std::bit_cast<std::uint32_t>(format_info(format).min_subnormal);
+    const auto* bits = reinterpret_cast<const std::uint32_t*>(data);
+    for (std::size_t start = 0; start < n; start += block)
+        if (nonzero_below_in(bits + start, std::min(block, n - start), below) != 0) return true;
+    return false;
 }
 
 void count_classes(Format format, const float* data, std::size_t n, RoundingStats& stats) {

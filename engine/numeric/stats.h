@@ -33,6 +33,14 @@ float max_abs(const float* data, std::size_t n);
 // Counts exact zeros (either sign) in data[0..n).
 std::int64_t count_zeros(const float* data, std::size_t n);
 
+// Whether a[0..n) and b[0..n) hold their exact zeros (either sign) at the same indices.
+bool same_zeros(const float* a, const float* b, std::size_t n);
+
+// Whether rounding data[0..n) to `format` may turn a non-zero value into zero: some non-zero
+// magnitude is below the format's smallest subnormal. Conservative on purpose: round to nearest
+// flushes only at or below half of it, stochastic rounding anywhere below it.
+bool rounding_may_flush(Format format, const float* data, std::size_t n);
+
 // Adds to `stats` the zeros, subnormals (relative to `format`) and non-finite values of
 // data[0..n), and n to elements. zeros_before is not touched.
 void count_classes(Format format, const float* data, std::size_t n, RoundingStats& stats);

@@ -246,7 +246,7 @@ void CpuBackend::softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in, 
     const float* y = cpu(y_in).data();
     const float* dy = cpu(dy_in).data();
     const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, rows * cols, &sdy);
+    float* sdx = trace_backward(dy_in, dx_out, rows * cols, true, &sdy);
     float* dx = cpu(dx_out).data();
     const Format f = dx_out.format();
     cpu_detail::for_ranges(rows, pass_threads(rows * cols, cpu_detail::elementwise_min_per_thread), 1,

@@ -272,8 +272,15 @@ void CpuBackend::set_gradient_tracing(bool on) {
 float* CpuBackend::shadow_for(const Tensor& t, std::int64_t n) {
     Shadow& s = m_shadows[&t];
     if (s.values.size() < static_cast<std::size_t>(n)) s.values.resize(static_cast<std::size_t>(n));
+    s.n = n;
     s.valid = true;
+    s.compared = false;
     return s.values.data();
+}
+
+void CpuBackend::drop_shadow(const Tensor& t) {
+    const auto it = m_shadows.find(&t);
+    if (it != m_shadows.end()) it->second.valid = false;
 }
 
 void CpuBackend::keep_unrounded(const Tensor& t, const float* data, std::int64_t n) {
@@ -281,9 +288,23 @@ void CpuBackend::keep_unrounded(const Tensor& t, const float* data, std::int64_t
     std::memcpy(shadow_for(t, n), data, static_cast<std::size_t>(n) * sizeof(float));
 }
 
-const float* CpuBackend::unrounded(const Tensor& t) const {
+const float* CpuBackend::unrounded(const Tensor& t) {
     const auto it = m_shadows.find(&t);
-    return it != m_shadows.end() && it->second.valid ? it->second.values.data() : nullptr;
+    if (it == m_shadows.end() || !it->second.valid) return nullptr;
+    Shadow& s = it->second;
+    if (!s.compared) {
+        s.compared = true;
+        const float* values = cpu(t).data();
+        const float* shadow = s.values.data();
+        std::atomic<bool> differ{false};
+        cpu_detail::for_ranges(s.n, pass_threads(s.n, cpu_detail::elementwise_min_per_thread), 64,
+                               [&](std::int64_t begin, std::int64_t end, int) {
+            if (!same_zeros(values + begin, shadow + begin, static_cast<std::size_t>(end - begin)))
+                differ.store(true, std::memory_order_relaxed);
+        });
+        s.valid = differ.load(std::memory_order_relaxed);
+    }
+    return s.valid ? s.values.data() : nullptr;
 }
 
 CpuTensor* CpuBackend::fresh_cast_copy(const Tensor& param) const {
@@ -355,11 +376,12 @@ float CpuBackend::quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw)
     return amax;
 }
 
-float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, const float** sdy) {
+float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, bool rounds,
+                                  const float** sdy) {
     *sdy = nullptr;
     if (!m_tracing) return nullptr;
     *sdy = unrounded(dy);
-    if (!*sdy && dx.format() == Format::fp32) return nullptr;
+    if (!*sdy && (!rounds || dx.format() == Format::fp32)) return nullptr;
     return shadow_for(dx, n);
 }
 

@@ -263,7 +263,7 @@ private:
     };
     // dy's shadow and reference (gradient tracing), and whether a dy operand (dgrad's, or wgrad's
     // when it differs) flushed values of dy's first n.
-    void trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) const;
+    void trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n);
     // src quantised and decoded along `axes` into scratch slot `slot`; a gradient operand (dy) is
     // rounded stochastically while the layer asks for it (m_stochastic_gradients).
     const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot,
@@ -321,21 +321,28 @@ private:
     // that (CpuFp8WeightCopy); returns amax |w|.
     float quantized_weight(CpuTensor& w, CpuTensor& wc, AmaxHistory& hw);
     // dx's FP32 shadow for a backward that is linear in dy (pools, batch norm): null when
-    // gradient tracing has nothing to keep. Else *sdy is dy's shadow or null (then the shadow of
-    // dx is dx before its rounding).
-    float* trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, const float** sdy);
+    // gradient tracing has nothing to keep (dy has no shadow, and dx is FP32 or, `rounds` false,
+    // not rounded). Else *sdy is dy's shadow or null (then the shadow of dx is dx before its
+    // rounding).
+    float* trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, bool rounds, const float** sdy);
 
     // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
     // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's
-    // shadow valid for this step and returns its n values to fill; unrounded is null when t has
-    // none this step. keep_unrounded: the shadow of an output about to be rounded.
+    // shadow valid for this step and returns its n values to fill; keep_unrounded: the shadow of
+    // an output about to be rounded. unrounded(t) is null when t has no shadow this step, and
+    // also when the shadow holds its zeros where t does: it would then tell the statistics
+    // nothing that t does not, so the backward passes after it run once, on t, as they do when
+    // no rounding flushed anything (decided on the first lookup, once t is written).
     float* shadow_for(const Tensor& t, std::int64_t n);
-    const float* unrounded(const Tensor& t) const;
+    void drop_shadow(const Tensor& t);  // t's shadow tells nothing t does not (cpu_unrounded_pieces.h)
+    const float* unrounded(const Tensor& t);
     void keep_unrounded(const Tensor& t, const float* data, std::int64_t n);
 
     struct Shadow {
         CpuBuffer values;
+        std::int64_t n = 0;    // the values written this step
         bool valid = false;
+        bool compared = false; // its zeros compared with the tensor's since shadow_for
     };
     std::shared_ptr<CpuLedger> m_ledger;
     bool m_tracing = false;

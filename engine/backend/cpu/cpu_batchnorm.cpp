@@ -17,13 +17,14 @@
 //                     dx = rnd_dx( (γ·invstd)·(dy - fp32(dβ_d/M) - x̂·fp32(dγ_d/M)) )
 // The statistics and gradients are written rounded to their tensors' formats (FP32 tensors keep
 // them exactly). With gradient tracing on, dx's shadow is the same backward applied to dy's
-// (the backward is linear in dy). Training thread only.
+// (the backward is linear in dy), or, where dy has none, dx before its rounding, kept plane by
+// plane where that rounding may flush (cpu_unrounded_pieces.h). Training thread only.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_tensor_access.h"
+#include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -213,8 +214,10 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
     float* grad_beta = cpu(*bn.grad_bias).data();
     const std::int64_t n = batch * bn.channels * bn.spatial;
     const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* sdx = trace_backward(dy_in, dx_out, n, true, &sdy);
     float* dx = cpu(dx_out).data();
+    // No dy shadow: dx's is dx before its rounding, kept plane by plane where it may flush.
+    UnroundedPieces unrounded_planes(sdx, sdy, dx_out.format(), batch * bn.channels, bn.spatial);
     const int threads = threads_for(bn.channels, n, m_matmul.threads());
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (std::int64_t c = 0; c < bn.channels; ++c) {
@@ -222,13 +225,12 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
         grad_beta[c] = static_cast<float>(s.dy);
         grad_gamma[c] = static_cast<float>(s.dy_xhat);
         if (sdx && sdy) channel_backward(bn, c, x, sdy, sdx, batch, mean[c], invstd[c], gamma[c]);
-        for (std::int64_t i = 0; i < batch; ++i) {  // the shadow before the rounding
-            if (sdx && !sdy)
-                std::memcpy(plane(sdx, bn, i, c), plane(dx, bn, i, c),
-                            static_cast<std::size_t>(bn.spatial) * sizeof(float));
+        for (std::int64_t i = 0; i < batch; ++i) {
+            unrounded_planes.before_rounding(i * bn.channels + c, plane(dx, bn, i, c));
             round_output(dx_out.format(), plane(dx, bn, i, c), bn.spatial);
         }
     }
+    if (unrounded_planes.unneeded(dx)) drop_shadow(dx_out);
     round_output(bn.grad_weight->format(), grad_gamma, bn.channels);
     round_output(bn.grad_bias->format(), grad_beta, bn.channels);
 }

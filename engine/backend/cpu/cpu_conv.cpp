@@ -571,12 +571,17 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
             scale_round_gradient(dx_out->format(), dx, batch * in, dq);
         } else {  // the shadow needs dx before its rounding
             scale_in_place(dx, batch * in, dq);
-            float* shadow = shadow_for(*dx_out, batch * in);
-            if (flushed) {
-                dgrad(dy_reference, shadow, false);
-                scale_in_place(shadow, batch * in, dq_w);  // fp8: dy_reference is not scaled
-            } else {
-                std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+            // None when dx's own zeros are the shadow's: no shadow behind dy, no flush in its
+            // operands, and none that dx's rounding could make (cpu_unrounded_pieces.h).
+            if (flushed || dy_shadow ||
+                rounding_may_flush(dx_out->format(), dx, static_cast<std::size_t>(batch * in))) {
+                float* shadow = shadow_for(*dx_out, batch * in);
+                if (flushed) {
+                    dgrad(dy_reference, shadow, false);
+                    scale_in_place(shadow, batch * in, dq_w);  // fp8: dy_reference is not scaled
+                } else {
+                    std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+                }
             }
             round_gradient(dx_out->format(), dx, batch * in);
         }

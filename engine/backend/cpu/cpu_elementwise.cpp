@@ -59,6 +59,8 @@ void CpuBackend::activation_forward_impl(Activation act, const Tensor& z_in, Ten
     float* a = cpu(a_out).data();
     const std::int64_t n = batch * z_in.cols();
     const Format format = a_out.format();
+    // relu passes z's values or zero: exact when a's format holds z's (bf16 autocast's case).
+    const bool round = !(act == Activation::relu && format_contains(format, z_in.format()));
     // Each range computed and rounded while it is in the cache; every value is its own.
     cpu_detail::for_ranges(n, pass_threads(n, activation_min_per_thread(act)), 64,
                            [&](std::int64_t begin, std::int64_t end, int) {
@@ -71,7 +73,7 @@ void CpuBackend::activation_forward_impl(Activation act, const Tensor& z_in, Ten
             for (std::int64_t i = begin; i < end; ++i) a[i] = std::tanh(z[i]);
             break;
         }
-        round_output(format, a + begin, end - begin);
+        if (round) round_output(format, a + begin, end - begin);
     });
 }
 
@@ -82,10 +84,13 @@ void CpuBackend::activation_backward_impl(Activation act, const Tensor& z_in, co
     const float* da = cpu(da_in).data();
     float* dz = cpu(dz_out).data();
     const std::int64_t n = batch * z_in.cols();
+    // relu's dz is da's value or zero: exact when dz's format holds da's.
+    const bool round = !(act == Activation::relu && format_contains(dz_out.format(), da_in.format()));
     // Gradient tracing: the shadow of dz is the derivative times da's shadow (da's values
-    // before their rounding), or times da when it has none.
+    // before their rounding), or times da when it has none; none is needed when da has none
+    // and dz is not rounded.
     const float* sda = m_tracing ? unrounded(da_in) : nullptr;
-    float* sdz = m_tracing && (sda || dz_out.format() != Format::fp32) ? shadow_for(dz_out, n) : nullptr;
+    float* sdz = m_tracing && (sda || (round && dz_out.format() != Format::fp32)) ? shadow_for(dz_out, n) : nullptr;
     if (!sda) sda = da;
     auto write = [&](std::int64_t i, float d) {
         dz[i] = da[i] * d;
@@ -111,7 +116,7 @@ void CpuBackend::activation_backward_impl(Activation act, const Tensor& z_in, co
             for (std::int64_t i = begin; i < end; ++i) write(i, 1.0f - a[i] * a[i]);
             break;
         }
-        round_output(format, dz + begin, len);
+        if (round) round_output(format, dz + begin, len);
     });
 }
 

@@ -10,7 +10,8 @@
 //             dγ = fp32(Σ_rows dy·x̂), dβ = fp32(Σ_rows dy)   (per column, rows in order, double)
 // The saved statistics and the parameters' gradients are written rounded to their tensors'
 // formats. With gradient tracing on, dx's shadow is the same backward of dy's shadow (it is
-// linear in dy).
+// linear in dy), or, where dy has none, dx before its rounding, kept row by row where that
+// rounding may flush (cpu_unrounded_pieces.h).
 //
 // Threads (cpu_parallel.h, a thread per 2^16 values): the forward and dx share rows out, each row
 // computed as on one thread (the smallest variance gathered as a minimum, which any order gives);
@@ -19,12 +20,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
+#include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -105,7 +106,7 @@ void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_i
     const float* mean = cpu(*ln.saved_mean).data();
     const float* invstd = cpu(*ln.saved_invstd).data();
     const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, rows * n, &sdy);
+    float* sdx = trace_backward(dy_in, dx_out, rows * n, true, &sdy);
     float* dx = cpu(dx_out).data();
 
     // The parameters' gradients first: dx may be dy or x. Columns to the threads in blocks of 16
@@ -132,15 +133,18 @@ void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_i
         }
     });
 
+    // No dy shadow: dx's is dx before its rounding, kept row by row where it may flush.
+    UnroundedPieces unrounded_rows(sdx, sdy, dx_out.format(), rows, n);
     cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int) {
         for (std::int64_t r = r0; r < r1; ++r) {
             const std::int64_t at = r * n;
             if (sdx && sdy) row_backward(x + at, sdy + at, gamma, sdx + at, n, mean[r], invstd[r]);
             row_backward(x + at, dy + at, gamma, dx + at, n, mean[r], invstd[r]);
-            if (sdx && !sdy) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(n) * sizeof(float));
+            unrounded_rows.before_rounding(r, dx + at);
             round_output(dx_out.format(), dx + at, n);
         }
     });
+    if (unrounded_rows.unneeded(dx)) drop_shadow(dx_out);
     round_output(ln.grad_weight->format(), grad_gamma, n);
     round_output(ln.grad_bias->format(), grad_beta, n);
 }

@@ -239,7 +239,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
     return o;
 }
 
-void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) const {
+void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n) {
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
     if (!m_tracing) return;
@@ -429,12 +429,17 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
             scale_round_gradient(dx_out->format(), dx, batch * in, dq);
         } else {  // the shadow needs dx before its rounding
             scale_in_place(dx, batch * in, dq);
-            float* s = shadow_for(*dx_out, batch * in);
-            if (flushed) {
-                m_matmul.multiply(dy_reference, false, w_op, false, s, batch, in, out, false);
-                scale_in_place(s, batch * in, dq_w);  // fp8: dy_reference is not scaled
-            } else {
-                std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+            // None when dx's own zeros are the shadow's: no shadow behind dy, no flush in its
+            // operands, and none that dx's rounding could make (cpu_unrounded_pieces.h).
+            if (flushed || dy_shadow ||
+                rounding_may_flush(dx_out->format(), dx, static_cast<std::size_t>(batch * in))) {
+                float* s = shadow_for(*dx_out, batch * in);
+                if (flushed) {
+                    m_matmul.multiply(dy_reference, false, w_op, false, s, batch, in, out, false);
+                    scale_in_place(s, batch * in, dq_w);  // fp8: dy_reference is not scaled
+                } else {
+                    std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
+                }
             }
             round_gradient(dx_out->format(), dx, batch * in);
         }

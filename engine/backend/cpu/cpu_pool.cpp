@@ -16,7 +16,9 @@
 // global:  y = (Σ_p x, in FP32) / spatial; dx = dy / spatial.
 // Every output rounded to its tensor's format once, after the FP32 arithmetic. With gradient
 // tracing on, the backward also carries dy's FP32 shadow to dx's (CpuBackend::trace_backward):
-// each backward is linear in dy, so the shadow is the same op applied to the shadow.
+// each backward is linear in dy, so the shadow is the same op applied to the shadow; where dy
+// has none, dx before its rounding, kept sample by sample where that rounding may flush
+// (cpu_unrounded_pieces.h), and none at all when dx is not rounded.
 // Samples are independent: a pass over more than 2^16 values shares whole samples out over the
 // backend's threads (cpu_parallel.h), each sample's arithmetic and rounding as on one thread, so
 // the bits do not depend on the count. Training thread only.
@@ -31,6 +33,7 @@
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_pool_kernels.h"
+#include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -342,15 +345,18 @@ void for_samples(std::int64_t batch, int threads, Fn&& fn) {
 
 // A pool's backward, by ranges of whole samples: spread(g, d, n0, n1) writes samples [n0, n1) of
 // d from those of g (d: in values a sample); with gradient tracing, the shadow is the same spread
-// of dy's shadow, or dx before its rounding; then dx's samples rounded to `format` when `round`.
+// of dy's shadow, or dx before its rounding (`unrounded`, sample by sample where the rounding may
+// flush); then dx's samples rounded to `format` when `round`.
 template <class Spread>
 void backward_by_samples(std::int64_t batch, int threads, std::int64_t in, const float* dy, const float* sdy,
-                         float* dx, float* sdx, Format format, bool round, Spread spread) {
+                         float* dx, float* sdx, UnroundedPieces& unrounded, Format format, bool round,
+                         Spread spread) {
     for_samples(batch, threads, [&](std::int64_t n0, std::int64_t n1) {
         const std::int64_t at = n0 * in, count = (n1 - n0) * in;
         spread(dy, dx, n0, n1);
         if (sdx && sdy) spread(sdy, sdx, n0, n1);
-        else if (sdx) std::memcpy(sdx + at, dx + at, static_cast<std::size_t>(count) * sizeof(float));
+        if (unrounded.active())
+            for (std::int64_t n = n0; n < n1; ++n) unrounded.before_rounding(n, dx + n * in);
         if (round) round_output(format, dx + at, count);
     });
 }
@@ -376,16 +382,18 @@ void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& 
                                          const Tensor& dy_in, Tensor& dx_out, std::int64_t batch) {
     const float* x = cpu(x_in).data();
     const std::int64_t in = p.in_size(), out = p.out_size(), n = batch * in;
-    const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
-    float* dx = cpu(dx_out).data();
     // Without overlapping windows each dx is +0 or 0 + dy: dy's value, exact in dy's format.
     const bool round = !(p.stride >= p.kernel && format_contains(dx_out.format(), dy_in.format()));
+    const float* sdy = nullptr;
+    float* sdx = trace_backward(dy_in, dx_out, n, round, &sdy);
+    float* dx = cpu(dx_out).data();
+    UnroundedPieces unrounded(sdx, sdy, dx_out.format(), batch, in);
     backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
-                        dx, sdx, dx_out.format(), round,
+                        dx, sdx, unrounded, dx_out.format(), round,
                         [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
                             cpu_detail::maxpool_route(p, x + n0 * in, g + n0 * out, d + n0 * in, n1 - n0);
                         });
+    if (unrounded.unneeded(dx)) drop_shadow(dx_out);
 }
 
 void CpuBackend::avgpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
@@ -419,13 +427,15 @@ void CpuBackend::avgpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& 
                                          std::int64_t batch) {
     const std::int64_t in = p.in_size(), out = p.out_size(), n = batch * in;
     const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* sdx = trace_backward(dy_in, dx_out, n, true, &sdy);
     float* dx = cpu(dx_out).data();
+    UnroundedPieces unrounded(sdx, sdy, dx_out.format(), batch, in);
     backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
-                        dx, sdx, dx_out.format(), true,
+                        dx, sdx, unrounded, dx_out.format(), true,
                         [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
                             avgpool_spread(p, g + n0 * out, d + n0 * in, n1 - n0);
                         });
+    if (unrounded.unneeded(dx)) drop_shadow(dx_out);
 }
 
 void CpuBackend::global_avgpool_forward_impl(std::int64_t channels, std::int64_t spatial, const Tensor& x_in,
@@ -451,13 +461,15 @@ void CpuBackend::global_avgpool_backward_impl(std::int64_t channels, std::int64_
                                               Tensor& dx_out, std::int64_t batch) {
     const std::int64_t in = channels * spatial, n = batch * in;
     const float* sdy = nullptr;
-    float* sdx = trace_backward(dy_in, dx_out, n, &sdy);
+    float* sdx = trace_backward(dy_in, dx_out, n, true, &sdy);
     float* dx = cpu(dx_out).data();
+    UnroundedPieces unrounded(sdx, sdy, dx_out.format(), batch, in);
     backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
-                        dx, sdx, dx_out.format(), true,
+                        dx, sdx, unrounded, dx_out.format(), true,
                         [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
                             global_spread(channels, spatial, g + n0 * channels, d + n0 * in, n1 - n0);
                         });
+    if (unrounded.unneeded(dx)) drop_shadow(dx_out);
 }
 
 }  // namespace mantissa

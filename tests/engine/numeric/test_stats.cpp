@@ -73,6 +73,52 @@ private slots:
         }
     }
 
+    // same_zeros: the zeros' positions compared, -0 as 0, one differing index anywhere (in the
+    // first piece, the last, a tail) found; other values may differ freely.
+    void sameZerosComparesPositions() {
+        for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{4097}, std::size_t{50'001}}) {
+            const std::vector<float> a = gradient_like(n, 3 + static_cast<unsigned>(n));
+            std::vector<float> b = a;
+            for (float& x : b)
+                if (x != 0.0f) x *= 1.5f;  // the values move, the zeros stay
+            QVERIFY(same_zeros(a.data(), b.data(), n));
+            for (std::size_t k : {std::size_t{0}, n / 2, n - 1}) {
+                std::vector<float> c = b;
+                c[k] = a[k] == 0.0f ? 1.0f : 0.0f;
+                QVERIFY(!same_zeros(a.data(), c.data(), n));
+                c[k] = a[k] == 0.0f ? -0.0f : -a[k];  // a sign does not change a zero's position
+                QVERIFY(same_zeros(a.data(), c.data(), n));
+            }
+        }
+        QVERIFY(same_zeros(nullptr, nullptr, 0));
+    }
+
+    // rounding_may_flush: true exactly when a non-zero magnitude lies below the format's smallest
+    // subnormal, so whenever round_array could turn a non-zero value into zero.
+    void roundingMayFlushBelowTheSmallestSubnormal() {
+        for (Format f : all_formats) {
+            const float tiny = format_info(f).min_subnormal;
+            std::vector<float> v = {1.0f, -3.0f, 0.0f, -0.0f, tiny, -tiny, std::numeric_limits<float>::infinity(),
+                                    std::numeric_limits<float>::quiet_NaN()};
+            QVERIFY2(!rounding_may_flush(f, v.data(), v.size()), format_name(f).data());
+            std::vector<float> rounded = v;
+            round_array(f, rounded.data(), rounded.size());
+            QCOMPARE(count_zeros(rounded.data(), rounded.size()), count_zeros(v.data(), v.size()));
+            if (f == Format::fp32) continue;  // nothing lies below FP32's smallest subnormal
+            for (float below : {std::nextafter(tiny, 0.0f), -tiny / 2, std::numeric_limits<float>::denorm_min()}) {
+                std::vector<float> w = v;
+                w.push_back(below);
+                QVERIFY2(rounding_may_flush(f, w.data(), w.size()), format_name(f).data());
+            }
+            // And wherever round_array does flush, the test said it may.
+            const std::vector<float> g = gradient_like(10'000, 17);
+            std::vector<float> r = g;
+            round_array(f, r.data(), r.size());
+            if (count_zeros(r.data(), r.size()) != count_zeros(g.data(), g.size()))
+                QVERIFY(rounding_may_flush(f, g.data(), g.size()));
+        }
+    }
+
     // Pieces of uneven sizes (including empty ones and ones that cross the tally's internal
     // blocks) give what one call over the whole array gives, which is the definition.
     void tallyInPiecesMatchesHistogram() {
