@@ -243,6 +243,9 @@ void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::i
     o.dy_shadow = m_tracing ? unrounded(dy) : nullptr;
     o.dy_reference = o.dy_shadow ? o.dy_shadow : dy.data();
     if (!m_tracing) return;
+    // Operands that are the reference itself (dy exact in the operand format, no shadow) flush
+    // nothing: no counting pass.
+    if (o.dy == o.dy_reference && (o.dy_wgrad == o.dy || o.dy_wgrad == nullptr)) return;
     // Either matmul's dy operand may flush values the reference keeps.
     const auto count = static_cast<std::size_t>(n);
     const std::int64_t zeros = count_zeros(o.dy_reference, count);
