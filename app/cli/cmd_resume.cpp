@@ -115,8 +115,12 @@ int run_resume(Args& args) {
     options.branch = branch;
     options.parent_name = run_label(run);
     Session session(experiment, options);  // builds the model and restores the checkpoint: bad input throws here
-    if (session.first_step() >= session.total_steps())
-        throw Error("The checkpoint is at step " + std::to_string(session.first_step()) + ", the end of the run's " +
+    // A run continued from a checkpoint at its last step took all its steps but died before it
+    // recorded its end: continuing records that end (the final evaluation where it is missing).
+    // A branch that would take no step is a mistake.
+    const bool at_end = session.first_step() >= session.total_steps();
+    if (branch && at_end)
+        throw Error("The checkpoint is at step " + std::to_string(session.first_step()) + ", the end of the branch's " +
                     std::to_string(session.total_steps()) + " steps; give the branch more with --set train.steps=N.");
     for (const ScheduledChange& c : at)
         if (c.step < session.first_step())
@@ -144,6 +148,9 @@ int run_resume(Args& args) {
     if (!args.has("json") && branch)
         std::printf("Branching run %lld from step %lld as run %lld.\n", static_cast<long long>(run.id),
                     static_cast<long long>(from.step), static_cast<long long>(recorder->run_id()));
+    else if (!args.has("json") && at_end)
+        std::printf("Run %lld had taken all its %lld steps when it ended (%s); recording its end.\n",
+                    static_cast<long long>(run.id), static_cast<long long>(from.step), run_status_name(run.status));
     else if (!args.has("json"))
         std::printf("Resuming run %lld from step %lld.\n", static_cast<long long>(run.id), static_cast<long long>(from.step));
     std::fflush(stdout);
@@ -161,7 +168,7 @@ MANTISSA_CLI_COMMAND({"resume", "continue a stopped or interrupted run, or branc
                       "the steps it recorded after that checkpoint are recorded again, and on the CPU backend (with\n"
                       "the same threads) they come out bit for bit as they did (same losses, scales and weights).\n"
                       "A run that is stopped, interrupted (its process died) or failed can be continued; a completed\n"
-                      "one cannot.\n\n"
+                      "one cannot. One whose latest checkpoint is at its last step is recorded as completed.\n\n"
                       "With --as-new, a new run starts from the checkpoint at step S (default: the latest) with the\n"
                       "settings changed as --set says, recorded with RUN as its parent; `mantissa-cli show` and the\n"
                       "GUI's history show the family, and compare aligns the branch with its parent at step S.\n\n"

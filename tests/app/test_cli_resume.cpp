@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "run_cli.h"
 #include "store/run_store.h"
@@ -96,6 +97,10 @@ private slots:
             std::int64_t latest = -1;
             if (run >= 0) {
                 RunStore store(db_path);  // marks the killed run interrupted
+                if (store.run(run).status == RunStatus::completed) {
+                    completed = true;  // the kill came after the run recorded its end
+                    break;
+                }
                 const auto cps = store.checkpoints(run);
                 if (!cps.empty()) latest = cps.back().step;
             }
@@ -237,6 +242,55 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains(QByteArray::fromStdString(checkpoint_file)), r.err.constData());
         QCOMPARE(r.err.count('\n'), 1);
+    }
+
+    // A run killed after it wrote the checkpoint at its last step, before it recorded its end (the
+    // random kills above land there now and then): continuing it records the end, the final
+    // evaluation as the run would have made it, and the run completed; a branch there is refused.
+    void runKilledAtItsLastCheckpointContinuesToItsEnd() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const std::string db_path = db.toStdString();
+        CliResult r = run_cli(QStringList{"train", "--db", db} + recipe(50) + QStringList{"--set", "train.checkpoint_every=25"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const std::int64_t run = only_run(db_path);
+        const Losses before = losses_of(db_path, run);
+        std::vector<EvalRecord> evals_before;
+        {
+            RunStore store(db_path, StoreAccess::read);
+            evals_before = store.evals(run);
+            QCOMPARE(store.checkpoints(run).back().step, std::int64_t{50});
+            QCOMPARE(evals_before.back().step, std::int64_t{50});  // the end's evaluation, after the checkpoint
+        }
+        // What a SIGKILL right after the last checkpoint leaves: the run still marked running, by a
+        // process that is gone, its end unrecorded.
+        sqlite3* raw = nullptr;
+        QCOMPARE(sqlite3_open(db_path.c_str(), &raw), SQLITE_OK);
+        const std::string sql = "UPDATE runs SET status = 'running', finished_at = NULL, pid = 999999999 WHERE id = " +
+                                std::to_string(run) + "; DELETE FROM evals WHERE run_id = " + std::to_string(run) +
+                                " AND step = 50;";
+        QCOMPARE(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(raw);
+        QCOMPARE(RunStore(db_path).run(run).status, RunStatus::interrupted);
+
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("the end of the branch's 50 steps") && r.err.contains("train.steps"), r.err.constData());
+
+        r = run_cli({"resume", QString::number(run), "--db", db});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY2(r.out.contains("had taken all its 50 steps when it ended (interrupted); recording its end"),
+                 r.out.constData());
+        RunStore store(db_path, StoreAccess::read);
+        QCOMPARE(store.run(run).status, RunStatus::completed);
+        const Losses after = losses_of(db_path, run);
+        QCOMPARE(after.steps, before.steps);
+        QCOMPARE(after.loss, before.loss);
+        const std::vector<EvalRecord> evals_after = store.evals(run);
+        QCOMPARE(evals_after.size(), evals_before.size());
+        QCOMPARE(evals_after.back().step, std::int64_t{50});
+        QCOMPARE(bits(evals_after.back().loss), bits(evals_before.back().loss));
+        QCOMPARE(bits(evals_after.back().accuracy), bits(evals_before.back().accuracy));
     }
 
     void interruptedRunContinuesAsTheSameRun() {

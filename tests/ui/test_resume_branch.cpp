@@ -7,6 +7,7 @@
 //     are recorded and whose first step is the checkpoint's; the table, the details pane, compare
 //     (not re-based to step 0, a marker at the branch step) and the main window's prepared branch
 //     show the family;
+//   - a run killed after its last checkpoint, before it recorded its end, resumes to that end;
 //   - the browser's Resume is disabled, with the reason, for a completed run, a run without
 //     checkpoints and a run still being recorded; a damaged checkpoint is one sentence and nothing
 //     changes in the store.
@@ -19,6 +20,8 @@
 #include <QPainter>
 #include <QSignalSpy>
 #include <QTableView>
+
+#include <sqlite3.h>
 
 #include <bit>
 #include <cstdint>
@@ -180,6 +183,33 @@ private slots:
             QCOMPARE(bits(steps[i].loss), bits(m_reference[i].loss));
         }
         QCOMPARE(store.checkpoints(id).back().step, budget);
+    }
+
+    // A run whose process died after the checkpoint at its last step, before it recorded its end:
+    // Resume records the end (its final evaluation where missing) and the run completes.
+    void resumeAtTheLastCheckpointRecordsTheEnd() {
+        RunController& c = *m_controller;
+        const std::int64_t id = trainToEnd(c, tiny("killed at its end"));
+        QVERIFY(id >= 0);
+        sqlite3* raw = nullptr;
+        QCOMPARE(sqlite3_open(m_path.toUtf8().constData(), &raw), SQLITE_OK);
+        const QString sql = QStringLiteral("UPDATE runs SET status = 'running', finished_at = NULL, pid = 999999999 "
+                                           "WHERE id = %1").arg(id);
+        QCOMPARE(sqlite3_exec(raw, sql.toUtf8().constData(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(raw);
+        QCOMPARE(RunStore(m_path.toStdString()).run(id).status, RunStatus::interrupted);
+
+        QSignalSpy errors(&c, &RunController::errorOccurred);
+        QVERIFY(c.resumeRun(m_path, id));
+        QCOMPARE(c.firstStep(), budget);
+        QVERIFY(waitForEnd(c));
+        QCOMPARE(errors.count(), 0);
+        QCOMPARE(c.state(), SessionState::completed);
+        QCOMPARE(c.series().stepCount(), budget);
+        RunStore store(m_path.toStdString());
+        QCOMPARE(store.run(id).status, RunStatus::completed);
+        QCOMPARE(static_cast<std::int64_t>(store.steps(id).size()), budget);
+        QCOMPARE(store.evals(id).back().step, budget);
     }
 
     void branchFromAMiddleCheckpoint() {

@@ -170,14 +170,8 @@ bool RunController::resumeRun(const QString& storePath, std::int64_t runId, cons
         options.resume_from = from.file;
         options.parent_name = runLabel(run).toStdString();
         session = std::make_unique<Session>(checkpoint.info().experiment, options);  // restores the state
-        if (session->first_step() >= session->total_steps()) {
-            emit errorOccurred(tr("Run %1 (“%2”) has its latest checkpoint at its last step (%3), so nothing is left "
-                                  "to continue; to train it further, branch it (Branch…) with more steps.")
-                                   .arg(run.id)
-                                   .arg(QString::fromStdString(run.name))
-                                   .arg(session->first_step()));
-            return false;
-        }
+        // A checkpoint at the run's last step: the run took all its steps but died before it
+        // recorded its end, which the session now records (as mantissa-cli resume does).
         ring = std::make_shared<TelemetryRing>(session->layers().size());
         session->add_sink(ring);
         recorder = store->continue_run(runId, from.step);  // refuses a run another process records
