@@ -12,7 +12,8 @@
 // With gradient tracing on, C keeps no shadow (a previous one is dropped): the backward that
 // reads C counts its own rounding only.
 //
-// softmax: per row, in FP32 from x's values: m = max (NaN when a NaN is seen), e_j = exp(x_j − m),
+// softmax: per row, in FP32 from x's values: m = max (NaN when a NaN is seen), e_j = exp(x_j − m)
+// (the engine's exp, numeric/elementary.h, vectorised),
 // s = Σ e_j in column order from +0, y_j = e_j / s (PyTorch's CUDA kernels divide), rounded to
 // y's format; masked entries (causal: columns after the row's position in its T×T block) are
 // never read and written +0. The backward g_j = y_j·(dy_j − Σ_k dy_k·y_k), the sum in FP32 in
@@ -33,10 +34,12 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "error.h"
 #include "numeric/convert.h"
+#include "numeric/elementary.h"
 
 namespace mantissa {
 
@@ -98,6 +101,16 @@ void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatm
         if (op.alpha_point == AlphaPoint::output && op.alpha != 1.0f) v = round_to(format, v);
         row[j * stride] = round_to(format, v * op.alpha);
     }
+}
+
+// y_j = exp(x_j - m), each value on its own (vectorised; the row's sum is taken after, in order);
+// y may be x.
+MANTISSA_HOT_WIDE void exp_shifted(const float* x, float m, float* y, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = exp_poly(x[j] - m);
+}
+
+MANTISSA_HOT void divide_by(float* y, float s, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = y[j] / s;
 }
 
 // g = y ⊙ (dy − Σ dy⊙y) over the first `seen` entries of a row, into dx (which may be y or dy).
@@ -220,13 +233,10 @@ void CpuBackend::softmax_forward_impl(const Tensor& x_in, Tensor& y_out, std::in
                 }
             }
             if (nan) m = std::numeric_limits<float>::quiet_NaN();
+            exp_shifted(xr, m, yr, seen);
             float sum = 0.0f;
-            for (std::int64_t j = 0; j < seen; ++j) {
-                const float e = std::exp(xr[j] - m);
-                yr[j] = e;
-                sum += e;
-            }
-            for (std::int64_t j = 0; j < seen; ++j) yr[j] = yr[j] / sum;
+            for (std::int64_t j = 0; j < seen; ++j) sum += yr[j];
+            divide_by(yr, sum, seen);
             std::fill(yr + seen, yr + cols, 0.0f);
             round_output(y_out.format(), yr, seen);
         }

@@ -385,6 +385,29 @@ float* CpuBackend::trace_backward(const Tensor& dy, const Tensor& dx, std::int64
     return shadow_for(dx, n);
 }
 
+void CpuBackend::finish_matmul_dgrad(Tensor& dx_out, float* dx, std::int64_t n, float dq, float dq_w,
+                                     bool dy_shadowed, bool flushed,
+                                     const std::function<void(float*)>& reference_product) {
+    const Format format = dx_out.format();
+    if (!(m_tracing && (dy_shadowed || flushed || format != Format::fp32))) {
+        scale_round_gradient(format, dx, n, dq);
+        return;
+    }
+    scale_in_place(dx, n, dq);  // the shadow needs dx before its rounding
+    // None when dx's own zeros are the shadow's: no shadow behind dy, no flush in its operands,
+    // and none that dx's rounding could make (cpu_unrounded_pieces.h).
+    if (flushed || dy_shadowed || rounding_may_flush(format, dx, static_cast<std::size_t>(n))) {
+        float* shadow = shadow_for(dx_out, n);
+        if (flushed) {
+            reference_product(shadow);
+            scale_in_place(shadow, n, dq_w);  // fp8: the reference of dy is not scaled
+        } else {
+            std::memcpy(shadow, dx, static_cast<std::size_t>(n) * sizeof(float));
+        }
+    }
+    round_gradient(format, dx, n);
+}
+
 // ---- what it supports
 
 std::string CpuBackend::unsupported(BackendOp op, Format format) const {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -325,6 +326,13 @@ private:
     // not rounded). Else *sdy is dy's shadow or null (then the shadow of dx is dx before its
     // rounding).
     float* trace_backward(const Tensor& dy, const Tensor& dx, std::int64_t n, bool rounds, const float** sdy);
+    // The end of a matmul backward's dX (linear, conv2d): dx, the product, scaled by dq and
+    // rounded to dx_out's format. With gradient tracing, dx's shadow is kept before the rounding
+    // where it may differ from dx in its zeros: behind a shadowed dy (`dy_shadowed`), behind
+    // operands that flushed values (`flushed`: the shadow is then `reference_product`, the
+    // product of dy's FP32 reference, times dq_w), or where dx's own rounding may flush.
+    void finish_matmul_dgrad(Tensor& dx_out, float* dx, std::int64_t n, float dq, float dq_w, bool dy_shadowed,
+                             bool flushed, const std::function<void(float*)>& reference_product);
 
     // Gradient tracing: the FP32 "shadow" of a gradient tensor holds the values it would have
     // without any rounding since the loss (zero patterns are what matter). shadow_for marks t's

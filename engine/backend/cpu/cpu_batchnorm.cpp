@@ -23,15 +23,10 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define MANTISSA_HOT
-#endif
 
 namespace mantissa {
 

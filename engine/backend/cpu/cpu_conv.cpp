@@ -76,13 +76,6 @@ enum Slot {
     slot_dy_wgrad = 13,  // block formats (CpuBackend::block_backward_operands)
 };
 
-
-void scale_in_place(float* data, std::int64_t n, float factor) {
-    if (factor == 1.0f) return;
-    for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
-}
-
-
 // Shapes of one sample.
 struct ConvShape {
     std::int64_t channels, height, width, kernel, stride, padding;
@@ -576,25 +569,8 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
         dgrad(dy_op, dx, bf16_ok);
-        const float dq = dq_g * dq_w;
-        if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
-            scale_round_gradient(dx_out->format(), dx, batch * in, dq);
-        } else {  // the shadow needs dx before its rounding
-            scale_in_place(dx, batch * in, dq);
-            // None when dx's own zeros are the shadow's: no shadow behind dy, no flush in its
-            // operands, and none that dx's rounding could make (cpu_unrounded_pieces.h).
-            if (flushed || dy_shadow ||
-                rounding_may_flush(dx_out->format(), dx, static_cast<std::size_t>(batch * in))) {
-                float* shadow = shadow_for(*dx_out, batch * in);
-                if (flushed) {
-                    dgrad(dy_reference, shadow, false);
-                    scale_in_place(shadow, batch * in, dq_w);  // fp8: dy_reference is not scaled
-                } else {
-                    std::memcpy(shadow, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
-                }
-            }
-            round_gradient(dx_out->format(), dx, batch * in);
-        }
+        finish_matmul_dgrad(*dx_out, dx, batch * in, dq_g * dq_w, dq_w, dy_shadow != nullptr, flushed,
+                            [&](float* product) { dgrad(dy_reference, product, false); });
     }
 
     CpuTensor& gw = cpu(*conv.grad_weight);

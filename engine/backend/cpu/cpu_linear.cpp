@@ -21,6 +21,7 @@
 #include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/block_format.h"
@@ -35,12 +36,6 @@ namespace {
 
 enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5, slot_dy_wgrad = 13 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define MANTISSA_HOT
-#endif
-
 // Values per block of the fused passes below (8 KiB): a block is written, then rounded while it
 // is in the L1 cache, so each pass costs one trip through memory. Elementwise, so the blocking
 // changes no value.
@@ -49,11 +44,6 @@ constexpr std::int64_t piece = 2048;
 // dst = saturate_cast<format>(src * scale); returns amax(|src|). One pass (scale_round_array).
 float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale, Format format) {
     return scale_round_array(format, src, dst, static_cast<std::size_t>(n), scale, Overflow::saturate);
-}
-
-MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
-    if (factor == 1.0f) return;
-    for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
 }
 
 // y(rows, cols) = y * dequant + b (per column).
@@ -95,6 +85,11 @@ MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, 
 }
 
 }  // namespace
+
+MANTISSA_HOT void scale_in_place(float* __restrict data, std::int64_t n, float factor) {
+    if (factor == 1.0f) return;
+    for (std::int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
 
 void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tensor& y_out,
                                      std::int64_t batch, bool record_amax) {
@@ -427,25 +422,10 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
         multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
-        const float dq = dq_g * dq_w;
-        if (!(m_tracing && (dy_shadow || flushed || dx_out->format() != Format::fp32))) {
-            scale_round_gradient(dx_out->format(), dx, batch * in, dq);
-        } else {  // the shadow needs dx before its rounding
-            scale_in_place(dx, batch * in, dq);
-            // None when dx's own zeros are the shadow's: no shadow behind dy, no flush in its
-            // operands, and none that dx's rounding could make (cpu_unrounded_pieces.h).
-            if (flushed || dy_shadow ||
-                rounding_may_flush(dx_out->format(), dx, static_cast<std::size_t>(batch * in))) {
-                float* s = shadow_for(*dx_out, batch * in);
-                if (flushed) {
-                    m_matmul.multiply(dy_reference, false, w_op, false, s, batch, in, out, false);
-                    scale_in_place(s, batch * in, dq_w);  // fp8: dy_reference is not scaled
-                } else {
-                    std::memcpy(s, dx, static_cast<std::size_t>(batch * in) * sizeof(float));
-                }
-            }
-            round_gradient(dx_out->format(), dx, batch * in);
-        }
+        finish_matmul_dgrad(*dx_out, dx, batch * in, dq_g * dq_w, dq_w, dy_shadow != nullptr, flushed,
+                            [&](float* product) {
+                                m_matmul.multiply(dy_reference, false, w_op, false, product, batch, in, out, false);
+                            });
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);

@@ -36,6 +36,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "error.h"
 #include "numeric/convert.h"
@@ -44,12 +45,6 @@
 namespace mantissa {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MANTISSA_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define MANTISSA_HOT
-#endif
 
 void check_tensors(const OptimizerTensors& t, bool need1, bool need2, const char* op) {
     if (!t.param || !t.grad || t.param->numel() != t.grad->numel())

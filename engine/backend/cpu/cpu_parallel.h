@@ -64,6 +64,15 @@ void for_ranges(std::int64_t n, int threads, std::int64_t align, Fn&& fn) {
     }
 }
 
+// fn(begin, end) over [first, last) in pieces of at most kPieceValues, for a pass that computes
+// values and then rounds them: each piece is rounded while it is still in the L1 cache, where a
+// thread's whole range (megabytes in a transformer's MLP) would be read back from memory.
+constexpr std::int64_t kPieceValues = 2048;
+template <class Fn>
+void for_pieces(std::int64_t first, std::int64_t last, Fn&& fn) {
+    for (std::int64_t begin = first; begin < last; begin += kPieceValues) fn(begin, std::min(last, begin + kPieceValues));
+}
+
 // fn(i, worker) for each i in [0, count) (whole items, e.g. tensors), the items shared out as
 // threads free up; each item's work is the same whichever thread does it.
 template <class Fn>

@@ -20,4 +20,7 @@ inline void round_output(Format format, float* data, std::int64_t n) {
     if (format != Format::fp32) round_array(format, data, static_cast<std::size_t>(n));
 }
 
+// data *= factor, nothing when factor is 1 (a dequantisation; cpu_linear.cpp).
+void scale_in_place(float* data, std::int64_t n, float factor);
+
 }  // namespace mantissa
