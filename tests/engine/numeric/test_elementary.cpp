@@ -57,35 +57,27 @@ void walk(float from, float to, std::uint32_t stride, Visit visit) {
     for (std::int64_t k = key(from); k <= key(to); k += stride) visit(value(k));
 }
 
-// The same loop three ways. Loops over these functions are what the CPU backend's passes run.
-__attribute__((optimize("no-tree-vectorize"))) void exp_scalar(const float* x, float* y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = exp_poly(x[i]);
+// The same loop four ways, for F = exp_poly or erf_poly. Loops over these functions are what the
+// CPU backend's passes run.
+using Curve = float (*)(float);
+template <Curve F>
+__attribute__((optimize("no-tree-vectorize"))) void on_scalar(const float* x, float* y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = F(x[i]);
 }
-__attribute__((optimize("no-tree-vectorize"))) void erf_scalar(const float* x, float* y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = erf_poly(x[i]);
-}
-__attribute__((optimize("tree-vectorize"))) void exp_vector(const float* __restrict x, float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = exp_poly(x[i]);
-}
-__attribute__((optimize("tree-vectorize"))) void erf_vector(const float* __restrict x, float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = erf_poly(x[i]);
+template <Curve F>
+__attribute__((optimize("tree-vectorize"))) void on_sse2(const float* __restrict x, float* __restrict y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = F(x[i]);
 }
 #if defined(__x86_64__)
-__attribute__((target("avx2"), optimize("tree-vectorize"))) void exp_avx2(const float* __restrict x,
-                                                                        float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = exp_poly(x[i]);
+template <Curve F>
+__attribute__((target("avx2"), optimize("tree-vectorize"))) void on_avx2(const float* __restrict x,
+                                                                       float* __restrict y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = F(x[i]);
 }
-__attribute__((target("avx2"), optimize("tree-vectorize"))) void erf_avx2(const float* __restrict x,
-                                                                        float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = erf_poly(x[i]);
-}
-__attribute__((target("avx512f"), optimize("tree-vectorize"))) void exp_avx512(const float* __restrict x,
-                                                                             float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = exp_poly(x[i]);
-}
-__attribute__((target("avx512f"), optimize("tree-vectorize"))) void erf_avx512(const float* __restrict x,
-                                                                             float* __restrict y, int n) {
-    for (int i = 0; i < n; ++i) y[i] = erf_poly(x[i]);
+template <Curve F>
+__attribute__((target("avx512f"), optimize("tree-vectorize"))) void on_avx512(const float* __restrict x,
+                                                                            float* __restrict y, int n) {
+    for (int i = 0; i < n; ++i) y[i] = F(x[i]);
 }
 #endif
 
@@ -170,29 +162,23 @@ private slots:
                                          .arg(b[static_cast<std::size_t>(i)], 0, 'g', 9)));
         };
         std::vector<float> scalar(x.size()), vector(x.size());
-        exp_scalar(x.data(), scalar.data(), n);
-        exp_vector(x.data(), vector.data(), n);
-        same(scalar, vector, "exp, SSE2");
-        erf_scalar(x.data(), scalar.data(), n);
-        erf_vector(x.data(), vector.data(), n);
-        same(scalar, vector, "erf, SSE2");
+        using Loop = void (*)(const float*, float*, int);
+        auto compare = [&](Loop reference, Loop vectorised, const char* what) {
+            reference(x.data(), scalar.data(), n);
+            vectorised(x.data(), vector.data(), n);
+            same(scalar, vector, what);
+        };
+        compare(on_scalar<exp_poly>, on_sse2<exp_poly>, "exp, SSE2");
+        compare(on_scalar<erf_poly>, on_sse2<erf_poly>, "erf, SSE2");
 #if defined(__x86_64__)
         if (!__builtin_cpu_supports("avx2")) QSKIP("no AVX2 on this CPU: the SSE2 and scalar loops agreed");
-        exp_scalar(x.data(), scalar.data(), n);
-        exp_avx2(x.data(), vector.data(), n);
-        same(scalar, vector, "exp, AVX2");
-        erf_scalar(x.data(), scalar.data(), n);
-        erf_avx2(x.data(), vector.data(), n);
-        same(scalar, vector, "erf, AVX2");
+        compare(on_scalar<exp_poly>, on_avx2<exp_poly>, "exp, AVX2");
+        compare(on_scalar<erf_poly>, on_avx2<erf_poly>, "erf, AVX2");
         // The avx512f target enables FMA: this file, as the backend's callers, is compiled with
         // -ffp-contract=off, or these would round differently.
         if (!__builtin_cpu_supports("avx512f")) QSKIP("no AVX-512 on this CPU: the SSE2, AVX2 and scalar loops agreed");
-        exp_scalar(x.data(), scalar.data(), n);
-        exp_avx512(x.data(), vector.data(), n);
-        same(scalar, vector, "exp, AVX-512");
-        erf_scalar(x.data(), scalar.data(), n);
-        erf_avx512(x.data(), vector.data(), n);
-        same(scalar, vector, "erf, AVX-512");
+        compare(on_scalar<exp_poly>, on_avx512<exp_poly>, "exp, AVX-512");
+        compare(on_scalar<erf_poly>, on_avx512<erf_poly>, "erf, AVX-512");
 #endif
     }
 };
