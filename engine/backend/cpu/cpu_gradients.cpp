@@ -26,7 +26,6 @@ namespace mantissa {
 
 namespace {
 
-constexpr std::int64_t piece = 2048;  // values per block (8 KiB), a multiple of 8
 // A thread per 2^16 gradient values (tens of microseconds of work), at most one per tensor.
 constexpr std::int64_t unscale_min_per_thread = std::int64_t{1} << 16;
 
@@ -122,11 +121,10 @@ UnscaleResult CpuBackend::unscale_and_check(const std::vector<Tensor*>& grads, f
         ExponentTally& tally = m_tallies[static_cast<std::size_t>(worker)];
         if (summarise) tally.reset();
         Lanes lanes;
-        for (std::int64_t start = 0; start < n; start += piece) {
-            const std::int64_t len = std::min(piece, n - start);
-            unscale_block(g + start, len, inv_scale, lanes);
-            if (summarise) tally.add(g + start, static_cast<std::size_t>(len));
-        }
+        cpu_detail::for_pieces(0, n, [&](std::int64_t start, std::int64_t end) {
+            unscale_block(g + start, end - start, inv_scale, lanes);
+            if (summarise) tally.add(g + start, static_cast<std::size_t>(end - start));
+        });
         m_unscale_passes[static_cast<std::size_t>(t)] = {(lanes.acc[0] + lanes.acc[1]) + (lanes.acc[2] + lanes.acc[3]),
                                                          lanes.bad != 0};
         if (summarise) {

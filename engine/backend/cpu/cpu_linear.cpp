@@ -36,11 +36,6 @@ namespace {
 
 enum Slot { slot_x = 0, slot_w = 1, slot_dy = 2, slot_bias_block = 3, slot_reference = 5, slot_dy_wgrad = 13 };
 
-// Values per block of the fused passes below (8 KiB): a block is written, then rounded while it
-// is in the L1 cache, so each pass costs one trip through memory. Elementwise, so the blocking
-// changes no value.
-constexpr std::int64_t piece = 2048;
-
 // dst = saturate_cast<format>(src * scale); returns amax(|src|). One pass (scale_round_array).
 float quantize_scaled(const float* src, float* dst, std::int64_t n, float scale, Format format) {
     return scale_round_array(format, src, dst, static_cast<std::size_t>(n), scale, Overflow::saturate);
@@ -61,7 +56,7 @@ MANTISSA_HOT void add_bias(float* __restrict y, const float* __restrict b, std::
 // y = round_format(y * dequant + b), a few rows at a time (the bias epilogue in one pass).
 void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_t cols,
                         float dequant, Format format) {
-    const std::int64_t step = std::max<std::int64_t>(1, piece / std::max<std::int64_t>(1, cols));
+    const std::int64_t step = std::max<std::int64_t>(1, cpu_detail::kPieceValues / std::max<std::int64_t>(1, cols));
     for (std::int64_t r = 0; r < rows; r += step) {
         const std::int64_t len = std::min(step, rows - r);
         add_bias(y + r * cols, b, len, cols, dequant);
@@ -188,17 +183,17 @@ void CpuBackend::scale_round_gradient(Format format, float* data, std::int64_t n
     // for the whole tensor, each piece from its own first index.
     const bool stochastic = m_stochastic_gradients && format != Format::fp32;
     const std::uint64_t key = gradient_key(format);
-    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), piece,
-                           [&](std::int64_t begin, std::int64_t end, int) {
-        for (std::int64_t start = begin; start < end; start += piece) {
-            const std::int64_t len = std::min(piece, end - start);
+    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), cpu_detail::kPieceValues,
+                           [&](std::int64_t first, std::int64_t last, int) {
+        cpu_detail::for_pieces(first, last, [&](std::int64_t start, std::int64_t end) {
+            const std::int64_t len = end - start;
             scale_in_place(data + start, len, factor);
             if (stochastic)
                 round_array_stochastic(format, data + start, data + start, static_cast<std::size_t>(len), key,
                                        static_cast<std::uint64_t>(start));
             else
                 round_output(format, data + start, len);
-        }
+        });
     });
 }
 
@@ -444,13 +439,13 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
             const std::int64_t n = out * in;
             const int threads = std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
             std::array<RoundingStats, cpu_detail::kMaxPassThreads> counts{};
-            cpu_detail::for_ranges(n, threads, piece, [&](std::int64_t begin, std::int64_t end, int worker) {
-                for (std::int64_t start = begin; start < end; start += piece) {
-                    const std::int64_t len = std::min(piece, end - start);
-                    scale_in_place(gw.data() + start, len, dq);
-                    round_gradient_with_stats(gw.format(), gw.data() + start, len,
+            cpu_detail::for_ranges(n, threads, cpu_detail::kPieceValues,
+                                   [&](std::int64_t first, std::int64_t last, int worker) {
+                cpu_detail::for_pieces(first, last, [&](std::int64_t start, std::int64_t end) {
+                    scale_in_place(gw.data() + start, end - start, dq);
+                    round_gradient_with_stats(gw.format(), gw.data() + start, end - start,
                                               counts[static_cast<std::size_t>(worker)], key, start);
-                }
+                });
             });
             for (int w = 0; w < threads; ++w) *weight_stats += counts[static_cast<std::size_t>(w)];
         } else {

@@ -64,9 +64,12 @@ void for_ranges(std::int64_t n, int threads, std::int64_t align, Fn&& fn) {
     }
 }
 
-// fn(begin, end) over [first, last) in pieces of at most kPieceValues, for a pass that computes
-// values and then rounds them: each piece is rounded while it is still in the L1 cache, where a
-// thread's whole range (megabytes in a transformer's MLP) would be read back from memory.
+// fn(begin, end) over [first, last) in pieces of at most kPieceValues (8 KiB, a multiple of 8),
+// for a pass that writes values and then rounds, scales or counts them: each piece is done while
+// it is still in the L1 cache, where a thread's whole range (megabytes in a transformer's MLP)
+// would be read back from memory. Elementwise, so the blocking changes no value; a pass that
+// keys its rounding by index keys each piece by its first one. A range cut with align
+// kPieceValues keeps its pieces where a whole-array pass has them.
 constexpr std::int64_t kPieceValues = 2048;
 template <class Fn>
 void for_pieces(std::int64_t first, std::int64_t last, Fn&& fn) {
