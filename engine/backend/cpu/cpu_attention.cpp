@@ -7,7 +7,8 @@
 // (the rounding the product needs anyway). C is written in place through its view when it has a
 // unit stride, else through a plain scratch that is scattered. oneDNN multiplies
 // (CpuBatchedMatmul); when it refuses a layout, every operand is packed and it multiplies plain
-// matrices. The epilogue (alpha, the rounding to C's format) runs row by row on C's elements:
+// matrices. The epilogue (alpha, the rounding to C's format) runs on each of C's elements, over
+// the view's longest contiguous spans:
 //   accumulator  C = rnd_C(alpha·acc)        output  C = rnd_C(alpha·rnd_C(acc))
 // With gradient tracing on, C keeps no shadow (a previous one is dropped): the backward that
 // reads C counts its own rounding only.
@@ -103,6 +104,48 @@ void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatm
     }
 }
 
+// Over n values: the count of non-finite ones; when there are none, *max_out = max x_j and
+// *amax_out = max |x_j| (-inf and +0 for n = 0). Eight lanes at a time in GCC's vector types (GCC
+// leaves a plain loop of float maxima scalar, for NaN's sake): a maximum of finite values is the
+// same in any order, but for the sign of a zero maximum, which exp(x_j - m) does not see
+// (x_j - (±0) is x_j, or ±0 when x_j is a zero, and e^±0 = 1).
+using Lanes = float __attribute__((vector_size(32)));
+using IntLanes = std::int32_t __attribute__((vector_size(32)));
+
+MANTISSA_HOT_WIDE std::int64_t finite_max(const float* __restrict x, std::int64_t n, float* max_out,
+                                          float* amax_out) {
+    constexpr float largest = std::numeric_limits<float>::max();
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    const IntLanes abs_mask = IntLanes{} + 0x7fffffff;
+    Lanes m = Lanes{} - inf, a = Lanes{}, big = Lanes{} + largest;
+    IntLanes bad = IntLanes{};
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        Lanes v;
+        std::memcpy(&v, x + j, sizeof v);
+        const Lanes av = reinterpret_cast<Lanes>(reinterpret_cast<IntLanes>(v) & abs_mask);
+        m = v > m ? v : m;
+        a = av > a ? av : a;
+        bad -= !(av <= big);  // a true comparison is -1 in every bit
+    }
+    float mx = -inf, amax = 0.0f;
+    std::int64_t nonfinite = 0;
+    for (int k = 0; k < 8; ++k) {
+        mx = m[k] > mx ? m[k] : mx;
+        amax = a[k] > amax ? a[k] : amax;
+        nonfinite += bad[k];
+    }
+    for (; j < n; ++j) {
+        const float v = x[j], av = std::fabs(v);
+        mx = v > mx ? v : mx;
+        amax = av > amax ? av : amax;
+        nonfinite += !(av <= largest);
+    }
+    *max_out = mx;
+    *amax_out = amax;
+    return nonfinite;
+}
+
 // y_j = exp(x_j - m), each value on its own (vectorised; the row's sum is taken after, in order);
 // y may be x.
 MANTISSA_HOT_WIDE void exp_shifted(const float* x, float m, float* y, std::int64_t n) {
@@ -186,17 +229,39 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
         for_each_element(op, c_view, op.m, op.n, 0, batch, [&](std::int64_t at, std::int64_t) { c[at] = 0.0f; });
     }
 
-    // The epilogue, row by row of C's view (row q: matrix q / m, its row q % m).
-    const std::int64_t rows = batch * op.m;
-    cpu_detail::for_ranges(rows, pass_threads(rows * op.n, cpu_detail::elementwise_min_per_thread), 1,
-                           [&](std::int64_t q0, std::int64_t q1, int) {
-        for (std::int64_t q = q0; q < q1; ++q) {
-            const std::int64_t b = q / op.m, r = q % op.m;
-            const std::int64_t o = b / op.inner_count, i = b % op.inner_count;
-            epilogue(c + c_view.offset + o * c_view.outer_stride + i * c_view.inner_stride + r * c_view.row_stride,
-                     op.n, c_view.col_stride, op, cf);
-        }
-    });
+    // The epilogue, elementwise, over C's view in its longest contiguous spans: the whole view
+    // when its matrices are stored one after another (the scores), a position's row across the
+    // heads when the heads sit side by side (a head view), else row by row. A call per short row
+    // (a head's 32 values) cost more than the rounding itself.
+    const StridedMatrix& cv = c_view;
+    float* c0 = c + cv.offset;
+    if (cv.col_stride == 1 && cv.row_stride == op.n && cv.inner_stride == op.m * op.n &&
+        cv.outer_stride == op.inner_count * op.m * op.n) {
+        const std::int64_t total = batch * op.m * op.n;
+        cpu_detail::for_ranges(total, pass_threads(total, cpu_detail::elementwise_min_per_thread),
+                               cpu_detail::kPieceValues, [&](std::int64_t first, std::int64_t last, int) {
+            cpu_detail::for_pieces(first, last, [&](std::int64_t begin, std::int64_t end) {
+                epilogue(c0 + begin, end - begin, 1, op, cf);
+            });
+        });
+    } else if (cv.col_stride == 1 && cv.inner_stride == op.n) {
+        const std::int64_t rows = op.outer_count * op.m, span = op.inner_count * op.n;
+        cpu_detail::for_ranges(rows, pass_threads(rows * span, cpu_detail::elementwise_min_per_thread), 1,
+                               [&](std::int64_t q0, std::int64_t q1, int) {
+            for (std::int64_t q = q0; q < q1; ++q)
+                epilogue(c0 + (q / op.m) * cv.outer_stride + (q % op.m) * cv.row_stride, span, 1, op, cf);
+        });
+    } else {  // row q: matrix q / m, its row q % m
+        const std::int64_t rows = batch * op.m;
+        cpu_detail::for_ranges(rows, pass_threads(rows * op.n, cpu_detail::elementwise_min_per_thread), 1,
+                               [&](std::int64_t q0, std::int64_t q1, int) {
+            for (std::int64_t q = q0; q < q1; ++q) {
+                const std::int64_t b = q / op.m, r = q % op.m;
+                const std::int64_t o = b / op.inner_count, i = b % op.inner_count;
+                epilogue(c0 + o * cv.outer_stride + i * cv.inner_stride + r * cv.row_stride, op.n, cv.col_stride, op, cf);
+            }
+        });
+    }
 }
 
 // ---- softmax
@@ -219,20 +284,25 @@ void CpuBackend::softmax_forward_impl(const Tensor& x_in, Tensor& y_out, std::in
             const std::int64_t seen = causal ? r % cols + 1 : cols;
             const float* xr = x + r * cols;
             float* yr = y + r * cols;
-            float m = -std::numeric_limits<float>::infinity();
-            bool nan = false;
-            for (std::int64_t j = 0; j < seen; ++j) {
-                const float v = xr[j];
-                if (std::isfinite(v)) {
-                    amax = std::max(amax, std::abs(v));
-                    m = std::max(m, v);
-                } else {
-                    ++nonfinite;
-                    if (std::isnan(v)) nan = true;
-                    else if (v > m) m = v;
+            float m, row_amax;
+            if (finite_max(xr, seen, &m, &row_amax) == 0) {
+                amax = std::max(amax, row_amax);
+            } else {  // the row again, value by value: the finite ones' amax, ±inf, NaN
+                m = -std::numeric_limits<float>::infinity();
+                bool nan = false;
+                for (std::int64_t j = 0; j < seen; ++j) {
+                    const float v = xr[j];
+                    if (std::isfinite(v)) {
+                        amax = std::max(amax, std::abs(v));
+                        m = std::max(m, v);
+                    } else {
+                        ++nonfinite;
+                        if (std::isnan(v)) nan = true;
+                        else if (v > m) m = v;
+                    }
                 }
+                if (nan) m = std::numeric_limits<float>::quiet_NaN();
             }
-            if (nan) m = std::numeric_limits<float>::quiet_NaN();
             exp_shifted(xr, m, yr, seen);
             float sum = 0.0f;
             for (std::int64_t j = 0; j < seen; ++j) sum += yr[j];

@@ -21,8 +21,10 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
@@ -32,22 +34,89 @@ namespace mantissa {
 
 namespace {
 
-// dx of one row from dy (unrounded); the row sums in double.
-void row_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n, float mean,
-                  float invstd) {
-    double sum_g = 0, sum_g_xhat = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-        const float xhat = (x[j] - mean) * invstd;
-        const float g = dy[j] * gamma[j];
-        sum_g += static_cast<double>(g);
-        sum_g_xhat += static_cast<double>(g) * static_cast<double>(xhat);
+// The row sums are each a chain of dependent double adds in column order, a few cycles an element
+// on one row; kLanes rows at a time, each row in its own vector lane and still in column order,
+// keep the same bits and let the adds overlap. The block's values are first laid out column by
+// column (value j of row k at j·kLanes + k), so the lanes are contiguous.
+constexpr std::int64_t kLanes = 8;
+
+// A block of `count` <= kLanes rows of n values at src (rows `stride` apart) laid out at dst as
+// above, the missing rows as zeros.
+MANTISSA_HOT void interleave_rows(const float* src, std::int64_t stride, std::int64_t count, std::int64_t n, float* dst) {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+        const float* row = src + k * stride;
+        if (k < count)
+            for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = row[j];
+        else
+            for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = 0.0f;
     }
-    const float mean_g = static_cast<float>(sum_g / static_cast<double>(n));
-    const float mean_g_xhat = static_cast<float>(sum_g_xhat / static_cast<double>(n));
-    for (std::int64_t j = 0; j < n; ++j) {
-        const float xhat = (x[j] - mean) * invstd;
-        const float g = dy[j] * gamma[j];
-        dx[j] = invstd * (g - mean_g - xhat * mean_g_xhat);
+}
+
+// Each lane's mean and biased variance in double: Σx / N, then Σ(x − mean)² / N, in column order.
+MANTISSA_HOT void lane_moments(const float* __restrict t, std::int64_t n, double* __restrict mean,
+                               double* __restrict var) {
+    double sum[kLanes] = {};
+    for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t k = 0; k < kLanes; ++k) sum[k] += static_cast<double>(t[j * kLanes + k]);
+    for (std::int64_t k = 0; k < kLanes; ++k) mean[k] = sum[k] / static_cast<double>(n);
+    double squares[kLanes] = {};
+    for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t k = 0; k < kLanes; ++k) {
+            const double d = static_cast<double>(t[j * kLanes + k]) - mean[k];
+            squares[k] += d * d;
+        }
+    for (std::int64_t k = 0; k < kLanes; ++k) var[k] = squares[k] / static_cast<double>(n);
+}
+
+// Each lane's Σg and Σg·x̂ in double, in column order.
+MANTISSA_HOT void lane_gradient_sums(const float* __restrict g, const float* __restrict xhat, std::int64_t n,
+                                     double* __restrict sum_g, double* __restrict sum_g_xhat) {
+    double s[kLanes] = {}, sx[kLanes] = {};
+    for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t k = 0; k < kLanes; ++k) {
+            const double gk = static_cast<double>(g[j * kLanes + k]);
+            s[k] += gk;
+            sx[k] += gk * static_cast<double>(xhat[j * kLanes + k]);
+        }
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+        sum_g[k] = s[k];
+        sum_g_xhat[k] = sx[k];
+    }
+}
+
+// y = ((x − mean)·invstd)·γ + β over a row.
+MANTISSA_HOT void normalize_row(const float* __restrict x, const float* __restrict gamma, const float* __restrict beta,
+                                float* __restrict y, std::int64_t n, float mean, float invstd) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = ((x[j] - mean) * invstd) * gamma[j] + beta[j];
+}
+
+// dx of `count` <= kLanes rows from dy (unrounded); g and xhat hold 2·kLanes·n floats of scratch.
+MANTISSA_HOT void rows_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n,
+                   std::int64_t count, const float* mean, const float* invstd, float* scratch) {
+    float* g = scratch;
+    float* xhat = scratch + kLanes * n;
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+        const float* xr = x + k * n;
+        const float* dyr = dy + k * n;
+        for (std::int64_t j = 0; j < n; ++j) {
+            const bool row = k < count;
+            g[j * kLanes + k] = row ? dyr[j] * gamma[j] : 0.0f;
+            xhat[j * kLanes + k] = row ? (xr[j] - mean[k]) * invstd[k] : 0.0f;
+        }
+    }
+    double sum_g[kLanes], sum_g_xhat[kLanes];
+    lane_gradient_sums(g, xhat, n, sum_g, sum_g_xhat);
+    for (std::int64_t k = 0; k < count; ++k) {
+        const float mean_g = static_cast<float>(sum_g[k] / static_cast<double>(n));
+        const float mean_g_xhat = static_cast<float>(sum_g_xhat[k] / static_cast<double>(n));
+        const float* xr = x + k * n;
+        const float* dyr = dy + k * n;
+        float* dxr = dx + k * n;
+        for (std::int64_t j = 0; j < n; ++j) {
+            const float xh = (xr[j] - mean[k]) * invstd[k];
+            const float gj = dyr[j] * gamma[j];
+            dxr[j] = invstd[k] * (gj - mean_g - xh * mean_g_xhat);
+        }
     }
 }
 
@@ -69,26 +138,25 @@ void CpuBackend::layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x_in
     min_variance.fill(std::numeric_limits<float>::infinity());
     cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int range) {
         float smallest = std::numeric_limits<float>::infinity();
-        for (std::int64_t r = r0; r < r1; ++r) {
-            const float* xr = x + r * n;
-            float* yr = y + r * n;
-            double sum = 0;
-            for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
-            const double mean_d = sum / static_cast<double>(n);
-            double squares = 0;
-            for (std::int64_t j = 0; j < n; ++j) {
-                const double d = static_cast<double>(xr[j]) - mean_d;
-                squares += d * d;
+        std::vector<float> block(static_cast<std::size_t>(kLanes * n));
+        for (std::int64_t b = r0; b < r1; b += kLanes) {
+            const std::int64_t count = std::min(kLanes, r1 - b);
+            interleave_rows(x + b * n, n, count, n, block.data());
+            double means[kLanes], vars[kLanes];
+            lane_moments(block.data(), n, means, vars);
+            for (std::int64_t k = 0; k < count; ++k) {
+                const std::int64_t r = b + k;
+                const float* xr = x + r * n;
+                float* yr = y + r * n;
+                const float mean = static_cast<float>(means[k]);
+                const float invstd = static_cast<float>(1.0 / std::sqrt(vars[k] + ln.eps));
+                const float variance = static_cast<float>(vars[k]);
+                if (variance < smallest) smallest = variance;
+                saved_mean[r] = mean;
+                saved_invstd[r] = invstd;
+                normalize_row(xr, gamma, beta, yr, n, mean, invstd);
+                round_output(y_out.format(), yr, n);
             }
-            const double var = squares / static_cast<double>(n);
-            const float mean = static_cast<float>(mean_d);
-            const float invstd = static_cast<float>(1.0 / std::sqrt(var + ln.eps));
-            const float variance = static_cast<float>(var);
-            if (variance < smallest) smallest = variance;
-            saved_mean[r] = mean;
-            saved_invstd[r] = invstd;
-            for (std::int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - mean) * invstd) * gamma[j] + beta[j];
-            round_output(y_out.format(), yr, n);
         }
         min_variance[static_cast<std::size_t>(range)] = smallest;
     });
@@ -136,12 +204,16 @@ void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_i
     // No dy shadow: dx's is dx before its rounding, kept row by row where it may flush.
     UnroundedPieces unrounded_rows(sdx, sdy, dx_out.format(), rows, n);
     cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int) {
-        for (std::int64_t r = r0; r < r1; ++r) {
-            const std::int64_t at = r * n;
-            if (sdx && sdy) row_backward(x + at, sdy + at, gamma, sdx + at, n, mean[r], invstd[r]);
-            row_backward(x + at, dy + at, gamma, dx + at, n, mean[r], invstd[r]);
-            unrounded_rows.before_rounding(r, dx + at);
-            round_output(dx_out.format(), dx + at, n);
+        std::vector<float> scratch(static_cast<std::size_t>(2 * kLanes * n));
+        for (std::int64_t b = r0; b < r1; b += kLanes) {
+            const std::int64_t count = std::min(kLanes, r1 - b), at = b * n;
+            if (sdx && sdy)
+                rows_backward(x + at, sdy + at, gamma, sdx + at, n, count, mean + b, invstd + b, scratch.data());
+            rows_backward(x + at, dy + at, gamma, dx + at, n, count, mean + b, invstd + b, scratch.data());
+            for (std::int64_t r = b; r < b + count; ++r) {
+                unrounded_rows.before_rounding(r, dx + r * n);
+                round_output(dx_out.format(), dx + r * n, n);
+            }
         }
     });
     if (unrounded_rows.unneeded(dx)) drop_shadow(dx_out);

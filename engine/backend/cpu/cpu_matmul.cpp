@@ -12,6 +12,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "error.h"
 
@@ -29,8 +30,10 @@ struct Key {
     bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
-// bf16 bits of a value bf16 represents exactly: the high half of its fp32 bits.
-void to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
+// bf16 bits of a value bf16 represents exactly: the high half of its fp32 bits. An AVX2 clone
+// (cpu_hot.h): the baseline's SSE2 has no 32-to-16-bit pack, and this copy runs over every bf16
+// operand of every matmul.
+MANTISSA_HOT void to_bf16(const float* __restrict src, std::uint16_t* __restrict dst, std::int64_t n) {
     const auto* bits = reinterpret_cast<const std::uint32_t*>(src);
     for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint16_t>(bits[i] >> 16);
 }
