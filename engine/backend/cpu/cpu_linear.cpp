@@ -386,9 +386,9 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     const StochasticGradients stochastic(*this, l.stochastic_gradients);
     // C = op(A)·op(B): the layer's accumulation (FP16 emulated, or oneDNN's FP32).
     auto multiply = [&](const float* a, bool ta, const float* b, bool tb, float* c, std::int64_t m, std::int64_t n,
-                        std::int64_t k, bool bf16) {
+                        std::int64_t k, bool bf16, bool a_unchanged) {
         if (l.fp16_accumulation) fp16_accumulate_multiply(a, ta, b, tb, c, m, n, k, m_fp16_pack);
-        else m_matmul.multiply(a, ta, b, tb, c, m, n, k, bf16);
+        else m_matmul.multiply(a, ta, b, tb, c, m, n, k, bf16, a_unchanged);
     };
 
     // The weight operand serves dx only (the first layer has none: no rounding pass for it).
@@ -416,7 +416,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
-        multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok);
+        multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok, false);
         finish_matmul_dgrad(*dx_out, dx, batch * in, dq_g * dq_w, dq_w, dy_shadow != nullptr, flushed,
                             [&](float* product) {
                                 m_matmul.multiply(dy_reference, false, w_op, false, product, batch, in, out, false);
@@ -424,7 +424,10 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     }
 
     CpuTensor& gw = cpu(*l.grad_weight);
-    multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad);
+    // Right after dgrad (nothing writes the operands in between): where wgrad's dy is dgrad's,
+    // dgrad's bf16 copy of it serves again. Without a dgrad, the previous product was another
+    // layer's, whose A may sit in the same scratch with other values.
+    multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad, dx_out != nullptr);
     if (!weight_stats) {
         scale_round_gradient(gw.format(), gw.data(), out * in, dq_g_wgrad * dq_x);
     } else {

@@ -62,6 +62,8 @@ struct CpuMatmul::Impl {
     bool bf16 = false;
     int threads = 1;
     std::vector<std::uint16_t> a16, b16;  // bf16 operand copies, grown as needed
+    const float* a16_source = nullptr;     // what a16 holds: the previous call's A, else nothing
+    std::int64_t a16_count = 0;
 
     OneDnnMatmul& entry(const Key& key) {
         auto it = cache.find(key);
@@ -82,7 +84,9 @@ struct CpuMatmul::Impl {
 
     // CpuMatmul::multiply with m, n, k > 0.
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c, std::int64_t m,
-                  std::int64_t n, std::int64_t k, bool bf16_operands) {
+                  std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged) {
+        const bool a16_holds_a = a_unchanged && a16_source == a && a16_count == m * k;
+        a16_source = nullptr;
         bool use_bf16 = bf16_operands && bf16;
         OneDnnMatmul* e;
         try {
@@ -97,8 +101,10 @@ struct CpuMatmul::Impl {
         if (use_bf16) {
             if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
             if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
-            to_bf16(a, a16.data(), m * k);
+            if (!a16_holds_a) to_bf16(a, a16.data(), m * k);
             to_bf16(b, b16.data(), k * n);
+            a16_source = a;
+            a16_count = m * k;
             run_onednn_matmul(*e, stream, a16.data(), b16.data(), c, t);
         } else {
             run_onednn_matmul(*e, stream, a, b, c, t);
@@ -140,7 +146,7 @@ const Bf16MatmulChoice& CpuMatmul::measured_bf16_choice() {
         Impl probe;  // its own primitives, one thread
         Bf16MatmulChoice measured = measure_bf16_matmul([&](bool bf16) {
             probe.bf16 = bf16;
-            probe.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true);
+            probe.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true, false);
             return probe.bf16 == bf16;
         });
         omp_set_num_threads(omp_threads);
@@ -166,13 +172,14 @@ void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on && bf16_available(
 std::string CpuMatmul::bf16_path() const { return m_impl->bf16 ? "oneDNN bf16" : "FP32 on bf16 values"; }
 
 void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
-                         std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands) {
+                         std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged) {
+    if (m <= 0 || n <= 0 || k <= 0) m_impl->a16_source = nullptr;  // this call's A was not copied
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         std::memset(c, 0, static_cast<std::size_t>(m * n) * sizeof(float));
         return;
     }
-    m_impl->multiply(a, trans_a, b, trans_b, c, m, n, k, bf16_operands);
+    m_impl->multiply(a, trans_a, b, trans_b, c, m, n, k, bf16_operands, a_unchanged);
 }
 
 std::string CpuMatmul::isa_name() {

@@ -43,9 +43,13 @@ public:
 
     // C(M, N) = op(A)(M, K) · op(B)(K, N), overwriting C. A is stored (M, K) row-major, or (K, M)
     // when trans_a; B is stored (K, N), or (N, K) when trans_b. bf16_operands: the caller
-    // promises every operand value is exactly representable in bf16.
+    // promises every operand value is exactly representable in bf16. a_unchanged: the caller
+    // promises that where `a` is the previous call's A (the same address and count), it still
+    // holds the same values, so the bf16 copy made for that call serves again (a linear layer's dy,
+    // the A of its dgrad and then, transposed, of its wgrad).
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
-                  std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false);
+                  std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false,
+                  bool a_unchanged = false);
 
     // MANTISSA_CPU_THREADS, else OMP_NUM_THREADS, else the hardware threads less `spare` (>= 1).
     static int default_threads(int spare = 0);

@@ -6,6 +6,9 @@
 // - the underflow count's bit-mask test over many rows (more than one 64-row word, ragged
 //   sizes) agrees with the reference product, and the vectorised reference count with a plain
 //   loop;
+// - the bf16 copy of A kept for a next product that promises the same A (a linear layer's dy, in
+//   its dgrad and then its wgrad): the reused copy gives the products a fresh copy gives, and
+//   without the promise, or after a product whose A was not copied, A is copied again;
 // - every CPU array placed 16 bytes past a 64-byte boundary (cpu_buffer.h: oneDNN's fast case for
 //   4-KiB rows), whatever its size and however it grows.
 #include <QtTest>
@@ -122,6 +125,44 @@ private slots:
         QTest::newRow("256 rows") << 256 << 16 << 64;
         QTest::newRow("65 rows") << 65 << 9 << 13;
     }
+    void bf16CopyOfAServesOnlyWhenPromised() {
+        CpuMatmul mm;
+        mm.set_threads(1);
+        if (!mm.bf16_enabled()) mm.set_bf16_enabled(true);
+        constexpr std::int64_t m = 24, n = 40, k = 56;
+        std::vector<float> a = random_values(static_cast<std::size_t>(m * k), 1.0f, 3);
+        std::vector<float> b = random_values(static_cast<std::size_t>(k * n), 1.0f, 4);
+        std::vector<float> b2 = random_values(static_cast<std::size_t>(m * n), 1.0f, 5);
+        round_array(Format::bf16, a.data(), a.size());
+        round_array(Format::bf16, b.data(), b.size());
+        round_array(Format::bf16, b2.data(), b2.size());
+        // The references: each product from fresh copies, on a matmul of its own.
+        auto fresh = [&](const std::vector<float>& x, bool tx, const std::vector<float>& y, std::int64_t rows,
+                         std::int64_t cols, std::int64_t inner) {
+            CpuMatmul other;
+            other.set_threads(1);
+            other.set_bf16_enabled(mm.bf16_enabled());
+            std::vector<float> c(static_cast<std::size_t>(rows * cols));
+            other.multiply(x.data(), tx, y.data(), false, c.data(), rows, cols, inner, true);
+            return c;
+        };
+        std::vector<float> c(static_cast<std::size_t>(m * n)), w(static_cast<std::size_t>(k * n));
+        // dgrad-like, then wgrad-like on the same A transposed, promised unchanged.
+        mm.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true);
+        QVERIFY(same_bits(c, fresh(a, false, b, m, n, k)));
+        mm.multiply(a.data(), true, b2.data(), false, w.data(), k, n, m, true, true);
+        QVERIFY(same_bits(w, fresh(a, true, b2, k, n, m)));
+        // A changed in place: without the promise it is copied again.
+        for (float& v : a) v = -v;
+        mm.multiply(a.data(), true, b2.data(), false, w.data(), k, n, m, true, false);
+        QVERIFY(same_bits(w, fresh(a, true, b2, k, n, m)));
+        // After an FP32 product (nothing copied), a promise alone does not bring back an old copy.
+        mm.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, false);
+        for (float& v : a) v = -v;
+        mm.multiply(a.data(), true, b2.data(), false, w.data(), k, n, m, true, true);
+        QVERIFY(same_bits(w, fresh(a, true, b2, k, n, m)));
+    }
+
     void buffersArePlacedForOneDnn() {
         auto offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64; };
         CpuBackend be;
