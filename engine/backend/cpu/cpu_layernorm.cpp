@@ -43,13 +43,10 @@ constexpr std::int64_t kLanes = 8;
 // A block of `count` <= kLanes rows of n values at src (rows `stride` apart) laid out at dst as
 // above, the missing rows as zeros.
 MANTISSA_HOT void interleave_rows(const float* src, std::int64_t stride, std::int64_t count, std::int64_t n, float* dst) {
-    for (std::int64_t k = 0; k < kLanes; ++k) {
-        const float* row = src + k * stride;
-        if (k < count)
-            for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = row[j];
-        else
-            for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = 0.0f;
-    }
+    for (std::int64_t k = 0; k < count; ++k)
+        for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = src[k * stride + j];
+    for (std::int64_t k = count; k < kLanes; ++k)
+        for (std::int64_t j = 0; j < n; ++j) dst[j * kLanes + k] = 0.0f;
 }
 
 // Each lane's mean and biased variance in double: Σx / N, then Σ(x − mean)² / N, in column order.
@@ -92,18 +89,19 @@ MANTISSA_HOT void normalize_row(const float* __restrict x, const float* __restri
 
 // dx of `count` <= kLanes rows from dy (unrounded); g and xhat hold 2·kLanes·n floats of scratch.
 MANTISSA_HOT void rows_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n,
-                   std::int64_t count, const float* mean, const float* invstd, float* scratch) {
+                                std::int64_t count, const float* mean, const float* invstd, float* scratch) {
     float* g = scratch;
     float* xhat = scratch + kLanes * n;
-    for (std::int64_t k = 0; k < kLanes; ++k) {
+    for (std::int64_t k = 0; k < count; ++k) {
         const float* xr = x + k * n;
         const float* dyr = dy + k * n;
         for (std::int64_t j = 0; j < n; ++j) {
-            const bool row = k < count;
-            g[j * kLanes + k] = row ? dyr[j] * gamma[j] : 0.0f;
-            xhat[j * kLanes + k] = row ? (xr[j] - mean[k]) * invstd[k] : 0.0f;
+            g[j * kLanes + k] = dyr[j] * gamma[j];
+            xhat[j * kLanes + k] = (xr[j] - mean[k]) * invstd[k];
         }
     }
+    for (std::int64_t k = count; k < kLanes; ++k)  // the missing rows' lanes
+        for (std::int64_t j = 0; j < n; ++j) g[j * kLanes + k] = xhat[j * kLanes + k] = 0.0f;
     double sum_g[kLanes], sum_g_xhat[kLanes];
     lane_gradient_sums(g, xhat, n, sum_g, sum_g_xhat);
     for (std::int64_t k = 0; k < count; ++k) {
