@@ -70,11 +70,14 @@ inline float exp_poly(float x) {
     return x == x ? result : x;  // a NaN as it came, whatever the vector code did to its payload
 }
 
-// erf(x): below 0.9 in magnitude x + x·A(x²); above, 1 - e^(-x²)·B(1/x - 0.680555582) with the
-// sign of x, where B fits erfc(x)·e^(x²) on [0.9, 4] (erfc(4) is below half an ulp of 1, so
-// |x| >= 4 gives ±1).
-inline float erf_poly(float x) {
-    const float ax = x < 0.0f ? -x : x;
+// erf(x): below erf_near_zero_limit (0.9) in magnitude x + x·A(x²) (erf_near_zero); above,
+// 1 - e^(-x²)·B(1/x - 0.680555582) with the sign of x, where B fits erfc(x)·e^(x²) on [0.9, 4]
+// (erfc(4) is below half an ulp of 1, so |x| >= 4 gives ±1).
+inline constexpr float erf_near_zero_limit = 0.9f;
+
+// erf_poly's result for |x| < erf_near_zero_limit, bit for bit (erf_poly returns this very
+// expression there): a caller that knows its values lie in that range may skip the other branch.
+inline float erf_near_zero(float x) {
     const float x2 = x * x;
     float a = -0.00060860673f;
     a = a * x2 + 0.00501108309f;
@@ -82,7 +85,12 @@ inline float erf_poly(float x) {
     a = a * x2 + 0.112821221f;
     a = a * x2 - 0.376125216f;
     a = a * x2 + 0.128379151f;
-    const float near_zero = x + x * a;
+    return x + x * a;
+}
+
+inline float erf_poly(float x) {
+    const float ax = x < 0.0f ? -x : x;
+    const float near_zero = erf_near_zero(x);
     const float axc = 4.0f < ax ? 4.0f : ax;  // a NaN stays a NaN
     const float t = 1.0f / axc - 0.680555582f;
     float b = 0.0185548309f;
@@ -97,7 +105,7 @@ inline float erf_poly(float x) {
     b = b * t + 0.326666594f;
     const float tail = 1.0f - exp_poly(-(axc * axc)) * b;
     const float signed_tail = x < 0.0f ? -tail : tail;
-    const float result = ax < 0.9f ? near_zero : signed_tail;
+    const float result = ax < erf_near_zero_limit ? near_zero : signed_tail;
     return x == x ? result : x;
 }
 

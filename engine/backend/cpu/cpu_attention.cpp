@@ -156,7 +156,66 @@ MANTISSA_HOT void divide_by(float* y, float s, std::int64_t n) {
     for (std::int64_t j = 0; j < n; ++j) y[j] = y[j] / s;
 }
 
+// The softmax's row sums eight rows at a time, a row per vector lane: row i's first seen[i]
+// values, in column order from +0, as a plain loop over the row would sum them. A row's sum is a
+// chain of dependent adds, each waiting out the adder's latency; eight chains side by side take
+// about the time of one (the whole forward on the GPT's scores: 1.83 ms a call, against 2.62-2.73
+// ms with a row at a time).
+// Eight columns at a time are read as a vector from each row and turned into eight column
+// vectors (transpose8); the last columns one value at a time. A lane past its row's end adds +0,
+// which changes no sum (one that starts at +0 never becomes -0), and the values it reads there
+// (inside the row) are discarded; the lanes of rows past `count` (a last block) read row 0 and
+// add nothing.
+constexpr int kSumLanes = 8;
+
+// The 8x8 transpose in place: r[i] holds row i's eight values, and then column i's.
+inline void transpose8(Lanes* r) {
+    Lanes t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; ++h) {
+            u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int k = 0; k < 4; ++k) {
+        r[k] = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[k + 4] = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+MANTISSA_HOT void lane_row_sums(const float* a, std::int64_t row_stride, const std::int64_t* seen, int count,
+                                float* sums) {
+    const float* ra[kSumLanes];
+    IntLanes length = IntLanes{};
+    std::int64_t longest = 0;
+    for (int i = 0; i < kSumLanes; ++i) {
+        const std::int64_t row = i < count ? i : 0;
+        ra[i] = a + row * row_stride;
+        length[i] = i < count ? static_cast<std::int32_t>(seen[i]) : 0;
+        longest = std::max<std::int64_t>(longest, length[i]);
+    }
+    Lanes sum = Lanes{};
+    std::int64_t j = 0;
+    for (; j + 8 <= longest; j += 8) {
+        Lanes v[8];
+        for (int i = 0; i < 8; ++i) std::memcpy(&v[i], ra[i] + j, sizeof(Lanes));
+        transpose8(v);
+        for (int k = 0; k < 8; ++k) sum += (IntLanes{} + static_cast<std::int32_t>(j + k)) < length ? v[k] : Lanes{};
+    }
+    for (; j < longest; ++j) {
+        Lanes v;
+        for (int i = 0; i < kSumLanes; ++i) v[i] = ra[i][j];
+        sum += (IntLanes{} + static_cast<std::int32_t>(j)) < length ? v : Lanes{};
+    }
+    for (int i = 0; i < count; ++i) sums[i] = sum[i];
+}
+
 // g = y ⊙ (dy − Σ dy⊙y) over the first `seen` entries of a row, into dx (which may be y or dy).
+// Row by row: the backward reads two tensors from memory, and eight rows' sums side by side (as
+// the forward's) measured slower, 1.80 against 1.63-1.69 ms a call on the GPT's scores.
 void softmax_gradient_row(const float* y, const float* dy, float* dx, std::int64_t seen) {
     float sum = 0.0f;
     for (std::int64_t j = 0; j < seen; ++j) sum += dy[j] * y[j];
@@ -280,35 +339,41 @@ void CpuBackend::softmax_forward_impl(const Tensor& x_in, Tensor& y_out, std::in
     cpu_detail::for_ranges(rows, threads, 1, [&](std::int64_t r0, std::int64_t r1, int range) {
         float amax = 0.0f;
         std::int64_t nonfinite = 0;
-        for (std::int64_t r = r0; r < r1; ++r) {
-            const std::int64_t seen = causal ? r % cols + 1 : cols;
-            const float* xr = x + r * cols;
-            float* yr = y + r * cols;
-            float m, row_amax;
-            if (finite_max(xr, seen, &m, &row_amax) == 0) {
-                amax = std::max(amax, row_amax);
-            } else {  // the row again, value by value: the finite ones' amax, ±inf, NaN
-                m = -std::numeric_limits<float>::infinity();
-                bool nan = false;
-                for (std::int64_t j = 0; j < seen; ++j) {
-                    const float v = xr[j];
-                    if (std::isfinite(v)) {
-                        amax = std::max(amax, std::abs(v));
-                        m = std::max(m, v);
-                    } else {
-                        ++nonfinite;
-                        if (std::isnan(v)) nan = true;
-                        else if (v > m) m = v;
+        for (std::int64_t r = r0; r < r1; r += kSumLanes) {  // a block of rows, for their sums
+            const int count = static_cast<int>(std::min<std::int64_t>(kSumLanes, r1 - r));
+            std::int64_t seen[kSumLanes];
+            for (int i = 0; i < count; ++i) {
+                seen[i] = causal ? (r + i) % cols + 1 : cols;
+                const float* xr = x + (r + i) * cols;
+                float m, row_amax;
+                if (finite_max(xr, seen[i], &m, &row_amax) == 0) {
+                    amax = std::max(amax, row_amax);
+                } else {  // the row again, value by value: the finite ones' amax, ±inf, NaN
+                    m = -std::numeric_limits<float>::infinity();
+                    bool nan = false;
+                    for (std::int64_t j = 0; j < seen[i]; ++j) {
+                        const float v = xr[j];
+                        if (std::isfinite(v)) {
+                            amax = std::max(amax, std::abs(v));
+                            m = std::max(m, v);
+                        } else {
+                            ++nonfinite;
+                            if (std::isnan(v)) nan = true;
+                            else if (v > m) m = v;
+                        }
                     }
+                    if (nan) m = std::numeric_limits<float>::quiet_NaN();
                 }
-                if (nan) m = std::numeric_limits<float>::quiet_NaN();
+                exp_shifted(xr, m, y + (r + i) * cols, seen[i]);
             }
-            exp_shifted(xr, m, yr, seen);
-            float sum = 0.0f;
-            for (std::int64_t j = 0; j < seen; ++j) sum += yr[j];
-            divide_by(yr, sum, seen);
-            std::fill(yr + seen, yr + cols, 0.0f);
-            round_output(y_out.format(), yr, seen);
+            float sums[kSumLanes];
+            lane_row_sums(y + r * cols, cols, seen, count, sums);
+            for (int i = 0; i < count; ++i) {
+                float* yr = y + (r + i) * cols;
+                divide_by(yr, sums[i], seen[i]);
+                std::fill(yr + seen[i], yr + cols, 0.0f);
+                round_output(y_out.format(), yr, seen[i]);
+            }
         }
         amaxes[static_cast<std::size_t>(range)] = amax;
         nonfinites[static_cast<std::size_t>(range)] = nonfinite;

@@ -7,7 +7,10 @@
 // derivatives are taken from the stored output (relu: the gradient passes unless a <= 0, so it
 // passes where a is NaN, as torch's threshold_backward does; tanh: 1 - a²).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
@@ -39,14 +42,78 @@ MANTISSA_HOT void relu_backward(const float* __restrict a, const float* __restri
 constexpr float inv_sqrt2 = 0.70710678118654752440f;
 constexpr float inv_sqrt_2pi = 0.39894228040143267794f;
 
-MANTISSA_HOT_WIDE void gelu_forward(const float* __restrict z, float* __restrict a, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) a[i] = 0.5f * z[i] * (1.0f + erf_poly(z[i] * inv_sqrt2));
+// GELU a block of kGeluBlock values at a time. erf_poly computes both of its branches for every
+// value (a vector cannot branch per lane) and the far one, a division, ten terms and an exp, is
+// most of the cost; but it is needed only where |z/√2| reaches erf_near_zero_limit (|z| >= 1.27),
+// and a trained network's pre-GELU values rarely do (the reference GPT: 0.2% of them, 3% of
+// blocks of 16). A block whose values are all inside takes erf_near_zero alone, which is what
+// erf_poly returns for each of them: the same bits. Any other block, a NaN in it included, takes
+// erf_poly for every value, as before.
+constexpr std::int64_t kGeluBlock = 16;
+
+// Whether every value of the block lies where erf_poly is erf_near_zero (false for a NaN). In
+// GCC's vector types (a plain loop with an early answer stays scalar): the largest |z/√2| as the
+// bits of a non-negative float, whose order as integers is the order of the values, with a NaN
+// above every one of them.
+using BlockLanes = float __attribute__((vector_size(4 * kGeluBlock)));
+using BlockBits = std::int32_t __attribute__((vector_size(4 * kGeluBlock)));
+using HalfBits = std::int32_t __attribute__((vector_size(2 * kGeluBlock)));
+using QuarterBits = std::int32_t __attribute__((vector_size(kGeluBlock)));
+
+inline bool gelu_block_near_zero(const float* __restrict z) {
+    BlockLanes v;
+    std::memcpy(&v, z, sizeof v);
+    const BlockLanes x = v * inv_sqrt2;
+    const BlockBits magnitude = reinterpret_cast<BlockBits>(x) & 0x7fffffff;
+    HalfBits lo, hi;
+    std::memcpy(&lo, &magnitude, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&magnitude) + sizeof lo, sizeof hi);
+    const HalfBits half = lo > hi ? lo : hi;
+    QuarterBits qlo, qhi;
+    std::memcpy(&qlo, &half, sizeof qlo);
+    std::memcpy(&qhi, reinterpret_cast<const char*>(&half) + sizeof qlo, sizeof qhi);
+    const QuarterBits quarter = qlo > qhi ? qlo : qhi;
+    std::int32_t largest = quarter[0];
+    for (int k = 1; k < 4; ++k) largest = quarter[k] > largest ? quarter[k] : largest;
+    return largest < std::bit_cast<std::int32_t>(erf_near_zero_limit);
 }
 
-// dz = da·gelu'(z); called again with da's shadow for a traced gradient's.
+MANTISSA_HOT_WIDE void gelu_forward(const float* __restrict z, float* __restrict a, std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i + kGeluBlock <= n; i += kGeluBlock) {
+        const float* zb = z + i;
+        float* ab = a + i;
+        if (gelu_block_near_zero(zb)) {
+            for (std::int64_t j = 0; j < kGeluBlock; ++j)
+                ab[j] = 0.5f * zb[j] * (1.0f + erf_near_zero(zb[j] * inv_sqrt2));
+        } else {
+            for (std::int64_t j = 0; j < kGeluBlock; ++j) ab[j] = 0.5f * zb[j] * (1.0f + erf_poly(zb[j] * inv_sqrt2));
+        }
+    }
+    for (; i < n; ++i) a[i] = 0.5f * z[i] * (1.0f + erf_poly(z[i] * inv_sqrt2));
+}
+
+// dz = da·gelu'(z); called again with da's shadow for a traced gradient's. Blocks as the forward's.
 MANTISSA_HOT_WIDE void gelu_backward(const float* __restrict z, const float* __restrict da,
                                      float* __restrict dz, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t i = 0;
+    for (; i + kGeluBlock <= n; i += kGeluBlock) {
+        const float* zb = z + i;
+        if (gelu_block_near_zero(zb)) {
+            for (std::int64_t j = 0; j < kGeluBlock; ++j) {
+                const float cdf = 0.5f * (1.0f + erf_near_zero(zb[j] * inv_sqrt2));
+                const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * zb[j] * zb[j]);
+                dz[i + j] = da[i + j] * (cdf + zb[j] * pdf);
+            }
+        } else {
+            for (std::int64_t j = 0; j < kGeluBlock; ++j) {
+                const float cdf = 0.5f * (1.0f + erf_poly(zb[j] * inv_sqrt2));
+                const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * zb[j] * zb[j]);
+                dz[i + j] = da[i + j] * (cdf + zb[j] * pdf);
+            }
+        }
+    }
+    for (; i < n; ++i) {
         const float cdf = 0.5f * (1.0f + erf_poly(z[i] * inv_sqrt2));
         const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * z[i] * z[i]);
         dz[i] = da[i] * (cdf + z[i] * pdf);

@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "numeric/convert.h"
+#include "numeric/elementary.h"
 
 using namespace mantissa;
 using backend_test::random_values;
@@ -409,6 +411,57 @@ private slots:
         }
         QCOMPARE(static_cast<double>(stats.amax), amax);
         QCOMPARE(stats.nonfinite, std::int64_t{0});
+    }
+
+    // The softmax's row sums, forward (Σ e_j, eight rows at a time in vector lanes: cpu_attention.cpp)
+    // and backward (Σ dy_j·y_j), are each taken from +0 in column order: the bits must be those
+    // of a plain loop over each row, written here, for rows of 37 columns (whole blocks of eight
+    // columns and a tail), 111 rows (whole blocks of eight rows and a last one of seven), causal
+    // (rows of every length) or not. The values span e^-23 to 1, so another order would change
+    // the sums' last bits (checked: the reversed order does, on some rows).
+    void softmaxSumsRowByRowInColumnOrder_data() {
+        QTest::addColumn<bool>("causal");
+        QTest::newRow("full rows") << false;
+        QTest::newRow("causal") << true;
+    }
+    void softmaxSumsRowByRowInColumnOrder() {
+        QFETCH(bool, causal);
+        const std::int64_t seq = 37, rows = 3 * seq;
+        std::vector<float> xv = random_values(static_cast<std::size_t>(rows * seq), 1.0f, 71);
+        for (float& v : xv) v = -10.0f + 13.0f * v;  // in [-23, 3]
+        const std::vector<float> gv = random_values(xv.size(), 1.0f, 72);
+        CpuBackend be;
+        auto x = make_with(be, rows, seq, Format::fp32, xv, "x");
+        auto y = make(be, rows, seq, Format::fp32, "y");
+        auto dy = make_with(be, rows, seq, Format::fp32, gv, "dy");
+        auto dx = make(be, rows, seq, Format::fp32, "dx");
+        be.softmax_forward(*x, *y, rows, causal, nullptr);
+        be.softmax_backward(*y, *dy, *dx, rows, causal, 1.0f);
+        const auto yv = read(be, *y), dxv = read(be, *dx);
+        const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+        int order_matters = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t seen = causal ? r % seq + 1 : seq;
+            const auto q = [&](std::int64_t j) { return static_cast<std::size_t>(r * seq + j); };
+            float m = -std::numeric_limits<float>::infinity();
+            for (std::int64_t j = 0; j < seen; ++j) m = std::max(m, xv[q(j)]);
+            std::vector<float> e(static_cast<std::size_t>(seen));
+            float sum = 0.0f, reversed = 0.0f;
+            for (std::int64_t j = 0; j < seen; ++j) sum += e[static_cast<std::size_t>(j)] = exp_poly(xv[q(j)] - m);
+            for (std::int64_t j = seen - 1; j >= 0; --j) reversed += e[static_cast<std::size_t>(j)];
+            order_matters += bits(sum) != bits(reversed);
+            float dot = 0.0f;
+            for (std::int64_t j = 0; j < seen; ++j) dot += gv[q(j)] * yv[q(j)];
+            for (std::int64_t j = 0; j < seen; ++j) {
+                const float want_y = e[static_cast<std::size_t>(j)] / sum;
+                const float want_dx = yv[q(j)] * (gv[q(j)] - dot);
+                if (bits(yv[q(j)]) != bits(want_y) || bits(dxv[q(j)]) != bits(want_dx))
+                    QFAIL(qPrintable(QString("row %1, column %2: y %3 (plain loop %4), dx %5 (plain loop %6)")
+                                         .arg(r).arg(j).arg(yv[q(j)], 0, 'g', 9).arg(want_y, 0, 'g', 9)
+                                         .arg(dxv[q(j)], 0, 'g', 9).arg(want_dx, 0, 'g', 9)));
+            }
+        }
+        QVERIFY2(order_matters > 0, "no row's sum depends on the order: the test cannot tell orders apart");
     }
 
     // Non-finite inputs: a -inf entry gets probability 0 and the row stays finite; a NaN or +inf

@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "error.h"
 #include "numeric/convert.h"
+#include "numeric/elementary.h"
 #include "numeric/stats.h"
 
 using namespace mantissa;
@@ -263,6 +264,55 @@ private slots:
         auto a16 = make(be, 1, n, Format::fp16);
         be.activation_forward(act, *z, *a16, 1);
         QVERIFY(all_in_format(Format::fp16, read(be, *a16)));
+    }
+
+    // GELU takes erf's near-zero polynomial alone for a block of 16 values all inside its range
+    // (cpu_elementwise.cpp): the bits must be those of erf_poly value by value, for blocks all
+    // inside, blocks with one value outside at each position (just outside |z/√2| = 0.9, far out,
+    // ±inf, NaN), and the values after the last whole block.
+    void geluBlocksGiveErfPolysBits() {
+        constexpr float inv_sqrt2 = 0.70710678118654752440f, inv_sqrt_2pi = 0.39894228040143267794f;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> outside = {nan, inf, -inf, 7.5f, -3.0f};
+        // The two smallest z with |z/√2| not below the limit, and their negatives.
+        for (float z = 0.9999f * erf_near_zero_limit / inv_sqrt2; outside.size() < 9; z = std::nextafter(z, inf))
+            if (!(z * inv_sqrt2 < erf_near_zero_limit)) {
+                outside.push_back(z);
+                outside.push_back(-z);
+            }
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<float> inside(-1.2f, 1.2f);
+        std::vector<float> zv;
+        for (int b = 0; b < 4; ++b)  // blocks all inside
+            for (int j = 0; j < 16; ++j) zv.push_back(inside(rng));
+        for (float far : outside)
+            for (int at = 0; at < 16; ++at)
+                for (int j = 0; j < 16; ++j) zv.push_back(j == at ? far : inside(rng));
+        for (int j = 0; j < 11; ++j) zv.push_back(j == 5 ? 2.5f : inside(rng));  // the tail
+        const int n = static_cast<int>(zv.size());
+        const auto dav = random_values(n, 1.0f, 12);
+        CpuBackend be;
+        auto z = make(be, 1, n, Format::fp32), a = make(be, 1, n, Format::fp32);
+        auto da = make(be, 1, n, Format::fp32), dz = make(be, 1, n, Format::fp32);
+        be.upload(*z, zv.data(), n);
+        be.upload(*da, dav.data(), n);
+        be.activation_forward(Activation::gelu, *z, *a, 1);
+        be.activation_backward(Activation::gelu, *z, *a, *da, *dz, 1);
+        const auto av = read(be, *a), dzv = read(be, *dz);
+        const auto same = [](float got, float want) {
+            return std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(want) ||
+                   (std::isnan(got) && std::isnan(want));
+        };
+        for (std::size_t i = 0; i < zv.size(); ++i) {
+            const float zi = zv[i];
+            const float cdf = 0.5f * (1.0f + erf_poly(zi * inv_sqrt2));
+            const float want_a = 0.5f * zi * (1.0f + erf_poly(zi * inv_sqrt2));
+            const float want_dz = dav[i] * (cdf + zi * (inv_sqrt_2pi * exp_poly(-0.5f * zi * zi)));
+            QVERIFY2(same(av[i], want_a), qPrintable(QString("gelu(%1) = %2, erf_poly gives %3")
+                                                         .arg(zi, 0, 'g', 9).arg(av[i], 0, 'g', 9).arg(want_a, 0, 'g', 9)));
+            QVERIFY2(same(dzv[i], want_dz), qPrintable(QString("gelu'(%1)·da = %2, erf_poly gives %3")
+                                                           .arg(zi, 0, 'g', 9).arg(dzv[i], 0, 'g', 9).arg(want_dz, 0, 'g', 9)));
+        }
     }
 
     // relu's backward is torch's threshold_backward on the stored output: dz = a <= 0 ? 0 : da.

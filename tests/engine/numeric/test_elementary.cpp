@@ -1,6 +1,7 @@
 // exp_poly and erf_poly (engine/numeric/elementary.h) against double precision: their error in
-// ulps over dense walks of the float line, the special values, and the same bits whether a loop
-// of them is compiled to scalar code, to SSE2, AVX2 or AVX-512 vectors.
+// ulps over dense walks of the float line, the special values, erf_near_zero as erf_poly's own
+// branch, and the same bits whether a loop of them is compiled to scalar code, to SSE2, AVX2 or
+// AVX-512 vectors.
 #include <QtTest>
 
 #include <bit>
@@ -110,6 +111,24 @@ private slots:
         QVERIFY2(worst.ulps <= 1.25, qPrintable(QString("erf(%1): %2 ulp").arg(worst.at, 0, 'g', 9).arg(worst.ulps)));
     }
 
+    // erf_near_zero is erf_poly's own result wherever |x| < erf_near_zero_limit, bit for bit (the
+    // CPU backend's GELU takes it alone for a block of such values): every float in (-0.9, 0.9)
+    // from the smallest subnormals up, walked by bits, densely next to the limit.
+    void erfNearZeroIsErfPolyBelowTheLimit() {
+        const float below = std::nextafter(erf_near_zero_limit, 0.0f);
+        std::int64_t seen = 0;
+        auto check = [&](float x) {
+            ++seen;
+            if (bits_of(erf_near_zero(x)) != bits_of(erf_poly(x)))
+                QFAIL(qPrintable(QString("erf_near_zero(%1) = %2, erf_poly %3").arg(x, 0, 'g', 9)
+                                     .arg(erf_near_zero(x), 0, 'g', 9).arg(erf_poly(x), 0, 'g', 9)));
+        };
+        walk(-below, below, 97, check);
+        walk(0.89f, below, 1, check);
+        walk(-below, -0.89f, 1, check);
+        QVERIFY2(seen > 1000000, "the walk saw too few values");
+    }
+
     void specialValues() {
         const float nan = std::numeric_limits<float>::quiet_NaN();
         QVERIFY(std::isnan(exp_poly(nan)));
@@ -170,15 +189,18 @@ private slots:
         };
         compare(on_scalar<exp_poly>, on_sse2<exp_poly>, "exp, SSE2");
         compare(on_scalar<erf_poly>, on_sse2<erf_poly>, "erf, SSE2");
+        compare(on_scalar<erf_near_zero>, on_sse2<erf_near_zero>, "erf near zero, SSE2");
 #if defined(__x86_64__)
         if (!__builtin_cpu_supports("avx2")) QSKIP("no AVX2 on this CPU: the SSE2 and scalar loops agreed");
         compare(on_scalar<exp_poly>, on_avx2<exp_poly>, "exp, AVX2");
         compare(on_scalar<erf_poly>, on_avx2<erf_poly>, "erf, AVX2");
+        compare(on_scalar<erf_near_zero>, on_avx2<erf_near_zero>, "erf near zero, AVX2");
         // The avx512f target enables FMA: this file, as the backend's callers, is compiled with
         // -ffp-contract=off, or these would round differently.
         if (!__builtin_cpu_supports("avx512f")) QSKIP("no AVX-512 on this CPU: the SSE2, AVX2 and scalar loops agreed");
         compare(on_scalar<exp_poly>, on_avx512<exp_poly>, "exp, AVX-512");
         compare(on_scalar<erf_poly>, on_avx512<erf_poly>, "erf, AVX-512");
+        compare(on_scalar<erf_near_zero>, on_avx512<erf_near_zero>, "erf near zero, AVX-512");
 #endif
     }
 };
