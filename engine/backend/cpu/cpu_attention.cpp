@@ -239,11 +239,28 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
     const Format cf = c_out.format();
     const int max_threads = m_matmul.threads();
 
-    // The plain copy of an operand, rounded to the compute format.
-    auto pack = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
+    // The plain copy of an operand, rounded to the compute format. A view whose matrices lie one
+    // after another, each row by row or each column by column (the probabilities and their
+    // transpose), is a dense block: rounded into the copy in one vectorised pass, its layout kept
+    // unless `plain` asks for row by row (oneDNN refused the layout).
+    auto pack = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot,
+                    bool plain) {
         const float* src = cpu(t).data();
         float* buf = scratch(slot, batch * rows * cols);
         const bool round = !format_contains(op.compute, t.format());
+        const std::int64_t size = rows * cols;
+        const bool batch_dense = v.inner_stride == size && v.outer_stride == op.inner_count * size;
+        const bool by_rows = v.col_stride == 1 && v.row_stride == cols;
+        const bool by_columns = !plain && v.row_stride == 1 && v.col_stride == rows;
+        if (batch_dense && (by_rows || by_columns)) {
+            for_matrices(batch, size, max_threads, [&](std::int64_t b0, std::int64_t b1) {
+                const float* from = src + v.offset + b0 * size;
+                const auto n = static_cast<std::size_t>((b1 - b0) * size);
+                if (round) round_array(op.compute, from, buf + b0 * size, n);
+                else std::copy(from, from + n, buf + b0 * size);
+            });
+            return Operand{buf, {v.outer_stride, v.inner_stride, v.row_stride, v.col_stride}, true};
+        }
         for_matrices(batch, rows * cols, max_threads, [&](std::int64_t b0, std::int64_t b1) {
             for_each_element(op, v, rows, cols, b0, b1, [&](std::int64_t at, std::int64_t p) { buf[p] = src[at]; });
             if (round)
@@ -254,7 +271,7 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
     auto operand = [&](const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols, int slot) {
         if (format_contains(op.compute, t.format()) && unit_stride(v))
             return Operand{cpu(t).data() + v.offset, strides_of(v), false};
-        return pack(t, v, rows, cols, slot);
+        return pack(t, v, rows, cols, slot, false);
     };
 
     if (op.k > 0) {
@@ -267,8 +284,8 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
         if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides, b.data,
                                        b.strides, c_target, c_strides, threads)) {
             // oneDNN has no matmul for these strides: plain matrices.
-            if (!a.packed) a = pack(a_in, a_view, op.m, op.k, slot_a);
-            if (!b.packed) b = pack(b_in, b_view, op.k, op.n, slot_b);
+            a = pack(a_in, a_view, op.m, op.k, slot_a, true);
+            b = pack(b_in, b_view, op.k, op.n, slot_b, true);
             c_target = scratch(slot_c, batch * op.m * op.n);
             c_strides = plain_strides(op.inner_count, op.m, op.n);
             if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides,
