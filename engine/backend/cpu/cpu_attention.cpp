@@ -3,8 +3,10 @@
 //
 // batched_matmul: an operand whose tensor holds values of the compute format (rounding would
 // change nothing) and whose view has a unit row or column stride is read in place through its
-// view; any other is gathered into a plain (batch, rows, cols) scratch copy and rounded there
-// (the rounding the product needs anyway). C is written in place through its view when it has a
+// view; any other is copied into scratch and rounded there (the rounding the product needs
+// anyway): in one pass with its layout kept when its matrices lie one after another, row by row
+// or column by column (the probabilities, the transpose of them), else gathered into a plain
+// (batch, rows, cols) copy. C is written in place through its view when it has a
 // unit stride, else through a plain scratch that is scattered. oneDNN multiplies
 // (CpuBatchedMatmul); when it refuses a layout, every operand is packed and it multiplies plain
 // matrices. The epilogue (alpha, the rounding to C's format) runs on each of C's elements, over
