@@ -78,19 +78,26 @@ inline bool gelu_block_near_zero(const float* __restrict z) {
     return largest < std::bit_cast<std::int32_t>(erf_near_zero_limit);
 }
 
+// gelu(z) and da·gelu'(z) from erf(z/√2), whichever form of erf gave it.
+inline float gelu_value(float z, float erf_z) { return 0.5f * z * (1.0f + erf_z); }
+inline float gelu_gradient(float z, float da, float erf_z) {
+    const float cdf = 0.5f * (1.0f + erf_z);
+    const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * z * z);
+    return da * (cdf + z * pdf);
+}
+
 MANTISSA_HOT_WIDE void gelu_forward(const float* __restrict z, float* __restrict a, std::int64_t n) {
     std::int64_t i = 0;
     for (; i + kGeluBlock <= n; i += kGeluBlock) {
         const float* zb = z + i;
         float* ab = a + i;
         if (gelu_block_near_zero(zb)) {
-            for (std::int64_t j = 0; j < kGeluBlock; ++j)
-                ab[j] = 0.5f * zb[j] * (1.0f + erf_near_zero(zb[j] * inv_sqrt2));
+            for (std::int64_t j = 0; j < kGeluBlock; ++j) ab[j] = gelu_value(zb[j], erf_near_zero(zb[j] * inv_sqrt2));
         } else {
-            for (std::int64_t j = 0; j < kGeluBlock; ++j) ab[j] = 0.5f * zb[j] * (1.0f + erf_poly(zb[j] * inv_sqrt2));
+            for (std::int64_t j = 0; j < kGeluBlock; ++j) ab[j] = gelu_value(zb[j], erf_poly(zb[j] * inv_sqrt2));
         }
     }
-    for (; i < n; ++i) a[i] = 0.5f * z[i] * (1.0f + erf_poly(z[i] * inv_sqrt2));
+    for (; i < n; ++i) a[i] = gelu_value(z[i], erf_poly(z[i] * inv_sqrt2));
 }
 
 // dz = da·gelu'(z); called again with da's shadow for a traced gradient's. Blocks as the forward's.
@@ -100,24 +107,14 @@ MANTISSA_HOT_WIDE void gelu_backward(const float* __restrict z, const float* __r
     for (; i + kGeluBlock <= n; i += kGeluBlock) {
         const float* zb = z + i;
         if (gelu_block_near_zero(zb)) {
-            for (std::int64_t j = 0; j < kGeluBlock; ++j) {
-                const float cdf = 0.5f * (1.0f + erf_near_zero(zb[j] * inv_sqrt2));
-                const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * zb[j] * zb[j]);
-                dz[i + j] = da[i + j] * (cdf + zb[j] * pdf);
-            }
+            for (std::int64_t j = 0; j < kGeluBlock; ++j)
+                dz[i + j] = gelu_gradient(zb[j], da[i + j], erf_near_zero(zb[j] * inv_sqrt2));
         } else {
-            for (std::int64_t j = 0; j < kGeluBlock; ++j) {
-                const float cdf = 0.5f * (1.0f + erf_poly(zb[j] * inv_sqrt2));
-                const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * zb[j] * zb[j]);
-                dz[i + j] = da[i + j] * (cdf + zb[j] * pdf);
-            }
+            for (std::int64_t j = 0; j < kGeluBlock; ++j)
+                dz[i + j] = gelu_gradient(zb[j], da[i + j], erf_poly(zb[j] * inv_sqrt2));
         }
     }
-    for (; i < n; ++i) {
-        const float cdf = 0.5f * (1.0f + erf_poly(z[i] * inv_sqrt2));
-        const float pdf = inv_sqrt_2pi * exp_poly(-0.5f * z[i] * z[i]);
-        dz[i] = da[i] * (cdf + z[i] * pdf);
-    }
+    for (; i < n; ++i) dz[i] = gelu_gradient(z[i], da[i], erf_poly(z[i] * inv_sqrt2));
 }
 
 // Threads for an activation pass (cpu_parallel.h): relu runs at memory speed, a fraction of a
