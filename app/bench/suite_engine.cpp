@@ -116,9 +116,11 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
     auto seconds = time_interleaved(blocks, 1, rounds);
     for (std::size_t i = 0; i < n; ++i) cpu[i].erase(cpu[i].begin());  // the warm-up round's
 
-    std::size_t base = n;
-    for (std::size_t i = 0; i < n; ++i)
+    std::size_t base = n, bf16 = n;
+    for (std::size_t i = 0; i < n; ++i) {
         if (std::string(configs[i]->name) == "fp32") base = i;
+        if (std::string(configs[i]->name) == "bf16") bf16 = i;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         const Summary s = summarize(seconds[i]);
         const double ms = 1e3 * s.median / steps;
@@ -133,6 +135,8 @@ void time_model(const ModelCase& mc, const std::string& backend, const Dataset& 
                               {"samples_per_s", mc.batch / (ms / 1e3)},
                               {"spread_pct", s.spread_pct()},
                               {"vs_fp32", base < n ? nlohmann::json(median(ratios(seconds[i], seconds[base])))
+                                                   : nlohmann::json(nullptr)},
+                              {"vs_bf16", bf16 < n ? nlohmann::json(median(ratios(seconds[i], seconds[bf16])))
                                                    : nlohmann::json(nullptr)},
                               {"cpu_ms_per_step", 1e3 * median(cpu[i]) / steps},
                               {"mflop_per_step", flops.total / 1e6},
@@ -400,6 +404,19 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
     }
     if (!aims.empty())
         steps.notes.push_back(aim_note("emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu)", aims));
+    // The aim for the block formats' emulation: mxfp4 and nvfp4 at most 1.5x the bf16 step time
+    // (reference, CPU; vs_bf16 in the JSON, the median of the per-round ratios as vs fp32).
+    std::string block_aims;
+    for (const auto& row : steps.rows) {
+        const std::string p = row.value("precision", "");
+        if (row.value("backend", "") != "cpu" || row.value("model", "") != "784-256-128-10" ||
+            (p != "mxfp4" && p != "nvfp4") || !row["vs_bf16"].is_number())
+            continue;
+        const double v = row["vs_bf16"].get<double>();
+        add_figure(block_aims, p + " " + aim_figure("%.2fx", v, v <= 1.5));
+    }
+    if (!block_aims.empty())
+        steps.notes.push_back(aim_note("emulated mxfp4 and nvfp4 <= 1.5x the bf16 step time (reference, cpu)", block_aims));
     steps.notes.push_back(
         "MFLOP/step: the step's matmuls (forward, input gradient but for the first layer, weight gradient; 2 FLOPs "
         "per multiply-add); GFLOP/s = that / the median step time; % of limit = GFLOP/s over the limit: the limits "

@@ -109,6 +109,17 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 // NVFP4, 1 for MX.
 float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 
+// floor(log2) of the factor each block's values are decoded with (MX: its E8M0 exponent; NVFP4: its
+// E4M3 scale over tensor_scale), for `rows` rows of K values cut into blocks from the start of each
+// row (a last partial block as if zero-padded): out[row · ceil(K / block) + b]. A block whose scale
+// decodes every value to zero (all zeros; an NVFP4 scale that rounded to zero) gets
+// block_exponent_zero, one holding a NaN or an infinity block_exponent_nan. The scales are found as
+// round_blocks finds them, so they are quantise_block's (block_scale_code, block_decode_factor).
+inline constexpr std::int16_t block_exponent_zero = -32768;
+inline constexpr std::int16_t block_exponent_nan = 32767;
+void block_decode_exponents(BlockFormat format, float tensor_scale, const float* x, std::size_t rows, std::size_t K,
+                            std::int16_t* out);
+
 // FP8 with a scale per row along the reduction dimension (torchao's rowwise scaling): over the
 // (outer, K, inner) view of round_blocks_along, each run of K values gets its own FP32 scale
 // s = (fp8_max / amax_run) / 2^margin (rounded down to a power of two when power_of_two; 1 when the

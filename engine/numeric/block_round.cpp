@@ -16,12 +16,14 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "numeric/block_format.h"
 #include "numeric/element_format.h"
 #include "numeric/grid_round.h"
+#include "numeric/stats.h"
 #include "numeric/stochastic_round.h"
 
 namespace mantissa {
@@ -183,8 +185,102 @@ float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
     return nvfp4_tensor_scale(finite_amax(x, n, special));
 }
 
+// Eight lanes of GCC's vector types: the whole blocks' kernel below is written with them, so that
+// the saturation and flush counts stay in vector lanes across blocks (the plain loops reduced them
+// to scalars at the end of every block) and the block's amax is reduced in three shuffles.
+using Floats8 = float __attribute__((vector_size(32)));
+using Ints8 = std::int32_t __attribute__((vector_size(32)));
+
+// The grid's constants in lanes, made once per call (kept in registers: loaded through a
+// reference, they would be read again after every store the loop makes).
+struct Grid8 {
+    Ints8 lowest, highest;  // the clamp of the biased exponent
+    Ints8 mantissa_bits;
+    Floats8 max;
+    explicit Grid8(const Grid& g)
+        : lowest(Ints8{} + (g.emin + 127)), highest(Ints8{} + (g.emax + 127)),
+          mantissa_bits(Ints8{} + g.mantissa_bits), max(Floats8{} + g.max_finite) {}
+};
+
+// round_to_grid on eight values, the same operations lane by lane (through references, and casts
+// rather than std::bit_cast: a 32-byte vector passed or returned by value has an ABI of its own
+// outside AVX code).
+inline void round_to_grid8(const Floats8& q, const Grid8& g, Floats8& rounded) {
+    const Ints8 bits = reinterpret_cast<Ints8>(q);
+    Ints8 e = (bits >> 23) & 0xFF;
+    e = e < g.lowest ? g.lowest : e;
+    e = e > g.highest ? g.highest : e;
+    const Floats8 step = reinterpret_cast<Floats8>((e - g.mantissa_bits) << 23);
+    const Floats8 inverse = reinterpret_cast<Floats8>((254 - e + g.mantissa_bits) << 23);
+    const Floats8 y = q * inverse;
+    Floats8 r = ((y + round_magic) - round_magic) * step;
+    r = r > g.max ? g.max : r;  // false for NaN: it stays
+    r = r < -g.max ? -g.max : r;
+    rounded = reinterpret_cast<Floats8>((reinterpret_cast<Ints8>(r) & 0x7FFFFFFF) | (bits & std::int32_t(0x80000000u)));
+}
+
+// The largest of eight lanes, in three shuffles.
+inline std::int32_t max_lane(const Ints8& v) {
+    Ints8 m = v;
+    Ints8 t = __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+    m = t > m ? t : m;
+    t = __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5);
+    m = t > m ? t : m;
+    t = __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6);
+    m = t > m ? t : m;
+    return m[0];
+}
+
+// `count` consecutive whole blocks of B values (B a multiple of 8), rounded to nearest even as
+// round_runs rounds each: its amax, params_of, then finish_element on every value, lane by lane.
+MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
+                                           int emax, float tensor_scale, const Grid grid, BlockStats& stats) {
+    const Grid8 g(grid);
+    const Ints8 abs_mask = Ints8{} + 0x7FFFFFFF;
+    Ints8 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
+    std::size_t nan_blocks = 0;
+    for (std::size_t b = 0; b < count; ++b) {
+        const float* x = src + b * B;
+        float* y = dst + b * B;
+        Ints8 amax{}, largest{};
+        for (std::size_t j = 0; j < B; j += 8) {
+            Ints8 a;
+            std::memcpy(&a, x + j, sizeof a);
+            a &= abs_mask;
+            largest = a > largest ? a : largest;
+            const Ints8 finite = a <= fp32_max_bits ? a : Ints8{};
+            amax = finite > amax ? finite : amax;
+        }
+        const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(max_lane(amax)),
+                                        max_lane(largest) > fp32_max_bits);
+        nan_blocks += p.kind == nan_block;
+        const Ints8 live = Ints8{} - (p.kind == normal_block), zero_scale = Ints8{} - (p.kind == zero_scale_block);
+        const Floats8 encode = Floats8{} + p.encode, decode = Floats8{} + p.decode;
+        for (std::size_t j = 0; j < B; j += 8) {
+            Floats8 v;
+            std::memcpy(&v, x + j, sizeof v);
+            const Floats8 q = v * encode;
+            Floats8 r;
+            round_to_grid8(q, g, r);
+            const Floats8 out = r * decode;
+            std::memcpy(y + j, &out, sizeof out);
+            const Floats8 magnitude = reinterpret_cast<Floats8>(reinterpret_cast<Ints8>(q) & abs_mask);
+            saturated += live & (magnitude > g.max);
+            flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+        }
+    }
+    std::int64_t s = 0, f = 0;
+    for (int k = 0; k < 8; ++k) s -= saturated[k], f -= flushed[k];
+    stats.blocks += count;
+    stats.nan_blocks += nan_blocks;
+    stats.saturated += static_cast<std::size_t>(s);
+    stats.flushed_to_zero += static_cast<std::size_t>(f);
+}
+
 // Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
-// parameters and its values in one function, so that nothing is called per block.
+// parameters and its values in one function, so that nothing is called per block. Rounded to
+// nearest, the blocks go to round_whole_blocks (the runs one after another when K is a multiple of
+// B: then every block is whole); stochastically, each block here.
 MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
                                    std::size_t K, BlockStats& stats, ElementRounding rounding) {
     const BlockFormatInfo& info = block_format_info(f);
@@ -193,6 +289,27 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     const auto B = static_cast<std::size_t>(info.block_size);
     const bool nvfp4 = f == BlockFormat::nvfp4;
     std::uint32_t saturated = 0, flushed = 0;
+    stats.values += runs * K;
+    if (!rounding.stochastic && B % 8 == 0 && B <= 32) {
+        if (K % B == 0) return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats);
+        const std::size_t whole = K / B * B, tail = K - whole;
+        if (whole > 0)
+            for (std::size_t r = 0; r < runs; ++r)
+                round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats);
+        // Each run's last partial block, padded with zeros as the quantiser pads it (the padding
+        // changes no amax and adds to no count), 64 runs' blocks to a call: a convolution's patch
+        // of 9 or a last layer's 10 outputs is a partial block in every run.
+        constexpr std::size_t batch = 64;
+        alignas(32) float padded[batch * 32];
+        for (std::size_t r0 = 0; r0 < runs; r0 += batch) {
+            const std::size_t n = std::min(batch, runs - r0);
+            std::fill(padded, padded + n * B, 0.0f);
+            for (std::size_t i = 0; i < n; ++i) std::memcpy(padded + i * B, src + (r0 + i) * K + whole, tail * sizeof(float));
+            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats);
+            for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + (r0 + i) * K + whole, padded + i * B, tail * sizeof(float));
+        }
+        return;
+    }
     for (std::size_t r = 0; r < runs; ++r) {
         for (std::size_t first = 0; first < K; first += B) {
             const std::size_t count = std::min(B, K - first);
@@ -229,7 +346,6 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             }
         }
     }
-    stats.values += runs * K;
     stats.saturated += saturated;
     stats.flushed_to_zero += flushed;
 }
@@ -300,6 +416,46 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 }
 
 float block_tensor_scale(BlockFormat format, const float* x, std::size_t n) { return tensor_scale_of(format, x, n); }
+
+namespace {
+
+// Each block's amax as round_runs finds it, then its parameters (params_of): the decode factor's
+// exponent, without a library call per block (the views ask for thousands of blocks a tensor).
+MANTISSA_BLOCK_HOT void decode_exponents(BlockFormat f, float tensor_scale, const float* src, std::size_t rows,
+                                         std::size_t K, std::int16_t* out) {
+    const BlockFormatInfo& info = block_format_info(f);
+    const int emax = element_format_info(info.element).emax;
+    const auto B = static_cast<std::size_t>(info.block_size);
+    const bool nvfp4 = f == BlockFormat::nvfp4;
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t first = 0; first < K; first += B) {
+            const std::size_t count = std::min(B, K - first);
+            const float* x = src + r * K + first;
+            std::int32_t amax_bits = 0, largest = 0;  // as finite_amax
+            for (std::size_t j = 0; j < count; ++j) {
+                const std::int32_t a = magnitude_bits(x[j]);
+                largest = a > largest ? a : largest;
+                const std::int32_t finite = a <= fp32_max_bits ? a : 0;
+                amax_bits = finite > amax_bits ? finite : amax_bits;
+            }
+            std::int16_t e = block_exponent_nan;
+            if (largest <= fp32_max_bits) {
+                const float decode = amax_bits == 0 ? 0.0f
+                                                    : params_of(nvfp4, emax, tensor_scale,
+                                                                std::bit_cast<float>(amax_bits), false).decode;
+                e = decode == 0 ? block_exponent_zero : static_cast<std::int16_t>(exponent_of(decode));
+            }
+            *out++ = e;
+        }
+    }
+}
+
+}  // namespace
+
+void block_decode_exponents(BlockFormat format, float tensor_scale, const float* x, std::size_t rows, std::size_t K,
+                            std::int16_t* out) {
+    decode_exponents(format, tensor_scale, x, rows, K, out);
+}
 
 namespace {
 

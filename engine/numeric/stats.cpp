@@ -147,14 +147,6 @@ void round_array_with_stats(Format format, float* data, std::size_t n, RoundingS
     }
 }
 
-int exponent_of(float x) {
-    const std::uint32_t m = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
-    const int biased = static_cast<int>(m >> 23);
-    if (biased != 0) return biased - 127;
-    const std::uint32_t fraction = m & 0x7fffffu;  // subnormal: fraction * 2^-149
-    return -149 + (31 - std::countl_zero(fraction));
-}
-
 namespace {
 
 // Counts of the exponent field (bits 23..30) over bits[0..n), four interleaved tables so

@@ -9,6 +9,7 @@
 // zeros before. "Subnormal" is relative to the format the values are stored in.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,8 +52,14 @@ void count_classes(Format format, const float* data, std::size_t n, RoundingStat
 void round_array_with_stats(Format format, float* data, std::size_t n, RoundingStats& stats,
                             Overflow overflow = Overflow::to_inf);
 
-// floor(log2 |x|) for a finite non-zero fp32 value, exact for subnormals (-149 .. 127).
-int exponent_of(float x);
+// floor(log2 |x|) for a finite non-zero fp32 value, exact for subnormals (-149 .. 127). Inline:
+// the block quantiser (block_round.cpp, below this header's library) takes it per block too.
+inline int exponent_of(float x) {
+    const std::uint32_t m = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
+    const int biased = static_cast<int>(m >> 23);
+    if (biased != 0) return biased - 127;
+    return -149 + (31 - std::countl_zero(m));  // subnormal: fraction · 2^-149
+}
 
 // Over data[0..n) multiplied by `multiplier` in FP32 (1: as they are): the largest finite
 // magnitude goes into *amax (max with its current value), the count of inf/NaN is added to

@@ -1,8 +1,6 @@
 #include "train/block_scale_views.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <utility>
 
 #include "model/layer.h"
@@ -22,17 +20,13 @@ std::int64_t values_for_blocks(std::int64_t max_blocks, std::int64_t K, int bloc
 
 }  // namespace
 
+static_assert(BlockScaleRecord::zero_block == block_exponent_zero && BlockScaleRecord::nan_block == block_exponent_nan,
+              "the record keeps the quantiser's block exponent sentinels");
+
 std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const float* values, std::size_t count) {
-    float amax = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        const float a = std::fabs(values[i]);
-        if (!(a <= std::numeric_limits<float>::max())) return BlockScaleRecord::nan_block;  // NaN or inf
-        amax = std::max(amax, a);
-    }
-    if (amax == 0) return BlockScaleRecord::zero_block;
-    const float factor = block_decode_factor(format, block_scale_code(format, tensor_scale, amax), tensor_scale);
-    if (factor == 0) return BlockScaleRecord::zero_block;  // an NVFP4 scale below E4M3's smallest
-    return static_cast<std::int16_t>(std::ilogb(factor));
+    std::int16_t e = 0;
+    block_decode_exponents(format, tensor_scale, values, 1, count, &e);
+    return e;
 }
 
 BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s) {
@@ -45,13 +39,8 @@ BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s) {
     r.row_length = s.K;
     r.blocks_per_row = ceil_div(s.K, B);
     r.exponents.resize(static_cast<std::size_t>(r.rows * r.blocks_per_row));
-#pragma omp parallel for schedule(static) if (r.rows * s.K > (1 << 16))
-    for (std::int64_t row = 0; row < r.rows; ++row)
-        for (std::int64_t b = 0; b < r.blocks_per_row; ++b) {
-            const std::int64_t k0 = b * B, count = std::min<std::int64_t>(B, s.K - k0);
-            r.exponents[static_cast<std::size_t>(row * r.blocks_per_row + b)] = block_scale_exponent(
-                format, tensor_scale, s.values + row * s.K + k0, static_cast<std::size_t>(count));
-        }
+    block_decode_exponents(format, tensor_scale, s.values, static_cast<std::size_t>(r.rows),
+                           static_cast<std::size_t>(s.K), r.exponents.data());
     return r;
 }
 

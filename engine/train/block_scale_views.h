@@ -22,7 +22,8 @@ namespace mantissa {
 // floor(log2) of the factor a block's values are decoded with (MX: its E8M0 exponent; NVFP4: its
 // E4M3 scale over the tensor scale), or BlockScaleRecord::zero_block when the scale decodes every
 // value to zero (a block of zeros; an NVFP4 scale that rounded to zero), nan_block for the NaN scale.
-// `values` are the block's count values; tensor_scale as for quantise_block.
+// `values` are the block's count values; tensor_scale as for quantise_block. One block of
+// block_decode_exponents (numeric/block_format.h), whose sentinels these are.
 std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const float* values, std::size_t count);
 
 // The record of one operand's sample viewed in `format`: its rows cut into blocks from the start of
