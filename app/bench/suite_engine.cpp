@@ -16,10 +16,12 @@
 // the threads table (thread_scaling.h) times the bigger models at 1, 2, ... threads.
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -392,31 +394,24 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
     for (const auto* c : configs)
         if (c->reference_only)
             steps.notes.push_back(std::string(c->name) + ": on the reference MLP only (a single-threaded emulation)");
-    // The aim for emulation: fp16 and fp8 at most 1.3x the fp32 step time (reference, CPU).
-    std::string aims;
-    for (const auto& row : steps.rows) {
-        const std::string p = row.value("precision", "");
-        if (row.value("backend", "") != "cpu" || row.value("model", "") != "784-256-128-10" ||
-            (p != "fp16" && p != "fp8-e4m3") || !row["vs_fp32"].is_number())
-            continue;
-        const double v = row["vs_fp32"].get<double>();
-        add_figure(aims, p + " " + aim_figure("%.2fx", v, v <= 1.3));
-    }
-    if (!aims.empty())
-        steps.notes.push_back(aim_note("emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu)", aims));
-    // The aim for the block formats' emulation: mxfp4 and nvfp4 at most 1.5x the bf16 step time
-    // (reference, CPU; vs_bf16 in the JSON, the median of the per-round ratios as vs fp32).
-    std::string block_aims;
-    for (const auto& row : steps.rows) {
-        const std::string p = row.value("precision", "");
-        if (row.value("backend", "") != "cpu" || row.value("model", "") != "784-256-128-10" ||
-            (p != "mxfp4" && p != "nvfp4") || !row["vs_bf16"].is_number())
-            continue;
-        const double v = row["vs_bf16"].get<double>();
-        add_figure(block_aims, p + " " + aim_figure("%.2fx", v, v <= 1.5));
-    }
-    if (!block_aims.empty())
-        steps.notes.push_back(aim_note("emulated mxfp4 and nvfp4 <= 1.5x the bf16 step time (reference, cpu)", block_aims));
+    // The emulation aims, each a bound on a step-time ratio of the reference MLP's CPU rows: fp16
+    // and fp8 at most 1.3x the fp32 step, mxfp4 and nvfp4 at most 1.5x the bf16 step (vs_bf16 is in
+    // the JSON, the median of the per-round ratios as vs fp32).
+    const auto ratio_aim = [&](std::initializer_list<std::string_view> precisions, const char* ratio, double bound,
+                               const char* what) {
+        std::string figures;
+        for (const auto& row : steps.rows) {
+            const std::string p = row.value("precision", "");
+            if (row.value("backend", "") != "cpu" || row.value("model", "") != "784-256-128-10" ||
+                std::find(precisions.begin(), precisions.end(), p) == precisions.end() || !row[ratio].is_number())
+                continue;
+            const double v = row[ratio].get<double>();
+            add_figure(figures, p + " " + aim_figure("%.2fx", v, v <= bound));
+        }
+        if (!figures.empty()) steps.notes.push_back(aim_note(what, figures));
+    };
+    ratio_aim({"fp16", "fp8-e4m3"}, "vs_fp32", 1.3, "emulated fp16 and fp8 <= 1.3x the fp32 step time (reference, cpu)");
+    ratio_aim({"mxfp4", "nvfp4"}, "vs_bf16", 1.5, "emulated mxfp4 and nvfp4 <= 1.5x the bf16 step time (reference, cpu)");
     steps.notes.push_back(
         "MFLOP/step: the step's matmuls (forward, input gradient but for the first layer, weight gradient; 2 FLOPs "
         "per multiply-add); GFLOP/s = that / the median step time; % of limit = GFLOP/s over the limit: the limits "

@@ -114,11 +114,13 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // row (a last partial block as if zero-padded): out[row · ceil(K / block) + b]. A block whose scale
 // decodes every value to zero (all zeros; an NVFP4 scale that rounded to zero) gets
 // block_exponent_zero, one holding a NaN or an infinity block_exponent_nan. The scales are found as
-// round_blocks finds them, so they are quantise_block's (block_scale_code, block_decode_factor).
+// round_blocks finds them, so they are quantise_block's (block_scale_code, block_decode_factor);
+// with `stochastic`, as round_blocks_along_stochastic finds them (an MX block the rule would clip
+// takes the next power of two).
 inline constexpr std::int16_t block_exponent_zero = -32768;
 inline constexpr std::int16_t block_exponent_nan = 32767;
 void block_decode_exponents(BlockFormat format, float tensor_scale, const float* x, std::size_t rows, std::size_t K,
-                            std::int16_t* out);
+                            std::int16_t* out, bool stochastic = false);
 
 // FP8 with a scale per row along the reduction dimension (torchao's rowwise scaling): over the
 // (outer, K, inner) view of round_blocks_along, each run of K values gets its own FP32 scale

@@ -156,15 +156,23 @@ MANTISSA_BLOCK_HOT void round_span(const float* x, float* y, std::size_t n, cons
 constexpr std::int32_t fp32_max_bits = 0x7F7FFFFF;
 inline std::int32_t magnitude_bits(float x) { return std::bit_cast<std::int32_t>(x) & 0x7FFFFFFF; }
 
-// Largest finite |x| of n values, and whether a NaN or an inf is among them.
-MANTISSA_BLOCK_HOT float finite_amax(const float* x, std::size_t n, bool& special) {
-    std::int32_t amax = 0, largest = 0;  // of the finite values; of all (NaN and inf above FLT_MAX)
+// The largest |x| bits of n values: amax of the finite ones, largest of all (NaN and inf lie
+// above FLT_MAX's). Inline, so that the kernels below run it in their own clones, per block,
+// without a call.
+inline void magnitude_maxima(const float* x, std::size_t n, std::int32_t& amax, std::int32_t& largest) {
+    amax = largest = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const std::int32_t a = magnitude_bits(x[i]);
         largest = a > largest ? a : largest;
         const std::int32_t finite = a <= fp32_max_bits ? a : 0;
         amax = finite > amax ? finite : amax;
     }
+}
+
+// Largest finite |x| of n values, and whether a NaN or an inf is among them.
+MANTISSA_BLOCK_HOT float finite_amax(const float* x, std::size_t n, bool& special) {
+    std::int32_t amax, largest;
+    magnitude_maxima(x, n, amax, largest);
     special = largest > fp32_max_bits;
     return std::bit_cast<float>(amax);
 }
@@ -315,13 +323,8 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             const std::size_t count = std::min(B, K - first);
             const float* x = src + r * K + first;
             float* y = dst + r * K + first;
-            std::int32_t amax_bits = 0, largest = 0;  // as finite_amax
-            for (std::size_t j = 0; j < count; ++j) {
-                const std::int32_t a = magnitude_bits(x[j]);
-                largest = a > largest ? a : largest;
-                const std::int32_t finite = a <= fp32_max_bits ? a : 0;
-                amax_bits = finite > amax_bits ? finite : amax_bits;
-            }
+            std::int32_t amax_bits, largest;
+            magnitude_maxima(x, count, amax_bits, largest);
             const float amax = std::bit_cast<float>(amax_bits);
             const bool special = largest > fp32_max_bits;
             const BlockParams p =
@@ -422,27 +425,24 @@ namespace {
 // Each block's amax as round_runs finds it, then its parameters (params_of): the decode factor's
 // exponent, without a library call per block (the views ask for thousands of blocks a tensor).
 MANTISSA_BLOCK_HOT void decode_exponents(BlockFormat f, float tensor_scale, const float* src, std::size_t rows,
-                                         std::size_t K, std::int16_t* out) {
+                                         std::size_t K, std::int16_t* out, bool stochastic) {
     const BlockFormatInfo& info = block_format_info(f);
     const int emax = element_format_info(info.element).emax;
+    const float no_clip_max = stochastic ? grid_of(info.element).max_finite : 0.0f;  // as round_runs
     const auto B = static_cast<std::size_t>(info.block_size);
     const bool nvfp4 = f == BlockFormat::nvfp4;
     for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t first = 0; first < K; first += B) {
             const std::size_t count = std::min(B, K - first);
             const float* x = src + r * K + first;
-            std::int32_t amax_bits = 0, largest = 0;  // as finite_amax
-            for (std::size_t j = 0; j < count; ++j) {
-                const std::int32_t a = magnitude_bits(x[j]);
-                largest = a > largest ? a : largest;
-                const std::int32_t finite = a <= fp32_max_bits ? a : 0;
-                amax_bits = finite > amax_bits ? finite : amax_bits;
-            }
+            std::int32_t amax_bits, largest;
+            magnitude_maxima(x, count, amax_bits, largest);
             std::int16_t e = block_exponent_nan;
             if (largest <= fp32_max_bits) {
                 const float decode = amax_bits == 0 ? 0.0f
                                                     : params_of(nvfp4, emax, tensor_scale,
-                                                                std::bit_cast<float>(amax_bits), false).decode;
+                                                                std::bit_cast<float>(amax_bits), false, no_clip_max)
+                                                          .decode;
                 e = decode == 0 ? block_exponent_zero : static_cast<std::int16_t>(exponent_of(decode));
             }
             *out++ = e;
@@ -453,8 +453,8 @@ MANTISSA_BLOCK_HOT void decode_exponents(BlockFormat f, float tensor_scale, cons
 }  // namespace
 
 void block_decode_exponents(BlockFormat format, float tensor_scale, const float* x, std::size_t rows, std::size_t K,
-                            std::int16_t* out) {
-    decode_exponents(format, tensor_scale, x, rows, K, out);
+                            std::int16_t* out, bool stochastic) {
+    decode_exponents(format, tensor_scale, x, rows, K, out, stochastic);
 }
 
 namespace {

@@ -29,7 +29,7 @@ std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const 
     return e;
 }
 
-BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s) {
+BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, bool stochastic) {
     const int B = block_format_info(format).block_size;
     const float tensor_scale = format == BlockFormat::nvfp4 ? nvfp4_tensor_scale(s.magnitudes.finite_amax) : 1.0f;
     BlockScaleRecord r;
@@ -40,7 +40,7 @@ BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s) {
     r.blocks_per_row = ceil_div(s.K, B);
     r.exponents.resize(static_cast<std::size_t>(r.rows * r.blocks_per_row));
     block_decode_exponents(format, tensor_scale, s.values, static_cast<std::size_t>(r.rows),
-                           static_cast<std::size_t>(s.K), r.exponents.data());
+                           static_cast<std::size_t>(s.K), r.exponents.data(), stochastic);
     return r;
 }
 
@@ -74,7 +74,9 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
 
     const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, bool own, const OperandSample& sample) {
         if (!fmt) return;
-        BlockScaleRecord r = view_block_scales(*fmt, sample);
+        // dy is quantised stochastically with stochastic gradients (docs/numerics.md), x and W never.
+        const bool stochastic = operand == MatmulOperand::grad_output && f.stochastic_gradients;
+        BlockScaleRecord r = view_block_scales(*fmt, sample, stochastic);
         r.step = m_step;
         r.layer = o.layer.index();
         r.name = o.layer.name();

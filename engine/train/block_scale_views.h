@@ -3,7 +3,8 @@
 // its x, W and dy at the start of its backward (model/operand_observer.h); each operand is cut into
 // blocks as its matmul cuts it (x and W along the forward's reduction, dy along the
 // input-gradient matmul's: train/operand_sampler.h), and each block's scale is chosen by the rule
-// its format's quantiser uses (numeric/block_format.h, block_scale_code). Nothing is written back,
+// its format's quantiser uses (numeric/block_format.h, block_decode_exponents; dy's as its
+// stochastic quantisation chooses it with stochastic gradients). Nothing is written back,
 // so viewing never changes a run. Training thread only.
 #pragma once
 
@@ -27,8 +28,9 @@ namespace mantissa {
 std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const float* values, std::size_t count);
 
 // The record of one operand's sample viewed in `format`: its rows cut into blocks from the start of
-// each row (a last partial block as the quantiser pads it).
-BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s);
+// each row (a last partial block as the quantiser pads it). `stochastic`: the operand is rounded
+// stochastically (a gradient, precision.rounding.gradients), whose MX scales never clip.
+BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, bool stochastic = false);
 
 class BlockScaleViews final : public OperandObserver {
 public:

@@ -107,6 +107,32 @@ void check_against_operand(const BlockScaleRecord& r, const std::vector<float>& 
 
 Dataset regression() { return regression_set(1024, 256, 8, 4, 1.0f, 5); }
 
+// "own", every block kept.
+BlockScaleSpec every_block() {
+    BlockScaleSpec spec;
+    spec.max_blocks = 0;
+    return spec;
+}
+
+// The rows the recording's views take at step 12 of t (after 12 steps), and what fc2's matmuls
+// multiplied then (the CPU backend's operand tap).
+struct ViewsAndOperands {
+    std::vector<BlockScaleRecord> rows;
+    CpuBackend::TappedOperands used;
+};
+
+ViewsAndOperands views_at_step_12(Trainer& t, Recording& rec) {
+    t.network().set_operand_observer(&rec);
+    for (int i = 0; i < 12; ++i) t.step();
+    CpuBackend::OperandTap tap;
+    auto& cpu = dynamic_cast<CpuBackend&>(t.backend());
+    cpu.set_operand_tap(&tap);
+    rec.statistics.begin_step(12);
+    t.step();
+    cpu.set_operand_tap(nullptr);
+    return {rec.statistics.take(), tap.by_weight.at(&t.network().weight(1))};
+}
+
 // fc2 (96 -> 64) among fp32 layers, every step a statistics step; the trainer's own views and
 // what-if off (the test's observer views).
 Experiment mlp(LayerSetting fc2) {
@@ -210,19 +236,8 @@ private slots:
             fc2 = LayerSetting(*parse_layer_precision(setting.toStdString()));
         }
         Trainer t(mlp(fc2), regression(), make_backend("cpu"));
-        BlockScaleSpec spec;  // "own", every block kept
-        spec.max_blocks = 0;
-        Recording rec("fc2", spec);
-        t.network().set_operand_observer(&rec);
-        for (int i = 0; i < 12; ++i) t.step();
-        CpuBackend::OperandTap tap;
-        auto& cpu = dynamic_cast<CpuBackend&>(t.backend());
-        cpu.set_operand_tap(&tap);
-        rec.statistics.begin_step(12);
-        t.step();
-        cpu.set_operand_tap(nullptr);
-        const std::vector<BlockScaleRecord> rows = rec.statistics.take();
-        const CpuBackend::TappedOperands& used = tap.by_weight.at(&t.network().weight(1));
+        Recording rec("fc2", every_block());
+        const auto [rows, used] = views_at_step_12(t, rec);
 
         // Only fc2, the one block-scaled layer, and of it only what its block-scaled matmuls quantise.
         QCOMPARE(rows.size(), std::size_t{dgrad_only ? 1u : 3u});
@@ -236,6 +251,58 @@ private slots:
             check_against_operand(record_of(rows, "fc2", MatmulOperand::weight), rec.w, used.w, 96, "W");
         }
         check_against_operand(record_of(rows, "fc2", MatmulOperand::grad_output), rec.dy, used.dy, 64, "dy");
+    }
+
+    // With stochastic gradients, dy's MX blocks take the next power of two where the OCP rule's
+    // scale would clip their amax (docs/numerics.md, "Stochastic rounding and Kahan summation"):
+    // the view shows that scale, the one dy was quantised with, and x's and W's stay the rule's.
+    void stochasticGradientsViewTheScalesThatDoNotClip() {
+        // Rows of 32: MXFP4 (max 6) amaxes 7.5 (the rule's 2^0 clips it: 2^1), 5 (kept: 2^0);
+        // MXFP8-E4M3 (max 448) amaxes 7.5 (2^-6 clips it at 480: 2^-5), 5 (kept), 500 (2^0 clips: 2^1).
+        // NVFP4's scale never clips: unchanged.
+        std::vector<float> v(3 * 32, 0.25f);
+        v[3] = 7.5f, v[32 + 7] = -5.0f, v[64 + 31] = 500.0f;
+        const OperandSample s{v.data(), 3, 32, 3, {}, {500.0f, 500.0f}};
+        QCOMPARE(view_block_scales(BlockFormat::mxfp4, s).exponents, (std::vector<std::int16_t>{0, 0, 6}));
+        QCOMPARE(view_block_scales(BlockFormat::mxfp4, s, true).exponents, (std::vector<std::int16_t>{1, 0, 7}));
+        QCOMPARE(view_block_scales(BlockFormat::mxfp8_e4m3, s, true).exponents, (std::vector<std::int16_t>{-5, -6, 1}));
+        QCOMPARE(view_block_scales(BlockFormat::nvfp4, s, true).exponents, view_block_scales(BlockFormat::nvfp4, s).exponents);
+
+        // In training: fc2 in MXFP4 with stochastic gradients. dy's view is the no-clip scale of
+        // the dy the backward quantised, and no value it used lies beyond its block's range.
+        Experiment e = mlp(LayerSetting(LayerPrecision::mxfp4));
+        e.precision.rounding.gradients = GradientRounding::stochastic;
+        Trainer t(e, regression(), make_backend("cpu"));
+        Recording rec("fc2", every_block());
+        const auto [rows, tapped] = views_at_step_12(t, rec);
+        const std::vector<float>& used = tapped.dy;
+        const BlockScaleRecord& dy = record_of(rows, "fc2", MatmulOperand::grad_output);
+        const std::int64_t K = 64;
+        QCOMPARE(dy.row_length, K);
+        std::int64_t bumped = 0;
+        for (std::int64_t row = 0; row < dy.rows; ++row)
+            for (std::int64_t b = 0; b < dy.blocks_per_row; ++b) {
+                const auto first = rec.dy.begin() + row * K + b * 32;
+                const std::vector<float> block(first, first + 32);
+                float amax = 0;
+                for (float x : block) amax = std::max(amax, std::fabs(x));
+                std::int16_t want = spec_exponent(BlockFormat::mxfp4, block, amax);
+                if (want != zero_block && want < 127 && amax > 6.0f * std::ldexp(1.0f, want)) ++want, ++bumped;
+                const std::int16_t got = dy.exponents[static_cast<std::size_t>(row * dy.blocks_per_row + b)];
+                QVERIFY2(got == want, qPrintable(QString("dy row %1 block %2: %3, want %4").arg(row).arg(b).arg(got).arg(want)));
+                for (std::int64_t k = 0; k < 32; ++k)
+                    QVERIFY(std::fabs(used[static_cast<std::size_t>(row * K + b * 32 + k)]) <= 6.0f * std::ldexp(1.0f, want));
+            }
+        QVERIFY(bumped > 0);  // the run has blocks the rule would have clipped
+        // x and W are rounded to nearest: the rule's scales.
+        const BlockScaleRecord& x = record_of(rows, "fc2", MatmulOperand::input);
+        for (std::int64_t b = 0; b < x.blocks_per_row; ++b) {
+            const auto first = rec.x.begin() + b * 32;
+            const std::vector<float> block(first, first + std::min<std::int64_t>(32, 96 - b * 32));
+            float amax = 0;
+            for (float v : block) amax = std::max(amax, std::fabs(v));
+            QCOMPARE(x.exponents[static_cast<std::size_t>(b)], spec_exponent(BlockFormat::mxfp4, block, amax));
+        }
     }
 
     void viewingChangesNothing() {
