@@ -12,7 +12,8 @@ namespace mantissa::bench {
 namespace {
 
 bool on_bf16_primitive(const MatmulFlops& m) {
-    if (m.batched || m.operands.block) return false;
+    if (m.batched) return false;
+    if (m.operands.block) return bf16_holds_values_of(*m.operands.block);
     return m.operands.format == Format::bf16 || m.operands.format == Format::fp8_e4m3;
 }
 

@@ -10,7 +10,8 @@
 //           bias-gradient does), rounded.
 // block-scaled (mxfp8 .. nvfp4): each matmul's two operands quantised and decoded along its own
 //           reduction dimension (forward: x's rows and W's rows; dgrad: dy's rows and W's
-//           columns; wgrad: dy's and x's columns), multiplied in FP32; dB from the unquantised dy.
+//           columns; wgrad: dy's and x's columns), multiplied with FP32 accumulation (MX: as bf16
+//           values, cpu_matmul.h); dB from the unquantised dy.
 // FP8 rowwise: the same axes, a current scale per row (round_axiswise_fp8), decoded in FP32.
 // Per GEMM (LinearTensors::dgrad, wgrad): each backward matmul's operands in its own format.
 #include <algorithm>
@@ -154,9 +155,9 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     tap_operand(*l.weight, &TappedOperands::w, w_op, out * in, dq_w);
 
     float* yd = y.data();
-    // Block formats take the FP32 matmul: their decoded values are bf16 values except for the
-    // smallest scales (an E8M0 scale of 2^-127 puts e4m3's subnormals below bf16's).
-    const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16;
+    // MX values are bf16 values (an element times a power of two) but near the smallest scales,
+    // where CpuMatmul's check sends the call to FP32; NVFP4's carry the FP32 tensor scale.
+    const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || (l.block && bf16_holds_values_of(*l.block));
     if (l.fp16_accumulation)
         fp16_accumulate_multiply(x_op, false, w_op, true, yd, batch, out, in, m_fp16_pack);
     else
@@ -263,6 +264,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
     o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad, true);
     o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x);
     o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w) : nullptr;
+    o.bf16_ok = o.bf16_ok_wgrad = bf16_holds_values_of(format);
     trace_dy(o, dy, axes.dy_dgrad.size());
     return o;
 }
@@ -371,8 +373,11 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
         o.x = operand(x, n_x, g.wgrad.format, slot_x);
     }
 
-    o.bf16_ok = (g.dgrad == e4m3 || g.dgrad == ComputeFormat(Format::bf16));
-    o.bf16_ok_wgrad = (g.wgrad == e4m3 || g.wgrad == ComputeFormat(Format::bf16));
+    const auto bf16_values = [&](const ComputeFormat& f) {
+        return f == e4m3 || f == ComputeFormat(Format::bf16) || (f.block && bf16_holds_values_of(*f.block));
+    };
+    o.bf16_ok = bf16_values(g.dgrad);
+    o.bf16_ok_wgrad = bf16_values(g.wgrad);
     trace_dy(o, dy, n_dy);
     return o;
 }

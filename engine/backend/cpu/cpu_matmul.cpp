@@ -30,12 +30,21 @@ struct Key {
     bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
-// bf16 bits of a value bf16 represents exactly: the high half of its fp32 bits. An AVX2 clone
-// (cpu_hot.h): the baseline's SSE2 has no 32-to-16-bit pack, and this copy runs over every bf16
-// operand of every matmul.
-MANTISSA_HOT void to_bf16(const float* __restrict src, std::uint16_t* __restrict dst, std::int64_t n) {
+// dst[i] = the bf16 bits of src[i] (the high half of its fp32 bits), and whether the bf16
+// primitive multiplies every src[i] exactly: a bf16 value (its low half zero) that is zero, normal,
+// infinite or NaN. Not a subnormal: AVX-512 BF16's dot product reads subnormal inputs as zero. An
+// AVX2 clone (cpu_hot.h): the baseline's SSE2 has no 32-to-16-bit pack, and this copy runs over
+// every bf16 operand of every matmul; the check rides along in the same pass.
+MANTISSA_HOT bool to_bf16_exact(const float* __restrict src, std::uint16_t* __restrict dst, std::int64_t n) {
     const auto* bits = reinterpret_cast<const std::uint32_t*>(src);
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint16_t>(bits[i] >> 16);
+    std::uint32_t low_bits = 0, subnormals = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint32_t b = bits[i];
+        dst[i] = static_cast<std::uint16_t>(b >> 16);
+        low_bits |= b & 0xFFFFu;
+        subnormals |= static_cast<std::uint32_t>((b & 0x7F800000u) == 0u) & static_cast<std::uint32_t>((b & 0x7FFFFFFFu) != 0u);
+    }
+    return (low_bits | subnormals) == 0;
 }
 
 }  // namespace
@@ -64,6 +73,7 @@ struct CpuMatmul::Impl {
     std::vector<std::uint16_t> a16, b16;  // bf16 operand copies, grown as needed
     const float* a16_source = nullptr;     // what a16 holds: the previous call's A, else nothing
     std::int64_t a16_count = 0;
+    bool a16_exact = false;                // whether a16 holds that A exactly (to_bf16_exact)
 
     OneDnnMatmul& entry(const Key& key) {
         auto it = cache.find(key);
@@ -101,14 +111,17 @@ struct CpuMatmul::Impl {
         if (use_bf16) {
             if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
             if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
-            if (!a16_holds_a) to_bf16(a, a16.data(), m * k);
-            to_bf16(b, b16.data(), k * n);
+            if (!a16_holds_a) a16_exact = to_bf16_exact(a, a16.data(), m * k);
             a16_source = a;
             a16_count = m * k;
-            run_onednn_matmul(*e, stream, a16.data(), b16.data(), c, t);
-        } else {
-            run_onednn_matmul(*e, stream, a, b, c, t);
+            if (a16_exact && to_bf16_exact(b, b16.data(), k * n)) {
+                run_onednn_matmul(*e, stream, a16.data(), b16.data(), c, t);
+                return;
+            }
+            // A value the bf16 primitive would not multiply exactly: the FP32 one, same products.
+            e = &entry({m, n, k, trans_a, trans_b, false});
         }
+        run_onednn_matmul(*e, stream, a, b, c, t);
     }
 };
 

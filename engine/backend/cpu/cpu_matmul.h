@@ -3,10 +3,14 @@
 // One primitive per shape (M, N, K, transposes, operand type), created on first use and reused,
 // with its scratchpad allocated once: no allocation on the steady-state training step. Operands
 // are FP32 arrays whose values are already rounded to the layer's operand format; the products of
-// two such values are exact in FP32. For bf16 and fp8 operands (whose values bf16 holds exactly)
-// the bf16 primitive with FP32 accumulation is used when a measurement once per process found it
-// clearly faster on this CPU (cpu_bf16_choice.h; MANTISSA_CPU_BF16_MATMUL=0/1 overrides): same
-// products, a different summation order, different speed. bf16_path() names the path taken; the
+// two such values are exact in FP32. For bf16, fp8 and MX operands (whose values bf16 holds
+// exactly) the bf16 primitive with FP32 accumulation is used when a measurement once per process
+// found it clearly faster on this CPU (cpu_bf16_choice.h; MANTISSA_CPU_BF16_MATMUL=0/1 overrides):
+// same products, a different summation order, different speed. The copy into bf16 checks every
+// value on the way: one it would not multiply exactly (not a bf16 value, or a subnormal, which
+// AVX-512 BF16's dot product reads as zero; an MX block with a scale near 2^-127) sends that call
+// to the FP32 primitive. What stays different: that dot product also flushes a subnormal FP32
+// result (below 2^-126) to zero where the FP32 primitive keeps it. bf16_path() names the path taken; the
 // backend puts it in its device name and a checkpoint keeps it (Backend::bf16_matmul_path).
 //
 // Threads: oneDNN runs on OpenMP. A product gets one thread per 2^20 multiply-adds (about 15 us
@@ -31,8 +35,13 @@
 #include <string>
 
 #include "backend/cpu/cpu_bf16_choice.h"
+#include "numeric/block_format.h"
 
 namespace mantissa {
+
+// Whether a block format decodes to bf16 values, so its matmuls may take the bf16 path: MX's are an
+// element times a power of two; NVFP4's carry its FP32 tensor scale.
+inline bool bf16_holds_values_of(BlockFormat format) { return block_format_info(format).scale == ScaleKind::e8m0; }
 
 class CpuMatmul {
 public:
@@ -43,7 +52,8 @@ public:
 
     // C(M, N) = op(A)(M, K) · op(B)(K, N), overwriting C. A is stored (M, K) row-major, or (K, M)
     // when trans_a; B is stored (K, N), or (N, K) when trans_b. bf16_operands: the caller
-    // promises every operand value is exactly representable in bf16. a_unchanged: the caller
+    // expects every operand value to be a bf16 value (a call with one that is not takes the FP32
+    // primitive: same products). a_unchanged: the caller
     // promises that where `a` is the previous call's A (the same address and count), it still
     // holds the same values, so the bf16 copy made for that call serves again (a linear layer's dy,
     // the A of its dgrad and then, transposed, of its wgrad).

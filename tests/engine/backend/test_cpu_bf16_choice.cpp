@@ -3,6 +3,7 @@
 // - the measurement made once per process is what a CpuMatmul takes, and its numbers are real;
 // - MANTISSA_CPU_BF16_MATMUL=0/1 overrides it (never the bf16 primitive where oneDNN has none);
 // - both paths give the same products up to summation order, and exactly on small sums;
+// - operands that are not bf16 values the bf16 primitive multiplies exactly take the FP32 one;
 // - the path is in the backend's device name and set by name (what a checkpoint restores).
 #include <QtTest>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -171,18 +173,19 @@ private slots:
         QCOMPARE(z32[0], -192.0f);
     }
 
-    // Below FP32's normal range the paths differ (docs/numerics.md, "The bf16 matmul path, chosen by
-    // measurement"): the FP32 path keeps a subnormal operand and a subnormal product; the CPU's bf16
-    // dot product may read the one as zero and flush the other, and gives nothing but the exact
-    // value or zero.
-    void subnormalsAreExactOnTheFp32PathAndExactOrZeroOnTheBf16Path() {
+    // Below FP32's normal range (docs/numerics.md, "The bf16 matmul path, chosen by measurement"):
+    // a subnormal operand, which the CPU's bf16 dot product would read as zero, sends the call to
+    // the FP32 primitive, so both paths keep it; a subnormal product of normal operands the FP32
+    // path keeps and the bf16 one may flush, giving nothing but the exact value or zero.
+    void subnormalOperandsTakeFp32AndSubnormalProductsAreExactOrZero() {
         const std::int64_t m = 16, n = 16, k = 64;
         CpuMatmul fp32, bf16;
         fp32.set_bf16_enabled(false);
         bf16.set_bf16_enabled(true);
         // a's first column times b's first row: one product per output, the rest zeros.
-        for (const auto& [a_value, b_value] : {std::pair{std::ldexp(1.0f, -130), 1.0f},   // a subnormal operand
-                                               std::pair{std::ldexp(1.0f, -70), std::ldexp(1.0f, -60)}}) {  // product
+        for (const auto& [a_value, b_value, bf16_exact] :
+             {std::tuple{std::ldexp(1.0f, -130), 1.0f, true},                     // a subnormal operand
+              std::tuple{std::ldexp(1.0f, -70), std::ldexp(1.0f, -60), false}}) { // a subnormal product
             std::vector<float> a(static_cast<std::size_t>(m * k), 0.0f), b(static_cast<std::size_t>(k * n), 0.0f);
             for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(i * k)] = a_value;
             for (std::int64_t j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = b_value;
@@ -192,9 +195,43 @@ private slots:
             const float exact = std::ldexp(1.0f, -130);
             for (std::size_t i = 0; i < c32.size(); ++i) {
                 QCOMPARE(c32[i], exact);
-                QVERIFY2(c16[i] == exact || c16[i] == 0.0f, qPrintable(QString("bf16 path: %1").arg(c16[i])));
+                if (bf16_exact) QCOMPARE(c16[i], exact);
+                else QVERIFY2(c16[i] == exact || c16[i] == 0.0f, qPrintable(QString("bf16 path: %1").arg(c16[i])));
             }
         }
+    }
+
+    // Operands promised as bf16 values that are not (one value with bits below bf16's, in A or in
+    // B; A's copy kept for the next product) are multiplied by the FP32 primitive: the FP32 path's
+    // bits, not those of truncated copies. A next product on exact values takes bf16 again.
+    void operandsThatAreNotBf16ValuesTakeTheFp32Primitive() {
+        const std::int64_t m = 24, n = 20, k = 40;
+        std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 11) - 5) * 0.25f;
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.5f;
+        CpuMatmul fp32, bf16;
+        fp32.set_bf16_enabled(false);
+        bf16.set_bf16_enabled(true);
+        std::vector<float> c32(static_cast<std::size_t>(m * n)), c16(c32.size());
+        auto both = [&](bool a_unchanged) {
+            fp32.multiply(a.data(), false, b.data(), false, c32.data(), m, n, k, true);
+            bf16.multiply(a.data(), false, b.data(), false, c16.data(), m, n, k, true, a_unchanged);
+            QCOMPARE(c16, c32);
+        };
+        a[5] = 1.0f + std::ldexp(1.0f, -12);  // A not a bf16 value (13 significant bits)
+        both(false);
+        both(true);  // A's copy kept, and known not to be exact
+        a[5] = 1.0f;
+        b[7] = 0.5f + std::ldexp(1.0f, -10);  // B not a bf16 value
+        both(false);
+        // A truncated copy would have lost b[7]'s low bit, a[0] · 2^-10 = -1.25 · 2^-10 in c[0, 7];
+        // the product keeps it (to FP32 rounding of the sum, far below it).
+        double with_low_bits = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+            with_low_bits += double(a[static_cast<std::size_t>(p)]) * b[static_cast<std::size_t>(p * n + 7)];
+        QVERIFY2(std::fabs(c16[7] - with_low_bits) < 1e-5, qPrintable(QString("c[0, 7] = %1, not %2").arg(c16[7]).arg(with_low_bits)));
+        b[7] = 0.5f;
+        both(false);  // exact again: small sums, the same bits on the bf16 path
     }
 
     void theBackendSetsThePathByName() {
