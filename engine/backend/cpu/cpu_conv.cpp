@@ -436,7 +436,8 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
             x_op = operand(x, batch * in, conv.compute, slot_x);
         }
     }
-    const bool bf16_ok = fp8 || conv.compute == Format::bf16 || (conv.block && bf16_holds_values_of(*conv.block));
+    const bool bf16_ok =
+        fp8 || conv.compute == Format::bf16 || (conv.block && bf16_holds_values_of(*conv.block));
 
     const float* b = nullptr;
     if (conv.bias && conv.bias_compute) {

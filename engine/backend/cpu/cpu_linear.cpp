@@ -157,7 +157,8 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     float* yd = y.data();
     // MX values are bf16 values (an element times a power of two) but near the smallest scales,
     // where CpuMatmul's check sends the call to FP32; NVFP4's carry the FP32 tensor scale.
-    const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || (l.block && bf16_holds_values_of(*l.block));
+    const bool bf16_ok =
+        (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || (l.block && bf16_holds_values_of(*l.block));
     if (l.fp16_accumulation)
         fp16_accumulate_multiply(x_op, false, w_op, true, yd, batch, out, in, m_fp16_pack);
     else

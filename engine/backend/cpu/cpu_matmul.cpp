@@ -42,7 +42,8 @@ MANTISSA_HOT bool to_bf16_exact(const float* __restrict src, std::uint16_t* __re
         const std::uint32_t b = bits[i];
         dst[i] = static_cast<std::uint16_t>(b >> 16);
         low_bits |= b & 0xFFFFu;
-        subnormals |= static_cast<std::uint32_t>((b & 0x7F800000u) == 0u) & static_cast<std::uint32_t>((b & 0x7FFFFFFFu) != 0u);
+        const bool zero_exponent = (b & 0x7F800000u) == 0u, nonzero = (b & 0x7FFFFFFFu) != 0u;
+        subnormals |= static_cast<std::uint32_t>(zero_exponent & nonzero);
     }
     return (low_bits | subnormals) == 0;
 }

@@ -10,8 +10,9 @@
 // value on the way: one it would not multiply exactly (not a bf16 value, or a subnormal, which
 // AVX-512 BF16's dot product reads as zero; an MX block with a scale near 2^-127) sends that call
 // to the FP32 primitive. What stays different: that dot product also flushes a subnormal FP32
-// result (below 2^-126) to zero where the FP32 primitive keeps it. bf16_path() names the path taken; the
-// backend puts it in its device name and a checkpoint keeps it (Backend::bf16_matmul_path).
+// result (below 2^-126) to zero where the FP32 primitive keeps it. bf16_path() names the path
+// taken; the backend puts it in its device name and a checkpoint keeps it
+// (Backend::bf16_matmul_path).
 //
 // Threads: oneDNN runs on OpenMP. A product gets one thread per 2^20 multiply-adds (about 15 us
 // of work at AVX2 speed, well above a fork/join), at most threads(). So a product of fewer than
@@ -53,10 +54,10 @@ public:
     // C(M, N) = op(A)(M, K) · op(B)(K, N), overwriting C. A is stored (M, K) row-major, or (K, M)
     // when trans_a; B is stored (K, N), or (N, K) when trans_b. bf16_operands: the caller
     // expects every operand value to be a bf16 value (a call with one that is not takes the FP32
-    // primitive: same products). a_unchanged: the caller
-    // promises that where `a` is the previous call's A (the same address and count), it still
-    // holds the same values, so the bf16 copy made for that call serves again (a linear layer's dy,
-    // the A of its dgrad and then, transposed, of its wgrad).
+    // primitive: same products). a_unchanged: the caller promises that where `a` is the previous
+    // call's A (the same address and count), it still holds the same values, so the bf16 copy made
+    // for that call serves again (a linear layer's dy, the A of its dgrad and then, transposed, of
+    // its wgrad).
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
                   std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false,
                   bool a_unchanged = false);

@@ -229,7 +229,8 @@ private slots:
         double with_low_bits = 0;
         for (std::int64_t p = 0; p < k; ++p)
             with_low_bits += double(a[static_cast<std::size_t>(p)]) * b[static_cast<std::size_t>(p * n + 7)];
-        QVERIFY2(std::fabs(c16[7] - with_low_bits) < 1e-5, qPrintable(QString("c[0, 7] = %1, not %2").arg(c16[7]).arg(with_low_bits)));
+        QVERIFY2(std::fabs(c16[7] - with_low_bits) < 1e-5,
+                 qPrintable(QString("c[0, 7] = %1, not %2").arg(c16[7]).arg(with_low_bits)));
         b[7] = 0.5f;
         both(false);  // exact again: small sums, the same bits on the bf16 path
     }
