@@ -185,6 +185,8 @@ private slots:
         // a's first column times b's first row: one product per output, the rest zeros.
         for (const auto& [a_value, b_value, bf16_exact] :
              {std::tuple{std::ldexp(1.0f, -130), 1.0f, true},                     // a subnormal operand
+              std::tuple{-std::ldexp(3.0f, -128), 1.0f, true},                    // a negative one
+              std::tuple{std::ldexp(1.0f, -140), std::ldexp(1.0f, 10), true},     // below bf16's subnormals
               std::tuple{std::ldexp(1.0f, -70), std::ldexp(1.0f, -60), false}}) { // a subnormal product
             std::vector<float> a(static_cast<std::size_t>(m * k), 0.0f), b(static_cast<std::size_t>(k * n), 0.0f);
             for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(i * k)] = a_value;
@@ -192,11 +194,12 @@ private slots:
             std::vector<float> c32(static_cast<std::size_t>(m * n)), c16(c32.size());
             fp32.multiply(a.data(), false, b.data(), false, c32.data(), m, n, k, true);
             bf16.multiply(a.data(), false, b.data(), false, c16.data(), m, n, k, true);
-            const float exact = std::ldexp(1.0f, -130);
+            const auto exact = static_cast<float>(double(a_value) * double(b_value));
+            // Compared with ==: QCOMPARE takes any subnormal as equal to zero.
             for (std::size_t i = 0; i < c32.size(); ++i) {
-                QCOMPARE(c32[i], exact);
-                if (bf16_exact) QCOMPARE(c16[i], exact);
-                else QVERIFY2(c16[i] == exact || c16[i] == 0.0f, qPrintable(QString("bf16 path: %1").arg(c16[i])));
+                QVERIFY2(c32[i] == exact, qPrintable(QString("FP32 path: %1, not %2").arg(c32[i]).arg(exact)));
+                QVERIFY2(c16[i] == exact || (!bf16_exact && c16[i] == 0.0f),
+                         qPrintable(QString("bf16 path: %1, not %2").arg(c16[i]).arg(exact)));
             }
         }
     }
