@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 
 #include "run_cli.h"
+#include "exact_compare.h"
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -92,7 +93,7 @@ private slots:
         QCOMPARE(seven[0].toObject()["bits"].toString(), QString("0x07"));
         QCOMPARE(seven[1].toObject()["value"].toDouble(), 7.0);  // E2M3 holds 7 (its max is 7.5)
         QVERIFY(!seven[1].toObject()["overflow"].toBool());
-        QCOMPARE(all[1].toObject()["results"].toArray()[0].toObject()["value"].toDouble(), 0.0);
+        QCOMPARE_EXACT(all[1].toObject()["results"].toArray()[0].toObject()["value"].toDouble(), 0.0);
         const QJsonObject tenth = all[2].toObject()["results"].toArray()[0].toObject();
         QVERIFY(tenth["flushed_to_zero"].toBool());  // below half E2M1's smallest value, 0.5
         // The default lists them after the tensor formats.

@@ -16,6 +16,7 @@
 #include "history/run_overlay.h"
 #include "series/run_series.h"
 #include "test_history_fixture.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -102,7 +103,7 @@ private slots:
         const auto drawnScale = drawnPoints(scale);
         QVERIFY(drawnScale.size() >= 12);  // 12 values, 10 steps each
         for (const auto& [x, y] : drawnScale) QCOMPARE(y, scaleAt.at(x));
-        QCOMPARE(drawnScale.front().first, 0.0);
+        QCOMPARE_EXACT(drawnScale.front().first, 0.0);
         QCOMPARE(drawnScale.back().first, 119.0);
         // Underflow: each step's mean over the three layers, in percent.
         std::map<double, std::vector<double>> perStep;

@@ -7,6 +7,7 @@
 
 #include "charts/charts_panel.h"
 #include "series/run_series.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -88,7 +89,7 @@ private slots:
             QVERIFY2(c->drawnPoints() <= 2 * columns * c->graphCount(),
                      qPrintable(QStringLiteral("%1 points on %2").arg(c->drawnPoints()).arg(c->valueLabel())));
             QVERIFY(c->drawnPoints() > 0);
-            QCOMPARE(c->xAxis->range().lower, 0.0);
+            QCOMPARE_EXACT(c->xAxis->range().lower, 0.0);
             QVERIFY(c->xAxis->range().upper >= steps - 1);
         }
     }

@@ -28,6 +28,7 @@
 #include "panels/run_toolbar.h"
 #include "series/run_series.h"
 #include "config/experiment.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -161,7 +162,7 @@ private slots:
         QVERIFY(!w->lessonDock()->isVisible());
         QVERIFY(!w->lessonPanel()->hasLesson());
         QVERIFY(!w->classroomMode());  // the lesson's mode ends with its file
-        QCOMPARE(w->pace(), 0.0);      // and its pace
+        QCOMPARE_EXACT(w->pace(), 0.0);      // and its pace
     }
 
     // Every preset sets a pace at which its run lasts minutes, not seconds: long enough for its

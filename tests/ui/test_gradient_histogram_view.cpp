@@ -24,6 +24,7 @@
 #include "store/run_store.h"
 #include "config/experiment.h"
 #include "train/session.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -156,7 +157,7 @@ private slots:
         const HistogramGrid& held = view.grid();
         QVERIFY(held.columns > 0);
         for (int c = 0; c < held.columns; ++c) {
-            QCOMPARE(held.massBelow(c, -24), 0.0);
+            QCOMPARE_EXACT(held.massBelow(c, -24), 0.0);
             QCOMPARE(held.massAtOrAbove(c, -24), 0.9);
         }
         QCOMPARE(held.min_exponent, -31 + 16);

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include "histogram/histogram_series.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -25,7 +26,7 @@ private slots:
         QVERIFY(s.append(0, hist({{-20, 30}, {-21, 10}}), 1.0, 100, 0.6));
         QCOMPARE(s.fractionAt(0, -20, false), 0.3);
         QCOMPARE(s.fractionAt(0, -21, false), 0.1);
-        QCOMPARE(s.fractionAt(0, -22, false), 0.0);
+        QCOMPARE_EXACT(s.fractionAt(0, -22, false), 0.0);
         const HistogramGrid g = s.grid(10, false);
         QCOMPARE(g.columns, 1);
         QCOMPARE(g.min_exponent, -21);
@@ -128,7 +129,7 @@ private slots:
         const HistogramGrid g = s.grid(2, false);
         QCOMPARE(g.rows(), 278);
         QCOMPARE(g.at(0, -150), 0.5);
-        QCOMPARE(g.massAtOrAbove(1, -150), 0.0);
+        QCOMPARE_EXACT(g.massAtOrAbove(1, -150), 0.0);
         QCOMPARE(g.zero_fraction[1], 1.0);
     }
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "series/lod_series.h"
+#include "exact_compare.h"
 
 using mantissa::ui::LodSeries;
 using mantissa::ui::SeriesPoint;
@@ -170,7 +171,7 @@ private slots:
         for (const bool collapse : {false, true}) {
             std::vector<SeriesPoint> out;
             QVERIFY(s.query(0, n - 1, static_cast<std::size_t>(columns), out, collapse));
-            QCOMPARE(out.front().x, 0.0);
+            QCOMPARE_EXACT(out.front().x, 0.0);
             QCOMPARE(out.front().y, 65536.0);
             QCOMPARE(out.back().x, double(n - 1));
             QCOMPARE(out.back().y, 131072.0);

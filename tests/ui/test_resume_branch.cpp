@@ -41,6 +41,7 @@
 #include "store/run_store.h"
 #include "test_history_fixture.h"
 #include "train/checkpoint.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -157,7 +158,7 @@ private slots:
         QCOMPARE(c.runStorePath(), m_path);
         // Before the first live step arrives: the run's earlier steps, read from the store.
         QCOMPARE(c.series().stepCount(), stopAt);
-        QCOMPARE(c.series().loss().x(0), 0.0);
+        QCOMPARE_EXACT(c.series().loss().x(0), 0.0);
         QCOMPARE(c.series().loss().lastX(), static_cast<double>(stopAt - 1));
         QVERIFY(waitForEnd(c));
         QCOMPARE(c.state(), SessionState::completed);
@@ -282,7 +283,7 @@ private slots:
         CompareView compare(browser.store());
         QCOMPARE(compare.setRuns({parent, branch}), QString());
         QCOMPARE(compare.curves()[1].loss.x(0), static_cast<double>(at));
-        QCOMPARE(compare.curves()[0].loss.x(0), 0.0);
+        QCOMPARE_EXACT(compare.curves()[0].loss.x(0), 0.0);
         QCOMPARE(compare.lossChart()->markerCount(), std::size_t{1});
         compare.resize(1200, 800);
         compare.show();

@@ -19,6 +19,7 @@
 #include "main_window.h"
 #include "main_window_fixture.h"
 #include "panels/run_toolbar.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -85,7 +86,7 @@ private slots:
         for (int i = 0; i < combo->count(); ++i) texts << combo->itemText(i);
         QCOMPARE(texts, (QStringList{"1 step/s", "2 steps/s", "5 steps/s", "10 steps/s", "20 steps/s", "50 steps/s",
                                      "100 steps/s", "200 steps/s", "as fast as possible"}));
-        QCOMPARE(w->pace(), 0.0);
+        QCOMPARE_EXACT(w->pace(), 0.0);
         QStringList menu;
         for (QAction* a : w->runToolBar()->paceMenu()->actions()) menu << a->text();
         QCOMPARE(menu, texts);
@@ -121,7 +122,7 @@ private slots:
         QAction* fastest = w->runToolBar()->paceMenu()->actions().constLast();
         QCOMPARE(fastest->text(), QStringLiteral("as fast as possible"));
         fastest->trigger();
-        QCOMPARE(w->runToolBar()->paceBox()->currentData().toDouble(), 0.0);
+        QCOMPARE_EXACT(w->runToolBar()->paceBox()->currentData().toDouble(), 0.0);
         const std::int64_t before = c->stepsDone();
         QTRY_VERIFY_WITH_TIMEOUT(c->stepsDone() >= before + 300, 30000);
         stopAndWait(*w);

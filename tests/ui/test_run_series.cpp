@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "series/run_series.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using mantissa::ui::MemoryCategory;
@@ -174,7 +175,7 @@ private slots:
         const auto left = r.remainingSeconds(100);
         QVERIFY(left.has_value());
         QVERIFY(std::abs(*left - 0.9) < 1e-9);  // 90 steps left
-        QCOMPARE(*r.remainingSeconds(5), 0.0);
+        QCOMPARE_EXACT(*r.remainingSeconds(5), 0.0);
     }
 
     void resetForgetsTheRun() {

@@ -28,6 +28,7 @@
 #include "panels/what_if_panel.h"
 #include "series/run_series.h"
 #include "store/run_store.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -290,7 +291,7 @@ private slots:
         QCOMPARE(cellText(m, 0, 0), QStringLiteral("exact"));
         QCOMPARE(cellText(m, 0, 1), QStringLiteral("overflow"));
         QCOMPARE(cellText(m, 0, 2), QStringLiteral("—"));
-        QCOMPARE(warmthOf(m, 0, 0), 0.0);
+        QCOMPARE_EXACT(warmthOf(m, 0, 0), 0.0);
         QCOMPARE(warmthOf(m, 0, 1), 1.0);
         QVERIFY(std::isnan(warmthOf(m, 0, 2)));
         const QColor neutral = QGuiApplication::palette().color(QPalette::Base);
@@ -314,7 +315,7 @@ private slots:
         QCOMPARE(cellText(m, 1, 2), QStringLiteral("20.0 dB"));
         QVERIFY(warmthOf(m, 1, 3) > warmthOf(m, 0, 2));  // 5 dB warmer than 30
         QVERIFY(warmthOf(m, 0, 2) > warmthOf(m, 0, 1));  // 30 than 50
-        QCOMPARE(warmthOf(m, 0, 0), 0.0);                // 68 dB: neutral
+        QCOMPARE_EXACT(warmthOf(m, 0, 0), 0.0);                // 68 dB: neutral
         QVERIFY(whatif::warmth(WhatIfMetric::sqnr_db, 10) > whatif::warmth(WhatIfMetric::sqnr_db, 30));
         const QColor neutral = QGuiApplication::palette().color(QPalette::Base);
         QCOMPARE(background(m, 0, 0), neutral);
@@ -325,7 +326,7 @@ private slots:
 
         m.setTensor(WhatIfTensor::grad_output);
         m.setMetric(WhatIfMetric::underflow);  // dy: 0.31 %, 0 %, 2 %, 40 %
-        QCOMPARE(warmthOf(m, 0, 1), 0.0);
+        QCOMPARE_EXACT(warmthOf(m, 0, 1), 0.0);
         QCOMPARE(background(m, 0, 1), neutral);
         QVERIFY(warmthOf(m, 0, 0) > 0);
         QVERIFY(warmthOf(m, 0, 2) > warmthOf(m, 0, 0));

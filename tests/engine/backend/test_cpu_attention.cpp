@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "numeric/convert.h"
 #include "numeric/elementary.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using backend_test::random_values;
@@ -359,7 +360,7 @@ private slots:
         op.k = 0;
         be.batched_matmul(op, *g, packed_view(seq, 0, heads), *k, packed_view(0, hd, heads), *dq,
                           packed_view(seq, hd, heads));
-        for (float v : read(be, *dq)) QCOMPARE(v, 0.0f);
+        for (float v : read(be, *dq)) QCOMPARE_EXACT(v, 0.0f);
     }
 
     // Row softmax from x in its format, y rounded to its format: within the FP32 arithmetic's
@@ -479,7 +480,7 @@ private slots:
         SoftmaxStats stats;
         be.softmax_forward(*x, *y, 3, false, &stats);
         auto got = read(be, *y);
-        QCOMPARE(got[1], 0.0f);
+        QCOMPARE_EXACT(got[1], 0.0f);
         QVERIFY(std::isfinite(got[0]) && std::isfinite(got[2]));
         for (int j = 4; j < 12; ++j) QVERIFY2(std::isnan(got[static_cast<std::size_t>(j)]), qPrintable(QString::number(j)));
         QCOMPARE(stats.nonfinite, std::int64_t{3});

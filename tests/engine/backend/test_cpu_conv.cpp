@@ -22,6 +22,7 @@
 #include "backend/cpu/onednn_conv.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using backend_test::random_values;
@@ -497,8 +498,7 @@ private slots:
             QVERIFY(std::all_of(gw.begin(), gw.end(), [](float v) { return v == 0.0f; }));
             QCOMPARE(stats.underflows(), n_w);
         } else {
-            // ==: QCOMPARE takes floats under 1e-5 as equal, and these are fp16 subnormals.
-            QVERIFY(gw[0] == round_to(Format::fp16, 9 * x * std::ldexp(1.0f, -14)));
+            QCOMPARE_EXACT(gw[0], round_to(Format::fp16, 9 * x * std::ldexp(1.0f, -14)));  // fp16 subnormals
             QCOMPARE(stats.underflows(), std::int64_t{0});
             QCOMPARE(stats.subnormals, n_w);
         }

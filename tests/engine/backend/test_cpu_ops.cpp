@@ -23,6 +23,7 @@
 #include "numeric/convert.h"
 #include "numeric/elementary.h"
 #include "numeric/stats.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using backend_test::read;
@@ -821,7 +822,7 @@ private slots:
         QCOMPARE(t->format(), Format::fp16);
         const auto r = read(be, *t);
         QCOMPARE(r[0], 1.0f);
-        QCOMPARE(r[1], 0.0f);
+        QCOMPARE_EXACT(r[1], 0.0f);
         QCOMPARE(r[2], inf);
     }
 

@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "numeric/stats.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using backend_test::random_values;
@@ -239,7 +240,7 @@ private slots:
         for (int threads : {1, 2, 3}) QCOMPARE(cpu_detail::max_abs_on(threads, v.data(), 400000), INFINITY);
         v[5] = NAN;
         for (int threads : {1, 2, 3}) QVERIFY(std::isnan(cpu_detail::max_abs_on(threads, v.data(), 400000)));
-        QCOMPARE(cpu_detail::max_abs_on(3, v.data(), 0), 0.0f);
+        QCOMPARE_EXACT(cpu_detail::max_abs_on(3, v.data(), 0), 0.0f);
     }
 
     void linearGradientRoundingIsTheSameOnAnyThreadCount() {

@@ -17,6 +17,7 @@
 #include "data/memory_budget.h"
 #include "data_test_util.h"
 #include "error.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using mantissa::test::error_of;
@@ -86,7 +87,7 @@ private slots:
         QVERIFY(cifar_files::write(path, b));
         const data::CifarBatch batch = data::read_cifar_batch(path);
         QCOMPARE(batch.labels, (std::vector<std::int32_t>{9}));
-        QCOMPARE(batch.pixels[0], 0.0f);
+        QCOMPARE_EXACT(batch.pixels[0], 0.0f);
         QCOMPARE(batch.pixels[1], 1.0f);
         QCOMPARE(batch.pixels[3071], 1.0f);
     }
@@ -183,7 +184,7 @@ private slots:
             QVERIFY2(std::abs(sum / (20 * 1024)) < 1e-5, qPrintable(QString("channel %1").arg(c)));
         }
         // A constant channel is only centred (its std is taken as 1): every value 0.
-        for (int row = 0; row < 20; ++row) QCOMPARE(data.train.x[at(row, 2, 5, 5)], 0.0f);
+        for (int row = 0; row < 20; ++row) QCOMPARE_EXACT(data.train.x[at(row, 2, 5, 5)], 0.0f);
     }
 
     void missing_cifar_files_lists_them_in_order() {

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "idx_files.h"
 #include "data_test_util.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using mantissa::test::error_of;
@@ -122,7 +123,7 @@ private slots:
         spec.path = path;
         const Dataset d = load_dataset(spec, 1);
         for (const Split* s : {&d.train, &d.test})
-            for (std::size_t i = 0; i < s->x.size(); i += 2) QCOMPARE(s->x[i], 0.0f);
+            for (std::size_t i = 0; i < s->x.size(); i += 2) QCOMPARE_EXACT(s->x[i], 0.0f);
         const Stats varying = stats(d.train, 2, 1);
         QVERIFY(std::abs(varying.std - 1.0) < 1e-4);
     }

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "idx_files.h"
 #include "data_test_util.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using mantissa::test::error_of;
@@ -58,7 +59,7 @@ private slots:
         QCOMPARE(images.pixels.size(), std::size_t{12});
         for (std::size_t i = 0; i < px.size(); ++i) QCOMPARE(images.pixels[i], static_cast<float>(px[i]) / 255.0f);
         QCOMPARE(images.pixels[1], 1.0f);
-        QCOMPARE(images.pixels[0], 0.0f);
+        QCOMPARE_EXACT(images.pixels[0], 0.0f);
 
         const auto labels = data::read_idx_labels(folder + "/lab" + suffix, 10);
         QCOMPARE(labels, (std::vector<std::int32_t>{7, 0}));

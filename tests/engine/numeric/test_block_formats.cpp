@@ -21,6 +21,7 @@
 #include "error.h"
 #include "numeric/block_format.h"
 #include "numeric/describe_block.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 Q_DECLARE_METATYPE(mantissa::ElementFormat)
@@ -354,7 +355,7 @@ private slots:
             QCOMPARE(i.emax, r.emax);
             QCOMPARE(i.max_finite, r.max);
             QCOMPARE(i.min_normal, r.min_normal);
-            QVERIFY(i.min_subnormal == r.min_sub);  // ==: QCOMPARE takes floats under 1e-5 as equal
+            QCOMPARE_EXACT(i.min_subnormal, r.min_sub);
             QCOMPARE(i.has_inf, r.inf);
             QCOMPARE(i.has_nan, r.nan);
             QCOMPARE(static_cast<double>(i.max_finite), ref(r.f).max_finite());
@@ -691,7 +692,7 @@ private slots:
         QVERIFY(back[3 * 16 + 4] > 0.0025f && back[3 * 16 + 4] < 0.0075f);
         // Block 4: 1e-6 * 2.688 / 6 is below E4M3's smallest subnormal 2^-9: scale 0, all flushed.
         QCOMPARE(int(q.scales[4]), 0);
-        for (int i = 0; i < 16; ++i) QCOMPARE(back[4 * 16 + i], 0.0f);
+        for (int i = 0; i < 16; ++i) QCOMPARE_EXACT(back[4 * 16 + i], 0.0f);
         QVERIFY(stats.flushed_to_zero >= 16);
         // An MX format keeps block 4 (its scale is a power of two chosen per block).
         std::vector<float> mx(x.begin() + 64, x.begin() + 80);

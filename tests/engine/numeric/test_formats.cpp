@@ -5,6 +5,7 @@
 
 #include "numeric/convert.h"
 #include "numeric/format.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 Q_DECLARE_METATYPE(mantissa::Format)
@@ -47,17 +48,16 @@ private slots:
         QCOMPARE(i.exponent_bits, exponentBits);
         QCOMPARE(i.mantissa_bits, mantissaBits);
         QCOMPARE(i.bias, bias);
-        // Compared with ==: QCOMPARE takes any two values within 1e-12 of zero as equal (fp32's and
-        // bf16's smallest subnormals are 1e-45 and 9e-41).
-        QVERIFY(static_cast<double>(i.max_finite) == maxFinite);
-        QVERIFY(static_cast<double>(i.min_normal) == minNormal);
-        QVERIFY(static_cast<double>(i.min_subnormal) == minSubnormal);
-        QVERIFY(static_cast<double>(i.epsilon) == epsilon);
+        // Exact (fp32's and bf16's smallest subnormals are 1e-45 and 9e-41: exact_compare.h).
+        QCOMPARE_EXACT(static_cast<double>(i.max_finite), maxFinite);
+        QCOMPARE_EXACT(static_cast<double>(i.min_normal), minNormal);
+        QCOMPARE_EXACT(static_cast<double>(i.min_subnormal), minSubnormal);
+        QCOMPARE_EXACT(static_cast<double>(i.epsilon), epsilon);
         // The constants are themselves representable, and classify as expected.
-        QVERIFY(round_to(format, i.max_finite) == i.max_finite);
+        QCOMPARE_EXACT(round_to(format, i.max_finite), i.max_finite);
         QCOMPARE(classify(format, encode(format, i.min_normal)), FloatClass::normal);
         QCOMPARE(classify(format, encode(format, i.min_subnormal)), FloatClass::subnormal);
-        QVERIFY(round_to(format, i.min_subnormal) == i.min_subnormal);
+        QCOMPARE_EXACT(round_to(format, i.min_subnormal), i.min_subnormal);
     }
 
     void storage() {

@@ -16,6 +16,7 @@
 #include "train/trainer.h"
 #include "train_support.h"
 #include "stripes_dataset.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using mantissa::test::quick_experiment;
@@ -49,9 +50,9 @@ private slots:
         // 1/2. FP32 counts exactly to 4096.
         std::vector<float> ones(4096, 1.0f), scratch;
         QCOMPARE(dot_accumulation_error(ones.data(), 1, ones.data(), 1, 4096, true, scratch), 0.5);
-        QCOMPARE(dot_accumulation_error(ones.data(), 1, ones.data(), 1, 4096, false, scratch), 0.0);
+        QCOMPARE_EXACT(dot_accumulation_error(ones.data(), 1, ones.data(), 1, 4096, false, scratch), 0.0);
         // Up to 2048 FP16 is still exact.
-        QCOMPARE(dot_accumulation_error(ones.data(), 1, ones.data(), 1, 2048, true, scratch), 0.0);
+        QCOMPARE_EXACT(dot_accumulation_error(ones.data(), 1, ones.data(), 1, 2048, true, scratch), 0.0);
     }
 
     void fp32LosesAtItsOwnSpacing() {
@@ -71,7 +72,7 @@ private slots:
 
     void zeroProductsAreNoError() {
         std::vector<float> a(64, 0.0f), b(64, 3.0f), scratch;
-        QCOMPARE(dot_accumulation_error(a.data(), 1, b.data(), 1, 64, true, scratch), 0.0);
+        QCOMPARE_EXACT(dot_accumulation_error(a.data(), 1, b.data(), 1, 64, true, scratch), 0.0);
     }
 
     void stridesReadColumns() {

@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "train/trainer.h"
 #include "train_support.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::test;
@@ -103,7 +104,7 @@ private slots:
         const RunResult fp16 = small_gradient_run(Autocast::fp16, LossScalingMode::off);
         qInfo("final loss fp32 %.3g, fp16 without scaling %.3g; underflow %.3f vs %.3f", fp32.final_loss,
               fp16.final_loss, fp32.final_underflow, fp16.final_underflow);
-        QCOMPARE(fp32.final_underflow, 0.0);
+        QCOMPARE_EXACT(fp32.final_underflow, 0.0);
         QVERIFY2(fp16.final_underflow > 0.3, "most weight-gradient elements underflow late in training");
         QVERIFY2(fp16.final_loss > 1.5 * fp32.final_loss, "the lost gradients leave the loss worse");
         QVERIFY(fp16.final_loss < 0.1 * fp16.first_loss);  // it trained, then stalled
@@ -255,7 +256,7 @@ private slots:
         QVERIFY(overflow && backoff);
         // The layer record shows the non-finite element.
         QVERIFY(r.layers.at(1).frac_nonfinite > 0);
-        QCOMPARE(r.layers.at(0).frac_nonfinite, 0.0);
+        QCOMPARE_EXACT(r.layers.at(0).frac_nonfinite, 0.0);
         bool grew = false;
         for (int i = 3; i < 7; ++i) {
             const StepReport& s = t.step();

@@ -9,6 +9,7 @@
 #include "backend/loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "error.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 
@@ -35,7 +36,7 @@ private slots:
         }
         QCOMPARE(backoffs, 143);
         for (int i = 0; i < 30; ++i) scaler.update(true);
-        QCOMPARE(scaler.scale(), 0.0f);  // and stays there
+        QCOMPARE_EXACT(scaler.scale(), 0.0f);  // and stays there
     }
 
     void defaultsAreGradScalers() {
@@ -143,7 +144,7 @@ private slots:
     void learningRateSchedule() {
         QCOMPARE(learning_rate_at(LrSchedule::constant, 0.1, 50, 0, 100), 0.1);
         QCOMPARE(learning_rate_at(LrSchedule::constant, 0.1, 5, 10, 100), 0.05);
-        QCOMPARE(learning_rate_at(LrSchedule::cosine, 0.1, 0, 10, 110), 0.0);
+        QCOMPARE_EXACT(learning_rate_at(LrSchedule::cosine, 0.1, 0, 10, 110), 0.0);
         QCOMPARE(learning_rate_at(LrSchedule::cosine, 0.1, 10, 10, 110), 0.1);
         QVERIFY(std::abs(learning_rate_at(LrSchedule::cosine, 0.1, 60, 10, 110) - 0.05) < 1e-12);
         QVERIFY(std::abs(learning_rate_at(LrSchedule::cosine, 0.1, 110, 10, 110)) < 1e-12);

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "train/trainer.h"
 #include "train_support.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using namespace mantissa::test;
@@ -168,7 +169,7 @@ private slots:
         Trainer t(e, blobs_set(500, 3, 1), make_backend("cpu"));
         std::vector<double> lr;
         for (int i = 0; i < 6; ++i) lr.push_back(t.step().step.learning_rate);
-        QCOMPARE(lr[0], 0.0);
+        QCOMPARE_EXACT(lr[0], 0.0);
         QCOMPARE(lr[2], 0.005);
         QCOMPARE(lr[4], 0.01);
         QVERIFY(lr[5] < 0.01);
@@ -248,11 +249,10 @@ private slots:
         QCOMPARE(data.at("step").get<std::int64_t>(), std::int64_t{3});
         QVERIFY2(QString::fromStdString(c.message).startsWith("The loss scale collapsed to "), c.message.c_str());
         QVERIFY2(QString::fromStdString(c.message).contains("below FP32's smallest normal number"), c.message.c_str());
-        QVERIFY2(steps[5].loss_scale == 0.0,  // 1e-40 backed off to 0 (QCOMPARE takes 1e-40 as 0)
-                 qPrintable(QString::number(steps[5].loss_scale)));
+        QCOMPARE_EXACT(steps[5].loss_scale, 0.0);  // 1e-40 backed off to 0
         for (std::size_t i = 6; i < steps.size(); ++i) {
             QVERIFY2(steps[i].skipped && steps[i].overflow, qPrintable(QString("step %1 was not skipped").arg(i)));
-            QCOMPARE(steps[i].loss_scale, 0.0);
+            QCOMPARE_EXACT(steps[i].loss_scale, 0.0);
         }
 
         // Brought back by a live change (a new mode restarts at init_scale), then collapsed anew.

@@ -38,6 +38,7 @@
 #include "train/trainer.h"
 #include "weights/safetensors.h"
 #include "weights/state_dict.h"
+#include "exact_compare.h"
 
 using namespace mantissa;
 using test_support::error_of;
@@ -393,7 +394,7 @@ private slots:
         QCOMPARE(fp16[1], -(1.0f + 0x1p-10f));
         QCOMPARE(fp16[2], 1.0f);  // a true tie: to even
         QCOMPARE(fp16[3], round_to(Format::fp16, 0.1f));  // 0.1 is no tie: once or twice agree
-        QCOMPARE(fp16[4], 0.0f);
+        QCOMPARE_EXACT(fp16[4], 0.0f);
         QCOMPARE(fp16[5], 65504.0f);  // below the overflow threshold 65520
         QVERIFY(std::isnan(fp16[6]));
         QVERIFY(std::isinf(fp16[7]) && fp16[7] < 0);
