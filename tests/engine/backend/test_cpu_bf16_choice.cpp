@@ -206,7 +206,8 @@ private slots:
 
     // Operands promised as bf16 values that are not (one value with bits below bf16's, in A or in
     // B; A's copy kept for the next product) are multiplied by the FP32 primitive: the FP32 path's
-    // bits, not those of truncated copies. A next product on exact values takes bf16 again.
+    // bits, not those of truncated copies. A next product on exact values gives the
+    // same bits again (which path it took, the test cannot see: small sums are exact on both).
     void operandsThatAreNotBf16ValuesTakeTheFp32Primitive() {
         const std::int64_t m = 24, n = 20, k = 40;
         std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
@@ -235,7 +236,7 @@ private slots:
         QVERIFY2(std::fabs(c16[7] - with_low_bits) < 1e-5,
                  qPrintable(QString("c[0, 7] = %1, not %2").arg(c16[7]).arg(with_low_bits)));
         b[7] = 0.5f;
-        both(false);  // exact again: small sums, the same bits on the bf16 path
+        both(false);  // exact values again: the same bits on either path
     }
 
     void theBackendSetsThePathByName() {
