@@ -163,8 +163,9 @@ struct LinearTensors {
                                     //   null when x already is in it (fp8 always needs one)
     Fp8State* fp8 = nullptr;        // required when compute is fp8_e4m3
     // A block-scaled layer (compute fp32): each matmul's operands are quantised in blocks along
-    // its reduction dimension (round_blocks_along) and multiplied as FP32 values; weight_compute
-    // and saved_input are unused. docs/numerics.md, "Block-scaled formats in training".
+    // its reduction dimension and decoded with their block scales (round_block_operand), their
+    // products summed in FP32, NVFP4's tensor scales applied to the sums; weight_compute and
+    // saved_input are unused. docs/numerics.md, "Block-scaled formats in training".
     std::optional<BlockFormat> block;
     // A layer whose backward matmuls run in other formats than its forward (LayerSetting per
     // GEMM): dgrad's (dX = dy·W) and wgrad's (dW = dyᵀ·x) operands are rounded or quantised to

@@ -109,6 +109,17 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 // NVFP4, 1 for MX.
 float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 
+// A matmul operand as a GEMM with block scales reads it (docs/numerics.md, "Block-scaled formats in
+// training"): the codes of round_blocks_along (or of round_blocks_along_stochastic, with a key),
+// each value decoded with its block's scale alone. For MX that is round_blocks_along's value; for
+// NVFP4 an element times its E4M3 block scale, exact in FP32 and in bf16 (at most 6 significant
+// bits, magnitudes 2^-10 to 2688), the tensor scale left out. Returns the factor the matmul applies
+// to its FP32 accumulator, as a GPU's block-scaled GEMM applies its alpha: block_operand_factor.
+float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
+                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {});
+// fp32(1 / tensor_scale) for NVFP4 (the factor its decoding leaves to the accumulator), 1 for MX.
+float block_operand_factor(BlockFormat format, float tensor_scale);
+
 // floor(log2) of the factor each block's values are decoded with (MX: its E8M0 exponent; NVFP4: its
 // E4M3 scale over tensor_scale), for `rows` rows of K values cut into blocks from the start of each
 // row (a last partial block as if zero-padded): out[row · ceil(K / block) + b]. A block whose scale

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "numeric/block_format.h"
@@ -74,20 +75,21 @@ inline void mx_params(float amax, int emax, BlockParams& p, float no_clip_max) {
 
 // An NVFP4 block's parameters from its finite amax, quantise_block's FP32 operations in its order;
 // the E4M3 block scale rounded on the e4m3 grid (round_to_grid: RNE, saturating at 448, as
-// encode_e4m3_scale for a finite value >= 0).
-inline void nvfp4_params(float amax, float tensor_scale, BlockParams& p) {
+// encode_e4m3_scale for a finite value >= 0). Without `tensor_decode` the values decode with the
+// E4M3 scale alone (round_block_operand: the tensor scale is the matmul's); the codes are the same.
+inline void nvfp4_params(float amax, float tensor_scale, BlockParams& p, bool tensor_decode) {
     constexpr Grid e4m3{3, -6, 8, 448.0f};
     const float block_scale = std::min(amax * (tensor_scale * (1.0f / 6.0f)), fp32_max);
     const float decoded = round_to_grid(block_scale, e4m3);
     p.encode = std::min(1.0f / (decoded * (1.0f / tensor_scale)), fp32_max);
-    p.decode = decoded * (1.0f / tensor_scale);
+    p.decode = tensor_decode ? decoded * (1.0f / tensor_scale) : decoded;
     p.kind = decoded == 0 ? zero_scale_block : normal_block;
 }
 
 // quantise_block's choice of scale, from the block's finite amax (special: a NaN or inf in it);
-// no_clip_max as mx_params's.
+// no_clip_max as mx_params's, tensor_decode as nvfp4_params's.
 inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float amax, bool special,
-                             float no_clip_max = 0) {
+                             float no_clip_max = 0, bool tensor_decode = true) {
     BlockParams p;
     if (special) {
         p.kind = nan_block;
@@ -96,7 +98,7 @@ inline BlockParams params_of(bool nvfp4, int emax, float tensor_scale, float ama
         return p;
     }
     if (nvfp4)
-        nvfp4_params(amax, tensor_scale, p);
+        nvfp4_params(amax, tensor_scale, p, tensor_decode);
     else
         mx_params(amax, emax, p, no_clip_max);
     return p;
@@ -108,10 +110,13 @@ struct Counts {
 };
 
 // How a pass rounds its elements: to nearest even, or stochastically with the pass's key, value i
-// of the tensor (in storage order) taking stochastic bits i (stochastic_round.h).
+// of the tensor (in storage order) taking stochastic bits i (stochastic_round.h); and whether
+// NVFP4's values decode with the tensor scale (round_blocks_along) or without it
+// (round_block_operand).
 struct ElementRounding {
     bool stochastic = false;
     std::uint64_t key = 0;
+    bool tensor_decode = true;
 };
 
 // One element's result and counts, as quantise_block counts: saturated when |x · encode| exceeds
@@ -242,7 +247,8 @@ inline std::int32_t max_lane(const Ints8& v) {
 // `count` consecutive whole blocks of B values (B a multiple of 8), rounded to nearest even as
 // round_runs rounds each: its amax, params_of, then finish_element on every value, lane by lane.
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
-                                           int emax, float tensor_scale, const Grid grid, BlockStats& stats) {
+                                           int emax, float tensor_scale, const Grid grid, BlockStats& stats,
+                                           bool tensor_decode) {
     const Grid8 g(grid);
     const Ints8 abs_mask = Ints8{} + 0x7FFFFFFF;
     Ints8 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
@@ -260,7 +266,7 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
             amax = finite > amax ? finite : amax;
         }
         const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(max_lane(amax)),
-                                        max_lane(largest) > fp32_max_bits);
+                                        max_lane(largest) > fp32_max_bits, 0.0f, tensor_decode);
         nan_blocks += p.kind == nan_block;
         const Ints8 live = Ints8{} - (p.kind == normal_block), zero_scale = Ints8{} - (p.kind == zero_scale_block);
         const Floats8 encode = Floats8{} + p.encode, decode = Floats8{} + p.decode;
@@ -299,11 +305,13 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     std::uint32_t saturated = 0, flushed = 0;
     stats.values += runs * K;
     if (!rounding.stochastic && B % 8 == 0 && B <= 32) {
-        if (K % B == 0) return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats);
+        const bool td = rounding.tensor_decode;
+        if (K % B == 0)
+            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
         const std::size_t whole = K / B * B, tail = K - whole;
         if (whole > 0)
             for (std::size_t r = 0; r < runs; ++r)
-                round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats);
+                round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
         // Each run's last partial block, padded with zeros as the quantiser pads it (the padding
         // changes no amax and adds to no count), 64 runs' blocks to a call: a convolution's patch
         // of 9 or a last layer's 10 outputs is a partial block in every run.
@@ -313,7 +321,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             const std::size_t n = std::min(batch, runs - r0);
             std::fill(padded, padded + n * B, 0.0f);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(padded + i * B, src + (r0 + i) * K + whole, tail * sizeof(float));
-            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats);
+            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + (r0 + i) * K + whole, padded + i * B, tail * sizeof(float));
         }
         return;
@@ -327,8 +335,8 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             magnitude_maxima(x, count, amax_bits, largest);
             const float amax = std::bit_cast<float>(amax_bits);
             const bool special = largest > fp32_max_bits;
-            const BlockParams p =
-                params_of(nvfp4, el.emax, tensor_scale, amax, special, rounding.stochastic ? g.max_finite : 0.0f);
+            const BlockParams p = params_of(nvfp4, el.emax, tensor_scale, amax, special,
+                                            rounding.stochastic ? g.max_finite : 0.0f, rounding.tensor_decode);
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
@@ -356,11 +364,12 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
 // The parameters of a tile's n blocks from their amaxes; returns the NaN blocks.
 MANTISSA_BLOCK_HOT std::size_t tile_params(bool nvfp4, int emax, float tensor_scale, const std::int32_t* amax,
                                            const std::uint8_t* special, float* encode, float* decode,
-                                           std::uint8_t* kind, std::size_t n, float no_clip_max) {
+                                           std::uint8_t* kind, std::size_t n, float no_clip_max,
+                                           bool tensor_decode) {
     std::size_t nan_blocks = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const BlockParams p =
-            params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(amax[i]), special[i] != 0, no_clip_max);
+        const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(amax[i]), special[i] != 0,
+                                        no_clip_max, tensor_decode);
         encode[i] = p.encode, decode[i] = p.decode, kind[i] = p.kind;
         nan_blocks += p.kind == nan_block;
     }
@@ -392,7 +401,7 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
             for (std::size_t k = 0; k < count; ++k) column_amax(src + base + k * inner, amax.data(), special.data(), inner);
             stats.nan_blocks += tile_params(f == BlockFormat::nvfp4, el.emax, tensor_scale, amax.data(), special.data(),
                                             encode.data(), decode.data(), kind.data(), inner,
-                                            rounding.stochastic ? g.max_finite : 0.0f);
+                                            rounding.stochastic ? g.max_finite : 0.0f, rounding.tensor_decode);
             stats.blocks += inner;
             // The whole tile is read (amaxes) before any of it is written: src == dst is safe.
             for (std::size_t k = 0; k < count; ++k)
@@ -479,6 +488,17 @@ BlockStats round_blocks_along(BlockFormat format, const float* src, float* dst, 
 BlockStats round_blocks_along_stochastic(BlockFormat format, const float* src, float* dst, std::size_t outer,
                                          std::size_t K, std::size_t inner, float tensor_scale, std::uint64_t key) {
     return round_along(format, src, dst, outer, K, inner, tensor_scale, {true, key});
+}
+
+float block_operand_factor(BlockFormat format, float tensor_scale) {
+    return format == BlockFormat::nvfp4 ? 1.0f / tensor_scale : 1.0f;
+}
+
+float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
+                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key) {
+    round_along(format, src, dst, outer, K, inner, tensor_scale,
+                {stochastic_key.has_value(), stochastic_key.value_or(0), false});
+    return block_operand_factor(format, tensor_scale);
 }
 
 namespace {

@@ -196,13 +196,12 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
     return s;
 }
 
-void CpuBackend::tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*which, const float* op,
-                             std::int64_t n, float factor) const {
+void CpuBackend::tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*values,
+                             float TappedOperands::*factor_of, const float* op, std::int64_t n, float factor) const {
     if (!m_tap) return;
-    std::vector<float>& v = m_tap->by_weight[&weight].*which;
-    v.assign(op, op + n);
-    if (factor != 1.0f)
-        for (float& x : v) x *= factor;
+    TappedOperands& t = m_tap->by_weight[&weight];
+    (t.*values).assign(op, op + n);
+    t.*factor_of = factor;
 }
 
 std::unique_ptr<Fp8State> CpuBackend::create_fp8_state(const Fp8Recipe& recipe) {

@@ -146,11 +146,14 @@ public:
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
 
-    // The operands a linear layer's matmuls last read, decoded to the values they stand for (an
-    // FP8 operand times its scale's inverse): x and W of the forward, dy of the input-gradient
-    // matmul. Filled while set (tests check the what-if statistics against them); null: not kept.
+    // The operands a linear layer's matmuls last read, as they read them: x and W of the forward,
+    // dy of the input-gradient matmul, each with the factor its products were multiplied by on the
+    // accumulator (an FP8 operand's inverse scale, NVFP4's inverse tensor scale; else 1): value ×
+    // factor is what a value stands for. Filled while set (tests check the what-if statistics and
+    // the block-scale views against them); null: not kept.
     struct TappedOperands {
         std::vector<float> x, w, dy;
+        float x_factor = 1, w_factor = 1, dy_factor = 1;
     };
     struct OperandTap {
         std::map<const Tensor*, TappedOperands> by_weight;  // by the layer's stored weight tensor
@@ -251,7 +254,7 @@ private:
                                                     std::int64_t n_dy, const CpuTensor& x, std::int64_t n_x,
                                                     CpuTensor& w, Tensor* weight_compute, Tensor* saved_input,
                                                     bool need_w, int x_slot, int w_slot, int dy_slot);
-    // Block-scaled layers (LinearTensors::block): the (outer, K, inner) view round_blocks_along
+    // Block-scaled layers (LinearTensors::block): the (outer, K, inner) view round_block_operand
     // quantises an operand along, K being the matmul's reduction dimension; one per operand of
     // dgrad (dy, W) and wgrad (dy, x). K = 0: the operand passes unquantised (a
     // convolution quantises its wgrad operands chunk by chunk, after im2col).
@@ -265,9 +268,11 @@ private:
     // dy's shadow and reference (gradient tracing), and whether a dy operand (dgrad's, or wgrad's
     // when it differs) flushed values of dy's first n.
     void trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::int64_t n);
-    // src quantised and decoded along `axes` into scratch slot `slot`; a gradient operand (dy) is
-    // rounded stochastically while the layer asks for it (m_stochastic_gradients).
-    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot,
+    // src quantised along `axes` into scratch slot `slot`, each value decoded with its block's scale
+    // (round_block_operand); *factor = what the matmul's accumulator is multiplied by (NVFP4's
+    // tensor scale's inverse, else 1). A gradient operand (dy) is rounded stochastically while the
+    // layer asks for it (m_stochastic_gradients). K = 0: src itself, factor 1.
+    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot, float& factor,
                                bool gradient = false);
     // dy scaled into e5m2 (saturating) into q, stochastically while the layer asks; amax |dy|.
     float quantize_gradient_fp8(const float* dy, float* q, std::int64_t n, float scale);
@@ -355,9 +360,9 @@ private:
     std::shared_ptr<CpuLedger> m_ledger;
     bool m_tracing = false;
     OperandTap* m_tap = nullptr;
-    // Into the tap (when set): n values of `op`, times `factor` (an FP8 operand's dequantisation).
-    void tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*which, const float* op, std::int64_t n,
-                     float factor = 1.0f) const;
+    // Into the tap (when set): n values of `op` and the factor its products were multiplied by.
+    void tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*values,
+                     float TappedOperands::*factor_of, const float* op, std::int64_t n, float factor) const;
     // Stochastic rounding: the seed, the passes drawn so far, and whether the backward running now
     // rounds its gradients stochastically (StochasticGradients).
     std::uint64_t m_stochastic_seed = 0, m_stochastic_pass = 0;

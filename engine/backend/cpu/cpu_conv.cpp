@@ -30,7 +30,8 @@
 // the lowered GEMMs see them: the forward's W along its rows (the patch C·k·k) and each chunk's
 // COL along its columns (the same patch, padding zeros included); dgrad's dy and W along the
 // output channels (DY's columns and W's columns); wgrad's DY and COL of each chunk along their
-// rows (samples × positions). NVFP4's tensor scales are the whole x's and dy's (docs/numerics.md).
+// rows (samples × positions). Each value is decoded with its block's scale (round_block_operand);
+// NVFP4's tensor scales, the whole x's and dy's, multiply the accumulator (docs/numerics.md).
 //
 // Scratch (kept between steps): COL (slot 7), a chunk's dW (slot 8), DCOL or the forward's Y
 // (slot 9), DY (slot 3, linear's bias block: free during a convolution); oneDNN's primitives are
@@ -45,6 +46,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -56,6 +58,7 @@
 #include "backend/cpu/onednn_conv.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_flush_count.h"
+#include "numeric/block_format.h"
 #include "numeric/convert.h"
 #include "numeric/stats.h"
 
@@ -336,15 +339,12 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
         im2col_chunk(s, x, first, n, buf.col, buf.max_threads);
         if (buf.wgrad_block) {
             const auto rows = static_cast<std::size_t>(ld);
-            if (buf.dy_key)
-                round_blocks_along_stochastic(*buf.wgrad_block, buf.dy_rows, buf.dy_rows,
-                                              static_cast<std::size_t>(s.out_channels), rows, 1, buf.dy_scale,
-                                              stochastic_key(*buf.dy_key, static_cast<std::uint64_t>(first)));
-            else
-                round_blocks_along(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels),
-                                   rows, 1, buf.dy_scale);
-            round_blocks_along(*buf.wgrad_block, buf.col, buf.col, static_cast<std::size_t>(s.patch()), rows, 1,
-                               buf.x_scale);
+            std::optional<std::uint64_t> key;
+            if (buf.dy_key) key = stochastic_key(*buf.dy_key, static_cast<std::uint64_t>(first));
+            round_block_operand(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels),
+                                rows, 1, buf.dy_scale, key);
+            round_block_operand(*buf.wgrad_block, buf.col, buf.col, static_cast<std::size_t>(s.patch()), rows, 1,
+                                buf.x_scale);
         }
         float* target = first == 0 ? gw : buf.dw;
         mm.multiply(buf.dy_rows, false, buf.col, true, target, s.out_channels, s.patch(), ld, bf16_ok);
@@ -404,7 +404,9 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         const Conv2dGeometry& g = conv.geometry;
         x_op = x.data();
         x_block_scale = block_tensor_scale(*conv.block, x.data(), static_cast<std::size_t>(batch * in));
-        w_op = block_operand(*conv.block, std::as_const(w).data(), {g.out_channels, g.patch(), 1}, slot_w);
+        float dq_w = 1.0f;
+        w_op = block_operand(*conv.block, std::as_const(w).data(), {g.out_channels, g.patch(), 1}, slot_w, dq_w);
+        dequant = block_operand_factor(*conv.block, x_block_scale) * dq_w;  // NVFP4's tensor scales
     } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*conv.fp8);
         AmaxHistory& hx = state.history(Fp8Role::input);
@@ -436,8 +438,7 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
             x_op = operand(x, batch * in, conv.compute, slot_x);
         }
     }
-    const bool bf16_ok =
-        fp8 || conv.compute == Format::bf16 || (conv.block && bf16_holds_values_of(*conv.block));
+    const bool bf16_ok = fp8 || conv.compute == Format::bf16 || conv.block.has_value();
 
     const float* b = nullptr;
     if (conv.bias && conv.bias_compute) {
@@ -469,8 +470,8 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
         im2col_chunk(s, x_op, first, n, col, max_threads);
         if (conv.block)
-            round_blocks_along(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()), static_cast<std::size_t>(ld),
-                               x_block_scale);
+            round_block_operand(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()),
+                                static_cast<std::size_t>(ld), x_block_scale);
         m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
         // Each sample's rows into y: × dequant, + b_o (no bias: nothing is added, a -0 stays -0),
         // rounded while the sample's output is in the cache.
@@ -560,11 +561,13 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
         direct->backward_weights(dy_in, x_op, gw, ws);
     };
     const std::optional<BlockFormat> wgrad_block = per_gemm ? conv.wgrad.value_or(forward).block : conv.block;
+    float dq = dq_g_wgrad * dq_x;  // what wgrad's accumulator is multiplied by
     if (wgrad_block) {
         buf.wgrad_block = wgrad_block;
         buf.dy_scale = block_tensor_scale(*wgrad_block, dy.data(), static_cast<std::size_t>(batch * out));
         buf.x_scale = block_tensor_scale(*wgrad_block, x.data(), static_cast<std::size_t>(batch * in));
         if (m_stochastic_gradients) buf.dy_key = next_stochastic_key();
+        dq = block_operand_factor(*wgrad_block, buf.dy_scale) * block_operand_factor(*wgrad_block, buf.x_scale);
     }
 
     if (dx_out) {
@@ -577,7 +580,6 @@ void CpuBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, con
     CpuTensor& gw = cpu(*conv.grad_weight);
     const std::int64_t n_w = s.out_channels * s.patch();
     wgrad(o.dy_wgrad, gw.data(), o.bf16_ok_wgrad, buf);
-    const float dq = dq_g_wgrad * dq_x;
     // A block-scaled wgrad may flush in its DY and COL: counted against the reference, as a
     // flushed dy is.
     if (!weight_stats) {

@@ -8,15 +8,17 @@
 //           gradients underflow; the weight gradient's rounding is measured); dB = Σ_rows dy in
 //           FP32 in blocks of rows (bias_grad_order.h; FP8: of the unquantised dy, as TE's fused
 //           bias-gradient does), rounded.
-// block-scaled (mxfp8 .. nvfp4): each matmul's two operands quantised and decoded along its own
-//           reduction dimension (forward: x's rows and W's rows; dgrad: dy's rows and W's
-//           columns; wgrad: dy's and x's columns), multiplied with FP32 accumulation (MX: as bf16
-//           values, cpu_matmul.h); dB from the unquantised dy.
+// block-scaled (mxfp8 .. nvfp4): each matmul's two operands quantised along its own reduction
+//           dimension (forward: x's rows and W's rows; dgrad: dy's rows and W's columns; wgrad:
+//           dy's and x's columns) and decoded with their block scales, multiplied as bf16 values
+//           with FP32 accumulation (cpu_matmul.h), × NVFP4's two tensor-scale inverses as FP8's
+//           dequantisation; dB from the unquantised dy.
 // FP8 rowwise: the same axes, a current scale per row (round_axiswise_fp8), decoded in FP32.
 // Per GEMM (LinearTensors::dgrad, wgrad): each backward matmul's operands in its own format.
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "backend/bias_grad_order.h"
@@ -100,9 +102,10 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     float dq_x = 1.0f, dq_w = 1.0f;  // FP8 per tensor: each operand's share of dequant
     const bool fp8 = l.compute == Format::fp8_e4m3;
     bool decoded_in_fp32 = false;  // operands that are FP8 values times an FP32 scale: no bf16 matmul
-    if (l.block) {  // both operands in blocks along K = in
-        x_op = block_operand(*l.block, x.data(), {batch, in, 1}, slot_x);
-        w_op = block_operand(*l.block, std::as_const(w).data(), {out, in, 1}, slot_w);
+    if (l.block) {  // both operands in blocks along K = in; NVFP4's tensor scales on the accumulator
+        x_op = block_operand(*l.block, x.data(), {batch, in, 1}, slot_x, dq_x);
+        w_op = block_operand(*l.block, std::as_const(w).data(), {out, in, 1}, slot_w, dq_w);
+        dequant = dq_x * dq_w;
     } else if (fp8 && static_cast<CpuFp8State&>(*l.fp8).history(Fp8Role::input).rowwise()) {
         // A scale per row of x and of W along K = in, decoded in FP32 (dequant 1).
         auto& state = static_cast<CpuFp8State&>(*l.fp8);
@@ -151,14 +154,13 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         }
     }
 
-    tap_operand(*l.weight, &TappedOperands::x, x_op, batch * in, dq_x);
-    tap_operand(*l.weight, &TappedOperands::w, w_op, out * in, dq_w);
+    tap_operand(*l.weight, &TappedOperands::x, &TappedOperands::x_factor, x_op, batch * in, dq_x);
+    tap_operand(*l.weight, &TappedOperands::w, &TappedOperands::w_factor, w_op, out * in, dq_w);
 
     float* yd = y.data();
-    // MX values are bf16 values (an element times a power of two) but near the smallest scales,
-    // where CpuMatmul's check sends the call to FP32; NVFP4's carry the FP32 tensor scale.
-    const bool bf16_ok =
-        (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || (l.block && bf16_holds_values_of(*l.block));
+    // Block operands are bf16 values (an element times its block's scale) but near MX's smallest
+    // scales, where CpuMatmul's check sends the call to FP32.
+    const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || l.block.has_value();
     if (l.fp16_accumulation)
         fp16_accumulate_multiply(x_op, false, w_op, true, yd, batch, out, in, m_fp16_pack);
     else
@@ -244,16 +246,17 @@ void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::i
     o.flushed = count_zeros(o.dy, count) != zeros || (o.dy_wgrad != o.dy && count_zeros(o.dy_wgrad, count) != zeros);
 }
 
-const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot, bool gradient) {
+const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot, float& factor,
+                                       bool gradient) {
+    factor = 1.0f;
     if (a.K == 0) return src;  // quantised later by the caller (a convolution's wgrad chunks)
     float* buf = scratch(slot, a.size());
     const auto outer = static_cast<std::size_t>(a.outer), K = static_cast<std::size_t>(a.K),
                inner = static_cast<std::size_t>(a.inner);
-    if (gradient && m_stochastic_gradients)
-        round_blocks_along_stochastic(format, src, buf, outer, K, inner,
-                                      block_tensor_scale(format, src, outer * K * inner), next_stochastic_key());
-    else
-        round_blocks_along(format, src, buf, outer, K, inner);
+    const float tensor_scale = block_tensor_scale(format, src, outer * K * inner);
+    std::optional<std::uint64_t> key;
+    if (gradient && m_stochastic_gradients) key = next_stochastic_key();
+    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key);
     return buf;
 }
 
@@ -261,11 +264,11 @@ CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockForm
                                                                        const CpuTensor& x, const CpuTensor& w,
                                                                        const BlockOperandAxes& axes, bool need_w) {
     MatmulBackwardOperands o;
-    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy, true);
-    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad, true);
-    o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x);
-    o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w) : nullptr;
-    o.bf16_ok = o.bf16_ok_wgrad = bf16_holds_values_of(format);
+    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy, o.dq_g, true);
+    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad, o.dq_g_wgrad, true);
+    o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x, o.dq_x);
+    o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w, o.dq_w) : nullptr;
+    o.bf16_ok = o.bf16_ok_wgrad = true;
     trace_dy(o, dy, axes.dy_dgrad.size());
     return o;
 }
@@ -325,7 +328,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             dq = dq_dy_fp8;
             return dy_fp8;
         }
-        if (f.block) return block_operand(*f.block, dy.data(), axes, slot, true);
+        if (f.block) return block_operand(*f.block, dy.data(), axes, slot, dq, true);
         return operand(dy, n_dy, f.format, slot);
     };
     o.dy = dy_for(g.dgrad, g.axes.dy_dgrad, slot_dy, o.dq_g);
@@ -346,7 +349,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             }
             o.dq_w = hw.scale_inv();
         } else if (g.dgrad.block) {
-            o.w = block_operand(*g.dgrad.block, std::as_const(w).data(), g.axes.w_dgrad, slot_w);
+            o.w = block_operand(*g.dgrad.block, std::as_const(w).data(), g.axes.w_dgrad, slot_w, o.dq_w);
         } else if (g.weight_compute && g.weight_compute->format() == g.dgrad.format) {
             o.w = weight_operand(w, g.weight_compute, g.dgrad.format, slot_w);
         } else {
@@ -367,7 +370,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
         }
         o.dq_x = hx.scale_inv();
     } else if (g.wgrad.block) {
-        o.x = block_operand(*g.wgrad.block, x.data(), g.axes.x_wgrad, slot_x);
+        o.x = block_operand(*g.wgrad.block, x.data(), g.axes.x_wgrad, slot_x, o.dq_x);
     } else if (g.saved_input && g.saved_input->format() == g.wgrad.format) {
         o.x = cpu(*g.saved_input).data();
     } else {
@@ -375,7 +378,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
     }
 
     const auto bf16_values = [&](const ComputeFormat& f) {
-        return f == e4m3 || f == ComputeFormat(Format::bf16) || (f.block && bf16_holds_values_of(*f.block));
+        return f == e4m3 || f == ComputeFormat(Format::bf16) || f.block.has_value();
     };
     o.bf16_ok = bf16_values(g.dgrad);
     o.bf16_ok_wgrad = bf16_values(g.wgrad);
@@ -415,7 +418,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
         : l.block ? block_backward_operands(*l.block, dy, x, w, axes, dx_out != nullptr)
                   : matmul_backward_operands(l.compute, l.fp8, dy, batch * out, x, batch * in, w, l.weight_compute,
                                              l.saved_input, dx_out != nullptr, slot_x, slot_w, slot_dy);
-    tap_operand(*l.weight, &TappedOperands::dy, o.dy, batch * out, o.dq_g);
+    tap_operand(*l.weight, &TappedOperands::dy, &TappedOperands::dy_factor, o.dy, batch * out, o.dq_g);
     const float *dy_op = o.dy, *dy_wgrad = o.dy_wgrad, *x_op = o.x, *w_op = o.w, *dy_shadow = o.dy_shadow, *dy_reference = o.dy_reference;
     const float dq_g = o.dq_g, dq_x = o.dq_x, dq_w = o.dq_w, dq_g_wgrad = o.dq_g_wgrad;
     const bool bf16_ok = o.bf16_ok, flushed = o.flushed;

@@ -3,7 +3,7 @@
 // One primitive per shape (M, N, K, transposes, operand type), created on first use and reused,
 // with its scratchpad allocated once: no allocation on the steady-state training step. Operands
 // are FP32 arrays whose values are already rounded to the layer's operand format; the products of
-// two such values are exact in FP32. For bf16, fp8 and MX operands (whose values bf16 holds
+// two such values are exact in FP32. For bf16, fp8 and block-scaled operands (whose values bf16 holds
 // exactly) the bf16 primitive with FP32 accumulation is used when a measurement once per process
 // found it clearly faster on this CPU (cpu_bf16_choice.h; MANTISSA_CPU_BF16_MATMUL=0/1 overrides):
 // same products, a different summation order, different speed. The copy into bf16 checks every
@@ -36,13 +36,8 @@
 #include <string>
 
 #include "backend/cpu/cpu_bf16_choice.h"
-#include "numeric/block_format.h"
 
 namespace mantissa {
-
-// Whether a block format decodes to bf16 values, so its matmuls may take the bf16 path: MX's are an
-// element times a power of two; NVFP4's carry its FP32 tensor scale.
-inline bool bf16_holds_values_of(BlockFormat format) { return block_format_info(format).scale == ScaleKind::e8m0; }
 
 class CpuMatmul {
 public:

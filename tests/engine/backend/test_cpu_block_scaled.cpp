@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -191,6 +192,86 @@ private slots:
         QVERIFY(conv_test::all_in_format(Format::bf16, read(be, *y)));
         be.linear_backward(t, *x, *y, nullptr, batch, nullptr);
         QVERIFY(conv_test::all_in_format(Format::bf16, read(be, *gw)));
+    }
+
+    // NVFP4's tensor scales multiply the FP32 accumulator, as a block-scaled GEMM's alpha does:
+    // the operands are elements times their E4M3 block scales. Every run along every reduction
+    // here holds the tensor's largest magnitude, so every block scale is 448 and every operand an
+    // element times 448; the sums of their products are exact in FP32 in any order, and each
+    // output must be fp32(sum) × fp32(fp32(1/S_a) × fp32(1/S_b)) bit for bit. Operands decoded
+    // with their tensor scales (element × fp32(448 / S)) would give FP32 roundings of the
+    // products instead.
+    void nvfp4TensorScalesMultiplyTheAccumulator() {
+        CpuBackend be;
+        const std::int64_t batch = 4, in = 16, out = 8;
+        const float grid[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+        std::vector<float> ex(std::size_t(batch * in)), ew(std::size_t(out * in)), edy(std::size_t(batch * out));
+        unsigned state = 12345;
+        auto element = [&](bool largest) {  // an e2m1 value, ±6 where the run needs its amax
+            state = state * 1103515245u + 12345u;
+            const float e = largest ? 6.0f : grid[(state >> 16) % 8];
+            return (state >> 24) % 2 ? -e : e;
+        };
+        // ±6 where a row and a column both need one: x's rows (forward) and columns (wgrad), W's
+        // rows (forward) and columns (dgrad), dy's rows (dgrad) and columns (wgrad).
+        for (std::int64_t r = 0; r < batch; ++r)
+            for (std::int64_t k = 0; k < in; ++k) ex[std::size_t(r * in + k)] = element(k % batch == r);
+        for (std::int64_t o = 0; o < out; ++o)
+            for (std::int64_t k = 0; k < in; ++k) ew[std::size_t(o * in + k)] = element(k % out == o);
+        for (std::int64_t r = 0; r < batch; ++r)
+            for (std::int64_t o = 0; o < out; ++o) edy[std::size_t(r * out + o)] = element(o % batch == r);
+        const float cx = 0.3f, cw = 0.05f, cdy = 1e-3f;  // no powers of two: 1/S rounds
+        auto scaled = [](const std::vector<float>& e, float c) {
+            std::vector<float> v(e.size());
+            for (std::size_t i = 0; i < e.size(); ++i) v[i] = e[i] * c;
+            return v;
+        };
+        const std::vector<float> xv = scaled(ex, cx), wv = scaled(ew, cw), dyv = scaled(edy, cdy);
+        auto x = make_with(be, batch, in, Format::fp32, xv, "x"), w = make_with(be, out, in, Format::fp32, wv, "fc.weight"),
+             b = make(be, 1, out, Format::fp32, "fc.bias"), dy = make_with(be, batch, out, Format::fp32, dyv, "dy");
+        auto y = make(be, batch, out, Format::fp32, "y"), dx = make(be, batch, in, Format::fp32, "dx"),
+             gw = make(be, out, in, Format::fp32, "fc.grad_weight"), gb = make(be, 1, out, Format::fp32, "fc.grad_bias");
+        LinearTensors t;
+        t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
+        t.block = BlockFormat::nvfp4;
+        be.linear_forward(t, *x, *y, batch, true);
+        be.linear_backward(t, *x, *dy, dx.get(), batch, nullptr);
+
+        auto inverse_scale = [](const std::vector<float>& v) {
+            return 1.0f / block_tensor_scale(BlockFormat::nvfp4, v.data(), v.size());
+        };
+        const float qx = inverse_scale(xv), qw = inverse_scale(wv), qdy = inverse_scale(dyv);
+        // fp32(Σ (a_i · 448)(b_i · 448)), exact, times the two factors' FP32 product.
+        auto expect = [](double sum, float qa, float qb) { return static_cast<float>(sum * 448.0 * 448.0) * (qa * qb); };
+        int differs_from_decoded = 0;
+        auto check = [&](const char* what, const std::vector<float>& got, std::int64_t rows, std::int64_t cols,
+                         std::int64_t k, auto a, auto bb, float qa, float qb) {
+            for (std::int64_t i = 0; i < rows; ++i)
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    double sum = 0, decoded = 0;
+                    for (std::int64_t l = 0; l < k; ++l) {
+                        sum += double(a(i, l)) * double(bb(l, j));
+                        decoded += double(a(i, l) * (448.0f * qa)) * double(bb(l, j) * (448.0f * qb));
+                    }
+                    const float want = expect(sum, qa, qb), g = got[std::size_t(i * cols + j)];
+                    QVERIFY2(std::bit_cast<std::uint32_t>(g) == std::bit_cast<std::uint32_t>(want),
+                             qPrintable(QString("%1[%2, %3] = %4, want %5").arg(what).arg(i).arg(j)
+                                            .arg(double(g), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+                    differs_from_decoded += static_cast<float>(decoded) != want;
+                }
+        };
+        check("y", read(be, *y), batch, out, in, [&](auto r, auto l) { return ex[std::size_t(r * in + l)]; },
+              [&](auto l, auto o) { return ew[std::size_t(o * in + l)]; }, qx, qw);
+        if (QTest::currentTestFailed()) return;
+        check("dx", read(be, *dx), batch, in, out, [&](auto r, auto l) { return edy[std::size_t(r * out + l)]; },
+              [&](auto l, auto k) { return ew[std::size_t(l * in + k)]; }, qdy, qw);
+        if (QTest::currentTestFailed()) return;
+        check("grad_weight", read(be, *gw), out, in, batch, [&](auto o, auto l) { return edy[std::size_t(l * out + o)]; },
+              [&](auto l, auto k) { return ex[std::size_t(l * in + k)]; }, qdy, qx);
+        if (QTest::currentTestFailed()) return;
+        // The data tell the two orders of rounding apart (the sums of decoded operands, even
+        // exact, round elsewhere): the test would fail for operands decoded with 1/S.
+        QVERIFY(differs_from_decoded > 0);
     }
 
     void convQuantisesEachMatmulAlongItsReduction_data() { add_format_rows(); }

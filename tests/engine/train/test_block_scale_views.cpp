@@ -70,15 +70,17 @@ const BlockScaleRecord& record_of(const std::vector<BlockScaleRecord>& rows, con
 }
 
 // Each row of `raw` (rows of K) quantised by the reference quantiser (numeric/block_format.h): its
-// blocks' exponents are the record's, and the values they decode to are what the matmul used.
+// blocks' exponents are the record's, and the values they decode to are what the matmul used:
+// each element times its block's scale, NVFP4's tensor scale applied to the accumulator (`factor`).
 void check_against_operand(const BlockScaleRecord& r, const std::vector<float>& raw, const std::vector<float>& used,
-                           std::int64_t K, const char* what) {
+                           float factor, std::int64_t K, const char* what) {
     QCOMPARE(r.row_length, K);
     QCOMPARE(r.rows, static_cast<std::int64_t>(raw.size()) / K);
     QCOMPARE(r.rows_total, r.rows);
     float tensor_amax = 0;
     for (float v : raw) tensor_amax = std::max(tensor_amax, std::fabs(v));
     const float S = r.format == BlockFormat::nvfp4 ? nvfp4_tensor_scale(tensor_amax) : 1.0f;
+    QVERIFY2(factor == (r.format == BlockFormat::nvfp4 ? 1.0f / S : 1.0f), what);
     const int B = block_format_info(r.format).block_size;
     std::vector<float> decoded(static_cast<std::size_t>(K));
     std::int64_t distinct_exponents = 0;
@@ -89,7 +91,8 @@ void check_against_operand(const BlockScaleRecord& r, const std::vector<float>& 
             const float* v = raw.data() + row * K + k0;
             std::uint8_t codes[32];
             const std::uint8_t code = quantise_block(r.format, S, v, static_cast<std::size_t>(n), codes);
-            dequantise_block(r.format, S, code, codes, static_cast<std::size_t>(n), decoded.data() + k0);
+            // The block's scale alone: with the tensor scale 1, an NVFP4 block decodes by its E4M3 value.
+            dequantise_block(r.format, 1.0f, code, codes, static_cast<std::size_t>(n), decoded.data() + k0);
             const std::int16_t got = r.exponents[static_cast<std::size_t>(row * r.blocks_per_row + b)];
             const float factor = block_decode_factor(r.format, code, S);
             const std::int16_t want = factor == 0 ? zero_block : static_cast<std::int16_t>(std::ilogb(factor));
@@ -247,10 +250,11 @@ private slots:
             QVERIFY(r.own);
         }
         if (!dgrad_only) {
-            check_against_operand(record_of(rows, "fc2", MatmulOperand::input), rec.x, used.x, 96, "x");
-            check_against_operand(record_of(rows, "fc2", MatmulOperand::weight), rec.w, used.w, 96, "W");
+            check_against_operand(record_of(rows, "fc2", MatmulOperand::input), rec.x, used.x, used.x_factor, 96, "x");
+            check_against_operand(record_of(rows, "fc2", MatmulOperand::weight), rec.w, used.w, used.w_factor, 96, "W");
         }
-        check_against_operand(record_of(rows, "fc2", MatmulOperand::grad_output), rec.dy, used.dy, 64, "dy");
+        check_against_operand(record_of(rows, "fc2", MatmulOperand::grad_output), rec.dy, used.dy, used.dy_factor, 64,
+                              "dy");
     }
 
     // With stochastic gradients, dy's MX blocks take the next power of two where the OCP rule's

@@ -100,6 +100,12 @@ Expected expected(const ComputeFormat& f, bool gradient, const std::vector<float
     return e;
 }
 
+// What a tapped operand's values stand for: each times the factor its matmul's products took.
+std::vector<float> stood_for(std::vector<float> values, float factor) {
+    for (float& v : values) v *= factor;
+    return values;
+}
+
 void compare(const QuantisationStats& got, const Expected& want, const char* what) {
     const QByteArray where = QByteArray(what);
     QVERIFY2(got.underflow == want.underflow,
@@ -251,9 +257,9 @@ private slots:
 
         const WhatIfRecord& p = row_of(predicted, "fc2", f);
         const WhatIfRecord& o = row_of(own, "fc2", f);
-        const Expected x = expected(f, false, pb.x, actual.x, 96, scale_x);
-        const Expected w = expected(f, false, pb.w, actual.w, 96, scale_w);
-        const Expected dy = expected(f, true, pb.dy, actual.dy, 64, scale_dy);
+        const Expected x = expected(f, false, pb.x, stood_for(actual.x, actual.x_factor), 96, scale_x);
+        const Expected w = expected(f, false, pb.w, stood_for(actual.w, actual.w_factor), 96, scale_w);
+        const Expected dy = expected(f, true, pb.dy, stood_for(actual.dy, actual.dy_factor), 64, scale_dy);
         // The layer's own column is its operands' numbers.
         compare(o.input, x, "own x");
         compare(o.weight, w, "own W");
@@ -296,9 +302,10 @@ private slots:
         cpu.set_operand_tap(nullptr);
         const WhatIfRecord& row = row_of(r.statistics.take(), "fc2", Format::fp8_e4m3);
         const CpuBackend::TappedOperands& actual = tap.by_weight.at(&t.network().weight(1));
-        compare(row.input, expected(Format::fp8_e4m3, false, r.x, actual.x, 96, sx), "x");
-        compare(row.weight, expected(Format::fp8_e4m3, false, r.w, actual.w, 96, sw), "W");
-        compare(row.grad_output, expected(Format::fp8_e4m3, true, r.dy, actual.dy, 64, sg), "dy");
+        compare(row.input, expected(Format::fp8_e4m3, false, r.x, stood_for(actual.x, actual.x_factor), 96, sx), "x");
+        compare(row.weight, expected(Format::fp8_e4m3, false, r.w, stood_for(actual.w, actual.w_factor), 96, sw), "W");
+        compare(row.grad_output, expected(Format::fp8_e4m3, true, r.dy, stood_for(actual.dy, actual.dy_factor), 64, sg),
+                "dy");
     }
 
     void measuringChangesNothing() {
