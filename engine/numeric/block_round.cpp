@@ -41,7 +41,7 @@ Grid grid_of(ElementFormat e) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MANTISSA_BLOCK_HOT __attribute__((target_clones("avx2", "default")))
+#define MANTISSA_BLOCK_HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define MANTISSA_BLOCK_HOT
 #endif
@@ -198,93 +198,96 @@ float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
     return nvfp4_tensor_scale(finite_amax(x, n, special));
 }
 
-// Eight lanes of GCC's vector types: the whole blocks' kernel below is written with them, so that
-// the saturation and flush counts stay in vector lanes across blocks (the plain loops reduced them
-// to scalars at the end of every block) and the block's amax is reduced in three shuffles.
-using Floats8 = float __attribute__((vector_size(32)));
-using Ints8 = std::int32_t __attribute__((vector_size(32)));
+// Sixteen lanes of GCC's vector types (one AVX-512 register; two AVX2 ones in that clone): the whole
+// blocks' kernel below is written with them, so that the saturation and flush counts stay in
+// vector lanes across blocks (the plain loops reduced them to scalars at the end of every block)
+// and the block's amax is reduced in four shuffles. Every block size is a multiple of 16.
+using Floats16 = float __attribute__((vector_size(64)));
+using Ints16 = std::int32_t __attribute__((vector_size(64)));
 
 // The grid's constants in lanes, made once per call (kept in registers: loaded through a
 // reference, they would be read again after every store the loop makes).
-struct Grid8 {
-    Ints8 lowest, highest;  // the clamp of the biased exponent
-    Ints8 mantissa_bits;
-    Floats8 max;
-    explicit Grid8(const Grid& g)
-        : lowest(Ints8{} + (g.emin + 127)), highest(Ints8{} + (g.emax + 127)),
-          mantissa_bits(Ints8{} + g.mantissa_bits), max(Floats8{} + g.max_finite) {}
+struct Grid16 {
+    Ints16 lowest, highest;  // the clamp of the biased exponent
+    Ints16 mantissa_bits;
+    Floats16 max;
+    explicit Grid16(const Grid& g)
+        : lowest(Ints16{} + (g.emin + 127)), highest(Ints16{} + (g.emax + 127)),
+          mantissa_bits(Ints16{} + g.mantissa_bits), max(Floats16{} + g.max_finite) {}
 };
 
-// round_to_grid on eight values, the same operations lane by lane (through references, and casts
-// rather than std::bit_cast: a 32-byte vector passed or returned by value has an ABI of its own
-// outside AVX code).
-inline void round_to_grid8(const Floats8& q, const Grid8& g, Floats8& rounded) {
-    const Ints8 bits = reinterpret_cast<Ints8>(q);
-    Ints8 e = (bits >> 23) & 0xFF;
+// round_to_grid on sixteen values, the same operations lane by lane (through references, and casts
+// rather than std::bit_cast: a 64-byte vector passed or returned by value has an ABI of its own
+// outside AVX-512 code).
+inline void round_to_grid16(const Floats16& q, const Grid16& g, Floats16& rounded) {
+    const Ints16 bits = reinterpret_cast<Ints16>(q);
+    Ints16 e = (bits >> 23) & 0xFF;
     e = e < g.lowest ? g.lowest : e;
     e = e > g.highest ? g.highest : e;
-    const Floats8 step = reinterpret_cast<Floats8>((e - g.mantissa_bits) << 23);
-    const Floats8 inverse = reinterpret_cast<Floats8>((254 - e + g.mantissa_bits) << 23);
-    const Floats8 y = q * inverse;
-    Floats8 r = ((y + round_magic) - round_magic) * step;
+    const Floats16 step = reinterpret_cast<Floats16>((e - g.mantissa_bits) << 23);
+    const Floats16 inverse = reinterpret_cast<Floats16>((254 - e + g.mantissa_bits) << 23);
+    const Floats16 y = q * inverse;
+    Floats16 r = ((y + round_magic) - round_magic) * step;
     r = r > g.max ? g.max : r;  // false for NaN: it stays
     r = r < -g.max ? -g.max : r;
-    rounded = reinterpret_cast<Floats8>((reinterpret_cast<Ints8>(r) & 0x7FFFFFFF) | (bits & std::int32_t(0x80000000u)));
+    rounded = reinterpret_cast<Floats16>((reinterpret_cast<Ints16>(r) & 0x7FFFFFFF) | (bits & std::int32_t(0x80000000u)));
 }
 
-// The largest of eight lanes, in three shuffles.
-inline std::int32_t max_lane(const Ints8& v) {
-    Ints8 m = v;
-    Ints8 t = __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+// The largest of sixteen lanes, in four shuffles.
+inline std::int32_t max_lane(const Ints16& v) {
+    Ints16 m = v;
+    Ints16 t = __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     m = t > m ? t : m;
-    t = __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5);
+    t = __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
     m = t > m ? t : m;
-    t = __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6);
+    t = __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    m = t > m ? t : m;
+    t = __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
     m = t > m ? t : m;
     return m[0];
 }
 
-// `count` consecutive whole blocks of B values (B a multiple of 8), rounded to nearest even as
+// `count` consecutive whole blocks of B values (B a multiple of 16), rounded to nearest even as
 // round_runs rounds each: its amax, params_of, then finish_element on every value, lane by lane.
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
                                            int emax, float tensor_scale, const Grid grid, BlockStats& stats,
                                            bool tensor_decode) {
-    const Grid8 g(grid);
-    const Ints8 abs_mask = Ints8{} + 0x7FFFFFFF;
-    Ints8 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
+    const Grid16 g(grid);
+    const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
+    Ints16 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
     std::size_t nan_blocks = 0;
     for (std::size_t b = 0; b < count; ++b) {
         const float* x = src + b * B;
         float* y = dst + b * B;
-        Ints8 amax{}, largest{};
-        for (std::size_t j = 0; j < B; j += 8) {
-            Ints8 a;
+        Ints16 amax{}, largest{};
+        for (std::size_t j = 0; j < B; j += 16) {
+            Ints16 a;
             std::memcpy(&a, x + j, sizeof a);
             a &= abs_mask;
             largest = a > largest ? a : largest;
-            const Ints8 finite = a <= fp32_max_bits ? a : Ints8{};
+            const Ints16 finite = a <= fp32_max_bits ? a : Ints16{};
             amax = finite > amax ? finite : amax;
         }
         const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(max_lane(amax)),
                                         max_lane(largest) > fp32_max_bits, 0.0f, tensor_decode);
         nan_blocks += p.kind == nan_block;
-        const Ints8 live = Ints8{} - (p.kind == normal_block), zero_scale = Ints8{} - (p.kind == zero_scale_block);
-        const Floats8 encode = Floats8{} + p.encode, decode = Floats8{} + p.decode;
-        for (std::size_t j = 0; j < B; j += 8) {
-            Floats8 v;
+        const Ints16 live = Ints16{} - (p.kind == normal_block), zero_scale = Ints16{} - (p.kind == zero_scale_block);
+        const Floats16 encode = Floats16{} + p.encode, decode = Floats16{} + p.decode;
+        for (std::size_t j = 0; j < B; j += 16) {
+            Floats16 v;
             std::memcpy(&v, x + j, sizeof v);
-            const Floats8 q = v * encode;
-            Floats8 r;
-            round_to_grid8(q, g, r);
-            const Floats8 out = r * decode;
+            const Floats16 q = v * encode;
+            Floats16 r;
+            round_to_grid16(q, g, r);
+            const Floats16 out = r * decode;
             std::memcpy(y + j, &out, sizeof out);
-            const Floats8 magnitude = reinterpret_cast<Floats8>(reinterpret_cast<Ints8>(q) & abs_mask);
+            const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
             saturated += live & (magnitude > g.max);
             flushed += (v != 0) & (zero_scale | (live & (r == 0)));
         }
     }
     std::int64_t s = 0, f = 0;
-    for (int k = 0; k < 8; ++k) s -= saturated[k], f -= flushed[k];
+    for (int k = 0; k < 16; ++k) s -= saturated[k], f -= flushed[k];
     stats.blocks += count;
     stats.nan_blocks += nan_blocks;
     stats.saturated += static_cast<std::size_t>(s);
@@ -304,7 +307,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     const bool nvfp4 = f == BlockFormat::nvfp4;
     std::uint32_t saturated = 0, flushed = 0;
     stats.values += runs * K;
-    if (!rounding.stochastic && B % 8 == 0 && B <= 32) {
+    if (!rounding.stochastic && B % 16 == 0 && B <= 32) {
         const bool td = rounding.tensor_decode;
         if (K % B == 0)
             return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
