@@ -247,49 +247,111 @@ inline std::int32_t max_lane(const Ints16& v) {
     return m[0];
 }
 
+// params_of for sixteen blocks at once, lane by lane the same operations (nearest rounding: no
+// clip bound), from each block's finite amax (bits) and whether it holds a NaN or an infinity
+// (`special`, all ones where it does). Lanes: live (normal_block) and zero_scale as all ones.
+struct Params16 {
+    Floats16 encode, decode;
+    Ints16 live, zero_scale;
+};
+inline void params16(bool nvfp4, int emax, float tensor_scale, bool tensor_decode, const Ints16& amax_bits,
+                     const Ints16& special, Params16& p) {
+    const Floats16 nan = Floats16{} + std::numeric_limits<float>::quiet_NaN();
+    Ints16 live = ~special, zero_scale{};
+    if (nvfp4) {
+        const Grid16 e4m3(Grid{3, -6, 8, 448.0f});
+        const Floats16 amax = reinterpret_cast<Floats16>(amax_bits);
+        const float inverse = 1.0f / tensor_scale;
+        Floats16 block_scale = amax * (tensor_scale * (1.0f / 6.0f));
+        block_scale = block_scale > fp32_max ? Floats16{} + fp32_max : block_scale;
+        Floats16 decoded;
+        round_to_grid16(block_scale, e4m3, decoded);
+        Floats16 encode = 1.0f / (decoded * inverse);
+        encode = encode > fp32_max ? Floats16{} + fp32_max : encode;
+        const Floats16 decode = tensor_decode ? decoded * inverse : decoded;
+        zero_scale = live & (decoded == 0);
+        live &= ~zero_scale;
+        p.encode = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(encode) & ~special);  // 0 in a NaN block
+        p.decode = special ? nan : decode;
+    } else {
+        Ints16 e = ((amax_bits >> 23) & 0xFF) - (127 + emax);
+        e = e < e8m0_min_exponent ? Ints16{} + e8m0_min_exponent : e;
+        e = e > e8m0_max_exponent ? Ints16{} + e8m0_max_exponent : e;
+        // pow2's 2^k, 2^-127 the subnormal 0x00400000 (k >= -127 here).
+        const Ints16 subnormal = Ints16{} + 0x00400000, up = -e;
+        const Ints16 encode = up >= -126 ? (up + 127) << 23 : subnormal;
+        const Ints16 decode = e >= -126 ? (e + 127) << 23 : subnormal;
+        p.encode = reinterpret_cast<Floats16>(encode & ~special);
+        p.decode = special ? nan : reinterpret_cast<Floats16>(decode);
+    }
+    p.live = live;
+    p.zero_scale = zero_scale;
+}
+
 // `count` consecutive whole blocks of B values (B a multiple of 16), rounded to nearest even as
 // round_runs rounds each: its amax, params_of, then finish_element on every value, lane by lane.
+// Sixteen blocks at a time: their amaxes first, then their parameters in lanes (params16), then
+// their values; so that no block waits on its scalar parameters (NVFP4's a division each).
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
                                            int emax, float tensor_scale, const Grid grid, BlockStats& stats,
                                            bool tensor_decode) {
     const Grid16 g(grid);
     const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
-    Ints16 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
-    std::size_t nan_blocks = 0;
-    for (std::size_t b = 0; b < count; ++b) {
-        const float* x = src + b * B;
-        float* y = dst + b * B;
-        Ints16 amax{}, largest{};
-        for (std::size_t j = 0; j < B; j += 16) {
-            Ints16 a;
-            std::memcpy(&a, x + j, sizeof a);
-            a &= abs_mask;
-            largest = a > largest ? a : largest;
-            const Ints16 finite = a <= fp32_max_bits ? a : Ints16{};
-            amax = finite > amax ? finite : amax;
+    Ints16 saturated{}, flushed{}, nan_blocks{};  // minus the counts (a true comparison is -1)
+    alignas(64) std::int32_t amaxes[16], specials[16];
+    alignas(64) float encodes[16], decodes[16];
+    alignas(64) std::int32_t lives[16], zero_scales[16];
+    for (std::size_t b0 = 0; b0 < count; b0 += 16) {
+        const std::size_t n = std::min<std::size_t>(16, count - b0);
+        for (std::size_t i = 0; i < 16; ++i) {
+            Ints16 amax{}, largest{};
+            if (i < n) {
+                const float* x = src + (b0 + i) * B;
+                for (std::size_t j = 0; j < B; j += 16) {
+                    Ints16 a;
+                    std::memcpy(&a, x + j, sizeof a);
+                    a &= abs_mask;
+                    largest = a > largest ? a : largest;
+                    const Ints16 finite = a <= fp32_max_bits ? a : Ints16{};
+                    amax = finite > amax ? finite : amax;
+                }
+            }
+            amaxes[i] = max_lane(amax);
+            specials[i] = max_lane(largest) > fp32_max_bits ? -1 : 0;
         }
-        const BlockParams p = params_of(nvfp4, emax, tensor_scale, std::bit_cast<float>(max_lane(amax)),
-                                        max_lane(largest) > fp32_max_bits, 0.0f, tensor_decode);
-        nan_blocks += p.kind == nan_block;
-        const Ints16 live = Ints16{} - (p.kind == normal_block), zero_scale = Ints16{} - (p.kind == zero_scale_block);
-        const Floats16 encode = Floats16{} + p.encode, decode = Floats16{} + p.decode;
-        for (std::size_t j = 0; j < B; j += 16) {
-            Floats16 v;
-            std::memcpy(&v, x + j, sizeof v);
-            const Floats16 q = v * encode;
-            Floats16 r;
-            round_to_grid16(q, g, r);
-            const Floats16 out = r * decode;
-            std::memcpy(y + j, &out, sizeof out);
-            const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
-            saturated += live & (magnitude > g.max);
-            flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+        Ints16 amax_bits, special;
+        std::memcpy(&amax_bits, amaxes, sizeof amax_bits);
+        std::memcpy(&special, specials, sizeof special);
+        Params16 p;
+        params16(nvfp4, emax, tensor_scale, tensor_decode, amax_bits, special, p);
+        nan_blocks += special;  // the lanes past n have amax 0: never special
+        std::memcpy(encodes, &p.encode, sizeof encodes);
+        std::memcpy(decodes, &p.decode, sizeof decodes);
+        std::memcpy(lives, &p.live, sizeof lives);
+        std::memcpy(zero_scales, &p.zero_scale, sizeof zero_scales);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float* x = src + (b0 + i) * B;
+            float* y = dst + (b0 + i) * B;
+            const Ints16 live = Ints16{} + lives[i], zero_scale = Ints16{} + zero_scales[i];
+            const Floats16 encode = Floats16{} + encodes[i], decode = Floats16{} + decodes[i];
+            for (std::size_t j = 0; j < B; j += 16) {
+                Floats16 v;
+                std::memcpy(&v, x + j, sizeof v);
+                const Floats16 q = v * encode;
+                Floats16 r;
+                round_to_grid16(q, g, r);
+                const Floats16 out = r * decode;
+                std::memcpy(y + j, &out, sizeof out);
+                const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
+                saturated += live & (magnitude > g.max);
+                flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+            }
         }
     }
-    std::int64_t s = 0, f = 0;
-    for (int k = 0; k < 16; ++k) s -= saturated[k], f -= flushed[k];
+    std::int64_t s = 0, f = 0, nb = 0;
+    for (int k = 0; k < 16; ++k) s -= saturated[k], f -= flushed[k], nb -= nan_blocks[k];
     stats.blocks += count;
-    stats.nan_blocks += nan_blocks;
+    stats.nan_blocks += static_cast<std::size_t>(nb);
     stats.saturated += static_cast<std::size_t>(s);
     stats.flushed_to_zero += static_cast<std::size_t>(f);
 }

@@ -9,7 +9,7 @@ namespace mantissa {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MANTISSA_TALLY_HOT __attribute__((target_clones("avx2", "default")))
+#define MANTISSA_TALLY_HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define MANTISSA_TALLY_HOT
 #endif
