@@ -40,6 +40,10 @@ Grid grid_of(ElementFormat e) {
     return {i.mantissa_bits, 1 - i.bias, i.emax, i.max_finite};
 }
 
+// The kernels, built three times and chosen when the program loads: AVX-512 with BW, VL and DQ
+// (x86-64-v4: GCC's code for the sixteen-lane masks needs them; the avx512f target alone made it
+// slower than AVX2), AVX2, baseline x86-64. The v4 target enables FMA, so this file is built with
+// -ffp-contract=off (CMakeLists.txt): every clone rounds alike.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MANTISSA_BLOCK_HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else

@@ -8,6 +8,8 @@ namespace mantissa {
 
 namespace {
 
+// Built for x86-64-v4 (AVX-512), AVX2 and baseline x86-64, chosen when the program loads; the file
+// is built with -ffp-contract=off (CMakeLists.txt), so that the v4 clone sums energies as the others.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MANTISSA_TALLY_HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
