@@ -373,7 +373,9 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     const bool nvfp4 = f == BlockFormat::nvfp4;
     std::uint32_t saturated = 0, flushed = 0;
     stats.values += runs * K;
-    if (!rounding.stochastic && B % 16 == 0 && B <= 32) {
+    // To nearest: round_whole_blocks (every block size, 16 and 32, is a multiple of its lanes and
+    // fits `padded`); stochastically, block by block below.
+    if (!rounding.stochastic) {
         const bool td = rounding.tensor_decode;
         if (K % B == 0)
             return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
@@ -404,25 +406,17 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             magnitude_maxima(x, count, amax_bits, largest);
             const float amax = std::bit_cast<float>(amax_bits);
             const bool special = largest > fp32_max_bits;
-            const BlockParams p = params_of(nvfp4, el.emax, tensor_scale, amax, special,
-                                            rounding.stochastic ? g.max_finite : 0.0f, rounding.tensor_decode);
+            const BlockParams p =
+                params_of(nvfp4, el.emax, tensor_scale, amax, special, g.max_finite, rounding.tensor_decode);
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
-            if (!rounding.stochastic) {
-                for (std::size_t j = 0; j < count; ++j) {
-                    const float q = x[j] * p.encode;
-                    y[j] = finish_element(x[j], q, round_to_grid(q, g), p.decode, live, zero_scale, g, saturated,
-                                          flushed);
-                }
-            } else {
-                const std::uint64_t index = r * K + first;
-                for (std::size_t j = 0; j < count; ++j) {
-                    const float q = x[j] * p.encode;
-                    const float u = unit_of(random_bits(rounding.key, index + j));
-                    y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), p.decode, live,
-                                          zero_scale, g, saturated, flushed);
-                }
+            const std::uint64_t index = r * K + first;
+            for (std::size_t j = 0; j < count; ++j) {
+                const float q = x[j] * p.encode;
+                const float u = unit_of(random_bits(rounding.key, index + j));
+                y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), p.decode, live, zero_scale,
+                                      g, saturated, flushed);
             }
         }
     }
