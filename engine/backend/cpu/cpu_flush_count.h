@@ -9,13 +9,17 @@
 //   non-zero (bit masks of the non-zero rows), and every input is finite, every product is ±0
 //   and so is ref(o, i), in any order, with or without FMA or flush-to-zero; the masks are built
 //   in the pass over x and dy that checks them, the zeros of gw are found eight at a time
-//   (AVX2), and only the zeros this test leaves open (usually a handful) cost a dot product;
-// - otherwise the products are summed exactly in double (an FP32 product is exact in double):
-//   S = Σ p_b and A = Σ |p_b|. Any FP32 summation of K products, in any order and tree, with the
-//   products rounded or fused, differs from S by at most γ_K·A, γ_K = K·u/(1 - K·u), u = 2^-24,
-//   plus at most 2K·2^-126 lost to underflow (gradual or flushed); with A == 0 every product is
-//   ±0. So |S| > (2K + 2)·2^-24·A + (K + 1)·2^-124 proves ref(o, i) != 0 (an overflow gives inf
-//   or NaN: not zero either), and A == 0 proves it zero.
+//   (AVX2), and only the zeros this test leaves open cost a sum of products;
+// - otherwise the K products that can be non-zero (the rows where both masks are set) are summed
+//   exactly in double (an FP32 product is exact in double): S = Σ p_b and A = Σ |p_b|; the other
+//   products are ±0, which leave an FP32 sum as it is. Any FP32 summation of K products, in any
+//   order and tree, with the products rounded or fused, differs from S by at most γ_K·A,
+//   γ_K = K·u/(1 - K·u), u = 2^-24, plus at most 2K·2^-126 lost to underflow (gradual or
+//   flushed); with A == 0 every product is ±0. So |S| > (2K + 2)·2^-24·A + (K + 1)·2^-124 proves
+//   ref(o, i) != 0 (an overflow gives inf or NaN: not zero either), and A == 0 proves it zero.
+//   When few rows overlap (block formats flush most of a gradient, so most open zeros meet a
+//   handful of rows), those products are read where they lie, one bit of the overlap at a time;
+//   otherwise the zero waits for a dot product over whole columns, gathered once each.
 // An element that neither test settles (near-total cancellation), a non-finite or FP32-subnormal
 // input (flush-to-zero could change a product) or too many elements to decide cheaply: the
 // function returns -1 and the caller computes ref with oneDNN as before. Either way the count is
@@ -26,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +54,9 @@ struct FlushCountScratch {
     std::vector<std::uint64_t> dy_word;        // one column of dy_mask, (words)
     std::vector<std::int64_t> open;            // the zeros of gw that need a dot: o * in + i
 };
+
+// Open zeros whose overlap has at most this many rows are decided from those products alone.
+inline constexpr int kSparseOverlap = 16;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MANTISSA_FLUSH_ALWAYS_INLINE [[gnu::always_inline]]
@@ -221,23 +229,45 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
             s.x_mask_t[static_cast<std::size_t>(i * words + w)] = s.x_mask[static_cast<std::size_t>(w * in + i)];
     const std::uint64_t* x_mask = s.x_mask_t.data();
     const std::uint64_t* dy_word = s.dy_word.data();
-    std::int64_t row_base = 0;
+    // Whether S and A prove ref non-zero (1), zero (0) or neither (-1), for K products.
+    const auto decide = [](double sum, double magnitude, std::int64_t K) {
+        if (magnitude == 0.0) return 0;  // every product is ±0: ref is zero
+        const double k = static_cast<double>(K);
+        return std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124 ? 1 : -1;
+    };
+    std::int64_t flushed = 0;
+    bool undecided = false;
+    std::int64_t o = 0;
     auto visit = [&](std::int64_t i) {
         const std::uint64_t* xm = x_mask + i * words;
-        std::uint64_t overlap = 0;
-        for (std::int64_t w = 0; w < words; ++w) overlap |= xm[w] & dy_word[w];
-        if (overlap != 0) s.open.push_back(row_base + i);
+        int overlapping = 0;
+        for (std::int64_t w = 0; w < words; ++w) overlapping += std::popcount(xm[w] & dy_word[w]);
+        if (overlapping == 0) return;
+        if (overlapping > kSparseOverlap) {
+            s.open.push_back(o * in + i);
+            return;
+        }
+        double sum = 0.0, magnitude = 0.0;
+        for (std::int64_t w = 0; w < words; ++w)
+            for (std::uint64_t bits = xm[w] & dy_word[w]; bits != 0; bits &= bits - 1) {
+                const std::int64_t b = w * 64 + std::countr_zero(bits);
+                const double p = static_cast<double>(dy[b * out + o]) * static_cast<double>(x[b * in + i]);
+                sum += p;
+                magnitude += std::fabs(p);
+            }
+        const int proof = decide(sum, magnitude, overlapping);
+        if (proof < 0) undecided = true;
+        flushed += proof > 0;
     };
-    for (std::int64_t o = 0; o < out; ++o) {
+    for (o = 0; o < out; ++o) {
         if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
         for (std::int64_t w = 0; w < words; ++w)
             s.dy_word[static_cast<std::size_t>(w)] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
-        row_base = o * in;
         for_each_zero(gb + o * in, in, visit);
         const auto open = static_cast<std::int64_t>(s.open.size());
-        if (open > 1024 && open * 16 > out * in) return -1;
+        if (undecided || (open > 1024 && open * 16 > out * in)) return -1;
     }
-    if (s.open.empty()) return 0;
+    if (s.open.empty()) return flushed;
 
     s.x_t.resize(static_cast<std::size_t>(in * batch));
     s.x_t_ready.assign(static_cast<std::size_t>(in), 0);
@@ -247,16 +277,12 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
         for (std::int64_t r = 0; r < rows; ++r) col[r] = static_cast<double>(m[r * cols + c]);
     };
 
-    const double k = static_cast<double>(batch);
-    const double relative = (2.0 * k + 2.0) * std::ldexp(1.0, -24);
-    const double absolute = (k + 1.0) * std::ldexp(1.0, -124);
-    std::int64_t flushed = 0;
     std::int64_t gathered_row = -1;
     for (const std::int64_t e : s.open) {
-        const std::int64_t o = e / in, i = e % in;
-        if (o != gathered_row) {
-            gather(dy, batch, out, o, s.dy_col.data());
-            gathered_row = o;
+        const std::int64_t row = e / in, i = e % in;
+        if (row != gathered_row) {
+            gather(dy, batch, out, row, s.dy_col.data());
+            gathered_row = row;
         }
         double* xi = s.x_t.data() + i * batch;
         if (!s.x_t_ready[static_cast<std::size_t>(i)]) {  // column i of x, gathered once
@@ -264,13 +290,10 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
             s.x_t_ready[static_cast<std::size_t>(i)] = 1;
         }
         double sum, magnitude;
-        dot_exact_products(s.dy_col.data(), xi, batch, sum, magnitude);
-        if (magnitude == 0.0) continue;  // every product is ±0: ref is zero
-        if (std::fabs(sum) > relative * magnitude + absolute) {
-            ++flushed;  // ref is certainly not zero
-            continue;
-        }
-        return -1;  // cancellation too close to call
+        dot_exact_products(s.dy_col.data(), xi, batch, sum, magnitude);  // K = batch bounds any overlap
+        const int proof = decide(sum, magnitude, batch);
+        if (proof < 0) return -1;  // cancellation too close to call
+        flushed += proof > 0;
     }
     return flushed;
 }

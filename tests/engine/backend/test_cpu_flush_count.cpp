@@ -50,9 +50,9 @@ std::int64_t reference_count(CpuMatmul& mm, const Problem& p, const std::vector<
 }
 
 // Gradients spread over `decades` orders of magnitude below `top`, a share of them zero; x with
-// whole zero columns (as constant pixels give) and relu-like zeros.
+// whole zero columns (as constant pixels give) and relu-like zeros, `x_zeros` of the rest.
 Problem random_problem(std::int64_t batch, std::int64_t out, std::int64_t in, float top, float decades,
-                       unsigned seed) {
+                       unsigned seed, float x_zeros = 0.25f) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     Problem p{batch, out, in, std::vector<float>(static_cast<std::size_t>(batch * out)),
@@ -64,8 +64,8 @@ Problem random_problem(std::int64_t batch, std::int64_t out, std::int64_t in, fl
     for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t i = 0; i < in; ++i) {
             const bool dead_column = i % 7 == 3;
-            const float v = u(rng) * 2.0f - 0.5f;
-            p.x[static_cast<std::size_t>(b * in + i)] = dead_column || v < 0.0f ? 0.0f : v;
+            const float v = u(rng) < x_zeros ? 0.0f : 0.01f + u(rng) * 1.5f;
+            p.x[static_cast<std::size_t>(b * in + i)] = dead_column ? 0.0f : v;
         }
     return p;
 }
@@ -76,6 +76,8 @@ class TestCpuFlushCount : public QObject {
     Q_OBJECT
 private slots:
     // Random problems with fp16 and fp8 rounding: every decided answer matches the reference.
+    // Dense x leaves open zeros to whole-column dot products; sparse x (as block formats and
+    // relu leave it) to the few products of the rows both masks share; "mixed" takes both.
     void matchesReference_data() {
         QTest::addColumn<int>("batch");
         QTest::addColumn<int>("out");
@@ -83,16 +85,20 @@ private slots:
         QTest::addColumn<float>("top");
         QTest::addColumn<float>("decades");
         QTest::addColumn<int>("format");
+        QTest::addColumn<float>("xZeros");
         QTest::addColumn<bool>("mustDecide");
         const int fp16 = static_cast<int>(Format::fp16);
         const int e5m2 = static_cast<int>(Format::fp8_e5m2);
         const int bf16 = static_cast<int>(Format::bf16);
-        QTest::newRow("fp16 few flushes") << 64 << 48 << 40 << 1e-3f << 3.0f << fp16 << true;
-        QTest::newRow("fp16 no loss scale") << 128 << 64 << 56 << 1e-5f << 4.0f << fp16 << false;
-        QTest::newRow("fp16 odd sizes") << 37 << 29 << 53 << 1e-4f << 3.0f << fp16 << false;
-        QTest::newRow("e5m2 gradients") << 64 << 32 << 48 << 1e-2f << 4.0f << e5m2 << false;
-        QTest::newRow("bf16 nothing flushes") << 32 << 16 << 24 << 1.0f << 2.0f << bf16 << true;
-        QTest::newRow("batch of one") << 1 << 16 << 16 << 1e-4f << 3.0f << fp16 << false;
+        QTest::newRow("fp16 few flushes") << 64 << 48 << 40 << 1e-3f << 3.0f << fp16 << 0.25f << true;
+        QTest::newRow("fp16 no loss scale") << 128 << 64 << 56 << 1e-5f << 4.0f << fp16 << 0.25f << false;
+        QTest::newRow("fp16 odd sizes") << 37 << 29 << 53 << 1e-4f << 3.0f << fp16 << 0.25f << false;
+        QTest::newRow("e5m2 gradients") << 64 << 32 << 48 << 1e-2f << 4.0f << e5m2 << 0.25f << false;
+        QTest::newRow("bf16 nothing flushes") << 32 << 16 << 24 << 1.0f << 2.0f << bf16 << 0.25f << true;
+        QTest::newRow("batch of one") << 1 << 16 << 16 << 1e-4f << 3.0f << fp16 << 0.25f << false;
+        QTest::newRow("sparse x, few rows overlap") << 128 << 64 << 96 << 1e-5f << 3.0f << fp16 << 0.97f << true;
+        QTest::newRow("sparse x, two words") << 100 << 40 << 72 << 1e-6f << 2.0f << fp16 << 0.95f << true;
+        QTest::newRow("mixed overlaps") << 128 << 48 << 64 << 1e-6f << 2.0f << fp16 << 0.88f << false;
     }
     void matchesReference() {
         QFETCH(int, batch);
@@ -101,21 +107,26 @@ private slots:
         QFETCH(float, top);
         QFETCH(float, decades);
         QFETCH(int, format);
+        QFETCH(float, xZeros);
         QFETCH(bool, mustDecide);
         CpuMatmul mm;
         mm.set_threads(1);
         cpu_detail::FlushCountScratch scratch;
         int decided = 0;
+        std::int64_t flushed = 0;
         for (unsigned seed = 1; seed <= 6; ++seed) {
-            const Problem p = random_problem(batch, out, in, top, decades, seed);
+            const Problem p = random_problem(batch, out, in, top, decades, seed, xZeros);
             const auto gw = rounded_gradient(mm, p, static_cast<Format>(format));
             const std::int64_t got = cpu_detail::count_flushed_weight_gradient(
                 p.dy.data(), p.x.data(), gw.data(), batch, out, in, scratch);
             if (got < 0) continue;
             ++decided;
             QCOMPARE(got, reference_count(mm, p, gw));
+            flushed += got;
         }
         if (mustDecide) QCOMPARE(decided, 6);
+        // The sparse rows flush: their few-row sums are really taken, not all trivially zero.
+        if (xZeros > 0.5f) QVERIFY(flushed > 0);
     }
 
     // Whole zero columns of x and of dy settle their elements without a dot product.
