@@ -267,6 +267,12 @@ public:
     // first n values. Between ops, on the training thread; the default downloads the n values.
     virtual RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len,
                                   std::span<const std::int64_t> rows, float* out) const;
+    // t's values where the backend keeps them in host memory (the CPU backend), so that the
+    // statistics read a whole tensor in place, between ops; null where they must be copied.
+    virtual const float* host_values(const Tensor& t) const {
+        (void)t;
+        return nullptr;
+    }
 
     // ---- FP8 scaling state
     virtual std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) = 0;

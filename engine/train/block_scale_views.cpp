@@ -69,7 +69,9 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
         // An operand not viewed still gets one row sampled: the sampler takes all three.
         return fmt ? values_for_blocks(m_spec.max_blocks, K, block_format_info(*fmt).block_size) : K;
     };
-    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy)};
+    // Only NVFP4's scales depend on the tensor's amax (its tensor scale).
+    const bool nvfp4 = x_format == BlockFormat::nvfp4 || dy_format == BlockFormat::nvfp4;
+    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy), nvfp4};
     const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
 
     const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, bool own, const OperandSample& sample) {

@@ -14,6 +14,13 @@ std::vector<std::int64_t> samples_of(const std::vector<std::int64_t>& indices, s
     return samples;
 }
 
+// v's first n values, to be written: v only grows, so that the samplers' buffers, taken in turn by
+// layers of different sizes, are not zeroed again on every call (a statistics step's memset).
+float* first_values(std::vector<float>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
 // The position in `samples` of sample s (indices are increasing, so a forward search).
 std::size_t slot_of(const std::vector<std::int64_t>& samples, std::int64_t s, std::size_t from) {
     while (from < samples.size() && samples[from] != s) ++from;
@@ -34,27 +41,32 @@ std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t ro
 
 OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOperands& o, SampleLimits limits) {
     Samples s;
-    const auto sample = [](const std::vector<float>& values, const std::vector<std::int64_t>& rows, std::int64_t K,
-                           std::int64_t total, Backend::RowSample magnitudes) {
-        return OperandSample{values.data(), static_cast<std::int64_t>(rows.size()), K, total, rows, magnitudes};
+    // The rows `rows` of t, (total, K): every row read in place where the backend keeps t in host
+    // memory (a block-scale view of a whole operand copies nothing), else copied into `buffer`.
+    const auto sample = [&backend, &limits](const Tensor& t, std::int64_t total, std::int64_t K,
+                                            const std::vector<std::int64_t>& rows, std::vector<float>& buffer) {
+        const std::int64_t n = total * K;
+        const float* values = static_cast<std::int64_t>(rows.size()) == total ? backend.host_values(t) : nullptr;
+        Backend::RowSample magnitudes;
+        if (values) {
+            if (limits.magnitudes) magnitudes = backend.sample_rows(t, n, K, {}, nullptr);  // the magnitudes alone
+        } else {
+            float* copy = first_values(buffer, rows.size() * static_cast<std::size_t>(K));
+            magnitudes = backend.sample_rows(t, n, K, rows, copy);
+            values = copy;
+        }
+        return OperandSample{values, static_cast<std::int64_t>(rows.size()), K, total, rows, magnitudes};
     };
 
     // W: rows of (out, K) in both kinds, K = the forward's reduction.
-    {
-        const std::int64_t rows = o.weight.desc().rows, K = o.in;
-        m_w_rows = sample_row_indices(rows, K, limits.w);
-        m_w.resize(m_w_rows.size() * static_cast<std::size_t>(K));
-        s.w = sample(m_w, m_w_rows, K, rows, backend.sample_rows(o.weight, rows * K, K, m_w_rows, m_w.data()));
-    }
+    m_w_rows = sample_row_indices(o.weight.desc().rows, o.in, limits.w);
+    s.w = sample(o.weight, o.weight.desc().rows, o.in, m_w_rows, m_w);
 
     if (!o.conv) {
         m_x_rows = sample_row_indices(o.rows, o.in, limits.x);
-        m_x.resize(m_x_rows.size() * static_cast<std::size_t>(o.in));
-        s.x = sample(m_x, m_x_rows, o.in, o.rows, backend.sample_rows(o.x, o.rows * o.in, o.in, m_x_rows, m_x.data()));
+        s.x = sample(o.x, o.rows, o.in, m_x_rows, m_x);
         m_dy_rows = sample_row_indices(o.rows, o.out, limits.dy);
-        m_dy.resize(m_dy_rows.size() * static_cast<std::size_t>(o.out));
-        s.dy = sample(m_dy, m_dy_rows, o.out, o.rows,
-                      backend.sample_rows(o.dy, o.rows * o.out, o.out, m_dy_rows, m_dy.data()));
+        s.dy = sample(o.dy, o.rows, o.out, m_dy_rows, m_dy);
         return s;
     }
 
@@ -64,9 +76,9 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     const std::int64_t P = g.out_h() * g.out_w(), patch = g.patch();
     m_x_rows = sample_row_indices(o.rows * P, patch, limits.x);
     std::vector<std::int64_t> images = samples_of(m_x_rows, P);
-    m_whole.resize(images.size() * static_cast<std::size_t>(g.in_size()));
-    const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images, m_whole.data());
-    m_x.resize(m_x_rows.size() * static_cast<std::size_t>(patch));
+    const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images,
+                                                      first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size())));
+    first_values(m_x, m_x_rows.size() * static_cast<std::size_t>(patch));
     std::size_t slot = 0;
     for (std::size_t r = 0; r < m_x_rows.size(); ++r) {
         const std::int64_t image = m_x_rows[r] / P, p = m_x_rows[r] % P;
@@ -82,14 +94,14 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
                     *row++ = inside ? img[(c * g.in_h + iy) * g.in_w + ix] : 0.0f;
                 }
     }
-    s.x = sample(m_x, m_x_rows, patch, o.rows * P, mx);
+    s.x = OperandSample{m_x.data(), static_cast<std::int64_t>(m_x_rows.size()), patch, o.rows * P, m_x_rows, mx};
 
     const std::int64_t Co = g.out_channels;
     m_dy_rows = sample_row_indices(o.rows * P, Co, limits.dy);
     images = samples_of(m_dy_rows, P);
-    m_whole.resize(images.size() * static_cast<std::size_t>(g.out_size()));
-    const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images, m_whole.data());
-    m_dy.resize(m_dy_rows.size() * static_cast<std::size_t>(Co));
+    const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images,
+                                                       first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size())));
+    first_values(m_dy, m_dy_rows.size() * static_cast<std::size_t>(Co));
     slot = 0;
     for (std::size_t r = 0; r < m_dy_rows.size(); ++r) {
         const std::int64_t image = m_dy_rows[r] / P, p = m_dy_rows[r] % P;
@@ -98,7 +110,7 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
         for (std::int64_t c = 0; c < Co; ++c)
             m_dy[r * static_cast<std::size_t>(Co) + static_cast<std::size_t>(c)] = d[c * P + p];
     }
-    s.dy = sample(m_dy, m_dy_rows, Co, o.rows * P, mdy);
+    s.dy = OperandSample{m_dy.data(), static_cast<std::int64_t>(m_dy_rows.size()), Co, o.rows * P, m_dy_rows, mdy};
     return s;
 }
 

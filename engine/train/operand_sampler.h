@@ -37,6 +37,9 @@ std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t ro
 // The values to sample of each operand, as sample_row_indices counts them (0: all).
 struct SampleLimits {
     std::int64_t x = 0, w = 0, dy = 0;
+    // false: a whole operand read in place is not measured (its magnitudes are left 0), a pass
+    // saved where nothing reads them (the MX formats' views need no tensor amax, NVFP4's do).
+    bool magnitudes = true;
 };
 
 class OperandSampler {
@@ -44,7 +47,8 @@ public:
     struct Samples {
         OperandSample x, w, dy;
     };
-    // The samples point into this sampler's buffers: valid until the next take().
+    // The samples point into this sampler's buffers or, where a whole operand is taken and the
+    // backend keeps it in host memory, into the operand itself: valid until the next take() or op.
     Samples take(Backend& backend, const MatmulOperands& o, SampleLimits limits);
 
 private:

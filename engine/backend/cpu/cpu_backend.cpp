@@ -196,6 +196,8 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
     return s;
 }
 
+const float* CpuBackend::host_values(const Tensor& t) const { return cpu(t).data(); }
+
 void CpuBackend::tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*values,
                              float TappedOperands::*factor_of, const float* op, std::int64_t n, float factor) const {
     if (!m_tap) return;

@@ -143,6 +143,7 @@ public:
     MemoryBreakdown memory() const override;
     RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len, std::span<const std::int64_t> rows,
                           float* out) const override;
+    const float* host_values(const Tensor& t) const override;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
 
