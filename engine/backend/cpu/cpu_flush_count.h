@@ -11,19 +11,20 @@
 //   in the pass over x and dy that checks them, the zeros of gw are found eight at a time
 //   (AVX2), and only the zeros this test leaves open cost a sum of products;
 // - otherwise the K products that can be non-zero (the rows where both masks are set) are summed
-//   exactly in double (an FP32 product is exact in double): S = Σ p_b and A = Σ |p_b|; the other
-//   products are ±0, which leave an FP32 sum as it is. Any FP32 summation of K products, in any
-//   order and tree, with the products rounded or fused, differs from S by at most γ_K·A,
-//   γ_K = K·u/(1 - K·u), u = 2^-24, plus at most 2K·2^-126 lost to underflow (gradual or
-//   flushed); with A == 0 every product is ±0. So |S| > (2K + 2)·2^-24·A + (K + 1)·2^-124 proves
-//   ref(o, i) != 0 (an overflow gives inf or NaN: not zero either), and A == 0 proves it zero.
-//   When few rows overlap (block formats flush most of a gradient, so most open zeros meet a
-//   handful of rows), those products are read where they lie, one bit of the overlap at a time;
-//   otherwise the zero waits for a dot product over whole columns, gathered once each.
+//   in double, each exact there (an FP32 product is), the sums' own rounding far inside the
+//   margin below: S = Σ p_b and A = Σ |p_b| (A > 0: a product of finite normal FP32 values is
+//   not zero in double); the other products are ±0, which leave an FP32 sum as it is. Any FP32
+//   summation of the K products, in any order and tree, rounded or fused, differs from S by at
+//   most γ_K·A, γ_K = K·u/(1 - K·u), u = 2^-24, plus at most 2K·2^-126 lost to underflow
+//   (gradual or flushed). So |S| > (2K + 2)·2^-24·A + (K + 1)·2^-124 proves ref(o, i) != 0 (an
+//   overflow gives inf or NaN: not zero either). Those products are read where they lie, one set bit of the two masks' overlap at a time: the
+//   rows of x and dy stay in cache while a row of gw is scanned, where gathering whole columns
+//   for dot products cost more than the sums (2026-12-05 in docs/benchmarks.md).
 // An element that neither test settles (near-total cancellation), a non-finite or FP32-subnormal
-// input (flush-to-zero could change a product) or too many elements to decide cheaply: the
-// function returns -1 and the caller computes ref with oneDNN as before. Either way the count is
-// the one the reference matmul gives, bit for bit.
+// input (flush-to-zero could change a product) or more products than 1/64 of the matmul's
+// multiply-adds (where nearly everything flushes, the matmul is cheaper): the function returns -1
+// and the caller computes ref with oneDNN as before. Either way the count is the one the
+// reference matmul gives, bit for bit.
 //
 // Header-only (inline) so that it is compiled into cpu_linear.cpp and testable on its own.
 // Training thread only; scratch buffers are the caller's, kept between steps.
@@ -44,19 +45,12 @@ namespace mantissa::cpu_detail {
 
 struct FlushCountScratch {
     std::vector<std::uint32_t> x_any, dy_any;  // per column: OR of |bits| (non-zero: not all ±0)
-    std::vector<double> x_t;                   // columns of x as contiguous rows, (in, batch)
-    std::vector<unsigned char> x_t_ready;      // which columns x_t holds
-    std::vector<double> dy_col;                // one column of dy, (batch)
     // Which rows of each column are not ±0, 64 rows a word, word-major: mask[w * cols + c] holds
     // rows 64w .. 64w + 63 of column c (built row by row, as m is stored).
     std::vector<std::uint64_t> x_mask, dy_mask;
     std::vector<std::uint64_t> x_mask_t;       // x_mask column-major: x_mask_t[c * words + w]
     std::vector<std::uint64_t> dy_word;        // one column of dy_mask, (words)
-    std::vector<std::int64_t> open;            // the zeros of gw that need a dot: o * in + i
 };
-
-// Open zeros whose overlap has at most this many rows are decided from those products alone.
-inline constexpr int kSparseOverlap = 16;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MANTISSA_FLUSH_ALWAYS_INLINE [[gnu::always_inline]]
@@ -67,8 +61,7 @@ inline constexpr int kSparseOverlap = 16;
 #endif
 
 // The loops below are written to vectorise; each is compiled for baseline x86-64 and for AVX2
-// (chosen at run time). Integer work and exact products only, except the two double sums of a
-// dot, whose order does not matter to the bound (see the file comment).
+// (chosen at run time). Integer work only: the sums of products are the caller's.
 
 // Over m (rows, cols) row-major: any[c] |= |m(r, c)| bits, and bit r % 64 of mask[(r / 64) * cols
 // + c] set where m(r, c) is not ±0 (both zeroed by the caller). Returns non-zero when m holds an
@@ -97,26 +90,6 @@ template <class Visit>
 MANTISSA_FLUSH_ALWAYS_INLINE inline void for_each_zero_body(const std::uint32_t* row, std::int64_t n, Visit& visit) {
     for (std::int64_t i = 0; i < n; ++i)
         if ((row[i] & 0x7fffffffu) == 0) visit(i);
-}
-
-// S = Σ a[b]·x[b] and A = Σ |a[b]·x[b]| (products exact: the inputs are FP32 values), in 4 lanes.
-MANTISSA_FLUSH_ALWAYS_INLINE inline void dot_body(const double* a, const double* x, std::int64_t n,
-                                                  double& sum, double& magnitude) {
-    double s[4] = {0, 0, 0, 0}, m[4] = {0, 0, 0, 0};
-    const std::int64_t full = n - n % 4;
-    for (std::int64_t b = 0; b < full; b += 4)
-        for (int k = 0; k < 4; ++k) {
-            const double p = a[b + k] * x[b + k];
-            s[k] += p;
-            m[k] += std::fabs(p);
-        }
-    for (std::int64_t b = full; b < n; ++b) {
-        const double p = a[b] * x[b];
-        s[0] += p;
-        m[0] += std::fabs(p);
-    }
-    sum = (s[0] + s[1]) + (s[2] + s[3]);
-    magnitude = (m[0] + m[1]) + (m[2] + m[3]);
 }
 
 // #{i : ref[i] is not ±0 and gw[i] is ±0} (the count from the reference product).
@@ -150,10 +123,6 @@ MANTISSA_FLUSH_AVX2 inline void for_each_zero_avx2(const std::uint32_t* row, std
     for (; i < n; ++i)
         if ((row[i] & 0x7fffffffu) == 0) visit(i);
 }
-MANTISSA_FLUSH_AVX2 inline void dot_avx2(const double* a, const double* x, std::int64_t n, double& sum,
-                                         double& magnitude) {
-    dot_body(a, x, n, sum, magnitude);
-}
 MANTISSA_FLUSH_AVX2 inline std::int64_t flushed_against_avx2(const std::uint32_t* ref, const std::uint32_t* gw,
                                                              std::int64_t n) {
     return flushed_against_body(ref, gw, n);
@@ -178,14 +147,6 @@ inline void for_each_zero(const std::uint32_t* row, std::int64_t n, Visit& visit
     if (flush_count_has_avx2()) return for_each_zero_avx2(row, n, visit);
 #endif
     for_each_zero_body(row, n, visit);
-}
-
-inline void dot_exact_products(const double* a, const double* x, std::int64_t n, double& sum,
-                               double& magnitude) {
-#ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return dot_avx2(a, x, n, sum, magnitude);
-#endif
-    dot_body(a, x, n, sum, magnitude);
 }
 
 // The reference count, from the reference product `ref` and the rounded gw (n values each).
@@ -215,85 +176,48 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
         column_flags(xb, batch, in, s.x_any.data(), s.x_mask.data()) != 0)
         return -1;
 
-    // The zeros of gw that need a dot product: those where some row b has both dy(b, o) and
-    // x(b, i) non-zero (elsewhere every product is ±0, the inputs being finite, and ref is zero;
-    // this covers the all-zero columns of dy and x). Listed row by row, in increasing order.
-    // Deciding one costs a dot product of length batch: beyond a few percent of the elements (and
-    // a thousand) the matmul is cheaper, and the listing stops.
+    // Each zero of gw where some row b has both dy(b, o) and x(b, i) non-zero is decided from the
+    // products of those rows (elsewhere every product is ±0, the inputs being finite, and ref is
+    // zero; this covers the all-zero columns of dy and x). The products summed are counted: past
+    // 1/64 of the matmul's, the matmul is the cheaper way (everything flushed, say).
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
     s.dy_word.resize(static_cast<std::size_t>(words));
-    s.open.clear();
     s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
     for (std::int64_t w = 0; w < words; ++w)
         for (std::int64_t i = 0; i < in; ++i)
             s.x_mask_t[static_cast<std::size_t>(i * words + w)] = s.x_mask[static_cast<std::size_t>(w * in + i)];
     const std::uint64_t* x_mask = s.x_mask_t.data();
     const std::uint64_t* dy_word = s.dy_word.data();
-    // Whether S and A prove ref non-zero (1), zero (0) or neither (-1), for K products.
-    const auto decide = [](double sum, double magnitude, std::int64_t K) {
-        if (magnitude == 0.0) return 0;  // every product is ±0: ref is zero
-        const double k = static_cast<double>(K);
-        return std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124 ? 1 : -1;
-    };
-    std::int64_t flushed = 0;
+    const std::int64_t budget = std::max<std::int64_t>(batch * out * in / 64, 4096);  // small ones: cheap either way
+    std::int64_t products = 0, flushed = 0;
     bool undecided = false;
     std::int64_t o = 0;
     auto visit = [&](std::int64_t i) {
         const std::uint64_t* xm = x_mask + i * words;
-        int overlapping = 0;
-        for (std::int64_t w = 0; w < words; ++w) overlapping += std::popcount(xm[w] & dy_word[w]);
-        if (overlapping == 0) return;
-        if (overlapping > kSparseOverlap) {
-            s.open.push_back(o * in + i);
-            return;
-        }
         double sum = 0.0, magnitude = 0.0;
+        std::int64_t K = 0;
         for (std::int64_t w = 0; w < words; ++w)
             for (std::uint64_t bits = xm[w] & dy_word[w]; bits != 0; bits &= bits - 1) {
                 const std::int64_t b = w * 64 + std::countr_zero(bits);
                 const double p = static_cast<double>(dy[b * out + o]) * static_cast<double>(x[b * in + i]);
                 sum += p;
                 magnitude += std::fabs(p);
+                ++K;
             }
-        const int proof = decide(sum, magnitude, overlapping);
-        if (proof < 0) undecided = true;
-        flushed += proof > 0;
+        if (K == 0) return;  // no row has both: ref is zero
+        products += K;
+        const double k = static_cast<double>(K);
+        if (std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124)
+            ++flushed;  // ref is certainly not zero
+        else
+            undecided = true;  // cancellation too close to call
     };
     for (o = 0; o < out; ++o) {
         if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
         for (std::int64_t w = 0; w < words; ++w)
             s.dy_word[static_cast<std::size_t>(w)] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
         for_each_zero(gb + o * in, in, visit);
-        const auto open = static_cast<std::int64_t>(s.open.size());
-        if (undecided || (open > 1024 && open * 16 > out * in)) return -1;
-    }
-    if (s.open.empty()) return flushed;
-
-    s.x_t.resize(static_cast<std::size_t>(in * batch));
-    s.x_t_ready.assign(static_cast<std::size_t>(in), 0);
-    s.dy_col.resize(static_cast<std::size_t>(batch));
-    // Column c of m, (rows, cols) row-major, as doubles in `col`.
-    auto gather = [](const float* m, std::int64_t rows, std::int64_t cols, std::int64_t c, double* col) {
-        for (std::int64_t r = 0; r < rows; ++r) col[r] = static_cast<double>(m[r * cols + c]);
-    };
-
-    std::int64_t gathered_row = -1;
-    for (const std::int64_t e : s.open) {
-        const std::int64_t row = e / in, i = e % in;
-        if (row != gathered_row) {
-            gather(dy, batch, out, row, s.dy_col.data());
-            gathered_row = row;
-        }
-        double* xi = s.x_t.data() + i * batch;
-        if (!s.x_t_ready[static_cast<std::size_t>(i)]) {  // column i of x, gathered once
-            gather(x, batch, in, i, xi);
-            s.x_t_ready[static_cast<std::size_t>(i)] = 1;
-        }
-        double sum, magnitude;
-        dot_exact_products(s.dy_col.data(), xi, batch, sum, magnitude);  // K = batch bounds any overlap
-        const int proof = decide(sum, magnitude, batch);
-        if (proof < 0) return -1;  // cancellation too close to call
-        flushed += proof > 0;
+        if (undecided || products > budget) return -1;
     }
     return flushed;
 }

@@ -76,8 +76,8 @@ class TestCpuFlushCount : public QObject {
     Q_OBJECT
 private slots:
     // Random problems with fp16 and fp8 rounding: every decided answer matches the reference.
-    // Dense x leaves open zeros to whole-column dot products; sparse x (as block formats and
-    // relu leave it) to the few products of the rows both masks share; "mixed" takes both.
+    // Dense x makes each zero's sum long; sparse x (as block formats and relu leave it) leaves
+    // a few rows that both masks share, in one 64-row word or two; "mixed" has both kinds.
     void matchesReference_data() {
         QTest::addColumn<int>("batch");
         QTest::addColumn<int>("out");
@@ -182,7 +182,7 @@ private slots:
                  std::int64_t{-1});
     }
 
-    // Mostly-zero gradients leave too many elements open: the matmul is cheaper.
+    // Mostly-zero gradients would take more products than the budget: the matmul is cheaper.
     void manyOpenElementsAreLeftToTheMatmul() {
         CpuMatmul mm;
         Problem p = random_problem(32, 64, 64, 1e-12f, 1.0f, 3);  // everything flushes in fp16
