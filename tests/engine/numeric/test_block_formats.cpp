@@ -843,9 +843,10 @@ private slots:
         const std::size_t B = static_cast<std::size_t>(info.block_size);
         std::mt19937_64 rng(7 + static_cast<int>(format));
         // Also many runs with a partial block each (a convolution's patch of 9, a layer of 40
-        // outputs): more runs than block_round.cpp pads at a time.
+        // outputs): more runs than block_round.cpp pads at a time; and tiles of 37 columns, two
+        // groups of sixteen columns' parameters in lanes and five alone.
         const std::size_t shapes[][3] = {{1, 1, 1}, {3, 70, 1}, {1, 70, 5}, {2, 33, 7}, {4, 16, 3}, {1, 5, 40},
-                                         {150, 9, 1}, {70, 40, 1}};
+                                         {150, 9, 1}, {70, 40, 1}, {2, 40, 37}};
         for (const auto& shape : shapes) {
             const std::size_t outer = shape[0], K = shape[1], inner = shape[2], n = outer * K * inner;
             std::vector<float> x = random_values(rng, n, info.block_size, info.element);
