@@ -76,8 +76,8 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     const std::int64_t P = g.out_h() * g.out_w(), patch = g.patch();
     m_x_rows = sample_row_indices(o.rows * P, patch, limits.x);
     std::vector<std::int64_t> images = samples_of(m_x_rows, P);
-    const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images,
-                                                      first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size())));
+    float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size()));
+    const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images, whole);
     first_values(m_x, m_x_rows.size() * static_cast<std::size_t>(patch));
     std::size_t slot = 0;
     for (std::size_t r = 0; r < m_x_rows.size(); ++r) {
@@ -99,8 +99,8 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     const std::int64_t Co = g.out_channels;
     m_dy_rows = sample_row_indices(o.rows * P, Co, limits.dy);
     images = samples_of(m_dy_rows, P);
-    const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images,
-                                                       first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size())));
+    whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size()));
+    const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images, whole);
     first_values(m_dy, m_dy_rows.size() * static_cast<std::size_t>(Co));
     slot = 0;
     for (std::size_t r = 0; r < m_dy_rows.size(); ++r) {

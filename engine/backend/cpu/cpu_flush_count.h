@@ -17,9 +17,9 @@
 //   summation of the K products, in any order and tree, rounded or fused, differs from S by at
 //   most γ_K·A, γ_K = K·u/(1 - K·u), u = 2^-24, plus at most 2K·2^-126 lost to underflow
 //   (gradual or flushed). So |S| > (2K + 2)·2^-24·A + (K + 1)·2^-124 proves ref(o, i) != 0 (an
-//   overflow gives inf or NaN: not zero either). Those products are read where they lie, one set bit of the two masks' overlap at a time: the
-//   rows of x and dy stay in cache while a row of gw is scanned, where gathering whole columns
-//   for dot products cost more than the sums (2026-12-05 in docs/benchmarks.md).
+//   overflow gives inf or NaN: not zero either). The products are read where they lie, one set
+//   bit of the two masks' overlap at a time: gathering whole columns for dot products cost more
+//   than the sums (docs/benchmarks.md, 2026-12-05, later).
 // An element that neither test settles (near-total cancellation), a non-finite or FP32-subnormal
 // input (flush-to-zero could change a product) or more products than 1/64 of the matmul's
 // multiply-adds (where nearly everything flushes, the matmul is cheaper): the function returns -1
