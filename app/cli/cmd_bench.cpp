@@ -140,8 +140,11 @@ int run_bench(Args& args) {
     o.epochs = bounded(args, "epochs", 1, 100);
     o.peer_steps = bounded(args, "peer-steps", 1, 100000);
     for (const auto& p : split_list(args.values("precision"))) {
-        if (!find_precision(p))
-            throw UsageError{"unknown precision '" + p + "': use fp32, tf32, fp16, bf16 or fp8-e4m3"};
+        if (!find_precision(p)) {
+            std::string names;  // the suite's own list, so that the sentence names every one
+            for (const PrecisionConfig& c : precision_configs()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+            throw UsageError{"unknown precision '" + p + "': use one of " + names};
+        }
         o.precisions.push_back(p);
     }
     if (auto py = args.value("python")) o.python = *py;

@@ -162,6 +162,8 @@ private slots:
         QTest::newRow("blocks negative") << QStringList{"bench", "--blocks", "-3"} << "--blocks takes a number from 1";
         QTest::newRow("epochs not a number") << QStringList{"bench", "--epochs", "3x"} << "--epochs needs a whole number";
         QTest::newRow("unknown precision") << QStringList{"bench", "--precision", "fp12"} << "unknown precision 'fp12'";
+        QTest::newRow("unknown precision lists the block formats") << QStringList{"bench", "--precision", "mxfp5"}
+                                                                   << "mxfp8-e4m3, mxfp4, nvfp4";
         QTest::newRow("unknown blas") << QStringList{"bench", "--peer-blas", "mkl"} << "unknown --peer-blas 'mkl'";
         QTest::newRow("unknown peer model") << QStringList{"bench", "--peer-model", "rnn"} << "unknown --peer-model 'rnn'";
         QTest::newRow("peer steps zero") << QStringList{"bench", "--peer-steps", "0"} << "--peer-steps takes a number from 1";
