@@ -273,6 +273,22 @@ public:
         (void)t;
         return nullptr;
     }
+    // While on (a statistics step with block-scale views: the Trainer sets it before each step's
+    // forward), a block-scaled linear forward keeps the block exponents its quantiser found for x
+    // and W (block_decode_exponents's values), so that the views read them instead of a second
+    // pass over the operands. Off by default; a backend may ignore it (the views then decode).
+    virtual void keep_block_exponents(bool on) { (void)on; }
+    // The exponents kept for t, viewed as rows of K values in blocks of `format`, while t is
+    // unchanged since it was quantised: values[row · ceil(K / block) + b] for its first `rows`
+    // rows. Empty (null) when none were kept.
+    struct KeptBlockExponents {
+        const std::int16_t* values = nullptr;
+        std::int64_t rows = 0;
+    };
+    virtual KeptBlockExponents kept_block_exponents(const Tensor& t, BlockFormat format, std::int64_t K) const {
+        (void)t, (void)format, (void)K;
+        return {};
+    }
 
     // ---- FP8 scaling state
     virtual std::unique_ptr<Fp8State> create_fp8_state(const Fp8Recipe& recipe) = 0;

@@ -115,8 +115,12 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // NVFP4 an element times its E4M3 block scale, exact in FP32 and in bf16 (at most 6 significant
 // bits, magnitudes 2^-10 to 2688), the tensor scale left out. Returns the factor the matmul applies
 // to its FP32 accumulator, as a GPU's block-scaled GEMM applies its alpha: block_operand_factor.
+// `exponents` (rows along K, inner == 1): when not null, each block's block_decode_exponents value
+// with this tensor_scale, out[o · ceil(K / block) + b], found by the rounding's own pass (the
+// block-scale views read them: no second pass over the operand).
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
-                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {});
+                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {},
+                          std::int16_t* exponents = nullptr);
 // fp32(1 / tensor_scale) for NVFP4 (the factor its decoding leaves to the accumulator), 1 for MX.
 float block_operand_factor(BlockFormat format, float tensor_scale);
 

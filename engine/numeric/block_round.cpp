@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "numeric/block_format.h"
+
+#include "error.h"
 #include "numeric/element_format.h"
 #include "numeric/grid_round.h"
 #include "numeric/stats.h"
@@ -292,13 +294,22 @@ inline void params16(bool nvfp4, int emax, float tensor_scale, bool tensor_decod
     p.zero_scale = zero_scale;
 }
 
+// The exponent a block's decode factor has, or the sentinel of a zero or a NaN block.
+inline std::int16_t block_exponent_of(float decode, bool special) {
+    if (special) return block_exponent_nan;
+    return decode == 0 ? block_exponent_zero : static_cast<std::int16_t>(exponent_of(decode));
+}
+
 // `count` consecutive whole blocks of B values (B a multiple of 16), rounded to nearest even as
 // round_runs rounds each: its amax, params_of, then finish_element on every value, lane by lane.
 // Sixteen blocks at a time: their amaxes first, then their parameters in lanes (params16), then
 // their values; so that no block waits on its scalar parameters (NVFP4's a division each).
+// exponents: when not null, exponents[b] = block b's block_decode_exponents value, from the
+// parameters found here (decode_exponents' rule: MX's all-zero block is a zero block; NVFP4's
+// factor counts the tensor scale even where the values are decoded without it).
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
                                            int emax, float tensor_scale, const Grid grid, BlockStats& stats,
-                                           bool tensor_decode) {
+                                           bool tensor_decode, std::int16_t* exponents = nullptr) {
     const Grid16 g(grid);
     const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
     Ints16 saturated{}, flushed{}, nan_blocks{};  // minus the counts (a true comparison is -1)
@@ -333,6 +344,15 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
         std::memcpy(decodes, &p.decode, sizeof decodes);
         std::memcpy(lives, &p.live, sizeof lives);
         std::memcpy(zero_scales, &p.zero_scale, sizeof zero_scales);
+        if (exponents != nullptr) {
+            // decode_exponents' factor: NVFP4's E4M3 scale times fp32(1 / tensor_scale), as params16
+            // forms it with the tensor scale; MX's 2^e, zero for a block of zeros.
+            const float to_tensor = nvfp4 && !tensor_decode ? 1.0f / tensor_scale : 1.0f;
+            for (std::size_t i = 0; i < n; ++i) {
+                const float decode = nvfp4 ? decodes[i] * to_tensor : amaxes[i] == 0 ? 0.0f : decodes[i];
+                exponents[b0 + i] = block_exponent_of(decode, specials[i] != 0);
+            }
+        }
         for (std::size_t i = 0; i < n; ++i) {
             const float* x = src + (b0 + i) * B;
             float* y = dst + (b0 + i) * B;
@@ -365,7 +385,8 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
 // nearest, the blocks go to round_whole_blocks (the runs one after another when K is a multiple of
 // B: then every block is whole); stochastically, each block here.
 MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
-                                   std::size_t K, BlockStats& stats, ElementRounding rounding) {
+                                   std::size_t K, BlockStats& stats, ElementRounding rounding,
+                                   std::int16_t* exponents = nullptr) {
     const BlockFormatInfo& info = block_format_info(f);
     const ElementFormatInfo& el = element_format_info(info.element);
     const Grid g = grid_of(info.element);
@@ -378,22 +399,27 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     if (!rounding.stochastic) {
         const bool td = rounding.tensor_decode;
         if (K % B == 0)
-            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
-        const std::size_t whole = K / B * B, tail = K - whole;
+            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td, exponents);
+        const std::size_t whole = K / B * B, tail = K - whole, per_run = K / B + 1;
         if (whole > 0)
             for (std::size_t r = 0; r < runs; ++r)
-                round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td);
+                round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td,
+                                   exponents != nullptr ? exponents + r * per_run : nullptr);
         // Each run's last partial block, padded with zeros as the quantiser pads it (the padding
         // changes no amax and adds to no count), 64 runs' blocks to a call: a convolution's patch
         // of 9 or a last layer's 10 outputs is a partial block in every run.
         constexpr std::size_t batch = 64;
         alignas(32) float padded[batch * 32];
+        std::int16_t tail_exponents[batch];
         for (std::size_t r0 = 0; r0 < runs; r0 += batch) {
             const std::size_t n = std::min(batch, runs - r0);
             std::fill(padded, padded + n * B, 0.0f);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(padded + i * B, src + (r0 + i) * K + whole, tail * sizeof(float));
-            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td);
+            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td,
+                               exponents != nullptr ? tail_exponents : nullptr);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + (r0 + i) * K + whole, padded + i * B, tail * sizeof(float));
+            if (exponents != nullptr)
+                for (std::size_t i = 0; i < n; ++i) exponents[(r0 + i) * per_run + K / B] = tail_exponents[i];
         }
         return;
     }
@@ -514,12 +540,6 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n) { re
 
 namespace {
 
-// The exponent a block's decode factor has, or the sentinel of a zero or a NaN block.
-inline std::int16_t block_exponent_of(float decode, bool special) {
-    if (special) return block_exponent_nan;
-    return decode == 0 ? block_exponent_zero : static_cast<std::int16_t>(exponent_of(decode));
-}
-
 // Each block's amax as round_runs finds it, then its parameters (params_of): the decode factor's
 // exponent, without a library call per block (the views ask for thousands of blocks a tensor).
 // NVFP4's parameters are worked out sixteen blocks at a time in lanes (params16, as the rounding
@@ -610,9 +630,23 @@ float block_operand_factor(BlockFormat format, float tensor_scale) {
 }
 
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
-                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key) {
-    round_along(format, src, dst, outer, K, inner, tensor_scale,
-                {stochastic_key.has_value(), stochastic_key.value_or(0), false});
+                          std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key,
+                          std::int16_t* exponents) {
+    const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false};
+    if (exponents == nullptr || inner != 1) {
+        if (exponents != nullptr) throw Error("round_block_operand: block exponents are kept only along rows (inner 1)");
+        round_along(format, src, dst, outer, K, inner, tensor_scale, rounding);
+        return block_operand_factor(format, tensor_scale);
+    }
+    if (rounding.stochastic) {
+        // The stochastic blocks are rounded one at a time: their exponents from their own pass,
+        // taken before the rounding (src may be dst).
+        decode_exponents(format, tensor_scale, src, outer, K, exponents, true);
+        round_along(format, src, dst, outer, K, inner, tensor_scale, rounding);
+        return block_operand_factor(format, tensor_scale);
+    }
+    BlockStats stats;
+    round_runs(format, tensor_scale, src, dst, outer, K, stats, rounding, exponents);
     return block_operand_factor(format, tensor_scale);
 }
 

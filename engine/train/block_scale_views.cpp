@@ -29,6 +29,23 @@ std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const 
     return e;
 }
 
+BlockScaleRecord kept_block_scales(BlockFormat format, const Backend::KeptBlockExponents& kept, std::int64_t rows_total,
+                                   std::int64_t K, std::int64_t max_values) {
+    const int B = block_format_info(format).block_size;
+    const std::vector<std::int64_t> rows = sample_row_indices(rows_total, K, max_values);
+    BlockScaleRecord r;
+    r.format = format;
+    r.rows_total = rows_total;
+    r.rows = static_cast<std::int64_t>(rows.size());
+    r.row_length = K;
+    r.blocks_per_row = ceil_div(K, B);
+    const auto per_row = static_cast<std::size_t>(r.blocks_per_row);
+    r.exponents.resize(rows.size() * per_row);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        std::copy_n(kept.values + static_cast<std::size_t>(rows[i]) * per_row, per_row, r.exponents.begin() + i * per_row);
+    return r;
+}
+
 BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, bool stochastic) {
     const int B = block_format_info(format).block_size;
     const float tensor_scale = format == BlockFormat::nvfp4 ? nvfp4_tensor_scale(s.magnitudes.finite_amax) : 1.0f;
@@ -69,16 +86,28 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
         // An operand not viewed still gets one row sampled: the sampler takes all three.
         return fmt ? values_for_blocks(m_spec.max_blocks, K, block_format_info(*fmt).block_size) : K;
     };
+    // A linear layer's own x and W: the exponents its forward's quantiser kept (the CPU backend),
+    // the rows a sample would take; otherwise found again from the operands.
+    const std::int64_t w_rows = o.weight.desc().rows;
+    Backend::KeptBlockExponents kept_x, kept_w;
+    if (forward && !o.conv) {
+        kept_x = backend.kept_block_exponents(o.x, *forward, o.in);
+        kept_w = backend.kept_block_exponents(o.weight, *forward, o.in);
+    }
+    const bool kept = kept_x.values && kept_x.rows >= o.rows && kept_w.values && kept_w.rows >= w_rows;
     // Only NVFP4's scales depend on the tensor's amax (its tensor scale).
-    const bool nvfp4 = x_format == BlockFormat::nvfp4 || dy_format == BlockFormat::nvfp4;
-    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy), nvfp4};
+    const bool nvfp4 = (x_format == BlockFormat::nvfp4 && !kept) || dy_format == BlockFormat::nvfp4;
+    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy), nvfp4, !kept};
     const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
 
     const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, bool own, const OperandSample& sample) {
         if (!fmt) return;
         // dy is quantised stochastically with stochastic gradients (docs/numerics.md), x and W never.
         const bool stochastic = operand == MatmulOperand::grad_output && f.stochastic_gradients;
-        BlockScaleRecord r = view_block_scales(*fmt, sample, stochastic);
+        BlockScaleRecord r = !kept || operand == MatmulOperand::grad_output ? view_block_scales(*fmt, sample, stochastic)
+                             : operand == MatmulOperand::input
+                                 ? kept_block_scales(*fmt, kept_x, o.rows, o.in, limits.x)
+                                 : kept_block_scales(*fmt, kept_w, w_rows, o.in, limits.w);
         r.step = m_step;
         r.layer = o.layer.index();
         r.name = o.layer.name();

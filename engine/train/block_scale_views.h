@@ -4,8 +4,10 @@
 // blocks as its matmul cuts it (x and W along the forward's reduction, dy along the
 // input-gradient matmul's: train/operand_sampler.h), and each block's scale is chosen by the rule
 // its format's quantiser uses (numeric/block_format.h, block_decode_exponents; dy's as its
-// stochastic quantisation chooses it with stochastic gradients). Nothing is written back,
-// so viewing never changes a run. Training thread only.
+// stochastic quantisation chooses it with stochastic gradients). A linear layer's own x and W
+// are read from the exponents its forward's quantiser kept where the backend keeps them (the CPU
+// backend: Backend::kept_block_exponents), which are those values, without a second pass over
+// the operands. Nothing is written back, so viewing never changes a run. Training thread only.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,10 @@ std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const 
 // each row (a last partial block as the quantiser pads it). `stochastic`: the operand is rounded
 // stochastically (a gradient, precision.rounding.gradients), whose MX scales never clip.
 BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, bool stochastic = false);
+// The same record from exponents a quantiser kept (Backend::kept_block_exponents) for a tensor of
+// rows_total rows of K values: the rows a sample of max_values values takes (sample_row_indices).
+BlockScaleRecord kept_block_scales(BlockFormat format, const Backend::KeptBlockExponents& kept, std::int64_t rows_total,
+                                   std::int64_t K, std::int64_t max_values);
 
 class BlockScaleViews final : public OperandObserver {
 public:

@@ -59,12 +59,16 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     };
 
     // W: rows of (out, K) in both kinds, K = the forward's reduction.
-    m_w_rows = sample_row_indices(o.weight.desc().rows, o.in, limits.w);
-    s.w = sample(o.weight, o.weight.desc().rows, o.in, m_w_rows, m_w);
+    if (limits.x_and_w) {
+        m_w_rows = sample_row_indices(o.weight.desc().rows, o.in, limits.w);
+        s.w = sample(o.weight, o.weight.desc().rows, o.in, m_w_rows, m_w);
+    }
 
     if (!o.conv) {
-        m_x_rows = sample_row_indices(o.rows, o.in, limits.x);
-        s.x = sample(o.x, o.rows, o.in, m_x_rows, m_x);
+        if (limits.x_and_w) {
+            m_x_rows = sample_row_indices(o.rows, o.in, limits.x);
+            s.x = sample(o.x, o.rows, o.in, m_x_rows, m_x);
+        }
         m_dy_rows = sample_row_indices(o.rows, o.out, limits.dy);
         s.dy = sample(o.dy, o.rows, o.out, m_dy_rows, m_dy);
         return s;
@@ -74,35 +78,37 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     // in the padding); dgrad reads dy along the output channels at each position.
     const Conv2dGeometry& g = *o.conv;
     const std::int64_t P = g.out_h() * g.out_w(), patch = g.patch();
-    m_x_rows = sample_row_indices(o.rows * P, patch, limits.x);
-    std::vector<std::int64_t> images = samples_of(m_x_rows, P);
-    float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size()));
-    const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images, whole);
-    first_values(m_x, m_x_rows.size() * static_cast<std::size_t>(patch));
-    std::size_t slot = 0;
-    for (std::size_t r = 0; r < m_x_rows.size(); ++r) {
-        const std::int64_t image = m_x_rows[r] / P, p = m_x_rows[r] % P;
-        slot = slot_of(images, image, slot);
-        const float* img = m_whole.data() + static_cast<std::int64_t>(slot) * g.in_size();
-        const std::int64_t oy = p / g.out_w(), ox = p % g.out_w();
-        float* row = m_x.data() + static_cast<std::int64_t>(r) * patch;
-        for (std::int64_t c = 0; c < g.in_channels; ++c)
-            for (std::int64_t ky = 0; ky < g.kernel; ++ky)
-                for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
-                    const std::int64_t iy = oy * g.stride - g.padding + ky, ix = ox * g.stride - g.padding + kx;
-                    const bool inside = iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w;
-                    *row++ = inside ? img[(c * g.in_h + iy) * g.in_w + ix] : 0.0f;
-                }
+    if (limits.x_and_w) {
+        m_x_rows = sample_row_indices(o.rows * P, patch, limits.x);
+        std::vector<std::int64_t> images = samples_of(m_x_rows, P);
+        float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size()));
+        const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images, whole);
+        first_values(m_x, m_x_rows.size() * static_cast<std::size_t>(patch));
+        std::size_t slot = 0;
+        for (std::size_t r = 0; r < m_x_rows.size(); ++r) {
+            const std::int64_t image = m_x_rows[r] / P, p = m_x_rows[r] % P;
+            slot = slot_of(images, image, slot);
+            const float* img = m_whole.data() + static_cast<std::int64_t>(slot) * g.in_size();
+            const std::int64_t oy = p / g.out_w(), ox = p % g.out_w();
+            float* row = m_x.data() + static_cast<std::int64_t>(r) * patch;
+            for (std::int64_t c = 0; c < g.in_channels; ++c)
+                for (std::int64_t ky = 0; ky < g.kernel; ++ky)
+                    for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
+                        const std::int64_t iy = oy * g.stride - g.padding + ky, ix = ox * g.stride - g.padding + kx;
+                        const bool inside = iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w;
+                        *row++ = inside ? img[(c * g.in_h + iy) * g.in_w + ix] : 0.0f;
+                    }
+        }
+        s.x = OperandSample{m_x.data(), static_cast<std::int64_t>(m_x_rows.size()), patch, o.rows * P, m_x_rows, mx};
     }
-    s.x = OperandSample{m_x.data(), static_cast<std::int64_t>(m_x_rows.size()), patch, o.rows * P, m_x_rows, mx};
 
     const std::int64_t Co = g.out_channels;
     m_dy_rows = sample_row_indices(o.rows * P, Co, limits.dy);
-    images = samples_of(m_dy_rows, P);
-    whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size()));
+    const std::vector<std::int64_t> images = samples_of(m_dy_rows, P);
+    float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size()));
     const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images, whole);
     first_values(m_dy, m_dy_rows.size() * static_cast<std::size_t>(Co));
-    slot = 0;
+    std::size_t slot = 0;
     for (std::size_t r = 0; r < m_dy_rows.size(); ++r) {
         const std::int64_t image = m_dy_rows[r] / P, p = m_dy_rows[r] % P;
         slot = slot_of(images, image, slot);

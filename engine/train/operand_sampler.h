@@ -40,6 +40,8 @@ struct SampleLimits {
     // false: a whole operand read in place is not measured (its magnitudes are left 0), a pass
     // saved where nothing reads them (the MX formats' views need no tensor amax, NVFP4's do).
     bool magnitudes = true;
+    // false: x and W are left empty, nothing read (the views have their blocks from the quantiser).
+    bool x_and_w = true;
 };
 
 class OperandSampler {

@@ -413,6 +413,9 @@ void Trainer::issue() {
 void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     const int layers = m_network->layer_count();
     m_backend->set_gradient_tracing(stats);
+    // The forward's block quantisers keep their exponents for the views (they read x and W).
+    const bool views = stats && m_block_scales;
+    if (views) m_backend->keep_block_exponents(true);
     m_network->forward_uploaded(count, true);
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);
@@ -420,7 +423,10 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     if (stats && m_accumulation) m_accumulation->begin_step(m_step);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
     if (stats && m_what_if) m_issued.back().what_if = m_what_if->take();
-    if (stats && m_block_scales) m_issued.back().block_scales = m_block_scales->take();
+    if (views) {
+        m_issued.back().block_scales = m_block_scales->take();
+        m_backend->keep_block_exponents(false);
+    }
     if (stats && m_accumulation) m_issued.back().accumulation = m_accumulation->take();
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
     // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,

@@ -198,6 +198,42 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
 
 const float* CpuBackend::host_values(const Tensor& t) const { return cpu(t).data(); }
 
+void CpuBackend::keep_block_exponents(bool on) {
+    m_keep_exponents = on;
+    m_kept_count = 0;
+}
+
+std::int16_t* CpuBackend::keep_exponents_of(const CpuTensor& t, BlockFormat format, std::int64_t rows,
+                                            std::int64_t K) {
+    if (!m_keep_exponents) return nullptr;
+    // The same tensor quantised again this step (an evaluation between forward and backward)
+    // takes its entry over.
+    auto it = std::find_if(m_kept.begin(), m_kept.begin() + static_cast<std::ptrdiff_t>(m_kept_count),
+                           [&](const KeptExponents& k) { return k.tensor == &t; });
+    if (it == m_kept.begin() + static_cast<std::ptrdiff_t>(m_kept_count)) {
+        if (m_kept_count == m_kept.size()) m_kept.emplace_back();
+        it = m_kept.begin() + static_cast<std::ptrdiff_t>(m_kept_count++);
+    }
+    const std::int64_t B = block_format_info(format).block_size;
+    it->tensor = &t;
+    it->stamp = t.stamp();
+    it->format = format;
+    it->rows = rows;
+    it->K = K;
+    it->values.resize(static_cast<std::size_t>(rows * ((K + B - 1) / B)));
+    return it->values.data();
+}
+
+Backend::KeptBlockExponents CpuBackend::kept_block_exponents(const Tensor& t, BlockFormat format,
+                                                             std::int64_t K) const {
+    const CpuTensor& c = cpu(t);
+    for (std::size_t i = 0; i < m_kept_count; ++i) {
+        const KeptExponents& k = m_kept[i];
+        if (k.tensor == &c && k.stamp == c.stamp() && k.format == format && k.K == K) return {k.values.data(), k.rows};
+    }
+    return {};
+}
+
 void CpuBackend::tap_operand(const Tensor& weight, std::vector<float> TappedOperands::*values,
                              float TappedOperands::*factor_of, const float* op, std::int64_t n, float factor) const {
     if (!m_tap) return;

@@ -77,6 +77,9 @@ public:
     }
     const float* data() const { return m_data.data(); }
     void set_format(Format f);  // accounting only; the caller rounds
+    // The write stamp: unchanged while the values are (unique in the process, so a destroyed
+    // tensor's stamp never matches a later one's).
+    std::uint64_t stamp() const { return m_stamp; }
 
     // This tensor now holds round_array(format(), source's values).
     void mark_copy_of(const CpuTensor& source);
@@ -144,6 +147,8 @@ public:
     RowSample sample_rows(const Tensor& t, std::int64_t n, std::int64_t row_len, std::span<const std::int64_t> rows,
                           float* out) const override;
     const float* host_values(const Tensor& t) const override;
+    void keep_block_exponents(bool on) override;
+    KeptBlockExponents kept_block_exponents(const Tensor& t, BlockFormat format, std::int64_t K) const override;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
 
@@ -273,8 +278,16 @@ private:
     // (round_block_operand); *factor = what the matmul's accumulator is multiplied by (NVFP4's
     // tensor scale's inverse, else 1). A gradient operand (dy) is rounded stochastically while the
     // layer asks for it (m_stochastic_gradients). K = 0: src itself, factor 1.
-    const float* block_operand(BlockFormat format, const float* src, BlockAxes axes, int slot, float& factor,
-                               bool gradient = false);
+    // `kept`: the buffer of keep_exponents_of, for the quantiser's block exponents (rows only).
+    const float* block_operand(BlockFormat format, const CpuTensor& t, BlockAxes axes, int slot, float& factor,
+                               bool gradient = false, std::int16_t* kept = nullptr);
+    // block_tensor_scale of t's first n values, remembered while t is unchanged: NVFP4's operands
+    // are quantised twice, along two axes (x in forward and wgrad, W in forward and dgrad, dy in
+    // dgrad and wgrad), and each pass over a whole tensor for its amax counted.
+    float block_tensor_scale_of(BlockFormat format, const CpuTensor& t, std::int64_t n);
+    // While keep_block_exponents is on: the buffer for the block exponents of t quantised as
+    // `rows` rows of K values in `format`, recorded with t's stamp; else null.
+    std::int16_t* keep_exponents_of(const CpuTensor& t, BlockFormat format, std::int64_t rows, std::int64_t K);
     // dy scaled into e5m2 (saturating) into q, stochastically while the layer asks; amax |dy|.
     float quantize_gradient_fp8(const float* dy, float* q, std::int64_t n, float scale);
     // A gradient output (dX, dW) rounded to its format: stochastically while the layer asks.
@@ -387,6 +400,26 @@ private:
     std::vector<UnscalePass> m_unscale_passes;    // unscale_and_check's per-tensor results, reused
     AmaxHistory m_next_scale{1, 0, AmaxAlgo::max, 1.0f};  // fp8_copy_to_write's working copy
     cpu_detail::FlushCountScratch m_flush_scratch;  // linear_backward's underflow count
+    // keep_block_exponents: this step's kept exponents, one entry per operand quantised (the
+    // first m_kept_count entries; their buffers are reused from step to step).
+    struct KeptExponents {
+        const CpuTensor* tensor = nullptr;  // compared, never dereferenced
+        std::uint64_t stamp = 0;
+        BlockFormat format{};
+        std::int64_t rows = 0, K = 0;
+        std::vector<std::int16_t> values;
+    };
+    bool m_keep_exponents = false;
+    struct TensorScale {  // block_tensor_scale_of's, the last 64 (a step's operands, several layers)
+        const CpuTensor* tensor = nullptr;  // compared, never dereferenced
+        std::uint64_t stamp = 0;
+        std::int64_t n = 0;
+        float scale = 1.0f;
+    };
+    std::array<TensorScale, 64> m_tensor_scales{};
+    std::size_t m_next_tensor_scale = 0;
+    std::vector<KeptExponents> m_kept;
+    std::size_t m_kept_count = 0;
     std::vector<float> m_fp16_pack;               // FP16 accumulation's packed operands
 };
 

@@ -405,7 +405,7 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         x_op = x.data();
         x_block_scale = block_tensor_scale(*conv.block, x.data(), static_cast<std::size_t>(batch * in));
         float dq_w = 1.0f;
-        w_op = block_operand(*conv.block, std::as_const(w).data(), {g.out_channels, g.patch(), 1}, slot_w, dq_w);
+        w_op = block_operand(*conv.block, w, {g.out_channels, g.patch(), 1}, slot_w, dq_w);
         dequant = block_operand_factor(*conv.block, x_block_scale) * dq_w;  // NVFP4's tensor scales
     } else if (fp8) {
         auto& state = static_cast<CpuFp8State&>(*conv.fp8);

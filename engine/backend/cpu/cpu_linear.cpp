@@ -103,8 +103,10 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     const bool fp8 = l.compute == Format::fp8_e4m3;
     bool decoded_in_fp32 = false;  // operands that are FP8 values times an FP32 scale: no bf16 matmul
     if (l.block) {  // both operands in blocks along K = in; NVFP4's tensor scales on the accumulator
-        x_op = block_operand(*l.block, x.data(), {batch, in, 1}, slot_x, dq_x);
-        w_op = block_operand(*l.block, std::as_const(w).data(), {out, in, 1}, slot_w, dq_w);
+        x_op = block_operand(*l.block, x, {batch, in, 1}, slot_x, dq_x, false,
+                             keep_exponents_of(x, *l.block, batch, in));
+        w_op = block_operand(*l.block, w, {out, in, 1}, slot_w, dq_w, false,
+                             keep_exponents_of(w, *l.block, out, in));
         dequant = dq_x * dq_w;
     } else if (fp8 && static_cast<CpuFp8State&>(*l.fp8).history(Fp8Role::input).rowwise()) {
         // A scale per row of x and of W along K = in, decoded in FP32 (dequant 1).
@@ -246,28 +248,40 @@ void CpuBackend::trace_dy(MatmulBackwardOperands& o, const CpuTensor& dy, std::i
     o.flushed = count_zeros(o.dy, count) != zeros || (o.dy_wgrad != o.dy && count_zeros(o.dy_wgrad, count) != zeros);
 }
 
-const float* CpuBackend::block_operand(BlockFormat format, const float* src, BlockAxes a, int slot, float& factor,
-                                       bool gradient) {
+const float* CpuBackend::block_operand(BlockFormat format, const CpuTensor& t, BlockAxes a, int slot, float& factor,
+                                       bool gradient, std::int16_t* kept) {
     factor = 1.0f;
+    const float* src = t.data();
     if (a.K == 0) return src;  // quantised later by the caller (a convolution's wgrad chunks)
     float* buf = scratch(slot, a.size());
     const auto outer = static_cast<std::size_t>(a.outer), K = static_cast<std::size_t>(a.K),
                inner = static_cast<std::size_t>(a.inner);
-    const float tensor_scale = block_tensor_scale(format, src, outer * K * inner);
+    const float tensor_scale = block_tensor_scale_of(format, t, a.size());
     std::optional<std::uint64_t> key;
     if (gradient && m_stochastic_gradients) key = next_stochastic_key();
-    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key);
+    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key, kept);
     return buf;
+}
+
+float CpuBackend::block_tensor_scale_of(BlockFormat format, const CpuTensor& t, std::int64_t n) {
+    if (format != BlockFormat::nvfp4) return 1.0f;
+    for (const TensorScale& m : m_tensor_scales)
+        if (m.tensor == &t && m.stamp == t.stamp() && m.n == n) return m.scale;
+    const float scale = block_tensor_scale(format, t.data(), static_cast<std::size_t>(n));
+    TensorScale& slot = m_tensor_scales[m_next_tensor_scale];
+    m_next_tensor_scale = (m_next_tensor_scale + 1) % m_tensor_scales.size();
+    slot = {&t, t.stamp(), n, scale};
+    return scale;
 }
 
 CpuBackend::MatmulBackwardOperands CpuBackend::block_backward_operands(BlockFormat format, const CpuTensor& dy,
                                                                        const CpuTensor& x, const CpuTensor& w,
                                                                        const BlockOperandAxes& axes, bool need_w) {
     MatmulBackwardOperands o;
-    o.dy = block_operand(format, dy.data(), axes.dy_dgrad, slot_dy, o.dq_g, true);
-    o.dy_wgrad = block_operand(format, dy.data(), axes.dy_wgrad, slot_dy_wgrad, o.dq_g_wgrad, true);
-    o.x = block_operand(format, x.data(), axes.x_wgrad, slot_x, o.dq_x);
-    o.w = need_w ? block_operand(format, w.data(), axes.w_dgrad, slot_w, o.dq_w) : nullptr;
+    o.dy = block_operand(format, dy, axes.dy_dgrad, slot_dy, o.dq_g, true);
+    o.dy_wgrad = block_operand(format, dy, axes.dy_wgrad, slot_dy_wgrad, o.dq_g_wgrad, true);
+    o.x = block_operand(format, x, axes.x_wgrad, slot_x, o.dq_x);
+    o.w = need_w ? block_operand(format, w, axes.w_dgrad, slot_w, o.dq_w) : nullptr;
     o.bf16_ok = o.bf16_ok_wgrad = true;
     trace_dy(o, dy, axes.dy_dgrad.size());
     return o;
@@ -328,7 +342,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             dq = dq_dy_fp8;
             return dy_fp8;
         }
-        if (f.block) return block_operand(*f.block, dy.data(), axes, slot, dq, true);
+        if (f.block) return block_operand(*f.block, dy, axes, slot, dq, true);
         return operand(dy, n_dy, f.format, slot);
     };
     o.dy = dy_for(g.dgrad, g.axes.dy_dgrad, slot_dy, o.dq_g);
@@ -349,7 +363,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
             }
             o.dq_w = hw.scale_inv();
         } else if (g.dgrad.block) {
-            o.w = block_operand(*g.dgrad.block, std::as_const(w).data(), g.axes.w_dgrad, slot_w, o.dq_w);
+            o.w = block_operand(*g.dgrad.block, w, g.axes.w_dgrad, slot_w, o.dq_w);
         } else if (g.weight_compute && g.weight_compute->format() == g.dgrad.format) {
             o.w = weight_operand(w, g.weight_compute, g.dgrad.format, slot_w);
         } else {
@@ -370,7 +384,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
         }
         o.dq_x = hx.scale_inv();
     } else if (g.wgrad.block) {
-        o.x = block_operand(*g.wgrad.block, x.data(), g.axes.x_wgrad, slot_x, o.dq_x);
+        o.x = block_operand(*g.wgrad.block, x, g.axes.x_wgrad, slot_x, o.dq_x);
     } else if (g.saved_input && g.saved_input->format() == g.wgrad.format) {
         o.x = cpu(*g.saved_input).data();
     } else {

@@ -175,6 +175,63 @@ private slots:
         if (axis_shows(format)) QVERIFY(far_from(gw_got, gw_wrong.value, gw_wrong.magnitude));
     }
 
+    // While keep_block_exponents is on, the forward keeps the exponents its quantiser found for x
+    // and W (block_decode_exponents's, with the tensor's own NVFP4 scale): what the block-scale
+    // views read. Only for the tensor as it was quantised (a write forgets them), the format and
+    // row length asked for, and only while kept (off by default; each step starts afresh).
+    void forwardKeepsItsOperandsBlockExponents_data() { add_format_rows(); }
+    void forwardKeepsItsOperandsBlockExponents() {
+        QFETCH(BlockFormat, format);
+        CpuBackend be;
+        const std::int64_t batch = 40, in = 70, out = 36, B = block_format_info(format).block_size;
+        const std::int64_t per_row = (in + B - 1) / B;
+        std::vector<float> xv = graded_values(batch, in, 5);
+        std::fill_n(xv.begin() + in, in, 0.0f);  // a row of zeros: zero blocks
+        const std::vector<float> wv = graded_values(out, in, 6), bv(static_cast<std::size_t>(out), 0.0f);
+        auto x = make_with(be, batch, in, Format::fp32, xv, "x"), w = make_with(be, out, in, Format::fp32, wv, "fc.weight"),
+             b = make_with(be, 1, out, Format::fp32, bv, "fc.bias");
+        auto y = make(be, batch, out, Format::fp32, "y"), gw = make(be, out, in, Format::fp32, "fc.grad_weight"),
+             gb = make(be, 1, out, Format::fp32, "fc.grad_bias");
+        LinearTensors t;
+        t.weight = w.get(), t.bias = b.get(), t.grad_weight = gw.get(), t.grad_bias = gb.get();
+        t.block = format;
+
+        be.linear_forward(t, *x, *y, batch, true);
+        QVERIFY(be.kept_block_exponents(*x, format, in).values == nullptr);  // not asked to keep
+
+        be.keep_block_exponents(true);
+        be.linear_forward(t, *x, *y, batch, true);
+        const auto check = [&](const Tensor& tensor, const std::vector<float>& v, std::int64_t rows, const char* what) {
+            const Backend::KeptBlockExponents kept = be.kept_block_exponents(tensor, format, in);
+            QVERIFY2(kept.values != nullptr, what);
+            QCOMPARE(kept.rows, rows);
+            const float S = block_tensor_scale(format, v.data(), v.size());
+            std::vector<std::int16_t> want(static_cast<std::size_t>(rows * per_row));
+            block_decode_exponents(format, S, v.data(), static_cast<std::size_t>(rows), static_cast<std::size_t>(in),
+                                   want.data());
+            for (std::size_t i = 0; i < want.size(); ++i)
+                QVERIFY2(kept.values[i] == want[i], qPrintable(QString("%1 block %2: %3, want %4")
+                                                                   .arg(what).arg(i).arg(kept.values[i]).arg(want[i])));
+        };
+        check(*x, xv, batch, "x");
+        check(*w, wv, out, "W");
+        QCOMPARE(be.kept_block_exponents(*x, format, in).values[static_cast<std::size_t>(per_row)],
+                 BlockScaleRecord::zero_block);
+        // Another format or row length: not these exponents.
+        const BlockFormat other = format == BlockFormat::mxfp4 ? BlockFormat::nvfp4 : BlockFormat::mxfp4;
+        QVERIFY(be.kept_block_exponents(*x, other, in).values == nullptr);
+        QVERIFY(be.kept_block_exponents(*x, format, in / 2).values == nullptr);
+        // x written since: forgotten; W still kept.
+        be.upload(*x, xv.data(), batch * in);
+        QVERIFY(be.kept_block_exponents(*x, format, in).values == nullptr);
+        QVERIFY(be.kept_block_exponents(*w, format, in).values != nullptr);
+        // Off: nothing kept.
+        be.keep_block_exponents(false);
+        QVERIFY(be.kept_block_exponents(*w, format, in).values == nullptr);
+        be.linear_forward(t, *x, *y, batch, true);
+        QVERIFY(be.kept_block_exponents(*w, format, in).values == nullptr);
+    }
+
     // The output and gradients are rounded to their tensors' formats after the FP32 sums, as
     // for every other compute format: a bf16 output holds bf16 values.
     void linearRoundsItsOutputsToTheirFormats() {

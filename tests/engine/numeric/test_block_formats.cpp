@@ -947,6 +947,59 @@ private slots:
                          inexact_full);
     }
 
+    // round_block_operand's kept exponents (the block-scale views read them): each block's
+    // block_decode_exponents value with the same tensor scale, found by the rounding's own pass,
+    // along rows with whole and partial blocks, to nearest and stochastically; zero blocks, NaN
+    // and inf blocks, blocks of subnormals, and (NVFP4) blocks whose scale rounds to zero among
+    // them. Keeping them changes no value; they are kept along rows only.
+    void roundBlockOperandKeepsTheViewsExponents_data() { add_block_rows(false); }
+    void roundBlockOperandKeepsTheViewsExponents() {
+        QFETCH(BlockFormat, format);
+        const BlockFormatInfo& info = block_format_info(format);
+        const std::size_t B = static_cast<std::size_t>(info.block_size);
+        const bool nvfp4 = format == BlockFormat::nvfp4;
+        std::mt19937_64 rng(57 + static_cast<int>(format));
+        const std::size_t shapes[][2] = {{3, 70}, {150, 9}, {70, 64}, {5, 32}, {33, 16}, {2, 200}};
+        std::size_t sentinels = 0, zero_blocks = 0;
+        for (const auto& shape : shapes) {
+            const std::size_t rows = shape[0], K = shape[1], n = rows * K, per_row = (K + B - 1) / B;
+            std::vector<float> x = nvfp4 ? random_values(rng, n, info.block_size, info.element, -12, 0)
+                                         : random_values(rng, n, info.block_size, info.element);
+            std::fill_n(x.begin(), std::min<std::size_t>(B, K), 0.0f);  // row 0's first block: zeros
+            x[n / 2] = qnan;
+            x[n - 1] = -std::numeric_limits<float>::infinity();
+            if (rows > 2) {  // row 1's first block: subnormals (NVFP4: a scale that rounds to zero)
+                for (std::size_t j = 0; j < std::min<std::size_t>(B, K); ++j)
+                    x[K + j] = j % 3 == 0 ? 0.0f : std::ldexp(1.0f, -140 + static_cast<int>(j % 7));
+            }
+            const float S = block_tensor_scale(format, x.data(), n);
+            for (const bool stochastic : {false, true}) {
+                const std::optional<std::uint64_t> key = stochastic ? std::optional<std::uint64_t>(7) : std::nullopt;
+                std::vector<std::int16_t> kept(rows * per_row, 12345), want(rows * per_row);
+                std::vector<float> with(n), without(n), in_place = x;
+                round_block_operand(format, x.data(), with.data(), rows, K, 1, S, key, kept.data());
+                round_block_operand(format, x.data(), without.data(), rows, K, 1, S, key);
+                std::vector<std::int16_t> kept_in_place(rows * per_row);
+                round_block_operand(format, in_place.data(), in_place.data(), rows, K, 1, S, key, kept_in_place.data());
+                block_decode_exponents(format, S, x.data(), rows, K, want.data(), stochastic);
+                for (std::size_t i = 0; i < n; ++i)
+                    QVERIFY(same(with[i], without[i]) && same(in_place[i], without[i]));
+                for (std::size_t b = 0; b < want.size(); ++b) {
+                    if (kept[b] != want[b] || kept_in_place[b] != want[b])
+                        QFAIL(qPrintable(QString("(%1 x %2) block %3%4: kept %5, want %6")
+                                             .arg(rows).arg(K).arg(b).arg(stochastic ? " (stochastic)" : "")
+                                             .arg(kept[b]).arg(want[b])));
+                    sentinels += want[b] == block_exponent_nan || want[b] == block_exponent_zero;
+                    zero_blocks += want[b] == block_exponent_zero;
+                }
+            }
+        }
+        QVERIFY(sentinels > 0 && zero_blocks > 0);
+        std::vector<float> x(64, 1.0f), y(64);
+        std::int16_t e[8];
+        QVERIFY_THROWS_EXCEPTION(Error, round_block_operand(format, x.data(), y.data(), 1, 32, 2, 1.0f, {}, e));
+    }
+
     void dequantiseRefusesBrokenArrays() {
         BlockQuantised q;
         std::vector<float> x(40, 1.0f), out(40);

@@ -332,6 +332,49 @@ private slots:
         QCOMPARE(rows, std::int64_t{40 * 3 * 3});  // every step: 3 layers × x, W, dy
     }
 
+    // The Trainer's own views take a layer's x and W from the exponents its forward's quantiser
+    // kept (CpuBackend::kept_block_exponents): the same records, row for row, as views that
+    // find them again from the operands (a recording observer's, the trainer's off, so that
+    // nothing is kept), whole and with rows sampled.
+    void trainersViewsFromTheQuantiserAreTheOperandsViews_data() {
+        QTest::addColumn<QString>("setting");
+        QTest::addColumn<int>("max_blocks");
+        QTest::newRow("mxfp4, every block") << "mxfp4" << 0;
+        QTest::newRow("nvfp4, every block") << "nvfp4" << 0;
+        QTest::newRow("mxfp8-e4m3, sampled rows") << "mxfp8-e4m3" << 40;
+        QTest::newRow("nvfp4, sampled rows") << "nvfp4" << 70;
+    }
+    void trainersViewsFromTheQuantiserAreTheOperandsViews() {
+        QFETCH(QString, setting);
+        QFETCH(int, max_blocks);
+        const LayerSetting fc2(*parse_layer_precision(setting.toStdString()));
+        BlockScaleSpec spec;
+        spec.max_blocks = max_blocks;
+        Experiment kept = mlp(fc2);
+        kept.train.block_scales = spec;
+        Trainer a(kept, regression(), make_backend("cpu"));
+        Trainer b(mlp(fc2), regression(), make_backend("cpu"));
+        Recording rec("fc2", spec);
+        b.network().set_operand_observer(&rec);
+        for (int i = 0; i < 12; ++i) {
+            a.step();
+            b.step();
+        }
+        rec.statistics.begin_step(12);
+        const std::vector<BlockScaleRecord> want = (b.step(), rec.statistics.take());
+        const std::vector<BlockScaleRecord> got = a.step().block_scales;
+        QCOMPARE(got.size(), std::size_t{3});
+        QCOMPARE(want.size(), got.size());
+        for (const MatmulOperand op : {MatmulOperand::input, MatmulOperand::weight, MatmulOperand::grad_output}) {
+            const BlockScaleRecord &g = record_of(got, "fc2", op), &w = record_of(want, "fc2", op);
+            QCOMPARE(g.rows_total, w.rows_total);
+            QCOMPARE(g.rows, w.rows);
+            QCOMPARE(g.blocks_per_row, w.blocks_per_row);
+            QVERIFY2(g.exponents == w.exponents, matmul_operand_name(op));
+            if (max_blocks > 0 && op != MatmulOperand::grad_output) QVERIFY(g.rows < g.rows_total);
+        }
+    }
+
     void trainerReportsOwnAndAskedFor() {
         // "own" (the default) with no block-scaled layer: nothing; switched live, the layer appears.
         Experiment e = quick_experiment(8, {32, 32});
