@@ -135,26 +135,18 @@ inline float finish_element(float x, float q, float r, float decode, bool live, 
     return r * decode;
 }
 
-// One row of a tile: y[j] = x[j] rounded with the parameters of its own block (encode[j],
-// decode[j], kind[j]); x[0] is value `index` of the tensor. x == y is allowed. round_runs does the
-// same inline. The two loops are apart so that each vectorises.
-MANTISSA_BLOCK_HOT void round_span(const float* x, float* y, std::size_t n, const float* encode, const float* decode,
-                                   const std::uint8_t* kind, Grid g, Counts& counts, ElementRounding rounding,
-                                   std::uint64_t index) {
+// One row of a tile rounded stochastically: y[j] = x[j] rounded with the parameters of its own
+// block (encode[j], decode[j], kind[j]), x[0] being value `index` of the tensor. x == y is
+// allowed. round_runs does the same inline; to nearest, round_span_nearest (below).
+MANTISSA_BLOCK_HOT void round_span_stochastic(const float* x, float* y, std::size_t n, const float* encode,
+                                              const float* decode, const std::uint8_t* kind, Grid g, Counts& counts,
+                                              ElementRounding rounding, std::uint64_t index) {
     std::uint32_t saturated = 0, flushed = 0;
-    if (!rounding.stochastic) {
-        for (std::size_t j = 0; j < n; ++j) {
-            const float q = x[j] * encode[j];
-            y[j] = finish_element(x[j], q, round_to_grid(q, g), decode[j], kind[j] == normal_block,
-                                  kind[j] == zero_scale_block, g, saturated, flushed);
-        }
-    } else {
-        for (std::size_t j = 0; j < n; ++j) {
-            const float q = x[j] * encode[j];
-            const float u = unit_of(random_bits(rounding.key, index + j));
-            y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), decode[j],
-                                  kind[j] == normal_block, kind[j] == zero_scale_block, g, saturated, flushed);
-        }
+    for (std::size_t j = 0; j < n; ++j) {
+        const float q = x[j] * encode[j];
+        const float u = unit_of(random_bits(rounding.key, index + j));
+        y[j] = finish_element(x[j], q, stochastic_to_grid(q, g, u, g.max_finite), decode[j], kind[j] == normal_block,
+                              kind[j] == zero_scale_block, g, saturated, flushed);
     }
     counts.saturated += saturated;
     counts.flushed += flushed;
@@ -380,6 +372,47 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
     stats.flushed_to_zero += static_cast<std::size_t>(f);
 }
 
+// One row of a tile rounded to nearest, sixteen values at a time in lanes as round_whole_blocks
+// rounds them (a plain loop over the kinds, vectorised by the compiler, spent much of its time
+// widening the byte-wide kinds into its counts), each value with its own column's parameters;
+// live and zero_scale are all ones where the column's block is normal / has a zero scale.
+// x == y is allowed.
+MANTISSA_BLOCK_HOT void round_span_nearest(const float* x, float* y, std::size_t n, const float* encode,
+                                           const float* decode, const std::int32_t* live,
+                                           const std::int32_t* zero_scale, const Grid grid, Counts& counts) {
+    const Grid16 g(grid);
+    const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
+    Ints16 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
+    std::size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        Floats16 v, e, d;
+        Ints16 lv, zs;
+        std::memcpy(&v, x + j, sizeof v);
+        std::memcpy(&e, encode + j, sizeof e);
+        std::memcpy(&d, decode + j, sizeof d);
+        std::memcpy(&lv, live + j, sizeof lv);
+        std::memcpy(&zs, zero_scale + j, sizeof zs);
+        const Floats16 q = v * e;
+        Floats16 r;
+        round_to_grid16(q, g, r);
+        const Floats16 out = r * d;
+        std::memcpy(y + j, &out, sizeof out);
+        const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
+        saturated += lv & (magnitude > g.max);
+        flushed += (v != 0) & (zs | (lv & (r == 0)));
+    }
+    std::uint32_t tail_saturated = 0, tail_flushed = 0;
+    for (; j < n; ++j) {
+        const float q = x[j] * encode[j];
+        y[j] = finish_element(x[j], q, round_to_grid(q, grid), decode[j], live[j] != 0, zero_scale[j] != 0, grid,
+                              tail_saturated, tail_flushed);
+    }
+    std::int64_t s = tail_saturated, f = tail_flushed;
+    for (int k = 0; k < 16; ++k) s -= saturated[k], f -= flushed[k];
+    counts.saturated += static_cast<std::size_t>(s);
+    counts.flushed += static_cast<std::size_t>(f);
+}
+
 // Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
 // parameters and its values in one function, so that nothing is called per block. Rounded to
 // nearest, the blocks go to round_whole_blocks (the runs one after another when K is a multiple of
@@ -495,7 +528,10 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
     thread_local std::vector<std::int32_t> amax;  // magnitude_bits
     thread_local std::vector<float> encode, decode;
     thread_local std::vector<std::uint8_t> special, kind;
+    thread_local std::vector<std::int32_t> live, zero_scale;  // nearest rounding's masks of `kind`
     amax.resize(inner);
+    live.resize(inner);
+    zero_scale.resize(inner);
     encode.resize(inner);
     decode.resize(inner);
     special.resize(inner);
@@ -513,9 +549,19 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
                                             rounding.stochastic ? g.max_finite : 0.0f, rounding.tensor_decode);
             stats.blocks += inner;
             // The whole tile is read (amaxes) before any of it is written: src == dst is safe.
+            if (rounding.stochastic) {
+                for (std::size_t k = 0; k < count; ++k)
+                    round_span_stochastic(src + base + k * inner, dst + base + k * inner, inner, encode.data(),
+                                          decode.data(), kind.data(), g, c, rounding, base + k * inner);
+                continue;
+            }
+            for (std::size_t i = 0; i < inner; ++i) {
+                live[i] = kind[i] == normal_block ? -1 : 0;
+                zero_scale[i] = kind[i] == zero_scale_block ? -1 : 0;
+            }
             for (std::size_t k = 0; k < count; ++k)
-                round_span(src + base + k * inner, dst + base + k * inner, inner, encode.data(), decode.data(),
-                           kind.data(), g, c, rounding, base + k * inner);
+                round_span_nearest(src + base + k * inner, dst + base + k * inner, inner, encode.data(), decode.data(),
+                                   live.data(), zero_scale.data(), g, c);
         }
     }
     stats.values += outer * K * inner;
