@@ -221,10 +221,16 @@ private slots:
         const BlockFormat other = format == BlockFormat::mxfp4 ? BlockFormat::nvfp4 : BlockFormat::mxfp4;
         QVERIFY(be.kept_block_exponents(*x, other, in).values == nullptr);
         QVERIFY(be.kept_block_exponents(*x, format, in / 2).values == nullptr);
-        // x written since: forgotten; W still kept.
-        be.upload(*x, xv.data(), batch * in);
+        // x written since: forgotten; W still kept. Quantised again, x's new values give their
+        // own exponents (NVFP4: with the new tensor scale, not the one remembered for the old x).
+        std::vector<float> xv2 = xv;
+        for (float& v : xv2) v *= 12.0f;
+        be.upload(*x, xv2.data(), batch * in);
         QVERIFY(be.kept_block_exponents(*x, format, in).values == nullptr);
         QVERIFY(be.kept_block_exponents(*w, format, in).values != nullptr);
+        be.linear_forward(t, *x, *y, batch, true);
+        check(*x, xv2, batch, "x written");
+        check(*w, wv, out, "W again");
         // Off: nothing kept.
         be.keep_block_exponents(false);
         QVERIFY(be.kept_block_exponents(*w, format, in).values == nullptr);
