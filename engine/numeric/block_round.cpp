@@ -231,6 +231,24 @@ inline void round_to_grid16(const Floats16& q, const Grid16& g, Floats16& rounde
     rounded = reinterpret_cast<Floats16>((reinterpret_cast<Ints16>(r) & 0x7FFFFFFF) | (bits & std::int32_t(0x80000000u)));
 }
 
+// Sixteen values x rounded with their blocks' parameters in lanes into y, finish_element's
+// operations lane by lane: y = round_to_grid(x · encode) · decode, and the saturation and flush
+// counts (kept as minus the counts: a true comparison is -1). x == y is allowed.
+inline void round_lanes16(const float* x, float* y, const Floats16& encode, const Floats16& decode, const Ints16& live,
+                          const Ints16& zero_scale, const Grid16& g, Ints16& saturated, Ints16& flushed) {
+    const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
+    Floats16 v;
+    std::memcpy(&v, x, sizeof v);
+    const Floats16 q = v * encode;
+    Floats16 r;
+    round_to_grid16(q, g, r);
+    const Floats16 out = r * decode;
+    std::memcpy(y, &out, sizeof out);
+    const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
+    saturated += live & (magnitude > g.max);
+    flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+}
+
 // The largest of sixteen lanes, in four shuffles.
 inline std::int32_t max_lane(const Ints16& v) {
     Ints16 m = v;
@@ -350,18 +368,8 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
             float* y = dst + (b0 + i) * B;
             const Ints16 live = Ints16{} + lives[i], zero_scale = Ints16{} + zero_scales[i];
             const Floats16 encode = Floats16{} + encodes[i], decode = Floats16{} + decodes[i];
-            for (std::size_t j = 0; j < B; j += 16) {
-                Floats16 v;
-                std::memcpy(&v, x + j, sizeof v);
-                const Floats16 q = v * encode;
-                Floats16 r;
-                round_to_grid16(q, g, r);
-                const Floats16 out = r * decode;
-                std::memcpy(y + j, &out, sizeof out);
-                const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
-                saturated += live & (magnitude > g.max);
-                flushed += (v != 0) & (zero_scale | (live & (r == 0)));
-            }
+            for (std::size_t j = 0; j < B; j += 16)
+                round_lanes16(x + j, y + j, encode, decode, live, zero_scale, g, saturated, flushed);
         }
     }
     std::int64_t s = 0, f = 0, nb = 0;
@@ -381,25 +389,16 @@ MANTISSA_BLOCK_HOT void round_span_nearest(const float* x, float* y, std::size_t
                                            const float* decode, const std::int32_t* live,
                                            const std::int32_t* zero_scale, const Grid grid, Counts& counts) {
     const Grid16 g(grid);
-    const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
     Ints16 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
     std::size_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        Floats16 v, e, d;
+        Floats16 e, d;
         Ints16 lv, zs;
-        std::memcpy(&v, x + j, sizeof v);
         std::memcpy(&e, encode + j, sizeof e);
         std::memcpy(&d, decode + j, sizeof d);
         std::memcpy(&lv, live + j, sizeof lv);
         std::memcpy(&zs, zero_scale + j, sizeof zs);
-        const Floats16 q = v * e;
-        Floats16 r;
-        round_to_grid16(q, g, r);
-        const Floats16 out = r * d;
-        std::memcpy(y + j, &out, sizeof out);
-        const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
-        saturated += lv & (magnitude > g.max);
-        flushed += (v != 0) & (zs | (lv & (r == 0)));
+        round_lanes16(x + j, y + j, e, d, lv, zs, g, saturated, flushed);
     }
     std::uint32_t tail_saturated = 0, tail_flushed = 0;
     for (; j < n; ++j) {
