@@ -413,9 +413,10 @@ void Trainer::issue() {
 void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     const int layers = m_network->layer_count();
     m_backend->set_gradient_tracing(stats);
-    // The forward's block quantisers keep their exponents for the views (they read x and W).
+    // The forward's block quantisers keep their exponents for the views (they read x and W); set
+    // at every step, so that a step abandoned halfway leaves nothing kept for the next.
     const bool views = stats && m_block_scales;
-    if (views) m_backend->keep_block_exponents(true);
+    m_backend->keep_block_exponents(views);
     m_network->forward_uploaded(count, true);
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);

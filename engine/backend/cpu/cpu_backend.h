@@ -283,7 +283,7 @@ private:
                                bool gradient = false, std::int16_t* kept = nullptr);
     // block_tensor_scale of t's first n values, remembered while t is unchanged: NVFP4's operands
     // are quantised twice, along two axes (x in forward and wgrad, W in forward and dgrad, dy in
-    // dgrad and wgrad), and each pass over a whole tensor for its amax counted.
+    // dgrad and wgrad), and each quantisation measured the whole tensor's amax again.
     float block_tensor_scale_of(BlockFormat format, const CpuTensor& t, std::int64_t n);
     // While keep_block_exponents is on: the buffer for the block exponents of t quantised as
     // `rows` rows of K values in `format`, recorded with t's stamp; else null.
@@ -410,6 +410,8 @@ private:
         std::vector<std::int16_t> values;
     };
     bool m_keep_exponents = false;
+    std::vector<KeptExponents> m_kept;
+    std::size_t m_kept_count = 0;
     struct TensorScale {  // block_tensor_scale_of's, the last 64 (a step's operands, several layers)
         const CpuTensor* tensor = nullptr;  // compared, never dereferenced
         std::uint64_t stamp = 0;
@@ -418,8 +420,6 @@ private:
     };
     std::array<TensorScale, 64> m_tensor_scales{};
     std::size_t m_next_tensor_scale = 0;
-    std::vector<KeptExponents> m_kept;
-    std::size_t m_kept_count = 0;
     std::vector<float> m_fp16_pack;               // FP16 accumulation's packed operands
 };
 
