@@ -44,7 +44,8 @@ void round_array(Format format, const float* src, float* dst, std::size_t n,
                  Overflow overflow = Overflow::to_inf);
 
 // dst[i] = round_to(format, src[i] * scale, overflow), the product taken in FP32, in one pass (FP8
-// quantisation with a per-tensor scale); returns amax = max |src[i]| (the unscaled input; NaN
+// quantisation with a per-tensor scale; with scale 1, a cast that measures what it reads: the
+// what-if statistics' amaxes); returns amax = max |src[i]| (the unscaled input; NaN
 // when src holds a NaN, as the order of bit patterns puts it above inf). The arrays must not
 // overlap. Bit for bit a multiply pass followed by round_array.
 float scale_round_array(Format format, const float* src, float* dst, std::size_t n, float scale,

@@ -11,7 +11,8 @@
 //   subtracting 2^(emin - M + 23) makes the FPU round to the subnormal quantum; overflow decided
 //   after rounding, as encode() does.
 // NaN lanes get the canonical NaN that round_to produces. The kernels are compiled for AVX2/F16C
-// by target attributes and chosen at run time; other CPUs take the scalar path.
+// by target attributes and chosen at run time; other CPUs take the scalar path. Each also has a
+// measured form for scale_round_array: a multiply by the scale first, and the amax of its input.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -83,6 +84,13 @@ __attribute__((target("avx2"))) inline __m256 saturate(__m256 r, float max_finit
     return _mm256_or_ps(mag, _mm256_and_ps(sign_mask, r));
 }
 
+// The largest of eight magnitudes' bit patterns (below 2^31: signed and unsigned order agree).
+__attribute__((target("avx2"))) inline std::uint32_t horizontal_max(__m256i v) {
+    alignas(32) std::uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+    return *std::max_element(lanes, lanes + 8);
+}
+
 // The last n < 8 values of a piece, through the 8-wide kernel on a padded copy: the same bits
 // as the scalar round_to, without its per-value cost (the passes round many short pieces).
 template <class Kernel>
@@ -94,30 +102,55 @@ void round_tail(const float* src, float* dst, std::size_t n, Kernel kernel) {
     std::memcpy(dst, out, n * sizeof(float));
 }
 
-__attribute__((target("avx2"))) void round_wide_exponent_avx2(Format format, const float* src, float* dst,
-                                                               std::size_t n, Overflow overflow) {
+// Measured: each value is first multiplied by `scale` and the largest |src| bit pattern is
+// accumulated into *amax_bits, as in round_fp8_avx2_impl (scale_round_array in one pass).
+template <bool Measured>
+__attribute__((target("avx2"))) void round_wide_exponent_avx2_impl(Format format, const float* src, float* dst,
+                                                                   std::size_t n, Overflow overflow, float scale,
+                                                                   std::uint32_t* amax_bits) {
     const int shift = 23 - format_info(format).mantissa_bits;
     const NanResult nan = nan_result(format);
     const float max_finite = format_info(format).max_finite;
+    const __m256 scale_v = _mm256_set1_ps(scale);
+    const __m256i abs_bits = _mm256_set1_epi32(0x7fffffff);
+    __m256i amax = _mm256_setzero_si256();
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(src + i);
+        __m256 v = _mm256_loadu_ps(src + i);
+        if constexpr (Measured) {
+            amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v), abs_bits));
+            v = _mm256_mul_ps(v, scale_v);
+        }
         __m256 r = _mm256_castsi256_ps(round_bits(_mm256_castps_si256(v), shift));
         if (overflow == Overflow::saturate) r = saturate(r, max_finite);
         _mm256_storeu_ps(dst + i, apply_nan(v, r, nan));
     }
+    if constexpr (Measured) *amax_bits = std::max(*amax_bits, horizontal_max(amax));
     if (i < n) round_tail(src + i, dst + i, n - i, [&](const float* s, float* d) {
-        round_wide_exponent_avx2(format, s, d, 8, overflow);
+        round_wide_exponent_avx2_impl<Measured>(format, s, d, 8, overflow, scale, amax_bits);  // zeros pad
     });
 }
 
-__attribute__((target("avx2,f16c"))) void round_fp16_f16c(const float* src, float* dst, std::size_t n,
-                                                           Overflow overflow) {
+__attribute__((target("avx2"))) void round_wide_exponent_avx2(Format format, const float* src, float* dst,
+                                                               std::size_t n, Overflow overflow) {
+    round_wide_exponent_avx2_impl<false>(format, src, dst, n, overflow, 1.0f, nullptr);
+}
+
+template <bool Measured>
+__attribute__((target("avx2,f16c"))) void round_fp16_f16c_impl(const float* src, float* dst, std::size_t n,
+                                                                Overflow overflow, float scale, std::uint32_t* amax_bits) {
     const NanResult nan = nan_result(Format::fp16);
     const float max_finite = format_info(Format::fp16).max_finite;
+    const __m256 scale_v = _mm256_set1_ps(scale);
+    const __m256i abs_bits = _mm256_set1_epi32(0x7fffffff);
+    __m256i amax = _mm256_setzero_si256();
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(src + i);
+        __m256 v = _mm256_loadu_ps(src + i);
+        if constexpr (Measured) {
+            amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v), abs_bits));
+            v = _mm256_mul_ps(v, scale_v);
+        }
         __m256 x = v;
         // Clamping the input is the same as saturating the result: everything that would round
         // past 65504 becomes 65504, and nothing below it changes. (NaN lanes are replaced below.)
@@ -126,7 +159,15 @@ __attribute__((target("avx2,f16c"))) void round_fp16_f16c(const float* src, floa
         const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm256_storeu_ps(dst + i, apply_nan(v, _mm256_cvtph_ps(h), nan));
     }
-    if (i < n) round_tail(src + i, dst + i, n - i, [&](const float* s, float* d) { round_fp16_f16c(s, d, 8, overflow); });
+    if constexpr (Measured) *amax_bits = std::max(*amax_bits, horizontal_max(amax));
+    if (i < n) round_tail(src + i, dst + i, n - i, [&](const float* s, float* d) {
+        round_fp16_f16c_impl<Measured>(s, d, 8, overflow, scale, amax_bits);  // zeros pad
+    });
+}
+
+__attribute__((target("avx2,f16c"))) void round_fp16_f16c(const float* src, float* dst, std::size_t n,
+                                                           Overflow overflow) {
+    round_fp16_f16c_impl<false>(src, dst, n, overflow, 1.0f, nullptr);
 }
 
 // Scaled: each value is first multiplied by `scale` (an FP32 multiply, as a separate pass would
@@ -223,9 +264,18 @@ float scale_round_array(Format format, const float* src, float* dst, std::size_t
                         Overflow overflow) {
     std::uint32_t amax_bits = 0;
 #ifdef MANTISSA_X86
-    if (cpu_has_avx2_f16c() && (format == Format::fp8_e4m3 || format == Format::fp8_e5m2)) {
-        round_fp8_avx2_impl<true>(format, src, dst, n, overflow, scale, &amax_bits);
-        return std::bit_cast<float>(amax_bits);
+    if (cpu_has_avx2_f16c()) {
+        switch (format) {
+        case Format::fp8_e4m3:
+        case Format::fp8_e5m2: round_fp8_avx2_impl<true>(format, src, dst, n, overflow, scale, &amax_bits); break;
+        case Format::bf16:
+        case Format::tf32:
+            round_wide_exponent_avx2_impl<true>(format, src, dst, n, overflow, scale, &amax_bits);
+            break;
+        case Format::fp16: round_fp16_f16c_impl<true>(src, dst, n, overflow, scale, &amax_bits); break;
+        case Format::fp32: break;  // below: the multiply alone
+        }
+        if (format != Format::fp32) return std::bit_cast<float>(amax_bits);
     }
 #endif
     // Other formats and CPUs: the multiply and the rounding in blocks of 1024 (in the L1 cache).

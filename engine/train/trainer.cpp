@@ -417,6 +417,10 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     // at every step, so that a step abandoned halfway leaves nothing kept for the next.
     const bool views = stats && m_block_scales;
     m_backend->keep_block_exponents(views);
+    // The what-if's whole-tensor amaxes, taken by the passes that read x and W anyway: this step's
+    // forward casts, and (below) the optimizer's write of W's cast copy before a statistics step.
+    const bool what_if = m_what_if && !m_what_if->spec().formats.empty();
+    m_backend->keep_operand_magnitudes(stats && what_if);
     m_network->forward_uploaded(count, true);
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);
@@ -444,7 +448,10 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
                 m_checked.push_back(i);
             }
     m_pipeline->check(m_grads, m_want);
+    const std::int64_t every = m_experiment.train.layer_stats_every;
+    m_backend->keep_operand_magnitudes(what_if && every > 0 && (m_step + 1) % every == 0);
     m_optimizer->step(*m_pipeline);
+    m_backend->keep_operand_magnitudes(false);
     m_network->end_step();
 }
 

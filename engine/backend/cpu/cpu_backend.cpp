@@ -184,7 +184,8 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
     for (std::size_t i = 0; i < rows.size(); ++i)
         std::copy_n(data + rows[i] * row_len, row_len, out + static_cast<std::int64_t>(i) * row_len);
     RowSample s;
-    s.amax = amax_of(data, n);
+    const std::optional<float> kept = kept_magnitude(t, n);
+    s.amax = kept ? *kept : amax_of(data, n);
     if (std::isfinite(s.amax)) {
         s.finite_amax = s.amax;
         return s;
@@ -197,6 +198,25 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
 }
 
 const float* CpuBackend::host_values(const Tensor& t) const { return cpu(t).data(); }
+
+void CpuBackend::keep_magnitude(const CpuTensor& t, std::int64_t n, float amax) {
+    // The tensor's own entry when it has one (it is measured at every statistics step), else the
+    // oldest.
+    auto it = std::find_if(m_kept_magnitudes.begin(), m_kept_magnitudes.end(),
+                           [&](const KeptMagnitude& k) { return k.tensor == &t; });
+    if (it == m_kept_magnitudes.end()) {
+        it = m_kept_magnitudes.begin() + static_cast<std::ptrdiff_t>(m_next_kept_magnitude);
+        m_next_kept_magnitude = (m_next_kept_magnitude + 1) % m_kept_magnitudes.size();
+    }
+    *it = {&t, t.stamp(), n, amax};
+}
+
+std::optional<float> CpuBackend::kept_magnitude(const Tensor& t, std::int64_t n) const {
+    const CpuTensor& c = cpu(t);
+    for (const KeptMagnitude& k : m_kept_magnitudes)
+        if (k.tensor == &c && k.stamp == c.stamp() && k.n == n) return k.amax;
+    return std::nullopt;
+}
 
 void CpuBackend::keep_block_exponents(bool on) {
     m_keep_exponents = on;
@@ -375,10 +395,20 @@ const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format form
     if (format_contains(format, t.format())) return t.data();  // rounding would change nothing
     float* buf = scratch(slot, n);
     const float* src = t.data();
-    cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), 64,
-                           [&](std::int64_t begin, std::int64_t end, int) {
-        round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin));
+    const int threads = std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
+    if (!m_keep_magnitudes) {
+        cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int) {
+            round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin));
+        });
+        return buf;
+    }
+    // The same values with the amax on the way (scale_round_array by 1: the multiply is exact).
+    std::array<std::uint32_t, cpu_detail::kMaxPassThreads> amax{};
+    cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int w) {
+        amax[static_cast<std::size_t>(w)] = std::bit_cast<std::uint32_t>(
+            scale_round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin), 1.0f));
     });
+    keep_magnitude(t, n, std::bit_cast<float>(*std::max_element(amax.begin(), amax.begin() + std::max(threads, 1))));
     return buf;
 }
 

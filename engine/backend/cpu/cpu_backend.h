@@ -149,6 +149,12 @@ public:
     const float* host_values(const Tensor& t) const override;
     void keep_block_exponents(bool on) override;
     KeptBlockExponents kept_block_exponents(const Tensor& t, BlockFormat format, std::int64_t K) const override;
+    void keep_operand_magnitudes(bool on) override { m_keep_magnitudes = on; }
+    // While keep_operand_magnitudes is on: t's first n values have amax `amax` (max |v| as
+    // RowSample has it), measured by a pass that read them anyway.
+    void keep_magnitude(const CpuTensor& t, std::int64_t n, float amax);
+    // The amax kept for t's first n values while t is unchanged since (sample_rows takes it).
+    std::optional<float> kept_magnitude(const Tensor& t, std::int64_t n) const;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
 
@@ -420,6 +426,15 @@ private:
     };
     std::array<TensorScale, 64> m_tensor_scales{};
     std::size_t m_next_tensor_scale = 0;
+    struct KeptMagnitude {  // keep_magnitude's, one per tensor, the last 64 tensors
+        const CpuTensor* tensor = nullptr;  // compared, never dereferenced
+        std::uint64_t stamp = 0;
+        std::int64_t n = 0;
+        float amax = 0;
+    };
+    bool m_keep_magnitudes = false;
+    std::array<KeptMagnitude, 64> m_kept_magnitudes{};
+    std::size_t m_next_kept_magnitude = 0;
     std::vector<float> m_fp16_pack;               // FP16 accumulation's packed operands
 };
 

@@ -149,7 +149,11 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         w_op = weight_operand(w, l.weight_compute, l.compute, slot_w);
         if (l.saved_input) {
             float* s = cpu(*l.saved_input).data();
-            round_array(l.saved_input->format(), x.data(), s, static_cast<std::size_t>(batch * in));
+            const auto n = static_cast<std::size_t>(batch * in);
+            if (m_keep_magnitudes)  // the same values, with x's amax (a multiply by 1 is exact)
+                keep_magnitude(x, batch * in, scale_round_array(l.saved_input->format(), x.data(), s, n, 1.0f));
+            else
+                round_array(l.saved_input->format(), x.data(), s, n);
             x_op = s;
         } else {
             x_op = operand(x, batch * in, l.compute, slot_x);

@@ -173,16 +173,19 @@ struct WeightStore {
 // The copies an optimizer step writes with its parameter, block by block while the new values are
 // in the L1 cache: the cast copy (CpuTensor::is_copy_of; master weights), or else the quantised
 // FP8 copy (CpuFp8WeightCopy), written as linear_forward would (scale_round_array: elementwise, so
-// the blocking changes no value), with the largest |p| bit pattern for its amax. Set up before
-// the parameter is written (freshness is judged by write stamps), finished after.
+// the blocking changes no value), with the largest |p| bit pattern for its amax. `measure`: the
+// cast copy's pass takes that amax too (CpuBackend::keep_magnitude). Set up before the parameter
+// is written (freshness is judged by write stamps), finished after.
 struct CopyWrites {
     CpuTensor* cast = nullptr;
     float* cast_data = nullptr;
+    bool measure = false;
+    std::uint32_t cast_amax_bits = 0;
     CpuFp8WeightCopy* fp8 = nullptr;
     float* fp8_data = nullptr;
     std::uint32_t fp8_amax_bits = 0;
 
-    explicit CopyWrites(CpuTensor* cast_copy) : cast(cast_copy) {
+    CopyWrites(CpuTensor* cast_copy, bool measure_cast) : cast(cast_copy), measure(measure_cast && cast_copy) {
         if (cast) cast_data = cast->data();
     }
     void set_fp8(CpuFp8WeightCopy* entry) {
@@ -191,21 +194,27 @@ struct CopyWrites {
     }
     // p[0, n) holds the parameter's new values from element `start` on.
     void block(const float* p, std::int64_t start, std::int64_t n) {
-        if (cast) round_array(cast->format(), p, cast_data + start, static_cast<std::size_t>(n));  // as cast()
+        const auto count = static_cast<std::size_t>(n);
+        if (measure)  // as cast(), a multiply by 1 being exact
+            cast_amax_bits = std::max(cast_amax_bits, std::bit_cast<std::uint32_t>(scale_round_array(
+                                                          cast->format(), p, cast_data + start, count, 1.0f)));
+        else if (cast)
+            round_array(cast->format(), p, cast_data + start, count);  // as cast()
         if (fp8) {
             const float amax = scale_round_array(Format::fp8_e4m3, p, fp8_data + start, static_cast<std::size_t>(n),
                                                  fp8->scale, Overflow::saturate);
             fp8_amax_bits = std::max(fp8_amax_bits, std::bit_cast<std::uint32_t>(amax));
         }
     }
-    // The copy as one worker's: the same destinations, its own amax.
+    // The copy as one worker's: the same destinations, its own amaxes.
     CopyWrites worker() const {
         CopyWrites w(*this);
-        w.fp8_amax_bits = 0;
+        w.fp8_amax_bits = w.cast_amax_bits = 0;
         return w;
     }
-    void finish(const CpuTensor& param) {
+    void finish(CpuBackend& backend, const CpuTensor& param) {
         if (cast) cast->mark_copy_of(param);
+        if (measure) backend.keep_magnitude(param, param.numel(), std::bit_cast<float>(cast_amax_bits));
         if (fp8) {
             fp8->amax = std::bit_cast<float>(fp8_amax_bits);
             fp8->copy->mark_copy_of(param);
@@ -250,7 +259,7 @@ template <class Kernel>
 UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const WeightStore& store, float* fresh_all,
                               unsigned char* mask_all, float* remainder_all, CopyWrites& copies, Kernel kernel) {
     std::array<UpdateCounts, kMaxOptimizerThreads> counts{};
-    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{};
+    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{}, cast_amax_bits{};
     constexpr auto block = static_cast<std::int64_t>(update_block);
     cpu_detail::for_ranges(n, threads, block, [&](std::int64_t begin, std::int64_t end, int w) {
         float* fresh = fresh_all + w * block;
@@ -266,12 +275,14 @@ UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const Weigh
         }
         counts[static_cast<std::size_t>(w)] = c;
         amax_bits[static_cast<std::size_t>(w)] = own_copies.fp8_amax_bits;
+        cast_amax_bits[static_cast<std::size_t>(w)] = own_copies.cast_amax_bits;
     });
     UpdateCounts total;
     for (int w = 0; w < threads; ++w) {
         total.nonzero_updates += counts[static_cast<std::size_t>(w)].nonzero_updates;
         total.lost_updates += counts[static_cast<std::size_t>(w)].lost_updates;
         copies.fp8_amax_bits = std::max(copies.fp8_amax_bits, amax_bits[static_cast<std::size_t>(w)]);
+        copies.cast_amax_bits = std::max(copies.cast_amax_bits, cast_amax_bits[static_cast<std::size_t>(w)]);
     }
     return total;
 }
@@ -302,7 +313,7 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const bool momentum = s.momentum != 0.0;
     check_tensors(t, momentum, false, "sgd_step");
     const std::int64_t n = t.param->numel();
-    CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
+    CopyWrites copies(fresh_cast_copy(*t.param), m_keep_magnitudes);  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
     const int threads = std::min(kMaxOptimizerThreads, pass_threads(n, optimizer_min_per_thread));
     const std::int64_t per_worker = threads * static_cast<std::int64_t>(update_block);
@@ -322,7 +333,7 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
             float* unused = no_buf ? no_buf + (fresh - fresh_all) : nullptr;
             sgd_kernel(p + start, g + start, momentum ? buf + start : unused, fresh, len, sc, mask);
         });
-    copies.finish(param);
+    copies.finish(*this, param);
     return c;
 }
 
@@ -330,7 +341,7 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     check_tensors(t, true, true, "adamw_step");
     if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
     const std::int64_t n = t.param->numel();
-    CopyWrites copies(fresh_cast_copy(*t.param));  // before p is written
+    CopyWrites copies(fresh_cast_copy(*t.param), m_keep_magnitudes);  // before p is written
     if (!copies.cast) copies.set_fp8(fp8_copy_to_write(*t.param));
     const int threads = std::min(kMaxOptimizerThreads, pass_threads(n, optimizer_min_per_thread));
     const std::int64_t per_worker = threads * static_cast<std::int64_t>(update_block);
@@ -359,7 +370,7 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
         [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
             adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, mask);
         });
-    copies.finish(param);
+    copies.finish(*this, param);
     return c;
 }
 

@@ -1,14 +1,18 @@
 // The CPU backend's fused rounding passes, bit for bit against the passes they replace:
-// - scale_round_array (numeric/convert.h), FP8 quantisation with a per-tensor scale in one pass:
-//   equal to an FP32 multiply pass then round_array, and its amax to the largest |src| bit
-//   pattern, over random bit patterns and the edges (zeros, subnormals, inf, NaN, the saturation
-//   threshold), every format, both overflow modes, lengths that leave a scalar tail;
+// - scale_round_array (numeric/convert.h), a per-tensor scale and the rounding in one pass (FP8
+//   quantisation; by 1, a 16-bit cast that measures its input): equal to an FP32 multiply pass
+//   then round_array, and its amax to the largest |src| bit pattern, over random bit patterns and
+//   the edges (zeros, subnormals, inf, NaN, the saturation threshold), every format, both
+//   overflow modes, lengths that leave a tail;
 // - the optimizer's update of a weight's cast copy (CpuTensor write stamps): after SGD and AdamW
 //   steps the forward's operand copy is what a fresh cast gives, and a write to the master
-//   through the backend (poke) makes the forward cast again.
+//   through the backend (poke) makes the forward cast again;
+// - the operands' amaxes kept on the way (CpuBackend::keep_operand_magnitudes) for the what-if
+//   statistics: the magnitudes a fresh pass gives, forgotten when the tensor is written.
 #include <QtTest>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -177,6 +181,124 @@ private slots:
         be.cast(*w, *fresh);
         QCOMPARE(read(be, *wc), read(be, *fresh));
         QCOMPARE(read(be, *wc)[3], round_to(f, 1.2345f));
+    }
+
+    // While keep_operand_magnitudes is on, the passes that read an operand anyway keep its amax
+    // (the forward's cast of x, into scratch or into the saved input; the optimizer's write of
+    // W's cast copy), and sample_rows gives what a fresh pass gives: NaN above inf above the
+    // finite values, the finite amax from the finite ones. Only for the tensor as it was measured
+    // (a write forgets it), and nothing is kept while off.
+    void keptMagnitudesMatchAFreshPass_data() {
+        QTest::addColumn<float>("special");
+        QTest::addColumn<bool>("saved_input");
+        for (bool saved : {false, true}) {
+            const char* how = saved ? " (saved input)" : " (scratch)";
+            QTest::newRow((std::string("finite") + how).c_str()) << 0.0f << saved;
+            QTest::newRow((std::string("an inf") + how).c_str()) << -std::numeric_limits<float>::infinity() << saved;
+            QTest::newRow((std::string("a NaN") + how).c_str()) << std::numeric_limits<float>::quiet_NaN() << saved;
+        }
+    }
+    void keptMagnitudesMatchAFreshPass() {
+        QFETCH(float, special);
+        QFETCH(bool, saved_input);
+        CpuBackend be;
+        const std::int64_t in = 37, out = 11, batch = 5, n_x = batch * in;
+        auto desc = [](const char* name, std::int64_t r, std::int64_t c, Format fm, MemoryCategory cat) {
+            TensorDesc d;
+            d.name = name;
+            d.rows = r;
+            d.cols = c;
+            d.format = fm;
+            d.category = cat;
+            return d;
+        };
+        auto w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
+        auto wc = be.allocate(desc("wc", out, in, Format::bf16, MemoryCategory::parameters));
+        auto b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
+        auto gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
+        auto gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
+        auto s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        auto s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        auto x = be.allocate(desc("x", batch, in, Format::fp32, MemoryCategory::activations));
+        auto saved = be.allocate(desc("x saved", batch, in, Format::bf16, MemoryCategory::activations));
+        auto y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
+        std::mt19937 rng(9);
+        std::normal_distribution<float> nd(0.0f, 0.1f);
+        std::vector<float> wv(static_cast<std::size_t>(out * in)), xv(static_cast<std::size_t>(n_x));
+        for (float& e : wv) e = nd(rng);
+        be.upload(*w, wv.data(), w->numel());
+        for (float& e : wv) e = nd(rng);
+        be.upload(*gw, wv.data(), gw->numel());
+        for (float& e : xv) e = nd(rng) * 3.0f;
+        if (special != 0.0f || std::isnan(special)) xv[7] = special;
+        be.upload(*x, xv.data(), n_x);
+        be.fill(*b, 0.0f);
+        be.fill(*s1, 0.0f);
+        be.fill(*s2, 0.0f);
+        LinearTensors l;
+        l.weight = w.get();
+        l.weight_compute = wc.get();
+        l.bias = b.get();
+        l.grad_weight = gw.get();
+        l.grad_bias = gb.get();
+        l.compute = Format::bf16;
+        if (saved_input) l.saved_input = saved.get();
+
+        // What a fresh pass over the values gives.
+        const auto fresh_pass = [](const std::vector<float>& v) {
+            Backend::RowSample s;
+            std::uint32_t bits = 0;
+            for (float e : v) {
+                bits = std::max(bits, std::bit_cast<std::uint32_t>(e) & 0x7fffffffu);
+                if (std::isfinite(e)) s.finite_amax = std::max(s.finite_amax, std::fabs(e));
+            }
+            s.amax = std::bit_cast<float>(bits);
+            return s;
+        };
+        const auto same_sample = [&](const Tensor& t, const std::vector<float>& v) {
+            const Backend::RowSample got = be.sample_rows(t, static_cast<std::int64_t>(v.size()), in, {}, nullptr);
+            const Backend::RowSample want = fresh_pass(v);
+            QCOMPARE(std::bit_cast<std::uint32_t>(got.amax), std::bit_cast<std::uint32_t>(want.amax));
+            QCOMPARE(got.finite_amax, want.finite_amax);
+        };
+
+        be.linear_forward(l, *x, *y, batch, true);
+        QVERIFY(!be.kept_magnitude(*x, n_x));  // off by default
+        be.keep_operand_magnitudes(true);
+        be.linear_forward(l, *x, *y, batch, true);
+        const std::optional<float> kept_x = be.kept_magnitude(*x, n_x);
+        QVERIFY(kept_x.has_value());
+        QCOMPARE(std::bit_cast<std::uint32_t>(*kept_x), std::bit_cast<std::uint32_t>(fresh_pass(xv).amax));
+        QVERIFY(!be.kept_magnitude(*x, n_x - 1));  // another length: not this amax
+        same_sample(*x, xv);
+
+        // The optimizer writes W's cast copy (current since the forward) and keeps W's new amax.
+        AdamWParams p;
+        p.lr = 1e-2;
+        p.step = 1;
+        be.adamw_step(OptimizerTensors{w.get(), gw.get(), s1.get(), s2.get()}, p);
+        const std::vector<float> w_after = read(be, *w);
+        const std::optional<float> kept_w = be.kept_magnitude(*w, w->numel());
+        QVERIFY(kept_w.has_value());
+        QCOMPARE(*kept_w, fresh_pass(w_after).amax);
+        same_sample(*w, w_after);
+
+        // A write forgets what was kept; sample_rows measures the new values.
+        be.poke(*w, 3, 9.5f);
+        QVERIFY(!be.kept_magnitude(*w, w->numel()));
+        std::vector<float> w_poked = w_after;
+        w_poked[3] = 9.5f;
+        same_sample(*w, w_poked);
+        std::vector<float> xv2 = xv;
+        for (float& e : xv2) e *= 0.25f;
+        be.upload(*x, xv2.data(), n_x);
+        QVERIFY(!be.kept_magnitude(*x, n_x));
+        same_sample(*x, xv2);
+
+        // Off: a forward keeps nothing new.
+        be.keep_operand_magnitudes(false);
+        be.linear_forward(l, *x, *y, batch, true);
+        QVERIFY(!be.kept_magnitude(*x, n_x));
     }
 };
 

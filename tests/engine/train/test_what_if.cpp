@@ -6,12 +6,15 @@
 //   backend's operand tap, measured here from the definitions), and a layer running a format gets
 //   its own operands' numbers, dy included;
 // - measuring changes nothing: a run with the statistics repeats one without them bit for bit;
+// - the Trainer's whole-tensor amaxes kept from the casts and the optimizer give the records a
+//   fresh measure gives, bit for bit;
 // - the Trainer reports a row per layer and format at each statistics step, for a CNN's
 //   convolutions too; a bad format list is refused with its key named.
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -325,6 +328,59 @@ private slots:
             rows += static_cast<std::int64_t>(rb.what_if.size());
         }
         QCOMPARE(rows, std::int64_t{60 * 3 * 6});  // every step: 3 layers × 6 formats
+    }
+
+    // The Trainer's own what-if takes x's and W's whole-tensor amaxes from the passes that read
+    // them anyway (CpuBackend::keep_operand_magnitudes: the forward's casts, the optimizer's write
+    // of W's cast copy before a statistics step): the same records, bit for bit, as an observer's
+    // that measures every tensor afresh (its trainer's what-if off, so nothing is kept), with
+    // statistics at every step and at every third.
+    void trainersWhatIfFromKeptAmaxesIsAFreshMeasure_data() {
+        QTest::addColumn<int>("every");
+        QTest::newRow("statistics every step") << 1;
+        QTest::newRow("statistics every third step") << 3;
+    }
+    void trainersWhatIfFromKeptAmaxesIsAFreshMeasure() {
+        QFETCH(int, every);
+        Experiment kept = quick_experiment(12, {96, 64});
+        kept.train.layer_stats_every = every;
+        kept.precision.autocast = Autocast::bf16;  // x cast in the forward, W's cast copy by the optimizer
+        kept.precision.master_weights = true;
+        Experiment fresh = kept;
+        fresh.train.what_if.formats.clear();
+        Trainer a(kept, regression(), make_backend("cpu"));
+        Trainer b(fresh, regression(), make_backend("cpu"));
+        Recording rec("fc2", kept.train.what_if, Fp8Recipe{}, b.network().layer_count());
+        b.network().set_operand_observer(&rec);
+        const auto& cpu = dynamic_cast<const CpuBackend&>(a.backend());
+        const auto same = [](const QuantisationStats& g, const QuantisationStats& w) {
+            return std::bit_cast<std::uint64_t>(g.underflow) == std::bit_cast<std::uint64_t>(w.underflow) &&
+                   std::bit_cast<std::uint64_t>(g.saturation) == std::bit_cast<std::uint64_t>(w.saturation) &&
+                   std::bit_cast<std::uint64_t>(g.sqnr_db) == std::bit_cast<std::uint64_t>(w.sqnr_db) &&
+                   g.values == w.values;
+        };
+        for (int i = 0; i < 12; ++i) {
+            const bool stats = i % every == 0;
+            if (stats) rec.statistics.begin_step(i);
+            b.step();
+            const std::vector<WhatIfRecord> want = stats ? rec.statistics.take() : std::vector<WhatIfRecord>{};
+            const std::vector<WhatIfRecord> got = a.step().what_if;
+            QCOMPARE(got.size(), want.size());
+            QCOMPARE(got.size(), stats ? std::size_t{3 * 6} : std::size_t{0});
+            for (std::size_t k = 0; k < got.size(); ++k) {
+                const QByteArray what = QByteArray::fromStdString(got[k].name + " " + std::string(got[k].format.name()));
+                QCOMPARE(got[k].name, want[k].name);
+                QVERIFY2(got[k].format == want[k].format, what.constData());
+                QVERIFY2(same(got[k].input, want[k].input), ("x of " + what).constData());
+                QVERIFY2(same(got[k].weight, want[k].weight), ("W of " + what).constData());
+                QVERIFY2(same(got[k].grad_output, want[k].grad_output), ("dy of " + what).constData());
+            }
+            // The optimizer measured the new weights when a statistics step comes next.
+            const Tensor& w1 = a.network().weight(0);
+            QCOMPARE(cpu.kept_magnitude(w1, w1.numel()).has_value(), (i + 1) % every == 0);
+        }
+        const Tensor& b1 = b.network().weight(0);
+        QVERIFY(!dynamic_cast<const CpuBackend&>(b.backend()).kept_magnitude(b1, b1.numel()));
     }
 
     void trainerReportsEveryLayerAndFormat() {
