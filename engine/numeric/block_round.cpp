@@ -199,7 +199,8 @@ float tensor_scale_of(BlockFormat f, const float* x, std::size_t n) {
 // Sixteen lanes of GCC's vector types (one AVX-512 register; two AVX2 ones in that clone): the whole
 // blocks' kernel below is written with them, so that the saturation and flush counts stay in
 // vector lanes across blocks (the plain loops reduced them to scalars at the end of every block)
-// and the block's amax is reduced in four shuffles. Every block size is a multiple of 16.
+// and sixteen blocks' amaxes are reduced together (max_lanes16). Every block size is a multiple
+// of 16.
 using Floats16 = float __attribute__((vector_size(64)));
 using Ints16 = std::int32_t __attribute__((vector_size(64)));
 
@@ -263,9 +264,41 @@ inline std::int32_t max_lane(const Ints16& v) {
     return m[0];
 }
 
+// Lane i of out = the largest lane of v[i], for sixteen vectors at once: a reduction tree whose
+// four levels each halve the lanes a vector keeps per block and double the blocks it holds, in
+// order (15 maxes and 30 two-source shuffles, where sixteen max_lane calls take 64 of each).
+inline void max_lanes16(const Ints16 (&v)[16], Ints16& out) {
+    Ints16 eight[8], four[4], two[2];
+    for (int k = 0; k < 8; ++k) {  // blocks 2k, 2k+1: eight lanes each
+        const Ints16 lo = __builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                                                  21, 22, 23);
+        const Ints16 hi = __builtin_shufflevector(v[2 * k], v[2 * k + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                                  27, 28, 29, 30, 31);
+        eight[k] = lo > hi ? lo : hi;
+    }
+    for (int k = 0; k < 4; ++k) {  // blocks 4k .. 4k+3: four lanes each
+        const Ints16 lo = __builtin_shufflevector(eight[2 * k], eight[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17,
+                                                  18, 19, 24, 25, 26, 27);
+        const Ints16 hi = __builtin_shufflevector(eight[2 * k], eight[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
+                                                  22, 23, 28, 29, 30, 31);
+        four[k] = lo > hi ? lo : hi;
+    }
+    for (int k = 0; k < 2; ++k) {  // blocks 8k .. 8k+7: two lanes each
+        const Ints16 lo = __builtin_shufflevector(four[2 * k], four[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20,
+                                                  21, 24, 25, 28, 29);
+        const Ints16 hi = __builtin_shufflevector(four[2 * k], four[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22,
+                                                  23, 26, 27, 30, 31);
+        two[k] = lo > hi ? lo : hi;
+    }
+    const Ints16 lo = __builtin_shufflevector(two[0], two[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const Ints16 hi = __builtin_shufflevector(two[0], two[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    out = lo > hi ? lo : hi;
+}
+
 // params_of for sixteen blocks at once, lane by lane the same operations (nearest rounding: no
 // clip bound), from each block's finite amax (bits) and whether it holds a NaN or an infinity
-// (`special`, all ones where it does). Lanes: live (normal_block) and zero_scale as all ones.
+// (`special`, all ones where it does; such a block's amax lane may hold anything, its parameters
+// being NaN's). Lanes: live (normal_block) and zero_scale as all ones.
 struct Params16 {
     Floats16 encode, decode;
     Ints16 live, zero_scale;
@@ -326,27 +359,29 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
     alignas(64) std::int32_t amaxes[16], specials[16];
     alignas(64) float encodes[16], decodes[16];
     alignas(64) std::int32_t lives[16], zero_scales[16];
+    Ints16 largest[16];
     for (std::size_t b0 = 0; b0 < count; b0 += 16) {
         const std::size_t n = std::min<std::size_t>(16, count - b0);
+        // Each block's largest magnitude bit pattern (inf and NaN above every finite one), the
+        // sixteen reduced together; the lanes past n stay 0.
         for (std::size_t i = 0; i < 16; ++i) {
-            Ints16 amax{}, largest{};
-            if (i < n) {
-                const float* x = src + (b0 + i) * B;
-                for (std::size_t j = 0; j < B; j += 16) {
-                    Ints16 a;
-                    std::memcpy(&a, x + j, sizeof a);
-                    a &= abs_mask;
-                    largest = a > largest ? a : largest;
-                    const Ints16 finite = a <= fp32_max_bits ? a : Ints16{};
-                    amax = finite > amax ? finite : amax;
-                }
+            largest[i] = Ints16{};
+            if (i >= n) continue;
+            const float* x = src + (b0 + i) * B;
+            for (std::size_t j = 0; j < B; j += 16) {
+                Ints16 a;
+                std::memcpy(&a, x + j, sizeof a);
+                a &= abs_mask;
+                largest[i] = a > largest[i] ? a : largest[i];
             }
-            amaxes[i] = max_lane(amax);
-            specials[i] = max_lane(largest) > fp32_max_bits ? -1 : 0;
         }
-        Ints16 amax_bits, special;
-        std::memcpy(&amax_bits, amaxes, sizeof amax_bits);
-        std::memcpy(&special, specials, sizeof special);
+        // A block with an inf or a NaN keeps that as its "amax": params16 gives it NaN's
+        // parameters whatever its finite values are.
+        Ints16 amax_bits;
+        max_lanes16(largest, amax_bits);
+        const Ints16 special = amax_bits > fp32_max_bits;
+        std::memcpy(amaxes, &amax_bits, sizeof amaxes);
+        std::memcpy(specials, &special, sizeof specials);
         Params16 p;
         params16(nvfp4, emax, tensor_scale, tensor_decode, amax_bits, special, p);
         nan_blocks += special;  // the lanes past n have amax 0: never special
