@@ -117,7 +117,9 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // to its FP32 accumulator, as a GPU's block-scaled GEMM applies its alpha: block_operand_factor.
 // `exponents` (rows along K, inner == 1): when not null, each block's block_decode_exponents value
 // with this tensor_scale, out[o · ceil(K / block) + b], found by the rounding's own pass (the
-// block-scale views read them: no second pass over the operand).
+// block-scale views read them: no second pass over the operand). With a stochastic key, an MX
+// block's exponent is the scale the stochastic rounding took (the next power of two where the
+// rule's would clip the amax), as the views show it.
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {},
                           std::int16_t* exponents = nullptr);

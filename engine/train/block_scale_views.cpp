@@ -18,6 +18,18 @@ std::int64_t values_for_blocks(std::int64_t max_blocks, std::int64_t K, int bloc
     return std::max<std::int64_t>(max_blocks / ceil_div(K, block), 1) * K;
 }
 
+// A record of `rows` of a tensor's rows_total rows of K values in `format`, its exponents to fill.
+BlockScaleRecord sized_record(BlockFormat format, std::int64_t rows_total, std::int64_t rows, std::int64_t K) {
+    BlockScaleRecord r;
+    r.format = format;
+    r.rows_total = rows_total;
+    r.rows = rows;
+    r.row_length = K;
+    r.blocks_per_row = ceil_div(K, block_format_info(format).block_size);
+    r.exponents.resize(static_cast<std::size_t>(rows * r.blocks_per_row));
+    return r;
+}
+
 }  // namespace
 
 static_assert(BlockScaleRecord::zero_block == block_exponent_zero && BlockScaleRecord::nan_block == block_exponent_nan,
@@ -31,31 +43,17 @@ std::int16_t block_scale_exponent(BlockFormat format, float tensor_scale, const 
 
 BlockScaleRecord kept_block_scales(BlockFormat format, const Backend::KeptBlockExponents& kept, std::int64_t rows_total,
                                    std::int64_t K, std::int64_t max_values) {
-    const int B = block_format_info(format).block_size;
     const std::vector<std::int64_t> rows = sample_row_indices(rows_total, K, max_values);
-    BlockScaleRecord r;
-    r.format = format;
-    r.rows_total = rows_total;
-    r.rows = static_cast<std::int64_t>(rows.size());
-    r.row_length = K;
-    r.blocks_per_row = ceil_div(K, B);
+    BlockScaleRecord r = sized_record(format, rows_total, static_cast<std::int64_t>(rows.size()), K);
     const auto per_row = static_cast<std::size_t>(r.blocks_per_row);
-    r.exponents.resize(rows.size() * per_row);
     for (std::size_t i = 0; i < rows.size(); ++i)
         std::copy_n(kept.values + static_cast<std::size_t>(rows[i]) * per_row, per_row, r.exponents.begin() + i * per_row);
     return r;
 }
 
 BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, bool stochastic) {
-    const int B = block_format_info(format).block_size;
     const float tensor_scale = format == BlockFormat::nvfp4 ? nvfp4_tensor_scale(s.magnitudes.finite_amax) : 1.0f;
-    BlockScaleRecord r;
-    r.format = format;
-    r.rows_total = s.rows_total;
-    r.rows = s.rows;
-    r.row_length = s.K;
-    r.blocks_per_row = ceil_div(s.K, B);
-    r.exponents.resize(static_cast<std::size_t>(r.rows * r.blocks_per_row));
+    BlockScaleRecord r = sized_record(format, s.rows_total, s.rows, s.K);
     block_decode_exponents(format, tensor_scale, s.values, static_cast<std::size_t>(r.rows),
                            static_cast<std::size_t>(s.K), r.exponents.data(), stochastic);
     return r;
