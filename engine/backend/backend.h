@@ -291,7 +291,7 @@ public:
     }
     // While on (a statistics step with what-if statistics, and the optimizer step before one: the
     // Trainer sets it), the passes that read a whole operand anyway (its cast to a matmul's
-    // format, the optimizer's write of a weight's cast copy) measure its amax on the way, and
+    // format, the optimizer's write of the weights) measure its amax on the way, and
     // sample_rows returns that for the tensor while it is unchanged instead of reading it again.
     // Off by default; a backend may ignore it (sample_rows then measures).
     virtual void keep_operand_magnitudes(bool on) { (void)on; }

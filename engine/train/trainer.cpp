@@ -418,7 +418,7 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     const bool views = stats && m_block_scales;
     m_backend->keep_block_exponents(views);
     // The what-if's whole-tensor amaxes, taken by the passes that read x and W anyway: this step's
-    // forward casts, and (below) the optimizer's write of W's cast copy before a statistics step.
+    // forward casts, and (below) the optimizer's write of W before a statistics step.
     const bool what_if = m_what_if && !m_what_if->spec().formats.empty();
     m_backend->keep_operand_magnitudes(stats && what_if);
     m_network->forward_uploaded(count, true);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cfloat>
 #include <atomic>
 #include <bit>
 #include <cstring>
@@ -186,14 +185,7 @@ Backend::RowSample CpuBackend::sample_rows(const Tensor& t, std::int64_t n, std:
     RowSample s;
     const std::optional<float> kept = kept_magnitude(t, n);
     s.amax = kept ? *kept : amax_of(data, n);
-    if (std::isfinite(s.amax)) {
-        s.finite_amax = s.amax;
-        return s;
-    }
-    for (std::int64_t i = 0; i < n; ++i) {  // a rare tensor with inf or NaN: the finite values' own pass
-        const float m = std::fabs(data[i]);
-        if (m <= FLT_MAX) s.finite_amax = std::max(s.finite_amax, m);
-    }
+    s.finite_amax = cpu_detail::finite_max_abs(data, n, s.amax);
     return s;
 }
 

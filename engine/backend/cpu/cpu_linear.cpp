@@ -271,7 +271,13 @@ float CpuBackend::block_tensor_scale_of(BlockFormat format, const CpuTensor& t, 
     if (format != BlockFormat::nvfp4) return 1.0f;
     for (const TensorScale& m : m_tensor_scales)
         if (m.tensor == &t && m.stamp == t.stamp() && m.n == n) return m.scale;
-    const float scale = block_tensor_scale(format, t.data(), static_cast<std::size_t>(n));
+    // nvfp4_tensor_scale of the finite amax, as block_tensor_scale takes it; on a statistics step
+    // with what-if formats the amax comes from, or goes to, keep_operand_magnitudes' entries
+    // (the optimizer measured W; the what-if needs x's).
+    const std::optional<float> kept = kept_magnitude(t, n);
+    const float amax = kept ? *kept : amax_of(t.data(), n);
+    if (!kept && m_keep_magnitudes) keep_magnitude(t, n, amax);
+    const float scale = nvfp4_tensor_scale(cpu_detail::finite_max_abs(t.data(), n, amax));
     TensorScale& slot = m_tensor_scales[m_next_tensor_scale];
     m_next_tensor_scale = (m_next_tensor_scale + 1) % m_tensor_scales.size();
     slot = {&t, t.stamp(), n, scale};

@@ -40,6 +40,7 @@
 #include "backend/cpu/cpu_parallel.h"
 #include "error.h"
 #include "numeric/convert.h"
+#include "numeric/stats.h"
 #include "numeric/stochastic_round.h"
 
 namespace mantissa {
@@ -174,18 +175,19 @@ struct WeightStore {
 // in the L1 cache: the cast copy (CpuTensor::is_copy_of; master weights), or else the quantised
 // FP8 copy (CpuFp8WeightCopy), written as linear_forward would (scale_round_array: elementwise, so
 // the blocking changes no value), with the largest |p| bit pattern for its amax. `measure`: the
-// cast copy's pass takes that amax too (CpuBackend::keep_magnitude). Set up before the parameter
-// is written (freshness is judged by write stamps), finished after.
+// parameter's amax is kept too (CpuBackend::keep_magnitude), taken by the cast copy's pass or,
+// without one, by a pass over the block still in the L1 cache. Set up before the parameter is
+// written (freshness is judged by write stamps), finished after.
 struct CopyWrites {
     CpuTensor* cast = nullptr;
     float* cast_data = nullptr;
     bool measure = false;
-    std::uint32_t cast_amax_bits = 0;
+    std::uint32_t amax_bits = 0;  // measure's
     CpuFp8WeightCopy* fp8 = nullptr;
     float* fp8_data = nullptr;
     std::uint32_t fp8_amax_bits = 0;
 
-    CopyWrites(CpuTensor* cast_copy, bool measure_cast) : cast(cast_copy), measure(measure_cast && cast_copy) {
+    CopyWrites(CpuTensor* cast_copy, bool measure_param) : cast(cast_copy), measure(measure_param) {
         if (cast) cast_data = cast->data();
     }
     void set_fp8(CpuFp8WeightCopy* entry) {
@@ -195,11 +197,13 @@ struct CopyWrites {
     // p[0, n) holds the parameter's new values from element `start` on.
     void block(const float* p, std::int64_t start, std::int64_t n) {
         const auto count = static_cast<std::size_t>(n);
-        if (measure)  // as cast(), a multiply by 1 being exact
-            cast_amax_bits = std::max(cast_amax_bits, std::bit_cast<std::uint32_t>(scale_round_array(
-                                                          cast->format(), p, cast_data + start, count, 1.0f)));
+        if (cast && measure)  // as cast(), a multiply by 1 being exact
+            amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(
+                                                scale_round_array(cast->format(), p, cast_data + start, count, 1.0f)));
         else if (cast)
             round_array(cast->format(), p, cast_data + start, count);  // as cast()
+        else if (measure)
+            amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(max_abs(p, count)));
         if (fp8) {
             const float amax = scale_round_array(Format::fp8_e4m3, p, fp8_data + start, static_cast<std::size_t>(n),
                                                  fp8->scale, Overflow::saturate);
@@ -209,12 +213,12 @@ struct CopyWrites {
     // The copy as one worker's: the same destinations, its own amaxes.
     CopyWrites worker() const {
         CopyWrites w(*this);
-        w.fp8_amax_bits = w.cast_amax_bits = 0;
+        w.fp8_amax_bits = w.amax_bits = 0;
         return w;
     }
     void finish(CpuBackend& backend, const CpuTensor& param) {
         if (cast) cast->mark_copy_of(param);
-        if (measure) backend.keep_magnitude(param, param.numel(), std::bit_cast<float>(cast_amax_bits));
+        if (measure) backend.keep_magnitude(param, param.numel(), std::bit_cast<float>(amax_bits));
         if (fp8) {
             fp8->amax = std::bit_cast<float>(fp8_amax_bits);
             fp8->copy->mark_copy_of(param);
@@ -259,7 +263,7 @@ template <class Kernel>
 UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const WeightStore& store, float* fresh_all,
                               unsigned char* mask_all, float* remainder_all, CopyWrites& copies, Kernel kernel) {
     std::array<UpdateCounts, kMaxOptimizerThreads> counts{};
-    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{}, cast_amax_bits{};
+    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{}, param_amax_bits{};
     constexpr auto block = static_cast<std::int64_t>(update_block);
     cpu_detail::for_ranges(n, threads, block, [&](std::int64_t begin, std::int64_t end, int w) {
         float* fresh = fresh_all + w * block;
@@ -275,14 +279,14 @@ UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const Weigh
         }
         counts[static_cast<std::size_t>(w)] = c;
         amax_bits[static_cast<std::size_t>(w)] = own_copies.fp8_amax_bits;
-        cast_amax_bits[static_cast<std::size_t>(w)] = own_copies.cast_amax_bits;
+        param_amax_bits[static_cast<std::size_t>(w)] = own_copies.amax_bits;
     });
     UpdateCounts total;
     for (int w = 0; w < threads; ++w) {
         total.nonzero_updates += counts[static_cast<std::size_t>(w)].nonzero_updates;
         total.lost_updates += counts[static_cast<std::size_t>(w)].lost_updates;
         copies.fp8_amax_bits = std::max(copies.fp8_amax_bits, amax_bits[static_cast<std::size_t>(w)]);
-        copies.cast_amax_bits = std::max(copies.cast_amax_bits, cast_amax_bits[static_cast<std::size_t>(w)]);
+        copies.amax_bits = std::max(copies.amax_bits, param_amax_bits[static_cast<std::size_t>(w)]);
     }
     return total;
 }

@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include <omp.h>
 
@@ -99,6 +101,18 @@ inline float max_abs_on(int max_threads, const float* data, std::int64_t n) {
             std::bit_cast<std::uint32_t>(max_abs(data + begin, static_cast<std::size_t>(end - begin)));
     });
     return std::bit_cast<float>(*std::max_element(bits.begin(), bits.begin() + threads));
+}
+
+// The largest finite |data[i]| of data[0, n), given their max_abs `amax`: amax itself when it is
+// finite, else a pass of its own over the finite values (a rare tensor with an inf or a NaN).
+inline float finite_max_abs(const float* data, std::int64_t n, float amax) {
+    if (amax <= std::numeric_limits<float>::max()) return amax;
+    float finite = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float m = std::fabs(data[i]);
+        if (m <= std::numeric_limits<float>::max()) finite = std::max(finite, m);
+    }
+    return finite;
 }
 
 }  // namespace mantissa::cpu_detail

@@ -60,6 +60,51 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b, std::si
     return true;
 }
 
+TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, Format format, MemoryCategory category) {
+    TensorDesc d;
+    d.name = name;
+    d.rows = rows;
+    d.cols = cols;
+    d.format = format;
+    d.category = category;
+    return d;
+}
+
+// A linear layer of `in` -> `out` on `be`: FP32 masters W (drawn from rng, then its gradient) and b
+// (zero), W's cast copy in `compute`, AdamW's or SGD's state (zero), x (batch rows, left to the
+// test) in `x_format`, y.
+struct LinearSetup {
+    std::unique_ptr<Tensor> w, wc, b, gw, gb, s1, s2, x, y;
+    LinearTensors l;
+    LinearSetup(CpuBackend& be, std::int64_t batch, std::int64_t in, std::int64_t out, Format compute, Format x_format,
+                std::mt19937& rng) {
+        w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
+        wc = be.allocate(desc("wc", out, in, compute, MemoryCategory::parameters));
+        b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
+        gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
+        gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
+        s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
+        x = be.allocate(desc("x", batch, in, x_format, MemoryCategory::activations));
+        y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
+        std::normal_distribution<float> nd(0.0f, 0.1f);
+        std::vector<float> v(static_cast<std::size_t>(out * in));
+        for (float& e : v) e = nd(rng);
+        be.upload(*w, v.data(), w->numel());
+        for (float& e : v) e = nd(rng);
+        be.upload(*gw, v.data(), gw->numel());
+        be.fill(*b, 0.0f);
+        be.fill(*s1, 0.0f);
+        be.fill(*s2, 0.0f);
+        l.weight = w.get();
+        l.weight_compute = wc.get();
+        l.bias = b.get();
+        l.grad_weight = gw.get();
+        l.grad_bias = gb.get();
+        l.compute = compute;
+    }
+};
+
 }  // namespace
 
 class TestCpuFusedRounding : public QObject {
@@ -118,44 +163,13 @@ private slots:
         const Format f = static_cast<Format>(format);
         CpuBackend be;
         const std::int64_t in = 37, out = 11, batch = 5;
-        auto desc = [](const char* name, std::int64_t r, std::int64_t c, Format fm, MemoryCategory cat) {
-            TensorDesc d;
-            d.name = name;
-            d.rows = r;
-            d.cols = c;
-            d.format = fm;
-            d.category = cat;
-            return d;
-        };
-        auto w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
-        auto wc = be.allocate(desc("wc", out, in, f, MemoryCategory::parameters));
-        auto b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
-        auto gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
-        auto gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
-        auto s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        auto s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        auto x = be.allocate(desc("x", batch, in, f, MemoryCategory::activations));
-        auto y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
-        auto fresh = be.allocate(desc("fresh", out, in, f, MemoryCategory::workspace));
         std::mt19937 rng(5);
-        std::normal_distribution<float> nd(0.0f, 0.1f);
-        std::vector<float> v(static_cast<std::size_t>(out * in));
-        for (float& e : v) e = nd(rng);
-        be.upload(*w, v.data(), w->numel());
-        for (float& e : v) e = nd(rng);
-        be.upload(*gw, v.data(), gw->numel());
+        LinearSetup setup(be, batch, in, out, f, f, rng);
+        auto &w = setup.w, &wc = setup.wc, &gw = setup.gw, &s1 = setup.s1, &s2 = setup.s2, &x = setup.x, &y = setup.y;
+        LinearTensors& l = setup.l;
+        auto fresh = be.allocate(desc("fresh", out, in, f, MemoryCategory::workspace));
         std::vector<float> xs(static_cast<std::size_t>(batch * in), 0.5f);
         be.upload(*x, xs.data(), x->numel());
-        be.fill(*b, 0.0f);
-        be.fill(*s1, 0.0f);
-        be.fill(*s2, 0.0f);
-        LinearTensors l;
-        l.weight = w.get();
-        l.weight_compute = wc.get();
-        l.bias = b.get();
-        l.grad_weight = gw.get();
-        l.grad_bias = gb.get();
-        l.compute = f;
         for (int step = 1; step <= 4; ++step) {
             be.linear_forward(l, *x, *y, batch, true);
             be.cast(*w, *fresh);
@@ -203,46 +217,18 @@ private slots:
         QFETCH(bool, saved_input);
         CpuBackend be;
         const std::int64_t in = 37, out = 11, batch = 5, n_x = batch * in;
-        auto desc = [](const char* name, std::int64_t r, std::int64_t c, Format fm, MemoryCategory cat) {
-            TensorDesc d;
-            d.name = name;
-            d.rows = r;
-            d.cols = c;
-            d.format = fm;
-            d.category = cat;
-            return d;
-        };
-        auto w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
-        auto wc = be.allocate(desc("wc", out, in, Format::bf16, MemoryCategory::parameters));
-        auto b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
-        auto gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
-        auto gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
-        auto s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        auto s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        auto x = be.allocate(desc("x", batch, in, Format::fp32, MemoryCategory::activations));
-        auto saved = be.allocate(desc("x saved", batch, in, Format::bf16, MemoryCategory::activations));
-        auto y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
         std::mt19937 rng(9);
+        LinearSetup setup(be, batch, in, out, Format::bf16, Format::fp32, rng);
+        auto &w = setup.w, &b = setup.b, &gw = setup.gw, &gb = setup.gb, &s1 = setup.s1, &s2 = setup.s2, &x = setup.x,
+             &y = setup.y;
+        LinearTensors& l = setup.l;
+        auto saved = be.allocate(desc("x saved", batch, in, Format::bf16, MemoryCategory::activations));
+        if (saved_input) l.saved_input = saved.get();
         std::normal_distribution<float> nd(0.0f, 0.1f);
-        std::vector<float> wv(static_cast<std::size_t>(out * in)), xv(static_cast<std::size_t>(n_x));
-        for (float& e : wv) e = nd(rng);
-        be.upload(*w, wv.data(), w->numel());
-        for (float& e : wv) e = nd(rng);
-        be.upload(*gw, wv.data(), gw->numel());
+        std::vector<float> xv(static_cast<std::size_t>(n_x));
         for (float& e : xv) e = nd(rng) * 3.0f;
         if (special != 0.0f || std::isnan(special)) xv[7] = special;
         be.upload(*x, xv.data(), n_x);
-        be.fill(*b, 0.0f);
-        be.fill(*s1, 0.0f);
-        be.fill(*s2, 0.0f);
-        LinearTensors l;
-        l.weight = w.get();
-        l.weight_compute = wc.get();
-        l.bias = b.get();
-        l.grad_weight = gw.get();
-        l.grad_bias = gb.get();
-        l.compute = Format::bf16;
-        if (saved_input) l.saved_input = saved.get();
 
         // What a fresh pass over the values gives.
         const auto fresh_pass = [](const std::vector<float>& v) {
@@ -272,7 +258,8 @@ private slots:
         QVERIFY(!be.kept_magnitude(*x, n_x - 1));  // another length: not this amax
         same_sample(*x, xv);
 
-        // The optimizer writes W's cast copy (current since the forward) and keeps W's new amax.
+        // The optimizer writes W's cast copy (current since the forward) and keeps W's new amax
+        // from that pass.
         AdamWParams p;
         p.lr = 1e-2;
         p.step = 1;
@@ -282,6 +269,20 @@ private slots:
         QVERIFY(kept_w.has_value());
         QCOMPARE(*kept_w, fresh_pass(w_after).amax);
         same_sample(*w, w_after);
+        // A parameter without a cast copy (the bias): measured by a pass of its own over each block.
+        std::vector<float> bias(static_cast<std::size_t>(out));
+        for (float& e : bias) e = nd(rng);
+        be.upload(*b, bias.data(), out);
+        for (float& e : bias) e = nd(rng);
+        be.upload(*gb, bias.data(), out);
+        auto mb = be.allocate(desc("mb", 1, out, Format::fp32, MemoryCategory::optimizer_state));
+        auto vb = be.allocate(desc("vb", 1, out, Format::fp32, MemoryCategory::optimizer_state));
+        be.fill(*mb, 0.0f);
+        be.fill(*vb, 0.0f);
+        be.adamw_step(OptimizerTensors{b.get(), gb.get(), mb.get(), vb.get()}, p);
+        const std::optional<float> kept_b = be.kept_magnitude(*b, out);
+        QVERIFY(kept_b.has_value());
+        QCOMPARE(*kept_b, fresh_pass(read(be, *b)).amax);
 
         // A write forgets what was kept; sample_rows measures the new values.
         be.poke(*w, 3, 9.5f);

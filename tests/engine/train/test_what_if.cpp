@@ -332,20 +332,27 @@ private slots:
 
     // The Trainer's own what-if takes x's and W's whole-tensor amaxes from the passes that read
     // them anyway (CpuBackend::keep_operand_magnitudes: the forward's casts, the optimizer's write
-    // of W's cast copy before a statistics step): the same records, bit for bit, as an observer's
+    // of the weights before a statistics step): the same records, bit for bit, as an observer's
     // that measures every tensor afresh (its trainer's what-if off, so nothing is kept), with
-    // statistics at every step and at every third.
+    // statistics at every step and at every third, and with a layer in a block format (no cast
+    // copy: the optimizer measures its weights in a pass of their own; NVFP4's tensor scales take
+    // the kept amaxes and keep x's).
     void trainersWhatIfFromKeptAmaxesIsAFreshMeasure_data() {
         QTest::addColumn<int>("every");
-        QTest::newRow("statistics every step") << 1;
-        QTest::newRow("statistics every third step") << 3;
+        QTest::addColumn<QString>("fc2");
+        QTest::newRow("statistics every step") << 1 << "";
+        QTest::newRow("statistics every third step") << 3 << "";
+        QTest::newRow("fc2 in mxfp4") << 1 << "mxfp4";
+        QTest::newRow("fc2 in nvfp4") << 1 << "nvfp4";  // its tensor scales from, and for, the kept amaxes
     }
     void trainersWhatIfFromKeptAmaxesIsAFreshMeasure() {
         QFETCH(int, every);
+        QFETCH(QString, fc2);
         Experiment kept = quick_experiment(12, {96, 64});
         kept.train.layer_stats_every = every;
         kept.precision.autocast = Autocast::bf16;  // x cast in the forward, W's cast copy by the optimizer
         kept.precision.master_weights = true;
+        if (!fc2.isEmpty()) kept.precision.layers["fc2"] = *parse_layer_precision(fc2.toStdString());
         Experiment fresh = kept;
         fresh.train.what_if.formats.clear();
         Trainer a(kept, regression(), make_backend("cpu"));
@@ -376,8 +383,10 @@ private slots:
                 QVERIFY2(same(got[k].grad_output, want[k].grad_output), ("dy of " + what).constData());
             }
             // The optimizer measured the new weights when a statistics step comes next.
-            const Tensor& w1 = a.network().weight(0);
-            QCOMPARE(cpu.kept_magnitude(w1, w1.numel()).has_value(), (i + 1) % every == 0);
+            for (int l = 0; l < 2; ++l) {
+                const Tensor& w = a.network().weight(l);
+                QCOMPARE(cpu.kept_magnitude(w, w.numel()).has_value(), (i + 1) % every == 0);
+            }
         }
         const Tensor& b1 = b.network().weight(0);
         QVERIFY(!dynamic_cast<const CpuBackend&>(b.backend()).kept_magnitude(b1, b1.numel()));
