@@ -250,23 +250,10 @@ inline void round_lanes16(const float* x, float* y, const Floats16& encode, cons
     flushed += (v != 0) & (zero_scale | (live & (r == 0)));
 }
 
-// The largest of sixteen lanes, in four shuffles.
-inline std::int32_t max_lane(const Ints16& v) {
-    Ints16 m = v;
-    Ints16 t = __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-    m = t > m ? t : m;
-    t = __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-    m = t > m ? t : m;
-    t = __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    m = t > m ? t : m;
-    t = __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-    m = t > m ? t : m;
-    return m[0];
-}
-
 // Lane i of out = the largest lane of v[i], for sixteen vectors at once: a reduction tree whose
 // four levels each halve the lanes a vector keeps per block and double the blocks it holds, in
-// order (15 maxes and 30 two-source shuffles, where sixteen max_lane calls take 64 of each).
+// order: 15 maxes and 30 two-source shuffles for sixteen blocks, where two four-shuffle reductions
+// a block (its finite amax and its largest magnitude) took 128 of each.
 inline void max_lanes16(const Ints16 (&v)[16], Ints16& out) {
     Ints16 eight[8], four[4], two[2];
     for (int k = 0; k < 8; ++k) {  // blocks 2k, 2k+1: eight lanes each
