@@ -60,16 +60,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b, std::si
     return true;
 }
 
-TensorDesc desc(const char* name, std::int64_t rows, std::int64_t cols, Format format, MemoryCategory category) {
-    TensorDesc d;
-    d.name = name;
-    d.rows = rows;
-    d.cols = cols;
-    d.format = format;
-    d.category = category;
-    return d;
-}
-
 // A linear layer of `in` -> `out` on `be`: FP32 masters W (drawn from rng, then its gradient) and b
 // (zero), W's cast copy in `compute`, AdamW's or SGD's state (zero), x (batch rows, left to the
 // test) in `x_format`, y.
@@ -78,15 +68,15 @@ struct LinearSetup {
     LinearTensors l;
     LinearSetup(CpuBackend& be, std::int64_t batch, std::int64_t in, std::int64_t out, Format compute, Format x_format,
                 std::mt19937& rng) {
-        w = be.allocate(desc("w", out, in, Format::fp32, MemoryCategory::master_weights));
-        wc = be.allocate(desc("wc", out, in, compute, MemoryCategory::parameters));
-        b = be.allocate(desc("b", 1, out, Format::fp32, MemoryCategory::master_weights));
-        gw = be.allocate(desc("gw", out, in, Format::fp32, MemoryCategory::gradients));
-        gb = be.allocate(desc("gb", 1, out, Format::fp32, MemoryCategory::gradients));
-        s1 = be.allocate(desc("m", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        s2 = be.allocate(desc("v", out, in, Format::fp32, MemoryCategory::optimizer_state));
-        x = be.allocate(desc("x", batch, in, x_format, MemoryCategory::activations));
-        y = be.allocate(desc("y", batch, out, Format::fp32, MemoryCategory::activations));
+        w = be.allocate(TensorDesc{"w", out, in, Format::fp32, MemoryCategory::master_weights});
+        wc = be.allocate(TensorDesc{"wc", out, in, compute, MemoryCategory::parameters});
+        b = be.allocate(TensorDesc{"b", 1, out, Format::fp32, MemoryCategory::master_weights});
+        gw = be.allocate(TensorDesc{"gw", out, in, Format::fp32, MemoryCategory::gradients});
+        gb = be.allocate(TensorDesc{"gb", 1, out, Format::fp32, MemoryCategory::gradients});
+        s1 = be.allocate(TensorDesc{"m", out, in, Format::fp32, MemoryCategory::optimizer_state});
+        s2 = be.allocate(TensorDesc{"v", out, in, Format::fp32, MemoryCategory::optimizer_state});
+        x = be.allocate(TensorDesc{"x", batch, in, x_format, MemoryCategory::activations});
+        y = be.allocate(TensorDesc{"y", batch, out, Format::fp32, MemoryCategory::activations});
         std::normal_distribution<float> nd(0.0f, 0.1f);
         std::vector<float> v(static_cast<std::size_t>(out * in));
         for (float& e : v) e = nd(rng);
@@ -167,7 +157,7 @@ private slots:
         LinearSetup setup(be, batch, in, out, f, f, rng);
         auto &w = setup.w, &wc = setup.wc, &gw = setup.gw, &s1 = setup.s1, &s2 = setup.s2, &x = setup.x, &y = setup.y;
         LinearTensors& l = setup.l;
-        auto fresh = be.allocate(desc("fresh", out, in, f, MemoryCategory::workspace));
+        auto fresh = be.allocate(TensorDesc{"fresh", out, in, f, MemoryCategory::workspace});
         std::vector<float> xs(static_cast<std::size_t>(batch * in), 0.5f);
         be.upload(*x, xs.data(), x->numel());
         for (int step = 1; step <= 4; ++step) {
@@ -222,7 +212,7 @@ private slots:
         auto &w = setup.w, &b = setup.b, &gw = setup.gw, &gb = setup.gb, &s1 = setup.s1, &s2 = setup.s2, &x = setup.x,
              &y = setup.y;
         LinearTensors& l = setup.l;
-        auto saved = be.allocate(desc("x saved", batch, in, Format::bf16, MemoryCategory::activations));
+        auto saved = be.allocate(TensorDesc{"x saved", batch, in, Format::bf16, MemoryCategory::activations});
         if (saved_input) l.saved_input = saved.get();
         std::normal_distribution<float> nd(0.0f, 0.1f);
         std::vector<float> xv(static_cast<std::size_t>(n_x));
@@ -275,8 +265,8 @@ private slots:
         be.upload(*b, bias.data(), out);
         for (float& e : bias) e = nd(rng);
         be.upload(*gb, bias.data(), out);
-        auto mb = be.allocate(desc("mb", 1, out, Format::fp32, MemoryCategory::optimizer_state));
-        auto vb = be.allocate(desc("vb", 1, out, Format::fp32, MemoryCategory::optimizer_state));
+        auto mb = be.allocate(TensorDesc{"mb", 1, out, Format::fp32, MemoryCategory::optimizer_state});
+        auto vb = be.allocate(TensorDesc{"vb", 1, out, Format::fp32, MemoryCategory::optimizer_state});
         be.fill(*mb, 0.0f);
         be.fill(*vb, 0.0f);
         be.adamw_step(OptimizerTensors{b.get(), gb.get(), mb.get(), vb.get()}, p);
