@@ -289,8 +289,8 @@ public:
         (void)t, (void)format, (void)K;
         return {};
     }
-    // While on (a statistics step with what-if statistics, and the optimizer step before one: the
-    // Trainer sets it), the passes that read a whole operand anyway (its cast to a matmul's
+    // While on (the forward of a statistics step with what-if statistics, and the optimizer step
+    // before one: the Trainer sets it), the passes that read a whole operand anyway (its cast to a matmul's
     // format, the optimizer's write of the weights) measure its amax on the way, and
     // sample_rows returns that for the tensor while it is unchanged instead of reading it again.
     // Off by default; a backend may ignore it (sample_rows then measures).

@@ -207,9 +207,7 @@ __attribute__((target("avx2"))) void round_fp8_avx2_impl(Format format, const fl
         _mm256_storeu_ps(dst + i, apply_nan(v, r, nan));
     }
     if constexpr (Scaled) {
-        alignas(32) std::uint32_t lanes[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), amax);
-        for (std::uint32_t l : lanes) *amax_bits = std::max(*amax_bits, l);
+        *amax_bits = std::max(*amax_bits, horizontal_max(amax));
         for (; i < n; ++i) {
             *amax_bits = std::max(*amax_bits, std::bit_cast<std::uint32_t>(src[i]) & 0x7fffffffu);
             dst[i] = round_to(format, src[i] * scale, overflow);

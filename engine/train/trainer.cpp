@@ -422,6 +422,8 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     const bool what_if = m_what_if && !m_what_if->spec().formats.empty();
     m_backend->keep_operand_magnitudes(stats && what_if);
     m_network->forward_uploaded(count, true);
+    // The backward's casts come after the layers showed their operands: nothing there to keep.
+    m_backend->keep_operand_magnitudes(false);
     m_network->loss(*m_pipeline);
     if (stats && m_what_if) m_what_if->begin_step(m_step);
     if (stats && m_block_scales) m_block_scales->begin_step(m_step);

@@ -388,19 +388,16 @@ const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format form
     float* buf = scratch(slot, n);
     const float* src = t.data();
     const int threads = std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
-    if (!m_keep_magnitudes) {
-        cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int) {
-            round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin));
-        });
-        return buf;
-    }
-    // The same values with the amax on the way (scale_round_array by 1: the multiply is exact).
     std::array<std::uint32_t, cpu_detail::kMaxPassThreads> amax{};
     cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int w) {
-        amax[static_cast<std::size_t>(w)] = std::bit_cast<std::uint32_t>(
-            scale_round_array(format, src + begin, buf + begin, static_cast<std::size_t>(end - begin), 1.0f));
+        const auto count = static_cast<std::size_t>(end - begin);
+        if (m_keep_magnitudes)  // the same values with the amax on the way (a multiply by 1 is exact)
+            amax[static_cast<std::size_t>(w)] =
+                std::bit_cast<std::uint32_t>(scale_round_array(format, src + begin, buf + begin, count, 1.0f));
+        else
+            round_array(format, src + begin, buf + begin, count);
     });
-    keep_magnitude(t, n, std::bit_cast<float>(*std::max_element(amax.begin(), amax.begin() + std::max(threads, 1))));
+    if (m_keep_magnitudes) keep_magnitude(t, n, std::bit_cast<float>(*std::max_element(amax.begin(), amax.end())));
     return buf;
 }
 
