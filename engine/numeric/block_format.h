@@ -120,9 +120,12 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // block-scale views read them: no second pass over the operand). With a stochastic key, an MX
 // block's exponent is the scale the stochastic rounding took (the next power of two where the
 // rule's would clip the amax), as the views show it.
+// `largest`: when not null, the largest |src| value as the largest magnitude bit pattern orders it
+// (NaN above inf above every finite value: numeric/stats.h's max_abs), from the blocks' own amaxes
+// where the rounding reads every block whole (to nearest along rows), else from a pass of its own.
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {},
-                          std::int16_t* exponents = nullptr);
+                          std::int16_t* exponents = nullptr, float* largest = nullptr);
 // fp32(1 / tensor_scale) for NVFP4 (the factor its decoding leaves to the accumulator), 1 for MX.
 float block_operand_factor(BlockFormat format, float tensor_scale);
 

@@ -337,12 +337,16 @@ inline std::int16_t block_exponent_of(float decode, bool special) {
 // exponents: when not null, exponents[b] = block b's block_decode_exponents value, from the
 // parameters found here (decode_exponents' rule: MX's all-zero block is a zero block; NVFP4's
 // factor counts the tensor scale even where the values are decoded without it).
+// largest: when not null, raised to the largest magnitude bit pattern of the blocks (the blocks'
+// own, one more max per sixteen blocks).
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
                                            int emax, float tensor_scale, const Grid grid, BlockStats& stats,
-                                           bool tensor_decode, std::int16_t* exponents = nullptr) {
+                                           bool tensor_decode, std::int16_t* exponents = nullptr,
+                                           std::int32_t* largest_bits = nullptr) {
     const Grid16 g(grid);
     const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
     Ints16 saturated{}, flushed{}, nan_blocks{};  // minus the counts (a true comparison is -1)
+    Ints16 tensor_largest{};
     alignas(64) std::int32_t amaxes[16], specials[16];
     alignas(64) float encodes[16], decodes[16];
     alignas(64) std::int32_t lives[16], zero_scales[16];
@@ -366,6 +370,7 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
         // parameters whatever its finite values are.
         Ints16 amax_bits;
         max_lanes16(largest, amax_bits);
+        tensor_largest = amax_bits > tensor_largest ? amax_bits : tensor_largest;
         const Ints16 special = amax_bits > fp32_max_bits;
         std::memcpy(amaxes, &amax_bits, sizeof amaxes);
         std::memcpy(specials, &special, sizeof specials);
@@ -396,6 +401,8 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
     }
     std::int64_t s = 0, f = 0, nb = 0;
     for (int k = 0; k < 16; ++k) s -= saturated[k], f -= flushed[k], nb -= nan_blocks[k];
+    if (largest_bits != nullptr)
+        for (int k = 0; k < 16; ++k) *largest_bits = std::max(*largest_bits, tensor_largest[k]);
     stats.blocks += count;
     stats.nan_blocks += static_cast<std::size_t>(nb);
     stats.saturated += static_cast<std::size_t>(s);
@@ -437,10 +444,11 @@ MANTISSA_BLOCK_HOT void round_span_nearest(const float* x, float* y, std::size_t
 // Contiguous runs of K values, `runs` of them, blocks along each run: a block's amax, its
 // parameters and its values in one function, so that nothing is called per block. Rounded to
 // nearest, the blocks go to round_whole_blocks (the runs one after another when K is a multiple of
-// B: then every block is whole); stochastically, each block here.
+// B: then every block is whole); stochastically, each block here. largest_bits: as
+// round_whole_blocks raises it, to nearest only.
 MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const float* src, float* dst, std::size_t runs,
                                    std::size_t K, BlockStats& stats, ElementRounding rounding,
-                                   std::int16_t* exponents = nullptr) {
+                                   std::int16_t* exponents = nullptr, std::int32_t* largest_bits = nullptr) {
     const BlockFormatInfo& info = block_format_info(f);
     const ElementFormatInfo& el = element_format_info(info.element);
     const Grid g = grid_of(info.element);
@@ -453,12 +461,13 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     if (!rounding.stochastic) {
         const bool td = rounding.tensor_decode;
         if (K % B == 0)
-            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td, exponents);
+            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td, exponents,
+                                      largest_bits);
         const std::size_t whole = K / B * B, tail = K - whole, per_run = K / B + 1;
         if (whole > 0)
             for (std::size_t r = 0; r < runs; ++r)
                 round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td,
-                                   exponents != nullptr ? exponents + r * per_run : nullptr);
+                                   exponents != nullptr ? exponents + r * per_run : nullptr, largest_bits);
         // Each run's last partial block, padded with zeros as the quantiser pads it (the padding
         // changes no amax and adds to no count), 64 runs' blocks to a call: a convolution's patch
         // of 9 or a last layer's 10 outputs is a partial block in every run.
@@ -470,7 +479,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             std::fill(padded, padded + n * B, 0.0f);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(padded + i * B, src + (r0 + i) * K + whole, tail * sizeof(float));
             round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td,
-                               exponents != nullptr ? tail_exponents : nullptr);
+                               exponents != nullptr ? tail_exponents : nullptr, largest_bits);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + (r0 + i) * K + whole, padded + i * B, tail * sizeof(float));
             if (exponents != nullptr)
                 for (std::size_t i = 0; i < n; ++i) exponents[(r0 + i) * per_run + K / B] = tail_exponents[i];
@@ -698,22 +707,27 @@ float block_operand_factor(BlockFormat format, float tensor_scale) {
 
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key,
-                          std::int16_t* exponents) {
+                          std::int16_t* exponents, float* largest) {
     const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false};
-    if (exponents == nullptr || inner != 1) {
-        if (exponents != nullptr) throw Error("round_block_operand: block exponents are kept only along rows (inner 1)");
+    if (exponents != nullptr && inner != 1)
+        throw Error("round_block_operand: block exponents are kept only along rows (inner 1)");
+    std::int32_t largest_bits = 0;
+    if (inner == 1 && !rounding.stochastic) {
+        // Every block whole in one pass: the exponents and the largest magnitude from it.
+        BlockStats stats;
+        round_runs(format, tensor_scale, src, dst, outer, K, stats, rounding, exponents,
+                   largest != nullptr ? &largest_bits : nullptr);
+    } else {
+        // Passes of their own, taken before the rounding (src may be dst): the largest magnitude,
+        // and the stochastic blocks' exponents (those blocks are rounded one at a time).
+        if (largest != nullptr) {
+            std::int32_t finite_bits = 0;
+            magnitude_maxima(src, outer * K * inner, finite_bits, largest_bits);
+        }
+        if (exponents != nullptr) decode_exponents(format, tensor_scale, src, outer, K, exponents, true);
         round_along(format, src, dst, outer, K, inner, tensor_scale, rounding);
-        return block_operand_factor(format, tensor_scale);
     }
-    if (rounding.stochastic) {
-        // The stochastic blocks are rounded one at a time: their exponents from their own pass,
-        // taken before the rounding (src may be dst).
-        decode_exponents(format, tensor_scale, src, outer, K, exponents, true);
-        round_along(format, src, dst, outer, K, inner, tensor_scale, rounding);
-        return block_operand_factor(format, tensor_scale);
-    }
-    BlockStats stats;
-    round_runs(format, tensor_scale, src, dst, outer, K, stats, rounding, exponents);
+    if (largest != nullptr) *largest = std::bit_cast<float>(largest_bits);
     return block_operand_factor(format, tensor_scale);
 }
 

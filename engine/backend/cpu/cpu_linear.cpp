@@ -263,7 +263,14 @@ const float* CpuBackend::block_operand(BlockFormat format, const CpuTensor& t, B
     const float tensor_scale = block_tensor_scale_of(format, t, a.size());
     std::optional<std::uint64_t> key;
     if (gradient && m_stochastic_gradients) key = next_stochastic_key();
-    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key, kept);
+    // While keep_operand_magnitudes asks (x in a statistics step's forward, for the what-if), the
+    // tensor's amax comes from the quantiser's own block amaxes; W's the optimizer kept, and
+    // NVFP4's tensor scale above keeps what it measured.
+    const bool measure = m_keep_magnitudes && !kept_magnitude(t, a.size());
+    float largest = 0.0f;
+    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key, kept,
+                                 measure ? &largest : nullptr);
+    if (measure) keep_magnitude(t, a.size(), largest);
     return buf;
 }
 

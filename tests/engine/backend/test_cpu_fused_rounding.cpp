@@ -8,7 +8,8 @@
 //   steps the forward's operand copy is what a fresh cast gives, and a write to the master
 //   through the backend (poke) makes the forward cast again;
 // - the operands' amaxes kept on the way (CpuBackend::keep_operand_magnitudes) for the what-if
-//   statistics: the magnitudes a fresh pass gives, forgotten when the tensor is written.
+//   statistics: the magnitudes a fresh pass gives, forgotten when the tensor is written; in a
+//   block-scaled layer, from the forward's block quantiser.
 #include <QtTest>
 
 #include <bit>
@@ -24,6 +25,8 @@
 
 using namespace mantissa;
 using backend_test::read;
+
+Q_DECLARE_METATYPE(mantissa::BlockFormat)
 
 namespace {
 
@@ -290,6 +293,57 @@ private slots:
         be.keep_operand_magnitudes(false);
         be.linear_forward(l, *x, *y, batch, true);
         QVERIFY(!be.kept_magnitude(*x, n_x));
+    }
+
+    // A block-scaled layer's forward quantises x and W block by block; while
+    // keep_operand_magnitudes is on, x's amax (and W's, when the optimizer kept none) comes from
+    // the quantiser's own block amaxes: the largest |x| bit pattern, with partial blocks (in = 37)
+    // and whole ones (in = 64), an inf, a NaN. NVFP4's tensor scale keeps what it measured.
+    void blockQuantiserKeepsTheOperandsAmax_data() {
+        QTest::addColumn<BlockFormat>("format");
+        QTest::addColumn<std::int64_t>("in");
+        QTest::addColumn<float>("special");
+        for (BlockFormat f : {BlockFormat::mxfp8_e4m3, BlockFormat::mxfp4, BlockFormat::nvfp4})
+            for (std::int64_t in : {37, 64})
+                for (float special : {0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+                    const std::string name = std::string(block_format_info(f).name) + ", in " + std::to_string(in) +
+                                             (special == 0.0f ? "" : std::isnan(special) ? ", a NaN" : ", an inf");
+                    QTest::newRow(name.c_str()) << f << in << special;
+                }
+    }
+    void blockQuantiserKeepsTheOperandsAmax() {
+        QFETCH(BlockFormat, format);
+        QFETCH(std::int64_t, in);
+        QFETCH(float, special);
+        CpuBackend be;
+        const std::int64_t out = 11, batch = 5, n_x = batch * in;
+        std::mt19937 rng(17);
+        LinearSetup setup(be, batch, in, out, Format::fp32, Format::fp32, rng);
+        setup.l.weight_compute = nullptr;
+        setup.l.block = format;
+        std::normal_distribution<float> nd(0.0f, 0.1f);
+        std::vector<float> xv(static_cast<std::size_t>(n_x));
+        for (float& e : xv) e = nd(rng);
+        xv[static_cast<std::size_t>(n_x - 2)] = -7.5f;  // the largest, in the last block
+        if (special != 0.0f) xv[3] = special;
+        be.upload(*setup.x, xv.data(), n_x);
+        const auto largest_bits = [](const std::vector<float>& v) {
+            std::uint32_t bits = 0;
+            for (float e : v) bits = std::max(bits, std::bit_cast<std::uint32_t>(e) & 0x7fffffffu);
+            return bits;
+        };
+
+        be.keep_operand_magnitudes(true);
+        be.linear_forward(setup.l, *setup.x, *setup.y, batch, true);
+        const std::optional<float> kept_x = be.kept_magnitude(*setup.x, n_x);
+        const std::optional<float> kept_w = be.kept_magnitude(*setup.w, setup.w->numel());
+        QVERIFY(kept_x.has_value() && kept_w.has_value());
+        QCOMPARE(std::bit_cast<std::uint32_t>(*kept_x), largest_bits(xv));
+        QCOMPARE(std::bit_cast<std::uint32_t>(*kept_w), largest_bits(read(be, *setup.w)));
+        const Backend::RowSample got = be.sample_rows(*setup.x, n_x, in, {}, nullptr);
+        QCOMPARE(std::bit_cast<std::uint32_t>(got.amax), largest_bits(xv));
+        QCOMPARE(got.finite_amax, 7.5f);
+        be.keep_operand_magnitudes(false);
     }
 };
 

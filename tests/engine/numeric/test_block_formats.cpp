@@ -1000,6 +1000,50 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, round_block_operand(format, x.data(), y.data(), 1, 32, 2, 1.0f, {}, e));
     }
 
+    // round_block_operand's largest magnitude (the what-if's amax of x, taken by the forward's
+    // quantiser): the largest |x| bit pattern, NaN above inf above every finite value, whatever
+    // the path: rows to nearest (from the blocks' own amaxes, whole and zero-padded partial blocks
+    // alike), stochastic rows and column tiles (a pass of its own), in place or not; asking for it
+    // changes no value.
+    void roundBlockOperandFindsTheLargestMagnitude_data() { add_block_rows(false); }
+    void roundBlockOperandFindsTheLargestMagnitude() {
+        QFETCH(BlockFormat, format);
+        const BlockFormatInfo& info = block_format_info(format);
+        std::mt19937_64 rng(83 + static_cast<int>(format));
+        const std::size_t shapes[][3] = {{3, 70, 1}, {150, 9, 1}, {70, 64, 1}, {1, 1000, 1}, {2, 33, 7}, {4, 64, 3}};
+        const float nan_payload = std::bit_cast<float>(0x7FC01234u);
+        for (const auto& shape : shapes) {
+            const std::size_t outer = shape[0], K = shape[1], inner = shape[2], n = outer * K * inner;
+            for (const int special : {0, 1, 2, 3}) {  // none, an inf, a NaN, an inf and a negative NaN
+                std::vector<float> x = random_values(rng, n, info.block_size, info.element);
+                // The largest finite value in the last (partial where K leaves one) block.
+                x[n - 1] = 3.0e5f;
+                if (special == 1 || special == 3) x[n / 3] = -std::numeric_limits<float>::infinity();
+                if (special == 2) x[n / 2] = nan_payload;
+                if (special == 3) x[n / 2] = -nan_payload;
+                std::uint32_t want = 0;
+                for (float v : x) want = std::max(want, std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu);
+                const float S = block_tensor_scale(format, x.data(), n);
+                for (const bool stochastic : {false, true}) {
+                    const std::optional<std::uint64_t> key = stochastic ? std::optional<std::uint64_t>(5) : std::nullopt;
+                    std::vector<float> with(n), without(n), in_place = x;
+                    float largest = -1.0f, largest_in_place = -1.0f;
+                    round_block_operand(format, x.data(), with.data(), outer, K, inner, S, key, nullptr, &largest);
+                    round_block_operand(format, x.data(), without.data(), outer, K, inner, S, key);
+                    round_block_operand(format, in_place.data(), in_place.data(), outer, K, inner, S, key, nullptr,
+                                        &largest_in_place);
+                    const QString where = QString("(%1, %2, %3), case %4%5").arg(outer).arg(K).arg(inner).arg(special)
+                                              .arg(stochastic ? ", stochastic" : "");
+                    QVERIFY2(std::bit_cast<std::uint32_t>(largest) == want &&
+                                 std::bit_cast<std::uint32_t>(largest_in_place) == want,
+                             qPrintable(where + ": " + show(largest) + ", want " + show(std::bit_cast<float>(want))));
+                    for (std::size_t i = 0; i < n; ++i)
+                        QVERIFY2(same(with[i], without[i]) && same(in_place[i], without[i]), qPrintable(where));
+                }
+            }
+        }
+    }
+
     void dequantiseRefusesBrokenArrays() {
         BlockQuantised q;
         std::vector<float> x(40, 1.0f), out(40);
