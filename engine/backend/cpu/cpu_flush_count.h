@@ -9,7 +9,9 @@
 //   non-zero (bit masks of the non-zero rows), and every input is finite, every product is ±0
 //   and so is ref(o, i), in any order, with or without FMA or flush-to-zero; the masks are built
 //   in the pass over x and dy that checks them, the zeros of gw are found eight at a time
-//   (AVX2), and only the zeros this test leaves open cost a sum of products;
+//   (AVX2) with the all-zero columns of x left out in the same compare (a block format's
+//   gradient is zero wherever x is, the background pixels of an image), and only the zeros these
+//   tests leave open cost a sum of products;
 // - otherwise the K products that can be non-zero (the rows where both masks are set) are summed
 //   in double, each exact there (an FP32 product is), the sums' own rounding far inside the
 //   margin below: S = Σ p_b and A = Σ |p_b| (A > 0: a product of finite normal FP32 values is
@@ -85,11 +87,13 @@ MANTISSA_FLUSH_ALWAYS_INLINE inline std::uint32_t column_flags_body(const std::u
     return bad;
 }
 
-// Calls visit(i) for each i in [0, n) where row[i] is ±0, in increasing order.
+// Calls visit(i) for each i in [0, n) where row[i] is ±0 and any[i] is not 0 (column i of x is
+// not all ±0), in increasing order.
 template <class Visit>
-MANTISSA_FLUSH_ALWAYS_INLINE inline void for_each_zero_body(const std::uint32_t* row, std::int64_t n, Visit& visit) {
+MANTISSA_FLUSH_ALWAYS_INLINE inline void for_each_open_zero_body(const std::uint32_t* row, const std::uint32_t* any,
+                                                                 std::int64_t n, Visit& visit) {
     for (std::int64_t i = 0; i < n; ++i)
-        if ((row[i] & 0x7fffffffu) == 0) visit(i);
+        if ((row[i] & 0x7fffffffu) == 0 && any[i] != 0) visit(i);
 }
 
 // #{i : ref[i] is not ±0 and gw[i] is ±0} (the count from the reference product).
@@ -109,19 +113,22 @@ MANTISSA_FLUSH_AVX2 inline std::uint32_t column_flags_avx2(const std::uint32_t* 
                                                            std::uint64_t* mask) {
     return column_flags_body(m, rows, cols, any, mask);
 }
-// Eight elements a compare; the zeros' positions from the sign mask.
+// Eight elements a compare; the open zeros' positions from the sign mask.
 template <class Visit>
-MANTISSA_FLUSH_AVX2 inline void for_each_zero_avx2(const std::uint32_t* row, std::int64_t n, Visit& visit) {
+MANTISSA_FLUSH_AVX2 inline void for_each_open_zero_avx2(const std::uint32_t* row, const std::uint32_t* any,
+                                                        std::int64_t n, Visit& visit) {
     const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
     const __m256i zero = _mm256_setzero_si256();
     std::int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)), magnitude);
-        auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, zero))));
+        const __m256i dead = _mm256_cmpeq_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(any + i)), zero);
+        const __m256i open = _mm256_andnot_si256(dead, _mm256_cmpeq_epi32(v, zero));
+        auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(open)));
         for (; bits != 0; bits &= bits - 1) visit(i + __builtin_ctz(bits));
     }
     for (; i < n; ++i)
-        if ((row[i] & 0x7fffffffu) == 0) visit(i);
+        if ((row[i] & 0x7fffffffu) == 0 && any[i] != 0) visit(i);
 }
 MANTISSA_FLUSH_AVX2 inline std::int64_t flushed_against_avx2(const std::uint32_t* ref, const std::uint32_t* gw,
                                                              std::int64_t n) {
@@ -142,11 +149,11 @@ inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std
 }
 
 template <class Visit>
-inline void for_each_zero(const std::uint32_t* row, std::int64_t n, Visit& visit) {
+inline void for_each_open_zero(const std::uint32_t* row, const std::uint32_t* any, std::int64_t n, Visit& visit) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return for_each_zero_avx2(row, n, visit);
+    if (flush_count_has_avx2()) return for_each_open_zero_avx2(row, any, n, visit);
 #endif
-    for_each_zero_body(row, n, visit);
+    for_each_open_zero_body(row, any, n, visit);
 }
 
 // The reference count, from the reference product `ref` and the rounded gw (n values each).
@@ -178,8 +185,8 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
 
     // Each zero of gw where some row b has both dy(b, o) and x(b, i) non-zero is decided from the
     // products of those rows (elsewhere every product is ±0, the inputs being finite, and ref is
-    // zero; this covers the all-zero columns of dy and x). The products summed are counted: past
-    // 1/64 of the matmul's, the matmul is the cheaper way (everything flushed, say).
+    // zero: the all-zero columns of dy and x are not even visited). The products summed are
+    // counted: past 1/64 of the matmul's, the matmul is the cheaper way (everything flushed, say).
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
     s.dy_word.resize(static_cast<std::size_t>(words));
     s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
@@ -216,7 +223,7 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
         if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
         for (std::int64_t w = 0; w < words; ++w)
             s.dy_word[static_cast<std::size_t>(w)] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
-        for_each_zero(gb + o * in, in, visit);
+        for_each_open_zero(gb + o * in, s.x_any.data(), in, visit);
         if (undecided || products > budget) return -1;
     }
     return flushed;
