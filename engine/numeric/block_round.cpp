@@ -123,6 +123,9 @@ struct ElementRounding {
     bool stochastic = false;
     std::uint64_t key = 0;
     bool tensor_decode = true;
+    // Whether the saturation and flush counts are wanted: a matmul operand's quantiser
+    // (round_block_operand) drops them, and its lanes then skip counting (a third of their work).
+    bool counted = true;
 };
 
 // One element's result and counts, as quantise_block counts: saturated when |x · encode| exceeds
@@ -233,11 +236,11 @@ inline void round_to_grid16(const Floats16& q, const Grid16& g, Floats16& rounde
 }
 
 // Sixteen values x rounded with their blocks' parameters in lanes into y, finish_element's
-// operations lane by lane: y = round_to_grid(x · encode) · decode, and the saturation and flush
-// counts (kept as minus the counts: a true comparison is -1). x == y is allowed.
+// operations lane by lane: y = round_to_grid(x · encode) · decode, and (Counted) the saturation
+// and flush counts (kept as minus the counts: a true comparison is -1). x == y is allowed.
+template <bool Counted>
 inline void round_lanes16(const float* x, float* y, const Floats16& encode, const Floats16& decode, const Ints16& live,
                           const Ints16& zero_scale, const Grid16& g, Ints16& saturated, Ints16& flushed) {
-    const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
     Floats16 v;
     std::memcpy(&v, x, sizeof v);
     const Floats16 q = v * encode;
@@ -245,9 +248,12 @@ inline void round_lanes16(const float* x, float* y, const Floats16& encode, cons
     round_to_grid16(q, g, r);
     const Floats16 out = r * decode;
     std::memcpy(y, &out, sizeof out);
-    const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
-    saturated += live & (magnitude > g.max);
-    flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+    if constexpr (Counted) {
+        const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
+        const Floats16 magnitude = reinterpret_cast<Floats16>(reinterpret_cast<Ints16>(q) & abs_mask);
+        saturated += live & (magnitude > g.max);
+        flushed += (v != 0) & (zero_scale | (live & (r == 0)));
+    }
 }
 
 // Lane i of out = the largest lane of v[i], for sixteen vectors at once: a reduction tree whose
@@ -338,10 +344,11 @@ inline std::int16_t block_exponent_of(float decode, bool special) {
 // parameters found here (decode_exponents' rule: MX's all-zero block is a zero block; NVFP4's
 // factor counts the tensor scale even where the values are decoded without it).
 // largest: when not null, raised to the largest magnitude bit pattern of the blocks (the blocks'
-// own, one more max per sixteen blocks).
+// own, one more max per sixteen blocks). counted: false leaves the saturation and flush counts
+// out (stats gets 0 for them).
 MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::size_t count, std::size_t B, bool nvfp4,
                                            int emax, float tensor_scale, const Grid grid, BlockStats& stats,
-                                           bool tensor_decode, std::int16_t* exponents = nullptr,
+                                           bool tensor_decode, bool counted, std::int16_t* exponents = nullptr,
                                            std::int32_t* largest_bits = nullptr) {
     const Grid16 g(grid);
     const Ints16 abs_mask = Ints16{} + 0x7FFFFFFF;
@@ -355,16 +362,24 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
         const std::size_t n = std::min<std::size_t>(16, count - b0);
         // Each block's largest magnitude bit pattern (inf and NaN above every finite one), the
         // sixteen reduced together; the lanes past n stay 0.
+        // (Each lane starts from the block's first sixteen values: zeroing the sixteen vectors
+        // first cost a string store per group.)
         for (std::size_t i = 0; i < 16; ++i) {
-            largest[i] = Ints16{};
-            if (i >= n) continue;
+            if (i >= n) {
+                largest[i] = Ints16{};
+                continue;
+            }
             const float* x = src + (b0 + i) * B;
-            for (std::size_t j = 0; j < B; j += 16) {
+            Ints16 m;
+            std::memcpy(&m, x, sizeof m);
+            m &= abs_mask;
+            for (std::size_t j = 16; j < B; j += 16) {
                 Ints16 a;
                 std::memcpy(&a, x + j, sizeof a);
                 a &= abs_mask;
-                largest[i] = a > largest[i] ? a : largest[i];
+                m = a > m ? a : m;
             }
+            largest[i] = m;
         }
         // A block with an inf or a NaN keeps that as its "amax": params16 gives it NaN's
         // parameters whatever its finite values are.
@@ -395,8 +410,12 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
             float* y = dst + (b0 + i) * B;
             const Ints16 live = Ints16{} + lives[i], zero_scale = Ints16{} + zero_scales[i];
             const Floats16 encode = Floats16{} + encodes[i], decode = Floats16{} + decodes[i];
-            for (std::size_t j = 0; j < B; j += 16)
-                round_lanes16(x + j, y + j, encode, decode, live, zero_scale, g, saturated, flushed);
+            if (counted)
+                for (std::size_t j = 0; j < B; j += 16)
+                    round_lanes16<true>(x + j, y + j, encode, decode, live, zero_scale, g, saturated, flushed);
+            else
+                for (std::size_t j = 0; j < B; j += 16)
+                    round_lanes16<false>(x + j, y + j, encode, decode, live, zero_scale, g, saturated, flushed);
         }
     }
     std::int64_t s = 0, f = 0, nb = 0;
@@ -413,10 +432,11 @@ MANTISSA_BLOCK_HOT void round_whole_blocks(const float* src, float* dst, std::si
 // rounds them (a plain loop over the kinds, vectorised by the compiler, spent much of its time
 // widening the byte-wide kinds into its counts), each value with its own column's parameters;
 // live and zero_scale are all ones where the column's block is normal / has a zero scale.
-// x == y is allowed.
+// x == y is allowed. counted: false leaves the lanes' counts out (the tail's are cheap).
 MANTISSA_BLOCK_HOT void round_span_nearest(const float* x, float* y, std::size_t n, const float* encode,
                                            const float* decode, const std::int32_t* live,
-                                           const std::int32_t* zero_scale, const Grid grid, Counts& counts) {
+                                           const std::int32_t* zero_scale, const Grid grid, Counts& counts,
+                                           bool counted) {
     const Grid16 g(grid);
     Ints16 saturated{}, flushed{};  // minus the counts (a true comparison is -1)
     std::size_t j = 0;
@@ -427,7 +447,10 @@ MANTISSA_BLOCK_HOT void round_span_nearest(const float* x, float* y, std::size_t
         std::memcpy(&d, decode + j, sizeof d);
         std::memcpy(&lv, live + j, sizeof lv);
         std::memcpy(&zs, zero_scale + j, sizeof zs);
-        round_lanes16(x + j, y + j, e, d, lv, zs, g, saturated, flushed);
+        if (counted)  // the same branch every time: predicted
+            round_lanes16<true>(x + j, y + j, e, d, lv, zs, g, saturated, flushed);
+        else
+            round_lanes16<false>(x + j, y + j, e, d, lv, zs, g, saturated, flushed);
     }
     std::uint32_t tail_saturated = 0, tail_flushed = 0;
     for (; j < n; ++j) {
@@ -459,15 +482,15 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
     // To nearest: round_whole_blocks (every block size, 16 and 32, is a multiple of its lanes and
     // fits `padded`); stochastically, block by block below.
     if (!rounding.stochastic) {
-        const bool td = rounding.tensor_decode;
+        const bool td = rounding.tensor_decode, counted = rounding.counted;
         if (K % B == 0)
-            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td, exponents,
-                                      largest_bits);
+            return round_whole_blocks(src, dst, runs * K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td, counted,
+                                      exponents, largest_bits);
         const std::size_t whole = K / B * B, tail = K - whole, per_run = K / B + 1;
         if (whole > 0)
             for (std::size_t r = 0; r < runs; ++r)
                 round_whole_blocks(src + r * K, dst + r * K, K / B, B, nvfp4, el.emax, tensor_scale, g, stats, td,
-                                   exponents != nullptr ? exponents + r * per_run : nullptr, largest_bits);
+                                   counted, exponents != nullptr ? exponents + r * per_run : nullptr, largest_bits);
         // Each run's last partial block, padded with zeros as the quantiser pads it (the padding
         // changes no amax and adds to no count), 64 runs' blocks to a call: a convolution's patch
         // of 9 or a last layer's 10 outputs is a partial block in every run.
@@ -478,7 +501,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             const std::size_t n = std::min(batch, runs - r0);
             std::fill(padded, padded + n * B, 0.0f);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(padded + i * B, src + (r0 + i) * K + whole, tail * sizeof(float));
-            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td,
+            round_whole_blocks(padded, padded, n, B, nvfp4, el.emax, tensor_scale, g, stats, td, counted,
                                exponents != nullptr ? tail_exponents : nullptr, largest_bits);
             for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + (r0 + i) * K + whole, padded + i * B, tail * sizeof(float));
             if (exponents != nullptr)
@@ -591,7 +614,7 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
             }
             for (std::size_t k = 0; k < count; ++k)
                 round_span_nearest(src + base + k * inner, dst + base + k * inner, inner, encode.data(), decode.data(),
-                                   live.data(), zero_scale.data(), g, c);
+                                   live.data(), zero_scale.data(), g, c, rounding.counted);
         }
     }
     stats.values += outer * K * inner;
@@ -708,7 +731,8 @@ float block_operand_factor(BlockFormat format, float tensor_scale) {
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key,
                           std::int16_t* exponents, float* largest) {
-    const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false};
+    // The counts are dropped: the lanes skip them.
+    const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false, false};
     if (exponents != nullptr && inner != 1)
         throw Error("round_block_operand: block exponents are kept only along rows (inner 1)");
     std::int32_t largest_bits = 0;
