@@ -375,6 +375,61 @@ private slots:
         }
     }
 
+    // Which path the two tests above take is the Trainer's doing: before a statistics step's
+    // forward it asks the backend to keep the quantisers' exponents (views on) and the operands'
+    // amaxes (what-if formats on), so that the layers show x and W with both already found. A
+    // probe in place of the Trainer's observers looks at what the backend holds when each layer
+    // shows its operands (at statistics steps): fc2 runs MXFP4, fc1 and fc3 BF16.
+    void trainerKeepsTheQuantisersFindingsForItsStatistics() {
+        struct Probe final : OperandObserver {
+            struct Seen {
+                std::string layer;
+                bool exponents_x = false, exponents_w = false, amax_x = false;
+                Format x_format = Format::fp32;
+            };
+            std::vector<Seen> seen;
+            void observe(Backend& backend, const MatmulOperands& o) override {
+                const auto& cpu = dynamic_cast<const CpuBackend&>(backend);
+                Seen s{o.layer.name()};
+                s.exponents_x = cpu.kept_block_exponents(o.x, BlockFormat::mxfp4, o.in).values != nullptr;
+                s.exponents_w = cpu.kept_block_exponents(o.weight, BlockFormat::mxfp4, o.in).values != nullptr;
+                s.amax_x = cpu.kept_magnitude(o.x, o.x.numel()).has_value();
+                s.x_format = o.x.desc().format;
+                seen.push_back(s);
+            }
+        };
+        for (const bool what_if : {false, true}) {
+            Experiment e = mlp(LayerSetting(LayerPrecision::mxfp4));
+            e.train.layer_stats_every = 3;
+            e.train.block_scales.enabled = true;
+            e.precision.autocast = Autocast::bf16;
+            if (what_if) e.train.what_if = Experiment{}.train.what_if;
+            QVERIFY(what_if == !e.train.what_if.formats.empty());
+            Trainer t(e, regression(), make_backend("cpu"));
+            Probe probe;
+            t.network().set_operand_observer(&probe);
+            for (int i = 0; i < 7; ++i) {
+                probe.seen.clear();
+                t.step();
+                const bool stats = i % 3 == 0;
+                QCOMPARE(probe.seen.size(), std::size_t{stats ? 3u : 0u});  // the layers show statistics steps
+                for (const Probe::Seen& s : probe.seen) {
+                    const QByteArray where = QByteArray::fromStdString(s.layer + " at step " + std::to_string(i) +
+                                                                       (what_if ? ", what-if on" : ""));
+                    const bool block = s.layer == "fc2";
+                    QVERIFY2(s.exponents_x == block, where.constData());
+                    QVERIFY2(s.exponents_w == block, where.constData());
+                    // fc1's x is the dataset's batch in FP32, measured by its cast to BF16; fc2's,
+                    // fc1's output stored in BF16, by its quantiser. fc3's is stored in BF16 as
+                    // well and read as it is: no pass reads it before the layer shows it, and
+                    // the what-if measures it itself.
+                    QVERIFY2(s.amax_x == (what_if && s.layer != "fc3"), where.constData());
+                    QVERIFY2(s.x_format == (s.layer == "fc1" ? Format::fp32 : Format::bf16), where.constData());
+                }
+            }
+        }
+    }
+
     void trainerReportsOwnAndAskedFor() {
         // "own" (the default) with no block-scaled layer: nothing; switched live, the layer appears.
         Experiment e = quick_experiment(8, {32, 32});
