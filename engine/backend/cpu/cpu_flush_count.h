@@ -9,9 +9,9 @@
 //   non-zero (bit masks of the non-zero rows), and every input is finite, every product is ±0
 //   and so is ref(o, i), in any order, with or without FMA or flush-to-zero; the masks are built
 //   in the pass over x and dy that checks them, the zeros of gw are found eight at a time
-//   (AVX2) with the all-zero columns of x left out in the same compare (a block format's
-//   gradient is zero wherever x is, the background pixels of an image), and only the zeros these
-//   tests leave open cost a sum of products;
+//   (AVX2) with the all-zero columns of x left out in the same compare (such a column, a ReLU
+//   unit silent for the whole batch or a background pixel, is a column of zeros in gw and in
+//   ref), and only the zeros these tests leave open cost a sum of products;
 // - otherwise the K products that can be non-zero (the rows where both masks are set) are summed
 //   in double, each exact there (an FP32 product is), the sums' own rounding far inside the
 //   margin below: S = Σ p_b and A = Σ |p_b| (A > 0: a product of finite normal FP32 values is
