@@ -290,10 +290,10 @@ public:
         return {};
     }
     // While on (the forward of a statistics step with what-if statistics, and the optimizer step
-    // before one: the Trainer sets it), the passes that read a whole operand anyway (its cast to a matmul's
-    // format, the optimizer's write of the weights) measure its amax on the way, and
-    // sample_rows returns that for the tensor while it is unchanged instead of reading it again.
-    // Off by default; a backend may ignore it (sample_rows then measures).
+    // before one: the Trainer sets it), the passes that read a whole operand anyway (its cast or
+    // block quantisation to a matmul's format, the optimizer's write of the weights) measure its
+    // amax on the way, and sample_rows returns that for the tensor while it is unchanged instead
+    // of reading it again. Off by default; a backend may ignore it (sample_rows then measures).
     virtual void keep_operand_magnitudes(bool on) { (void)on; }
 
     // ---- FP8 scaling state
