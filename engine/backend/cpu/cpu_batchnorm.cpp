@@ -21,8 +21,14 @@
 // plane where that rounding may flush (cpu_unrounded_pieces.h). Training thread only.
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_batchnorm_kernels.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
@@ -30,24 +36,18 @@
 
 namespace mantissa {
 
-namespace {
+namespace cpu_detail {
 
-constexpr int lanes = 16;
+double BatchNormLanes::total() const {
+    double a[batchnorm_lanes];
+    for (int i = 0; i < batchnorm_lanes; ++i) a[i] = v[i];
+    for (int width = batchnorm_lanes / 2; width >= 1; width /= 2)
+        for (int i = 0; i < width; ++i) a[i] += a[i + width];
+    return a[0];
+}
 
-// Partial sums in double, value i of a plane into lane i mod 16.
-struct Lanes {
-    double v[lanes] = {};
-    double total() const {  // pairwise, a fixed tree
-        double a[lanes];
-        for (int i = 0; i < lanes; ++i) a[i] = v[i];
-        for (int width = lanes / 2; width >= 1; width /= 2)
-            for (int i = 0; i < width; ++i) a[i] += a[i + width];
-        return a[0];
-    }
-};
-
-// Σ x and Σ (x - mean)² of one plane, added into the lanes.
-MANTISSA_HOT void add_sum(const float* x, std::int64_t n, Lanes& s) {
+void batchnorm_add_sum_plain(const float* x, std::int64_t n, BatchNormLanes& s) {
+    constexpr int lanes = batchnorm_lanes;
     double a[lanes];
     for (int j = 0; j < lanes; ++j) a[j] = s.v[j];
     std::int64_t i = 0;
@@ -57,7 +57,8 @@ MANTISSA_HOT void add_sum(const float* x, std::int64_t n, Lanes& s) {
     for (int j = 0; j < lanes; ++j) s.v[j] = a[j];
 }
 
-MANTISSA_HOT void add_squares(const float* x, std::int64_t n, double mean, Lanes& s) {
+void batchnorm_add_squares_plain(const float* x, std::int64_t n, double mean, BatchNormLanes& s) {
+    constexpr int lanes = batchnorm_lanes;
     double a[lanes];
     for (int j = 0; j < lanes; ++j) a[j] = s.v[j];
     std::int64_t i = 0;
@@ -73,9 +74,9 @@ MANTISSA_HOT void add_squares(const float* x, std::int64_t n, double mean, Lanes
     for (int j = 0; j < lanes; ++j) s.v[j] = a[j];
 }
 
-// Σ dy and Σ dy·x̂ of one plane, x̂ = (x - mean)·invstd in FP32.
-MANTISSA_HOT void add_grad_sums(const float* x, const float* dy, std::int64_t n, float mean, float invstd,
-                                Lanes& sdy, Lanes& sdyx) {
+void batchnorm_add_grad_sums_plain(const float* x, const float* dy, std::int64_t n, float mean, float invstd,
+                                   BatchNormLanes& sdy, BatchNormLanes& sdyx) {
+    constexpr int lanes = batchnorm_lanes;
     double a[lanes], b[lanes];
     for (int j = 0; j < lanes; ++j) a[j] = sdy.v[j], b[j] = sdyx.v[j];
     std::int64_t i = 0;
@@ -93,6 +94,132 @@ MANTISSA_HOT void add_grad_sums(const float* x, const float* dy, std::int64_t n,
     for (int j = 0; j < lanes; ++j) sdy.v[j] = a[j], sdyx.v[j] = b[j];
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MANTISSA_BATCHNORM_AVX2 1
+
+namespace {
+
+// The 16 lanes in four registers, lanes 4k .. 4k+3 in r[k]: value i of a group of 16 meets
+// lane i, as in the plain loops, whose bodies the compiler left half scalar (a profile of the
+// reference CNN put these sums at 16% of its bf16 step).
+struct LaneRegisters {
+    __m256d r[4];
+};
+
+[[gnu::target("avx2")]] inline LaneRegisters load_lanes(const BatchNormLanes& s) {
+    return {{_mm256_loadu_pd(s.v), _mm256_loadu_pd(s.v + 4), _mm256_loadu_pd(s.v + 8), _mm256_loadu_pd(s.v + 12)}};
+}
+
+[[gnu::target("avx2")]] inline void store_lanes(const LaneRegisters& l, BatchNormLanes& s) {
+    for (int k = 0; k < 4; ++k) _mm256_storeu_pd(s.v + 4 * k, l.r[k]);
+}
+
+// Eight floats widened to double: the first four and the last four.
+[[gnu::target("avx2")]] inline __m256d low_half(__m256 v) {
+    return _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+}
+[[gnu::target("avx2")]] inline __m256d high_half(__m256 v) {
+    return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+
+[[gnu::target("avx2")]] void add_sum_avx2(const float* x, std::int64_t n, BatchNormLanes& s) {
+    LaneRegisters a = load_lanes(s);
+    std::int64_t i = 0;
+    for (; i + batchnorm_lanes <= n; i += batchnorm_lanes) {
+        const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+        a.r[0] = _mm256_add_pd(a.r[0], low_half(v0));
+        a.r[1] = _mm256_add_pd(a.r[1], high_half(v0));
+        a.r[2] = _mm256_add_pd(a.r[2], low_half(v1));
+        a.r[3] = _mm256_add_pd(a.r[3], high_half(v1));
+    }
+    store_lanes(a, s);
+    for (int j = 0; i + j < n; ++j) s.v[j] += static_cast<double>(x[i + j]);
+}
+
+[[gnu::target("avx2")]] inline __m256d add_square(__m256d acc, __m256d x, __m256d mean) {
+    const __m256d d = _mm256_sub_pd(x, mean);
+    return _mm256_add_pd(acc, _mm256_mul_pd(d, d));
+}
+
+[[gnu::target("avx2")]] void add_squares_avx2(const float* x, std::int64_t n, double mean, BatchNormLanes& s) {
+    LaneRegisters a = load_lanes(s);
+    const __m256d m = _mm256_set1_pd(mean);
+    std::int64_t i = 0;
+    for (; i + batchnorm_lanes <= n; i += batchnorm_lanes) {
+        const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+        a.r[0] = add_square(a.r[0], low_half(v0), m);
+        a.r[1] = add_square(a.r[1], high_half(v0), m);
+        a.r[2] = add_square(a.r[2], low_half(v1), m);
+        a.r[3] = add_square(a.r[3], high_half(v1), m);
+    }
+    store_lanes(a, s);
+    for (int j = 0; i + j < n; ++j) {
+        const double d = static_cast<double>(x[i + j]) - mean;
+        s.v[j] += d * d;
+    }
+}
+
+[[gnu::target("avx2")]] void add_grad_sums_avx2(const float* x, const float* dy, std::int64_t n, float mean,
+                                                float invstd, BatchNormLanes& sdy, BatchNormLanes& sdyx) {
+    LaneRegisters a = load_lanes(sdy), b = load_lanes(sdyx);
+    const __m256 m = _mm256_set1_ps(mean), k = _mm256_set1_ps(invstd);
+    std::int64_t i = 0;
+    for (; i + batchnorm_lanes <= n; i += batchnorm_lanes) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256 g = _mm256_loadu_ps(dy + i + 8 * h);
+            const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8 * h), m), k);
+            const __m256d g0 = low_half(g), g1 = high_half(g);
+            a.r[2 * h] = _mm256_add_pd(a.r[2 * h], g0);
+            a.r[2 * h + 1] = _mm256_add_pd(a.r[2 * h + 1], g1);
+            b.r[2 * h] = _mm256_add_pd(b.r[2 * h], _mm256_mul_pd(g0, low_half(xhat)));
+            b.r[2 * h + 1] = _mm256_add_pd(b.r[2 * h + 1], _mm256_mul_pd(g1, high_half(xhat)));
+        }
+    }
+    store_lanes(a, sdy);
+    store_lanes(b, sdyx);
+    for (int j = 0; i + j < n; ++j) {
+        const float xhat = (x[i + j] - mean) * invstd;
+        sdy.v[j] += static_cast<double>(dy[i + j]);
+        sdyx.v[j] += static_cast<double>(dy[i + j]) * static_cast<double>(xhat);
+    }
+}
+
+bool has_avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+
+}  // namespace
+#endif
+
+void batchnorm_add_sum(const float* x, std::int64_t n, BatchNormLanes& s) {
+#ifdef MANTISSA_BATCHNORM_AVX2
+    if (has_avx2()) return add_sum_avx2(x, n, s);
+#endif
+    batchnorm_add_sum_plain(x, n, s);
+}
+
+void batchnorm_add_squares(const float* x, std::int64_t n, double mean, BatchNormLanes& s) {
+#ifdef MANTISSA_BATCHNORM_AVX2
+    if (has_avx2()) return add_squares_avx2(x, n, mean, s);
+#endif
+    batchnorm_add_squares_plain(x, n, mean, s);
+}
+
+void batchnorm_add_grad_sums(const float* x, const float* dy, std::int64_t n, float mean, float invstd,
+                             BatchNormLanes& sdy, BatchNormLanes& sdyx) {
+#ifdef MANTISSA_BATCHNORM_AVX2
+    if (has_avx2()) return add_grad_sums_avx2(x, dy, n, mean, invstd, sdy, sdyx);
+#endif
+    batchnorm_add_grad_sums_plain(x, dy, n, mean, invstd, sdy, sdyx);
+}
+
+}  // namespace cpu_detail
+
+namespace {
+
+using cpu_detail::BatchNormLanes;
+
 // y = ((x - mean)·invstd)·g + b over one plane, FP32 (no contraction: the target has no FMA).
 MANTISSA_HOT void normalize(const float* x, float* y, std::int64_t n, float mean, float invstd, float g, float b) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = ((x[i] - mean) * invstd) * g + b;
@@ -107,14 +234,23 @@ MANTISSA_HOT void input_grad(const float* x, const float* dy, float* dx, std::in
     }
 }
 
-// Channels are independent: with more than one thread they are shared out (each channel's
-// arithmetic, its sums and the rounding of its planes of y and dx are the same on any thread, so
-// the bits do not depend on the count).
+// Channels are independent: with more than one thread each takes a contiguous share of them
+// (each channel's arithmetic, its sums and the rounding of its planes of y and dx are the same on
+// any thread, so the bits do not depend on the count).
 int threads_for(std::int64_t channels, std::int64_t values, int max_threads) {
     if (max_threads <= 1 || values < (std::int64_t{1} << 16)) return 1;
     return static_cast<int>(std::min<std::int64_t>(channels, max_threads));
 }
 
+// Channels [begin, end): thread t's share of them.
+struct ChannelRange {
+    std::int64_t begin, end;
+    std::int64_t size() const { return end - begin; }
+};
+
+ChannelRange share_of(std::int64_t channels, int threads, int t) {
+    return {channels * t / threads, channels * (t + 1) / threads};
+}
 
 // The values of channel c of sample n: spatial floats.
 const float* plane(const float* t, const BatchNormTensors& bn, std::int64_t n, std::int64_t c) {
@@ -124,34 +260,52 @@ float* plane(float* t, const BatchNormTensors& bn, std::int64_t n, std::int64_t 
     return t + (n * bn.channels + c) * bn.spatial;
 }
 
-// dx for one channel from dy; the sums over dy in double. Returns Σdy and Σdy·x̂ (for the
-// parameters' gradients).
-struct ChannelSums {
-    double dy = 0, dy_xhat = 0;
-};
+// Every pass walks the planes of its channels in memory order, sample by sample, each channel's
+// sums taking its planes in sample order: the order of a channel's own arithmetic is that of a
+// pass channel by channel, so the bits are the same, but the reads stream through x and dy where
+// channel by channel they would jump a sample's size from plane to plane (about twice as fast on
+// the reference CNN's first batch norm, 12.8 MB of x: docs/benchmarks.md).
+template <class PlaneOp>
+void each_plane(const ChannelRange& r, std::int64_t batch, PlaneOp&& op) {
+    for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = r.begin; c < r.end; ++c) op(n, c);
+}
 
-ChannelSums channel_backward(const BatchNormTensors& bn, std::int64_t c, const float* x, const float* dy, float* dx,
-                             std::int64_t batch, float mean, float invstd, float gamma) {
-    Lanes sdy, sdyx;
-    for (std::int64_t n = 0; n < batch; ++n)
-        add_grad_sums(plane(x, bn, n, c), plane(dy, bn, n, c), bn.spatial, mean, invstd, sdy, sdyx);
-    ChannelSums s;
-    s.dy = sdy.total();
-    s.dy_xhat = sdyx.total();
+// dx for channels r from dy; the sums over dy in double. Writes Σdy and Σdy·x̂ (for the
+// parameters' gradients) when sum_dy and sum_dy_xhat are given; finish(n, c) follows each plane
+// of dx while it is in the cache.
+template <class Finish>
+void channels_backward(const BatchNormTensors& bn, const ChannelRange& r, const float* x, const float* dy, float* dx,
+                       std::int64_t batch, const float* mean, const float* invstd, const float* gamma, float* sum_dy,
+                       float* sum_dy_xhat, Finish&& finish) {
+    std::vector<BatchNormLanes> sdy(static_cast<std::size_t>(r.size())), sdyx(sdy.size());
+    each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
+        const std::size_t k = static_cast<std::size_t>(c - r.begin);
+        cpu_detail::batchnorm_add_grad_sums(plane(x, bn, n, c), plane(dy, bn, n, c), bn.spatial, mean[c], invstd[c],
+                                            sdy[k], sdyx[k]);
+    });
     const double count = static_cast<double>(batch * bn.spatial);
-    const float mean_dy = static_cast<float>(s.dy / count);
-    const float mean_dy_xhat = static_cast<float>(s.dy_xhat / count);
-    const float k = gamma * invstd;
-    for (std::int64_t n = 0; n < batch; ++n)
-        input_grad(plane(x, bn, n, c), plane(dy, bn, n, c), plane(dx, bn, n, c), bn.spatial, mean, invstd, k, mean_dy,
-                   mean_dy_xhat);
-    return s;
+    std::vector<float> mean_dy(sdy.size()), mean_dy_xhat(sdy.size());
+    for (std::int64_t c = r.begin; c < r.end; ++c) {
+        const std::size_t k = static_cast<std::size_t>(c - r.begin);
+        const double total_dy = sdy[k].total(), total_dy_xhat = sdyx[k].total();
+        mean_dy[k] = static_cast<float>(total_dy / count);
+        mean_dy_xhat[k] = static_cast<float>(total_dy_xhat / count);
+        if (sum_dy) sum_dy[c] = static_cast<float>(total_dy);
+        if (sum_dy_xhat) sum_dy_xhat[c] = static_cast<float>(total_dy_xhat);
+    }
+    each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
+        const std::size_t k = static_cast<std::size_t>(c - r.begin);
+        input_grad(plane(x, bn, n, c), plane(dy, bn, n, c), plane(dx, bn, n, c), bn.spatial, mean[c], invstd[c],
+                   gamma[c] * invstd[c], mean_dy[k], mean_dy_xhat[k]);
+        finish(n, c);
+    });
 }
 
 }  // namespace
 
-void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_in, Tensor& y_out,
-                                          std::int64_t batch, bool training) {
+void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
+                                          bool training) {
     const float* x = cpu(x_in).data();
     float* y = cpu(y_out).data();
     const float* gamma = cpu(*bn.weight).data();
@@ -163,34 +317,47 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
     const double count = static_cast<double>(batch * bn.spatial);
     const int threads = threads_for(bn.channels, batch * bn.channels * bn.spatial, m_matmul.threads());
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (std::int64_t c = 0; c < bn.channels; ++c) {
-        float mean, invstd;
+    for (int t = 0; t < threads; ++t) {
+        const ChannelRange r = share_of(bn.channels, threads, t);
+        std::vector<float> mean(static_cast<std::size_t>(r.size())), invstd(mean.size());
         if (training) {
-            Lanes sum;
-            for (std::int64_t n = 0; n < batch; ++n) add_sum(plane(x, bn, n, c), bn.spatial, sum);
-            const double mean_d = sum.total() / count;
-            Lanes sq;
-            for (std::int64_t n = 0; n < batch; ++n) add_squares(plane(x, bn, n, c), bn.spatial, mean_d, sq);
-            const double squares = sq.total();
-            const double var_biased = squares / count;
-            const double var_unbiased = squares / (count - 1);  // count > 1: checked by the wrapper
-            mean = static_cast<float>(mean_d);
-            invstd = static_cast<float>(1.0 / std::sqrt(var_biased + bn.eps));
-            saved_mean[c] = mean;
-            saved_invstd[c] = invstd;
-            running_mean[c] = static_cast<float>((1.0 - bn.momentum) * static_cast<double>(running_mean[c]) +
-                                                 bn.momentum * mean_d);
-            running_var[c] = static_cast<float>((1.0 - bn.momentum) * static_cast<double>(running_var[c]) +
-                                                bn.momentum * var_unbiased);
+            std::vector<BatchNormLanes> sums(mean.size()), squares(mean.size());
+            each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
+                cpu_detail::batchnorm_add_sum(plane(x, bn, n, c), bn.spatial,
+                                              sums[static_cast<std::size_t>(c - r.begin)]);
+            });
+            std::vector<double> mean_d(mean.size());
+            for (std::size_t k = 0; k < mean.size(); ++k) mean_d[k] = sums[k].total() / count;
+            each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
+                const std::size_t k = static_cast<std::size_t>(c - r.begin);
+                cpu_detail::batchnorm_add_squares(plane(x, bn, n, c), bn.spatial, mean_d[k], squares[k]);
+            });
+            for (std::int64_t c = r.begin; c < r.end; ++c) {
+                const std::size_t k = static_cast<std::size_t>(c - r.begin);
+                const double sum_squares = squares[k].total();
+                const double var_biased = sum_squares / count;
+                const double var_unbiased = sum_squares / (count - 1);  // count > 1: checked by the wrapper
+                mean[k] = static_cast<float>(mean_d[k]);
+                invstd[k] = static_cast<float>(1.0 / std::sqrt(var_biased + bn.eps));
+                saved_mean[c] = mean[k];
+                saved_invstd[c] = invstd[k];
+                running_mean[c] = static_cast<float>((1.0 - bn.momentum) * static_cast<double>(running_mean[c]) +
+                                                     bn.momentum * mean_d[k]);
+                running_var[c] = static_cast<float>((1.0 - bn.momentum) * static_cast<double>(running_var[c]) +
+                                                    bn.momentum * var_unbiased);
+            }
         } else {
-            mean = running_mean[c];
-            invstd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + bn.eps));
+            for (std::int64_t c = r.begin; c < r.end; ++c) {
+                const std::size_t k = static_cast<std::size_t>(c - r.begin);
+                mean[k] = running_mean[c];
+                invstd[k] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + bn.eps));
+            }
         }
-        const float g = gamma[c], b = beta[c];
-        for (std::int64_t n = 0; n < batch; ++n) {
-            normalize(plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean, invstd, g, b);
+        each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
+            const std::size_t k = static_cast<std::size_t>(c - r.begin);
+            normalize(plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean[k], invstd[k], gamma[c], beta[c]);
             round_output(y_out.format(), plane(y, bn, n, c), bn.spatial);
-        }
+        });
     }
     if (training) {
         for (Tensor* t : {bn.running_mean, bn.running_var, bn.saved_mean, bn.saved_invstd})
@@ -215,15 +382,16 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
     UnroundedPieces unrounded_planes(sdx, sdy, dx_out.format(), batch * bn.channels, bn.spatial);
     const int threads = threads_for(bn.channels, n, m_matmul.threads());
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (std::int64_t c = 0; c < bn.channels; ++c) {
-        const ChannelSums s = channel_backward(bn, c, x, dy, dx, batch, mean[c], invstd[c], gamma[c]);
-        grad_beta[c] = static_cast<float>(s.dy);
-        grad_gamma[c] = static_cast<float>(s.dy_xhat);
-        if (sdx && sdy) channel_backward(bn, c, x, sdy, sdx, batch, mean[c], invstd[c], gamma[c]);
-        for (std::int64_t i = 0; i < batch; ++i) {
-            unrounded_planes.before_rounding(i * bn.channels + c, plane(dx, bn, i, c));
-            round_output(dx_out.format(), plane(dx, bn, i, c), bn.spatial);
-        }
+    for (int t = 0; t < threads; ++t) {
+        const ChannelRange r = share_of(bn.channels, threads, t);
+        if (sdx && sdy)
+            channels_backward(bn, r, x, sdy, sdx, batch, mean, invstd, gamma, nullptr, nullptr,
+                              [](std::int64_t, std::int64_t) {});
+        channels_backward(bn, r, x, dy, dx, batch, mean, invstd, gamma, grad_beta, grad_gamma,
+                          [&](std::int64_t i, std::int64_t c) {
+                              unrounded_planes.before_rounding(i * bn.channels + c, plane(dx, bn, i, c));
+                              round_output(dx_out.format(), plane(dx, bn, i, c), bn.spatial);
+                          });
     }
     if (unrounded_planes.unneeded(dx)) drop_shadow(dx_out);
     round_output(bn.grad_weight->format(), grad_gamma, bn.channels);

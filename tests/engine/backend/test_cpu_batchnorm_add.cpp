@@ -7,12 +7,14 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend_test_util.h"
 #include "conv_test_util.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_batchnorm_kernels.h"
 #include "error.h"
 #include "numeric/convert.h"
 
@@ -138,6 +140,69 @@ private slots:
         diff = mismatch("running_var", rv, running_var, 1e-6);
         QVERIFY2(diff.isEmpty(), qPrintable(diff));
         QVERIFY(conv_test::first_mismatch(rv, running_var_biased, 1e-4) >= 0);  // not the biased one
+    }
+
+    // The per-channel sums' vector path (AVX2 where the CPU has it) gives the plain loops' bits:
+    // planes of every length around the 16 lanes and the reference CNN's, values over 40
+    // binades, the lanes carried from plane to plane. A value added into the wrong lane changes
+    // the last bits of some lane (tried: a swapped pair of x-hat values fails it).
+    void vectorSumsAreThePlainLoopsBits() {
+        using namespace cpu_detail;
+        auto same = [](const BatchNormLanes& a, const BatchNormLanes& b) {
+            return std::memcmp(a.v, b.v, sizeof a.v) == 0;
+        };
+        for (int n : {1, 15, 16, 17, 33, 196, 784}) {
+            constexpr int planes = 3;
+            auto x = random_values(static_cast<std::size_t>(planes * n), 1.0f, 61);
+            auto dy = random_values(x.size(), 1.0f, 67);
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                x[i] = std::ldexp(x[i], static_cast<int>(i * 7 % 40) - 20);
+                dy[i] = std::ldexp(dy[i], static_cast<int>(i * 11 % 40) - 20);
+            }
+            BatchNormLanes sum, sum_plain, sq, sq_plain, gdy, gdy_plain, gdyx, gdyx_plain;
+            for (int p = 0; p < planes; ++p) {
+                const float* xp = x.data() + p * n;
+                const float* dyp = dy.data() + p * n;
+                batchnorm_add_sum(xp, n, sum);
+                batchnorm_add_sum_plain(xp, n, sum_plain);
+                batchnorm_add_squares(xp, n, 0.3, sq);
+                batchnorm_add_squares_plain(xp, n, 0.3, sq_plain);
+                batchnorm_add_grad_sums(xp, dyp, n, 0.3f, 1.7f, gdy, gdyx);
+                batchnorm_add_grad_sums_plain(xp, dyp, n, 0.3f, 1.7f, gdy_plain, gdyx_plain);
+            }
+            QVERIFY2(same(sum, sum_plain), qPrintable(QString("sum, planes of %1").arg(n)));
+            QVERIFY2(same(sq, sq_plain), qPrintable(QString("squares, planes of %1").arg(n)));
+            QVERIFY2(same(gdy, gdy_plain), qPrintable(QString("dy sum, planes of %1").arg(n)));
+            QVERIFY2(same(gdyx, gdyx_plain), qPrintable(QString("dy x-hat sum, planes of %1").arg(n)));
+            QVERIFY(sum.total() != 0 && sq.total() > 0 && gdyx.total() != 0);
+        }
+    }
+
+    // Channels shared out over threads give one thread's bits: y, the saved and running
+    // statistics, dx and the parameters' gradients, in bf16 so that the rounding of each plane
+    // takes part (2^16 values or more, so the threads do).
+    void anyThreadCountGivesTheSameBits() {
+        constexpr int channels = 5, spatial = 196, batch = 70;
+        std::vector<std::vector<float>> first;
+        for (int threads : {1, 2, 3}) {
+            auto be = make_backend("cpu", 0, threads);
+            Bn bn(*be, channels, spatial, batch, Format::bf16, 71);
+            const auto dyv = conv_test::rounded(Format::bf16, random_values(bn.xv.size(), 1.0f, 73));
+            be->upload(*bn.dy, dyv.data(), static_cast<std::int64_t>(dyv.size()));
+            be->batchnorm2d_forward(bn.t, *bn.x, *bn.y, batch, true);
+            be->batchnorm2d_backward(bn.t, *bn.x, *bn.dy, *bn.dx, batch);
+            std::vector<std::vector<float>> got;
+            for (Tensor* t : {bn.y.get(), bn.sm.get(), bn.si.get(), bn.rm.get(), bn.rv.get(), bn.dx.get(), bn.gw.get(),
+                              bn.gb.get()})
+                got.push_back(read(*be, *t));
+            if (first.empty()) {
+                first = got;
+                continue;
+            }
+            for (std::size_t k = 0; k < got.size(); ++k)
+                QVERIFY2(std::memcmp(got[k].data(), first[k].data(), got[k].size() * sizeof(float)) == 0,
+                         qPrintable(QString("tensor %1 with %2 threads").arg(k).arg(threads)));
+        }
     }
 
     // Evaluation normalises with the running statistics and leaves them (and the saved ones) as
