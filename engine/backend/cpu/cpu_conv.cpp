@@ -208,6 +208,18 @@ void for_samples(std::int64_t n, std::int64_t per_sample, int max_threads, Fn&& 
     cpu_detail::for_ranges(n, threads, 1, [&](std::int64_t i0, std::int64_t i1, int) { fn(i0, i1); });
 }
 
+// Samples per chunk of oneDNN's forward: its blocked result of a chunk within 512 KiB, so that
+// the epilogue reads it back from the L2 cache rather than from memory (a whole batch's, 12.8 MB
+// on the reference CNN's first layer, went out and came back); at least two per thread, so that
+// every thread has a sample. Each output element is one thread's sum over the same kernel
+// offsets and channels however many samples a call takes, so the chunks give the bits of one
+// call (held by test_backend_cpu_conv and test_backend_cpu_threads_layers).
+std::int64_t forward_chunk_samples(const ConvShape& s, std::int64_t batch, int threads) {
+    constexpr std::int64_t budget = std::int64_t{1} << 17;  // floats
+    const std::int64_t fit = budget / std::max<std::int64_t>(s.out(), 1);
+    return std::clamp<std::int64_t>(std::max<std::int64_t>(fit, 2 * threads), 1, std::max<std::int64_t>(batch, 1));
+}
+
 OneDnnConvDims dims_of(const ConvShape& s, std::int64_t batch) {
     return {batch, s.channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding};
 }
@@ -452,15 +464,28 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     const int max_threads = m_matmul.threads();
     // oneDNN's convolution where it has one for the shape (onednn_conv.h): the same operands, the
     // same epilogue. Block-scaled operands are quantised along the lowered GEMM's patch: im2col.
-    OneDnnConv* direct = conv.block ? nullptr
-                                    : direct_conv(OneDnnConv::Direction::forward, dims_of(s, batch), max_threads,
-                                                  bf16_ok && m_matmul.bf16_enabled());
-    if (direct) {
-        float* workspace = aligned_start(scratch(slot_col, direct->workspace_floats() + 16));
-        const float* blocked = direct->forward(x_op, w_op, workspace);
-        for_samples(batch, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
-            blocked_epilogue(s, blocked, direct->dst_layout(), dequant, b, y, y_out.format(), i0, i1);
-        });
+    // The batch in chunks whose blocked result is still in the L2 cache when the epilogue reads it.
+    const std::int64_t direct_chunk = forward_chunk_samples(s, batch, max_threads);
+    const std::int64_t last_chunk = batch % direct_chunk;
+    const bool bf16_direct = bf16_ok && m_matmul.bf16_enabled();
+    OneDnnConv* direct =
+        conv.block ? nullptr
+                   : direct_conv(OneDnnConv::Direction::forward, dims_of(s, direct_chunk), max_threads, bf16_direct);
+    OneDnnConv* direct_last = direct && last_chunk > 0 ? direct_conv(OneDnnConv::Direction::forward,
+                                                                     dims_of(s, last_chunk), max_threads, bf16_direct)
+                                                       : direct;
+    if (direct && direct_last) {
+        float* workspace = aligned_start(
+            scratch(slot_col, std::max(direct->workspace_floats(), direct_last->workspace_floats()) + 16));
+        for (std::int64_t first = 0; first < batch; first += direct_chunk) {
+            const std::int64_t n = std::min(direct_chunk, batch - first);
+            OneDnnConv* chunk_conv = n == direct_chunk ? direct : direct_last;
+            const float* blocked = chunk_conv->forward(x_op + first * in, w_op, workspace);
+            for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
+                blocked_epilogue(s, blocked, chunk_conv->dst_layout(), dequant, b, y + first * s.out(), y_out.format(),
+                                 i0, i1);
+            });
+        }
         return;
     }
     const std::int64_t positions = s.positions(), chunk = chunk_samples(s, batch);

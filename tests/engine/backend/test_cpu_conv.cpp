@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend_test_util.h"
@@ -300,6 +301,41 @@ private slots:
         const auto gw = read(be, *cv.gw);
         be.conv2d_backward(cv.t, *cv.x, *cv.dy, cv.dx.get(), batch, nullptr);
         QCOMPARE(read(be, *cv.gw), gw);
+    }
+
+    // oneDNN's forward takes the batch in chunks whose blocked result fits the L2 cache (cpu_conv.cpp,
+    // forward_chunk_samples; here 8,192 outputs a sample: chunks of 16, 16 and 5 samples, two
+    // primitives). Every sample's y is the bits of the same sample run alone, on the FP32 and
+    // the bf16 kernels: a chunk's size changes neither the kernel nor any sum's order.
+    void directForwardChunksGiveEachSamplesBits_data() {
+        QTest::addColumn<QString>("path");
+        QTest::newRow("fp32 kernels") << "fp32";
+        if (CpuMatmul::bf16_available()) QTest::newRow("bf16 kernels") << "bf16";
+    }
+    void directForwardChunksGiveEachSamplesBits() {
+        QFETCH(QString, path);
+        const Conv2dGeometry g = geometry(16, 16, 16, 32, 3, 1, 1);
+        const int batch = 37;
+        const OneDnnConvDims dims{batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel, g.stride, g.padding};
+        QVERIFY(OneDnnConv::find(OneDnnConv::Direction::forward, dims, 1));
+        CpuBackend be;
+        be.set_bf16_matmul_path(path.toStdString());
+        Conv whole(be, g, batch, true, Format::bf16, Format::bf16, 57);
+        be.conv2d_forward(whole.t, *whole.x, *whole.y, batch, true);
+        const auto y = read(be, *whole.y);
+        Conv alone(be, g, 1, true, Format::bf16, Format::bf16, 57);  // the same weights and bias
+        for (int i = 0; i < batch; ++i) {
+            be.upload(*alone.x, whole.xv.data() + i * g.in_size(), g.in_size());
+            be.conv2d_forward(alone.t, *alone.x, *alone.y, 1, true);
+            const auto yi = read(be, *alone.y);
+            QVERIFY2(std::memcmp(yi.data(), y.data() + i * g.out_size(), yi.size() * sizeof(float)) == 0,
+                     qPrintable(QString("sample %1").arg(i)));
+        }
+        const auto xd = to_double(rounded(Format::bf16, whole.xv)), wd = to_double(rounded(Format::bf16, whole.wv));
+        const auto bd = to_double(rounded(Format::bf16, whole.bv));
+        QVERIFY(all_in_format(Format::bf16, y));
+        const QString bad = conv_test::mismatch("y", y, conv_ref(g, batch, xd, wd, &bd), 1.0 / 256, 1e-6);  // an ulp
+        QVERIFY2(bad.isEmpty(), qPrintable(bad));
     }
 
     // bf16 operands on each path the backend may take (onednn_conv.h): oneDNN's bf16 kernels
