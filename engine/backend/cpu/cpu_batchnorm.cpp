@@ -184,24 +184,19 @@ struct LaneRegisters {
     }
 }
 
-bool has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2");
-    return has;
-}
-
 }  // namespace
 #endif
 
 void batchnorm_add_sum(const float* x, std::int64_t n, BatchNormLanes& s) {
 #ifdef MANTISSA_BATCHNORM_AVX2
-    if (has_avx2()) return add_sum_avx2(x, n, s);
+    if (cpu_has_avx2()) return add_sum_avx2(x, n, s);
 #endif
     batchnorm_add_sum_plain(x, n, s);
 }
 
 void batchnorm_add_squares(const float* x, std::int64_t n, double mean, BatchNormLanes& s) {
 #ifdef MANTISSA_BATCHNORM_AVX2
-    if (has_avx2()) return add_squares_avx2(x, n, mean, s);
+    if (cpu_has_avx2()) return add_squares_avx2(x, n, mean, s);
 #endif
     batchnorm_add_squares_plain(x, n, mean, s);
 }
@@ -209,7 +204,7 @@ void batchnorm_add_squares(const float* x, std::int64_t n, double mean, BatchNor
 void batchnorm_add_grad_sums(const float* x, const float* dy, std::int64_t n, float mean, float invstd,
                              BatchNormLanes& sdy, BatchNormLanes& sdyx) {
 #ifdef MANTISSA_BATCHNORM_AVX2
-    if (has_avx2()) return add_grad_sums_avx2(x, dy, n, mean, invstd, sdy, sdyx);
+    if (cpu_has_avx2()) return add_grad_sums_avx2(x, dy, n, mean, invstd, sdy, sdyx);
 #endif
     batchnorm_add_grad_sums_plain(x, dy, n, mean, invstd, sdy, sdyx);
 }

@@ -39,6 +39,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/cpu_hot.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -134,16 +136,12 @@ MANTISSA_FLUSH_AVX2 inline std::int64_t flushed_against_avx2(const std::uint32_t
                                                              std::int64_t n) {
     return flushed_against_body(ref, gw, n);
 }
-inline bool flush_count_has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2");
-    return has;
-}
 #endif
 
 inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std::int64_t cols,
                                   std::uint32_t* any, std::uint64_t* mask) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return column_flags_avx2(m, rows, cols, any, mask);
+    if (cpu_detail::cpu_has_avx2()) return column_flags_avx2(m, rows, cols, any, mask);
 #endif
     return column_flags_body(m, rows, cols, any, mask);
 }
@@ -151,7 +149,7 @@ inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std
 template <class Visit>
 inline void for_each_open_zero(const std::uint32_t* row, const std::uint32_t* any, std::int64_t n, Visit& visit) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return for_each_open_zero_avx2(row, any, n, visit);
+    if (cpu_detail::cpu_has_avx2()) return for_each_open_zero_avx2(row, any, n, visit);
 #endif
     for_each_open_zero_body(row, any, n, visit);
 }
@@ -161,7 +159,7 @@ inline std::int64_t count_flushed_against_reference(const float* ref, const floa
     const auto* rb = reinterpret_cast<const std::uint32_t*>(ref);
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (flush_count_has_avx2()) return flushed_against_avx2(rb, gb, n);
+    if (cpu_detail::cpu_has_avx2()) return flushed_against_avx2(rb, gb, n);
 #endif
     return flushed_against_body(rb, gb, n);
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "error.h"
 
@@ -81,15 +82,11 @@ __attribute__((target("avx2"))) void unscale_avx2(float* g, std::int64_t n, floa
     unscale_scalar(g + i, n - i, inv_scale, s);  // i is a multiple of 4: the lanes line up
 }
 
-bool cpu_has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2");
-    return has;
-}
 #endif
 
 void unscale_block(float* g, std::int64_t n, float inv_scale, Lanes& s) {
 #ifdef MANTISSA_X86
-    if (cpu_has_avx2()) {
+    if (cpu_detail::cpu_has_avx2()) {
         unscale_avx2(g, n, inv_scale, s);
         return;
     }

@@ -17,3 +17,14 @@
 #define MANTISSA_HOT
 #define MANTISSA_HOT_WIDE
 #endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+namespace mantissa::cpu_detail {
+// Whether this CPU runs AVX2, asked once: the hand-written AVX2 kernels (intrinsics under
+// target("avx2"), not clones) take it, the plain loops beside them otherwise.
+inline bool cpu_has_avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+}  // namespace mantissa::cpu_detail
+#endif

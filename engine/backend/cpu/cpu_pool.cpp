@@ -29,6 +29,7 @@
 #endif
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_pool_kernels.h"
@@ -262,19 +263,10 @@ __attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, cons
 }
 #endif
 
-bool has_avx2() {
-#ifdef MANTISSA_POOL_AVX2
-    static const bool has = __builtin_cpu_supports("avx2");
-    return has;
-#else
-    return false;
-#endif
-}
-
 // `planes` planes of (h, w) to (h / 2, w / 2).
 void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int64_t h, std::int64_t w) {
 #ifdef MANTISSA_POOL_AVX2
-    if (has_avx2()) return maxpool_2x2_forward_avx2(x, y, planes, h, w);
+    if (cpu_detail::cpu_has_avx2()) return maxpool_2x2_forward_avx2(x, y, planes, h, w);
 #endif
     const std::int64_t oh = h / 2, ow = w / 2;
     for (std::int64_t i = 0; i < planes; ++i)
@@ -289,7 +281,7 @@ void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t 
                        std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
 #ifdef MANTISSA_POOL_AVX2
-    if (has_avx2()) {
+    if (cpu_detail::cpu_has_avx2()) {
         maxpool_2x2_route_avx2(x, dy, dx, planes, h, w);
     } else
 #endif
