@@ -366,6 +366,19 @@ public:
     // for backends that read it), summed in FP32 where windows overlap, rounded to dx's format.
     void maxpool2d_backward(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y,
                             const Tensor& dy, Tensor& dx, std::int64_t batch);
+    // A ReLU and the max pool after it as one op, on the ReLU's input z (its output is never
+    // written): forward y = maxpool(relu(z)), computed as relu(maxpool(z)) (the same bits: relu
+    // keeps a positive maximum and a NaN, and turns a window of values <= 0 into +0 either way);
+    // backward dx = the ReLU's input gradient, activation_backward(relu) of maxpool2d_backward's
+    // dx: a window passes dy on to its maximum in z only where the ReLU passes it, m > 0 or a
+    // NaN, +0 elsewhere (that maximum is the one the pool finds in relu(z) wherever it matters).
+    // The two ops' bits where the ReLU adds no rounding of its own (its output and gradient have
+    // z's format: an activation runs in its input's). Only on a backend whose
+    // fuses_maxpool_relu() is true (Network asks; the others run the two ops).
+    void maxpool2d_relu_forward(const Pool2dGeometry& pool, const Tensor& z, Tensor& y, std::int64_t batch);
+    void maxpool2d_relu_backward(const Pool2dGeometry& pool, const Tensor& z, const Tensor& y,
+                                 const Tensor& dy, Tensor& dx, std::int64_t batch);
+    virtual bool fuses_maxpool_relu() const { return false; }
     // y = (Σ window) / k² in FP32 (padding counts as zeros, PyTorch's count_include_pad).
     void avgpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
                            std::int64_t batch);
@@ -518,6 +531,11 @@ protected:
     virtual void maxpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& x,
                                          const Tensor& y, const Tensor& dy, Tensor& dx,
                                          std::int64_t batch);
+    virtual void maxpool2d_relu_forward_impl(const Pool2dGeometry& pool, const Tensor& z, Tensor& y,
+                                             std::int64_t batch);
+    virtual void maxpool2d_relu_backward_impl(const Pool2dGeometry& pool, const Tensor& z,
+                                              const Tensor& y, const Tensor& dy, Tensor& dx,
+                                              std::int64_t batch);
     virtual void avgpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
                                         std::int64_t batch);
     virtual void avgpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,

@@ -358,6 +358,29 @@ void Backend::maxpool2d_backward(const Pool2dGeometry& pool, const Tensor& x, co
     maxpool2d_backward_impl(pool, x, y, dy, dx, batch);
 }
 
+void Backend::maxpool2d_relu_forward(const Pool2dGeometry& pool, const Tensor& z, Tensor& y, std::int64_t batch) {
+    require_supported(BackendOp::maxpool2d, y.format());
+    require_supported(BackendOp::activation, y.format());
+    check_pool(pool, "maxpool2d_relu_forward");
+    check_batch(batch, "maxpool2d_relu_forward");
+    require_rows(z, pool.in_size(), batch, "maxpool2d_relu_forward: ", "input");
+    require_rows(y, pool.out_size(), batch, "maxpool2d_relu_forward: ", "output");
+    maxpool2d_relu_forward_impl(pool, z, y, batch);
+}
+
+void Backend::maxpool2d_relu_backward(const Pool2dGeometry& pool, const Tensor& z, const Tensor& y,
+                                      const Tensor& dy, Tensor& dx, std::int64_t batch) {
+    require_supported(BackendOp::maxpool2d, dx.format());
+    require_supported(BackendOp::activation, dx.format());
+    check_pool(pool, "maxpool2d_relu_backward");
+    check_batch(batch, "maxpool2d_relu_backward");
+    require_rows(z, pool.in_size(), batch, "maxpool2d_relu_backward: ", "input");
+    require_rows(y, pool.out_size(), batch, "maxpool2d_relu_backward: ", "output");
+    require_rows(dy, pool.out_size(), batch, "maxpool2d_relu_backward: ", "output gradient");
+    require_rows(dx, pool.in_size(), batch, "maxpool2d_relu_backward: ", "input gradient");
+    maxpool2d_relu_backward_impl(pool, z, y, dy, dx, batch);
+}
+
 void Backend::avgpool2d_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch) {
     require_supported(BackendOp::avgpool2d, y.format());
     check_pool(pool, "avgpool2d_forward");

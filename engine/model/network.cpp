@@ -6,8 +6,10 @@
 #include <string>
 
 #include "error.h"
+#include "model/layers/activation_layer.h"
 #include "model/layers/attention_layer.h"
 #include "model/layers/layernorm_layer.h"
+#include "model/layers/pool_layers.h"
 #include "model/tensor_slot.h"
 
 namespace mantissa {
@@ -132,7 +134,21 @@ void Network::forward_uploaded(std::int64_t batch, bool training) {
     if (batch < 0 || batch > m_capacity)
         throw Error("Network: a batch of " + std::to_string(batch) + " rows exceeds the capacity of " +
                     std::to_string(m_capacity) + ".");
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) m_nodes[i]->forward(m_backend, node_input(i), rows(batch), training);
+    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+        if (Pool2dLayer* pool = pool_fused_after(i)) {  // the ReLU at i and the pool after it as one op
+            pool->forward_through_relu(m_backend, node_input(i), rows(batch));
+            ++i;
+            continue;
+        }
+        m_nodes[i]->forward(m_backend, node_input(i), rows(batch), training);
+    }
+}
+
+Pool2dLayer* Network::pool_fused_after(std::size_t node) const {
+    if (node + 1 >= m_nodes.size()) return nullptr;
+    const auto* relu = dynamic_cast<const ActivationLayer*>(m_nodes[node].get());
+    auto* pool = dynamic_cast<Pool2dLayer*>(m_nodes[node + 1].get());
+    return relu && pool && pool->fuses_with(*relu, m_backend) ? pool : nullptr;
 }
 
 LossResult Network::loss(const std::int32_t* labels, const float* targets, std::int64_t batch, float loss_scale,
@@ -149,6 +165,15 @@ void Network::backward(std::int64_t batch, std::vector<RoundingStats>* weight_st
     if (weight_stats) weight_stats->assign(m_layers.size(), RoundingStats{});
     const Tensor* dy = m_loss_grad.get();
     for (std::size_t i = m_nodes.size(); i-- > 0;) {
+        if (Pool2dLayer* pool = i > 0 ? pool_fused_after(i - 1) : nullptr) {
+            // The pool's backward and the ReLU's as one op, from the ReLU's input: the ReLU's
+            // input gradient in the pool's input_grad(), read from there on.
+            pool->backward_through_relu(m_backend, node_input(i - 1), *dy, rows(batch));
+            dy = pool->input_grad();
+            if (!dy) throw Error("Network: " + pool->name() + " wrote no input gradient.");
+            --i;  // the ReLU's backward is done
+            continue;
+        }
         m_nodes[i]->backward(m_backend, node_input(i), *dy, rows(batch), weight_stats);
         dy = m_nodes[i]->input_grad();
         if (!dy && i > 0) throw Error("Network: " + m_nodes[i]->name() + " wrote no input gradient.");

@@ -25,6 +25,8 @@
 
 namespace mantissa {
 
+class Pool2dLayer;
+
 // A parameter as the optimizer and the overflow check see it: which layer (among the layers with
 // parameters) it belongs to and what it is called there.
 struct NetworkParameter {
@@ -101,6 +103,9 @@ public:
 private:
     void declare();
     const Tensor& node_input(std::size_t node) const;
+    // The max pool at node + 1 when the ReLU at `node` and it run as one op each way
+    // (Pool2dLayer::fuses_with; docs/architecture.md), else null.
+    Pool2dLayer* pool_fused_after(std::size_t node) const;
     const Parameter& parameter(int layer, bool weight) const;
 
     Backend& m_backend;

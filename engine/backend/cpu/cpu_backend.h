@@ -141,6 +141,10 @@ public:
     void seed_stochastic_rounding(std::uint64_t seed) override;
     std::uint64_t stochastic_rounding_position() const override { return m_stochastic_pass; }
     void set_stochastic_rounding_position(std::uint64_t position) override { m_stochastic_pass = position; }
+    // A ReLU and the max pool after it run as one op each way (on by default; off runs the two
+    // ops, which tests compare it with bit for bit).
+    bool fuses_maxpool_relu() const override { return m_fuse_maxpool_relu; }
+    void set_fuses_maxpool_relu(bool on) { m_fuse_maxpool_relu = on; }
     std::string bf16_matmul_path() const override;
     void set_bf16_matmul_path(const std::string& path) override;
     MemoryBreakdown memory() const override;
@@ -194,6 +198,10 @@ protected:
                                 std::int64_t batch) override;
     void maxpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& x, const Tensor& y,
                                  const Tensor& dy, Tensor& dx, std::int64_t batch) override;
+    void maxpool2d_relu_forward_impl(const Pool2dGeometry& pool, const Tensor& z, Tensor& y,
+                                     std::int64_t batch) override;
+    void maxpool2d_relu_backward_impl(const Pool2dGeometry& pool, const Tensor& z, const Tensor& y,
+                                      const Tensor& dy, Tensor& dx, std::int64_t batch) override;
     void avgpool2d_forward_impl(const Pool2dGeometry& pool, const Tensor& x, Tensor& y,
                                 std::int64_t batch) override;
     void avgpool2d_backward_impl(const Pool2dGeometry& pool, const Tensor& dy, Tensor& dx,
@@ -224,6 +232,10 @@ protected:
                                  std::int64_t rows, bool accumulate) override;
 
 private:
+    // maxpool2d_backward_impl, and through the ReLU before it (maxpool2d_relu_backward_impl: x
+    // is the ReLU's input or output, either gives the same dx).
+    void maxpool_backward(const Pool2dGeometry& pool, const Tensor& x, const Tensor& dy, Tensor& dx,
+                          std::int64_t batch, bool through_relu);
     // The cast copy of `param` that the optimizer should update with it (rounding each new value
     // to the copy's format while its block is in the L1 cache), or null.
     CpuTensor* fresh_cast_copy(const Tensor& param) const;
@@ -388,6 +400,7 @@ private:
     std::uint64_t m_stochastic_seed = 0, m_stochastic_pass = 0;
     bool m_stochastic_gradients = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
+    bool m_fuse_maxpool_relu = true;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
     std::array<CpuBuffer, 15> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,

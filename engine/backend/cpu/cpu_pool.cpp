@@ -10,6 +10,16 @@
 //          same selection (cpu_pool_kernels.h; tests hold it to the general path bit for bit).
 //          A selection needs no rounding when y's format holds x's (dx's holds dy's, windows
 //          not overlapping): that pass is skipped.
+// relu+max: a ReLU and the max pool after it, on the ReLU's input z (Backend::maxpool2d_relu_*):
+//          forward y = relu(max window of z), relu_forward's rule (cpu_elementwise.cpp) applied
+//          to the pool's outputs, which is the pool of relu(z): a positive maximum or a NaN is
+//          kept (the same first position among equals: relu changes neither), a window of
+//          values <= 0 gives +0 either way. Backward: a window's dy is routed to its maximum in
+//          z only where that maximum passes the ReLU, m > 0 or a NaN (relu_backward's rule),
+//          +0 elsewhere; there it is the maximum the pool finds in relu(z). Every other position
+//          gets +0 from the pool, which the ReLU passes or zeroes alike, and every window that
+//          routes to a position has that position's value as its maximum: the two passes'
+//          result in one, without reading or writing relu(z).
 // average: y = (Σ window, in FP32 from +0 in row-major order) / k², the padding counting as
 //          zeros (PyTorch's count_include_pad); the backward adds dy / k² (FP32) to every
 //          position of the window.
@@ -121,7 +131,9 @@ inline void max_row_2x2(const float* r0, const float* r1, float* y, std::int64_t
 }
 
 // d0, d1: dx's rows r0, r1; g: dy's row. dx = 0 + dy at each window's maximum (dx = +0 where
-// dy = -0, as the general path's sum from +0), +0 at the other three positions.
+// dy = -0, as the general path's sum from +0), +0 at the other three positions. Relu: +0 also at
+// the maximum when it is <= 0.
+template <bool Relu>
 inline void route_row_2x2(const float* r0, const float* r1, const float* g, float* d0, float* d1, std::int64_t from,
                           std::int64_t ow) {
     for (std::int64_t ox = from; ox < ow; ++ox) {
@@ -131,7 +143,8 @@ inline void route_row_2x2(const float* r0, const float* r1, const float* g, floa
         const bool tc = takes(mb, c);
         const float mc = tc ? c : mb;
         const bool td = takes(mc, d);
-        const float v = g[ox] + 0.0f;
+        const float routed = g[ox] + 0.0f;
+        const float v = Relu && (td ? d : mc) <= 0.0f ? 0.0f : routed;
         d0[2 * ox] = !(tb | tc | td) ? v : 0.0f;
         d0[2 * ox + 1] = (tb & !(tc | td)) ? v : 0.0f;
         d1[2 * ox] = (tc & !td) ? v : 0.0f;
@@ -166,7 +179,9 @@ __attribute__((target("avx2"))) inline void max8_2x2(const float* r0, const floa
     _mm256_storeu_ps(y, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
 }
 
-// Eight windows' gradients: dy at g (8 floats), dx to d0 and d1 (16 floats each).
+// Eight windows' gradients: dy at g (8 floats), dx to d0 and d1 (16 floats each); Relu as
+// route_row_2x2's.
+template <bool Relu>
 __attribute__((target("avx2"))) inline void route8_2x2(const float* r0, const float* r1, const float* g, float* d0,
                                                        float* d1) {
     __m256 a, b, c, d;
@@ -175,10 +190,13 @@ __attribute__((target("avx2"))) inline void route8_2x2(const float* r0, const fl
     const __m256 tb = takes8(a, b);
     const __m256 mb = _mm256_blendv_ps(a, b, tb);
     const __m256 tc = takes8(mb, c);
-    const __m256 td = takes8(_mm256_blendv_ps(mb, c, tc), d);
+    const __m256 mc = _mm256_blendv_ps(mb, c, tc);
+    const __m256 td = takes8(mc, d);
     const __m256 gv = _mm256_loadu_ps(g);
-    const __m256 v =
+    __m256 v =
         _mm256_add_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(gv), 0xD8)), _mm256_setzero_ps());
+    if constexpr (Relu)  // kept where the maximum is not <= 0: above it, or a NaN
+        v = _mm256_and_ps(v, _mm256_cmp_ps(_mm256_blendv_ps(mc, d, td), _mm256_setzero_ps(), _CMP_NLE_UQ));
     const __m256 later_cd = _mm256_or_ps(tc, td);
     const __m256 s0 = _mm256_andnot_ps(_mm256_or_ps(tb, later_cd), v);
     const __m256 s1 = _mm256_and_ps(_mm256_andnot_ps(later_cd, tb), v);
@@ -236,6 +254,7 @@ __attribute__((target("avx2"))) void maxpool_2x2_forward_avx2(const float* x, fl
     }
 }
 
+template <bool Relu>
 __attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, const float* dy, float* dx,
                                                             std::int64_t planes, std::int64_t h, std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
@@ -250,12 +269,12 @@ __attribute__((target("avx2"))) void maxpool_2x2_route_avx2(const float* x, cons
             float* d1 = d0 + w;
             const float* g = dy + (i * oh + oy) * ow;
             for (std::int64_t ox = 0; ox < body; ox += 8)
-                route8_2x2(r0 + 2 * ox, r1 + 2 * ox, g + ox, d0 + 2 * ox, d1 + 2 * ox);
+                route8_2x2<Relu>(r0 + 2 * ox, r1 + 2 * ox, g + ox, d0 + 2 * ox, d1 + 2 * ox);
             if (tail == 0) continue;
             load_padded(r0 + 2 * body, inputs, t0);
             load_padded(r1 + 2 * body, inputs, t1);
             load_padded(g + body, gradients, tg);
-            route8_2x2(t0, t1, tg, o0, o1);
+            route8_2x2<Relu>(t0, t1, tg, o0, o1);
             store_first(o0, inputs, d0 + 2 * body);
             store_first(o1, inputs, d1 + 2 * body);
         }
@@ -277,12 +296,13 @@ void maxpool_2x2_forward(const float* x, float* y, std::int64_t planes, std::int
 }
 
 // dx over `planes` planes; the row and column an odd size leaves outside every window are +0.
+template <bool Relu>
 void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t planes, std::int64_t h,
                        std::int64_t w) {
     const std::int64_t oh = h / 2, ow = w / 2;
 #ifdef MANTISSA_POOL_AVX2
     if (cpu_detail::cpu_has_avx2()) {
-        maxpool_2x2_route_avx2(x, dy, dx, planes, h, w);
+        maxpool_2x2_route_avx2<Relu>(x, dy, dx, planes, h, w);
     } else
 #endif
     {
@@ -290,7 +310,7 @@ void maxpool_2x2_route(const float* x, const float* dy, float* dx, std::int64_t 
             for (std::int64_t oy = 0; oy < oh; ++oy) {
                 const float* r0 = x + i * h * w + 2 * oy * w;
                 float* d0 = dx + i * h * w + 2 * oy * w;
-                route_row_2x2(r0, r0 + w, dy + (i * oh + oy) * ow, d0, d0 + w, 0, ow);
+                route_row_2x2<Relu>(r0, r0 + w, dy + (i * oh + oy) * ow, d0, d0 + w, 0, ow);
             }
     }
     if (w % 2 == 0 && h % 2 == 0) return;
@@ -325,7 +345,7 @@ void maxpool_forward(const Pool2dGeometry& p, const float* x, float* y, std::int
 }
 
 void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float* dy, float* dx,
-                           std::int64_t batch) {
+                           std::int64_t batch, bool through_relu) {
     const std::int64_t plane = p.in_h * p.in_w, oh = p.out_h(), ow = p.out_w();
     std::fill_n(dx, batch * p.in_size(), 0.0f);
     for (std::int64_t n = 0; n < batch; ++n) {
@@ -334,15 +354,19 @@ void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float*
             float* dxc = dx + n * p.in_size() + c * plane;
             const float* dyc = dy + n * p.out_size() + c * oh * ow;
             for (std::int64_t oy = 0; oy < oh; ++oy)
-                for (std::int64_t ox = 0; ox < ow; ++ox)
-                    dxc[window_argmax(xc, p.in_w, window_of(p, oy, ox))] += dyc[oy * ow + ox];
+                for (std::int64_t ox = 0; ox < ow; ++ox) {
+                    const std::int64_t at = window_argmax(xc, p.in_w, window_of(p, oy, ox));
+                    dxc[at] += through_relu && xc[at] <= 0.0f ? 0.0f : dyc[oy * ow + ox];
+                }
         }
     }
 }
 
-void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch) {
-    if (maxpool_fast_path(p)) maxpool_2x2_route(x, dy, dx, batch * p.channels, p.in_h, p.in_w);
-    else maxpool_route_general(p, x, dy, dx, batch);
+void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch,
+                   bool through_relu) {
+    if (!maxpool_fast_path(p)) maxpool_route_general(p, x, dy, dx, batch, through_relu);
+    else if (through_relu) maxpool_2x2_route<true>(x, dy, dx, batch * p.channels, p.in_h, p.in_w);
+    else maxpool_2x2_route<false>(x, dy, dx, batch * p.channels, p.in_h, p.in_w);
 }
 
 }  // namespace cpu_detail
@@ -389,9 +413,36 @@ void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x
                 });
 }
 
+void CpuBackend::maxpool2d_relu_forward_impl(const Pool2dGeometry& p, const Tensor& z_in, Tensor& y_out,
+                                             std::int64_t batch) {
+    const float* z = cpu(z_in).data();
+    float* y = cpu(y_out).data();
+    const bool round = !format_contains(y_out.format(), z_in.format());
+    const std::int64_t in = p.in_size(), out = p.out_size();
+    for_samples(batch, pass_threads(batch * in, cpu_detail::elementwise_min_per_thread),
+                [&](std::int64_t n0, std::int64_t n1) {
+                    float* yr = y + n0 * out;
+                    const std::int64_t count = (n1 - n0) * out;
+                    cpu_detail::maxpool_forward(p, z + n0 * in, yr, n1 - n0);
+                    for (std::int64_t i = 0; i < count; ++i)  // relu_forward's rule
+                        yr[i] = yr[i] > 0.0f ? yr[i] : (yr[i] != yr[i] ? yr[i] : 0.0f);
+                    if (round) round_output(y_out.format(), yr, count);
+                });
+}
+
 // y is not read: the maximum's position is found again from x.
 void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& x_in, const Tensor& /*y*/,
                                          const Tensor& dy_in, Tensor& dx_out, std::int64_t batch) {
+    maxpool_backward(p, x_in, dy_in, dx_out, batch, false);
+}
+
+void CpuBackend::maxpool2d_relu_backward_impl(const Pool2dGeometry& p, const Tensor& x_in, const Tensor& /*y*/,
+                                              const Tensor& dy_in, Tensor& dx_out, std::int64_t batch) {
+    maxpool_backward(p, x_in, dy_in, dx_out, batch, true);
+}
+
+void CpuBackend::maxpool_backward(const Pool2dGeometry& p, const Tensor& x_in, const Tensor& dy_in, Tensor& dx_out,
+                                  std::int64_t batch, bool through_relu) {
     const float* x = cpu(x_in).data();
     const std::int64_t in = p.in_size(), out = p.out_size(), n = batch * in;
     // Without overlapping windows each dx is +0 or 0 + dy: dy's value, exact in dy's format.
@@ -403,7 +454,8 @@ void CpuBackend::maxpool2d_backward_impl(const Pool2dGeometry& p, const Tensor& 
     backward_by_samples(batch, pass_threads(n, cpu_detail::elementwise_min_per_thread), in, cpu(dy_in).data(), sdy,
                         dx, sdx, unrounded, dx_out.format(), round,
                         [&](const float* g, float* d, std::int64_t n0, std::int64_t n1) {
-                            cpu_detail::maxpool_route(p, x + n0 * in, g + n0 * out, d + n0 * in, n1 - n0);
+                            cpu_detail::maxpool_route(p, x + n0 * in, g + n0 * out, d + n0 * in, n1 - n0,
+                                                      through_relu);
                         });
     if (unrounded.unneeded(dx)) drop_shadow(dx_out);
 }

@@ -17,9 +17,12 @@ void maxpool_forward(const Pool2dGeometry& p, const float* x, float* y, std::int
 void maxpool_forward_general(const Pool2dGeometry& p, const float* x, float* y, std::int64_t batch);
 
 // dx(batch, in_size) = dy added in FP32 (from +0) at each window's maximum in x, overwritten.
-void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch);
+// through_relu: only where that maximum is above 0 or a NaN (x a ReLU's output, dx its input's
+// gradient: Backend::maxpool2d_relu_backward).
+void maxpool_route(const Pool2dGeometry& p, const float* x, const float* dy, float* dx, std::int64_t batch,
+                   bool through_relu = false);
 void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float* dy, float* dx,
-                           std::int64_t batch);
+                           std::int64_t batch, bool through_relu = false);
 
 // Kernel 2, stride 2, padding 0 on an image of at least 2×2: whole windows that neither overlap
 // nor reach into padding (a 1-pixel side would give clipped windows: the general path's).

@@ -78,6 +78,25 @@ void Pool2dLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
     }
 }
 
+// The fused ops are the two layers' bits when the ReLU adds no rounding of its own: its output
+// and gradient in its input's format, which is this layer's (an activation and a pool run in
+// their input's format, so it always is; asked all the same, as the formats can change between
+// steps). A ReLU that is the first layer has no input gradient: the fused backward writes one
+// all the same, which nothing reads.
+bool Pool2dLayer::fuses_with(const ActivationLayer& relu, const Backend& backend) const {
+    return m_mode == Mode::max && relu.activation() == Activation::relu && relu.output_format() == m_format &&
+           (!relu.input_grad() || !m_dx || relu.input_grad()->format() == m_dx->format()) &&
+           backend.fuses_maxpool_relu();
+}
+
+void Pool2dLayer::forward_through_relu(Backend& backend, const Tensor& z, std::int64_t batch) {
+    backend.maxpool2d_relu_forward(m_geometry, z, *m_y, batch);
+}
+
+void Pool2dLayer::backward_through_relu(Backend& backend, const Tensor& z, const Tensor& dy, std::int64_t batch) {
+    if (m_dx) backend.maxpool2d_relu_backward(m_geometry, z, *m_y, dy, *m_dx, batch);
+}
+
 FlattenLayer::FlattenLayer(std::string name, SampleShape input)
     : Layer(std::move(name), input, SampleShape{input.numel(), 1, 1}) {}
 

@@ -12,6 +12,7 @@
 
 #include "backend/conv_ops.h"
 #include "model/layer.h"
+#include "model/layers/activation_layer.h"
 
 namespace mantissa {
 
@@ -30,6 +31,14 @@ public:
     void forward(Backend& backend, const Tensor& x, std::int64_t batch, bool training) override;
     void backward(Backend& backend, const Tensor& x, const Tensor& dy, std::int64_t batch,
                   std::vector<RoundingStats>* weight_stats) override;
+
+    // A max pool straight after a ReLU: whether the two can run as one op each way
+    // (Backend::maxpool2d_relu_forward, _backward) on the ReLU's input z, and those ops. The
+    // forward writes this layer's output and never the ReLU's; the backward writes the ReLU's
+    // input gradient into this layer's input_grad(). Network runs them in place of both layers'.
+    bool fuses_with(const ActivationLayer& relu, const Backend& backend) const;
+    void forward_through_relu(Backend& backend, const Tensor& z, std::int64_t batch);
+    void backward_through_relu(Backend& backend, const Tensor& z, const Tensor& dy, std::int64_t batch);
 
 private:
     Mode m_mode;

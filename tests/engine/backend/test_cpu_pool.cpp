@@ -2,8 +2,9 @@
 // average pools on odd sizes, strides 1 and 2 (overlapping windows), padding 0 and 1, batches 1
 // and 3; global average pool; every backward against central finite differences of its
 // reference; maxpool's ties (the first position of the window in row-major order, as PyTorch)
-// and NaN; and the rounding of outputs and gradients to fp16 and bf16 (selections exact, sums in
-// FP32 then rounded). docs/numerics.md, "Convolutional ops".
+// and NaN; the rounding of outputs and gradients to fp16 and bf16 (selections exact, sums in
+// FP32 then rounded); and the max pool's backward carried through a ReLU (maxpool2d_relu_backward)
+// against the two ops. docs/numerics.md, "Convolutional ops".
 #include <QtTest>
 
 #include <cmath>
@@ -205,7 +206,8 @@ private slots:
     // drawn from a small set so that windows hold ties, +0 next to -0, ±inf and NaNs of
     // different payloads (the first NaN wins); even and odd image sizes (an odd size leaves a
     // row or column outside every window, whose dx is +0); dy holding -0 (routed as 0 + dy);
-    // rows wide enough for the 8-output AVX2 blocks and their scalar tails.
+    // rows wide enough for the 8-output AVX2 blocks and their scalar tails; routed through a ReLU
+    // too.
     void maxpoolFastPathMatchesGeneralPath_data() {
         QTest::addColumn<int>("h");
         QTest::addColumn<int>("w");
@@ -243,6 +245,10 @@ private slots:
         cpu_detail::maxpool_route(g, x.data(), dy.data(), dx_fast.data(), batch);
         cpu_detail::maxpool_route_general(g, x.data(), dy.data(), dx_gen.data(), batch);
         QCOMPARE(std::memcmp(y_fast.data(), y_gen.data(), n_y * sizeof(float)), 0);
+        QCOMPARE(std::memcmp(dx_fast.data(), dx_gen.data(), n_x * sizeof(float)), 0);
+        // Through a ReLU (x its output): the same selection, the same maxima stopped.
+        cpu_detail::maxpool_route(g, x.data(), dy.data(), dx_fast.data(), batch, true);
+        cpu_detail::maxpool_route_general(g, x.data(), dy.data(), dx_gen.data(), batch, true);
         QCOMPARE(std::memcmp(dx_fast.data(), dx_gen.data(), n_x * sizeof(float)), 0);
         // A side of 1 pixel makes clipped windows: the general path takes them.
         QVERIFY(!cpu_detail::maxpool_fast_path(pool(3, 1, 6, 2, 2, 0)));
@@ -306,6 +312,86 @@ private slots:
             for (int p = 0; p < spatial; ++p) sum += xgv[static_cast<std::size_t>(i * spatial + p)];
             QCOMPARE(ygv[static_cast<std::size_t>(i)], round_to(format, sum / static_cast<float>(spatial)));
         }
+    }
+
+    // maxpool2d_relu_forward(z) is maxpool2d_forward(relu(z)), and maxpool2d_relu_backward(z) is
+    // maxpool2d_backward(relu(z)) followed by activation_backward(relu), bit for bit (given z or
+    // relu(z)). z from a small set of values so that windows hold ties, ±0, negatives only, ±inf
+    // and NaNs of two payloads (a NaN maximum passes the ReLU); dy with -0 and NaN (stopped as
+    // the ReLU stops it); the 2x2 fast path on even and odd sizes and the general path,
+    // overlapping windows and padding included; FP32, BF16 and FP16 tensors; one thread and two
+    // (a batch of more than 2^16 values shares its samples out).
+    void reluAndMaxpoolFusedAreTheTwoOps_data() {
+        QTest::addColumn<int>("h");
+        QTest::addColumn<int>("w");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("stride");
+        QTest::addColumn<int>("pad");
+        QTest::addColumn<Format>("format");
+        QTest::addColumn<int>("threads");
+        for (const Format f : {Format::fp32, Format::bf16, Format::fp16}) {
+            const std::string name(format_info(f).name);
+            for (const int threads : {1, 2}) {
+                const std::string t = threads == 1 ? ", 1 thread" : ", 2 threads";
+                QTest::newRow(("2x2 on 28x28, " + name + t).c_str()) << 28 << 28 << 2 << 2 << 0 << f << threads;
+                QTest::newRow(("2x2 on 7x5, " + name + t).c_str()) << 7 << 5 << 2 << 2 << 0 << f << threads;
+                QTest::newRow(("3x3 stride 2 pad 1 on 9x8, " + name + t).c_str()) << 9 << 8 << 3 << 2 << 1 << f << threads;
+                QTest::newRow(("3x3 stride 1 on 6x6, " + name + t).c_str()) << 6 << 6 << 3 << 1 << 0 << f << threads;
+            }
+        }
+    }
+    void reluAndMaxpoolFusedAreTheTwoOps() {
+        QFETCH(int, h);
+        QFETCH(int, w);
+        QFETCH(int, k);
+        QFETCH(int, stride);
+        QFETCH(int, pad);
+        QFETCH(Format, format);
+        QFETCH(int, threads);
+        CpuBackend be;
+        be.matmul().set_threads(threads);
+        const Pool2dGeometry g = pool(4, h, w, k, stride, pad);
+        const int batch = static_cast<int>((std::int64_t{1} << 17) / g.in_size()) + 1;
+        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+        const float other_nan = -nan;
+        const float x_values[] = {1.0f, 1.0f, 2.0f, -1.0f, -3.0f, 0.0f, -0.0f, 0.5f, inf, -inf, nan, -2.0f, other_nan};
+        const std::size_t n_x = static_cast<std::size_t>(batch * g.in_size());
+        const std::size_t n_y = static_cast<std::size_t>(batch * g.out_size());
+        std::vector<float> xv(n_x), dyv(n_y);
+        std::uint32_t state = 777u;
+        auto next = [&] { return (state = state * 1664525u + 1013904223u) >> 8; };
+        for (auto& v : xv) v = x_values[next() % 13];
+        const auto dyr = conv_test::rounded(format, random_values(n_y, 2.0f, 31));
+        for (std::size_t i = 0; i < n_y; ++i) dyv[i] = next() % 9 == 0 ? -0.0f : next() % 50 == 0 ? nan : dyr[i];
+        auto z = make_with(be, batch, g.in_size(), format, xv, "z");
+        auto x = make(be, batch, g.in_size(), format, "relu(z)");
+        auto dy = make_with(be, batch, g.out_size(), format, dyv, "dy");
+        auto y = make(be, batch, g.out_size(), format, "y");
+        auto y_fused = make(be, batch, g.out_size(), format, "y fused");
+        auto pooled = make(be, batch, g.in_size(), format, "pooled");
+        auto two_ops = make(be, batch, g.in_size(), format, "two_ops");
+        auto fused = make(be, batch, g.in_size(), format, "fused");
+        be.activation_forward(Activation::relu, *z, *x, batch);
+        be.maxpool2d_forward(g, *x, *y, batch);
+        be.maxpool2d_relu_forward(g, *z, *y_fused, batch);
+        const auto yf = read(be, *y_fused), yt = read(be, *y);
+        QCOMPARE(std::memcmp(yf.data(), yt.data(), n_y * sizeof(float)), 0);
+        be.maxpool2d_backward(g, *x, *y, *dy, *pooled, batch);
+        be.activation_backward(Activation::relu, *z, *x, *pooled, *two_ops, batch);
+        const auto b = read(be, *two_ops);
+        be.maxpool2d_relu_backward(g, *z, *y, *dy, *fused, batch);
+        const auto a = read(be, *fused);
+        QCOMPARE(std::memcmp(a.data(), b.data(), n_x * sizeof(float)), 0);
+        be.maxpool2d_relu_backward(g, *x, *y, *dy, *fused, batch);  // from the ReLU's output
+        QCOMPARE(std::memcmp(read(be, *fused).data(), b.data(), n_x * sizeof(float)), 0);
+        // The case is not empty: some gradient passes, some is stopped by the ReLU.
+        std::size_t passed = 0, stopped = 0;
+        const auto p = read(be, *pooled);
+        for (std::size_t i = 0; i < n_x; ++i) {
+            passed += a[i] != 0.0f;
+            stopped += p[i] != 0.0f && a[i] == 0.0f;
+        }
+        QVERIFY(passed > 0 && stopped > 0);
     }
 };
 

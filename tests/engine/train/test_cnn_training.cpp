@@ -3,13 +3,17 @@
 // dynamic scaling and master weights, and BF16 autocast; per-layer records name the state dict's
 // layers with the format each ran in (convolutions in the autocast type, batchnorm in FP32);
 // precision settings and live changes apply to convolutions and are refused for batchnorm; an
-// injected overflow is named by its layer.
+// injected overflow is named by its layer; a ReLU and the max pool after it run as one op each way
+// train to the same bits as the two ops, layer statistics included.
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "error.h"
 #include "stripes_dataset.h"
 #include "train/trainer.h"
@@ -127,6 +131,57 @@ private slots:
         QCOMPARE(r.events.size() >= 1, true);
         QVERIFY2(QString::fromStdString(r.events[0].message).startsWith("Overflow: conv2's weight gradient held inf/NaN"),
                  qPrintable(QString::fromStdString(r.events[0].message)));
+    }
+
+    // Network runs a ReLU and the max pool after it as one op each way
+    // (Backend::maxpool2d_relu_forward, _backward) where the backend fuses them. Against the same
+    // CNN on a backend that runs the two ops: every step's loss, every layer record of every step (the
+    // underflow counts read the gradients' FP32 shadows, which the fused op carries too), and the
+    // weights after the steps, bit for bit; in FP32, BF16, and FP16 with dynamic loss scaling
+    // (whose skipped steps need the same inf/NaN).
+    void reluAndMaxpoolFusedTrainAsTheTwoOps_data() {
+        QTest::addColumn<int>("autocast");
+        QTest::newRow("fp32") << int(Autocast::off);
+        QTest::newRow("bf16") << int(Autocast::bf16);
+        QTest::newRow("fp16, dynamic scaling") << int(Autocast::fp16);
+    }
+    void reluAndMaxpoolFusedTrainAsTheTwoOps() {
+        QFETCH(int, autocast);
+        Experiment e = cnn_experiment(12);
+        e.precision.autocast = static_cast<Autocast>(autocast);
+        if (e.precision.autocast == Autocast::fp16) e.precision.loss_scaling.mode = LossScalingMode::dynamic;
+        e.train.layer_stats_every = 1;
+        auto trainer = [&](bool fused) {
+            auto backend = make_backend("cpu");
+            auto* cpu = dynamic_cast<CpuBackend*>(backend.get());
+            cpu->set_fuses_maxpool_relu(fused);
+            return std::make_unique<Trainer>(e, stripes(256, 64, 5), std::move(backend));
+        };
+        auto fused = trainer(true), apart = trainer(false);
+        QVERIFY(fused->backend().fuses_maxpool_relu());
+        QVERIFY(!apart->backend().fuses_maxpool_relu());
+        auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+        for (int s = 0; s < 12; ++s) {
+            const StepReport a = fused->step(), b = apart->step();
+            QVERIFY2(same(a.step.loss, b.step.loss), qPrintable(QString("step %1: loss %2 against %3")
+                                                                    .arg(s).arg(a.step.loss, 0, 'g', 17)
+                                                                    .arg(b.step.loss, 0, 'g', 17)));
+            QCOMPARE(a.step.skipped, b.step.skipped);
+            QCOMPARE(a.layers.size(), b.layers.size());
+            for (std::size_t l = 0; l < a.layers.size(); ++l) {
+                const LayerStepRecord &x = a.layers[l], &y = b.layers[l];
+                QVERIFY2(same(x.grad_amax, y.grad_amax) && same(x.frac_zero, y.frac_zero) &&
+                             same(x.frac_subnormal, y.frac_subnormal) && same(x.frac_underflow, y.frac_underflow) &&
+                             same(x.frac_lost_updates, y.frac_lost_updates),
+                         qPrintable(QString("step %1, %2").arg(s).arg(QString::fromStdString(x.name))));
+            }
+        }
+        Network &nf = fused->network(), &na = apart->network();
+        for (int l = 0; l < nf.layer_count(); ++l) {
+            const std::vector<float> wf = nf.read(nf.weight(l)), wa = na.read(na.weight(l));
+            QCOMPARE(wf.size(), wa.size());
+            QCOMPARE(std::memcmp(wf.data(), wa.data(), wf.size() * sizeof(float)), 0);
+        }
     }
 };
 
