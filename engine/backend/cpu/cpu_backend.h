@@ -232,6 +232,10 @@ protected:
                                  std::int64_t rows, bool accumulate) override;
 
 private:
+    // maxpool2d_forward_impl, and with the ReLU before it applied to the pooled values
+    // (maxpool2d_relu_forward_impl: x is the ReLU's input).
+    void maxpool_forward(const Pool2dGeometry& pool, const Tensor& x, Tensor& y, std::int64_t batch,
+                         bool then_relu);
     // maxpool2d_backward_impl, and through the ReLU before it (maxpool2d_relu_backward_impl: x
     // is the ReLU's input or output, either gives the same dx).
     void maxpool_backward(const Pool2dGeometry& pool, const Tensor& x, const Tensor& dy, Tensor& dx,

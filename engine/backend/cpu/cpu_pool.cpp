@@ -401,31 +401,30 @@ void backward_by_samples(std::int64_t batch, int threads, std::int64_t in, const
 
 void CpuBackend::maxpool2d_forward_impl(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out,
                                         std::int64_t batch) {
-    const float* x = cpu(x_in).data();
-    float* y = cpu(y_out).data();
-    // x's values are already in x's format: a selection is exact when y's format holds it.
-    const bool round = !format_contains(y_out.format(), x_in.format());
-    const std::int64_t in = p.in_size(), out = p.out_size();
-    for_samples(batch, pass_threads(batch * in, cpu_detail::elementwise_min_per_thread),
-                [&](std::int64_t n0, std::int64_t n1) {
-                    cpu_detail::maxpool_forward(p, x + n0 * in, y + n0 * out, n1 - n0);
-                    if (round) round_output(y_out.format(), y + n0 * out, (n1 - n0) * out);
-                });
+    maxpool_forward(p, x_in, y_out, batch, false);
 }
 
 void CpuBackend::maxpool2d_relu_forward_impl(const Pool2dGeometry& p, const Tensor& z_in, Tensor& y_out,
                                              std::int64_t batch) {
-    const float* z = cpu(z_in).data();
+    maxpool_forward(p, z_in, y_out, batch, true);
+}
+
+void CpuBackend::maxpool_forward(const Pool2dGeometry& p, const Tensor& x_in, Tensor& y_out, std::int64_t batch,
+                                 bool then_relu) {
+    const float* x = cpu(x_in).data();
     float* y = cpu(y_out).data();
-    const bool round = !format_contains(y_out.format(), z_in.format());
+    // x's values are already in x's format: a selection (and the ReLU's) is exact when y's format
+    // holds it.
+    const bool round = !format_contains(y_out.format(), x_in.format());
     const std::int64_t in = p.in_size(), out = p.out_size();
     for_samples(batch, pass_threads(batch * in, cpu_detail::elementwise_min_per_thread),
                 [&](std::int64_t n0, std::int64_t n1) {
                     float* yr = y + n0 * out;
                     const std::int64_t count = (n1 - n0) * out;
-                    cpu_detail::maxpool_forward(p, z + n0 * in, yr, n1 - n0);
-                    for (std::int64_t i = 0; i < count; ++i)  // relu_forward's rule
-                        yr[i] = yr[i] > 0.0f ? yr[i] : (yr[i] != yr[i] ? yr[i] : 0.0f);
+                    cpu_detail::maxpool_forward(p, x + n0 * in, yr, n1 - n0);
+                    if (then_relu)
+                        for (std::int64_t i = 0; i < count; ++i)  // relu_forward's rule
+                            yr[i] = yr[i] > 0.0f ? yr[i] : (yr[i] != yr[i] ? yr[i] : 0.0f);
                     if (round) round_output(y_out.format(), yr, count);
                 });
 }
