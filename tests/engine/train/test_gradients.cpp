@@ -104,7 +104,7 @@ private slots:
         Reference ref;
         ref.act = act;
         ref.loss = loss;
-        ref.sizes = {5, 7, 6, desc.outputs()};
+        ref.sizes = {5, 7, 6, static_cast<int>(desc.outputs())};
         for (int l = 0; l < net.layer_count(); ++l) {
             const auto w = net.read(net.weight(l)), b = net.read(net.bias(l));
             ref.w.emplace_back(w.begin(), w.end());
