@@ -87,6 +87,11 @@ namespace {
     throw Error(why);
 }
 
+[[noreturn]] void no_fusion(const Backend& b) {
+    throw Error("The " + b.name() + " backend does not fuse a ReLU with the max pool after it: "
+                "activation and maxpool2d run them one after the other.");
+}
+
 }  // namespace
 
 void Backend::conv2d_forward_impl(ConvTensors& conv, const Tensor&, Tensor&, std::int64_t, bool) {
@@ -103,13 +108,6 @@ void Backend::maxpool2d_backward_impl(const Pool2dGeometry&, const Tensor&, cons
                                       Tensor& dx, std::int64_t) {
     lacks(*this, BackendOp::maxpool2d, dx.format());
 }
-namespace {
-[[noreturn]] void no_fusion(const Backend& b) {
-    throw Error("The " + b.name() + " backend does not fuse a ReLU with the max pool after it: "
-                "activation and maxpool2d run them one after the other.");
-}
-}  // namespace
-
 void Backend::maxpool2d_relu_forward_impl(const Pool2dGeometry&, const Tensor&, Tensor&, std::int64_t) {
     no_fusion(*this);
 }

@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_relu.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
 #include "numeric/elementary.h"
@@ -25,7 +26,7 @@ namespace mantissa {
 namespace {
 
 MANTISSA_HOT void relu_forward(const float* __restrict z, float* __restrict a, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) a[i] = z[i] > 0.0f ? z[i] : (z[i] != z[i] ? z[i] : 0.0f);
+    for (std::int64_t i = 0; i < n; ++i) a[i] = cpu_detail::relu_value(z[i]);
 }
 
 // dz = a <= 0 ? 0 : da (torch's threshold_backward): da passes where a > 0 or a is NaN, since
@@ -35,7 +36,7 @@ MANTISSA_HOT void relu_backward(const float* __restrict a, const float* __restri
                                 std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
         const float g = da[i];
-        dz[i] = a[i] <= 0.0f ? 0.0f : g;
+        dz[i] = cpu_detail::relu_gradient(a[i], g);
     }
 }
 

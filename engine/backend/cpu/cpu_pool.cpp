@@ -11,11 +11,11 @@
 //          A selection needs no rounding when y's format holds x's (dx's holds dy's, windows
 //          not overlapping): that pass is skipped.
 // relu+max: a ReLU and the max pool after it, on the ReLU's input z (Backend::maxpool2d_relu_*):
-//          forward y = relu(max window of z), relu_forward's rule (cpu_elementwise.cpp) applied
-//          to the pool's outputs, which is the pool of relu(z): a positive maximum or a NaN is
+//          forward y = relu(max window of z), the ReLU's rule (cpu_relu.h) applied to the
+//          pool's outputs, which is the pool of relu(z): a positive maximum or a NaN is
 //          kept (the same first position among equals: relu changes neither), a window of
 //          values <= 0 gives +0 either way. Backward: a window's dy is routed to its maximum in
-//          z only where that maximum passes the ReLU, m > 0 or a NaN (relu_backward's rule),
+//          z only where that maximum passes the ReLU, m > 0 or a NaN (relu_gradient's test),
 //          +0 elsewhere; there it is the maximum the pool finds in relu(z). Every other position
 //          gets +0 from the pool, which the ReLU passes or zeroes alike, and every window that
 //          routes to a position has that position's value as its maximum: the two passes'
@@ -43,6 +43,7 @@
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_pool_kernels.h"
+#include "backend/cpu/cpu_relu.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
 
@@ -144,7 +145,7 @@ inline void route_row_2x2(const float* r0, const float* r1, const float* g, floa
         const float mc = tc ? c : mb;
         const bool td = takes(mc, d);
         const float routed = g[ox] + 0.0f;
-        const float v = Relu && (td ? d : mc) <= 0.0f ? 0.0f : routed;
+        const float v = Relu ? cpu_detail::relu_gradient(td ? d : mc, routed) : routed;
         d0[2 * ox] = !(tb | tc | td) ? v : 0.0f;
         d0[2 * ox + 1] = (tb & !(tc | td)) ? v : 0.0f;
         d1[2 * ox] = (tc & !td) ? v : 0.0f;
@@ -356,7 +357,8 @@ void maxpool_route_general(const Pool2dGeometry& p, const float* x, const float*
             for (std::int64_t oy = 0; oy < oh; ++oy)
                 for (std::int64_t ox = 0; ox < ow; ++ox) {
                     const std::int64_t at = window_argmax(xc, p.in_w, window_of(p, oy, ox));
-                    dxc[at] += through_relu && xc[at] <= 0.0f ? 0.0f : dyc[oy * ow + ox];
+                    const float g = dyc[oy * ow + ox];
+                    dxc[at] += through_relu ? cpu_detail::relu_gradient(xc[at], g) : g;
                 }
         }
     }
@@ -423,8 +425,7 @@ void CpuBackend::maxpool_forward(const Pool2dGeometry& p, const Tensor& x_in, Te
                     const std::int64_t count = (n1 - n0) * out;
                     cpu_detail::maxpool_forward(p, x + n0 * in, yr, n1 - n0);
                     if (then_relu)
-                        for (std::int64_t i = 0; i < count; ++i)  // relu_forward's rule
-                            yr[i] = yr[i] > 0.0f ? yr[i] : (yr[i] != yr[i] ? yr[i] : 0.0f);
+                        for (std::int64_t i = 0; i < count; ++i) yr[i] = cpu_detail::relu_value(yr[i]);
                     if (round) round_output(y_out.format(), yr, count);
                 });
 }

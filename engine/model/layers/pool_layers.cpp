@@ -78,14 +78,13 @@ void Pool2dLayer::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
     }
 }
 
-// The fused ops are the two layers' bits when the ReLU adds no rounding of its own: its output
-// and gradient in its input's format, which is this layer's (an activation and a pool run in
-// their input's format, so it always is; asked all the same, as the formats can change between
-// steps). A ReLU that is the first layer has no input gradient: the fused backward writes one
-// all the same, which nothing reads.
+// The fused ops are the two layers' bits when the ReLU adds no rounding of its own: its output,
+// and so its gradient, in its input's format, which is this layer's input format (an activation
+// runs in its input's format, so it always is; asked all the same, as the formats can change
+// between steps). A ReLU that is the first layer has no input gradient: the fused backward writes
+// one all the same, which nothing reads.
 bool Pool2dLayer::fuses_with(const ActivationLayer& relu, const Backend& backend) const {
     return m_mode == Mode::max && relu.activation() == Activation::relu && relu.output_format() == m_format &&
-           (!relu.input_grad() || !m_dx || relu.input_grad()->format() == m_dx->format()) &&
            backend.fuses_maxpool_relu();
 }
 
