@@ -145,6 +145,11 @@ public:
     // ops, which tests compare it with bit for bit).
     bool fuses_maxpool_relu() const override { return m_fuse_maxpool_relu; }
     void set_fuses_maxpool_relu(bool on) { m_fuse_maxpool_relu = on; }
+    // Passes that compute values round them in the registers before they store them where the
+    // CPU runs the rounding lanes (cpu_rounded_store.h; on by default). Off: they store and then
+    // round in a second pass, which tests compare it with bit for bit.
+    bool rounds_in_lanes() const { return m_round_in_lanes; }
+    void set_rounds_in_lanes(bool on) { m_round_in_lanes = on; }
     std::string bf16_matmul_path() const override;
     void set_bf16_matmul_path(const std::string& path) override;
     MemoryBreakdown memory() const override;
@@ -405,6 +410,7 @@ private:
     bool m_stochastic_gradients = false;
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     bool m_fuse_maxpool_relu = true;
+    bool m_round_in_lanes = true;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
     std::array<CpuBuffer, 15> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,

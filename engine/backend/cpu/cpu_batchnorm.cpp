@@ -30,6 +30,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_batchnorm_kernels.h"
 #include "backend/cpu/cpu_hot.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
@@ -229,6 +230,103 @@ MANTISSA_HOT void input_grad(const float* x, const float* dy, float* dx, std::in
     }
 }
 
+#ifdef MANTISSA_ROUND_LANES
+// The same two passes with the rounding to the output's format in the registers before the store:
+// the same products and sums, in the same order (no FMA), and round_output's bits, where the plain
+// pass and round_output store the plane, read it back and store it again (together about 9% of the
+// reference CNN's bf16 step: docs/benchmarks.md). The last n mod 8 values through masked loads
+// and stores.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void normalize_lanes(const lanes::Rounding& rounding, const float* x, float* y, std::int64_t n,
+                                           float mean, float invstd, float g, float b) {
+    const lanes::Rounding r = rounding;
+    const __m256 m = _mm256_set1_ps(mean), k = _mm256_set1_ps(invstd), gv = _mm256_set1_ps(g), bv = _mm256_set1_ps(b);
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), k), gv), bv);
+        _mm256_storeu_ps(y + i, lanes::round8<M>(v, r));
+    }
+    if (i < n) {
+        const __m256i tail = lanes::first_lanes(n - i);
+        const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, tail), m), k), gv), bv);
+        _mm256_maskstore_ps(y + i, tail, lanes::round8<M>(v, r));
+    }
+}
+
+MANTISSA_LANES_TARGET inline __m256 input_grad_vector(__m256 x, __m256 dy, __m256 mean, __m256 invstd, __m256 k,
+                                                      __m256 mean_dy, __m256 mean_dy_xhat) {
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
+    return _mm256_mul_ps(k, _mm256_sub_ps(_mm256_sub_ps(dy, mean_dy), _mm256_mul_ps(xhat, mean_dy_xhat)));
+}
+
+// Check: also whether some value, before its rounding, is one that rounding_may_flush looks for
+// (non-zero, magnitude bits below `below`), so that gradient tracing learns it in the same pass.
+template <lanes::Method M, bool Check>
+MANTISSA_LANES_TARGET bool input_grad_lanes(const lanes::Rounding& rounding, const float* x, const float* dy, float* dx,
+                                            std::int64_t n, float mean, float invstd, float k, float mean_dy,
+                                            float mean_dy_xhat, std::uint32_t below) {
+    const lanes::Rounding r = rounding;
+    const __m256 m = _mm256_set1_ps(mean), s = _mm256_set1_ps(invstd), kv = _mm256_set1_ps(k),
+                 mdy = _mm256_set1_ps(mean_dy), mdyx = _mm256_set1_ps(mean_dy_xhat);
+    const __m256i below_v = _mm256_set1_epi32(static_cast<int>(below));
+    __m256i seen = _mm256_setzero_si256();
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = input_grad_vector(_mm256_loadu_ps(x + i), _mm256_loadu_ps(dy + i), m, s, kv, mdy, mdyx);
+        if constexpr (Check) seen = _mm256_or_si256(seen, lanes::nonzero_below(v, below_v));
+        _mm256_storeu_ps(dx + i, lanes::round8<M>(v, r));
+    }
+    if (i < n) {
+        const __m256i tail = lanes::first_lanes(n - i);
+        const __m256 v = input_grad_vector(_mm256_maskload_ps(x + i, tail), _mm256_maskload_ps(dy + i, tail), m, s, kv,
+                                           mdy, mdyx);
+        if constexpr (Check) seen = _mm256_or_si256(seen, _mm256_and_si256(tail, lanes::nonzero_below(v, below_v)));
+        _mm256_maskstore_ps(dx + i, tail, lanes::round8<M>(v, r));
+    }
+    return !_mm256_testz_si256(seen, seen);
+}
+#endif
+
+// y's plane, rounded to y's format.
+void normalize_rounded(const RoundedStore& out, const float* x, float* y, std::int64_t n, float mean, float invstd,
+                       float g, float b) {
+#ifdef MANTISSA_ROUND_LANES
+    if (out.in_lanes)
+        return lanes::with_method(out.rounding.method, [&](auto method) {
+            normalize_lanes<decltype(method)::value>(out.rounding, x, y, n, mean, invstd, g, b);
+        });
+#endif
+    normalize(x, y, n, mean, invstd, g, b);
+    round_output(out.format, y, n);
+}
+
+// dx's plane, rounded to dx's format (out), or as computed (no out: a shadow). With an active
+// `unrounded` (gradient tracing, dy without a shadow), plane `piece` of dx before its rounding is
+// kept there when its rounding may flush (UnroundedPieces::before_rounding).
+void input_grad_rounded(const RoundedStore* out, UnroundedPieces& unrounded, std::int64_t piece, const float* x,
+                        const float* dy, float* dx, std::int64_t n, float mean, float invstd, float k, float mean_dy,
+                        float mean_dy_xhat) {
+#ifdef MANTISSA_ROUND_LANES
+    if (out && out->in_lanes) {
+        const bool check = unrounded.active();
+        const bool may_flush = lanes::with_method(out->rounding.method, [&](auto method) {
+            constexpr lanes::Method M = decltype(method)::value;
+            return check ? input_grad_lanes<M, true>(out->rounding, x, dy, dx, n, mean, invstd, k, mean_dy,
+                                                     mean_dy_xhat, unrounded.flush_below())
+                         : input_grad_lanes<M, false>(out->rounding, x, dy, dx, n, mean, invstd, k, mean_dy,
+                                                      mean_dy_xhat, 0);
+        });
+        // Rare (a bf16 gradient below 2^-133): the plane once more, unrounded, into the shadow.
+        if (may_flush) input_grad(x, dy, unrounded.keep(piece), n, mean, invstd, k, mean_dy, mean_dy_xhat);
+        return;
+    }
+#endif
+    input_grad(x, dy, dx, n, mean, invstd, k, mean_dy, mean_dy_xhat);
+    if (!out) return;
+    unrounded.before_rounding(piece, dx);
+    round_output(out->format, dx, n);
+}
+
 // Channels are independent: with more than one thread each takes a contiguous share of them
 // (each channel's arithmetic, its sums and the rounding of its planes of y and dx are the same on
 // any thread, so the bits do not depend on the count).
@@ -267,12 +365,11 @@ void each_plane(const ChannelRange& r, std::int64_t batch, PlaneOp&& op) {
 }
 
 // dx for channels r from dy; the sums over dy in double. Writes Σdy and Σdy·x̂ (for the
-// parameters' gradients) when sum_dy and sum_dy_xhat are given; finish(n, c) follows each plane
-// of dx while it is in the cache.
-template <class Finish>
+// parameters' gradients) when sum_dy and sum_dy_xhat are given. Each plane of dx is rounded as
+// `out` says (none: kept as computed), its unrounded values kept in `unrounded` as it says.
 void channels_backward(const BatchNormTensors& bn, const ChannelRange& r, const float* x, const float* dy, float* dx,
                        std::int64_t batch, const float* mean, const float* invstd, const float* gamma, float* sum_dy,
-                       float* sum_dy_xhat, Finish&& finish) {
+                       float* sum_dy_xhat, const RoundedStore* out, UnroundedPieces& unrounded) {
     std::vector<BatchNormLanes> sdy(static_cast<std::size_t>(r.size())), sdyx(sdy.size());
     each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
         const std::size_t k = static_cast<std::size_t>(c - r.begin);
@@ -291,9 +388,9 @@ void channels_backward(const BatchNormTensors& bn, const ChannelRange& r, const 
     }
     each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
         const std::size_t k = static_cast<std::size_t>(c - r.begin);
-        input_grad(plane(x, bn, n, c), plane(dy, bn, n, c), plane(dx, bn, n, c), bn.spatial, mean[c], invstd[c],
-                   gamma[c] * invstd[c], mean_dy[k], mean_dy_xhat[k]);
-        finish(n, c);
+        input_grad_rounded(out, unrounded, n * bn.channels + c, plane(x, bn, n, c), plane(dy, bn, n, c),
+                           plane(dx, bn, n, c), bn.spatial, mean[c], invstd[c], gamma[c] * invstd[c], mean_dy[k],
+                           mean_dy_xhat[k]);
     });
 }
 
@@ -310,6 +407,7 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
     float* saved_mean = training ? cpu(*bn.saved_mean).data() : nullptr;
     float* saved_invstd = training ? cpu(*bn.saved_invstd).data() : nullptr;
     const double count = static_cast<double>(batch * bn.spatial);
+    const RoundedStore out(y_out.format(), rounds_in_lanes());
     const int threads = threads_for(bn.channels, batch * bn.channels * bn.spatial, m_matmul.threads());
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int t = 0; t < threads; ++t) {
@@ -350,8 +448,8 @@ void CpuBackend::batchnorm2d_forward_impl(BatchNormTensors& bn, const Tensor& x_
         }
         each_plane(r, batch, [&](std::int64_t n, std::int64_t c) {
             const std::size_t k = static_cast<std::size_t>(c - r.begin);
-            normalize(plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean[k], invstd[k], gamma[c], beta[c]);
-            round_output(y_out.format(), plane(y, bn, n, c), bn.spatial);
+            normalize_rounded(out, plane(x, bn, n, c), plane(y, bn, n, c), bn.spatial, mean[k], invstd[k], gamma[c],
+                              beta[c]);
         });
     }
     if (training) {
@@ -375,18 +473,14 @@ void CpuBackend::batchnorm2d_backward_impl(BatchNormTensors& bn, const Tensor& x
     float* dx = cpu(dx_out).data();
     // No dy shadow: dx's is dx before its rounding, kept plane by plane where it may flush.
     UnroundedPieces unrounded_planes(sdx, sdy, dx_out.format(), batch * bn.channels, bn.spatial);
+    UnroundedPieces none(nullptr, nullptr, dx_out.format(), 0, 0);  // the shadow's own pass keeps nothing
+    const RoundedStore out(dx_out.format(), rounds_in_lanes());
     const int threads = threads_for(bn.channels, n, m_matmul.threads());
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int t = 0; t < threads; ++t) {
         const ChannelRange r = share_of(bn.channels, threads, t);
-        if (sdx && sdy)
-            channels_backward(bn, r, x, sdy, sdx, batch, mean, invstd, gamma, nullptr, nullptr,
-                              [](std::int64_t, std::int64_t) {});
-        channels_backward(bn, r, x, dy, dx, batch, mean, invstd, gamma, grad_beta, grad_gamma,
-                          [&](std::int64_t i, std::int64_t c) {
-                              unrounded_planes.before_rounding(i * bn.channels + c, plane(dx, bn, i, c));
-                              round_output(dx_out.format(), plane(dx, bn, i, c), bn.spatial);
-                          });
+        if (sdx && sdy) channels_backward(bn, r, x, sdy, sdx, batch, mean, invstd, gamma, nullptr, nullptr, nullptr, none);
+        channels_backward(bn, r, x, dy, dx, batch, mean, invstd, gamma, grad_beta, grad_gamma, &out, unrounded_planes);
     }
     if (unrounded_planes.unneeded(dx)) drop_shadow(dx_out);
     round_output(bn.grad_weight->format(), grad_gamma, bn.channels);

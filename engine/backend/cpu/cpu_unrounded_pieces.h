@@ -9,6 +9,7 @@
 // activation gradient, and an fp16 one with small gradients exact.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,16 @@ public:
         if (!m_shadow || !rounding_may_flush(m_format, piece, n)) return;
         std::memcpy(m_shadow + k * m_size, piece, n * sizeof(float));
         m_kept[static_cast<std::size_t>(k)] = 1;
+    }
+
+    // For a pass that rounds a piece as it computes it: the bit pattern a non-zero magnitude must
+    // be below for the rounding to flush it (rounding_may_flush's test), and, when some value of
+    // piece k was, where to write the piece before its rounding (the same values before_rounding
+    // would have kept). Any thread, each piece once.
+    std::uint32_t flush_below() const { return std::bit_cast<std::uint32_t>(format_info(m_format).min_subnormal); }
+    float* keep(std::int64_t k) {
+        m_kept[static_cast<std::size_t>(k)] = 1;
+        return m_shadow + k * m_size;
     }
 
     // Once every piece is rounded (dx: the rounded values): whether an active shadow turned out

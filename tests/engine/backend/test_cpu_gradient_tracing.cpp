@@ -118,11 +118,22 @@ private slots:
         QCOMPARE(with.underflows(), std::int64_t{0});
     }
 
+    // Batch norm's dx rounded in the registers as it is computed, or stored and rounded after
+    // (CpuBackend::set_rounds_in_lanes): the same planes are kept before their rounding.
+    static void add_rounding_rows() {
+        QTest::addColumn<bool>("in_lanes");
+        QTest::newRow("rounded in the registers") << true;
+        QTest::newRow("rounded after the store") << false;
+    }
+
     // fp16: an output gradient of ±2^-24 (the smallest subnormal) passes the pool and relu exactly,
     // and batch norm's dx (γ = 1/16 times it, about) rounds to zero: the convolution's dW is zero,
     // an underflow of every entry with tracing, zeros that were zeros without.
+    void batchNormFlushIsAnUnderflowOfTheNextWeights_data() { add_rounding_rows(); }
     void batchNormFlushIsAnUnderflowOfTheNextWeights() {
+        QFETCH(bool, in_lanes);
         CpuBackend be;
+        be.set_rounds_in_lanes(in_lanes);
         Chain chain(be, Format::fp16);
         const float tiny = std::ldexp(1.0f, -24);
         const auto dy = output_gradient(Format::fp16, {tiny, tiny, tiny});
@@ -141,8 +152,11 @@ private slots:
     // one where every channel flushed: the underflows are channel 0's row of dW alone. Channel
     // 1's dx is zero before and after its rounding, so its row is a zero that was a zero; an
     // earlier step's values in the shadow would have made it an underflow too.
+    void onlyTheFlushedPlanesCount_data() { add_rounding_rows(); }
     void onlyTheFlushedPlanesCount() {
+        QFETCH(bool, in_lanes);
         CpuBackend be;
+        be.set_rounds_in_lanes(in_lanes);
         Chain chain(be, Format::fp16);
         const float tiny = std::ldexp(1.0f, -24);
         be.set_gradient_tracing(true);
