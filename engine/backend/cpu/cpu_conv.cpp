@@ -55,6 +55,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/onednn_conv.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_flush_count.h"
@@ -269,8 +270,8 @@ inline void epilogue_4x4(Epilogue e, const float* src, std::int64_t block, float
 // epilogue, rounded to y's format while the sample's output is in the cache. A blocked sample is
 // read in tiles of 64 positions (64 cache lines of a 16-channel block: in the L1 cache while each
 // group of four channels is transposed out of them).
-void blocked_epilogue(const ConvShape& s, const float* blocked, BlockedLayout layout, float dequant, const float* b,
-                      float* y, Format y_format, std::int64_t i0, std::int64_t i1) {
+void blocked_epilogue_two_passes(const ConvShape& s, const float* blocked, BlockedLayout layout, float dequant,
+                                 const float* b, float* y, Format y_format, std::int64_t i0, std::int64_t i1) {
     const std::int64_t positions = s.positions(), block = layout.block;
     const Epilogue e = b ? Epilogue::scale_add : dequant != 1.0f ? Epilogue::scale : Epilogue::copy;
     constexpr std::int64_t tile = 64;
@@ -305,6 +306,160 @@ void blocked_epilogue(const ConvShape& s, const float* blocked, BlockedLayout la
         }
         round_output(y_format, yi, s.out());
     }
+}
+
+#ifdef MANTISSA_ROUND_LANES
+// The epilogue on eight values: the same product and sum as epilogue().
+MANTISSA_LANES_TARGET inline __m256 epilogue8(Epilogue e, __m256 acc, __m256 dequant, float bias) {
+    if (e != Epilogue::copy) acc = _mm256_mul_ps(acc, dequant);
+    if (e == Epilogue::scale_add) acc = _mm256_add_ps(acc, _mm256_set1_ps(bias));
+    return acc;
+}
+
+// Eight rows of eight floats transposed in registers: r[j][q] becomes r[q][j].
+MANTISSA_LANES_TARGET inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; ++k) {
+        u[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; ++k) {
+        r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+        r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+    }
+}
+
+// Positions q < count (count <= 8) of eight channels: rows[j·ld + q] = round(epilogue(src[q·block
+// + j])), the transpose in registers and the rounding before the store.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET inline void epilogue_8x8(Epilogue e, const float* src, std::int64_t block, std::int64_t count,
+                                               float* rows, std::int64_t ld, __m256 dequant, const float* bias,
+                                               const lanes::Rounding& r) {
+    __m256 v[8];
+    for (std::int64_t q = 0; q < 8; ++q) v[q] = q < count ? _mm256_loadu_ps(src + q * block) : _mm256_setzero_ps();
+    transpose8(v);
+    const __m256i tail = lanes::first_lanes(count);
+    for (int j = 0; j < 8; ++j) {
+        const __m256 out = lanes::round8<M>(epilogue8(e, v[j], dequant, bias ? bias[j] : 0.0f), r);
+        if (count == 8) {
+            _mm256_storeu_ps(rows + j * ld, out);
+        } else {
+            _mm256_maskstore_ps(rows + j * ld, tail, out);
+        }
+    }
+}
+
+// n values of a row rounded in place, for the channels the 8×8 tiles leave.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void round_row(float* row, std::int64_t n, const lanes::Rounding& r) {
+    std::int64_t p = 0;
+    for (; p + 8 <= n; p += 8) _mm256_storeu_ps(row + p, lanes::round8<M>(_mm256_loadu_ps(row + p), r));
+    if (p < n) {
+        const __m256i tail = lanes::first_lanes(n - p);
+        _mm256_maskstore_ps(row + p, tail, lanes::round8<M>(_mm256_maskload_ps(row + p, tail), r));
+    }
+}
+
+// blocked_epilogue_two_passes with eight channels at a time transposed in AVX2 registers and
+// rounded there before the one store, where that pass stores each sample's output and reads it
+// back to round it (its rounding was about 3% of the reference CNN's bf16 step:
+// docs/benchmarks.md). The same values: each is epilogue() of its accumulator, rounded.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void blocked_epilogue_lanes(const ConvShape& s, const float* blocked, BlockedLayout layout,
+                                                  float dequant, const float* b, float* y, const lanes::Rounding& rounding,
+                                                  std::int64_t i0, std::int64_t i1) {
+    const lanes::Rounding r = rounding;
+    const std::int64_t positions = s.positions(), block = layout.block;
+    const Epilogue e = b ? Epilogue::scale_add : dequant != 1.0f ? Epilogue::scale : Epilogue::copy;
+    const __m256 dq = _mm256_set1_ps(dequant);
+    constexpr std::int64_t tile = 64;
+    for (std::int64_t i = i0; i < i1; ++i) {
+        float* yi = y + i * s.out();
+        const float* sample = blocked + i * layout.padded_channels * positions;
+        for (std::int64_t c0 = 0; c0 < s.out_channels; c0 += block) {
+            const float* src_block = sample + c0 * positions;  // (positions, block)
+            const std::int64_t lanes = std::min(block, s.out_channels - c0);
+            for (std::int64_t p0 = 0; p0 < positions; p0 += tile) {
+                const std::int64_t p1 = std::min(positions, p0 + tile);
+                std::int64_t l = 0;
+                for (; block % 8 == 0 && l + 8 <= lanes; l += 8) {
+                    const float* bias = b ? b + c0 + l : nullptr;
+                    float* rows = yi + (c0 + l) * positions;
+                    for (std::int64_t p = p0; p < p1; p += 8)
+                        epilogue_8x8<M>(e, src_block + p * block + l, block, std::min<std::int64_t>(8, p1 - p), rows + p,
+                                        positions, dq, bias, r);
+                }
+                for (; l < lanes; ++l) {
+                    const float* src = src_block + l;
+                    float* row = yi + (c0 + l) * positions;
+                    const float bias = b ? b[c0 + l] : 0.0f;
+                    for (std::int64_t p = p0; p < p1; ++p) row[p] = epilogue(e, src[p * block], dequant, bias);
+                    round_row<M>(row + p0, p1 - p0, r);
+                }
+            }
+        }
+    }
+}
+
+// The im2col path's rows of one sample: row[p] = round(epilogue(src[p])), one store.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void epilogue_row_lanes(Epilogue e, const float* src, float* row, std::int64_t n, float dequant,
+                                              float bias, const lanes::Rounding& rounding) {
+    const lanes::Rounding r = rounding;
+    const __m256 dq = _mm256_set1_ps(dequant);
+    std::int64_t p = 0;
+    for (; p + 8 <= n; p += 8) _mm256_storeu_ps(row + p, lanes::round8<M>(epilogue8(e, _mm256_loadu_ps(src + p), dq, bias), r));
+    if (p < n) {
+        const __m256i tail = lanes::first_lanes(n - p);
+        _mm256_maskstore_ps(row + p, tail, lanes::round8<M>(epilogue8(e, _mm256_maskload_ps(src + p, tail), dq, bias), r));
+    }
+}
+#endif
+
+void blocked_epilogue(const ConvShape& s, const float* blocked, BlockedLayout layout, float dequant, const float* b,
+                      float* y, const RoundedStore& out, std::int64_t i0, std::int64_t i1) {
+#ifdef MANTISSA_ROUND_LANES
+    if (out.in_lanes)
+        return lanes::with_method(out.rounding.method, [&](auto method) {
+            blocked_epilogue_lanes<decltype(method)::value>(s, blocked, layout, dequant, b, y, out.rounding, i0, i1);
+        });
+#endif
+    blocked_epilogue_two_passes(s, blocked, layout, dequant, b, y, out.format, i0, i1);
+}
+
+// Sample yi of the im2col path from its columns of the chunk's result (rows, leading dimension
+// ld): × dequant, + b_o (no bias: nothing is added, a -0 stays -0), rounded while the sample's
+// output is in the cache.
+void im2col_epilogue(const ConvShape& s, const float* rows, std::int64_t ld, float dequant, const float* b, float* yi,
+                     const RoundedStore& out) {
+    const std::int64_t positions = s.positions();
+    const Epilogue e = b ? Epilogue::scale_add : dequant != 1.0f ? Epilogue::scale : Epilogue::copy;
+#ifdef MANTISSA_ROUND_LANES
+    if (out.in_lanes)
+        return lanes::with_method(out.rounding.method, [&](auto method) {
+            for (std::int64_t c = 0; c < s.out_channels; ++c)
+                epilogue_row_lanes<decltype(method)::value>(e, rows + c * ld, yi + c * positions, positions, dequant,
+                                                            b ? b[c] : 0.0f, out.rounding);
+        });
+#endif
+    for (std::int64_t c = 0; c < s.out_channels; ++c) {
+        const float* src = rows + c * ld;
+        float* row = yi + c * positions;
+        if (e == Epilogue::scale_add) {
+            for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant + b[c];
+        } else if (e == Epilogue::scale) {
+            for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant;
+        } else {
+            std::copy_n(src, positions, row);
+        }
+    }
+    round_output(out.format, yi, s.out());
 }
 
 // DY (Co, n·P) = the n samples' rows of dy (n, Co, P), channel-major.
@@ -461,6 +616,7 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
     }
 
     float* y = cpu(y_out).data();
+    const RoundedStore out(y_out.format(), rounds_in_lanes());
     const int max_threads = m_matmul.threads();
     // oneDNN's convolution where it has one for the shape (onednn_conv.h): the same operands, the
     // same epilogue. Block-scaled operands are quantised along the lowered GEMM's patch: im2col.
@@ -482,8 +638,7 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
             OneDnnConv* chunk_conv = n == direct_chunk ? direct : direct_last;
             const float* blocked = chunk_conv->forward(x_op + first * in, w_op, workspace);
             for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
-                blocked_epilogue(s, blocked, chunk_conv->dst_layout(), dequant, b, y + first * s.out(), y_out.format(),
-                                 i0, i1);
+                blocked_epilogue(s, blocked, chunk_conv->dst_layout(), dequant, b, y + first * s.out(), out, i0, i1);
             });
         }
         return;
@@ -498,24 +653,9 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
             round_block_operand(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()),
                                 static_cast<std::size_t>(ld), x_block_scale);
         m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
-        // Each sample's rows into y: × dequant, + b_o (no bias: nothing is added, a -0 stays -0),
-        // rounded while the sample's output is in the cache.
         for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i) {
-                float* yi = y + (first + i) * s.out();
-                for (std::int64_t c = 0; c < s.out_channels; ++c) {
-                    const float* src = rows + c * ld + i * positions;
-                    float* row = yi + c * positions;
-                    if (b) {
-                        for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant + b[c];
-                    } else if (dequant != 1.0f) {
-                        for (std::int64_t p = 0; p < positions; ++p) row[p] = src[p] * dequant;
-                    } else {
-                        std::copy_n(src, positions, row);
-                    }
-                }
-                round_output(y_out.format(), yi, s.out());
-            }
+            for (std::int64_t i = i0; i < i1; ++i)
+                im2col_epilogue(s, rows + i * positions, ld, dequant, b, y + (first + i) * s.out(), out);
         });
     }
 }
