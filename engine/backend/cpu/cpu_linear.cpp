@@ -26,6 +26,7 @@
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
@@ -56,9 +57,46 @@ MANTISSA_HOT void add_bias(float* __restrict y, const float* __restrict b, std::
     }
 }
 
+#ifdef MANTISSA_ROUND_LANES
+// One row of add_bias with the rounding in the registers before the store: the same product and
+// sum (no FMA), round_output's bits, one pass over the row instead of two.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET inline __m256 bias_epilogue8(__m256 acc, __m256 bias, bool scaled, __m256 dequant,
+                                                   const lanes::Rounding& r) {
+    return lanes::round8<M>(_mm256_add_ps(scaled ? _mm256_mul_ps(acc, dequant) : acc, bias), r);
+}
+
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void add_bias_and_round_lanes(float* y, const float* b, std::int64_t rows, std::int64_t cols,
+                                                    float dequant, const lanes::Rounding& rounding) {
+    const lanes::Rounding r = rounding;
+    const bool scaled = dequant != 1.0f;
+    const __m256 dq = _mm256_set1_ps(dequant);
+    for (std::int64_t row = 0; row < rows; ++row) {
+        float* yr = y + row * cols;
+        std::int64_t c = 0;
+        for (; c + 8 <= cols; c += 8)
+            _mm256_storeu_ps(yr + c, bias_epilogue8<M>(_mm256_loadu_ps(yr + c), _mm256_loadu_ps(b + c), scaled, dq, r));
+        if (c < cols) {
+            const __m256i tail = lanes::first_lanes(cols - c);
+            _mm256_maskstore_ps(yr + c, tail,
+                                bias_epilogue8<M>(_mm256_maskload_ps(yr + c, tail), _mm256_maskload_ps(b + c, tail),
+                                                  scaled, dq, r));
+        }
+    }
+}
+#endif
+
 // y = round_format(y * dequant + b), a few rows at a time (the bias epilogue in one pass).
-void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_t cols,
-                        float dequant, Format format) {
+void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_t cols, float dequant,
+                        const RoundedStore& out) {
+#ifdef MANTISSA_ROUND_LANES
+    if (out.in_lanes)
+        return lanes::with_method(out.rounding.method, [&](auto method) {
+            add_bias_and_round_lanes<decltype(method)::value>(y, b, rows, cols, dequant, out.rounding);
+        });
+#endif
+    const Format format = out.format;
     const std::int64_t step = std::max<std::int64_t>(1, cpu_detail::kPieceValues / std::max<std::int64_t>(1, cols));
     for (std::int64_t r = 0; r < rows; r += step) {
         const std::int64_t len = std::min(step, rows - r);
@@ -180,10 +218,11 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
         b = cpu(*l.bias).data();
     }
     // The epilogue's rows shared out among the threads (cpu_parallel.h): each row is its own.
+    const RoundedStore rounded(y.format(), rounds_in_lanes());
     const std::int64_t rows_per_thread =
         std::max<std::int64_t>(1, cpu_detail::elementwise_min_per_thread / std::max<std::int64_t>(1, out));
     cpu_detail::for_ranges(batch, pass_threads(batch, rows_per_thread), 1, [&](std::int64_t r0, std::int64_t r1, int) {
-        add_bias_and_round(yd + r0 * out, b, r1 - r0, out, dequant, y.format());
+        add_bias_and_round(yd + r0 * out, b, r1 - r0, out, dequant, rounded);
     });
 }
 
