@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/cpu_relu.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "numeric/convert.h"
@@ -272,6 +273,24 @@ MANTISSA_HOT void add_arrays(const float* __restrict a, const float* __restrict 
     for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
+#ifdef MANTISSA_ROUND_LANES
+// y = round(a + b) with the rounding in the registers before the store (cpu_rounded_store.h);
+// y may be a or b: each vector is read before it is written.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void add_arrays_lanes(const float* a, const float* b, float* y, std::int64_t n,
+                                            const lanes::Rounding& rounding) {
+    const lanes::Rounding r = rounding;
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, lanes::round8<M>(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)), r));
+    if (i < n) {
+        const __m256i tail = lanes::first_lanes(n - i);
+        _mm256_maskstore_ps(y + i, tail,
+                            lanes::round8<M>(_mm256_add_ps(_mm256_maskload_ps(a + i, tail), _mm256_maskload_ps(b + i, tail)), r));
+    }
+}
+#endif
+
 }  // namespace
 
 void CpuBackend::add_impl(const Tensor& a_in, const Tensor& b_in, Tensor& y_out, std::int64_t batch) {
@@ -282,8 +301,15 @@ void CpuBackend::add_impl(const Tensor& a_in, const Tensor& b_in, Tensor& y_out,
     float* y = cpu(y_out).data();
     // Elementwise: ranges on the backend's threads, each added and rounded as on one.
     const bool in_place = y == a || y == b;
+    const RoundedStore out(y_out.format(), rounds_in_lanes());
     cpu_detail::for_ranges(n, pass_threads(n, cpu_detail::elementwise_min_per_thread), 64,
                            [&](std::int64_t first, std::int64_t last, int) {
+#ifdef MANTISSA_ROUND_LANES
+        if (out.in_lanes)
+            return lanes::with_method(out.rounding.method, [&](auto method) {
+                add_arrays_lanes<decltype(method)::value>(a + first, b + first, y + first, last - first, out.rounding);
+            });
+#endif
         cpu_detail::for_pieces(first, last, [&](std::int64_t begin, std::int64_t end) {
             if (in_place) {
                 for (std::int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];

@@ -26,6 +26,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "backend/cpu/cpu_unrounded_pieces.h"
 #include "numeric/convert.h"
@@ -87,6 +88,44 @@ MANTISSA_HOT void normalize_row(const float* __restrict x, const float* __restri
     for (std::int64_t j = 0; j < n; ++j) y[j] = ((x[j] - mean) * invstd) * gamma[j] + beta[j];
 }
 
+#ifdef MANTISSA_ROUND_LANES
+// normalize_row with y rounded in the registers before the store (cpu_rounded_store.h): the same
+// products and sums (no FMA), round_output's bits, one pass over the row instead of two.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void normalize_row_lanes(const float* x, const float* gamma, const float* beta, float* y,
+                                               std::int64_t n, float mean, float invstd, const lanes::Rounding& rounding) {
+    const lanes::Rounding r = rounding;
+    const __m256 m = _mm256_set1_ps(mean), k = _mm256_set1_ps(invstd);
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), m), k),
+                                                     _mm256_loadu_ps(gamma + j)),
+                                       _mm256_loadu_ps(beta + j));
+        _mm256_storeu_ps(y + j, lanes::round8<M>(v, r));
+    }
+    if (j < n) {
+        const __m256i tail = lanes::first_lanes(n - j);
+        const __m256 v = _mm256_add_ps(
+            _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, tail), m), k), _mm256_maskload_ps(gamma + j, tail)),
+            _mm256_maskload_ps(beta + j, tail));
+        _mm256_maskstore_ps(y + j, tail, lanes::round8<M>(v, r));
+    }
+}
+#endif
+
+// A row of y, rounded to y's format.
+void normalize_row_rounded(const RoundedStore& out, const float* x, const float* gamma, const float* beta, float* y,
+                           std::int64_t n, float mean, float invstd) {
+#ifdef MANTISSA_ROUND_LANES
+    if (out.in_lanes)
+        return lanes::with_method(out.rounding.method, [&](auto method) {
+            normalize_row_lanes<decltype(method)::value>(x, gamma, beta, y, n, mean, invstd, out.rounding);
+        });
+#endif
+    normalize_row(x, gamma, beta, y, n, mean, invstd);
+    round_output(out.format, y, n);
+}
+
 // dx of `count` <= kLanes rows from dy (unrounded); g and xhat hold 2·kLanes·n floats of scratch.
 MANTISSA_HOT void rows_backward(const float* x, const float* dy, const float* gamma, float* dx, std::int64_t n,
                                 std::int64_t count, const float* mean, const float* invstd, float* scratch) {
@@ -129,6 +168,7 @@ void CpuBackend::layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x_in
     const float* beta = cpu(*ln.bias).data();
     float* saved_mean = cpu(*ln.saved_mean).data();
     float* saved_invstd = cpu(*ln.saved_invstd).data();
+    const RoundedStore out(y_out.format(), rounds_in_lanes());
     // Each range's smallest variance (a NaN row is no smallest; variances are never -0).
     const int threads =
         std::min(cpu_detail::kMaxPassThreads, pass_threads(rows * n, cpu_detail::elementwise_min_per_thread));
@@ -152,8 +192,7 @@ void CpuBackend::layernorm_forward_impl(LayerNormTensors& ln, const Tensor& x_in
                 if (variance < smallest) smallest = variance;
                 saved_mean[r] = mean;
                 saved_invstd[r] = invstd;
-                normalize_row(xr, gamma, beta, yr, n, mean, invstd);
-                round_output(y_out.format(), yr, n);
+                normalize_row_rounded(out, xr, gamma, beta, yr, n, mean, invstd);
             }
         }
         min_variance[static_cast<std::size_t>(range)] = smallest;
