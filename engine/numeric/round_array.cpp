@@ -69,11 +69,6 @@ MANTISSA_LANES_TARGET inline std::uint32_t horizontal_max(__m256i v) {
     return *std::max_element(lanes, lanes + 8);
 }
 
-// One kernel for every format, round8 of its method on each vector. The last n < 8 values go
-// through the same vector on a copy padded with zeros (the passes round many short pieces, where
-// a scalar round_to per value showed in profiles). Measured: each value is first multiplied by
-// `scale` and the largest |src| bit pattern is accumulated into *amax_bits (scale_round_array
-// in one pass; NaN above inf).
 // Eight values from s to d; Measured: each multiplied by `scale` first, and their magnitudes'
 // bit patterns into amax.
 template <Method M, bool Measured>
