@@ -233,9 +233,9 @@ MANTISSA_HOT void input_grad(const float* x, const float* dy, float* dx, std::in
 #ifdef MANTISSA_ROUND_LANES
 // The same two passes with the rounding to the output's format in the registers before the store:
 // the same products and sums, in the same order (no FMA), and round_output's bits, where the plain
-// pass and round_output store the plane, read it back and store it again (together about 9% of the
-// reference CNN's bf16 step: docs/benchmarks.md). The last n mod 8 values through masked loads
-// and stores.
+// pass and round_output store the plane, read it back and store it again (those roundings and the
+// may-flush test below were about 7% of the reference CNN's bf16 step: docs/benchmarks.md). The
+// last n mod 8 values through masked loads and stores.
 template <lanes::Method M>
 MANTISSA_LANES_TARGET void normalize_lanes(const lanes::Rounding& rounding, const float* x, float* y, std::int64_t n,
                                            float mean, float invstd, float g, float b) {

@@ -369,7 +369,9 @@ MANTISSA_LANES_TARGET void round_row(float* row, std::int64_t n, const lanes::Ro
 // blocked_epilogue_two_passes with eight channels at a time transposed in AVX2 registers and
 // rounded there before the one store, where that pass stores each sample's output and reads it
 // back to round it (its rounding was about 3% of the reference CNN's bf16 step:
-// docs/benchmarks.md). The same values: each is epilogue() of its accumulator, rounded.
+// docs/benchmarks.md). The same values: each is epilogue() of its accumulator, rounded. The walk
+// over samples, channel blocks and tiles is that function's, written out again: a lambda given
+// the tile's work would not carry this function's AVX2 target.
 template <lanes::Method M>
 MANTISSA_LANES_TARGET void blocked_epilogue_lanes(const ConvShape& s, const float* blocked, BlockedLayout layout,
                                                   float dequant, const float* b, float* y, const lanes::Rounding& rounding,
