@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -87,6 +88,18 @@ inline QString mismatch_at(const char* what, const std::vector<float>& got, cons
     if (i < 0) return {};
     const auto at = static_cast<std::size_t>(i);
     return QString("%1[%2] = %3, reference %4").arg(what).arg(i).arg(got[at], 0, 'g', 9).arg(want[at], 0, 'g', 9);
+}
+
+// The first value whose bits differ between a pass that rounds in the registers and the two
+// passes it replaces, as a sentence naming it, or empty (NaNs compare by their bits).
+inline QString first_bit_difference(const char* what, const std::vector<float>& in_registers,
+                                    const std::vector<float>& two_passes) {
+    if (in_registers.size() != two_passes.size()) return QString("%1: sizes differ").arg(what);
+    for (std::size_t i = 0; i < two_passes.size(); ++i)
+        if (std::memcmp(&in_registers[i], &two_passes[i], sizeof(float)) != 0)
+            return QString("%1[%2]: %3 in the registers, %4 in two passes")
+                .arg(what).arg(i).arg(in_registers[i]).arg(two_passes[i]);
+    return {};
 }
 
 // The first value where |got − want| > rel·|want| + abs, as mismatch_at says it, or empty.
