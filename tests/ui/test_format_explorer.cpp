@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QTableWidget>
 
+#include "exact_compare.h"
 #include "explorer/bit_strip.h"
 #include "explorer/block_explorer.h"
 #include "explorer/format_explorer.h"
@@ -137,10 +138,10 @@ private slots:
         QCOMPARE(*e.value(), 1.0f);
         QCOMPARE(child<QLineEdit>(e, "stored", Format::fp8_e5m2)->text(), QStringLiteral("1"));
         slider->setValue(-24 * FormatExplorer::slider_steps_per_octave);  // fp16's smallest subnormal
-        QCOMPARE(*e.value(), std::ldexp(1.0f, -24));
+        QCOMPARE_EXACT(*e.value(), std::ldexp(1.0f, -24));
         QCOMPARE(child<QLabel>(e, "class", Format::fp16)->text(), QStringLiteral("subnormal"));
         e.findChild<QToolButton*>(QStringLiteral("signToggle"))->click();
-        QCOMPARE(*e.value(), -std::ldexp(1.0f, -24));
+        QCOMPARE_EXACT(*e.value(), -std::ldexp(1.0f, -24));
         QCOMPARE(plainBits(child<QLabel>(e, "bits", Format::fp16)), QStringLiteral("1|00000|0000000001"));
         slider->setValue(FormatExplorer::slider_steps_per_octave);  // the sign stays negative
         QCOMPARE(*e.value(), -2.0f);

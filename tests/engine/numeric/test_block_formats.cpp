@@ -576,7 +576,7 @@ private slots:
             QCOMPARE(scale_of({std::ldexp(1.0f, k)}), k - el.emax);
             std::vector<float> x(32, 0.0f);
             x[5] = -std::ldexp(1.0f, k);
-            QCOMPARE(decoded(quantise_checked(format, x))[5], x[5]);
+            QCOMPARE_EXACT(decoded(quantise_checked(format, x))[5], x[5]);
         }
         // Just below 2^k: floor(log2) is k - 1, so the largest value scales to just below
         // 2^(emax+1), past the element max: it saturates.
@@ -587,7 +587,7 @@ private slots:
             const BlockQuantised q = quantise_checked(format, x, &stats);
             QCOMPARE(int(q.scales[0]) - 127, k - 1 - el.emax);
             QCOMPARE(stats.saturated, std::size_t{1});
-            QCOMPARE(decoded(q)[0], std::ldexp(el.max_finite, k - 1 - el.emax));
+            QCOMPARE_EXACT(decoded(q)[0], std::ldexp(el.max_finite, k - 1 - el.emax));
         }
         // fp32 subnormal amaxes: floor(log2) is -127 .. -149, minus emax: clamped to E8M0's -127.
         for (float a : {0x1p-149f, 3 * 0x1p-149f, 0x1p-130f, 0x1.8p-127f}) {
