@@ -11,15 +11,15 @@ namespace mantissa::bench {
 
 namespace {
 
-bool on_bf16_primitive(const MatmulFlops& m) {
-    if (m.batched) return false;
-    if (m.operands.block) return true;  // bf16 values: an element times its block's scale (block_format.h)
-    return m.operands.format == Format::bf16 || m.operands.format == Format::fp8_e4m3;
-}
-
 CpuBackend* cpu_of(Backend& backend) { return dynamic_cast<CpuBackend*>(&backend); }
 
 }  // namespace
+
+bool on_bf16_primitive(const MatmulFlops& m) {
+    if (m.batched) return m.operands.format == Format::bf16 && !m.operands.block;  // cpu_attention.cpp
+    if (m.operands.block) return true;  // bf16 values: an element times its block's scale (block_format.h)
+    return m.operands.format == Format::bf16 || m.operands.format == Format::fp8_e4m3;
+}
 
 std::string StepFlops::basis() const {
     if (bf16 <= 0) return "fma";

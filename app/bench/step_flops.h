@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/peak_rate.h"
+#include "model/matmul_flops.h"
 #include "train/trainer.h"
 
 namespace mantissa::bench {
@@ -19,13 +20,16 @@ struct StepFlops {
 };
 
 // The rule is CpuLinear's and CpuConv's `bf16_ok` (engine/backend/cpu/cpu_linear.cpp): operands
-// that bf16 holds exactly (bf16, per-tensor fp8-e4m3 with e5m2 gradients, the MX formats) take the
-// bf16 primitive when CpuMatmul's bf16 path is on; NVFP4 (decoded with an FP32 tensor scale), tf32,
-// fp16 and fp32 take the FP32 one, and so do attention's batched products (CpuBatchedMatmul: FP32
-// only). (An MX matmul that meets a block scale near 2^-127 falls back to FP32: not counted.)
+// that bf16 holds exactly (bf16, per-tensor fp8-e4m3 with e5m2 gradients, the block formats: an
+// element times its block's scale, NVFP4's tensor scales on the accumulator) take the bf16
+// primitive when CpuMatmul's bf16 path is on, and so do attention's batched products in bf16
+// (cpu_attention.cpp); tf32, fp16 and fp32 take the FP32 one. (A matmul that meets a subnormal
+// operand, an MX one a block scale near 2^-127, falls back to FP32: not counted.)
 // (FP8 scaled per row, a recipe the suites do not time, decodes in FP32 too and is counted as
 // bf16 here.) On another backend, bf16 is 0.
 StepFlops step_flops(Trainer& trainer);
+// The rule for one matmul: whether it runs on the bf16 primitive when the bf16 path is on.
+bool on_bf16_primitive(const MatmulFlops& m);
 
 // The CPU backend's thread count (CpuMatmul::threads); 0 on another backend.
 int cpu_threads(Trainer& trainer);

@@ -416,8 +416,9 @@ SuiteResult run_engine_suite(const BenchOptions& o) {
         "MFLOP/step: the step's matmuls (forward, input gradient but for the first layer, weight gradient; 2 FLOPs "
         "per multiply-add); GFLOP/s = that / the median step time; % of limit = GFLOP/s over the limit: the limits "
         "table's one-thread peak x the threads the CPU backend uses, FP32 FMA (\"fma\") where oneDNN multiplies in "
-        "FP32 (fp32, tf32, fp16, block formats, attention's products), BF16 (\"bf16\": AMX where present, else the "
-        "AVX-512 dot product) where it takes the bf16 primitive (bf16 and fp8-e4m3 operands, bf16 path on); a step "
+        "FP32 (fp32, tf32, fp16), BF16 (\"bf16\": AMX where present, else the AVX-512 dot product) where it takes "
+        "the bf16 primitive (bf16, fp8-e4m3 and block-format operands, attention's bf16 products; bf16 path on); a "
+        "step "
         "with both (\"mixed\") is held to each part at its own peak; cuda: no limit");
 
     o.say("engine: threads");

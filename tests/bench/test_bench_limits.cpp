@@ -1,7 +1,7 @@
 // What the bench's limits rest on, without timing anything against a threshold: the peak-rate
 // loops (app/bench/peak_rate.h) measure a positive, finite rate on this CPU's FP32 FMA unit and
 // say which units it lacks; the limit of a step split between the FP32 and bf16 primitives is
-// each part at its own peak; and a quick engine run's JSON has the limits table, the FLOP columns
+// each part at its own peak, and which matmuls count as bf16; and a quick engine run's JSON has the limits table, the FLOP columns
 // of the steps table (the reference MLP's 128.9 MFLOP) and the threads table.
 #include <QtTest>
 
@@ -12,8 +12,11 @@
 #include <cmath>
 
 #include "bench/peak_rate.h"
+#include "bench/step_flops.h"
+#include "model/matmul_flops.h"
 #include "run_cli.h"
 
+using namespace mantissa;
 using namespace mantissa::bench;
 
 namespace {
@@ -80,6 +83,27 @@ private slots:
         QVERIFY(std::isnan(limit_gflops(p, 300, 0, 0)));  // no CPU threads: another backend
         p.fp32_fma = std::nan("");
         QVERIFY(std::isnan(limit_gflops(p, 300, 100, 1)));
+    }
+
+    // Which matmuls a step's limit holds to the BF16 peak when the bf16 path is on: operands bf16
+    // holds exactly (bf16, fp8-e4m3, the block formats) and attention's bf16 products; fp32, tf32
+    // and fp16 operands, and attention's products in those, to the FP32 one.
+    void bf16PrimitiveRule() {
+        auto matmul = [](ComputeFormat f, bool batched) {
+            MatmulFlops m;
+            m.operands = f;
+            m.batched = batched;
+            return m;
+        };
+        for (bool batched : {false, true}) {
+            QVERIFY(on_bf16_primitive(matmul(Format::bf16, batched)));
+            QVERIFY(!on_bf16_primitive(matmul(Format::fp32, batched)));
+            QVERIFY(!on_bf16_primitive(matmul(Format::tf32, batched)));
+            QVERIFY(!on_bf16_primitive(matmul(Format::fp16, batched)));
+        }
+        QVERIFY(on_bf16_primitive(matmul(Format::fp8_e4m3, false)));
+        QVERIFY(on_bf16_primitive(matmul(BlockFormat::mxfp4, false)));
+        QVERIFY(on_bf16_primitive(matmul(BlockFormat::nvfp4, false)));
     }
 
     void engineJson() {

@@ -9,7 +9,10 @@
 // (batch, rows, cols) copy. C is written in place through its view when it has a
 // unit stride, else through a plain scratch that is scattered. oneDNN multiplies
 // (CpuBatchedMatmul); when it refuses a layout, every operand is packed and it multiplies plain
-// matrices. The epilogue (alpha, the rounding to C's format) runs on each of C's elements, over
+// matrices. On the bf16 matmul path (cpu_bf16_choice.h) bf16 products copy both operands into
+// bf16 bits instead (pack_bf16) for oneDNN's bf16 matmul, at about twice the FP32 rate on an
+// AVX-512 BF16 core; a view without a unit stride, or a value those kernels would not multiply
+// exactly, leaves the product on the FP32 path. The epilogue (alpha, the rounding to C's format) runs on each of C's elements, over
 // the view's longest contiguous spans:
 //   accumulator  C = rnd_C(alpha·acc)        output  C = rnd_C(alpha·rnd_C(acc))
 // With gradient tracing on, C keeps no shadow (a previous one is dropped): the backward that
@@ -32,13 +35,16 @@
 // Scratch (kept between steps): the packed A, B and C (slots 10 to 12). Training thread only.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_bf16_copy.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/cpu_tensor_access.h"
 #include "error.h"
 #include "numeric/convert.h"
@@ -90,10 +96,79 @@ struct Operand {
     bool packed = false;
 };
 
-// The epilogue on n values at `row` (a stride apart): alpha at its point, rounded to `format`.
-void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatmul& op, Format format) {
+// An operand's matrices as plain bf16 bits for the bf16 matmul path (cpu_bf16_choice.h): row by
+// row when its view's rows are contiguous, else column by column when its columns are (a
+// transposed operand), the values rounded to bf16 on the way where its tensor's format does not
+// hold them (`round`: the FP32 probabilities). One pass that reads only the view's values (a head
+// view reads a third of its QKV tensor) and writes half their bytes, where the FP32 path reads
+// them in place. Sets the copy's strides; false (the product takes the FP32 path) when the view
+// has no unit stride or a value is one the bf16 kernels would not multiply exactly.
+bool pack_bf16(const BatchedMatmul& op, const float* src, bool round, const StridedMatrix& v, std::int64_t rows,
+               std::int64_t cols, std::uint16_t* dst, CpuStrided& strides, int max_threads) {
+    const bool by_rows = v.col_stride == 1;
+    if (!by_rows && v.row_stride != 1) return false;
+    // A matrix is `lines` runs of `run` contiguous values, `line_stride` apart.
+    const std::int64_t lines = by_rows ? rows : cols, run = by_rows ? cols : rows;
+    const std::int64_t line_stride = by_rows ? v.row_stride : v.col_stride;
+    const std::int64_t size = rows * cols;
+    strides = by_rows ? plain_strides(op.inner_count, rows, cols) : CpuStrided{op.inner_count * size, size, 1, rows};
+    const bool dense = line_stride == run && v.inner_stride == size && v.outer_stride == op.inner_count * size;
+    const auto copy = round ? round_to_bf16_exact : to_bf16_exact;
+    std::atomic<bool> exact{true};
+    for_matrices(op.batch_count(), size, max_threads, [&](std::int64_t b0, std::int64_t b1) {
+        bool ok = true;
+        if (dense) {
+            ok = copy(src + v.offset + b0 * size, dst + b0 * size, (b1 - b0) * size);
+        } else {
+            for (std::int64_t b = b0; b < b1; ++b) {
+                const float* matrix =
+                    src + v.offset + (b / op.inner_count) * v.outer_stride + (b % op.inner_count) * v.inner_stride;
+                for (std::int64_t l = 0; l < lines; ++l)
+                    ok = copy(matrix + l * line_stride, dst + b * size + l * run, run) && ok;
+            }
+        }
+        if (!ok) exact.store(false, std::memory_order_relaxed);
+    });
+    return exact.load(std::memory_order_relaxed);
+}
+
+#ifdef MANTISSA_ROUND_LANES
+// The epilogue on n contiguous values with the rounding in the registers: one pass over C where
+// the two-pass form reads and writes it up to three times (rounded, scaled, rounded again), the
+// same product (no FMA) and round_output's bits.
+template <lanes::Method M>
+MANTISSA_LANES_TARGET inline __m256 epilogue8(__m256 v, __m256 alpha, bool round_first, const lanes::Rounding& r) {
+    if (round_first) v = lanes::round8<M>(v, r);
+    return lanes::round8<M>(_mm256_mul_ps(v, alpha), r);
+}
+
+template <lanes::Method M>
+MANTISSA_LANES_TARGET void epilogue_lanes(float* row, std::int64_t n, float alpha, bool round_first,
+                                          const lanes::Rounding& rounding) {
+    const lanes::Rounding r = rounding;
+    const __m256 a = _mm256_set1_ps(alpha);
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, epilogue8<M>(_mm256_loadu_ps(row + j), a, round_first, r));
+    if (j < n) {
+        const __m256i tail = lanes::first_lanes(n - j);
+        _mm256_maskstore_ps(row + j, tail, epilogue8<M>(_mm256_maskload_ps(row + j, tail), a, round_first, r));
+    }
+}
+#endif
+
+// The epilogue on n values at `row` (a stride apart): alpha at its point, rounded to C's format.
+void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatmul& op, const RoundedStore& out) {
+    const Format format = out.format;
+    const bool round_first = op.alpha_point == AlphaPoint::output && op.alpha != 1.0f;
     if (stride == 1) {
-        if (op.alpha_point == AlphaPoint::output && op.alpha != 1.0f) round_output(format, row, n);
+        if (format == Format::fp32 && op.alpha == 1.0f) return;
+#ifdef MANTISSA_ROUND_LANES
+        if (out.in_lanes)
+            return lanes::with_method(out.rounding.method, [&](auto method) {
+                epilogue_lanes<decltype(method)::value>(row, n, op.alpha, round_first, out.rounding);
+            });
+#endif
+        if (round_first) round_output(format, row, n);
         if (op.alpha != 1.0f)
             for (std::int64_t j = 0; j < n; ++j) row[j] *= op.alpha;
         round_output(format, row, n);
@@ -101,7 +176,7 @@ void epilogue(float* row, std::int64_t n, std::int64_t stride, const BatchedMatm
     }
     for (std::int64_t j = 0; j < n; ++j) {
         float v = row[j * stride];
-        if (op.alpha_point == AlphaPoint::output && op.alpha != 1.0f) v = round_to(format, v);
+        if (round_first) v = round_to(format, v);
         row[j * stride] = round_to(format, v * op.alpha);
     }
 }
@@ -276,25 +351,44 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
         return pack(t, v, rows, cols, slot, false);
     };
 
+    // The bf16 matmul path: bf16 operands copied into bf16 bits for oneDNN's bf16 matmul, where the
+    // backend's linear layers take it too. The same products, in another summation order.
+    auto bf16_product = [&](float* c_target, const CpuStrided& c_strides, int threads) {
+        if (op.compute != Format::bf16 || !m_matmul.bf16_enabled()) return false;
+        auto& a16 = m_bf16_operands[0];
+        auto& b16 = m_bf16_operands[1];
+        a16.resize(std::max(a16.size(), static_cast<std::size_t>(batch * op.m * op.k)));
+        b16.resize(std::max(b16.size(), static_cast<std::size_t>(batch * op.k * op.n)));
+        CpuStrided as, bs;
+        return pack_bf16(op, cpu(a_in).data(), !format_contains(Format::bf16, a_in.format()), a_view, op.m, op.k,
+                         a16.data(), as, max_threads) &&
+               pack_bf16(op, cpu(b_in).data(), !format_contains(Format::bf16, b_in.format()), b_view, op.k, op.n,
+                         b16.data(), bs, max_threads) &&
+               m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a16.data(), as,
+                                         b16.data(), bs, c_target, c_strides, threads);
+    };
+
     if (op.k > 0) {
-        Operand a = operand(a_in, a_view, op.m, op.k, slot_a);
-        Operand b = operand(b_in, b_view, op.k, op.n, slot_b);
         const bool c_direct = unit_stride(c_view);
         float* c_target = c_direct ? c + c_view.offset : scratch(slot_c, batch * op.m * op.n);
         CpuStrided c_strides = c_direct ? strides_of(c_view) : plain_strides(op.inner_count, op.m, op.n);
         const int threads = CpuMatmul::threads_for(batch * op.m * op.n * op.k, m_matmul.threads());
-        if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides, b.data,
-                                       b.strides, c_target, c_strides, threads)) {
-            // oneDNN has no matmul for these strides: plain matrices.
-            a = pack(a_in, a_view, op.m, op.k, slot_a, true);
-            b = pack(b_in, b_view, op.k, op.n, slot_b, true);
-            c_target = scratch(slot_c, batch * op.m * op.n);
-            c_strides = plain_strides(op.inner_count, op.m, op.n);
+        if (!bf16_product(c_target, c_strides, threads)) {
+            Operand a = operand(a_in, a_view, op.m, op.k, slot_a);
+            Operand b = operand(b_in, b_view, op.k, op.n, slot_b);
             if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data, a.strides,
-                                           b.data, b.strides, c_target, c_strides, threads))
-                throw Error("oneDNN could not create a batched matmul of " + std::to_string(batch) + " products (" +
-                            std::to_string(op.m) + " x " + std::to_string(op.k) + ") x (" + std::to_string(op.k) +
-                            " x " + std::to_string(op.n) + ").");
+                                           b.data, b.strides, c_target, c_strides, threads)) {
+                // oneDNN has no matmul for these strides: plain matrices.
+                a = pack(a_in, a_view, op.m, op.k, slot_a, true);
+                b = pack(b_in, b_view, op.k, op.n, slot_b, true);
+                c_target = scratch(slot_c, batch * op.m * op.n);
+                c_strides = plain_strides(op.inner_count, op.m, op.n);
+                if (!m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a.data,
+                                               a.strides, b.data, b.strides, c_target, c_strides, threads))
+                    throw Error("oneDNN could not create a batched matmul of " + std::to_string(batch) +
+                                " products (" + std::to_string(op.m) + " x " + std::to_string(op.k) + ") x (" +
+                                std::to_string(op.k) + " x " + std::to_string(op.n) + ").");
+            }
         }
         if (c_target != c + c_view.offset) {  // scatter the plain result into C's view
             const float* src = c_target;
@@ -313,13 +407,14 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
     // 2048 values rather than per head row of 32.
     const StridedMatrix& cv = c_view;
     float* c0 = c + cv.offset;
+    const RoundedStore out(cf, m_round_in_lanes);
     if (cv.col_stride == 1 && cv.row_stride == op.n && cv.inner_stride == op.m * op.n &&
         cv.outer_stride == op.inner_count * op.m * op.n) {
         const std::int64_t total = batch * op.m * op.n;
         cpu_detail::for_ranges(total, pass_threads(total, cpu_detail::elementwise_min_per_thread),
                                cpu_detail::kPieceValues, [&](std::int64_t first, std::int64_t last, int) {
             cpu_detail::for_pieces(first, last, [&](std::int64_t begin, std::int64_t end) {
-                epilogue(c0 + begin, end - begin, 1, op, cf);
+                epilogue(c0 + begin, end - begin, 1, op, out);
             });
         });
     } else if (cv.col_stride == 1 && cv.inner_stride == op.n) {
@@ -327,7 +422,7 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
         cpu_detail::for_ranges(rows, pass_threads(rows * span, cpu_detail::elementwise_min_per_thread), 1,
                                [&](std::int64_t q0, std::int64_t q1, int) {
             for (std::int64_t q = q0; q < q1; ++q)
-                epilogue(c0 + (q / op.m) * cv.outer_stride + (q % op.m) * cv.row_stride, span, 1, op, cf);
+                epilogue(c0 + (q / op.m) * cv.outer_stride + (q % op.m) * cv.row_stride, span, 1, op, out);
         });
     } else {  // row q: matrix q / m, its row q % m
         const std::int64_t rows = batch * op.m;
@@ -336,7 +431,8 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
             for (std::int64_t q = q0; q < q1; ++q) {
                 const std::int64_t b = q / op.m, r = q % op.m;
                 const std::int64_t o = b / op.inner_count, i = b % op.inner_count;
-                epilogue(c0 + o * cv.outer_stride + i * cv.inner_stride + r * cv.row_stride, op.n, cv.col_stride, op, cf);
+                epilogue(c0 + o * cv.outer_stride + i * cv.inner_stride + r * cv.row_stride, op.n, cv.col_stride, op,
+                         out);
             }
         });
     }

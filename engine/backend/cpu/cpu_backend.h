@@ -418,6 +418,8 @@ private:
                                           //   13: a block-scaled layer's wgrad dy, 14: Kahan's
                                           //   remainder (cpu_optimizer.cpp)
                                           //   (the layer norm's and embedding's: below)
+    // The batched matmul's operands as bf16 bits on the bf16 matmul path (cpu_attention.cpp).
+    std::array<std::vector<std::uint16_t, PlacedAllocator<std::uint16_t>>, 2> m_bf16_operands;
     std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value

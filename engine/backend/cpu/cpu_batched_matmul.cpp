@@ -15,8 +15,8 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// Counts and strides of the three views: the primitive's identity.
-using Key = std::array<std::int64_t, 17>;
+// The operands' type (1: bf16), counts and strides of the three views: the primitive's identity.
+using Key = std::array<std::int64_t, 18>;
 
 // A dimension of extent 1 is given the stride oneDNN's plain layouts would give it (its value is
 // never used to address anything), so equal layouts share a primitive.
@@ -42,17 +42,31 @@ CpuBatchedMatmul::~CpuBatchedMatmul() = default;
 bool CpuBatchedMatmul::multiply(std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n,
                                 std::int64_t k, const float* a, const CpuStrided& as, const float* b,
                                 const CpuStrided& bs, float* c, const CpuStrided& cs, int threads) {
+    return run(false, outer, inner, m, n, k, a, as, b, bs, c, cs, threads);
+}
+
+bool CpuBatchedMatmul::multiply(std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n,
+                                std::int64_t k, const std::uint16_t* a, const CpuStrided& as,
+                                const std::uint16_t* b, const CpuStrided& bs, float* c, const CpuStrided& cs,
+                                int threads) {
+    return run(true, outer, inner, m, n, k, a, as, b, bs, c, cs, threads);
+}
+
+bool CpuBatchedMatmul::run(bool bf16, std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n,
+                           std::int64_t k, const void* a, const CpuStrided& as, const void* b,
+                           const CpuStrided& bs, float* c, const CpuStrided& cs, int threads) {
     const auto sa = strides_of(as, outer, inner, m, k);
     const auto sb = strides_of(bs, outer, inner, k, n);
     const auto sc = strides_of(cs, outer, inner, m, n);
-    const Key key = {outer, inner, m, n, k, sa[0], sa[1], sa[2], sa[3], sb[0], sb[1], sb[2], sb[3],
+    const Key key = {bf16 ? 1 : 0, outer, inner, m, n, k, sa[0], sa[1], sa[2], sa[3], sb[0], sb[1], sb[2], sb[3],
                      sc[0], sc[1], sc[2], sc[3]};
     auto it = m_impl->cache.find(key);
     if (it == m_impl->cache.end()) {
+        const dt type = bf16 ? dt::bf16 : dt::f32;
         std::optional<OneDnnMatmul> mm;
         try {
-            mm = make_onednn_matmul(m_impl->engine, dnnl::memory::desc({outer, inner, m, k}, dt::f32, sa),
-                                    dnnl::memory::desc({outer, inner, k, n}, dt::f32, sb),
+            mm = make_onednn_matmul(m_impl->engine, dnnl::memory::desc({outer, inner, m, k}, type, sa),
+                                    dnnl::memory::desc({outer, inner, k, n}, type, sb),
                                     dnnl::memory::desc({outer, inner, m, n}, dt::f32, sc));
         } catch (const dnnl::error&) {
             // mm stays empty, remembered: the caller packs this layout every time

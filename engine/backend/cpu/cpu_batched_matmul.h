@@ -5,9 +5,10 @@
 //
 // As CpuMatmul (cpu_matmul.h): one primitive per shape and strides, created on first use and
 // kept with its scratchpad; operands are FP32 arrays whose values the caller has already rounded
-// to the compute format (products exact in FP32); the thread count is set per product the same
-// way. A layout oneDNN refuses is reported (multiply returns false) and the caller packs the
-// operands into plain matrices. Training thread only.
+// to the compute format (products exact in FP32), or bf16 bits for oneDNN's bf16 matmul (the bf16
+// matmul path, cpu_bf16_choice.h: products exact, FP32 accumulation); the thread count is set per
+// product the same way. A layout oneDNN refuses is reported (multiply returns false) and the
+// caller packs the operands into plain matrices or takes the FP32 path. Training thread only.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,17 @@ public:
     bool multiply(std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n, std::int64_t k,
                   const float* a, const CpuStrided& as, const float* b, const CpuStrided& bs, float* c,
                   const CpuStrided& cs, int threads);
+    // The same with A and B as bf16 bits (each a value the bf16 kernels multiply exactly: the
+    // caller checks, cpu_bf16_copy.h); C in FP32.
+    bool multiply(std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n, std::int64_t k,
+                  const std::uint16_t* a, const CpuStrided& as, const std::uint16_t* b, const CpuStrided& bs,
+                  float* c, const CpuStrided& cs, int threads);
 
 private:
+    bool run(bool bf16, std::int64_t outer, std::int64_t inner, std::int64_t m, std::int64_t n, std::int64_t k,
+             const void* a, const CpuStrided& as, const void* b, const CpuStrided& bs, float* c,
+             const CpuStrided& cs, int threads);
+
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -3,10 +3,12 @@
 // within the FP32 bound, alpha at the accumulator or after the output's rounding (checked
 // exactly on integer operands, where the FP32 sum is exact), heads read straight out of a packed
 // QKV tensor and written straight into a (batch·T, dim) one, views without a unit stride, the
-// backward products against central finite differences; the softmax's forward in fp32, bf16 and
-// fp16, the causal mask (exact zeros, rows summing to 1), its telemetry (largest finite logit,
-// non-finite count), non-finite rows, and its backward (with the scores' scale) against finite
-// differences and the analytic gradient. docs/numerics.md, "Transformer ops".
+// backward products against central finite differences, bf16 products on the bf16 matmul path
+// and on the FP32 path, the epilogue rounded in the registers as in two passes; the softmax's
+// forward in fp32, bf16 and fp16, the causal mask (exact zeros, rows summing to 1), its telemetry
+// (largest finite logit, non-finite count), non-finite rows, and its backward (with the scores'
+// scale) against finite differences and the analytic gradient. docs/numerics.md, "Transformer
+// ops".
 #include <QtTest>
 
 #include <algorithm>
@@ -286,6 +288,168 @@ private slots:
         QVERIFY(all_in_format(Format::fp16, got));
         diff = mismatch("Y", got, y_ref, 2 * unit_roundoff(Format::fp16), 1e-6);
         QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // bf16 products on the bf16 matmul path (the operands copied into bf16 bits for oneDNN's bf16
+    // matmul) and on the FP32 path, for each of attention's layouts: Q·Kᵀ out of a packed QKV
+    // tensor (rows a stride apart, Kᵀ column by column), P·V with P's FP32 probabilities rounded on
+    // the way (dense, by rows) into a head view, Pᵀ·dO (dense, column by column), and a
+    // gradient's transpose times a head view. Both match the double reference of the rounded
+    // operands within the FP32 sum's bound. Where there is a bf16 matmul, two products show which
+    // path ran: 2⁻⁷⁰·2⁻⁶⁰ gives 0 on the bf16 path (its dot product flushes a subnormal result,
+    // docs/numerics.md, "The bf16 matmul path") and 2⁻¹³⁰ on the FP32 path; an operand of 2⁻¹³⁰
+    // (a bf16 subnormal, which the bf16 kernels would read as zero) sends its product to the
+    // FP32 path, exact on both backends.
+    void bf16PathMatchesTheFp32Path_data() {
+        QTest::addColumn<int>("layout");
+        QTest::newRow("Q·Kᵀ from packed QKV") << 0;
+        QTest::newRow("P·V, P rounded from fp32, into a head view") << 1;
+        QTest::newRow("Pᵀ·dO") << 2;
+        QTest::newRow("dSᵀ·Q") << 3;
+    }
+    void bf16PathMatchesTheFp32Path() {
+        QFETCH(int, layout);
+        const std::int64_t batch = 2, seq = 24, heads = 3, hd = 8, dim = heads * hd;
+        BatchedMatmul op;
+        op.outer_count = batch, op.inner_count = heads, op.compute = Format::bf16, op.alpha = 1.0f;
+        const auto qkv_v = rounded(Format::bf16, random_values(static_cast<std::size_t>(batch * seq * 3 * dim), 1.0f, 51));
+        const auto probs_v = random_values(static_cast<std::size_t>(batch * heads * seq * seq), 1.0f, 52);
+        const auto grad_v = rounded(Format::bf16, probs_v);
+        const auto dout_v = rounded(Format::bf16, random_values(static_cast<std::size_t>(batch * seq * dim), 1.0f, 53));
+        std::vector<float> a_vals, b_vals;
+        Format a_format = Format::bf16, b_format = Format::bf16;
+        StridedMatrix av, bv, cv;
+        std::int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0, c_rows = 0, c_cols = 0;
+        switch (layout) {
+        case 0:  // S = Q·Kᵀ/√d, alpha after the output's rounding, into FP32 scores
+            op.m = seq, op.n = seq, op.k = hd, op.alpha = 0.25f, op.alpha_point = AlphaPoint::output;
+            a_vals = b_vals = qkv_v, a_rows = b_rows = batch * seq, a_cols = b_cols = 3 * dim;
+            av = head_view(seq, 3 * dim, 0, hd), bv = head_view(seq, 3 * dim, dim, hd, true);
+            cv = packed_view(seq, seq, heads), c_rows = batch * heads * seq, c_cols = seq;
+            break;
+        case 1:  // Y = P·V into the (batch·T, dim) tensor's head columns
+            op.m = seq, op.n = hd, op.k = seq;
+            a_vals = probs_v, a_format = Format::fp32, a_rows = batch * heads * seq, a_cols = seq;
+            b_vals = qkv_v, b_rows = batch * seq, b_cols = 3 * dim;
+            av = packed_view(seq, seq, heads), bv = head_view(seq, 3 * dim, 2 * dim, hd);
+            cv = head_view(seq, dim, 0, hd), c_rows = batch * seq, c_cols = dim;
+            break;
+        case 2:  // dV = Pᵀ·dO
+            op.m = seq, op.n = hd, op.k = seq;
+            a_vals = probs_v, a_format = Format::fp32, a_rows = batch * heads * seq, a_cols = seq;
+            b_vals = dout_v, b_rows = batch * seq, b_cols = dim;
+            av = packed_view(seq, seq, heads, true), bv = head_view(seq, dim, 0, hd);
+            cv = head_view(seq, dim, 0, hd), c_rows = batch * seq, c_cols = dim;
+            break;
+        default:  // dK = dSᵀ·Q
+            op.m = seq, op.n = hd, op.k = seq;
+            a_vals = grad_v, a_rows = batch * heads * seq, a_cols = seq;
+            b_vals = qkv_v, b_rows = batch * seq, b_cols = 3 * dim;
+            av = packed_view(seq, seq, heads, true), bv = head_view(seq, 3 * dim, 0, hd);
+            cv = head_view(seq, 3 * dim, dim, hd), c_rows = batch * seq, c_cols = 3 * dim;
+            break;
+        }
+        const BmmRef ref = bmm_ref(op, operand_values(Format::bf16, a_vals), av, operand_values(Format::bf16, b_vals), bv);
+        std::vector<std::vector<float>> results;
+        for (bool bf16_path : {true, false}) {
+            CpuBackend be;
+            be.matmul().set_bf16_enabled(bf16_path);
+            auto a = make_with(be, a_rows, a_cols, a_format, a_vals, "a");
+            auto b = make_with(be, b_rows, b_cols, b_format, b_vals, "b");
+            auto c = make(be, c_rows, c_cols, layout == 0 ? Format::fp32 : Format::bf16, "c");
+            be.batched_matmul(op, *a, av, *b, bv, *c, cv);
+            results.push_back(read(be, *c));
+            const QString diff = bmm_mismatch(op, results.back(), cv, ref, c->format(), layout == 0 ? 2 : 1);
+            QVERIFY2(diff.isEmpty(), qPrintable(QString(bf16_path ? "bf16 path: " : "FP32 path: ") + diff));
+        }
+
+        // The path each backend took, seen where the two differ by definition.
+        if (!CpuMatmul::bf16_available()) QSKIP("oneDNN has no bf16 matmul on this CPU: the FP32 path only");
+        std::vector<float> a_tiny = a_vals, b_tiny = b_vals;
+        for (std::int64_t p = 0; p < op.batch_count(); ++p)
+            for (std::int64_t l = 0; l < op.k; ++l) {
+                a_tiny[static_cast<std::size_t>(at(av, heads, p, 0, l))] = l == 0 ? std::ldexp(1.0f, -70) : 0.0f;
+                b_tiny[static_cast<std::size_t>(at(bv, heads, p, l, 0))] = l == 0 ? std::ldexp(1.0f, -60) : 0.0f;
+            }
+        std::vector<float> a_subnormal = a_tiny;
+        a_subnormal[static_cast<std::size_t>(at(av, heads, 0, 0, 0))] = std::ldexp(1.0f, -130);
+        b_tiny[static_cast<std::size_t>(at(bv, heads, 0, 0, 0))] = std::ldexp(1.0f, 20);
+        for (bool bf16_path : {true, false}) {
+            CpuBackend be;
+            be.matmul().set_bf16_enabled(bf16_path);
+            BatchedMatmul plain = op;
+            plain.alpha = 1.0f;
+            auto b = make_with(be, b_rows, b_cols, b_format, b_tiny, "b");
+            auto a = make_with(be, a_rows, a_cols, a_format, a_tiny, "a");
+            auto c = make(be, c_rows, c_cols, Format::fp32, "c");
+            be.batched_matmul(plain, *a, av, *b, bv, *c, cv);
+            const float tiny = read(be, *c)[static_cast<std::size_t>(at(cv, heads, 1, 0, 0))];
+            QCOMPARE_EXACT(tiny, bf16_path ? 0.0f : std::ldexp(1.0f, -130));
+            a = make_with(be, a_rows, a_cols, a_format, a_subnormal, "a");
+            be.batched_matmul(plain, *a, av, *b, bv, *c, cv);
+            QCOMPARE_EXACT(read(be, *c)[static_cast<std::size_t>(at(cv, heads, 0, 0, 0))], std::ldexp(1.0f, -110));
+        }
+    }
+
+    // The epilogue (alpha at its point, the rounding to C's format) with the rounding in the
+    // registers gives the two passes' bits (CpuBackend::set_rounds_in_lanes(false)): C's formats,
+    // both alpha points, alpha 1 and not, over a whole packed view (the scores) and a head view
+    // (a position's row across the heads), 7 columns a head for every tail of the lanes; values
+    // past the format's range (overflow) and below its normals.
+    void epilogueRoundedInTheRegistersIsTheTwoPassesBits_data() {
+        QTest::addColumn<Format>("out");
+        QTest::addColumn<AlphaPoint>("point");
+        QTest::addColumn<float>("alpha");
+        QTest::addColumn<bool>("head_view");
+        for (Format f : {Format::bf16, Format::fp16, Format::fp32})
+            for (AlphaPoint p : {AlphaPoint::accumulator, AlphaPoint::output})
+                for (float alpha : {1.0f, 0.17677669f})
+                    for (bool head : {false, true})
+                        QTest::addRow("%s, alpha %g at the %s, %s", format_name(f).data(), double(alpha),
+                                      p == AlphaPoint::accumulator ? "accumulator" : "output",
+                                      head ? "head view" : "packed view")
+                            << f << p << alpha << head;
+    }
+    void epilogueRoundedInTheRegistersIsTheTwoPassesBits() {
+        QFETCH(Format, out);
+        QFETCH(AlphaPoint, point);
+        QFETCH(float, alpha);
+        QFETCH(bool, head_view);
+        const std::int64_t batch = 2, heads = 3, seq = 11, hd = 7, dim = heads * hd;
+        BatchedMatmul op;
+        op.outer_count = batch, op.inner_count = heads, op.m = seq, op.n = head_view ? hd : seq, op.k = hd;
+        op.compute = Format::fp32, op.alpha = alpha, op.alpha_point = point;
+        // Each row of A and each column of B scaled by its own power of two, so that the
+        // elements of C spread over 2^-36 .. 2^36: past fp16's range and below its normals.
+        auto spread = [](std::vector<float> v, std::int64_t group, std::int64_t period, int seed) {
+            for (std::size_t i = 0; i < v.size(); ++i)
+                v[i] *= std::ldexp(1.0f, static_cast<int>((static_cast<std::int64_t>(i) / group % period * 7 + seed) % 37) - 18);
+            return v;
+        };
+        const auto a_vals =
+            spread(random_values(static_cast<std::size_t>(batch * heads * seq * op.k), 1.0f, 61), op.k, 1 << 20, 1);
+        const auto b_vals =
+            spread(random_values(static_cast<std::size_t>(batch * heads * op.k * op.n), 1.0f, 62), 1, op.n, 5);
+        std::vector<std::vector<float>> results;
+        for (bool lanes : {true, false}) {
+            CpuBackend be;
+            be.set_rounds_in_lanes(lanes);
+            auto a = make_with(be, batch * heads * seq, op.k, Format::fp32, a_vals, "a");
+            auto b = make_with(be, batch * heads * op.k, op.n, Format::fp32, b_vals, "b");
+            auto c = head_view ? make(be, batch * seq, dim, out, "c") : make(be, batch * heads * seq, seq, out, "c");
+            be.batched_matmul(op, *a, packed_view(seq, op.k, heads), *b, packed_view(op.k, op.n, heads), *c,
+                              head_view ? mantissa::head_view(seq, dim, 0, hd) : packed_view(seq, seq, heads));
+            results.push_back(read(be, *c));
+        }
+        const QString diff = conv_test::first_bit_difference("C", results[0], results[1]);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        if (out == Format::fp16) {
+            QVERIFY2(std::any_of(results[1].begin(), results[1].end(), [](float v) { return std::isinf(v); }),
+                     "no product overflowed fp16: widen the operands' spread");
+            QVERIFY2(std::any_of(results[1].begin(), results[1].end(),
+                                 [](float v) { return v != 0.0f && std::abs(v) < std::ldexp(1.0f, -14); }),
+                     "no product fell below fp16's normals: widen the operands' spread");
+        }
     }
 
     // Views with neither a unit row nor a unit column stride (gathered and packed), and a C view
