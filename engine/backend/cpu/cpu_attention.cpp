@@ -12,8 +12,9 @@
 // matrices. On the bf16 matmul path (cpu_bf16_choice.h) bf16 products copy both operands into
 // bf16 bits instead (pack_bf16) for oneDNN's bf16 matmul, at about twice the FP32 rate on an
 // AVX-512 BF16 core; a view without a unit stride, or a value those kernels would not multiply
-// exactly, leaves the product on the FP32 path. The epilogue (alpha, the rounding to C's format) runs on each of C's elements, over
-// the view's longest contiguous spans:
+// exactly, leaves the product on the FP32 path. The epilogue (alpha, the rounding to C's format)
+// runs on each of C's elements, over the view's longest contiguous spans, rounding in the
+// registers where the CPU can (cpu_rounded_store.h):
 //   accumulator  C = rnd_C(alpha·acc)        output  C = rnd_C(alpha·rnd_C(acc))
 // With gradient tracing on, C keeps no shadow (a previous one is dropped): the backward that
 // reads C counts its own rounding only.
