@@ -11,7 +11,8 @@
 // (CpuBatchedMatmul); when it refuses a layout, every operand is packed and it multiplies plain
 // matrices. On the bf16 matmul path (cpu_bf16_choice.h) bf16 products copy both operands into
 // bf16 bits instead (pack_bf16) for oneDNN's bf16 matmul, at about twice the FP32 rate on an
-// AVX-512 BF16 core; a view without a unit stride, or a value those kernels would not multiply
+// AVX-512 BF16 core, and keep each copy in the ledger until its tensor is written
+// (bf16_operand); a view without a unit stride, or a value those kernels would not multiply
 // exactly, leaves the product on the FP32 path. The epilogue (alpha, the rounding to C's format)
 // runs on each of C's elements, over the view's longest contiguous spans, rounding in the
 // registers where the CPU can (cpu_rounded_store.h):
@@ -97,23 +98,32 @@ struct Operand {
     bool packed = false;
 };
 
-// An operand's matrices as plain bf16 bits for the bf16 matmul path (cpu_bf16_choice.h): row by
-// row when its view's rows are contiguous, else column by column when its columns are (a
-// transposed operand), the values rounded to bf16 on the way where its tensor's format does not
-// hold them (`round`: the FP32 probabilities). One pass that reads only the view's values (a head
-// view reads a third of its QKV tensor) and writes half their bytes, where the FP32 path reads
-// them in place. Sets the copy's strides; false (the product takes the FP32 path) when the view
-// has no unit stride or a value is one the bf16 kernels would not multiply exactly.
-bool pack_bf16(const BatchedMatmul& op, const float* src, bool round, const StridedMatrix& v, std::int64_t rows,
-               std::int64_t cols, std::uint16_t* dst, CpuStrided& strides, int max_threads) {
-    const bool by_rows = v.col_stride == 1;
-    if (!by_rows && v.row_stride != 1) return false;
-    // A matrix is `lines` runs of `run` contiguous values, `line_stride` apart.
-    const std::int64_t lines = by_rows ? rows : cols, run = by_rows ? cols : rows;
-    const std::int64_t line_stride = by_rows ? v.row_stride : v.col_stride;
-    const std::int64_t size = rows * cols;
-    strides = by_rows ? plain_strides(op.inner_count, rows, cols) : CpuStrided{op.inner_count * size, size, 1, rows};
-    const bool dense = line_stride == run && v.inner_stride == size && v.outer_stride == op.inner_count * size;
+// How a view's matrices are copied into plain bf16 bits for the bf16 matmul path
+// (cpu_bf16_choice.h): row by row when its rows are contiguous, else column by column when its
+// columns are (a transposed operand); nothing without a unit stride. A matrix is `lines` runs of
+// `run` contiguous values, `line_stride` apart, and the copy holds them in that order, so a view
+// and its transpose (V and Vᵀ, P and Pᵀ) make the same copy.
+struct Bf16Layout {
+    bool usable = false, by_rows = false;
+    std::int64_t lines = 0, run = 0, line_stride = 0;
+
+    Bf16Layout(const StridedMatrix& v, std::int64_t rows, std::int64_t cols) {
+        by_rows = v.col_stride == 1;
+        usable = by_rows || v.row_stride == 1;
+        lines = by_rows ? rows : cols;
+        run = by_rows ? cols : rows;
+        line_stride = by_rows ? v.row_stride : v.col_stride;
+    }
+};
+
+// The copy of view v's matrices into dst, the values rounded to bf16 on the way where the
+// tensor's format does not hold them (`round`: the FP32 probabilities), and whether every value
+// is one the bf16 kernels multiply exactly. One pass that reads only the view's values (a head
+// view reads a third of its QKV tensor) and writes half their bytes.
+bool pack_bf16(const BatchedMatmul& op, const float* src, bool round, const StridedMatrix& v, const Bf16Layout& l,
+               std::uint16_t* dst, int max_threads) {
+    const std::int64_t size = l.lines * l.run;
+    const bool dense = l.line_stride == l.run && v.inner_stride == size && v.outer_stride == op.inner_count * size;
     const auto copy = round ? round_to_bf16_exact : to_bf16_exact;
     std::atomic<bool> exact{true};
     for_matrices(op.batch_count(), size, max_threads, [&](std::int64_t b0, std::int64_t b1) {
@@ -124,8 +134,8 @@ bool pack_bf16(const BatchedMatmul& op, const float* src, bool round, const Stri
             for (std::int64_t b = b0; b < b1; ++b) {
                 const float* matrix =
                     src + v.offset + (b / op.inner_count) * v.outer_stride + (b % op.inner_count) * v.inner_stride;
-                for (std::int64_t l = 0; l < lines; ++l)
-                    ok = copy(matrix + l * line_stride, dst + b * size + l * run, run) && ok;
+                for (std::int64_t i = 0; i < l.lines; ++i)
+                    ok = copy(matrix + i * l.line_stride, dst + b * size + i * l.run, l.run) && ok;
             }
         }
         if (!ok) exact.store(false, std::memory_order_relaxed);
@@ -356,17 +366,11 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
     // backend's linear layers take it too. The same products, in another summation order.
     auto bf16_product = [&](float* c_target, const CpuStrided& c_strides, int threads) {
         if (op.compute != Format::bf16 || !m_matmul.bf16_enabled()) return false;
-        auto& a16 = m_bf16_operands[0];
-        auto& b16 = m_bf16_operands[1];
-        a16.resize(std::max(a16.size(), static_cast<std::size_t>(batch * op.m * op.k)));
-        b16.resize(std::max(b16.size(), static_cast<std::size_t>(batch * op.k * op.n)));
         CpuStrided as, bs;
-        return pack_bf16(op, cpu(a_in).data(), !format_contains(Format::bf16, a_in.format()), a_view, op.m, op.k,
-                         a16.data(), as, max_threads) &&
-               pack_bf16(op, cpu(b_in).data(), !format_contains(Format::bf16, b_in.format()), b_view, op.k, op.n,
-                         b16.data(), bs, max_threads) &&
-               m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a16.data(), as,
-                                         b16.data(), bs, c_target, c_strides, threads);
+        const std::uint16_t* a16 = bf16_operand(op, a_in, a_view, op.m, op.k, as);
+        const std::uint16_t* b16 = a16 ? bf16_operand(op, b_in, b_view, op.k, op.n, bs) : nullptr;
+        return b16 && m_batched_matmul.multiply(op.outer_count, op.inner_count, op.m, op.n, op.k, a16, as, b16, bs,
+                                                c_target, c_strides, threads);
     };
 
     if (op.k > 0) {
@@ -437,6 +441,34 @@ void CpuBackend::batched_matmul_impl(const BatchedMatmul& op, const Tensor& a_in
             }
         });
     }
+}
+
+const std::uint16_t* CpuBackend::bf16_operand(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v,
+                                              std::int64_t rows, std::int64_t cols, CpuStrided& strides) {
+    const Bf16Layout layout(v, rows, cols);
+    if (!layout.usable) return nullptr;
+    const std::int64_t size = rows * cols;
+    strides = layout.by_rows ? plain_strides(op.inner_count, rows, cols)
+                             : CpuStrided{op.inner_count * size, size, 1, rows};
+    const CpuTensor& tensor = cpu(t);
+    const bool round = !format_contains(Format::bf16, t.format());
+    const std::array<std::int64_t, 9> key = {v.offset,      v.outer_stride,  v.inner_stride,
+                                             op.outer_count, op.inner_count, layout.lines,
+                                             layout.run,     layout.line_stride, round ? 1 : 0};
+    // A copy made before the tensor's last write is stale: dropped, but for one of this key,
+    // whose buffer the new copy reuses.
+    const std::uint64_t stamp = tensor.stamp();
+    auto& copies = m_ledger->bf16_copies[&tensor];
+    std::erase_if(copies, [&](const CpuBf16Copy& c) { return c.stamp != stamp && c.key != key; });
+    auto it = std::find_if(copies.begin(), copies.end(), [&](const CpuBf16Copy& c) { return c.key == key; });
+    if (it != copies.end() && it->stamp == stamp) return it->exact ? it->bits.data() : nullptr;
+    CpuBf16Copy& copy = it != copies.end() ? *it : copies.emplace_back();
+    copy.key = key;
+    copy.stamp = stamp;
+    copy.bits.resize(static_cast<std::size_t>(op.batch_count() * size));
+    copy.exact = pack_bf16(op, tensor.data(), round, v, layout, copy.bits.data(), m_matmul.threads());
+    ++m_bf16_copies_made;
+    return copy.exact ? copy.bits.data() : nullptr;
 }
 
 // ---- softmax

@@ -60,6 +60,7 @@ CpuTensor::~CpuTensor() {
     copies.erase(this);
     for (auto it = copies.begin(); it != copies.end();)
         it = it->second == this ? copies.erase(it) : std::next(it);
+    m_ledger->bf16_copies.erase(this);
     auto& fp8 = m_ledger->fp8_copies;
     fp8.erase(this);
     for (auto it = fp8.begin(); it != fp8.end();)

@@ -53,14 +53,28 @@ struct CpuFp8WeightCopy {
     float scale = 0.0f, amax = 0.0f;
 };
 
+// A batched matmul operand's values as bf16 bits (cpu_attention.cpp): the matrices of one view,
+// `lines` runs of `run` contiguous values each, as the view's key names them, copied while the
+// tensor had write stamp `stamp`. Attention multiplies most operands twice (the forward's Q, K,
+// V and probabilities again in the backward, dO and dS twice there), and a copy serves every
+// product that reads the same values in the same order while the tensor is unwritten.
+struct CpuBf16Copy {
+    std::uint64_t stamp = 0;
+    std::array<std::int64_t, 9> key{};
+    std::vector<std::uint16_t, PlacedAllocator<std::uint16_t>> bits;
+    bool exact = false;  // every value one the bf16 kernels multiply exactly (cpu_bf16_copy.h)
+};
+
 // Bytes per category, shared by the backend and its tensors (a tensor returns its bytes when
-// destroyed), the weights whose cast copy the optimizer keeps up to date (master -> copy) and
-// the FP8 weights whose quantised copy it writes (weight -> copy). A tensor removes itself when
-// destroyed, and an FP8 state the entries that name its history, so no entry dangles.
+// destroyed), the weights whose cast copy the optimizer keeps up to date (master -> copy), the
+// FP8 weights whose quantised copy it writes (weight -> copy) and the batched matmul's bf16
+// copies of its operands. A tensor removes itself when destroyed, and an FP8 state the entries
+// that name its history, so no entry dangles.
 struct CpuLedger {
     std::array<std::int64_t, 6> bytes{};
     std::unordered_map<const CpuTensor*, CpuTensor*> cast_copies;
     std::unordered_map<const CpuTensor*, CpuFp8WeightCopy> fp8_copies;
+    std::unordered_map<const CpuTensor*, std::vector<CpuBf16Copy>> bf16_copies;
 };
 
 // Write stamps: every access that can change a tensor's values or format (the non-const data(),
@@ -166,6 +180,8 @@ public:
     std::optional<float> kept_magnitude(const Tensor& t, std::int64_t n) const;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
+    // How many bf16 copies of batched matmul operands were made (not found): tests of their reuse.
+    std::int64_t bf16_copies_made() const { return m_bf16_copies_made; }
 
     // The operands a linear layer's matmuls last read, as they read them: x and W of the forward,
     // dy of the input-gradient matmul, each with the factor its products were multiplied by on the
@@ -253,6 +269,12 @@ private:
     CpuFp8WeightCopy* fp8_copy_to_write(const Tensor& param);
     // Scratch buffers, grown on demand and kept: no allocation on the steady-state step.
     float* scratch(int slot, std::int64_t n);
+    // Operand t through view v (matrices of rows x cols) as bf16 bits for the batched matmul's
+    // bf16 path, found in the ledger or copied there (cpu_attention.cpp), with the copy's strides;
+    // nullptr when the path cannot take it (no unit stride, a value the bf16 kernels would not
+    // multiply exactly).
+    const std::uint16_t* bf16_operand(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v,
+                                      std::int64_t rows, std::int64_t cols, CpuStrided& strides);
     // The threads a pass over n values takes: one per min_per_thread values, at most the
     // backend's count (cpu_parallel.h).
     int pass_threads(std::int64_t n, std::int64_t min_per_thread) const;
@@ -411,6 +433,7 @@ private:
     std::unordered_map<const Tensor*, Shadow> m_shadows;
     bool m_fuse_maxpool_relu = true;
     bool m_round_in_lanes = true;
+    std::int64_t m_bf16_copies_made = 0;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
     std::array<CpuBuffer, 15> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,
@@ -418,8 +441,6 @@ private:
                                           //   13: a block-scaled layer's wgrad dy, 14: Kahan's
                                           //   remainder (cpu_optimizer.cpp)
                                           //   (the layer norm's and embedding's: below)
-    // The batched matmul's operands as bf16 bits on the bf16 matmul path (cpu_attention.cpp).
-    std::array<std::vector<std::uint16_t, PlacedAllocator<std::uint16_t>>, 2> m_bf16_operands;
     std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value

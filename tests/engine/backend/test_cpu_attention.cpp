@@ -4,11 +4,11 @@
 // exactly on integer operands, where the FP32 sum is exact), heads read straight out of a packed
 // QKV tensor and written straight into a (batch·T, dim) one, views without a unit stride, the
 // backward products against central finite differences, bf16 products on the bf16 matmul path
-// and on the FP32 path, the epilogue rounded in the registers as in two passes; the softmax's
-// forward in fp32, bf16 and fp16, the causal mask (exact zeros, rows summing to 1), its telemetry
-// (largest finite logit, non-finite count), non-finite rows, and its backward (with the scores'
-// scale) against finite differences and the analytic gradient. docs/numerics.md, "Transformer
-// ops".
+// and on the FP32 path, their bf16 copies kept until a write, the epilogue rounded in the
+// registers as in two passes; the softmax's forward in fp32, bf16 and fp16, the causal mask
+// (exact zeros, rows summing to 1), its telemetry (largest finite logit, non-finite count),
+// non-finite rows, and its backward (with the scores' scale) against finite differences and the
+// analytic gradient. docs/numerics.md, "Transformer ops".
 #include <QtTest>
 
 #include <algorithm>
@@ -389,6 +389,57 @@ private slots:
             be.batched_matmul(plain, *a, av, *b, bv, *c, cv);
             QCOMPARE_EXACT(read(be, *c)[static_cast<std::size_t>(at(cv, heads, 0, 0, 0))], std::ldexp(1.0f, -110));
         }
+    }
+
+    // The bf16 copies of the operands last until their tensor is written: Q·Kᵀ copies Q and K,
+    // and again finds both; dQ = dS·K copies dS alone (K's copy is Kᵀ's, the same values in the
+    // same order) and dK = dSᵀ·Q copies nothing; after qkv is written (upload), Q·Kᵀ copies both
+    // again and multiplies the new values. Every product matches the double reference.
+    void bf16CopiesLastUntilTheTensorIsWritten() {
+        if (!CpuMatmul::bf16_available()) QSKIP("oneDNN has no bf16 matmul on this CPU: no bf16 copies");
+        CpuBackend be;
+        be.matmul().set_bf16_enabled(true);
+        const std::int64_t batch = 2, seq = 9, heads = 2, hd = 4, dim = heads * hd;
+        auto qkv_v = rounded(Format::bf16, random_values(static_cast<std::size_t>(batch * seq * 3 * dim), 1.0f, 71));
+        const auto ds_v = rounded(Format::bf16, random_values(static_cast<std::size_t>(batch * heads * seq * seq), 1.0f, 72));
+        auto qkv = make_with(be, batch * seq, 3 * dim, Format::bf16, qkv_v, "qkv");
+        auto ds = make_with(be, batch * heads * seq, seq, Format::bf16, ds_v, "dscores");
+        auto s = make(be, batch * heads * seq, seq, Format::fp32, "scores");
+        auto dqkv = make(be, batch * seq, 3 * dim, Format::fp32, "dqkv");
+        BatchedMatmul scores;
+        scores.outer_count = batch, scores.inner_count = heads, scores.m = seq, scores.n = seq, scores.k = hd;
+        scores.compute = Format::bf16, scores.alpha = 1.0f;
+        BatchedMatmul back = scores;
+        back.n = hd, back.k = seq;
+        const StridedMatrix qv = head_view(seq, 3 * dim, 0, hd), kv = head_view(seq, 3 * dim, dim, hd);
+        const StridedMatrix kt = head_view(seq, 3 * dim, dim, hd, true), sv = packed_view(seq, seq, heads);
+        auto check = [&](const BatchedMatmul& op, const std::vector<float>& a, const StridedMatrix& av,
+                         const std::vector<float>& b, const StridedMatrix& bv, const Tensor& c, const StridedMatrix& cv) {
+            const BmmRef ref = bmm_ref(op, to_double(a), av, to_double(b), bv);
+            return bmm_mismatch(op, read(be, c), cv, ref, Format::fp32, 1);
+        };
+        QString diff;
+        be.batched_matmul(scores, *qkv, qv, *qkv, kt, *s, sv);
+        QCOMPARE(be.bf16_copies_made(), std::int64_t{2});
+        const auto first = read(be, *s);
+        be.batched_matmul(scores, *qkv, qv, *qkv, kt, *s, sv);
+        QCOMPARE(be.bf16_copies_made(), std::int64_t{2});
+        QCOMPARE(read(be, *s), first);
+        QVERIFY2((diff = check(scores, qkv_v, qv, qkv_v, kt, *s, sv)).isEmpty(), qPrintable(diff));
+
+        be.batched_matmul(back, *ds, sv, *qkv, kv, *dqkv, qv);  // dQ = dS·K into Q's columns
+        QCOMPARE(be.bf16_copies_made(), std::int64_t{3});
+        QVERIFY2((diff = check(back, ds_v, sv, qkv_v, kv, *dqkv, qv)).isEmpty(), qPrintable(diff));
+        const StridedMatrix st = packed_view(seq, seq, heads, true);
+        be.batched_matmul(back, *ds, st, *qkv, qv, *dqkv, kv);  // dK = dSᵀ·Q into K's columns
+        QCOMPARE(be.bf16_copies_made(), std::int64_t{3});
+        QVERIFY2((diff = check(back, ds_v, st, qkv_v, qv, *dqkv, kv)).isEmpty(), qPrintable(diff));
+
+        for (float& v : qkv_v) v = -v;
+        be.upload(*qkv, qkv_v.data(), static_cast<std::int64_t>(qkv_v.size()));
+        be.batched_matmul(scores, *qkv, qv, *qkv, kt, *s, sv);
+        QCOMPARE(be.bf16_copies_made(), std::int64_t{5});
+        QVERIFY2((diff = check(scores, qkv_v, qv, qkv_v, kt, *s, sv)).isEmpty(), qPrintable(diff));
     }
 
     // The epilogue (alpha at its point, the rounding to C's format) with the rounding in the
