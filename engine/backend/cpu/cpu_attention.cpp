@@ -34,7 +34,8 @@
 // (the softmax's amax gathered as a maximum, its non-finite count as an integer sum), so the bits
 // do not depend on the thread count; the products are oneDNN's (docs/numerics.md, "Threads").
 //
-// Scratch (kept between steps): the packed A, B and C (slots 10 to 12). Training thread only.
+// Scratch (kept between steps): the packed A, B and C (slots 10 to 12); the bf16 copies live in
+// the ledger with their tensors (CpuLedger::bf16_copies). Training thread only.
 #include <algorithm>
 #include <array>
 #include <atomic>
