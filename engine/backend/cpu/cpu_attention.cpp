@@ -456,19 +456,12 @@ const std::uint16_t* CpuBackend::bf16_operand(const BatchedMatmul& op, const Ten
     const std::array<std::int64_t, 9> key = {v.offset,      v.outer_stride,  v.inner_stride,
                                              op.outer_count, op.inner_count, layout.lines,
                                              layout.run,     layout.line_stride, round ? 1 : 0};
-    // A copy made before the tensor's last write is stale: dropped, but for one of this key,
-    // whose buffer the new copy reuses.
-    const std::uint64_t stamp = tensor.stamp();
-    auto& copies = m_ledger->bf16_copies[&tensor];
-    std::erase_if(copies, [&](const CpuBf16Copy& c) { return c.stamp != stamp && c.key != key; });
-    auto it = std::find_if(copies.begin(), copies.end(), [&](const CpuBf16Copy& c) { return c.key == key; });
-    if (it != copies.end() && it->stamp == stamp) return it->exact ? it->bits.data() : nullptr;
-    CpuBf16Copy& copy = it != copies.end() ? *it : copies.emplace_back();
-    copy.key = key;
-    copy.stamp = stamp;
-    copy.bits.resize(static_cast<std::size_t>(op.batch_count() * size));
-    copy.exact = pack_bf16(op, tensor.data(), round, v, layout, copy.bits.data(), m_matmul.threads());
-    ++m_bf16_copies_made;
+    bool current = false;
+    CpuBf16Copy& copy = bf16_copy_slot(tensor, key, current);
+    if (!current) {
+        copy.bits.resize(static_cast<std::size_t>(op.batch_count() * size));
+        copy.exact = pack_bf16(op, tensor.data(), round, v, layout, copy.bits.data(), m_matmul.threads());
+    }
     return copy.exact ? copy.bits.data() : nullptr;
 }
 

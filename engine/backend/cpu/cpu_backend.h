@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <functional>
 #include <map>
 #include <memory>
@@ -180,7 +181,7 @@ public:
     std::optional<float> kept_magnitude(const Tensor& t, std::int64_t n) const;
 
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
-    // How many bf16 copies of batched matmul operands were made (not found): tests of their reuse.
+    // How many bf16 operand copies were kept in the ledger (made, not found): tests of their reuse.
     std::int64_t bf16_copies_made() const { return m_bf16_copies_made; }
 
     // The operands a linear layer's matmuls last read, as they read them: x and W of the forward,
@@ -275,6 +276,16 @@ private:
     // multiply exactly).
     const std::uint16_t* bf16_operand(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v,
                                       std::int64_t rows, std::int64_t cols, CpuStrided& strides);
+    // The bf16 bits of `values`, the first n values of whichever of `owners` holds them (null
+    // entries skipped), found in the ledger or copied there (cpu_bf16_kept.cpp): a linear layer's
+    // x and W as its forward copied them serve its backward. nullptr where the bf16 matmul path is
+    // off, no owner holds `values` (a scratch buffer), or a value is one the bf16 kernels would
+    // not multiply exactly (the matmul then takes its own path, cpu_matmul.h).
+    const std::uint16_t* kept_bf16_bits(std::initializer_list<const Tensor*> owners, const float* values,
+                                        std::int64_t n);
+    // The ledger's copy of `tensor` under `key`: current (made since its last write) or to be
+    // filled (current false; counted in bf16_copies_made). Stale copies of other keys are dropped.
+    CpuBf16Copy& bf16_copy_slot(const CpuTensor& tensor, const std::array<std::int64_t, 9>& key, bool& current);
     // The threads a pass over n values takes: one per min_per_thread values, at most the
     // backend's count (cpu_parallel.h).
     int pass_threads(std::int64_t n, std::int64_t min_per_thread) const;

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <initializer_list>
 #include <utility>
 
 #include "backend/bias_grad_order.h"
@@ -205,10 +206,18 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     // Block operands are bf16 values (an element times its block's scale) but near MX's smallest
     // scales, where CpuMatmul's check sends the call to FP32.
     const bool bf16_ok = (fp8 && !decoded_in_fp32) || l.compute == Format::bf16 || l.block.has_value();
-    if (l.fp16_accumulation)
+    if (l.fp16_accumulation) {
         fp16_accumulate_multiply(x_op, false, w_op, true, yd, batch, out, in, m_fp16_pack);
-    else
-        m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok);
+    } else {
+        // x's and W's bf16 copies, kept for the backward (wgrad reads x, dgrad W) where they are
+        // tensors' own values (not a scratch buffer).
+        KeptBf16Bits kept;
+        if (bf16_ok) {
+            kept.a = kept_bf16_bits({l.saved_input, &x_in}, x_op, batch * in);
+            kept.b = kept_bf16_bits({l.weight_compute, l.weight}, w_op, out * in);
+        }
+        m_matmul.multiply(x_op, false, w_op, true, yd, batch, out, in, bf16_ok, false, kept);
+    }
 
     const float* b;
     if (l.bias_compute) {
@@ -262,11 +271,12 @@ CpuBackend::MatmulBackwardOperands CpuBackend::matmul_backward_operands(
         o.dq_x = state.history(Fp8Role::input).scale_inv();
         o.dq_w = state.history(Fp8Role::weight).scale_inv();
         o.dy = q;
-        o.x = cpu(*saved_input).data();
+        o.x = std::as_const(cpu(*saved_input)).data();
         o.w = std::as_const(cpu(*weight_compute)).data();
     } else {
         o.dy = operand(dy, n_dy, compute, dy_slot);
-        o.x = saved_input ? cpu(*saved_input).data() : operand(x, n_x, compute, x_slot);
+        // Read-only (the const data()): the forward's bf16 copies of x and W stay current.
+        o.x = saved_input ? std::as_const(cpu(*saved_input)).data() : operand(x, n_x, compute, x_slot);
         o.w = weight_compute ? std::as_const(cpu(*weight_compute)).data()
               : need_w       ? operand(w, w.numel(), compute, w_slot)
                              : nullptr;
@@ -430,7 +440,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
     if (g.wgrad == e4m3) {
         AmaxHistory& hx = state->history(Fp8Role::input);
         if (forward_fp8) {
-            o.x = cpu(*g.saved_input).data();  // quantised by the forward
+            o.x = std::as_const(cpu(*g.saved_input)).data();  // quantised by the forward
         } else {
             float* q = scratch(slot_x, n_x);
             if (hx.current()) hx.use_amax(amax_of(x.data(), n_x));
@@ -442,7 +452,7 @@ CpuBackend::MatmulBackwardOperands CpuBackend::per_gemm_backward_operands(const 
     } else if (g.wgrad.block) {
         o.x = block_operand(*g.wgrad.block, x, g.axes.x_wgrad, slot_x, o.dq_x);
     } else if (g.saved_input && g.saved_input->format() == g.wgrad.format) {
-        o.x = cpu(*g.saved_input).data();
+        o.x = std::as_const(cpu(*g.saved_input)).data();
     } else {
         o.x = operand(x, n_x, g.wgrad.format, slot_x);
     }
@@ -464,10 +474,15 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     const std::int64_t in = w.cols(), out = w.rows();
     const StochasticGradients stochastic(*this, l.stochastic_gradients);
     // C = op(A)·op(B): the layer's accumulation (FP16 emulated, or oneDNN's FP32).
+    // B's bf16 copy (dgrad's W, wgrad's x) is the forward's where it kept one.
     auto multiply = [&](const float* a, bool ta, const float* b, bool tb, float* c, std::int64_t m, std::int64_t n,
-                        std::int64_t k, bool bf16, bool a_unchanged) {
-        if (l.fp16_accumulation) fp16_accumulate_multiply(a, ta, b, tb, c, m, n, k, m_fp16_pack);
-        else m_matmul.multiply(a, ta, b, tb, c, m, n, k, bf16, a_unchanged);
+                        std::int64_t k, bool bf16, bool a_unchanged, std::initializer_list<const Tensor*> b_owners) {
+        if (l.fp16_accumulation) {
+            fp16_accumulate_multiply(a, ta, b, tb, c, m, n, k, m_fp16_pack);
+            return;
+        }
+        const KeptBf16Bits kept{.b = bf16 ? kept_bf16_bits(b_owners, b, k * n) : nullptr};
+        m_matmul.multiply(a, ta, b, tb, c, m, n, k, bf16, a_unchanged, kept);
     };
 
     // The weight operand serves dx only (the first layer has none: no rounding pass for it).
@@ -495,7 +510,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     if (dx_out) {
         float* dx = cpu(*dx_out).data();
-        multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok, false);
+        multiply(dy_op, false, w_op, false, dx, batch, in, out, bf16_ok, false, {l.weight_compute, l.weight});
         finish_matmul_dgrad(*dx_out, dx, batch * in, dq_g * dq_w, dq_w, dy_shadow != nullptr, flushed,
                             [&](float* product) {
                                 m_matmul.multiply(dy_reference, false, w_op, false, product, batch, in, out, false);
@@ -506,7 +521,8 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
     // Right after dgrad (nothing writes the operands in between): where wgrad's dy is dgrad's,
     // dgrad's bf16 copy of it serves again. Without a dgrad, the previous product was another
     // layer's, whose A may sit in the same scratch with other values.
-    multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad, dx_out != nullptr);
+    multiply(dy_wgrad, true, x_op, false, gw.data(), out, in, batch, o.bf16_ok_wgrad, dx_out != nullptr,
+             {l.saved_input, &x_in});
     if (!weight_stats) {
         scale_round_gradient(gw.format(), gw.data(), out * in, dq_g_wgrad * dq_x);
     } else {

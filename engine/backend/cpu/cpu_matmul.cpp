@@ -77,7 +77,7 @@ struct CpuMatmul::Impl {
 
     // CpuMatmul::multiply with m, n, k > 0.
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c, std::int64_t m,
-                  std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged) {
+                  std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged, KeptBf16Bits kept) {
         const bool a16_holds_a = a_unchanged && a16_source == a && a16_count == m * k;
         a16_source = nullptr;
         bool use_bf16 = bf16_operands && bf16;
@@ -92,13 +92,24 @@ struct CpuMatmul::Impl {
         }
         const int t = threads_for(m * n * k, threads);
         if (use_bf16) {
-            if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
-            if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
-            if (!a16_holds_a) a16_exact = to_bf16_exact(a, a16.data(), m * k);
-            a16_source = a;
-            a16_count = m * k;
-            if (a16_exact && to_bf16_exact(b, b16.data(), k * n)) {
-                run_onednn_matmul(*e, stream, a16.data(), b16.data(), c, t);
+            const std::uint16_t* a_bits = kept.a;
+            bool exact = true;
+            if (!a_bits) {
+                if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
+                if (!a16_holds_a) a16_exact = to_bf16_exact(a, a16.data(), m * k);
+                a16_source = a;
+                a16_count = m * k;
+                a_bits = a16.data();
+                exact = a16_exact;
+            }
+            const std::uint16_t* b_bits = kept.b;
+            if (exact && !b_bits) {
+                if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
+                exact = to_bf16_exact(b, b16.data(), k * n);
+                b_bits = b16.data();
+            }
+            if (exact) {
+                run_onednn_matmul(*e, stream, a_bits, b_bits, c, t);
                 return;
             }
             // A value the bf16 primitive would not multiply exactly: the FP32 one, same products.
@@ -142,7 +153,7 @@ const Bf16MatmulChoice& CpuMatmul::measured_bf16_choice() {
         Impl probe;  // its own primitives, one thread
         Bf16MatmulChoice measured = measure_bf16_matmul([&](bool bf16) {
             probe.bf16 = bf16;
-            probe.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true, false);
+            probe.multiply(a.data(), false, b.data(), false, c.data(), m, n, k, true, false, {});
             return probe.bf16 == bf16;
         });
         omp_set_num_threads(omp_threads);
@@ -168,14 +179,15 @@ void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on && bf16_available(
 std::string CpuMatmul::bf16_path() const { return m_impl->bf16 ? "oneDNN bf16" : "FP32 on bf16 values"; }
 
 void CpuMatmul::multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
-                         std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged) {
+                         std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands, bool a_unchanged,
+                         KeptBf16Bits kept) {
     if (m <= 0 || n <= 0 || k <= 0) m_impl->a16_source = nullptr;  // this call's A was not copied
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         std::memset(c, 0, static_cast<std::size_t>(m * n) * sizeof(float));
         return;
     }
-    m_impl->multiply(a, trans_a, b, trans_b, c, m, n, k, bf16_operands, a_unchanged);
+    m_impl->multiply(a, trans_a, b, trans_b, c, m, n, k, bf16_operands, a_unchanged, kept);
 }
 
 std::string CpuMatmul::isa_name() {

@@ -39,6 +39,12 @@
 
 namespace mantissa {
 
+// Bf16 copies of a product's operands that the caller already holds (CpuMatmul::multiply).
+struct KeptBf16Bits {
+    const std::uint16_t* a = nullptr;
+    const std::uint16_t* b = nullptr;
+};
+
 class CpuMatmul {
 public:
     CpuMatmul();
@@ -52,10 +58,13 @@ public:
     // primitive: same products). a_unchanged: the caller promises that where `a` is the previous
     // call's A (the same address and count), it still holds the same values, so the bf16 copy made
     // for that call serves again (a linear layer's dy, the A of its dgrad and then, transposed, of
-    // its wgrad).
+    // its wgrad). `kept`: bf16 copies of A or B the caller already holds (every value one the bf16
+    // kernels multiply exactly, in the operand's stored layout), used instead of copying where the
+    // bf16 primitive runs (the backend keeps a linear layer's x and W from its forward for its
+    // backward, CpuBackend::kept_bf16_bits).
     void multiply(const float* a, bool trans_a, const float* b, bool trans_b, float* c,
                   std::int64_t m, std::int64_t n, std::int64_t k, bool bf16_operands = false,
-                  bool a_unchanged = false);
+                  bool a_unchanged = false, KeptBf16Bits kept = {});
 
     // MANTISSA_CPU_THREADS, else OMP_NUM_THREADS, else the hardware threads less `spare` (>= 1).
     static int default_threads(int spare = 0);

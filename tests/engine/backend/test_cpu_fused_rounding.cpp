@@ -9,7 +9,9 @@
 //   through the backend (poke) makes the forward cast again;
 // - the operands' amaxes kept on the way (CpuBackend::keep_operand_magnitudes) for the what-if
 //   statistics: the magnitudes a fresh pass gives, forgotten when the tensor is written; in a
-//   block-scaled layer, from the forward's block quantiser.
+//   block-scaled layer, from the forward's block quantiser;
+// - the bf16 matmul path's copies of a linear layer's x and W, made by its forward, read again by
+//   its backward, made again after a write: the bits of a backend with nothing kept.
 #include <QtTest>
 
 #include <bit>
@@ -21,6 +23,7 @@
 
 #include "backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_matmul.h"
 #include "numeric/convert.h"
 
 using namespace mantissa;
@@ -273,6 +276,83 @@ private slots:
         be.cast(*w, *fresh);
         QCOMPARE(read(be, *wc), read(be, *fresh));
         QCOMPARE(read(be, *wc)[3], round_to(f, 1.2345f));
+    }
+
+    // The bf16 matmul path's copies of a linear layer's x and W (CpuBackend::kept_bf16_bits): the
+    // forward makes them, the backward reads them again (no copy of its own: dgrad's W, wgrad's
+    // x), and a write to either (the optimizer's, an upload) makes the next forward copy that one
+    // again. Every product the same bits as a fresh backend's, which has no copy to reuse: x saved
+    // by the layer (autocast from FP32) and x already in bf16 (the layer reads it in place).
+    void bf16CopiesOfXAndWServeTheBackwardUntilWritten_data() {
+        QTest::addColumn<bool>("saved_input");
+        QTest::newRow("x cast into the saved input") << true;
+        QTest::newRow("x read in place") << false;
+    }
+    void bf16CopiesOfXAndWServeTheBackwardUntilWritten() {
+        QFETCH(bool, saved_input);
+        if (!CpuMatmul::bf16_available()) QSKIP("oneDNN has no bf16 matmul on this CPU: no bf16 copies");
+        const std::int64_t in = 40, out = 24, batch = 9;
+        struct Layer {
+            CpuBackend be;
+            std::mt19937 rng{7};
+            LinearSetup setup;
+            std::unique_ptr<Tensor> saved, dy, dx;
+            Layer(bool saved_input, std::int64_t batch, std::int64_t in, std::int64_t out)
+                : setup(be, batch, in, out, Format::bf16, saved_input ? Format::fp32 : Format::bf16, rng) {
+                be.matmul().set_bf16_enabled(true);
+                if (saved_input) {
+                    saved = be.allocate(TensorDesc{"saved", batch, in, Format::bf16, MemoryCategory::activations});
+                    setup.l.saved_input = saved.get();
+                }
+                dy = be.allocate(TensorDesc{"dy", batch, out, Format::bf16, MemoryCategory::workspace});
+                dx = be.allocate(TensorDesc{"dx", batch, in, Format::fp32, MemoryCategory::workspace});
+            }
+            // y, dx, dW after a forward and a backward.
+            std::vector<float> step(const std::vector<float>& x, const std::vector<float>& dy_values, std::int64_t b) {
+                be.upload(*setup.x, x.data(), setup.x->numel());
+                be.upload(*dy, dy_values.data(), dy->numel());
+                be.linear_forward(setup.l, *setup.x, *setup.y, b, false);
+                const std::int64_t after_forward = be.bf16_copies_made();
+                be.linear_backward(setup.l, *setup.x, *dy, dx.get(), b, nullptr);
+                if (be.bf16_copies_made() != after_forward) return {};  // the backward copied again
+                std::vector<float> all = read(be, *setup.y);
+                for (const auto* t : {dx.get(), setup.gw.get()}) {
+                    const auto v = read(be, *t);
+                    all.insert(all.end(), v.begin(), v.end());
+                }
+                return all;
+            }
+        };
+        auto values = [](std::size_t n, float scale, unsigned seed) {
+            std::vector<float> v = backend_test::random_values(n, scale, seed);
+            for (float& e : v) e = round_to(Format::bf16, e);
+            return v;
+        };
+        std::vector<float> x = values(static_cast<std::size_t>(batch * in), 1.0f, 11);
+        const std::vector<float> dy = values(static_cast<std::size_t>(batch * out), 0.5f, 12);
+
+        Layer kept(saved_input, batch, in, out);
+        QCOMPARE(kept.be.bf16_copies_made(), std::int64_t{0});
+        const std::vector<float> first = kept.step(x, dy, batch);
+        QVERIFY2(!first.empty(), "the backward made bf16 copies of its own");
+        QCOMPARE(kept.be.bf16_copies_made(), std::int64_t{2});  // x and W, once
+
+        // The optimizer writes W and its cast copy; the uploads write x (and dy) again.
+        AdamWParams p;
+        p.lr = 0.05;
+        p.step = 1;
+        kept.be.adamw_step(OptimizerTensors{kept.setup.w.get(), kept.setup.gw.get(), kept.setup.s1.get(),
+                                            kept.setup.s2.get()},
+                           p);
+        for (float& e : x) e = round_to(Format::bf16, -0.75f * e);
+        const std::vector<float> second = kept.step(x, dy, batch);
+        QVERIFY2(!second.empty(), "the backward made bf16 copies of its own");
+        QCOMPARE(kept.be.bf16_copies_made(), std::int64_t{4});
+
+        Layer fresh(saved_input, batch, in, out);
+        fresh.be.upload(*fresh.setup.w, read(kept.be, *kept.setup.w).data(), fresh.setup.w->numel());
+        QCOMPARE(fresh.step(x, dy, batch), second);
+        QVERIFY(second != first);
     }
 
     // While keep_operand_magnitudes is on, the passes that read an operand anyway keep its amax
