@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "store/run_text.h"
 
 namespace mantissa::cli {
 namespace {
@@ -31,9 +33,13 @@ int run_rm(Args& args) {
     RunStore store = open_for_editing(args);
     const std::int64_t id = store.resolve(args.positional()[0]);
     const RunRow r = store.run(id);
-    store.remove(id);
+    const std::vector<std::string> left = store.remove(id);
     std::printf("Removed run %lld (%s) and its %lld steps.\n", static_cast<long long>(id), r.name.c_str(),
                 static_cast<long long>(r.steps));
+    if (!left.empty())
+        std::printf("Its %zu checkpoint file%s belong%s to another run store and %s left in place (%s).\n",
+                    left.size(), left.size() == 1 ? "" : "s", left.size() == 1 ? "s" : "", left.size() == 1 ? "was" : "were",
+                    store::printable_text(std::filesystem::path(left.front()).parent_path().string()).c_str());
     return exit_ok;
 }
 
@@ -83,8 +89,11 @@ const char* const db_option = "  --db FILE   the run store (default: $XDG_DATA_H
 
 MANTISSA_CLI_COMMAND({"rm", "remove a run and everything recorded with it",
                       std::string("usage: mantissa-cli rm RUN [--db FILE]\n\n"
-                                  "Removes the run (its steps, layer rows, op rows, evaluations and events). RUN is an id or\n"
-                                  "the unique start of a run's name. A run still being recorded is not removed.\n\n") +
+                                  "Removes the run (its steps, layer rows, op rows, evaluations, events and checkpoints) and\n"
+                                  "deletes its checkpoint files from the store's folder for them (runs.checkpoints/ beside\n"
+                                  "runs.sqlite); checkpoint files of another store (an imported run's) are left where they\n"
+                                  "are. RUN is an id or the unique start of a run's name. A run still being recorded is not\n"
+                                  "removed.\n\n") +
                           db_option + "\nExit status: 0 removed, 2 no such run, or the store cannot be written.\n",
                       run_rm});
 

@@ -4,6 +4,8 @@
 // dtype, byte for byte, and the experiment in the metadata. `mantissa-cli weights show FILE` lists
 // what a safetensors file holds (a file from PyTorch before model.init_from reads it).
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -15,12 +17,35 @@
 #include "config/telemetry.h"
 #include "error.h"
 #include "printable_text.h"
+#include "store/checkpoint_rows.h"
 #include "store/run_store.h"
 #include "train/checkpoint.h"
+#include "weights/checkpoint_info.h"
 #include "weights/safetensors.h"
 
 namespace mantissa::cli {
 namespace {
+
+// Refuses an output that would replace a checkpoint: any file in the store's checkpoint folder
+// (which the store writes and prunes, store/checkpoint_rows.h), and any existing file that holds
+// a Mantissa checkpoint (another store's).
+void refuse_checkpoint_output(const std::string& out, const std::string& db) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path target = fs::absolute(out, ec).lexically_normal();
+    if (!ec && store::owns_checkpoint_file(db, target.string()))
+        throw UsageError{"-o " + out + " lies in the run store's checkpoint folder, which the store writes and prunes; "
+                         "choose another file."};
+    if (!fs::is_regular_file(out, ec)) return;
+    bool checkpoint = false;
+    try {
+        checkpoint = SafetensorsFile(out).metadata().contains(checkpoint_metadata_key);
+    } catch (const std::exception&) {
+        // not a safetensors file: an ordinary file, which -o may replace
+    }
+    if (checkpoint)
+        throw UsageError{"-o " + out + " holds a Mantissa checkpoint, which is never overwritten; choose another file."};
+}
 
 int export_weights(Args& args) {
     if (args.positional().size() != 2)
@@ -49,6 +74,7 @@ int export_weights(Args& args) {
     }
 
     refuse_unsafe_output("-o", *out, {{db, "the run store"}, {from->file, "the checkpoint it reads"}});
+    refuse_checkpoint_output(*out, db);
     const Checkpoint checkpoint(from->file);
     const SafetensorsFile& file = checkpoint.file();
     std::vector<SafetensorsTensor> tensors;

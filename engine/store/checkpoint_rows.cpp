@@ -56,6 +56,12 @@ std::string resolved_checkpoint_file(const std::string& store_path, const std::s
     return (fs::path(store_folder(store_path)) / p).lexically_normal().string();
 }
 
+bool owns_checkpoint_file(const std::string& store_path, const std::string& file) {
+    const fs::path root = fs::path(checkpoint_folder(store_path, "run")).parent_path();
+    const fs::path relative = fs::path(file).lexically_normal().lexically_relative(root);
+    return !relative.empty() && relative != "." && *relative.begin() != "..";
+}
+
 void unlink_files(const std::vector<std::string>& files) noexcept {
     for (const std::string& f : files) {
         std::error_code ec;
@@ -142,7 +148,8 @@ void CheckpointWriter::release(const std::string& stored, std::vector<std::strin
     m_named.step();
     const bool still_named = m_named.column_int(0) > 0;
     m_named.reset();
-    if (!still_named) unlink_after_commit.push_back(resolved_checkpoint_file(m_store_path, stored));
+    const std::string file = resolved_checkpoint_file(m_store_path, stored);
+    if (!still_named && owns_checkpoint_file(m_store_path, file)) unlink_after_commit.push_back(file);
 }
 
 void CheckpointWriter::write(const CheckpointRecord& c, std::int64_t events_before, std::int64_t evals_before,
@@ -221,7 +228,7 @@ std::vector<std::string> truncate_to_checkpoint(Connection& db, const std::strin
     }
     std::vector<std::string> later;
     for (auto c = at + 1; c != rows.end(); ++c)
-        if (c->file != at->file) later.push_back(c->file);
+        if (c->file != at->file && owns_checkpoint_file(store_path, c->file)) later.push_back(c->file);
     {
         Statement d(db, "DELETE FROM checkpoints WHERE run_id = ? AND step > ?");
         d.bind(1, run_id).bind(2, step);

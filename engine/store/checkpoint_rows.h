@@ -26,8 +26,15 @@ std::string stored_checkpoint_file(const std::string& store_path, const std::str
 // The file of a stored row, absolute.
 std::string resolved_checkpoint_file(const std::string& store_path, const std::string& stored);
 
-// Unlinks each file (absolute paths); a file that is already gone, or cannot be removed, is
-// passed over. For after a commit.
+// Whether `file` (absolute) lies in the folder where this store writes its checkpoints
+// (<store folder>/<name>.checkpoints, checkpoint_folder): the only files the store ever unlinks.
+// The rows of a run imported from another store, or of a store copied beside the one it came
+// from, name that store's files, which that store keeps: removing or pruning such a row leaves its
+// file alone.
+bool owns_checkpoint_file(const std::string& store_path, const std::string& file);
+
+// Unlinks each file (absolute paths, each one the store owns); a file that is already gone, or
+// cannot be removed, is passed over. For after a commit.
 void unlink_files(const std::vector<std::string>& files) noexcept;
 
 // Removes checkpoint_folder(store_path, run_uuid) with whatever is in it. Does nothing for a uuid
@@ -51,13 +58,14 @@ public:
 
     // Inserts (or replaces) the row of `c.step`, then with c.keep > 0 deletes the run's rows
     // beyond the newest `keep`. Adds to `unlink_after_commit` the files no row names any more (a
-    // replaced row's other file, the pruned rows' files): the caller unlinks them once its
+    // replaced row's other file, the pruned rows' files) that the store owns
+    // (owns_checkpoint_file): the caller unlinks them once its
     // transaction has committed, and forgets them when it rolls back.
     void write(const CheckpointRecord& c, std::int64_t events_before, std::int64_t evals_before,
                const std::string& created_at, std::vector<std::string>& unlink_after_commit);
 
 private:
-    // Adds `stored` (resolved) when no row of the run names it any more.
+    // Adds `stored` (resolved) when no row of the run names it any more and the store owns it.
     void release(const std::string& stored, std::vector<std::string>& unlink_after_commit);
 
     std::string m_store_path;
@@ -69,7 +77,7 @@ private:
 // not being recorded by a living process and has a checkpoint at `step` whose file exists
 // (throwing one sentence otherwise), deletes what was recorded after that checkpoint, and sets the
 // run running again as recorded by this process. Returns the files of the deleted later
-// checkpoints, for the caller to unlink now that the transaction has committed.
+// checkpoints that the store owns, for the caller to unlink now that the transaction has committed.
 std::vector<std::string> truncate_to_checkpoint(Connection& db, const std::string& store_path, std::int64_t run_id,
                                                 std::int64_t step);
 

@@ -583,19 +583,22 @@ RunTotals RunStore::totals(std::int64_t run_id) {
 
 // ---- editing
 
-void RunStore::remove(std::int64_t run_id) {
+std::vector<std::string> RunStore::remove(std::int64_t run_id) {
     m_impl->require_writable("remove run " + std::to_string(run_id));
     RunRow r = run(run_id);
     if (r.status == RunStatus::running)
         throw Error("Run " + std::to_string(run_id) + " (" + r.name + ") is still being recorded by process " +
                     std::to_string(r.pid) + " on " + r.host + "; stop it before removing it.");
-    const std::vector<std::string> files = store::checkpoint_files(m_impl->db(), m_impl->path, run_id);
+    std::vector<std::string> owned, left;
+    for (std::string& f : store::checkpoint_files(m_impl->db(), m_impl->path, run_id))
+        (store::owns_checkpoint_file(m_impl->path, f) ? owned : left).push_back(std::move(f));
     Statement q(m_impl->db(), "DELETE FROM runs WHERE id = ?");
     q.bind(1, run_id);
     q.run();
     // After the delete has committed (it is its own transaction): no row names these any more.
-    store::unlink_files(files);
+    store::unlink_files(owned);
     store::remove_checkpoint_folder(m_impl->path, r.uuid);
+    return left;
 }
 
 void RunStore::rename(std::int64_t run_id, const std::string& name) {

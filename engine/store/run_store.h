@@ -268,9 +268,11 @@ public:
 
     // Editing (a read-only store throws). remove() deletes the run and all its rows, and after that
     // commits its checkpoint files and folder (checkpoint_folder); it refuses a run whose recording
-    // process still lives (stop it first). Names, notes and tags (and a new
+    // process still lives (stop it first). Checkpoint files another store owns (an imported run's,
+    // a copied store's: store/checkpoint_rows.h, owns_checkpoint_file) are left where they are and
+    // returned. Names, notes and tags (and a new
     // run's name) must pass store/run_text.h's checks (UTF-8, no control characters, a length).
-    void remove(std::int64_t run_id);
+    std::vector<std::string> remove(std::int64_t run_id);
     void rename(std::int64_t run_id, const std::string& name);
     void set_notes(std::int64_t run_id, const std::string& notes);
     void set_tags(std::int64_t run_id, const std::string& tags);

@@ -1,9 +1,12 @@
 // mantissa-cli's outputs, where a mistake loses data: -o never overwrites the run store or any
 // SQLite database (and never replaces a device such as /dev/full), every write that fails (a full
-// disk, played by /dev/full) is exit 2 with "Writing to F failed: ...", and a training run whose
+// disk, played by /dev/full) is exit 2 with "Writing to F failed: ...", weights export never
+// replaces a checkpoint, and a training run whose
 // recording stopped early (a file-size limit plays the full disk) is exit 1 with its warning.
 #include <QtTest>
 
+#include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -12,6 +15,7 @@
 #include <QTemporaryDir>
 
 #include <csignal>
+#include <utility>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -97,6 +101,38 @@ private slots:
         QVERIFY(after.open(QIODevice::ReadOnly));
         QVERIFY(after.readAll() == before);  // not a byte changed
         QVERIFY(!QFile::exists(target + ".partial"));
+    }
+
+    // weights export -o never replaces a checkpoint: not a file in the store's checkpoint folder
+    // (which the store writes and prunes; not even a new one), not a copy of a checkpoint kept
+    // elsewhere (another store's); an ordinary file, such as an earlier export, it may replace.
+    void weightsExportNeverReplacesACheckpoint() {
+        QDirIterator it(m_dir.filePath("mantissa/runs.checkpoints"), {"step-*.safetensors"}, QDir::Files,
+                        QDirIterator::Subdirectories);
+        QVERIFY2(it.hasNext(), "the run kept no checkpoint");
+        const QString checkpoint = it.next();
+        const QString inside = QFileInfo(checkpoint).absolutePath() + "/weights.safetensors";
+        const QString copy = m_dir.filePath("copy.safetensors");
+        QVERIFY(QFile::copy(checkpoint, copy));
+        auto bytes = [](const QString& path) {
+            QFile f(path);
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        const QByteArray copy_before = bytes(copy);
+        for (const auto& [target, mentions] : {std::pair{inside, QString("lies in the run store's checkpoint folder")},
+                                               std::pair{copy, QString("holds a Mantissa checkpoint")}}) {
+            const CliResult r = run_cli({"weights", "export", "1", "--db", m_db, "-o", target}, m_dir.path());
+            QCOMPARE(r.code, 2);
+            QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+            QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);
+        }
+        QVERIFY(!QFile::exists(inside));
+        QVERIFY(bytes(copy) == copy_before);
+        const QString exported = m_dir.filePath("exported.safetensors");
+        for (int i = 0; i < 2; ++i) {  // the second replaces the first
+            const CliResult r = run_cli({"weights", "export", "1", "--db", m_db, "-o", exported}, m_dir.path());
+            QVERIFY2(r.code == 0, r.err.constData());
+        }
     }
 
     void writeFailuresAreErrors_data() {

@@ -2,7 +2,8 @@
 // docs/schema.md gives them, a version-7 store migrated with its backup, the recorder's checkpoint
 // rows in the order they were handed over (events_before and evals_before), replacing and pruning
 // (rows first, files only after the commit), continue_run's truncation and its refusals, where a
-// run's checkpoint files go, remove() taking them, and the parent columns read back.
+// run's checkpoint files go, remove() taking them (never another store's), and the parent columns
+// read back.
 #include <unistd.h>
 
 #include <QDir>
@@ -562,8 +563,9 @@ private slots:
         QVERIFY(unchanged());
     }
 
-    // remove() takes the run's checkpoint folder with everything in it and the files its rows name
-    // elsewhere, after its delete has committed; another run's folder stays.
+    // remove() takes the run's checkpoint folder with everything in it, after its delete has
+    // committed; a file its rows name outside the store's checkpoint folder is left where it is
+    // and returned (it is another store's); another run's folder stays.
     void removeTakesTheCheckpointFolder() {
         const QString path = fresh("remove");
         RunStore store(path.toStdString());
@@ -581,14 +583,74 @@ private slots:
                                   .arg(outside)),
                      QString());
         }
-        store.remove(a.id);
+        const std::vector<std::string> left = store.remove(a.id);
         QVERIFY(!QFileInfo::exists(folder));
-        QVERIFY(!QFile::exists(outside));
+        QVERIFY(QFile::exists(outside));
+        QCOMPARE(left.size(), std::size_t(1));
+        QCOMPARE(QFileInfo(QString::fromStdString(left[0])).canonicalFilePath(), QFileInfo(outside).canonicalFilePath());
         QVERIFY(store.checkpoints(a.id).empty());
         QVERIFY(QFile::exists(b.file5) && QFile::exists(b.file8));
         QCOMPARE(store.checkpoints(b.id).size(), std::size_t(2));
         RawDb raw(path, true);
         QCOMPARE(raw.integer(QString("SELECT count(*) FROM checkpoints WHERE run_id = %1").arg(a.id)), 0LL);
+    }
+
+    // A store unlinks only the checkpoint files in its own checkpoint folder: the rows of a run
+    // imported from another store, or of a store copied beside its original, name that store's
+    // files, and removing the run, continuing it from an earlier checkpoint (its later rows go) or
+    // pruning its rows (keep_checkpoints) leaves those files to their store, which still reads them.
+    void checkpointFilesOfAnotherStoreAreNeverUnlinked() {
+        const QString source_path = fresh("owner");
+        auto source = std::make_unique<RunStore>(source_path.toStdString());
+        const Recorded r = record_with_checkpoints(*source);
+        QVERIFY(r.id > 0);
+        auto source_intact = [&] {
+            const std::vector<CheckpointRow> rows = source->checkpoints(r.id);
+            return rows.size() == 2 && QFile::exists(r.file5) && QFile::exists(r.file8);
+        };
+
+        // Imported: removed.
+        const QString imported_path = fresh("importer");
+        RunStore imported(imported_path.toStdString());
+        QCOMPARE(imported.import_store(source_path.toStdString()).runs_added, std::int64_t{1});
+        const std::int64_t copy = imported.list_runs().front().id;
+        QCOMPARE(imported.checkpoints(copy).size(), std::size_t(2));
+        QCOMPARE(imported.remove(copy).size(), std::size_t(2));
+        QVERIFY(source_intact());
+
+        // Imported: continued from its first checkpoint (step 8's row goes), then a checkpoint
+        // written with keep 1 prunes step 5's row.
+        RunStore again(fresh("continuer").toStdString());
+        again.import_store(source_path.toStdString());
+        const std::int64_t id = again.list_runs().front().id;
+        RecorderOptions options;
+        options.commit_interval_ms = 1;
+        auto rec = again.continue_run(id, 5, options);
+        QVERIFY(source_intact());
+        const QString own = QString::fromStdString(checkpoint_folder(again.path(), again.run(id).uuid)) +
+                            "/step-7.safetensors";
+        QVERIFY(make_file(own));
+        rec->on_checkpoint(checkpoint(7, own, 1));
+        rec->finish(RunStatus::completed);
+        QCOMPARE(QString::fromStdString(rec->error()), QString());
+        QCOMPARE(again.checkpoints(id).size(), std::size_t(1));
+        QVERIFY(QFile::exists(own));
+        QVERIFY(source_intact());
+
+        // A copy of the store beside it (its rows name the original's folder), taken while the
+        // original is closed (its write-ahead log folded into the file): removed.
+        const QString copied_path = QFileInfo(source_path).absolutePath() + "/copied.sqlite";
+        source.reset();
+        QVERIFY(QFile::copy(source_path, copied_path));
+        source = std::make_unique<RunStore>(source_path.toStdString());
+        {
+            RunStore copied(copied_path.toStdString());
+            QCOMPARE(copied.remove(r.id).size(), std::size_t(2));
+        }
+        QVERIFY(source_intact());
+        // The original still owns them.
+        QVERIFY(source->remove(r.id).empty());
+        QVERIFY(!QFile::exists(r.file5) && !QFile::exists(r.file8));
     }
 
     // A branch's parent round-trips through start_run, list_runs and run(); a run that is not one
