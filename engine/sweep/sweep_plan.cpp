@@ -128,6 +128,23 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
         recipes.push_back(r);
     }
     if (recipes.empty()) recipes.push_back(std::nullopt);
+    // A recipe or a key given twice, or a value twice on one axis, would only run the same
+    // experiment again under another label.
+    for (std::size_t i = 0; i < spec.recipes.size(); ++i)
+        if (std::find(spec.recipes.begin(), spec.recipes.begin() + static_cast<std::ptrdiff_t>(i), spec.recipes[i]) !=
+            spec.recipes.begin() + static_cast<std::ptrdiff_t>(i))
+            throw Error("--recipes names " + spec.recipes[i] + " twice; name each recipe once.");
+    for (std::size_t a = 0; a < spec.grid.size(); ++a) {
+        const GridAxis& axis = spec.grid[a];
+        for (std::size_t b = 0; b < a; ++b)
+            if (spec.grid[b].key == axis.key)
+                throw Error("--grid " + axis.key + " is given twice; give all its values in one --grid " + axis.key +
+                            "=V1,V2,....");
+        for (std::size_t i = 0; i < axis.values.size(); ++i)
+            if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), axis.values[i]) !=
+                axis.values.begin() + static_cast<std::ptrdiff_t>(i))
+                throw Error("--grid " + axis.key + " lists the value " + axis.values[i] + " twice; list each value once.");
+    }
     std::int64_t points = 1;
     for (const GridAxis& a : spec.grid) {
         if (a.values.empty()) throw Error("--grid " + a.key + ": no values.");
@@ -157,8 +174,6 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
                 run.repeat = r;
                 std::string label = recipe ? recipe->name : "";
                 for (const auto& [key, value] : point) label += (label.empty() ? "" : " · ") + key + "=" + value;
-                if (spec.repeat > 1) label += (label.empty() ? "" : " · ") + std::string("seed ") + std::to_string(spec.base.train.seed + static_cast<std::uint64_t>(r));
-                run.label = label.empty() ? "run " + std::to_string(run.index) : label;
                 Experiment e = spec.base;
                 std::string setting;
                 try {
@@ -174,9 +189,15 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
                         for (const std::string& n : names) apply_setting(e, setting = "precision.layers." + n + "=" + recipe->layers);
                     }
                 } catch (const Error& err) {
-                    throw Error("Run " + std::to_string(run.index) + " of the sweep (" + run.label + "): " + setting + ": " + err.what());
+                    throw Error("Run " + std::to_string(run.index) + " of the sweep (" +
+                                (label.empty() ? "run " + std::to_string(run.index) : label) + "): " + setting + ": " +
+                                err.what());
                 }
-                e.train.seed = spec.base.train.seed + static_cast<std::uint64_t>(r);
+                // The repeats count from the run's own seed: the base's, or the grid's where an
+                // axis sets train.seed.
+                e.train.seed += static_cast<std::uint64_t>(r);
+                if (spec.repeat > 1) label += (label.empty() ? "" : " · ") + std::string("seed ") + std::to_string(e.train.seed);
+                run.label = label.empty() ? "run " + std::to_string(run.index) : label;
                 e.name = sweep_name + " · " + run.label;
                 run.experiment = std::move(e);
                 plan.push_back(std::move(run));

@@ -1,6 +1,8 @@
 // Sweeps (engine/sweep): the plan is recipes × grid points × repeats in a fixed order, each run
-// the base with the recipe's settings, the point's and its seed applied; the fp8 and tf32 recipes
-// name the model's matmul layers (fp8 all but the output); a refused setting names the run; the
+// the base with the recipe's settings, the point's and its seed applied (the repeats counting from
+// a seed the grid sets); the fp8 and tf32 recipes
+// name the model's matmul layers (fp8 all but the output); a refused setting names the run, and a
+// recipe, key or value given twice is refused; the
 // spec survives its JSON; the Pareto front keeps exactly the undominated points.
 #include <QtTest>
 
@@ -73,6 +75,22 @@ private slots:
         QVERIFY(plan[0].experiment.precision == spec.base.precision);
     }
 
+    // A grid axis on train.seed sets each point's seed, and the repeats count from it; the label
+    // names the seed the run takes.
+    void aSeedAxisSetsTheSeedTheRepeatsCountFrom() {
+        SweepSpec spec;
+        spec.base.train.seed = 100;
+        spec.grid = {parse_grid_axis("train.seed=1,7")};
+        spec.repeat = 2;
+        const auto plan = plan_sweep(spec, "s", three_layers);
+        QCOMPARE(plan.size(), std::size_t{4});
+        const std::uint64_t seeds[] = {1, 2, 7, 8};
+        for (std::size_t i = 0; i < plan.size(); ++i) QCOMPARE(plan[i].experiment.train.seed, seeds[i]);
+        QCOMPARE(plan[3].label, std::string("train.seed=7 · seed 8"));
+        spec.repeat = 1;
+        QCOMPARE(plan_sweep(spec, "s", three_layers)[1].experiment.train.seed, std::uint64_t{7});
+    }
+
     void refusals_data() {
         QTest::addColumn<QString>("recipe");
         QTest::addColumn<QString>("grid");
@@ -82,6 +100,11 @@ private slots:
         QTest::newRow("bad value") << "" << "train.lr=1e-3,-1" << "Run 1 of the sweep (train.lr=-1): train.lr=-1:";
         QTest::newRow("no values") << "" << "train.lr=" << "a value is empty";
         QTest::newRow("no key") << "" << "=1,2" << "write KEY=V1,V2";
+        QTest::newRow("a recipe twice") << "fp16,bf16,fp16" << "" << "--recipes names fp16 twice; name each recipe once.";
+        QTest::newRow("a key on two axes") << "" << "train.lr=1e-3;train.lr=2e-3"
+                                           << "--grid train.lr is given twice; give all its values in one";
+        QTest::newRow("a value twice") << "" << "train.lr=1e-3,3e-3,1e-3"
+                                       << "--grid train.lr lists the value 1e-3 twice; list each value once.";
     }
     void refusals() {
         QFETCH(QString, recipe);
@@ -89,8 +112,10 @@ private slots:
         QFETCH(QString, expected);
         try {
             SweepSpec spec;
-            if (!recipe.isEmpty()) spec.recipes = {recipe.toStdString()};
-            if (!grid.isEmpty()) spec.grid = {parse_grid_axis(grid.toStdString())};
+            if (!recipe.isEmpty())
+                for (const QString& r : recipe.split(',')) spec.recipes.push_back(r.toStdString());
+            if (!grid.isEmpty())
+                for (const QString& axis : grid.split(';')) spec.grid.push_back(parse_grid_axis(axis.toStdString()));
             plan_sweep(spec, "s", three_layers);
             QFAIL("accepted");
         } catch (const Error& e) {
