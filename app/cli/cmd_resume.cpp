@@ -33,6 +33,9 @@ std::string steps_text(const std::vector<CheckpointRow>& checkpoints) {
 // The checkpoint at --step S, else the latest.
 const CheckpointRow& pick_checkpoint(const RunRow& run, const std::vector<CheckpointRow>& checkpoints,
                                      std::optional<long long> step) {
+    if (checkpoints.empty() && run.status == RunStatus::running)
+        throw Error(run_label(run) + " is still being recorded by process " + std::to_string(run.pid) + " on " +
+                    run.host + " and has no checkpoint yet; wait for its first one (train.checkpoint_every) or its end.");
     if (checkpoints.empty())
         throw Error(run_label(run) + " has no checkpoints to resume from: it was stopped before its first one, "
                                      "or recorded before Mantissa kept them (train.checkpoint_every).");

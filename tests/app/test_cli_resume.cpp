@@ -4,8 +4,8 @@
 //   and no file in the run's checkpoint folder is a half file; when it finally completes, every
 //   step's loss and loss scale equal the uninterrupted run's bit for bit;
 // - a stopped run resumes as the same run; the refusals (a completed run, --set without --as-new,
-//   a step with no checkpoint, a damaged checkpoint, --threads out of range) are exit 2 and one
-//   sentence;
+//   a step with no checkpoint, a damaged checkpoint, --threads out of range, a run still being
+//   recorded with no checkpoint yet) are exit 2 and one sentence;
 // - a branch records its parent and step and starts at that step with the changed setting (and
 //   --threads, as backend.threads);
 // - weights export writes the model's tensors of a checkpoint, byte for byte in their dtypes, with
@@ -247,6 +247,32 @@ private slots:
     // A run killed after it wrote the checkpoint at its last step, before it recorded its end (the
     // random kills above land there now and then): continuing it records the end, the final
     // evaluation as the run would have made it, and the run completed; a branch there is refused.
+    // A run that is still being recorded and has no checkpoint yet: resume says so (not that it
+    // was stopped), exit 2, the run left recording.
+    void aRunStillRecordingWithoutACheckpointSaysSo() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        QProcess p;
+        p.start(MANTISSA_CLI_PATH, QStringList{"train", "--db", db} + recipe(1'000'000) +
+                                       QStringList{"--set", "train.checkpoint_every=0", "--threads", "1"});
+        QVERIFY(p.waitForStarted());
+        std::int64_t run = -1;
+        for (int i = 0; i < 600 && run < 0; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            run = only_run(db.toStdString());
+        }
+        QVERIFY2(run >= 0, "the run never appeared in the store");
+        const CliResult r = run_cli({"resume", QString::number(run), "--db", db});
+        const bool still_running = p.state() == QProcess::Running;
+        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(60'000));
+        QVERIFY(still_running);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("is still being recorded by process"), r.err.constData());
+        QVERIFY2(r.err.contains("has no checkpoint yet"), r.err.constData());
+        QCOMPARE(r.err.trimmed().count('\n'), 0);
+    }
+
     void runKilledAtItsLastCheckpointContinuesToItsEnd() {
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
