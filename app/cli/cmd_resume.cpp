@@ -106,6 +106,7 @@ int run_resume(Args& args) {
         }
         experiment.name = run.name + " @" + std::to_string(from.step);
         if (auto name = args.value("name")) {
+            if (name->empty()) throw UsageError{"--name must not be empty: give the run a name, or leave --name out"};
             store::check_run_text(store::RunText::name, *name);
             experiment.name = *name;
         }

@@ -339,6 +339,7 @@ int new_sweep(Args& args) {
         spec.repeat = static_cast<int>(*repeat);
     }
     const std::string name = args.value("name").value_or(spec.base.name + " sweep");
+    if (name.empty()) throw UsageError{"--name must not be empty: give the sweep a name, or leave --name out"};
     store::check_run_text(store::RunText::name, name);
     const int jobs = jobs_of(args);
     const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layer_names);  // every setting checked here

@@ -60,6 +60,7 @@ int run_train(Args& args) {
         experiment.train.steps = *steps;
     }
     if (auto name = args.value("name")) {
+        if (name->empty()) throw UsageError{"--name must not be empty: give the run a name, or leave --name out"};
         store::check_run_text(store::RunText::name, *name);  // before the data loads, not after
         experiment.name = *name;
     }

@@ -134,6 +134,11 @@ private slots:
         QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
         QTest::newRow("--db with --no-record") << QStringList{"train", "--db", "x.sqlite", "--no-record"}
                                                << "--db and --no-record";
+        QTest::newRow("an empty run name") << QStringList{"train", "--name", "", "--no-record"} << "--name must not be empty";
+        QTest::newRow("an empty sweep name") << QStringList{"sweep", "--name", "", "--dry-run"} << "--name must not be empty";
+        QTest::newRow("a sweep key on two axes")
+            << QStringList{"sweep", "--grid", "train.lr=1e-3", "--grid", "train.lr=2e-3", "--dry-run"}
+            << "--grid train.lr is given twice";
         QTest::newRow("steps not whole") << QStringList{"train", "--steps", "1.5", "--no-record"} << "a whole number like 1000";
         QTest::newRow("bench --from a folder") << QStringList{"bench", "--from", "/tmp"}
                                                << "/tmp is a folder, not a bench --json document";
