@@ -62,6 +62,16 @@ void Args::parse() {
         } else if (contains(m_options, name)) {
             if (!has_inline) {
                 if (i + 1 >= m_args.size()) throw UsageError{"--" + name + " needs a value"};
+                // The next word is one of this command's options, not a value: the value was left
+                // out (a value that looks like an option is written --NAME=VALUE).
+                const std::string& next = m_args[i + 1];
+                std::string next_name = next == "-o" ? "output" : next == "-c" ? "config" : "";
+                if (next.starts_with("--")) next_name = next.substr(2, next.find('=') == std::string::npos
+                                                                          ? std::string::npos
+                                                                          : next.find('=') - 2);
+                if (!next_name.empty() && (contains(m_flags, next_name) || contains(m_options, next_name)))
+                    throw UsageError{"--" + name + " needs a value, but " + next + " follows it (write --" + name +
+                                     "=VALUE for a value that begins with -)"};
                 value = m_args[++i];
             }
             m_given.emplace_back(name, value);

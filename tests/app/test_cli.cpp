@@ -134,6 +134,10 @@ private slots:
         QTest::newRow("-c where no file is taken") << QStringList{"format", "-c", "x", "1"} << "'-c'";
         QTest::newRow("--db with --no-record") << QStringList{"train", "--db", "x.sqlite", "--no-record"}
                                                << "--db and --no-record";
+        QTest::newRow("an option's value left out") << QStringList{"export", "1", "--format", "--db", "x.sqlite"}
+                                                   << "--format needs a value, but --db follows it";
+        QTest::newRow("a value left out before -o") << QStringList{"export", "1", "--table", "-o", "x.csv"}
+                                                    << "--table needs a value, but -o follows it";
         QTest::newRow("an empty run name") << QStringList{"train", "--name", "", "--no-record"} << "--name must not be empty";
         QTest::newRow("an empty sweep name") << QStringList{"sweep", "--name", "", "--dry-run"} << "--name must not be empty";
         QTest::newRow("a sweep key on two axes")
