@@ -91,7 +91,7 @@ int run_export(Args& args) {
 
 }  // namespace
 
-MANTISSA_CLI_COMMAND({"export", "export a run's steps, layer rows, evaluations, events, layers or op rows as CSV or JSON",
+MANTISSA_CLI_COMMAND({"export", "export a run's table (steps, layer rows, evaluations, events, checkpoints, ...) as CSV or JSON",
                       "usage: mantissa-cli export RUN [--format csv|json] [--table TABLE] [-o FILE] [--db FILE]\n\n"
                       "Writes one table of a run. RUN is an id or the unique start of a run's name.\n"
                       "CSV has a header row, RFC 4180 quoting and CRLF line ends; JSON is an array of objects.\n"

@@ -133,7 +133,7 @@ int run_weights(Args& args) {
 
 }  // namespace
 
-MANTISSA_CLI_COMMAND({"weights", "export a run's weights as safetensors, or list a safetensors file",
+MANTISSA_CLI_COMMAND({"weights", "export a run's weights as safetensors, or show what a safetensors file holds",
                       "usage: mantissa-cli weights export RUN [--step S] -o FILE.safetensors [--db FILE]\n"
                       "       mantissa-cli weights show FILE.safetensors [--json]\n\n"
                       "export writes RUN's weights at its checkpoint at step S (default: the latest) under\n"

@@ -41,7 +41,8 @@ int finish(int code, const std::string& who) {
     return exit_usage;
 }
 
-int run(const std::vector<std::string>& args) {
+int run(std::vector<std::string> args) {
+    if (args.size() >= 2 && args[0] == "help") args = {args[1], "--help"};  // `help COMMAND`: its usage
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         print_overview();
         return args.empty() ? exit_usage : exit_ok;

@@ -164,6 +164,9 @@ private slots:
             const CliResult r = run_cli({command, "--help"});
             QCOMPARE(r.code, 0);
             QVERIFY(r.out.startsWith("usage: mantissa-cli " + QByteArray(command)));
+            const CliResult help = run_cli({"help", command});  // the same text
+            QCOMPARE(help.code, 0);
+            QCOMPARE(help.out, r.out);
         }
     }
 
