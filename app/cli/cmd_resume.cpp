@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_common.h"
 #include "cli/run_session.h"
+#include "config/experiment.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
@@ -44,6 +47,21 @@ const CheckpointRow& pick_checkpoint(const RunRow& run, const std::vector<Checkp
         if (c.step == *step) return c;
     throw Error(run_label(run) + " has no checkpoint at step " + std::to_string(*step) + "; it has checkpoints at steps " +
                 steps_text(checkpoints) + ".");
+}
+
+// A branch continues the checkpoint's weights and optimizer state: settings that would need
+// other tensors (the model's, another optimizer's) are refused here, naming the setting, rather
+// than by the checkpoint's loader naming a tensor.
+void refuse_another_model(const Experiment& checkpoint, const Experiment& branch) {
+    const nlohmann::json before = experiment_to_json(checkpoint), after = experiment_to_json(branch);
+    for (const auto& [key, value] : before.at("model").items())
+        if (after.at("model").value(key, nlohmann::json()) != value)
+            throw Error("A branch continues the checkpoint's weights, so it keeps its model: model." + key + " cannot " +
+                        "change (" + value.dump() + " in the checkpoint); start a new run with 'mantissa-cli train' instead.");
+    const nlohmann::json& optimizer = before.at("train").at("optimizer");
+    if (after.at("train").at("optimizer") != optimizer)
+        throw Error("A branch continues the checkpoint's optimizer state, so it keeps its optimizer: train.optimizer "
+                    "cannot change (" + optimizer.dump() + " in the checkpoint); start a new run with 'mantissa-cli train' instead.");
 }
 
 int run_resume(Args& args) {
@@ -100,6 +118,7 @@ int run_resume(Args& args) {
     std::vector<ScheduledChange> at;
     if (branch) {
         for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+        refuse_another_model(checkpoint.info().experiment, experiment);
         if (auto steps = args.integer("steps")) {
             if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
             experiment.train.steps = *steps;

@@ -180,6 +180,13 @@ private slots:
         r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "30"});
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("no checkpoint at step 30") && r.err.contains("20, 40 and 60"), r.err.constData());
+        // A branch keeps the checkpoint's model and optimizer: the setting named, not a tensor.
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--set", "model.hidden=[8]"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("model.hidden cannot change ([256,256] in the checkpoint)"), r.err.constData());
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--set", "train.optimizer=sgd"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("train.optimizer cannot change"), r.err.constData());
 
         r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--threads", "2000"});
         QCOMPARE(r.code, 2);
