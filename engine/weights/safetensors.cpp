@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_text.h"
 #include "error.h"
 #include "held_files.h"
 #include "numeric/convert.h"
@@ -304,7 +305,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path)
             },
             true, false);
     } catch (const json::exception& e) {
-        refuse("its header is not JSON: " + parse_error_text(e.what()));
+        // Told as an experiment file's mistake is (config/json_text.h: where, and what was found);
+        // the library's own text where that reader takes the header (a comment, which it allows).
+        json ignored;
+        const JsonProblem problem = parse_json(header, ignored);
+        refuse("its header is not JSON: " + (problem.found ? problem.sentence : parse_error_text(e.what())));
     } catch (const std::bad_alloc&) {
         refuse("there is not enough memory to read its header of " + std::to_string(n) + " bytes");
     }

@@ -470,7 +470,9 @@ private slots:
         row("not UTF-8", file_of("{\"fc\xFF\":{}}", ""),
             "its header is not UTF-8 text (byte 0xFF at offset 4 of the header); it is not a safetensors file, or it "
             "is damaged.");
-        row("not JSON", file_of("{\"a\": [1, 2}", ""), "its header is not JSON: ");
+        row("not JSON", file_of("{\"a\": [1, 2}", ""),
+            "its header is not JSON: line 1, column 12: expected ',' or ']', found '}', but the array opened at line "
+            "1, column 7 closes with ']'.");
         row("padded with NULs", le64(8) + std::string("{}\0\0\0\0\0\0", 8),
             "its header is not JSON: it holds a NUL byte at offset 2 of the header (a safetensors header is padded "
             "with spaces).");
