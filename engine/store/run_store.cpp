@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "store/block_scale_codec.h"
@@ -27,13 +30,20 @@
 namespace mantissa {
 
 std::string default_store_path() {
+    // The XDG base directory rules: XDG_DATA_HOME only when absolute (a relative one is ignored,
+    // it would move with the working folder), else ~/.local/share, the home from HOME or, where
+    // that is unset, the password database.
     const char* xdg = std::getenv("XDG_DATA_HOME");
     std::string base;
-    if (xdg && *xdg) {
+    if (xdg && xdg[0] == '/') {
         base = xdg;
     } else {
         const char* home = std::getenv("HOME");
-        base = std::string(home && *home ? home : ".") + "/.local/share";
+        if (!home || !*home) {
+            const passwd* user = getpwuid(getuid());
+            home = user && user->pw_dir && *user->pw_dir ? user->pw_dir : ".";
+        }
+        base = std::string(home) + "/.local/share";
     }
     return base + "/mantissa/runs.sqlite";
 }

@@ -3,6 +3,7 @@
 // byte-identical), another program's SQLite database, files that are not SQLite, damaged files,
 // read-only files and folders (read through the fallback), and paths that cannot be created. Each
 // bad case must give one clear sentence, never a crash.
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,6 +213,28 @@ private:
     QString fresh(const QString& name) { return m_dir.filePath(QString("%1-%2").arg(++m_counter).arg(name)); }
 
 private slots:
+    // The default store follows the XDG base directory rules: XDG_DATA_HOME when absolute, else
+    // HOME's .local/share (a relative XDG_DATA_HOME is ignored), else the password database's home.
+    void defaultStorePathFollowsTheXdgRules() {
+        const QByteArray xdg = qgetenv("XDG_DATA_HOME"), home = qgetenv("HOME");
+        const bool had_xdg = qEnvironmentVariableIsSet("XDG_DATA_HOME"), had_home = qEnvironmentVariableIsSet("HOME");
+        qputenv("XDG_DATA_HOME", "/data/x");
+        qputenv("HOME", "/home/someone");
+        const std::string absolute = default_store_path();
+        qputenv("XDG_DATA_HOME", "relative/x");
+        const std::string relative = default_store_path();
+        qunsetenv("XDG_DATA_HOME");
+        qunsetenv("HOME");
+        const std::string no_home = default_store_path();
+        had_xdg ? qputenv("XDG_DATA_HOME", xdg) : qunsetenv("XDG_DATA_HOME");
+        had_home ? qputenv("HOME", home) : qunsetenv("HOME");
+        QCOMPARE(absolute, std::string("/data/x/mantissa/runs.sqlite"));
+        QCOMPARE(relative, std::string("/home/someone/.local/share/mantissa/runs.sqlite"));
+        const passwd* user = getpwuid(getuid());
+        QCOMPARE(no_home, std::string(user && user->pw_dir && *user->pw_dir ? user->pw_dir : ".") +
+                              "/.local/share/mantissa/runs.sqlite");
+    }
+
     void initTestCase() { QVERIFY(m_dir.isValid()); }
 
     void createsTheFileAndItsFolders() {
