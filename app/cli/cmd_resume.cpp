@@ -117,7 +117,7 @@ int run_resume(Args& args) {
     if (threads) experiment.threads = *threads;
     std::vector<ScheduledChange> at;
     if (branch) {
-        for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+        apply_settings(experiment, args.values("set"));
         refuse_another_model(checkpoint.info().experiment, experiment);
         if (auto steps = args.integer("steps")) {
             if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};

@@ -297,7 +297,7 @@ int submit(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>
 
 Experiment base_experiment(Args& args, std::optional<std::string> config) {
     Experiment e = config ? load_experiment(*config) : Experiment{};
-    for (const auto& assignment : args.values("set")) apply_setting(e, assignment);
+    apply_settings(e, args.values("set"));
     if (auto backend = args.value("backend")) apply_setting(e, "backend.kind=" + *backend);
     if (auto steps = args.integer("steps")) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};

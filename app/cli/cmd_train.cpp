@@ -50,7 +50,7 @@ int run_train(Args& args) {
     }
 
     Experiment experiment = config ? load_experiment(*config) : Experiment{};
-    for (const auto& assignment : args.values("set")) apply_setting(experiment, assignment);
+    apply_settings(experiment, args.values("set"));
     // The same checks and sentences as the experiment file's keys, by way of their --set forms.
     if (auto backend = args.value("backend")) apply_setting(experiment, "backend.kind=" + *backend);
     if (auto device = args.value("device")) apply_setting(experiment, "backend.device=" + *device);

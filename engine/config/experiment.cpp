@@ -984,4 +984,32 @@ void apply_setting(Experiment& e, const std::string& assignment) {
     e = experiment_from_json(j);
 }
 
+void apply_settings(Experiment& e, const std::vector<std::string>& assignments) {
+    auto key_of = [](const std::string& a) { return a.substr(0, a.find('=')); };
+    std::vector<std::string> pending;  // refused so far, in order
+    for (std::size_t i = 0; i < assignments.size(); ++i) {
+        try {
+            apply_setting(e, assignments[i]);
+        } catch (const Error&) {
+            const auto later = assignments.begin() + static_cast<std::ptrdiff_t>(i) + 1;
+            if (std::any_of(later, assignments.end(), [&](const std::string& a) { return key_of(a) == key_of(assignments[i]); }))
+                throw;  // deferring it would let it override the later value
+            pending.push_back(assignments[i]);
+        }
+    }
+    for (bool progress = true; progress && !pending.empty();) {
+        progress = false;
+        for (auto it = pending.begin(); it != pending.end();) {
+            try {
+                apply_setting(e, *it);
+                it = pending.erase(it);
+                progress = true;
+            } catch (const Error&) {
+                ++it;
+            }
+        }
+    }
+    if (!pending.empty()) apply_setting(e, pending.front());  // throws its sentence, as things now stand
+}
+
 }  // namespace mantissa

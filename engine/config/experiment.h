@@ -290,6 +290,13 @@ void save_experiment(const Experiment& e, const std::string& path);
 // Validated exactly as the file is (same errors); on an error `e` is left unchanged.
 void apply_setting(Experiment& e, const std::string& assignment);
 
+// Applies several, in order, as a person gives them on one command line: an assignment refused
+// only for what a later one supplies (model.kind=layers before the model.layers it needs) is tried
+// again after the others, unless a later one sets the same key (the last of a key still wins).
+// What no order makes acceptable throws the first such assignment's error; `e` is then left as
+// the accepted ones made it.
+void apply_settings(Experiment& e, const std::vector<std::string>& assignments);
+
 // The experiment of the reference run `lesson` names (lesson.lesson.reference, which must be set):
 // the lesson's experiment with the reference's settings made in order, without the lesson block,
 // named "NAME-reference-REF" ("lesson-fp16-underflow-reference-fp32"). Throws mantissa::Error naming

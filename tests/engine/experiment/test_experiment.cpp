@@ -582,6 +582,36 @@ private slots:
         QCOMPARE(e.device, 2);  // "backend=cpu" sets the kind and keeps the device
     }
 
+    // Several settings as one command line gives them: one refused only for what a later one
+    // supplies is applied after it (the kind before the layers it needs); a key given twice keeps
+    // the last value, and an earlier refused one is not deferred past it; what no order accepts is
+    // the first such setting's own sentence.
+    void applySettingsInAnyWorkableOrder() {
+        const std::string layers = R"(model.layers=[{"type":"linear","out":3}])";
+        Experiment e;
+        QVERIFY_THROWS_EXCEPTION(Error, apply_setting(e, "model.kind=layers"));  // alone: no layers
+        apply_settings(e, {"dataset.kind=spirals", "model.kind=layers", layers, "train.lr=0.5"});
+        QCOMPARE(e.model.kind, std::string("layers"));
+        QVERIFY2(e.model.layers.find("linear") != std::string::npos, e.model.layers.c_str());
+        QCOMPARE(e.train.lr, 0.5);
+
+        Experiment f;
+        apply_settings(f, {"train.lr=0.1", "train.lr=0.2"});
+        QCOMPARE(f.train.lr, 0.2);
+        try {
+            apply_settings(f, {"train.lr=-1", "train.lr=0.3"});
+            QFAIL("a refused value was deferred past a later one of its key");
+        } catch (const Error& err) {
+            QVERIFY2(std::string(err.what()).starts_with("train.lr: must be greater than 0"), err.what());
+        }
+        try {
+            apply_settings(f, {"model.kind=layers", "model.layers=[]"});
+            QFAIL("accepted kind layers without a layer");
+        } catch (const Error& err) {
+            QVERIFY2(std::string(err.what()).starts_with("model.layers: must list the layers"), err.what());
+        }
+    }
+
     void applySettingErrors_data() {
         QTest::addColumn<QString>("assignment");
         QTest::addColumn<QString>("message");  // the message starts with this
