@@ -103,6 +103,9 @@ std::optional<long long> Args::integer(std::string_view name) const {
     auto v = value(name);
     if (!v) return std::nullopt;
     const auto n = app::parse_whole_number(*v);
+    const std::string digits = v->starts_with('-') || v->starts_with('+') ? v->substr(1) : *v;
+    if (!n && !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos)
+        throw UsageError{"--" + std::string(name) + " " + *v + " is too large a number"};
     if (!n) throw UsageError{"--" + std::string(name) + " needs a whole number like 1000, not '" + *v + "'"};
     return n;
 }

@@ -65,7 +65,8 @@ int run_export(Args& args) {
             const std::string partial = *output + ".partial";
             {
                 std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-                if (!out) throw Error("Cannot write '" + partial + "': " + std::strerror(errno) + ".");
+                // Named as the user named it: the temporary file beside it is ours.
+                if (!out) throw Error("Cannot write '" + *output + "': " + std::strerror(errno) + ".");
                 try {
                     export_to(store, id, table, *format, out, *output);
                 } catch (...) {

@@ -141,9 +141,10 @@ int run_block_format(const std::string& name, const std::vector<std::pair<std::s
             continue;
         }
         if (start) std::cout << "\n";
-        std::printf("%s block of values %zu to %zu (%d per block; %.2f bits a value): amax %s\n",
+        // d.amax is of the finite values: said so where the block holds an inf or a NaN.
+        std::printf("%s block of values %zu to %zu (%d per block; %.2f bits a value): amax %s%s\n",
                     std::string(info.name).c_str(), start + 1, start + n, info.block_size, info.bits_per_value,
-                    exact_decimal(d.amax).c_str());
+                    exact_decimal(d.amax).c_str(), d.nan_block ? " (of its finite values)" : "");
         if (info.scale == ScaleKind::e8m0)
             std::printf("  shared scale  E8M0 %s (%s) = 2^%d%s\n", d.scale_hex.c_str(), d.scale_bits.c_str(),
                         d.scale_exponent, d.nan_block ? " NaN: the block holds a NaN or inf" : "");

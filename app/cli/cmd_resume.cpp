@@ -5,6 +5,7 @@
 // its parent and the step (a branch). The checkpoint file is checked whole before anything is
 // written to the store.
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,17 @@ int run_resume(Args& args) {
                         " with --as-new, or leave --step out.");
     }
 
+    std::error_code missing;
+    if (!std::filesystem::exists(from.file, missing)) {
+        std::vector<CheckpointRow> others;
+        for (const CheckpointRow& c : checkpoints)
+            if (c.step != from.step && std::filesystem::exists(c.file, missing)) others.push_back(c);
+        throw Error(run_label(run) + "'s checkpoint at step " + std::to_string(from.step) + " is missing (" + from.file +
+                    ")" +
+                    (others.empty() ? std::string("; the run has no other checkpoint to continue from.")
+                                    : "; branch from another with --as-new --step N (its other checkpoints are at step" +
+                                          std::string(others.size() == 1 ? " " : "s ") + steps_text(others) + ")."));
+    }
     const Checkpoint checkpoint(from.file);  // the whole header and the metadata checked
     if (!checkpoint.info().run_uuid.empty() && checkpoint.info().run_uuid != run.uuid)
         throw Error(from.file + " is a checkpoint of another run (" + checkpoint.info().run_uuid + "), not of " +

@@ -27,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "config/telemetry.h"
 #include "error.h"
 #include "model/model_plan.h"
+#include "printable_text.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
 #include "sweep/sweep_plan.h"
@@ -253,6 +255,10 @@ SlurmOptions slurm_options(const Args& args) {
     SlurmOptions o;
     o.partition = args.value("partition").value_or("");
     o.time = args.value("time").value_or("");
+    // sbatch's forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or no limit.
+    static const std::regex time_forms(R"(^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+|UNLIMITED|unlimited|infinite|INFINITE)$)");
+    if (!o.time.empty() && !std::regex_match(o.time, time_forms))
+        throw UsageError{"--time " + o.time + " is not a Slurm time limit: write minutes, HH:MM:SS or D-HH:MM:SS"};
     const long long gpus = args.integer("gpus-per-task").value_or(0), cpus = args.integer("cpus-per-task").value_or(0);
     if (gpus < 0 || gpus > 64) throw UsageError{"--gpus-per-task must be between 0 and 64"};
     if (cpus < 0 || cpus > 4096) throw UsageError{"--cpus-per-task must be between 0 and 4096"};
@@ -344,6 +350,16 @@ int new_sweep(Args& args) {
     const int jobs = jobs_of(args);
     const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layer_names);  // every setting checked here
 
+    // The Slurm options checked before anything is planned to run (a dry run too); each names
+    // the mode it belongs to rather than being passed over.
+    const bool slurm = args.has("slurm");
+    if (!slurm)
+        for (const char* o : {"partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg", "folder"})
+            if (args.has(o)) throw UsageError{std::string("--") + o + " is for a sweep on Slurm: add --slurm, or leave it out"};
+    if (slurm && args.has("jobs"))
+        throw UsageError{"--jobs is for a sweep run on this machine; on Slurm each run is a task of its own (leave --jobs out)"};
+    const SlurmOptions options = slurm ? slurm_options(args) : SlurmOptions{};
+
     if (args.has("dry-run")) {
         std::printf("Sweep \"%s\": %zu run%s\n", name.c_str(), plan.size(), plan.size() == 1 ? "" : "s");
         for (const PlannedRun& p : plan) std::printf("  %4lld  %s\n", static_cast<long long>(p.index), p.label.c_str());
@@ -352,8 +368,6 @@ int new_sweep(Args& args) {
     const std::string db = db_of(args);
     RunStore store(db);
     if (store.read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the sweep cannot be recorded.");
-    const bool slurm = args.has("slurm");
-    const SlurmOptions options = slurm_options(args);
     const SweepRow sweep = store.create_sweep(
         {name, sweep_spec_to_json(spec).dump(), static_cast<std::int64_t>(plan.size()), slurm ? "slurm" : "local"});
     if (slurm) {
@@ -366,10 +380,18 @@ int new_sweep(Args& args) {
     return execute_local(store, sweep, plan, jobs);
 }
 
+// The one sweep an action takes (args.positional()[1]): a missing one and an extra word are told apart.
+const std::string& sweep_argument(const Args& args, const std::string& usage) {
+    if (args.positional().size() < 2) throw UsageError{"give the sweep: " + usage};
+    if (args.positional().size() > 2)
+        throw UsageError{"give one sweep only ('" + printable_text(args.positional()[2]) + "' is one word too many): " + usage};
+    return args.positional()[1];
+}
+
 int run_again(Args& args) {
-    if (args.positional().size() != 2) throw UsageError{"give the sweep to run: mantissa-cli sweep run SWEEP"};
+    const std::string& which = sweep_argument(args, "mantissa-cli sweep run SWEEP");
     RunStore store(db_of(args));
-    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     const std::vector<PlannedRun> plan = plan_of(sweep);
     if (sweep.executor == "slurm") {
         // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
@@ -395,9 +417,9 @@ int run_again(Args& args) {
 const char* status_text(const RunRow* r) { return r ? run_status_name(r->status) : "-"; }
 
 int status(Args& args) {
-    if (args.positional().size() != 2) throw UsageError{"give the sweep: mantissa-cli sweep status SWEEP"};
+    const std::string& which = sweep_argument(args, "mantissa-cli sweep status SWEEP");
     RunStore store(db_of(args), StoreAccess::read);
-    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     const std::vector<PlannedRun> plan = plan_of(sweep);
     if (sweep.executor != "slurm") {
         for (const std::string& line : progress_lines(store, sweep, plan)) std::printf("%s\n", line.c_str());
@@ -423,9 +445,9 @@ int status(Args& args) {
 }
 
 int collect(Args& args) {
-    if (args.positional().size() != 2) throw UsageError{"give the sweep: mantissa-cli sweep collect SWEEP"};
+    const std::string& which = sweep_argument(args, "mantissa-cli sweep collect SWEEP");
     RunStore store(db_of(args));
-    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     if (sweep.executor != "slurm")
         throw Error("Sweep " + std::to_string(sweep.id) + " ran on this machine, into this store: there is nothing to collect.");
     const std::vector<PlannedRun> plan = plan_of(sweep);
@@ -472,11 +494,11 @@ int collect(Args& args) {
 }
 
 int show(Args& args) {
-    if (args.positional().size() != 2) throw UsageError{"give the sweep to show: mantissa-cli sweep show SWEEP"};
+    const std::string& which = sweep_argument(args, "mantissa-cli sweep show SWEEP");
     const std::string db = db_of(args);
     if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
     RunStore store(db, StoreAccess::read);
-    const SweepRow sweep = store.sweep(store.resolve_sweep(args.positional()[1]));
+    const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     const std::vector<PlannedRun> plan = plan_of(sweep);
     if (args.has("json")) std::cout << sweep_table_json(store, sweep, plan).dump(2) << std::endl;
     else print_sweep_table(store, sweep, plan, std::cout);
@@ -484,8 +506,13 @@ int show(Args& args) {
 }
 
 int list(Args& args) {
+    if (args.positional().size() > 1)
+        throw UsageError{"sweep list takes no sweep ('" + printable_text(args.positional()[1]) + "'): mantissa-cli sweep list"};
     const std::string db = db_of(args);
-    if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
+    if (!store_file_present(db)) {  // as `runs` says it: nothing recorded yet is not a mistake
+        std::printf("No sweeps yet (there is no run store at %s).\n", db.c_str());
+        return exit_ok;
+    }
     RunStore store(db, StoreAccess::read);
     const auto sweeps = store.list_sweeps();
     if (sweeps.empty()) {

@@ -9,6 +9,7 @@
 // store (checkpoint_folder); `mantissa-cli resume` continues or branches from them.
 //
 // Threads: the session trains on its own thread; this (main) thread drives it (cli/run_session.h).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -69,6 +70,17 @@ int run_train(Args& args) {
     for (const auto& text : args.values("at")) at.push_back(parse_scheduled_change(text, "--at"));
     at = check_scheduled_changes(experiment, std::move(at), "--at");
 
+    // A sweep's run (started by `sweep`, cmd_sweep.cpp): both options, a uuid as the store makes them.
+    if (args.has("sweep-index") && !args.has("sweep"))
+        throw UsageError{"--sweep-index goes with --sweep UUID, the sweep the run belongs to"};
+    if (auto sweep = args.value("sweep")) {
+        const bool uuid = sweep->size() == 36 && std::all_of(sweep->begin(), sweep->end(), [](char c) {
+            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
+        });
+        if (!uuid) throw UsageError{"--sweep takes a sweep's uuid (36 characters of hex digits and dashes)"};
+        const auto index = args.integer("sweep-index");
+        if (!index || *index < 0) throw UsageError{"--sweep needs --sweep-index N, the run's place in the sweep"};
+    }
     Session session(experiment);  // loads the data and builds the model: bad input throws here
     check_scheduled_steps(at, session.total_steps(), "--at");  // its length is known now
     ChangeSchedule schedule(std::move(at), experiment);
@@ -118,7 +130,7 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "  --set KEY=VALUE   change one setting by its dotted key, e.g. precision.autocast=bf16,\n"
                       "                    precision.layers.fc1=fp32, train.lr=0.01, model.hidden=[512,256];\n"
                       "                    repeatable, applied in order after the file\n"
-                      "  --steps N         train N steps (sets train.steps)\n"
+                      "  --steps N         train N steps (sets train.steps, after every --set)\n"
                       "  --backend KIND    auto, cpu or cuda (sets backend.kind; `mantissa-cli devices` lists them)\n"
                       "  --device N        the GPU to use, by its index in `devices` (sets backend.device)\n"
                       "  --threads N       the CPU backend's threads, 1 to 1024, or 0 for auto: every hardware\n"

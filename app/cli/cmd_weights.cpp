@@ -48,6 +48,9 @@ void refuse_checkpoint_output(const std::string& out, const std::string& db) {
 }
 
 int export_weights(Args& args) {
+    if (args.positional().size() > 2)
+        throw UsageError{"give one run only ('" + printable_text(args.positional()[2]) +
+                         "' is one word too many): mantissa-cli weights export RUN -o FILE.safetensors"};
     if (args.positional().size() != 2)
         throw UsageError{"give the run whose weights to export: mantissa-cli weights export RUN -o FILE.safetensors"};
     const auto out = args.value("output");
@@ -95,6 +98,9 @@ int export_weights(Args& args) {
 }
 
 int show_weights(Args& args) {
+    if (args.positional().size() > 2)
+        throw UsageError{"give one file only ('" + printable_text(args.positional()[2]) +
+                         "' is one word too many): mantissa-cli weights show FILE.safetensors"};
     if (args.positional().size() != 2) throw UsageError{"give the file to show: mantissa-cli weights show FILE.safetensors"};
     const SafetensorsFile file(args.positional()[1]);
     if (args.has("json")) {

@@ -67,6 +67,21 @@ std::string trimmed(std::string s) {
     return s;
 }
 
+// sbatch's lines as one ("sbatch: error: A; sbatch: error: B"), for a sentence on one line.
+std::string one_line(const std::string& text) {
+    std::string out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string line = trimmed(text.substr(start, end - start));
+        while (!line.empty() && line.front() == ' ') line.erase(0, 1);
+        if (!line.empty()) out += (out.empty() ? "" : "; ") + line;
+        start = end + 1;
+    }
+    while (!out.empty() && out.back() == '.') out.pop_back();
+    return out;
+}
+
 }  // namespace
 
 std::string task_store(const std::string& folder, std::int64_t index) {
@@ -109,7 +124,7 @@ std::string submit_array(const std::string& script) {
     const CommandResult r = run({"sbatch", "--parsable", script});
     if (r.code == 127 || r.code == -1)
         throw Error("sbatch could not be run (" + trimmed(r.output) + "); --slurm needs Slurm's client commands on this machine.");
-    if (r.code != 0) throw Error("sbatch refused the sweep's job array: " + trimmed(r.output));
+    if (r.code != 0) throw Error("sbatch refused the sweep's job array: " + one_line(trimmed(r.output)) + ".");
     std::string job = trimmed(r.output);
     if (const std::size_t nl = job.rfind('\n'); nl != std::string::npos) job = job.substr(nl + 1);  // after any warning
     if (const std::size_t semi = job.find(';'); semi != std::string::npos) job = job.substr(0, semi);  // "id;cluster"

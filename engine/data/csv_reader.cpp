@@ -179,7 +179,8 @@ CsvData parse_csv(const std::string& path, const std::string& text, int label_co
                 csv.label_name.insert(0, 1, '\'').push_back('\'');
                 continue;
             }
-            csv.label_name = "column " + std::to_string(label + 1);
+            // Counted as dataset.label_column counts (from 0), not as a line's columns are (from 1).
+            csv.label_name = "column " + std::to_string(label) + " (dataset.label_column, from 0)";
         }
 
         if (fields.size() != columns)

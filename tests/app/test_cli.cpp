@@ -138,6 +138,25 @@ private slots:
                                                    << "--format needs a value, but --db follows it";
         QTest::newRow("a value left out before -o") << QStringList{"export", "1", "--table", "-o", "x.csv"}
                                                     << "--table needs a value, but -o follows it";
+        QTest::newRow("a Slurm option without --slurm") << QStringList{"sweep", "--partition", "p", "--dry-run"}
+                                                        << "--partition is for a sweep on Slurm: add --slurm";
+        QTest::newRow("a time Slurm cannot read") << QStringList{"sweep", "--slurm", "--time", "abc", "--dry-run"}
+                                                  << "--time abc is not a Slurm time limit";
+        QTest::newRow("a Slurm option out of range (dry run)")
+            << QStringList{"sweep", "--slurm", "--cpus-per-task", "-1", "--dry-run"} << "--cpus-per-task must be between";
+        QTest::newRow("--jobs on Slurm") << QStringList{"sweep", "--slurm", "--jobs", "2", "--dry-run"}
+                                         << "--jobs is for a sweep run on this machine";
+        QTest::newRow("sweep list with a word more") << QStringList{"sweep", "list", "extra"} << "sweep list takes no sweep";
+        QTest::newRow("sweep show with a word more") << QStringList{"sweep", "show", "1", "extra"}
+                                                     << "give one sweep only ('extra' is one word too many)";
+        QTest::newRow("a number too large") << QStringList{"train", "--steps", "99999999999999999999", "--no-record"}
+                                            << "--steps 99999999999999999999 is too large a number";
+        QTest::newRow("weights show with a word more") << QStringList{"weights", "show", "a.safetensors", "b"}
+                                                       << "give one file only ('b' is one word too many)";
+        QTest::newRow("--sweep-index alone") << QStringList{"train", "--sweep-index", "3", "--no-record"}
+                                             << "--sweep-index goes with --sweep UUID";
+        QTest::newRow("--sweep not a uuid") << QStringList{"train", "--sweep", "abc", "--sweep-index", "1", "--no-record"}
+                                            << "--sweep takes a sweep's uuid";
         QTest::newRow("an empty run name") << QStringList{"train", "--name", "", "--no-record"} << "--name must not be empty";
         QTest::newRow("an empty sweep name") << QStringList{"sweep", "--name", "", "--dry-run"} << "--name must not be empty";
         QTest::newRow("a sweep key on two axes")

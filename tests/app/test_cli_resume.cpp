@@ -249,11 +249,15 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains(QByteArray::fromStdString(checkpoint_file)), r.err.constData());
         QCOMPARE(r.err.count('\n'), 1);
+        // A checkpoint whose file is gone: the others named, to branch from.
+        std::filesystem::remove(checkpoint_file);
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "40"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("checkpoint at step 40 is missing") && r.err.contains("are at steps 20 and 60"),
+                 r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1);
     }
 
-    // A run killed after it wrote the checkpoint at its last step, before it recorded its end (the
-    // random kills above land there now and then): continuing it records the end, the final
-    // evaluation as the run would have made it, and the run completed; a branch there is refused.
     // A run that is still being recorded and has no checkpoint yet: resume says so (not that it
     // was stopped), exit 2, the run left recording.
     void aRunStillRecordingWithoutACheckpointSaysSo() {
@@ -280,6 +284,9 @@ private slots:
         QCOMPARE(r.err.trimmed().count('\n'), 0);
     }
 
+    // A run killed after it wrote the checkpoint at its last step, before it recorded its end (the
+    // random kills above land there now and then): continuing it records the end, the final
+    // evaluation as the run would have made it, and the run completed; a branch there is refused.
     void runKilledAtItsLastCheckpointContinuesToItsEnd() {
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");

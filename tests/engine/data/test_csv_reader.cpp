@@ -144,7 +144,8 @@ private slots:
         QTest::newRow("one row") << "1,2,1\n" << -1 << QStringList{"holds 1 data row; a dataset needs at least 2"};
         QTest::newRow("header and one row") << "a,b\n1,0.5\n" << -1 << QStringList{"holds 1 data row"};
         QTest::newRow("one class") << "1,0\n2,0\n3,0\n"
-                                   << -1 << QStringList{"holds only the class 0; a classification needs at least 2 classes"};
+                                   << -1 << QStringList{"label column 1 (dataset.label_column, from 0) holds only the class 0; "
+                                                        "a classification needs at least 2 classes"};
         QTest::newRow("one class, not 0") << "a,y\n1,3\n2,3\n"
                                           << -1 << QStringList{"label 'y' holds only the class 3"};
         QTest::newRow("too few columns") << "x,y,z\n1,2,0\n3,1\n"
