@@ -121,6 +121,10 @@ int show_weights(Args& args) {
     for (const auto& [key, value] : file.metadata())
         if (key != "mantissa.checkpoint" && key != "mantissa.experiment")
             std::printf("  metadata %s: %s\n", printable_text(key).c_str(), printable_text(value).c_str());
+    // The long JSON entries by their size, so the list stays readable and none is passed over.
+    if (const auto it = file.metadata().find("mantissa.experiment"); it != file.metadata().end())
+        std::printf("  metadata mantissa.experiment: the run's experiment, %zu bytes of JSON (--json prints it)\n",
+                    it->second.size());
     if (file.metadata().contains("mantissa.checkpoint")) std::printf("  a Mantissa checkpoint (mantissa-cli resume reads it)\n");
     return exit_ok;
 }
