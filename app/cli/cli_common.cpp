@@ -105,7 +105,7 @@ std::optional<long long> Args::integer(std::string_view name) const {
     const auto n = app::parse_whole_number(*v);
     const std::string digits = v->starts_with('-') || v->starts_with('+') ? v->substr(1) : *v;
     if (!n && !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos)
-        throw UsageError{"--" + std::string(name) + " " + *v + " is too large a number"};
+        throw UsageError{"--" + std::string(name) + " " + *v + " is out of range (a whole number of at most 18 digits)"};
     if (!n) throw UsageError{"--" + std::string(name) + " needs a whole number like 1000, not '" + *v + "'"};
     return n;
 }

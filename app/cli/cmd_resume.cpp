@@ -55,8 +55,16 @@ const CheckpointRow& pick_checkpoint(const RunRow& run, const std::vector<Checkp
 // than by the checkpoint's loader naming a tensor.
 void refuse_another_model(const Experiment& checkpoint, const Experiment& branch) {
     const nlohmann::json before = experiment_to_json(checkpoint), after = experiment_to_json(branch);
-    for (const auto& [key, value] : before.at("model").items())
-        if (after.at("model").value(key, nlohmann::json()) != value)
+    // The keys that shape the checkpoint's model kind's tensors (the activation and init_from do
+    // not; a key another kind reads is not this model's).
+    const std::string& kind = checkpoint.model.kind;
+    const std::vector<std::string> shaping =
+        kind == "gpt"      ? std::vector<std::string>{"kind", "layers", "heads", "dim", "context", "mlp_ratio", "tie_embeddings"}
+        : kind == "layers" ? std::vector<std::string>{"kind", "layers"}
+        : kind == "mlp"    ? std::vector<std::string>{"kind", "hidden"}
+                           : std::vector<std::string>{"kind", "channels", "blocks", "hidden"};  // cnn, resnet
+    for (const std::string& key : shaping)
+        if (const nlohmann::json& value = before.at("model").at(key); after.at("model").at(key) != value)
             throw Error("A branch continues the checkpoint's weights, so it keeps its model: model." + key + " cannot " +
                         "change (" + value.dump() + " in the checkpoint); start a new run with 'mantissa-cli train' instead.");
     const nlohmann::json& optimizer = before.at("train").at("optimizer");
@@ -109,7 +117,7 @@ int run_resume(Args& args) {
     }
 
     std::error_code missing;
-    if (!std::filesystem::exists(from.file, missing)) {
+    if (!std::filesystem::exists(from.file, missing) && !missing) {  // gone (an unreadable one is the reader's to say)
         std::vector<CheckpointRow> others;
         for (const CheckpointRow& c : checkpoints)
             if (c.step != from.step && std::filesystem::exists(c.file, missing)) others.push_back(c);

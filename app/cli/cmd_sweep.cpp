@@ -193,12 +193,13 @@ int execute_local(RunStore& store, const SweepRow& sweep, const std::vector<Plan
             const std::string log = folder + "/run-" + std::to_string(index) + ".log";
             std::vector<std::string> args;
             if (todo == Todo::resume) {
-                args = {"resume", std::to_string(latest.at(index).id), "--db", db, "--json"};
+                // Values as --NAME=VALUE: a name or path that looks like an option stays a value.
+                args = {"resume", std::to_string(latest.at(index).id), "--db=" + db, "--json"};
             } else {
                 const std::string config = folder + "/run-" + std::to_string(index) + ".json";
                 save_experiment(p.experiment, config);
-                args = {"train", "--config", config, "--name", p.experiment.name, "--db", db, "--sweep", sweep.uuid,
-                        "--sweep-index", std::to_string(index), "--json"};
+                args = {"train", "--config=" + config, "--name=" + p.experiment.name, "--db=" + db,
+                        "--sweep=" + sweep.uuid, "--sweep-index=" + std::to_string(index), "--json"};
             }
             const auto known = latest.find(index);
             running.push_back({spawn(args, log, threads), index, known == latest.end() ? -1 : known->second.id});
@@ -256,7 +257,8 @@ SlurmOptions slurm_options(const Args& args) {
     o.partition = args.value("partition").value_or("");
     o.time = args.value("time").value_or("");
     // sbatch's forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or no limit.
-    static const std::regex time_forms(R"(^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+|UNLIMITED|unlimited|infinite|INFINITE)$)");
+    static const std::regex time_forms(R"(^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+|unlimited|infinite)$)",
+                                       std::regex::icase);
     if (!o.time.empty() && !std::regex_match(o.time, time_forms))
         throw UsageError{"--time " + o.time + " is not a Slurm time limit: write minutes, HH:MM:SS or D-HH:MM:SS"};
     const long long gpus = args.integer("gpus-per-task").value_or(0), cpus = args.integer("cpus-per-task").value_or(0);
@@ -348,6 +350,7 @@ int new_sweep(Args& args) {
     if (name.empty()) throw UsageError{"--name must not be empty: give the sweep a name, or leave --name out"};
     store::check_run_text(store::RunText::name, name);
     const int jobs = jobs_of(args);
+    check_new_sweep(spec);
     const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layer_names);  // every setting checked here
 
     // The Slurm options checked before anything is planned to run (a dry run too); each names
@@ -507,10 +510,11 @@ int show(Args& args) {
 
 int list(Args& args) {
     if (args.positional().size() > 1)
-        throw UsageError{"sweep list takes no sweep ('" + printable_text(args.positional()[1]) + "'): mantissa-cli sweep list"};
+        throw UsageError{"sweep list takes no sweep ('" + printable_text(args.positional()[1]) +
+                         "' is one word too many): mantissa-cli sweep list"};
     const std::string db = db_of(args);
     if (!store_file_present(db)) {  // as `runs` says it: nothing recorded yet is not a mistake
-        std::printf("No sweeps yet (there is no run store at %s).\n", db.c_str());
+        std::printf("No sweeps yet (there is no run store at %s).\n", printable_text(db).c_str());
         return exit_ok;
     }
     RunStore store(db, StoreAccess::read);

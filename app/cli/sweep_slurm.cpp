@@ -113,8 +113,8 @@ std::string write_array_script(const std::string& folder, const SweepRow& sweep,
     out << "set -u\n"
         << "i=$SLURM_ARRAY_TASK_ID\n"
         << "export MANTISSA_CPU_THREADS=${SLURM_CPUS_PER_TASK:-1} OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
-        << "exec " << quoted(cli) << " train --config " << quoted(folder) << "/run-$i.json --db " << quoted(folder)
-        << "/task-$i.sqlite --sweep " << sweep.uuid << " --sweep-index $i --json\n";
+        << "exec " << quoted(cli) << " train --config=" << quoted(folder) << "/run-$i.json --db=" << quoted(folder)
+        << "/task-$i.sqlite --sweep=" << sweep.uuid << " --sweep-index=$i --json\n";
     out.close();
     if (!out) throw Error("Cannot write the sweep's job script " + script + ": " + std::strerror(errno) + ".");
     return script;
@@ -124,7 +124,11 @@ std::string submit_array(const std::string& script) {
     const CommandResult r = run({"sbatch", "--parsable", script});
     if (r.code == 127 || r.code == -1)
         throw Error("sbatch could not be run (" + trimmed(r.output) + "); --slurm needs Slurm's client commands on this machine.");
-    if (r.code != 0) throw Error("sbatch refused the sweep's job array: " + one_line(trimmed(r.output)) + ".");
+    if (r.code != 0) {
+        const std::string said = one_line(trimmed(r.output));
+        throw Error("sbatch refused the sweep's job array: " +
+                    (said.empty() ? "it exited with status " + std::to_string(r.code) + " and said nothing" : said) + ".");
+    }
     std::string job = trimmed(r.output);
     if (const std::size_t nl = job.rfind('\n'); nl != std::string::npos) job = job.substr(nl + 1);  // after any warning
     if (const std::size_t semi = job.find(';'); semi != std::string::npos) job = job.substr(0, semi);  // "id;cluster"

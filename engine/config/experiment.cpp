@@ -985,14 +985,26 @@ void apply_setting(Experiment& e, const std::string& assignment) {
 }
 
 void apply_settings(Experiment& e, const std::vector<std::string>& assignments) {
-    auto key_of = [](const std::string& a) { return a.substr(0, a.find('=')); };
+    // Two assignments touch the same setting when their keys are equal or one holds the other
+    // (backend and backend.kind, dataset and dataset.shape, a layer and one of its matmuls).
+    auto key_of = [](const std::string& a) {
+        std::string key = a.substr(0, a.find('='));
+        return key == "backend" ? std::string("backend.kind") : key;
+    };
+    auto overlap = [&](const std::string& a, const std::string& b) {
+        const std::string x = key_of(a), y = key_of(b);
+        const std::string& shorter = x.size() <= y.size() ? x : y;
+        const std::string& longer = x.size() <= y.size() ? y : x;
+        return longer.compare(0, shorter.size(), shorter) == 0 &&
+               (longer.size() == shorter.size() || longer[shorter.size()] == '.');
+    };
     std::vector<std::string> pending;  // refused so far, in order
     for (std::size_t i = 0; i < assignments.size(); ++i) {
         try {
             apply_setting(e, assignments[i]);
         } catch (const Error&) {
             const auto later = assignments.begin() + static_cast<std::ptrdiff_t>(i) + 1;
-            if (std::any_of(later, assignments.end(), [&](const std::string& a) { return key_of(a) == key_of(assignments[i]); }))
+            if (std::any_of(later, assignments.end(), [&](const std::string& a) { return overlap(a, assignments[i]); }))
                 throw;  // deferring it would let it override the later value
             pending.push_back(assignments[i]);
         }

@@ -19,7 +19,7 @@ struct CsvData {
     std::int64_t rows = 0;
     int features = 0;
     std::vector<std::string> header;  // column names; empty when the file has no header row
-    std::string label_name;           // the label column's header, or "column N" (1-based)
+    std::string label_name;           // the label column's header, or "column N (dataset.label_column, from 0)"
     std::vector<float> x;             // (rows, features), the non-label columns in file order
     std::vector<double> labels;       // (rows)
 };

@@ -247,6 +247,14 @@ ImportResult import_store(Connection& db, const std::string& store_path, const s
     if (!other_path.empty() && fs::equivalent(other_path, store_path, ec))
         throw Error("Cannot import '" + other_path + "' into the run store '" + store_path +
                     "': they are the same file; give another store to import from.");
+    // Two stores whose names differ only by ".sqlite" (runs and runs.sqlite) in one folder keep
+    // their checkpoints in one folder: each would take the other's files for its own
+    // (checkpoint_rows.h, owns_checkpoint_file), so such an import is refused.
+    const std::string shared = fs::path(checkpoint_folder(store_path, "run")).parent_path().string();
+    if (!other_path.empty() && shared == fs::path(checkpoint_folder(other_path, "run")).parent_path().string())
+        throw Error("Cannot import '" + other_path + "' into the run store '" + store_path +
+                    "': both keep their checkpoints in " + shared +
+                    " (their names differ only by .sqlite); import into a store of another name.");
     OtherStore other = open_other_store(other_path);
     Connection& from = other.connection;
 

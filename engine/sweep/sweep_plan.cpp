@@ -84,7 +84,9 @@ GridAxis parse_grid_axis(const std::string& text) {
 json sweep_spec_to_json(const SweepSpec& spec) {
     json grid = json::array();
     for (const GridAxis& a : spec.grid) grid.push_back({{"key", a.key}, {"values", a.values}});
-    return {{"base", experiment_to_json(spec.base)}, {"recipes", spec.recipes}, {"grid", grid}, {"repeat", spec.repeat}};
+    json j = {{"base", experiment_to_json(spec.base)}, {"recipes", spec.recipes}, {"grid", grid}, {"repeat", spec.repeat}};
+    if (spec.seeds_from_run) j["seeds"] = "from_run";
+    return j;
 }
 
 SweepSpec sweep_spec_from_json(const json& j) {
@@ -116,7 +118,30 @@ SweepSpec sweep_spec_from_json(const json& j) {
     }
     if (!j.at("repeat").is_number_integer() || j.at("repeat").get<int>() < 1) return fail("has a repeat below 1");
     s.repeat = j.at("repeat").get<int>();
+    s.seeds_from_run = j.contains("seeds");
+    if (s.seeds_from_run && j.at("seeds") != "from_run") return fail("counts its seeds in a way this Mantissa lacks");
     return s;
+}
+
+void check_new_sweep(const SweepSpec& spec) {
+    for (std::size_t i = 0; i < spec.recipes.size(); ++i)
+        if (std::find(spec.recipes.begin(), spec.recipes.begin() + static_cast<std::ptrdiff_t>(i), spec.recipes[i]) !=
+            spec.recipes.begin() + static_cast<std::ptrdiff_t>(i))
+            throw Error("--recipes names " + spec.recipes[i] + " twice; name each recipe once.");
+    for (std::size_t a = 0; a < spec.grid.size(); ++a) {
+        const GridAxis& axis = spec.grid[a];
+        for (std::size_t b = 0; b < a; ++b)
+            if (spec.grid[b].key == axis.key)
+                throw Error("--grid " + axis.key + " is given twice; give all its values in one --grid " + axis.key +
+                            "=V1,V2,...");
+        for (std::size_t i = 0; i < axis.values.size(); ++i)
+            if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), axis.values[i]) !=
+                axis.values.begin() + static_cast<std::ptrdiff_t>(i))
+                throw Error("--grid " + axis.key + " lists the value " + axis.values[i] + " twice; list each value once.");
+        if (axis.key == "train.seed" && spec.repeat > 1)
+            throw Error("--repeat " + std::to_string(spec.repeat) +
+                        " with a --grid train.seed axis would run some seeds twice; list every seed on the axis instead.");
+    }
 }
 
 std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& sweep_name, const LayerNames& layers) {
@@ -128,23 +153,6 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
         recipes.push_back(r);
     }
     if (recipes.empty()) recipes.push_back(std::nullopt);
-    // A recipe or a key given twice, or a value twice on one axis, would only run the same
-    // experiment again under another label.
-    for (std::size_t i = 0; i < spec.recipes.size(); ++i)
-        if (std::find(spec.recipes.begin(), spec.recipes.begin() + static_cast<std::ptrdiff_t>(i), spec.recipes[i]) !=
-            spec.recipes.begin() + static_cast<std::ptrdiff_t>(i))
-            throw Error("--recipes names " + spec.recipes[i] + " twice; name each recipe once.");
-    for (std::size_t a = 0; a < spec.grid.size(); ++a) {
-        const GridAxis& axis = spec.grid[a];
-        for (std::size_t b = 0; b < a; ++b)
-            if (spec.grid[b].key == axis.key)
-                throw Error("--grid " + axis.key + " is given twice; give all its values in one --grid " + axis.key +
-                            "=V1,V2,....");
-        for (std::size_t i = 0; i < axis.values.size(); ++i)
-            if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), axis.values[i]) !=
-                axis.values.begin() + static_cast<std::ptrdiff_t>(i))
-                throw Error("--grid " + axis.key + " lists the value " + axis.values[i] + " twice; list each value once.");
-    }
     std::int64_t points = 1;
     for (const GridAxis& a : spec.grid) {
         if (a.values.empty()) throw Error("--grid " + a.key + ": no values.");
@@ -195,7 +203,7 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
                 }
                 // The repeats count from the run's own seed: the base's, or the grid's where an
                 // axis sets train.seed.
-                e.train.seed += static_cast<std::uint64_t>(r);
+                e.train.seed = (spec.seeds_from_run ? e.train.seed : spec.base.train.seed) + static_cast<std::uint64_t>(r);
                 if (spec.repeat > 1) label += (label.empty() ? "" : " · ") + std::string("seed ") + std::to_string(e.train.seed);
                 run.label = label.empty() ? "run " + std::to_string(run.index) : label;
                 e.name = sweep_name + " · " + run.label;

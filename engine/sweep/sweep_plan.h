@@ -54,10 +54,20 @@ struct SweepSpec {
     std::vector<std::string> recipes;  // names of standard recipes; empty: the base as it is
     std::vector<GridAxis> grid;        // the product of the axes
     int repeat = 1;                    // seeds per point: train.seed, train.seed + 1, ...
+    // Where the repeats' seeds count from: the run's own train.seed, after its recipe and point
+    // (a grid axis on train.seed sets it); false: the base's, as sweeps stored before this rule
+    // were planned (their JSON has no "seeds" key), so re-planning them names the same runs.
+    bool seeds_from_run = true;
 };
 nlohmann::json sweep_spec_to_json(const SweepSpec& spec);
 // Throws mantissa::Error with a sentence naming the key when the JSON is not a spec.
 SweepSpec sweep_spec_from_json(const nlohmann::json& j);
+
+// The checks a new sweep passes before it is planned and stored (not applied to stored ones,
+// which are re-planned as they were): a recipe named twice, a key on two axes, a value twice on
+// one axis, or a train.seed axis with --repeat above 1 would only run an experiment again under
+// another label. Throws mantissa::Error with one sentence.
+void check_new_sweep(const SweepSpec& spec);
 
 struct PlannedRun {
     std::int64_t index = 0;                                    // its place in the plan, from 0

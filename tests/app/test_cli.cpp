@@ -150,7 +150,7 @@ private slots:
         QTest::newRow("sweep show with a word more") << QStringList{"sweep", "show", "1", "extra"}
                                                      << "give one sweep only ('extra' is one word too many)";
         QTest::newRow("a number too large") << QStringList{"train", "--steps", "99999999999999999999", "--no-record"}
-                                            << "--steps 99999999999999999999 is too large a number";
+                                            << "--steps 99999999999999999999 is out of range";
         QTest::newRow("weights show with a word more") << QStringList{"weights", "show", "a.safetensors", "b"}
                                                        << "give one file only ('b' is one word too many)";
         QTest::newRow("--sweep-index alone") << QStringList{"train", "--sweep-index", "3", "--no-record"}

@@ -1,6 +1,6 @@
 // Where the GUI records runs by default: the run store shared with mantissa-cli,
 // $XDG_DATA_HOME/mantissa/runs.sqlite (~/.local/share/mantissa/runs.sqlite when XDG_DATA_HOME is
-// unset), as docs/schema.md fixes it; and the check a store path given on the command line passes
+// unset or relative), as docs/schema.md fixes it; and the check a store path given on the command line passes
 // before the window opens.
 #pragma once
 

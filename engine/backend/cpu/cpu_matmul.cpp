@@ -57,6 +57,7 @@ struct CpuMatmul::Impl {
     const float* a16_source = nullptr;     // what a16 holds: the previous call's A, else nothing
     std::int64_t a16_count = 0;
     bool a16_exact = false;                // whether a16 holds that A exactly (to_bf16_exact)
+    std::int64_t operand_copies = 0;       // bf16_operand_copies()
 
     OneDnnMatmul& entry(const Key& key) {
         auto it = cache.find(key);
@@ -96,7 +97,10 @@ struct CpuMatmul::Impl {
             bool exact = true;
             if (!a_bits) {
                 if (a16.size() < static_cast<std::size_t>(m * k)) a16.resize(static_cast<std::size_t>(m * k));
-                if (!a16_holds_a) a16_exact = to_bf16_exact(a, a16.data(), m * k);
+                if (!a16_holds_a) {
+                    a16_exact = to_bf16_exact(a, a16.data(), m * k);
+                    ++operand_copies;
+                }
                 a16_source = a;
                 a16_count = m * k;
                 a_bits = a16.data();
@@ -107,6 +111,7 @@ struct CpuMatmul::Impl {
                 if (b16.size() < static_cast<std::size_t>(k * n)) b16.resize(static_cast<std::size_t>(k * n));
                 exact = to_bf16_exact(b, b16.data(), k * n);
                 b_bits = b16.data();
+                ++operand_copies;
             }
             if (exact) {
                 run_onednn_matmul(*e, stream, a_bits, b_bits, c, t);
@@ -175,6 +180,7 @@ CpuMatmul::~CpuMatmul() = default;
 int CpuMatmul::threads() const { return m_impl->threads; }
 void CpuMatmul::set_threads(int n) { m_impl->threads = std::max(1, n); }
 bool CpuMatmul::bf16_enabled() const { return m_impl->bf16; }
+std::int64_t CpuMatmul::bf16_operand_copies() const { return m_impl->operand_copies; }
 void CpuMatmul::set_bf16_enabled(bool on) { m_impl->bf16 = on && bf16_available(); }
 std::string CpuMatmul::bf16_path() const { return m_impl->bf16 ? "oneDNN bf16" : "FP32 on bf16 values"; }
 

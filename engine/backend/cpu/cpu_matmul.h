@@ -85,6 +85,9 @@ public:
     static const Bf16MatmulChoice& measured_bf16_choice();
     // Whether this oneDNN has a bf16 matmul on this CPU (found once per process, without timing).
     static bool bf16_available();
+    // How many operands this object has copied into bf16 itself (not those the caller kept):
+    // tests of the kept copies.
+    std::int64_t bf16_operand_copies() const;
 
 private:
     struct Impl;

@@ -637,6 +637,15 @@ private slots:
         QVERIFY(QFile::exists(own));
         QVERIFY(source_intact());
 
+        // A store named as the source without ".sqlite", beside it, shares its checkpoint folder:
+        // importing is refused, nothing copied.
+        {
+            RunStore twin((QFileInfo(source_path).absolutePath() + "/runs").toStdString());
+            QVERIFY_THROWS_EXCEPTION(Error, twin.import_store(source_path.toStdString()));
+            QVERIFY(twin.list_runs().empty());
+        }
+        QVERIFY(source_intact());
+
         // A copy of the store beside it (its rows name the original's folder), taken while the
         // original is closed (its write-ahead log folded into the file): removed.
         const QString copied_path = QFileInfo(source_path).absolutePath() + "/copied.sqlite";

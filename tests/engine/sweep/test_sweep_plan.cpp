@@ -89,6 +89,25 @@ private slots:
         QCOMPARE(plan[3].label, std::string("train.seed=7 · seed 8"));
         spec.repeat = 1;
         QCOMPARE(plan_sweep(spec, "s", three_layers)[1].experiment.train.seed, std::uint64_t{7});
+
+        // A new sweep may not mix the two (seeds 1, 2, 2, 3 would run seed 2 twice).
+        spec.grid = {parse_grid_axis("train.seed=1,2")};
+        spec.repeat = 2;
+        QVERIFY_THROWS_EXCEPTION(Error, check_new_sweep(spec));
+
+        // A sweep stored before the rule (no "seeds" key) is re-planned as it was planned: every
+        // repeat from the base's seed; and one stored with a value twice still plans.
+        nlohmann::json stored = sweep_spec_to_json(spec);
+        QCOMPARE(stored.at("seeds"), nlohmann::json("from_run"));
+        stored.erase("seeds");
+        stored["grid"][0]["values"] = {"1", "7", "7"};
+        const SweepSpec old = sweep_spec_from_json(stored);
+        QVERIFY(!old.seeds_from_run);
+        const auto replanned = plan_sweep(old, "s", three_layers);
+        QCOMPARE(replanned.size(), std::size_t{6});
+        QCOMPARE(replanned[2].experiment.train.seed, std::uint64_t{100});
+        QCOMPARE(replanned[3].experiment.train.seed, std::uint64_t{101});
+        QCOMPARE(replanned[3].label, std::string("train.seed=7 · seed 101"));
     }
 
     void refusals_data() {
@@ -105,6 +124,8 @@ private slots:
                                            << "--grid train.lr is given twice; give all its values in one";
         QTest::newRow("a value twice") << "" << "train.lr=1e-3,3e-3,1e-3"
                                        << "--grid train.lr lists the value 1e-3 twice; list each value once.";
+        QTest::newRow("a key on two axes, its hint") << "" << "train.lr=1e-3;train.lr=2e-3"
+                                                     << "in one --grid train.lr=V1,V2,...";
     }
     void refusals() {
         QFETCH(QString, recipe);
@@ -116,6 +137,7 @@ private slots:
                 for (const QString& r : recipe.split(',')) spec.recipes.push_back(r.toStdString());
             if (!grid.isEmpty())
                 for (const QString& axis : grid.split(';')) spec.grid.push_back(parse_grid_axis(axis.toStdString()));
+            check_new_sweep(spec);
             plan_sweep(spec, "s", three_layers);
             QFAIL("accepted");
         } catch (const Error& e) {
