@@ -691,7 +691,7 @@ private slots:
         QTest::newRow("rm unknown") << QStringList{"rm", "42"} << "No run in";
         QTest::newRow("rename without name") << QStringList{"rename", "1"} << "rename RUN NAME";
         QTest::newRow("export to a missing folder") << QStringList{"export", "1", "-o", "/nonexistent/dir/x.csv"}
-                                                    << "Cannot write '/nonexistent/dir/x.csv.partial'";
+                                                    << "Cannot write '/nonexistent/dir/x.csv': No such file or directory.";
     }
 
     void badInputExitsTwo() {
