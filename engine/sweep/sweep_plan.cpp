@@ -123,21 +123,28 @@ SweepSpec sweep_spec_from_json(const json& j) {
     return s;
 }
 
+namespace {
+
+// The first entry of `items` that an earlier one repeats, or null.
+const std::string* first_repeat(const std::vector<std::string>& items) {
+    for (auto it = items.begin(); it != items.end(); ++it)
+        if (std::find(items.begin(), it, *it) != it) return &*it;
+    return nullptr;
+}
+
+}  // namespace
+
 void check_new_sweep(const SweepSpec& spec) {
-    for (std::size_t i = 0; i < spec.recipes.size(); ++i)
-        if (std::find(spec.recipes.begin(), spec.recipes.begin() + static_cast<std::ptrdiff_t>(i), spec.recipes[i]) !=
-            spec.recipes.begin() + static_cast<std::ptrdiff_t>(i))
-            throw Error("--recipes names " + spec.recipes[i] + " twice; name each recipe once.");
-    for (std::size_t a = 0; a < spec.grid.size(); ++a) {
-        const GridAxis& axis = spec.grid[a];
-        for (std::size_t b = 0; b < a; ++b)
-            if (spec.grid[b].key == axis.key)
-                throw Error("--grid " + axis.key + " is given twice; give all its values in one --grid " + axis.key +
-                            "=V1,V2,...");
-        for (std::size_t i = 0; i < axis.values.size(); ++i)
-            if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), axis.values[i]) !=
-                axis.values.begin() + static_cast<std::ptrdiff_t>(i))
-                throw Error("--grid " + axis.key + " lists the value " + axis.values[i] + " twice; list each value once.");
+    if (const std::string* r = first_repeat(spec.recipes))
+        throw Error("--recipes names " + *r + " twice; name each recipe once.");
+    std::vector<std::string> keys;
+    for (const GridAxis& axis : spec.grid) {
+        keys.push_back(axis.key);
+        if (first_repeat(keys))
+            throw Error("--grid " + axis.key + " is given twice; give all its values in one --grid " + axis.key +
+                        "=V1,V2,...");
+        if (const std::string* v = first_repeat(axis.values))
+            throw Error("--grid " + axis.key + " lists the value " + *v + " twice; list each value once.");
         if (axis.key == "train.seed" && spec.repeat > 1)
             throw Error("--repeat " + std::to_string(spec.repeat) +
                         " with a --grid train.seed axis would run some seeds twice; list every seed on the axis instead.");
