@@ -58,4 +58,15 @@ inline std::string printable_text(std::string_view bytes) {
     return out;
 }
 
+// Text too long for a sentence (a path, a pasted list) shortened to its first and last `keep`
+// bytes around "...", cut where a UTF-8 character begins; shorter text is returned whole.
+inline std::string shortened_text(std::string_view text, std::size_t keep = 60) {
+    if (text.size() <= 2 * keep + 3) return std::string(text);
+    auto starts_char = [&](std::size_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80; };
+    std::size_t head = keep, tail = text.size() - keep;
+    while (head > 0 && !starts_char(head)) --head;
+    while (tail < text.size() && !starts_char(tail)) ++tail;
+    return std::string(text.substr(0, head)) + "..." + std::string(text.substr(tail));
+}
+
 }  // namespace mantissa

@@ -99,6 +99,16 @@ std::vector<std::string> Args::values(std::string_view name) const {
     return v;
 }
 
+void Args::expect_words(std::size_t count, std::string_view missing, std::string_view usage) const {
+    if (m_positional.size() < count) throw UsageError{std::string(missing) + ": " + std::string(usage)};
+    if (m_positional.size() == count) return;
+    const std::size_t extra = m_positional.size() - count;
+    const std::string first = "'" + printable_text(m_positional[count]) + "'";
+    throw UsageError{(extra == 1 ? first + " is one word too many: "
+                                 : first + " and the words after it are " + std::to_string(extra) + " words too many: ") +
+                     std::string(usage)};
+}
+
 std::optional<long long> Args::integer(std::string_view name) const {
     auto v = value(name);
     if (!v) return std::nullopt;

@@ -41,6 +41,9 @@ public:
     std::optional<std::string> value(std::string_view name) const;   // last occurrence
     std::vector<std::string> values(std::string_view name) const;    // every occurrence
     const std::vector<std::string>& positional() const { return m_positional; }
+    // Exactly `count` positional words, or a UsageError: fewer is "MISSING: USAGE", more names the
+    // first word too many ("'x' is one word too many: USAGE"), so every command says it alike.
+    void expect_words(std::size_t count, std::string_view missing, std::string_view usage) const;
 
     // Typed access; a value that does not parse is a UsageError naming the option. Whole numbers
     // may be written with an exponent (1e3), as in the experiment file.

@@ -91,8 +91,7 @@ int run_bench(Args& args) {
                           "peer-model", "peer-steps", "from"})
         args.option(o);
     args.parse();
-    if (!args.positional().empty())
-        throw UsageError{"bench takes no positional arguments ('" + args.positional()[0] + "'); see --help"};
+    args.expect_words(0, "", "mantissa-cli bench [--suite NAME]... (see --help)");
     if (args.has("list")) {
         for (const auto& d : all_suites()) std::printf("%-8s %s\n", d.name.c_str(), d.summary.c_str());
         return exit_ok;

@@ -46,7 +46,7 @@ nlohmann::ordered_json device_json(const CudaDeviceReport& d) {
 int run_devices(Args& args) {
     args.flag("json");
     args.parse();
-    if (!args.positional().empty()) throw UsageError{"devices takes no arguments"};
+    args.expect_words(0, "", "mantissa-cli devices [--json]");
     const std::vector<BackendAvailability> backends = backend_availability();
     const CudaReport& cuda = cuda_loader().report();
 

@@ -29,7 +29,7 @@ std::string join_from(const std::vector<std::string>& words, std::size_t first) 
 int run_rm(Args& args) {
     args.option("db");
     args.parse();
-    if (args.positional().size() != 1) throw UsageError{"give one run to remove: its id or the start of its name"};
+    args.expect_words(1, "give the run to remove, its id or the start of its name", "mantissa-cli rm RUN");
     RunStore store = open_for_editing(args);
     const std::int64_t id = store.resolve(args.positional()[0]);
     const RunRow r = store.run(id);
@@ -46,7 +46,7 @@ int run_rm(Args& args) {
 int run_rename(Args& args) {
     args.option("db");
     args.parse();
-    if (args.positional().size() != 2) throw UsageError{"give the run and its new name: rename RUN NAME"};
+    args.expect_words(2, "give the run and its new name", "mantissa-cli rename RUN NAME (quote a name with spaces)");
     RunStore store = open_for_editing(args);
     const std::int64_t id = store.resolve(args.positional()[0]);
     const std::string old_name = store.run(id).name;

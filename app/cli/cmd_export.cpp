@@ -35,9 +35,7 @@ int run_export(Args& args) {
     args.option("output");
     args.option("db");
     args.parse();
-    if (args.positional().size() != 1)
-        throw UsageError{args.positional().empty() ? "give the run to export: its id or the start of its name"
-                                                   : "give one run only (an id or the start of a name)"};
+    args.expect_words(1, "give the run to export, its id or the start of its name", "mantissa-cli export RUN");
     const std::string format_name = args.value("format").value_or("csv");
     const auto format = RunStore::parse_export_format(format_name);
     if (!format) throw UsageError{"unknown --format '" + format_name + "'; use csv or json"};

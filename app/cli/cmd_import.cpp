@@ -22,9 +22,7 @@ int run_import(Args& args) {
     args.flag("json");
     args.option("db");
     args.parse();
-    if (args.positional().empty()) throw UsageError{"give the run store to import: import STORE"};
-    if (args.positional().size() > 1)
-        throw UsageError{"give one run store to import (unexpected argument '" + args.positional()[1] + "')"};
+    args.expect_words(1, "give the run store to import", "mantissa-cli import STORE");
     const std::string other = args.positional()[0];
     const std::string db = args.value("db").value_or(default_store_path());
     // Before this store is opened (and created, when it does not exist yet).

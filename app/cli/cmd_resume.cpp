@@ -84,9 +84,7 @@ int run_resume(Args& args) {
     args.flag("as-new");
     args.flag("json");
     args.parse();
-    if (args.positional().size() != 1)
-        throw UsageError{args.positional().empty() ? "give the run to resume: its id or the start of its name"
-                                                   : "give one run only (an id or the start of a name)"};
+    args.expect_words(1, "give the run to resume, its id or the start of its name", "mantissa-cli resume RUN");
     const bool branch = args.has("as-new");
     const std::optional<int> threads = threads_option(args);
     if (!branch)

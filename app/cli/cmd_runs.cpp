@@ -415,9 +415,7 @@ int run_show(Args& args) {
     args.flag("all-events");
     args.option("db");
     args.parse();
-    if (args.positional().size() != 1)
-        throw UsageError{args.positional().empty() ? "give the run to show: its id or the start of its name"
-                                                   : "give one run only (an id or the start of a name)"};
+    args.expect_words(1, "give the run to show, its id or the start of its name", "mantissa-cli show RUN");
     RunStore store(db_path(args), StoreAccess::read);
     const std::int64_t id = store.resolve(args.positional().front());
     const RunRow r = store.run(id);

@@ -385,9 +385,7 @@ int new_sweep(Args& args) {
 
 // The one sweep an action takes (args.positional()[1]): a missing one and an extra word are told apart.
 const std::string& sweep_argument(const Args& args, const std::string& usage) {
-    if (args.positional().size() < 2) throw UsageError{"give the sweep: " + usage};
-    if (args.positional().size() > 2)
-        throw UsageError{"give one sweep only ('" + printable_text(args.positional()[2]) + "' is one word too many): " + usage};
+    args.expect_words(2, "give the sweep, its id or the start of its name or uuid", usage);
     return args.positional()[1];
 }
 
@@ -509,9 +507,7 @@ int show(Args& args) {
 }
 
 int list(Args& args) {
-    if (args.positional().size() > 1)
-        throw UsageError{"sweep list takes no sweep ('" + printable_text(args.positional()[1]) +
-                         "' is one word too many): mantissa-cli sweep list"};
+    args.expect_words(1, "", "mantissa-cli sweep list (it takes no sweep)");
     const std::string db = db_of(args);
     if (!store_file_present(db)) {  // as `runs` says it: nothing recorded yet is not a mistake
         std::printf("No sweeps yet (there is no run store at %s).\n", printable_text(db).c_str());

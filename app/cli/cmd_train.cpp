@@ -56,6 +56,13 @@ int run_train(Args& args) {
     if (auto backend = args.value("backend")) apply_setting(experiment, "backend.kind=" + *backend);
     if (auto device = args.value("device")) apply_setting(experiment, "backend.device=" + *device);
     if (auto threads = threads_option(args)) experiment.threads = *threads;
+    // An option the chosen backend would ignore is a mistake to say, not to pass over.
+    if (args.has("device") && experiment.backend == "cpu")
+        throw UsageError{"--device picks a GPU, but this run's backend is cpu: leave --device out, or give --backend "
+                         "cuda (or auto)"};
+    if (args.has("threads") && experiment.backend == "cuda")
+        throw UsageError{"--threads sets the CPU backend's threads, but this run's backend is cuda, which has no use "
+                         "for them: leave --threads out, or give --backend cpu (or auto)"};
     if (auto steps = args.integer("steps")) {
         if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
         experiment.train.steps = *steps;
@@ -132,10 +139,11 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "                    repeatable, applied in order after the file\n"
                       "  --steps N         train N steps (sets train.steps, after every --set)\n"
                       "  --backend KIND    auto, cpu or cuda (sets backend.kind; `mantissa-cli devices` lists them)\n"
-                      "  --device N        the GPU to use, by its index in `devices` (sets backend.device)\n"
+                      "  --device N        the GPU to use, by its index in `devices` (sets backend.device; not\n"
+                      "                    with the cpu backend)\n"
                       "  --threads N       the CPU backend's threads, 1 to 1024, or 0 for auto: every hardware\n"
                       "                    thread, or MANTISSA_CPU_THREADS or OMP_NUM_THREADS when set (sets\n"
-                      "                    backend.threads); results depend on the count (summation order)\n"
+                      "                    backend.threads; not with the cuda backend); results depend on the count\n"
                       "  --at STEP:KEY=VALUE  change a setting during the run, at step STEP exactly, as the GUI's\n"
                       "                    controls do: precision.layers.fc2=fp32, precision.autocast=bf16,\n"
                       "                    precision.loss_scaling.mode=dynamic, precision.fp8.scaling=none,\n"

@@ -48,11 +48,7 @@ void refuse_checkpoint_output(const std::string& out, const std::string& db) {
 }
 
 int export_weights(Args& args) {
-    if (args.positional().size() > 2)
-        throw UsageError{"give one run only ('" + printable_text(args.positional()[2]) +
-                         "' is one word too many): mantissa-cli weights export RUN -o FILE.safetensors"};
-    if (args.positional().size() != 2)
-        throw UsageError{"give the run whose weights to export: mantissa-cli weights export RUN -o FILE.safetensors"};
+    args.expect_words(2, "give the run whose weights to export", "mantissa-cli weights export RUN -o FILE.safetensors");
     const auto out = args.value("output");
     if (!out) throw UsageError{"give the file to write with -o FILE.safetensors"};
     const std::string db = args.value("db").value_or(default_store_path());
@@ -98,10 +94,7 @@ int export_weights(Args& args) {
 }
 
 int show_weights(Args& args) {
-    if (args.positional().size() > 2)
-        throw UsageError{"give one file only ('" + printable_text(args.positional()[2]) +
-                         "' is one word too many): mantissa-cli weights show FILE.safetensors"};
-    if (args.positional().size() != 2) throw UsageError{"give the file to show: mantissa-cli weights show FILE.safetensors"};
+    args.expect_words(2, "give the file to show", "mantissa-cli weights show FILE.safetensors");
     const SafetensorsFile file(args.positional()[1]);
     if (args.has("json")) {
         nlohmann::ordered_json out = {{"file", file.path()}, {"tensors", nlohmann::ordered_json::array()},

@@ -20,7 +20,7 @@ std::string sentence_for(int rc, const std::string& path, std::string_view what,
         case SQLITE_NOTADB:
             return "The file " + p +
                    " is not an SQLite database, so it is not a Mantissa run store; "
-                   "choose another file (--db FILE).";
+                   "choose another file.";
         case SQLITE_CORRUPT:
             return "The run store " + p + " is damaged (SQLite: " + sqlite_says + ", while " + w +
                    "); restore a backup or move the file aside to start a new store.";

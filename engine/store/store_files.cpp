@@ -12,6 +12,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include "printable_text.h"
+
 namespace mantissa::store {
 
 namespace fs = std::filesystem;
@@ -86,18 +88,6 @@ std::string in_quotes(const std::string& s) {
     return "'" + s + "'";
 }
 
-// A path shortened for a sentence: its first and last 60 bytes around "...", cut where a UTF-8
-// character begins.
-std::string shortened(const std::string& path) {
-    constexpr std::size_t keep = 60;
-    if (path.size() <= 2 * keep + 3) return path;
-    auto starts_char = [&](std::size_t i) { return (static_cast<unsigned char>(path[i]) & 0xC0) != 0x80; };
-    std::size_t head = keep, tail = path.size() - keep;
-    while (head > 0 && !starts_char(head)) --head;
-    while (tail < path.size() && !starts_char(tail)) ++tail;
-    return path.substr(0, head) + "..." + path.substr(tail);
-}
-
 const char* kind_of(mode_t mode) {
     if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
     if (S_ISCHR(mode)) return "a character device";
@@ -114,10 +104,10 @@ constexpr std::size_t longest_suffix = 8;  // "-journal"
 
 std::optional<std::string> too_long(const std::string& path) {
     if (path.size() + longest_suffix >= PATH_MAX)
-        return "The run store path " + in_quotes(shortened(path)) + " is " + std::to_string(path.size()) +
+        return "The run store path " + in_quotes(shortened_text(path)) + " is " + std::to_string(path.size()) +
                " bytes long, more than the " + std::to_string(PATH_MAX - 1 - longest_suffix) +
                " a store's path may have (SQLite adds '-journal' to it, and a path has at most " +
-               std::to_string(PATH_MAX - 1) + " bytes); give a shorter path (--db FILE).";
+               std::to_string(PATH_MAX - 1) + " bytes); give a shorter path.";
     std::size_t start = 0;
     while (start < path.size()) {
         std::size_t end = path.find('/', start);
@@ -127,17 +117,17 @@ std::optional<std::string> too_long(const std::string& path) {
         if (n > name_max || (last && n + longest_suffix > name_max)) {
             const std::string name = path.substr(start, n);
             if (n > name_max && name == path)
-                return "The run store name " + in_quotes(shortened(name)) + " is " + std::to_string(n) +
+                return "The run store name " + in_quotes(shortened_text(name)) + " is " + std::to_string(n) +
                        " bytes long, more than the " + std::to_string(name_max) +
-                       " a file system allows; give a shorter name (--db FILE).";
+                       " a file system allows; give a shorter name.";
             if (!last || n > name_max)
-                return "The run store path " + in_quotes(shortened(path)) + " has a name " +
-                       in_quotes(shortened(name)) + " of " + std::to_string(n) + " bytes, more than the " +
-                       std::to_string(name_max) + " a file system allows; give a shorter name (--db FILE).";
-            return "The run store name " + in_quotes(shortened(name)) + " is " + std::to_string(n) +
+                return "The run store path " + in_quotes(shortened_text(path)) + " has a name " +
+                       in_quotes(shortened_text(name)) + " of " + std::to_string(n) + " bytes, more than the " +
+                       std::to_string(name_max) + " a file system allows; give a shorter name.";
+            return "The run store name " + in_quotes(shortened_text(name)) + " is " + std::to_string(n) +
                    " bytes long, more than the " + std::to_string(name_max - longest_suffix) +
                    " a store's name may have (SQLite keeps a file named NAME-journal beside it, within the " +
-                   std::to_string(name_max) + " bytes a name may have); give a shorter name (--db FILE).";
+                   std::to_string(name_max) + " bytes a name may have); give a shorter name.";
         }
         start = end + 1;
     }
@@ -158,23 +148,23 @@ std::optional<std::string> unusable_store_path(const std::string& path) {
             case ELOOP:
                 return in_quotes(path) +
                        " cannot be followed: a symbolic link on the way to it leads back to itself (or there are "
-                       "too many links), so it names no run store file; give the store's real path (--db FILE).";
+                       "too many links), so it names no run store file; give the store's real path.";
             case ENAMETOOLONG:
-                return "The run store path " + in_quotes(shortened(path)) +
-                       " is too long for its file system; give a shorter path (--db FILE).";
+                return "The run store path " + in_quotes(shortened_text(path)) +
+                       " is too long for its file system; give a shorter path.";
             case EACCES:
                 return "Cannot reach the run store " + in_quotes(path) +
                        ": a folder on its path may not be searched (permission denied); give a path you can "
-                       "reach (--db FILE).";
+                       "reach.";
             default:
                 return "Cannot look at the run store " + in_quotes(path) + ": " + std::strerror(err) + ".";
         }
     }
     if (S_ISDIR(st.st_mode))
-        return in_quotes(path) + " is a folder, not a run store file; give a file name (--db FILE).";
+        return in_quotes(path) + " is a folder, not a run store file; give a file name.";
     if (!S_ISREG(st.st_mode))
         return in_quotes(path) + " is " + kind_of(st.st_mode) +
-               ", not a run store file; give the path of a regular file, or of one to be created (--db FILE).";
+               ", not a run store file; give the path of a regular file, or of one to be created.";
     for (const char* suffix : side_file_suffixes) {
         const std::string side = path + suffix;
         struct stat ss {};

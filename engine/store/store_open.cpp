@@ -71,13 +71,13 @@ bool check_header(const Header& h, const std::string& path) {
                     "application_id is " +
                     id +
                     ", a run store's is 0x4D414E54); it was left unchanged: "
-                    "choose another file (--db FILE).");
+                    "choose another file.");
     }
     if (h.version > schema_version)
         throw Error("The run store " + in_quotes(path) + " was written by a newer Mantissa (schema version " +
                     std::to_string(h.version) + "; this build reads versions up to " + std::to_string(schema_version) +
                     "); it was left unchanged: open it with a newer "
-                    "Mantissa, or record to another file (--db FILE).");
+                    "Mantissa, or record to another file.");
     if (h.version < 1) {
         if (h.objects == 0) return true;
         throw Error("The run store " + in_quotes(path) +
@@ -105,7 +105,7 @@ void check_file_header(const std::string& path) {
     if (head->size() != 100 || std::memcmp(h, "SQLite format 3", 16) != 0)
         throw Error("The file " + in_quotes(path) +
                     " is not an SQLite database, so it is not a Mantissa run "
-                    "store; it was left unchanged: choose another file (--db FILE).");
+                    "store; it was left unchanged: choose another file.");
     auto be32 = [&](int at) {
         return static_cast<std::int64_t>(
             static_cast<std::int32_t>((std::uint32_t{h[at]} << 24) | (std::uint32_t{h[at + 1]} << 16) |
@@ -323,10 +323,10 @@ OpenedStore open_read_only(const std::string& path, const char* why) {
 }  // namespace
 
 OpenedStore open_store(const std::string& path, StoreAccess how) {
-    if (path.empty()) throw Error("No run store file was given (--db FILE).");
+    if (path.empty()) throw Error("No run store file was given.");
     if (path == ":memory:")
         throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store (the recorder "
-                    "writes through a connection of its own); give a file name (--db FILE).");
+                    "writes through a connection of its own); give a file name.");
     // Before SQLite sees the path: it would block on a FIFO, write its header onto a device and
     // leave '/dev/null-journal' behind, and a looping link or an overlong name reaches it as an
     // error it cannot explain.

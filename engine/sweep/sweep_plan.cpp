@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "error.h"
+#include "printable_text.h"
 
 namespace mantissa {
 
@@ -74,10 +75,11 @@ std::string recipe_names() {
 GridAxis parse_grid_axis(const std::string& text) {
     const std::size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0)
-        throw Error("--grid " + text + ": write KEY=V1,V2,..., e.g. train.lr=1e-3,3e-3.");
+        throw Error("--grid " + shortened_text(text) + ": write KEY=V1,V2,..., e.g. train.lr=1e-3,3e-3.");
     GridAxis axis{text.substr(0, eq), split_values(text.substr(eq + 1))};
     for (const std::string& v : axis.values)
-        if (v.empty()) throw Error("--grid " + text + ": a value is empty; write KEY=V1,V2,... with no empty value.");
+        if (v.empty())
+            throw Error("--grid " + shortened_text(text) + ": a value is empty; write KEY=V1,V2,... with no empty value.");
     return axis;
 }
 
@@ -205,7 +207,8 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
                     }
                 } catch (const Error& err) {
                     throw Error("Run " + std::to_string(run.index) + " of the sweep (" +
-                                (label.empty() ? "run " + std::to_string(run.index) : label) + "): " + setting + ": " +
+                                shortened_text(label.empty() ? "run " + std::to_string(run.index) : label) +
+                                "): " + shortened_text(setting) + ": " +
                                 err.what());
                 }
                 // The repeats count from the run's own seed: the base's, or the grid's where an

@@ -146,13 +146,23 @@ private slots:
             << QStringList{"sweep", "--slurm", "--cpus-per-task", "-1", "--dry-run"} << "--cpus-per-task must be between";
         QTest::newRow("--jobs on Slurm") << QStringList{"sweep", "--slurm", "--jobs", "2", "--dry-run"}
                                          << "--jobs is for a sweep run on this machine";
-        QTest::newRow("sweep list with a word more") << QStringList{"sweep", "list", "extra"} << "sweep list takes no sweep";
+        QTest::newRow("sweep list with a word more") << QStringList{"sweep", "list", "extra"}
+                                                     << "'extra' is one word too many: mantissa-cli sweep list (it takes no sweep)";
         QTest::newRow("sweep show with a word more") << QStringList{"sweep", "show", "1", "extra"}
-                                                     << "give one sweep only ('extra' is one word too many)";
+                                                     << "'extra' is one word too many: mantissa-cli sweep show SWEEP";
         QTest::newRow("a number too large") << QStringList{"train", "--steps", "99999999999999999999", "--no-record"}
                                             << "--steps 99999999999999999999 is out of range";
         QTest::newRow("weights show with a word more") << QStringList{"weights", "show", "a.safetensors", "b"}
-                                                       << "give one file only ('b' is one word too many)";
+                                                       << "'b' is one word too many: mantissa-cli weights show FILE";
+        QTest::newRow("show with two words more") << QStringList{"show", "1", "a", "b"}
+                                                  << "'a' and the words after it are 2 words too many: mantissa-cli show RUN";
+        QTest::newRow("rm without a run") << QStringList{"rm"} << "give the run to remove, its id or the start of its name: mantissa-cli rm RUN";
+        QTest::newRow("devices with a word") << QStringList{"devices", "0"} << "'0' is one word too many: mantissa-cli devices";
+        QTest::newRow("--device with the cpu backend") << QStringList{"train", "--backend", "cpu", "--device", "1", "--no-record"}
+                                                       << "--device picks a GPU, but this run's backend is cpu";
+        QTest::newRow("--threads with the cuda backend")
+            << QStringList{"train", "--set", "backend.kind=cuda", "--threads", "2", "--no-record"}
+            << "--threads sets the CPU backend's threads, but this run's backend is cuda";
         QTest::newRow("--sweep-index alone") << QStringList{"train", "--sweep-index", "3", "--no-record"}
                                              << "--sweep-index goes with --sweep UUID";
         QTest::newRow("--sweep not a uuid") << QStringList{"train", "--sweep", "abc", "--sweep-index", "1", "--no-record"}
@@ -162,6 +172,9 @@ private slots:
         QTest::newRow("a sweep key on two axes")
             << QStringList{"sweep", "--grid", "train.lr=1e-3", "--grid", "train.lr=2e-3", "--dry-run"}
             << "--grid train.lr is given twice";
+        QTest::newRow("a long --grid without '='")  // quoted by its ends, not whole
+            << QStringList{"sweep", "--grid", QString(100000, 'x'), "--dry-run"}
+            << "--grid " + QString(60, 'x') + "..." + QString(60, 'x') + ": write KEY=V1,V2,...";
         QTest::newRow("steps not whole") << QStringList{"train", "--steps", "1.5", "--no-record"} << "a whole number like 1000";
         QTest::newRow("bench --from a folder") << QStringList{"bench", "--from", "/tmp"}
                                                << "/tmp is a folder, not a bench --json document";
@@ -230,7 +243,8 @@ private slots:
         QCOMPARE(o["steps"].toInt(), 5);  // the file's, not the default's
     }
 
-    // --backend and --device win over the experiment file (README, the CLI's table).
+    // --backend wins over the experiment file (README, the CLI's table); the file's device is then
+    // the cuda backend's alone, and --device with cpu is refused (badInput).
     void backendOptionOverridesTheFile() {
         QTemporaryDir dir;
         QFile file(dir.filePath("gpu.json"));
@@ -238,7 +252,7 @@ private slots:
         file.write(R"({"dataset": {"kind": "spirals", "samples": 200}, "model": {"hidden": [8]},
                        "train": {"steps": 3, "batch_size": 16}, "backend": {"kind": "cuda", "device": 7}})");
         file.close();
-        const CliResult r = run_cli({"train", file.fileName(), "--backend", "cpu", "--device", "0", "--no-record", "--json"});
+        const CliResult r = run_cli({"train", file.fileName(), "--backend", "cpu", "--no-record", "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         QCOMPARE(QJsonDocument::fromJson(r.out).object()["backend"].toString(), QString("cpu"));
     }
