@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "store/run_store.h"
 
 namespace mantissa::cli {
 
@@ -124,6 +125,13 @@ bool store_file_present(const std::string& db) {
     std::error_code ec;
     const bool present = std::filesystem::exists(db, ec);
     return present || ec;
+}
+
+void require_writable_store(const RunStore& store, const std::string& db, std::string_view what,
+                            std::string_view advice) {
+    if (store.read_only())
+        throw Error("The run store " + db + " can only be read (check its permissions), so " + std::string(what) +
+                    " cannot be recorded" + (advice.empty() ? "" : "; " + std::string(advice)) + ".");
 }
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }

@@ -15,6 +15,10 @@
 
 #include "output_guard.h"
 
+namespace mantissa {
+class RunStore;
+}
+
 namespace mantissa::cli {
 
 inline constexpr int exit_ok = 0;
@@ -71,6 +75,11 @@ const std::vector<Command>& commands();
 // long) counts as there, so that opening it gives the store's own sentence (exit 2), never a
 // filesystem exception.
 bool store_file_present(const std::string& db);
+
+// A store opened to record (train, resume, sweep) that can only be read, refused before any work:
+// "The run store DB can only be read (check its permissions), so WHAT cannot be recorded[; ADVICE]."
+void require_writable_store(const RunStore& store, const std::string& db, std::string_view what,
+                            std::string_view advice = {});
 
 // True when stdout is a terminal (progress lines are drawn only then).
 bool stdout_is_terminal();

@@ -97,8 +97,7 @@ int run_resume(Args& args) {
     const std::string db = args.value("db").value_or(default_store_path());
     if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there is no run to resume.");
     RunStore store(db);
-    if (store.read_only())
-        throw Error("the run store " + db + " can only be read (check its permissions), so a resumed run cannot be recorded.");
+    require_writable_store(store, db, "a resumed run");
     const RunRow run = store.run(store.resolve(args.positional().front()));
     const std::vector<CheckpointRow> checkpoints = store.checkpoints(run.id);
     const CheckpointRow& from = pick_checkpoint(run, checkpoints, args.integer("step"));

@@ -370,7 +370,7 @@ int new_sweep(Args& args) {
     }
     const std::string db = db_of(args);
     RunStore store(db);
-    if (store.read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the sweep cannot be recorded.");
+    require_writable_store(store, db, "the sweep");
     const SweepRow sweep = store.create_sweep(
         {name, sweep_spec_to_json(spec).dump(), static_cast<std::int64_t>(plan.size()), slurm ? "slurm" : "local"});
     if (slurm) {

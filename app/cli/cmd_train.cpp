@@ -102,7 +102,7 @@ int run_train(Args& args) {
     if (!args.has("no-record")) {
         const std::string db = args.value("db").value_or(default_store_path());
         store = std::make_unique<RunStore>(db);
-        if (store->read_only()) throw Error("the run store " + db + " can only be read (check its permissions), so the run cannot be recorded; use --db FILE or --no-record");
+        require_writable_store(*store, db, "the run", "give another --db FILE, or --no-record");
         RunInfo info{experiment.name, session.backend_name(), session.device_name(),
                      experiment_to_json(experiment).dump(), session.layers()};
         if (auto sweep = args.value("sweep")) {
