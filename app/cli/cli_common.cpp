@@ -110,6 +110,17 @@ void Args::expect_words(std::size_t count, std::string_view missing, std::string
                      std::string(usage)};
 }
 
+void Args::allow_only(std::initializer_list<std::string_view> names, std::string_view action) const {
+    for (const auto& [name, value] : m_given)
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+            std::string takes;
+            for (std::string_view n : names) takes += (takes.empty() ? "--" : ", --") + std::string(n);
+            if (names.size() > 6) takes = "see --help";  // a long list would hide the sentence
+            throw UsageError{"--" + name + " is not an option of " + std::string(action) + " (" +
+                             (names.size() == 0 ? std::string("it takes none") : names.size() > 6 ? takes : "it takes " + takes) + ")"};
+        }
+}
+
 std::optional<long long> Args::integer(std::string_view name) const {
     auto v = value(name);
     if (!v) return std::nullopt;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -48,6 +49,9 @@ public:
     // Exactly `count` positional words, or a UsageError: fewer is "MISSING: USAGE", more names the
     // first word too many ("'x' is one word too many: USAGE"), so every command says it alike.
     void expect_words(std::size_t count, std::string_view missing, std::string_view usage) const;
+    // For a command whose actions share one parser (sweep list, weights show...): an option given
+    // that `action` does not read is a UsageError naming both, never silently ignored.
+    void allow_only(std::initializer_list<std::string_view> names, std::string_view action) const;
 
     // Typed access; a value that does not parse is a UsageError naming the option. Whole numbers
     // may be written with an exponent (1e3), as in the experiment file.

@@ -29,6 +29,7 @@
 #include "config/event_coalesce.h"
 #include "config/layer_info.h"
 #include "config/throughput.h"
+#include "model/op_table.h"
 
 namespace mantissa::cli {
 namespace {
@@ -202,6 +203,61 @@ void print_layers(const std::vector<LayerInfo>& layers) {
                     pad(clip(shown(l.kind), 16), kind_width).c_str(), pad(shapes[i], shape_width).c_str(),
                     static_cast<long long>(l.parameters), l.takes_precision ? "" : "  (not in precision.layers)");
     }
+}
+
+// Each op's format and the rule that chose it (model/op_table.h), from the layers and the precision
+// the run started with; none without layers (a run from before schema version 4: its Layers
+// section says so), and none with the reason in `why` where the configuration cannot be read.
+std::vector<OpRow> run_ops(const RunRow& r, const std::vector<LayerInfo>& layers, std::string* why) {
+    if (layers.empty()) return {};
+    try {
+        return op_table(layers, experiment_from_json(nlohmann::json::parse(r.config_json)).precision);
+    } catch (const std::exception& e) {  // a configuration edited by hand, or a newer Mantissa's
+        *why = std::string("its configuration cannot be read: ") + e.what();
+        return {};
+    }
+}
+
+// Whether a setting that op_table reads (a layer's precision, an op class, autocast, master
+// weights) changed during the run.
+bool precision_changed(const std::vector<Event>& events) {
+    for (const Event& e : events) {
+        if (e.kind != EventKind::setting_change) continue;
+        const ojson data = ojson::parse(e.data_json, nullptr, false);
+        if (!data.is_object() || !data.contains("key") || !data["key"].is_string()) continue;
+        const std::string key = data["key"].get<std::string>();
+        for (const char* read : {"precision.layers.", "precision.ops.", "precision.autocast", "precision.master_weights"})
+            if (key.starts_with(read)) return true;
+    }
+    return false;
+}
+
+ojson ops_json(const std::vector<OpRow>& ops) {
+    ojson a = ojson::array();
+    for (const OpRow& o : ops)
+        a.push_back({{"name", o.name}, {"op", o.op}, {"format", o.format}, {"reason", o.reason}});
+    return a;
+}
+
+// The Ops section of `show`: "  blocks.0.attn.softmax  softmax  fp32  autocast's FP32 list", as the
+// GUI's Layers view lists them.
+void print_ops(const std::vector<OpRow>& ops, const std::string& why, bool changed) {
+    if (ops.empty() && why.empty()) return;
+    std::printf("\nOps (the format each ran in at the start, and why%s)\n",
+                changed ? "; precision changed during the run: see Events" : "");
+    if (ops.empty()) {
+        std::printf("  %s\n", shown(why).c_str());
+        return;
+    }
+    std::size_t name_width = 0, op_width = 0, format_width = 0;
+    for (const OpRow& o : ops) {
+        name_width = std::max(name_width, std::min<std::size_t>(chars_of(shown(o.name)), 32));
+        op_width = std::max(op_width, chars_of(o.op));
+        format_width = std::max(format_width, chars_of(o.format));
+    }
+    for (const OpRow& o : ops)
+        std::printf("  %s  %s  %s  %s\n", pad(clip(shown(o.name), 32), name_width).c_str(), pad(o.op, op_width).c_str(),
+                    pad(o.format, format_width).c_str(), shown(o.reason).c_str());
 }
 
 ojson checkpoints_json(const std::vector<CheckpointRow>& checkpoints) {
@@ -434,6 +490,8 @@ int run_show(Args& args) {
             if (b.step == *step) block_scales.push_back(std::move(b));
     const auto sample = last_sample(events);
     const auto checkpoints = store.checkpoints(id);
+    std::string ops_missing;
+    const std::vector<OpRow> ops = run_ops(r, layers, &ops_missing);
     const std::optional<std::int64_t> parent = r.parent_uuid.empty() ? std::nullopt : parent_id(r, store.list_runs());
 
     if (args.has("json")) {
@@ -456,6 +514,7 @@ int run_show(Args& args) {
                          {"block_scale_rows", t.block_scale_rows}};
         out["checkpoints"] = checkpoints_json(checkpoints);  // [] without, or before schema version 8
         out["layers"] = layers_json(layers);  // [] for a run recorded before schema version 4
+        out["ops"] = ops_json(ops);           // at the start of the run; [] without layers
         out["op_stats"] = op_stats_json(op_stats);  // [] for a model without such ops, or before version 5
         out["what_if"] = what_if_json(what_if);     // the last statistics step's; null without
         out["block_scales"] = block_scales_json(block_scales);  // the same step's, without the maps; null without
@@ -515,6 +574,7 @@ int run_show(Args& args) {
     std::printf("\n");
     print_checkpoints(checkpoints);
     print_layers(layers);
+    print_ops(ops, ops_missing, precision_changed(events));
     print_op_stats(op_stats);
     print_what_if(what_if, what_if_layers);
     print_block_scales(block_scales);
@@ -581,7 +641,9 @@ MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, 
                       "test evaluation, loss scale, training time, throughput in samples/s (mean over the run:\n"
                       "samples / training time), peak memory), its checkpoints (step, training time, size,\n"
                       "file), its layers (name, kind, the shape of a sample in and out, parameters; a run\n"
-                      "recorded before schema version 4 has none), for a transformer each attention layer's\n"
+                      "recorded before schema version 4 has none), its ops (the format each ran in at the\n"
+                      "start and the rule that chose it: autocast, autocast's FP32 list, a precision.layers or\n"
+                      "precision.ops setting; as the GUI's Layers view), for a transformer each attention layer's\n"
                       "largest logit and each layer norm's smallest variance (the last measured and the\n"
                       "extreme over the run), what the train.what_if formats would do to each matmul layer's\n"
                       "operands and the distribution of their block scales' exponents (train.block_scales;\n"
@@ -593,7 +655,7 @@ MANTISSA_CLI_COMMAND({"show", "summarise one run: configuration, final metrics, 
                       "on every step from 412 to 511 (100 steps)\"); --json lists every event as recorded.\n\n"
                       "  --db FILE      the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json         print one JSON object (the run with its parent, config, totals,\n"
-                      "                 checkpoints, layers, op_stats, what_if, block_scales, last_sample,\n"
+                      "                 checkpoints, layers, ops, op_stats, what_if, block_scales, last_sample,\n"
                       "                 events)\n"
                       "  --all-events   list every entry (by default the last 50)\n\n"
                       "Exit status: 0 ok, 2 no such run or the store cannot be read.\n",

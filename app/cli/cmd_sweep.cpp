@@ -321,6 +321,9 @@ int jobs_of(const Args& args) {
 }
 
 int new_sweep(Args& args) {
+    args.allow_only({"config", "set", "grid", "recipes", "repeat", "steps", "backend", "jobs", "name", "db", "partition",
+                     "time", "gpus-per-task", "cpus-per-task", "sbatch-arg", "folder", "slurm", "dry-run"},
+                    "a new sweep");
     std::optional<std::string> config = args.value("config");
     for (const std::string& a : args.positional()) {
         if (config) throw UsageError{"unexpected argument '" + a + "': the experiment file is " + *config};
@@ -390,10 +393,20 @@ const std::string& sweep_argument(const Args& args, const std::string& usage) {
 }
 
 int run_again(Args& args) {
+    args.allow_only({"db", "jobs", "partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg"}, "sweep run");
     const std::string& which = sweep_argument(args, "mantissa-cli sweep run SWEEP");
     RunStore store(db_of(args));
     const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     const std::vector<PlannedRun> plan = plan_of(sweep);
+    // Where the sweep runs is its own: options for the other place would be ignored.
+    if (sweep.executor == "slurm" && args.has("jobs"))
+        throw UsageError{"--jobs is for a sweep run on this machine; sweep " + std::to_string(sweep.id) +
+                         " runs on Slurm, whose array runs its tasks"};
+    if (sweep.executor != "slurm")
+        for (const char* o : {"partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg"})
+            if (args.has(o))
+                throw UsageError{std::string("--") + o + " is for a sweep on Slurm; sweep " + std::to_string(sweep.id) +
+                                 " runs on this machine"};
     if (sweep.executor == "slurm") {
         // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
         const auto recorded = recorded_runs(store, sweep, plan.size());
@@ -418,6 +431,7 @@ int run_again(Args& args) {
 const char* status_text(const RunRow* r) { return r ? run_status_name(r->status) : "-"; }
 
 int status(Args& args) {
+    args.allow_only({"db"}, "sweep status");
     const std::string& which = sweep_argument(args, "mantissa-cli sweep status SWEEP");
     RunStore store(db_of(args), StoreAccess::read);
     const SweepRow sweep = store.sweep(store.resolve_sweep(which));
@@ -446,6 +460,7 @@ int status(Args& args) {
 }
 
 int collect(Args& args) {
+    args.allow_only({"db"}, "sweep collect");
     const std::string& which = sweep_argument(args, "mantissa-cli sweep collect SWEEP");
     RunStore store(db_of(args));
     const SweepRow sweep = store.sweep(store.resolve_sweep(which));
@@ -495,6 +510,7 @@ int collect(Args& args) {
 }
 
 int show(Args& args) {
+    args.allow_only({"db", "json"}, "sweep show");
     const std::string& which = sweep_argument(args, "mantissa-cli sweep show SWEEP");
     const std::string db = db_of(args);
     if (!store_file_present(db)) throw Error("There is no run store at " + db + " yet, so there are no sweeps.");
@@ -507,14 +523,29 @@ int show(Args& args) {
 }
 
 int list(Args& args) {
+    args.allow_only({"db", "json"}, "sweep list");
     args.expect_words(1, "", "mantissa-cli sweep list (it takes no sweep)");
     const std::string db = db_of(args);
+    const bool json = args.has("json");
     if (!store_file_present(db)) {  // as `runs` says it: nothing recorded yet is not a mistake
-        std::printf("No sweeps yet (there is no run store at %s).\n", printable_text(db).c_str());
+        if (json) std::cout << "[]" << std::endl;
+        else std::printf("No sweeps yet (there is no run store at %s).\n", printable_text(db).c_str());
         return exit_ok;
     }
     RunStore store(db, StoreAccess::read);
     const auto sweeps = store.list_sweeps();
+    if (json) {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (const SweepRow& s : sweeps) {
+            std::int64_t completed = 0;
+            for (const RunRow& r : store.sweep_runs(s.id)) completed += r.status == RunStatus::completed;
+            a.push_back({{"id", s.id}, {"uuid", s.uuid}, {"name", s.name}, {"executor", s.executor},
+                         {"runs_planned", s.runs_planned}, {"runs_completed", completed}, {"created_at", s.created_at},
+                         {"slurm_job", s.slurm_job.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.slurm_job)}});
+        }
+        std::cout << a.dump(2) << std::endl;
+        return exit_ok;
+    }
     if (sweeps.empty()) {
         std::printf("No sweeps in %s.\n", db.c_str());
         return exit_ok;
@@ -565,9 +596,9 @@ MANTISSA_CLI_COMMAND({"sweep", "run an experiment over recipes, a grid of settin
                       "usage: mantissa-cli sweep [FILE] [--set KEY=VALUE]... [--grid KEY=V1,V2,...]...\n"
                       "                          [--recipes NAME,...|standard] [--repeat N] [--steps N]\n"
                       "                          [--jobs N] [--name NAME] [--dry-run] [--db FILE]\n"
-                      "       mantissa-cli sweep run SWEEP [--jobs N] [--db FILE]\n"
+                      "       mantissa-cli sweep run SWEEP [--jobs N | Slurm options] [--db FILE]\n"
                       "       mantissa-cli sweep show SWEEP [--json] [--db FILE]\n"
-                      "       mantissa-cli sweep list [--db FILE]\n"
+                      "       mantissa-cli sweep list [--json] [--db FILE]\n"
                       "       mantissa-cli sweep [FILE] ... --slurm [--partition P] [--time T] [--cpus-per-task N]\n"
                       "                          [--gpus-per-task N] [--sbatch-arg ARG]... [--folder DIR]\n"
                       "       mantissa-cli sweep status SWEEP | sweep collect SWEEP [--db FILE]\n\n"
@@ -591,7 +622,9 @@ MANTISSA_CLI_COMMAND({"sweep", "run an experiment over recipes, a grid of settin
                       "collect` imports the tasks' runs into this store, and `sweep run` submits again what is\n"
                       "missing or failed.\n\n"
                       "show prints the recipe table (recipe and the keys that vary, status, final loss, test\n"
-                      "accuracy, samples/s, peak memory, skipped steps); docs/sweeps.md has the rest.\n\n"
+                      "accuracy, samples/s, peak memory, skipped steps); list prints the sweeps (--json: an array\n"
+                      "of {id, uuid, name, executor, runs_planned, runs_completed, created_at, slurm_job}). Each\n"
+                      "action takes only its own options. docs/sweeps.md has the rest.\n\n"
                       "Exit status: 0 every run completed (or the sweep was stopped), 1 a run failed (its log's\n"
                       "last line is printed), 2 bad usage or input: a setting or recipe that does not exist.\n",
                       run_sweep});

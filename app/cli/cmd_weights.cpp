@@ -48,6 +48,7 @@ void refuse_checkpoint_output(const std::string& out, const std::string& db) {
 }
 
 int export_weights(Args& args) {
+    args.allow_only({"output", "step", "db", "json"}, "weights export");
     args.expect_words(2, "give the run whose weights to export", "mantissa-cli weights export RUN -o FILE.safetensors");
     const auto out = args.value("output");
     if (!out) throw UsageError{"give the file to write with -o FILE.safetensors"};
@@ -88,12 +89,18 @@ int export_weights(Args& args) {
     };
     const std::size_t count = tensors.size();
     write_safetensors(*out, std::move(tensors), metadata);
+    if (args.has("json")) {
+        const nlohmann::ordered_json j = {{"file", *out}, {"run", run.id}, {"step", from->step}, {"tensors", count}};
+        std::cout << j.dump(2) << std::endl;
+        return exit_ok;
+    }
     std::printf("Wrote %zu tensors of run %lld at step %lld to %s.\n", count, static_cast<long long>(run.id),
                 static_cast<long long>(from->step), printable_text(*out).c_str());
     return exit_ok;
 }
 
 int show_weights(Args& args) {
+    args.allow_only({"json"}, "weights show");
     args.expect_words(2, "give the file to show", "mantissa-cli weights show FILE.safetensors");
     const SafetensorsFile file(args.positional()[1]);
     if (args.has("json")) {
@@ -137,14 +144,18 @@ int run_weights(Args& args) {
 }  // namespace
 
 MANTISSA_CLI_COMMAND({"weights", "export a run's weights as safetensors, or show what a safetensors file holds",
-                      "usage: mantissa-cli weights export RUN [--step S] -o FILE.safetensors [--db FILE]\n"
+                      "usage: mantissa-cli weights export RUN [--step S] -o FILE.safetensors [--db FILE] [--json]\n"
                       "       mantissa-cli weights show FILE.safetensors [--json]\n\n"
                       "export writes RUN's weights at its checkpoint at step S (default: the latest) under\n"
                       "PyTorch's state-dict names and layouts (fc1.weight is (out, in), a conv weight (out, in,\n"
                       "kh, kw), batch norm's running_mean and running_var), each in the dtype it is stored in\n"
-                      "(F32, F16, BF16, F8_E4M3, F8_E5M2), with the experiment in the metadata. PyTorch reads it\n"
-                      "with safetensors.torch.load_file; model.init_from starts a run from it.\n\n"
-                      "show lists a safetensors file's tensors (name, dtype, shape) and its metadata.\n\n"
+                      "(F32; F16 or BF16 for a 16-bit layer without master weights; never FP8: FP8 and block-\n"
+                      "scaled operands are quantised from the stored weights at each step, docs/weights.md),\n"
+                      "with the experiment in the metadata. PyTorch reads it with safetensors.torch.load_file;\n"
+                      "model.init_from starts a run from it. --json prints {\"file\", \"run\", \"step\",\n"
+                      "\"tensors\"} for what was written.\n\n"
+                      "show lists a safetensors file's tensors (name, dtype, shape) and its metadata (F8_E4M3\n"
+                      "and F8_E5M2 tensors too, from another program); --json prints them as one object.\n\n"
                       "Exit status: 0 done, 2 bad usage or input (no such run or checkpoint, a damaged file).\n",
                       run_weights});
 

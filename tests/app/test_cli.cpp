@@ -157,6 +157,10 @@ private slots:
         QTest::newRow("show with two words more") << QStringList{"show", "1", "a", "b"}
                                                   << "'a' and the words after it are 2 words too many: mantissa-cli show RUN";
         QTest::newRow("rm without a run") << QStringList{"rm"} << "give the run to remove, its id or the start of its name: mantissa-cli rm RUN";
+        QTest::newRow("an option another action reads") << QStringList{"sweep", "list", "--grid", "a=1"}
+                                                        << "--grid is not an option of sweep list (it takes --db, --json)";
+        QTest::newRow("weights show with --db") << QStringList{"weights", "show", "a.safetensors", "--db", "x"}
+                                                << "--db is not an option of weights show (it takes --json)";
         QTest::newRow("devices with a word") << QStringList{"devices", "0"} << "'0' is one word too many: mantissa-cli devices";
         QTest::newRow("--device with the cpu backend") << QStringList{"train", "--backend", "cpu", "--device", "1", "--no-record"}
                                                        << "--device picks a GPU, but this run's backend is cpu";

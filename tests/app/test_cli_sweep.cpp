@@ -83,6 +83,21 @@ private slots:
         QVERIFY2(r.code == 0 && r.out.contains("fp16 · train.lr=1e-3") && r.out.contains("Pareto front"), r.out.constData());
         r = run_cli({"sweep", "list", "--db", db});
         QVERIFY2(r.code == 0 && r.out.contains("lr"), r.out.constData());
+        r = run_cli({"sweep", "list", "--json", "--db", db});
+        QCOMPARE(r.code, 0);
+        const auto list = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(list.size(), std::size_t{1});
+        QCOMPARE(list[0].at("name").get<std::string>(), std::string("lr"));
+        QCOMPARE(list[0].at("executor").get<std::string>(), std::string("local"));
+        QCOMPARE(list[0].at("runs_planned").get<int>(), 6);
+        QCOMPARE(list[0].at("runs_completed").get<int>(), 6);
+        QVERIFY(list[0].at("slurm_job").is_null());
+        // Each action takes its own options: one for another place is refused, not ignored.
+        r = run_cli({"sweep", "run", "lr", "--partition", "gpu", "--db", db});
+        QVERIFY2(r.code == 2 && r.err.contains("--partition is for a sweep on Slurm; sweep 1 runs on this machine"),
+                 r.err.constData());
+        r = run_cli({"sweep", "status", "lr", "--json", "--db", db});
+        QVERIFY2(r.code == 2 && r.err.contains("--json is not an option of sweep status (it takes --db)"), r.err.constData());
     }
 
     void stoppedSweepContinues() {

@@ -606,6 +606,50 @@ private slots:
             QVERIFY2(r.out.contains(QString::fromUtf8(part)), qPrintable(QString("missing '%1' in:\n%2").arg(part, r.out)));
     }
 
+    // show lists each op's format and the rule that chose it, as the Layers view does: autocast's
+    // FP32 list keeps the softmax in FP32, an op class set in the file wins over autocast, and a
+    // precision changed during the run sends the reader to the events.
+    void showListsEachOpsFormatAndWhy() {
+        const QString dir = m_dir.filePath("ops");
+        QVERIFY(QDir().mkpath(dir));
+        QFile corpus(dir + "/corpus.txt");
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 100; ++i) corpus.write("pack my box with five dozen liquor jugs\n");
+        corpus.close();
+        const QString db = dir + "/runs.sqlite";
+        const QStringList train{"train", "--set", "dataset.kind=text", "--set", "dataset.path=" + dir + "/corpus.txt",
+                                "--set", "dataset.context=8", "--set", "model.kind=gpt", "--set", "model.layers=1",
+                                "--set", "model.heads=2", "--set", "model.dim=8", "--set", "model.context=8",
+                                "--set", "train.batch_size=2", "--set", "train.eval_every=0",
+                                "--set", "precision.autocast=bf16", "--set", "precision.ops.layernorm=fp16",
+                                "--set", "backend=cpu", "--steps", "2", "--db", db};
+        Result t = cli(train + QStringList{"--name", "ops-fixed"});
+        QVERIFY2(t.code == 0, qPrintable(t.out + t.err));
+        Result j = cli({"show", "ops-fixed", "--json", "--db", db});
+        QCOMPARE(j.code, 0);
+        QStringList rows;
+        for (const auto& v : QJsonDocument::fromJson(j.out.toUtf8()).object()["ops"].toArray()) {
+            const QJsonObject op = v.toObject();
+            rows << QStringList{op["name"].toString(), op["op"].toString(), op["format"].toString(), op["reason"].toString()}.join('|');
+        }
+        for (const char* row : {"blocks.0.ln1|layernorm|fp16|precision.ops.layernorm", "blocks.0.attn.qkv|linear|bf16|autocast",
+                                "blocks.0.attn.scores|bmm|bf16|autocast", "blocks.0.attn.softmax|softmax|fp32|autocast's FP32 list",
+                                "blocks.0.attn.pv|bmm|bf16|autocast", "head|linear|bf16|autocast"})
+            QVERIFY2(rows.contains(row), qPrintable(QString("no op row '%1' in:\n%2").arg(row, rows.join('\n'))));
+        Result r = cli({"show", "ops-fixed", "--db", db});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("\n\nOps (the format each ran in at the start, and why)\n"), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QRegularExpression("\n  blocks\\.0\\.attn\\.softmax +softmax +fp32 +autocast's FP32 list\n")),
+                 qPrintable(r.out));
+
+        Result changed = cli(train + QStringList{"--name", "ops-changed", "--at", "1:precision.ops.softmax=bf16"});
+        QVERIFY2(changed.code == 0, qPrintable(changed.out + changed.err));
+        r = cli({"show", "ops-changed", "--db", db});
+        QVERIFY2(r.out.contains("\n\nOps (the format each ran in at the start, and why; precision changed during the "
+                                "run: see Events)\n"),
+                 qPrintable(r.out));
+    }
+
     // Layer rows no Mantissa writes (a store edited by hand): sizes whose product overflows,
     // negative ones, parameters that overflow their sum, control characters in a name. show
     // prints them as stored (features 0 where they cannot be computed), escaped, and exits 0.
