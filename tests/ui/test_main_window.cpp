@@ -18,6 +18,7 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QLineEdit>
 #include <QSpinBox>
 
 #include <nlohmann/json.hpp>
@@ -635,6 +636,37 @@ private slots:
         e.backend = "auto";  // the CPU when no GPU is usable
         w->setExperiment(e);
         QVERIFY(threads->isEnabled());
+    }
+
+    // The form shows a file's values without changing them: a seed of 64 bits, steps beyond 2^31,
+    // epochs 0 beside steps, a GPU index above 63 and a learning rate of many digits come back
+    // exactly (a form that clamped them started another run than the file's, and Save wrote it).
+    void formKeepsEveryValueOfTheFile() {
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.train.seed = 18446744073709551615ull;
+        e.train.steps = 999'999'999'999;
+        e.train.epochs = 0;
+        e.device = 200;
+        e.train.lr = 0.0012345678901234;
+        w->setExperiment(e);
+        const Experiment shown = w->currentExperiment();
+        QCOMPARE(shown.train.seed, e.train.seed);
+        QCOMPARE(shown.train.steps, e.train.steps);
+        QCOMPARE(shown.train.epochs, 0);
+        QCOMPARE(shown.device, 200);
+        QCOMPARE(shown.train.lr, e.train.lr);
+        QCOMPARE(experiment_to_json(shown).dump(), experiment_to_json(e).dump());
+
+        // Edited, they are the user's: a seed typed, one beyond 64 bits put back on leaving the field.
+        auto* seed = qobject_cast<QLineEdit*>(w->experimentPanel()->findChild<QLineEdit*>(QStringLiteral("seed")));
+        QVERIFY(seed);
+        seed->setText(QStringLiteral("5000000001"));
+        QCOMPARE(w->currentExperiment().train.seed, std::uint64_t{5000000001});
+        seed->setText(QStringLiteral("18446744073709551616"));
+        QCOMPARE(w->currentExperiment().train.seed, e.train.seed);  // not a seed: the file's stays
+        QMetaObject::invokeMethod(seed, "editingFinished");
+        QCOMPARE(seed->text(), QStringLiteral("18446744073709551615"));
     }
 
     // A 1024x700 window: the charts keep a readable height and scroll rather than shrink to a

@@ -1,9 +1,14 @@
 // ExperimentPanel: the experiment form (see experiment_panel.h).
 #include "panels/experiment_panel.h"
 
+#include <charconv>
+#include <cmath>
+#include <optional>
+
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QDoubleValidator>
 #include <QFileDialog>
 #include <QFormLayout>
@@ -30,6 +35,15 @@ bool usesPath(const QString& kind) {
 }
 const QStringList modelKinds = {"mlp", "cnn", "resnet", "gpt", "layers"};
 int hardwareThreads() { return std::max(1, QThread::idealThreadCount()); }
+
+// A seed as typed: a whole number of at most 64 bits, or none.
+std::optional<std::uint64_t> seedOf(const QString& text) {
+    const QByteArray digits = text.trimmed().toLatin1();
+    std::uint64_t seed = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), seed);
+    if (digits.isEmpty() || error != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+    return seed;
+}
 
 QSpinBox* spin(int lo, int hi, const QString& tip) {
     auto* box = new QSpinBox;
@@ -144,19 +158,26 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_batch = new QSpinBox;
     m_batch->setRange(1, 65536);
     m_epochs = new QSpinBox;
-    m_epochs->setRange(1, 100000);
-    m_steps = new QSpinBox;
-    m_steps->setRange(0, 2'000'000'000);
+    m_epochs->setRange(1, 1'000'000);
+    m_steps = new QDoubleSpinBox;
+    m_steps->setDecimals(0);
+    m_steps->setRange(0, 1e12);
     m_steps->setSpecialValueText(tr("use epochs"));
     m_steps->setToolTip(tr("Optimizer steps to run; 0 runs the number of epochs instead."));
-    m_seed = new QSpinBox;
-    m_seed->setRange(0, 2'000'000'000);
-    m_seed->setToolTip(tr("Seeds initialisation, shuffling and synthetic data: the same seed gives the same run."));
+    m_seed = new QLineEdit;
+    m_seed->setObjectName(QStringLiteral("seed"));
+    m_seed->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), m_seed));
+    m_seed->setToolTip(tr("Seeds initialisation, shuffling and synthetic data: the same seed gives the same run "
+                          "(0 to 18446744073709551615)."));
+    // A number beyond 64 bits, or none, shows the seed the run will take again.
+    connect(m_seed, &QLineEdit::editingFinished, this, [this] {
+        if (!seedOf(m_seed->text())) m_seed->setText(QString::number(m_experiment.train.seed));
+    });
     m_backend = new QComboBox;
     m_backend->addItems({"auto", "cpu", "cuda"});
     m_backend->setToolTip(tr("auto uses the GPU when one is usable and the CPU otherwise."));
     m_device = new QSpinBox;
-    m_device->setRange(0, 63);
+    m_device->setRange(0, 255);
     m_device->setToolTip(tr("The GPU's index (CUDA backend)."));
     m_threads = spin(0, hardwareThreads(),
                      tr("The threads the CPU backend's matrix products may use (backend.threads). auto: every "
@@ -325,12 +346,12 @@ void ExperimentPanel::setExperiment(const Experiment& e) {
     selectEnum(m_activation, e.model.activation);
     updateModelControls();
     selectEnum(m_optimizer, e.train.optimizer);
-    m_lr->setText(QLocale::c().toString(e.train.lr, 'g', 6));
+    m_lr->setText(QLocale::c().toString(e.train.lr, 'g', QLocale::FloatingPointShortest));
     selectEnum(m_schedule, e.train.schedule);
     m_batch->setValue(e.train.batch_size);
-    m_epochs->setValue(e.train.epochs);
-    m_steps->setValue(static_cast<int>(std::min<std::int64_t>(e.train.steps, m_steps->maximum())));
-    m_seed->setValue(static_cast<int>(std::min<std::uint64_t>(e.train.seed, 2'000'000'000)));
+    m_epochs->setValue(e.train.epochs);  // 0 (allowed with steps) shows as 1 and is kept unless edited
+    m_steps->setValue(static_cast<double>(e.train.steps));
+    m_seed->setText(QString::number(e.train.seed));
     selectText(m_backend, QString::fromStdString(e.backend));
     m_device->setValue(e.device);
     m_threads->setMaximum(std::max(hardwareThreads(), e.threads));  // a file's count for a larger machine kept
@@ -366,9 +387,9 @@ Experiment ExperimentPanel::experiment() const {
     if (ok && lr > 0) e.train.lr = lr;
     e.train.schedule = selectedEnum<LrSchedule>(m_schedule);
     e.train.batch_size = m_batch->value();
-    e.train.epochs = m_epochs->value();
-    e.train.steps = m_steps->value();
-    e.train.seed = static_cast<std::uint64_t>(m_seed->value());
+    if (!(m_experiment.train.epochs == 0 && m_epochs->value() == 1)) e.train.epochs = m_epochs->value();
+    e.train.steps = static_cast<std::int64_t>(std::llround(m_steps->value()));
+    e.train.seed = seedOf(m_seed->text()).value_or(m_experiment.train.seed);
     e.backend = m_backend->currentText().toStdString();
     e.device = m_device->value();
     e.threads = m_threads->value();

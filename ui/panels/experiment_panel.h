@@ -88,8 +88,10 @@ private:
     QComboBox* m_schedule = nullptr;
     QSpinBox* m_batch = nullptr;
     QSpinBox* m_epochs = nullptr;
-    QSpinBox* m_steps = nullptr;
-    QSpinBox* m_seed = nullptr;
+    // Each of these holds its key's whole range (docs/experiment.md), so that a file's value is
+    // never changed by being shown: steps up to 10^12 (exact in a double), a seed of 64 bits.
+    QDoubleSpinBox* m_steps = nullptr;
+    QLineEdit* m_seed = nullptr;
     QComboBox* m_backend = nullptr;
     QSpinBox* m_device = nullptr;
     QSpinBox* m_threads = nullptr;       // backend.threads: 0 "auto", else 1..the hardware threads
