@@ -266,10 +266,15 @@ void MainWindow::setExperiment(const Experiment& experiment) {
     if (m_lesson->hasLesson()) {
         if (experiment.lesson.classroom) m_classroomAction->setChecked(true);
         // The Lesson panel holds the text; the banner only announces it.
-        const QString mode = classroomMode() ? tr(" Classroom mode is on (View ▸ Classroom mode, Ctrl+Shift+C).") : QString();
-        showNotice(tr("<b>%1</b>: the lesson and what to watch are in the Lesson panel.%2")
-                       .arg(QString::fromStdString(experiment.lesson.title).toHtmlEscaped(), mode.toHtmlEscaped()));
+        m_lessonTitle = QString::fromStdString(experiment.lesson.title);
+        m_lessonNotice = lessonNotice(m_lessonTitle);
+        showNotice(m_lessonNotice);
     }
+}
+
+QString MainWindow::lessonNotice(const QString& title) const {
+    const QString mode = classroomMode() ? tr(" Classroom mode is on (View ▸ Classroom mode, Ctrl+Shift+C).") : QString();
+    return tr("<b>%1</b>: the lesson and what to watch are in the Lesson panel.%2").arg(title.toHtmlEscaped(), mode.toHtmlEscaped());
 }
 
 // The action's check state is the setting; toggling it applies it.
@@ -284,6 +289,11 @@ void MainWindow::applyClassroomMode(bool on) {
     for (int column : {LayerTableModel::Shape, LayerTableModel::Parameters, LayerTableModel::GradAmax})
         m_layers->view()->setColumnHidden(column, on);
     if (on && m_lesson->hasLesson()) m_lessonDock->show();
+    // A lesson's banner still up says what the mode is now (another message is left alone).
+    if (m_lesson->hasLesson() && !m_notice->isHidden() && m_notice->text() == m_lessonNotice) {
+        m_lessonNotice = lessonNotice(m_lessonTitle);
+        showNotice(m_lessonNotice);
+    }
 }
 
 bool MainWindow::openExperiment(const QString& path) {
@@ -398,10 +408,17 @@ void MainWindow::updatePlan(bool table) {
         if (table) {
             m_layerModel->setPrecision(e.precision);
             m_layerModel->setPlan(plan);
+            // The inject combo (greyed until Start) names this model's layers, not the last run's.
+            std::vector<std::string> names;
+            for (const PlannedLayer& l : plan.layers) names.push_back(l.info.name);
+            m_precision->setLive(false, names);
         }
         m_experiment->setDatasetNote(QString::fromStdString(plan.dataset_note));
     } catch (const std::exception& error) {  // a model the engine cannot build: Start will say so
-        if (table) m_layerModel->clear();
+        if (table) {
+            m_layerModel->clear();
+            m_precision->setLive(false, {});
+        }
         m_experiment->setDatasetNote(QString::fromStdString(error.what()));
     }
     if (table) updateModelViews(e.dataset.kind == "text");

@@ -192,6 +192,8 @@ private:
     void restoreSettings();
     void saveSettings() const;
     void applyClassroomMode(bool on);  // the View menu's action, checked or not
+    // The banner that announces a lesson, saying whether classroom mode is on now.
+    QString lessonNotice(const QString& title) const;
     void onRunStarted();
     void onTelemetry();
     void onRunFinished(SessionState state, const QString& error);
@@ -265,6 +267,7 @@ private:
     ShortcutsDialog* m_shortcutsDialog = nullptr;
     bool m_restoredExperiment = false;
     QString m_experimentPath;  // the file last opened or saved
+    QString m_lessonTitle, m_lessonNotice;  // the lesson shown, and the banner that announced it
     QElapsedTimer m_viewClock;  // paces the table and status bar updates
     static constexpr int viewUpdateIntervalMs = 200;
     QString m_lastError;

@@ -69,7 +69,15 @@ ModelPlan plan_model(const Experiment& e) {
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
         if (!p.known()) p.info.parameters = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
-        p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute_format();
+        // The format the run will report for the layer (Layer::formats): its setting's for linear
+        // and conv2d, autocast's for a tied head, FP32 for the rest (normalisation, embeddings,
+        // the layers without parameters), whatever autocast does to their neighbours.
+        if (p.info.takes_precision)
+            p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute_format();
+        else if (p.info.kind == "tied_head")
+            p.compute = resolve_layer_formats(LayerPrecision::automatic, e.precision.autocast, true).compute_format();
+        else
+            p.compute = LayerFormats{}.compute_format();
         plan.layers.push_back(std::move(p));
     }
     return plan;

@@ -22,7 +22,7 @@ namespace mantissa {
 struct PlannedLayer {
     LayerInfo info;     // widths the dataset sets are 0 ("known at Start")
     LayerSetting setting;
-    ComputeFormat compute;  // the format the setting and autocast resolve to
+    ComputeFormat compute;  // the format the run reports for it: the setting's and autocast's, or FP32
     bool known() const { return info.in_features > 0 && info.out_features > 0; }
 };
 

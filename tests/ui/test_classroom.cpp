@@ -20,6 +20,7 @@
 #include "classroom/lesson_panel.h"
 #include "live/run_controller.h"
 #include "main_window.h"
+#include "panels/notice_bar.h"
 #include "main_window_fixture.h"
 #include "models/layer_table_model.h"
 #include "panels/experiment_panel.h"
@@ -121,6 +122,23 @@ private slots:
         QVERIFY(!visibleIn(weights, w.get()) && !visibleIn(gradients, w.get()));
         w->setClassroomMode(false);
         QVERIFY(visibleIn(weights, w.get()) && visibleIn(gradients, w.get()));
+    }
+
+    // The lesson's banner says whether classroom mode is on as it is toggled; a message that
+    // replaced the banner is left alone.
+    void lessonBannerFollowsTheMode() {
+        auto w = makeWindow();
+        QVERIFY(w->openExperiment(preset("lessons/01-fp16-underflow.json")));
+        const QString on = QStringLiteral("Classroom mode is on");
+        QVERIFY2(w->noticeBar()->text().contains(on), qPrintable(w->noticeBar()->text()));
+        w->setClassroomMode(false);
+        QVERIFY2(!w->noticeBar()->text().contains(on), qPrintable(w->noticeBar()->text()));
+        QVERIFY(w->noticeBar()->text().contains(QStringLiteral("Lesson panel")));
+        w->setClassroomMode(true);
+        QVERIFY(w->noticeBar()->text().contains(on));
+        w->noticeBar()->showNotice(QStringLiteral("something else"));
+        w->setClassroomMode(false);
+        QCOMPARE(w->noticeBar()->text(), QStringLiteral("something else"));
     }
 
     void presetTurnsClassroomModeOn() {

@@ -529,6 +529,52 @@ private slots:
         }
     }
 
+    // The plan's Memory column is the run's: under bf16 autocast a layer norm, the embeddings and
+    // the layers without a precision setting keep FP32 (the plan counted them in bf16). Rows whose
+    // size only the data tells (the vocabulary's) are "—" in the plan.
+    void plannedMemoryIsTheRuns() {
+        QFile corpus(m_dir.filePath(QStringLiteral("plan-corpus.txt")));
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 60; ++i) corpus.write("sphinx of black quartz, judge my vow\n");
+        corpus.close();
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.dataset.kind = "text";
+        e.dataset.path = corpus.fileName().toStdString();
+        e.dataset.context = 8;
+        e.model.kind = "gpt";
+        e.model.depth = 1;
+        e.model.heads = 2;
+        e.model.dim = 8;
+        e.model.context = 8;
+        e.train.batch_size = 2;
+        e.precision.autocast = Autocast::bf16;
+        auto* inject = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("injectLayer"));
+        QVERIFY(inject);
+        w->setExperiment(spirals());
+        QCOMPARE(inject->itemText(0), QStringLiteral("fc1"));
+        w->setExperiment(e);
+        QCOMPARE(inject->itemText(0), QStringLiteral("wte"));  // the model shown, not the one before
+        QVERIFY(!inject->isEnabled());
+        const QStringList names = columnTexts(*w, LayerTableModel::Name);
+        const QStringList planned = columnTexts(*w, LayerTableModel::Memory);
+        QVERIFY(w->startRun());
+        const int wpe = names.indexOf(QStringLiteral("wpe"));
+        QTRY_VERIFY_WITH_TIMEOUT(columnTexts(*w, LayerTableModel::Memory)[wpe] != QStringLiteral("—"), 30000);
+        const QStringList built = columnTexts(*w, LayerTableModel::Memory);
+        stopAndWait(*w);
+        QCOMPARE(columnTexts(*w, LayerTableModel::Name), names);
+        int compared = 0;
+        for (int r = 0; r < names.size(); ++r) {
+            if (planned[r] == QStringLiteral("—")) continue;
+            QCOMPARE(names[r] + ": " + planned[r], names[r] + ": " + built[r]);
+            ++compared;
+        }
+        QVERIFY(compared >= 6);
+        QCOMPARE(planned[names.indexOf(QStringLiteral("blocks.0.ln1"))], QStringLiteral("64 B"));  // 16 values in FP32
+        QCOMPARE(planned[names.indexOf(QStringLiteral("wpe"))], QStringLiteral("256 B"));          // 8×8 in FP32
+    }
+
     // A missing dataset folder: the run trains on spirals and the banner says so, the whole
     // sentence, as a warning; the Experiment panel says it before Start.
     void datasetFallbackIsAWarningInTheBanner() {
