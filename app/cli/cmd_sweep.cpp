@@ -44,7 +44,9 @@
 #include "printable_text.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
+#include "sweep/gpu_slots.h"
 #include "sweep/sweep_plan.h"
+#include "backend/cuda/cuda_loader.h"
 
 extern char** environ;
 
@@ -73,7 +75,19 @@ struct Child {
     pid_t pid = -1;
     std::int64_t index = 0;
     std::int64_t recorded_before = -1;  // the index's latest run id when it started
+    int gpu = -1;                       // the GPU it took (GpuSlots), -1 on the CPU
 };
+
+// The GPUs local runs share out (GpuSlots): asked of the CUDA module only when some run may use
+// one, so a sweep on the CPU never loads it.
+int usable_gpus(const std::vector<PlannedRun>& plan) {
+    const bool may_use = std::any_of(plan.begin(), plan.end(), [](const PlannedRun& p) {
+        return p.experiment.backend == "cuda" || p.experiment.backend == "auto";
+    });
+    if (!may_use) return 0;
+    const CudaReport& cuda = cuda_loader().report();
+    return cuda.available() ? static_cast<int>(cuda.devices.size()) : 0;
+}
 
 // Starts this program with `args`, its output appended to `log`, in a process group of its own (so
 // a Ctrl-C on the terminal reaches the sweep alone, which stops each run once).
@@ -167,9 +181,13 @@ int execute_local(RunStore& store, const SweepRow& sweep, const std::vector<Plan
         std::printf("Every run of sweep %lld is done or running elsewhere; nothing to run.\n", static_cast<long long>(sweep.id));
         return exit_ok;
     }
-    std::printf("Sweep %lld (\"%s\"): %zu of %zu runs to go, %d at once, %d CPU thread%s each; logs in %s\n",
+    const int gpu_count = usable_gpus(plan);
+    GpuSlots gpus(gpu_count);
+    const std::string gpu_text =
+        gpu_count > 0 ? ", a GPU each of " + std::to_string(gpu_count) + " (shared when more runs than GPUs)" : "";
+    std::printf("Sweep %lld (\"%s\"): %zu of %zu runs to go, %d at once, %d CPU thread%s each%s; logs in %s\n",
                 static_cast<long long>(sweep.id), sweep.name.c_str(), queue.size(), plan.size(), jobs, threads,
-                threads == 1 ? "" : "s", folder.c_str());
+                threads == 1 ? "" : "s", gpu_text.c_str(), folder.c_str());
     std::fflush(stdout);
 
     const bool draw = isatty(STDERR_FILENO) == 1;
@@ -192,17 +210,28 @@ int execute_local(RunStore& store, const SweepRow& sweep, const std::vector<Plan
             const PlannedRun& p = plan.at(static_cast<std::size_t>(index));
             const std::string log = folder + "/run-" + std::to_string(index) + ".log";
             std::vector<std::string> args;
+            int gpu = -1;
             if (todo == Todo::resume) {
                 // Values as --NAME=VALUE: a name or path that looks like an option stays a value.
                 args = {"resume", std::to_string(latest.at(index).id), "--db=" + db, "--json"};
+                // It continues on the GPU it recorded: counted there.
+                Experiment recorded = p.experiment;
+                try {
+                    recorded = experiment_from_json(nlohmann::json::parse(latest.at(index).config_json));
+                } catch (const std::exception&) {  // its resume says what is wrong with it
+                }
+                gpu = gpus.take(recorded);
             } else {
                 const std::string config = folder + "/run-" + std::to_string(index) + ".json";
-                save_experiment(p.experiment, config);
+                Experiment e = p.experiment;
+                gpu = gpus.take(e);
+                if (gpu >= 0) e.device = gpu;  // recorded with the run: where it ran
+                save_experiment(e, config);
                 args = {"train", "--config=" + config, "--name=" + p.experiment.name, "--db=" + db,
                         "--sweep=" + sweep.uuid, "--sweep-index=" + std::to_string(index), "--json"};
             }
             const auto known = latest.find(index);
-            running.push_back({spawn(args, log, threads), index, known == latest.end() ? -1 : known->second.id});
+            running.push_back({spawn(args, log, threads), index, known == latest.end() ? -1 : known->second.id, gpu});
             if (!draw) std::printf("  run %lld started: %s\n", static_cast<long long>(index), p.label.c_str());
         }
         for (auto it = running.begin(); it != running.end();) {
@@ -228,6 +257,7 @@ int execute_local(RunStore& store, const SweepRow& sweep, const std::vector<Plan
                              ok ? "" : ": ", ok ? "" : last_line(log).c_str());
                 drawn_lines = 0;
             }
+            gpus.give_back(it->gpu);
             it = running.erase(it);
         }
         if (draw && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(500)) {
@@ -605,7 +635,8 @@ MANTISSA_CLI_COMMAND({"sweep", "run an experiment over recipes, a grid of settin
                       "Plans runs of the experiment (FILE, or the defaults, with --set applied): each recipe, times\n"
                       "each point of the grid (the product of the --grid axes), times --repeat seeds; records the\n"
                       "sweep in the store and runs them here, up to --jobs at once as separate processes, each with\n"
-                      "its share of the CPU threads. A table on the terminal shows each run's state, step and loss;\n"
+                      "its share of the CPU threads and, on the CUDA backend, a GPU of its own while there are\n"
+                      "enough (docs/sweeps.md). A table on the terminal shows each run's state, step and loss;\n"
                       "Ctrl-C stops them all after their current step (each recorded `stopped`), and `sweep run`\n"
                       "continues the sweep: it runs what is missing or failed, and resumes what was stopped.\n\n"
                       "  --recipes LIST    standard recipes, comma-separated, or `standard` for all of them: fp32,\n"

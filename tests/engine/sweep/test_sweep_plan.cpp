@@ -3,7 +3,8 @@
 // a seed the grid sets); the fp8 and tf32 recipes
 // name the model's matmul layers (fp8 all but the output); a refused setting names the run, and a
 // recipe, key or value given twice is refused; the
-// spec survives its JSON; the Pareto front keeps exactly the undominated points.
+// spec survives its JSON; the Pareto front keeps exactly the undominated points; a local sweep's
+// runs take a GPU each (GpuSlots).
 #include <QtTest>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "error.h"
+#include "sweep/gpu_slots.h"
 #include "sweep/pareto.h"
 #include "sweep/sweep_plan.h"
 
@@ -172,6 +174,43 @@ private slots:
         j = sweep_spec_to_json(spec);
         j.erase("grid");
         QVERIFY_THROWS_EXCEPTION(Error, sweep_spec_from_json(j));
+    }
+
+    // A local sweep's runs on the GPU take one each while there are enough, then share the least
+    // used; a run on the CPU takes none, a run that names its GPU keeps it; a machine without a GPU
+    // gives none to anyone.
+    void gpusShareOutOneEach() {
+        Experiment gpu;  // backend auto
+        Experiment cuda;
+        cuda.backend = "cuda";
+        Experiment cpu;
+        cpu.backend = "cpu";
+        Experiment pinned = cuda;
+        pinned.device = 1;
+
+        GpuSlots none(0);
+        QCOMPARE(none.take(gpu), -1);
+        QCOMPARE(none.take(cuda), -1);
+
+        GpuSlots two(2);
+        QCOMPARE(two.take(cpu), -1);
+        QCOMPARE(two.take(gpu), 0);
+        QCOMPARE(two.take(cuda), 1);
+        QCOMPARE(two.take(gpu), 0);  // both taken: the first of the least used
+        QCOMPARE(two.in_use(0), 2);
+        two.give_back(1);
+        QCOMPARE(two.take(cuda), 1);  // free again
+        QCOMPARE(two.take(pinned), 1);
+        QCOMPARE(two.in_use(1), 2);
+        two.give_back(0);
+        two.give_back(0);
+        two.give_back(0);  // more than taken: stays at 0
+        QCOMPARE(two.in_use(0), 0);
+        QCOMPARE(two.take(gpu), 0);
+        Experiment beyond = cuda;
+        beyond.device = 5;  // not on this machine: the run says so itself
+        QCOMPARE(two.take(beyond), 5);
+        two.give_back(5);
     }
 
     void paretoFront() {
