@@ -1,6 +1,8 @@
 // ShortcutsDialog: the shortcuts of the window's menu actions (see shortcuts_dialog.h).
 #include "shortcuts_dialog.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QDialogButtonBox>
 #include <QHeaderView>
@@ -8,6 +10,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -17,6 +20,17 @@ namespace {
 QString plainText(QString text) {
     static const QRegularExpression mnemonic(QStringLiteral("&(?!&)"));
     return text.remove(mnemonic).replace(QStringLiteral("&&"), QStringLiteral("&"));
+}
+
+// An action's name in the table: without its mnemonic, and without the "…" a menu puts after an
+// entry that opens a window (in a table it reads as text cut short).
+QString actionName(const QAction* a) {
+    QString text = plainText(a->text());
+    if (text.endsWith(QChar(0x2026)))
+        text.chop(1);
+    else if (text.endsWith(QStringLiteral("...")))
+        text.chop(3);
+    return text;
 }
 
 void collect(const QMenu* menu, const QString& path, QList<ShortcutEntry>& out) {
@@ -38,7 +52,7 @@ void collect(const QMenu* menu, const QString& path, QList<ShortcutEntry>& out) 
         if (purpose == plainText(a->text())) purpose.clear();  // Qt's default tooltip: the text again
         const Qt::KeyboardModifiers mods = keys.first()[0].keyboardModifiers();
         const bool single = !(mods & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier));
-        out.append({path, plainText(a->text()), joined, purpose, single});
+        out.append({path, actionName(a), joined, purpose, single});
     }
 }
 }  // namespace
@@ -52,7 +66,7 @@ QList<ShortcutEntry> collectShortcuts(const QMenuBar* bar) {
 }
 
 ShortcutsDialog::ShortcutsDialog(const QMenuBar* bar, QWidget* parent) : QDialog(parent) {
-    setWindowTitle(tr("Mantissa — keyboard shortcuts"));
+    setWindowTitle(tr("Keyboard shortcuts — Mantissa"));
     m_entries = collectShortcuts(bar);
     m_table = new QTableWidget(static_cast<int>(m_entries.size()), 4, this);
     m_table->setObjectName(QStringLiteral("shortcutsTable"));
@@ -74,7 +88,9 @@ ShortcutsDialog::ShortcutsDialog(const QMenuBar* bar, QWidget* parent) : QDialog
     QHeaderView* header = m_table->horizontalHeader();
     for (int column = 0; column < 3; ++column) header->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     header->setSectionResizeMode(3, QHeaderView::Stretch);
-    m_table->resizeRowsToContents();
+    // Rows follow the columns: sized once here, they would be measured against the stretched
+    // column's width before the dialog has one, and come out several lines tall.
+    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
 
     QStringList single;
     for (const ShortcutEntry& e : m_entries)
@@ -92,6 +108,19 @@ ShortcutsDialog::ShortcutsDialog(const QMenuBar* bar, QWidget* parent) : QDialog
     layout->addWidget(note);
     layout->addWidget(buttons);
     resize(820, 520);
+}
+
+void ShortcutsDialog::showEvent(QShowEvent* event) {
+    // Laid out now, before the window appears: the rows have their heights for the real column
+    // widths. Taller where they need it, so every shortcut shows without scrolling, up to the screen.
+    m_table->resizeRowsToContents();
+    const int missing = m_table->verticalHeader()->length() - m_table->viewport()->height();
+    if (missing > 0) {
+        int tallest = height() + missing;
+        if (const QScreen* s = screen()) tallest = std::min(tallest, s->availableGeometry().height() * 9 / 10);
+        if (tallest > height()) resize(width(), tallest);
+    }
+    QDialog::showEvent(event);
 }
 
 }  // namespace mantissa::ui

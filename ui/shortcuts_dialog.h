@@ -14,7 +14,7 @@ namespace mantissa::ui {
 
 struct ShortcutEntry {
     QString menu;      // "Run", or "Run ▸ Pace" for a submenu
-    QString action;    // the action's text without its mnemonic ("Start")
+    QString action;    // the action's text without its mnemonic or a trailing "…" ("Start", "Open")
     QString keys;      // in the platform's notation, several separated by ", "
     QString purpose;   // the action's tooltip without a trailing "(keys)"
     bool singleKey = false;  // a key without Ctrl, Alt or Meta: typing in a text field takes it first
@@ -29,6 +29,9 @@ public:
     explicit ShortcutsDialog(const QMenuBar* bar, QWidget* parent = nullptr);
     const QList<ShortcutEntry>& entries() const { return m_entries; }
     QTableWidget* table() const { return m_table; }
+
+protected:
+    void showEvent(QShowEvent* event) override;
 
 private:
     QList<ShortcutEntry> m_entries;

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Mantissa"));
     QApplication::setApplicationName(QStringLiteral("mantissa"));
-    QApplication::setApplicationDisplayName(QStringLiteral("Mantissa"));
+    // No application display name: Qt would append it to every title, and the titles name Mantissa.
     QApplication::setApplicationVersion(QStringLiteral(MANTISSA_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.mantissa.Mantissa"));  // packaging's desktop entry
     QApplication::setWindowIcon(mantissa::ui::appIcon());

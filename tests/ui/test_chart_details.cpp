@@ -2,7 +2,8 @@
 // ticks whatever the loss spans, exports without the hover crosshair and with the step axis
 // labelled, a read-out that clears when the mouse leaves, marker labels that stay inside the plot,
 // stack when they collide and stay above the data, injected overflows marked like setting
-// changes, loss scales read as powers of two, and one number style per history column.
+// changes, loss scales read as powers of two, a read-out that wraps rather than run past a narrow
+// plot, and one number style per history column.
 #include <QtTest>
 
 #include <QPushButton>
@@ -226,6 +227,61 @@ private slots:
         QVERIFY(QTest::qWaitForWindowActive(&other));
         QTRY_VERIFY(!loss->crosshairShown());
         for (ChartView* c : shown.panel.charts()) QVERIFY(c->readoutShown().isEmpty());
+    }
+
+    // The memory read-out names six categories, each with its unit: on a chart too narrow for one
+    // line it wraps, every value whole and inside the plot, none cut off at the plot's edge.
+    void readoutWrapsToFitThePlot() {
+        RunSeries series;
+        series.reset({"fc1", "fc2"});
+        for (std::int64_t i = 0; i < 400; ++i) {
+            StepRecord r;
+            r.step = i;
+            r.loss = 0.5;
+            r.loss_scale = 65536;
+            r.samples_per_s = 1000;
+            r.memory.parameters = 472'908;
+            r.memory.master_weights = 935'332;
+            r.memory.gradients = 472'908;
+            r.memory.optimizer_state = 1'881'145;
+            r.memory.activations = 803'850;
+            r.memory.workspace = 234'461;
+            series.addStep(r);
+        }
+        ChartsPanel panel;
+        panel.resize(620, 900);
+        panel.show();
+        panel.setSeries(&series);
+        for (int i = 0; i < 4; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        ChartView* memory = panel.memoryChart();
+        const QString oneLine = memory->readoutText(200);
+        for (const char* category :
+             {"parameters", "master weights", "gradients", "optimizer state", "activations", "workspace"})
+            QVERIFY2(oneLine.contains(QStringLiteral("%1 ").arg(QLatin1String(category))), qPrintable(oneLine));
+        QCOMPARE(oneLine.count(QStringLiteral(" MiB")), 6);
+        memory->setCrosshair(200);
+        const QString shown = memory->readoutShown();
+        QCPItemText* box = nullptr;
+        for (int i = 0; i < memory->itemCount(); ++i)
+            if (auto* t = qobject_cast<QCPItemText*>(memory->item(i)); t && t->visible() && t->text() == shown) box = t;
+        QVERIFY(box);
+        const QStringList lines = shown.split(QLatin1Char('\n'));
+        QVERIFY2(lines.size() >= 2, qPrintable(shown));        // one line would be wider than this plot
+        QCOMPARE(lines.join(QStringLiteral("   ")), oneLine);  // the same values, broken only between them
+        const QFontMetrics fm(box->font());
+        const int room = memory->axisRect()->width() - box->padding().left() - box->padding().right();
+        for (const QString& line : lines)
+            QVERIFY2(fm.horizontalAdvance(line) <= room,
+                     qPrintable(QStringLiteral("%1: %2 px in %3").arg(line).arg(fm.horizontalAdvance(line)).arg(room)));
+        // Wide enough, one line.
+        QCOMPARE(wrapReadout({QStringLiteral("step 1"), QStringLiteral("loss 0.5")}, fm, 10'000),
+                 QStringLiteral("step 1   loss 0.5"));
+        QCOMPARE(wrapReadout({QStringLiteral("step 1"), QStringLiteral("loss 0.5")}, fm, 1),
+                 QStringLiteral("step 1\nloss 0.5"));
     }
 
     // Labels along the top: inside the plot near its right edge (left of the line), stacked when

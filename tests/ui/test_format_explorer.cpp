@@ -10,6 +10,7 @@
 #include <QSlider>
 #include <QTextDocument>
 #include <QToolButton>
+#include <QVBoxLayout>
 
 #include <QComboBox>
 #include <QTableWidget>
@@ -223,6 +224,40 @@ private slots:
         b->setBlockFormat(BlockFormat::mxfp8_e4m3);  // 32 to a block: the same 17 values fit
         QVERIFY(b->described().has_value());
         QVERIFY(b->message().isEmpty());
+    }
+
+    // A window of its own closes with Esc and Ctrl+W, as the history's windows do, even while the
+    // value entry has the focus; embedded in another window it leaves those keys to its host.
+    void closeKeysCloseTheWindow() {
+        FormatExplorer e;
+        QCOMPARE(e.windowTitle().count(QStringLiteral("Mantissa")), 1);
+        const auto activate = [&e] {
+            e.show();
+            e.activateWindow();
+            return QTest::qWaitForWindowActive(&e);
+        };
+        QVERIFY(activate());
+        auto* entry = e.findChild<QLineEdit*>(QStringLiteral("valueEntry"));
+        QVERIFY(entry);
+        entry->setFocus();
+        QTest::keyClick(entry, Qt::Key_Escape);
+        QTRY_VERIFY(!e.isVisible());
+        QVERIFY(activate());
+        QTest::keySequence(&e, QKeySequence(Qt::CTRL | Qt::Key_W));
+        QTRY_VERIFY(!e.isVisible());
+
+        QWidget host;
+        auto* layout = new QVBoxLayout(&host);
+        auto* embedded = new FormatExplorer;
+        layout->addWidget(embedded);
+        host.show();
+        host.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&host));
+        QTest::keyClick(embedded, Qt::Key_Escape);
+        QTest::keySequence(embedded, QKeySequence(Qt::CTRL | Qt::Key_W));
+        QCoreApplication::processEvents();
+        QVERIFY(host.isVisible());
+        QVERIFY(embedded->isVisible());
     }
 
     // The window of docs/screenshots/explorer.png renders whole in every run; the file is

@@ -10,12 +10,15 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QTableView>
 #include <QTableWidget>
 #include <QToolTip>
 
 #include <memory>
 
+#include "explorer/format_explorer.h"
+#include "history/run_browser.h"
 #include "main_window.h"
 #include "main_window_fixture.h"
 #include "models/layer_table_model.h"
@@ -168,6 +171,64 @@ private slots:
                 QCOMPARE(e.purpose, QStringLiteral("Start training this experiment"));
             }
         QVERIFY(startRow);
+    }
+
+    // At its default size the dialog lists the shortcuts one line each (two where the purpose is
+    // longer than its column), every name whole, and all of them without scrolling.
+    void shortcutsDialogRowsAreOneLine() {
+        auto w = makeWindow();
+        ShortcutsDialog* dialog = w->showShortcuts();
+        QVERIFY(QTest::qWaitForWindowExposed(dialog));
+        QTableWidget* table = dialog->table();
+        const QFontMetrics fm(table->font());
+        const int margin = 2 * (table->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, table) + 1);
+        const int slack = 8;  // the cell's margins and the grid line
+        for (int row = 0; row < table->rowCount(); ++row) {
+            int lines = 1;
+            for (int column = 0; column < 4; ++column) {
+                const QString text = table->item(row, column)->text();
+                const bool fits = table->columnWidth(column) >= fm.horizontalAdvance(text) + margin;
+                if (column < 3)  // keys, action, menu: never cut short
+                    QVERIFY2(fits, qPrintable(QStringLiteral("%1: %2 px for %3 px")
+                                                  .arg(text)
+                                                  .arg(table->columnWidth(column))
+                                                  .arg(fm.horizontalAdvance(text))));
+                else if (!fits)
+                    lines = 2;
+            }
+            QVERIFY2(table->rowHeight(row) <= lines * fm.lineSpacing() + slack,
+                     qPrintable(QStringLiteral("%1: %2 px for %3 line(s) of %4 px")
+                                    .arg(table->item(row, 1)->text())
+                                    .arg(table->rowHeight(row))
+                                    .arg(lines)
+                                    .arg(fm.lineSpacing())));
+            QVERIFY2(!table->item(row, 1)->text().endsWith(QChar(0x2026)), qPrintable(table->item(row, 1)->text()));
+        }
+        QVERIFY(table->rowCount() >= 14);
+        QCOMPARE(table->verticalScrollBar()->maximum(), 0);
+        const int last = table->rowCount() - 1;
+        QVERIFY(table->rowViewportPosition(last) + table->rowHeight(last) <= table->viewport()->height());
+    }
+
+    // The application's name once in each window's title, as the window manager shows it: Qt
+    // appends the application display name, where one is set (the GUI's main sets none: the titles
+    // name Mantissa), to a title that does not end with it.
+    void windowTitlesNameTheAppOnce() {
+        const QString displayName = QGuiApplication::applicationDisplayName() != QCoreApplication::applicationName()
+                                        ? QGuiApplication::applicationDisplayName()
+                                        : QString();
+        const auto shown = [&displayName](const QWidget* window) {
+            QString title = window->windowTitle();
+            if (!displayName.isEmpty() && !title.endsWith(displayName))
+                title += (title.isEmpty() ? QString() : QStringLiteral(" — ")) + displayName;
+            return title;
+        };
+        auto w = makeWindow();
+        const QList<const QWidget*> windows = {w.get(), w->showShortcuts(), w->formatExplorer(), w->runBrowser()};
+        for (const QWidget* window : windows) {
+            const QString title = shown(window);
+            QVERIFY2(title.count(QStringLiteral("Mantissa")) == 1, qPrintable(title));
+        }
     }
 
     void helpMenuEntries() {

@@ -28,7 +28,26 @@ QFont markerFont(const QFont& base) {
 }
 constexpr double markerLabelAlpha = 210;  // the labels' background: the line and data show through a little
 
+// Between the values of a read-out line.
+const QString readoutSeparator = QStringLiteral("   ");
+
 }  // namespace
+
+QString wrapReadout(const QStringList& parts, const QFontMetrics& metrics, int width) {
+    QStringList lines;
+    QString line;
+    for (const QString& part : parts) {
+        const QString longer = line.isEmpty() ? part : line + readoutSeparator + part;
+        if (line.isEmpty() || metrics.horizontalAdvance(longer) <= width) {
+            line = longer;
+            continue;
+        }
+        lines << line;
+        line = part;
+    }
+    if (!line.isEmpty()) lines << line;
+    return lines.join(QLatin1Char('\n'));
+}
 
 QColor seriesColor(int index) {
     static const std::array<QColor, 10> tableau = {
@@ -489,7 +508,7 @@ QString ChartView::formatReadoutValue(double value) const {
     return formatValue(value) + m_valueSuffix;
 }
 
-QString ChartView::readoutText(double step) const {
+QStringList ChartView::readoutParts(double step) const {
     const QCPRange x = xAxis->range();
     const double stepsPerPixel = x.size() / std::max(1, axisRect()->width());
     QStringList parts{tr("step %1").arg(std::llround(step))};
@@ -517,7 +536,20 @@ QString ChartView::readoutText(double step) const {
         }
         if (p) parts << QStringLiteral("%1 %2").arg(b.name, formatReadoutValue(p->y * b.factor));
     }
-    return parts.join(QStringLiteral("   "));
+    return parts;
+}
+
+QString ChartView::readoutText(double step) const {
+    return readoutParts(step).join(readoutSeparator);
+}
+
+QString ChartView::readoutLines(double step) const {
+    // The box's left edge sits 0.5 % of the plot's width in (setCoords(0.005, ...)); its padding
+    // and frame take a few pixels more. Whatever is left is the lines' width.
+    const QMargins pad = m_readout->padding();
+    const int width = axisRect()->width();
+    const int available = width - static_cast<int>(std::ceil(0.005 * width)) - pad.left() - pad.right() - 2;
+    return wrapReadout(readoutParts(step), QFontMetrics(m_readout->font()), available);
 }
 
 void ChartView::setCrosshair(double step) {
@@ -529,7 +561,7 @@ void ChartView::setCrosshair(double step) {
     if (show) {
         m_crosshair->point1->setCoords(step, 0);
         m_crosshair->point2->setCoords(step, 1);
-        m_readout->setText(readoutText(step));
+        m_readout->setText(readoutLines(step));
     }
     if (show || wasShown) layer(QStringLiteral("overlay"))->replot();
 }

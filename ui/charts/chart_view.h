@@ -1,11 +1,11 @@
 // ChartView: one QCustomPlot chart whose graphs are drawn from LodSeries, re-queried for the
 // visible step window at the axis rect's pixel width, so a redraw costs the same at 10^3 or 10^6
 // points. It adds what every Mantissa chart has: y that fits the visible data, a crosshair with a
-// read-out of each graph's value at the hovered step (cleared when the mouse leaves), labelled
-// vertical markers for setting changes and injected overflows (labels along the top, kept inside
-// the plot and above the data: marker_layout.h), and colours from the system palette (light or
-// dark). However short the chart, its value axes keep their tick labels apart and show their
-// labels whole or not at all (axis_fit.h).
+// read-out of each graph's value at the hovered step (wrapped to the plot's width, cleared when
+// the mouse leaves), labelled vertical markers for setting changes and injected overflows (labels
+// along the top, kept inside the plot and above the data: marker_layout.h), and colours from the
+// system palette (light or dark). However short the chart, its value axes keep their tick labels
+// apart and show their labels whole or not at all (axis_fit.h).
 //
 // What is drawn is always what the series hold at the plot's real size: the graphs are queried
 // for the x range and the axis rect's width they are drawn at, and queried again after any layout
@@ -132,6 +132,9 @@ public:
     int drawnPoints() const;
     // What the crosshair read-out says at `step`: "step 120   loss 0.41   smoothed 0.43".
     QString readoutText(double step) const;
+    // The same, as the read-out shows it: wrapped into lines that fit the plot's width, a value
+    // never split.
+    QString readoutLines(double step) const;
     QString noteText() const;  // as set (setNote), whether or not it fits beside the legend now
 
     // Narrow: a chart wraps its legend into more rows rather than widen the window (QCustomPlot
@@ -189,6 +192,7 @@ private:
     int legendWidth(int columns) const;  // the legend's width with `columns` items a row
     void showContextMenu(const QPoint& pos);
     Binding* binding(QCPGraph* graph);
+    QStringList readoutParts(double step) const;  // "step 120", then each visible graph's value
 
     std::vector<Binding> m_bindings;
     std::vector<MarkerItems> m_markers;
@@ -224,5 +228,9 @@ private:
 
 // The qualitative colours every chart uses (Tableau 10): readable on light and dark backgrounds.
 QColor seriesColor(int index);
+
+// `parts` joined three spaces apart into lines of at most `width` pixels, broken between parts
+// only; a part wider than `width` has a line of its own (and is clipped).
+QString wrapReadout(const QStringList& parts, const QFontMetrics& metrics, int width);
 
 }  // namespace mantissa::ui

@@ -20,6 +20,7 @@
 #include "explorer/bit_strip.h"
 #include "explorer/block_explorer.h"
 #include "explorer/format_number_line.h"
+#include "history/close_keys.h"
 
 namespace mantissa::ui {
 
@@ -77,7 +78,8 @@ double FormatExplorer::magnitudeAt(int position) {
 }
 
 FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent) {
-    setWindowTitle(tr("Format explorer"));
+    setWindowTitle(tr("Format explorer — Mantissa"));
+    installCloseKeys(this);  // Esc and Ctrl+W close it as a window, as they close the history's
 
     // ---- the value: entry, sign, slider, overflow mode
     m_entry = new QLineEdit(this);

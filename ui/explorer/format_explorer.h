@@ -12,7 +12,8 @@
 // Under the rows, a BlockExplorer shows how a block of values shares one scale in the block-scaled
 // formats (MX, NVFP4).
 //
-// Wiring: a window or dock of its own (Tools → Format explorer); setValueText() seeds it.
+// Wiring: a window or dock of its own (Tools → Format explorer); setValueText() seeds it. As a
+// window it closes with Esc and Ctrl+W (history/close_keys.h), as the history's windows do.
 // Child widgets carry object names per format for tests and accessibility: "bits-fp16",
 // "hex-fp16", "stored-fp16", "error-fp16", "class-fp16", "line-fp16". GUI thread only.
 #pragma once
