@@ -1,8 +1,10 @@
 // The run browser over a store made here (three short spirals runs trained by the engine with
 // different precision settings, and synthetic runs fed to a Recorder): the list and its columns,
 // sorting, filters by text, tag and status, editing that persists in the store, confirmed deletion,
-// read-only and bad stores, opening a run (the charts' series hold exactly the recorded values),
-// and following a run that is still being recorded.
+// read-only and bad stores (and the banner that says so going with its cause), the Configuration
+// column readable at the window's default size, opening a run (the charts' series hold exactly the
+// recorded values; the viewer laid out so an MLP's or a language model's charts, events, sample
+// and what-if table can be read), and following a run that is still being recorded.
 #include <QtTest>
 
 #include <csignal>
@@ -13,8 +15,10 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QTabWidget>
 #include <QTableView>
 
+#include "charts/chart_view.h"
 #include "charts/charts_panel.h"
 #include "history/config_summary.h"
 #include "history/run_browser.h"
@@ -23,12 +27,48 @@
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "models/event_log_model.h"
+#include "panels/events_panel.h"
 #include "panels/notice_bar.h"
+#include "panels/sample_panel.h"
+#include "panels/what_if_panel.h"
 #include "test_history_fixture.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
 using namespace history_test;
+
+// A run with what-if statistics, as the GUI records one; for a language model (`text`) also a text
+// experiment, a sample in each evaluation event and the attention logits and layer-norm
+// variances (seven charts in all).
+std::int64_t statisticsRun(RunStore& store, bool text) {
+    Experiment e = spirals(text ? "gpt-like" : "mlp-like");
+    if (text) e.dataset.kind = "text";
+    auto r = store.start_run({e.name, "cpu", "synthetic", experiment_to_json(e).dump()});
+    r->on_event({0, 0, EventKind::run_started, "run started", "{}"});
+    for (std::int64_t i = 0; i < 60; ++i) {
+        r->on_step(syntheticStep(i), syntheticLayers(i));
+        if (i % 10 != 9) continue;
+        std::vector<WhatIfRecord> whatIf;
+        for (int l = 0; l < 3; ++l)
+            for (ComputeFormat f : {ComputeFormat(Format::fp16), ComputeFormat(Format::bf16), ComputeFormat(Format::fp8_e4m3)})
+                whatIf.push_back({i, l, "fc" + std::to_string(l + 1), f, {0, 0, 40, 4096}, {0, 0, 50, 4096}, {0.01, 0, 30, 4096}});
+        r->on_eval({i, "test", 2.0, 0.3});
+        if (text) {
+            std::vector<OpStepRecord> ops;
+            for (int b = 0; b < 4; ++b) {
+                const std::string block = "blocks." + std::to_string(b);
+                ops.push_back({i, block + ".attn", "logit_amax", 4.0 + static_cast<double>(i + b)});
+                ops.push_back({i, block + ".ln1", "min_variance", 0.01 / static_cast<double>(i + b + 1)});
+            }
+            r->on_op_steps(ops);
+            r->on_event({i, 0.1 * static_cast<double>(i), EventKind::evaluation, "Test loss 2.0 nats/token",
+                         R"({"loss": 2.0, "accuracy": 0.3, "prompt": "The glory of ", "sample": "the rown everig,\nseven mier", "temperature": 0.8})"});
+        }
+        r->on_what_if(whatIf);
+    }
+    r->finish(RunStatus::completed, "");
+    return r->run_id();
+}
 
 class TestHistoryBrowser : public QObject {
     Q_OBJECT
@@ -425,6 +465,91 @@ private slots:
         b->setConfirmHandler([](const QString&) { return true; });
         QVERIFY(b->deleteRuns({id}));
 #endif
+    }
+
+    void configurationColumnReadsAtTheDefaultSize() {
+        // The main window opens the browser at 1200x640: the columns beside Configuration once
+        // filled the table and left it a sliver.
+        auto b = makeBrowser();
+        b->resize(1200, 640);
+        QVERIFY(QTest::qWaitForWindowExposed(b.get()));
+        QTableView* view = b->view();
+        const QString summary = cell(*b, m_fp16Dynamic, RunTableModel::Configuration);
+        QVERIFY(summary.contains(QStringLiteral("fc3=fp32")));
+        QVERIFY2(view->columnWidth(RunTableModel::Configuration) >= view->fontMetrics().horizontalAdvance(summary),
+                 qPrintable(QStringLiteral("%1 px for \"%2\"").arg(view->columnWidth(RunTableModel::Configuration)).arg(summary)));
+        // A wider window gives it the room the other columns leave.
+        const int before = view->columnWidth(RunTableModel::Configuration);
+        b->resize(2200, 640);
+        QTRY_VERIFY(view->columnWidth(RunTableModel::Configuration) > before + 500);
+    }
+
+    void bannerGoesWithItsCause() {
+        auto b = makeBrowser();
+        QVERIFY(QTest::qWaitForWindowExposed(b.get()));
+        const QString bad = m_dir.filePath(QStringLiteral("not-a-store-either.sqlite"));
+        {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("not a database\n");
+        }
+        QVERIFY(!b->openStore(bad));
+        QVERIFY(b->noticeBar()->isVisible());
+        QVERIFY(b->openStore(QString::fromStdString(m_path)));  // a store opens: the refusal is over
+        QVERIFY(!b->noticeBar()->isVisible());
+        // Closed and reopened (as File > Run history does: refresh, then show) on the store it kept.
+        QVERIFY(!b->openStore(bad));
+        QVERIFY(b->noticeBar()->isVisible());
+        b->close();
+        b->refresh();
+        b->show();
+        QVERIFY(QTest::qWaitForWindowExposed(b.get()));
+        QVERIFY(!b->noticeBar()->isVisible());
+        QCOMPARE(b->storePath().toStdString(), m_path);
+    }
+
+    void viewerIsLaidOutToBeRead_data() {
+        QTest::addColumn<bool>("text");
+        QTest::addColumn<int>("charts");
+        QTest::addColumn<int>("tabs");
+        QTest::newRow("mlp, what-if") << false << 5 << 1;
+        QTest::newRow("language model, sample and what-if") << true << 7 << 2;
+    }
+
+    void viewerIsLaidOutToBeRead() {
+        // Left to the splitters, a language model's run (Sample and What-if beside the events,
+        // seven charts) gave the events a clipped filter box and each chart a plot of a few pixels.
+        QFETCH(bool, text);
+        QFETCH(int, charts);
+        QFETCH(int, tabs);
+        auto store = std::make_shared<RunStore>(
+            m_dir.filePath(text ? QStringLiteral("lm.sqlite") : QStringLiteral("mlp.sqlite")).toStdString());
+        RunViewer v(store, statisticsRun(*store, text));
+        QVERIFY(v.load());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        std::vector<ChartView*> shown;
+        for (ChartView* c : v.chartsPanel()->charts())
+            if (c->isVisibleTo(&v)) shown.push_back(c);
+        QCOMPARE(static_cast<int>(shown.size()), charts);
+        for (std::size_t i = 0; i < shown.size(); ++i)  // the live window's promise (docs/gui.md, "Small windows")
+            QTRY_VERIFY2(shown[i]->axisRect()->height() >= 72,
+                         qPrintable(QStringLiteral("chart %1: %2 px of plot").arg(i).arg(shown[i]->axisRect()->height())));
+        QVERIFY2(v.eventsPanel()->width() >= 300, qPrintable(QString::number(v.eventsPanel()->width())));
+        // Beside the events, tabs (the sample raised), each at its usable height when raised.
+        QTabWidget* panels = v.panelTabs();
+        QCOMPARE(panels->count(), tabs);
+        QCOMPARE(panels->currentWidget(), text ? static_cast<QWidget*>(v.samplePanel()) : v.whatIfPanel());
+        if (text)
+            QVERIFY2(v.samplePanel()->height() >= SamplePanel::usableHeight,
+                     qPrintable(QString::number(v.samplePanel()->height())));
+        panels->setCurrentWidget(v.whatIfPanel());
+        QTRY_VERIFY(v.whatIfPanel()->isVisible());
+        QVERIFY2(v.whatIfPanel()->height() >= WhatIfPanel::usableHeight, qPrintable(QString::number(v.whatIfPanel()->height())));
+        QVERIFY(v.whatIfPanel()->width() >= v.whatIfPanel()->minimumSizeHint().width());
+        const QByteArray shots = qgetenv("MANTISSA_VIEWER_SHOTS");  // a folder, to look at the layouts
+        if (!shots.isEmpty())
+            v.grab().save(QDir(QString::fromLocal8Bit(shots)).filePath(QStringLiteral("viewer-%1.png").arg(charts)));
     }
 
     void loaderReadsEventsSplitOverTwoCommits() {

@@ -10,7 +10,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QHeaderView>
+#include <QHideEvent>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -32,6 +32,7 @@
 #include "history/close_keys.h"
 #include "history/compare_view.h"
 #include "history/run_filter_proxy.h"
+#include "history/run_table_columns.h"
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "panels/notice_bar.h"
@@ -53,22 +54,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     m_view->setModel(m_proxy);
     setUpRecordTable(m_view);
     m_view->sortByColumn(RunTableModel::Date, Qt::DescendingOrder);
-    m_view->horizontalHeader()->setStretchLastSection(true);
-    const QFontMetrics fm(font());
-    const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromUtf8(sample)) + 20; };
-    m_view->setColumnWidth(RunTableModel::Name, width("fmnist-fp16-dynamic-x"));
-    m_view->setColumnWidth(RunTableModel::Parent, width("Branch of"));
-    m_view->setColumnWidth(RunTableModel::Date, width("2026-11-29 20:00"));
-    m_view->setColumnWidth(RunTableModel::Status, width("interrupted"));
-    m_view->setColumnWidth(RunTableModel::Backend, width("backend"));
-    // The configuration (a run's settings and what changed live) takes the width the other columns
-    // leave; the tooltip has all of it.
-    m_view->horizontalHeader()->setStretchLastSection(false);
-    m_view->horizontalHeader()->setSectionResizeMode(RunTableModel::Configuration, QHeaderView::Stretch);
-    m_view->setColumnWidth(RunTableModel::Tags, width("lesson, baseline"));
-    m_view->setColumnWidth(RunTableModel::Steps, width("100,000"));
-    m_view->setColumnWidth(RunTableModel::FinalLoss, width("Final loss"));
-    m_view->setColumnWidth(RunTableModel::TestAccuracy, width("Test acc."));
+    setUpRunColumns(m_view);
 
     m_notice = new NoticeBar;
     m_storeLabel = new QLabel;
@@ -112,7 +98,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     detailsLayout->addWidget(new QLabel(tr("Notes")));
     detailsLayout->addWidget(m_notesEdit, 1);
     detailsLayout->addWidget(m_saveDetails, 0, Qt::AlignRight);
-    details->setMinimumWidth(fm.horizontalAdvance(QStringLiteral("comma-separated, e.g. baseline, fp16")) + 80);
+    details->setMinimumWidth(fontMetrics().horizontalAdvance(QStringLiteral("comma-separated, e.g. baseline, fp16")) + 80);
 
     buildActions();
 
@@ -311,8 +297,11 @@ void RunBrowser::refresh() {
         runs = m_store->list_runs();
     } catch (const std::exception& e) {
         reportError(QString::fromStdString(e.what()));
+        m_bannerIsListError = true;
         return;
     }
+    if (m_bannerIsListError) m_notice->hide();  // read this time
+    m_bannerIsListError = false;
     m_changes.update(*m_store, runs);
     m_refreshing = true;
     m_model->setRuns(std::move(runs), m_changes.all());
@@ -559,8 +548,16 @@ QString RunBrowser::exportRun(std::int64_t id, const ExportChoice& choice, const
 
 void RunBrowser::reportError(const QString& message) {
     m_lastError = message;
+    m_bannerIsListError = false;
     m_notice->showNotice(message.toHtmlEscaped());
     emit errorOccurred(message);
+}
+
+void RunBrowser::hideEvent(QHideEvent* event) {
+    QWidget::hideEvent(event);
+    // Closed (not minimised, which the window system does): the banner was about what was tried in
+    // this visit, and the browser reopens on the store it kept, which opened.
+    if (!event->spontaneous()) m_notice->hide();
 }
 
 void RunBrowser::updateActions() {

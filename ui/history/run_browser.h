@@ -12,7 +12,9 @@
 // Esc and Ctrl+W close the browser when it is a window of its own (close_keys.h), and so do they a
 // run's window and a comparison.
 // "Open store…" switches to another store file; a file that is not a store is refused with one
-// sentence and the browser keeps the store it had. A read-only store is browsed with the editing
+// sentence and the browser keeps the store it had. An error's banner lasts until its cause is gone
+// (a store opens, the list is read again after a failed read) or the window is closed: reopened
+// later, the browser does not greet a good store with an old refusal. A read-only store is browsed with the editing
 // actions disabled (their tooltips say why). While any listed run is `running`, the list refreshes
 // itself every few seconds.
 //
@@ -156,6 +158,9 @@ signals:
     void sweepRequested(const QString& storePath, const QString& sweepUuid, qint64 runId);
     void errorOccurred(const QString& message);
 
+protected:
+    void hideEvent(QHideEvent* event) override;
+
 private:
     void buildActions();
     void updateActions();
@@ -204,6 +209,7 @@ private:
     std::int64_t m_detailsId = -1;
     QString m_loadedName, m_loadedTags, m_loadedNotes;
     QString m_lastError;
+    bool m_bannerIsListError = false;  // the banner says the list could not be read (refresh() clears it)
     bool m_opensWindows = true;
     std::function<bool(const QString&)> m_confirm;
     QList<QPointer<RunViewer>> m_viewers;

@@ -4,19 +4,18 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
-#include <QShowEvent>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTextDocument>
-#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include <algorithm>
 #include <cmath>
 
 #include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
 #include "charts/number_format.h"
+#include "dock_layout.h"
 #include "history/checkpoint_rules.h"
 #include "history/close_keys.h"
 #include "history/config_summary.h"
@@ -57,12 +56,15 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     m_charts = new ChartsPanel;
     m_eventModel = new EventLogModel(this);
     m_events = new EventsPanel(m_eventModel);
-    m_sample = new SamplePanel;
-    m_sample->hide();  // a language model's run shows it beside the events
-    m_whatIf = new WhatIfPanel;
-    m_whatIf->hide();  // so does a run with what-if statistics
+    // Beside the events, as the run has them (showPanels): a language model's samples and the
+    // what-if statistics (tabs of one widget; the viewer owns each while it is not a tab), and
+    // the block-scale views.
+    m_sample = new SamplePanel(this);
+    m_sample->hide();
+    m_whatIf = new WhatIfPanel(this);
+    m_whatIf->hide();
     m_blockScales = new BlockScalePanel;
-    m_blockScales->hide();  // and one with block-scale views
+    m_blockScales->hide();
     m_blockScales->setMapLoader([this](std::int64_t step) {
         try {
             loadBlockScaleMaps(*m_store, m_runId, step, m_series);
@@ -71,6 +73,9 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
             return QString::fromStdString(e.what());
         }
     });
+    // Each chart keeps the plot the live window promises (docs/gui.md, "Small windows"); the
+    // chart area scrolls when the window cannot give every chart that.
+    for (ChartView* chart : m_charts->charts()) chart->axisRect()->setMinimumSize(50, DockLayout::minPlotHeight);
     connect(m_events, &EventsPanel::stepActivated, m_charts, &ChartsPanel::centerOn);
     m_charts->setMenuExtension([this](QMenu& menu, double step) {
         std::vector<CheckpointRow> checkpoints;
@@ -91,10 +96,13 @@ RunViewer::RunViewer(std::shared_ptr<RunStore> store, std::int64_t runId, QWidge
     m_bottom = new QSplitter(Qt::Horizontal);
     m_bottom->setChildrenCollapsible(false);
     m_bottom->addWidget(m_events);
-    m_bottom->addWidget(m_sample);
-    m_bottom->addWidget(m_whatIf);
+    m_panels = new QTabWidget;
+    m_panels->setTabBarAutoHide(true);  // one panel: no tab bar
+    m_panels->setDocumentMode(true);
+    m_panels->hide();
+    connect(m_panels, &QTabWidget::tabBarClicked, this, [this] { m_panelPicked = true; });
+    m_bottom->addWidget(m_panels);
     m_bottom->addWidget(m_blockScales);
-    m_bottom->setStretchFactor(3, 2);  // its two plots side by side want the width
     splitter->addWidget(m_bottom);
     splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
@@ -132,11 +140,9 @@ bool RunViewer::load() {
     m_charts->setSeries(&m_series);
     m_eventModel->setSeries(&m_series);
     m_sample->setSeries(&m_series);
-    m_sample->setVisible(m_series.textRun());
     m_whatIf->setSeries(&m_series.whatIf());
-    m_whatIf->setVisible(!m_series.whatIf().empty());
     m_blockScales->setSeries(&m_series.blockScales());
-    showBlockScales();
+    showPanels();
     m_eventModel->setLive(m_run.status == RunStatus::running);
     m_charts->redrawNow();
     setWindowTitle(tr("%1 (run %2) — Mantissa").arg(QString::fromStdString(m_run.name)).arg(m_runId));
@@ -156,41 +162,6 @@ bool RunViewer::load() {
     return true;
 }
 
-void RunViewer::showBlockScales() {
-    if (m_series.blockScales().empty() || m_blockScales->isVisibleTo(this)) return;
-    m_blockScales->show();
-    // A window of its own not shown yet grows to the main window's width: the panel's two plots
-    // beside the events (and the What-if table) need it.
-    if (isWindow() && !isVisible()) resize(std::max(width(), 1500), std::max(height(), 900));
-    if (isVisible()) QTimer::singleShot(0, this, &RunViewer::sizeBlockScales);  // else when shown
-}
-
-void RunViewer::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_blockScales->isVisibleTo(this)) QTimer::singleShot(0, this, &RunViewer::sizeBlockScales);
-}
-
-void RunViewer::sizeBlockScales() {
-    // Once, when the panel first shows in a laid-out window: its plots need their height
-    // (BlockScalePanel::usableHeight) and half the width; the splitters keep these sizes as the
-    // window is resized, and a person's drags after.
-    if (m_blockScalesSized || !m_blockScales->isVisible()) return;
-    m_blockScalesSized = true;
-    const int height = m_splitter->height();
-    const int bottom = std::min(std::max(BlockScalePanel::usableHeight, height / 5), height * 6 / 10);
-    m_splitter->setSizes({height - bottom, bottom});
-    QList<int> widths;
-    int others = 0;
-    for (int i = 0; i < m_bottom->count(); ++i)
-        others += m_bottom->widget(i) != m_blockScales && m_bottom->widget(i)->isVisibleTo(this);
-    const int width = m_bottom->width();
-    for (int i = 0; i < m_bottom->count(); ++i) {
-        QWidget* w = m_bottom->widget(i);
-        widths << (w == m_blockScales ? width / 2 : w->isVisibleTo(this) ? width / 2 / std::max(others, 1) : 0);
-    }
-    m_bottom->setSizes(widths);
-}
-
 bool RunViewer::following() const {
     return m_follower && m_follower->active();
 }
@@ -200,9 +171,8 @@ void RunViewer::onRowsAdded() {
     m_eventModel->sync();
     m_sample->sync();
     m_whatIf->sync();
-    if (!m_series.whatIf().empty()) m_whatIf->show();
     m_blockScales->sync();
-    showBlockScales();
+    showPanels();
     updateSummary();
     emit runUpdated(m_runId);
 }
@@ -244,9 +214,8 @@ void RunViewer::onFinished() {
     m_eventModel->sync();
     m_sample->sync();
     m_whatIf->sync();
-    if (!m_series.whatIf().empty()) m_whatIf->show();
     m_blockScales->sync();
-    showBlockScales();
+    showPanels();
     m_eventModel->setLive(false);
     updateSummary();
     emit runFinished(m_runId);

@@ -1,9 +1,9 @@
 // RunViewer: one recorded run, as it was recorded: its summary (status, steps, final loss, test
 // accuracy, for a language model its test loss in nats per token and perplexity, configuration and
 // what was changed during the run, notes), the same ChartsPanel and EventsPanel the live window
-// uses (and for a language model its SamplePanel, for a run with what-if statistics its
-// WhatIfPanel, and for a run with block-scale views its BlockScalePanel, beside the events) over a
-// RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
+// uses (and beside the events: for a language model its SamplePanel and for a run with what-if
+// statistics its WhatIfPanel, tabs of one widget when there are both; for a run with block-scale
+// views its BlockScalePanel) over a RunSeries loaded from the store, and an Export menu. A run still `running` (recorded by another
 // process, or by this GUI) is followed: new rows are appended a few times a second until it ends.
 // The block maps are held within the series' budget (the newest steps'); the panel asks for an
 // older step's again and the viewer reads it from the store (loadBlockScaleMaps). The header says
@@ -26,6 +26,7 @@
 
 class QLabel;
 class QSplitter;
+class QTabWidget;
 class QToolButton;
 
 namespace mantissa::ui {
@@ -55,9 +56,12 @@ public:
     ChartsPanel* chartsPanel() const { return m_charts; }
     EventsPanel* eventsPanel() const { return m_events; }
     EventLogModel* eventModel() const { return m_eventModel; }
-    SamplePanel* samplePanel() const { return m_sample; }
-    WhatIfPanel* whatIfPanel() const { return m_whatIf; }  // shown when the run has what-if statistics
-    BlockScalePanel* blockScalePanel() const { return m_blockScales; }  // shown when it has block-scale views
+    // Tabs beside the events (a tab bar when there are both; the sample is raised first):
+    SamplePanel* samplePanel() const { return m_sample; }  // a language model's run
+    WhatIfPanel* whatIfPanel() const { return m_whatIf; }  // a run with what-if statistics
+    QTabWidget* panelTabs() const { return m_panels; }
+    // Beside them, shown when the run has block-scale views:
+    BlockScalePanel* blockScalePanel() const { return m_blockScales; }
     RunFollower* follower() const { return m_follower; }  // nullptr when the run is not followed
     bool following() const;
     QString summaryText() const;  // the header's text, plain
@@ -88,8 +92,11 @@ private:
     void readThroughput();
     void readFamily();  // m_family: where a branch came from, and the run's checkpoints
     QString m_family;
-    void showBlockScales();  // once the run has block-scale views: the panel, with room for its plots
-    void sizeBlockScales();
+    // The panels beside the events and the sizes of everything, chosen for the panels the run has
+    // (run_viewer_layout.cpp): when it is loaded or grows a panel, and once the window is laid out.
+    void showPanels();
+    int shownPanels() const;  // a bit for each of sample, what-if, block scales that is shown
+    void layOutPanels();
     RunSeries m_series;
     QString m_error;
     ChartsPanel* m_charts = nullptr;
@@ -103,7 +110,9 @@ private:
     QLabel* m_notes = nullptr;
     QSplitter* m_splitter = nullptr;  // the charts over the bottom panels
     QSplitter* m_bottom = nullptr;    // the events and the panels beside them
-    bool m_blockScalesSized = false;
+    QTabWidget* m_panels = nullptr;   // the sample and the what-if table, hidden when neither
+    bool m_panelPicked = false;       // a person raised a tab: a new panel does not take its place
+    int m_laidOutPanels = -1;         // shownPanels() when the sizes were last chosen; -1: not yet
     QToolButton* m_export = nullptr;
 };
 
