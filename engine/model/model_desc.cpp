@@ -18,6 +18,27 @@ LayerSpec node(std::string type, std::string name, json options = json::object()
     return LayerSpec{std::move(type), std::move(name), std::move(options), {}};
 }
 
+// A preset's layers (model.kind mlp, cnn, resnet, gpt), built: a layer that does not fit the data
+// is named as the preset's ("model.kind "cnn" does not fit ...: its layer pool1: ..."), not by a
+// place in a model.layers list the person never wrote.
+std::vector<std::unique_ptr<Layer>> build_preset_layers(const ModelDesc& d, const std::string& kind) {
+    try {
+        return build_layers(d);
+    } catch (const Error& e) {
+        std::string why = e.what();
+        const std::string list = "model.layers[";
+        if (why.starts_with(list)) {  // "model.layers[3] (pool1): ..." -> "its layer pool1: ..."
+            const std::size_t open = why.find("] (");
+            const std::size_t close = open == std::string::npos ? open : why.find(')', open);
+            if (close != std::string::npos)
+                why = "its layer " + why.substr(open + 3, close - open - 3) + why.substr(close + 1);
+        }
+        const std::string sample = d.input.flat() ? std::to_string(d.input.channels) + " values, not an image"
+                                                  : "an image of " + d.input.text();
+        throw Error("model.kind \"" + kind + "\" does not fit the dataset's samples (" + sample + "): " + why);
+    }
+}
+
 std::vector<LayerSpec> mlp_nodes(const ModelSpec& spec, std::int64_t outputs) {
     std::vector<LayerSpec> nodes;
     for (std::size_t i = 0; i <= spec.hidden.size(); ++i) {
@@ -241,7 +262,7 @@ ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t 
     }
     // Build once without tensors: every shape and option is checked, and the layers with
     // parameters are listed.
-    const auto nodes = build_layers(d);
+    const auto nodes = spec.kind == "layers" ? build_layers(d) : build_preset_layers(d, spec.kind);
     std::vector<Layer*> with_parameters;
     const auto collect = [&](auto& self, Layer& layer) -> void {
         if (layer.has_parameters()) with_parameters.push_back(&layer);

@@ -161,6 +161,10 @@ private slots:
                                                         << "--grid is not an option of sweep list (it takes --db, --json)";
         QTest::newRow("weights show with --db") << QStringList{"weights", "show", "a.safetensors", "--db", "x"}
                                                 << "--db is not an option of weights show (it takes --json)";
+        QTest::newRow("a preset that does not fit the data")
+            << QStringList{"train", "--set", "model.kind=cnn", "--set", "dataset.kind=spirals", "--no-record"}
+            << "model.kind \"cnn\" does not fit the dataset's samples (2 values, not an image): its layer pool1: "
+               "\"kernel\" 2 is larger than its 1×1 input";
         QTest::newRow("devices with a word") << QStringList{"devices", "0"} << "'0' is one word too many: mantissa-cli devices";
         QTest::newRow("--device with the cpu backend") << QStringList{"train", "--backend", "cpu", "--device", "1", "--no-record"}
                                                        << "--device picks a GPU, but this run's backend is cpu";
