@@ -287,6 +287,27 @@ private slots:
         }
     }
 
+    // A series with no steps (another experiment opened, nothing run yet) leaves no value range
+    // of the run drawn before: an empty chart reads as empty, not as that run's scale.
+    void emptySeriesKeepsNoOldRange() {
+        RunSeries s;
+        fill(s, 1000);
+        ChartsPanel panel;
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&s);
+        panel.redrawNow(true);
+        const QCPRange drawn = panel.lossChart()->yAxis->range();
+        QVERIFY(drawn.upper > 1.5 || drawn.lower != 0);
+        RunSeries empty;
+        panel.setSeries(&empty);
+        panel.redrawNow(true);
+        QCOMPARE(panel.lossChart()->yAxis->range().lower, 0.0);
+        QCOMPARE(panel.lossChart()->yAxis->range().upper, 1.0);
+        QVERIFY(panel.scaleChart()->logarithmic());
+        QCOMPARE(panel.scaleChart()->yAxis->range().lower, 1.0);
+    }
+
     void oneStepAxisForAllCharts() {
         RunSeries s;
         fill(s, 10000);

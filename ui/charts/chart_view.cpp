@@ -273,6 +273,9 @@ void ChartView::removeAllSeries() {
     m_bindings.clear();
     legend->setVisible(false);
     m_queriedColumns = -1;
+    // An empty chart shows no values: not the last run's range, which would read as this one's.
+    if (logarithmic()) yAxis->setRange(1, 2);
+    else yAxis->setRange(0, 1);
 }
 
 void ChartView::setValueLabel(const QString& label, const QStringList& shorter) {
