@@ -39,6 +39,7 @@
 #include "panels/precision_panel.h"
 #include "error.h"
 #include "store/run_store.h"
+#include "tiny_gpt.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -538,16 +539,9 @@ private slots:
         for (int i = 0; i < 60; ++i) corpus.write("sphinx of black quartz, judge my vow\n");
         corpus.close();
         auto w = makeWindow();
-        Experiment e = spirals();
-        e.dataset.kind = "text";
-        e.dataset.path = corpus.fileName().toStdString();
-        e.dataset.context = 8;
-        e.model.kind = "gpt";
-        e.model.depth = 1;
-        e.model.heads = 2;
-        e.model.dim = 8;
-        e.model.context = 8;
+        Experiment e = test::tiny_gpt_experiment(corpus.fileName().toStdString());
         e.train.batch_size = 2;
+        e.train.steps = 100'000;  // stopped once the layers have reported
         e.precision.autocast = Autocast::bf16;
         auto* inject = w->precisionPanel()->findChild<QComboBox*>(QStringLiteral("injectLayer"));
         QVERIFY(inject);
@@ -571,8 +565,8 @@ private slots:
             ++compared;
         }
         QVERIFY(compared >= 6);
-        QCOMPARE(planned[names.indexOf(QStringLiteral("blocks.0.ln1"))], QStringLiteral("64 B"));  // 16 values in FP32
-        QCOMPARE(planned[names.indexOf(QStringLiteral("wpe"))], QStringLiteral("256 B"));          // 8×8 in FP32
+        QCOMPARE(planned[names.indexOf(QStringLiteral("blocks.0.ln1"))], QStringLiteral("128 B"));  // 32 values in FP32
+        QCOMPARE(planned[names.indexOf(QStringLiteral("wpe"))], QStringLiteral("1.00 KiB"));        // 16×16 in FP32
     }
 
     // A missing dataset folder: the run trains on spirals and the banner says so, the whole
