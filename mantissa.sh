@@ -30,8 +30,9 @@ packages=(cmake ninja-build g++ pkg-config
           dataset-fashion-mnist fortunes)
 # For `test` only: slurmctld, slurmd, slurm-client and munge, the one-node Slurm cluster the sweep
 # tests start and stop themselves (tests/app/slurm_cluster.h, docs/sweeps.md). Mantissa never uses
-# the services the packages install; `run` does not install them.
-test_packages=(slurmctld slurmd slurm-client munge)
+# the services the packages install; `run` does not install them. python3: the fingerprint test
+# reads the exported tables with it (tests/bench/fingerprint).
+test_packages=(slurmctld slurmd slurm-client munge python3)
 
 install_missing() {
     local missing=()
