@@ -266,8 +266,7 @@ void MainWindow::setExperiment(const Experiment& experiment) {
     if (m_lesson->hasLesson()) {
         if (experiment.lesson.classroom) m_classroomAction->setChecked(true);
         // The Lesson panel holds the text; the banner only announces it.
-        m_lessonTitle = QString::fromStdString(experiment.lesson.title);
-        m_lessonNotice = lessonNotice(m_lessonTitle);
+        m_lessonNotice = lessonNotice(m_lesson->titleText());
         showNotice(m_lessonNotice);
     }
 }
@@ -291,7 +290,7 @@ void MainWindow::applyClassroomMode(bool on) {
     if (on && m_lesson->hasLesson()) m_lessonDock->show();
     // A lesson's banner still up says what the mode is now (another message is left alone).
     if (m_lesson->hasLesson() && !m_notice->isHidden() && m_notice->text() == m_lessonNotice) {
-        m_lessonNotice = lessonNotice(m_lessonTitle);
+        m_lessonNotice = lessonNotice(m_lesson->titleText());
         showNotice(m_lessonNotice);
     }
 }

@@ -267,7 +267,7 @@ private:
     ShortcutsDialog* m_shortcutsDialog = nullptr;
     bool m_restoredExperiment = false;
     QString m_experimentPath;  // the file last opened or saved
-    QString m_lessonTitle, m_lessonNotice;  // the lesson shown, and the banner that announced it
+    QString m_lessonNotice;  // the banner that announced the lesson shown
     QElapsedTimer m_viewClock;  // paces the table and status bar updates
     static constexpr int viewUpdateIntervalMs = 200;
     QString m_lastError;

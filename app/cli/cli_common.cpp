@@ -113,11 +113,11 @@ void Args::expect_words(std::size_t count, std::string_view missing, std::string
 void Args::allow_only(std::initializer_list<std::string_view> names, std::string_view action) const {
     for (const auto& [name, value] : m_given)
         if (std::find(names.begin(), names.end(), name) == names.end()) {
-            std::string takes;
-            for (std::string_view n : names) takes += (takes.empty() ? "--" : ", --") + std::string(n);
-            if (names.size() > 6) takes = "see --help";  // a long list would hide the sentence
-            throw UsageError{"--" + name + " is not an option of " + std::string(action) + " (" +
-                             (names.size() == 0 ? std::string("it takes none") : names.size() > 6 ? takes : "it takes " + takes) + ")"};
+            // The options it takes, unless a long list would hide the sentence.
+            std::string takes = names.size() > 6 ? "see --help" : names.size() == 0 ? "it takes none" : "it takes";
+            if (names.size() <= 6)
+                for (std::string_view n : names) takes += (n == *names.begin() ? " --" : ", --") + std::string(n);
+            throw UsageError{"--" + name + " is not an option of " + std::string(action) + " (" + takes + ")"};
         }
 }
 

@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cuda/cuda_loader.h"
 #include "cli/cli_common.h"
 #include "cli/run_session.h"
 #include "cli/sweep_slurm.h"
@@ -46,7 +47,6 @@
 #include "store/run_text.h"
 #include "sweep/gpu_slots.h"
 #include "sweep/sweep_plan.h"
-#include "backend/cuda/cuda_loader.h"
 
 extern char** environ;
 
@@ -80,6 +80,9 @@ struct Child {
 
 // The GPUs local runs share out (GpuSlots): asked of the CUDA module only when some run may use
 // one, so a sweep on the CPU never loads it.
+// The options that shape a Slurm submission (slurm_options): refused where a sweep runs here.
+constexpr const char* slurm_submit_options[] = {"partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg"};
+
 int usable_gpus(const std::vector<PlannedRun>& plan) {
     const bool may_use = std::any_of(plan.begin(), plan.end(), [](const PlannedRun& p) {
         return p.experiment.backend == "cuda" || p.experiment.backend == "auto";
@@ -389,9 +392,12 @@ int new_sweep(Args& args) {
     // The Slurm options checked before anything is planned to run (a dry run too); each names
     // the mode it belongs to rather than being passed over.
     const bool slurm = args.has("slurm");
-    if (!slurm)
-        for (const char* o : {"partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg", "folder"})
+    if (!slurm) {
+        std::vector<const char*> slurm_only(std::begin(slurm_submit_options), std::end(slurm_submit_options));
+        slurm_only.push_back("folder");
+        for (const char* o : slurm_only)
             if (args.has(o)) throw UsageError{std::string("--") + o + " is for a sweep on Slurm: add --slurm, or leave it out"};
+    }
     if (slurm && args.has("jobs"))
         throw UsageError{"--jobs is for a sweep run on this machine; on Slurm each run is a task of its own (leave --jobs out)"};
     const SlurmOptions options = slurm ? slurm_options(args) : SlurmOptions{};
@@ -433,7 +439,7 @@ int run_again(Args& args) {
         throw UsageError{"--jobs is for a sweep run on this machine; sweep " + std::to_string(sweep.id) +
                          " runs on Slurm, whose array runs its tasks"};
     if (sweep.executor != "slurm")
-        for (const char* o : {"partition", "time", "gpus-per-task", "cpus-per-task", "sbatch-arg"})
+        for (const char* o : slurm_submit_options)
             if (args.has(o))
                 throw UsageError{std::string("--") + o + " is for a sweep on Slurm; sweep " + std::to_string(sweep.id) +
                                  " runs on this machine"};
@@ -564,15 +570,17 @@ int list(Args& args) {
     }
     RunStore store(db, StoreAccess::read);
     const auto sweeps = store.list_sweeps();
+    const auto completed_runs = [&store](const SweepRow& s) {
+        std::int64_t completed = 0;
+        for (const RunRow& r : store.sweep_runs(s.id)) completed += r.status == RunStatus::completed;
+        return completed;
+    };
     if (json) {
         nlohmann::ordered_json a = nlohmann::ordered_json::array();
-        for (const SweepRow& s : sweeps) {
-            std::int64_t completed = 0;
-            for (const RunRow& r : store.sweep_runs(s.id)) completed += r.status == RunStatus::completed;
+        for (const SweepRow& s : sweeps)
             a.push_back({{"id", s.id}, {"uuid", s.uuid}, {"name", s.name}, {"executor", s.executor},
-                         {"runs_planned", s.runs_planned}, {"runs_completed", completed}, {"created_at", s.created_at},
+                         {"runs_planned", s.runs_planned}, {"runs_completed", completed_runs(s)}, {"created_at", s.created_at},
                          {"slurm_job", s.slurm_job.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.slurm_job)}});
-        }
         std::cout << a.dump(2) << std::endl;
         return exit_ok;
     }
@@ -581,12 +589,9 @@ int list(Args& args) {
         return exit_ok;
     }
     std::printf("%4s  %-32s  %-8s  %5s  %9s  %s\n", "ID", "NAME", "WHERE", "RUNS", "COMPLETED", "CREATED (UTC)");
-    for (const SweepRow& s : sweeps) {
-        std::int64_t completed = 0;
-        for (const RunRow& r : store.sweep_runs(s.id)) completed += r.status == RunStatus::completed;
+    for (const SweepRow& s : sweeps)
         std::printf("%4lld  %-32s  %-8s  %5lld  %9lld  %s\n", static_cast<long long>(s.id), s.name.c_str(), s.executor.c_str(),
-                    static_cast<long long>(s.runs_planned), static_cast<long long>(completed), s.created_at.c_str());
-    }
+                    static_cast<long long>(s.runs_planned), static_cast<long long>(completed_runs(s)), s.created_at.c_str());
     return exit_ok;
 }
 
