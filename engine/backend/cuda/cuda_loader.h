@@ -49,7 +49,7 @@ struct CudaDeviceReport {
 struct CudaReport {
     CudaMissing missing = CudaMissing::build;
     std::string reason;                 // one sentence when missing != nothing
-    std::string module_path;            // the module loaded, when one was
+    std::string module_path;            // the module found: loaded, unless the driver is missing
     std::vector<std::string> searched;  // where it was looked for
     int driver_version = 0;             // 13000 = CUDA 13.0; 0 when unknown
     int runtime_version = 0;
@@ -84,6 +84,7 @@ public:
 
 private:
     void load();
+    bool open_driver();  // loads the driver library once; false with the report's reason when it cannot
 
     CudaLoaderOptions m_options;
     std::mutex m_mutex;

@@ -73,6 +73,7 @@ private slots:
         CudaLoaderOptions o;
         o.built_with_cuda = true;
         o.module_paths = {path.toStdString()};
+        o.driver_library = "libc.so.6";  // a driver, so that the module is loaded
         CudaLoader loader(o);
         QCOMPARE(loader.report().missing, CudaMissing::libraries);
         QVERIFY2(reason_of(loader).contains("could not be loaded"), qPrintable(reason_of(loader)));
@@ -101,6 +102,26 @@ private slots:
         QVERIFY2(r.contains("NVIDIA driver is not installed"), qPrintable(r));
         QVERIFY2(r.contains("libmantissa_no_such_driver.so.1"), qPrintable(r));
         QCOMPARE(QString::fromStdString(loader.report().module_path), QString(MANTISSA_CUDA_STUB_PATH));
+    }
+
+    // The driver is looked for before the module's file is loaded (the module loads the CUDA
+    // runtime and cuBLAS): a module that cannot be loaded, on a machine without the driver, is
+    // not loaded at all, and the report names the driver.
+    void driver_looked_for_before_the_module_is_loaded() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("libmantissa_cuda.so");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not an ELF file");
+        f.close();
+        CudaLoaderOptions o;
+        o.built_with_cuda = true;
+        o.module_paths = {path.toStdString()};
+        o.driver_library = "libmantissa_no_such_driver.so.1";
+        CudaLoader loader(o);
+        QCOMPARE(loader.report().missing, CudaMissing::driver);
+        QVERIFY2(reason_of(loader).contains("libmantissa_no_such_driver.so.1"), qPrintable(reason_of(loader)));
+        QCOMPARE(QString::fromStdString(loader.report().module_path), path);
     }
 
     void driver_too_old() {
