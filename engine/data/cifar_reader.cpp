@@ -18,6 +18,7 @@
 #include <new>
 
 #include "data/dataset_folder.h"
+#include "data/huge_pages.h"
 #include "data/memory_budget.h"
 #include "error.h"
 #include "user_file.h"
@@ -120,6 +121,7 @@ void read_split(std::vector<CifarFile*> files, Split& split) {
     std::int64_t records = 0;
     for (const CifarFile* f : files) records += f->records();
     split.rows = records;
+    reserve_in_huge_pages(split.x, static_cast<std::size_t>(records * kCifarImageBytes));
     split.x.resize(static_cast<std::size_t>(records * kCifarImageBytes));
     split.y.resize(static_cast<std::size_t>(records));
     std::int64_t row = 0;
@@ -157,6 +159,7 @@ CifarBatch read_cifar_batch(const std::string& path) {
     CifarBatch batch;
     try {
         batch.count = file.records();
+        reserve_in_huge_pages(batch.pixels, static_cast<std::size_t>(file.records() * kCifarImageBytes));
         batch.pixels.resize(static_cast<std::size_t>(file.records() * kCifarImageBytes));
         batch.labels.resize(static_cast<std::size_t>(file.records()));
     } catch (const std::bad_alloc&) {

@@ -26,6 +26,7 @@
 
 #include "data/dataset_folder.h"
 #include "data/gzip_input.h"
+#include "data/huge_pages.h"
 #include "data/memory_budget.h"
 #include "user_file.h"
 #include "error.h"
@@ -213,7 +214,7 @@ IdxImages read_images(IdxFile& file) {
     images.rows = static_cast<int>(file.dims()[1]);  // each < 2^31 by the size limit
     images.cols = static_cast<int>(file.dims()[2]);
     const std::uint64_t declared = file.payload();
-    if (file.size_known()) images.pixels.reserve(static_cast<std::size_t>(declared));
+    if (file.size_known()) reserve_in_huge_pages(images.pixels, static_cast<std::size_t>(declared));
     // byte / 255 in fp32, as torchvision's ToTensor computes it (a division, not a multiply by
     // 1/255, which differs in the last bit for some bytes); the loop vectorises.
     file.read_data([&](const std::uint8_t* src, std::size_t n) {
