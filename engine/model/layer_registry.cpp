@@ -177,7 +177,8 @@ std::unique_ptr<Layer> make_residual(const LayerSpec& spec, const SampleShape& i
     std::vector<std::unique_ptr<Layer>> branch;
     SampleShape shape = input;
     for (std::size_t i = 0; i < spec.children.size(); ++i) {
-        branch.push_back(build_layer(spec.children[i], shape, o.path() + ".layers[" + std::to_string(i) + "]"));
+        const std::string child = o.path().empty() ? "" : o.path() + ".layers[" + std::to_string(i) + "]";
+        branch.push_back(build_layer(spec.children[i], shape, child));
         shape = branch.back()->output_shape();
     }
     auto shortcut = shape == input ? std::vector<std::unique_ptr<Layer>>{} : projection(spec.name, input, shape, o.where());
@@ -209,7 +210,7 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
 }  // namespace
 
 std::unique_ptr<Layer> build_layer(const LayerSpec& spec, const SampleShape& input, const std::string& where) {
-    const std::string at = where + (spec.name.empty() ? "" : " (" + spec.name + ")");
+    const std::string at = where.empty() ? "its layer " + spec.name : where + (spec.name.empty() ? "" : " (" + spec.name + ")");
     if (input.numel() <= 0) throw Error(at + ": its input is empty.");
     for (const auto& [type, make] : registry()) {
         if (type != spec.type) continue;

@@ -25,14 +25,7 @@ std::vector<std::unique_ptr<Layer>> build_preset_layers(const ModelDesc& d, cons
     try {
         return build_layers(d);
     } catch (const Error& e) {
-        std::string why = e.what();
-        const std::string list = "model.layers[";
-        if (why.starts_with(list)) {  // "model.layers[3] (pool1): ..." -> "its layer pool1: ..."
-            const std::size_t open = why.find("] (");
-            const std::size_t close = open == std::string::npos ? open : why.find(')', open);
-            if (close != std::string::npos)
-                why = "its layer " + why.substr(open + 3, close - open - 3) + why.substr(close + 1);
-        }
+        const std::string why = e.what();  // "its layer pool1: ..." (ModelDesc::preset)
         const std::string sample = d.input.flat() ? std::to_string(d.input.channels) + " values, not an image"
                                                   : "an image of " + d.input.text();
         throw Error("model.kind \"" + kind + "\" does not fit the dataset's samples (" + sample + "): " + why);
@@ -262,7 +255,8 @@ ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t 
     }
     // Build once without tensors: every shape and option is checked, and the layers with
     // parameters are listed.
-    const auto nodes = spec.kind == "layers" ? build_layers(d) : build_preset_layers(d, spec.kind);
+    d.preset = spec.kind != "layers";
+    const auto nodes = d.preset ? build_preset_layers(d, spec.kind) : build_layers(d);
     std::vector<Layer*> with_parameters;
     const auto collect = [&](auto& self, Layer& layer) -> void {
         if (layer.has_parameters()) with_parameters.push_back(&layer);
@@ -288,7 +282,7 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelDesc& desc) {
     std::vector<std::unique_ptr<Layer>> layers;
     SampleShape shape = desc.input;
     for (std::size_t i = 0; i < desc.nodes.size(); ++i) {
-        layers.push_back(build_layer(desc.nodes[i], shape, "model.layers[" + std::to_string(i) + "]"));
+        layers.push_back(build_layer(desc.nodes[i], shape, desc.preset ? "" : "model.layers[" + std::to_string(i) + "]"));
         shape = layers.back()->output_shape();
     }
     if (layers.empty()) throw Error("The model has no layers.");

@@ -49,6 +49,10 @@ struct ModelDesc {
     LossKind loss = LossKind::cross_entropy;
     std::int64_t output_values = 0;  // per row: the classes, or the regression targets
     std::int64_t positions = 1;      // rows per sample: T for a sequence model
+    // The layers come from a preset (model.kind mlp, cnn, resnet, gpt), not from model.layers: a
+    // sentence about one names it by its name ("its layer pool1"), not by a place in a list the
+    // user never wrote.
+    bool preset = false;
     std::int64_t inputs() const { return input.numel(); }
     std::int64_t outputs() const { return output_values; }
     std::int64_t parameters() const;

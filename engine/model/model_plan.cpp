@@ -10,6 +10,8 @@
 #include "data/idx_reader.h"
 #include "model/layer_formats.h"
 #include "model/model_desc.h"
+#include "model/network.h"
+#include "model/op_classes.h"
 
 namespace mantissa {
 namespace {
@@ -69,17 +71,16 @@ ModelPlan plan_model(const Experiment& e) {
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
         if (!p.known()) p.info.parameters = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
-        // The format the run will report for the layer (Layer::formats): its setting's for linear
-        // and conv2d, autocast's for a tied head, FP32 for the rest (normalisation, embeddings,
-        // the layers without parameters), whatever autocast does to their neighbours.
-        if (p.info.takes_precision)
-            p.compute = resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights).compute_format();
-        else if (p.info.kind == "tied_head")
-            p.compute = resolve_layer_formats(LayerPrecision::automatic, e.precision.autocast, true).compute_format();
-        else
-            p.compute = LayerFormats{}.compute_format();
         plan.layers.push_back(std::move(p));
     }
+    // The format the run will report for each layer: the layers' own answer (Layer::formats), as
+    // the Network gives them their settings.
+    std::vector<LayerFormats> settings;
+    for (const PlannedLayer& p : plan.layers)
+        settings.push_back(resolve_layer_formats(p.setting, e.precision.autocast, e.precision.master_weights));
+    const std::vector<LayerFormats> reported =
+        reported_formats(desc, settings, resolve_op_formats(e.precision.ops, e.precision.autocast));
+    for (std::size_t i = 0; i < plan.layers.size(); ++i) plan.layers[i].compute = reported[i].compute_format();
     return plan;
 }
 

@@ -241,13 +241,39 @@ void Network::write(Tensor& t, const std::vector<float>& values) {
     m_backend.upload(t, values.data(), t.numel());
 }
 
+namespace {
+
+// A description's layers given their formats as the Network's constructor gives them, without a
+// backend or tensors.
+struct FormattedLayers {
+    std::vector<std::unique_ptr<Layer>> nodes;
+    std::vector<Layer*> all, layers;  // every layer; those with parameters
+};
+
+FormattedLayers formatted_layers(const ModelDesc& desc, const std::vector<LayerFormats>& formats, const OpFormats& ops) {
+    FormattedLayers f;
+    f.nodes = build_layers(desc);
+    for (const auto& n : f.nodes) collect(*n, f.all, f.layers);
+    set_layer_formats(f.layers, formats);
+    for (Layer* layer : f.all) layer->set_op_formats(ops);
+    return f;
+}
+
+}  // namespace
+
+std::vector<LayerFormats> reported_formats(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
+                                           const OpFormats& ops) {
+    const FormattedLayers f = formatted_layers(desc, formats, ops);
+    std::vector<LayerFormats> reported;
+    for (const Layer* layer : f.layers) reported.push_back(layer->formats());
+    return reported;
+}
+
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
                       double state_per_parameter, const OpFormats& ops, double state_per_narrow_parameter) {
-    auto nodes = build_layers(desc);
-    std::vector<Layer*> all, layers;
-    for (const auto& n : nodes) collect(*n, all, layers);
-    set_layer_formats(layers, formats);
-    for (Layer* layer : all) layer->set_op_formats(ops);
+    const FormattedLayers f = formatted_layers(desc, formats, ops);
+    const auto& nodes = f.nodes;
+    const auto& layers = f.layers;
     const std::int64_t rows = batch * desc.positions;
     const double B = static_cast<double>(rows);
     double values = B * static_cast<double>(desc.inputs());  // the input batch

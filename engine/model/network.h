@@ -126,6 +126,12 @@ private:
 // state_per_narrow_parameter more per parameter of a layer whose weights are stored narrower than
 // FP32: Kahan's compensation), without a backend: what the CPU backend checks against the
 // machine's memory before allocating.
+// The formats each layer with parameters would report (Layer::formats) in a Network built with
+// `formats` (one per layer; those that take no precision setting ignore theirs) and `ops`: a
+// layer without a setting reports FP32, a head tied to the embedding autocast's.
+std::vector<LayerFormats> reported_formats(const ModelDesc& desc, const std::vector<LayerFormats>& formats,
+                                           const OpFormats& ops);
+
 double network_values(const ModelDesc& desc, const std::vector<LayerFormats>& formats, std::int64_t batch,
                       double state_per_parameter, const OpFormats& ops = {}, double state_per_narrow_parameter = 0);
 
