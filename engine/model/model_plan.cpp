@@ -67,9 +67,10 @@ ModelPlan plan_model(const Experiment& e) {
         PlannedLayer p;
         p.info = desc.layers[i];
         if (i == 0 && w.features() == 0) p.info.in_features = 0;
-        if (text && p.info.kind == "embedding") p.info.in_features = 0;  // a row per token of the vocabulary
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
-        if (!p.known()) p.info.parameters = 0;
+        // The token table has a row per token of the vocabulary, which only the text tells; its
+        // input is known (one token id per row), as the run shows it.
+        if (!p.known() || (text && p.info.kind == "embedding")) p.info.parameters = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
         plan.layers.push_back(std::move(p));
     }

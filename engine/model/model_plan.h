@@ -20,7 +20,7 @@
 namespace mantissa {
 
 struct PlannedLayer {
-    LayerInfo info;     // widths the dataset sets are 0 ("known at Start")
+    LayerInfo info;     // widths the dataset sets are 0 ("known at Start"); so are parameters it sets
     LayerSetting setting;
     ComputeFormat compute;  // the format the run reports for it: the setting's and autocast's, or FP32
     bool known() const { return info.in_features > 0 && info.out_features > 0; }

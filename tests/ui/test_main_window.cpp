@@ -532,8 +532,10 @@ private slots:
 
     // The plan's Memory column is the run's: under bf16 autocast a layer norm, the embeddings and
     // the layers without a precision setting keep FP32 (the plan counted them in bf16). Rows whose
-    // size only the data tells (the vocabulary's) are "—" in the plan.
-    void plannedMemoryIsTheRuns() {
+    // size only the data tells (the vocabulary's) are "—" in the plan. Its shapes are the run's
+    // too: the token table takes one id a row (it said "? → 16"), and only the head's vocabulary
+    // is "?".
+    void plannedShapesAndMemoryAreTheRuns() {
         QFile corpus(m_dir.filePath(QStringLiteral("plan-corpus.txt")));
         QVERIFY(corpus.open(QIODevice::WriteOnly));
         for (int i = 0; i < 60; ++i) corpus.write("sphinx of black quartz, judge my vow\n");
@@ -552,12 +554,26 @@ private slots:
         QVERIFY(!inject->isEnabled());
         const QStringList names = columnTexts(*w, LayerTableModel::Name);
         const QStringList planned = columnTexts(*w, LayerTableModel::Memory);
+        const QStringList plannedShapes = columnTexts(*w, LayerTableModel::Shape);
+        const QStringList plannedParameters = columnTexts(*w, LayerTableModel::Parameters);
         QVERIFY(w->startRun());
         const int wpe = names.indexOf(QStringLiteral("wpe"));
         QTRY_VERIFY_WITH_TIMEOUT(columnTexts(*w, LayerTableModel::Memory)[wpe] != QStringLiteral("—"), 30000);
         const QStringList built = columnTexts(*w, LayerTableModel::Memory);
+        const QStringList builtShapes = columnTexts(*w, LayerTableModel::Shape);
+        const QStringList builtParameters = columnTexts(*w, LayerTableModel::Parameters);
         stopAndWait(*w);
         QCOMPARE(columnTexts(*w, LayerTableModel::Name), names);
+        const int wte = names.indexOf(QStringLiteral("wte"));
+        QCOMPARE(plannedShapes[wte], QStringLiteral("1 → 16"));
+        QCOMPARE(plannedParameters[wte], QStringLiteral("—"));  // a row per token of the vocabulary
+        QCOMPARE(plannedShapes.filter(QStringLiteral("?")), QStringList{QStringLiteral("16 → ?")});  // the head
+        for (int r = 0; r < names.size(); ++r) {
+            if (!plannedShapes[r].contains(QLatin1Char('?')))
+                QCOMPARE(names[r] + ": " + plannedShapes[r], names[r] + ": " + builtShapes[r]);
+            if (plannedParameters[r] != QStringLiteral("—"))
+                QCOMPARE(names[r] + ": " + plannedParameters[r], names[r] + ": " + builtParameters[r]);
+        }
         int compared = 0;
         for (int r = 0; r < names.size(); ++r) {
             if (planned[r] == QStringLiteral("—")) continue;

@@ -327,7 +327,8 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
                                                  shape(row.info.out_shape, row.info.out_features));
         }
         case Parameters:
-            if (row.info.in_features <= 0 || row.info.out_features <= 0) return QStringLiteral("—");
+            // 0: a count only the data tells (a plan's width, or its vocabulary's rows) until Start.
+            if (row.info.parameters <= 0) return QStringLiteral("—");
             return QLocale().toString(static_cast<qlonglong>(row.info.parameters));
         case FormatWhy:
             if (row.op.format.empty()) return QString();
