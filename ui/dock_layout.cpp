@@ -47,7 +47,7 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
 }
 
 void DockLayout::applyInitialSizes() {
-    m_window->resizeDocks({m_docks.experiment, m_docks.precision}, {290, 270}, Qt::Horizontal);
+    m_window->resizeDocks({m_docks.experiment, m_docks.precision}, {290, sideFormWidth}, Qt::Horizontal);
     // The bottom docks start short (their minimum, three layer rows, where that is more) and the
     // charts take the rest of the height; drag the splitter to see more rows.
     m_window->resizeDocks({m_docks.layers}, {150}, Qt::Vertical);
@@ -108,7 +108,34 @@ void DockLayout::histogramFloated(bool floating) {
     });
 }
 
+void DockLayout::tabSideForms(bool narrow) {
+    QDockWidget* form = m_docks.experiment;
+    QDockWidget* precision = m_docks.precision;
+    if (!form || !precision) return;
+    if (narrow) {
+        if (form->isFloating() || precision->isFloating() || form->isHidden() || precision->isHidden() ||
+            m_window->dockWidgetArea(form) != Qt::LeftDockWidgetArea ||
+            m_window->dockWidgetArea(precision) != Qt::RightDockWidgetArea)
+            return;
+        m_window->tabifyDockWidget(form, precision);
+        form->raise();  // the form a run starts from; Precision is one click away
+        m_formsTabbed = true;
+        return;
+    }
+    if (!m_formsTabbed) return;
+    m_formsTabbed = false;
+    if (!m_window->tabifiedDockWidgets(form).contains(precision)) return;  // moved since: the person's place
+    m_window->addDockWidget(Qt::RightDockWidgetArea, precision);         // out of the tabs, to its side
+    QTimer::singleShot(0, this, [this] {
+        m_window->resizeDocks({m_docks.precision}, {sideFormWidth}, Qt::Horizontal);
+    });
+}
+
 void DockLayout::windowResized() {
+    const bool narrow = m_window->width() < compactWidth;
+    if (narrow && m_narrow != 1) tabSideForms(true);
+    else if (!narrow && m_narrow == 1) tabSideForms(false);  // a wide first window keeps its layout, as below
+    m_narrow = narrow ? 1 : 0;
     const bool compact = m_window->width() < compactWidth || m_window->height() < compactHeight;
     if (m_compact < 0 && !compact) {
         m_compact = 0;  // a large window keeps the layout it has (the first, or the one restored)

@@ -8,6 +8,11 @@
 //     three rows, LayersPanel) and the Layers dock gets the width its columns need, Events the
 //     rest. Decided when the window crosses the threshold (or first shows), so a person's own
 //     splitter drags stand until then;
+//   - narrow windows (below compactWidth): the Experiment and Precision forms share the left side
+//     as two tabs, so the charts get the width of one of them (at 1024 px, about 670 px of charts
+//     rather than 340), and go back to their own sides when the window is widened again. Only
+//     forms where the first layout put them (docked, left and right) are tabbed, and only the
+//     tabs made here are undone: a dock a person has moved stays where they put it;
 //   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
 //     text, from the height the experiment form (short in classroom mode) can spare;
 //   - the gradient histogram, the What-if heat map, the Block scales and a language model's Sample,
@@ -47,6 +52,7 @@ public:
     static constexpr int compactHeight = 820;   // shorter than this is a small window
     static constexpr int minPlotHeight = 72;    // px of plot in each chart, legends and axes apart
     static constexpr int lessonWidth = 380;     // px: about 55 characters a line
+    static constexpr int sideFormWidth = 270;   // px: the Precision dock's first width
 
     DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* charts, LayersPanel* layers,
                LessonPanel* lesson);
@@ -60,6 +66,8 @@ public:
 
 private:
     void applyCompact(bool compact);
+    // Narrow: Precision as a tab behind Experiment; wide again: Precision back on the right.
+    void tabSideForms(bool narrow);
     void histogramShown(bool shown);
     // A bottom tab raised (shown) or left: the bottom docks at the height that gives `view`
     // `usable` px, and back to their height before when it goes.
@@ -73,6 +81,8 @@ private:
     LayersPanel* m_layers;
     LessonPanel* m_lesson;
     int m_compact = -1;  // -1: not decided yet
+    int m_narrow = -1;   // likewise, for the side forms' tabs
+    bool m_formsTabbed = false;  // tabSideForms made the tabs (and so may undo them)
     int m_bottomBefore = 0;  // the bottom docks' height before the histogram's tab enlarged them
 };
 

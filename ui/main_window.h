@@ -155,6 +155,8 @@ public:
     QDockWidget* histogramDock() const { return m_histogramDock; }
     QDockWidget* lessonDock() const { return m_lessonDock; }
     QDockWidget* layersDock() const { return m_layersDock; }
+    QDockWidget* experimentDock() const { return m_experimentDock; }
+    QDockWidget* precisionDock() const { return m_precisionDock; }
     QDockWidget* eventsDock() const { return m_eventsDock; }
     // A language model's samples (dataset.kind text): a tab behind the events, shown for a text
     // experiment and raised when its run starts; hidden for other experiments.

@@ -767,6 +767,39 @@ private slots:
                     w->histogramDock()->width() >= GradientHistogramView::usableWidth);
     }
 
+    // A narrow window: the Experiment and Precision forms are two tabs on the left, and the charts
+    // get the width the second form took (about 340 px of 1024 when they stood on both sides);
+    // widened, Precision goes back to the right. A form a person has moved is left where it is.
+    void narrowWindowTabsTheSideForms() {
+        auto w = makeWindow();
+        w->resize(1600, 1000);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QTest::qWait(100);
+        QCOMPARE(w->dockWidgetArea(w->precisionDock()), Qt::RightDockWidgetArea);
+        QVERIFY(!w->tabifiedDockWidgets(w->experimentDock()).contains(w->precisionDock()));
+
+        w->resize(1024, 700);
+        QTRY_VERIFY(w->tabifiedDockWidgets(w->experimentDock()).contains(w->precisionDock()));
+        QCOMPARE(w->dockWidgetArea(w->precisionDock()), Qt::LeftDockWidgetArea);
+        QTRY_VERIFY(w->experimentDock()->isVisible() && w->precisionDock()->visibleRegion().isEmpty());  // Experiment raised
+        QTRY_VERIFY2(w->chartsPanel()->width() >= 560,
+                     qPrintable(QStringLiteral("the charts are %1 px wide").arg(w->chartsPanel()->width())));
+        w->precisionDock()->raise();  // one click away, whole
+        QTRY_VERIFY(!w->precisionDock()->visibleRegion().isEmpty());
+
+        w->resize(1600, 1000);
+        QTRY_COMPARE(w->dockWidgetArea(w->precisionDock()), Qt::RightDockWidgetArea);
+        QVERIFY(!w->tabifiedDockWidgets(w->experimentDock()).contains(w->precisionDock()));
+        QVERIFY(w->experimentDock()->isVisible() && w->precisionDock()->isVisible());
+
+        // Moved by a person (floated), the form is not pulled back into the tabs.
+        w->precisionDock()->setFloating(true);
+        w->resize(1024, 700);
+        QTest::qWait(100);
+        QVERIFY(w->precisionDock()->isFloating());
+        QVERIFY(!w->tabifiedDockWidgets(w->experimentDock()).contains(w->precisionDock()));
+    }
+
     void shortcutsAreBound_data() {
         QTest::addColumn<QString>("action");
         QTest::addColumn<QKeySequence>("keys");
