@@ -61,6 +61,19 @@ struct ShownPanel {
     }
 };
 
+// A 900x800 panel drawing `steps` steps of fill(), drawn once.
+struct DrawnPanel {
+    RunSeries series;
+    ChartsPanel panel;
+    explicit DrawnPanel(int steps) {
+        fill(series, steps);
+        panel.resize(900, 800);
+        panel.show();
+        panel.setSeries(&series);
+        panel.redrawNow(true);
+    }
+};
+
 }  // namespace
 
 class TestChartsPanel : public QObject {
@@ -74,13 +87,8 @@ private slots:
     }
     void drawsABoundedNumberOfPoints() {
         QFETCH(int, steps);
-        RunSeries s;
-        fill(s, steps);
-        ChartsPanel panel;
-        panel.resize(900, 800);
-        panel.show();
-        panel.setSeries(&s);
-        panel.redrawNow(true);
+        DrawnPanel drawn(steps);
+        ChartsPanel& panel = drawn.panel;
         for (ChartView* c : panel.charts()) {
             if (c->isHidden()) continue;  // the op charts of a model without attention or layer norms
             const int columns = c->axisRect()->width();
@@ -290,13 +298,8 @@ private slots:
     // A series with no steps (another experiment opened, nothing run yet) leaves no value range
     // of the run drawn before: an empty chart reads as empty, not as that run's scale.
     void emptySeriesKeepsNoOldRange() {
-        RunSeries s;
-        fill(s, 1000);
-        ChartsPanel panel;
-        panel.resize(900, 800);
-        panel.show();
-        panel.setSeries(&s);
-        panel.redrawNow(true);
+        DrawnPanel shown(1000);
+        ChartsPanel& panel = shown.panel;
         const QCPRange drawn = panel.lossChart()->yAxis->range();
         QVERIFY(drawn.upper > 1.5 || drawn.lower != 0);
         RunSeries empty;
@@ -332,13 +335,8 @@ private slots:
     }
 
     void settingChangesAreLabelledOnEveryChart() {
-        RunSeries s;
-        fill(s, 2000);
-        ChartsPanel panel;
-        panel.resize(900, 800);
-        panel.show();
-        panel.setSeries(&s);
-        panel.redrawNow(true);
+        DrawnPanel drawn(2000);
+        ChartsPanel& panel = drawn.panel;
         for (ChartView* c : panel.charts()) {
             QCOMPARE(c->markerCount(), std::size_t{1});
             bool labelled = false;
@@ -350,13 +348,9 @@ private slots:
     }
 
     void crosshairReadsOutTheValues() {
-        RunSeries s;
-        fill(s, 2000);
-        ChartsPanel panel;
-        panel.resize(900, 800);
-        panel.show();
-        panel.setSeries(&s);
-        panel.redrawNow(true);
+        DrawnPanel drawn(2000);
+        ChartsPanel& panel = drawn.panel;
+        const RunSeries& s = drawn.series;
         const QString loss = panel.lossChart()->readoutText(100);
         QVERIFY2(loss.startsWith(QStringLiteral("step 100")), qPrintable(loss));
         QVERIFY2(loss.contains(QStringLiteral("loss %1").arg(s.loss().y(100), 0, 'g', 4)), qPrintable(loss));

@@ -23,6 +23,19 @@ CudaLoaderOptions stub_options(const char* stub_mode, const std::string& driver 
     return o;
 }
 
+// Options that find, in `dir`, a libmantissa_cuda.so that is not an ELF file, and load `driver`.
+CudaLoaderOptions unloadable_module_options(const QTemporaryDir& dir, const std::string& driver) {
+    const QString path = dir.filePath("libmantissa_cuda.so");
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write("not an ELF file") < 0) qFatal("cannot write %s", qPrintable(path));
+    f.close();
+    CudaLoaderOptions o;
+    o.built_with_cuda = true;
+    o.module_paths = {path.toStdString()};
+    o.driver_library = driver;
+    return o;
+}
+
 QString reason_of(CudaLoader& loader) {
     return QString::fromStdString(loader.report().reason);
 }
@@ -66,15 +79,7 @@ private slots:
     void module_not_loadable() {
         QTemporaryDir dir;
         const QString path = dir.filePath("libmantissa_cuda.so");
-        QFile f(path);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("not an ELF file");
-        f.close();
-        CudaLoaderOptions o;
-        o.built_with_cuda = true;
-        o.module_paths = {path.toStdString()};
-        o.driver_library = "libc.so.6";  // a driver, so that the module is loaded
-        CudaLoader loader(o);
+        CudaLoader loader(unloadable_module_options(dir, "libc.so.6"));  // a driver, so that the module is loaded
         QCOMPARE(loader.report().missing, CudaMissing::libraries);
         QVERIFY2(reason_of(loader).contains("could not be loaded"), qPrintable(reason_of(loader)));
         QVERIFY2(reason_of(loader).contains(path), qPrintable(reason_of(loader)));
@@ -110,15 +115,7 @@ private slots:
     void driver_looked_for_before_the_module_is_loaded() {
         QTemporaryDir dir;
         const QString path = dir.filePath("libmantissa_cuda.so");
-        QFile f(path);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("not an ELF file");
-        f.close();
-        CudaLoaderOptions o;
-        o.built_with_cuda = true;
-        o.module_paths = {path.toStdString()};
-        o.driver_library = "libmantissa_no_such_driver.so.1";
-        CudaLoader loader(o);
+        CudaLoader loader(unloadable_module_options(dir, "libmantissa_no_such_driver.so.1"));
         QCOMPARE(loader.report().missing, CudaMissing::driver);
         QVERIFY2(reason_of(loader).contains("libmantissa_no_such_driver.so.1"), qPrintable(reason_of(loader)));
         QCOMPARE(QString::fromStdString(loader.report().module_path), path);
