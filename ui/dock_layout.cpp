@@ -134,7 +134,8 @@ void DockLayout::tabSideForms(bool narrow) {
 void DockLayout::windowResized() {
     const bool narrow = m_window->width() < compactWidth;
     if (narrow && m_narrow != 1) tabSideForms(true);
-    else if (!narrow && m_narrow == 1) tabSideForms(false);  // a wide first window keeps its layout, as below
+    // A wide first window keeps its layout (as below), but for the tabs a narrow one left.
+    else if (!narrow && (m_narrow == 1 || (m_narrow < 0 && m_formsTabbed))) tabSideForms(false);
     m_narrow = narrow ? 1 : 0;
     const bool compact = m_window->width() < compactWidth || m_window->height() < compactHeight;
     if (m_compact < 0 && !compact) {

@@ -61,6 +61,11 @@ public:
     // After the window's size changed: the small-window layout when it crosses the threshold.
     void windowResized();
     bool compact() const { return m_compact == 1; }
+    // Whether the side forms are tabs this layout made (and undoes when the window is widened): the
+    // window saves it with its state, so that a window closed narrow and opened wide gets its two
+    // sides back.
+    bool formsTabbed() const { return m_formsTabbed; }
+    void setFormsTabbed(bool tabbed) { m_formsTabbed = tabbed; }
     // The Lesson dock sized to its text (call once the window has laid it out).
     void fitLesson();
 

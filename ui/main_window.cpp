@@ -603,6 +603,7 @@ void MainWindow::restoreSettings() {
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_dockLayout->setFormsTabbed(settings.value(QStringLiteral("window/formsTabbed"), false).toBool());
     m_charts->setSmoothingWeight(settings.value(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight()).toDouble());
     m_charts->setLogLoss(settings.value(QStringLiteral("charts/logLoss"), false).toBool());
     m_experimentPath = settings.value(QStringLiteral("experiment/path")).toString();
@@ -622,6 +623,7 @@ void MainWindow::saveSettings() const {
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/formsTabbed"), m_dockLayout->formsTabbed());
     settings.setValue(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight());
     settings.setValue(QStringLiteral("charts/logLoss"), m_charts->lossChart()->logarithmic());
     settings.setValue(QStringLiteral("experiment/path"), m_experimentPath);

@@ -433,6 +433,33 @@ private slots:
         QCOMPARE(again.currentExperiment().precision.autocast, Autocast::bf16);
     }
 
+    // A window closed narrow, its forms tabbed by the layout, and opened wide gets its two sides
+    // back; one closed wide keeps its layout.
+    void narrowTabsUndoneWhenReopenedWide() {
+        QSettings().clear();
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = true;
+        {
+            MainWindow w(o);
+            w.resize(1024, 700);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            QTRY_VERIFY(w.tabifiedDockWidgets(w.experimentDock()).contains(w.precisionDock()));
+            QVERIFY(w.close());
+        }
+        QSettings settings;
+        settings.setValue(QStringLiteral("window/geometry"), QByteArray());  // opened at the size below
+        MainWindow again(o);
+        QVERIFY(again.tabifiedDockWidgets(again.experimentDock()).contains(again.precisionDock()));  // as left
+        again.resize(1600, 1000);
+        again.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&again));
+        QTRY_COMPARE(again.dockWidgetArea(again.precisionDock()), Qt::RightDockWidgetArea);
+        QVERIFY(!again.tabifiedDockWidgets(again.experimentDock()).contains(again.precisionDock()));
+        QVERIFY(again.close());
+    }
+
     // Opening another experiment after a run clears the run's charts, table and events, and the
     // table shows the new experiment's layers and precisions before Start.
     void openingAnExperimentClearsTheLastRun() {
