@@ -18,9 +18,9 @@
 #include <new>
 
 #include "data/dataset_folder.h"
-#include "data/huge_pages.h"
 #include "data/memory_budget.h"
 #include "error.h"
+#include "huge_pages.h"
 #include "user_file.h"
 
 namespace mantissa::data {

@@ -26,10 +26,10 @@
 
 #include "data/dataset_folder.h"
 #include "data/gzip_input.h"
-#include "data/huge_pages.h"
 #include "data/memory_budget.h"
 #include "user_file.h"
 #include "error.h"
+#include "huge_pages.h"
 
 namespace mantissa::data {
 namespace {

@@ -9,11 +9,18 @@
 // std::vector<float> left the placement to malloc, so a run's speed depended on where its weights
 // happened to land, between runs and between binaries; a fixed placement makes it the fast case
 // every time.
+//
+// A buffer of 2 MB or more (a GPT's attention scores, a wide layer's weights and optimizer state)
+// asks for transparent huge pages before its values are written (huge_pages.h): the first write
+// then faults it in 2 MB at a time rather than 4 KB, and the step's passes over it miss the TLB
+// less. The placement is unchanged.
 #pragma once
 
 #include <cstddef>
 #include <new>
 #include <vector>
+
+#include "huge_pages.h"
 
 namespace mantissa {
 
@@ -29,6 +36,7 @@ struct PlacedAllocator {
 
     T* allocate(std::size_t n) {
         auto* raw = static_cast<unsigned char*>(::operator new(n * sizeof(T) + boundary, std::align_val_t{boundary}));
+        advise_huge_pages(raw, n * sizeof(T) + boundary);
         return reinterpret_cast<T*>(raw + offset);
     }
     void deallocate(T* p, std::size_t) noexcept {

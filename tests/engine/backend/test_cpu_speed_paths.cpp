@@ -10,17 +10,19 @@
 //   its dgrad and then its wgrad): the reused copy gives the products a fresh copy gives, and
 //   without the promise, or after a product whose A was not copied, A is copied again;
 // - every CPU array placed 16 bytes past a 64-byte boundary (cpu_buffer.h: oneDNN's fast case for
-//   4-KiB rows), whatever its size and however it grows.
+//   4-KiB rows), whatever its size and however it grows, the large ones asking for huge pages.
 #include <QtTest>
 
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "backend_test_util.h"
+#include "huge_page_advice.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_matmul.h"
@@ -176,6 +178,21 @@ private slots:
             grown.resize(n);
             QCOMPARE(offset(grown.data()), std::uintptr_t{16});
         }
+    }
+
+    // A buffer of 2 MB or more asks for huge pages before it is written (cpu_buffer.h): the first
+    // write faults it in 2 MB at a time. Its placement stays oneDNN's.
+    void largeBuffersAskForHugePages() {
+        if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
+            QSKIP("This kernel has no transparent huge pages.");
+        CpuBackend be;
+        auto t = be.allocate(TensorDesc{"scores", 1024, 2048, Format::fp32, MemoryCategory::activations});  // 8 MB
+        const float* data = static_cast<CpuTensor&>(*t).data();
+        QCOMPARE(reinterpret_cast<std::uintptr_t>(data) % 64, std::uintptr_t{16});
+        QString flags;
+        QVERIFY2(test::huge_page_advice_at(test::first_huge_page_in(data), &flags), qPrintable("VmFlags: " + flags));
+        CpuBuffer grown(std::size_t{3} << 20);  // 12 MB, grown once
+        QVERIFY2(test::huge_page_advice_at(test::first_huge_page_in(grown.data()), &flags), qPrintable("VmFlags: " + flags));
     }
 
     void maskTestMatchesTheReferenceOverManyRows() {

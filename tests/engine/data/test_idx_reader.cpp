@@ -1,6 +1,5 @@
 // The IDX reader: tiny files written here, raw and gzipped, read back exactly; every kind of bad
 // file refused with a message that names the file and the problem.
-#include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -16,6 +15,7 @@
 #include "idx_files.h"
 #include "data_test_util.h"
 #include "exact_compare.h"
+#include "huge_page_advice.h"
 
 using namespace mantissa;
 using mantissa::test::error_of;
@@ -67,7 +67,7 @@ private slots:
     }
 
     // A dataset's values are written once into one large buffer: the reader asks the kernel for
-    // huge pages before the first write (data/huge_pages.h), which /proc/self/smaps shows as the
+    // huge pages before the first write (engine/huge_pages.h), which /proc/self/smaps shows as the
     // mapping's "hg" flag.
     void large_images_ask_for_huge_pages() {
         if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
@@ -81,27 +81,11 @@ private slots:
         QCOMPARE(images.pixels.size(), px.size());
         QCOMPARE(images.pixels.back(), 7.0f / 255.0f);
 
-        constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-        const std::uintptr_t inside = (reinterpret_cast<std::uintptr_t>(images.pixels.data()) + huge - 1) & ~(huge - 1);
-        QVERIFY(inside + huge <= reinterpret_cast<std::uintptr_t>(images.pixels.data() + images.pixels.size()));
-        QFile smaps("/proc/self/smaps");
-        QVERIFY(smaps.open(QIODevice::ReadOnly | QIODevice::Text));
-        bool in_mapping = false, found = false;
+        const void* inside = test::first_huge_page_in(images.pixels.data());
+        QVERIFY(static_cast<const char*>(inside) + (2 << 20) <=
+                reinterpret_cast<const char*>(images.pixels.data() + images.pixels.size()));
         QString flags;
-        for (const QByteArray& line : smaps.readAll().split('\n')) {
-            const int dash = line.indexOf('-'), space = line.indexOf(' ');
-            if (dash > 0 && space > dash && line[space - 1] != ':') {  // "start-end perms ..." opens a mapping
-                bool ok1 = false, ok2 = false;
-                const std::uintptr_t start = line.left(dash).toULongLong(&ok1, 16);
-                const std::uintptr_t end = line.mid(dash + 1, space - dash - 1).toULongLong(&ok2, 16);
-                in_mapping = ok1 && ok2 && start <= inside && inside < end;
-                found = found || in_mapping;
-            } else if (in_mapping && line.startsWith("VmFlags:")) {
-                flags = QString::fromLatin1(line.mid(8)).trimmed();
-            }
-        }
-        QVERIFY2(found, "the pixels' mapping is not in /proc/self/smaps");
-        QVERIFY2(flags.split(' ').contains("hg"), qPrintable("VmFlags: " + flags));
+        QVERIFY2(test::huge_page_advice_at(inside, &flags), qPrintable("VmFlags: " + flags));
     }
 
     void reads_a_folder_data() {
