@@ -86,6 +86,15 @@ private:
 
     static void stopAndWait(MainWindow& w) { QVERIFY(window_test::stopAndWait(w)); }
 
+    // A window that remembers its settings (QSettings, cleared first) and records into the store.
+    MainWindow::Options rememberingOptions() {
+        QSettings().clear();
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = true;
+        return o;
+    }
+
 private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
@@ -415,10 +424,7 @@ private slots:
     }
 
     void remembersTheLastExperiment() {
-        QSettings().clear();
-        MainWindow::Options o;
-        o.storePath = storePath();
-        o.useSettings = true;
+        const MainWindow::Options o = rememberingOptions();
         {
             MainWindow w(o);
             Experiment e = spirals();
@@ -434,12 +440,9 @@ private slots:
     }
 
     // A window closed narrow, its forms tabbed by the layout, and opened wide gets its two sides
-    // back; one closed wide keeps its layout.
+    // back.
     void narrowTabsUndoneWhenReopenedWide() {
-        QSettings().clear();
-        MainWindow::Options o;
-        o.storePath = storePath();
-        o.useSettings = true;
+        const MainWindow::Options o = rememberingOptions();
         {
             MainWindow w(o);
             w.resize(1024, 700);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct PlacedAllocator {
     PlacedAllocator(const PlacedAllocator<U>&) noexcept {}
 
     T* allocate(std::size_t n) {
+        // The size with the placement's room stays an object size (no wrap past PTRDIFF_MAX).
+        if (n > (static_cast<std::size_t>(PTRDIFF_MAX) - boundary) / sizeof(T)) throw std::bad_array_new_length();
         auto* raw = static_cast<unsigned char*>(::operator new(n * sizeof(T) + boundary, std::align_val_t{boundary}));
         advise_huge_pages(raw, n * sizeof(T) + boundary);
         return reinterpret_cast<T*>(raw + offset);

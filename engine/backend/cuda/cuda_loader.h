@@ -1,6 +1,7 @@
 // The host side of the CUDA backend: finds libmantissa_cuda.so, loads it with dlopen and says
 // precisely what is missing when the GPU cannot be offered: the build (made without CUDA), the
-// module, the CUDA libraries it needs, the NVIDIA driver, or a usable GPU. Compiled into
+// module, the NVIDIA driver (looked for before a module file found is loaded: the module loads
+// the CUDA runtime and cuBLAS), the CUDA libraries it needs, or a usable GPU. Compiled into
 // mantissa_core in every build (it needs no CUDA headers), so the application starts everywhere.
 //
 // Where the module is looked for, in order (default_cuda_module_paths):
