@@ -386,7 +386,10 @@ float* CpuBackend::scratch(int slot, std::int64_t n) {
 
 const float* CpuBackend::operand(const CpuTensor& t, std::int64_t n, Format format, int slot) {
     if (format_contains(format, t.format())) return t.data();  // rounding would change nothing
-    float* buf = scratch(slot, n);
+    return rounded_into(t, n, format, scratch(slot, n));
+}
+
+const float* CpuBackend::rounded_into(const CpuTensor& t, std::int64_t n, Format format, float* buf) {
     const float* src = t.data();
     const int threads = std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
     std::array<std::uint32_t, cpu_detail::kMaxPassThreads> amax{};

@@ -293,6 +293,9 @@ private:
     float amax_of(const float* data, std::int64_t n) const;
     // Operand of a matmul: `t` rounded to `format` (into scratch slot when that changes values).
     const float* operand(const CpuTensor& t, std::int64_t n, Format format, int slot);
+    // t's first n values rounded to `format` into dst over the threads, with t's amax kept when
+    // magnitudes are (keep_magnitude); returns dst.
+    const float* rounded_into(const CpuTensor& t, std::int64_t n, Format format, float* dst);
     // The weight operand of a layer (linear, conv2d) computing in a format other than FP8: its
     // cast copy weight_compute, cast again only when it is not current (the optimizer keeps it
     // so when it can: cast_copies), or w rounded into scratch slot `slot` when there is none.
@@ -451,9 +454,9 @@ private:
                                           //   7 to 9: cpu_conv.cpp, 10 to 12: cpu_attention.cpp,
                                           //   13: a block-scaled layer's wgrad dy, 14: Kahan's
                                           //   remainder (cpu_optimizer.cpp)
-                                          //   (the layer norm's and embedding's: below)
-    std::vector<double> m_column_sums;            // layernorm_backward's Σ over rows, per column
+                                          //   (the embedding's: below)
     std::vector<std::int64_t> m_order;            // embedding_backward's rows sorted by id
+    std::vector<float> m_loss_terms;              // softmax_cross_entropy's per-row terms, summed in order
     std::vector<unsigned char> m_mask;            // the optimizer's flags: the update changes the FP32 value
     std::vector<ExponentTally> m_tallies;         // unscale_and_check's histograms, one per thread, reused
     struct UnscalePass {

@@ -7,6 +7,7 @@
 // derivatives are taken from the stored output (relu: the gradient passes unless a <= 0, so it
 // passes where a is NaN, as torch's threshold_backward does; tanh: 1 - a²).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -208,32 +209,45 @@ LossResult CpuBackend::softmax_cross_entropy_impl(const Tensor& logits_in, const
     LossResult result;
     if (batch == 0) return result;
     const float grad_factor = loss_scale / static_cast<float>(batch);
-    double total = 0;
-    for (std::int64_t r = 0; r < batch; ++r) {
-        const float* l = logits + r * classes;
-        const std::int32_t label = labels[r];  // in [0, classes): checked by the wrapper
-        float m = -std::numeric_limits<float>::infinity();
-        std::int64_t argmax = 0;
-        for (std::int64_t c = 0; c < classes; ++c) {
-            if (l[c] > m) {
-                m = l[c];
-                argmax = c;
-            }
-        }
-        if (!std::isfinite(m)) m = 0.0f;  // all -inf or a NaN: let the NaN/inf propagate below
-        float sum = 0.0f;
-        for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(l[c] - m);
-        const float log_sum = std::log(sum);
-        total += static_cast<double>(log_sum - (l[label] - m));
-        result.correct += argmax == label;
-        if (d) {
-            float* dr = d + r * classes;
+    // Rows to the threads, each row's loss term kept; the terms are then added in row order on this
+    // thread, so the loss has the same bits on any thread count (cpu_parallel.h).
+    m_loss_terms.resize(static_cast<std::size_t>(batch));
+    float* terms = m_loss_terms.data();
+    const int threads =
+        std::min(cpu_detail::kMaxPassThreads, pass_threads(batch * classes, cpu_detail::elementwise_min_per_thread));
+    std::array<std::int64_t, cpu_detail::kMaxPassThreads> correct{};
+    cpu_detail::for_ranges(batch, threads, 1, [&](std::int64_t r0, std::int64_t r1, int range) {
+        std::int64_t right = 0;
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const float* l = logits + r * classes;
+            const std::int32_t label = labels[r];  // in [0, classes): checked by the wrapper
+            float m = -std::numeric_limits<float>::infinity();
+            std::int64_t argmax = 0;
             for (std::int64_t c = 0; c < classes; ++c) {
-                const float p = std::exp(l[c] - m - log_sum);
-                dr[c] = (p - (c == label ? 1.0f : 0.0f)) * grad_factor;
+                if (l[c] > m) {
+                    m = l[c];
+                    argmax = c;
+                }
+            }
+            if (!std::isfinite(m)) m = 0.0f;  // all -inf or a NaN: let the NaN/inf propagate below
+            float sum = 0.0f;
+            for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(l[c] - m);
+            const float log_sum = std::log(sum);
+            terms[r] = log_sum - (l[label] - m);
+            right += argmax == label;
+            if (d) {
+                float* dr = d + r * classes;
+                for (std::int64_t c = 0; c < classes; ++c) {
+                    const float p = std::exp(l[c] - m - log_sum);
+                    dr[c] = (p - (c == label ? 1.0f : 0.0f)) * grad_factor;
+                }
             }
         }
-    }
+        correct[static_cast<std::size_t>(range)] = right;
+    });
+    double total = 0;
+    for (std::int64_t r = 0; r < batch; ++r) total += static_cast<double>(terms[r]);
+    for (int w = 0; w < threads; ++w) result.correct += correct[static_cast<std::size_t>(w)];
     if (d) {
         keep_unrounded(*dlogits, d, batch * classes);
         round_output(dlogits->format(), d, batch * classes);

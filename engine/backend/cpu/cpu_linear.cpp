@@ -106,19 +106,27 @@ void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_
     }
 }
 
-// db(cols) = Σ_rows dy, in bias_grad_order.h's blocks of rows; `block` holds cols floats.
-MANTISSA_HOT void column_sums(const float* __restrict dy, float* __restrict db, float* __restrict block,
-                              std::int64_t rows, std::int64_t cols) {
-    for (std::int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += bias_grad_block_rows) {
-        const std::int64_t r1 = std::min(rows, r0 + bias_grad_block_rows);
+// The block sums of bias_grad_order.h for the row blocks [k0, k1) of dy (rows x cols):
+// sums[k · stride + c] = Σ dy[r][c] over block k's rows, in row order.
+MANTISSA_HOT void block_column_sums(const float* __restrict dy, float* __restrict sums, std::int64_t rows,
+                                    std::int64_t cols, std::int64_t stride, std::int64_t k0, std::int64_t k1) {
+    for (std::int64_t k = k0; k < k1; ++k) {
+        float* block = sums + k * stride;
         for (std::int64_t c = 0; c < cols; ++c) block[c] = 0.0f;
-        for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t r1 = std::min(rows, (k + 1) * bias_grad_block_rows);
+        for (std::int64_t r = k * bias_grad_block_rows; r < r1; ++r) {
             const float* row = dy + r * cols;
             for (std::int64_t c = 0; c < cols; ++c) block[c] += row[c];
         }
-        for (std::int64_t c = 0; c < cols; ++c) db[c] += block[c];
     }
+}
+
+// db = the block sums added in block order (bias_grad_order.h).
+MANTISSA_HOT void add_block_sums(const float* __restrict sums, float* __restrict db, std::int64_t blocks,
+                                 std::int64_t cols, std::int64_t stride) {
+    for (std::int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
+    for (std::int64_t k = 0; k < blocks; ++k)
+        for (std::int64_t c = 0; c < cols; ++c) db[c] += sums[k * stride + c];
 }
 
 }  // namespace
@@ -187,13 +195,7 @@ void CpuBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tenso
     } else {
         w_op = weight_operand(w, l.weight_compute, l.compute, slot_w);
         if (l.saved_input) {
-            float* s = cpu(*l.saved_input).data();
-            const auto n = static_cast<std::size_t>(batch * in);
-            if (m_keep_magnitudes)  // the same values, with x's amax (a multiply by 1 is exact)
-                keep_magnitude(x, batch * in, scale_round_array(l.saved_input->format(), x.data(), s, n, 1.0f));
-            else
-                round_array(l.saved_input->format(), x.data(), s, n);
-            x_op = s;
+            x_op = rounded_into(x, batch * in, l.saved_input->format(), cpu(*l.saved_input).data());
         } else {
             x_op = operand(x, batch * in, l.compute, slot_x);
         }
@@ -567,8 +569,19 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    // FP8, block formats and per GEMM: of the unquantised dy, as the convolution's dB
-    column_sums(l.compute == Format::fp8_e4m3 || l.block || l.dgrad || l.wgrad ? dy.data() : dy_op, db, scratch(slot_bias_block, out), batch, out);
+    // FP8, block formats and per GEMM: of the unquantised dy, as the convolution's dB. The row
+    // blocks go to the threads, each block's sums into its own row of scratch, then the sums are
+    // added in block order: the same bits on any thread count, and each thread reads whole rows,
+    // where the rows of a thread's share mostly came from its own cache. Block rows a line
+    // apart, so two threads never write one cache line.
+    const float* dy_bias = l.compute == Format::fp8_e4m3 || l.block || l.dgrad || l.wgrad ? dy.data() : dy_op;
+    const std::int64_t blocks = bias_grad_blocks(batch), stride = (out + 15) / 16 * 16 + 16;
+    float* block_sums = scratch(slot_bias_block, blocks * stride);
+    cpu_detail::for_ranges(blocks, pass_threads(batch * out, cpu_detail::elementwise_min_per_thread), 1,
+                           [&](std::int64_t k0, std::int64_t k1, int) {
+                               block_column_sums(dy_bias, block_sums, batch, out, stride, k0, k1);
+                           });
+    add_block_sums(block_sums, db, blocks, out, stride);
     round_output(gb.format(), db, out);
 }
 

@@ -2,11 +2,13 @@
 // (engine/backend/cpu/cpu_parallel.h): AdamW and SGD (nearest, stochastic and Kahan-compensated
 // stores, the lost-update counts), the unscale with its sum of squares, non-finite check and
 // exponent histograms, the activations, the amax, and a linear layer's gradient rounding with its
-// statistics. Each case runs on a backend of 1 thread and on backends of 2 and 3, on tensors large
-// enough that every pass is really cut (more than 2^16 values a thread); the linear layer has
-// batch 1, so its matmuls (2^20 multiply-adds) stay on one thread and only the passes differ.
+// statistics, a bias gradient over several blocks of rows, and the softmax cross-entropy's loss.
+// Each case runs on a backend of 1 thread and on backends of 2 and 3, on tensors large enough that
+// every pass is really cut (more than 2^16 values a thread); the linear layers' matmuls stay under
+// 2^21 multiply-adds, on one thread, so only the passes differ.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -178,6 +180,41 @@ LinearOutcome linear(int threads, bool stochastic) {
     return o;
 }
 
+// A linear layer at batch 1600 (seven of bias_grad_order.h's blocks of 256 rows, the last short)
+// with 131 outputs, then the softmax cross-entropy over its output and the backward from it: the
+// bias gradient's row blocks and the loss's rows are cut over the threads (more than 2^16 values),
+// the matmuls (1.7·10^6 multiply-adds) are not.
+struct BatchOutcome {
+    std::vector<std::vector<float>> values;  // y, dlogits, the weight and bias gradients
+    double loss = 0;
+    std::int64_t correct = 0;
+};
+
+constexpr std::int64_t kBatch = 1600, kIn = 8, kOut = 131;
+
+BatchOutcome wide_batch(int threads) {
+    auto be = backend_with(threads);
+    auto w = tensor(*be, kOut, kIn, Format::fp32, random_values(kOut * kIn, 0.5f, 60));
+    auto b = tensor(*be, 1, kOut, Format::fp32, random_values(kOut, 0.5f, 61));
+    auto gw = tensor(*be, kOut, kIn, Format::fp32, std::vector<float>(kOut * kIn, 0.0f));
+    auto gb = tensor(*be, 1, kOut, Format::fp32, std::vector<float>(kOut, 0.0f));
+    auto x = tensor(*be, kBatch, kIn, Format::fp32, random_values(kBatch * kIn, 2.0f, 62));
+    auto y = tensor(*be, kBatch, kOut, Format::fp32, std::vector<float>(kBatch * kOut, 0.0f));
+    auto dlogits = tensor(*be, kBatch, kOut, Format::fp32, std::vector<float>(kBatch * kOut, 0.0f));
+    LinearTensors l;
+    l.compute = Format::fp32;
+    l.weight = w.get();
+    l.bias = b.get();
+    l.grad_weight = gw.get();
+    l.grad_bias = gb.get();
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(kBatch));
+    for (std::int64_t r = 0; r < kBatch; ++r) labels[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(r * 37 % kOut);
+    be->linear_forward(l, *x, *y, kBatch, false);
+    const LossResult loss = be->softmax_cross_entropy(*y, labels.data(), kBatch, 1024.0f, dlogits.get());
+    be->linear_backward(l, *x, *dlogits, nullptr, kBatch, nullptr);
+    return {{read(*be, *y), read(*be, *dlogits), read(*be, *gw), read(*be, *gb)}, loss.loss, loss.correct};
+}
+
 bool same(const RoundingStats& a, const RoundingStats& b) {
     return a.elements == b.elements && a.zeros_before == b.zeros_before && a.zeros == b.zeros &&
            a.subnormals == b.subnormals && a.nonfinite == b.nonfinite;
@@ -241,6 +278,31 @@ private slots:
         v[5] = NAN;
         for (int threads : {1, 2, 3}) QVERIFY(std::isnan(cpu_detail::max_abs_on(threads, v.data(), 400000)));
         QCOMPARE_EXACT(cpu_detail::max_abs_on(3, v.data(), 0), 0.0f);
+    }
+
+    void biasGradientAndLossAreTheSameOnAnyThreadCount() {
+        const BatchOutcome one = wide_batch(1);
+        // The bias gradient in bias_grad_order.h's order, written out here: each block of 256
+        // rows summed in row order from +0, the block sums added in block order.
+        const std::vector<float>& dlogits = one.values[1];
+        for (std::int64_t c = 0; c < kOut; ++c) {
+            float db = 0.0f;
+            for (std::int64_t r0 = 0; r0 < kBatch; r0 += 256) {
+                float block = 0.0f;
+                for (std::int64_t r = r0; r < std::min(kBatch, r0 + 256); ++r)
+                    block += dlogits[static_cast<std::size_t>(r * kOut + c)];
+                db += block;
+            }
+            QCOMPARE_EXACT(one.values[3][static_cast<std::size_t>(c)], db);
+        }
+        QVERIFY(one.loss > 0 && one.correct > 0 && one.correct < kBatch);
+        for (int threads : {2, 3}) {
+            const BatchOutcome many = wide_batch(threads);
+            QCOMPARE(std::memcmp(&many.loss, &one.loss, sizeof(double)), 0);
+            QCOMPARE(many.correct, one.correct);
+            for (std::size_t i = 0; i < one.values.size(); ++i)
+                QVERIFY2(same_bits(many.values[i], one.values[i]), qPrintable(QString::number(i)));
+        }
     }
 
     void linearGradientRoundingIsTheSameOnAnyThreadCount() {
