@@ -106,27 +106,34 @@ void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_
     }
 }
 
-// The block sums of bias_grad_order.h for the row blocks [k0, k1) of dy (rows x cols):
-// sums[k · stride + c] = Σ dy[r][c] over block k's rows, in row order.
+// The block sums of bias_grad_order.h over dy (rows x cols), as work items: item i is the row
+// block i / chunks and its columns from (i % chunks) · kBiasColumns, at most kBiasColumns of them,
+// with chunks = ⌈cols / kBiasColumns⌉. For items [i0, i1): sums[k · cols + c] = Σ dy[r][c] over
+// block k's rows, in row order from +0, the columns' sums kept in registers and stored once (a
+// sum stored at every row would put two threads' columns in one cache line).
+constexpr std::int64_t kBiasColumns = 64;
 MANTISSA_HOT void block_column_sums(const float* __restrict dy, float* __restrict sums, std::int64_t rows,
-                                    std::int64_t cols, std::int64_t stride, std::int64_t k0, std::int64_t k1) {
-    for (std::int64_t k = k0; k < k1; ++k) {
-        float* block = sums + k * stride;
-        for (std::int64_t c = 0; c < cols; ++c) block[c] = 0.0f;
+                                    std::int64_t cols, std::int64_t i0, std::int64_t i1) {
+    const std::int64_t chunks = (cols + kBiasColumns - 1) / kBiasColumns;
+    for (std::int64_t i = i0; i < i1; ++i) {
+        const std::int64_t k = i / chunks, c0 = i % chunks * kBiasColumns;
+        const std::int64_t width = std::min(kBiasColumns, cols - c0);
+        float acc[kBiasColumns] = {};
         const std::int64_t r1 = std::min(rows, (k + 1) * bias_grad_block_rows);
         for (std::int64_t r = k * bias_grad_block_rows; r < r1; ++r) {
-            const float* row = dy + r * cols;
-            for (std::int64_t c = 0; c < cols; ++c) block[c] += row[c];
+            const float* row = dy + r * cols + c0;
+            for (std::int64_t c = 0; c < width; ++c) acc[c] += row[c];
         }
+        for (std::int64_t c = 0; c < width; ++c) sums[k * cols + c0 + c] = acc[c];
     }
 }
 
 // db = the block sums added in block order (bias_grad_order.h).
 MANTISSA_HOT void add_block_sums(const float* __restrict sums, float* __restrict db, std::int64_t blocks,
-                                 std::int64_t cols, std::int64_t stride) {
+                                 std::int64_t cols) {
     for (std::int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
     for (std::int64_t k = 0; k < blocks; ++k)
-        for (std::int64_t c = 0; c < cols; ++c) db[c] += sums[k * stride + c];
+        for (std::int64_t c = 0; c < cols; ++c) db[c] += sums[k * cols + c];
 }
 
 }  // namespace
@@ -569,19 +576,19 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
 
     CpuTensor& gb = cpu(*l.grad_bias);
     float* db = gb.data();
-    // FP8, block formats and per GEMM: of the unquantised dy, as the convolution's dB. The row
-    // blocks go to the threads, each block's sums into its own row of scratch, then the sums are
-    // added in block order: the same bits on any thread count, and each thread reads whole rows,
-    // where the rows of a thread's share mostly came from its own cache. Block rows a line
-    // apart, so two threads never write one cache line.
+    // FP8, block formats and per GEMM: of the unquantised dy, as the convolution's dB. The blocks'
+    // sums go to the threads in pieces of whole blocks, or of a block's columns where the blocks
+    // are fewer than the threads, then are added in block order here: the same bits on any
+    // thread count.
     const float* dy_bias = l.compute == Format::fp8_e4m3 || l.block || l.dgrad || l.wgrad ? dy.data() : dy_op;
-    const std::int64_t blocks = bias_grad_blocks(batch), stride = (out + 15) / 16 * 16 + 16;
-    float* block_sums = scratch(slot_bias_block, blocks * stride);
-    cpu_detail::for_ranges(blocks, pass_threads(batch * out, cpu_detail::elementwise_min_per_thread), 1,
-                           [&](std::int64_t k0, std::int64_t k1, int) {
-                               block_column_sums(dy_bias, block_sums, batch, out, stride, k0, k1);
+    const std::int64_t blocks = bias_grad_blocks(batch);
+    const std::int64_t items = blocks * ((out + kBiasColumns - 1) / kBiasColumns);
+    float* block_sums = scratch(slot_bias_block, blocks * out);
+    cpu_detail::for_ranges(items, pass_threads(batch * out, cpu_detail::elementwise_min_per_thread), 1,
+                           [&](std::int64_t i0, std::int64_t i1, int) {
+                               block_column_sums(dy_bias, block_sums, batch, out, i0, i1);
                            });
-    add_block_sums(block_sums, db, blocks, out, stride);
+    add_block_sums(block_sums, db, blocks, out);
     round_output(gb.format(), db, out);
 }
 
