@@ -457,9 +457,8 @@ const std::uint16_t* CpuBackend::bf16_operand(const BatchedMatmul& op, const Ten
                                              op.outer_count, op.inner_count, layout.lines,
                                              layout.run,     layout.line_stride, round ? 1 : 0};
     bool current = false;
-    CpuBf16Copy& copy = bf16_copy_slot(tensor, key, current);
+    CpuBf16Copy& copy = bf16_copy_slot(tensor, key, op.batch_count() * size, current);
     if (!current) {
-        copy.bits.resize(static_cast<std::size_t>(op.batch_count() * size));
         copy.exact = pack_bf16(op, tensor.data(), round, v, layout, copy.bits.data(), m_matmul.threads());
     }
     return copy.exact ? copy.bits.data() : nullptr;

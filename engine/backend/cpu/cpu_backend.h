@@ -183,6 +183,8 @@ public:
     CpuMatmul& matmul() { return m_matmul; }  // measurements (bench_engine)
     // How many bf16 operand copies were kept in the ledger (made, not found): tests of their reuse.
     std::int64_t bf16_copies_made() const { return m_bf16_copies_made; }
+    // How many of those copies needed a larger buffer than the one they took.
+    std::int64_t bf16_copy_allocations() const { return m_bf16_copy_allocations; }
 
     // The operands a linear layer's matmuls last read, as they read them: x and W of the forward,
     // dy of the input-gradient matmul, each with the factor its products were multiplied by on the
@@ -284,8 +286,11 @@ private:
     const std::uint16_t* kept_bf16_bits(std::initializer_list<const Tensor*> owners, const float* values,
                                         std::int64_t n);
     // The ledger's copy of `tensor` under `key`: current (made since its last write) or to be
-    // filled (current false; counted in bf16_copies_made). Stale copies of other keys are dropped.
-    CpuBf16Copy& bf16_copy_slot(const CpuTensor& tensor, const std::array<std::int64_t, 9>& key, bool& current);
+    // filled (current false; counted in bf16_copies_made; its bits sized to n), in the buffer of a
+    // stale copy where there is one (of this key first), so a tensor's copies keep their buffers
+    // from step to step.
+    CpuBf16Copy& bf16_copy_slot(const CpuTensor& tensor, const std::array<std::int64_t, 9>& key, std::int64_t n,
+                                bool& current);
     // The threads a pass over n values takes: one per min_per_thread values, at most the
     // backend's count (cpu_parallel.h).
     int pass_threads(std::int64_t n, std::int64_t min_per_thread) const;
@@ -448,6 +453,7 @@ private:
     bool m_fuse_maxpool_relu = true;
     bool m_round_in_lanes = true;
     std::int64_t m_bf16_copies_made = 0;
+    std::int64_t m_bf16_copy_allocations = 0;
     CpuMatmul m_matmul;
     CpuBatchedMatmul m_batched_matmul;
     std::array<CpuBuffer, 15> m_scratch;  // slots: see cpu_linear.cpp, 4 and 6: optimizer,

@@ -15,20 +15,26 @@
 namespace mantissa {
 
 CpuBf16Copy& CpuBackend::bf16_copy_slot(const CpuTensor& tensor, const std::array<std::int64_t, 9>& key,
-                                        bool& current) {
-    // A copy made before the tensor's last write is stale: dropped, but for one of this key,
-    // whose buffer the new copy reuses. (The vector may move its entries; their bits stay where
-    // they are, so a pointer handed out for the current stamp stays valid.)
+                                        std::int64_t n, bool& current) {
+    // A copy made before the tensor's last write is stale. A new copy takes the buffer of a stale
+    // one, of this key where there is one, else of another key: so the copies of one tensor read
+    // in several views (a transformer's qkv, read as Q, K and V) keep their buffers from step to
+    // step. Dropping the stale copies of other keys, as this did, had every step allocate K's and
+    // V's copies again and fault in and zero their pages. (The vector may move its entries; their
+    // bits stay where they are, so a pointer handed out for the current stamp stays valid.)
     const std::uint64_t stamp = tensor.stamp();
     auto& copies = m_ledger->bf16_copies[&tensor];
-    std::erase_if(copies, [&](const CpuBf16Copy& c) { return c.stamp != stamp && c.key != key; });
     auto it = std::find_if(copies.begin(), copies.end(), [&](const CpuBf16Copy& c) { return c.key == key; });
     current = it != copies.end() && it->stamp == stamp;
     if (current) return *it;
+    if (it == copies.end())
+        it = std::find_if(copies.begin(), copies.end(), [&](const CpuBf16Copy& c) { return c.stamp != stamp; });
     CpuBf16Copy& copy = it != copies.end() ? *it : copies.emplace_back();
     copy.key = key;
     copy.stamp = stamp;
     ++m_bf16_copies_made;
+    if (copy.bits.capacity() < static_cast<std::size_t>(n)) ++m_bf16_copy_allocations;
+    copy.bits.resize(static_cast<std::size_t>(n));
     return copy;
 }
 
@@ -42,9 +48,8 @@ const std::uint16_t* CpuBackend::kept_bf16_bits(std::initializer_list<const Tens
     // The first n values, in storage order: a key no batched matmul view has (its offset is >= 0).
     const std::array<std::int64_t, 9> key = {-1, n, 0, 0, 0, 0, 0, 0, 0};
     bool current = false;
-    CpuBf16Copy& copy = bf16_copy_slot(*owner, key, current);
+    CpuBf16Copy& copy = bf16_copy_slot(*owner, key, n, current);
     if (!current) {
-        copy.bits.resize(static_cast<std::size_t>(n));
         const int threads =
             std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
         std::array<bool, cpu_detail::kMaxPassThreads> exact;

@@ -442,6 +442,36 @@ private slots:
         QVERIFY2((diff = check(scores, qkv_v, qv, qkv_v, kt, *s, sv)).isEmpty(), qPrintable(diff));
     }
 
+    // Q·Kᵀ after each write of qkv copies Q and K again into the buffers they had: none is
+    // allocated again. (Taking Q's copy once dropped K's stale one, so every step allocated K's
+    // copy anew and faulted in and zeroed its pages.) Each product matches the double reference.
+    void bf16CopiesKeepTheirBuffersAcrossWrites() {
+        if (!CpuMatmul::bf16_available()) QSKIP("oneDNN has no bf16 matmul on this CPU: no bf16 copies");
+        CpuBackend be;
+        be.matmul().set_bf16_enabled(true);
+        const std::int64_t batch = 2, seq = 9, heads = 2, hd = 4, dim = heads * hd;
+        auto qkv_v = rounded(Format::bf16, random_values(static_cast<std::size_t>(batch * seq * 3 * dim), 1.0f, 73));
+        auto qkv = make_with(be, batch * seq, 3 * dim, Format::bf16, qkv_v, "qkv");
+        auto s = make(be, batch * heads * seq, seq, Format::fp32, "scores");
+        BatchedMatmul scores;
+        scores.outer_count = batch, scores.inner_count = heads, scores.m = seq, scores.n = seq, scores.k = hd;
+        scores.compute = Format::bf16, scores.alpha = 1.0f;
+        const StridedMatrix qv = head_view(seq, 3 * dim, 0, hd), kt = head_view(seq, 3 * dim, dim, hd, true);
+        const StridedMatrix sv = packed_view(seq, seq, heads);
+        for (std::int64_t write = 0; write < 3; ++write) {
+            if (write > 0) {
+                for (float& v : qkv_v) v = -v;
+                be.upload(*qkv, qkv_v.data(), static_cast<std::int64_t>(qkv_v.size()));
+            }
+            be.batched_matmul(scores, *qkv, qv, *qkv, kt, *s, sv);
+            QCOMPARE(be.bf16_copies_made(), 2 + 2 * write);
+            QCOMPARE(be.bf16_copy_allocations(), std::int64_t{2});
+            const BmmRef ref = bmm_ref(scores, to_double(qkv_v), qv, to_double(qkv_v), kt);
+            const QString diff = bmm_mismatch(scores, read(be, *s), sv, ref, Format::fp32, 1);
+            QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        }
+    }
+
     // The epilogue (alpha at its point, the rounding to C's format) with the rounding in the
     // registers gives the two passes' bits (CpuBackend::set_rounds_in_lanes(false)): C's formats,
     // both alpha points, alpha 1 and not, over a whole packed view (the scores) and a head view
