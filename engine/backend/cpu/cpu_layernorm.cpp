@@ -157,24 +157,23 @@ MANTISSA_HOT void rows_backward(const float* x, const float* dy, const float* ga
     }
 }
 
-// dγ and dβ of columns [j0, j0 + width) (width <= kColumnBlock): each column's Σ dy·x̂ and Σ dy
-// over the rows in row order, in double, kept in this call's own sums and written once at the
-// end. Sums kept in one array for all the threads, written at every row, put two threads' columns
-// in one cache line at each boundary between their ranges (and at the seam of the two arrays):
-// the line went back and forth at every row, and the pass took about nine times as long on two
-// threads as on one (18 times the CPU time).
-constexpr std::int64_t kColumnBlock = 64;
-MANTISSA_HOT void column_gradient_sums(const float* __restrict x, const float* __restrict dy,
-                                       const float* __restrict mean, const float* __restrict invstd,
-                                       std::int64_t rows, std::int64_t n, std::int64_t j0, std::int64_t width,
-                                       float* __restrict grad_gamma, float* __restrict grad_beta) {
-    double sum_dy[kColumnBlock] = {}, sum_dy_xhat[kColumnBlock] = {};
+// dγ and dβ of columns [j0, j0 + width): each column's Σ dy·x̂ and Σ dy over the rows in row
+// order, in double, in this call's own sums, written to the gradients once at the end. Sums kept
+// in one array for all the threads, written at every row, put two threads' columns in one cache
+// line at each boundary between their ranges (and at the seam of the two arrays): the line went
+// back and forth at every row, and the pass took about nine times as long on two threads as on
+// one (18 times the CPU time). (This loop, over whole rows of the range, ran faster on one thread
+// than the same sums in blocks of 64 or 256 columns on the stack, or built for AVX2.)
+void column_gradient_sums(const float* x, const float* dy, const float* mean, const float* invstd, std::int64_t rows,
+                          std::int64_t n, std::int64_t j0, std::int64_t width, float* grad_gamma, float* grad_beta) {
+    std::vector<double> sums(static_cast<std::size_t>(2 * width), 0.0);
+    double* sum_dy = sums.data();
+    double* sum_dy_xhat = sum_dy + width;
     for (std::int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n + j0;
         const float* dyr = dy + r * n + j0;
-        const float m = mean[r], s = invstd[r];
         for (std::int64_t j = 0; j < width; ++j) {
-            const float xhat = (xr[j] - m) * s;
+            const float xhat = (xr[j] - mean[r]) * invstd[r];
             sum_dy[j] += static_cast<double>(dyr[j]);
             sum_dy_xhat[j] += static_cast<double>(dyr[j]) * static_cast<double>(xhat);
         }
@@ -248,8 +247,7 @@ void CpuBackend::layernorm_backward_impl(LayerNormTensors& ln, const Tensor& x_i
     float* grad_gamma = cpu(*ln.grad_weight).data();
     float* grad_beta = cpu(*ln.grad_bias).data();
     cpu_detail::for_ranges(n, threads, 16, [&](std::int64_t j0, std::int64_t j1, int) {
-        for (std::int64_t c = j0; c < j1; c += kColumnBlock)
-            column_gradient_sums(x, dy, mean, invstd, rows, n, c, std::min(kColumnBlock, j1 - c), grad_gamma, grad_beta);
+        column_gradient_sums(x, dy, mean, invstd, rows, n, j0, j1 - j0, grad_gamma, grad_beta);
     });
 
     // No dy shadow: dx's is dx before its rounding, kept row by row where it may flush.
