@@ -109,8 +109,8 @@ void add_bias_and_round(float* y, const float* b, std::int64_t rows, std::int64_
 // The block sums of bias_grad_order.h over dy (rows x cols), as work items: item i is the row
 // block i / chunks and its columns from (i % chunks) · kBiasColumns, at most kBiasColumns of them,
 // with chunks = ⌈cols / kBiasColumns⌉. For items [i0, i1): sums[k · cols + c] = Σ dy[r][c] over
-// block k's rows, in row order from +0, the columns' sums kept in registers and stored once (a
-// sum stored at every row would put two threads' columns in one cache line).
+// block k's rows, in row order from +0, the columns' sums kept in a local array and stored once
+// (a sum stored at every row would put two threads' columns in one cache line).
 constexpr std::int64_t kBiasColumns = 64;
 MANTISSA_HOT void block_column_sums(const float* __restrict dy, float* __restrict sums, std::int64_t rows,
                                     std::int64_t cols, std::int64_t i0, std::int64_t i1) {
