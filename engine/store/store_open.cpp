@@ -47,15 +47,31 @@ std::span<const char* const> tables_of(std::int64_t version) {
     return store_tables(static_cast<int>(std::clamp<std::int64_t>(version, 1, schema_version)));
 }
 
+// The four reads in one snapshot (a savepoint: a read transaction of its own, or a part of the
+// writer's). Each read outside a transaction sees the file as it is then, and another process may
+// be creating the store meanwhile: its id read before that commit and its tables after, the file
+// looked like an SQLite database of someone else's ("application_id is 0x00000000").
 Header read_header(Connection& db) {
+    db.exec("SAVEPOINT read_header", "reading its header");
     Header h;
-    h.application_id = db.query_int("PRAGMA application_id", "reading its application id");
-    h.version = db.query_int("PRAGMA user_version", "reading its schema version");
-    h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading its list of tables");
-    std::string names;
-    for (const char* name : tables_of(h.version)) names += std::string(names.empty() ? "'" : ", '") + name + "'";
-    h.tables = db.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN (" + names + ")",
-                            "reading its list of tables");
+    try {
+        h.application_id = db.query_int("PRAGMA application_id", "reading its application id");
+        h.version = db.query_int("PRAGMA user_version", "reading its schema version");
+        h.objects = db.query_int("SELECT count(*) FROM sqlite_schema", "reading its list of tables");
+        std::string names;
+        for (const char* name : tables_of(h.version)) names += std::string(names.empty() ? "'" : ", '") + name + "'";
+        h.tables = db.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN (" + names + ")",
+                                "reading its list of tables");
+    } catch (...) {
+        try {
+            db.exec("ROLLBACK TO read_header", "reading its header");
+            db.exec("RELEASE read_header", "reading its header");
+        } catch (...) {
+            // The first error is the one to report; a connection that cannot even roll back is closed by the caller.
+        }
+        throw;
+    }
+    db.exec("RELEASE read_header", "reading its header");
     return h;
 }
 

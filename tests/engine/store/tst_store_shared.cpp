@@ -18,7 +18,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -220,6 +222,51 @@ private slots:
         QCOMPARE(raw.integer("SELECT count(*) FROM runs WHERE name = 'ours'"), static_cast<long long>(ours.size()));
         qInfo("%d runs recorded here while store_helper churned the store 150 times; re-opened %d times",
               static_cast<int>(ours.size()), reopened);
+    }
+
+    // A reader that opens a store while another connection is creating it (the CLI's test
+    // watching a `train` it started) sees it empty or whole: never its tables without its
+    // application id, "an SQLite database but not a Mantissa run store". One thread creates
+    // stores at fresh paths; this one opens each, read-only, over and over while it is made.
+    void aStoreBeingCreatedIsNeverCalledForeign() {
+        constexpr int stores = 150;
+        std::vector<std::string> paths;
+        for (int i = 0; i < stores; ++i) paths.push_back(m_dir.filePath(QString("new-%1.sqlite").arg(i)).toStdString());
+        std::atomic<int> made{0};
+        std::string creator_error;
+        std::thread creator([&] {
+            try {
+                for (const std::string& p : paths) {
+                    RunStore created(p);
+                    made.fetch_add(1);
+                }
+            } catch (const Error& e) {
+                creator_error = e.what();
+                made.store(stores);
+            }
+        });
+        QStringList errors;
+        int opened = 0;
+        for (int i = 0; i < stores; ++i) {
+            while (made.load() <= i) {
+                // From its switch to WAL on (its first page written): a reader before that can
+                // make the creator's switch fail as busy, another matter.
+                std::error_code ec;
+                if (std::filesystem::file_size(paths[static_cast<std::size_t>(i)], ec) == 0 || ec) continue;
+                try {
+                    RunStore reader(paths[static_cast<std::size_t>(i)], StoreAccess::read);
+                    reader.list_runs();
+                    ++opened;
+                } catch (const Error& e) {
+                    const QString why = QString::fromUtf8(e.what());
+                    if (why.contains("not a Mantissa run store")) errors << why;
+                }
+            }
+        }
+        creator.join();
+        QVERIFY2(creator_error.empty(), creator_error.c_str());
+        QVERIFY2(errors.isEmpty(), qPrintable(QString("%1 of the opens: %2").arg(errors.size()).arg(errors.value(0))));
+        qInfo("%d read-only opens while %d stores were created", opened, stores);
     }
 };
 
