@@ -2,8 +2,10 @@
 #include "backend/cpu/cpu_bf16_copy.h"
 
 #include <algorithm>
+#include <array>
 
 #include "backend/cpu/cpu_hot.h"
+#include "backend/cpu/cpu_parallel.h"
 #include "numeric/convert.h"
 
 namespace mantissa {
@@ -27,6 +29,17 @@ MANTISSA_HOT bool to_bf16_exact(const float* __restrict src, std::uint16_t* __re
         probe = p > probe ? p : probe;
     }
     return (all_bits & 0xFFFFu) == 0 && probe == zero_probe;
+}
+
+bool to_bf16_exact_shared(const float* src, std::uint16_t* dst, std::int64_t n, int max_threads) {
+    const int threads = std::min(cpu_detail::kMaxPassThreads,
+                                 cpu_detail::pass_threads(n, cpu_detail::elementwise_min_per_thread, max_threads));
+    std::array<bool, cpu_detail::kMaxPassThreads> exact;
+    exact.fill(true);
+    cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int range) {
+        exact[static_cast<std::size_t>(range)] = to_bf16_exact(src + begin, dst + begin, end - begin);
+    });
+    return std::all_of(exact.begin(), exact.begin() + threads, [](bool e) { return e; });
 }
 
 // Pieces of 1024 rounded into a buffer in the L1 cache, then copied: round_array's kernel and the

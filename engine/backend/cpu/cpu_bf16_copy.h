@@ -13,6 +13,10 @@ namespace mantissa {
 // dst[i] = the high half of src[i]'s bits; whether every src[i] is such a value.
 bool to_bf16_exact(const float* src, std::uint16_t* dst, std::int64_t n);
 
+// to_bf16_exact shared out over at most max_threads (cpu_parallel.h: a thread per 2^16 values):
+// each value's bits are its own, and whether all are exact is the same answer in any order.
+bool to_bf16_exact_shared(const float* src, std::uint16_t* dst, std::int64_t n, int max_threads);
+
 // dst[i] = the bf16 bits of round_to(bf16, src[i]) (numeric/convert.h); whether every rounded value
 // is one the bf16 kernels multiply exactly (a value that rounds to a bf16 subnormal is not).
 bool round_to_bf16_exact(const float* src, std::uint16_t* dst, std::int64_t n);

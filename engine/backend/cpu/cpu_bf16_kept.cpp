@@ -9,7 +9,6 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_bf16_copy.h"
-#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_tensor_access.h"
 
 namespace mantissa {
@@ -49,17 +48,7 @@ const std::uint16_t* CpuBackend::kept_bf16_bits(std::initializer_list<const Tens
     const std::array<std::int64_t, 9> key = {-1, n, 0, 0, 0, 0, 0, 0, 0};
     bool current = false;
     CpuBf16Copy& copy = bf16_copy_slot(*owner, key, n, current);
-    if (!current) {
-        const int threads =
-            std::min(cpu_detail::kMaxPassThreads, pass_threads(n, cpu_detail::elementwise_min_per_thread));
-        std::array<bool, cpu_detail::kMaxPassThreads> exact;
-        exact.fill(true);
-        std::uint16_t* bits = copy.bits.data();
-        cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int range) {
-            exact[static_cast<std::size_t>(range)] = to_bf16_exact(values + begin, bits + begin, end - begin);
-        });
-        copy.exact = std::all_of(exact.begin(), exact.begin() + threads, [](bool e) { return e; });
-    }
+    if (!current) copy.exact = to_bf16_exact_shared(values, copy.bits.data(), n, m_matmul.threads());
     return copy.exact ? copy.bits.data() : nullptr;
 }
 

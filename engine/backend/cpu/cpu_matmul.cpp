@@ -2,7 +2,6 @@
 #include "backend/cpu/cpu_matmul.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,7 +13,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/cpu/cpu_bf16_copy.h"
-#include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "error.h"
 
@@ -31,20 +29,6 @@ struct Key {
     auto tie() const { return std::tie(m, n, k, trans_a, trans_b, bf16); }
     bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
-
-// to_bf16_exact shared out over at most max_threads (cpu_parallel.h): each value's bits are its
-// own, and whether all are exact is the same answer in any order. On one thread, these copies of a
-// transformer's activations kept the other thread waiting for about 3% of a two-thread step.
-bool to_bf16_exact_shared(const float* src, std::uint16_t* dst, std::int64_t n, int max_threads) {
-    const int threads = std::min(cpu_detail::kMaxPassThreads,
-                                 cpu_detail::pass_threads(n, cpu_detail::elementwise_min_per_thread, max_threads));
-    std::array<bool, cpu_detail::kMaxPassThreads> exact;
-    exact.fill(true);
-    cpu_detail::for_ranges(n, threads, 64, [&](std::int64_t begin, std::int64_t end, int range) {
-        exact[static_cast<std::size_t>(range)] = to_bf16_exact(src + begin, dst + begin, end - begin);
-    });
-    return std::all_of(exact.begin(), exact.begin() + threads, [](bool e) { return e; });
-}
 
 }  // namespace
 
