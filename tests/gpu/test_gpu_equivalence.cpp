@@ -419,28 +419,53 @@ private slots:
         }
     }
 
+    // Every optimizer, on parameters of each format, to nearest and (narrow ones) Kahan-compensated,
+    // with and without weight decay (SGD adds it only where it is set, as torch does).
     void optimizers_data() {
         QTest::addColumn<QString>("optimizer");
         QTest::addColumn<Format>("param");
         QTest::addColumn<Format>("grad");
+        QTest::addColumn<bool>("kahan");
+        QTest::addColumn<double>("decay");
         for (const char* o : {"sgd", "sgd-momentum", "adamw"})
             for (Format p : {Format::fp32, Format::fp16, Format::bf16})
                 for (Format g : {Format::fp32, Format::fp16})
-                    QTest::addRow("%s-%s-grad-%s", o, std::string(format_name(p)).c_str(),
-                                  std::string(format_name(g)).c_str())
-                        << QString(o) << p << g;
+                    for (bool kahan : {false, true})
+                        for (double decay : {0.0, 1e-2}) {
+                            if (kahan && p == Format::fp32) continue;  // nothing to round
+                            QTest::addRow("%s-%s-grad-%s%s%s", o, std::string(format_name(p)).c_str(),
+                                          std::string(format_name(g)).c_str(), kahan ? "-kahan" : "",
+                                          decay != 0.0 ? "-decay" : "")
+                                << QString(o) << p << g << kahan << decay;
+                        }
     }
     void optimizers() {
         REQUIRE_GPU();
         QFETCH(QString, optimizer);
         QFETCH(Format, param);
         QFETCH(Format, grad);
+        QFETCH(bool, kahan);
+        QFETCH(double, decay);
         const std::int64_t n = 50000;
         std::vector<float> pv = random_values(n, 0.5f, 61, 0.02);
         Twin p = twin(*m_cpu, *m_gpu, desc("w", 1, n, param, MemoryCategory::parameters), pv);
         Twin g = twin(*m_cpu, *m_gpu, desc("g", 1, n, grad, MemoryCategory::gradients));
         Twin s1 = twin(*m_cpu, *m_gpu, desc("s1", 1, n, Format::fp32, MemoryCategory::optimizer_state));
         Twin s2 = twin(*m_cpu, *m_gpu, desc("s2", 1, n, Format::fp32, MemoryCategory::optimizer_state));
+        Twin c = twin(*m_cpu, *m_gpu, desc("w.kahan", 1, n, param, MemoryCategory::optimizer_state),
+                      std::vector<float>(static_cast<std::size_t>(n), 0.0f));
+        auto tensors = [&](bool on_gpu) {
+            OptimizerTensors t;
+            t.param = on_gpu ? &p.g() : &p.c();
+            t.grad = on_gpu ? &g.g() : &g.c();
+            t.state1 = on_gpu ? &s1.g() : &s1.c();
+            if (!optimizer.startsWith("sgd")) t.state2 = on_gpu ? &s2.g() : &s2.c();
+            if (kahan) {
+                t.rounding = WeightRounding::kahan;
+                t.compensation = on_gpu ? &c.g() : &c.c();
+            }
+            return t;
+        };
         for (int step = 1; step <= 3; ++step) {
             // Scaled gradients, unscaled by the fused check (narrow ones through the multiplier).
             const std::vector<float> gv = random_values(n, 4096.0f, 70 + static_cast<std::uint32_t>(step), 0.1);
@@ -453,17 +478,17 @@ private slots:
                 SgdParams sp;
                 sp.lr = 0.01;
                 sp.momentum = optimizer == "sgd-momentum" ? 0.9 : 0.0;
-                sp.weight_decay = 1e-4;
+                sp.weight_decay = decay;
                 sp.first_step = step == 1;
-                uc = m_cpu->sgd_step({&p.c(), &g.c(), &s1.c(), nullptr}, sp);
-                ug = m_gpu->sgd_step({&p.g(), &g.g(), &s1.g(), nullptr}, sp);
+                uc = m_cpu->sgd_step(tensors(false), sp);
+                ug = m_gpu->sgd_step(tensors(true), sp);
             } else {
                 AdamWParams ap;
                 ap.lr = 1e-3;
-                ap.weight_decay = 0.01;
+                ap.weight_decay = decay;
                 ap.step = step;
-                uc = m_cpu->adamw_step({&p.c(), &g.c(), &s1.c(), &s2.c()}, ap);
-                ug = m_gpu->adamw_step({&p.g(), &g.g(), &s1.g(), &s2.g()}, ap);
+                uc = m_cpu->adamw_step(tensors(false), ap);
+                ug = m_gpu->adamw_step(tensors(true), ap);
             }
             QCOMPARE(ug.nonzero_updates, uc.nonzero_updates);
             QCOMPARE(ug.lost_updates, uc.lost_updates);
@@ -473,6 +498,8 @@ private slots:
             QVERIFY2(diff.isEmpty(), qPrintable(QString("step %1 state: %2").arg(step).arg(diff)));
             diff = compare_bits(read(*m_cpu, s2.c()), read(*m_gpu, s2.g()));
             QVERIFY2(diff.isEmpty(), qPrintable(QString("step %1 second state: %2").arg(step).arg(diff)));
+            diff = compare_bits(read(*m_cpu, c.c()), read(*m_gpu, c.g()));
+            QVERIFY2(diff.isEmpty(), qPrintable(QString("step %1 compensation: %2").arg(step).arg(diff)));
         }
     }
 

@@ -2,7 +2,8 @@
 // runs them: the training semantics must be identical in outcome (docs/cuda.md):
 //   - GradScaler's scale sequence (growth and backoff) and the skipped steps, step for step;
 //   - a skipped step leaves every weight, bias and optimizer state bit-identical;
-//   - without master weights small updates are lost to rounding on both, in like measure;
+//   - without master weights small updates are lost to rounding on both, in like measure, and
+//     Kahan-compensated updates keep them on both;
 //   - the Trainer's pipelined step on the GPU (CudaStepPipeline: scaler and skip on the device,
 //     results a step late, CUDA graphs) gives the same bits as the synchronous calls.
 // The Trainer pipelines by default, so every test here runs CudaStepPipeline. CPU against GPU,
@@ -287,6 +288,55 @@ private slots:
         QVERIFY2(lost_cpu > 0.5, qPrintable(QString("CPU lost %1").arg(lost_cpu)));  // the lesson happens
         QVERIFY2(std::abs(lost_gpu - lost_cpu) <= 0.05 * lost_cpu,
                  qPrintable(QString("lost updates: gpu %1, cpu %2").arg(lost_gpu).arg(lost_cpu)));
+    }
+
+    // Kahan-compensated BF16 weights (precision.rounding.weights, switched on during the run, as
+    // lesson 11 does): on the GPU, through the pipelined step and its CUDA graphs, the updates
+    // rounding to nearest loses are kept, as on the CPU.
+    void kahan_updates_keep_what_rounding_loses() {
+        REQUIRE_GPU();
+        Experiment e = spirals_experiment();
+        e.precision.master_weights = false;
+        e.precision.autocast = Autocast::bf16;
+        e.precision.loss_scaling.mode = LossScalingMode::off;
+        e.train.optimizer = OptimizerKind::sgd;
+        e.train.momentum = 0;
+        e.train.lr = 1e-4;
+        e.train.steps = 30;
+        RoundingSpec kahan;
+        kahan.weights = WeightRounding::kahan;
+        std::vector<double> lost[2], loss[2];
+        for (bool gpu : {false, true}) {
+            auto t = make(e, gpu);
+            while (!t->done()) {
+                if (t->steps_taken() == 10) {
+                    t->flush();
+                    t->set_rounding(kahan);
+                }
+                for (const StepReport& r : t->advance()) {
+                    double sum = 0;
+                    for (const auto& layer : r.layers) sum += layer.frac_lost_updates;
+                    lost[gpu].push_back(sum / static_cast<double>(r.layers.size()));
+                    loss[gpu].push_back(r.step.loss);
+                }
+            }
+            for (const StepReport& r : t->flush()) {
+                double sum = 0;
+                for (const auto& layer : r.layers) sum += layer.frac_lost_updates;
+                lost[gpu].push_back(sum / static_cast<double>(r.layers.size()));
+                loss[gpu].push_back(r.step.loss);
+            }
+            if (gpu) qInfo("%s", t->pipeline_description().c_str());
+        }
+        QCOMPARE(lost[1].size(), lost[0].size());
+        for (std::size_t s = 0; s < lost[0].size(); ++s) {
+            const QString at = QString("step %1: lost cpu %2 gpu %3, loss cpu %4 gpu %5")
+                                   .arg(s).arg(lost[0][s]).arg(lost[1][s]).arg(loss[0][s]).arg(loss[1][s]);
+            QVERIFY2(std::abs(lost[1][s] - lost[0][s]) <= 0.05 + 0.05 * lost[0][s], qPrintable(at));
+            QVERIFY2(std::abs(loss[1][s] - loss[0][s]) <= 1e-2 * std::abs(loss[0][s]), qPrintable(at));
+            if (s < 10) QVERIFY2(lost[0][s] > 0.5, qPrintable(at));    // to nearest: most are lost
+            if (s >= 12) QVERIFY2(lost[1][s] < 0.1, qPrintable(at));  // Kahan: the compensation keeps them
+        }
     }
 };
 

@@ -11,7 +11,9 @@
 // count, since no storage format would have kept it.
 //
 // SGD   (torch.optim.SGD, dampening 0, no nesterov):
-//   d = g + wd·p;  buf = d (first step) or momentum·buf + d;  p ← p - lr·buf
+//   d = g (+ wd·p where wd != 0);  buf = d (first step) or momentum·buf + d;  p ← p - lr·buf
+//   (torch adds the decay only where it is set: g + 0·p would turn a -0 gradient into +0 and an
+//   infinite weight's into NaN)
 // AdamW (torch.optim.AdamW, decoupled):
 //   p ← p·(1 - lr·wd);  m ← m + (1-β1)(g - m);  v ← β2·v + (1-β2)·g²
 //   p ← p - (lr / (1-β1^t)) · m / (√v / √(1-β2^t) + eps)
@@ -63,7 +65,7 @@ constexpr int kMaxOptimizerThreads = 64;
 
 struct SgdScalars {
     float lr, wd, mu;
-    bool first, momentum;
+    bool first, momentum, decays;  // decays: wd != 0
 };
 
 // Writes the new FP32 values into out and marks the elements whose FP32 value changes
@@ -72,7 +74,7 @@ MANTISSA_HOT void sgd_kernel(const float* __restrict p, const float* __restrict 
                              float* __restrict buf, float* __restrict out, std::int64_t n,
                              SgdScalars s, unsigned char* __restrict changed_mask) {
     for (std::int64_t i = 0; i < n; ++i) {
-        float d = g[i] + s.wd * p[i];
+        float d = s.decays ? g[i] + s.wd * p[i] : g[i];
         if (s.momentum) {
             d = s.first ? d : s.mu * buf[i] + d;
             buf[i] = d;
@@ -328,8 +330,9 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : nullptr;
     float* no_buf = momentum ? nullptr : scratch(6, per_worker);  // sgd_kernel's unused buffer, per worker
     if (m_mask.size() < static_cast<std::size_t>(per_worker)) m_mask.resize(static_cast<std::size_t>(per_worker));
-    const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
-                        static_cast<float>(s.momentum), s.first_step, momentum};
+    const auto wd = static_cast<float>(s.weight_decay);
+    const SgdScalars sc{static_cast<float>(s.lr), wd, static_cast<float>(s.momentum), s.first_step, momentum,
+                        wd != 0.0f};
     float* fresh_all = scratch(4, per_worker);
     const UpdateCounts c = update_in_blocks(
         p, n, threads, store, fresh_all, m_mask.data(), store.remainder, copies,

@@ -44,9 +44,14 @@ namespace mantissa::cuda {
 
 class CudaBackend;
 
-// Throws the sentence of BackendOp::stochastic_rounding or kahan_updates when t asks a narrow
-// parameter to be rounded other than to nearest (cuda_ops.cpp): the CUDA optimizers round to nearest.
-void require_nearest_weights(const OptimizerTensors& t, const char* op);
+// Checks how t asks its new values stored (cuda_ops.cpp): to nearest, or Kahan-compensated with
+// a compensation of the parameter's size and format (the CPU backend's sentence); stochastic
+// rounding of a narrow parameter throws BackendOp::stochastic_rounding's sentence.
+void check_weight_rounding(const OptimizerTensors& t, const char* op);
+
+// Kahan's compensation buffer of t on the device, or null where its new values round to nearest
+// (an FP32 parameter has nothing to round, as on the CPU).
+void* kahan_compensation(const OptimizerTensors& t);
 
 class CudaTensor final : public Tensor {
 public:

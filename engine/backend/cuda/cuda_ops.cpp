@@ -12,16 +12,27 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
+#include "backend/cuda/kernels/optimizer_update.cuh"
 #include "backend/cuda/op_support.h"
 #include "error.h"
 
 namespace mantissa::cuda {
 
-void require_nearest_weights(const OptimizerTensors& t, const char* op) {
+void check_weight_rounding(const OptimizerTensors& t, const char* op) {
     if (t.rounding == WeightRounding::nearest || !t.param || t.param->format() == Format::fp32) return;
-    const BackendOp which = t.rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_rounding;
-    throw Error(std::string(op) + " of " + t.param->desc().name + ": " +
-                cuda_op_unsupported(which, Format::fp32, Support{true, {}}, "this GPU"));
+    if (t.rounding == WeightRounding::stochastic)
+        throw Error(std::string(op) + " of " + t.param->desc().name + ": " +
+                    cuda_op_unsupported(BackendOp::stochastic_rounding, Format::fp32, Support{true, {}}, "this GPU"));
+    if (!t.compensation || t.compensation->numel() != t.param->numel() ||
+        t.compensation->format() != t.param->format())
+        throw Error("Kahan-compensated update of " + t.param->desc().name +
+                    ": its compensation must be given, of its size and format.");
+}
+
+void* kahan_compensation(const OptimizerTensors& t) {
+    if (t.rounding != WeightRounding::kahan || !t.param || t.param->format() == Format::fp32 || !t.compensation)
+        return nullptr;
+    return cuda(*t.compensation).data();
 }
 
 namespace {
@@ -37,7 +48,7 @@ void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, 
         if (s && s->format() != Format::fp32)
             throw Error(std::string(op) + ": the optimizer state " + s->desc().name + " must be fp32 (it is " +
                         std::string(format_name(s->format())) + ").");
-    require_nearest_weights(t, op);
+    check_weight_rounding(t, op);
 }
 
 // The kernels' constants are the engine's.
@@ -252,25 +263,13 @@ UpdateCounts CudaBackend::adamw_step(const OptimizerTensors& t, const AdamWParam
     if (a.step < 1) throw Error("adamw_step: the step count must start at 1.");
     activate();
     require_plain(*t.param, "adamw_step");
-    // Scalars as torch computes them: in double on the host, applied as FP32 (cpu_optimizer.cpp).
-    const double step = static_cast<double>(a.step);
-    const double bc1 = 1.0 - std::pow(a.beta1, step);
-    const double bc2 = 1.0 - std::pow(a.beta2, step);
-    AdamWScalars s{};
-    s.decay = static_cast<float>(1.0 - a.lr * a.weight_decay);
-    s.step_size = static_cast<float>(a.lr / bc1);
-    s.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-    s.w1 = static_cast<float>(1.0 - a.beta1);
-    s.w2 = static_cast<float>(1.0 - a.beta2);
-    s.beta2 = static_cast<float>(a.beta2);
-    s.eps = static_cast<float>(a.eps);
-    s.decays = a.weight_decay != 0.0 && a.lr != 0.0;
+    const AdamWScalars s = adamw_scalars(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.step);
     auto* counts = static_cast<unsigned long long*>(scratch(slot_results, 2 * sizeof(unsigned long long)));
     MANTISSA_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(unsigned long long), m_stream));
     const CudaTensor& g = cuda(*t.grad);
-    launch_adamw(cuda(*t.param).data(), code(t.param->format()), g.data(), code(g.format()), g.multiplier(), nullptr,
-                 static_cast<float*>(cuda(*t.state1).data()), static_cast<float*>(cuda(*t.state2).data()),
-                 t.param->numel(), s, nullptr, counts, nullptr, m_stream);
+    launch_adamw(cuda(*t.param).data(), kahan_compensation(t), code(t.param->format()), g.data(), code(g.format()),
+                 g.multiplier(), nullptr, static_cast<float*>(cuda(*t.state1).data()),
+                 static_cast<float*>(cuda(*t.state2).data()), t.param->numel(), s, nullptr, counts, nullptr, m_stream);
     auto* host = static_cast<unsigned long long*>(host_scratch(2 * sizeof(unsigned long long)));
     MANTISSA_CUDA_CHECK(
         cudaMemcpyAsync(host, counts, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));

@@ -42,9 +42,7 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::stochastic_rounding:
             return "The CUDA backend rounds to nearest for now; the CPU backend (backend: cpu) rounds gradients and "
                    "weights stochastically, or set precision.rounding back to nearest.";
-        case BackendOp::kahan_updates:
-            return "The CUDA backend has no Kahan-compensated weight updates yet; the CPU backend (backend: cpu) "
-                   "keeps them, or set precision.rounding.weights to nearest.";
+        case BackendOp::kahan_updates: return "";  // the optimizer kernels (kernels/optimizer_update.cuh)
         case BackendOp::what_if:
             return "The CUDA backend does not measure what-if statistics yet (its statistics steps run as recorded "
                    "graphs, which cannot read operands back mid-step); the CPU backend (backend: cpu) measures them.";

@@ -40,12 +40,6 @@ inline void check_launch(const char* kernel) {
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
          i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
 
-// A value read back from a tensor whose values are "stored x multiplier" (gradients unscaled
-// lazily, see CudaTensor): multiplied in FP32, NaN kept as it is (as x86 does for a quiet NaN).
-__device__ __forceinline__ float apply_multiplier(float v, float multiplier) {
-    return (multiplier == 1.0f || is_nan_bits(bits_of(v))) ? v : v * multiplier;
-}
-
 // The FP8 dequantisation factor *dq_a × *dq_b of a matmul's FP32 result (a null pointer: 1), read
 // from the device where the scale inverses live.
 __device__ __forceinline__ float dequant_factor(const float* dq_a, const float* dq_b) {

@@ -177,10 +177,16 @@ MANTISSA_HD int exponent_of_value(float x) {
 #endif
 }
 
-#ifdef __CUDACC__
-// ---- element access on a tensor's storage
+// ---- element access on a tensor's storage (host and device alike, as everything here: the
+// host tests run the optimizer's element updates, optimizer_update.cuh, through them)
 
-__device__ __forceinline__ float load_value(const void* p, int fmt, std::int64_t i) {
+// A value read back from a tensor whose values are "stored x multiplier" (gradients unscaled
+// lazily, see CudaTensor): multiplied in FP32, NaN kept as it is (as x86 does for a quiet NaN).
+MANTISSA_HD float apply_multiplier(float v, float multiplier) {
+    return (multiplier == 1.0f || is_nan_bits(bits_of(v))) ? v : v * multiplier;
+}
+
+MANTISSA_HD float load_value(const void* p, int fmt, std::int64_t i) {
     switch (fmt) {
         case fmt_fp16:
         case fmt_bf16: return decode_value(fmt, static_cast<const std::uint16_t*>(p)[i]);
@@ -190,7 +196,7 @@ __device__ __forceinline__ float load_value(const void* p, int fmt, std::int64_t
     }
 }
 
-__device__ __forceinline__ void store_value(void* p, int fmt, std::int64_t i, float x, bool saturate) {
+MANTISSA_HD void store_value(void* p, int fmt, std::int64_t i, float x, bool saturate) {
     switch (fmt) {
         case fmt_fp32: static_cast<float*>(p)[i] = x; break;
         case fmt_tf32: static_cast<std::uint32_t*>(p)[i] = encode_tf32(x, saturate); break;
@@ -203,7 +209,7 @@ __device__ __forceinline__ void store_value(void* p, int fmt, std::int64_t i, fl
 }
 
 // Stores x rounded to `fmt` and returns the value stored (to compare with the old one).
-__device__ __forceinline__ float store_rounded(void* p, int fmt, std::int64_t i, float x) {
+MANTISSA_HD float store_rounded(void* p, int fmt, std::int64_t i, float x) {
     switch (fmt) {
         case fmt_fp32: static_cast<float*>(p)[i] = x; return x;
         case fmt_tf32: {
@@ -224,6 +230,5 @@ __device__ __forceinline__ float store_rounded(void* p, int fmt, std::int64_t i,
         }
     }
 }
-#endif
 
 }  // namespace mantissa::cuda

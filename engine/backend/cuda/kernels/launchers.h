@@ -240,18 +240,20 @@ struct AdamWScalars {
     float decay, step_size, bc2_sqrt, w1, w2, beta2, eps;
     int decays;
 };
-// scalars_dev (when set) replaces `s` (a captured graph reads them from the device).
-void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* momentum_buf,
-                std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
-                const int* skip, cudaStream_t stream);
+// scalars_dev (when set) replaces `s` (a captured graph reads them from the device). compensation:
+// Kahan's buffer, in p_fmt (null: rounded to nearest; optimizer_update.cuh).
+void launch_sgd(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
+                float* momentum_buf, std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev,
+                unsigned long long* counts, const int* skip, cudaStream_t stream);
 // The SGD scalars of the next step: the learning rate from the device, first_step from the device
 // step counter (== 0), which is then incremented; nothing unless *skip is 0.
 void launch_sgd_prepare(SgdScalars* out, long long* step, const double* lr_dev, double momentum, double weight_decay,
                         const int* skip, cudaStream_t stream);
-// scalars_dev (when set) replaces `s` (a captured graph reads them from the device).
-void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* m, float* v,
-                  std::int64_t n, AdamWScalars s, const AdamWScalars* scalars_dev, unsigned long long* counts,
-                  const int* skip, cudaStream_t stream);
+// scalars_dev (when set) replaces `s` (a captured graph reads them from the device); compensation
+// as launch_sgd's.
+void launch_adamw(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul,
+                  const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+                  const AdamWScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream);
 // The AdamW scalars of the next step from a device step counter (incremented unless *skip);
 // lr_dev (when set) replaces lr.
 void launch_adamw_prepare(AdamWScalars* out, long long* step, double lr, double beta1, double beta2, double eps,

@@ -1,20 +1,22 @@
 // optimizer: fused SGD (momentum, weight decay) and AdamW (decoupled weight decay) over one
 // parameter, torch's formulas, FP32 arithmetic and FP32 state. The new value is computed from the
 // parameter as stored and written back rounded to the parameter's format, once: the FP32 master
-// (master weights on) or the low-precision stored weights (off). Counted here: the updates that
-// change the weight in FP32 (fp32(w + u) != w), and of those the ones lost to the stored precision
-// (the rounded value stored equals the old one); an FP32 parameter loses none by construction, and
-// an update too small to move an FP32 value is in neither count. The gradient is read with its
-// pending unscale multiplier (see unscale_check.cuh).
+// (master weights on) or the low-precision stored weights (off), to nearest or, with a
+// compensation buffer, Kahan-compensated (the element's arithmetic: optimizer_update.cuh). Counted
+// here: the updates that change the weight in FP32 (fp32(w + u) != w), and of those the ones lost
+// to the stored precision (the weight, and its compensation if any, unchanged); an FP32 parameter
+// loses none by construction, and an update too small to move an FP32 value is in neither count.
+// The gradient is read with its pending unscale multiplier (see unscale_check.cuh).
 // `skip` (a device flag, the fused check's found_inf) makes the whole kernel a no-op, so the skip
 // decision never visits the host. sgd_prepare and adamw_prepare compute the scalars of a step
-// from a device step counter and a device learning rate, for captured steps. Bit-identical to the CPU (same operations, --fmad=false, IEEE
-// division and square root).
+// from a device step counter and a device learning rate, for captured steps. Bit-identical to the
+// CPU (same operations, --fmad=false, IEEE division and square root).
 // The reference: CpuBackend::sgd_step / adamw_step (cpu_optimizer.cpp).
 #pragma once
 
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/kernels/optimizer_update.cuh"
 
 namespace mantissa::cuda {
 
@@ -31,8 +33,8 @@ __device__ __forceinline__ void add_update_counts(unsigned long long changed, un
     }
 }
 
-__global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
-                           float* buf, std::int64_t n, SgdScalars s, const SgdScalars* s_dev,
+__global__ void sgd_kernel(void* p, void* comp, int p_fmt, const void* g, int g_fmt, float g_mul,
+                           const float* g_mul_dev, float* buf, std::int64_t n, SgdScalars s, const SgdScalars* s_dev,
                            unsigned long long* counts, const int* skip) {
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
@@ -40,24 +42,18 @@ __global__ void sgd_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g
     unsigned long long changed = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
-        float d = apply_multiplier(load_value(g, g_fmt, i), multiplier);
-        if (s.weight_decay != 0.0f) d = d + s.weight_decay * old;
-        if (buf) {
-            buf[i] = s.first_step ? d : s.momentum * buf[i] + d;
-            d = buf[i];
-        }
-        const float fresh = old + -s.lr * d;
-        const bool changes = fresh != old;  // the update survives in FP32 (a NaN counts as a change)
-        const float stored = store_rounded(p, p_fmt, i, fresh);
-        changed += changes;
-        lost += changes && stored == old;
+        const float gi = apply_multiplier(load_value(g, g_fmt, i), multiplier);
+        const float fresh = sgd_fresh(old, gi, buf ? buf + i : nullptr, s);
+        const UpdateOutcome r = store_update(p, comp, p_fmt, i, old, fresh);
+        changed += r.changed;
+        lost += r.lost;
     }
     add_update_counts(changed, lost, counts);
 }
 
-__global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
-                             float* m, float* v, std::int64_t n, AdamWScalars s, const AdamWScalars* s_dev,
-                             unsigned long long* counts, const int* skip) {
+__global__ void adamw_kernel(void* p, void* comp, int p_fmt, const void* g, int g_fmt, float g_mul,
+                             const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+                             const AdamWScalars* s_dev, unsigned long long* counts, const int* skip) {
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
@@ -65,15 +61,13 @@ __global__ void adamw_kernel(void* p, int p_fmt, const void* g, int g_fmt, float
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
         const float gi = apply_multiplier(load_value(g, g_fmt, i), multiplier);
-        const float decayed = s.decays ? old * s.decay : old;
-        m[i] = m[i] + s.w1 * (gi - m[i]);
-        v[i] = v[i] * s.beta2 + s.w2 * (gi * gi);
-        const float denom = sqrtf(v[i]) / s.bc2_sqrt + s.eps;
-        const float fresh = decayed + -s.step_size * (m[i] / denom);
-        const bool changes = fresh != old;  // the update survives in FP32 (a NaN counts as a change)
-        const float stored = store_rounded(p, p_fmt, i, fresh);
-        changed += changes;
-        lost += changes && stored == old;
+        float mi = m[i], vi = v[i];
+        const float fresh = adamw_fresh(old, gi, mi, vi, s);
+        m[i] = mi;
+        v[i] = vi;
+        const UpdateOutcome r = store_update(p, comp, p_fmt, i, old, fresh);
+        changed += r.changed;
+        lost += r.lost;
     }
     add_update_counts(changed, lost, counts);
 }
@@ -96,37 +90,26 @@ __global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double 
     if (lr_dev) lr = *lr_dev;
     const long long t = *step + 1;
     *step = t;
-    const double bc1 = 1.0 - pow(beta1, static_cast<double>(t));
-    const double bc2 = 1.0 - pow(beta2, static_cast<double>(t));
-    AdamWScalars s;
-    s.decay = static_cast<float>(1.0 - lr * weight_decay);
-    s.step_size = static_cast<float>(lr / bc1);
-    s.bc2_sqrt = static_cast<float>(sqrt(bc2));
-    s.w1 = static_cast<float>(1.0 - beta1);
-    s.w2 = static_cast<float>(1.0 - beta2);
-    s.beta2 = static_cast<float>(beta2);
-    s.eps = static_cast<float>(eps);
-    s.decays = weight_decay != 0.0 && lr != 0.0;
-    *out = s;
+    *out = adamw_scalars(lr, beta1, beta2, eps, weight_decay, t);
 }
 
 // ---- launchers
 
-void launch_sgd(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* buf,
-                std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
+void launch_sgd(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
+                float* buf, std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
                 const int* skip, cudaStream_t stream) {
     if (n <= 0) return;
-    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf, n, s,
-                                                             scalars_dev, counts, skip);
+    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf,
+                                                             n, s, scalars_dev, counts, skip);
     check_launch("sgd");
 }
 
-void launch_adamw(void* p, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev, float* m, float* v,
-                  std::int64_t n, AdamWScalars s, const AdamWScalars* scalars_dev, unsigned long long* counts,
-                  const int* skip, cudaStream_t stream) {
+void launch_adamw(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul,
+                  const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+                  const AdamWScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream) {
     if (n <= 0) return;
-    adamw_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, p_fmt, g, g_fmt, g_mul, g_mul_dev, m, v, n, s,
-                                                               scalars_dev, counts, skip);
+    adamw_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, p_fmt, g, g_fmt, g_mul, g_mul_dev, m,
+                                                               v, n, s, scalars_dev, counts, skip);
     check_launch("adamw");
 }
 
