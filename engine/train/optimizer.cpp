@@ -44,7 +44,7 @@ OptimizerHyper Optimizer::hyper() const {
 void Optimizer::set_weight_rounding(WeightRounding rounding) {
     if (rounding != WeightRounding::nearest) {
         const BackendOp op =
-            rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_rounding;
+            rounding == WeightRounding::kahan ? BackendOp::kahan_updates : BackendOp::stochastic_weights;
         if (std::string why = m_backend.unsupported(op, Format::fp32); !why.empty()) throw Error(why);
     }
     m_rounding = rounding;  // Kahan's buffers are made or dropped at the next step (keep_compensation),

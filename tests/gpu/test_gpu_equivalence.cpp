@@ -419,24 +419,31 @@ private slots:
         }
     }
 
-    // Every optimizer, on parameters of each format, to nearest and (narrow ones) Kahan-compensated,
-    // with and without weight decay (SGD adds it only where it is set, as torch does).
+    // Every optimizer, on parameters of each format, to nearest and (narrow ones) stochastically or
+    // Kahan-compensated, with and without weight decay (SGD adds it only where it is set, as torch
+    // does). Both backends seeded alike draw the same key for each step.
     void optimizers_data() {
         QTest::addColumn<QString>("optimizer");
         QTest::addColumn<Format>("param");
         QTest::addColumn<Format>("grad");
-        QTest::addColumn<bool>("kahan");
+        QTest::addColumn<int>("rounding");
         QTest::addColumn<double>("decay");
+        const struct {
+            WeightRounding rounding;
+            const char* suffix;
+        } roundings[] = {{WeightRounding::nearest, ""},
+                         {WeightRounding::stochastic, "-stochastic"},
+                         {WeightRounding::kahan, "-kahan"}};
         for (const char* o : {"sgd", "sgd-momentum", "adamw"})
             for (Format p : {Format::fp32, Format::fp16, Format::bf16})
                 for (Format g : {Format::fp32, Format::fp16})
-                    for (bool kahan : {false, true})
+                    for (const auto& r : roundings)
                         for (double decay : {0.0, 1e-2}) {
-                            if (kahan && p == Format::fp32) continue;  // nothing to round
+                            // An FP32 parameter has nothing to round: every rounding is the same.
+                            if (r.rounding != WeightRounding::nearest && p == Format::fp32) continue;
                             QTest::addRow("%s-%s-grad-%s%s%s", o, std::string(format_name(p)).c_str(),
-                                          std::string(format_name(g)).c_str(), kahan ? "-kahan" : "",
-                                          decay != 0.0 ? "-decay" : "")
-                                << QString(o) << p << g << kahan << decay;
+                                          std::string(format_name(g)).c_str(), r.suffix, decay != 0.0 ? "-decay" : "")
+                                << QString(o) << p << g << static_cast<int>(r.rounding) << decay;
                         }
     }
     void optimizers() {
@@ -444,8 +451,11 @@ private slots:
         QFETCH(QString, optimizer);
         QFETCH(Format, param);
         QFETCH(Format, grad);
-        QFETCH(bool, kahan);
+        QFETCH(int, rounding);
         QFETCH(double, decay);
+        const auto how = static_cast<WeightRounding>(rounding);
+        m_cpu->seed_stochastic_rounding(29);
+        m_gpu->seed_stochastic_rounding(29);
         const std::int64_t n = 50000;
         std::vector<float> pv = random_values(n, 0.5f, 61, 0.02);
         Twin p = twin(*m_cpu, *m_gpu, desc("w", 1, n, param, MemoryCategory::parameters), pv);
@@ -460,10 +470,8 @@ private slots:
             t.grad = on_gpu ? &g.g() : &g.c();
             t.state1 = on_gpu ? &s1.g() : &s1.c();
             if (!optimizer.startsWith("sgd")) t.state2 = on_gpu ? &s2.g() : &s2.c();
-            if (kahan) {
-                t.rounding = WeightRounding::kahan;
-                t.compensation = on_gpu ? &c.g() : &c.c();
-            }
+            t.rounding = how;
+            if (how == WeightRounding::kahan) t.compensation = on_gpu ? &c.g() : &c.c();
             return t;
         };
         for (int step = 1; step <= 3; ++step) {
@@ -500,6 +508,7 @@ private slots:
             QVERIFY2(diff.isEmpty(), qPrintable(QString("step %1 second state: %2").arg(step).arg(diff)));
             diff = compare_bits(read(*m_cpu, c.c()), read(*m_gpu, c.g()));
             QVERIFY2(diff.isEmpty(), qPrintable(QString("step %1 compensation: %2").arg(step).arg(diff)));
+            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
         }
     }
 

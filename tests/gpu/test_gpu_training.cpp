@@ -3,7 +3,7 @@
 //   - GradScaler's scale sequence (growth and backoff) and the skipped steps, step for step;
 //   - a skipped step leaves every weight, bias and optimizer state bit-identical;
 //   - without master weights small updates are lost to rounding on both, in like measure, and
-//     Kahan-compensated updates keep them on both;
+//     stochastic or Kahan-compensated updates keep them on both (the same stochastic keys);
 //   - the Trainer's pipelined step on the GPU (CudaStepPipeline: scaler and skip on the device,
 //     results a step late, CUDA graphs) gives the same bits as the synchronous calls.
 // The Trainer pipelines by default, so every test here runs CudaStepPipeline. CPU against GPU,
@@ -290,10 +290,11 @@ private slots:
                  qPrintable(QString("lost updates: gpu %1, cpu %2").arg(lost_gpu).arg(lost_cpu)));
     }
 
-    // Kahan-compensated BF16 weights (precision.rounding.weights, switched on during the run, as
-    // lesson 11 does): on the GPU, through the pipelined step and its CUDA graphs, the updates
-    // rounding to nearest loses are kept, as on the CPU.
-    void kahan_updates_keep_what_rounding_loses() {
+    // BF16 weights without masters, rounded to nearest, then stochastically from step 10, then
+    // Kahan-compensated from step 20 (precision.rounding.weights, switched during the run as lesson
+    // 11 does): on the GPU, through the pipelined step and its CUDA graphs, each keeps the updates
+    // rounding to nearest loses as on the CPU, and both draw the same stochastic keys.
+    void weight_rounding_switched_during_the_run() {
         REQUIRE_GPU();
         Experiment e = spirals_experiment();
         e.precision.master_weights = false;
@@ -302,41 +303,77 @@ private slots:
         e.train.optimizer = OptimizerKind::sgd;
         e.train.momentum = 0;
         e.train.lr = 1e-4;
-        e.train.steps = 30;
-        RoundingSpec kahan;
-        kahan.weights = WeightRounding::kahan;
+        e.train.steps = 36;
         std::vector<double> lost[2], loss[2];
+        std::uint64_t position[2] = {0, 0};
         for (bool gpu : {false, true}) {
             auto t = make(e, gpu);
-            while (!t->done()) {
-                if (t->steps_taken() == 10) {
-                    t->flush();
-                    t->set_rounding(kahan);
-                }
-                for (const StepReport& r : t->advance()) {
+            auto keep = [&](std::span<const StepReport> reports) {
+                for (const StepReport& r : reports) {
                     double sum = 0;
                     for (const auto& layer : r.layers) sum += layer.frac_lost_updates;
                     lost[gpu].push_back(sum / static_cast<double>(r.layers.size()));
                     loss[gpu].push_back(r.step.loss);
                 }
+            };
+            while (!t->done()) {
+                if (t->steps_taken() == 10 || t->steps_taken() == 20) {
+                    keep(t->flush());
+                    RoundingSpec r;
+                    r.weights = t->steps_taken() == 10 ? WeightRounding::stochastic : WeightRounding::kahan;
+                    t->set_rounding(r);
+                }
+                keep(t->advance());
             }
-            for (const StepReport& r : t->flush()) {
-                double sum = 0;
-                for (const auto& layer : r.layers) sum += layer.frac_lost_updates;
-                lost[gpu].push_back(sum / static_cast<double>(r.layers.size()));
-                loss[gpu].push_back(r.step.loss);
-            }
+            keep(t->flush());
+            position[gpu] = t->state().stochastic_rounding;
             if (gpu) qInfo("%s", t->pipeline_description().c_str());
         }
         QCOMPARE(lost[1].size(), lost[0].size());
+        QCOMPARE(position[1], position[0]);  // one key per narrow parameter per step, steps 10 to 19
+        QVERIFY2(position[0] > 0 && position[0] % 10 == 0, qPrintable(QString::number(position[0])));
         for (std::size_t s = 0; s < lost[0].size(); ++s) {
             const QString at = QString("step %1: lost cpu %2 gpu %3, loss cpu %4 gpu %5")
                                    .arg(s).arg(lost[0][s]).arg(lost[1][s]).arg(loss[0][s]).arg(loss[1][s]);
             QVERIFY2(std::abs(lost[1][s] - lost[0][s]) <= 0.05 + 0.05 * lost[0][s], qPrintable(at));
             QVERIFY2(std::abs(loss[1][s] - loss[0][s]) <= 1e-2 * std::abs(loss[0][s]), qPrintable(at));
             if (s < 10) QVERIFY2(lost[0][s] > 0.5, qPrintable(at));    // to nearest: most are lost
-            if (s >= 12) QVERIFY2(lost[1][s] < 0.1, qPrintable(at));  // Kahan: the compensation keeps them
+            if (s >= 22) QVERIFY2(lost[1][s] < 0.1, qPrintable(at));  // Kahan: the compensation keeps them
         }
+    }
+
+    // A run whose BF16 weights round stochastically, checkpointed and resumed on the GPU, goes on
+    // bit for bit as the run that never stopped: the checkpoint keeps the device's key position.
+    void resume_with_stochastic_weights_is_bit_identical() {
+        REQUIRE_GPU();
+        Experiment e = spirals_experiment();
+        e.precision.master_weights = false;
+        e.precision.autocast = Autocast::bf16;
+        e.precision.loss_scaling.mode = LossScalingMode::off;
+        e.precision.rounding.weights = WeightRounding::stochastic;
+        e.train.steps = 30;
+        auto losses = [](std::span<const StepReport> reports, std::vector<std::uint32_t>& out) {
+            for (const StepReport& r : reports)
+                out.push_back(std::bit_cast<std::uint32_t>(static_cast<float>(r.step.loss)));
+        };
+        auto whole = make(e, true);
+        std::vector<std::uint32_t> expected, got;
+        while (!whole->done()) losses(whole->advance(), expected);
+        losses(whole->flush(), expected);
+        auto first = make(e, true);
+        while (first->steps_taken() < 13) losses(first->advance(), got);
+        losses(first->flush(), got);
+        QVERIFY(first->state().stochastic_rounding > 0);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("gpu-sr.safetensors").toStdString();
+        write_checkpoint(*first, path, "", {});
+        const Checkpoint c(path);
+        auto second = make(c.info().experiment, true);
+        c.restore(*second);
+        QCOMPARE(second->state().stochastic_rounding, first->state().stochastic_rounding);
+        while (!second->done()) losses(second->advance(), got);
+        losses(second->flush(), got);
+        QCOMPARE(got, expected);
     }
 };
 

@@ -44,9 +44,8 @@ namespace mantissa::cuda {
 
 class CudaBackend;
 
-// Checks how t asks its new values stored (cuda_ops.cpp): to nearest, or Kahan-compensated with
-// a compensation of the parameter's size and format (the CPU backend's sentence); stochastic
-// rounding of a narrow parameter throws BackendOp::stochastic_rounding's sentence.
+// Checks how t asks its new values stored (cuda_ops.cpp): a Kahan-compensated update needs a
+// compensation of the parameter's size and format (the CPU backend's sentence).
 void check_weight_rounding(const OptimizerTensors& t, const char* op);
 
 // Kahan's compensation buffer of t on the device, or null where its new values round to nearest
@@ -119,6 +118,12 @@ public:
                                     std::vector<GradientSummary>* summaries) override;
     UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
     UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
+    // Stochastic rounding of weights (cuda_ops.cpp): the keys are drawn on the device, one per
+    // parameter per step as the CPU draws them, so a captured step draws the next ones when it is
+    // replayed; the position is read back from the device (it waits).
+    void seed_stochastic_rounding(std::uint64_t seed) override;
+    std::uint64_t stochastic_rounding_position() const override;
+    void set_stochastic_rounding_position(std::uint64_t position) override;
     MemoryBreakdown memory() const override;
     // CudaStepPipeline (cuda_step_pipeline.h): the step with no host wait, captured as a graph.
     std::unique_ptr<StepPipeline> create_pipeline(const LossScalingSpec& spec) override;
@@ -290,6 +295,10 @@ private:
                               bool empty);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
+    // The device word holding the key of t's stochastic rounding pass, the key drawn onto the
+    // stream first (launch_draw_stochastic_key, skipped with `skip`); null where t's new values are
+    // not rounded stochastically (to nearest, Kahan, or an FP32 parameter: nothing to round).
+    const std::uint64_t* stochastic_key_for(const OptimizerTensors& t, const int* skip);
     // The fused check's table: every gradient cut into chunks, one block each.
     std::vector<CheckChunk> check_chunks(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) const;
 
@@ -309,6 +318,8 @@ private:
     std::vector<void*> m_owned;  // scaler states and the like
     std::int64_t m_fused_matmuls = 0, m_unfused_matmuls = 0;
     std::uint64_t m_scratch_generation = 0;
+    std::uint64_t m_stochastic_seed = 0;
+    std::uint64_t* m_stochastic_words = nullptr;  // device: the passes drawn, the last key (made on first use)
     const RoundingStats* m_deferred_host = nullptr;
     int m_deferred_count = 0;
     unsigned long long* m_deferred_device = nullptr;

@@ -90,9 +90,11 @@ void CudaBackend::sgd_step_async(const OptimizerTensors& t, const SgdParams& p, 
     const bool momentum = p.momentum != 0.0 && t.state1 != nullptr;
     // Narrow gradients after the async check: x inv_scale from the scaler (their bits are kept).
     const float* g_mul_dev = scaler && format_bytes(g.format()) != 4 ? &scaler->inv_scale : nullptr;
-    launch_sgd(cuda(*t.param).data(), kahan_compensation(t), code(t.param->format()), g.data(), code(g.format()),
-               g.multiplier(), g_mul_dev, momentum ? static_cast<float*>(cuda(*t.state1).data()) : nullptr,
-               t.param->numel(), s, scalars_dev, counts, scaler ? &scaler->found_inf : nullptr, m_stream);
+    const int* skip = scaler ? &scaler->found_inf : nullptr;
+    launch_sgd(cuda(*t.param).data(), kahan_compensation(t), stochastic_key_for(t, skip), code(t.param->format()),
+               g.data(), code(g.format()), g.multiplier(), g_mul_dev,
+               momentum ? static_cast<float*>(cuda(*t.state1).data()) : nullptr, t.param->numel(), s, scalars_dev,
+               counts, skip, m_stream);
 }
 
 void CudaBackend::adamw_step_async(const OptimizerTensors& t, const AdamWScalars* scalars, const ScalerState* scaler,
@@ -100,10 +102,11 @@ void CudaBackend::adamw_step_async(const OptimizerTensors& t, const AdamWScalars
     activate();
     const CudaTensor& g = cuda(*t.grad);
     const float* g_mul_dev = scaler && format_bytes(g.format()) != 4 ? &scaler->inv_scale : nullptr;
-    launch_adamw(cuda(*t.param).data(), kahan_compensation(t), code(t.param->format()), g.data(), code(g.format()),
-                 g.multiplier(), g_mul_dev, static_cast<float*>(cuda(*t.state1).data()),
-                 static_cast<float*>(cuda(*t.state2).data()), t.param->numel(), AdamWScalars{}, scalars, counts,
-                 scaler ? &scaler->found_inf : nullptr, m_stream);
+    const int* skip = scaler ? &scaler->found_inf : nullptr;
+    launch_adamw(cuda(*t.param).data(), kahan_compensation(t), stochastic_key_for(t, skip), code(t.param->format()),
+                 g.data(), code(g.format()), g.multiplier(), g_mul_dev, static_cast<float*>(cuda(*t.state1).data()),
+                 static_cast<float*>(cuda(*t.state2).data()), t.param->numel(), AdamWScalars{}, scalars, counts, skip,
+                 m_stream);
 }
 
 void CudaBackend::mse_async(const Tensor& y, const float* targets_device, std::int64_t batch,

@@ -19,10 +19,8 @@
 namespace mantissa::cuda {
 
 void check_weight_rounding(const OptimizerTensors& t, const char* op) {
-    if (t.rounding == WeightRounding::nearest || !t.param || t.param->format() == Format::fp32) return;
-    if (t.rounding == WeightRounding::stochastic)
-        throw Error(std::string(op) + " of " + t.param->desc().name + ": " +
-                    cuda_op_unsupported(BackendOp::stochastic_rounding, Format::fp32, Support{true, {}}, "this GPU"));
+    (void)op;  // the CPU backend's sentence names the parameter, not the call
+    if (t.rounding != WeightRounding::kahan || !t.param || t.param->format() == Format::fp32) return;
     if (!t.compensation || t.compensation->numel() != t.param->numel() ||
         t.compensation->format() != t.param->format())
         throw Error("Kahan-compensated update of " + t.param->desc().name +
@@ -243,6 +241,43 @@ UnscaleResult CudaBackend::unscale_and_check(const std::vector<Tensor*>& grads, 
 
 // ---- optimizers
 
+void CudaBackend::seed_stochastic_rounding(std::uint64_t seed) {
+    m_stochastic_seed = seed;
+    set_stochastic_rounding_position(0);
+}
+
+std::uint64_t CudaBackend::stochastic_rounding_position() const {
+    if (!m_stochastic_words) return 0;  // nothing drawn yet, nothing set
+    activate();
+    std::uint64_t position = 0;
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(&position, m_stochastic_words, sizeof position, cudaMemcpyDeviceToHost, m_stream));
+    synchronize();
+    return position;
+}
+
+void CudaBackend::set_stochastic_rounding_position(std::uint64_t position) {
+    activate();
+    if (!m_stochastic_words) {
+        m_stochastic_words = static_cast<std::uint64_t*>(
+            device_buffer(2 * sizeof(std::uint64_t), "the stochastic rounding position"));
+        MANTISSA_CUDA_CHECK(cudaMemsetAsync(m_stochastic_words, 0, 2 * sizeof(std::uint64_t), m_stream));
+    }
+    // From a stack value: wait for the copy before it goes.
+    MANTISSA_CUDA_CHECK(
+        cudaMemcpyAsync(m_stochastic_words, &position, sizeof position, cudaMemcpyHostToDevice, m_stream));
+    synchronize();
+}
+
+const std::uint64_t* CudaBackend::stochastic_key_for(const OptimizerTensors& t, const int* skip) {
+    if (t.rounding != WeightRounding::stochastic || !t.param || t.param->format() == Format::fp32) return nullptr;
+    // The Trainer seeds the backend when it starts, so the words exist before any step is
+    // captured (making them waits for the GPU, which a capture does not allow).
+    if (!m_stochastic_words) set_stochastic_rounding_position(0);
+    launch_draw_stochastic_key(m_stochastic_words, m_stochastic_seed, skip, m_stream);
+    return m_stochastic_words + 1;
+}
+
 UpdateCounts CudaBackend::sgd_step(const OptimizerTensors& t, const SgdParams& p) {
     const bool momentum = p.momentum != 0.0f;
     check_optimizer_tensors(t, momentum, false, "sgd_step");
@@ -267,9 +302,10 @@ UpdateCounts CudaBackend::adamw_step(const OptimizerTensors& t, const AdamWParam
     auto* counts = static_cast<unsigned long long*>(scratch(slot_results, 2 * sizeof(unsigned long long)));
     MANTISSA_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(unsigned long long), m_stream));
     const CudaTensor& g = cuda(*t.grad);
-    launch_adamw(cuda(*t.param).data(), kahan_compensation(t), code(t.param->format()), g.data(), code(g.format()),
-                 g.multiplier(), nullptr, static_cast<float*>(cuda(*t.state1).data()),
-                 static_cast<float*>(cuda(*t.state2).data()), t.param->numel(), s, nullptr, counts, nullptr, m_stream);
+    launch_adamw(cuda(*t.param).data(), kahan_compensation(t), stochastic_key_for(t, nullptr),
+                 code(t.param->format()), g.data(), code(g.format()), g.multiplier(), nullptr,
+                 static_cast<float*>(cuda(*t.state1).data()), static_cast<float*>(cuda(*t.state2).data()),
+                 t.param->numel(), s, nullptr, counts, nullptr, m_stream);
     auto* host = static_cast<unsigned long long*>(host_scratch(2 * sizeof(unsigned long long)));
     MANTISSA_CUDA_CHECK(
         cudaMemcpyAsync(host, counts, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, m_stream));

@@ -57,7 +57,7 @@ protected:
                 return why;
         }
         if (m_formats.stochastic_gradients)
-            if (std::string why = backend.unsupported(BackendOp::stochastic_rounding, Format::fp32); !why.empty())
+            if (std::string why = backend.unsupported(BackendOp::stochastic_gradients, Format::fp32); !why.empty())
                 return why;
         return backend.unsupported(op, m_formats.compute);
     }

@@ -1,9 +1,12 @@
-// The CUDA optimizer kernels' element updates (engine/backend/cuda/kernels/optimizer_update.cuh),
-// compiled for the host and run element by element as the kernels run them, against the CPU
-// backend's optimizers (cpu_optimizer.cpp), bit for bit: the parameter, its Kahan compensation,
-// the optimizer state and the update counts of every step, for SGD (with and without momentum
-// and weight decay) and AdamW, on FP32, BF16 and FP16 parameters, rounded to nearest or
-// Kahan-compensated. The GPU suite runs the kernels themselves (test_gpu_equivalence).
+// The CUDA optimizer kernels' element updates (engine/backend/cuda/kernels/optimizer_update.cuh)
+// and stochastic rounding (stochastic.cuh), compiled for the host and run element by element as
+// the kernels run them, against the CPU's definitions, bit for bit: the stochastic keys, random
+// bits and roundings against numeric/stochastic_round.h; and the parameter, its Kahan
+// compensation, the optimizer state and the update counts of every step against the CPU
+// backend's optimizers (cpu_optimizer.cpp), for SGD (with and without momentum and weight decay)
+// and AdamW, on FP32, BF16 and FP16 parameters, rounded to nearest, stochastically (the key of each
+// step as the device draws it) or Kahan-compensated. The GPU suite runs the kernels themselves
+// (test_gpu_equivalence).
 #include <QtTest>
 
 #include <bit>
@@ -18,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/kernels/optimizer_update.cuh"
 #include "numeric/convert.h"
+#include "numeric/stochastic_round.h"
 
 using namespace mantissa;
 Q_DECLARE_METATYPE(mantissa::Format)
@@ -93,6 +97,58 @@ void fill(std::vector<float>& w, std::vector<float>& g, Format format, unsigned 
 class TestCudaOptimizerUpdate : public QObject {
     Q_OBJECT
 private slots:
+    // The device's keys and random bits are the CPU's, for seeds and passes of every size.
+    void stochasticKeysAndBitsAsTheCpu() {
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t seed = i < 100 ? static_cast<std::uint64_t>(i) : rng();
+            const std::uint64_t pass = i % 7 == 0 ? rng() : static_cast<std::uint64_t>(i % 1000);
+            const std::uint64_t key = stochastic_key(seed, pass);
+            QCOMPARE(cuda::stochastic_key(seed, pass), key);
+            for (std::uint64_t index : {std::uint64_t{0}, std::uint64_t{1}, static_cast<std::uint64_t>(i), rng()})
+                QCOMPARE(cuda::stochastic_bits(key, index), stochastic_bits(key, index));
+        }
+    }
+
+    // Every format's stochastic rounding, over values of every binade, near the formats' edges
+    // (subnormals, the largest finite values, beyond them), zeros, infinities and NaN, each with
+    // random bits that round down, up and in between.
+    void stochasticRoundingAsTheCpu_data() {
+        QTest::addColumn<Format>("format");
+        for (Format f : {Format::bf16, Format::tf32, Format::fp16, Format::fp8_e4m3, Format::fp8_e5m2})
+            QTest::newRow(std::string(format_name(f)).c_str()) << f;
+    }
+    void stochasticRoundingAsTheCpu() {
+        QFETCH(Format, format);
+        std::vector<float> values = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                                     -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                                     std::numeric_limits<float>::denorm_min(), 65504.0f, 65519.0f, 65520.0f,
+                                     70000.0f, 448.0f, 460.0f, 480.0f, 57344.0f, 61000.0f, 3.4e38f};
+        std::mt19937 rng(11);
+        for (int i = 0; i < 200000; ++i) {
+            std::uint32_t bits = static_cast<std::uint32_t>(rng());
+            if (i % 3 == 0) bits = (bits & 0x807FFFFFu) | ((90u + static_cast<std::uint32_t>(rng() % 60)) << 23);
+            values.push_back(std::bit_cast<float>(bits));
+        }
+        const std::uint32_t randoms[] = {0u, 0xFFFFFFFFu, 0x80000000u, 0x7FFFFFFFu, 0x00000100u};
+        for (std::size_t v = 0; v < values.size(); ++v) {
+            const float x = values[v];
+            for (int r = 0; r < 7; ++r) {
+                const std::uint32_t random = r < 5 ? randoms[r] : static_cast<std::uint32_t>(rng());
+                const float got = cuda::round_stochastic_value(static_cast<int>(format), x, random);
+                const float want = round_stochastic(format, x, random);
+                if (std::isnan(got) && std::isnan(want)) continue;
+                if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
+                    QFAIL(qPrintable(QString("%1 (0x%2) with bits 0x%3: kernel %4, CPU %5")
+                                         .arg(static_cast<double>(x), 0, 'g', 9)
+                                         .arg(std::bit_cast<std::uint32_t>(x), 0, 16)
+                                         .arg(random, 0, 16)
+                                         .arg(static_cast<double>(got), 0, 'g', 9)
+                                         .arg(static_cast<double>(want), 0, 'g', 9)));
+            }
+        }
+    }
+
     void kernelsUpdateAsTheCpuBackend_data() {
         QTest::addColumn<int>("kind");
         QTest::addColumn<Format>("format");
@@ -105,18 +161,23 @@ private slots:
         } kinds[] = {{Kind::sgd, "sgd"}, {Kind::sgd_momentum, "sgd-momentum"}, {Kind::adamw, "adamw"}};
         for (const auto& k : kinds)
             for (Format f : {Format::fp32, Format::bf16, Format::fp16})
-                for (WeightRounding r : {WeightRounding::nearest, WeightRounding::kahan})
+                for (WeightRounding r : {WeightRounding::nearest, WeightRounding::stochastic, WeightRounding::kahan})
                     for (double wd : {0.0, 0.01}) {
-                        if (f == Format::fp32 && r == WeightRounding::kahan) continue;  // nothing to round
-                        const std::string name = std::string(k.name) + " " + std::string(format_name(f)) +
-                                                 (r == WeightRounding::kahan ? " kahan" : " nearest") +
-                                                 (wd != 0.0 ? " decay" : "");
+                        if (f == Format::fp32 && r != WeightRounding::nearest) continue;  // nothing to round
+                        const char* how = r == WeightRounding::kahan        ? " kahan"
+                                          : r == WeightRounding::stochastic ? " stochastic"
+                                                                            : " nearest";
+                        const std::string name =
+                            std::string(k.name) + " " + std::string(format_name(f)) + how + (wd != 0.0 ? " decay" : "");
                         QTest::newRow(name.c_str()) << static_cast<int>(k.kind) << f << r << wd << false;
                     }
         // An infinite and a NaN gradient, through each optimizer's arithmetic and the stores.
-        for (const auto& k : kinds)
+        for (const auto& k : kinds) {
             QTest::newRow((std::string(k.name) + " bf16 kahan specials").c_str())
                 << static_cast<int>(k.kind) << Format::bf16 << WeightRounding::kahan << 0.01 << true;
+            QTest::newRow((std::string(k.name) + " fp16 stochastic specials").c_str())
+                << static_cast<int>(k.kind) << Format::fp16 << WeightRounding::stochastic << 0.01 << true;
+        }
     }
 
     void kernelsUpdateAsTheCpuBackend() {
@@ -130,8 +191,11 @@ private slots:
         std::vector<float> w(n), g(n);
         fill(w, g, format, 17u + static_cast<unsigned>(kind), specials);
         const bool kahan = rounding == WeightRounding::kahan && format != Format::fp32;
+        const bool stochastic = rounding == WeightRounding::stochastic && format != Format::fp32;
+        constexpr std::uint64_t seed = 20261206;
 
         CpuBackend cpu;
+        cpu.seed_stochastic_rounding(seed);
         auto p = tensor(cpu, n, format, w, "w");
         auto grad = tensor(cpu, n, Format::fp32, g, "g");
         auto s1 = tensor(cpu, n, Format::fp32, std::vector<float>(n, 0.0f), "s1");
@@ -153,6 +217,12 @@ private slots:
         for (std::int64_t step = 1; step <= 6; ++step) {
             UpdateCounts want;
             std::uint64_t changed = 0, lost = 0;
+            // As the kernels get it: the compensation, or the step's key (one parameter: pass
+            // step - 1 of the seed's sequence, as the device's draw_stochastic_key counts).
+            cuda::WeightStore how;
+            how.comp = kahan ? dc.bytes.data() : nullptr;
+            how.stochastic = stochastic;
+            how.key = stochastic ? cuda::stochastic_key(seed, static_cast<std::uint64_t>(step - 1)) : 0;
             if (k == Kind::adamw) {
                 AdamWParams a;
                 a.lr = 1e-3, a.beta1 = 0.9, a.beta2 = 0.99, a.eps = 1e-8, a.weight_decay = weightDecay, a.step = step;
@@ -165,7 +235,7 @@ private slots:
                     const float fresh = cuda::adamw_fresh(old, gi, mi, vi, s);
                     state1[static_cast<std::size_t>(i)] = mi, state2[static_cast<std::size_t>(i)] = vi;
                     const cuda::UpdateOutcome r =
-                        cuda::store_update(dp.bytes.data(), kahan ? dc.bytes.data() : nullptr, fmt, i, old, fresh);
+                        cuda::store_update(dp.bytes.data(), how, fmt, i, old, fresh);
                     changed += r.changed, lost += r.lost;
                 }
             } else {
@@ -184,7 +254,7 @@ private slots:
                     float* buf = k == Kind::sgd_momentum ? &state1[static_cast<std::size_t>(i)] : nullptr;
                     const float fresh = cuda::sgd_fresh(old, gi, buf, s);
                     const cuda::UpdateOutcome r =
-                        cuda::store_update(dp.bytes.data(), kahan ? dc.bytes.data() : nullptr, fmt, i, old, fresh);
+                        cuda::store_update(dp.bytes.data(), how, fmt, i, old, fresh);
                     changed += r.changed, lost += r.lost;
                 }
             }

@@ -241,18 +241,22 @@ struct AdamWScalars {
     int decays;
 };
 // scalars_dev (when set) replaces `s` (a captured graph reads them from the device). compensation:
-// Kahan's buffer, in p_fmt (null: rounded to nearest; optimizer_update.cuh).
-void launch_sgd(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
-                float* momentum_buf, std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev,
-                unsigned long long* counts, const int* skip, cudaStream_t stream);
+// Kahan's buffer, in p_fmt; key: the device word holding the key of a stochastic rounding pass
+// (launch_draw_stochastic_key); both null: rounded to nearest (optimizer_update.cuh).
+void launch_sgd(void* p, void* compensation, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                float g_mul, const float* g_mul_dev, float* momentum_buf, std::int64_t n, SgdScalars s,
+                const SgdScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream);
+// words[1] = stochastic_key(seed, words[0]), then ++words[0] (stochastic.cuh): the key of the next
+// rounding pass, for the optimizer launched after it; nothing unless *skip is 0 (skip null: never).
+void launch_draw_stochastic_key(std::uint64_t* words, std::uint64_t seed, const int* skip, cudaStream_t stream);
 // The SGD scalars of the next step: the learning rate from the device, first_step from the device
 // step counter (== 0), which is then incremented; nothing unless *skip is 0.
 void launch_sgd_prepare(SgdScalars* out, long long* step, const double* lr_dev, double momentum, double weight_decay,
                         const int* skip, cudaStream_t stream);
 // scalars_dev (when set) replaces `s` (a captured graph reads them from the device); compensation
-// as launch_sgd's.
-void launch_adamw(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul,
-                  const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+// and key as launch_sgd's.
+void launch_adamw(void* p, void* compensation, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                  float g_mul, const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
                   const AdamWScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream);
 // The AdamW scalars of the next step from a device step counter (incremented unless *skip);
 // lr_dev (when set) replaces lr.

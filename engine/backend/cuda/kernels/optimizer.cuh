@@ -2,7 +2,8 @@
 // parameter, torch's formulas, FP32 arithmetic and FP32 state. The new value is computed from the
 // parameter as stored and written back rounded to the parameter's format, once: the FP32 master
 // (master weights on) or the low-precision stored weights (off), to nearest or, with a
-// compensation buffer, Kahan-compensated (the element's arithmetic: optimizer_update.cuh). Counted
+// compensation buffer, Kahan-compensated, or with a key stochastically (the element's arithmetic:
+// optimizer_update.cuh; the key drawn on the device by draw_stochastic_key). Counted
 // here: the updates that change the weight in FP32 (fp32(w + u) != w), and of those the ones lost
 // to the stored precision (the weight, and its compensation if any, unchanged); an FP32 parameter
 // loses none by construction, and an update too small to move an FP32 value is in neither count.
@@ -33,30 +34,41 @@ __device__ __forceinline__ void add_update_counts(unsigned long long changed, un
     }
 }
 
-__global__ void sgd_kernel(void* p, void* comp, int p_fmt, const void* g, int g_fmt, float g_mul,
-                           const float* g_mul_dev, float* buf, std::int64_t n, SgdScalars s, const SgdScalars* s_dev,
-                           unsigned long long* counts, const int* skip) {
+// The weight store of a kernel: Kahan's compensation, or the key the draw kernel left (null: none).
+__device__ __forceinline__ WeightStore weight_store(void* comp, const std::uint64_t* key) {
+    WeightStore how;
+    how.comp = comp;
+    how.stochastic = key != nullptr;
+    how.key = key ? *key : 0;
+    return how;
+}
+
+__global__ void sgd_kernel(void* p, void* comp, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                           float g_mul, const float* g_mul_dev, float* buf, std::int64_t n, SgdScalars s,
+                           const SgdScalars* s_dev, unsigned long long* counts, const int* skip) {
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
+    const WeightStore how = weight_store(comp, key);
     unsigned long long changed = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
         const float gi = apply_multiplier(load_value(g, g_fmt, i), multiplier);
         const float fresh = sgd_fresh(old, gi, buf ? buf + i : nullptr, s);
-        const UpdateOutcome r = store_update(p, comp, p_fmt, i, old, fresh);
+        const UpdateOutcome r = store_update(p, how, p_fmt, i, old, fresh);
         changed += r.changed;
         lost += r.lost;
     }
     add_update_counts(changed, lost, counts);
 }
 
-__global__ void adamw_kernel(void* p, void* comp, int p_fmt, const void* g, int g_fmt, float g_mul,
-                             const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+__global__ void adamw_kernel(void* p, void* comp, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                             float g_mul, const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
                              const AdamWScalars* s_dev, unsigned long long* counts, const int* skip) {
     if (skip && *skip) return;
     if (s_dev) s = *s_dev;
     const float multiplier = g_mul_dev ? *g_mul_dev : g_mul;
+    const WeightStore how = weight_store(comp, key);
     unsigned long long changed = 0, lost = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float old = load_value(p, p_fmt, i);
@@ -65,7 +77,7 @@ __global__ void adamw_kernel(void* p, void* comp, int p_fmt, const void* g, int 
         const float fresh = adamw_fresh(old, gi, mi, vi, s);
         m[i] = mi;
         v[i] = vi;
-        const UpdateOutcome r = store_update(p, comp, p_fmt, i, old, fresh);
+        const UpdateOutcome r = store_update(p, how, p_fmt, i, old, fresh);
         changed += r.changed;
         lost += r.lost;
     }
@@ -93,23 +105,37 @@ __global__ void adamw_prepare_kernel(AdamWScalars* out, long long* step, double 
     *out = adamw_scalars(lr, beta1, beta2, eps, weight_decay, t);
 }
 
+// The key of the next rounding pass (stochastic.cuh), for the optimizer kernel launched next on
+// the stream; words[0] counts the passes drawn. Nothing on a skipped step: the CPU draws no key
+// for an update it does not make.
+__global__ void draw_stochastic_key_kernel(std::uint64_t* words, std::uint64_t seed, const int* skip) {
+    if (skip && *skip) return;
+    words[1] = stochastic_key(seed, words[0]);
+    words[0] = words[0] + 1;
+}
+
 // ---- launchers
 
-void launch_sgd(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul, const float* g_mul_dev,
-                float* buf, std::int64_t n, SgdScalars s, const SgdScalars* scalars_dev, unsigned long long* counts,
-                const int* skip, cudaStream_t stream) {
+void launch_draw_stochastic_key(std::uint64_t* words, std::uint64_t seed, const int* skip, cudaStream_t stream) {
+    draw_stochastic_key_kernel<<<1, 1, 0, stream>>>(words, seed, skip);
+    check_launch("draw_stochastic_key");
+}
+
+void launch_sgd(void* p, void* compensation, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                float g_mul, const float* g_mul_dev, float* buf, std::int64_t n, SgdScalars s,
+                const SgdScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream) {
     if (n <= 0) return;
-    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, p_fmt, g, g_fmt, g_mul, g_mul_dev, buf,
-                                                             n, s, scalars_dev, counts, skip);
+    sgd_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, key, p_fmt, g, g_fmt, g_mul, g_mul_dev,
+                                                             buf, n, s, scalars_dev, counts, skip);
     check_launch("sgd");
 }
 
-void launch_adamw(void* p, void* compensation, int p_fmt, const void* g, int g_fmt, float g_mul,
-                  const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
+void launch_adamw(void* p, void* compensation, const std::uint64_t* key, int p_fmt, const void* g, int g_fmt,
+                  float g_mul, const float* g_mul_dev, float* m, float* v, std::int64_t n, AdamWScalars s,
                   const AdamWScalars* scalars_dev, unsigned long long* counts, const int* skip, cudaStream_t stream) {
     if (n <= 0) return;
-    adamw_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, p_fmt, g, g_fmt, g_mul, g_mul_dev, m,
-                                                               v, n, s, scalars_dev, counts, skip);
+    adamw_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(p, compensation, key, p_fmt, g, g_fmt, g_mul,
+                                                               g_mul_dev, m, v, n, s, scalars_dev, counts, skip);
     check_launch("adamw");
 }
 

@@ -1,5 +1,6 @@
 // One parameter element of the optimizer kernels (optimizer.cuh): SGD's and AdamW's new FP32
-// value, and its store in the parameter's format, rounded to nearest or Kahan-compensated. Host
+// value, and its store in the parameter's format, rounded to nearest, stochastically
+// (stochastic.cuh) or Kahan-compensated. Host
 // and device alike (MANTISSA_HD, as convert.cuh), so that tests/engine/cuda_host runs these same
 // functions on the CPU against CpuBackend's optimizers (cpu_optimizer.cpp), bit for bit: the
 // kernels add only the grid-stride loop and the block sums of the counts. FP32 arithmetic in the
@@ -12,6 +13,7 @@
 
 #include "backend/cuda/kernels/convert.cuh"
 #include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/kernels/stochastic.cuh"
 
 namespace mantissa::cuda {
 
@@ -69,16 +71,28 @@ MANTISSA_HD float adamw_fresh(float old, float g, float& m, float& v, const Adam
     return decayed + -s.step_size * (m / denom);
 }
 
-// Stores `fresh`, element i's new FP32 value (its old value `old`), into p in format fmt. Without
-// a compensation (comp null) rounded to nearest: lost when the stored value is the old one. With
-// Kahan's compensation comp (fmt's too, docs/numerics.md, "Stochastic rounding and Kahan
-// summation"): y = (fresh - old) + c, w' = rnd(old + y), c' = rnd(y - (w' - old)); lost only when
-// neither the weight nor its compensation changed.
-MANTISSA_HD UpdateOutcome store_update(void* p, void* comp, int fmt, std::int64_t i, float old, float fresh) {
+// How the new values of a parameter are stored: to nearest; stochastically, element i with
+// stochastic_bits(key, i) (one key per parameter per step, as the CPU draws them); or with Kahan's
+// compensation comp (in the parameter's format).
+struct WeightStore {
+    void* comp = nullptr;
+    bool stochastic = false;
+    std::uint64_t key = 0;
+};
+
+// Stores `fresh`, element i's new FP32 value (its old value `old`), into p in format fmt as `how`
+// says. To nearest or stochastically: lost when the stored value is the old one. With Kahan's
+// compensation (docs/numerics.md, "Stochastic rounding and Kahan summation"): y = (fresh - old) +
+// c, w' = rnd(old + y), c' = rnd(y - (w' - old)); lost only when neither the weight nor its
+// compensation changed.
+MANTISSA_HD UpdateOutcome store_update(void* p, const WeightStore& how, int fmt, std::int64_t i, float old,
+                                       float fresh) {
     UpdateOutcome r;
     r.changed = fresh != old;
+    void* comp = how.comp;
     if (!comp) {
-        const float stored = store_rounded(p, fmt, i, fresh);
+        const float stored = how.stochastic ? store_stochastic(p, fmt, i, fresh, stochastic_bits(how.key, i))
+                                            : store_rounded(p, fmt, i, fresh);
         r.lost = r.changed && stored == old;
         return r;
     }
