@@ -46,7 +46,7 @@ class CudaBackend;
 
 // Checks how t asks its new values stored (cuda_ops.cpp): a Kahan-compensated update needs a
 // compensation of the parameter's size and format (the CPU backend's sentence).
-void check_weight_rounding(const OptimizerTensors& t, const char* op);
+void check_weight_rounding(const OptimizerTensors& t);
 
 // Kahan's compensation buffer of t on the device, or null where its new values round to nearest
 // (an FP32 parameter has nothing to round, as on the CPU).

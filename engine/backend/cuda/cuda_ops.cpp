@@ -18,8 +18,7 @@
 
 namespace mantissa::cuda {
 
-void check_weight_rounding(const OptimizerTensors& t, const char* op) {
-    (void)op;  // the CPU backend's sentence names the parameter, not the call
+void check_weight_rounding(const OptimizerTensors& t) {
     if (t.rounding != WeightRounding::kahan || !t.param || t.param->format() == Format::fp32) return;
     if (!t.compensation || t.compensation->numel() != t.param->numel() ||
         t.compensation->format() != t.param->format())
@@ -46,7 +45,7 @@ void check_optimizer_tensors(const OptimizerTensors& t, bool need1, bool need2, 
         if (s && s->format() != Format::fp32)
             throw Error(std::string(op) + ": the optimizer state " + s->desc().name + " must be fp32 (it is " +
                         std::string(format_name(s->format())) + ").");
-    check_weight_rounding(t, op);
+    check_weight_rounding(t);
 }
 
 // The kernels' constants are the engine's.

@@ -331,7 +331,7 @@ void CudaStepPipeline::check(const std::vector<Tensor*>& grads, const std::vecto
 }
 
 void CudaStepPipeline::optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) {
-    check_weight_rounding(t, "optimizer_step");
+    check_weight_rounding(t);
     cudaStream_t stream = m_backend.stream();
     // With scaling off nothing is skipped (GradScaler disabled): no skip flag for the kernels.
     const ScalerState* skip_on = m_current.scaling_off ? nullptr : m_scaler;
