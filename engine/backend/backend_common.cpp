@@ -55,6 +55,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::fp8_recipe: return "FP8 current scaling";
     case BackendOp::fp16_accumulation: return "FP16 accumulation";
     case BackendOp::stochastic_gradients: return "stochastic rounding of gradients";
+    case BackendOp::stochastic_conv_gradients: return "stochastic rounding of a convolution's gradients";
     case BackendOp::stochastic_weights: return "stochastic rounding of weights";
     case BackendOp::kahan_updates: return "Kahan-compensated update";
     case BackendOp::what_if: return "what-if statistics";

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cmath>
+#include <tuple>
 
 #include "backend/cuda/cuda_loader.h"
 #include "backend/cuda/format_support.h"
@@ -416,6 +417,52 @@ private slots:
             QCOMPARE(sg[t].amax, sc[t].amax);
             QCOMPARE(sg[t].nonfinite, sc[t].nonfinite);
             QVERIFY(sg[t].exponents.counts == sc[t].exponents.counts);
+        }
+    }
+
+    // A linear layer whose gradients round stochastically (precision.rounding.gradients): both
+    // backends seeded alike draw the same keys in the same order (the FP8 dy operand's, dX's, dW's),
+    // so dX and dW agree but where the FP32 sums' order put a value on the other side of its random
+    // threshold: then by one step of the format. Keys drawn apart would leave about half the
+    // values a step apart.
+    void linear_stochastic_gradients_data() {
+        QTest::addColumn<Format>("compute");
+        for (Format f : {Format::fp16, Format::bf16, Format::fp8_e4m3})
+            QTest::newRow(std::string(format_name(f)).c_str()) << f;
+    }
+    void linear_stochastic_gradients() {
+        REQUIRE_GPU();
+        QFETCH(Format, compute);
+        const std::int64_t batch = 128, in = 256, out = 64;
+        LinearTwin l(*m_cpu, *m_gpu, compute, batch, in, out);
+        LinearTensors lc = l.tensors(false), lg = l.tensors(true);
+        lc.stochastic_gradients = lg.stochastic_gradients = true;
+        m_cpu->seed_stochastic_rounding(41);
+        m_gpu->seed_stochastic_rounding(41);
+        m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
+        try {
+            m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
+        } catch (const Error& e) {
+            QSKIP(qPrintable(QString("this GPU refuses %1: %2").arg(format_name(compute).data()).arg(e.what())));
+        }
+        RoundingStats sc, sg;
+        m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
+        m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
+        QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+        QVERIFY(m_cpu->stochastic_rounding_position() >= 2);  // dX and dW at least
+        const Format act = output_format(compute);
+        const double step = format_info(act).epsilon;  // one step, relative
+        const double atol = compute == Format::fp8_e4m3 ? 1e-3 : 1e-4;
+        for (const auto& [name, cpu_values, gpu_values] :
+             {std::tuple{"dx", read(*m_cpu, l.dx.c()), read(*m_gpu, l.dx.g())},
+              std::tuple{"grad_weight", read(*m_cpu, l.grad_weight.c()), read(*m_gpu, l.grad_weight.g())}}) {
+            const QString diff = compare_close(cpu_values, gpu_values, atol, 2.0 * step);
+            QVERIFY2(diff.isEmpty(), qPrintable(QString(name) + ": " + diff));
+            std::size_t same = 0;
+            for (std::size_t i = 0; i < cpu_values.size(); ++i)
+                same += std::bit_cast<std::uint32_t>(cpu_values[i]) == std::bit_cast<std::uint32_t>(gpu_values[i]);
+            QVERIFY2(same * 10 >= cpu_values.size() * 9,
+                     qPrintable(QString("%1: %2 of %3 the same bits").arg(name).arg(same).arg(cpu_values.size())));
         }
     }
 

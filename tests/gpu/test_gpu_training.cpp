@@ -343,12 +343,14 @@ private slots:
         }
     }
 
-    // A run whose BF16 weights round stochastically, checkpointed and resumed on the GPU, goes on
-    // bit for bit as the run that never stopped: the checkpoint keeps the device's key position.
+    // A run whose BF16 weights and gradients round stochastically, checkpointed and resumed on the
+    // GPU, goes on bit for bit as the run that never stopped: the checkpoint keeps the device's key
+    // position.
     void resume_with_stochastic_weights_is_bit_identical() {
         REQUIRE_GPU();
         Experiment e = bf16_weights_experiment();
         e.precision.rounding.weights = WeightRounding::stochastic;
+        e.precision.rounding.gradients = GradientRounding::stochastic;
         e.train.optimizer = OptimizerKind::adamw;  // updates of about a BF16 step: every key shows
         e.train.lr = 3e-3;
         e.train.steps = 30;

@@ -286,7 +286,9 @@ private:
     // when asked. The output gradient (n values) quantised e5m2 into slot_dy, its amax recorded.
     void quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w, Tensor& wq, const CudaTensor& x, Tensor& xq,
                               std::int64_t n_x, bool record_amax);
-    std::uint8_t* quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n);
+    // key: the device word of a stochastic rounding pass (draw_stochastic_key), or null: to nearest.
+    std::uint8_t* quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n,
+                                    const std::uint64_t* key = nullptr);
     // The weight gradient's four rounding counters (zeroed), or null without weight_stats; then
     // their values added to weight_stats (waiting for the stream), unless a pipeline defers them.
     // empty: an empty batch (every element an exact zero).
@@ -295,9 +297,13 @@ private:
                               bool empty);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
-    // The device word holding the key of t's stochastic rounding pass, the key drawn onto the
-    // stream first (launch_draw_stochastic_key, skipped with `skip`); null where t's new values are
-    // not rounded stochastically (to nearest, Kahan, or an FP32 parameter: nothing to round).
+    // Draws the key of the next stochastic rounding pass onto the stream (launch_draw_stochastic_key,
+    // not on a step `skip` marks) and returns the device word that holds it, for the kernel
+    // launched next. The Trainer seeds the backend when it starts, so the words exist before any
+    // step is captured (making them waits for the GPU, which a capture does not allow).
+    const std::uint64_t* draw_stochastic_key(const int* skip);
+    // draw_stochastic_key for t's update where its new values are rounded stochastically; null where
+    // they are not (to nearest, Kahan, or an FP32 parameter: nothing to round).
     const std::uint64_t* stochastic_key_for(const OptimizerTensors& t, const int* skip);
     // The fused check's table: every gradient cut into chunks, one block each.
     std::vector<CheckChunk> check_chunks(const std::vector<Tensor*>& grads, const std::vector<bool>& want_summary) const;

@@ -182,9 +182,15 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const float* dq_x = nullptr;
     const float* dq_w = nullptr;
     const bool fp8_native = fp8 && fp8_native_shape(in, out, batch);
+    // Stochastic gradients (LinearTensors::stochastic_gradients): dX and dW narrower than FP32 and
+    // the FP8 dy operand are rounded with keys drawn on the device (draw_stochastic_key), in the
+    // CPU backend's order, so both draw the same sequence; dB rounds to nearest, as there.
+    const bool stochastic = l.stochastic_gradients;
     if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
-        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out);
+        // A gradient rounded stochastically takes the pass's key first, as the CPU's
+        // quantize_gradient_fp8 (its dX and dW take theirs after, in the order the CPU draws them).
+        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out, stochastic ? draw_stochastic_key(nullptr) : nullptr);
         dq_g = state.scale_inv(Fp8Role::grad_output);
         dq_x = state.scale_inv(Fp8Role::input);
         dq_w = state.scale_inv(Fp8Role::weight);
@@ -214,10 +220,11 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     }
     const cublasComputeType_t compute = compute_type(l.compute);
 
-    // A product into `dst` of `n` values: fused when possible, else FP32 workspace + scale_round.
+    // A product into `dst` of `n` values: fused when possible, else FP32 workspace + scale_round
+    // (rounding stochastically with the pass's key, when there is one).
     auto product = [&](MatmulCall call, const float* scale_a, const float* scale_b, CudaTensor& dst, std::int64_t n,
-                       unsigned long long* stats, const char* what) {
-        if (!stats && (!fp8 || fp8_native) && fused_output_ok(call.a_type, dst.format())) {
+                       unsigned long long* stats, const std::uint64_t* key, const char* what) {
+        if (!stats && !key && (!fp8 || fp8_native) && fused_output_ok(call.a_type, dst.format())) {
             MatmulCall fused = call;
             fused.d = dst.data();
             fused.d_type = storage_type(dst.format());
@@ -233,9 +240,13 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         call.d = acc;
         call.d_type = CUDA_R_32F;
         run_matmul(call, what);
-        launch_scale_round(acc, n, scale_a, scale_b, dst.data(), code(dst.format()), stats, m_stream);
+        launch_scale_round(acc, n, scale_a, scale_b, dst.data(), code(dst.format()), stats, m_stream, key);
+    };
+    auto gradient_key = [&](const Tensor& g) {
+        return stochastic && g.format() != Format::fp32 ? draw_stochastic_key(nullptr) : nullptr;
     };
 
+    const std::uint64_t* dx_key = dx_out ? gradient_key(*dx_out) : nullptr;
     if (dx_out && batch > 0) {
         MatmulCall call;
         call.m = in;
@@ -260,10 +271,12 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.lda = in;
         }
         // CPU: dx x (dq_g x dq_w); the fused path multiplies by A's (W) and B's (dy) factors.
-        product(call, fp8 ? dq_w : nullptr, fp8 ? dq_g : nullptr, cuda(*dx_out), batch * in, nullptr, "input-gradient");
+        product(call, fp8 ? dq_w : nullptr, fp8 ? dq_g : nullptr, cuda(*dx_out), batch * in, nullptr, dx_key,
+                "input-gradient");
     }
 
     unsigned long long* stats = weight_stats_counters(weight_stats, out * in);
+    const std::uint64_t* dw_key = gradient_key(gw);
     if (batch > 0) {
         MatmulCall call;
         call.m = in;
@@ -293,7 +306,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.ldb = out;
         }
         // CPU: dW x (dq_g x dq_x); A is x, B is dy.
-        product(call, fp8 ? dq_x : nullptr, fp8 ? dq_g : nullptr, gw, out * in, stats, "weight-gradient");
+        product(call, fp8 ? dq_x : nullptr, fp8 ? dq_g : nullptr, gw, out * in, stats, dw_key, "weight-gradient");
     } else {
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }
@@ -322,10 +335,11 @@ void CudaBackend::quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w,
     written(xq);
 }
 
-std::uint8_t* CudaBackend::quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n) {
+std::uint8_t* CudaBackend::quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n,
+                                             const std::uint64_t* key) {
     auto* q = static_cast<std::uint8_t*>(scratch(slot_dy, static_cast<std::size_t>(n)));
     launch_quantize_fp8(dy.data(), code(dy.format()), n, state.scale(Fp8Role::grad_output), q, false,
-                        state.pending(Fp8Role::grad_output), m_stream);
+                        state.pending(Fp8Role::grad_output), m_stream, key);
     return q;
 }
 

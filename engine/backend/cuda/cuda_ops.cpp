@@ -268,13 +268,15 @@ void CudaBackend::set_stochastic_rounding_position(std::uint64_t position) {
     synchronize();
 }
 
-const std::uint64_t* CudaBackend::stochastic_key_for(const OptimizerTensors& t, const int* skip) {
-    if (t.rounding != WeightRounding::stochastic || !t.param || t.param->format() == Format::fp32) return nullptr;
-    // The Trainer seeds the backend when it starts, so the words exist before any step is
-    // captured (making them waits for the GPU, which a capture does not allow).
+const std::uint64_t* CudaBackend::draw_stochastic_key(const int* skip) {
     if (!m_stochastic_words) set_stochastic_rounding_position(0);
     launch_draw_stochastic_key(m_stochastic_words, m_stochastic_seed, skip, m_stream);
     return m_stochastic_words + 1;
+}
+
+const std::uint64_t* CudaBackend::stochastic_key_for(const OptimizerTensors& t, const int* skip) {
+    if (t.rounding != WeightRounding::stochastic || !t.param || t.param->format() == Format::fp32) return nullptr;
+    return draw_stochastic_key(skip);
 }
 
 UpdateCounts CudaBackend::sgd_step(const OptimizerTensors& t, const SgdParams& p) {

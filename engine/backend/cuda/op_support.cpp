@@ -39,9 +39,10 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::fp16_accumulation:
             return "The CUDA backend accumulates matmuls in FP32 for now; the CPU backend (backend: cpu) emulates "
                    "FP16 accumulation, or accumulate the layer in fp32.";
-        case BackendOp::stochastic_gradients:
-            return "The CUDA backend rounds gradients to nearest for now; the CPU backend (backend: cpu) rounds them "
-                   "stochastically, or set precision.rounding.gradients back to nearest.";
+        case BackendOp::stochastic_conv_gradients:
+            return "The CUDA backend rounds a convolution's gradients to nearest for now; the CPU backend (backend: "
+                   "cpu) rounds them stochastically, or set precision.rounding.gradients back to nearest.";
+        case BackendOp::stochastic_gradients:  // a linear layer's: cuda_linear.cpp, with device-drawn keys
         case BackendOp::stochastic_weights:
         case BackendOp::kahan_updates: return "";  // the optimizer kernels (kernels/optimizer_update.cuh)
         case BackendOp::what_if:

@@ -56,9 +56,11 @@ protected:
             if (std::string why = backend.unsupported(BackendOp::fp16_accumulation, Format::fp16); !why.empty())
                 return why;
         }
-        if (m_formats.stochastic_gradients)
-            if (std::string why = backend.unsupported(BackendOp::stochastic_gradients, Format::fp32); !why.empty())
-                return why;
+        if (m_formats.stochastic_gradients) {
+            const BackendOp rounding =
+                op == BackendOp::linear ? BackendOp::stochastic_gradients : BackendOp::stochastic_conv_gradients;
+            if (std::string why = backend.unsupported(rounding, Format::fp32); !why.empty()) return why;
+        }
         return backend.unsupported(op, m_formats.compute);
     }
     // x cast to the operand format is kept for backward: always for FP8 (scaled), and for fp16 and

@@ -233,17 +233,20 @@ private slots:
         QVERIFY2(recipe.find("current scaling") != std::string::npos, recipe.c_str());
     }
 
-    // Stochastic rounding of gradients and FP16 accumulation run on the CPU backend only for now;
-    // each refusal says where they do run and how to do without. Weights rounded stochastically or
-    // Kahan-compensated run on both.
+    // Stochastic rounding of a convolution's gradients and FP16 accumulation run on the CPU backend
+    // only for now; each refusal says where they do run and how to do without. A linear layer's
+    // gradients and weights rounded stochastically, and Kahan-compensated updates, run on both.
     void rounding_and_accumulation_are_refused() {
         const Support yes{true, {}};
-        const std::string sr = cuda_op_unsupported(BackendOp::stochastic_gradients, Format::fp32, yes, "H200");
-        QVERIFY2(sr.find("stochastically") != std::string::npos && sr.find("backend: cpu") != std::string::npos &&
+        const std::string sr = cuda_op_unsupported(BackendOp::stochastic_conv_gradients, Format::fp32, yes, "H200");
+        QVERIFY2(sr.find("convolution") != std::string::npos && sr.find("stochastically") != std::string::npos &&
+                     sr.find("backend: cpu") != std::string::npos &&
                      sr.find("precision.rounding.gradients") != std::string::npos,
                  sr.c_str());
-        const std::string weights = cuda_op_unsupported(BackendOp::stochastic_weights, Format::fp32, yes, "H200");
-        QVERIFY2(weights.empty(), weights.c_str());
+        for (BackendOp op : {BackendOp::stochastic_gradients, BackendOp::stochastic_weights}) {
+            const std::string why = cuda_op_unsupported(op, Format::fp32, yes, "H200");
+            QVERIFY2(why.empty(), why.c_str());
+        }
         const std::string kahan = cuda_op_unsupported(BackendOp::kahan_updates, Format::fp32, yes, "H200");
         QVERIFY2(kahan.empty(), kahan.c_str());
         const std::string acc = cuda_op_unsupported(BackendOp::fp16_accumulation, Format::fp16, yes, "H200");

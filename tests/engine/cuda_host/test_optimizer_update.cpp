@@ -1,12 +1,12 @@
-// The CUDA optimizer kernels' element updates (engine/backend/cuda/kernels/optimizer_update.cuh)
-// and stochastic rounding (stochastic.cuh), compiled for the host and run element by element as
-// the kernels run them, against the CPU's definitions, bit for bit: the stochastic keys, random
-// bits and roundings against numeric/stochastic_round.h; and the parameter, its Kahan
-// compensation, the optimizer state and the update counts of every step against the CPU
-// backend's optimizers (cpu_optimizer.cpp), for SGD (with and without momentum and weight decay)
-// and AdamW, on FP32, BF16 and FP16 parameters, rounded to nearest, stochastically (the key of each
-// step as the device draws it) or Kahan-compensated. The GPU suite runs the kernels themselves
-// (test_gpu_equivalence).
+// The CUDA kernels' stochastic rounding (engine/backend/cuda/kernels/stochastic.cuh: the gradients'
+// and the weights') and the optimizer's element updates (optimizer_update.cuh), compiled for the
+// host and run element by element as the kernels run them, against the CPU's definitions, bit for
+// bit: the stochastic keys, random bits and roundings (to infinity and saturating) against
+// numeric/stochastic_round.h; and the parameter, its Kahan compensation, the optimizer state and
+// the update counts of every step against the CPU backend's optimizers (cpu_optimizer.cpp), for SGD
+// (with and without momentum and weight decay) and AdamW, on FP32, BF16 and FP16 parameters,
+// rounded to nearest, stochastically (the key of each step as the device draws it) or
+// Kahan-compensated. The GPU suite runs the kernels themselves (test_gpu_equivalence).
 #include <QtTest>
 
 #include <bit>
@@ -113,13 +113,18 @@ private slots:
     // Every format's stochastic rounding, over values of every binade, near the formats' edges
     // (subnormals, the largest finite values, beyond them), zeros, infinities and NaN, each with
     // random bits that round down, up and in between.
+    // To infinity beyond the largest value (weights, dX, dW) and saturating (the FP8 gradient
+    // operand).
     void stochasticRoundingAsTheCpu_data() {
         QTest::addColumn<Format>("format");
+        QTest::addColumn<bool>("saturate");
         for (Format f : {Format::bf16, Format::tf32, Format::fp16, Format::fp8_e4m3, Format::fp8_e5m2})
-            QTest::newRow(std::string(format_name(f)).c_str()) << f;
+            for (bool saturate : {false, true})
+                QTest::newRow((std::string(format_name(f)) + (saturate ? " saturating" : "")).c_str()) << f << saturate;
     }
     void stochasticRoundingAsTheCpu() {
         QFETCH(Format, format);
+        QFETCH(bool, saturate);
         std::vector<float> values = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
                                      -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
                                      std::numeric_limits<float>::denorm_min(), 65504.0f, 65519.0f, 65520.0f,
@@ -135,8 +140,9 @@ private slots:
             const float x = values[v];
             for (int r = 0; r < 7; ++r) {
                 const std::uint32_t random = r < 5 ? randoms[r] : static_cast<std::uint32_t>(rng());
-                const float got = cuda::round_stochastic_value(static_cast<int>(format), x, random);
-                const float want = round_stochastic(format, x, random);
+                const float got = cuda::round_stochastic_value(static_cast<int>(format), x, random, saturate);
+                const float want =
+                    round_stochastic(format, x, random, saturate ? Overflow::saturate : Overflow::to_inf);
                 if (std::isnan(got) && std::isnan(want)) continue;
                 if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want))
                     QFAIL(qPrintable(QString("%1 (0x%2) with bits 0x%3: kernel %4, CPU %5")

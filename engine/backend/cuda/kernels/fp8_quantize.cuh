@@ -3,6 +3,8 @@
 // largest |x| before scaling) recorded on the device in the same pass: the maximum of the
 // magnitudes' bit patterns, which orders non-negative floats and lets a NaN win (a NaN amax keeps
 // the scale), as the CPU does. The scale is read from the device, so no host round trip.
+// With a key (the device word of a stochastic rounding pass: a gradient rounded stochastically),
+// x x scale is rounded stochastically, saturating, as the CPU's scale_round_array_stochastic.
 // transpose_u8 makes the K-major copies cuBLASLt's FP8 kernels need for the backward matmuls
 // (FP8 GEMMs accept only the "TN" layout).
 // The reference: quantize_scaled in cpu_linear.cpp.
@@ -10,19 +12,24 @@
 
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/kernels/stochastic.cuh"
 
 namespace mantissa::cuda {
 
 // ---- kernels
 
 __global__ void quantize_fp8_kernel(const void* src, int src_fmt, std::int64_t n, const float* scale_ptr,
-                                    std::uint8_t* dst, bool e4m3, std::uint32_t* amax_bits) {
+                                    std::uint8_t* dst, bool e4m3, std::uint32_t* amax_bits, const std::uint64_t* key) {
     const float scale = *scale_ptr;
+    const std::uint64_t k = key ? *key : 0;
+    const int fmt = e4m3 ? fmt_e4m3 : fmt_e5m2;
     std::uint32_t amax = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float v = load_value(src, src_fmt, i);
         amax = max(amax, bits_of(v) & 0x7fffffffu);
-        dst[i] = static_cast<std::uint8_t>(encode_fp8(apply_multiplier(v, scale), true, e4m3));
+        const float scaled = key ? v * scale : apply_multiplier(v, scale);
+        const float q = key ? round_stochastic_value(fmt, scaled, stochastic_bits(k, i), true) : scaled;
+        dst[i] = static_cast<std::uint8_t>(encode_fp8(q, true, e4m3));
     }
     if (!amax_bits) return;
     amax = block_max(amax);
@@ -50,9 +57,10 @@ __global__ void transpose_u8_kernel(const std::uint8_t* src, std::int64_t rows, 
 // ---- launchers
 
 void launch_quantize_fp8(const void* src, int src_fmt, std::int64_t n, const float* scale, std::uint8_t* dst, bool e4m3,
-                         std::uint32_t* amax_bits, cudaStream_t stream) {
+                         std::uint32_t* amax_bits, cudaStream_t stream, const std::uint64_t* key) {
     if (n <= 0) return;
-    quantize_fp8_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(src, src_fmt, n, scale, dst, e4m3, amax_bits);
+    quantize_fp8_kernel<<<grid_for(n, 8192), block_size, 0, stream>>>(src, src_fmt, n, scale, dst, e4m3, amax_bits,
+                                                                      key);
     check_launch("quantize_fp8");
 }
 

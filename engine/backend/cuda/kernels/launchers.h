@@ -39,9 +39,10 @@ void launch_mse(const void* y, int fmt, const float* targets, std::int64_t n, fl
 void launch_bias_round(const float* acc, std::int64_t rows, std::int64_t cols, const float* dq_a, const float* dq_b,
                        const void* bias, int bias_fmt, void* y, int y_fmt, cudaStream_t stream);
 // dst = round(acc x (dq_a x dq_b)); stats (4 counters: zeros before, zeros, subnormals,
-// non-finite after) when not null.
+// non-finite after) when not null; rounded stochastically with the pass's key in *key (element i
+// taking stochastic_bits(key, i)) when key is not null.
 void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, const float* dq_b, void* dst, int dst_fmt,
-                        unsigned long long* stats, cudaStream_t stream);
+                        unsigned long long* stats, cudaStream_t stream, const std::uint64_t* key = nullptr);
 // db(cols) = Σ over rows of dy in FP32, in bias_grad_order.h's order, rounded. `partial` holds
 // bias_grad_blocks(rows) x cols floats (unused, may be null, for a batch of one block or less).
 void launch_bias_grad(const void* dy, int dy_fmt, std::int64_t rows, std::int64_t cols, float* partial, void* db,
@@ -186,9 +187,10 @@ void launch_embedding_backward(const std::int64_t* rows_of, std::int64_t segment
                                std::int64_t dim, void* grad_weight, int gw_fmt, bool accumulate, cudaStream_t stream);
 
 // ---- fp8_quantize.cuh
-// dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null.
+// dst = saturate_cast<fp8>(src x *scale); *amax_bits = max(|src| bit patterns) when not null;
+// rounded stochastically (saturating) with the pass's key in *key when key is not null.
 void launch_quantize_fp8(const void* src, int src_fmt, std::int64_t n, const float* scale, std::uint8_t* dst, bool e4m3,
-                         std::uint32_t* amax_bits, cudaStream_t stream);
+                         std::uint32_t* amax_bits, cudaStream_t stream, const std::uint64_t* key = nullptr);
 // dst(cols, rows) = src(rows, cols)ᵀ, bytes.
 void launch_transpose_u8(const std::uint8_t* src, std::int64_t rows, std::int64_t cols, std::uint8_t* dst,
                          cudaStream_t stream);

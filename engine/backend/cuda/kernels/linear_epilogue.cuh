@@ -3,7 +3,8 @@
 // format, the weight gradient's rounding statistics; and the bias gradient.
 //   bias_round:  y = round(acc x dequant + b)      (acc + b when dequant is 1)
 //   scale_round: d = round(acc x dequant), counting zeros before and zeros, subnormals and
-//                non-finite values after (numeric/stats.h: round_array_with_stats)
+//                non-finite values after (numeric/stats.h: round_array_with_stats); rounded
+//                stochastically with a pass's key for a layer whose gradients round so
 //   bias_grad:   db[c] = Σ_rows dy[r][c] in bias_grad_order.h's blocks of rows, so the FP32 sum is
 //                the CPU's exactly: one thread adds one column of one block of 256 rows in
 //                order (a warp: 32 adjacent columns, so each row's loads coalesce), into a
@@ -18,6 +19,7 @@
 #include "backend/bias_grad_order.h"
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/kernels/stochastic.cuh"
 
 namespace mantissa::cuda {
 
@@ -34,13 +36,15 @@ __global__ void bias_round_kernel(const float* acc, std::int64_t rows, std::int6
 }
 
 __global__ void scale_round_kernel(const float* acc, std::int64_t n, const float* dq_a, const float* dq_b, void* dst,
-                                   int dst_fmt, unsigned long long* stats) {
+                                   int dst_fmt, unsigned long long* stats, const std::uint64_t* key) {
     const float factor = dequant_factor(dq_a, dq_b);
+    const std::uint64_t k = key ? *key : 0;
     const std::uint32_t min_normal = min_normal_bits(dst_fmt);
     unsigned long long zeros_before = 0, zeros = 0, subnormals = 0, nonfinite = 0;
     MANTISSA_GRID_STRIDE(i, n) {
         const float v = apply_multiplier(acc[i], factor);
-        const float r = store_rounded(dst, dst_fmt, i, v);
+        const float r =
+            key ? store_stochastic(dst, dst_fmt, i, v, stochastic_bits(k, i)) : store_rounded(dst, dst_fmt, i, v);
         if (stats) {
             const std::uint32_t before = bits_of(v) & 0x7fffffffu;
             const std::uint32_t after = bits_of(r) & 0x7fffffffu;
@@ -125,10 +129,10 @@ void launch_bias_round(const float* acc, std::int64_t rows, std::int64_t cols, c
 }
 
 void launch_scale_round(const float* acc, std::int64_t n, const float* dq_a, const float* dq_b, void* dst, int dst_fmt,
-                        unsigned long long* stats, cudaStream_t stream) {
+                        unsigned long long* stats, cudaStream_t stream, const std::uint64_t* key) {
     if (n <= 0) return;
     scale_round_kernel<<<grid_for(n, stats ? 4096 : (std::int64_t{1} << 20)), block_size, 0, stream>>>(
-        acc, n, dq_a, dq_b, dst, dst_fmt, stats);
+        acc, n, dq_a, dq_b, dst, dst_fmt, stats, key);
     check_launch("scale_round");
 }
 

@@ -6,7 +6,8 @@
 //   keys: SplitMix64's finaliser of (seed, pass); bits: two rounds of a 32-bit integer hash of
 //   (index, key); bf16 and tf32 add the random bits below the kept mantissa to the FP32 pattern
 //   and clear them; fp16 and the FP8s compare a 24-bit uniform with the fraction on their grid.
-// Overflow goes to inf (NaN for e4m3), as the weights' rounding on the CPU (Overflow::to_inf).
+// Overflow goes to inf (NaN for e4m3), as the CPU's Overflow::to_inf (weights, dX, dW), or to the
+// largest finite value where saturating (Overflow::saturate: the FP8 gradient operand).
 #pragma once
 
 #include <cstdint>
@@ -40,13 +41,14 @@ MANTISSA_HD std::uint32_t stochastic_bits(std::uint64_t key, std::uint64_t index
 
 // bf16, tf32: `dropped` low bits of the FP32 pattern; the random bits' top `dropped` added below
 // the kept mantissa carry into it with the dropped bits' probability. A NaN gives the quiet NaN
-// of its sign; a carry to inf's pattern or beyond is inf.
-MANTISSA_HD float stochastic_on_bits(float x, std::uint32_t random, int dropped) {
+// of its sign; a carry to inf's pattern or beyond is `overflow_bits` (inf's, or the largest
+// finite value's where saturating).
+MANTISSA_HD float stochastic_on_bits(float x, std::uint32_t random, int dropped, std::uint32_t overflow_bits) {
     const std::uint32_t bits = bits_of(x);
     const std::uint32_t sign = bits & 0x80000000u, magnitude = bits & 0x7FFFFFFFu;
     const std::uint32_t mask = (1u << dropped) - 1u;
     std::uint32_t r = (magnitude + (random >> (32 - dropped))) & ~mask;
-    r = r >= 0x7F800000u ? 0x7F800000u : r;
+    r = r >= 0x7F800000u ? overflow_bits : r;
     r = magnitude > 0x7F800000u ? 0x7FC00000u : r;
     return float_of(r | sign);
 }
@@ -77,15 +79,15 @@ MANTISSA_HD float stochastic_on_grid(float x, std::uint32_t random, int mantissa
 }
 
 // x rounded stochastically to format fmt with the 32 random bits `random`
-// (mantissa::round_stochastic, Overflow::to_inf).
-MANTISSA_HD float round_stochastic_value(int fmt, float x, std::uint32_t random) {
+// (mantissa::round_stochastic, Overflow::saturate when `saturate`, else Overflow::to_inf).
+MANTISSA_HD float round_stochastic_value(int fmt, float x, std::uint32_t random, bool saturate = false) {
     const float inf = float_of(0x7F800000u), nan = float_of(0x7FC00000u);
     switch (fmt) {
-        case fmt_bf16: return stochastic_on_bits(x, random, 16);
-        case fmt_tf32: return stochastic_on_bits(x, random, 13);
-        case fmt_fp16: return stochastic_on_grid(x, random, 10, -14, 15, 65504.0f, inf);
-        case fmt_e4m3: return stochastic_on_grid(x, random, 3, -6, 8, 448.0f, nan);
-        case fmt_e5m2: return stochastic_on_grid(x, random, 2, -14, 15, 57344.0f, inf);
+        case fmt_bf16: return stochastic_on_bits(x, random, 16, saturate ? 0x7F7F0000u : 0x7F800000u);
+        case fmt_tf32: return stochastic_on_bits(x, random, 13, saturate ? 0x7F7FE000u : 0x7F800000u);
+        case fmt_fp16: return stochastic_on_grid(x, random, 10, -14, 15, 65504.0f, saturate ? 65504.0f : inf);
+        case fmt_e4m3: return stochastic_on_grid(x, random, 3, -6, 8, 448.0f, saturate ? 448.0f : nan);
+        case fmt_e5m2: return stochastic_on_grid(x, random, 2, -14, 15, 57344.0f, saturate ? 57344.0f : inf);
         default: return x;
     }
 }
