@@ -73,12 +73,12 @@ enum class BackendOp : std::uint8_t {
     block_scaled,  // a linear or conv2d layer in a block-scaled format (LinearTensors::block)
     per_gemm,      // a linear or conv2d layer whose backward matmuls differ from its forward's
     fp8_recipe,    // FP8 current scaling or power-of-two scales (Fp8Recipe)
-    fp16_accumulation,    // a linear layer's matmuls adding in FP16 (LinearTensors::fp16_accumulation)
+    fp16_accumulation,          // a linear layer's matmuls adding in FP16 (LinearTensors::fp16_accumulation)
     stochastic_gradients,       // a linear layer's gradients rounded stochastically (LinearTensors)
     stochastic_conv_gradients,  // a conv2d layer's gradients rounded stochastically (ConvTensors)
-    stochastic_weights,    // weight updates rounded stochastically (OptimizerTensors::rounding)
-    kahan_updates,        // Kahan-compensated weight updates (OptimizerTensors::compensation)
-    what_if,              // what-if statistics: operands read back mid-step (sample_rows)
+    stochastic_weights,         // weight updates rounded stochastically (OptimizerTensors::rounding)
+    kahan_updates,              // Kahan-compensated weight updates (OptimizerTensors::compensation)
+    what_if,                    // what-if statistics: operands read back mid-step (sample_rows)
 };
 const char* backend_op_name(BackendOp op);  // "conv2d", "global_avgpool", ...
 

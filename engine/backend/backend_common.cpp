@@ -54,7 +54,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::per_gemm: return "per-GEMM precision";
     case BackendOp::fp8_recipe: return "FP8 current scaling";
     case BackendOp::fp16_accumulation: return "FP16 accumulation";
-    case BackendOp::stochastic_gradients: return "stochastic rounding of gradients";
+    case BackendOp::stochastic_gradients: return "stochastic rounding of a linear layer's gradients";
     case BackendOp::stochastic_conv_gradients: return "stochastic rounding of a convolution's gradients";
     case BackendOp::stochastic_weights: return "stochastic rounding of weights";
     case BackendOp::kahan_updates: return "Kahan-compensated update";

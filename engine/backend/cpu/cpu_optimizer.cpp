@@ -65,7 +65,7 @@ constexpr int kMaxOptimizerThreads = 64;
 
 struct SgdScalars {
     float lr, wd, mu;
-    bool first, momentum, decays;  // decays: wd != 0
+    bool first, momentum;
 };
 
 // Writes the new FP32 values into out and marks the elements whose FP32 value changes
@@ -73,8 +73,9 @@ struct SgdScalars {
 MANTISSA_HOT void sgd_kernel(const float* __restrict p, const float* __restrict g,
                              float* __restrict buf, float* __restrict out, std::int64_t n,
                              SgdScalars s, unsigned char* __restrict changed_mask) {
+    const bool decays = s.wd != 0.0f;
     for (std::int64_t i = 0; i < n; ++i) {
-        float d = s.decays ? g[i] + s.wd * p[i] : g[i];
+        float d = decays ? g[i] + s.wd * p[i] : g[i];
         if (s.momentum) {
             d = s.first ? d : s.mu * buf[i] + d;
             buf[i] = d;
@@ -330,9 +331,8 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     float* buf = momentum ? static_cast<CpuTensor*>(t.state1)->data() : nullptr;
     float* no_buf = momentum ? nullptr : scratch(6, per_worker);  // sgd_kernel's unused buffer, per worker
     if (m_mask.size() < static_cast<std::size_t>(per_worker)) m_mask.resize(static_cast<std::size_t>(per_worker));
-    const auto wd = static_cast<float>(s.weight_decay);
-    const SgdScalars sc{static_cast<float>(s.lr), wd, static_cast<float>(s.momentum), s.first_step, momentum,
-                        wd != 0.0f};
+    const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
+                        static_cast<float>(s.momentum), s.first_step, momentum};
     float* fresh_all = scratch(4, per_worker);
     const UpdateCounts c = update_in_blocks(
         p, n, threads, store, fresh_all, m_mask.data(), store.remainder, copies,

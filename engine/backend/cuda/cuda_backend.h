@@ -118,9 +118,10 @@ public:
                                     std::vector<GradientSummary>* summaries) override;
     UpdateCounts sgd_step(const OptimizerTensors& t, const SgdParams& p) override;
     UpdateCounts adamw_step(const OptimizerTensors& t, const AdamWParams& p) override;
-    // Stochastic rounding of weights (cuda_ops.cpp): the keys are drawn on the device, one per
-    // parameter per step as the CPU draws them, so a captured step draws the next ones when it is
-    // replayed; the position is read back from the device (it waits).
+    // Stochastic rounding (cuda_ops.cpp): the keys are drawn on the device in the CPU's order (a
+    // linear layer's gradients in its backward, one per narrow parameter per optimizer step), so a
+    // captured step draws the next ones when it is replayed; the position is read back from the
+    // device (it waits).
     void seed_stochastic_rounding(std::uint64_t seed) override;
     std::uint64_t stochastic_rounding_position() const override;
     void set_stochastic_rounding_position(std::uint64_t position) override;

@@ -190,7 +190,8 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
         // A gradient rounded stochastically takes the pass's key first, as the CPU's
         // quantize_gradient_fp8 (its dX and dW take theirs after, in the order the CPU draws them).
-        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out, stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        const std::uint64_t* dy_key = stochastic ? draw_stochastic_key(nullptr) : nullptr;
+        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out, dy_key);
         dq_g = state.scale_inv(Fp8Role::grad_output);
         dq_x = state.scale_inv(Fp8Role::input);
         dq_w = state.scale_inv(Fp8Role::weight);

@@ -3,8 +3,8 @@
 // format, the weight gradient's rounding statistics; and the bias gradient.
 //   bias_round:  y = round(acc x dequant + b)      (acc + b when dequant is 1)
 //   scale_round: d = round(acc x dequant), counting zeros before and zeros, subnormals and
-//                non-finite values after (numeric/stats.h: round_array_with_stats); rounded
-//                stochastically with a pass's key for a layer whose gradients round so
+//                non-finite values after (numeric/stats.h: round_array_with_stats); or
+//                rounded stochastically with a pass's key (a layer's stochastic gradients)
 //   bias_grad:   db[c] = Σ_rows dy[r][c] in bias_grad_order.h's blocks of rows, so the FP32 sum is
 //                the CPU's exactly: one thread adds one column of one block of 256 rows in
 //                order (a warp: 32 adjacent columns, so each row's loads coalesce), into a

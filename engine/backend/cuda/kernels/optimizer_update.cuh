@@ -1,9 +1,9 @@
 // One parameter element of the optimizer kernels (optimizer.cuh): SGD's and AdamW's new FP32
 // value, and its store in the parameter's format, rounded to nearest, stochastically
-// (stochastic.cuh) or Kahan-compensated. Host
-// and device alike (MANTISSA_HD, as convert.cuh), so that tests/engine/cuda_host runs these same
-// functions on the CPU against CpuBackend's optimizers (cpu_optimizer.cpp), bit for bit: the
-// kernels add only the grid-stride loop and the block sums of the counts. FP32 arithmetic in the
+// (stochastic.cuh) or Kahan-compensated. Host and device alike (MANTISSA_HD, as convert.cuh), so
+// that tests/engine/cuda_host runs these same functions on the CPU against CpuBackend's optimizers
+// (cpu_optimizer.cpp), bit for bit: the kernels add only the grid-stride loop and the block sums
+// of the counts. FP32 arithmetic in the
 // CPU's order, no fused multiply-add (the kernels build with --fmad=false, the host tests with
 // -ffp-contract=off), IEEE division and square root.
 #pragma once
@@ -50,7 +50,7 @@ MANTISSA_HD AdamWScalars adamw_scalars(double lr, double beta1, double beta2, do
     return s;
 }
 
-// SGD (torch's): d = g + weight_decay·old, through the momentum buffer when there is one (null:
+// SGD (torch's): d = g + weight_decay·old (g where the decay is 0), through the momentum buffer when there is one (null:
 // none; the first step starts it at d); the new value old - lr·d.
 MANTISSA_HD float sgd_fresh(float old, float g, float* momentum_buf, const SgdScalars& s) {
     float d = g;
