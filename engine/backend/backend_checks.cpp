@@ -316,7 +316,7 @@ LossResult Backend::mse(const Tensor& y, const float* targets, std::int64_t batc
 void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
                              bool record_amax) {
     require_supported(BackendOp::conv2d, conv.compute);
-    if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    if (conv.block) require_supported(BackendOp::block_scaled_conv, Format::fp32);
     require(!conv.fp16_accumulation, "conv2d_forward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_forward");
     require_rows(y, conv.geometry.out_size(), batch, conv_where(conv, "conv2d_forward"), "output");
@@ -326,7 +326,7 @@ void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std:
 void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
                               std::int64_t batch, RoundingStats* weight_stats) {
     require_supported(BackendOp::conv2d, conv.compute);
-    if (conv.block) require_supported(BackendOp::block_scaled, Format::fp32);
+    if (conv.block) require_supported(BackendOp::block_scaled_conv, Format::fp32);
     if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
     if (conv.stochastic_gradients) require_supported(BackendOp::stochastic_conv_gradients, Format::fp32);
     require(!conv.fp16_accumulation, "conv2d_backward: FP16 accumulation is offered for linear layers only.");

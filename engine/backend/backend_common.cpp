@@ -50,7 +50,8 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::softmax: return "softmax";
     case BackendOp::layernorm: return "layernorm";
     case BackendOp::embedding: return "embedding";
-    case BackendOp::block_scaled: return "block-scaled matmul";
+    case BackendOp::block_scaled: return "block-scaled linear layer";
+    case BackendOp::block_scaled_conv: return "block-scaled convolution";
     case BackendOp::per_gemm: return "per-GEMM precision";
     case BackendOp::fp8_recipe: return "FP8 current scaling";
     case BackendOp::fp16_accumulation: return "FP16 accumulation";

@@ -260,6 +260,7 @@ private:
         slot_ln_partial,    // the layer norm backward's partial column sums (double)
         slot_ids,           // embedding_forward's ids
         slot_embedding_rows,  // embedding_backward's rows per id (a CSR built on the host)
+        slot_block_state,     // block-scaled operands' NVFP4 tensor amaxes and factors (BlockState)
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -296,6 +297,20 @@ private:
     unsigned long long* weight_stats_counters(RoundingStats* weight_stats, std::int64_t elements);
     void collect_weight_stats(RoundingStats* weight_stats, const unsigned long long* stats, std::int64_t elements,
                               bool empty);
+    // A block-scaled matmul operand (cuda_linear.cpp): t viewed as (outer, K, inner), rounded in
+    // blocks along K into bf16 values in `slot` (kernels/block_operand.cuh), with the key of a
+    // stochastic rounding pass or to nearest. NVFP4 reads its tensor scale from the tensor amax in
+    // block state `state` (block_tensor_amax takes it first; an operand of the same tensor reuses
+    // it) and writes fp32(1 / S) there, which `factor` points to for the matmul's epilogue; MX has
+    // no factor (null).
+    struct BlockOperand {
+        const void* values = nullptr;
+        const float* factor = nullptr;
+    };
+    enum BlockState : int { block_x, block_w, block_dy, block_states };
+    void block_tensor_amax(BlockFormat format, const CudaTensor& t, std::int64_t n, BlockState state);
+    BlockOperand block_operand(BlockFormat format, const CudaTensor& t, std::int64_t outer, std::int64_t K,
+                               std::int64_t inner, Slot slot, BlockState state, const std::uint64_t* key);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
     // Draws the key of the next stochastic rounding pass onto the stream (launch_draw_stochastic_key,

@@ -19,11 +19,16 @@
 //            differs from the output's, for statistics, and whenever cuBLASLt has no fused
 //            algorithm.
 // Both differ from the CPU only in the FP32 accumulation order.
+// Block-scaled (MX, NVFP4): each matmul's two operands rounded along its own reduction dimension
+// by kernels/block_operand.cuh into bf16 values (the CPU's values bit for bit: block_round.cuh),
+// multiplied by a bf16 GEMM with FP32 accumulation, NVFP4's two tensor-scale factors applied by
+// the epilogue as FP8's dequantisation (read on the device); dB from the unquantised dy.
 // The reference: CpuBackend::linear_forward_impl / linear_backward_impl (cpu/cpu_linear.cpp). The
 // arguments are checked before either runs (backend_checks.cpp).
 #include <algorithm>
 
 #include "backend/bias_grad_order.h"
+#include "backend/cuda/block_operand_args.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_tensor_access.h"
@@ -36,7 +41,11 @@ namespace mantissa::cuda {
 
 std::string CudaBackend::unsupported(BackendOp op, Format format) const {
     const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d || op == BackendOp::bmm;
-    return cuda_op_unsupported(op, format, matmul ? matmul_support(format, m_cc) : Support{true, {}}, m_name);
+    // Block-scaled operands are multiplied as bf16 values.
+    const Support support = matmul                          ? matmul_support(format, m_cc)
+                            : op == BackendOp::block_scaled ? matmul_support(Format::bf16, m_cc)
+                                                            : Support{true, {}};
+    return cuda_op_unsupported(op, format, support, m_name);
 }
 
 void CudaBackend::check_matmul_format(Format compute, const std::string& layer) const {
@@ -74,7 +83,7 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
     CudaTensor& y = cuda(y_out);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    check_matmul_format(l.compute, w.desc().name);
+    check_matmul_format(l.block ? Format::bf16 : l.compute, w.desc().name);
     require_plain(w, "linear_forward");
     require_plain(x, "linear_forward");
     y.m_multiplier = 1.0f;
@@ -93,7 +102,18 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
     const float* dq_a = nullptr;
     const float* dq_b = nullptr;
     bool fused_allowed = true;
-    if (fp8) {
+    if (l.block) {  // both operands in blocks along K = in
+        block_tensor_amax(*l.block, w, in * out, block_w);
+        block_tensor_amax(*l.block, x, batch * in, block_x);
+        const BlockOperand wo = block_operand(*l.block, w, out, in, 1, slot_w, block_w, nullptr);
+        const BlockOperand xo = block_operand(*l.block, x, batch, in, 1, slot_x, block_x, nullptr);
+        call.a = wo.values;
+        call.b = xo.values;
+        call.a_type = call.b_type = CUDA_R_16BF;
+        dq_a = wo.factor;
+        dq_b = xo.factor;
+        fused_allowed = dq_a == nullptr;  // NVFP4's factors: the epilogue kernel applies them
+    } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
         quantize_forward_fp8(state, w, *l.weight_compute, x, *l.saved_input, batch * in, record_amax);
         auto* wq = static_cast<std::uint8_t*>(cuda(*l.weight_compute).data());
@@ -164,7 +184,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const CudaTensor& dy = cuda(dy_in);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    check_matmul_format(l.compute, w.desc().name);
+    check_matmul_format(l.block ? Format::bf16 : l.compute, w.desc().name);
     require_plain(dy, "linear_backward");
     const bool fp8 = l.compute == Format::fp8_e4m3;
     CudaTensor& gw = cuda(*l.grad_weight);
@@ -172,13 +192,15 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     gw.m_multiplier = gb.m_multiplier = 1.0f;
     if (dx_out) cuda(*dx_out).m_multiplier = 1.0f;
 
-    const void* dy_op;     // (batch, out)
-    const void* x_op;      // (batch, in)
-    const void* w_op;      // (out, in)
-    const void* bias_src;  // what the bias gradient sums
+    const void* dy_op;               // (batch, out)
+    const void* dy_wgrad = nullptr;  // (batch, out) as the weight gradient reads it: dy_op unless block-scaled
+    const void* x_op;                // (batch, in)
+    const void* w_op;                // (out, in)
+    const void* bias_src;            // what the bias gradient sums
     int bias_src_fmt;
     cudaDataType_t dy_type, xw_type;
     const float* dq_g = nullptr;
+    const float* dq_g_wgrad = nullptr;
     const float* dq_x = nullptr;
     const float* dq_w = nullptr;
     const bool fp8_native = fp8 && fp8_native_shape(in, out, batch);
@@ -186,7 +208,34 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     // the FP8 dy operand are rounded with keys drawn on the device (draw_stochastic_key), in the
     // CPU backend's order, so both draw the same sequence; dB rounds to nearest, as there.
     const bool stochastic = l.stochastic_gradients;
-    if (fp8) {
+    if (l.block) {
+        // dgrad reduces over out (dy's rows, W's columns), wgrad over the batch (dy's and x's
+        // columns), as the CPU's axes; dy's two roundings take their keys first, in the CPU's order.
+        const BlockFormat f = *l.block;
+        block_tensor_amax(f, dy, batch * out, block_dy);
+        const BlockOperand g =
+            block_operand(f, dy, batch, out, 1, slot_dy, block_dy, stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        const BlockOperand gw = block_operand(f, dy, 1, batch, out, slot_tdy, block_dy,
+                                              stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        block_tensor_amax(f, x, batch * in, block_x);
+        const BlockOperand xo = block_operand(f, x, 1, batch, in, slot_tx, block_x, nullptr);
+        BlockOperand wo;
+        if (dx_out) {
+            block_tensor_amax(f, w, in * out, block_w);
+            wo = block_operand(f, w, 1, out, in, slot_tw, block_w, nullptr);
+        }
+        dy_op = g.values;
+        dy_wgrad = gw.values;
+        x_op = xo.values;
+        w_op = wo.values;
+        dq_g = g.factor;
+        dq_g_wgrad = gw.factor;
+        dq_x = xo.factor;
+        dq_w = wo.factor;
+        dy_type = xw_type = CUDA_R_16BF;
+        bias_src = dy.data();  // of the unquantised dy, as the CPU
+        bias_src_fmt = code(dy.format());
+    } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
         // A gradient rounded stochastically takes the pass's key first, as the CPU's
         // quantize_gradient_fp8 (its dX and dW take theirs after, in the order the CPU draws them).
@@ -219,13 +268,21 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         // dy_op holds dy's values in the compute format's storage (dy itself when it already did).
         bias_src_fmt = dy_op == dy.data() ? code(dy.format()) : code(l.compute);
     }
+    if (!l.block) {
+        dy_wgrad = dy_op;
+        dq_g_wgrad = dq_g;
+    }
+    // The operands' dequantisation factors (null: none) are applied by the fused GEMM (FP8's
+    // scale pointers) or by the epilogue kernel: bf16 operands with factors (NVFP4's) take it.
+    const bool fused_scales_ok = !fp8 || fp8_native;
     const cublasComputeType_t compute = compute_type(l.compute);
 
     // A product into `dst` of `n` values: fused when possible, else FP32 workspace + scale_round
     // (rounding stochastically with the pass's key, when there is one).
     auto product = [&](MatmulCall call, const float* scale_a, const float* scale_b, CudaTensor& dst, std::int64_t n,
                        unsigned long long* stats, const std::uint64_t* key, const char* what) {
-        if (!stats && !key && (!fp8 || fp8_native) && fused_output_ok(call.a_type, dst.format())) {
+        const bool scaled = scale_a != nullptr || scale_b != nullptr;
+        if (!stats && !key && (fp8 ? fused_scales_ok : !scaled) && fused_output_ok(call.a_type, dst.format())) {
             MatmulCall fused = call;
             fused.d = dst.data();
             fused.d_type = storage_type(dst.format());
@@ -272,8 +329,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.lda = in;
         }
         // CPU: dx x (dq_g x dq_w); the fused path multiplies by A's (W) and B's (dy) factors.
-        product(call, fp8 ? dq_w : nullptr, fp8 ? dq_g : nullptr, cuda(*dx_out), batch * in, nullptr, dx_key,
-                "input-gradient");
+        product(call, dq_w, dq_g, cuda(*dx_out), batch * in, nullptr, dx_key, "input-gradient");
     }
 
     unsigned long long* stats = weight_stats_counters(weight_stats, out * in);
@@ -302,12 +358,12 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.a = x_op;
             call.trans_a = false;
             call.lda = in;
-            call.b = dy_op;
+            call.b = dy_wgrad;
             call.trans_b = true;
             call.ldb = out;
         }
         // CPU: dW x (dq_g x dq_x); A is x, B is dy.
-        product(call, fp8 ? dq_x : nullptr, fp8 ? dq_g : nullptr, gw, out * in, stats, dw_key, "weight-gradient");
+        product(call, dq_x, dq_g_wgrad, gw, out * in, stats, dw_key, "weight-gradient");
     } else {
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }
@@ -320,6 +376,40 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     launch_bias_grad(bias_src, bias_src_fmt, batch, out, bias_partial, gb.data(), code(gb.format()), m_stream);
 
     collect_weight_stats(weight_stats, stats, out * in, batch == 0);
+}
+
+// ---- block-scaled operands
+
+void CudaBackend::block_tensor_amax(BlockFormat format, const CudaTensor& t, std::int64_t n, BlockState state) {
+    if (format != BlockFormat::nvfp4) return;  // MX has no tensor scale
+    require_plain(t, "block-scaled matmul");
+    auto* words = static_cast<std::uint32_t*>(scratch(slot_block_state, block_states * 2 * sizeof(std::uint32_t)));
+    launch_block_tensor_amax(t.data(), code(t.format()), n, words + 2 * state, m_stream);
+}
+
+CudaBackend::BlockOperand CudaBackend::block_operand(BlockFormat format, const CudaTensor& t, std::int64_t outer,
+                                                     std::int64_t K, std::int64_t inner, Slot slot, BlockState state,
+                                                     const std::uint64_t* key) {
+    require_plain(t, "block-scaled matmul");
+    BlockOperandArgs a = block_operand_args(format);
+    a.src = t.data();
+    a.src_fmt = code(t.format());
+    a.dst = static_cast<std::uint16_t*>(scratch(slot, static_cast<std::size_t>(outer * K * inner) * 2));
+    a.outer = outer;
+    a.K = K;
+    a.inner = inner;
+    a.key = key;
+    BlockOperand o;
+    o.values = a.dst;
+    if (a.nvfp4) {
+        // [amax bits, factor] per state; the amax taken by block_tensor_amax before this call.
+        auto* words = static_cast<std::uint32_t*>(scratch(slot_block_state, block_states * 2 * sizeof(std::uint32_t)));
+        a.tensor_amax = words + 2 * state;
+        a.factor = reinterpret_cast<float*>(words + 2 * state + 1);
+        o.factor = a.factor;
+    }
+    launch_round_block_operand(a, m_stream);
+    return o;
 }
 
 // ---- what linear and conv2d share

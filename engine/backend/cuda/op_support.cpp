@@ -30,8 +30,14 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         }
         case BackendOp::activation: return "";
         case BackendOp::block_scaled:
-            return "The CUDA backend does not run the block-scaled formats (MX, NVFP4) yet; the CPU backend "
-                   "(backend: cpu) emulates them exactly, or choose another precision for the layer.";
+            // cuda_linear.cpp: the operands rounded by kernels/block_operand.cuh into bf16 values,
+            // multiplied by a bf16 GEMM (`matmul`: bf16's support on this GPU).
+            if (matmul.supported) return "";
+            return "The CUDA backend multiplies block-scaled operands (MX, NVFP4) as bf16 values, which " + gpu +
+                   " cannot: " + matmul.reason + "; the CPU backend (backend: cpu) emulates them exactly.";
+        case BackendOp::block_scaled_conv:
+            return "The CUDA backend runs the block-scaled formats (MX, NVFP4) in linear layers only for now; the "
+                   "CPU backend (backend: cpu) runs them in convolutions, or choose another precision for this one.";
         case BackendOp::fp8_recipe:
             return "The CUDA backend scales FP8 tensors with delayed scaling (or none), with scales that are not "
                    "rounded to powers of two, for now; the CPU backend (backend: cpu) runs current scaling and "

@@ -42,8 +42,10 @@ protected:
     // "" when `backend` runs this layer's matmuls (op: linear or conv2d) in its formats.
     std::string unsupported_matmul(const Backend& backend, BackendOp op) const {
         const bool block = m_formats.block || m_formats.dgrad.block || m_formats.wgrad.block;
-        if (block)
-            if (std::string why = backend.unsupported(BackendOp::block_scaled, Format::fp32); !why.empty()) return why;
+        if (block) {
+            const BackendOp blocks = op == BackendOp::linear ? BackendOp::block_scaled : BackendOp::block_scaled_conv;
+            if (std::string why = backend.unsupported(blocks, Format::fp32); !why.empty()) return why;
+        }
         if (m_formats.gemms_differ())
             if (std::string why = backend.unsupported(BackendOp::per_gemm, Format::fp32); !why.empty()) return why;
         if (m_formats.fp16_accumulation) {

@@ -219,10 +219,19 @@ private slots:
         QVERIFY(!cuda_op_unsupported(BackendOp::conv2d, Format::fp8_e5m2, yes, "H200").empty());
     }
 
-    // The block-scaled formats run on the CPU backend only, on any GPU.
-    void block_scaled_layers_are_refused() {
-        const std::string why = cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200");
-        QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("backend: cpu") != std::string::npos,
+    // The block-scaled formats run in linear layers where the GPU multiplies bf16, in convolutions
+    // on the CPU backend only.
+    void block_scaled_layers_mixes_and_recipes() {
+        QCOMPARE(cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200"), std::string());
+        const std::string old =
+            cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{false, "no bf16 tensor cores"}, "T4");
+        QVERIFY2(old.find("bf16") != std::string::npos && old.find("T4") != std::string::npos &&
+                     old.find("backend: cpu") != std::string::npos,
+                 old.c_str());
+        const std::string why =
+            cuda_op_unsupported(BackendOp::block_scaled_conv, Format::fp32, Support{true, {}}, "H200");
+        QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("convolutions") != std::string::npos &&
+                     why.find("backend: cpu") != std::string::npos,
                  why.c_str());
         // So does a layer whose three matmuls differ.
         const std::string mix = cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200");

@@ -34,6 +34,14 @@ void launch_softmax_cross_entropy(const void* logits, int fmt, std::int64_t batc
 void launch_mse(const void* y, int fmt, const float* targets, std::int64_t n, float grad_factor, void* dy, int dy_fmt,
                 double* sum, cudaStream_t stream, const float* loss_scale_dev = nullptr);
 
+// ---- block_operand.cuh: a block-scaled matmul operand (MX, NVFP4) rounded into bf16 values
+struct BlockOperandArgs;  // block_round.cuh
+// *amax_bits = the largest finite |src| as magnitude bits (cleared first): NVFP4's tensor amax.
+void launch_block_tensor_amax(const void* src, int src_fmt, std::int64_t n, std::uint32_t* amax_bits,
+                              cudaStream_t stream);
+// One thread per block: its amax, its scale, its values rounded and decoded (round_operand_block).
+void launch_round_block_operand(const BlockOperandArgs& args, cudaStream_t stream);
+
 // ---- linear_epilogue.cuh
 // y(rows, cols) = round(acc x (dq_a x dq_b) + bias) (dq pointers may be null: 1).
 void launch_bias_round(const float* acc, std::int64_t rows, std::int64_t cols, const float* dq_a, const float* dq_b,
