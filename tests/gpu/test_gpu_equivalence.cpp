@@ -62,6 +62,11 @@ struct LinearTwin : MatmulLayerTwin {
         }
     }
     LinearTensors tensors(bool on_gpu) const { return layer_tensors<LinearTensors>(on_gpu); }
+    // An FP8 layer's scaling states made again with another recipe (current, rowwise, power-of-two).
+    void use_recipe(Backend& cpu, Backend& gpu, const Fp8Recipe& recipe) {
+        fp8_cpu = cpu.create_fp8_state(recipe);
+        fp8_gpu = gpu.create_fp8_state(recipe);
+    }
 };
 
 }  // namespace
@@ -401,6 +406,87 @@ private slots:
         QVERIFY2(diff.isEmpty(), qPrintable("grad_bias: " + diff));
         QCOMPARE(sg.elements, sc.elements);
         QCOMPARE(sg.nonfinite, sc.nonfinite);
+    }
+
+    // The FP8 recipes beyond delayed scaling: current scaling (each tensor's scale from its own amax,
+    // on the device), power-of-two scales (current and delayed), rowwise scaling (a scale per run
+    // along each matmul's reduction dimension, decoded in FP32, an FP32 GEMM), with stochastic
+    // gradients. The scales, histories and rowwise values are the CPU's bits
+    // (tests/engine/cuda_host: test_cuda_fp8_scale_rule); y, dX and dW differ only in the FP32
+    // summation order. Two steps, so that the delayed scales computed at the end of the first
+    // step are used in the second.
+    void linear_fp8_recipes_data() {
+        QTest::addColumn<int>("scaling");
+        QTest::addColumn<bool>("power_of_two");
+        QTest::addColumn<bool>("stochastic");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("out");
+        const std::tuple<const char*, Fp8Scaling, bool, bool> recipes[] = {
+            {"current", Fp8Scaling::current, false, false},
+            {"current-pow2", Fp8Scaling::current, true, false},
+            {"delayed-pow2", Fp8Scaling::delayed, true, false},
+            {"rowwise", Fp8Scaling::rowwise, false, false},
+            {"rowwise-pow2-stochastic", Fp8Scaling::rowwise, true, true},
+            {"current-stochastic", Fp8Scaling::current, false, true}};
+        for (const auto& [name, scaling, p2, stochastic] : recipes) {
+            QTest::addRow("%s", name) << static_cast<int>(scaling) << p2 << stochastic << 64 << 48;
+            QTest::addRow("%s-odd", name) << static_cast<int>(scaling) << p2 << stochastic << 50 << 10;
+        }
+    }
+    void linear_fp8_recipes() {
+        REQUIRE_GPU();
+        QFETCH(int, scaling);
+        QFETCH(bool, power_of_two);
+        QFETCH(bool, stochastic);
+        QFETCH(int, batch);
+        QFETCH(int, out);
+        if (const std::string why = m_gpu->unsupported(BackendOp::linear, Format::fp8_e4m3); !why.empty())
+            QSKIP(why.c_str());
+        const std::int64_t in = 96;
+        LinearTwin l(*m_cpu, *m_gpu, Format::fp8_e4m3, batch, in, out);
+        Fp8Recipe recipe;
+        recipe.scaling = static_cast<Fp8Scaling>(scaling);
+        recipe.power_of_two = power_of_two;
+        recipe.margin = 1;
+        l.use_recipe(*m_cpu, *m_gpu, recipe);
+        LinearTensors lc = l.tensors(false), lg = l.tensors(true);
+        lc.stochastic_gradients = lg.stochastic_gradients = stochastic;
+        m_cpu->seed_stochastic_rounding(47);
+        m_gpu->seed_stochastic_rounding(47);
+        const Format act = output_format(Format::fp8_e4m3);
+        const double eps = format_info(act).epsilon, atol = 1e-3;
+        for (int step = 0; step < 2; ++step) {
+            const QString at = QString(" (step %1)").arg(step);
+            m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
+            m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
+            QString diff = compare_close(read(*m_cpu, l.y.c()), read(*m_gpu, l.y.g()), atol, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff + at));
+            RoundingStats sc, sg;
+            m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
+            m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
+            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+            // The scales the step used (current: from the tensors themselves).
+            for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
+                const Fp8TensorSnapshot c = l.fp8_cpu->snapshot(r), g = l.fp8_gpu->snapshot(r);
+                QCOMPARE(std::bit_cast<std::uint32_t>(g.scale), std::bit_cast<std::uint32_t>(c.scale));
+                QCOMPARE(std::bit_cast<std::uint32_t>(g.scale_inv), std::bit_cast<std::uint32_t>(c.scale_inv));
+            }
+            const double slack = stochastic ? 2.0 : 1.0;
+            diff = compare_close(read(*m_cpu, l.dx.c()), read(*m_gpu, l.dx.g()), atol * 0.1, eps * slack);
+            QVERIFY2(diff.isEmpty(), qPrintable("dx: " + diff + at));
+            diff = compare_close(read(*m_cpu, l.grad_weight.c()), read(*m_gpu, l.grad_weight.g()), atol * 0.5,
+                                 eps * slack);
+            QVERIFY2(diff.isEmpty(), qPrintable("grad_weight: " + diff + at));
+            diff = compare_bits(read(*m_cpu, l.grad_bias.c()), read(*m_gpu, l.grad_bias.g()));
+            QVERIFY2(diff.isEmpty(), qPrintable("grad_bias: " + diff + at));
+            m_cpu->update_fp8_scales(*l.fp8_cpu);
+            m_gpu->update_fp8_scales(*l.fp8_gpu);
+            for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
+                const Fp8TensorSnapshot c = l.fp8_cpu->snapshot(r), g = l.fp8_gpu->snapshot(r);
+                QCOMPARE(g.amax_history, c.amax_history);
+                QCOMPARE(std::bit_cast<std::uint32_t>(g.scale), std::bit_cast<std::uint32_t>(c.scale));
+            }
+        }
     }
 
     void refuses_unsupported_formats() {

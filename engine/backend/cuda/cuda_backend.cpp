@@ -359,7 +359,7 @@ void CudaBackend::update_fp8_scales(Fp8State& state_in) {
     activate();
     auto& s = static_cast<CudaFp8State&>(state_in);
     launch_fp8_update(s.device_state(), s.recipe().history_len, s.recipe().margin, static_cast<int>(s.recipe().algo),
-                      s.recipe().scaling == Fp8Scaling::delayed, m_stream);
+                      s.recipe().scaling == Fp8Scaling::delayed, s.recipe().power_of_two, m_stream);
 }
 
 MemoryBreakdown CudaBackend::memory() const {

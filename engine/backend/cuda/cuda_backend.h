@@ -289,6 +289,7 @@ private:
     void quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w, Tensor& wq, const CudaTensor& x, Tensor& xq,
                               std::int64_t n_x, bool record_amax);
     // key: the device word of a stochastic rounding pass (draw_stochastic_key), or null: to nearest.
+    // Under current scaling both first take the tensor's scale from its amax (current_fp8_scale).
     std::uint8_t* quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n,
                                     const std::uint64_t* key = nullptr);
     // The weight gradient's four rounding counters (zeroed), or null without weight_stats; then
@@ -311,6 +312,15 @@ private:
     void block_tensor_amax(BlockFormat format, const CudaTensor& t, std::int64_t n, BlockState state);
     BlockOperand block_operand(BlockFormat format, const CudaTensor& t, std::int64_t outer, std::int64_t K,
                                std::int64_t inner, Slot slot, BlockState state, const std::uint64_t* key);
+    // Current scaling (precision.fp8.scaling current): role's scale from the amax of t's first n
+    // values, in the state, before t is quantised; nothing under the other recipes.
+    void current_fp8_scale(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n);
+    // Rowwise scaling: t viewed as (outer, K, inner) quantised to the element format with a scale
+    // per run along K, decoded in FP32 into `slot` (kernels/fp8_current.cuh); its amax raised into
+    // `amax` when not null.
+    const float* rowwise_operand(const CudaFp8State& state, Format element, const CudaTensor& t, std::int64_t outer,
+                                 std::int64_t K, std::int64_t inner, Slot slot, std::uint32_t* amax,
+                                 const std::uint64_t* key);
     void check_matmul_format(Format compute, const std::string& layer) const;
     void fold_multiplier(CudaTensor& t);
     // Draws the key of the next stochastic rounding pass onto the stream (launch_draw_stochastic_key,

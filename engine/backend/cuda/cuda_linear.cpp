@@ -23,6 +23,10 @@
 // by kernels/block_operand.cuh into bf16 values (the CPU's values bit for bit: block_round.cuh),
 // multiplied by a bf16 GEMM with FP32 accumulation, NVFP4's two tensor-scale factors applied by
 // the epilogue as FP8's dequantisation (read on the device); dB from the unquantised dy.
+// FP8 recipes: current scaling takes each tensor's scale from its own amax on the device
+// (current_fp8_scale) before the quantisation above; rowwise scaling quantises each operand with a
+// scale per run along the same axes as the block formats, decoded in FP32 (kernels/fp8_current.cuh),
+// into an FP32 GEMM; power-of-two scales in every recipe (kernels/fp8_scale_rule.cuh).
 // The reference: CpuBackend::linear_forward_impl / linear_backward_impl (cpu/cpu_linear.cpp). The
 // arguments are checked before either runs (backend_checks.cpp).
 #include <algorithm>
@@ -33,6 +37,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_tensor_access.h"
 #include "backend/cuda/kernels/convert.cuh"
+#include "backend/cuda/kernels/fp8_scale_rule.cuh"
 #include "backend/cuda/matmul_types.h"
 #include "backend/cuda/op_support.h"
 #include "error.h"
@@ -83,11 +88,12 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
     CudaTensor& y = cuda(y_out);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    check_matmul_format(l.block ? Format::bf16 : l.compute, w.desc().name);
+    const bool fp8 = l.compute == Format::fp8_e4m3;
+    const bool rowwise = fp8 && static_cast<CudaFp8State&>(*l.fp8).recipe().scaling == Fp8Scaling::rowwise;
+    check_matmul_format(l.block ? Format::bf16 : rowwise ? Format::fp32 : l.compute, w.desc().name);
     require_plain(w, "linear_forward");
     require_plain(x, "linear_forward");
     y.m_multiplier = 1.0f;
-    const bool fp8 = l.compute == Format::fp8_e4m3;
 
     MatmulCall call;
     call.m = out;
@@ -113,6 +119,13 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
         dq_a = wo.factor;
         dq_b = xo.factor;
         fused_allowed = dq_a == nullptr;  // NVFP4's factors: the epilogue kernel applies them
+    } else if (rowwise) {  // a scale per row of W and of x along K = in, decoded in FP32: no dequantisation
+        auto& state = static_cast<CudaFp8State&>(*l.fp8);
+        call.a = rowwise_operand(state, Format::fp8_e4m3, w, out, in, 1, slot_w,
+                                 record_amax ? state.pending(Fp8Role::weight) : nullptr, nullptr);
+        call.b = rowwise_operand(state, Format::fp8_e4m3, x, batch, in, 1, slot_x,
+                                 record_amax ? state.pending(Fp8Role::input) : nullptr, nullptr);
+        call.a_type = call.b_type = CUDA_R_32F;
     } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
         quantize_forward_fp8(state, w, *l.weight_compute, x, *l.saved_input, batch * in, record_amax);
@@ -184,9 +197,10 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const CudaTensor& dy = cuda(dy_in);
     CudaTensor& w = cuda(*l.weight);
     const std::int64_t in = w.cols(), out = w.rows();
-    check_matmul_format(l.block ? Format::bf16 : l.compute, w.desc().name);
-    require_plain(dy, "linear_backward");
     const bool fp8 = l.compute == Format::fp8_e4m3;
+    const bool rowwise = fp8 && static_cast<CudaFp8State&>(*l.fp8).recipe().scaling == Fp8Scaling::rowwise;
+    check_matmul_format(l.block ? Format::bf16 : rowwise ? Format::fp32 : l.compute, w.desc().name);
+    require_plain(dy, "linear_backward");
     CudaTensor& gw = cuda(*l.grad_weight);
     CudaTensor& gb = cuda(*l.grad_bias);
     gw.m_multiplier = gb.m_multiplier = 1.0f;
@@ -203,7 +217,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const float* dq_g_wgrad = nullptr;
     const float* dq_x = nullptr;
     const float* dq_w = nullptr;
-    const bool fp8_native = fp8 && fp8_native_shape(in, out, batch);
+    const bool fp8_native = fp8 && !rowwise && fp8_native_shape(in, out, batch);
     // Stochastic gradients (LinearTensors::stochastic_gradients): dX and dW narrower than FP32 and
     // the FP8 dy operand are rounded with keys drawn on the device (draw_stochastic_key), in the
     // CPU backend's order, so both draw the same sequence; dB rounds to nearest, as there.
@@ -233,6 +247,21 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         dq_x = xo.factor;
         dq_w = wo.factor;
         dy_type = xw_type = CUDA_R_16BF;
+        bias_src = dy.data();  // of the unquantised dy, as the CPU
+        bias_src_fmt = code(dy.format());
+    } else if (rowwise) {
+        // The same axes as the block formats, a scale per run, decoded in FP32 (an FP32 GEMM): dy in
+        // e5m2 (stochastically, dgrad's key then wgrad's, as the CPU draws them), x and W in e4m3;
+        // dgrad's dy records the step's gradient amax.
+        auto& state = static_cast<CudaFp8State&>(*l.fp8);
+        dy_op =
+            rowwise_operand(state, Format::fp8_e5m2, dy, batch, out, 1, slot_dy, state.pending(Fp8Role::grad_output),
+                            stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        dy_wgrad = rowwise_operand(state, Format::fp8_e5m2, dy, 1, batch, out, slot_tdy, nullptr,
+                                   stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        x_op = rowwise_operand(state, Format::fp8_e4m3, x, 1, batch, in, slot_tx, nullptr, nullptr);
+        w_op = dx_out ? rowwise_operand(state, Format::fp8_e4m3, w, 1, out, in, slot_tw, nullptr, nullptr) : nullptr;
+        dy_type = xw_type = CUDA_R_32F;
         bias_src = dy.data();  // of the unquantised dy, as the CPU
         bias_src_fmt = code(dy.format());
     } else if (fp8) {
@@ -268,7 +297,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         // dy_op holds dy's values in the compute format's storage (dy itself when it already did).
         bias_src_fmt = dy_op == dy.data() ? code(dy.format()) : code(l.compute);
     }
-    if (!l.block) {
+    if (!l.block && !rowwise) {
         dy_wgrad = dy_op;
         dq_g_wgrad = dq_g;
     }
@@ -412,10 +441,42 @@ CudaBackend::BlockOperand CudaBackend::block_operand(BlockFormat format, const C
     return o;
 }
 
+// ---- FP8 operands with a scale per row (rowwise scaling)
+
+const float* CudaBackend::rowwise_operand(const CudaFp8State& state, Format element, const CudaTensor& t,
+                                          std::int64_t outer, std::int64_t K, std::int64_t inner, Slot slot,
+                                          std::uint32_t* amax, const std::uint64_t* key) {
+    require_plain(t, "rowwise FP8 matmul");
+    const FormatInfo& f = format_info(element);
+    RowwiseArgs a;
+    a.src = t.data();
+    a.src_fmt = code(t.format());
+    a.dst = static_cast<float*>(scratch(slot, static_cast<std::size_t>(outer * K * inner) * sizeof(float)));
+    a.outer = outer;
+    a.K = K;
+    a.inner = inner;
+    a.grid = {f.mantissa_bits, f.min_exponent, f.max_exponent, f.max_finite};
+    a.margin = state.recipe().margin;
+    a.power_of_two = state.recipe().power_of_two;
+    a.amax = amax;
+    a.key = key;
+    launch_round_rowwise(a, m_stream);
+    return a.dst;
+}
+
 // ---- what linear and conv2d share
+
+void CudaBackend::current_fp8_scale(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n) {
+    const Fp8Recipe& r = state.recipe();
+    if (r.scaling != Fp8Scaling::current) return;
+    launch_fp8_current_scale(t.data(), code(t.format()), n, state.device_state(), static_cast<int>(role),
+                             role == Fp8Role::grad_output ? 57344.0f : 448.0f, r.margin, r.power_of_two, m_stream);
+}
 
 void CudaBackend::quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w, Tensor& wq, const CudaTensor& x,
                                        Tensor& xq, std::int64_t n_x, bool record_amax) {
+    current_fp8_scale(state, Fp8Role::weight, w, w.numel());
+    current_fp8_scale(state, Fp8Role::input, x, n_x);
     launch_quantize_fp8(w.data(), code(w.format()), w.numel(), state.scale(Fp8Role::weight),
                         static_cast<std::uint8_t*>(cuda(wq).data()), true,
                         record_amax ? state.pending(Fp8Role::weight) : nullptr, m_stream);
@@ -429,6 +490,7 @@ void CudaBackend::quantize_forward_fp8(CudaFp8State& state, const CudaTensor& w,
 std::uint8_t* CudaBackend::quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n,
                                              const std::uint64_t* key) {
     auto* q = static_cast<std::uint8_t*>(scratch(slot_dy, static_cast<std::size_t>(n)));
+    current_fp8_scale(state, Fp8Role::grad_output, dy, n);
     launch_quantize_fp8(dy.data(), code(dy.format()), n, state.scale(Fp8Role::grad_output), q, false,
                         state.pending(Fp8Role::grad_output), m_stream, key);
     return q;

@@ -1,7 +1,8 @@
-// The training-step kernels of the CUDA backend (block-scaled operands, FP8 scaling, the fused
-// gradient check, the optimizers, the loss-scale update), in one translation unit; each op in its
-// own .cuh.
+// The training-step kernels of the CUDA backend (block-scaled operands, FP8 scaling: delayed,
+// current and rowwise, the fused gradient check, the optimizers, the loss-scale update), in one
+// translation unit; each op in its own .cuh.
 #include "backend/cuda/kernels/block_operand.cuh"
+#include "backend/cuda/kernels/fp8_current.cuh"
 #include "backend/cuda/kernels/fp8_quantize.cuh"
 #include "backend/cuda/kernels/fp8_scaling.cuh"
 #include "backend/cuda/kernels/loss_scale.cuh"

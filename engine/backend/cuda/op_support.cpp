@@ -38,10 +38,7 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::block_scaled_conv:
             return "The CUDA backend runs the block-scaled formats (MX, NVFP4) in linear layers only for now; the "
                    "CPU backend (backend: cpu) runs them in convolutions, or choose another precision for this one.";
-        case BackendOp::fp8_recipe:
-            return "The CUDA backend scales FP8 tensors with delayed scaling (or none), with scales that are not "
-                   "rounded to powers of two, for now; the CPU backend (backend: cpu) runs current scaling and "
-                   "power-of-two scales.";
+        case BackendOp::fp8_recipe: return "";  // current and rowwise: kernels/fp8_current.cuh
         case BackendOp::fp16_accumulation:
             return "The CUDA backend accumulates matmuls in FP32 for now; the CPU backend (backend: cpu) emulates "
                    "FP16 accumulation, or accumulate the layer in fp32.";

@@ -210,11 +210,23 @@ struct Fp8StateLayout {
     static constexpr int pending = 6;    // [3] this step's amax, as FP32 bit patterns
     static constexpr int newest = 9;     // int, -1 before the first update
     static constexpr int count = 10;     // int
+    static constexpr int current_amax = 11;  // [3] current scaling's amaxes (fp8_current.cuh), as bits
     static constexpr int window = 16;    // [3][history_len] floats, role-major
     static constexpr int words(int history_len) { return window + 3 * history_len; }
 };
-// scaled false (precision.fp8.scaling none): the window advances, the scales stay as they are (1).
-void launch_fp8_update(float* state, int history_len, int margin, int algo, bool scaled, cudaStream_t stream);
+// scaled false (precision.fp8.scaling none, current, rowwise): the window advances, the scales stay
+// as they are. power_of_two: the scales rounded down to powers of two.
+void launch_fp8_update(float* state, int history_len, int margin, int algo, bool scaled, bool power_of_two,
+                       cudaStream_t stream);
+
+// ---- fp8_current.cuh: FP8 scales from the tensor being quantised
+// Current scaling: role's amax of src[0, n) into the state, then its scale and scale_inv from it
+// (AmaxHistory::use_amax: 1 when the amax is 0 or not finite).
+void launch_fp8_current_scale(const void* src, int src_fmt, std::int64_t n, float* state, int role, float fp8_max,
+                              int margin, bool power_of_two, cudaStream_t stream);
+struct RowwiseArgs;  // fp8_scale_rule.cuh
+// Rowwise scaling: one thread per run of K values, its own scale, decoded in FP32.
+void launch_round_rowwise(const RowwiseArgs& args, cudaStream_t stream);
 
 // ---- unscale_check.cuh: the fused unscale + non-finite check + statistics over many tensors
 constexpr int histogram_bins = 278;  // ExponentHistogram::bins (exponents -150 .. 127)
