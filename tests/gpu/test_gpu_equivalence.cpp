@@ -489,6 +489,67 @@ private slots:
         }
     }
 
+    // FP16 accumulation (CUBLAS_COMPUTE_16F): a sum kept in FP16 loses part of every product once it
+    // is 2^11 times larger than them, so over K = 2048 positive products its error against the FP64
+    // sum is many times FP32 accumulation's. The tensor cores add in their own order and width,
+    // so the GPU's sums are compared with the CPU emulation's in size, not bit for bit: both far
+    // above FP32 accumulation's error, the GPU's at most the emulation's (a sequential FP16 sum is
+    // the worst order) times a small factor.
+    void linear_fp16_accumulation() {
+        REQUIRE_GPU();
+        const std::int64_t batch = 32, in = 2048, out = 16;
+        LinearTwin l(*m_cpu, *m_gpu, Format::fp16, batch, in, out);
+        std::vector<float> x = random_values(batch * in, 0.25f, 21), w = random_values(out * in, 0.25f, 22);
+        for (float& v : x) v = 0.75f + v;  // in [0.5, 1): positive products, a growing sum
+        for (float& v : w) v = 0.75f + v;
+        const std::vector<float> zeros(static_cast<std::size_t>(out), 0.0f);
+        for (Backend* b : {m_cpu.get(), m_gpu.get()}) {
+            const bool gpu = b == m_gpu.get();
+            b->upload(gpu ? l.x.g() : l.x.c(), x.data(), batch * in);
+            b->upload(gpu ? l.weight.g() : l.weight.c(), w.data(), out * in);
+            b->upload(gpu ? l.bias.g() : l.bias.c(), zeros.data(), out);
+        }
+        LinearTensors lc = l.tensors(false), lg = l.tensors(true);
+        // The error of y against the FP64 sums of the operands as multiplied (their fp16 copies),
+        // relative to the sum of the products' magnitudes; the largest over the outputs.
+        auto error_of = [&](const std::vector<float>& y) {
+            const std::vector<float> xq = read(*m_cpu, l.saved_input.c()), wq = read(*m_cpu, l.weight_compute.c());
+            double worst = 0;
+            for (std::int64_t b = 0; b < batch; ++b)
+                for (std::int64_t o = 0; o < out; ++o) {
+                    double exact = 0, magnitude = 0;
+                    for (std::int64_t k = 0; k < in; ++k) {
+                        const double p = double(xq[b * in + k]) * double(wq[o * in + k]);
+                        exact += p;
+                        magnitude += std::abs(p);
+                    }
+                    worst = std::max(worst, std::abs(double(y[b * out + o]) - exact) / magnitude);
+                }
+            return worst;
+        };
+        lc.fp16_accumulation = true;
+        m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);  // (its operand copies: error_of's)
+        m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);  // FP32 accumulation
+        const double fp32_error = error_of(read(*m_gpu, l.y.g()));
+        lg.fp16_accumulation = true;
+        m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
+        const double cpu_error = error_of(read(*m_cpu, l.y.c())), gpu_error = error_of(read(*m_gpu, l.y.g()));
+        qInfo(
+            "relative error against FP64, K = %lld: FP32 accumulation %.3g, FP16 on the GPU %.3g, FP16 emulated "
+            "in order on the CPU %.3g",
+            static_cast<long long>(in), fp32_error, gpu_error, cpu_error);
+        QVERIFY2(cpu_error > 8 * fp32_error, "the emulation does not lose what FP16 accumulation loses");
+        QVERIFY2(gpu_error > 4 * fp32_error, "the GPU did not accumulate in FP16");
+        QVERIFY2(gpu_error <= 4 * cpu_error, "the GPU's FP16 sums are further off than sequential FP16 sums");
+        // The backward accumulates in FP16 too: dX and dW finite and of the emulation's size.
+        RoundingStats sc, sg;
+        m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
+        m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
+        const QString diff = compare_close(read(*m_cpu, l.dx.c()), read(*m_gpu, l.dx.g()), 1e-2, 0.05);
+        QVERIFY2(diff.isEmpty(), qPrintable("dx: " + diff));
+        QCOMPARE(sg.nonfinite, sc.nonfinite);
+    }
+
     void refuses_unsupported_formats() {
         REQUIRE_GPU();
         const CudaReport& r = cuda_loader().report();

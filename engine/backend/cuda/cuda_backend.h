@@ -261,6 +261,7 @@ private:
         slot_ids,           // embedding_forward's ids
         slot_embedding_rows,  // embedding_backward's rows per id (a CSR built on the host)
         slot_block_state,     // block-scaled operands' NVFP4 tensor amaxes and factors (BlockState)
+        slot_acc16,           // a product accumulated in FP16 (FP16 accumulation), before its FP32 copy
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -279,6 +280,9 @@ private:
     }
     void written(Tensor& t) { static_cast<CudaTensor&>(t).m_multiplier = 1.0f; }
     void run_matmul(const MatmulCall& call, const char* what);
+    // call's product of n values into FP32 (slot_acc), returned: directly, or with FP16
+    // accumulation (CUBLAS_COMPUTE_16F into fp16, then copied exactly into FP32) when asked.
+    float* product_in_fp32(MatmulCall call, std::int64_t n, bool fp16_accumulation, const char* what);
     // The batched matmul's cuBLASLt calls (cuda_attention.cpp); false when cuBLASLt refuses them.
     bool run_batched_matmul(const BatchedMatmul& op, const BmmPlan& plan, const CudaTensor& a,
                             const StridedMatrix& a_view, const CudaTensor& b, const StridedMatrix& b_view,

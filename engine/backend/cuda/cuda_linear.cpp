@@ -23,6 +23,10 @@
 // by kernels/block_operand.cuh into bf16 values (the CPU's values bit for bit: block_round.cuh),
 // multiplied by a bf16 GEMM with FP32 accumulation, NVFP4's two tensor-scale factors applied by
 // the epilogue as FP8's dequantisation (read on the device); dB from the unquantised dy.
+// FP16 accumulation (LinearTensors::fp16_accumulation): cuBLASLt's CUBLAS_COMPUTE_16F into fp16,
+// copied exactly into FP32 for the epilogue kernels (the general path); the CPU emulates the same
+// sums in order, the tensor cores add in their own order and width, so the two agree in
+// distribution, not bit for bit (docs/numerics.md, "FP16 accumulation").
 // FP8 recipes: current scaling takes each tensor's scale from its own amax on the device
 // (current_fp8_scale) before the quantisation above; rowwise scaling quantises each operand with a
 // scale per run along the same axes as the block formats, decoded in FP32 (kernels/fp8_current.cuh),
@@ -64,6 +68,24 @@ void CudaBackend::run_matmul(const MatmulCall& call, const char* what) {
     if (!m_matmul->run(call, m_stream))
         throw Error(std::string("cuBLASLt has no algorithm for the ") + what + " matmul (" + std::to_string(call.m) +
                     " x " + std::to_string(call.n) + " x " + std::to_string(call.k) + ") on " + m_name + ".");
+}
+
+float* CudaBackend::product_in_fp32(MatmulCall call, std::int64_t n, bool fp16_accumulation, const char* what) {
+    auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(n) * sizeof(float)));
+    if (!fp16_accumulation) {
+        call.d = acc;
+        call.d_type = CUDA_R_32F;
+        run_matmul(call, what);
+        return acc;
+    }
+    // The FP16 sums are fp16 values: their FP32 copy is exact, and the epilogues take it as any
+    // FP32 accumulator.
+    call.compute = CUBLAS_COMPUTE_16F;
+    call.d = scratch(slot_acc16, static_cast<std::size_t>(n) * 2);
+    call.d_type = CUDA_R_16F;
+    run_matmul(call, what);
+    launch_cast(call.d, fmt_fp16, 1.0f, acc, fmt_fp32, n, false, m_stream);
+    return acc;
 }
 
 const void* CudaBackend::as_bf16(const void* fp8_values, int fmt, std::int64_t n, Slot slot) {
@@ -168,7 +190,7 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
     require_plain(*bias, "linear_forward");
     if (batch == 0) return;
 
-    if (fused_allowed && fused_output_ok(call.a_type, y.format()) &&
+    if (fused_allowed && !l.fp16_accumulation && fused_output_ok(call.a_type, y.format()) &&
         storage_type(bias->format()) == storage_type(y.format())) {
         MatmulCall fused = call;
         fused.d = y.data();
@@ -182,10 +204,7 @@ void CudaBackend::linear_forward_impl(LinearTensors& l, const Tensor& x_in, Tens
         }
     }
     ++m_unfused_matmuls;
-    auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(batch * out) * sizeof(float)));
-    call.d = acc;
-    call.d_type = CUDA_R_32F;
-    run_matmul(call, "forward");
+    const float* acc = product_in_fp32(call, batch * out, l.fp16_accumulation, "forward");
     launch_bias_round(acc, batch, out, dq_a, dq_b, bias->data(), code(bias->format()), y.data(), code(y.format()),
                       m_stream);
 }
@@ -311,7 +330,8 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     auto product = [&](MatmulCall call, const float* scale_a, const float* scale_b, CudaTensor& dst, std::int64_t n,
                        unsigned long long* stats, const std::uint64_t* key, const char* what) {
         const bool scaled = scale_a != nullptr || scale_b != nullptr;
-        if (!stats && !key && (fp8 ? fused_scales_ok : !scaled) && fused_output_ok(call.a_type, dst.format())) {
+        if (!stats && !key && !l.fp16_accumulation && (fp8 ? fused_scales_ok : !scaled) &&
+            fused_output_ok(call.a_type, dst.format())) {
             MatmulCall fused = call;
             fused.d = dst.data();
             fused.d_type = storage_type(dst.format());
@@ -323,10 +343,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             }
         }
         ++m_unfused_matmuls;
-        auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(n) * sizeof(float)));
-        call.d = acc;
-        call.d_type = CUDA_R_32F;
-        run_matmul(call, what);
+        const float* acc = product_in_fp32(call, n, l.fp16_accumulation, what);
         launch_scale_round(acc, n, scale_a, scale_b, dst.data(), code(dst.format()), stats, m_stream, key);
     };
     auto gradient_key = [&](const Tensor& g) {

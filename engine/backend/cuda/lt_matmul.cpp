@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/convert.cuh"
 
 namespace mantissa::cuda {
 
@@ -56,7 +57,9 @@ LtMatmul::Plan* LtMatmul::plan(const MatmulCall& c) {
     if (it != m_plans.end()) return it->second.get();
 
     auto p = std::make_unique<Plan>();
-    MANTISSA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, c.compute, CUDA_R_32F));
+    // FP16 accumulation (CUBLAS_COMPUTE_16F) takes its alpha and beta in FP16.
+    const cudaDataType_t scale_type = c.compute == CUBLAS_COMPUTE_16F ? CUDA_R_16F : CUDA_R_32F;
+    MANTISSA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, c.compute, scale_type));
     const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     MANTISSA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -139,8 +142,12 @@ bool LtMatmul::run(const MatmulCall& c, cudaStream_t stream) {
         MANTISSA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c.b_scale,
                                                              sizeof c.b_scale));
     const float alpha = c.alpha, beta = 0.0f;
-    const cublasStatus_t s = cublasLtMatmul(m_handle, p->desc, &alpha, c.a, p->a, c.b, p->b, &beta, c.d, p->d, c.d,
-                                            p->d, &p->algo, m_workspace, m_workspace_bytes, stream);
+    const std::uint16_t alpha16 = static_cast<std::uint16_t>(encode_fp16(c.alpha, false)), beta16 = 0;
+    const bool half_scale = c.compute == CUBLAS_COMPUTE_16F;
+    const void* alpha_ptr = half_scale ? static_cast<const void*>(&alpha16) : &alpha;
+    const void* beta_ptr = half_scale ? static_cast<const void*>(&beta16) : &beta;
+    const cublasStatus_t s = cublasLtMatmul(m_handle, p->desc, alpha_ptr, c.a, p->a, c.b, p->b, beta_ptr, c.d, p->d,
+                                            c.d, p->d, &p->algo, m_workspace, m_workspace_bytes, stream);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED) {  // the heuristic's algorithm refused these pointers
         p->found = false;
         return false;

@@ -6,7 +6,9 @@
 //
 // Compute types: fp32 -> CUBLAS_COMPUTE_32F; tf32 -> CUBLAS_COMPUTE_32F_FAST_TF32 (operands
 // already rounded to tf32 by the caller, so the tensor cores' conversion changes nothing);
-// fp16, bf16, fp8 -> CUBLAS_COMPUTE_32F with 16- or 8-bit operands (products exact, FP32 sums).
+// fp16, bf16, fp8 -> CUBLAS_COMPUTE_32F with 16- or 8-bit operands (products exact, FP32 sums);
+// CUBLAS_COMPUTE_16F (a linear layer's FP16 accumulation: fp16 operands and D, FP16 sums) takes
+// its alpha in FP16.
 // run() returns false when cuBLASLt has no algorithm for a combination (e.g. a fused epilogue on
 // an older GPU): the caller then takes its general path. Training thread only.
 // Batched matmuls (cuda_attention.cpp) set `batch` matrices a stride apart, alpha (the FP32

@@ -39,9 +39,7 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
             return "The CUDA backend runs the block-scaled formats (MX, NVFP4) in linear layers only for now; the "
                    "CPU backend (backend: cpu) runs them in convolutions, or choose another precision for this one.";
         case BackendOp::fp8_recipe: return "";  // current and rowwise: kernels/fp8_current.cuh
-        case BackendOp::fp16_accumulation:
-            return "The CUDA backend accumulates matmuls in FP32 for now; the CPU backend (backend: cpu) emulates "
-                   "FP16 accumulation, or accumulate the layer in fp32.";
+        case BackendOp::fp16_accumulation: return "";  // cuBLASLt's CUBLAS_COMPUTE_16F (cuda_linear.cpp)
         case BackendOp::stochastic_conv_gradients:
             return "The CUDA backend rounds a convolution's gradients to nearest for now; the CPU backend (backend: "
                    "cpu) rounds them stochastically, or set precision.rounding.gradients back to nearest.";
