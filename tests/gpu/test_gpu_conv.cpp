@@ -194,6 +194,61 @@ private slots:
         }
     }
 
+    // Stochastic gradients (the FP8 dy, dX and dW with keys in the CPU's order; dX's chunks by
+    // their indices in the whole dx) and FP8 current scaling with power-of-two scales (each
+    // tensor's scale from its own amax on the device): the same keys drawn, the same scales, the
+    // values within linear's bound with one step of slack for a sum on the other side of its
+    // random threshold.
+    void conv2d_stochastic_and_current_data() {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<bool>("current");
+        for (Format f : {Format::fp16, Format::bf16, Format::fp8_e4m3})
+            QTest::addRow("%s", std::string(format_name(f)).c_str()) << f << false;
+        QTest::addRow("fp8-e4m3-current-pow2") << Format::fp8_e4m3 << true;
+    }
+    void conv2d_stochastic_and_current() {
+        REQUIRE_GPU();
+        QFETCH(Format, compute);
+        QFETCH(bool, current);
+        if (!gpu_multiplies(compute)) QSKIP(m_gpu->unsupported(BackendOp::conv2d, compute).c_str());
+        const ConvCase cc = conv_cases()[0];  // k3-s1-p1, 7 samples
+        ConvTwin t(*m_cpu, *m_gpu, compute, cc.g, cc.batch);
+        if (current) {
+            Fp8Recipe r;
+            r.scaling = Fp8Scaling::current;
+            r.power_of_two = true;
+            t.fp8_cpu = m_cpu->create_fp8_state(r);
+            t.fp8_gpu = m_gpu->create_fp8_state(r);
+        }
+        ConvTensors tc = t.tensors(false), tg = t.tensors(true);
+        tc.stochastic_gradients = tg.stochastic_gradients = !current;
+        m_cpu->seed_stochastic_rounding(53);
+        m_gpu->seed_stochastic_rounding(53);
+        const Format act = output_format(compute);
+        const double eps = format_info(act).epsilon, atol = compute == Format::fp8_e4m3 ? 1e-3 : 1e-4;
+        for (int step = 0; step < 2; ++step) {
+            m_cpu->conv2d_forward(tc, t.x.c(), t.y.c(), cc.batch, true);
+            m_gpu->conv2d_forward(tg, t.x.g(), t.y.g(), cc.batch, true);
+            RoundingStats sc, sg;
+            m_cpu->conv2d_backward(tc, t.x.c(), t.dy.c(), &t.dx.c(), cc.batch, &sc);
+            m_gpu->conv2d_backward(tg, t.x.g(), t.dy.g(), &t.dx.g(), cc.batch, &sg);
+            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+            QString diff = compare_close(read(*m_cpu, t.y.c()), read(*m_gpu, t.y.g()), atol, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff));
+            diff = compare_close(read(*m_cpu, t.dx.c()), read(*m_gpu, t.dx.g()), atol * 0.1, 2 * eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("dx: " + diff));
+            diff = compare_close(read(*m_cpu, t.grad_weight.c()), read(*m_gpu, t.grad_weight.g()), atol, 2 * eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("dW: " + diff));
+            if (compute == Format::fp8_e4m3) {
+                for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output})
+                    QCOMPARE(t.fp8_gpu->snapshot(r).scale, t.fp8_cpu->snapshot(r).scale);
+                m_cpu->update_fp8_scales(*t.fp8_cpu);
+                m_gpu->update_fp8_scales(*t.fp8_gpu);
+            }
+        }
+        if (!current) QVERIFY(m_cpu->stochastic_rounding_position() >= 4);  // dX and dW, two steps
+    }
+
     // ---- pools and add: bit for bit
 
     void pools_data() {

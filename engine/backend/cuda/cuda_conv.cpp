@@ -19,6 +19,7 @@
 // linear's are (quantize_forward_fp8, quantize_grad_fp8: the same scales and amax records); when
 // K, Co or a chunk's rows are not multiples of 16 the same quantised values multiply as bf16.
 // Only the FP32 summation order of the matmuls (and of dW across chunks) differs from the CPU.
+// Stochastic gradients: the FP8 dy, dX and dW rounded with device-drawn keys in the CPU's order.
 // Training thread only; nothing waits for the stream except weight statistics outside a pipeline.
 #include <algorithm>
 
@@ -194,9 +195,16 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
     const float* dq_w = nullptr;
     const void* bias_src = dy.data();  // what the bias gradient sums, rounded to bias_round first
     int bias_round = fmt_fp32;
+    // Stochastic gradients (ConvTensors::stochastic_gradients): the FP8 dy operand, dX and dW take
+    // keys drawn on the device in the CPU's order (dy's, dX's, dW's), each for its whole tensor
+    // (dX's chunks round their values by their indices in dx); dB rounds to nearest, as there.
+    const bool stochastic = conv.stochastic_gradients;
+    auto gradient_key = [&](const Tensor& t) {
+        return stochastic && t.format() != Format::fp32 ? draw_stochastic_key(nullptr) : nullptr;
+    };
     if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*conv.fp8);
-        dy_src = quantize_grad_fp8(state, dy, batch * s.out);
+        dy_src = quantize_grad_fp8(state, dy, batch * s.out, stochastic ? draw_stochastic_key(nullptr) : nullptr);
         dy_src_fmt = fmt_e5m2;
         dq_g = state.scale_inv(Fp8Role::grad_output);
         dq_x = state.scale_inv(Fp8Role::input);
@@ -243,6 +251,7 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
     const std::int64_t n_w = s.out_channels * s.patch;
 
     unsigned long long* stats = weight_stats_counters(weight_stats, n_w);
+    const std::uint64_t* dx_key = dx_out ? gradient_key(*dx_out) : nullptr;
     if (batch > 0) {
         const ConvLaunch gl = launch_of(g);
         const std::int64_t max_rows = s.chunk * s.positions;
@@ -286,7 +295,8 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
                 ++m_unfused_matmuls;
                 run_matmul(call, "convolution input-gradient");
                 // CPU: dx x (dq_g x dq_w), after col2im's sums.
-                launch_col2im(gl, dcol, first, n, dq_w, dq_g, cuda(*dx_out).data(), code(dx_out->format()), m_stream);
+                launch_col2im(gl, dcol, first, n, dq_w, dq_g, cuda(*dx_out).data(), code(dx_out->format()), m_stream,
+                              dx_key);
             }
 
             // dWᵀ(K, Co) = colᵀ(K, rows) · dyr(rows, Co): linear's dW.
@@ -321,9 +331,11 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
             run_matmul(call, "convolution weight-gradient");
             if (first > 0) launch_accumulate(dw, dw_part, n_w, m_stream);
         }
-        // CPU: dW x (dq_g x dq_x), rounded once.
-        launch_scale_round(dw, n_w, dq_x, dq_g, gw.data(), code(gw.format()), stats, m_stream);
+        // CPU: dW x (dq_g x dq_x), rounded once (its key drawn after every chunk's dX is rounded:
+        // the device keeps one key word).
+        launch_scale_round(dw, n_w, dq_x, dq_g, gw.data(), code(gw.format()), stats, m_stream, gradient_key(gw));
     } else {
+        gradient_key(gw);  // drawn all the same, as the CPU draws it for an empty batch
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, n_w, m_stream);  // an empty sum
     }
 

@@ -40,10 +40,8 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
                    "CPU backend (backend: cpu) runs them in convolutions, or choose another precision for this one.";
         case BackendOp::fp8_recipe: return "";  // current and rowwise: kernels/fp8_current.cuh
         case BackendOp::fp16_accumulation: return "";  // cuBLASLt's CUBLAS_COMPUTE_16F (cuda_linear.cpp)
+        case BackendOp::stochastic_gradients:  // cuda_linear.cpp and cuda_conv.cpp, with device-drawn keys
         case BackendOp::stochastic_conv_gradients:
-            return "The CUDA backend rounds a convolution's gradients to nearest for now; the CPU backend (backend: "
-                   "cpu) rounds them stochastically, or set precision.rounding.gradients back to nearest.";
-        case BackendOp::stochastic_gradients:  // a linear layer's: cuda_linear.cpp, with device-drawn keys
         case BackendOp::stochastic_weights:
         case BackendOp::kahan_updates: return "";  // the optimizer kernels (kernels/optimizer_update.cuh)
         case BackendOp::what_if:

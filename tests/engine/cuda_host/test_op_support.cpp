@@ -242,17 +242,12 @@ private slots:
                  std::string());
     }
 
-    // Stochastic rounding of a convolution's gradients runs on the CPU backend only for now; the
-    // refusal says where it does run and how to do without. A linear layer's gradients and
-    // weights rounded stochastically, Kahan-compensated updates and FP16 accumulation run on both.
+    // Gradients (a linear layer's and a convolution's) and weights rounded stochastically,
+    // Kahan-compensated updates and FP16 accumulation run on both backends.
     void rounding_and_accumulation() {
         const Support yes{true, {}};
-        const std::string sr = cuda_op_unsupported(BackendOp::stochastic_conv_gradients, Format::fp32, yes, "H200");
-        QVERIFY2(sr.find("convolution") != std::string::npos && sr.find("stochastically") != std::string::npos &&
-                     sr.find("backend: cpu") != std::string::npos &&
-                     sr.find("precision.rounding.gradients") != std::string::npos,
-                 sr.c_str());
-        for (BackendOp op : {BackendOp::stochastic_gradients, BackendOp::stochastic_weights}) {
+        for (BackendOp op : {BackendOp::stochastic_gradients, BackendOp::stochastic_conv_gradients,
+                             BackendOp::stochastic_weights}) {
             const std::string why = cuda_op_unsupported(op, Format::fp32, yes, "H200");
             QVERIFY2(why.empty(), why.c_str());
         }

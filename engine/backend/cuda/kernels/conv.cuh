@@ -18,6 +18,7 @@
 
 #include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/launchers.h"
+#include "backend/cuda/kernels/stochastic.cuh"
 
 namespace mantissa::cuda {
 
@@ -65,8 +66,9 @@ __global__ void conv_output_kernel(const float* acc, std::int64_t first, std::in
 }
 
 __global__ void col2im_kernel(ConvLaunch g, const float* dcol, std::int64_t first, std::int64_t samples,
-                              const float* dq_a, const float* dq_b, void* dx, int dx_fmt) {
+                              const float* dq_a, const float* dq_b, void* dx, int dx_fmt, const std::uint64_t* key) {
     const float dequant = dequant_factor(dq_a, dq_b);
+    const std::uint64_t k = key ? *key : 0;
     const std::int64_t patch = g.channels * g.kernel * g.kernel, positions = g.out_h * g.out_w;
     const std::int64_t plane = g.height * g.width, in = g.channels * plane;
     const bool direct = g.kernel == 1 && g.stride == 1 && g.padding == 0;
@@ -90,7 +92,13 @@ __global__ void col2im_kernel(ConvLaunch g, const float* dcol, std::int64_t firs
                 }
             }
         }
-        store_value(dx, dx_fmt, first * in + i, apply_multiplier(sum, dequant), false);
+        // Stochastically: value j of the whole dx takes stochastic_bits(key, j), as the CPU rounds
+        // the tensor in one pass with one key.
+        const std::int64_t j = first * in + i;
+        if (key)
+            store_stochastic(dx, dx_fmt, j, apply_multiplier(sum, dequant), stochastic_bits(k, static_cast<std::uint64_t>(j)));
+        else
+            store_value(dx, dx_fmt, j, apply_multiplier(sum, dequant), false);
     }
 }
 
@@ -148,10 +156,10 @@ void launch_conv_output(const float* acc, std::int64_t first, std::int64_t sampl
 }
 
 void launch_col2im(const ConvLaunch& g, const float* dcol, std::int64_t first, std::int64_t samples, const float* dq_a,
-                   const float* dq_b, void* dx, int dx_fmt, cudaStream_t stream) {
+                   const float* dq_b, void* dx, int dx_fmt, cudaStream_t stream, const std::uint64_t* key) {
     const std::int64_t n = samples * g.channels * g.height * g.width;
     if (n <= 0) return;
-    col2im_kernel<<<grid_for(n), block_size, 0, stream>>>(g, dcol, first, samples, dq_a, dq_b, dx, dx_fmt);
+    col2im_kernel<<<grid_for(n), block_size, 0, stream>>>(g, dcol, first, samples, dq_a, dq_b, dx, dx_fmt, key);
     check_launch("col2im");
 }
 

@@ -71,9 +71,11 @@ void launch_nchw_rows(const void* src, int src_fmt, std::int64_t first, std::int
 void launch_conv_output(const float* acc, std::int64_t first, std::int64_t samples, std::int64_t channels,
                         std::int64_t positions, const float* dq_a, const float* dq_b, const void* bias, int bias_fmt,
                         void* y, int y_fmt, cudaStream_t stream);
-// dx rows first.. = round(dequant x Σ of dcol(samples·P, C·k·k) over the offsets reading each element).
+// dx rows first.. = round(dequant x Σ of dcol(samples·P, C·k·k) over the offsets reading each element),
+// rounded stochastically with the pass's key in *key (value j of dx taking stochastic_bits(key, j))
+// when key is not null.
 void launch_col2im(const ConvLaunch& g, const float* dcol, std::int64_t first, std::int64_t samples, const float* dq_a,
-                   const float* dq_b, void* dx, int dx_fmt, cudaStream_t stream);
+                   const float* dq_b, void* dx, int dx_fmt, cudaStream_t stream, const std::uint64_t* key = nullptr);
 void launch_accumulate(float* a, const float* b, std::int64_t n, cudaStream_t stream);  // a += b
 // db(channels) = Σ_n Σ_p round(round_fmt, dy[n, c, p]) in the CPU's order; partial: batch x channels floats.
 void launch_conv_bias_grad(const void* dy, int dy_fmt, int round_fmt, std::int64_t batch, std::int64_t channels,
