@@ -72,7 +72,8 @@ enum class BackendOp : std::uint8_t {
     embedding,
     block_scaled,       // a linear layer in a block-scaled format (LinearTensors::block)
     block_scaled_conv,  // a conv2d layer in a block-scaled format (ConvTensors::block)
-    per_gemm,      // a linear or conv2d layer whose backward matmuls differ from its forward's
+    per_gemm,           // a linear layer whose backward matmuls differ from its forward's
+    per_gemm_conv,      // a conv2d layer whose backward matmuls differ from its forward's
     fp8_recipe,    // FP8 current scaling or power-of-two scales (Fp8Recipe)
     fp16_accumulation,          // a linear layer's matmuls adding in FP16 (LinearTensors::fp16_accumulation)
     stochastic_gradients,       // a linear layer's gradients rounded stochastically (LinearTensors)

@@ -327,7 +327,7 @@ void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& 
                               std::int64_t batch, RoundingStats* weight_stats) {
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled_conv, Format::fp32);
-    if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
+    if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm_conv, Format::fp32);
     if (conv.stochastic_gradients) require_supported(BackendOp::stochastic_conv_gradients, Format::fp32);
     require(!conv.fp16_accumulation, "conv2d_backward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_backward");

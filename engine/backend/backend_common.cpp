@@ -53,6 +53,7 @@ const char* backend_op_name(BackendOp op) {
     case BackendOp::block_scaled: return "block-scaled linear layer";
     case BackendOp::block_scaled_conv: return "block-scaled convolution";
     case BackendOp::per_gemm: return "per-GEMM precision";
+    case BackendOp::per_gemm_conv: return "per-GEMM precision in a convolution";
     case BackendOp::fp8_recipe: return "FP8 current scaling";
     case BackendOp::fp16_accumulation: return "FP16 accumulation";
     case BackendOp::stochastic_gradients: return "stochastic rounding of a linear layer's gradients";

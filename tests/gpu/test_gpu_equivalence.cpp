@@ -550,6 +550,89 @@ private slots:
         QCOMPARE(sg.nonfinite, sc.nonfinite);
     }
 
+    // A precision per matmul (LinearTensors::dgrad, wgrad): each backward matmul's operands in its
+    // own format, as the CPU's per_gemm_backward_operands prepares them (Transformer Engine's FP8
+    // with the weight gradient in BF16, FP8 only in the weight gradient, block formats mixed, a
+    // tensor format per matmul), at sizes cuBLASLt's FP8 kernels take and at odd ones: dX and dW
+    // within linear's bound, dB bit for bit, the FP8 histories and the stochastic keys the same.
+    void linear_per_gemm_data() {
+        QTest::addColumn<int>("which");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("out");
+        const char* names[] = {"fp8-wgrad-bf16", "bf16-wgrad-fp8", "mxfp8-dgrad-bf16-wgrad-mxfp4",
+                               "nvfp4-wgrad-fp8-stochastic", "fp16-dgrad-fp32-wgrad-tf32"};
+        for (int i = 0; i < 5; ++i) {
+            QTest::addRow("%s", names[i]) << i << 64 << 48;
+            QTest::addRow("%s-odd", names[i]) << i << 50 << 10;
+        }
+    }
+    void linear_per_gemm() {
+        REQUIRE_GPU();
+        QFETCH(int, which);
+        QFETCH(int, batch);
+        QFETCH(int, out);
+        const std::int64_t in = 96;
+        const ComputeFormat e4m3(Format::fp8_e4m3), bf16(Format::bf16);
+        struct Setting {
+            Format compute;  // the forward's tensor format (fp32 under a block format)
+            std::optional<BlockFormat> block;
+            std::optional<ComputeFormat> dgrad, wgrad;
+            bool stochastic;
+        };
+        const Setting settings[] = {
+            {Format::fp8_e4m3, {}, {}, bf16, false},
+            {Format::bf16, {}, {}, e4m3, false},
+            {Format::fp32, BlockFormat::mxfp8_e4m3, bf16, ComputeFormat(BlockFormat::mxfp4), false},
+            {Format::fp32, BlockFormat::nvfp4, {}, e4m3, true},
+            {Format::fp16, {}, ComputeFormat(Format::fp32), ComputeFormat(Format::tf32), false}};
+        const Setting& s = settings[which];
+        for (const std::optional<ComputeFormat>& f : {std::optional<ComputeFormat>(s.compute), s.dgrad, s.wgrad})
+            if (f && !f->block && !m_gpu->supports(BackendOp::linear, f->format))
+                QSKIP(m_gpu->unsupported(BackendOp::linear, f->format).c_str());
+        if (s.block && !m_gpu->supports(BackendOp::block_scaled, Format::fp32))
+            QSKIP(m_gpu->unsupported(BackendOp::block_scaled, Format::fp32).c_str());
+        LinearTwin l(*m_cpu, *m_gpu, s.compute, batch, in, out);
+        const bool any_fp8 = s.compute == Format::fp8_e4m3 || s.dgrad == e4m3 || s.wgrad == e4m3;
+        if (any_fp8 && !l.fp8_cpu) l.use_recipe(*m_cpu, *m_gpu, Fp8Recipe{});
+        LinearTensors lc = l.tensors(false), lg = l.tensors(true);
+        for (LinearTensors* t : {&lc, &lg}) {
+            t->block = s.block;
+            t->dgrad = s.dgrad;
+            t->wgrad = s.wgrad;
+            t->stochastic_gradients = s.stochastic;
+        }
+        m_cpu->seed_stochastic_rounding(59);
+        m_gpu->seed_stochastic_rounding(59);
+        const Format act = output_format(s.compute);
+        const double eps = (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (s.stochastic ? 2 : 1);
+        const double atol = any_fp8 ? 1e-3 : 1e-4;
+        for (int step = 0; step < 2; ++step) {
+            const QString at = QString(" (step %1)").arg(step);
+            m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
+            m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
+            QString diff = compare_close(read(*m_cpu, l.y.c()), read(*m_gpu, l.y.g()), atol, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff + at));
+            RoundingStats sc, sg;
+            m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
+            m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
+            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+            diff = compare_close(read(*m_cpu, l.dx.c()), read(*m_gpu, l.dx.g()), atol * 0.1, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("dx: " + diff + at));
+            diff = compare_close(read(*m_cpu, l.grad_weight.c()), read(*m_gpu, l.grad_weight.g()), atol * 0.5, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable("grad_weight: " + diff + at));
+            diff = compare_bits(read(*m_cpu, l.grad_bias.c()), read(*m_gpu, l.grad_bias.g()));
+            QVERIFY2(diff.isEmpty(), qPrintable("grad_bias: " + diff + at));
+            if (!any_fp8) continue;
+            m_cpu->update_fp8_scales(*l.fp8_cpu);
+            m_gpu->update_fp8_scales(*l.fp8_gpu);
+            for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
+                const Fp8TensorSnapshot c = l.fp8_cpu->snapshot(r), g = l.fp8_gpu->snapshot(r);
+                QCOMPARE(g.amax_history, c.amax_history);
+                QCOMPARE(std::bit_cast<std::uint32_t>(g.scale), std::bit_cast<std::uint32_t>(c.scale));
+            }
+        }
+    }
+
     void refuses_unsupported_formats() {
         REQUIRE_GPU();
         const CudaReport& r = cuda_loader().report();

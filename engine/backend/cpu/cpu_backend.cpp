@@ -474,9 +474,9 @@ std::string CpuBackend::unsupported(BackendOp op, Format format) const {
     const bool common = format == Format::fp32 || format == Format::tf32 || format == Format::fp16 ||
                         format == Format::bf16;
     if (op == BackendOp::block_scaled || op == BackendOp::block_scaled_conv || op == BackendOp::per_gemm ||
-        op == BackendOp::fp8_recipe || op == BackendOp::fp16_accumulation || op == BackendOp::stochastic_gradients ||
-        op == BackendOp::stochastic_conv_gradients || op == BackendOp::stochastic_weights ||
-        op == BackendOp::kahan_updates || op == BackendOp::what_if)
+        op == BackendOp::per_gemm_conv || op == BackendOp::fp8_recipe || op == BackendOp::fp16_accumulation ||
+        op == BackendOp::stochastic_gradients || op == BackendOp::stochastic_conv_gradients ||
+        op == BackendOp::stochastic_weights || op == BackendOp::kahan_updates || op == BackendOp::what_if)
         return "";  // every block format, every mix, every FP8 recipe, every rounding and accumulation
     if (op == BackendOp::bmm) {
         if (common) return "";

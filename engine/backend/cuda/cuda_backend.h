@@ -262,6 +262,10 @@ private:
         slot_embedding_rows,  // embedding_backward's rows per id (a CSR built on the host)
         slot_block_state,     // block-scaled operands' NVFP4 tensor amaxes and factors (BlockState)
         slot_acc16,           // a product accumulated in FP16 (FP16 accumulation), before its FP32 copy
+        slot_gemm_dy_dgrad,   // a linear layer's backward operands where each matmul has its own
+        slot_gemm_dy_wgrad,   //   format (per_gemm_backward_operands): dy for dgrad and for wgrad,
+        slot_gemm_w,          //   W for dgrad, x for wgrad
+        slot_gemm_x,
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -316,6 +320,25 @@ private:
     void block_tensor_amax(BlockFormat format, const CudaTensor& t, std::int64_t n, BlockState state);
     BlockOperand block_operand(BlockFormat format, const CudaTensor& t, std::int64_t outer, std::int64_t K,
                                std::int64_t inner, Slot slot, BlockState state, const std::uint64_t* key);
+    // One backward matmul's operands (cuda_linear.cpp): dy and the other (W for dgrad, x for wgrad)
+    // as cuBLASLt reads them, their dequantisation factors (null: none); `native`: FP8 values for
+    // cuBLASLt's FP8 kernels (their transposed copies are made at the matmul).
+    struct BackwardGemm {
+        const void* dy = nullptr;
+        const void* other = nullptr;
+        cudaDataType_t dy_type = CUDA_R_32F, other_type = CUDA_R_32F;
+        const float* dq_dy = nullptr;
+        const float* dq_other = nullptr;
+        bool native = false;
+        cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    };
+    // A layer whose backward matmuls have their own formats (LinearTensors::dgrad, wgrad): each
+    // matmul's operands in its format, in the CPU's order (per_gemm_backward_operands in
+    // cpu_linear.cpp): dy quantised to e5m2 once where either matmul is FP8, dgrad's dy, wgrad's
+    // dy (a block format's with its stochastic key), W for dgrad (when need_w), x for wgrad.
+    void per_gemm_backward_operands(const LinearTensors& l, const CudaTensor& x, const CudaTensor& dy,
+                                    const CudaTensor& w, std::int64_t batch, bool need_w, BackwardGemm& dgrad,
+                                    BackwardGemm& wgrad);
     // Current scaling (precision.fp8.scaling current): role's scale from the amax of t's first n
     // values, in the state, before t is quantised; nothing under the other recipes.
     void current_fp8_scale(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n);

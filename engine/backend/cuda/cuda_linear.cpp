@@ -218,38 +218,37 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     const std::int64_t in = w.cols(), out = w.rows();
     const bool fp8 = l.compute == Format::fp8_e4m3;
     const bool rowwise = fp8 && static_cast<CudaFp8State&>(*l.fp8).recipe().scaling == Fp8Scaling::rowwise;
-    check_matmul_format(l.block ? Format::bf16 : rowwise ? Format::fp32 : l.compute, w.desc().name);
+    const bool per_gemm = l.dgrad || l.wgrad;
+    if (!per_gemm) check_matmul_format(l.block ? Format::bf16 : rowwise ? Format::fp32 : l.compute, w.desc().name);
     require_plain(dy, "linear_backward");
     CudaTensor& gw = cuda(*l.grad_weight);
     CudaTensor& gb = cuda(*l.grad_bias);
     gw.m_multiplier = gb.m_multiplier = 1.0f;
     if (dx_out) cuda(*dx_out).m_multiplier = 1.0f;
 
-    const void* dy_op;               // (batch, out)
-    const void* dy_wgrad = nullptr;  // (batch, out) as the weight gradient reads it: dy_op unless block-scaled
-    const void* x_op;                // (batch, in)
-    const void* w_op;                // (out, in)
-    const void* bias_src;            // what the bias gradient sums
-    int bias_src_fmt;
-    cudaDataType_t dy_type, xw_type;
-    const float* dq_g = nullptr;
-    const float* dq_g_wgrad = nullptr;
-    const float* dq_x = nullptr;
-    const float* dq_w = nullptr;
+    // Each backward matmul's operands: dgrad's (dX = dy·W: dy (batch, out), W (out, in)) and
+    // wgrad's (dW = dyᵀ·x: dy (batch, out), x (batch, in)), with their types and dequantisation
+    // factors (null: none). `native`: FP8 operands for cuBLASLt's FP8 kernels, which take only the
+    // "TN" layout: W's, x's and dy's transposed byte copies are made below.
+    BackwardGemm dgrad, wgrad;
+    const void* bias_src = dy.data();      // what the bias gradient sums: the unquantised dy but for
+    int bias_src_fmt = code(dy.format());  // a uniform tensor format (its operand values, below)
     const bool fp8_native = fp8 && !rowwise && fp8_native_shape(in, out, batch);
     // Stochastic gradients (LinearTensors::stochastic_gradients): dX and dW narrower than FP32 and
-    // the FP8 dy operand are rounded with keys drawn on the device (draw_stochastic_key), in the
-    // CPU backend's order, so both draw the same sequence; dB rounds to nearest, as there.
+    // the FP8 or block-scaled dy operands are rounded with keys drawn on the device
+    // (draw_stochastic_key), in the CPU backend's order, so both draw the same sequence; dB rounds
+    // to nearest, as there.
     const bool stochastic = l.stochastic_gradients;
-    if (l.block) {
+    auto dy_key = [&] { return stochastic ? draw_stochastic_key(nullptr) : nullptr; };
+    if (per_gemm) {
+        per_gemm_backward_operands(l, x, dy, w, batch, dx_out != nullptr, dgrad, wgrad);
+    } else if (l.block) {
         // dgrad reduces over out (dy's rows, W's columns), wgrad over the batch (dy's and x's
         // columns), as the CPU's axes; dy's two roundings take their keys first, in the CPU's order.
         const BlockFormat f = *l.block;
         block_tensor_amax(f, dy, batch * out, block_dy);
-        const BlockOperand g =
-            block_operand(f, dy, batch, out, 1, slot_dy, block_dy, stochastic ? draw_stochastic_key(nullptr) : nullptr);
-        const BlockOperand gw = block_operand(f, dy, 1, batch, out, slot_tdy, block_dy,
-                                              stochastic ? draw_stochastic_key(nullptr) : nullptr);
+        const BlockOperand g = block_operand(f, dy, batch, out, 1, slot_dy, block_dy, dy_key());
+        const BlockOperand gt = block_operand(f, dy, 1, batch, out, slot_tdy, block_dy, dy_key());
         block_tensor_amax(f, x, batch * in, block_x);
         const BlockOperand xo = block_operand(f, x, 1, batch, in, slot_tx, block_x, nullptr);
         BlockOperand wo;
@@ -257,80 +256,65 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             block_tensor_amax(f, w, in * out, block_w);
             wo = block_operand(f, w, 1, out, in, slot_tw, block_w, nullptr);
         }
-        dy_op = g.values;
-        dy_wgrad = gw.values;
-        x_op = xo.values;
-        w_op = wo.values;
-        dq_g = g.factor;
-        dq_g_wgrad = gw.factor;
-        dq_x = xo.factor;
-        dq_w = wo.factor;
-        dy_type = xw_type = CUDA_R_16BF;
-        bias_src = dy.data();  // of the unquantised dy, as the CPU
-        bias_src_fmt = code(dy.format());
+        dgrad = {g.values, wo.values, CUDA_R_16BF, CUDA_R_16BF, g.factor, wo.factor};
+        wgrad = {gt.values, xo.values, CUDA_R_16BF, CUDA_R_16BF, gt.factor, xo.factor};
     } else if (rowwise) {
         // The same axes as the block formats, a scale per run, decoded in FP32 (an FP32 GEMM): dy in
         // e5m2 (stochastically, dgrad's key then wgrad's, as the CPU draws them), x and W in e4m3;
         // dgrad's dy records the step's gradient amax.
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
-        dy_op =
-            rowwise_operand(state, Format::fp8_e5m2, dy, batch, out, 1, slot_dy, state.pending(Fp8Role::grad_output),
-                            stochastic ? draw_stochastic_key(nullptr) : nullptr);
-        dy_wgrad = rowwise_operand(state, Format::fp8_e5m2, dy, 1, batch, out, slot_tdy, nullptr,
-                                   stochastic ? draw_stochastic_key(nullptr) : nullptr);
-        x_op = rowwise_operand(state, Format::fp8_e4m3, x, 1, batch, in, slot_tx, nullptr, nullptr);
-        w_op = dx_out ? rowwise_operand(state, Format::fp8_e4m3, w, 1, out, in, slot_tw, nullptr, nullptr) : nullptr;
-        dy_type = xw_type = CUDA_R_32F;
-        bias_src = dy.data();  // of the unquantised dy, as the CPU
-        bias_src_fmt = code(dy.format());
+        const float* g = rowwise_operand(state, Format::fp8_e5m2, dy, batch, out, 1, slot_dy,
+                                         state.pending(Fp8Role::grad_output), dy_key());
+        const float* gt = rowwise_operand(state, Format::fp8_e5m2, dy, 1, batch, out, slot_tdy, nullptr, dy_key());
+        const float* xo = rowwise_operand(state, Format::fp8_e4m3, x, 1, batch, in, slot_tx, nullptr, nullptr);
+        const float* wo =
+            dx_out ? rowwise_operand(state, Format::fp8_e4m3, w, 1, out, in, slot_tw, nullptr, nullptr) : nullptr;
+        dgrad = {g, wo, CUDA_R_32F, CUDA_R_32F};
+        wgrad = {gt, xo, CUDA_R_32F, CUDA_R_32F};
     } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*l.fp8);
         // A gradient rounded stochastically takes the pass's key first, as the CPU's
         // quantize_gradient_fp8 (its dX and dW take theirs after, in the order the CPU draws them).
-        const std::uint64_t* dy_key = stochastic ? draw_stochastic_key(nullptr) : nullptr;
-        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out, dy_key);
-        dq_g = state.scale_inv(Fp8Role::grad_output);
-        dq_x = state.scale_inv(Fp8Role::input);
-        dq_w = state.scale_inv(Fp8Role::weight);
-        dy_op = q;
-        x_op = cuda(*l.saved_input).data();
-        w_op = cuda(*l.weight_compute).data();
-        dy_type = CUDA_R_8F_E5M2;
-        xw_type = CUDA_R_8F_E4M3;
-        bias_src = dy.data();  // TE's fused bias gradient: of the unquantised dy
-        bias_src_fmt = code(dy.format());
-        if (!fp8_native) {  // the same values as bf16 operands, in the plain layouts below
-            dy_op = as_bf16(q, fmt_e5m2, batch * out, slot_tdy);
-            x_op = as_bf16(x_op, fmt_e4m3, batch * in, slot_tx);
-            w_op = as_bf16(w_op, fmt_e4m3, in * out, slot_tw);
-            dy_type = xw_type = CUDA_R_16BF;
+        std::uint8_t* q = quantize_grad_fp8(state, dy, batch * out, dy_key());
+        const float* dq_g = state.scale_inv(Fp8Role::grad_output);
+        const void* x_op = cuda(*l.saved_input).data();
+        const void* w_op = cuda(*l.weight_compute).data();
+        // TE's fused bias gradient: of the unquantised dy.
+        if (fp8_native) {
+            dgrad = {q, w_op, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3, dq_g, state.scale_inv(Fp8Role::weight), true};
+            wgrad = {q, x_op, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3, dq_g, state.scale_inv(Fp8Role::input), true};
+        } else {  // the same values as bf16 operands, in the plain layouts below
+            const void* g = as_bf16(q, fmt_e5m2, batch * out, slot_tdy);
+            dgrad = {g,           as_bf16(w_op, fmt_e4m3, in * out, slot_tw),
+                     CUDA_R_16BF, CUDA_R_16BF,
+                     dq_g,        state.scale_inv(Fp8Role::weight)};
+            wgrad = {g,           as_bf16(x_op, fmt_e4m3, batch * in, slot_tx),
+                     CUDA_R_16BF, CUDA_R_16BF,
+                     dq_g,        state.scale_inv(Fp8Role::input)};
         }
     } else {
-        dy_op = operand(dy, batch * out, l.compute, slot_dy);
-        x_op = l.saved_input ? operand(cuda(*l.saved_input), batch * in, l.compute, slot_x)
-                             : operand(x, batch * in, l.compute, slot_x);
-        w_op = l.weight_compute ? operand(cuda(*l.weight_compute), in * out, l.compute, slot_w)
-                                : operand(w, in * out, l.compute, slot_w);
-        dy_type = xw_type = operand_type(l.compute);
-        bias_src = dy_op;
-        // dy_op holds dy's values in the compute format's storage (dy itself when it already did).
-        bias_src_fmt = dy_op == dy.data() ? code(dy.format()) : code(l.compute);
+        const void* g = operand(dy, batch * out, l.compute, slot_dy);
+        const void* x_op = l.saved_input ? operand(cuda(*l.saved_input), batch * in, l.compute, slot_x)
+                                         : operand(x, batch * in, l.compute, slot_x);
+        const void* w_op = l.weight_compute ? operand(cuda(*l.weight_compute), in * out, l.compute, slot_w)
+                                            : operand(w, in * out, l.compute, slot_w);
+        const cudaDataType_t t = operand_type(l.compute);
+        dgrad = {g, w_op, t, t};
+        wgrad = {g, x_op, t, t};
+        dgrad.compute = wgrad.compute = compute_type(l.compute);
+        // g holds dy's values in the compute format's storage (dy itself when it already did).
+        bias_src = g;
+        bias_src_fmt = g == dy.data() ? code(dy.format()) : code(l.compute);
     }
-    if (!l.block && !rowwise) {
-        dy_wgrad = dy_op;
-        dq_g_wgrad = dq_g;
-    }
-    // The operands' dequantisation factors (null: none) are applied by the fused GEMM (FP8's
-    // scale pointers) or by the epilogue kernel: bf16 operands with factors (NVFP4's) take it.
-    const bool fused_scales_ok = !fp8 || fp8_native;
-    const cublasComputeType_t compute = compute_type(l.compute);
 
-    // A product into `dst` of `n` values: fused when possible, else FP32 workspace + scale_round
+    // A product into `dst` of `n` values: fused when possible (FP8's factors through cuBLASLt's
+    // scale pointers where its FP8 kernels run, none otherwise), else FP32 workspace + scale_round
     // (rounding stochastically with the pass's key, when there is one).
-    auto product = [&](MatmulCall call, const float* scale_a, const float* scale_b, CudaTensor& dst, std::int64_t n,
-                       unsigned long long* stats, const std::uint64_t* key, const char* what) {
+    auto product = [&](MatmulCall call, const BackwardGemm& g, const float* scale_a, const float* scale_b,
+                       CudaTensor& dst, std::int64_t n, unsigned long long* stats, const std::uint64_t* key,
+                       const char* what) {
         const bool scaled = scale_a != nullptr || scale_b != nullptr;
-        if (!stats && !key && !l.fp16_accumulation && (fp8 ? fused_scales_ok : !scaled) &&
+        if (!stats && !key && !l.fp16_accumulation && (g.native || !scaled) &&
             fused_output_ok(call.a_type, dst.format())) {
             MatmulCall fused = call;
             fused.d = dst.data();
@@ -356,26 +340,26 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         call.m = in;
         call.n = batch;
         call.k = out;
-        call.compute = compute;
-        call.b = dy_op;
-        call.b_type = dy_type;
+        call.compute = dgrad.compute;
+        call.b = dgrad.dy;
+        call.b_type = dgrad.dy_type;
         call.trans_b = false;
         call.ldb = out;
         call.ldd = in;
-        call.a_type = xw_type;
-        if (fp8_native) {
+        call.a_type = dgrad.other_type;
+        if (dgrad.native) {
             auto* wt = static_cast<std::uint8_t*>(scratch(slot_tw, static_cast<std::size_t>(in * out)));
-            launch_transpose_u8(static_cast<const std::uint8_t*>(w_op), out, in, wt, m_stream);
+            launch_transpose_u8(static_cast<const std::uint8_t*>(dgrad.other), out, in, wt, m_stream);
             call.a = wt;
             call.trans_a = true;
             call.lda = out;
         } else {
-            call.a = w_op;
+            call.a = dgrad.other;
             call.trans_a = false;
             call.lda = in;
         }
         // CPU: dx x (dq_g x dq_w); the fused path multiplies by A's (W) and B's (dy) factors.
-        product(call, dq_w, dq_g, cuda(*dx_out), batch * in, nullptr, dx_key, "input-gradient");
+        product(call, dgrad, dgrad.dq_other, dgrad.dq_dy, cuda(*dx_out), batch * in, nullptr, dx_key, "input-gradient");
     }
 
     unsigned long long* stats = weight_stats_counters(weight_stats, out * in);
@@ -385,15 +369,15 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         call.m = in;
         call.n = out;
         call.k = batch;
-        call.compute = compute;
-        call.a_type = xw_type;
-        call.b_type = dy_type;
+        call.compute = wgrad.compute;
+        call.a_type = wgrad.other_type;
+        call.b_type = wgrad.dy_type;
         call.ldd = in;
-        if (fp8_native) {
+        if (wgrad.native) {
             auto* xt = static_cast<std::uint8_t*>(scratch(slot_tx, static_cast<std::size_t>(batch * in)));
             auto* dyt = static_cast<std::uint8_t*>(scratch(slot_tdy, static_cast<std::size_t>(batch * out)));
-            launch_transpose_u8(static_cast<const std::uint8_t*>(x_op), batch, in, xt, m_stream);
-            launch_transpose_u8(static_cast<const std::uint8_t*>(dy_op), batch, out, dyt, m_stream);
+            launch_transpose_u8(static_cast<const std::uint8_t*>(wgrad.other), batch, in, xt, m_stream);
+            launch_transpose_u8(static_cast<const std::uint8_t*>(wgrad.dy), batch, out, dyt, m_stream);
             call.a = xt;
             call.trans_a = true;
             call.lda = batch;
@@ -401,15 +385,15 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.trans_b = false;
             call.ldb = batch;
         } else {
-            call.a = x_op;
+            call.a = wgrad.other;
             call.trans_a = false;
             call.lda = in;
-            call.b = dy_wgrad;
+            call.b = wgrad.dy;
             call.trans_b = true;
             call.ldb = out;
         }
         // CPU: dW x (dq_g x dq_x); A is x, B is dy.
-        product(call, dq_x, dq_g_wgrad, gw, out * in, stats, dw_key, "weight-gradient");
+        product(call, wgrad, wgrad.dq_other, wgrad.dq_dy, gw, out * in, stats, dw_key, "weight-gradient");
     } else {
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }
@@ -422,6 +406,106 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     launch_bias_grad(bias_src, bias_src_fmt, batch, out, bias_partial, gb.data(), code(gb.format()), m_stream);
 
     collect_weight_stats(weight_stats, stats, out * in, batch == 0);
+}
+
+// ---- a precision per matmul
+
+void CudaBackend::per_gemm_backward_operands(const LinearTensors& l, const CudaTensor& x, const CudaTensor& dy,
+                                             const CudaTensor& w, std::int64_t batch, bool need_w, BackwardGemm& dgrad,
+                                             BackwardGemm& wgrad) {
+    const std::int64_t in = w.cols(), out = w.rows();
+    const std::int64_t n_dy = batch * out, n_x = batch * in, n_w = in * out;
+    const ComputeFormat e4m3(Format::fp8_e4m3);
+    // A matmul's own format, or the forward's.
+    const auto format_of = [&](const std::optional<ComputeFormat>& own) {
+        return own ? *own : l.block ? ComputeFormat(*l.block) : ComputeFormat(l.compute);
+    };
+    const ComputeFormat fd = format_of(l.dgrad), fw = format_of(l.wgrad);
+    const bool forward_fp8 = !l.block && l.compute == Format::fp8_e4m3;  // its quantised x and W serve
+    check_matmul_format(fd.block ? Format::bf16 : fd.format, w.desc().name + " (dgrad)");
+    check_matmul_format(fw.block ? Format::bf16 : fw.format, w.desc().name + " (wgrad)");
+    auto* state = static_cast<CudaFp8State*>(l.fp8);
+    const bool native = fp8_native_shape(in, out, batch);  // cuBLASLt's FP8 kernels take these sizes
+    const bool stochastic = l.stochastic_gradients;
+    dgrad.compute = compute_type(fd.format);
+    wgrad.compute = compute_type(fw.format);
+    dgrad.native = fd == e4m3 && native;
+    wgrad.native = fw == e4m3 && native;
+
+    // dy scaled into e5m2 once, for whichever matmuls take it in FP8 (its key first).
+    std::uint8_t* dy_fp8 = nullptr;
+    if (fd == e4m3 || fw == e4m3)
+        dy_fp8 = quantize_grad_fp8(*state, dy, n_dy, stochastic ? draw_stochastic_key(nullptr) : nullptr);
+    // dy for one matmul: FP8 (above), blocks along its reduction (a key of its own), or rounded to
+    // a tensor format.
+    const auto dy_for = [&](const ComputeFormat& f, bool for_dgrad, BackwardGemm& g) {
+        const Slot slot = for_dgrad ? slot_gemm_dy_dgrad : slot_gemm_dy_wgrad;
+        if (f == e4m3) {
+            g.dq_dy = state->scale_inv(Fp8Role::grad_output);
+            g.dy = g.native ? static_cast<const void*>(dy_fp8) : as_bf16(dy_fp8, fmt_e5m2, n_dy, slot);
+            g.dy_type = g.native ? CUDA_R_8F_E5M2 : CUDA_R_16BF;
+        } else if (f.block) {
+            block_tensor_amax(*f.block, dy, n_dy, block_dy);
+            const std::uint64_t* key = stochastic ? draw_stochastic_key(nullptr) : nullptr;
+            const BlockOperand o = for_dgrad ? block_operand(*f.block, dy, batch, out, 1, slot, block_dy, key)
+                                             : block_operand(*f.block, dy, 1, batch, out, slot, block_dy, key);
+            g.dy = o.values;
+            g.dq_dy = o.factor;
+            g.dy_type = CUDA_R_16BF;
+        } else {
+            g.dy = operand(dy, n_dy, f.format, slot);
+            g.dy_type = operand_type(f.format);
+        }
+    };
+    dy_for(fd, true, dgrad);
+    dy_for(fw, false, wgrad);
+
+    // An FP8 operand of the forward's (its quantised copy) or quantised here with its role's scale
+    // (current scaling: from its own amax), its amax recorded, as the CPU does.
+    const auto fp8_operand = [&](Fp8Role role, const CudaTensor& t, std::int64_t n, Tensor* forward_copy, Slot slot,
+                                 Slot bf16_slot, BackwardGemm& g) {
+        const void* q;
+        if (forward_fp8) {
+            q = cuda(*forward_copy).data();
+        } else {
+            auto* buf = static_cast<std::uint8_t*>(scratch(slot, static_cast<std::size_t>(n)));
+            current_fp8_scale(*state, role, t, n);
+            launch_quantize_fp8(t.data(), code(t.format()), n, state->scale(role), buf, true, state->pending(role),
+                                m_stream);
+            q = buf;
+        }
+        g.dq_other = state->scale_inv(role);
+        g.other = g.native ? q : as_bf16(q, fmt_e4m3, n, bf16_slot);
+        g.other_type = g.native ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    };
+    if (need_w) {  // W for dgrad
+        if (fd == e4m3) {
+            fp8_operand(Fp8Role::weight, w, n_w, l.weight_compute, slot_gemm_w, slot_tw, dgrad);
+        } else if (fd.block) {
+            block_tensor_amax(*fd.block, w, n_w, block_w);
+            const BlockOperand o = block_operand(*fd.block, w, 1, out, in, slot_gemm_w, block_w, nullptr);
+            dgrad.other = o.values;
+            dgrad.dq_other = o.factor;
+            dgrad.other_type = CUDA_R_16BF;
+        } else {
+            const bool copy = l.weight_compute && l.weight_compute->format() == fd.format;
+            dgrad.other = operand(copy ? cuda(*l.weight_compute) : w, n_w, fd.format, slot_gemm_w);
+            dgrad.other_type = operand_type(fd.format);
+        }
+    }
+    if (fw == e4m3) {  // x for wgrad
+        fp8_operand(Fp8Role::input, x, n_x, l.saved_input, slot_gemm_x, slot_tx, wgrad);
+    } else if (fw.block) {
+        block_tensor_amax(*fw.block, x, n_x, block_x);
+        const BlockOperand o = block_operand(*fw.block, x, 1, batch, in, slot_gemm_x, block_x, nullptr);
+        wgrad.other = o.values;
+        wgrad.dq_other = o.factor;
+        wgrad.other_type = CUDA_R_16BF;
+    } else {
+        const bool copy = l.saved_input && l.saved_input->format() == fw.format;
+        wgrad.other = operand(copy ? cuda(*l.saved_input) : x, n_x, fw.format, slot_gemm_x);
+        wgrad.other_type = operand_type(fw.format);
+    }
 }
 
 // ---- block-scaled operands

@@ -46,8 +46,10 @@ protected:
             const BackendOp blocks = op == BackendOp::linear ? BackendOp::block_scaled : BackendOp::block_scaled_conv;
             if (std::string why = backend.unsupported(blocks, Format::fp32); !why.empty()) return why;
         }
-        if (m_formats.gemms_differ())
-            if (std::string why = backend.unsupported(BackendOp::per_gemm, Format::fp32); !why.empty()) return why;
+        if (m_formats.gemms_differ()) {
+            const BackendOp mix = op == BackendOp::linear ? BackendOp::per_gemm : BackendOp::per_gemm_conv;
+            if (std::string why = backend.unsupported(mix, Format::fp32); !why.empty()) return why;
+        }
         if (m_formats.fp16_accumulation) {
             if (op != BackendOp::linear)
                 return "FP16 accumulation is offered for linear layers only; accumulate this layer in fp32.";

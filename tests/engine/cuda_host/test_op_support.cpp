@@ -219,8 +219,8 @@ private slots:
         QVERIFY(!cuda_op_unsupported(BackendOp::conv2d, Format::fp8_e5m2, yes, "H200").empty());
     }
 
-    // The block-scaled formats run in linear layers where the GPU multiplies bf16, in convolutions
-    // on the CPU backend only; so does a layer whose three matmuls differ; the FP8 recipes run.
+    // The block-scaled formats and a precision per matmul run in linear layers (block formats where
+    // the GPU multiplies bf16), in convolutions on the CPU backend only; the FP8 recipes run.
     void block_scaled_layers_mixes_and_recipes() {
         QCOMPARE(cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200"), std::string());
         const std::string old =
@@ -233,7 +233,9 @@ private slots:
         QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("convolutions") != std::string::npos &&
                      why.find("backend: cpu") != std::string::npos,
                  why.c_str());
-        const std::string mix = cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200");
+        QCOMPARE(cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200"), std::string());
+        const std::string mix =
+            cuda_op_unsupported(BackendOp::per_gemm_conv, Format::fp32, Support{true, {}}, "H200");
         QVERIFY2(mix.find("three matmuls") != std::string::npos && mix.find("backend: cpu") != std::string::npos,
                  mix.c_str());
         // FP8 current and rowwise scaling and power-of-two scales run (the layer's FP8 support is
