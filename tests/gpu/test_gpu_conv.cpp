@@ -24,6 +24,7 @@ using namespace mantissa;
 using namespace gpu_test;
 using test_support::stripes;
 Q_DECLARE_METATYPE(mantissa::Format)
+Q_DECLARE_METATYPE(mantissa::BlockFormat)
 
 namespace {
 
@@ -247,6 +248,62 @@ private slots:
             }
         }
         if (!current) QVERIFY(m_cpu->stochastic_rounding_position() >= 4);  // dX and dW, two steps
+    }
+
+    // Block-scaled convolutions (MX, NVFP4): W's rows and the columns along the patch in the
+    // forward, dy along the output channels and W's columns in dgrad, a chunk's dy rows and columns
+    // along its rows in wgrad, with the CPU's chunks (backend/conv_chunks.h: 9 samples of
+    // 64×32×32 take two) and its keys (dgrad's dy, wgrad's, a chunk's derived from it): the rounded
+    // values are the CPU's (tests/engine/cuda_host: test_cuda_block_round), so y, dX and dW differ
+    // in the FP32 summation order only; dB bit for bit.
+    void conv2d_block_scaled_data() {
+        QTest::addColumn<BlockFormat>("format");
+        QTest::addColumn<bool>("stochastic");
+        QTest::addColumn<bool>("chunks");
+        for (BlockFormat f : all_block_formats)
+            for (bool stochastic : {false, true}) {
+                const std::string n = std::string(block_format_name(f)) + (stochastic ? "-stochastic" : "");
+                QTest::addRow("%s", n.c_str()) << f << stochastic << false;
+            }
+        QTest::addRow("mxfp4-stochastic-two-chunks") << BlockFormat::mxfp4 << true << true;
+        QTest::addRow("nvfp4-two-chunks") << BlockFormat::nvfp4 << false << true;
+    }
+    void conv2d_block_scaled() {
+        REQUIRE_GPU();
+        QFETCH(BlockFormat, format);
+        QFETCH(bool, stochastic);
+        QFETCH(bool, chunks);
+        if (!m_gpu->supports(BackendOp::block_scaled_conv, Format::fp32))
+            QSKIP(m_gpu->unsupported(BackendOp::block_scaled_conv, Format::fp32).c_str());
+        ConvCase cc = conv_cases()[3];  // k5-s2-p2: partial blocks along the patch (75)
+        if (chunks) {
+            cc.g.in_channels = cc.g.out_channels = 64;
+            cc.g.in_h = cc.g.in_w = 32;
+            cc.g.kernel = 3;
+            cc.g.stride = cc.g.padding = 1;
+            cc.batch = 9;
+        }
+        ConvTwin t(*m_cpu, *m_gpu, Format::fp32, cc.g, cc.batch);
+        ConvTensors tc = t.tensors(false), tg = t.tensors(true);
+        tc.block = tg.block = format;
+        tc.stochastic_gradients = tg.stochastic_gradients = stochastic;
+        m_cpu->seed_stochastic_rounding(61);
+        m_gpu->seed_stochastic_rounding(61);
+        m_cpu->conv2d_forward(tc, t.x.c(), t.y.c(), cc.batch, true);
+        m_gpu->conv2d_forward(tg, t.x.g(), t.y.g(), cc.batch, true);
+        const double eps = 1e-5, atol = 1e-4;
+        QString diff = compare_close(read(*m_cpu, t.y.c()), read(*m_gpu, t.y.g()), atol, eps);
+        QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff));
+        RoundingStats sc, sg;
+        m_cpu->conv2d_backward(tc, t.x.c(), t.dy.c(), &t.dx.c(), cc.batch, &sc);
+        m_gpu->conv2d_backward(tg, t.x.g(), t.dy.g(), &t.dx.g(), cc.batch, &sg);
+        QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+        diff = compare_close(read(*m_cpu, t.dx.c()), read(*m_gpu, t.dx.g()), atol * 0.1, eps);
+        QVERIFY2(diff.isEmpty(), qPrintable("dx: " + diff));
+        diff = compare_close(read(*m_cpu, t.grad_weight.c()), read(*m_gpu, t.grad_weight.g()), atol, eps);
+        QVERIFY2(diff.isEmpty(), qPrintable("dW: " + diff));
+        diff = compare_bits(read(*m_cpu, t.grad_bias.c()), read(*m_gpu, t.grad_bias.g()));
+        QVERIFY2(diff.isEmpty(), qPrintable("dB: " + diff));
     }
 
     // ---- pools and add: bit for bit

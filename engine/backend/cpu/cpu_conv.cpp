@@ -53,6 +53,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/conv_chunks.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_rounded_store.h"
@@ -90,15 +91,10 @@ struct ConvShape {
     std::int64_t out() const { return out_channels * positions(); }
 };
 
-// The most values of a chunk's column matrix (16 MiB of FP32).
-constexpr std::int64_t chunk_values = std::int64_t{1} << 22;
-
 // Samples per chunk: as many as keep the chunk's largest matrix (COL, DCOL, Y or DY) within
-// chunk_values, at least one, at most the batch.
+// conv_chunk_values (backend/conv_chunks.h, which a block-scaled weight gradient's blocks follow).
 std::int64_t chunk_samples(const ConvShape& s, std::int64_t batch) {
-    const std::int64_t per_sample = std::max(s.patch(), s.out_channels) * s.positions();
-    return std::clamp<std::int64_t>(chunk_values / std::max<std::int64_t>(per_sample, 1), 1,
-                                    std::max<std::int64_t>(batch, 1));
+    return conv_reference_chunk_samples(s.patch(), s.out_channels, s.positions(), batch);
 }
 
 ConvShape shape_of(const Conv2dGeometry& g) {

@@ -266,6 +266,11 @@ private:
         slot_gemm_dy_wgrad,   //   format (per_gemm_backward_operands): dy for dgrad and for wgrad,
         slot_gemm_w,          //   W for dgrad, x for wgrad
         slot_gemm_x,
+        slot_conv_col_q,      // a block-scaled convolution's chunk columns, rounded in blocks (bf16)
+        slot_conv_dy_q,       // its whole dy rounded in blocks along the output channels (bf16, NCHW)
+        slot_conv_dy_rows,    // a chunk's dy rows for its weight gradient (FP32), then rounded (bf16)
+        slot_conv_dy_rows_q,
+        slot_kept_key,        // a stochastic key kept past the next draw (a block-scaled conv's wgrad)
         slot_count
     };
     void* scratch(Slot slot, std::size_t bytes);
@@ -320,6 +325,14 @@ private:
     void block_tensor_amax(BlockFormat format, const CudaTensor& t, std::int64_t n, BlockState state);
     BlockOperand block_operand(BlockFormat format, const CudaTensor& t, std::int64_t outer, std::int64_t K,
                                std::int64_t inner, Slot slot, BlockState state, const std::uint64_t* key);
+    // The same for a buffer (a convolution's chunk): src in src_fmt rounded into dst (bf16), its
+    // key stochastic_key(*key, key_pass) where key_pass >= 0 and its random bits indexed as the
+    // CPU's channel-major chunk (k_major_index: BlockOperandArgs).
+    BlockOperand round_block_buffer(BlockFormat format, const void* src, int src_fmt, void* dst, std::int64_t outer,
+                                    std::int64_t K, std::int64_t inner, BlockState state, const std::uint64_t* key,
+                                    std::int64_t key_pass = -1, bool k_major_index = false);
+    // A copy of the key word `key` (draw_stochastic_key's) that the next draw does not overwrite.
+    const std::uint64_t* kept_key(const std::uint64_t* key);
     // One backward matmul's operands (cuda_linear.cpp): dy and the other (W for dgrad, x for wgrad)
     // as cuBLASLt reads them, their dequantisation factors (null: none); `native`: FP8 values for
     // cuBLASLt's FP8 kernels (their transposed copies are made at the matmul).

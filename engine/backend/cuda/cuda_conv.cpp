@@ -23,6 +23,7 @@
 // Training thread only; nothing waits for the stream except weight statistics outside a pipeline.
 #include <algorithm>
 
+#include "backend/conv_chunks.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_tensor_access.h"
@@ -53,14 +54,18 @@ struct ConvSizes {
     std::int64_t positions, patch, out_channels, in, out, chunk;
 };
 
-ConvSizes sizes_of(const Conv2dGeometry& g, std::int64_t batch) {
+// block_scaled: the CPU's chunks (backend/conv_chunks.h), which a block-scaled weight gradient's
+// blocks follow; else this backend's larger ones.
+ConvSizes sizes_of(const Conv2dGeometry& g, std::int64_t batch, bool block_scaled) {
     ConvSizes s{};
     s.positions = g.out_h() * g.out_w();
     s.patch = g.patch();
     s.out_channels = g.out_channels;
     s.in = g.in_size();
     s.out = g.out_size();
-    s.chunk = conv_chunk_samples(batch, s.positions, std::max(s.patch, s.out_channels), conv_column_values);
+    s.chunk = block_scaled
+                  ? conv_reference_chunk_samples(s.patch, s.out_channels, s.positions, batch)
+                  : conv_chunk_samples(batch, s.positions, std::max(s.patch, s.out_channels), conv_column_values);
     return s;
 }
 
@@ -73,8 +78,8 @@ void CudaBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Ten
     CudaTensor& y = cuda(y_out);
     CudaTensor& w = cuda(*conv.weight);
     const Conv2dGeometry& g = conv.geometry;
-    const ConvSizes s = sizes_of(g, batch);
-    check_matmul_format(conv.compute, w.desc().name);
+    const ConvSizes s = sizes_of(g, batch, conv.block.has_value());
+    check_matmul_format(conv.block ? Format::bf16 : conv.compute, w.desc().name);
     require_plain(w, "conv2d_forward");
     require_plain(x, "conv2d_forward");
     written(y);
@@ -87,9 +92,21 @@ void CudaBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Ten
     cudaDataType_t op_type;
     const float* dq_a = nullptr;
     const float* dq_b = nullptr;
-    const bool native = fp8 && fp8_native_shape(s.patch, s.out_channels, s.chunk * s.positions) &&
-                        (batch * s.positions) % 16 == 0;
-    if (fp8) {
+    const bool native =
+        fp8 && fp8_native_shape(s.patch, s.out_channels, s.chunk * s.positions) && (batch * s.positions) % 16 == 0;
+    if (conv.block) {
+        // W's rows and each chunk's columns in blocks along the patch (the CPU's axes), multiplied
+        // as bf16 values; NVFP4's tensor scales from W's and the whole x's amaxes.
+        block_tensor_amax(*conv.block, w, w.numel(), block_w);
+        block_tensor_amax(*conv.block, x, batch * s.in, block_x);
+        const BlockOperand wo = block_operand(*conv.block, w, s.out_channels, s.patch, 1, slot_w, block_w, nullptr);
+        w_op = wo.values;
+        dq_a = wo.factor;
+        col_src = x.data();
+        col_src_fmt = code(x.format());
+        col_fmt = fmt_fp32;  // x's values, rounded in blocks chunk by chunk below
+        op_type = CUDA_R_16BF;
+    } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*conv.fp8);
         quantize_forward_fp8(state, w, *conv.weight_compute, x, *conv.saved_input, batch * s.in, record_amax);
         w_op = cuda(*conv.weight_compute).data();
@@ -137,11 +154,19 @@ void CudaBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Ten
 
     const ConvLaunch gl = launch_of(g);
     void* col = scratch(slot_conv_col, bytes_of(s.chunk * s.positions * s.patch, col_fmt));
-    auto* acc = static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(s.chunk * s.positions * s.out_channels) *
-                                                          sizeof(float)));
+    auto* acc = static_cast<float*>(
+        scratch(slot_acc, static_cast<std::size_t>(s.chunk * s.positions * s.out_channels) * sizeof(float)));
     for (std::int64_t first = 0; first < batch; first += s.chunk) {
         const std::int64_t n = std::min(s.chunk, batch - first), rows = n * s.positions;
         launch_im2col(gl, col_src, col_src_fmt, first, n, col, col_fmt, m_stream);
+        const void* col_op = col;
+        if (conv.block) {
+            void* q = scratch(slot_conv_col_q, static_cast<std::size_t>(rows * s.patch) * 2);
+            const BlockOperand co =
+                round_block_buffer(*conv.block, col, fmt_fp32, q, rows, s.patch, 1, block_x, nullptr);
+            col_op = co.values;
+            dq_b = co.factor;
+        }
         MatmulCall call;  // accᵀ(Co, rows) = W(Co, K) · colᵀ(K, rows), column-major: linear's forward
         call.m = s.out_channels;
         call.n = rows;
@@ -150,7 +175,7 @@ void CudaBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Ten
         call.a_type = op_type;
         call.trans_a = true;
         call.lda = s.patch;
-        call.b = col;
+        call.b = col_op;
         call.b_type = op_type;
         call.trans_b = false;
         call.ldb = s.patch;
@@ -172,16 +197,16 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
     const CudaTensor& dy = cuda(dy_in);
     CudaTensor& w = cuda(*conv.weight);
     const Conv2dGeometry& g = conv.geometry;
-    const ConvSizes s = sizes_of(g, batch);
-    check_matmul_format(conv.compute, w.desc().name);
+    const ConvSizes s = sizes_of(g, batch, conv.block.has_value());
+    check_matmul_format(conv.block ? Format::bf16 : conv.compute, w.desc().name);
     require_plain(dy, "conv2d_backward");
     CudaTensor& gw = cuda(*conv.grad_weight);
     written(gw);
     if (conv.grad_bias) written(*conv.grad_bias);
     if (dx_out) written(*dx_out);
     const bool fp8 = conv.compute == Format::fp8_e4m3;
-    const bool native = fp8 && fp8_native_shape(s.patch, s.out_channels, s.chunk * s.positions) &&
-                        (batch * s.positions) % 16 == 0;
+    const bool native =
+        fp8 && fp8_native_shape(s.patch, s.out_channels, s.chunk * s.positions) && (batch * s.positions) % 16 == 0;
 
     const void* dy_src;  // what the chunks' dy rows are made from, and their format
     int dy_src_fmt;
@@ -202,7 +227,37 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
     auto gradient_key = [&](const Tensor& t) {
         return stochastic && t.format() != Format::fp32 ? draw_stochastic_key(nullptr) : nullptr;
     };
-    if (fp8) {
+    // Block-scaled (the CPU's axes): dgrad's dy in blocks along the output channels (the whole
+    // NCHW dy, before the chunks) and W's columns; wgrad's dy rows and columns in blocks along a
+    // chunk's rows (samples × positions), chunk by chunk, with the key stochastic_key(wgrad_key,
+    // first sample) (kept_key: the dX and dW draws come before the chunks use it).
+    const std::uint64_t* wgrad_key = nullptr;
+    const float* dq_g_wgrad = nullptr;
+    if (conv.block) {
+        const BlockFormat f = *conv.block;
+        block_tensor_amax(f, dy, batch * s.out, block_dy);
+        const std::uint64_t* dgrad_key = stochastic ? draw_stochastic_key(nullptr) : nullptr;
+        const BlockOperand gq =
+            block_operand(f, dy, batch, s.out_channels, s.positions, slot_conv_dy_q, block_dy, dgrad_key);
+        if (stochastic) wgrad_key = kept_key(draw_stochastic_key(nullptr));
+        dy_src = gq.values;
+        dy_src_fmt = fmt_bf16;
+        dq_g = gq.factor;
+        dq_g_wgrad = gq.factor;  // the same tensor scale (NVFP4), written again by each chunk
+        block_tensor_amax(f, x, batch * s.in, block_x);
+        col_src = x.data();
+        col_src_fmt = code(x.format());
+        if (dx_out) {
+            block_tensor_amax(f, w, w.numel(), block_w);
+            const BlockOperand wq = block_operand(f, w, 1, s.out_channels, s.patch, slot_w, block_w, nullptr);
+            w_op = wq.values;
+            dq_w = wq.factor;
+        }
+        dy_fmt = fmt_bf16;
+        col_fmt = fmt_fp32;  // x's values, rounded in blocks chunk by chunk
+        dy_type = xw_type = CUDA_R_16BF;
+        // bias: of the unquantised dy (bias_src = dy), as the CPU
+    } else if (fp8) {
         auto& state = static_cast<CudaFp8State&>(*conv.fp8);
         dy_src = quantize_grad_fp8(state, dy, batch * s.out, stochastic ? draw_stochastic_key(nullptr) : nullptr);
         dy_src_fmt = fmt_e5m2;
@@ -258,12 +313,14 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
         void* col = scratch(slot_conv_col, bytes_of(max_rows * s.patch, col_fmt));
         void* dyr = scratch(slot_conv_dy, bytes_of(max_rows * s.out_channels, dy_fmt));
         auto* dw = static_cast<float*>(scratch(slot_conv_dw, static_cast<std::size_t>(n_w) * sizeof(float)));
-        float* dw_part = s.chunk < batch ? static_cast<float*>(scratch(
-                                               slot_conv_dw_part, static_cast<std::size_t>(n_w) * sizeof(float)))
-                                         : nullptr;
-        float* dcol = dx_out ? static_cast<float*>(
-                                   scratch(slot_acc, static_cast<std::size_t>(max_rows * s.patch) * sizeof(float)))
-                             : nullptr;
+        float* dw_part =
+            s.chunk < batch
+                ? static_cast<float*>(scratch(slot_conv_dw_part, static_cast<std::size_t>(n_w) * sizeof(float)))
+                : nullptr;
+        float* dcol =
+            dx_out
+                ? static_cast<float*>(scratch(slot_acc, static_cast<std::size_t>(max_rows * s.patch) * sizeof(float)))
+                : nullptr;
         std::uint8_t* col_t = nullptr;
         std::uint8_t* dyr_t = nullptr;
         if (native) {
@@ -300,6 +357,25 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
             }
 
             // dWᵀ(K, Co) = colᵀ(K, rows) · dyr(rows, Co): linear's dW.
+            const void* wgrad_col = col;
+            const void* wgrad_dy = dyr;
+            if (conv.block) {  // the chunk's columns and unquantised dy rows in blocks along its rows
+                const BlockFormat f = *conv.block;
+                auto* dy_rows = scratch(slot_conv_dy_rows, static_cast<std::size_t>(rows * s.out_channels) * 4);
+                launch_nchw_rows(dy.data(), code(dy.format()), first, n, s.out_channels, s.positions, dy_rows, fmt_fp32,
+                                 m_stream);
+                const BlockOperand gq = round_block_buffer(
+                    f, dy_rows, fmt_fp32,
+                    scratch(slot_conv_dy_rows_q, static_cast<std::size_t>(rows * s.out_channels) * 2), 1, rows,
+                    s.out_channels, block_dy, wgrad_key, first, true);
+                const BlockOperand xq = round_block_buffer(
+                    f, col, fmt_fp32, scratch(slot_conv_col_q, static_cast<std::size_t>(rows * s.patch) * 2), 1, rows,
+                    s.patch, block_x, nullptr);
+                wgrad_col = xq.values;
+                wgrad_dy = gq.values;
+                dq_x = xq.factor;
+                dq_g_wgrad = gq.factor;
+            }
             MatmulCall call;
             call.m = s.patch;
             call.n = s.out_channels;
@@ -318,10 +394,10 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
                 call.trans_b = false;
                 call.ldb = rows;
             } else {
-                call.a = col;
+                call.a = wgrad_col;
                 call.trans_a = false;
                 call.lda = s.patch;
-                call.b = dyr;
+                call.b = wgrad_dy;
                 call.trans_b = true;
                 call.ldb = s.out_channels;
             }
@@ -333,7 +409,8 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
         }
         // CPU: dW x (dq_g x dq_x), rounded once (its key drawn after every chunk's dX is rounded:
         // the device keeps one key word).
-        launch_scale_round(dw, n_w, dq_x, dq_g, gw.data(), code(gw.format()), stats, m_stream, gradient_key(gw));
+        launch_scale_round(dw, n_w, dq_x, conv.block ? dq_g_wgrad : dq_g, gw.data(), code(gw.format()), stats, m_stream,
+                           gradient_key(gw));
     } else {
         gradient_key(gw);  // drawn all the same, as the CPU draws it for an empty batch
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, n_w, m_stream);  // an empty sum
@@ -341,8 +418,8 @@ void CudaBackend::conv2d_backward_impl(ConvTensors& conv, const Tensor& x_in, co
 
     if (conv.grad_bias) {
         auto* partial = static_cast<float*>(
-            scratch(slot_bias_blocks, static_cast<std::size_t>(std::max<std::int64_t>(batch, 1) * s.out_channels) *
-                                          sizeof(float)));
+            scratch(slot_bias_blocks,
+                    static_cast<std::size_t>(std::max<std::int64_t>(batch, 1) * s.out_channels) * sizeof(float)));
         launch_conv_bias_grad(bias_src, code(dy.format()), bias_round, batch, s.out_channels, s.positions, partial,
                               cuda(*conv.grad_bias).data(), code(conv.grad_bias->format()), m_stream);
     }

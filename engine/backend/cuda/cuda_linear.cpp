@@ -51,9 +51,10 @@ namespace mantissa::cuda {
 std::string CudaBackend::unsupported(BackendOp op, Format format) const {
     const bool matmul = op == BackendOp::linear || op == BackendOp::conv2d || op == BackendOp::bmm;
     // Block-scaled operands are multiplied as bf16 values.
-    const Support support = matmul                          ? matmul_support(format, m_cc)
-                            : op == BackendOp::block_scaled ? matmul_support(Format::bf16, m_cc)
-                                                            : Support{true, {}};
+    const bool blocks = op == BackendOp::block_scaled || op == BackendOp::block_scaled_conv;
+    const Support support = matmul   ? matmul_support(format, m_cc)
+                            : blocks ? matmul_support(Format::bf16, m_cc)
+                                     : Support{true, {}};
     return cuda_op_unsupported(op, format, support, m_name);
 }
 
@@ -521,14 +522,31 @@ CudaBackend::BlockOperand CudaBackend::block_operand(BlockFormat format, const C
                                                      std::int64_t K, std::int64_t inner, Slot slot, BlockState state,
                                                      const std::uint64_t* key) {
     require_plain(t, "block-scaled matmul");
+    return round_block_buffer(format, t.data(), code(t.format()),
+                              scratch(slot, static_cast<std::size_t>(outer * K * inner) * 2), outer, K, inner, state,
+                              key);
+}
+
+const std::uint64_t* CudaBackend::kept_key(const std::uint64_t* key) {
+    auto* copy = static_cast<std::uint64_t*>(scratch(slot_kept_key, sizeof(std::uint64_t)));
+    MANTISSA_CUDA_CHECK(cudaMemcpyAsync(copy, key, sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, m_stream));
+    return copy;
+}
+
+CudaBackend::BlockOperand CudaBackend::round_block_buffer(BlockFormat format, const void* src, int src_fmt, void* dst,
+                                                          std::int64_t outer, std::int64_t K, std::int64_t inner,
+                                                          BlockState state, const std::uint64_t* key,
+                                                          std::int64_t key_pass, bool k_major_index) {
     BlockOperandArgs a = block_operand_args(format);
-    a.src = t.data();
-    a.src_fmt = code(t.format());
-    a.dst = static_cast<std::uint16_t*>(scratch(slot, static_cast<std::size_t>(outer * K * inner) * 2));
+    a.src = src;
+    a.src_fmt = src_fmt;
+    a.dst = static_cast<std::uint16_t*>(dst);
     a.outer = outer;
     a.K = K;
     a.inner = inner;
     a.key = key;
+    a.key_pass = key_pass;
+    a.k_major_index = k_major_index;
     BlockOperand o;
     o.values = a.dst;
     if (a.nvfp4) {

@@ -30,14 +30,12 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         }
         case BackendOp::activation: return "";
         case BackendOp::block_scaled:
-            // cuda_linear.cpp: the operands rounded by kernels/block_operand.cuh into bf16 values,
-            // multiplied by a bf16 GEMM (`matmul`: bf16's support on this GPU).
+        case BackendOp::block_scaled_conv:
+            // cuda_linear.cpp, cuda_conv.cpp: the operands rounded by kernels/block_operand.cuh into
+            // bf16 values, multiplied by a bf16 GEMM (`matmul`: bf16's support on this GPU).
             if (matmul.supported) return "";
             return "The CUDA backend multiplies block-scaled operands (MX, NVFP4) as bf16 values, which " + gpu +
                    " cannot: " + matmul.reason + "; the CPU backend (backend: cpu) emulates them exactly.";
-        case BackendOp::block_scaled_conv:
-            return "The CUDA backend runs the block-scaled formats (MX, NVFP4) in linear layers only for now; the "
-                   "CPU backend (backend: cpu) runs them in convolutions, or choose another precision for this one.";
         case BackendOp::fp8_recipe: return "";  // current and rowwise: kernels/fp8_current.cuh
         case BackendOp::fp16_accumulation: return "";  // cuBLASLt's CUBLAS_COMPUTE_16F (cuda_linear.cpp)
         case BackendOp::stochastic_gradients:  // cuda_linear.cpp and cuda_conv.cpp, with device-drawn keys

@@ -20,6 +20,7 @@
 #include "backend/cuda/block_operand_args.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
+#include "numeric/stochastic_round.h"
 
 using namespace mantissa;
 Q_DECLARE_METATYPE(mantissa::BlockFormat)
@@ -148,6 +149,49 @@ private slots:
                 qWarning("value %zu: %.9g expected, %.9g from the kernel's arithmetic", i, double(held), double(got));
         }
         QCOMPARE(mismatches, 0);
+    }
+
+    // A convolution's block-scaled weight gradient: the CPU rounds a chunk's dy channel-major
+    // (Co, rows) along its rows with the key stochastic_key(dy_key, first sample); the device holds
+    // the chunk row-major (rows, Co) and rounds the (1, rows, Co) view with key_pass and the CPU's
+    // random index (k_major_index): the same values, transposed.
+    void conv_weight_gradient_chunk_matches_the_cpu() {
+        const std::size_t channels = 5, rows = 70;
+        const std::vector<float> cpu_layout = probe_values(channels, rows, 1, 23u, true);
+        std::vector<float> device_layout(rows * channels);
+        for (std::size_t c = 0; c < channels; ++c)
+            for (std::size_t r = 0; r < rows; ++r) device_layout[r * channels + c] = cpu_layout[c * rows + r];
+        const std::uint64_t dy_key = 0xC0FFEEull, first = 96;
+        for (BlockFormat format : all_block_formats) {
+            const float tensor_scale = block_tensor_scale(format, cpu_layout.data(), cpu_layout.size());
+            std::vector<float> expected(cpu_layout.size());
+            round_block_operand(format, cpu_layout.data(), expected.data(), channels, rows, 1, tensor_scale,
+                                stochastic_key(dy_key, first));
+            cuda::BlockOperandArgs a = cuda::block_operand_args(format);
+            std::vector<std::uint16_t> out(device_layout.size());
+            a.src = device_layout.data();
+            a.src_fmt = static_cast<int>(Format::fp32);
+            a.dst = out.data();
+            a.outer = 1;
+            a.K = static_cast<std::int64_t>(rows);
+            a.inner = static_cast<std::int64_t>(channels);
+            a.key = &dy_key;
+            a.key_pass = static_cast<std::int64_t>(first);
+            a.k_major_index = true;
+            const std::uint64_t key = cuda::block_pass_key(a, dy_key);
+            for (std::int64_t b = 0; b < a.blocks(); ++b) cuda::round_operand_block(a, b, tensor_scale, key);
+            int mismatches = 0;
+            for (std::size_t c = 0; c < channels; ++c)
+                for (std::size_t r = 0; r < rows; ++r) {
+                    const float want = expected[c * rows + r], got = cuda::decode_bf16(out[r * channels + c]);
+                    const float held = cuda::decode_bf16(cuda::encode_bf16(want, false));
+                    mismatches +=
+                        !(std::isnan(want) ? std::isnan(got)
+                                           : std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(held));
+                }
+            QVERIFY2(mismatches == 0,
+                     qPrintable(QString("%1: %2 values differ").arg(block_format_name(format).data()).arg(mismatches)));
+        }
     }
 
     // The scale edge cases, one block each, against the spec's rule: a block of

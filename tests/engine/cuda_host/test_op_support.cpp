@@ -219,20 +219,17 @@ private slots:
         QVERIFY(!cuda_op_unsupported(BackendOp::conv2d, Format::fp8_e5m2, yes, "H200").empty());
     }
 
-    // The block-scaled formats and a precision per matmul run in linear layers (block formats where
-    // the GPU multiplies bf16), in convolutions on the CPU backend only; the FP8 recipes run.
+    // The block-scaled formats run in linear layers and convolutions where the GPU multiplies
+    // bf16; a precision per matmul in linear layers, a convolution's on the CPU backend only; the
+    // FP8 recipes run.
     void block_scaled_layers_mixes_and_recipes() {
-        QCOMPARE(cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{true, {}}, "H200"), std::string());
-        const std::string old =
-            cuda_op_unsupported(BackendOp::block_scaled, Format::fp32, Support{false, "no bf16 tensor cores"}, "T4");
-        QVERIFY2(old.find("bf16") != std::string::npos && old.find("T4") != std::string::npos &&
-                     old.find("backend: cpu") != std::string::npos,
-                 old.c_str());
-        const std::string why =
-            cuda_op_unsupported(BackendOp::block_scaled_conv, Format::fp32, Support{true, {}}, "H200");
-        QVERIFY2(why.find("block-scaled") != std::string::npos && why.find("convolutions") != std::string::npos &&
-                     why.find("backend: cpu") != std::string::npos,
-                 why.c_str());
+        for (BackendOp op : {BackendOp::block_scaled, BackendOp::block_scaled_conv}) {
+            QCOMPARE(cuda_op_unsupported(op, Format::fp32, Support{true, {}}, "H200"), std::string());
+            const std::string old = cuda_op_unsupported(op, Format::fp32, Support{false, "no bf16 tensor cores"}, "T4");
+            QVERIFY2(old.find("bf16") != std::string::npos && old.find("T4") != std::string::npos &&
+                         old.find("backend: cpu") != std::string::npos,
+                     old.c_str());
+        }
         QCOMPARE(cuda_op_unsupported(BackendOp::per_gemm, Format::fp32, Support{true, {}}, "H200"), std::string());
         const std::string mix =
             cuda_op_unsupported(BackendOp::per_gemm_conv, Format::fp32, Support{true, {}}, "H200");

@@ -27,7 +27,7 @@ __global__ void block_tensor_amax_kernel(const void* src, int src_fmt, std::int6
 
 __global__ void round_block_operand_kernel(BlockOperandArgs a) {
     const float tensor_scale = a.tensor_amax ? nvfp4_scale_of(float_of(*a.tensor_amax)) : 1.0f;
-    const std::uint64_t key = a.key ? *a.key : 0;
+    const std::uint64_t key = a.key ? block_pass_key(a, *a.key) : 0;
     const std::int64_t blocks = a.blocks();
     if (a.factor && blockIdx.x == 0 && threadIdx.x == 0) *a.factor = 1.0f / tensor_scale;
     MANTISSA_GRID_STRIDE(b, blocks) round_operand_block(a, b, tensor_scale, key);

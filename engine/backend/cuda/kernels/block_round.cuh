@@ -43,6 +43,12 @@ struct BlockOperandArgs {
     float* factor = nullptr;
     // Stochastic rounding: the pass's key (draw_stochastic_key's device word); null: to nearest.
     const std::uint64_t* key = nullptr;
+    // A convolution's block-scaled weight gradient rounds its dy chunk by chunk as the CPU does:
+    // each chunk with the key stochastic_key(*key, key_pass) (key_pass >= 0), and value (o, k, i)
+    // taking the random bits of index (o·inner + i)·K + k, its index in the CPU's channel-major
+    // layout of the chunk (k_major_index), where the device holds it row-major.
+    std::int64_t key_pass = -1;
+    bool k_major_index = false;
 
     MANTISSA_HD std::int64_t blocks_per_run() const { return (K + block_size - 1) / block_size; }
     MANTISSA_HD std::int64_t blocks() const { return outer * blocks_per_run() * inner; }
@@ -127,24 +133,36 @@ MANTISSA_HD BlockParameters block_parameters(bool nvfp4, const ElementGrid& g, f
     return p;
 }
 
-// Where value k of block `b` (blocks numbered as BlockOperandArgs::blocks counts them: inner fastest,
-// then the block along K, then outer) lives in the operand, and how many values the block holds.
-MANTISSA_HD std::int64_t block_first_index(const BlockOperandArgs& a, std::int64_t b, std::int64_t& count) {
+// Block b's place (blocks numbered as BlockOperandArgs::blocks counts them: inner fastest, then the
+// block along K, then outer): its run (o, i), its first k and how many values it holds.
+struct BlockPlace {
+    std::int64_t o, i, first_k, count;
+};
+MANTISSA_HD BlockPlace block_place(const BlockOperandArgs& a, std::int64_t b) {
     const std::int64_t per_run = a.blocks_per_run();
-    const std::int64_t i = b % a.inner;
-    const std::int64_t along = (b / a.inner) % per_run;
-    const std::int64_t o = b / (a.inner * per_run);
-    const std::int64_t first_k = along * a.block_size;
-    count = a.K - first_k < a.block_size ? a.K - first_k : a.block_size;
-    return (o * a.K + first_k) * a.inner + i;
+    BlockPlace p;
+    p.i = b % a.inner;
+    p.o = b / (a.inner * per_run);
+    p.first_k = ((b / a.inner) % per_run) * a.block_size;
+    p.count = a.K - p.first_k < a.block_size ? a.K - p.first_k : a.block_size;
+    return p;
+}
+
+// The key a pass rounds with, from its device word (BlockOperandArgs::key_pass).
+MANTISSA_HD std::uint64_t block_pass_key(const BlockOperandArgs& a, std::uint64_t word) {
+    return a.key_pass >= 0 ? stochastic_key(word, static_cast<std::uint64_t>(a.key_pass)) : word;
 }
 
 // Block b of the operand rounded into dst: its amax, its parameters, its values (value j of the
 // tensor in storage order takes stochastic_bits(key, j) when rounding stochastically).
 // tensor_scale: NVFP4's S (1 for MX).
 MANTISSA_HD void round_operand_block(const BlockOperandArgs& a, std::int64_t b, float tensor_scale, std::uint64_t key) {
-    std::int64_t count = 0;
-    const std::int64_t first = block_first_index(a, b, count);
+    const BlockPlace place = block_place(a, b);
+    const std::int64_t count = place.count;
+    const std::int64_t first = (place.o * a.K + place.first_k) * a.inner + place.i;
+    // The random bits' index of the block's first value, and its step along k.
+    const std::int64_t random_first = a.k_major_index ? (place.o * a.inner + place.i) * a.K + place.first_k : first;
+    const std::int64_t random_step = a.k_major_index ? 1 : a.inner;
     std::uint32_t amax = 0, largest = 0;
     for (std::int64_t k = 0; k < count; ++k) {
         const float v = load_value(a.src, a.src_fmt, first + k * a.inner);
@@ -159,8 +177,9 @@ MANTISSA_HD void round_operand_block(const BlockOperandArgs& a, std::int64_t b, 
     for (std::int64_t k = 0; k < count; ++k) {
         const std::int64_t j = first + k * a.inner;
         const float q = load_value(a.src, a.src_fmt, j) * p.encode;
-        const float r = stochastic ? stochastic_on_grid(q, stochastic_bits(key, static_cast<std::uint64_t>(j)),
-                                                        g.mantissa_bits, g.emin, g.emax, g.max_finite, g.max_finite)
+        const auto random = static_cast<std::uint64_t>(random_first + k * random_step);
+        const float r = stochastic ? stochastic_on_grid(q, stochastic_bits(key, random), g.mantissa_bits, g.emin,
+                                                        g.emax, g.max_finite, g.max_finite)
                                    : round_to_element_grid(q, g);
         a.dst[j] = static_cast<std::uint16_t>(encode_bf16(r * p.decode, false));
     }
