@@ -3,6 +3,7 @@
 GPU_CHECK_TARGETS=(mantissa_cuda mantissa-cli test_gpu_equivalence test_gpu_conv test_gpu_transformer_ops test_gpu_training test_gpu_device_step
                    bench_cuda test_cuda_format_support test_cuda_block_cache test_cuda_graph_policy
                    test_cuda_step_layout test_cuda_op_support test_cuda_loader test_cuda_convert test_cuda_optimizer_update
+                   test_cuda_block_round test_cuda_fp8_scale_rule
                    mantissa_cuda_stub)
 GPU_SUITES=(test_gpu_equivalence test_gpu_conv test_gpu_transformer_ops test_gpu_training test_gpu_device_step)
 HOST_SUITES=(test_cuda_format_support test_cuda_block_cache test_cuda_graph_policy test_cuda_step_layout
