@@ -20,6 +20,10 @@
 // K, Co or a chunk's rows are not multiples of 16 the same quantised values multiply as bf16.
 // Only the FP32 summation order of the matmuls (and of dW across chunks) differs from the CPU.
 // Stochastic gradients: the FP8 dy, dX and dW rounded with device-drawn keys in the CPU's order.
+// Block-scaled (MX, NVFP4): bf16 operands rounded in blocks on the CPU's axes (block_operand,
+// round_block_buffer in cuda_linear.cpp): W's rows and the columns along the patch; dgrad's whole
+// dy along the output channels and W's columns; wgrad's chunk rows along the samples × positions,
+// the chunks the CPU's (backend/conv_chunks.h), since there its blocks restart.
 // Training thread only; nothing waits for the stream except weight statistics outside a pipeline.
 #include <algorithm>
 

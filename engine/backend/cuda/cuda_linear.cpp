@@ -415,7 +415,7 @@ void CudaBackend::per_gemm_backward_operands(const LinearTensors& l, const CudaT
                                              const CudaTensor& w, std::int64_t batch, bool need_w, BackwardGemm& dgrad,
                                              BackwardGemm& wgrad) {
     const std::int64_t in = w.cols(), out = w.rows();
-    const std::int64_t n_dy = batch * out, n_x = batch * in, n_w = in * out;
+    const std::int64_t n_dy = batch * out;
     const ComputeFormat e4m3(Format::fp8_e4m3);
     // A matmul's own format, or the forward's.
     const auto format_of = [&](const std::optional<ComputeFormat>& own) {
@@ -479,34 +479,27 @@ void CudaBackend::per_gemm_backward_operands(const LinearTensors& l, const CudaT
         g.other = g.native ? q : as_bf16(q, fmt_e4m3, n, bf16_slot);
         g.other_type = g.native ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     };
-    if (need_w) {  // W for dgrad
-        if (fd == e4m3) {
-            fp8_operand(Fp8Role::weight, w, n_w, l.weight_compute, slot_gemm_w, slot_tw, dgrad);
-        } else if (fd.block) {
-            block_tensor_amax(*fd.block, w, n_w, block_w);
-            const BlockOperand o = block_operand(*fd.block, w, 1, out, in, slot_gemm_w, block_w, nullptr);
-            dgrad.other = o.values;
-            dgrad.dq_other = o.factor;
-            dgrad.other_type = CUDA_R_16BF;
+    // The other operand of one matmul (W for dgrad, x for wgrad, its `copy` the forward's cast of
+    // it): FP8 (above), in blocks along the matmul's reduction, or rounded to a tensor format.
+    const auto other_for = [&](const ComputeFormat& f, Fp8Role role, const CudaTensor& t, Tensor* copy,
+                               std::int64_t rows, Slot slot, Slot bf16_slot, BlockState state, BackwardGemm& g) {
+        const std::int64_t n = rows * in;
+        if (f == e4m3) {
+            fp8_operand(role, t, n, copy, slot, bf16_slot, g);
+        } else if (f.block) {  // along the rows: W's columns (out), x's columns (the batch)
+            block_tensor_amax(*f.block, t, n, state);
+            const BlockOperand o = block_operand(*f.block, t, 1, rows, in, slot, state, nullptr);
+            g.other = o.values;
+            g.dq_other = o.factor;
+            g.other_type = CUDA_R_16BF;
         } else {
-            const bool copy = l.weight_compute && l.weight_compute->format() == fd.format;
-            dgrad.other = operand(copy ? cuda(*l.weight_compute) : w, n_w, fd.format, slot_gemm_w);
-            dgrad.other_type = operand_type(fd.format);
+            const bool own = copy && copy->format() == f.format;
+            g.other = operand(own ? cuda(*copy) : t, n, f.format, slot);
+            g.other_type = operand_type(f.format);
         }
-    }
-    if (fw == e4m3) {  // x for wgrad
-        fp8_operand(Fp8Role::input, x, n_x, l.saved_input, slot_gemm_x, slot_tx, wgrad);
-    } else if (fw.block) {
-        block_tensor_amax(*fw.block, x, n_x, block_x);
-        const BlockOperand o = block_operand(*fw.block, x, 1, batch, in, slot_gemm_x, block_x, nullptr);
-        wgrad.other = o.values;
-        wgrad.dq_other = o.factor;
-        wgrad.other_type = CUDA_R_16BF;
-    } else {
-        const bool copy = l.saved_input && l.saved_input->format() == fw.format;
-        wgrad.other = operand(copy ? cuda(*l.saved_input) : x, n_x, fw.format, slot_gemm_x);
-        wgrad.other_type = operand_type(fw.format);
-    }
+    };
+    if (need_w) other_for(fd, Fp8Role::weight, w, l.weight_compute, out, slot_gemm_w, slot_tw, block_w, dgrad);
+    other_for(fw, Fp8Role::input, x, l.saved_input, batch, slot_gemm_x, slot_tx, block_x, wgrad);
 }
 
 // ---- block-scaled operands
