@@ -68,6 +68,23 @@ struct LinearTwin : MatmulLayerTwin {
         fp8_gpu = gpu.create_fp8_state(recipe);
     }
 
+    // One forward and backward on both backends, "" when they agree: y within atol + |ref|·eps,
+    // the same stochastic keys drawn, the weight gradient's counts of elements and non-finite
+    // values, and backward_differs's outputs.
+    QString step_differs(Backend& cpu, Backend& gpu, LinearTensors& lc, LinearTensors& lg, double atol, double eps) {
+        cpu.linear_forward(lc, x.c(), y.c(), batch, true);
+        gpu.linear_forward(lg, x.g(), y.g(), batch, true);
+        if (QString d = compare_close(read(cpu, y.c()), read(gpu, y.g()), atol, eps); !d.isEmpty()) return "y: " + d;
+        RoundingStats sc, sg;
+        cpu.linear_backward(lc, x.c(), dy.c(), &dx.c(), batch, &sc);
+        gpu.linear_backward(lg, x.g(), dy.g(), &dx.g(), batch, &sg);
+        if (gpu.stochastic_rounding_position() != cpu.stochastic_rounding_position())
+            return QString("the GPU drew %1 stochastic keys, the CPU %2")
+                .arg(gpu.stochastic_rounding_position())
+                .arg(cpu.stochastic_rounding_position());
+        if (sg.elements != sc.elements || sg.nonfinite != sc.nonfinite) return "the weight gradient's counts";
+        return backward_differs(cpu, gpu, atol, eps);
+    }
     // What the backward wrote on the two backends, "" when it agrees: dX within atol/10 + |ref|·eps
     // and dW within atol/2 + |ref|·eps (linear's bounds: FP32 summation order), dB bit for bit.
     QString backward_differs(Backend& cpu, Backend& gpu, double atol, double eps) {
@@ -417,20 +434,9 @@ private slots:
         lc.stochastic_gradients = lg.stochastic_gradients = stochastic;
         m_cpu->seed_stochastic_rounding(43);
         m_gpu->seed_stochastic_rounding(43);
-        m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
-        m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
-        const double atol = 1e-4, eps = 1e-5;
-        QString diff = compare_close(read(*m_cpu, l.y.c()), read(*m_gpu, l.y.g()), atol, eps);
-        QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff));
-        RoundingStats sc, sg;
-        m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
-        m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
-        QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
-        // dB: of the unquantised dy, a column sum in row order on both.
-        diff = l.backward_differs(*m_cpu, *m_gpu, atol, eps);
+        // (dB: of the unquantised dy, a column sum in row order on both.)
+        const QString diff = l.step_differs(*m_cpu, *m_gpu, lc, lg, 1e-4, 1e-5);
         QVERIFY2(diff.isEmpty(), qPrintable(diff));
-        QCOMPARE(sg.elements, sc.elements);
-        QCOMPARE(sg.nonfinite, sc.nonfinite);
     }
 
     // The FP8 recipes beyond delayed scaling: current scaling (each tensor's scale from its own amax,
@@ -482,22 +488,14 @@ private slots:
         const double eps = format_info(act).epsilon, atol = 1e-3;
         for (int step = 0; step < 2; ++step) {
             const QString at = QString(" (step %1)").arg(step);
-            m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
-            m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
-            QString diff = compare_close(read(*m_cpu, l.y.c()), read(*m_gpu, l.y.g()), atol, eps);
-            QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff + at));
-            RoundingStats sc, sg;
-            m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
-            m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
-            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
+            QString diff = l.step_differs(*m_cpu, *m_gpu, lc, lg, atol, eps * (stochastic ? 2.0 : 1.0));
+            QVERIFY2(diff.isEmpty(), qPrintable(diff + at));
             // The scales the step used (current: from the tensors themselves).
             for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
                 const Fp8TensorSnapshot c = l.fp8_cpu->snapshot(r), g = l.fp8_gpu->snapshot(r);
                 QCOMPARE(std::bit_cast<std::uint32_t>(g.scale), std::bit_cast<std::uint32_t>(c.scale));
                 QCOMPARE(std::bit_cast<std::uint32_t>(g.scale_inv), std::bit_cast<std::uint32_t>(c.scale_inv));
             }
-            diff = l.backward_differs(*m_cpu, *m_gpu, atol, eps * (stochastic ? 2.0 : 1.0));
-            QVERIFY2(diff.isEmpty(), qPrintable(diff + at));
             diff = l.fp8_states_differ(*m_cpu, *m_gpu);
             QVERIFY2(diff.isEmpty(), qPrintable(diff + at));
         }
@@ -622,15 +620,7 @@ private slots:
         const double atol = any_fp8 ? 1e-3 : 1e-4;
         for (int step = 0; step < 2; ++step) {
             const QString at = QString(" (step %1)").arg(step);
-            m_cpu->linear_forward(lc, l.x.c(), l.y.c(), batch, true);
-            m_gpu->linear_forward(lg, l.x.g(), l.y.g(), batch, true);
-            QString diff = compare_close(read(*m_cpu, l.y.c()), read(*m_gpu, l.y.g()), atol, eps);
-            QVERIFY2(diff.isEmpty(), qPrintable("y: " + diff + at));
-            RoundingStats sc, sg;
-            m_cpu->linear_backward(lc, l.x.c(), l.dy.c(), &l.dx.c(), batch, &sc);
-            m_gpu->linear_backward(lg, l.x.g(), l.dy.g(), &l.dx.g(), batch, &sg);
-            QCOMPARE(m_gpu->stochastic_rounding_position(), m_cpu->stochastic_rounding_position());
-            diff = l.backward_differs(*m_cpu, *m_gpu, atol, eps);
+            QString diff = l.step_differs(*m_cpu, *m_gpu, lc, lg, atol, eps);
             QVERIFY2(diff.isEmpty(), qPrintable(diff + at));
             if (!any_fp8) continue;
             diff = l.fp8_states_differ(*m_cpu, *m_gpu);
