@@ -49,6 +49,10 @@ protected:
         if (m_formats.gemms_differ()) {
             const BackendOp mix = op == BackendOp::linear ? BackendOp::per_gemm : BackendOp::per_gemm_conv;
             if (std::string why = backend.unsupported(mix, Format::fp32); !why.empty()) return why;
+            // Each backward matmul in a tensor format the backend multiplies in (a GPU's FP8, say).
+            for (const ComputeFormat* f : {&m_formats.dgrad, &m_formats.wgrad})
+                if (!f->block)
+                    if (std::string why = backend.unsupported(op, f->format); !why.empty()) return why;
         }
         if (m_formats.fp16_accumulation) {
             if (op != BackendOp::linear)
