@@ -311,9 +311,11 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
     // A product into `dst` of `n` values: fused when possible (FP8's factors through cuBLASLt's
     // scale pointers where its FP8 kernels run, none otherwise), else FP32 workspace + scale_round
     // (rounding stochastically with the pass's key, when there is one).
-    auto product = [&](MatmulCall call, const BackwardGemm& g, const float* scale_a, const float* scale_b,
-                       CudaTensor& dst, std::int64_t n, unsigned long long* stats, const std::uint64_t* key,
-                       const char* what) {
+    // A is the other operand (W, x), B is dy: the CPU's dX x (dq_g x dq_w), dW x (dq_g x dq_x).
+    auto product = [&](MatmulCall call, const BackwardGemm& g, CudaTensor& dst, std::int64_t n,
+                       unsigned long long* stats, const std::uint64_t* key, const char* what) {
+        const float* scale_a = g.dq_other;
+        const float* scale_b = g.dq_dy;
         const bool scaled = scale_a != nullptr || scale_b != nullptr;
         if (!stats && !key && !l.fp16_accumulation && (g.native || !scaled) &&
             fused_output_ok(call.a_type, dst.format())) {
@@ -360,7 +362,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.lda = in;
         }
         // CPU: dx x (dq_g x dq_w); the fused path multiplies by A's (W) and B's (dy) factors.
-        product(call, dgrad, dgrad.dq_other, dgrad.dq_dy, cuda(*dx_out), batch * in, nullptr, dx_key, "input-gradient");
+        product(call, dgrad, cuda(*dx_out), batch * in, nullptr, dx_key, "input-gradient");
     }
 
     unsigned long long* stats = weight_stats_counters(weight_stats, out * in);
@@ -394,7 +396,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
             call.ldb = out;
         }
         // CPU: dW x (dq_g x dq_x); A is x, B is dy.
-        product(call, wgrad, wgrad.dq_other, wgrad.dq_dy, gw, out * in, stats, dw_key, "weight-gradient");
+        product(call, wgrad, gw, out * in, stats, dw_key, "weight-gradient");
     } else {
         launch_fill_bits(gw.data(), format_bytes(gw.format()), 0, out * in, m_stream);  // an empty sum
     }

@@ -61,11 +61,8 @@ MANTISSA_HD float block_pow2(int k) {
 
 // q rounded to nearest even on the grid, saturating at ±max_finite (grid_round.h's round_to_grid).
 MANTISSA_HD float round_to_element_grid(float q, const ElementGrid& g) {
-    std::int32_t e = static_cast<std::int32_t>((bits_of(q) >> 23) & 0xFFu);
-    e = e < g.emin + 127 ? g.emin + 127 : e;
-    e = e > g.emax + 127 ? g.emax + 127 : e;
-    const float step = float_of(static_cast<std::uint32_t>(e - g.mantissa_bits) << 23);
-    const float inverse = float_of(static_cast<std::uint32_t>(254 - e + g.mantissa_bits) << 23);
+    float step, inverse;
+    grid_step_of(q, g.mantissa_bits, g.emin, g.emax, step, inverse);
     const float magic = 12582912.0f;
     float r = ((q * inverse + magic) - magic) * step;
     r = r > g.max_finite ? g.max_finite : r;

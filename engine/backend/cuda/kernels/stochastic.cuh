@@ -53,6 +53,17 @@ MANTISSA_HD float stochastic_on_bits(float x, std::uint32_t random, int dropped,
     return float_of(r | sign);
 }
 
+// The grid step m·2^(e - mantissa_bits) of x's binade, e clamped to [emin, emax] (the smallest
+// step below the normal range), and its inverse: powers of two, so x / step is exact
+// (numeric/grid_round.h's step_of).
+MANTISSA_HD void grid_step_of(float x, int mantissa_bits, int emin, int emax, float& step, float& inverse) {
+    std::int32_t e = static_cast<std::int32_t>((bits_of(x) >> 23) & 0xFFu);
+    e = e < emin + 127 ? emin + 127 : e;
+    e = e > emax + 127 ? emax + 127 : e;
+    step = float_of(static_cast<std::uint32_t>(e - mantissa_bits) << 23);
+    inverse = float_of(static_cast<std::uint32_t>(254 - e + mantissa_bits) << 23);
+}
+
 // fp16 and the FP8s: |x| rounded down to the grid m·2^(e - mantissa_bits), e in [emin, emax]
 // (the step of x's binade, the smallest below the normal range), or up by one step when u, a
 // uniform in [0, 1) from the top 24 random bits, is below the fraction; beyond max_finite the
@@ -60,11 +71,8 @@ MANTISSA_HD float stochastic_on_bits(float x, std::uint32_t random, int dropped,
 // floor by the 1.5·2^23 trick, the comparisons on bit patterns of non-negative floats.
 MANTISSA_HD float stochastic_on_grid(float x, std::uint32_t random, int mantissa_bits, int emin, int emax,
                                      float max_finite, float beyond) {
-    std::int32_t e = static_cast<std::int32_t>((bits_of(x) >> 23) & 0xFFu);
-    e = e < emin + 127 ? emin + 127 : e;
-    e = e > emax + 127 ? emax + 127 : e;
-    const float step = float_of(static_cast<std::uint32_t>(e - mantissa_bits) << 23);
-    const float inverse = float_of(static_cast<std::uint32_t>(254 - e + mantissa_bits) << 23);
+    float step, inverse;
+    grid_step_of(x, mantissa_bits, emin, emax, step, inverse);
     const float y = float_of(bits_of(x) & 0x7FFFFFFFu) * inverse;
     const float magic = 12582912.0f;
     const float nearest = (y + magic) - magic;
