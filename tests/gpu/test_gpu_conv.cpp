@@ -5,6 +5,8 @@
 //   - conv2d's y, dX and dW within atol + |ref|·eps (the matmuls' FP32 accumulation order
 //     differs), per compute format, over geometries with stride 2, padding, kernels 1, 3 and 5,
 //     odd sizes, batches 1 and 7, and an FP8 shape cuBLASLt's FP8 kernels take natively;
+//   - conv2d with a precision per matmul (dgrad and wgrad in their own formats: tensor formats,
+//     FP8, block formats) within the same bounds, its FP8 scales and amaxes the CPU's;
 //   - batchnorm2d's statistics within 1 FP32 ulp (double sums added in another order) and y, dx,
 //     dγ, dβ within the bound that follows;
 //   - a small CNN trained through the Trainer (the pipelined step on the GPU) with losses close to
@@ -302,6 +304,82 @@ private slots:
         m_gpu->seed_stochastic_rounding(61);
         const QString diff = t.step_differs(*m_cpu, *m_gpu, tc, tg, 1e-4, 1e-5);
         QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    }
+
+    // A precision per matmul (ConvTensors::dgrad, wgrad): each backward matmul's operands in its
+    // own format as the CPU makes them (dy in e5m2 once where either is FP8, a block format's dy
+    // with its own key, W or x quantised with their role's scale where the forward did not), the
+    // FP8 states' amaxes and scales the CPU's; values within the format's bound, dB bit for bit.
+    // Two geometries: partial blocks and bf16 FP8 operands (k3, 7 samples), and a shape
+    // cuBLASLt's FP8 kernels take natively.
+    void conv2d_per_gemm_data() {
+        QTest::addColumn<int>("which");
+        QTest::addColumn<int>("geometry");
+        const char* names[] = {"fp8-wgrad-bf16",          "bf16-wgrad-fp8",
+                               "mxfp8-dgrad-bf16-wgrad-mxfp4", "nvfp4-wgrad-fp8-stochastic",
+                               "fp16-dgrad-fp32-wgrad-tf32",  "fp32-dgrad-mxfp4-stochastic"};
+        for (int i = 0; i < 6; ++i) {
+            QTest::addRow("%s", names[i]) << i << 0;
+            QTest::addRow("%s-fp8-native", names[i]) << i << 6;
+        }
+    }
+    void conv2d_per_gemm() {
+        REQUIRE_GPU();
+        QFETCH(int, which);
+        QFETCH(int, geometry);
+        const ComputeFormat e4m3(Format::fp8_e4m3), bf16(Format::bf16);
+        struct Setting {
+            Format compute;  // the forward's tensor format (fp32 under a block format)
+            std::optional<BlockFormat> block;
+            std::optional<ComputeFormat> dgrad, wgrad;
+            bool stochastic;
+        };
+        const Setting settings[] = {
+            {Format::fp8_e4m3, {}, {}, bf16, false},
+            {Format::bf16, {}, {}, e4m3, false},
+            {Format::fp32, BlockFormat::mxfp8_e4m3, bf16, ComputeFormat(BlockFormat::mxfp4), false},
+            {Format::fp32, BlockFormat::nvfp4, {}, e4m3, true},
+            {Format::fp16, {}, ComputeFormat(Format::fp32), ComputeFormat(Format::tf32), false},
+            {Format::fp32, {}, ComputeFormat(BlockFormat::mxfp4), {}, true}};
+        const Setting& st = settings[which];
+        for (const std::optional<ComputeFormat>& f : {std::optional<ComputeFormat>(st.compute), st.dgrad, st.wgrad})
+            if (f && !f->block && !gpu_multiplies(f->format))
+                QSKIP(m_gpu->unsupported(BackendOp::conv2d, f->format).c_str());
+        const bool blocks = st.block || (st.dgrad && st.dgrad->block) || (st.wgrad && st.wgrad->block);
+        if (blocks && !m_gpu->supports(BackendOp::block_scaled_conv, Format::fp32))
+            QSKIP(m_gpu->unsupported(BackendOp::block_scaled_conv, Format::fp32).c_str());
+        const ConvCase cc = conv_cases()[static_cast<std::size_t>(geometry)];
+        ConvTwin t(*m_cpu, *m_gpu, st.compute, cc.g, cc.batch);
+        const bool any_fp8 = st.compute == Format::fp8_e4m3 || st.dgrad == e4m3 || st.wgrad == e4m3;
+        if (any_fp8 && !t.fp8_cpu) {
+            t.fp8_cpu = m_cpu->create_fp8_state(Fp8Recipe{});
+            t.fp8_gpu = m_gpu->create_fp8_state(Fp8Recipe{});
+        }
+        ConvTensors tc = t.tensors(false), tg = t.tensors(true);
+        for (ConvTensors* c : {&tc, &tg}) {
+            c->block = st.block;
+            c->dgrad = st.dgrad;
+            c->wgrad = st.wgrad;
+            c->stochastic_gradients = st.stochastic;
+        }
+        m_cpu->seed_stochastic_rounding(67);
+        m_gpu->seed_stochastic_rounding(67);
+        const Format act = output_format(st.compute);
+        const double eps = (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (st.stochastic ? 2 : 1);
+        const double atol = any_fp8 ? 1e-3 : 1e-4;
+        for (int step = 0; step < 2; ++step) {  // FP8: the second step with the first's scales
+            const QString at = QString(" (step %1)").arg(step);
+            const QString diff = t.step_differs(*m_cpu, *m_gpu, tc, tg, atol, eps);
+            QVERIFY2(diff.isEmpty(), qPrintable(diff + at));
+            if (!any_fp8) continue;
+            m_cpu->update_fp8_scales(*t.fp8_cpu);
+            m_gpu->update_fp8_scales(*t.fp8_gpu);
+            for (Fp8Role r : {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output}) {
+                const Fp8TensorSnapshot a = t.fp8_cpu->snapshot(r), b = t.fp8_gpu->snapshot(r);
+                QVERIFY2(b.amax_history == a.amax_history, qPrintable(QString("amax history, role %1").arg(int(r)) + at));
+                QCOMPARE(b.scale, a.scale);
+            }
+        }
     }
 
     // ---- pools and add: bit for bit

@@ -30,6 +30,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -280,6 +281,9 @@ private:
     const void* operand(const CudaTensor& t, std::int64_t n, Format compute, Slot slot);
     // FP8 values (e4m3 or e5m2 patterns) as bf16 in scratch slot `slot`: exact.
     const void* as_bf16(const void* fp8_values, int fmt, std::int64_t n, Slot slot);
+    // A (rows, cols) matrix of FP8 bytes transposed into slot_tw: an operand cuBLASLt's FP8
+    // kernels take only as "TN".
+    const void* transposed_fp8(const void* values, std::int64_t rows, std::int64_t cols);
     void require_plain(const Tensor& t, const char* op) const;  // no pending multiplier
     unsigned long long* deferred_rounding(const RoundingStats* weight_stats) const {
         if (!weight_stats || !m_deferred_device || weight_stats < m_deferred_host ||
@@ -305,6 +309,10 @@ private:
     // Under current scaling both first take the tensor's scale from its amax (current_fp8_scale).
     std::uint8_t* quantize_grad_fp8(CudaFp8State& state, const CudaTensor& dy, std::int64_t n,
                                     const std::uint64_t* key = nullptr);
+    // t's first n values quantised to e4m3 into `slot` with role's scale (current scaling: from
+    // their amax), the amax recorded: a backward matmul's FP8 operand where the forward did not
+    // quantise t (a precision per matmul).
+    std::uint8_t* quantize_role_fp8(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n, Slot slot);
     // The weight gradient's four rounding counters (zeroed), or null without weight_stats; then
     // their values added to weight_stats (waiting for the stream), unless a pipeline defers them.
     // empty: an empty batch (every element an exact zero).
@@ -352,6 +360,33 @@ private:
     void per_gemm_backward_operands(const LinearTensors& l, const CudaTensor& x, const CudaTensor& dy,
                                     const CudaTensor& w, std::int64_t batch, bool need_w, BackwardGemm& dgrad,
                                     BackwardGemm& wgrad);
+    // One backward matmul of a convolution (cuda_conv.cpp) as its chunks make it: dy's rows from
+    // `dy` (the NCHW tensor or a quantised copy, stored as dy_src_fmt) in dy_fmt; `other` is
+    // dgrad's W operand ((Co, K), or for native FP8 its transposed copy (K, Co)) or wgrad's
+    // source of the columns (stored as other_fmt, made in col_fmt); their cuBLASLt types and
+    // dequantisation factors (null: none); `block`: wgrad's chunk rows and columns are rounded in
+    // blocks of this format along the chunk's rows (their factors set by each chunk).
+    struct ConvGemm {
+        const void* dy = nullptr;
+        int dy_src_fmt = 0, dy_fmt = 0;
+        const void* other = nullptr;
+        int other_fmt = 0, col_fmt = 0;
+        cudaDataType_t dy_type = CUDA_R_32F, other_type = CUDA_R_32F;
+        const float* dq_dy = nullptr;
+        const float* dq_other = nullptr;
+        bool native = false;
+        cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+        std::optional<BlockFormat> block;
+    };
+    // A convolution whose backward matmuls have their own formats (ConvTensors::dgrad, wgrad), in
+    // the CPU's order (per_gemm_backward_operands in cpu_linear.cpp, conv2d_backward_impl in
+    // cpu_conv.cpp): dy in e5m2 once where either matmul is FP8, dgrad's dy (a block format's
+    // whole dy along the channels, with its key), wgrad's (a block format's key kept in
+    // `wgrad_key` for its chunks), W for dgrad (when need_w), x for wgrad. native_shape: cuBLASLt's
+    // FP8 kernels take the chunks' shapes.
+    void per_gemm_conv_operands(const ConvTensors& conv, const CudaTensor& x, const CudaTensor& dy, const CudaTensor& w,
+                                std::int64_t batch, bool native_shape, bool need_w, ConvGemm& dgrad, ConvGemm& wgrad,
+                                const std::uint64_t*& wgrad_key);
     // Current scaling (precision.fp8.scaling current): role's scale from the amax of t's first n
     // values, in the state, before t is quantised; nothing under the other recipes.
     void current_fp8_scale(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n);

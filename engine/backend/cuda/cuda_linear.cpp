@@ -95,6 +95,12 @@ const void* CudaBackend::as_bf16(const void* fp8_values, int fmt, std::int64_t n
     return buf;
 }
 
+const void* CudaBackend::transposed_fp8(const void* values, std::int64_t rows, std::int64_t cols) {
+    auto* t = static_cast<std::uint8_t*>(scratch(slot_tw, static_cast<std::size_t>(rows * cols)));
+    launch_transpose_u8(static_cast<const std::uint8_t*>(values), rows, cols, t, m_stream);
+    return t;
+}
+
 const void* CudaBackend::operand(const CudaTensor& t, std::int64_t n, Format compute, Slot slot) {
     require_plain(t, "matmul");
     if (storage_type(t.format()) == operand_type(compute) && format_contains(compute, t.format())) return t.data();
@@ -351,9 +357,7 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
         call.ldd = in;
         call.a_type = dgrad.other_type;
         if (dgrad.native) {
-            auto* wt = static_cast<std::uint8_t*>(scratch(slot_tw, static_cast<std::size_t>(in * out)));
-            launch_transpose_u8(static_cast<const std::uint8_t*>(dgrad.other), out, in, wt, m_stream);
-            call.a = wt;
+            call.a = transposed_fp8(dgrad.other, out, in);
             call.trans_a = true;
             call.lda = out;
         } else {
@@ -467,16 +471,7 @@ void CudaBackend::per_gemm_backward_operands(const LinearTensors& l, const CudaT
     // (current scaling: from its own amax), its amax recorded, as the CPU does.
     const auto fp8_operand = [&](Fp8Role role, const CudaTensor& t, std::int64_t n, Tensor* forward_copy, Slot slot,
                                  Slot bf16_slot, BackwardGemm& g) {
-        const void* q;
-        if (forward_fp8) {
-            q = cuda(*forward_copy).data();
-        } else {
-            auto* buf = static_cast<std::uint8_t*>(scratch(slot, static_cast<std::size_t>(n)));
-            current_fp8_scale(*state, role, t, n);
-            launch_quantize_fp8(t.data(), code(t.format()), n, state->scale(role), buf, true, state->pending(role),
-                                m_stream);
-            q = buf;
-        }
+        const void* q = forward_fp8 ? cuda(*forward_copy).data() : quantize_role_fp8(*state, role, t, n, slot);
         g.dq_other = state->scale_inv(role);
         g.other = g.native ? q : as_bf16(q, fmt_e4m3, n, bf16_slot);
         g.other_type = g.native ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
@@ -607,6 +602,14 @@ std::uint8_t* CudaBackend::quantize_grad_fp8(CudaFp8State& state, const CudaTens
     current_fp8_scale(state, Fp8Role::grad_output, dy, n);
     launch_quantize_fp8(dy.data(), code(dy.format()), n, state.scale(Fp8Role::grad_output), q, false,
                         state.pending(Fp8Role::grad_output), m_stream, key);
+    return q;
+}
+
+std::uint8_t* CudaBackend::quantize_role_fp8(CudaFp8State& state, Fp8Role role, const CudaTensor& t, std::int64_t n,
+                                             Slot slot) {
+    auto* q = static_cast<std::uint8_t*>(scratch(slot, static_cast<std::size_t>(n)));
+    current_fp8_scale(state, role, t, n);
+    launch_quantize_fp8(t.data(), code(t.format()), n, state.scale(role), q, true, state.pending(role), m_stream);
     return q;
 }
 

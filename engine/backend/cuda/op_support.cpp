@@ -45,11 +45,8 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::what_if:
             return "The CUDA backend does not measure what-if statistics yet (its statistics steps run as recorded "
                    "graphs, which cannot read operands back mid-step); the CPU backend (backend: cpu) measures them.";
-        case BackendOp::per_gemm: return "";  // cuda_linear.cpp: per_gemm_backward_operands
-        case BackendOp::per_gemm_conv:
-            return "The CUDA backend runs a convolution's three matmuls in one precision for now (a linear "
-                   "layer's each in its own); the CPU backend (backend: cpu) runs each in its own, or give the "
-                   "convolution one precision.";
+        case BackendOp::per_gemm: return "";       // cuda_linear.cpp: per_gemm_backward_operands
+        case BackendOp::per_gemm_conv: return "";  // cuda_conv.cpp: per_gemm_conv_operands
         default: {
             if (format == Format::fp32 || format == Format::tf32 || format == Format::fp16 || format == Format::bf16)
                 return "";
