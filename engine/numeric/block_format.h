@@ -123,9 +123,13 @@ float block_tensor_scale(BlockFormat format, const float* x, std::size_t n);
 // `largest`: when not null, the largest |src| value as the largest magnitude bit pattern orders it
 // (NaN above inf above every finite value: numeric/stats.h's max_abs), from the blocks' own amaxes
 // where the rounding reads every block whole (to nearest along rows), else from a pass of its own.
+// `first_index`: the index of src[0] in the tensor it is a part of (whole blocks of it: rows, or
+// rows of blocks), by which stochastic rounding draws each value's bits, so that the parts of a
+// tensor rounded apart (by threads) give what the whole rounded at once gives.
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key = {},
-                          std::int16_t* exponents = nullptr, float* largest = nullptr);
+                          std::int16_t* exponents = nullptr, float* largest = nullptr,
+                          std::uint64_t first_index = 0);
 // fp32(1 / tensor_scale) for NVFP4 (the factor its decoding leaves to the accumulator), 1 for MX.
 float block_operand_factor(BlockFormat format, float tensor_scale);
 

@@ -126,6 +126,9 @@ struct ElementRounding {
     // Whether the saturation and flush counts are wanted: a matmul operand's quantiser
     // (round_block_operand) drops them, and its lanes then skip counting (a third of their work).
     bool counted = true;
+    // The index of src[0] in the whole tensor, which stochastic rounding draws each value's bits
+    // by: a part of a tensor rounded on its own (a thread's share) draws what the whole would.
+    std::uint64_t first_index = 0;
 };
 
 // One element's result and counts, as quantise_block counts: saturated when |x · encode| exceeds
@@ -523,7 +526,7 @@ MANTISSA_BLOCK_HOT void round_runs(BlockFormat f, float tensor_scale, const floa
             ++stats.blocks;
             stats.nan_blocks += p.kind == nan_block;
             const bool live = p.kind == normal_block, zero_scale = p.kind == zero_scale_block;
-            const std::uint64_t index = r * K + first;
+            const std::uint64_t index = rounding.first_index + r * K + first;
             for (std::size_t j = 0; j < count; ++j) {
                 const float q = x[j] * p.encode;
                 const float u = unit_of(random_bits(rounding.key, index + j));
@@ -605,7 +608,8 @@ void round_tiles(BlockFormat f, float tensor_scale, const float* src, float* dst
             if (rounding.stochastic) {
                 for (std::size_t k = 0; k < count; ++k)
                     round_span_stochastic(src + base + k * inner, dst + base + k * inner, inner, encode.data(),
-                                          decode.data(), kind.data(), g, c, rounding, base + k * inner);
+                                          decode.data(), kind.data(), g, c, rounding,
+                                          rounding.first_index + base + k * inner);
                 continue;
             }
             for (std::size_t i = 0; i < inner; ++i) {
@@ -730,9 +734,9 @@ float block_operand_factor(BlockFormat format, float tensor_scale) {
 
 float round_block_operand(BlockFormat format, const float* src, float* dst, std::size_t outer, std::size_t K,
                           std::size_t inner, float tensor_scale, std::optional<std::uint64_t> stochastic_key,
-                          std::int16_t* exponents, float* largest) {
+                          std::int16_t* exponents, float* largest, std::uint64_t first_index) {
     // The counts are dropped: the lanes skip them.
-    const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false, false};
+    const ElementRounding rounding{stochastic_key.has_value(), stochastic_key.value_or(0), false, false, first_index};
     if (exponents != nullptr && inner != 1)
         throw Error("round_block_operand: block exponents are kept only along rows (inner 1)");
     std::int32_t largest_bits = 0;

@@ -35,7 +35,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_batched_matmul.h"
 #include "backend/cpu/cpu_buffer.h"
-#include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_flush_scratch.h"
 #include "backend/cpu/cpu_matmul.h"
 #include "numeric/stochastic_round.h"
 

@@ -55,6 +55,7 @@
 
 #include "backend/conv_chunks.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_block_parallel.h"
 #include "backend/cpu/cpu_parallel.h"
 #include "backend/cpu/cpu_rounded_store.h"
 #include "backend/cpu/onednn_conv.h"
@@ -506,10 +507,10 @@ void weight_gradient(CpuMatmul& mm, const ConvShape& s, const float* dy, const f
             const auto rows = static_cast<std::size_t>(ld);
             std::optional<std::uint64_t> key;
             if (buf.dy_key) key = stochastic_key(*buf.dy_key, static_cast<std::uint64_t>(first));
-            round_block_operand(*buf.wgrad_block, buf.dy_rows, buf.dy_rows, static_cast<std::size_t>(s.out_channels),
-                                rows, 1, buf.dy_scale, key);
-            round_block_operand(*buf.wgrad_block, buf.col, buf.col, static_cast<std::size_t>(s.patch()), rows, 1,
-                                buf.x_scale);
+            cpu_detail::round_block_operand_on(buf.max_threads, *buf.wgrad_block, buf.dy_rows, buf.dy_rows,
+                                               static_cast<std::size_t>(s.out_channels), rows, 1, buf.dy_scale, key);
+            cpu_detail::round_block_operand_on(buf.max_threads, *buf.wgrad_block, buf.col, buf.col,
+                                               static_cast<std::size_t>(s.patch()), rows, 1, buf.x_scale);
         }
         float* target = first == 0 ? gw : buf.dw;
         mm.multiply(buf.dy_rows, false, buf.col, true, target, s.out_channels, s.patch(), ld, bf16_ok);
@@ -648,8 +649,8 @@ void CpuBackend::conv2d_forward_impl(ConvTensors& conv, const Tensor& x_in, Tens
         const std::int64_t n = std::min(chunk, batch - first), ld = n * positions;
         im2col_chunk(s, x_op, first, n, col, max_threads);
         if (conv.block)
-            round_block_operand(*conv.block, col, col, 1, static_cast<std::size_t>(s.patch()),
-                                static_cast<std::size_t>(ld), x_block_scale);
+            cpu_detail::round_block_operand_on(max_threads, *conv.block, col, col, 1, static_cast<std::size_t>(s.patch()),
+                                               static_cast<std::size_t>(ld), x_block_scale);
         m_matmul.multiply(w_op, false, col, false, rows, s.out_channels, ld, s.patch(), bf16_ok);
         for_samples(n, s.out(), max_threads, [&](std::int64_t i0, std::int64_t i1) {
             for (std::int64_t i = i0; i < i1; ++i)

@@ -28,33 +28,31 @@
 // and the caller computes ref with oneDNN as before. Either way the count is the one the
 // reference matmul gives, bit for bit.
 //
+// The masks are built over ranges of columns and the zeros of gw are visited over ranges of its
+// rows on up to `max_threads` threads (cpu_parallel.h): the count is a sum of integers, and the
+// answer is -1 exactly when some zero is undecided or the products of all rows pass the budget,
+// however the rows are cut, so it is the same on any thread count.
 // Header-only (inline) so that it is compiled into cpu_linear.cpp and testable on its own.
 // Training thread only; scratch buffers are the caller's, kept between steps.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/cpu_flush_scratch.h"
 #include "backend/cpu/cpu_hot.h"
+#include "backend/cpu/cpu_parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
 
 namespace mantissa::cpu_detail {
-
-struct FlushCountScratch {
-    std::vector<std::uint32_t> x_any, dy_any;  // per column: OR of |bits| (non-zero: not all ±0)
-    // Which rows of each column are not ±0, 64 rows a word, word-major: mask[w * cols + c] holds
-    // rows 64w .. 64w + 63 of column c (built row by row, as m is stored).
-    std::vector<std::uint64_t> x_mask, dy_mask;
-    std::vector<std::uint64_t> x_mask_t;       // x_mask column-major: x_mask_t[c * words + w]
-    std::vector<std::uint64_t> dy_word;        // one column of dy_mask, (words)
-};
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MANTISSA_FLUSH_ALWAYS_INLINE [[gnu::always_inline]]
@@ -67,16 +65,16 @@ struct FlushCountScratch {
 // The loops below are written to vectorise; each is compiled for baseline x86-64 and for AVX2
 // (chosen at run time). Integer work only: the sums of products are the caller's.
 
-// Over m (rows, cols) row-major: any[c] |= |m(r, c)| bits, and bit r % 64 of mask[(r / 64) * cols
-// + c] set where m(r, c) is not ±0 (both zeroed by the caller). Returns non-zero when m holds an
-// inf, NaN or subnormal.
+// Over m (rows, cols) with rows `stride` apart: any[c] |= |m(r, c)| bits, and bit r % 64 of
+// mask[(r / 64) * stride + c] set where m(r, c) is not ±0 (both zeroed by the caller). Returns
+// non-zero when m holds an inf, NaN or subnormal.
 MANTISSA_FLUSH_ALWAYS_INLINE inline std::uint32_t column_flags_body(const std::uint32_t* m, std::int64_t rows,
-                                                                    std::int64_t cols, std::uint32_t* any,
-                                                                    std::uint64_t* mask) {
+                                                                    std::int64_t cols, std::int64_t stride,
+                                                                    std::uint32_t* any, std::uint64_t* mask) {
     std::uint32_t bad = 0;
     for (std::int64_t r = 0; r < rows; ++r) {
-        const std::uint32_t* row = m + r * cols;
-        std::uint64_t* word = mask + (r / 64) * cols;
+        const std::uint32_t* row = m + r * stride;
+        std::uint64_t* word = mask + (r / 64) * stride;
         const std::uint64_t bit = std::uint64_t{1} << (r % 64);
         for (std::int64_t c = 0; c < cols; ++c) {
             const std::uint32_t mag = row[c] & 0x7fffffffu;
@@ -111,9 +109,9 @@ MANTISSA_FLUSH_ALWAYS_INLINE inline std::int64_t flushed_against_body(const std:
 
 #ifdef MANTISSA_FLUSH_DISPATCH
 MANTISSA_FLUSH_AVX2 inline std::uint32_t column_flags_avx2(const std::uint32_t* m, std::int64_t rows,
-                                                           std::int64_t cols, std::uint32_t* any,
-                                                           std::uint64_t* mask) {
-    return column_flags_body(m, rows, cols, any, mask);
+                                                           std::int64_t cols, std::int64_t stride,
+                                                           std::uint32_t* any, std::uint64_t* mask) {
+    return column_flags_body(m, rows, cols, stride, any, mask);
 }
 // Eight elements a compare; the open zeros' positions from the sign mask.
 template <class Visit>
@@ -138,12 +136,25 @@ MANTISSA_FLUSH_AVX2 inline std::int64_t flushed_against_avx2(const std::uint32_t
 }
 #endif
 
-inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std::int64_t cols,
+inline std::uint32_t column_flags(const std::uint32_t* m, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                                   std::uint32_t* any, std::uint64_t* mask) {
 #ifdef MANTISSA_FLUSH_DISPATCH
-    if (cpu_detail::cpu_has_avx2()) return column_flags_avx2(m, rows, cols, any, mask);
+    if (cpu_detail::cpu_has_avx2()) return column_flags_avx2(m, rows, cols, stride, any, mask);
 #endif
-    return column_flags_body(m, rows, cols, any, mask);
+    return column_flags_body(m, rows, cols, stride, any, mask);
+}
+
+// column_flags over the whole (rows, cols) matrix, its columns in ranges of 64 on `threads`
+// threads (each column's flags are its own).
+inline std::uint32_t column_flags_on(int threads, const std::uint32_t* m, std::int64_t rows, std::int64_t cols,
+                                     std::uint32_t* any, std::uint64_t* mask) {
+    std::array<std::uint32_t, kMaxPassThreads> bad{};
+    for_ranges(cols, threads, 64, [&](std::int64_t c0, std::int64_t c1, int w) {
+        bad[static_cast<std::size_t>(w)] = column_flags(m + c0, rows, c1 - c0, cols, any + c0, mask + c0);
+    });
+    std::uint32_t any_bad = 0;
+    for (int w = 0; w < threads; ++w) any_bad |= bad[static_cast<std::size_t>(w)];
+    return any_bad;
 }
 
 template <class Visit>
@@ -168,7 +179,7 @@ inline std::int64_t count_flushed_against_reference(const float* ref, const floa
 // Returns #{(o, i) : |gw(o, i)| == 0 and ref(o, i) != 0}, or -1 when it must be computed.
 inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* x, const float* gw,
                                                   std::int64_t batch, std::int64_t out,
-                                                  std::int64_t in, FlushCountScratch& s) {
+                                                  std::int64_t in, FlushCountScratch& s, int max_threads = 1) {
     if (batch <= 0 || out <= 0 || in <= 0) return 0;  // ref is all zeros (or empty)
     const std::int64_t words = (batch + 63) / 64;
     s.dy_any.assign(static_cast<std::size_t>(out), 0);
@@ -177,8 +188,11 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     s.x_mask.assign(static_cast<std::size_t>(words * in), 0);
     const auto* dyb = reinterpret_cast<const std::uint32_t*>(dy);
     const auto* xb = reinterpret_cast<const std::uint32_t*>(x);
-    if (column_flags(dyb, batch, out, s.dy_any.data(), s.dy_mask.data()) != 0 ||
-        column_flags(xb, batch, in, s.x_any.data(), s.x_mask.data()) != 0)
+    const auto threads_for = [&](std::int64_t n) {
+        return std::min(kMaxPassThreads, pass_threads(n, elementwise_min_per_thread, max_threads));
+    };
+    if (column_flags_on(threads_for(batch * out), dyb, batch, out, s.dy_any.data(), s.dy_mask.data()) != 0 ||
+        column_flags_on(threads_for(batch * in), xb, batch, in, s.x_any.data(), s.x_mask.data()) != 0)
         return -1;
 
     // Each zero of gw where some row b has both dy(b, o) and x(b, i) non-zero is decided from the
@@ -186,45 +200,58 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     // zero: the all-zero columns of dy and x are not even visited). The products summed are
     // counted: past 1/64 of the matmul's, the matmul is the cheaper way (everything flushed, say).
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
-    s.dy_word.resize(static_cast<std::size_t>(words));
+    // A thread per 2^14 elements of gw: an open zero costs a sum of products, not a read.
+    const int threads = std::min(kMaxPassThreads, pass_threads(out * in, std::int64_t{1} << 14, max_threads));
+    s.dy_word.resize(static_cast<std::size_t>(words * threads));
     s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
     for (std::int64_t w = 0; w < words; ++w)
         for (std::int64_t i = 0; i < in; ++i)
             s.x_mask_t[static_cast<std::size_t>(i * words + w)] = s.x_mask[static_cast<std::size_t>(w * in + i)];
     const std::uint64_t* x_mask = s.x_mask_t.data();
-    const std::uint64_t* dy_word = s.dy_word.data();
     const std::int64_t budget = std::max<std::int64_t>(batch * out * in / 64, 4096);  // small ones: cheap either way
-    std::int64_t products = 0, flushed = 0;
-    bool undecided = false;
-    std::int64_t o = 0;
-    auto visit = [&](std::int64_t i) {
-        const std::uint64_t* xm = x_mask + i * words;
-        double sum = 0.0, magnitude = 0.0;
-        std::int64_t K = 0;
-        for (std::int64_t w = 0; w < words; ++w)
-            for (std::uint64_t bits = xm[w] & dy_word[w]; bits != 0; bits &= bits - 1) {
-                const std::int64_t b = w * 64 + std::countr_zero(bits);
-                const double p = static_cast<double>(dy[b * out + o]) * static_cast<double>(x[b * in + i]);
-                sum += p;
-                magnitude += std::fabs(p);
-                ++K;
-            }
-        if (K == 0) return;  // no row has both: ref is zero
-        products += K;
-        const double k = static_cast<double>(K);
-        if (std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124)
-            ++flushed;  // ref is certainly not zero
-        else
-            undecided = true;  // cancellation too close to call
-    };
-    for (o = 0; o < out; ++o) {
-        if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
-        for (std::int64_t w = 0; w < words; ++w)
-            s.dy_word[static_cast<std::size_t>(w)] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
-        for_each_open_zero(gb + o * in, s.x_any.data(), in, visit);
-        if (undecided || products > budget) return -1;
+    // Per range of rows o: its products, its flushed zeros, whether one was undecided. A range
+    // stops early once it alone passes the budget or meets an undecided zero: -1 either way.
+    std::array<std::int64_t, kMaxPassThreads> products{}, flushed{};
+    std::array<char, kMaxPassThreads> undecided{};
+    for_ranges(out, threads, 1, [&](std::int64_t o0, std::int64_t o1, int range) {
+        const auto r = static_cast<std::size_t>(range);
+        std::uint64_t* dy_word = s.dy_word.data() + range * words;
+        std::int64_t o = o0;
+        auto visit = [&](std::int64_t i) {
+            const std::uint64_t* xm = x_mask + i * words;
+            double sum = 0.0, magnitude = 0.0;
+            std::int64_t K = 0;
+            for (std::int64_t w = 0; w < words; ++w)
+                for (std::uint64_t bits = xm[w] & dy_word[w]; bits != 0; bits &= bits - 1) {
+                    const std::int64_t b = w * 64 + std::countr_zero(bits);
+                    const double p = static_cast<double>(dy[b * out + o]) * static_cast<double>(x[b * in + i]);
+                    sum += p;
+                    magnitude += std::fabs(p);
+                    ++K;
+                }
+            if (K == 0) return;  // no row has both: ref is zero
+            products[r] += K;
+            const double k = static_cast<double>(K);
+            if (std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124)
+                ++flushed[r];  // ref is certainly not zero
+            else
+                undecided[r] = 1;  // cancellation too close to call
+        };
+        for (; o < o1; ++o) {
+            if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
+            for (std::int64_t w = 0; w < words; ++w) dy_word[w] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
+            for_each_open_zero(gb + o * in, s.x_any.data(), in, visit);
+            if (undecided[r] || products[r] > budget) return;
+        }
+    });
+    std::int64_t all_products = 0, all_flushed = 0;
+    for (int w = 0; w < threads; ++w) {
+        const auto r = static_cast<std::size_t>(w);
+        if (undecided[r]) return -1;
+        all_products += products[r];
+        all_flushed += flushed[r];
     }
-    return flushed;
+    return all_products > budget ? -1 : all_flushed;
 }
 
 }  // namespace mantissa::cpu_detail

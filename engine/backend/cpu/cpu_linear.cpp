@@ -24,6 +24,7 @@
 
 #include "backend/bias_grad_order.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_block_parallel.h"
 #include "backend/cpu/cpu_flush_count.h"
 #include "backend/cpu/cpu_hot.h"
 #include "backend/cpu/cpu_parallel.h"
@@ -326,8 +327,8 @@ const float* CpuBackend::block_operand(BlockFormat format, const CpuTensor& t, B
     // NVFP4's tensor scale above keeps what it measured.
     const bool measure = m_keep_magnitudes && !kept_magnitude(t, a.size());
     float largest = 0.0f;
-    factor = round_block_operand(format, src, buf, outer, K, inner, tensor_scale, key, kept,
-                                 measure ? &largest : nullptr);
+    factor = cpu_detail::round_block_operand_on(m_matmul.threads(), format, src, buf, outer, K, inner, tensor_scale,
+                                                key, kept, measure ? &largest : nullptr);
     if (measure) keep_magnitude(t, a.size(), largest);
     return buf;
 }
@@ -562,7 +563,7 @@ void CpuBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, cons
             // The zeros of gw whose reference is not zero: proven without the reference where
             // possible (cpu_flush_count.h), else from the reference matmul; the same count.
             std::int64_t flushed = cpu_detail::count_flushed_weight_gradient(
-                dy_reference, x_op, gw.data(), batch, out, in, m_flush_scratch);
+                dy_reference, x_op, gw.data(), batch, out, in, m_flush_scratch, m_matmul.threads());
             if (flushed < 0) {
                 float* ref = scratch(slot_reference, out * in);
                 m_matmul.multiply(dy_reference, true, x_op, false, ref, out, in, batch, false);

@@ -2,7 +2,9 @@
 // (engine/backend/cpu/cpu_parallel.h): AdamW and SGD (nearest, stochastic and Kahan-compensated
 // stores, the lost-update counts), the unscale with its sum of squares, non-finite check and
 // exponent histograms, the activations, the amax, and a linear layer's gradient rounding with its
-// statistics, a bias gradient over several blocks of rows, and the softmax cross-entropy's loss.
+// statistics, a bias gradient over several blocks of rows, and the softmax cross-entropy's loss;
+// the block formats' quantiser (cpu_block_parallel.h) and the flushed weight-gradient count
+// (cpu_flush_count.h), each also held to its one-call form.
 // Each case runs on a backend of 1 thread and on backends of 2 and 3, on tensors large enough that
 // every pass is really cut (more than 2^16 values a thread); the linear layers' matmuls stay under
 // 2^21 multiply-adds, on one thread, so only the passes differ.
@@ -13,13 +15,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend_test_util.h"
 #include "cpu_threads_test_util.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_block_parallel.h"
+#include "backend/cpu/cpu_flush_count.h"
+#include "backend/cpu/cpu_matmul.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "numeric/block_format.h"
+#include "numeric/convert.h"
 #include "numeric/stats.h"
 #include "exact_compare.h"
 
@@ -215,6 +223,31 @@ BatchOutcome wide_batch(int threads) {
     return {{read(*be, *y), read(*be, *dlogits), read(*be, *gw), read(*be, *gb)}, loss.loss, loss.correct};
 }
 
+// One quantisation of a (outer, K, inner) view on `threads` threads: the values, the block
+// exponents (rows, inner 1) and the largest magnitude.
+struct BlockOutcome {
+    std::vector<float> values;
+    std::vector<std::int16_t> exponents;
+    float largest = 0;
+    float factor = 0;
+    bool operator==(const BlockOutcome& o) const {
+        return same_bits(values, o.values) && exponents == o.exponents &&
+               std::memcmp(&largest, &o.largest, sizeof largest) == 0 && factor == o.factor;
+    }
+};
+
+BlockOutcome quantise(int threads, BlockFormat f, const std::vector<float>& src, std::size_t outer, std::size_t K,
+                      std::size_t inner, std::optional<std::uint64_t> key) {
+    const float scale = block_tensor_scale(f, src.data(), src.size());
+    const auto B = static_cast<std::size_t>(block_format_info(f).block_size);
+    BlockOutcome o;
+    o.values.resize(src.size());
+    if (inner == 1) o.exponents.resize(outer * ((K + B - 1) / B));
+    o.factor = cpu_detail::round_block_operand_on(threads, f, src.data(), o.values.data(), outer, K, inner, scale, key,
+                                                  inner == 1 ? o.exponents.data() : nullptr, &o.largest);
+    return o;
+}
+
 bool same(const RoundingStats& a, const RoundingStats& b) {
     return a.elements == b.elements && a.zeros_before == b.zeros_before && a.zeros == b.zeros &&
            a.subnormals == b.subnormals && a.nonfinite == b.nonfinite;
@@ -302,6 +335,73 @@ private slots:
             QCOMPARE(many.correct, one.correct);
             for (std::size_t i = 0; i < one.values.size(); ++i)
                 QVERIFY2(same_bits(many.values[i], one.values[i]), qPrintable(QString::number(i)));
+        }
+    }
+
+    // Rows (a linear layer's forward operands, with their block exponents), one tile cut by its
+    // rows of blocks (a weight gradient's operands, the blocks along the batch), and slices of
+    // tiles (a convolution's dy along its channels); partial blocks at the ends of rows and
+    // tiles; to nearest and stochastically (each value's bits by its index in the whole tensor).
+    void blockQuantisationIsTheSameOnAnyThreadCount_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("outer");
+        QTest::addColumn<int>("K");
+        QTest::addColumn<int>("inner");
+        for (BlockFormat f : {BlockFormat::mxfp4, BlockFormat::nvfp4, BlockFormat::mxfp8_e4m3}) {
+            const std::string n(block_format_name(f));
+            QTest::addRow("%s rows", n.c_str()) << int(f) << 300 << 784 << 1;
+            QTest::addRow("%s tile", n.c_str()) << int(f) << 1 << 250 << 300;
+            QTest::addRow("%s slices", n.c_str()) << int(f) << 40 << 70 << 49;
+        }
+    }
+    void blockQuantisationIsTheSameOnAnyThreadCount() {
+        QFETCH(int, format);
+        QFETCH(int, outer);
+        QFETCH(int, K);
+        QFETCH(int, inner);
+        const auto f = static_cast<BlockFormat>(format);
+        const auto o = static_cast<std::size_t>(outer), k = static_cast<std::size_t>(K), in = static_cast<std::size_t>(inner);
+        std::vector<float> src = random_values(outer * K * inner, 1.0f, 70);
+        src[7] = 0.0f;
+        src[src.size() / 2] = 40.0f;  // the largest magnitude in a middle range
+        for (std::optional<std::uint64_t> key : {std::optional<std::uint64_t>{}, std::optional<std::uint64_t>{0x5eed}}) {
+            // The one-call quantiser (numeric/block_format.h) is the reference.
+            BlockOutcome whole;
+            whole.values.resize(src.size());
+            const auto B = static_cast<std::size_t>(block_format_info(f).block_size);
+            if (in == 1) whole.exponents.resize(o * ((k + B - 1) / B));
+            const float scale = block_tensor_scale(f, src.data(), src.size());
+            whole.factor = round_block_operand(f, src.data(), whole.values.data(), o, k, in, scale, key,
+                                               in == 1 ? whole.exponents.data() : nullptr, &whole.largest);
+            QCOMPARE(whole.largest, 40.0f);
+            for (int threads : {1, 2, 3, 4})
+                QVERIFY2(quantise(threads, f, src, o, k, in, key) == whole,
+                         qPrintable(QString("%1 threads%2").arg(threads).arg(key ? ", stochastic" : "")));
+        }
+    }
+
+    // The flushed count of an fp16 weight gradient with seven rows far below fp16's range (in
+    // every thread's range of rows), a third of x exact zeros: the masks' columns and gw's rows
+    // cut over the threads, the same count as the reference's.
+    void flushedCountIsTheSameOnAnyThreadCount() {
+        constexpr std::int64_t batch = 96, out = 640, in = 320;  // 204,800 elements of gw: three ranges
+        std::vector<float> dy = random_values(batch * out, 1.0f, 80), x = random_values(batch * in, 1.0f, 81);
+        for (std::int64_t b = 0; b < batch; ++b)
+            for (std::int64_t o = 0; o < out; o += 97) dy[static_cast<std::size_t>(b * out + o)] *= 0x1p-30f;
+        for (std::size_t i = 0; i < x.size(); i += 3) x[i] = 0.0f;
+        CpuMatmul mm;
+        mm.set_threads(1);
+        std::vector<float> ref(static_cast<std::size_t>(out * in)), gw;
+        mm.multiply(dy.data(), true, x.data(), false, ref.data(), out, in, batch, false);
+        gw = ref;
+        round_array(Format::fp16, gw.data(), gw.size());
+        const std::int64_t expected = cpu_detail::count_flushed_against_reference(ref.data(), gw.data(), out * in);
+        QVERIFY(expected > 1000 && expected < out * in / 2);
+        for (int threads : {1, 2, 3}) {
+            cpu_detail::FlushCountScratch scratch;
+            QCOMPARE(cpu_detail::count_flushed_weight_gradient(dy.data(), x.data(), gw.data(), batch, out, in, scratch,
+                                                               threads),
+                     expected);
         }
     }
 
