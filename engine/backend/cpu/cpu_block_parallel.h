@@ -28,7 +28,8 @@ inline float round_block_operand_on(int max_threads, BlockFormat format, const f
                                     std::int16_t* exponents = nullptr, float* largest = nullptr) {
     const auto n = static_cast<std::int64_t>(outer * K * inner);
     const int threads = std::min(kMaxPassThreads, pass_threads(n, block_round_min_per_thread, max_threads));
-    if (threads <= 1)
+    // One call where it refuses the arguments: its exception must not leave a parallel region.
+    if (threads <= 1 || (exponents != nullptr && inner != 1))
         return round_block_operand(format, src, dst, outer, K, inner, tensor_scale, stochastic_key, exponents,
                                    largest);
     const auto B = static_cast<std::size_t>(block_format_info(format).block_size);
