@@ -11,6 +11,27 @@ namespace gpu_test {
 
 using namespace mantissa;
 
+std::vector<PerGemmSetting> per_gemm_settings() {
+    const ComputeFormat e4m3(Format::fp8_e4m3), bf16(Format::bf16);
+    return {{"fp8-wgrad-bf16", Format::fp8_e4m3, {}, {}, bf16, false},
+            {"bf16-wgrad-fp8", Format::bf16, {}, {}, e4m3, false},
+            {"mxfp8-dgrad-bf16-wgrad-mxfp4", Format::fp32, BlockFormat::mxfp8_e4m3, bf16,
+             ComputeFormat(BlockFormat::mxfp4), false},
+            {"nvfp4-wgrad-fp8-stochastic", Format::fp32, BlockFormat::nvfp4, {}, e4m3, true},
+            {"fp16-dgrad-fp32-wgrad-tf32", Format::fp16, {}, ComputeFormat(Format::fp32),
+             ComputeFormat(Format::tf32), false}};
+}
+
+bool PerGemmSetting::any_fp8() const {
+    const ComputeFormat e4m3(Format::fp8_e4m3);
+    return compute == Format::fp8_e4m3 || dgrad == e4m3 || wgrad == e4m3;
+}
+
+double PerGemmSetting::eps() const {
+    const Format act = output_format(compute);
+    return (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (stochastic ? 2 : 1);
+}
+
 std::unique_ptr<Backend> cuda_backend(std::string& reason) {
     try {
         return make_cuda_backend(0);

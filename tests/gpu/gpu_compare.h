@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,6 +80,34 @@ struct MatmulLayerTwin {
         return t;
     }
 };
+
+// A layer's precision per matmul, for the per-GEMM tests of linear layers and convolutions: the
+// forward's tensor format (fp32 under a block format), its block format, the backward matmuls'
+// own formats (none: the forward's), stochastic gradients; `name` names the test row.
+struct PerGemmSetting {
+    const char* name;
+    mantissa::Format compute;
+    std::optional<mantissa::BlockFormat> block;
+    std::optional<mantissa::ComputeFormat> dgrad, wgrad;
+    bool stochastic;
+
+    // The setting on one backend's layer tensors (LinearTensors or ConvTensors).
+    template <class LayerTensors>
+    void set_on(LayerTensors& t) const {
+        t.block = block;
+        t.dgrad = dgrad;
+        t.wgrad = wgrad;
+        t.stochastic_gradients = stochastic;
+    }
+    // Whether any of the three matmuls is FP8; the bound's relative part: the output format's
+    // epsilon, one step more for a stochastic rounding.
+    bool any_fp8() const;
+    double eps() const;
+};
+// The mixes both layer kinds are held to: FP8 with its weight gradient in bf16 (Transformer
+// Engine's DisableFP8GEMM), bf16 with an FP8 weight gradient, MX block formats mixed with bf16,
+// NVFP4 with an FP8 weight gradient rounded stochastically, a tensor format per matmul.
+std::vector<PerGemmSetting> per_gemm_settings();
 
 std::vector<float> read(mantissa::Backend& b, const mantissa::Tensor& t);
 

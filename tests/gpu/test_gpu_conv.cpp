@@ -119,6 +119,14 @@ struct ConvTwin : MatmulLayerTwin {
     }
 };
 
+// The linear layers' mixes, and a block-scaled dgrad alone (its whole dy along the channels, the
+// weight gradient in FP32 from the unquantised operands).
+std::vector<PerGemmSetting> conv_per_gemm_settings() {
+    std::vector<PerGemmSetting> s = per_gemm_settings();
+    s.push_back({"fp32-dgrad-mxfp4-stochastic", Format::fp32, {}, ComputeFormat(BlockFormat::mxfp4), {}, true});
+    return s;
+}
+
 Pool2dGeometry pool(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t s, std::int64_t p) {
     Pool2dGeometry g;
     g.channels = c;
@@ -315,33 +323,17 @@ private slots:
     void conv2d_per_gemm_data() {
         QTest::addColumn<int>("which");
         QTest::addColumn<int>("geometry");
-        const char* names[] = {"fp8-wgrad-bf16",          "bf16-wgrad-fp8",
-                               "mxfp8-dgrad-bf16-wgrad-mxfp4", "nvfp4-wgrad-fp8-stochastic",
-                               "fp16-dgrad-fp32-wgrad-tf32",  "fp32-dgrad-mxfp4-stochastic"};
-        for (int i = 0; i < 6; ++i) {
-            QTest::addRow("%s", names[i]) << i << 0;
-            QTest::addRow("%s-fp8-native", names[i]) << i << 6;
+        const std::vector<PerGemmSetting> settings = conv_per_gemm_settings();
+        for (int i = 0; i < static_cast<int>(settings.size()); ++i) {
+            QTest::addRow("%s", settings[static_cast<std::size_t>(i)].name) << i << 0;
+            QTest::addRow("%s-fp8-native", settings[static_cast<std::size_t>(i)].name) << i << 6;
         }
     }
     void conv2d_per_gemm() {
         REQUIRE_GPU();
         QFETCH(int, which);
         QFETCH(int, geometry);
-        const ComputeFormat e4m3(Format::fp8_e4m3), bf16(Format::bf16);
-        struct Setting {
-            Format compute;  // the forward's tensor format (fp32 under a block format)
-            std::optional<BlockFormat> block;
-            std::optional<ComputeFormat> dgrad, wgrad;
-            bool stochastic;
-        };
-        const Setting settings[] = {
-            {Format::fp8_e4m3, {}, {}, bf16, false},
-            {Format::bf16, {}, {}, e4m3, false},
-            {Format::fp32, BlockFormat::mxfp8_e4m3, bf16, ComputeFormat(BlockFormat::mxfp4), false},
-            {Format::fp32, BlockFormat::nvfp4, {}, e4m3, true},
-            {Format::fp16, {}, ComputeFormat(Format::fp32), ComputeFormat(Format::tf32), false},
-            {Format::fp32, {}, ComputeFormat(BlockFormat::mxfp4), {}, true}};
-        const Setting& st = settings[which];
+        const PerGemmSetting st = conv_per_gemm_settings()[static_cast<std::size_t>(which)];
         for (const std::optional<ComputeFormat>& f : {std::optional<ComputeFormat>(st.compute), st.dgrad, st.wgrad})
             if (f && !f->block && !gpu_multiplies(f->format))
                 QSKIP(m_gpu->unsupported(BackendOp::conv2d, f->format).c_str());
@@ -350,23 +342,17 @@ private slots:
             QSKIP(m_gpu->unsupported(BackendOp::block_scaled_conv, Format::fp32).c_str());
         const ConvCase cc = conv_cases()[static_cast<std::size_t>(geometry)];
         ConvTwin t(*m_cpu, *m_gpu, st.compute, cc.g, cc.batch);
-        const bool any_fp8 = st.compute == Format::fp8_e4m3 || st.dgrad == e4m3 || st.wgrad == e4m3;
+        const bool any_fp8 = st.any_fp8();
         if (any_fp8 && !t.fp8_cpu) {
             t.fp8_cpu = m_cpu->create_fp8_state(Fp8Recipe{});
             t.fp8_gpu = m_gpu->create_fp8_state(Fp8Recipe{});
         }
         ConvTensors tc = t.tensors(false), tg = t.tensors(true);
-        for (ConvTensors* c : {&tc, &tg}) {
-            c->block = st.block;
-            c->dgrad = st.dgrad;
-            c->wgrad = st.wgrad;
-            c->stochastic_gradients = st.stochastic;
-        }
+        st.set_on(tc);
+        st.set_on(tg);
         m_cpu->seed_stochastic_rounding(67);
         m_gpu->seed_stochastic_rounding(67);
-        const Format act = output_format(st.compute);
-        const double eps = (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (st.stochastic ? 2 : 1);
-        const double atol = any_fp8 ? 1e-3 : 1e-4;
+        const double eps = st.eps(), atol = any_fp8 ? 1e-3 : 1e-4;
         for (int step = 0; step < 2; ++step) {  // FP8: the second step with the first's scales
             const QString at = QString(" (step %1)").arg(step);
             const QString diff = t.step_differs(*m_cpu, *m_gpu, tc, tg, atol, eps);

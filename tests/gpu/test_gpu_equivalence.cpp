@@ -571,11 +571,10 @@ private slots:
         QTest::addColumn<int>("which");
         QTest::addColumn<int>("batch");
         QTest::addColumn<int>("out");
-        const char* names[] = {"fp8-wgrad-bf16", "bf16-wgrad-fp8", "mxfp8-dgrad-bf16-wgrad-mxfp4",
-                               "nvfp4-wgrad-fp8-stochastic", "fp16-dgrad-fp32-wgrad-tf32"};
-        for (int i = 0; i < 5; ++i) {
-            QTest::addRow("%s", names[i]) << i << 64 << 48;
-            QTest::addRow("%s-odd", names[i]) << i << 50 << 10;
+        const std::vector<PerGemmSetting> settings = per_gemm_settings();
+        for (int i = 0; i < static_cast<int>(settings.size()); ++i) {
+            QTest::addRow("%s", settings[static_cast<std::size_t>(i)].name) << i << 64 << 48;
+            QTest::addRow("%s-odd", settings[static_cast<std::size_t>(i)].name) << i << 50 << 10;
         }
     }
     void linear_per_gemm() {
@@ -584,40 +583,21 @@ private slots:
         QFETCH(int, batch);
         QFETCH(int, out);
         const std::int64_t in = 96;
-        const ComputeFormat e4m3(Format::fp8_e4m3), bf16(Format::bf16);
-        struct Setting {
-            Format compute;  // the forward's tensor format (fp32 under a block format)
-            std::optional<BlockFormat> block;
-            std::optional<ComputeFormat> dgrad, wgrad;
-            bool stochastic;
-        };
-        const Setting settings[] = {
-            {Format::fp8_e4m3, {}, {}, bf16, false},
-            {Format::bf16, {}, {}, e4m3, false},
-            {Format::fp32, BlockFormat::mxfp8_e4m3, bf16, ComputeFormat(BlockFormat::mxfp4), false},
-            {Format::fp32, BlockFormat::nvfp4, {}, e4m3, true},
-            {Format::fp16, {}, ComputeFormat(Format::fp32), ComputeFormat(Format::tf32), false}};
-        const Setting& s = settings[which];
+        const PerGemmSetting s = per_gemm_settings()[static_cast<std::size_t>(which)];
         for (const std::optional<ComputeFormat>& f : {std::optional<ComputeFormat>(s.compute), s.dgrad, s.wgrad})
             if (f && !f->block && !m_gpu->supports(BackendOp::linear, f->format))
                 QSKIP(m_gpu->unsupported(BackendOp::linear, f->format).c_str());
         if (s.block && !m_gpu->supports(BackendOp::block_scaled, Format::fp32))
             QSKIP(m_gpu->unsupported(BackendOp::block_scaled, Format::fp32).c_str());
         LinearTwin l(*m_cpu, *m_gpu, s.compute, batch, in, out);
-        const bool any_fp8 = s.compute == Format::fp8_e4m3 || s.dgrad == e4m3 || s.wgrad == e4m3;
+        const bool any_fp8 = s.any_fp8();
         if (any_fp8 && !l.fp8_cpu) l.use_recipe(*m_cpu, *m_gpu, Fp8Recipe{});
         LinearTensors lc = l.tensors(false), lg = l.tensors(true);
-        for (LinearTensors* t : {&lc, &lg}) {
-            t->block = s.block;
-            t->dgrad = s.dgrad;
-            t->wgrad = s.wgrad;
-            t->stochastic_gradients = s.stochastic;
-        }
+        s.set_on(lc);
+        s.set_on(lg);
         m_cpu->seed_stochastic_rounding(59);
         m_gpu->seed_stochastic_rounding(59);
-        const Format act = output_format(s.compute);
-        const double eps = (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (s.stochastic ? 2 : 1);
-        const double atol = any_fp8 ? 1e-3 : 1e-4;
+        const double eps = s.eps(), atol = any_fp8 ? 1e-3 : 1e-4;
         for (int step = 0; step < 2; ++step) {
             const QString at = QString(" (step %1)").arg(step);
             QString diff = l.step_differs(*m_cpu, *m_gpu, lc, lg, atol, eps);

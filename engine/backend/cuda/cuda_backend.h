@@ -353,6 +353,16 @@ private:
         bool native = false;
         cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     };
+    // A layer's backward matmul formats where they have their own (LinearTensors and ConvTensors:
+    // dgrad, wgrad; a missing one is the forward's: `block`, else `compute`), each checked against
+    // this GPU for `layer`, and whether the forward quantised x and W to FP8 (its copies serve).
+    struct BackwardFormats {
+        ComputeFormat dgrad, wgrad;
+        bool forward_fp8 = false;
+    };
+    BackwardFormats backward_formats(Format compute, const std::optional<BlockFormat>& block,
+                                     const std::optional<ComputeFormat>& dgrad,
+                                     const std::optional<ComputeFormat>& wgrad, const std::string& layer) const;
     // A layer whose backward matmuls have their own formats (LinearTensors::dgrad, wgrad): each
     // matmul's operands in its format, in the CPU's order (per_gemm_backward_operands in
     // cpu_linear.cpp): dy quantised to e5m2 once where either matmul is FP8, dgrad's dy, wgrad's

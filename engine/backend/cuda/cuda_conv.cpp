@@ -437,14 +437,9 @@ void CudaBackend::per_gemm_conv_operands(const ConvTensors& conv, const CudaTens
     const std::int64_t co = g.out_channels, patch = g.patch(), positions = g.out_h() * g.out_w();
     const std::int64_t n_dy = batch * g.out_size(), n_x = batch * g.in_size(), n_w = co * patch;
     const ComputeFormat e4m3(Format::fp8_e4m3);
-    // A matmul's own format, or the forward's.
-    const auto format_of = [&](const std::optional<ComputeFormat>& own) {
-        return own ? *own : conv.block ? ComputeFormat(*conv.block) : ComputeFormat(conv.compute);
-    };
-    const ComputeFormat fd = format_of(conv.dgrad), fw = format_of(conv.wgrad);
-    const bool forward_fp8 = !conv.block && conv.compute == Format::fp8_e4m3;  // its quantised x and W serve
-    check_matmul_format(fd.block ? Format::bf16 : fd.format, w.desc().name + " (dgrad)");
-    check_matmul_format(fw.block ? Format::bf16 : fw.format, w.desc().name + " (wgrad)");
+    const BackwardFormats formats = backward_formats(conv.compute, conv.block, conv.dgrad, conv.wgrad, w.desc().name);
+    const ComputeFormat &fd = formats.dgrad, &fw = formats.wgrad;
+    const bool forward_fp8 = formats.forward_fp8;
     if ((fd == e4m3 || fw == e4m3) && !conv.fp8)
         throw Error("conv2d_backward: " + w.desc().name + " has an FP8 matmul but no FP8 scaling state.");
     auto* state = static_cast<CudaFp8State*>(conv.fp8);

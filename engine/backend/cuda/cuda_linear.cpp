@@ -417,20 +417,28 @@ void CudaBackend::linear_backward_impl(LinearTensors& l, const Tensor& x_in, con
 
 // ---- a precision per matmul
 
+CudaBackend::BackwardFormats CudaBackend::backward_formats(Format compute, const std::optional<BlockFormat>& block,
+                                                           const std::optional<ComputeFormat>& dgrad,
+                                                           const std::optional<ComputeFormat>& wgrad,
+                                                           const std::string& layer) const {
+    const auto own_or_forward = [&](const std::optional<ComputeFormat>& own) {
+        return own ? *own : block ? ComputeFormat(*block) : ComputeFormat(compute);
+    };
+    BackwardFormats f{own_or_forward(dgrad), own_or_forward(wgrad), !block && compute == Format::fp8_e4m3};
+    check_matmul_format(f.dgrad.block ? Format::bf16 : f.dgrad.format, layer + " (dgrad)");
+    check_matmul_format(f.wgrad.block ? Format::bf16 : f.wgrad.format, layer + " (wgrad)");
+    return f;
+}
+
 void CudaBackend::per_gemm_backward_operands(const LinearTensors& l, const CudaTensor& x, const CudaTensor& dy,
                                              const CudaTensor& w, std::int64_t batch, bool need_w, BackwardGemm& dgrad,
                                              BackwardGemm& wgrad) {
     const std::int64_t in = w.cols(), out = w.rows();
     const std::int64_t n_dy = batch * out;
     const ComputeFormat e4m3(Format::fp8_e4m3);
-    // A matmul's own format, or the forward's.
-    const auto format_of = [&](const std::optional<ComputeFormat>& own) {
-        return own ? *own : l.block ? ComputeFormat(*l.block) : ComputeFormat(l.compute);
-    };
-    const ComputeFormat fd = format_of(l.dgrad), fw = format_of(l.wgrad);
-    const bool forward_fp8 = !l.block && l.compute == Format::fp8_e4m3;  // its quantised x and W serve
-    check_matmul_format(fd.block ? Format::bf16 : fd.format, w.desc().name + " (dgrad)");
-    check_matmul_format(fw.block ? Format::bf16 : fw.format, w.desc().name + " (wgrad)");
+    const BackwardFormats formats = backward_formats(l.compute, l.block, l.dgrad, l.wgrad, w.desc().name);
+    const ComputeFormat &fd = formats.dgrad, &fw = formats.wgrad;
+    const bool forward_fp8 = formats.forward_fp8;
     auto* state = static_cast<CudaFp8State*>(l.fp8);
     const bool native = fp8_native_shape(in, out, batch);  // cuBLASLt's FP8 kernels take these sizes
     const bool stochastic = l.stochastic_gradients;
