@@ -32,6 +32,13 @@ double PerGemmSetting::eps() const {
     return (act == Format::fp32 ? 1e-5 : format_info(act).epsilon) * (stochastic ? 2 : 1);
 }
 
+QString stochastic_keys_differ(Backend& cpu, Backend& gpu) {
+    if (gpu.stochastic_rounding_position() == cpu.stochastic_rounding_position()) return {};
+    return QString("the GPU drew %1 stochastic keys, the CPU %2")
+        .arg(gpu.stochastic_rounding_position())
+        .arg(cpu.stochastic_rounding_position());
+}
+
 std::unique_ptr<Backend> cuda_backend(std::string& reason) {
     try {
         return make_cuda_backend(0);

@@ -110,6 +110,8 @@ struct PerGemmSetting {
 std::vector<PerGemmSetting> per_gemm_settings();
 
 std::vector<float> read(mantissa::Backend& b, const mantissa::Tensor& t);
+// Empty when both backends have drawn as many stochastic rounding keys, else how many each drew.
+QString stochastic_keys_differ(mantissa::Backend& cpu, mantissa::Backend& gpu);
 
 // Random values: normal(0, scale), with a share of exact zeros.
 std::vector<float> random_values(std::int64_t n, float scale, std::uint32_t seed, double zero_share = 0.0);

@@ -99,10 +99,7 @@ struct ConvTwin : MatmulLayerTwin {
         RoundingStats sc, sg;
         cpu.conv2d_backward(tc, x.c(), dy.c(), &dx.c(), batch, &sc);
         gpu.conv2d_backward(tg, x.g(), dy.g(), &dx.g(), batch, &sg);
-        if (gpu.stochastic_rounding_position() != cpu.stochastic_rounding_position())
-            return QString("the GPU drew %1 stochastic keys, the CPU %2")
-                .arg(gpu.stochastic_rounding_position())
-                .arg(cpu.stochastic_rounding_position());
+        if (QString d = stochastic_keys_differ(cpu, gpu); !d.isEmpty()) return d;
         return outputs_differ(cpu, gpu, atol, eps);
     }
     // What a forward and backward wrote on the two backends, "" when it agrees: y and dW within

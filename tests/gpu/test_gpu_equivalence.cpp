@@ -78,10 +78,7 @@ struct LinearTwin : MatmulLayerTwin {
         RoundingStats sc, sg;
         cpu.linear_backward(lc, x.c(), dy.c(), &dx.c(), batch, &sc);
         gpu.linear_backward(lg, x.g(), dy.g(), &dx.g(), batch, &sg);
-        if (gpu.stochastic_rounding_position() != cpu.stochastic_rounding_position())
-            return QString("the GPU drew %1 stochastic keys, the CPU %2")
-                .arg(gpu.stochastic_rounding_position())
-                .arg(cpu.stochastic_rounding_position());
+        if (QString d = stochastic_keys_differ(cpu, gpu); !d.isEmpty()) return d;
         if (sg.elements != sc.elements || sg.nonfinite != sc.nonfinite) return "the weight gradient's counts";
         return backward_differs(cpu, gpu, atol, eps);
     }

@@ -52,7 +52,7 @@ inline float round_block_operand_on(int max_threads, BlockFormat format, const f
         for_ranges(static_cast<std::int64_t>(row_blocks), threads, 1, [&](std::int64_t b0, std::int64_t b1, int w) {
             const std::size_t k0 = static_cast<std::size_t>(b0) * B;
             const std::size_t k1 = std::min(K, static_cast<std::size_t>(b1) * B);
-            round_part(k0 * inner, 1, k1 - k0, exponents, w);
+            round_part(k0 * inner, 1, k1 - k0, nullptr, w);  // exponents: rows only (above)
         });
     }
     if (largest != nullptr)
