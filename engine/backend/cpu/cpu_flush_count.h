@@ -200,9 +200,16 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     // zero: the all-zero columns of dy and x are not even visited). The products summed are
     // counted: past 1/64 of the matmul's, the matmul is the cheaper way (everything flushed, say).
     const auto* gb = reinterpret_cast<const std::uint32_t*>(gw);
-    // A thread per 2^14 elements of gw: an open zero costs a sum of products, not a read.
-    const int threads = std::min(kMaxPassThreads, pass_threads(out * in, std::int64_t{1} << 14, max_threads));
-    s.dy_word.resize(static_cast<std::size_t>(words * threads));
+    // A thread per 2^18 elements of gw: below that (a reference MLP's fc1 has 200,704), the
+    // second thread's start and the rows' uneven costs took more than it saved (docs/benchmarks.md,
+    // 2026-12-07, later).
+    const int threads = std::min(kMaxPassThreads, pass_threads(out * in, std::int64_t{1} << 18, max_threads));
+    // Each thread's column of dy_mask in a line of its own, and its counts in its own registers
+    // until its range is done: written at every row or zero, either shared a cache line between
+    // the threads, which then took 2 to 3 times one thread's time (docs/benchmarks.md, 2026-12-07,
+    // later).
+    const std::int64_t word_stride = (words + 7) / 8 * 8;
+    s.dy_word.resize(static_cast<std::size_t>(word_stride * threads));
     s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
     for (std::int64_t w = 0; w < words; ++w)
         for (std::int64_t i = 0; i < in; ++i)
@@ -214,8 +221,9 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     std::array<std::int64_t, kMaxPassThreads> products{}, flushed{};
     std::array<char, kMaxPassThreads> undecided{};
     for_ranges(out, threads, 1, [&](std::int64_t o0, std::int64_t o1, int range) {
-        const auto r = static_cast<std::size_t>(range);
-        std::uint64_t* dy_word = s.dy_word.data() + range * words;
+        std::uint64_t* dy_word = s.dy_word.data() + range * word_stride;
+        std::int64_t range_products = 0, range_flushed = 0;
+        bool range_undecided = false;
         std::int64_t o = o0;
         auto visit = [&](std::int64_t i) {
             const std::uint64_t* xm = x_mask + i * words;
@@ -230,19 +238,23 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
                     ++K;
                 }
             if (K == 0) return;  // no row has both: ref is zero
-            products[r] += K;
+            range_products += K;
             const double k = static_cast<double>(K);
             if (std::fabs(sum) > (2.0 * k + 2.0) * 0x1p-24 * magnitude + (k + 1.0) * 0x1p-124)
-                ++flushed[r];  // ref is certainly not zero
+                ++range_flushed;  // ref is certainly not zero
             else
-                undecided[r] = 1;  // cancellation too close to call
+                range_undecided = true;  // cancellation too close to call
         };
         for (; o < o1; ++o) {
             if (s.dy_any[static_cast<std::size_t>(o)] == 0) continue;
             for (std::int64_t w = 0; w < words; ++w) dy_word[w] = s.dy_mask[static_cast<std::size_t>(w * out + o)];
             for_each_open_zero(gb + o * in, s.x_any.data(), in, visit);
-            if (undecided[r] || products[r] > budget) return;
+            if (range_undecided || range_products > budget) break;
         }
+        const auto r = static_cast<std::size_t>(range);
+        products[r] = range_products;
+        flushed[r] = range_flushed;
+        undecided[r] = range_undecided ? 1 : 0;
     });
     std::int64_t all_products = 0, all_flushed = 0;
     for (int w = 0; w < threads; ++w) {
