@@ -208,7 +208,7 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     // until its range is done: written at every row or zero, either shared a cache line between
     // the threads, which then took 2 to 3 times one thread's time (docs/benchmarks.md, 2026-12-07,
     // later).
-    const std::int64_t word_stride = (words + 7) / 8 * 8;
+    const std::int64_t word_stride = (words + 15) / 8 * 8;  // 64 bytes or more between two threads' words
     s.dy_word.resize(static_cast<std::size_t>(word_stride * threads));
     s.x_mask_t.resize(static_cast<std::size_t>(words * in));  // a zero's words side by side
     for (std::int64_t w = 0; w < words; ++w)
