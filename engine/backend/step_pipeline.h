@@ -25,10 +25,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/sampled_rows.h"
 #include "config/experiment.h"
 
 namespace mantissa {
@@ -80,6 +82,10 @@ struct StepResults {
     // this step's start to its end.
     double seconds = 0;
     bool replayed = false;                   // the body was a replay of a recorded one
+    // A pipeline whose operands are read after the step (StepPipeline::samples_after_step): what
+    // the step's sample_rows_later and fp8_scale_later copied out, at the offsets they returned.
+    // Valid until the next begin.
+    std::span<const float> samples;
 };
 
 // What a pipeline carries from one step to the next besides the tensors: the loss scaler's state
@@ -140,6 +146,24 @@ public:
     // Why recording steps (CUDA graphs) is off for the rest of the run; empty while it is allowed,
     // and where there is nothing to record.
     virtual std::string recording_off() const { return {}; }
+    // True when the body the last end() closed was recorded: later steps of its kind replay it
+    // (begin returns false), and the statistics keep what they asked of it (train/operand_sampler.h).
+    virtual bool body_recorded() const { return false; }
+
+    // ---- operands read when the step is collected
+    // True when this pipeline's steps run ahead of the host, so that the statistics that read a
+    // matmul's operands in the middle of a step (model/operand_observer.h) cannot read them there:
+    // during the backward they ask for their values with the two calls below, which copy them out
+    // as part of the step (recorded with it, and again at each replay), and they measure them
+    // from StepResults::samples when the step is collected.
+    virtual bool samples_after_step() const { return false; }
+    // `rows` of t (SampledRows; t's first n values are its whole tensor) and t's magnitudes over
+    // its first n values: the offset in StepResults::samples of two floats, amax and finite_amax
+    // (Backend::RowSample's), followed by rows.values() values.
+    virtual std::int64_t sample_rows_later(const Tensor& t, std::int64_t n, const SampledRows& rows);
+    // The scale and its inverse that `state` gives `role` in this step (Fp8TensorSnapshot's scale
+    // and scale_inv): the offset of the two floats in StepResults::samples.
+    virtual std::int64_t fp8_scale_later(const Fp8State& state, Fp8Role role);
 };
 
 }  // namespace mantissa

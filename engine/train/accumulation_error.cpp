@@ -70,10 +70,12 @@ double dot_accumulation_error(const float* a, std::int64_t stride_a, const float
     return std::fabs(static_cast<double>(s) - exact) / magnitude;
 }
 
-void AccumulationErrorStatistics::begin_step(std::int64_t step) {
+void AccumulationErrorStatistics::begin_step(std::int64_t step, StepPipeline* later) {
     m_step = step;
     m_active = true;
+    m_later = later;
     m_rows.clear();
+    if (later) m_pending.begin(step);
 }
 
 std::vector<OpStepRecord> AccumulationErrorStatistics::take() {
@@ -81,20 +83,47 @@ std::vector<OpStepRecord> AccumulationErrorStatistics::take() {
     return std::exchange(m_rows, {});
 }
 
+std::vector<OpStepRecord> AccumulationErrorStatistics::take_collected(std::int64_t step,
+                                                                      std::span<const float> samples) {
+    m_active = false;
+    std::vector<OpStepRecord> rows;
+    for (const Observed& layer : m_pending.take(step, "accumulation-error statistics"))
+        measure(layer, m_sampler.resolve(layer.samples, samples), step, rows);
+    return rows;
+}
+
 void AccumulationErrorStatistics::observe(Backend& backend, const MatmulOperands& o) {
     if (!m_active || o.layer.index() < 0) return;
     const LayerFormats& f = o.layer.formats();
-    const bool fp16 = f.fp16_accumulation;
-    const bool linear = !o.conv;
-    const std::int64_t K = o.in;
+    Observed layer;
+    layer.name = o.layer.name();
+    layer.forward = f.compute_format();
+    layer.wgrad = f.wgrad;
+    layer.fp16 = f.fp16_accumulation;
+    layer.linear = !o.conv;
+    layer.K = o.in;
+    layer.out = o.out;
 
     // x: every row for a linear layer (the weight gradient sums over them), 16 patches for a
     // convolution; W: 16 rows; dy: every row for a linear layer, one (unused) for a convolution.
-    const SampleLimits limits{.x = linear ? 0 : sums_per_side * K, .w = sums_per_side * K, .dy = linear ? 0 : 1};
-    const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
+    const std::int64_t K = o.in;
+    const SampleLimits limits{.x = layer.linear ? 0 : sums_per_side * K, .w = sums_per_side * K,
+                              .dy = layer.linear ? 0 : 1};
+    if (m_later) {
+        layer.samples = OperandSampler::request(*m_later, o, limits);
+        m_pending.add(std::move(layer));
+        return;
+    }
+    measure(layer, m_sampler.take(backend, o, limits), m_step, m_rows);
+}
+
+void AccumulationErrorStatistics::measure(const Observed& layer, const OperandSampler::Samples& s, std::int64_t step,
+                                          std::vector<OpStepRecord>& out) {
+    const bool fp16 = layer.fp16;
+    const std::int64_t K = layer.K;
 
     // The forward: sampled rows of x by sampled rows of W, both along K.
-    const ComputeFormat forward = f.compute_format();
+    const ComputeFormat& forward = layer.forward;
     const std::vector<std::int64_t> x_rows = spread(s.x.rows, sums_per_side);
     m_x.resize(x_rows.size() * static_cast<std::size_t>(K));
     for (std::size_t r = 0; r < x_rows.size(); ++r)
@@ -109,23 +138,24 @@ void AccumulationErrorStatistics::observe(Backend& backend, const MatmulOperands
         for (std::int64_t j = 0; j < s.w.rows; ++j)
             m_errors.push_back(dot_accumulation_error(m_x.data() + r * static_cast<std::size_t>(K), 1,
                                                       m_w.data() + j * K, 1, K, fp16, m_scratch));
-    m_rows.push_back({m_step, o.layer.name(), accumulation_error_stat, median_of(m_errors)});
-    if (!linear || s.x.rows == 0) return;
+    out.push_back({step, layer.name, accumulation_error_stat, median_of(m_errors)});
+    if (!layer.linear || s.x.rows == 0) return;
 
     // The weight gradient dW[j, i] = Σ_r dy[r, j]·x[r, i]: columns of dy and x, K = the rows.
-    const std::int64_t rows = s.x.rows, out = o.out;
-    const ComputeFormat wgrad = f.wgrad;
+    const std::int64_t rows = s.x.rows, outputs = layer.out;
+    const ComputeFormat& wgrad = layer.wgrad;
     m_x.assign(s.x.values, s.x.values + rows * K);
-    m_dy.assign(s.dy.values, s.dy.values + rows * out);
+    m_dy.assign(s.dy.values, s.dy.values + rows * outputs);
     if (rounds_operands(wgrad)) {
         round_array(wgrad.format, m_x.data(), m_x.size());
         round_array(wgrad.format, m_dy.data(), m_dy.size());
     }
     m_errors.clear();
-    for (std::int64_t j : spread(out, sums_per_side))
+    for (std::int64_t j : spread(outputs, sums_per_side))
         for (std::int64_t i : spread(K, sums_per_side))
-            m_errors.push_back(dot_accumulation_error(m_dy.data() + j, out, m_x.data() + i, K, rows, fp16, m_scratch));
-    m_rows.push_back({m_step, o.layer.name(), accumulation_error_wgrad_stat, median_of(m_errors)});
+            m_errors.push_back(
+                dot_accumulation_error(m_dy.data() + j, outputs, m_x.data() + i, K, rows, fp16, m_scratch));
+    out.push_back({step, layer.name, accumulation_error_wgrad_stat, median_of(m_errors)});
 }
 
 }  // namespace mantissa

@@ -28,11 +28,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "config/telemetry.h"
 #include "model/operand_observer.h"
 #include "train/operand_sampler.h"
+#include "train/pending_steps.h"
 
 namespace mantissa {
 
@@ -47,17 +50,38 @@ double dot_accumulation_error(const float* a, std::int64_t stride_a, const float
 
 class AccumulationErrorStatistics final : public OperandObserver {
 public:
-    // The next backward is a statistics step's: its layers are measured. Rows from before are dropped.
-    void begin_step(std::int64_t step);
+    // The next backward is a statistics step's: its layers are measured. Rows from before are
+    // dropped. With `later` (a pipeline that reads operands after the step), the operands are
+    // asked of it and measured by take_collected when the step is collected.
+    void begin_step(std::int64_t step, StepPipeline* later = nullptr);
     // This step's rows (a layer's in backward order, forward before wgrad); empties them.
     std::vector<OpStepRecord> take();
+    // After the step: the rows of `step`, the oldest still pending, from its collected samples.
+    std::vector<OpStepRecord> take_collected(std::int64_t step, std::span<const float> samples);
+    // PendingSteps: the body just issued was recorded; `step` replays it.
+    void keep_recorded() { m_pending.keep_recorded(); }
+    void replay(std::int64_t step) { m_pending.replay(step); }
 
     void observe(Backend& backend, const MatmulOperands& operands) override;
 
 private:
+    // A layer as observe() found it, for measure().
+    struct Observed {
+        std::string name;
+        ComputeFormat forward, wgrad;
+        bool fp16 = false;    // the layer accumulates in FP16
+        bool linear = true;   // else a convolution (no weight-gradient sums)
+        std::int64_t K = 0, out = 0;
+        PendingSamples samples;
+    };
+    void measure(const Observed& layer, const OperandSampler::Samples& s, std::int64_t step,
+                 std::vector<OpStepRecord>& out);
+
     std::int64_t m_step = -1;
     bool m_active = false;
+    StepPipeline* m_later = nullptr;
     std::vector<OpStepRecord> m_rows;
+    PendingSteps<Observed> m_pending;
     // Kept between steps.
     OperandSampler m_sampler;
     std::vector<float> m_x, m_w, m_dy, m_scratch;

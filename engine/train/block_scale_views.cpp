@@ -59,10 +59,12 @@ BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, b
     return r;
 }
 
-void BlockScaleViews::begin_step(std::int64_t step) {
+void BlockScaleViews::begin_step(std::int64_t step, StepPipeline* later) {
     m_step = step;
     m_active = true;
+    m_later = later;
     m_rows.clear();
+    if (later) m_pending.begin(step);
 }
 
 std::vector<BlockScaleRecord> BlockScaleViews::take() {
@@ -70,14 +72,53 @@ std::vector<BlockScaleRecord> BlockScaleViews::take() {
     return std::exchange(m_rows, {});
 }
 
+std::vector<BlockScaleRecord> BlockScaleViews::take_collected(std::int64_t step, std::span<const float> samples) {
+    m_active = false;
+    std::vector<BlockScaleRecord> rows;
+    for (const Observed& layer : m_pending.take(step, "block-scale views"))
+        view(layer, m_sampler.resolve(layer.samples, samples), true, step, rows);
+    return rows;
+}
+
+void BlockScaleViews::label(BlockScaleRecord& r, const Observed& layer, MatmulOperand operand, std::int64_t step) {
+    r.step = step;
+    r.layer = layer.layer;
+    r.name = layer.name;
+    r.operand = operand;
+    r.own = operand == MatmulOperand::grad_output ? layer.own_dgrad : layer.own_forward;
+}
+
+void BlockScaleViews::view(const Observed& layer, const OperandSampler::Samples& s, bool x_and_w, std::int64_t step,
+                           std::vector<BlockScaleRecord>& out) {
+    const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, const OperandSample& sample) {
+        if (!fmt) return;
+        // dy is quantised stochastically with stochastic gradients (docs/numerics.md), x and W never.
+        const bool stochastic = operand == MatmulOperand::grad_output && layer.stochastic_dy;
+        BlockScaleRecord r = view_block_scales(*fmt, sample, stochastic);
+        label(r, layer, operand, step);
+        out.push_back(std::move(r));
+    };
+    if (x_and_w) {
+        add(MatmulOperand::input, layer.x_format, s.x);
+        add(MatmulOperand::weight, layer.x_format, s.w);
+    }
+    add(MatmulOperand::grad_output, layer.dy_format, s.dy);
+}
+
 void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
     if (!m_active || !m_spec.enabled || o.layer.index() < 0) return;
     // Each operand in the block format of the matmul that quantises it, else the spec's.
     const LayerFormats& f = o.layer.formats();
     const std::optional<BlockFormat> forward = f.compute_format().block, dgrad = f.dgrad.block;
-    const std::optional<BlockFormat> x_format = forward ? forward : m_spec.format;
-    const std::optional<BlockFormat> dy_format = dgrad ? dgrad : m_spec.format;
-    if (!x_format && !dy_format) return;
+    Observed layer;
+    layer.layer = o.layer.index();
+    layer.name = o.layer.name();
+    layer.x_format = forward ? forward : m_spec.format;
+    layer.dy_format = dgrad ? dgrad : m_spec.format;
+    layer.own_forward = forward.has_value();
+    layer.own_dgrad = dgrad.has_value();
+    layer.stochastic_dy = f.stochastic_gradients;
+    if (!layer.x_format && !layer.dy_format) return;
 
     const std::int64_t K_dy = o.conv ? o.conv->out_channels : o.out;
     const auto limit = [&](const std::optional<BlockFormat>& fmt, std::int64_t K) {
@@ -85,37 +126,33 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
         return fmt ? values_for_blocks(m_spec.max_blocks, K, block_format_info(*fmt).block_size) : K;
     };
     // A linear layer's own x and W: the exponents its forward's quantiser kept (the CPU backend),
-    // the rows a sample would take; otherwise found again from the operands.
+    // the rows a sample would take; otherwise found again from the operands (always after the step).
     const std::int64_t w_rows = o.weight.desc().rows;
     Backend::KeptBlockExponents kept_x, kept_w;
-    if (forward && !o.conv) {
+    if (forward && !o.conv && !m_later) {
         kept_x = backend.kept_block_exponents(o.x, *forward, o.in);
         kept_w = backend.kept_block_exponents(o.weight, *forward, o.in);
     }
     const bool kept = kept_x.values && kept_x.rows >= o.rows && kept_w.values && kept_w.rows >= w_rows;
     // Only NVFP4's scales depend on the tensor's amax (its tensor scale).
-    const bool nvfp4 = (x_format == BlockFormat::nvfp4 && !kept) || dy_format == BlockFormat::nvfp4;
-    const SampleLimits limits{limit(x_format, o.in), limit(x_format, o.in), limit(dy_format, K_dy), nvfp4, !kept};
+    const bool nvfp4 = (layer.x_format == BlockFormat::nvfp4 && !kept) || layer.dy_format == BlockFormat::nvfp4;
+    const SampleLimits limits{limit(layer.x_format, o.in), limit(layer.x_format, o.in), limit(layer.dy_format, K_dy),
+                              nvfp4, !kept};
+    if (m_later) {
+        layer.samples = OperandSampler::request(*m_later, o, limits);
+        m_pending.add(std::move(layer));
+        return;
+    }
     const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
-
-    const auto add = [&](MatmulOperand operand, const std::optional<BlockFormat>& fmt, bool own, const OperandSample& sample) {
-        if (!fmt) return;
-        // dy is quantised stochastically with stochastic gradients (docs/numerics.md), x and W never.
-        const bool stochastic = operand == MatmulOperand::grad_output && f.stochastic_gradients;
-        BlockScaleRecord r = !kept || operand == MatmulOperand::grad_output ? view_block_scales(*fmt, sample, stochastic)
-                             : operand == MatmulOperand::input
-                                 ? kept_block_scales(*fmt, kept_x, o.rows, o.in, limits.x)
-                                 : kept_block_scales(*fmt, kept_w, w_rows, o.in, limits.w);
-        r.step = m_step;
-        r.layer = o.layer.index();
-        r.name = o.layer.name();
-        r.operand = operand;
-        r.own = own;
-        m_rows.push_back(std::move(r));
-    };
-    add(MatmulOperand::input, x_format, forward.has_value(), s.x);
-    add(MatmulOperand::weight, x_format, forward.has_value(), s.w);
-    add(MatmulOperand::grad_output, dy_format, dgrad.has_value(), s.dy);
+    if (kept) {
+        BlockScaleRecord x = kept_block_scales(*forward, kept_x, o.rows, o.in, limits.x);
+        label(x, layer, MatmulOperand::input, m_step);
+        m_rows.push_back(std::move(x));
+        BlockScaleRecord w = kept_block_scales(*forward, kept_w, w_rows, o.in, limits.w);
+        label(w, layer, MatmulOperand::weight, m_step);
+        m_rows.push_back(std::move(w));
+    }
+    view(layer, s, !kept, m_step, m_rows);
 }
 
 }  // namespace mantissa

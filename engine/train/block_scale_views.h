@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -19,6 +21,7 @@
 #include "config/telemetry.h"
 #include "model/operand_observer.h"
 #include "train/operand_sampler.h"
+#include "train/pending_steps.h"
 
 namespace mantissa {
 
@@ -43,18 +46,42 @@ public:
     explicit BlockScaleViews(BlockScaleSpec spec) : m_spec(spec) {}
 
     const BlockScaleSpec& spec() const { return m_spec; }
-    // The next backward is a statistics step's: its layers are viewed. Rows from before are dropped.
-    void begin_step(std::int64_t step);
+    // The next backward is a statistics step's: its layers are viewed. Rows from before are
+    // dropped. With `later` (a pipeline that reads operands after the step), the operands are
+    // asked of it and viewed by take_collected when the step is collected.
+    void begin_step(std::int64_t step, StepPipeline* later = nullptr);
     // This step's rows, by layer in backward order then operand (x, W, dy); empties them.
     std::vector<BlockScaleRecord> take();
+    // After the step: the rows of `step`, the oldest still pending, from its collected samples.
+    std::vector<BlockScaleRecord> take_collected(std::int64_t step, std::span<const float> samples);
+    // PendingSteps: the body just issued was recorded; `step` replays it.
+    void keep_recorded() { m_pending.keep_recorded(); }
+    void replay(std::int64_t step) { m_pending.replay(step); }
 
     void observe(Backend& backend, const MatmulOperands& operands) override;
 
 private:
+    // A layer as observe() found it, for view().
+    struct Observed {
+        int layer = 0;
+        std::string name;
+        std::optional<BlockFormat> x_format, dy_format;  // x's and W's, dy's (none: not viewed)
+        bool own_forward = false, own_dgrad = false;     // the format is the matmul's own
+        bool stochastic_dy = false;                      // dy quantised stochastically
+        PendingSamples samples;
+    };
+    // One layer's records from its samples: x and W unless `x_and_w` is false (their records
+    // already made from kept exponents), then dy.
+    static void view(const Observed& layer, const OperandSampler::Samples& s, bool x_and_w, std::int64_t step,
+                     std::vector<BlockScaleRecord>& out);
+    static void label(BlockScaleRecord& r, const Observed& layer, MatmulOperand operand, std::int64_t step);
+
     BlockScaleSpec m_spec;
     std::int64_t m_step = -1;
     bool m_active = false;
+    StepPipeline* m_later = nullptr;
     std::vector<BlockScaleRecord> m_rows;
+    PendingSteps<Observed> m_pending;
     OperandSampler m_sampler;
 };
 

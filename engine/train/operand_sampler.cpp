@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "error.h"
+
 namespace mantissa {
 
 namespace {
@@ -29,12 +31,16 @@ std::size_t slot_of(const std::vector<std::int64_t>& samples, std::int64_t s, st
 
 }  // namespace
 
-std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements) {
+std::int64_t sample_row_count(std::int64_t total, std::int64_t row_len, std::int64_t max_elements) {
     std::int64_t count = total;
     if (max_elements > 0 && row_len > 0)
         count = std::clamp<std::int64_t>(max_elements / row_len, 1, std::max<std::int64_t>(total, 1));
-    count = std::min(count, total);
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+    return std::max<std::int64_t>(std::min(count, total), 0);
+}
+
+std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements) {
+    const std::int64_t count = sample_row_count(total, row_len, max_elements);
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) rows[static_cast<std::size_t>(i)] = i * total / count;
     return rows;
 }
@@ -117,6 +123,71 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
             m_dy[r * static_cast<std::size_t>(Co) + static_cast<std::size_t>(c)] = d[c * P + p];
     }
     s.dy = OperandSample{m_dy.data(), static_cast<std::int64_t>(m_dy_rows.size()), Co, o.rows * P, m_dy_rows, mdy};
+    return s;
+}
+
+PendingSamples OperandSampler::request(StepPipeline& later, const MatmulOperands& o, SampleLimits limits) {
+    PendingSamples p;
+    const auto ask = [&later](PendingSamples::Operand& into, const Tensor& t, std::int64_t n, SampledRows rows,
+                              std::int64_t max_elements) {
+        rows.count = sample_row_count(rows.total, rows.K, max_elements);
+        into.rows = rows;
+        into.offset = later.sample_rows_later(t, n, rows);
+    };
+    SampledRows rows;  // as take() reads them
+    if (limits.x_and_w) {
+        rows.total = o.weight.desc().rows;
+        rows.K = o.in;
+        ask(p.w, o.weight, rows.total * rows.K, rows, limits.w);
+    }
+    if (!o.conv) {
+        rows.total = o.rows;
+        if (limits.x_and_w) {
+            rows.K = o.in;
+            ask(p.x, o.x, o.rows * o.in, rows, limits.x);
+        }
+        rows.K = o.out;
+        ask(p.dy, o.dy, o.rows * o.out, rows, limits.dy);
+        return p;
+    }
+    const Conv2dGeometry& g = *o.conv;
+    rows.channels = g.in_channels;
+    rows.height = g.in_h;
+    rows.width = g.in_w;
+    rows.kernel = g.kernel;
+    rows.stride = g.stride;
+    rows.padding = g.padding;
+    rows.out_h = g.out_h();
+    rows.out_w = g.out_w();
+    rows.total = o.rows * rows.out_h * rows.out_w;
+    if (limits.x_and_w) {
+        rows.kind = SampledRows::Kind::conv_patches;
+        rows.K = g.patch();
+        ask(p.x, o.x, o.rows * g.in_size(), rows, limits.x);
+    }
+    rows.kind = SampledRows::Kind::conv_channels;
+    rows.K = g.out_channels;
+    ask(p.dy, o.dy, o.rows * g.out_size(), rows, limits.dy);
+    return p;
+}
+
+OperandSampler::Samples OperandSampler::resolve(const PendingSamples& pending, std::span<const float> samples) {
+    const auto one = [&samples](const PendingSamples::Operand& o, std::vector<std::int64_t>& indices) {
+        if (o.offset < 0) return OperandSample{};
+        const auto at = static_cast<std::size_t>(o.offset);
+        if (at + 2 + static_cast<std::size_t>(o.rows.values()) > samples.size())
+            throw Error("The step's operand samples end before the rows asked of them.");
+        indices.resize(static_cast<std::size_t>(o.rows.count));
+        for (std::int64_t i = 0; i < o.rows.count; ++i) indices[static_cast<std::size_t>(i)] = o.rows.row(i);
+        OperandSample s{samples.data() + at + 2, o.rows.count, o.rows.K, o.rows.total, indices, {}};
+        s.magnitudes.amax = samples[at];
+        s.magnitudes.finite_amax = samples[at + 1];
+        return s;
+    };
+    Samples s;
+    s.x = one(pending.x, m_x_rows);
+    s.w = one(pending.w, m_w_rows);
+    s.dy = one(pending.dy, m_dy_rows);
     return s;
 }
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/sampled_rows.h"
+#include "backend/step_pipeline.h"
 #include "model/operand_observer.h"
 
 namespace mantissa {
@@ -31,7 +33,8 @@ struct OperandSample {
 
 // The rows a sample takes of `total` rows of `row_len` values: as many whole rows as
 // max_elements holds (at least one; every row when max_elements is 0 or holds them all), spread
-// evenly from the first: row i·total/count.
+// evenly from the first: row i·total/count (SampledRows::row).
+std::int64_t sample_row_count(std::int64_t total, std::int64_t row_len, std::int64_t max_elements);
 std::vector<std::int64_t> sample_row_indices(std::int64_t total, std::int64_t row_len, std::int64_t max_elements);
 
 // The values to sample of each operand, as sample_row_indices counts them (0: all).
@@ -44,6 +47,17 @@ struct SampleLimits {
     bool x_and_w = true;
 };
 
+// The same samples asked of a pipeline that reads operands after the step
+// (StepPipeline::samples_after_step): which rows of each operand, and where the step's samples
+// will hold them. An operand not asked for has offset -1.
+struct PendingSamples {
+    struct Operand {
+        std::int64_t offset = -1;
+        SampledRows rows;
+    };
+    Operand x, w, dy;
+};
+
 class OperandSampler {
 public:
     struct Samples {
@@ -52,6 +66,13 @@ public:
     // The samples point into this sampler's buffers or, where a whole operand is taken and the
     // backend keeps it in host memory, into the operand itself: valid until the next take() or op.
     Samples take(Backend& backend, const MatmulOperands& o, SampleLimits limits);
+
+    // The rows take() would copy, asked of `later` during the step (magnitudes always come with
+    // them); `limits.magnitudes` is ignored.
+    static PendingSamples request(StepPipeline& later, const MatmulOperands& o, SampleLimits limits);
+    // The samples of a collected step (StepResults::samples), as take() gives them: valid while
+    // `samples` is and until the next resolve() or take().
+    Samples resolve(const PendingSamples& pending, std::span<const float> samples);
 
 private:
     std::vector<float> m_x, m_w, m_dy, m_whole;

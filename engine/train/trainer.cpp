@@ -394,6 +394,7 @@ void Trainer::issue() {
 
     // ---- forward, loss, backward, check, optimizer: issued unless the pipeline replays them
     bool issue_body = m_pipeline->begin(b);
+    const bool replayed = !issue_body;
     for (;;) {
         if (issue_body) {
             try {
@@ -405,6 +406,18 @@ void Trainer::issue() {
         }
         if (!m_pipeline->end()) break;
         issue_body = true;  // a failed recording: nothing ran, issue it again
+    }
+    if (stats && m_pipeline->samples_after_step()) {
+        // A replayed statistics step asks what the recorded one asked, where it asked it.
+        const bool recorded = !replayed && m_pipeline->body_recorded();
+        const auto follow = [&](auto& statistic) {
+            if (!statistic) return;
+            if (replayed) statistic->replay(m_step);
+            else if (recorded) statistic->keep_recorded();
+        };
+        follow(m_what_if);
+        follow(m_block_scales);
+        follow(m_accumulation);
     }
     m_inject_layer = -1;
     ++m_step;
@@ -425,16 +438,19 @@ void Trainer::issue_body_of_step(std::int64_t count, bool stats) {
     // The backward's casts come after the layers showed their operands: nothing there to keep.
     m_backend->keep_operand_magnitudes(false);
     m_network->loss(*m_pipeline);
-    if (stats && m_what_if) m_what_if->begin_step(m_step);
-    if (stats && m_block_scales) m_block_scales->begin_step(m_step);
-    if (stats && m_accumulation) m_accumulation->begin_step(m_step);
+    // A pipeline that runs ahead of the host has the operands copied out with the step; the
+    // statistics measure them when it is collected (report_one).
+    StepPipeline* later = m_pipeline->samples_after_step() ? m_pipeline.get() : nullptr;
+    if (stats && m_what_if) m_what_if->begin_step(m_step, later);
+    if (stats && m_block_scales) m_block_scales->begin_step(m_step, later);
+    if (stats && m_accumulation) m_accumulation->begin_step(m_step, later);
     m_network->backward(count, stats ? m_pipeline->rounding_sink() : nullptr);
-    if (stats && m_what_if) m_issued.back().what_if = m_what_if->take();
+    if (stats && m_what_if && !later) m_issued.back().what_if = m_what_if->take();
     if (views) {
-        m_issued.back().block_scales = m_block_scales->take();
+        if (!later) m_issued.back().block_scales = m_block_scales->take();
         m_backend->keep_block_exponents(false);
     }
-    if (stats && m_accumulation) m_issued.back().accumulation = m_accumulation->take();
+    if (stats && m_accumulation && !later) m_issued.back().accumulation = m_accumulation->take();
     if (m_inject_layer >= 0) m_backend->poke(m_network->grad_weight(m_inject_layer), 0, m_inject_value);
     // The one check, in backward order: the last layer's parameters first (fcN.dW, fcN.dB, ...,
     // fc1.dW, fc1.dB); the weights' gradients get the statistics.
@@ -472,6 +488,11 @@ void Trainer::report_one() {
     if (m_reports.size() <= m_report_count) m_reports.resize(m_report_count + 1);
     StepReport& r = m_reports[m_report_count++];
     r.layers.clear();
+    if (issued.stats && m_pipeline->samples_after_step()) {  // measured now, from the step's samples
+        if (m_accumulation) issued.accumulation = m_accumulation->take_collected(issued.step, res.samples);
+        if (m_what_if) issued.what_if = m_what_if->take_collected(issued.step, res.samples);
+        if (m_block_scales) issued.block_scales = m_block_scales->take_collected(issued.step, res.samples);
+    }
     r.ops = std::move(issued.accumulation);
     issued.accumulation.clear();
     r.what_if = std::move(issued.what_if);

@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include "error.h"
 #include "model/layer.h"
 #include "numeric/block_format.h"
 #include "numeric/convert.h"
@@ -71,15 +72,25 @@ void WhatIfStatistics::set_fp8_recipe(const Fp8Recipe& recipe) {
     }
 }
 
-void WhatIfStatistics::begin_step(std::int64_t step) {
+void WhatIfStatistics::begin_step(std::int64_t step, StepPipeline* later) {
     m_step = step;
     m_active = true;
+    m_later = later;
     m_rows.clear();
+    if (later) m_pending.begin(step);
 }
 
 std::vector<WhatIfRecord> WhatIfStatistics::take() {
     m_active = false;
     return std::exchange(m_rows, {});
+}
+
+std::vector<WhatIfRecord> WhatIfStatistics::take_collected(std::int64_t step, std::span<const float> samples) {
+    m_active = false;
+    std::vector<WhatIfRecord> rows;
+    for (const Observed& layer : m_pending.take(step, "what-if statistics"))
+        measure(layer, m_sampler.resolve(layer.samples, samples), samples, step, rows);
+    return rows;
 }
 
 WhatIfStatistics::Shadow& WhatIfStatistics::shadow(int layer) {
@@ -95,46 +106,74 @@ WhatIfStatistics::Shadow& WhatIfStatistics::shadow(int layer) {
     return *s;
 }
 
-Fp8Scale WhatIfStatistics::delayed_scale(const MatmulOperands& o, MatmulOperand role, AmaxHistory& shadow) const {
+bool WhatIfStatistics::own_history(const MatmulOperands& o, MatmulOperand role) const {
     // The layer's own history where its matmul for this operand runs FP8 with delayed scaling:
     // the scale its cast uses this step.
     const ComputeFormat e4m3(Format::fp8_e4m3);
     const LayerFormats& f = o.layer.formats();
-    const bool own = o.fp8 && m_recipe.scaling == Fp8Scaling::delayed &&
-                     (role == MatmulOperand::grad_output ? f.dgrad == e4m3 : f.fp8());
-    if (own) {
-        const Fp8TensorSnapshot s = o.fp8->snapshot(role == MatmulOperand::input    ? Fp8Role::input
-                                                    : role == MatmulOperand::weight ? Fp8Role::weight
-                                                                                  : Fp8Role::grad_output);
-        return {s.scale, s.scale_inv};
-    }
-    return {shadow.scale(), shadow.scale_inv()};
+    return o.fp8 && m_recipe.scaling == Fp8Scaling::delayed &&
+           (role == MatmulOperand::grad_output ? f.dgrad == e4m3 : f.fp8());
 }
 
 void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
     if (!m_active || m_spec.formats.empty() || o.layer.index() < 0) return;
     const std::int64_t max = m_spec.max_elements;
+    Observed layer;
+    layer.layer = o.layer.index();
+    layer.name = o.layer.name();
+    const MatmulOperand roles[3] = {MatmulOperand::input, MatmulOperand::weight, MatmulOperand::grad_output};
+    const Fp8Role fp8_roles[3] = {Fp8Role::input, Fp8Role::weight, Fp8Role::grad_output};
+    for (int t = 0; t < 3; ++t) {
+        layer.own[t] = own_history(o, roles[t]);
+        if (!layer.own[t]) continue;
+        if (m_later) {
+            layer.own_offset[t] = m_later->fp8_scale_later(*o.fp8, fp8_roles[t]);
+        } else {
+            const Fp8TensorSnapshot s = o.fp8->snapshot(fp8_roles[t]);
+            layer.own_scale[t] = {s.scale, s.scale_inv};
+        }
+    }
+    if (m_later) {
+        layer.samples = OperandSampler::request(*m_later, o, {max, max, max});
+        m_pending.add(std::move(layer));
+        return;
+    }
+    measure(layer, m_sampler.take(backend, o, {max, max, max}), {}, m_step, m_rows);
+}
 
-    const OperandSampler::Samples sampled = m_sampler.take(backend, o, {max, max, max});
+void WhatIfStatistics::measure(const Observed& layer, const OperandSampler::Samples& sampled,
+                               std::span<const float> step_samples, std::int64_t step,
+                               std::vector<WhatIfRecord>& out) {
     const OperandSample &x = sampled.x, &w = sampled.w, &dy = sampled.dy;
 
     // Each (format, operand) on its own: spread over the machine's threads, each with its scratch.
-    Shadow& sh = shadow(o.layer.index());
+    Shadow& sh = shadow(layer.layer);
     const std::size_t formats = m_spec.formats.size();
-    const std::size_t first = m_rows.size();
+    const std::size_t first = out.size();
     for (const ComputeFormat& f : m_spec.formats) {
         WhatIfRecord r;
-        r.step = m_step;
-        r.layer = o.layer.index();
-        r.name = o.layer.name();
+        r.step = step;
+        r.layer = layer.layer;
+        r.name = layer.name;
         r.format = f;
-        m_rows.push_back(std::move(r));
+        out.push_back(std::move(r));
     }
     const OperandSample* samples[3] = {&x, &w, &dy};
     AmaxHistory* shadows[3] = {&sh.x, &sh.w, &sh.dy};
     const MatmulOperand roles[3] = {MatmulOperand::input, MatmulOperand::weight, MatmulOperand::grad_output};
     Fp8Scale scales[3];
-    for (int t = 0; t < 3; ++t) scales[t] = delayed_scale(o, roles[t], *shadows[t]);
+    for (int t = 0; t < 3; ++t) {
+        if (!layer.own[t]) {
+            scales[t] = {shadows[t]->scale(), shadows[t]->scale_inv()};
+        } else if (layer.own_offset[t] >= 0) {
+            const auto at = static_cast<std::size_t>(layer.own_offset[t]);
+            if (at + 2 > step_samples.size())
+                throw Error("The step's operand samples end before the FP8 scale asked of them.");
+            scales[t] = {step_samples[at], step_samples[at + 1]};
+        } else {
+            scales[t] = layer.own_scale[t];
+        }
+    }
     const int tasks = static_cast<int>(3 * formats);
     const int threads = std::max(1, std::min(omp_get_max_threads(), tasks));
     if (m_scratch.size() < static_cast<std::size_t>(threads)) m_scratch.resize(static_cast<std::size_t>(threads));
@@ -142,10 +181,10 @@ void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
     for (int task = 0; task < tasks; ++task) {
         const auto f = static_cast<std::size_t>(task) / 3;
         const int t = task % 3;
-        WhatIfRecord& r = m_rows[first + f];
-        QuantisationStats& out = t == 0 ? r.input : t == 1 ? r.weight : r.grad_output;
-        out = measure_operand(r.format, roles[t], *samples[t], scales[t],
-                              m_scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+        WhatIfRecord& r = out[first + f];
+        QuantisationStats& q = t == 0 ? r.input : t == 1 ? r.weight : r.grad_output;
+        q = measure_operand(r.format, roles[t], *samples[t], scales[t],
+                            m_scratch[static_cast<std::size_t>(omp_get_thread_num())]);
     }
     // The shadows take this step's amaxes after its casts, as a delayed history does.
     sh.x.record(x.magnitudes.amax);

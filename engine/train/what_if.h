@@ -25,6 +25,7 @@
 #include "config/telemetry.h"
 #include "model/operand_observer.h"
 #include "train/operand_sampler.h"
+#include "train/pending_steps.h"
 
 namespace mantissa {
 
@@ -49,10 +50,17 @@ public:
     // windows kept), and whether layers' own histories count as delayed.
     void set_fp8_recipe(const Fp8Recipe& recipe);
 
-    // The next backward is a statistics step's: its layers are measured. Rows from before are dropped.
-    void begin_step(std::int64_t step);
+    // The next backward is a statistics step's: its layers are measured. Rows from before are
+    // dropped. With `later` (a pipeline that reads operands after the step), they are asked of it
+    // and measured by take_collected when the step is collected.
+    void begin_step(std::int64_t step, StepPipeline* later = nullptr);
     // This step's rows, by layer in backward order then by format in the spec's order; empties them.
     std::vector<WhatIfRecord> take();
+    // After the step: the rows of `step`, the oldest still pending, from its collected samples.
+    std::vector<WhatIfRecord> take_collected(std::int64_t step, std::span<const float> samples);
+    // PendingSteps: the body just issued was recorded; `step` replays it.
+    void keep_recorded() { m_pending.keep_recorded(); }
+    void replay(std::int64_t step) { m_pending.replay(step); }
 
     void observe(Backend& backend, const MatmulOperands& operands) override;
 
@@ -60,15 +68,30 @@ private:
     struct Shadow {  // a layer's what-if delayed scaling, one history per operand
         AmaxHistory x, w, dy;
     };
+    // A layer as observe() found it, for measure(): where a matmul of the layer runs FP8 with
+    // delayed scaling, the operand's scale is its own history's (read in place, or where the
+    // step's samples hold it); otherwise the shadow's.
+    struct Observed {
+        int layer = 0;
+        std::string name;
+        bool own[3] = {};
+        Fp8Scale own_scale[3];
+        std::int64_t own_offset[3] = {-1, -1, -1};
+        PendingSamples samples;
+    };
     Shadow& shadow(int layer);
-    Fp8Scale delayed_scale(const MatmulOperands& o, MatmulOperand role, AmaxHistory& shadow) const;
+    bool own_history(const MatmulOperands& o, MatmulOperand role) const;
+    void measure(const Observed& layer, const OperandSampler::Samples& s, std::span<const float> step_samples,
+                 std::int64_t step, std::vector<WhatIfRecord>& out);
 
     WhatIfSpec m_spec;
     Fp8Recipe m_recipe;
     std::vector<std::unique_ptr<Shadow>> m_shadows;
     std::int64_t m_step = -1;
     bool m_active = false;
+    StepPipeline* m_later = nullptr;
     std::vector<WhatIfRecord> m_rows;
+    PendingSteps<Observed> m_pending;
     // Kept between steps: the samples and the quantised copies.
     OperandSampler m_sampler;
     std::vector<std::vector<float>> m_scratch;  // one per thread

@@ -5,7 +5,9 @@
 //   - without master weights small updates are lost to rounding on both, in like measure, and
 //     stochastic or Kahan-compensated updates keep them on both (the same stochastic keys);
 //   - the Trainer's pipelined step on the GPU (CudaStepPipeline: scaler and skip on the device,
-//     results a step late, CUDA graphs) gives the same bits as the synchronous calls.
+//     results a step late, CUDA graphs) gives the same bits as the synchronous calls;
+//   - the statistics that read a matmul's operands (what-if, block-scale views, accumulation
+//     error) are copied out of pipelined and replayed steps and track the CPU's.
 // The Trainer pipelines by default, so every test here runs CudaStepPipeline. CPU against GPU,
 // the losses agree closely but not bit for bit (matmul accumulation order). Skips with the reason
 // when there is no usable GPU.
@@ -14,6 +16,7 @@
 #include <bit>
 #include <cmath>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "backend/cuda/cuda_loader.h"
@@ -311,6 +314,74 @@ private slots:
                                     .arg(c[i].step.loss)));
         }
         QCOMPARE(gpu->backend().stochastic_rounding_position(), cpu->backend().stochastic_rounding_position());
+    }
+
+    void operand_statistics_after_the_step_track_the_cpu() {
+        REQUIRE_GPU();
+        Experiment e = spirals_experiment();
+        e.precision.autocast = Autocast::bf16;
+        e.precision.loss_scaling.mode = LossScalingMode::off;
+        e.precision.layers["fc2"] = LayerPrecision::mxfp4;
+        e.train.steps = 24;
+        e.train.layer_stats_every = 2;  // statistics graphs recorded, then replayed
+        e.train.block_scales.format = BlockFormat::mxfp8_e4m3;
+        e.train.accumulation_error = true;
+        auto cpu = make(e, false);
+        auto gpu = make(e, true);
+        std::vector<StepReport> c, g;
+        while (!cpu->done()) c.push_back(cpu->step());
+        auto keep = [&](std::span<const StepReport> r) { g.insert(g.end(), r.begin(), r.end()); };
+        while (!gpu->done()) keep(gpu->advance());
+        keep(gpu->flush());
+        QCOMPARE(g.size(), c.size());
+        QVERIFY2(gpu->pipeline_description().find("replayed") != std::string::npos,
+                 gpu->pipeline_description().c_str());
+        for (std::size_t i = 0; i < c.size(); ++i) {
+            const QString at = QString("step %1").arg(i);
+            QCOMPARE(g[i].what_if.size(), c[i].what_if.size());
+            QCOMPARE(g[i].block_scales.size(), c[i].block_scales.size());
+            QCOMPARE(g[i].ops.size(), c[i].ops.size());
+            QCOMPARE(g[i].what_if.size(), i % 2 == 0 ? std::size_t{3 * 6} : std::size_t{0});
+            for (std::size_t k = 0; k < c[i].what_if.size(); ++k) {
+                const WhatIfRecord &a = c[i].what_if[k], &b = g[i].what_if[k];
+                const QString what = at + ", " + QString::fromStdString(a.name + " in " + std::string(a.format.name()));
+                QCOMPARE(b.step, a.step);
+                QCOMPARE(b.name, a.name);
+                QVERIFY2(b.format == a.format, qPrintable(what));
+                // The first step's fc1 reads the same batch and weights on both: the same numbers.
+                if (i == 0 && a.name == "fc1") {
+                    QVERIFY2(b.input.sqnr_db == a.input.sqnr_db && b.input.underflow == a.input.underflow,
+                             qPrintable("x of " + what));
+                    QVERIFY2(b.weight.sqnr_db == a.weight.sqnr_db && b.weight.saturation == a.weight.saturation,
+                             qPrintable("W of " + what));
+                }
+                for (const auto& [x, y, operand] : {std::tuple{a.input, b.input, "x"}, std::tuple{a.weight, b.weight, "W"},
+                                                    std::tuple{a.grad_output, b.grad_output, "dy"}}) {
+                    QCOMPARE(y.values, x.values);
+                    QVERIFY2(std::abs(y.underflow - x.underflow) <= 0.02 && std::abs(y.saturation - x.saturation) <= 0.02,
+                             qPrintable(QString(operand) + " of " + what));
+                    QVERIFY2(!std::isfinite(x.sqnr_db) || std::abs(y.sqnr_db - x.sqnr_db) <= 1.5,
+                             qPrintable(QString("%1 of %2: SQNR %3 dB on the GPU, %4 on the CPU")
+                                            .arg(operand).arg(what).arg(y.sqnr_db).arg(x.sqnr_db)));
+                }
+            }
+            for (std::size_t k = 0; k < c[i].block_scales.size(); ++k) {
+                QCOMPARE(g[i].block_scales[k].name, c[i].block_scales[k].name);
+                QCOMPARE(g[i].block_scales[k].operand, c[i].block_scales[k].operand);
+                QCOMPARE(g[i].block_scales[k].exponents.size(), c[i].block_scales[k].exponents.size());
+            }
+            for (std::size_t k = 0; k < c[i].ops.size(); ++k) {
+                QCOMPARE(g[i].ops[k].stat, c[i].ops[k].stat);
+                QVERIFY2(std::isfinite(g[i].ops[k].value) && g[i].ops[k].value >= 0,
+                         qPrintable(at + " " + QString::fromStdString(g[i].ops[k].name + " " + g[i].ops[k].stat)));
+            }
+        }
+        // The first statistics step's fc1 (the last layer viewed: x, W, dy): the same batch and
+        // weights, the same block scales.
+        const std::size_t n = c[0].block_scales.size();
+        QVERIFY(n >= 3 && c[0].block_scales[n - 1].name == "fc1");
+        for (std::size_t k = n - 3; k < n - 1; ++k)
+            QCOMPARE(g[0].block_scales[k].exponents, c[0].block_scales[k].exponents);
     }
 
     void lost_updates_without_master_weights() {

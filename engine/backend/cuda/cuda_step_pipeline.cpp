@@ -25,6 +25,7 @@ struct BlockHeader {
 
 int scaling_mode_code(LossScalingMode m) { return static_cast<int>(m); }
 
+
 }  // namespace
 
 std::unique_ptr<StepPipeline> CudaBackend::create_pipeline(const LossScalingSpec& spec) {
@@ -64,10 +65,12 @@ CudaStepPipeline::~CudaStepPipeline() {
         if (g.exec) cudaGraphExecDestroy(g.exec);
     for (Slot& s : m_slots) {
         if (s.pinned) cudaFreeHost(s.pinned);
+        if (s.samples) cudaFreeHost(s.samples);
         if (s.started) cudaEventDestroy(s.started);
         if (s.finished) cudaEventDestroy(s.finished);
     }
     for (PlanEntry& p : m_plans) m_backend.release_buffer(p.plan.chunks);
+    for (SampleChunk& c : m_sample_chunks) m_backend.release_buffer(c.data);
     for (void* p : {static_cast<void*>(m_block), static_cast<void*>(m_labels), static_cast<void*>(m_targets)})
         if (p) m_backend.release_buffer(p);
     for (void* p : {static_cast<void*>(m_scaler), static_cast<void*>(m_optimizer_steps), static_cast<void*>(m_lr),
@@ -134,6 +137,7 @@ void CudaStepPipeline::drop_graphs() {
         if (g.exec) cudaGraphExecDestroy(g.exec);
         g.exec = nullptr;
     }
+    for (std::vector<SampleCopy>& parts : m_graph_samples) parts.clear();
 }
 
 const CudaBackend::CheckPlan& CudaStepPipeline::plan_for(const std::vector<Tensor*>& grads,
@@ -306,6 +310,9 @@ void CudaStepPipeline::prologue() {
     MANTISSA_CUDA_CHECK(
         cudaMemcpyAsync(&header->before, m_scaler, sizeof(ScalerState), cudaMemcpyDeviceToDevice, stream));
     m_rounding_sink.clear();
+    // The body is issued from its start (again, after a failed recording): its samples too.
+    m_sample_floats = 0;
+    for (SampleChunk& c : m_sample_chunks) c.used = 0;
     m_backend.defer_rounding_stats(
         m_begin.stats ? m_rounding_sink.data() : nullptr, m_begin.stats ? m_layout.layers : 0,
         m_begin.stats ? reinterpret_cast<unsigned long long*>(block() + m_layout.rounding) : nullptr);
@@ -389,7 +396,11 @@ bool CudaStepPipeline::body_failed(const std::string& what) {
 bool CudaStepPipeline::end() {
     if (!m_open) throw Error("CudaStepPipeline: end() without begin().");
     cudaStream_t stream = m_backend.stream();
+    m_recorded = false;
+    std::vector<SampleCopy> issued;  // the samples the body wrote, when it was issued
     if (m_issue) {
+        for (const SampleChunk& c : m_sample_chunks)
+            if (c.used > 0) issued.push_back({c.data, c.used});
         epilogue();
         if (m_current.stats) {
             m_current.elements.clear();
@@ -415,14 +426,19 @@ bool CudaStepPipeline::end() {
             }
             graph.policy.captured(true);
             ++m_captures;
+            m_graph_samples[m_graph] = issued;
             MANTISSA_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream));  // recording ran nothing
+            m_recorded = true;
         } else {
             ++m_eager;
         }
     }
     Slot& slot = m_slots[static_cast<std::size_t>(m_current.slot)];
     MANTISSA_CUDA_CHECK(cudaMemcpyAsync(slot.pinned, m_block, m_layout.bytes, cudaMemcpyDeviceToHost, stream));
+    // A replay wrote where its recording did.
+    copy_samples_down(slot, m_current.replayed ? m_graph_samples[m_graph] : issued);
     MANTISSA_CUDA_CHECK(cudaEventRecord(slot.finished, stream));
+    if (m_sample_chunks.size() > 1) merge_sample_chunks();
     m_flight.push_back(std::move(m_current));
     m_open = false;
     return false;
@@ -440,6 +456,10 @@ bool CudaStepPipeline::collect(StepResults& out) {
 
     out.step = f.step;
     out.replayed = f.replayed;
+    // Valid until the slot is written again (the next begin).
+    out.samples = f.samples > 0 ? std::span<const float>(static_cast<const float*>(slot.samples),
+                                                         static_cast<std::size_t>(f.samples))
+                                : std::span<const float>();
     float ms = 0;
     // The previous slot's event is still this one's: a slot is recorded again only after the
     // step two later begins, and this step is collected before that.

@@ -24,6 +24,16 @@
 // A capture that fails (at a call: body_failed; or at instantiation: end) turns graphs off for
 // the run, with its reason in describe(), and the step is issued again eagerly.
 //
+// Operand samples (samples_after_step): the statistics that read a matmul's operands cannot read
+// them mid-step here. During the body they ask for them (sample_rows_later, fp8_scale_later), and
+// kernels/operand_sample.cuh gathers them on the device into sample chunks, laid out from offset 0
+// in the order asked; being part of the body, the gathers are recorded with it and run again at
+// each replay. At end() they come down with the step's block into the slot's pinned sample area,
+// and the statistics measure them at collect (StepResults::samples). A request the last chunk has
+// no room for gets a new chunk (new addresses: the buffer generation moves, so graphs are recorded
+// again), and the chunks are merged into one after that step; a replay copies down what its
+// recording wrote.
+//
 // After a pipelined step, narrow (fp16/bf16) gradients keep their loss-scaled bits with no host
 // multiplier (the optimizer read them × the device's inv_scale): reading a gradient tensor then
 // gives scaled values, where the synchronous calls leave a multiplier that unscales them. Nothing
@@ -71,11 +81,18 @@ public:
     bool collect(StepResults& out) override;
     std::string describe() const override;
     std::string recording_off() const override;
+    bool body_recorded() const override { return m_recorded; }
+
+    bool samples_after_step() const override { return true; }
+    std::int64_t sample_rows_later(const Tensor& t, std::int64_t n, const SampledRows& rows) override;
+    std::int64_t fp8_scale_later(const Fp8State& state, Fp8Role role) override;
 
 private:
     struct Slot {
         void* pinned = nullptr;   // the block coming down, then the inputs going up
         std::size_t pinned_bytes = 0;
+        void* samples = nullptr;  // the step's operand samples coming down (floats)
+        std::size_t sample_bytes = 0;
         cudaEvent_t started = nullptr, finished = nullptr;
     };
     struct InFlight {
@@ -84,10 +101,21 @@ private:
         std::int64_t step = 0, batch = 0, outputs = 0;
         bool classification = true, stats = false, replayed = false, scaling_off = false;
         std::vector<std::int64_t> elements;  // per layer, statistics steps
+        std::int64_t samples = 0;            // floats in the slot's sample area
     };
     struct Graph {
         GraphPolicy policy{3};
         cudaGraphExec_t exec = nullptr;
+    };
+    // Device space for the operand samples of the body being issued, filled in order: a request
+    // goes whole into the last chunk, or into a new one when it lacks room.
+    struct SampleChunk {
+        float* data = nullptr;
+        std::int64_t capacity = 0, used = 0;  // floats
+    };
+    struct SampleCopy {  // a used part of a chunk, to come down at end()
+        const float* data = nullptr;
+        std::int64_t floats = 0;
     };
 
     void ensure_buffers(int layers, std::int64_t rows, std::int64_t outputs, std::int64_t input_bytes);
@@ -97,6 +125,9 @@ private:
     void epilogue();
     const CudaBackend::CheckPlan& plan_for(const std::vector<Tensor*>& grads, const std::vector<bool>& want);
     void release_plans();
+    float* sample_space(std::int64_t floats, std::int64_t& offset);
+    void copy_samples_down(Slot& slot, const std::vector<SampleCopy>& parts);
+    void merge_sample_chunks();
     unsigned char* block() const { return static_cast<unsigned char*>(m_block); }
 
     CudaBackend& m_backend;
@@ -117,6 +148,9 @@ private:
     int m_next_slot = 0;
     std::deque<InFlight> m_flight;
     std::array<Graph, 2> m_graphs;             // [0] plain steps, [1] statistics steps
+    std::vector<SampleChunk> m_sample_chunks;  // device
+    std::int64_t m_sample_floats = 0;  // asked for by the body being issued: the next offset
+    std::vector<SampleCopy> m_graph_samples[2];  // per graph: what its recorded body writes
     struct PlanEntry {
         std::uint64_t key = 0;
         CudaBackend::CheckPlan plan;
@@ -125,6 +159,7 @@ private:
 
     // The step being issued.
     bool m_open = false, m_issue = false, m_capturing = false, m_prepared = false;
+    bool m_recorded = false;  // the last end() closed a successful recording
     StepBegin m_begin;
     int m_graph = 0;
     InFlight m_current;

@@ -42,9 +42,8 @@ std::string cuda_op_unsupported(BackendOp op, Format format, const Support& matm
         case BackendOp::stochastic_conv_gradients:
         case BackendOp::stochastic_weights:
         case BackendOp::kahan_updates: return "";  // the optimizer kernels (kernels/optimizer_update.cuh)
-        case BackendOp::what_if:
-            return "The CUDA backend does not measure what-if statistics yet (its statistics steps run as recorded "
-                   "graphs, which cannot read operands back mid-step); the CPU backend (backend: cpu) measures them.";
+        // The statistics read the operands through the step pipeline, after the step (cuda_step_pipeline.h).
+        case BackendOp::what_if: return "";
         case BackendOp::per_gemm: return "";       // cuda_linear.cpp: per_gemm_backward_operands
         case BackendOp::per_gemm_conv: return "";  // cuda_conv.cpp: per_gemm_conv_operands
         default: {

@@ -252,6 +252,13 @@ private slots:
         QVERIFY2(acc.empty(), acc.c_str());
     }
 
+    void operand_statistics_read_after_the_step() {
+        // What-if statistics, block-scale views and accumulation errors: the pipeline copies the
+        // operands out with the step (cuda_step_pipeline.h), on any GPU the backend runs on.
+        const std::string why = cuda_op_unsupported(BackendOp::what_if, Format::fp32, Support{false, "no bf16"}, "T4");
+        QVERIFY2(why.empty(), why.c_str());
+    }
+
     void transformer_ops_take_the_cpu_formats() {
         const Support yes{true, {}};
         for (BackendOp op : {BackendOp::softmax, BackendOp::layernorm, BackendOp::embedding, BackendOp::bmm}) {

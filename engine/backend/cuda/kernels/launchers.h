@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+namespace mantissa {
+struct SampledRows;  // backend/sampled_rows.h
+}  // namespace mantissa
+
 namespace mantissa::cuda {
 
 // ---- cast.cuh: dst = round(src x multiplier) to dst's format (saturating when asked)
@@ -298,5 +302,15 @@ struct ScalerState {
 // mode: 0 off, 1 fixed, 2 dynamic (mantissa::LossScalingMode); min/max: 0 / inf when unused.
 void launch_loss_scale_update(ScalerState* state, int mode, double growth, double backoff, long long interval,
                               float min_scale, float max_scale, cudaStream_t stream);
+
+// ---- operand_sample.cuh: an operand read for the statistics within a pipelined step, as download
+// reads it (stored value x multiplier)
+// header[0], header[1] (cleared first) = the largest |src| over its first n values, and over the
+// finite ones, as FP32 magnitude bits (Backend::RowSample's amax and finite_amax).
+void launch_operand_magnitudes(const void* src, int src_fmt, float multiplier, std::int64_t n,
+                               std::uint32_t* header, cudaStream_t stream);
+// out(rows.count, rows.K) = src's values at rows.source(i, q), 0 where that is -1.
+void launch_gather_sampled_rows(const void* src, int src_fmt, float multiplier, const SampledRows& rows, float* out,
+                                cudaStream_t stream);
 
 }  // namespace mantissa::cuda

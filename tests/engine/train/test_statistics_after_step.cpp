@@ -1,0 +1,259 @@
+// Statistics that read a matmul's operands, measured after the step (train/pending_steps.h,
+// OperandSampler::request and resolve, StepPipeline::samples_after_step): the path the CUDA
+// backend's pipelined steps take, run here on the CPU through a pipeline that copies what the
+// statistics ask for as the CUDA pipeline does (gathered by SampledRows' rule, the magnitudes in
+// front, at running offsets) and hands it back only when the step is collected, a step late.
+// - The what-if statistics, block-scale views and accumulation errors of an MLP (FP8 with its own
+//   delayed scales, MXFP4 and NVFP4 layers) and of a CNN (im2col patches, dy's channels) equal
+//   those measured in the middle of the step, bit for bit, and the run itself is unchanged.
+// - SampledRows' rule gives the rows the sampler copies, for linear layers and convolutions.
+// - PendingSteps: steps come out oldest first; a recorded step's requests stand for its replays;
+//   a body issued again starts over; a step with nothing pending is an error that says so.
+#include <QtTest>
+
+#include <bit>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/sync_step_pipeline.h"
+#include "error_of.h"
+#include "stripes_dataset.h"
+#include "train/pending_steps.h"
+#include "train/trainer.h"
+#include "train_support.h"
+
+using namespace mantissa;
+using namespace mantissa::test;
+using test_support::error_of;
+
+namespace {
+
+// The Trainer's pipeline on the CPU (SyncStepPipeline, results held back a step), reading the
+// operands the statistics ask for when they ask and giving them back at collect only.
+class CopyingPipeline final : public StepPipeline {
+public:
+    CopyingPipeline(Backend& backend, const LossScalingSpec& spec) : m_backend(backend), m_inner(backend, spec, 1) {}
+
+    int depth() const override { return m_inner.depth(); }
+    int in_flight() const override { return m_inner.in_flight(); }
+    void set_loss_scaling(const LossScalingSpec& spec) override { m_inner.set_loss_scaling(spec); }
+    void invalidate(const std::string& reason) override { m_inner.invalidate(reason); }
+    void restore(const PipelineState& state) override { m_inner.restore(state); }
+    bool begin(const StepBegin& b) override {
+        m_current.clear();
+        return m_inner.begin(b);
+    }
+    void loss(const Tensor& output, Tensor* grad) override { m_inner.loss(output, grad); }
+    std::vector<RoundingStats>* rounding_sink() override { return m_inner.rounding_sink(); }
+    void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want) override { m_inner.check(grads, want); }
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) override {
+        m_inner.optimizer_step(t, h, report_layer);
+    }
+    bool end() override {
+        m_flight.push_back(std::move(m_current));
+        m_current.clear();
+        return m_inner.end();
+    }
+    bool collect(StepResults& out) override {
+        if (!m_inner.collect(out)) return false;
+        m_collected = std::move(m_flight.front());
+        m_flight.pop_front();
+        out.samples = m_collected;
+        return true;
+    }
+    std::string describe() const override { return "copying"; }
+
+    bool samples_after_step() const override { return true; }
+    std::int64_t sample_rows_later(const Tensor& t, std::int64_t n, const SampledRows& rows) override {
+        const float* v = m_backend.host_values(t);
+        const auto at = static_cast<std::int64_t>(m_current.size());
+        std::uint32_t amax = 0, finite = 0;  // as magnitude bits, the CUDA kernel's way
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::uint32_t m = std::bit_cast<std::uint32_t>(v[i]) & 0x7fffffffu;
+            amax = std::max(amax, m);
+            if (m < 0x7f800000u) finite = std::max(finite, m);
+        }
+        m_current.push_back(std::bit_cast<float>(amax));
+        m_current.push_back(std::bit_cast<float>(finite));
+        for (std::int64_t i = 0; i < rows.count; ++i)
+            for (std::int64_t q = 0; q < rows.K; ++q) {
+                const std::int64_t s = rows.source(i, q);
+                m_current.push_back(s < 0 ? 0.0f : v[s]);
+            }
+        return at;
+    }
+    std::int64_t fp8_scale_later(const Fp8State& state, Fp8Role role) override {
+        const auto at = static_cast<std::int64_t>(m_current.size());
+        const Fp8TensorSnapshot s = state.snapshot(role);
+        m_current.push_back(s.scale);
+        m_current.push_back(s.scale_inv);
+        return at;
+    }
+
+private:
+    Backend& m_backend;
+    SyncStepPipeline m_inner;
+    std::vector<float> m_current, m_collected;
+    std::deque<std::vector<float>> m_flight;
+};
+
+TrainerOptions copying_options() {
+    TrainerOptions o;
+    o.make_pipeline = [](Backend& b, const LossScalingSpec& spec) -> std::unique_ptr<StepPipeline> {
+        return std::make_unique<CopyingPipeline>(b, spec);
+    };
+    return o;
+}
+
+std::vector<StepReport> run(Trainer& t) {
+    std::vector<StepReport> out;
+    auto keep = [&](std::span<const StepReport> r) { out.insert(out.end(), r.begin(), r.end()); };
+    while (!t.done()) keep(t.advance());
+    keep(t.flush());
+    return out;
+}
+
+bool same(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+bool same(const QuantisationStats& a, const QuantisationStats& b) {
+    return same(a.underflow, b.underflow) && same(a.saturation, b.saturation) && same(a.sqnr_db, b.sqnr_db) &&
+           a.values == b.values;
+}
+
+// Every statistic of every step, bit for bit.
+void compare_reports(const std::vector<StepReport>& in_step, const std::vector<StepReport>& after) {
+    QCOMPARE(after.size(), in_step.size());
+    std::size_t what_if = 0, views = 0, sums = 0;
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        const StepReport &a = in_step[i], &b = after[i];
+        QVERIFY2(same(a.step.loss, b.step.loss), qPrintable(QString("step %1's loss").arg(i)));
+        QCOMPARE(b.what_if.size(), a.what_if.size());
+        for (std::size_t k = 0; k < a.what_if.size(); ++k) {
+            const WhatIfRecord &x = a.what_if[k], &y = b.what_if[k];
+            const QString what = QString("step %1, %2 in %3").arg(i).arg(QString::fromStdString(x.name)).arg(QString::fromStdString(std::string(x.format.name())));
+            QCOMPARE(y.step, x.step);
+            QCOMPARE(y.name, x.name);
+            QVERIFY2(y.format == x.format, qPrintable(what));
+            QVERIFY2(same(y.input, x.input), qPrintable("x of " + what));
+            QVERIFY2(same(y.weight, x.weight), qPrintable("W of " + what));
+            QVERIFY2(same(y.grad_output, x.grad_output), qPrintable("dy of " + what));
+        }
+        QCOMPARE(b.block_scales.size(), a.block_scales.size());
+        for (std::size_t k = 0; k < a.block_scales.size(); ++k) {
+            const BlockScaleRecord &x = a.block_scales[k], &y = b.block_scales[k];
+            QCOMPARE(y.name, x.name);
+            QCOMPARE(y.operand, x.operand);
+            QCOMPARE(y.format, x.format);
+            QCOMPARE(y.own, x.own);
+            QCOMPARE(y.rows, x.rows);
+            QCOMPARE(y.rows_total, x.rows_total);
+            QVERIFY2(y.exponents == x.exponents, qPrintable(QString("step %1, %2's blocks").arg(i).arg(QString::fromStdString(x.name))));
+        }
+        QCOMPARE(b.ops.size(), a.ops.size());
+        for (std::size_t k = 0; k < a.ops.size(); ++k) {
+            QCOMPARE(b.ops[k].name, a.ops[k].name);
+            QCOMPARE(b.ops[k].stat, a.ops[k].stat);
+            QVERIFY2(same(b.ops[k].value, a.ops[k].value), qPrintable(QString::fromStdString(a.ops[k].name + " " + a.ops[k].stat)));
+        }
+        what_if += a.what_if.size();
+        views += a.block_scales.size();
+        sums += a.ops.size();
+    }
+    QVERIFY(what_if > 0 && views > 0 && sums > 0);  // the comparison compared something
+}
+
+}  // namespace
+
+class TestStatisticsAfterStep : public QObject {
+    Q_OBJECT
+
+private slots:
+    void mlpStatisticsAfterTheStepAreThoseInTheStep() {
+        Experiment e = quick_experiment(9, {96, 64});
+        e.train.layer_stats_every = 2;
+        e.precision.autocast = Autocast::bf16;
+        e.precision.master_weights = true;
+        e.precision.layers["fc1"] = LayerPrecision::mxfp4;
+        e.precision.layers["fc2"] = LayerPrecision::fp8_e4m3;  // its own delayed scales in the what-if
+        e.precision.layers["fc3"] = LayerPrecision::nvfp4;
+        e.train.block_scales.format = BlockFormat::mxfp8_e4m3;  // every layer viewed
+        e.train.accumulation_error = true;
+        const Dataset data = blobs_set(512, 3, 7);
+        Trainer in_step(e, data, make_backend("cpu"));
+        Trainer after(e, data, make_backend("cpu"), copying_options());
+        compare_reports(run(in_step), run(after));
+    }
+
+    void cnnStatisticsAfterTheStepAreThoseInTheStep() {
+        // A convolution's x is sampled as the patches under the kernel, its dy as channels.
+        Experiment e = quick_experiment(6, {16});
+        e.model.kind = "cnn";
+        e.model.channels = {4, 8};
+        e.train.batch_size = 16;
+        e.train.layer_stats_every = 2;
+        e.train.what_if.max_elements = 512;
+        e.train.block_scales.format = BlockFormat::mxfp4;
+        e.train.accumulation_error = true;
+        const Dataset data = test_support::stripes(256, 64, 3);
+        Trainer in_step(e, data, make_backend("cpu"));
+        Trainer after(e, data, make_backend("cpu"), copying_options());
+        compare_reports(run(in_step), run(after));
+    }
+
+    void sampledRowsFollowTheSampler() {
+        // Rows of a (7, 5) tensor, three of them: rows 0, 2 and 4 (i·7/3).
+        SampledRows r;
+        r.total = 7;
+        r.count = 3;
+        r.K = 5;
+        QCOMPARE(r.row(1), std::int64_t{2});
+        QCOMPARE(r.source(2, 3), std::int64_t{4 * 5 + 3});
+        QCOMPARE(sample_row_indices(7, 5, 15), (std::vector<std::int64_t>{0, 2, 4}));
+        QCOMPARE(sample_row_count(7, 5, 15), std::int64_t{3});
+        // A 3x3 kernel, padding 1, stride 2, over 2 channels of 4x4: the patch of output (0, 1)
+        // of image 1 starts in the padding above.
+        SampledRows p;
+        p.kind = SampledRows::Kind::conv_patches;
+        p.channels = 2, p.height = 4, p.width = 4, p.kernel = 3, p.stride = 2, p.padding = 1;
+        p.out_h = 2, p.out_w = 2;
+        p.total = 2 * 4;
+        p.count = p.total;
+        p.K = 2 * 9;
+        QCOMPARE(p.source(5, 0), std::int64_t{-1});              // (c 0, ky 0): row -1
+        QCOMPARE(p.source(5, 4), std::int64_t{32 + 0 * 4 + 2});  // (c 0, ky 1, kx 1): (0, 2)
+        QCOMPARE(p.source(5, 9 + 8), std::int64_t{32 + 16 + 1 * 4 + 3});  // (c 1, ky 2, kx 2): (1, 3)
+        // dy's channel 1 at position 2 of image 1, of a (2, 3 channels · 4 positions) gradient.
+        SampledRows c;
+        c.kind = SampledRows::Kind::conv_channels;
+        c.out_h = 2, c.out_w = 2;
+        c.total = 8, c.count = 8, c.K = 3;
+        QCOMPARE(c.source(6, 1), std::int64_t{12 + 1 * 4 + 2});
+    }
+
+    void pendingStepsComeOutInOrderAndReplay() {
+        PendingSteps<int> p;
+        p.begin(0);
+        p.add(1);
+        p.add(2);
+        p.keep_recorded();
+        p.begin(1);
+        p.add(3);
+        p.replay(2);
+        p.begin(3);  // issued, then issued again after a failed recording
+        p.add(4);
+        p.begin(3);
+        p.add(5);
+        QCOMPARE(p.take(0, "test"), (std::vector<int>{1, 2}));
+        QCOMPARE(p.take(1, "test"), (std::vector<int>{3}));
+        QCOMPARE(p.take(2, "test"), (std::vector<int>{1, 2}));
+        QCOMPARE(p.take(3, "test"), (std::vector<int>{5}));
+        QCOMPARE(error_of([&] { (void)p.take(4, "test statistics"); }),
+                 QString("The test statistics have nothing pending for step 4."));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStatisticsAfterStep)
+#include "test_statistics_after_step.moc"
