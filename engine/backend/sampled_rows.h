@@ -9,7 +9,8 @@
 //   conv_channels  the Co values of a conv2d output gradient (batch, Co·P) at output position
 //                  r % P of image r / P (the input-gradient matmul's rows).
 // One definition for the host and the device: the CUDA backend gathers with it on the device
-// (Backend::sample_rows_later), and tests hold it to the sampler's own copies on the CPU.
+// (StepPipeline::sample_rows_later), the CPU's sampler gathers with it too (train/operand_sampler.h),
+// and tests hold it to im2col written out.
 #pragma once
 
 #include <cstdint>
@@ -53,3 +54,5 @@ struct SampledRows {
 };
 
 }  // namespace mantissa
+
+#undef MANTISSA_HOST_DEVICE

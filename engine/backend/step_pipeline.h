@@ -147,7 +147,7 @@ public:
     // and where there is nothing to record.
     virtual std::string recording_off() const { return {}; }
     // True when the body the last end() closed was recorded: later steps of its kind replay it
-    // (begin returns false), and the statistics keep what they asked of it (train/operand_sampler.h).
+    // (begin returns false), and the statistics keep what they asked of it (train/pending_steps.h).
     virtual bool body_recorded() const { return false; }
 
     // ---- operands read when the step is collected

@@ -8,14 +8,6 @@ namespace mantissa {
 
 namespace {
 
-// The distinct samples (rows of a (batch, ...) tensor) the patch rows `indices` fall in, in order.
-std::vector<std::int64_t> samples_of(const std::vector<std::int64_t>& indices, std::int64_t per_sample) {
-    std::vector<std::int64_t> samples;
-    for (std::int64_t i : indices)
-        if (samples.empty() || samples.back() != i / per_sample) samples.push_back(i / per_sample);
-    return samples;
-}
-
 // v's first n values, to be written: v only grows, so that the samplers' buffers, taken in turn by
 // layers of different sizes, are not zeroed again on every call (a statistics step's memset).
 float* first_values(std::vector<float>& v, std::size_t n) {
@@ -23,10 +15,55 @@ float* first_values(std::vector<float>& v, std::size_t n) {
     return v.data();
 }
 
-// The position in `samples` of sample s (indices are increasing, so a forward search).
-std::size_t slot_of(const std::vector<std::int64_t>& samples, std::int64_t s, std::size_t from) {
-    while (from < samples.size() && samples[from] != s) ++from;
-    return from;
+// A convolution's rows for SampledRows (kind and K to be set): one per output position of each
+// of `batch` images.
+SampledRows conv_rows(const Conv2dGeometry& g, std::int64_t batch) {
+    SampledRows r;
+    r.channels = g.in_channels;
+    r.height = g.in_h;
+    r.width = g.in_w;
+    r.kernel = g.kernel;
+    r.stride = g.stride;
+    r.padding = g.padding;
+    r.out_h = g.out_h();
+    r.out_w = g.out_w();
+    r.total = batch * r.out_h * r.out_w;
+    return r;
+}
+
+// out(rows.count, rows.K) = the values SampledRows::source names, 0 for the padding: the rule
+// followed a row at a time (the divisions once per row, not per value).
+void gather_rows(const SampledRows& r, const float* values, float* out) {
+    const std::int64_t positions = r.out_h * r.out_w;
+    for (std::int64_t i = 0; i < r.count; ++i, out += r.K) {
+        const std::int64_t row = r.row(i);
+        if (r.kind == SampledRows::Kind::rows) {
+            std::copy_n(values + row * r.K, r.K, out);
+            continue;
+        }
+        const std::int64_t image = row / positions, p = row % positions;
+        if (r.kind == SampledRows::Kind::conv_channels) {
+            const float* d = values + image * r.K * positions + p;
+            for (std::int64_t c = 0; c < r.K; ++c) out[c] = d[c * positions];
+            continue;
+        }
+        const std::int64_t y0 = p / r.out_w * r.stride - r.padding, x0 = p % r.out_w * r.stride - r.padding;
+        const float* img = values + image * r.channels * r.height * r.width;
+        float* o = out;
+        for (std::int64_t c = 0; c < r.channels; ++c)
+            for (std::int64_t ky = 0; ky < r.kernel; ++ky) {
+                const std::int64_t iy = y0 + ky;
+                if (iy < 0 || iy >= r.height) {
+                    o = std::fill_n(o, r.kernel, 0.0f);
+                    continue;
+                }
+                const float* line = img + (c * r.height + iy) * r.width;
+                for (std::int64_t kx = 0; kx < r.kernel; ++kx) {
+                    const std::int64_t ix = x0 + kx;
+                    *o++ = ix >= 0 && ix < r.width ? line[ix] : 0.0f;
+                }
+            }
+    }
 }
 
 }  // namespace
@@ -81,48 +118,38 @@ OperandSampler::Samples OperandSampler::take(Backend& backend, const MatmulOpera
     }
 
     // The forward multiplies W by the patches under the kernel (im2col: (c, ky, kx) order, zeros
-    // in the padding); dgrad reads dy along the output channels at each position.
-    const Conv2dGeometry& g = *o.conv;
-    const std::int64_t P = g.out_h() * g.out_w(), patch = g.patch();
-    if (limits.x_and_w) {
-        m_x_rows = sample_row_indices(o.rows * P, patch, limits.x);
-        std::vector<std::int64_t> images = samples_of(m_x_rows, P);
-        float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.in_size()));
-        const Backend::RowSample mx = backend.sample_rows(o.x, o.rows * g.in_size(), g.in_size(), images, whole);
-        first_values(m_x, m_x_rows.size() * static_cast<std::size_t>(patch));
-        std::size_t slot = 0;
-        for (std::size_t r = 0; r < m_x_rows.size(); ++r) {
-            const std::int64_t image = m_x_rows[r] / P, p = m_x_rows[r] % P;
-            slot = slot_of(images, image, slot);
-            const float* img = m_whole.data() + static_cast<std::int64_t>(slot) * g.in_size();
-            const std::int64_t oy = p / g.out_w(), ox = p % g.out_w();
-            float* row = m_x.data() + static_cast<std::int64_t>(r) * patch;
-            for (std::int64_t c = 0; c < g.in_channels; ++c)
-                for (std::int64_t ky = 0; ky < g.kernel; ++ky)
-                    for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
-                        const std::int64_t iy = oy * g.stride - g.padding + ky, ix = ox * g.stride - g.padding + kx;
-                        const bool inside = iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w;
-                        *row++ = inside ? img[(c * g.in_h + iy) * g.in_w + ix] : 0.0f;
-                    }
+    // in the padding); dgrad reads dy along the output channels at each position. Each is
+    // gathered by SampledRows' rule (as a GPU gathers it: gather_rows) from the tensor in place
+    // where the backend keeps it in host memory, else from a copy of its whole.
+    const SampledRows conv = conv_rows(*o.conv, o.rows);
+    const auto gather = [&](const Tensor& t, std::int64_t n, SampledRows rows, std::int64_t max_elements,
+                            std::vector<float>& buffer, std::vector<std::int64_t>& indices) {
+        rows.count = sample_row_count(rows.total, rows.K, max_elements);
+        const float* values = backend.host_values(t);
+        Backend::RowSample magnitudes;
+        if (values) {
+            if (limits.magnitudes) magnitudes = backend.sample_rows(t, n, n, {}, nullptr);  // the magnitudes alone
+        } else {
+            const std::int64_t all = 0;
+            magnitudes = backend.sample_rows(t, n, n, {&all, 1}, first_values(m_whole, static_cast<std::size_t>(n)));
+            values = m_whole.data();
         }
-        s.x = OperandSample{m_x.data(), static_cast<std::int64_t>(m_x_rows.size()), patch, o.rows * P, m_x_rows, mx};
+        gather_rows(rows, values, first_values(buffer, static_cast<std::size_t>(rows.values())));
+        indices.resize(static_cast<std::size_t>(rows.count));
+        for (std::int64_t i = 0; i < rows.count; ++i) indices[static_cast<std::size_t>(i)] = rows.row(i);
+        return OperandSample{buffer.data(), rows.count, rows.K, rows.total, indices, magnitudes};
+    };
+    const Conv2dGeometry& g = *o.conv;
+    if (limits.x_and_w) {
+        SampledRows patches = conv;
+        patches.kind = SampledRows::Kind::conv_patches;
+        patches.K = g.patch();
+        s.x = gather(o.x, o.rows * g.in_size(), patches, limits.x, m_x, m_x_rows);
     }
-
-    const std::int64_t Co = g.out_channels;
-    m_dy_rows = sample_row_indices(o.rows * P, Co, limits.dy);
-    const std::vector<std::int64_t> images = samples_of(m_dy_rows, P);
-    float* whole = first_values(m_whole, images.size() * static_cast<std::size_t>(g.out_size()));
-    const Backend::RowSample mdy = backend.sample_rows(o.dy, o.rows * g.out_size(), g.out_size(), images, whole);
-    first_values(m_dy, m_dy_rows.size() * static_cast<std::size_t>(Co));
-    std::size_t slot = 0;
-    for (std::size_t r = 0; r < m_dy_rows.size(); ++r) {
-        const std::int64_t image = m_dy_rows[r] / P, p = m_dy_rows[r] % P;
-        slot = slot_of(images, image, slot);
-        const float* d = m_whole.data() + static_cast<std::int64_t>(slot) * g.out_size();
-        for (std::int64_t c = 0; c < Co; ++c)
-            m_dy[r * static_cast<std::size_t>(Co) + static_cast<std::size_t>(c)] = d[c * P + p];
-    }
-    s.dy = OperandSample{m_dy.data(), static_cast<std::int64_t>(m_dy_rows.size()), Co, o.rows * P, m_dy_rows, mdy};
+    SampledRows channels = conv;
+    channels.kind = SampledRows::Kind::conv_channels;
+    channels.K = g.out_channels;
+    s.dy = gather(o.dy, o.rows * g.out_size(), channels, limits.dy, m_dy, m_dy_rows);
     return s;
 }
 
@@ -151,15 +178,7 @@ PendingSamples OperandSampler::request(StepPipeline& later, const MatmulOperands
         return p;
     }
     const Conv2dGeometry& g = *o.conv;
-    rows.channels = g.in_channels;
-    rows.height = g.in_h;
-    rows.width = g.in_w;
-    rows.kernel = g.kernel;
-    rows.stride = g.stride;
-    rows.padding = g.padding;
-    rows.out_h = g.out_h();
-    rows.out_w = g.out_w();
-    rows.total = o.rows * rows.out_h * rows.out_w;
+    rows = conv_rows(g, o.rows);
     if (limits.x_and_w) {
         rows.kind = SampledRows::Kind::conv_patches;
         rows.K = g.patch();

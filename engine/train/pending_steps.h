@@ -1,7 +1,9 @@
 // PendingSteps: what a statistic that reads a matmul's operands (model/operand_observer.h) asked
 // of the steps in flight on a pipeline that reads operands after the step
 // (StepPipeline::samples_after_step), one entry per layer observed, kept until each step is
-// collected and its samples can be measured, oldest step first.
+// collected and its samples can be measured, oldest step first. Layers show their operands only
+// in a statistics step's backward (model/layers/matmul_layer.h), so a step's entries are complete
+// once its body has been issued.
 //
 // A step whose body the pipeline recorded is replayed later without the body being issued, so
 // without the layers being shown to the statistics: the entries of the recorded step are kept

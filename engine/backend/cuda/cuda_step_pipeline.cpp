@@ -25,7 +25,6 @@ struct BlockHeader {
 
 int scaling_mode_code(LossScalingMode m) { return static_cast<int>(m); }
 
-
 }  // namespace
 
 std::unique_ptr<StepPipeline> CudaBackend::create_pipeline(const LossScalingSpec& spec) {

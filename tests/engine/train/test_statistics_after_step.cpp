@@ -6,7 +6,8 @@
 // - The what-if statistics, block-scale views and accumulation errors of an MLP (FP8 with its own
 //   delayed scales, MXFP4 and NVFP4 layers) and of a CNN (im2col patches, dy's channels) equal
 //   those measured in the middle of the step, bit for bit, and the run itself is unchanged.
-// - SampledRows' rule gives the rows the sampler copies, for linear layers and convolutions.
+// - SampledRows' rule, by which the sampler gathers on the CPU and the GPU alike, gives the rows
+//   of a linear layer's operands and every value of a convolution's patches (im2col written out).
 // - PendingSteps: steps come out oldest first; a recorded step's requests stand for its replays;
 //   a body issued again starts over; a step with nothing pending is an error that says so.
 #include <QtTest>
@@ -171,9 +172,15 @@ class TestStatisticsAfterStep : public QObject {
     Q_OBJECT
 
 private slots:
+    void mlpStatisticsAfterTheStepAreThoseInTheStep_data() {
+        QTest::addColumn<int>("every");
+        QTest::newRow("statistics every step: two steps pending at once") << 1;
+        QTest::newRow("statistics every other step") << 2;
+    }
     void mlpStatisticsAfterTheStepAreThoseInTheStep() {
+        QFETCH(int, every);
         Experiment e = quick_experiment(9, {96, 64});
-        e.train.layer_stats_every = 2;
+        e.train.layer_stats_every = every;
         e.precision.autocast = Autocast::bf16;
         e.precision.master_weights = true;
         e.precision.layers["fc1"] = LayerPrecision::mxfp4;
@@ -225,6 +232,34 @@ private slots:
         QCOMPARE(p.source(5, 0), std::int64_t{-1});              // (c 0, ky 0): row -1
         QCOMPARE(p.source(5, 4), std::int64_t{32 + 0 * 4 + 2});  // (c 0, ky 1, kx 1): (0, 2)
         QCOMPARE(p.source(5, 9 + 8), std::int64_t{32 + 16 + 1 * 4 + 3});  // (c 1, ky 2, kx 2): (1, 3)
+        // Every patch value of a strided, padded convolution against im2col written out here.
+        for (const auto& [stride, padding] : {std::pair{1, 1}, std::pair{2, 0}, std::pair{2, 2}}) {
+            SampledRows q = p;
+            q.stride = stride;
+            q.padding = padding;
+            q.height = 5;
+            q.width = 6;
+            q.out_h = (q.height + 2 * padding - q.kernel) / stride + 1;
+            q.out_w = (q.width + 2 * padding - q.kernel) / stride + 1;
+            const std::int64_t positions = q.out_h * q.out_w;
+            q.total = 3 * positions;
+            q.count = q.total;
+            std::int64_t mismatches = 0;
+            for (std::int64_t image = 0; image < 3; ++image)
+                for (std::int64_t oy = 0; oy < q.out_h; ++oy)
+                    for (std::int64_t ox = 0; ox < q.out_w; ++ox)
+                        for (std::int64_t ch = 0; ch < q.channels; ++ch)
+                            for (std::int64_t ky = 0; ky < q.kernel; ++ky)
+                                for (std::int64_t kx = 0; kx < q.kernel; ++kx) {
+                                    const std::int64_t iy = oy * stride - padding + ky, ix = ox * stride - padding + kx;
+                                    const bool inside = iy >= 0 && iy < q.height && ix >= 0 && ix < q.width;
+                                    const std::int64_t want =
+                                        inside ? ((image * q.channels + ch) * q.height + iy) * q.width + ix : -1;
+                                    const std::int64_t row = image * positions + oy * q.out_w + ox;
+                                    mismatches += q.source(row, (ch * q.kernel + ky) * q.kernel + kx) != want;
+                                }
+            QCOMPARE(mismatches, std::int64_t{0});
+        }
         // dy's channel 1 at position 2 of image 1, of a (2, 3 channels · 4 positions) gradient.
         SampledRows c;
         c.kind = SampledRows::Kind::conv_channels;
