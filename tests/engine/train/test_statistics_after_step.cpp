@@ -8,10 +8,13 @@
 //   those measured in the middle of the step, bit for bit, and the run itself is unchanged.
 // - SampledRows' rule, by which the sampler gathers on the CPU and the GPU alike, gives the rows
 //   of a linear layer's operands and every value of a convolution's patches (im2col written out).
+// - A recorded step's requests stand for its replays through the Trainer: a replayed step reports
+//   what its recording measured, and the steps around it their own.
 // - PendingSteps: steps come out oldest first; a recorded step's requests stand for its replays;
 //   a body issued again starts over; a step with nothing pending is an error that says so.
 #include <QtTest>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <deque>
@@ -100,6 +103,77 @@ private:
     SyncStepPipeline m_inner;
     std::vector<float> m_current, m_collected;
     std::deque<std::vector<float>> m_flight;
+};
+
+// As CopyingPipeline, and as a pipeline that records a step and replays it: the step
+// `record_at` reports its body recorded, and each step of `replay_at` is "replayed": begin returns
+// false, nothing is issued, and it reports what the recorded step reported, its samples included
+// (a replayed graph copies out what its recording copied, from the same operands here: the
+// weights did not move, as nothing ran).
+class ReplayingPipeline final : public StepPipeline {
+public:
+    ReplayingPipeline(Backend& backend, const LossScalingSpec& spec, std::int64_t record_at,
+                      std::vector<std::int64_t> replay_at)
+        : m_copying(backend, spec), m_record_at(record_at), m_replay_at(std::move(replay_at)) {}
+
+    int depth() const override { return 2; }
+    int in_flight() const override { return static_cast<int>(m_order.size()); }
+    void set_loss_scaling(const LossScalingSpec& spec) override { m_copying.set_loss_scaling(spec); }
+    void invalidate(const std::string& reason) override { m_copying.invalidate(reason); }
+    void restore(const PipelineState& state) override { m_copying.restore(state); }
+    bool begin(const StepBegin& b) override {
+        m_step = b.step;
+        m_replaying = std::find(m_replay_at.begin(), m_replay_at.end(), b.step) != m_replay_at.end();
+        return m_replaying ? false : m_copying.begin(b);
+    }
+    void loss(const Tensor& output, Tensor* grad) override { m_copying.loss(output, grad); }
+    std::vector<RoundingStats>* rounding_sink() override { return m_copying.rounding_sink(); }
+    void check(const std::vector<Tensor*>& grads, const std::vector<bool>& want) override { m_copying.check(grads, want); }
+    void optimizer_step(const OptimizerTensors& t, const OptimizerHyper& h, int report_layer) override {
+        m_copying.optimizer_step(t, h, report_layer);
+    }
+    bool end() override {
+        m_order.push_back({m_step, m_replaying});
+        m_recorded = !m_replaying && m_step == m_record_at;
+        return m_replaying ? false : m_copying.end();
+    }
+    bool collect(StepResults& out) override {
+        if (m_order.empty()) return false;
+        const auto [step, replayed] = m_order.front();
+        m_order.pop_front();
+        if (replayed) {
+            out = m_kept;
+            out.step = step;
+            out.replayed = true;
+            out.samples = m_kept_samples;
+            return true;
+        }
+        if (!m_copying.collect(out)) return false;
+        if (step == m_record_at) {
+            m_kept = out;
+            m_kept_samples.assign(out.samples.begin(), out.samples.end());
+        }
+        return true;
+    }
+    std::string describe() const override { return "replaying"; }
+    bool body_recorded() const override { return m_recorded; }
+    bool samples_after_step() const override { return true; }
+    std::int64_t sample_rows_later(const Tensor& t, std::int64_t n, const SampledRows& rows) override {
+        return m_copying.sample_rows_later(t, n, rows);
+    }
+    std::int64_t fp8_scale_later(const Fp8State& state, Fp8Role role) override {
+        return m_copying.fp8_scale_later(state, role);
+    }
+
+private:
+    CopyingPipeline m_copying;
+    std::int64_t m_record_at;
+    std::vector<std::int64_t> m_replay_at;
+    std::int64_t m_step = 0;
+    bool m_replaying = false, m_recorded = false;
+    std::deque<std::pair<std::int64_t, bool>> m_order;  // steps in flight, and which are replays
+    StepResults m_kept;
+    std::vector<float> m_kept_samples;
 };
 
 TrainerOptions copying_options() {
@@ -208,6 +282,43 @@ private slots:
         Trainer in_step(e, data, make_backend("cpu"));
         Trainer after(e, data, make_backend("cpu"), copying_options());
         compare_reports(run(in_step), run(after));
+    }
+
+    void replayedStepsMeasureWhatTheirRecordingAsked() {
+        // Step 2 is recorded, steps 3 and 5 replay it: each reports the statistics of step 2's
+        // operands (the FP8 column aside, whose shadow history moves on at every measure), and
+        // the steps issued between and after them their own, in order.
+        Experiment e = quick_experiment(7, {96, 64});
+        e.precision.autocast = Autocast::bf16;
+        e.precision.layers["fc2"] = LayerPrecision::mxfp4;
+        e.train.block_scales.format = BlockFormat::mxfp8_e4m3;
+        e.train.accumulation_error = true;
+        TrainerOptions o;
+        o.make_pipeline = [](Backend& b, const LossScalingSpec& spec) -> std::unique_ptr<StepPipeline> {
+            return std::make_unique<ReplayingPipeline>(b, spec, 2, std::vector<std::int64_t>{3, 5});
+        };
+        Trainer t(e, blobs_set(512, 3, 7), make_backend("cpu"), o);
+        const std::vector<StepReport> r = run(t);
+        QCOMPARE(r.size(), std::size_t{7});
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            QCOMPARE(r[i].what_if.size(), std::size_t{3 * 6});
+            QCOMPARE(r[i].block_scales.size(), std::size_t{3 * 3});
+            QCOMPARE(r[i].ops.size(), std::size_t{3 * 2});
+            for (const WhatIfRecord& w : r[i].what_if) QCOMPARE(w.step, static_cast<std::int64_t>(i));
+        }
+        for (std::size_t replay : {std::size_t{3}, std::size_t{5}}) {
+            const StepReport &a = r[2], &b = r[replay];
+            for (std::size_t k = 0; k < a.what_if.size(); ++k) {
+                if (a.what_if[k].format == ComputeFormat(Format::fp8_e4m3)) continue;
+                QVERIFY(same(b.what_if[k].input, a.what_if[k].input) && same(b.what_if[k].weight, a.what_if[k].weight) &&
+                        same(b.what_if[k].grad_output, a.what_if[k].grad_output));
+            }
+            for (std::size_t k = 0; k < a.block_scales.size(); ++k)
+                QVERIFY(b.block_scales[k].exponents == a.block_scales[k].exponents);
+            for (std::size_t k = 0; k < a.ops.size(); ++k) QVERIFY(same(b.ops[k].value, a.ops[k].value));
+        }
+        // The step issued after a replay measured its own operands (the weights moved at step 2).
+        QVERIFY(!same(r[4].what_if[0].weight, r[2].what_if[0].weight) || !same(r[4].what_if[0].input, r[2].what_if[0].input));
     }
 
     void sampledRowsFollowTheSampler() {
