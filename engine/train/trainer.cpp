@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <new>
 #include <numeric>
@@ -489,9 +490,20 @@ void Trainer::report_one() {
     StepReport& r = m_reports[m_report_count++];
     r.layers.clear();
     if (issued.stats && m_pipeline->samples_after_step()) {  // measured now, from the step's samples
-        if (m_accumulation) issued.accumulation = m_accumulation->take_collected(issued.step, res.samples);
-        if (m_what_if) issued.what_if = m_what_if->take_collected(issued.step, res.samples);
-        if (m_block_scales) issued.block_scales = m_block_scales->take_collected(issued.step, res.samples);
+        // Each statistic takes its step even when another fails, so that none is left a step behind.
+        std::exception_ptr failed;
+        const auto take = [&](auto& statistic, auto& into) {
+            if (!statistic) return;
+            try {
+                into = statistic->take_collected(issued.step, res.samples);
+            } catch (...) {
+                if (!failed) failed = std::current_exception();
+            }
+        };
+        take(m_accumulation, issued.accumulation);
+        take(m_what_if, issued.what_if);
+        take(m_block_scales, issued.block_scales);
+        if (failed) std::rethrow_exception(failed);
     }
     r.ops = std::move(issued.accumulation);
     issued.accumulation.clear();
