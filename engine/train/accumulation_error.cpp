@@ -71,29 +71,23 @@ double dot_accumulation_error(const float* a, std::int64_t stride_a, const float
 }
 
 void AccumulationErrorStatistics::begin_step(std::int64_t step, StepPipeline* later) {
-    m_step = step;
-    m_active = true;
-    m_later = later;
-    m_rows.clear();
-    if (later) m_pending.begin(step);
+    m_steps.begin(step, later);
 }
 
 std::vector<OpStepRecord> AccumulationErrorStatistics::take() {
-    m_active = false;
-    return std::exchange(m_rows, {});
+    return m_steps.take();
 }
 
 std::vector<OpStepRecord> AccumulationErrorStatistics::take_collected(std::int64_t step,
                                                                       std::span<const float> samples) {
-    m_active = false;
     std::vector<OpStepRecord> rows;
-    for (const Observed& layer : m_pending.take(step, "accumulation-error statistics"))
+    for (const Observed& layer : m_steps.take_pending(step, "accumulation-error statistics"))
         measure(layer, m_sampler.resolve(layer.samples, samples), step, rows);
     return rows;
 }
 
 void AccumulationErrorStatistics::observe(Backend& backend, const MatmulOperands& o) {
-    if (!m_active || o.layer.index() < 0) return;
+    if (!m_steps.active || o.layer.index() < 0) return;
     const LayerFormats& f = o.layer.formats();
     Observed layer;
     layer.name = o.layer.name();
@@ -109,12 +103,12 @@ void AccumulationErrorStatistics::observe(Backend& backend, const MatmulOperands
     const std::int64_t K = o.in;
     const SampleLimits limits{.x = layer.linear ? 0 : sums_per_side * K, .w = sums_per_side * K,
                               .dy = layer.linear ? 0 : 1};
-    if (m_later) {
-        layer.samples = OperandSampler::request(*m_later, o, limits);
-        m_pending.add(std::move(layer));
+    if (m_steps.later) {
+        layer.samples = OperandSampler::request(*m_steps.later, o, limits);
+        m_steps.pending.add(std::move(layer));
         return;
     }
-    measure(layer, m_sampler.take(backend, o, limits), m_step, m_rows);
+    measure(layer, m_sampler.take(backend, o, limits), m_steps.step, m_steps.rows);
 }
 
 void AccumulationErrorStatistics::measure(const Observed& layer, const OperandSampler::Samples& s, std::int64_t step,

@@ -59,8 +59,8 @@ public:
     // After the step: the rows of `step`, the oldest still pending, from its collected samples.
     std::vector<OpStepRecord> take_collected(std::int64_t step, std::span<const float> samples);
     // PendingSteps: the body just issued was recorded; `step` replays it.
-    void keep_recorded() { m_pending.keep_recorded(); }
-    void replay(std::int64_t step) { m_pending.replay(step); }
+    void keep_recorded() { m_steps.pending.keep_recorded(); }
+    void replay(std::int64_t step) { m_steps.pending.replay(step); }
 
     void observe(Backend& backend, const MatmulOperands& operands) override;
 
@@ -77,11 +77,7 @@ private:
     void measure(const Observed& layer, const OperandSampler::Samples& s, std::int64_t step,
                  std::vector<OpStepRecord>& out);
 
-    std::int64_t m_step = -1;
-    bool m_active = false;
-    StepPipeline* m_later = nullptr;
-    std::vector<OpStepRecord> m_rows;
-    PendingSteps<Observed> m_pending;
+    StatisticSteps<OpStepRecord, Observed> m_steps;
     // Kept between steps.
     OperandSampler m_sampler;
     std::vector<float> m_x, m_w, m_dy, m_scratch;

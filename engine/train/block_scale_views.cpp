@@ -60,22 +60,16 @@ BlockScaleRecord view_block_scales(BlockFormat format, const OperandSample& s, b
 }
 
 void BlockScaleViews::begin_step(std::int64_t step, StepPipeline* later) {
-    m_step = step;
-    m_active = true;
-    m_later = later;
-    m_rows.clear();
-    if (later) m_pending.begin(step);
+    m_steps.begin(step, later);
 }
 
 std::vector<BlockScaleRecord> BlockScaleViews::take() {
-    m_active = false;
-    return std::exchange(m_rows, {});
+    return m_steps.take();
 }
 
 std::vector<BlockScaleRecord> BlockScaleViews::take_collected(std::int64_t step, std::span<const float> samples) {
-    m_active = false;
     std::vector<BlockScaleRecord> rows;
-    for (const Observed& layer : m_pending.take(step, "block-scale views"))
+    for (const Observed& layer : m_steps.take_pending(step, "block-scale views"))
         view(layer, m_sampler.resolve(layer.samples, samples), true, step, rows);
     return rows;
 }
@@ -106,7 +100,7 @@ void BlockScaleViews::view(const Observed& layer, const OperandSampler::Samples&
 }
 
 void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
-    if (!m_active || !m_spec.enabled || o.layer.index() < 0) return;
+    if (!m_steps.active || !m_spec.enabled || o.layer.index() < 0) return;
     // Each operand in the block format of the matmul that quantises it, else the spec's.
     const LayerFormats& f = o.layer.formats();
     const std::optional<BlockFormat> forward = f.compute_format().block, dgrad = f.dgrad.block;
@@ -129,7 +123,7 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
     // the rows a sample would take; otherwise found again from the operands (always after the step).
     const std::int64_t w_rows = o.weight.desc().rows;
     Backend::KeptBlockExponents kept_x, kept_w;
-    if (forward && !o.conv && !m_later) {
+    if (forward && !o.conv && !m_steps.later) {
         kept_x = backend.kept_block_exponents(o.x, *forward, o.in);
         kept_w = backend.kept_block_exponents(o.weight, *forward, o.in);
     }
@@ -138,21 +132,21 @@ void BlockScaleViews::observe(Backend& backend, const MatmulOperands& o) {
     const bool nvfp4 = (layer.x_format == BlockFormat::nvfp4 && !kept) || layer.dy_format == BlockFormat::nvfp4;
     const SampleLimits limits{limit(layer.x_format, o.in), limit(layer.x_format, o.in), limit(layer.dy_format, K_dy),
                               nvfp4, !kept};
-    if (m_later) {
-        layer.samples = OperandSampler::request(*m_later, o, limits);
-        m_pending.add(std::move(layer));
+    if (m_steps.later) {
+        layer.samples = OperandSampler::request(*m_steps.later, o, limits);
+        m_steps.pending.add(std::move(layer));
         return;
     }
     const OperandSampler::Samples s = m_sampler.take(backend, o, limits);
     if (kept) {
         BlockScaleRecord x = kept_block_scales(*forward, kept_x, o.rows, o.in, limits.x);
-        label(x, layer, MatmulOperand::input, m_step);
-        m_rows.push_back(std::move(x));
+        label(x, layer, MatmulOperand::input, m_steps.step);
+        m_steps.rows.push_back(std::move(x));
         BlockScaleRecord w = kept_block_scales(*forward, kept_w, w_rows, o.in, limits.w);
-        label(w, layer, MatmulOperand::weight, m_step);
-        m_rows.push_back(std::move(w));
+        label(w, layer, MatmulOperand::weight, m_steps.step);
+        m_steps.rows.push_back(std::move(w));
     }
-    view(layer, s, !kept, m_step, m_rows);
+    view(layer, s, !kept, m_steps.step, m_steps.rows);
 }
 
 }  // namespace mantissa

@@ -20,6 +20,8 @@
 
 namespace mantissa {
 
+class StepPipeline;
+
 template <class Entry>
 class PendingSteps {
 public:
@@ -50,6 +52,34 @@ private:
     };
     std::deque<Step> m_steps;
     std::vector<Entry> m_recorded;
+};
+
+// What each such statistic keeps of its steps: the statistics step whose backward it observes
+// (active from begin until its rows are taken), the pipeline that reads operands after the step
+// (null: measured in the step), the rows measured in the step, and the entries pending after it.
+template <class Record, class Entry>
+struct StatisticSteps {
+    std::int64_t step = -1;
+    bool active = false;
+    StepPipeline* later = nullptr;
+    std::vector<Record> rows;
+    PendingSteps<Entry> pending;
+
+    void begin(std::int64_t s, StepPipeline* after_step) {
+        step = s;
+        active = true;
+        later = after_step;
+        rows.clear();
+        if (later) pending.begin(s);
+    }
+    std::vector<Record> take() {
+        active = false;
+        return std::exchange(rows, {});
+    }
+    std::vector<Entry> take_pending(std::int64_t s, const char* statistic) {
+        active = false;
+        return pending.take(s, statistic);
+    }
 };
 
 }  // namespace mantissa

@@ -73,22 +73,16 @@ void WhatIfStatistics::set_fp8_recipe(const Fp8Recipe& recipe) {
 }
 
 void WhatIfStatistics::begin_step(std::int64_t step, StepPipeline* later) {
-    m_step = step;
-    m_active = true;
-    m_later = later;
-    m_rows.clear();
-    if (later) m_pending.begin(step);
+    m_steps.begin(step, later);
 }
 
 std::vector<WhatIfRecord> WhatIfStatistics::take() {
-    m_active = false;
-    return std::exchange(m_rows, {});
+    return m_steps.take();
 }
 
 std::vector<WhatIfRecord> WhatIfStatistics::take_collected(std::int64_t step, std::span<const float> samples) {
-    m_active = false;
     std::vector<WhatIfRecord> rows;
-    for (const Observed& layer : m_pending.take(step, "what-if statistics"))
+    for (const Observed& layer : m_steps.take_pending(step, "what-if statistics"))
         measure(layer, m_sampler.resolve(layer.samples, samples), samples, step, rows);
     return rows;
 }
@@ -116,7 +110,7 @@ bool WhatIfStatistics::own_history(const MatmulOperands& o, MatmulOperand role) 
 }
 
 void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
-    if (!m_active || m_spec.formats.empty() || o.layer.index() < 0) return;
+    if (!m_steps.active || m_spec.formats.empty() || o.layer.index() < 0) return;
     const std::int64_t max = m_spec.max_elements;
     Observed layer;
     layer.layer = o.layer.index();
@@ -126,19 +120,19 @@ void WhatIfStatistics::observe(Backend& backend, const MatmulOperands& o) {
     for (int t = 0; t < 3; ++t) {
         layer.own[t] = own_history(o, roles[t]);
         if (!layer.own[t]) continue;
-        if (m_later) {
-            layer.own_offset[t] = m_later->fp8_scale_later(*o.fp8, fp8_roles[t]);
+        if (m_steps.later) {
+            layer.own_offset[t] = m_steps.later->fp8_scale_later(*o.fp8, fp8_roles[t]);
         } else {
             const Fp8TensorSnapshot s = o.fp8->snapshot(fp8_roles[t]);
             layer.own_scale[t] = {s.scale, s.scale_inv};
         }
     }
-    if (m_later) {
-        layer.samples = OperandSampler::request(*m_later, o, {max, max, max});
-        m_pending.add(std::move(layer));
+    if (m_steps.later) {
+        layer.samples = OperandSampler::request(*m_steps.later, o, {max, max, max});
+        m_steps.pending.add(std::move(layer));
         return;
     }
-    measure(layer, m_sampler.take(backend, o, {max, max, max}), {}, m_step, m_rows);
+    measure(layer, m_sampler.take(backend, o, {max, max, max}), {}, m_steps.step, m_steps.rows);
 }
 
 void WhatIfStatistics::measure(const Observed& layer, const OperandSampler::Samples& sampled,

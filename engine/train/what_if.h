@@ -59,8 +59,8 @@ public:
     // After the step: the rows of `step`, the oldest still pending, from its collected samples.
     std::vector<WhatIfRecord> take_collected(std::int64_t step, std::span<const float> samples);
     // PendingSteps: the body just issued was recorded; `step` replays it.
-    void keep_recorded() { m_pending.keep_recorded(); }
-    void replay(std::int64_t step) { m_pending.replay(step); }
+    void keep_recorded() { m_steps.pending.keep_recorded(); }
+    void replay(std::int64_t step) { m_steps.pending.replay(step); }
 
     void observe(Backend& backend, const MatmulOperands& operands) override;
 
@@ -87,11 +87,7 @@ private:
     WhatIfSpec m_spec;
     Fp8Recipe m_recipe;
     std::vector<std::unique_ptr<Shadow>> m_shadows;
-    std::int64_t m_step = -1;
-    bool m_active = false;
-    StepPipeline* m_later = nullptr;
-    std::vector<WhatIfRecord> m_rows;
-    PendingSteps<Observed> m_pending;
+    StatisticSteps<WhatIfRecord, Observed> m_steps;
     // Kept between steps: the samples and the quantised copies.
     OperandSampler m_sampler;
     std::vector<std::vector<float>> m_scratch;  // one per thread

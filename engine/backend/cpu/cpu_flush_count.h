@@ -204,7 +204,7 @@ inline std::int64_t count_flushed_weight_gradient(const float* dy, const float* 
     // second thread's start and the rows' uneven costs took more than it saved (docs/benchmarks.md,
     // 2026-12-07, later).
     const int threads = std::min(kMaxPassThreads, pass_threads(out * in, std::int64_t{1} << 18, max_threads));
-    // Each thread's column of dy_mask in a line of its own, and its counts in its own registers
+    // Each thread's column of dy_mask in a line of its own, and its counts in local variables
     // until its range is done: written at every row or zero, either shared a cache line between
     // the threads, which then took 2 to 3 times one thread's time (docs/benchmarks.md, 2026-12-07,
     // later).
