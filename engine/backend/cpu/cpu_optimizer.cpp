@@ -20,7 +20,9 @@
 // Both run block by block (update_block values): the new values go to a block-sized buffer that
 // stays in the L1 cache, are compared with the old ones (the FP32 change mask), rounded there and
 // stored with the lost-update count, so the parameter, gradient and state are each read once and
-// written once per step. Every element's arithmetic is unchanged by the blocking.
+// written once per step. An FP32 parameter (master weights on, or FP32 training), which needs no
+// rounding and loses no update, skips the buffer: its kernel writes the new values in place and
+// counts the changed ones. Every element's arithmetic is unchanged by the blocking.
 // A narrow parameter (master weights off) stores the new value as OptimizerTensors::rounding says:
 // to nearest; stochastically (round_array_stochastic, one key per parameter per step, element i
 // taking bits i); or Kahan-compensated: y = (new - w) + c, w' = rnd(w + y), c' = rnd(y - (w' - w)),
@@ -105,6 +107,54 @@ MANTISSA_HOT void adamw_kernel(const float* __restrict p, const float* __restric
         changed_mask[i] = fresh != p[i];
         out[i] = fresh;
     }
+}
+
+// The kernels above for an FP32 parameter, whose new value needs no rounding: written in place,
+// returning how many changed (the mask's count; such a parameter loses no update). The same
+// arithmetic as theirs, element for element, without the block buffer and the store pass.
+// buf: the momentum buffer, null without momentum (two loops, so that none stores through it).
+MANTISSA_HOT std::uint32_t sgd_in_place(float* __restrict p, const float* __restrict g, float* __restrict buf,
+                                        std::int64_t n, SgdScalars s) {
+    const bool decays = s.wd != 0.0f;
+    std::uint32_t changed = 0;
+    if (!s.momentum) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            const float old = p[i];
+            const float d = decays ? g[i] + s.wd * old : g[i];
+            const float fresh = old + -s.lr * d;
+            changed += fresh != old;
+            p[i] = fresh;
+        }
+        return changed;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float old = p[i];
+        float d = decays ? g[i] + s.wd * old : g[i];
+        d = s.first ? d : s.mu * buf[i] + d;
+        buf[i] = d;
+        const float fresh = old + -s.lr * d;
+        changed += fresh != old;
+        p[i] = fresh;
+    }
+    return changed;
+}
+
+MANTISSA_HOT std::uint32_t adamw_in_place(float* __restrict p, const float* __restrict g, float* __restrict m,
+                                          float* __restrict v, std::int64_t n, AdamScalars s) {
+    std::uint32_t changed = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float old = p[i];
+        const float decayed = s.decays ? old * s.decay : old;
+        const float mi = m[i] + s.w1 * (g[i] - m[i]);
+        const float vi = v[i] * s.beta2 + s.w2 * (g[i] * g[i]);
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+        const float fresh = decayed + -s.step_size * (mi / denom);
+        changed += fresh != old;
+        p[i] = fresh;
+    }
+    return changed;
 }
 
 // Stores the new values (rounded to the parameter's format); counts the updates that change the
@@ -258,6 +308,28 @@ void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, c
     copies.block(p, start, n);
 }
 
+// Each worker's counts and amaxes, merged into the totals and `copies` when all are done.
+struct WorkerResults {
+    std::array<UpdateCounts, kMaxOptimizerThreads> counts{};
+    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{}, param_amax_bits{};
+
+    void keep(int w, const UpdateCounts& c, const CopyWrites& own_copies) {
+        counts[static_cast<std::size_t>(w)] = c;
+        amax_bits[static_cast<std::size_t>(w)] = own_copies.fp8_amax_bits;
+        param_amax_bits[static_cast<std::size_t>(w)] = own_copies.amax_bits;
+    }
+    UpdateCounts merge(int threads, CopyWrites& copies) const {
+        UpdateCounts total;
+        for (int w = 0; w < threads; ++w) {
+            total.nonzero_updates += counts[static_cast<std::size_t>(w)].nonzero_updates;
+            total.lost_updates += counts[static_cast<std::size_t>(w)].lost_updates;
+            copies.fp8_amax_bits = std::max(copies.fp8_amax_bits, amax_bits[static_cast<std::size_t>(w)]);
+            copies.amax_bits = std::max(copies.amax_bits, param_amax_bits[static_cast<std::size_t>(w)]);
+        }
+        return total;
+    }
+};
+
 // Runs kernel(start, len, fresh, mask) (the new FP32 values of elements [start, start + len) into
 // fresh, their change flags into mask) and finish_update block by block over [0, n), on `threads`
 // workers, each with its own block buffers (fresh, mask and Kahan's remainder: update_block values
@@ -265,8 +337,7 @@ void finish_update(float* p, float* fresh, std::int64_t start, std::int64_t n, c
 template <class Kernel>
 UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const WeightStore& store, float* fresh_all,
                               unsigned char* mask_all, float* remainder_all, CopyWrites& copies, Kernel kernel) {
-    std::array<UpdateCounts, kMaxOptimizerThreads> counts{};
-    std::array<std::uint32_t, kMaxOptimizerThreads> amax_bits{}, param_amax_bits{};
+    WorkerResults results;
     constexpr auto block = static_cast<std::int64_t>(update_block);
     cpu_detail::for_ranges(n, threads, block, [&](std::int64_t begin, std::int64_t end, int w) {
         float* fresh = fresh_all + w * block;
@@ -280,18 +351,30 @@ UpdateCounts update_in_blocks(float* p, std::int64_t n, int threads, const Weigh
             kernel(start, len, fresh, mask);
             finish_update(p + start, fresh, start, len, own, mask, c, own_copies);
         }
-        counts[static_cast<std::size_t>(w)] = c;
-        amax_bits[static_cast<std::size_t>(w)] = own_copies.fp8_amax_bits;
-        param_amax_bits[static_cast<std::size_t>(w)] = own_copies.amax_bits;
+        results.keep(w, c, own_copies);
     });
-    UpdateCounts total;
-    for (int w = 0; w < threads; ++w) {
-        total.nonzero_updates += counts[static_cast<std::size_t>(w)].nonzero_updates;
-        total.lost_updates += counts[static_cast<std::size_t>(w)].lost_updates;
-        copies.fp8_amax_bits = std::max(copies.fp8_amax_bits, amax_bits[static_cast<std::size_t>(w)]);
-        copies.amax_bits = std::max(copies.amax_bits, param_amax_bits[static_cast<std::size_t>(w)]);
-    }
-    return total;
+    return results.merge(threads, copies);
+}
+
+// update_in_blocks for an FP32 parameter: kernel(start, len) updates [start, start + len) in place
+// and returns how many values changed; the copies are written from each block while it is in the
+// L1 cache. The same blocks, values and counts as update_in_blocks gives it (an FP32 parameter
+// loses no update), one pass fewer.
+template <class Kernel>
+UpdateCounts update_fp32_in_place(float* p, std::int64_t n, int threads, CopyWrites& copies, Kernel kernel) {
+    WorkerResults results;
+    constexpr auto block = static_cast<std::int64_t>(update_block);
+    cpu_detail::for_ranges(n, threads, block, [&](std::int64_t begin, std::int64_t end, int w) {
+        CopyWrites own_copies = copies.worker();
+        UpdateCounts c;
+        for (std::int64_t start = begin; start < end; start += block) {
+            const std::int64_t len = std::min(block, end - start);
+            c.nonzero_updates += kernel(start, len);
+            own_copies.block(p + start, start, len);
+        }
+        results.keep(w, c, own_copies);
+    });
+    return results.merge(threads, copies);
 }
 
 // How t's new values are stored; `next_key` draws a stochastic key, `remainder` is a block of
@@ -334,12 +417,19 @@ UpdateCounts CpuBackend::sgd_step(const OptimizerTensors& t, const SgdParams& s)
     const SgdScalars sc{static_cast<float>(s.lr), static_cast<float>(s.weight_decay),
                         static_cast<float>(s.momentum), s.first_step, momentum};
     float* fresh_all = scratch(4, per_worker);
-    const UpdateCounts c = update_in_blocks(
-        p, n, threads, store, fresh_all, m_mask.data(), store.remainder, copies,
-        [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
-            float* unused = no_buf ? no_buf + (fresh - fresh_all) : nullptr;
-            sgd_kernel(p + start, g + start, momentum ? buf + start : unused, fresh, len, sc, mask);
-        });
+    const UpdateCounts c =
+        store.format == Format::fp32
+            ? update_fp32_in_place(p, n, threads, copies,
+                                   [&](std::int64_t start, std::int64_t len) {
+                                       return sgd_in_place(p + start, g + start, momentum ? buf + start : nullptr,
+                                                           len, sc);
+                                   })
+            : update_in_blocks(p, n, threads, store, fresh_all, m_mask.data(), store.remainder, copies,
+                               [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
+                                   float* unused = no_buf ? no_buf + (fresh - fresh_all) : nullptr;
+                                   sgd_kernel(p + start, g + start, momentum ? buf + start : unused, fresh, len,
+                                              sc, mask);
+                               });
     copies.finish(*this, param);
     return c;
 }
@@ -372,11 +462,16 @@ UpdateCounts CpuBackend::adamw_step(const OptimizerTensors& t, const AdamWParams
     sc.eps = static_cast<float>(a.eps);
     sc.decays = a.weight_decay != 0.0 && a.lr != 0.0;
     if (m_mask.size() < static_cast<std::size_t>(per_worker)) m_mask.resize(static_cast<std::size_t>(per_worker));
-    const UpdateCounts c = update_in_blocks(
-        p, n, threads, store, scratch(4, per_worker), m_mask.data(), store.remainder, copies,
-        [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
-            adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, mask);
-        });
+    const UpdateCounts c =
+        store.format == Format::fp32
+            ? update_fp32_in_place(p, n, threads, copies,
+                                   [&](std::int64_t start, std::int64_t len) {
+                                       return adamw_in_place(p + start, g + start, m + start, v + start, len, sc);
+                                   })
+            : update_in_blocks(p, n, threads, store, scratch(4, per_worker), m_mask.data(), store.remainder, copies,
+                               [&](std::int64_t start, std::int64_t len, float* fresh, unsigned char* mask) {
+                                   adamw_kernel(p + start, g + start, m + start, v + start, fresh, len, sc, mask);
+                               });
     copies.finish(*this, param);
     return c;
 }

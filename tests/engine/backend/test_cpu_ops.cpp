@@ -661,6 +661,83 @@ private slots:
         }
     }
 
+    // An FP32 parameter is updated in place, without the rounding path's block buffer: every value
+    // as the optimizers' formulas give it in FP32, bit for bit (each operation rounded, in
+    // cpu_optimizer.cpp's order), over several blocks (the counts summed across them), with a NaN,
+    // an infinity, a -0 and a zero gradient among them, and the changed values counted.
+    void fp32UpdatesInPlaceFollowTheFormulaBitForBit_data() {
+        QTest::addColumn<int>("optimizer");  // 0 AdamW, 1 SGD with momentum, 2 SGD without
+        QTest::newRow("adamw") << 0;
+        QTest::newRow("sgd-momentum") << 1;
+        QTest::newRow("sgd") << 2;
+    }
+    void fp32UpdatesInPlaceFollowTheFormulaBitForBit() {
+        QFETCH(int, optimizer);
+        CpuBackend be;
+        const int n = 5000;
+        auto p = make(be, 1, n, Format::fp32), g = make(be, 1, n, Format::fp32);
+        auto s1 = make(be, 1, n, Format::fp32), s2 = make(be, 1, n, Format::fp32);
+        std::vector<float> P = random_values(n, 1.0f, 40), S1(n, 0.0f), S2(n, 0.0f);
+        P[7] = -0.0f;
+        P[8] = std::numeric_limits<float>::infinity();
+        be.upload(*p, P.data(), n);
+        be.fill(*s1, 0.0f);
+        be.fill(*s2, 0.0f);
+        const float lr = 1e-2f, wd = 0.01f, mu = 0.9f;
+        for (int t = 1; t <= 3; ++t) {
+            std::vector<float> G = random_values(n, 1e-3f, 50 + t);
+            G[3] = std::numeric_limits<float>::quiet_NaN();
+            G[7] = G[9] = 0.0f;
+            be.upload(*g, G.data(), n);
+            std::int64_t changed = 0;
+            UpdateCounts c;
+            if (optimizer == 0) {
+                const AdamWParams a{lr, 0.9, 0.999, 1e-8, wd, t};
+                c = be.adamw_step({p.get(), g.get(), s1.get(), s2.get()}, a);
+                const float decay = static_cast<float>(1.0 - a.lr * a.weight_decay);
+                const float step_size = static_cast<float>(a.lr / (1.0 - std::pow(0.9, t)));
+                const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(0.999, t)));
+                const float w1 = static_cast<float>(1.0 - 0.9), w2 = static_cast<float>(1.0 - 0.999);
+                for (int i = 0; i < n; ++i) {
+                    const float decayed = P[i] * decay;
+                    const float gg = G[i] * G[i];
+                    S1[i] = S1[i] + w1 * (G[i] - S1[i]);
+                    S2[i] = S2[i] * 0.999f + w2 * gg;
+                    const float denom = std::sqrt(S2[i]) / bc2_sqrt + 1e-8f;
+                    const float q = S1[i] / denom;
+                    const float fresh = decayed + -step_size * q;
+                    changed += fresh != P[i];
+                    P[i] = fresh;
+                }
+            } else {
+                const bool momentum = optimizer == 1;
+                const SgdParams s{lr, momentum ? mu : 0.0, wd, t == 1};
+                c = be.sgd_step({p.get(), g.get(), momentum ? s1.get() : nullptr, nullptr}, s);
+                for (int i = 0; i < n; ++i) {
+                    const float decay = wd * P[i];
+                    float d = G[i] + decay;
+                    if (momentum) {
+                        const float kept = mu * S1[i];
+                        d = t == 1 ? d : kept + d;
+                        S1[i] = d;
+                    }
+                    const float step = -lr * d;
+                    const float fresh = P[i] + step;
+                    changed += fresh != P[i];
+                    P[i] = fresh;
+                }
+            }
+            QCOMPARE(c.nonzero_updates, changed);
+            QCOMPARE(c.lost_updates, std::int64_t{0});
+            const auto got = read(be, *p), state = read(be, *s1);
+            for (int i = 0; i < n; ++i) {
+                QCOMPARE(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(P[i]));
+                if (optimizer != 2)
+                    QCOMPARE(std::bit_cast<std::uint32_t>(state[i]), std::bit_cast<std::uint32_t>(S1[i]));
+            }
+        }
+    }
+
     // Master weights off: an fp16 weight of 1.0 has an ulp of 2^-10; an update below half of it
     // is swallowed (lost), a larger one lands. The FP32 master keeps the small update.
     void lostUpdatesWithoutMaster() {
