@@ -69,7 +69,10 @@ struct LayerFormats {
     }
     // What the layer's matmuls run in: the block format, else compute.
     ComputeFormat compute_format() const { return block ? ComputeFormat(*block) : ComputeFormat(compute); }
-    bool master() const { return weight_copy && weight_store == Format::fp32; }
+    // Whether the FP32 weights are master weights: kept in FP32 beside what the matmuls read (a
+    // cast copy, or a block-scaled layer's operands quantised on the fly), so they are counted as
+    // master weights, not parameters. A TF32 or FP32 layer reads its FP32 weights themselves.
+    bool master() const { return weight_store == Format::fp32 && (weight_copy || block.has_value()); }
     bool operator==(const LayerFormats&) const = default;
 };
 

@@ -112,6 +112,25 @@ private slots:
             QCOMPARE(off.parameters, params * 2);
             QCOMPARE(off.master_weights, std::int64_t{0});
         }
+        // Block-scaled layers quantise their weights on the fly, so they keep no compute copy:
+        // with master weights on, the FP32 weights they keep are the masters (as under autocast),
+        // and only the biases' bf16 copies are parameters; off, the bf16 weights are.
+        e.precision.autocast = Autocast::bf16;
+        e.precision.layers = {{"fc1", LayerSetting{LayerPrecision::mxfp4}},
+                              {"fc2", LayerSetting{LayerPrecision::nvfp4}},
+                              {"fc3", LayerSetting{LayerPrecision::mxfp8_e4m3}}};
+        {
+            Trainer t(e, data, make_backend("cpu"));
+            const std::int64_t biases = 20 + 10 + 3;
+            const MemoryBreakdown m = t.step().step.memory;
+            QCOMPARE(m.master_weights, params * 4);
+            QCOMPARE(m.parameters, biases * 2);
+            const Event ev = t.set_master_weights(false);
+            Q_UNUSED(ev);
+            const MemoryBreakdown off = t.step().step.memory;
+            QCOMPARE(off.master_weights, std::int64_t{0});
+            QCOMPARE(off.parameters, params * 2);
+        }
     }
 
     void layerStatisticsEveryK() {
