@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <string>
 
 #include "backend/backend.h"
@@ -17,52 +18,73 @@ namespace mantissa {
 
 namespace {
 
-void require(bool ok, const std::string& message) {
-    if (!ok) throw Error(message);
+// The checks are written `if (!(ok)) fail(message)`, so a message is put together only when a
+// check fails: most ops are checked at every step, and building their sentences eagerly cost a few
+// string allocations each.
+[[noreturn]] void fail(const std::string& message) {
+    throw Error(message);
 }
 
-std::string count(std::int64_t n) { return std::to_string(n); }
+std::string count(std::int64_t n) {
+    return std::to_string(n);
+}
 
 // `t` holds rows [0, batch) of `cols` values: the shape a batch of samples needs.
-void require_rows(const Tensor& t, std::int64_t cols, std::int64_t batch, const std::string& where,
-                  const char* role) {
-    require(t.cols() == cols, where + "the " + role + " " + t.desc().name + " has " + count(t.cols()) +
-                                  " values per sample, " + count(cols) + " expected.");
-    require(t.rows() >= batch, where + "the " + role + " " + t.desc().name + " has " + count(t.rows()) +
-                                   " rows, too few for a batch of " + count(batch) + ".");
+// A check's opening ("op of layer name: "): a literal, or a function that puts it together when a
+// check fails.
+std::string opening(const char* where) {
+    return where;
+}
+template <std::invocable Where>
+std::string opening(const Where& where) {
+    return where();
+}
+
+template <class Where>
+void require_rows(const Tensor& t, std::int64_t cols, std::int64_t batch, const Where& where, const char* role) {
+    if (!(t.cols() == cols))
+        fail(opening(where) + "the " + role + " " + t.desc().name + " has " + count(t.cols()) + " values per sample, " +
+             count(cols) + " expected.");
+    if (!(t.rows() >= batch))
+        fail(opening(where) + "the " + role + " " + t.desc().name + " has " + count(t.rows()) +
+             " rows, too few for a batch of " + count(batch) + ".");
 }
 
 // A parameter-shaped tensor: `n` values.
-void require_size(const Tensor& t, std::int64_t n, const std::string& where, const char* role) {
-    require(t.numel() == n, where + "the " + role + " " + t.desc().name + " has " + count(t.numel()) +
-                                " values, " + count(n) + " expected.");
+template <class Where>
+void require_size(const Tensor& t, std::int64_t n, const Where& where, const char* role) {
+    if (!(t.numel() == n))
+        fail(opening(where) + "the " + role + " " + t.desc().name + " has " + count(t.numel()) + " values, " +
+             count(n) + " expected.");
 }
 
 // ---- linear
 
 void check_layer(const LinearTensors& l, const Tensor& x, std::int64_t batch, const char* op) {
-    const std::string where = std::string(op) + " of layer " +
-                              (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
-    require(l.weight && l.bias && l.grad_weight && l.grad_bias, where + "a tensor is missing.");
+    const auto where = [&] {
+        return std::string(op) + " of layer " + (l.weight ? l.weight->desc().name : std::string("?")) + ": ";
+    };
+    if (!(l.weight && l.bias && l.grad_weight && l.grad_bias)) fail(where() + "a tensor is missing.");
     const std::int64_t in = l.weight->cols(), out = l.weight->rows();
-    require(x.cols() == in, where + "the input has " + count(x.cols()) + " features, the weight expects " +
-                                count(in) + ".");
-    require(batch >= 0 && batch <= x.rows(), where + "the batch does not fit the input tensor.");
+    if (!(x.cols() == in))
+        fail(where() + "the input has " + count(x.cols()) + " features, the weight expects " + count(in) + ".");
+    if (!(batch >= 0 && batch <= x.rows())) fail(where() + "the batch does not fit the input tensor.");
     require_size(*l.grad_weight, in * out, where, "weight gradient");
     require_size(*l.bias, out, where, "bias");
     require_size(*l.grad_bias, out, where, "bias gradient");
     if (l.weight_compute) require_size(*l.weight_compute, in * out, where, "weight copy");
     if (l.bias_compute) require_size(*l.bias_compute, out, where, "bias copy");
     if (l.compute == Format::fp8_e4m3) {
-        require(l.fp8 && l.weight_compute && l.saved_input,
-                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
-        require(l.weight_compute->format() == Format::fp8_e4m3 && l.saved_input->format() == Format::fp8_e4m3,
-                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
+        if (!(l.fp8 && l.weight_compute && l.saved_input))
+            fail(where() + "an FP8 layer needs its scaling state, weight copy and saved input.");
+        if (!(l.weight_compute->format() == Format::fp8_e4m3 && l.saved_input->format() == Format::fp8_e4m3))
+            fail(where() + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
     }
     if (l.saved_input) {
-        require(l.saved_input->rows() >= batch, where + "saved input too small.");
-        require(l.saved_input->cols() == in, where + "the saved input has " + count(l.saved_input->cols()) +
-                                                 " features, the weight expects " + count(in) + ".");
+        if (!(l.saved_input->rows() >= batch)) fail(where() + "saved input too small.");
+        if (!(l.saved_input->cols() == in))
+            fail(where() + "the saved input has " + count(l.saved_input->cols()) + " features, the weight expects " +
+                 count(in) + ".");
     }
 }
 
@@ -85,81 +107,84 @@ std::string image_text(std::int64_t c, std::int64_t h, std::int64_t w) {
 }
 
 void check_conv(const ConvTensors& c, const Tensor& x, std::int64_t batch, const char* op) {
-    const std::string where = conv_where(c, op);
+    const auto where = [&] { return conv_where(c, op); };
     const Conv2dGeometry& g = c.geometry;
-    require(g.in_channels > 0 && g.in_h > 0 && g.in_w > 0 && g.out_channels > 0,
-            where + "the geometry needs positive channels and sizes (it has " +
-                image_text(g.in_channels, g.in_h, g.in_w) + " -> " + count(g.out_channels) + " channels).");
-    require(g.kernel >= 1 && g.stride >= 1 && g.padding >= 0,
-            where + "the kernel and stride must be at least 1 and the padding at least 0 (kernel " +
-                count(g.kernel) + ", stride " + count(g.stride) + ", padding " + count(g.padding) + ").");
-    require(g.in_h + 2 * g.padding >= g.kernel && g.in_w + 2 * g.padding >= g.kernel,
-            where + "the kernel (" + count(g.kernel) + ") is larger than the padded input (" +
-                count(g.in_h + 2 * g.padding) + "\u00d7" + count(g.in_w + 2 * g.padding) + ").");
-    require(c.weight && c.grad_weight, where + "the weight or its gradient is missing.");
-    require(!c.bias || c.grad_bias, where + "a convolution with a bias needs its bias gradient.");
-    require(c.weight->rows() == g.out_channels && c.weight->cols() == g.patch(),
-            where + "the weight is " + count(c.weight->rows()) + "\u00d7" + count(c.weight->cols()) +
-                ", the geometry expects " + count(g.out_channels) + "\u00d7" + count(g.patch()) + ".");
+    if (!(g.in_channels > 0 && g.in_h > 0 && g.in_w > 0 && g.out_channels > 0))
+        fail(where() + "the geometry needs positive channels and sizes (it has " +
+             image_text(g.in_channels, g.in_h, g.in_w) + " -> " + count(g.out_channels) + " channels).");
+    if (!(g.kernel >= 1 && g.stride >= 1 && g.padding >= 0))
+        fail(where() + "the kernel and stride must be at least 1 and the padding at least 0 (kernel " +
+             count(g.kernel) + ", stride " + count(g.stride) + ", padding " + count(g.padding) + ").");
+    if (!(g.in_h + 2 * g.padding >= g.kernel && g.in_w + 2 * g.padding >= g.kernel))
+        fail(where() + "the kernel (" + count(g.kernel) + ") is larger than the padded input (" +
+             count(g.in_h + 2 * g.padding) + "\u00d7" + count(g.in_w + 2 * g.padding) + ").");
+    if (!(c.weight && c.grad_weight)) fail(where() + "the weight or its gradient is missing.");
+    if (!(!c.bias || c.grad_bias)) fail(where() + "a convolution with a bias needs its bias gradient.");
+    if (!(c.weight->rows() == g.out_channels && c.weight->cols() == g.patch()))
+        fail(where() + "the weight is " + count(c.weight->rows()) + "\u00d7" + count(c.weight->cols()) +
+             ", the geometry expects " + count(g.out_channels) + "\u00d7" + count(g.patch()) + ".");
     require_size(*c.grad_weight, g.out_channels * g.patch(), where, "weight gradient");
     if (c.weight_compute) require_size(*c.weight_compute, g.out_channels * g.patch(), where, "weight copy");
     if (c.bias) require_size(*c.bias, g.out_channels, where, "bias");
     if (c.bias && c.bias_compute) require_size(*c.bias_compute, g.out_channels, where, "bias copy");
     if (c.grad_bias) require_size(*c.grad_bias, g.out_channels, where, "bias gradient");
-    require(batch >= 0, where + "the batch must not be negative.");
-    require(x.cols() == g.in_size(), where + "the input " + x.desc().name + " has " + count(x.cols()) +
-                                         " values per sample, the geometry expects " + count(g.in_size()) +
-                                         " (" + image_text(g.in_channels, g.in_h, g.in_w) + ").");
-    require(x.rows() >= batch, where + "the batch does not fit the input tensor.");
+    if (!(batch >= 0)) fail(where() + "the batch must not be negative.");
+    if (!(x.cols() == g.in_size()))
+        fail(where() + "the input " + x.desc().name + " has " + count(x.cols()) +
+             " values per sample, the geometry expects " + count(g.in_size()) + " (" +
+             image_text(g.in_channels, g.in_h, g.in_w) + ").");
+    if (!(x.rows() >= batch)) fail(where() + "the batch does not fit the input tensor.");
     if (c.compute == Format::fp8_e4m3) {
-        require(c.fp8 && c.weight_compute && c.saved_input,
-                where + "an FP8 layer needs its scaling state, weight copy and saved input.");
-        require(c.weight_compute->format() == Format::fp8_e4m3 && c.saved_input->format() == Format::fp8_e4m3,
-                where + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
+        if (!(c.fp8 && c.weight_compute && c.saved_input))
+            fail(where() + "an FP8 layer needs its scaling state, weight copy and saved input.");
+        if (!(c.weight_compute->format() == Format::fp8_e4m3 && c.saved_input->format() == Format::fp8_e4m3))
+            fail(where() + "an FP8 layer's weight copy and saved input must be declared fp8-e4m3.");
     }
     if (c.saved_input) require_rows(*c.saved_input, g.in_size(), batch, where, "saved input");
 }
 
 void check_pool(const Pool2dGeometry& p, const char* op) {
-    const std::string where = std::string(op) + ": ";
-    require(p.channels > 0 && p.in_h > 0 && p.in_w > 0,
-            where + "the geometry needs positive channels and sizes (it has " +
-                image_text(p.channels, p.in_h, p.in_w) + ").");
-    require(p.kernel >= 1 && p.stride >= 1, where + "the kernel and stride must be at least 1 (kernel " +
-                                                 count(p.kernel) + ", stride " + count(p.stride) + ").");
-    require(p.padding >= 0 && 2 * p.padding <= p.kernel,
-            where + "the padding (" + count(p.padding) + ") must be between 0 and half the kernel (" +
-                count(p.kernel) + "), as PyTorch's pools require.");
-    require(p.in_h + 2 * p.padding >= p.kernel && p.in_w + 2 * p.padding >= p.kernel,
-            where + "the kernel (" + count(p.kernel) + ") is larger than the padded input (" +
-                count(p.in_h + 2 * p.padding) + "\u00d7" + count(p.in_w + 2 * p.padding) + ").");
+    const auto where = [&] { return std::string(op) + ": "; };
+    if (!(p.channels > 0 && p.in_h > 0 && p.in_w > 0))
+        fail(where() + "the geometry needs positive channels and sizes (it has " +
+             image_text(p.channels, p.in_h, p.in_w) + ").");
+    if (!(p.kernel >= 1 && p.stride >= 1))
+        fail(where() + "the kernel and stride must be at least 1 (kernel " + count(p.kernel) + ", stride " +
+             count(p.stride) + ").");
+    if (!(p.padding >= 0 && 2 * p.padding <= p.kernel))
+        fail(where() + "the padding (" + count(p.padding) + ") must be between 0 and half the kernel (" +
+             count(p.kernel) + "), as PyTorch's pools require.");
+    if (!(p.in_h + 2 * p.padding >= p.kernel && p.in_w + 2 * p.padding >= p.kernel))
+        fail(where() + "the kernel (" + count(p.kernel) + ") is larger than the padded input (" +
+             count(p.in_h + 2 * p.padding) + "\u00d7" + count(p.in_w + 2 * p.padding) + ").");
 }
 
 void check_batch(std::int64_t batch, const char* op) {
-    require(batch >= 0, std::string(op) + ": the batch must not be negative.");
+    if (!(batch >= 0)) fail(std::string(op) + ": the batch must not be negative.");
 }
 
 void check_global(std::int64_t channels, std::int64_t spatial, const char* op) {
-    require(channels > 0 && spatial > 0, std::string(op) + ": the channels (" + count(channels) +
-                                             ") and the positions per channel (" + count(spatial) +
-                                             ") must be positive.");
+    if (!(channels > 0 && spatial > 0))
+        fail(std::string(op) + ": the channels (" + count(channels) + ") and the positions per channel (" +
+             count(spatial) + ") must be positive.");
 }
 
 void check_batchnorm(const BatchNormTensors& bn, const Tensor& x, std::int64_t batch, const char* op) {
-    const std::string where = std::string(op) + " of layer " +
-                              (bn.weight ? bn.weight->desc().name : std::string("?")) + ": ";
-    require(bn.channels > 0 && bn.spatial > 0, where + "the channels (" + count(bn.channels) +
-                                                   ") and the positions per channel (" + count(bn.spatial) +
-                                                   ") must be positive.");
-    require(bn.weight && bn.bias && bn.grad_weight && bn.grad_bias && bn.running_mean && bn.running_var &&
-                bn.saved_mean && bn.saved_invstd,
-            where + "a tensor is missing.");
+    const auto where = [&] {
+        return std::string(op) + " of layer " + (bn.weight ? bn.weight->desc().name : std::string("?")) + ": ";
+    };
+    if (!(bn.channels > 0 && bn.spatial > 0))
+        fail(where() + "the channels (" + count(bn.channels) + ") and the positions per channel (" + count(bn.spatial) +
+             ") must be positive.");
+    if (!(bn.weight && bn.bias && bn.grad_weight && bn.grad_bias && bn.running_mean && bn.running_var &&
+          bn.saved_mean && bn.saved_invstd))
+        fail(where() + "a tensor is missing.");
     for (const Tensor* t : {bn.weight, bn.bias, bn.grad_weight, bn.grad_bias, bn.running_mean, bn.running_var,
                             bn.saved_mean, bn.saved_invstd})
         require_size(*t, bn.channels, where, "per-channel tensor");
-    require(bn.momentum >= 0 && bn.momentum <= 1, where + "the momentum must be in [0, 1].");
-    require(bn.eps >= 0 && std::isfinite(bn.eps), where + "eps must be a finite value of at least 0.");
-    require(batch >= 0, where + "the batch must not be negative.");
+    if (!(bn.momentum >= 0 && bn.momentum <= 1)) fail(where() + "the momentum must be in [0, 1].");
+    if (!(bn.eps >= 0 && std::isfinite(bn.eps))) fail(where() + "eps must be a finite value of at least 0.");
+    if (!(batch >= 0)) fail(where() + "the batch must not be negative.");
     require_rows(x, bn.channels * bn.spatial, batch, where, "input");
 }
 
@@ -172,21 +197,23 @@ std::int64_t last_index(const BatchedMatmul& op, const StridedMatrix& v, std::in
            (rows - 1) * v.row_stride + (cols - 1) * v.col_stride;
 }
 
-void check_view(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v, std::int64_t rows,
-                std::int64_t cols, const char* role) {
-    const std::string where = std::string("batched_matmul: the view of ") + role + " " + t.desc().name;
-    require(v.offset >= 0 && v.outer_stride >= 0 && v.inner_stride >= 0 && v.row_stride >= 0 && v.col_stride >= 0,
-            where + " has a negative offset or stride.");
+void check_view(const BatchedMatmul& op, const Tensor& t, const StridedMatrix& v, std::int64_t rows, std::int64_t cols,
+                const char* role) {
+    const auto where = [&] { return std::string("batched_matmul: the view of ") + role + " " + t.desc().name; };
+    if (!(v.offset >= 0 && v.outer_stride >= 0 && v.inner_stride >= 0 && v.row_stride >= 0 && v.col_stride >= 0))
+        fail(where() + " has a negative offset or stride.");
     const std::int64_t last = last_index(op, v, rows, cols);
-    require(last < t.numel(), where + " reaches element " + count(last) + ", beyond its " + count(t.numel()) +
-                                  " values.");
+    if (!(last < t.numel()))
+        fail(where() + " reaches element " + count(last) + ", beyond its " + count(t.numel()) + " values.");
 }
 
 // True when no two (matrix, row, col) of the view land on one element: sorted by stride, each
 // dimension's stride exceeds the span of the smaller ones (the dimensions of extent 1 aside).
 bool view_is_one_to_one(const BatchedMatmul& op, const StridedMatrix& v, std::int64_t rows, std::int64_t cols) {
-    std::array<std::pair<std::int64_t, std::int64_t>, 4> dims = {
-        {{v.outer_stride, op.outer_count}, {v.inner_stride, op.inner_count}, {v.row_stride, rows}, {v.col_stride, cols}}};
+    std::array<std::pair<std::int64_t, std::int64_t>, 4> dims = {{{v.outer_stride, op.outer_count},
+                                                                  {v.inner_stride, op.inner_count},
+                                                                  {v.row_stride, rows},
+                                                                  {v.col_stride, cols}}};
     std::sort(dims.begin(), dims.end());
     std::int64_t span = 0;  // the largest offset the smaller dimensions reach
     for (const auto& [stride, extent] : dims) {
@@ -198,7 +225,7 @@ bool view_is_one_to_one(const BatchedMatmul& op, const StridedMatrix& v, std::in
 }
 
 void check_ids(const std::int32_t* ids, std::int64_t rows, std::int64_t vocab, const char* op) {
-    require(ids || rows == 0, std::string(op) + ": the ids are missing.");
+    if (!(ids || rows == 0)) fail(std::string(op) + ": the ids are missing.");
     for (std::int64_t r = 0; r < rows; ++r)
         if (ids[r] < 0 || ids[r] >= vocab)
             throw Error(std::string(op) + ": id " + std::to_string(ids[r]) + " of row " + std::to_string(r) +
@@ -206,15 +233,16 @@ void check_ids(const std::int32_t* ids, std::int64_t rows, std::int64_t vocab, c
 }
 
 void check_layernorm(const LayerNormTensors& ln, const Tensor& x, std::int64_t rows, const char* op) {
-    const std::string where = std::string(op) + " of layer " +
-                              (ln.weight ? ln.weight->desc().name : std::string("?")) + ": ";
-    require(ln.dim > 0, where + "the dimension (" + count(ln.dim) + ") must be positive.");
-    require(ln.weight && ln.bias && ln.grad_weight && ln.grad_bias && ln.saved_mean && ln.saved_invstd,
-            where + "a tensor is missing.");
+    const auto where = [&] {
+        return std::string(op) + " of layer " + (ln.weight ? ln.weight->desc().name : std::string("?")) + ": ";
+    };
+    if (!(ln.dim > 0)) fail(where() + "the dimension (" + count(ln.dim) + ") must be positive.");
+    if (!(ln.weight && ln.bias && ln.grad_weight && ln.grad_bias && ln.saved_mean && ln.saved_invstd))
+        fail(where() + "a tensor is missing.");
     for (const Tensor* t : {ln.weight, ln.bias, ln.grad_weight, ln.grad_bias})
         require_size(*t, ln.dim, where, "parameter-shaped tensor");
-    require(ln.eps >= 0 && std::isfinite(ln.eps), where + "eps must be a finite value of at least 0.");
-    require(rows >= 0, where + "the rows must not be negative.");
+    if (!(ln.eps >= 0 && std::isfinite(ln.eps))) fail(where() + "eps must be a finite value of at least 0.");
+    if (!(rows >= 0)) fail(where() + "the rows must not be negative.");
     require_rows(x, ln.dim, rows, where, "input");
     require_rows(*ln.saved_mean, 1, rows, where, "saved mean");
     require_rows(*ln.saved_invstd, 1, rows, where, "saved invstd");
@@ -222,9 +250,9 @@ void check_layernorm(const LayerNormTensors& ln, const Tensor& x, std::int64_t r
 
 void check_softmax_rows(const Tensor& x, std::int64_t rows, bool causal, const char* op) {
     if (!causal) return;
-    require(x.cols() > 0 && rows % x.cols() == 0,
-            std::string(op) + ": a causal softmax takes whole T\u00d7T blocks, and " + count(rows) +
-                " rows are not a multiple of T = " + count(x.cols()) + ".");
+    if (!(x.cols() > 0 && rows % x.cols() == 0))
+        fail(std::string(op) + ": a causal softmax takes whole T\u00d7T blocks, and " + count(rows) +
+             " rows are not a multiple of T = " + count(x.cols()) + ".");
 }
 
 }  // namespace
@@ -241,34 +269,33 @@ void Backend::require_supported(BackendOp op, Format format) const {
 void Backend::require_fp16_accumulation(const LinearTensors& layer, const char* op) const {
     if (!layer.fp16_accumulation) return;
     require_supported(BackendOp::fp16_accumulation, Format::fp16);
-    require(layer.compute == Format::fp16 && !layer.block && !layer.dgrad && !layer.wgrad,
-            std::string(op) + " of " + layer.weight->desc().name +
-                ": FP16 accumulation needs the layer's three matmuls in fp16.");
+    if (!(layer.compute == Format::fp16 && !layer.block && !layer.dgrad && !layer.wgrad))
+        fail(std::string(op) + " of " + layer.weight->desc().name +
+             ": FP16 accumulation needs the layer's three matmuls in fp16.");
 }
 
-void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch,
-                             bool record_amax) {
+void Backend::linear_forward(LinearTensors& layer, const Tensor& x, Tensor& y, std::int64_t batch, bool record_amax) {
     if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
     if (layer.weight) require_fp16_accumulation(layer, "linear_forward");
     check_layer(layer, x, batch, "linear_forward");
-    require(y.cols() == layer.weight->rows() && y.rows() >= batch,
-            "linear_forward of " + layer.weight->desc().name + ": the output tensor has the wrong shape.");
+    if (!(y.cols() == layer.weight->rows() && y.rows() >= batch))
+        fail("linear_forward of " + layer.weight->desc().name + ": the output tensor has the wrong shape.");
     linear_forward_impl(layer, x, y, batch, record_amax);
 }
 
-void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx,
-                              std::int64_t batch, RoundingStats* weight_stats) {
+void Backend::linear_backward(LinearTensors& layer, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
+                              RoundingStats* weight_stats) {
     if (layer.block) require_supported(BackendOp::block_scaled, Format::fp32);
     if (layer.dgrad || layer.wgrad) require_supported(BackendOp::per_gemm, Format::fp32);
     if (layer.stochastic_gradients) require_supported(BackendOp::stochastic_gradients, Format::fp32);
     if (layer.weight) require_fp16_accumulation(layer, "linear_backward");
     check_layer(layer, x, batch, "linear_backward");
     const std::string& name = layer.weight->desc().name;
-    require(dy.cols() == layer.weight->rows() && dy.rows() >= batch,
-            "linear_backward of " + name + ": the output gradient has the wrong shape.");
+    if (!(dy.cols() == layer.weight->rows() && dy.rows() >= batch))
+        fail("linear_backward of " + name + ": the output gradient has the wrong shape.");
     if (dx)
-        require(dx->cols() == layer.weight->cols() && dx->rows() >= batch,
-                "linear_backward of " + name + ": the input gradient has the wrong shape.");
+        if (!(dx->cols() == layer.weight->cols() && dx->rows() >= batch))
+            fail("linear_backward of " + name + ": the input gradient has the wrong shape.");
     linear_backward_impl(layer, x, dy, dx, batch, weight_stats);
 }
 
@@ -291,10 +318,10 @@ void Backend::activation_backward(Activation act, const Tensor& z, const Tensor&
 
 LossResult Backend::softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, std::int64_t batch,
                                           float loss_scale, Tensor* dlogits) {
-    require(batch >= 0, "softmax_cross_entropy: the batch must not be negative.");
+    if (!(batch >= 0)) fail("softmax_cross_entropy: the batch must not be negative.");
     if (logits.rows() < batch) throw Error("softmax_cross_entropy: the batch exceeds the logits.");
     if (dlogits) check_same(logits, *dlogits, batch, "softmax_cross_entropy");
-    require(labels || batch == 0, "softmax_cross_entropy: the labels are missing.");
+    if (!(labels || batch == 0)) fail("softmax_cross_entropy: the labels are missing.");
     const std::int64_t classes = logits.cols();
     for (std::int64_t r = 0; r < batch; ++r)
         if (labels[r] < 0 || labels[r] >= classes)
@@ -304,34 +331,34 @@ LossResult Backend::softmax_cross_entropy(const Tensor& logits, const std::int32
 }
 
 LossResult Backend::mse(const Tensor& y, const float* targets, std::int64_t batch, float loss_scale, Tensor* dy) {
-    require(batch >= 0, "mse: the batch must not be negative.");
+    if (!(batch >= 0)) fail("mse: the batch must not be negative.");
     if (y.rows() < batch) throw Error("mse: the batch exceeds the predictions.");
     if (dy) check_same(y, *dy, batch, "mse");
-    require(targets || batch * y.cols() == 0, "mse: the targets are missing.");
+    if (!(targets || batch * y.cols() == 0)) fail("mse: the targets are missing.");
     return mse_impl(y, targets, batch, loss_scale, dy);
 }
 
 // ---- convolutional ops
 
-void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch,
-                             bool record_amax) {
+void Backend::conv2d_forward(ConvTensors& conv, const Tensor& x, Tensor& y, std::int64_t batch, bool record_amax) {
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled_conv, Format::fp32);
-    require(!conv.fp16_accumulation, "conv2d_forward: FP16 accumulation is offered for linear layers only.");
+    if (!(!conv.fp16_accumulation)) fail("conv2d_forward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_forward");
-    require_rows(y, conv.geometry.out_size(), batch, conv_where(conv, "conv2d_forward"), "output");
+    require_rows(
+        y, conv.geometry.out_size(), batch, [&] { return conv_where(conv, "conv2d_forward"); }, "output");
     conv2d_forward_impl(conv, x, y, batch, record_amax);
 }
 
-void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx,
-                              std::int64_t batch, RoundingStats* weight_stats) {
+void Backend::conv2d_backward(ConvTensors& conv, const Tensor& x, const Tensor& dy, Tensor* dx, std::int64_t batch,
+                              RoundingStats* weight_stats) {
     require_supported(BackendOp::conv2d, conv.compute);
     if (conv.block) require_supported(BackendOp::block_scaled_conv, Format::fp32);
     if (conv.dgrad || conv.wgrad) require_supported(BackendOp::per_gemm_conv, Format::fp32);
     if (conv.stochastic_gradients) require_supported(BackendOp::stochastic_conv_gradients, Format::fp32);
-    require(!conv.fp16_accumulation, "conv2d_backward: FP16 accumulation is offered for linear layers only.");
+    if (!(!conv.fp16_accumulation)) fail("conv2d_backward: FP16 accumulation is offered for linear layers only.");
     check_conv(conv, x, batch, "conv2d_backward");
-    const std::string where = conv_where(conv, "conv2d_backward");
+    const auto where = [&] { return conv_where(conv, "conv2d_backward"); };
     require_rows(dy, conv.geometry.out_size(), batch, where, "output gradient");
     if (dx) require_rows(*dx, conv.geometry.in_size(), batch, where, "input gradient");
     conv2d_backward_impl(conv, x, dy, dx, batch, weight_stats);
@@ -368,8 +395,8 @@ void Backend::maxpool2d_relu_forward(const Pool2dGeometry& pool, const Tensor& z
     maxpool2d_relu_forward_impl(pool, z, y, batch);
 }
 
-void Backend::maxpool2d_relu_backward(const Pool2dGeometry& pool, const Tensor& z, const Tensor& y,
-                                      const Tensor& dy, Tensor& dx, std::int64_t batch) {
+void Backend::maxpool2d_relu_backward(const Pool2dGeometry& pool, const Tensor& z, const Tensor& y, const Tensor& dy,
+                                      Tensor& dx, std::int64_t batch) {
     require_supported(BackendOp::maxpool2d, dx.format());
     require_supported(BackendOp::activation, dx.format());
     check_pool(pool, "maxpool2d_relu_backward");
@@ -419,15 +446,14 @@ void Backend::global_avgpool_backward(std::int64_t channels, std::int64_t spatia
     global_avgpool_backward_impl(channels, spatial, dy, dx, batch);
 }
 
-void Backend::batchnorm2d_forward(BatchNormTensors& bn, const Tensor& x, Tensor& y, std::int64_t batch,
-                                  bool training) {
+void Backend::batchnorm2d_forward(BatchNormTensors& bn, const Tensor& x, Tensor& y, std::int64_t batch, bool training) {
     require_supported(BackendOp::batchnorm2d, y.format());
     check_batchnorm(bn, x, batch, "batchnorm2d_forward");
-    const std::string where = "batchnorm2d_forward of layer " + bn.weight->desc().name + ": ";
+    const auto where = [&] { return "batchnorm2d_forward of layer " + bn.weight->desc().name + ": "; };
     require_rows(y, bn.channels * bn.spatial, batch, where, "output");
-    require(!training || batch * bn.spatial > 1,
-            where + "training needs more than one value per channel (a batch of " + count(batch) + " with " +
-                count(bn.spatial) + " positions); use a larger batch.");
+    if (!(!training || batch * bn.spatial > 1))
+        fail(where() + "training needs more than one value per channel (a batch of " + count(batch) + " with " +
+             count(bn.spatial) + " positions); use a larger batch.");
     batchnorm2d_forward_impl(bn, x, y, batch, training);
 }
 
@@ -435,7 +461,7 @@ void Backend::batchnorm2d_backward(BatchNormTensors& bn, const Tensor& x, const 
                                    std::int64_t batch) {
     require_supported(BackendOp::batchnorm2d, dx.format());
     check_batchnorm(bn, x, batch, "batchnorm2d_backward");
-    const std::string where = "batchnorm2d_backward of layer " + bn.weight->desc().name + ": ";
+    const auto where = [&] { return "batchnorm2d_backward of layer " + bn.weight->desc().name + ": "; };
     require_rows(dy, bn.channels * bn.spatial, batch, where, "output gradient");
     require_rows(dx, bn.channels * bn.spatial, batch, where, "input gradient");
     batchnorm2d_backward_impl(bn, x, dy, dx, batch);
@@ -453,22 +479,26 @@ void Backend::add(const Tensor& a, const Tensor& b, Tensor& y, std::int64_t batc
 void Backend::batched_matmul(const BatchedMatmul& op, const Tensor& a, const StridedMatrix& a_view, const Tensor& b,
                              const StridedMatrix& b_view, Tensor& c, const StridedMatrix& c_view) {
     require_supported(BackendOp::bmm, op.compute);
-    require(op.outer_count >= 0 && op.inner_count >= 1,
-            "batched_matmul: the outer count (" + count(op.outer_count) + ") must be at least 0 and the inner count (" +
-                count(op.inner_count) + ") at least 1.");
-    require(op.m >= 0 && op.n >= 0 && op.k >= 0, "batched_matmul: the sizes m, n and k (" + count(op.m) + ", " +
-                                                     count(op.n) + ", " + count(op.k) + ") must not be negative.");
-    require(&c != &a && &c != &b, "batched_matmul: the output " + c.desc().name +
-                                      " is also an operand; write the product to another tensor.");
-    if (op.batch_count() == 0 || op.m == 0 || op.n == 0) return batched_matmul_impl(op, a, a_view, b, b_view, c, c_view);
+    if (!(op.outer_count >= 0 && op.inner_count >= 1))
+        fail("batched_matmul: the outer count (" + count(op.outer_count) +
+             ") must be at least 0 and the inner count (" + count(op.inner_count) + ") at least 1.");
+    if (!(op.m >= 0 && op.n >= 0 && op.k >= 0))
+        fail("batched_matmul: the sizes m, n and k (" + count(op.m) + ", " + count(op.n) + ", " + count(op.k) +
+             ") must not be negative.");
+    if (!(&c != &a && &c != &b))
+        fail("batched_matmul: the output " + c.desc().name +
+             " is also an operand; write the product to another tensor.");
+    if (op.batch_count() == 0 || op.m == 0 || op.n == 0)
+        return batched_matmul_impl(op, a, a_view, b, b_view, c, c_view);
     if (op.k > 0) {
         check_view(op, a, a_view, op.m, op.k, "A");
         check_view(op, b, b_view, op.k, op.n, "B");
     }
     check_view(op, c, c_view, op.m, op.n, "C");
-    require(view_is_one_to_one(op, c_view, op.m, op.n),
-            "batched_matmul: the view of C " + c.desc().name + " reaches some element twice; give it strides that "
-            "separate every matrix, row and column.");
+    if (!(view_is_one_to_one(op, c_view, op.m, op.n)))
+        fail("batched_matmul: the view of C " + c.desc().name +
+             " reaches some element twice; give it strides that "
+             "separate every matrix, row and column.");
     batched_matmul_impl(op, a, a_view, b, b_view, c, c_view);
 }
 
@@ -485,7 +515,7 @@ void Backend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, st
     check_same(y, dx, rows, "softmax_backward");
     check_same(dy, dx, rows, "softmax_backward");
     check_softmax_rows(y, rows, causal, "softmax_backward");
-    require(std::isfinite(scale), "softmax_backward: the scale must be finite.");
+    if (!(std::isfinite(scale))) fail("softmax_backward: the scale must be finite.");
     softmax_backward_impl(y, dy, dx, rows, causal, scale);
 }
 
@@ -493,7 +523,8 @@ void Backend::layernorm_forward(LayerNormTensors& ln, const Tensor& x, Tensor& y
                                 LayerNormStats* stats) {
     require_supported(BackendOp::layernorm, y.format());
     check_layernorm(ln, x, rows, "layernorm_forward");
-    require_rows(y, ln.dim, rows, "layernorm_forward of layer " + ln.weight->desc().name + ": ", "output");
+    require_rows(
+        y, ln.dim, rows, [&] { return "layernorm_forward of layer " + ln.weight->desc().name + ": "; }, "output");
     layernorm_forward_impl(ln, x, y, rows, stats);
 }
 
@@ -501,7 +532,7 @@ void Backend::layernorm_backward(LayerNormTensors& ln, const Tensor& x, const Te
                                  std::int64_t rows) {
     require_supported(BackendOp::layernorm, dx.format());
     check_layernorm(ln, x, rows, "layernorm_backward");
-    const std::string where = "layernorm_backward of layer " + ln.weight->desc().name + ": ";
+    const auto where = [&] { return "layernorm_backward of layer " + ln.weight->desc().name + ": "; };
     require_rows(dy, ln.dim, rows, where, "output gradient");
     require_rows(dx, ln.dim, rows, where, "input gradient");
     layernorm_backward_impl(ln, x, dy, dx, rows);
@@ -509,8 +540,8 @@ void Backend::layernorm_backward(LayerNormTensors& ln, const Tensor& x, const Te
 
 void Backend::embedding_forward(const Tensor& weight, const std::int32_t* ids, Tensor& y, std::int64_t rows) {
     require_supported(BackendOp::embedding, y.format());
-    const std::string where = "embedding_forward of " + weight.desc().name + ": ";
-    require(rows >= 0, where + "the rows must not be negative.");
+    const auto where = [&] { return "embedding_forward of " + weight.desc().name + ": "; };
+    if (!(rows >= 0)) fail(where() + "the rows must not be negative.");
     require_rows(y, weight.cols(), rows, where, "output");
     check_ids(ids, rows, weight.rows(), "embedding_forward");
     embedding_forward_impl(weight, ids, y, rows);
@@ -519,8 +550,8 @@ void Backend::embedding_forward(const Tensor& weight, const std::int32_t* ids, T
 void Backend::embedding_backward(const std::int32_t* ids, const Tensor& dy, Tensor& grad_weight, std::int64_t rows,
                                  bool accumulate) {
     require_supported(BackendOp::embedding, grad_weight.format());
-    const std::string where = "embedding_backward of " + grad_weight.desc().name + ": ";
-    require(rows >= 0, where + "the rows must not be negative.");
+    const auto where = [&] { return "embedding_backward of " + grad_weight.desc().name + ": "; };
+    if (!(rows >= 0)) fail(where() + "the rows must not be negative.");
     require_rows(dy, grad_weight.cols(), rows, where, "output gradient");
     check_ids(ids, rows, grad_weight.rows(), "embedding_backward");
     embedding_backward_impl(ids, dy, grad_weight, rows, accumulate);
