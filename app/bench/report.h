@@ -43,8 +43,16 @@ struct SuiteResult {
 };
 
 nlohmann::json to_json(const SuiteResult& s);
-// Throws mantissa::Error naming what is missing when `j` is not a suite.
-SuiteResult suite_from_json(const nlohmann::json& j);
+// The suite `to_json` wrote. Throws mantissa::Error, one sentence naming the key that is missing or
+// of the wrong type and what it must be, with `where` (the suite's place in a document) before it:
+// "suites.engine.tables[0].rows: expected an array of row objects, got a string (\"x\")".
+SuiteResult suite_from_json(const nlohmann::json& j, const std::string& where = "suite");
+
+// A whole `mantissa-cli bench --json` document checked: an object with at least one suite under
+// "suites" (each as suite_from_json reads it), and each other key it writes, where present, of the
+// type it writes ("date" a string, "threads" a whole number, ...; a "suite_order" naming only
+// suites it holds). Throws mantissa::Error naming the key, as suite_from_json does.
+void check_document(const nlohmann::json& doc);
 
 // The suite as aligned text tables.
 std::string render_text(const SuiteResult& s);

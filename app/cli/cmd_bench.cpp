@@ -22,6 +22,7 @@
 #include "bench/git_describe.h"
 #include "bench/reference_data.h"
 #include "cli/cli_common.h"
+#include "config/json_text.h"
 #include "error.h"
 #include "store/run_store.h"
 
@@ -65,7 +66,8 @@ std::string utc_now() {
     return buf;
 }
 
-// The tables of a bench document (what --json prints), with its header lines.
+// The tables of a bench document (what --json prints), with its header lines: one this run made,
+// or a saved one that check_document (bench/report.h) passed, so every key read here has its type.
 std::string render_document(const nlohmann::json& doc) {
     std::ostringstream out;
     const nlohmann::json machine = doc.value("machine", nlohmann::json::object());
@@ -76,12 +78,13 @@ std::string render_document(const nlohmann::json& doc) {
         << machine.value("os", "?") << "\n";
     out << "threads: " << doc.value("threads", 0) << " (CPU backend"
         << (doc.value("threads_given", false) ? ", --threads" : ", its default") << "; the peer gets the same)\n";
-    const nlohmann::json suites = doc.value("suites", nlohmann::json::object());
+    // In suite_order's order, then any suite it leaves out, in the document's.
+    const nlohmann::json& suites = doc.at("suites");
     std::vector<std::string> order = doc.value("suite_order", std::vector<std::string>{});
-    if (order.empty())
-        for (const auto& [name, _] : suites.items()) order.push_back(name);
+    for (const auto& [name, _] : suites.items())
+        if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
     for (const auto& name : order)
-        if (suites.contains(name)) out << "\n" << render_text(suite_from_json(suites[name]));
+        if (suites.contains(name)) out << "\n" << render_text(suite_from_json(suites.at(name), "suites." + name));
     return out.str();
 }
 
@@ -116,9 +119,18 @@ int run_bench(Args& args) {
         std::ostringstream raw;
         raw << in.rdbuf();
         if (in.bad()) throw UsageError{"cannot read '" + *from + "': " + std::strerror(errno)};
-        const auto doc = nlohmann::json::parse(raw.str(), nullptr, false);
-        if (doc.is_discarded() || !doc.is_object() || !doc.contains("suites"))
-            throw UsageError{"'" + *from + "' is not a document written by 'mantissa-cli bench --json'"};
+        // Read as an experiment file is (config/json_text.h: a key twice or nesting deeper than
+        // the rendering's recursion should meet are refused), then checked key by key.
+        nlohmann::json doc;
+        const std::string not_bench = "'" + *from + "' is not a document written by 'mantissa-cli bench --json'";
+        if (const JsonProblem problem = parse_json(raw.str(), doc); problem.found)
+            throw UsageError{problem.syntax ? "'" + *from + "' is not valid JSON: " + problem.sentence
+                                            : not_bench + ": " + problem.sentence};
+        try {
+            check_document(doc);
+        } catch (const Error& e) {
+            throw UsageError{not_bench + ": " + e.what()};
+        }
         const std::string text = render_document(doc);
         if (output) {
             std::ofstream file(*output);

@@ -543,6 +543,50 @@ std::string describe_encoding_problem(std::string_view text) {
     return where(text, nul) + ": a NUL byte (\\0), which JSON text cannot hold: the file is binary or damaged";
 }
 
+// A long path cut to about its first and last 60 bytes, at the start of a key or an index
+// ("model.layers[0]...layers[0].layers"), as printable text.
+std::string shortened_path(std::string_view path) {
+    constexpr std::size_t keep = 60;
+    if (path.size() <= 2 * keep + 3) return printable_text(path);
+    const auto starts_part = [&](std::size_t i) { return path[i] == '.' || path[i] == '['; };
+    std::size_t head = keep, tail = path.size() - keep;
+    while (head > keep / 2 && !starts_part(head)) --head;
+    while (tail < path.size() - keep / 2 && !starts_part(tail)) ++tail;
+    // Inside a long key there is no such start: cut anywhere, a UTF-8 character kept whole.
+    if (!starts_part(head) || !starts_part(tail)) return printable_text(shortened_text(path, keep));
+    if (path[tail] == '.') ++tail;
+    return printable_text(path.substr(0, head)) + "..." + printable_text(path.substr(tail));
+}
+
+std::string describe_too_deep(std::string_view text, int limit, std::string_view path, bool array) {
+    // The text up to that opening was read without an error, so a plain scan finds it: strings and
+    // comments skipped, brackets counted.
+    std::size_t at = text.size();
+    int depth = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+        if (c == '"') {
+            for (++i; i < text.size() && text[i] != '"'; ++i)
+                if (text[i] == '\\') ++i;
+        } else if (c == '/' && next == '/') {
+            i = std::min(text.find_first_of("\n\r", i), text.size());
+        } else if (c == '/' && next == '*') {
+            i = std::min(text.find("*/", i + 2), text.size());
+            if (i < text.size()) ++i;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) {
+                at = i;
+                break;
+            }
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return where(text, at) + ": the " + (array ? "array" : "object") + " at " + shortened_path(path) + " is nested " + std::to_string(limit + 1) +
+           " levels deep; at most " + std::to_string(limit) + " levels of arrays and objects inside each other are read";
+}
+
 std::string describe_nul_in_string(std::string_view text) {
     const Reading r = read_leniently(text);
     for (const Token& t : r.tokens) {

@@ -26,6 +26,11 @@ std::string describe_parse_error(std::string_view text, std::size_t offset, std:
 // would take a NUL for the end of the text and ignore everything after it).
 std::string describe_encoding_problem(std::string_view text);
 
+// The sentence for an array or object that opens more than `limit` levels deep (parse_json refuses
+// it there): its line and column, the first such opening in `text`, and `path`, where it lies in
+// the document ("model.layers[0].layers[0]"), shortened when long; `array`: an array, not an object.
+std::string describe_too_deep(std::string_view text, int limit, std::string_view path, bool array);
+
 // The sentence for a string or key that holds \u0000 (valid JSON, but a NUL would cut a name, a
 // key or a path short wherever it becomes a C string), at the first such escape.
 std::string describe_nul_in_string(std::string_view text);

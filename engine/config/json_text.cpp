@@ -5,7 +5,8 @@
 // object's current key (as nlohmann's own DOM parser does). The handler refuses a key already
 // present in its object and a key or string holding \u0000, and keeps a parse error as one plain
 // sentence instead of throwing; the wording of that sentence is config/json_syntax_errors.cpp's,
-// which this file only calls. Text with a NUL byte, or in UTF-16 or UTF-32, is refused before
+// which this file only calls. It refuses an array or object deeper than max_json_depth, too: the
+// builder keeps its own stack, but whoever copies or writes the value next recurses per level. Text with a NUL byte, or in UTF-16 or UTF-32, is refused before
 // parsing (nlohmann would stop at a NUL as if the text ended there).
 #include "config/json_text.h"
 
@@ -104,8 +105,24 @@ private:
         return true;
     }
     bool enter(json empty) {
+        if (open_.size() >= static_cast<std::size_t>(max_json_depth)) return refuse_too_deep(empty.is_array());
         open_.push_back({place(std::move(empty)), {}});
         return true;
+    }
+    // An array or object one level deeper than max_json_depth, refused before it is placed: the
+    // sentence names where it would go, from the keys and indices of the containers open around it.
+    bool refuse_too_deep(bool array) {
+        std::string path;
+        for (const Open& outer : open_) {
+            if (outer.node->is_object()) {
+                path += (path.empty() ? "" : ".") + outer.key;
+            } else {  // its open element is its last; the innermost array's new one comes after them
+                const std::size_t n = outer.node->size();
+                path += "[" + std::to_string(&outer == &open_.back() ? n : n - 1) + "]";
+            }
+        }
+        problem_ = {true, describe_too_deep(text_, max_json_depth, path, array), false};
+        return false;
     }
     bool leave() {
         open_.pop_back();

@@ -5,6 +5,9 @@
 // a NUL byte anywhere in the text is refused at its line and column (json::parse stops there as if
 // the text ended, ignoring the rest), as is UTF-16 or UTF-32 text; and a key or string holding
 // \u0000 is refused (a NUL would cut a name or a path short).
+// Arrays and objects nested more than max_json_depth deep are refused where the first too deep one
+// opens: the parser itself keeps no stack, but copying, comparing or writing a value recurses once
+// per level, so a hostile [[[[... would overflow the stack of whoever handles it next.
 // Comments (// and /* */) are allowed. Built on nlohmann's public SAX interface only, so it does
 // not depend on the library's internals. A pure function, callable from any thread.
 #pragma once
@@ -25,6 +28,8 @@ namespace mantissa {
 // Not syntax (valid JSON that is refused):
 //   "line 1, column 16: the number 1e999 is too large (a number must lie within about ±1.8e308)"
 //   "key dataset.kind appears twice" (no position: the parser gives none to a key)
+//   "line 1, column 1030: model.layers[0].layers[0]...layers[0] opens an array or object 513 levels
+//    deep; at most 512 levels of arrays and objects inside each other are read"
 //   "line 2, column 9: the string \"a\u0000b\" holds \u0000, a NUL character, which a key, a name or
 //    a path cannot hold"
 // Not readable as text (syntax: true):
@@ -32,6 +37,11 @@ namespace mantissa {
 //   "it is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
 // Bytes quoted from the text that are not printable UTF-8 are escaped (\0, \xE9).
 // A UTF-8 byte-order mark at the start is accepted (as json::parse does) and counts for no column.
+// The deepest nesting of arrays and objects parse_json reads (the top-level value is level 1): far
+// beyond any file Mantissa reads (an experiment's deepest model.layers, 32 residual blocks inside each
+// other, is about 70), and little stack for the recursive copies and writes that follow.
+inline constexpr int max_json_depth = 512;
+
 struct JsonProblem {
     bool found = false;
     std::string sentence;

@@ -145,13 +145,23 @@ std::string default_prefix(const std::string& type) {
     return type;  // relu, gelu, tanh, flatten
 }
 
+// A model.layers list holds at most this many layers in all, those inside residual blocks counted
+// (docs/experiment.md, "Models").
+constexpr std::size_t max_listed_layers = 512;
+// Residual blocks nest at most this deep (a block inside a block inside ... ): building, running and
+// describing a block recurses into its branch, so the depth is bounded where it is read.
+constexpr int max_residual_depth = 32;
+
 // model.layers: each entry {"type": ..., "name": ... (optional), options...}; a residual's
 // "layers" are its branch, named inside the block ("block1.conv1"). Unnamed layers are numbered
-// per prefix within their list: conv1, conv2, bn1, fc1, ...
+// per prefix within their list: conv1, conv2, bn1, fc1, ... `names`: every layer named so far, in
+// every list; `depth`: the residual blocks around this list.
 std::vector<LayerSpec> listed_nodes(const json& list, const std::string& where, const std::string& prefix,
-                                    std::vector<std::string>& names) {
+                                    std::vector<std::string>& names, int depth = 0) {
     if (!list.is_array()) throw Error(where + " must be an array of layer descriptions.");
-    if (list.size() > 512) throw Error(where + " lists " + std::to_string(list.size()) + " layers; at most 512.");
+    if (list.size() > max_listed_layers)
+        throw Error(where + " lists " + std::to_string(list.size()) + " layers; at most " +
+                    std::to_string(max_listed_layers) + ".");
     std::map<std::string, int> counters;
     std::vector<LayerSpec> nodes;
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -177,12 +187,20 @@ std::vector<LayerSpec> listed_nodes(const json& list, const std::string& where, 
         for (const std::string& seen : names)
             if (seen == s.name) throw Error(at + ": the name \"" + s.name + "\" is already taken by another layer.");
         names.push_back(s.name);
+        if (names.size() > max_listed_layers)
+            throw Error(at + ": model.layers holds more than " + std::to_string(max_listed_layers) +
+                        " layers, counting those inside residual blocks; at most " +
+                        std::to_string(max_listed_layers) + ".");
         for (const auto& [key, value] : item.items())
             if (key != "type" && key != "name" && !(s.type == "residual" && key == "layers")) s.options[key] = value;
         if (s.type == "residual") {
+            if (depth >= max_residual_depth)
+                throw Error(at + ": a residual block " + std::to_string(depth + 1) + " levels deep, inside " +
+                            std::to_string(depth) + " others; residual blocks nest at most " +
+                            std::to_string(max_residual_depth) + " levels deep.");
             const auto children = item.find("layers");
             if (children == item.end()) throw Error(at + ": a residual needs \"layers\", its branch.");
-            s.children = listed_nodes(*children, at + ".layers", s.name, names);
+            s.children = listed_nodes(*children, at + ".layers", s.name, names, depth + 1);
         }
         nodes.push_back(std::move(s));
     }

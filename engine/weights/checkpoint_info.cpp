@@ -1,9 +1,17 @@
-// A checkpoint's metadata as JSON (checkpoint_info.h).
+// A checkpoint's metadata as JSON (checkpoint_info.h). Reading checks each key's type and then
+// each value against what a run can write: counts of steps no larger than "step", a loss scale
+// that is a finite FP32 number above 0 (0 only once the scale has collapsed), an accuracy from 0 to
+// 1. A file that passes resumes as the run it was taken from would have gone on; one that does not
+// is refused naming the file and the key, before anything is restored.
 #include "weights/checkpoint_info.h"
+
+#include <cstdio>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "config/json_number.h"
+#include "config/json_text.h"
 #include "error.h"
 #include "printable_text.h"
 
@@ -38,39 +46,50 @@ json info_json(const CheckpointInfo& c) {
             {"experiment", experiment_to_json(c.experiment)}};
 }
 
-// Reads the metadata's keys, each checked, naming the file and the key in the sentence it throws.
+// A number as a sentence quotes it: 65536, -1, 1e+39, inf, nan.
+std::string number_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+// Reads the metadata's keys, each checked, naming the file and the key in the sentence it throws
+// ("summary.samples" for a key of the group "summary").
 class MetadataReader {
 public:
-    MetadataReader(const json& j, std::string where) : m_j(j), m_where(std::move(where)) {}
+    MetadataReader(const json& j, std::string where, std::string prefix = {})
+        : m_j(j), m_where(std::move(where)), m_prefix(std::move(prefix)) {}
     const json& at(const char* key) const {
-        if (!m_j.is_object() || !m_j.contains(key)) fail(std::string("has no \"") + key + "\"");
+        if (!m_j.is_object() || !m_j.contains(key)) fail("has no " + name(key));
         return m_j.at(key);
     }
     std::int64_t integer(const char* key, std::int64_t lo) const {
         const json& v = at(key);
         if (!v.is_number_integer() || v.get<std::int64_t>() < lo)
-            fail(std::string("\"") + key + "\" must be a whole number of at least " + std::to_string(lo));
+            fail(name(key) + " must be a whole number of at least " + std::to_string(lo));
         return v.get<std::int64_t>();
     }
     std::uint64_t unsigned_integer(const char* key) const {
         const json& v = at(key);
-        if (!v.is_number_unsigned()) fail(std::string("\"") + key + "\" must be a whole number of at least 0");
+        if (!v.is_number_unsigned()) fail(name(key) + " must be a whole number of at least 0");
         return v.get<std::uint64_t>();
     }
     double real(const char* key) const {
         if (const auto v = number_from_json(at(key))) return *v;
-        fail(std::string("\"") + key + "\" must be a number");
+        fail(name(key) + " must be a number");
     }
     bool boolean(const char* key) const {
         const json& v = at(key);
-        if (!v.is_boolean()) fail(std::string("\"") + key + "\" must be true or false");
+        if (!v.is_boolean()) fail(name(key) + " must be true or false");
         return v.get<bool>();
     }
     MetadataReader group(const char* key) const {
         const json& v = at(key);
-        if (!v.is_object()) fail(std::string("\"") + key + "\" must be an object");
-        return {v, m_where};
+        if (!v.is_object()) fail(name(key) + " must be an object");
+        return {v, m_where, m_prefix + key + "."};
     }
+    // The key as the sentence names it, quoted, with its group: "summary.samples".
+    std::string name(const char* key) const { return "\"" + m_prefix + key + "\""; }
     [[noreturn]] void fail(const std::string& what) const {
         throw Error(m_where + ": the checkpoint's metadata " + what + "; the file is damaged, or not a Mantissa checkpoint.");
     }
@@ -78,6 +97,7 @@ public:
 private:
     const json& m_j;
     std::string m_where;
+    std::string m_prefix;
 };
 
 CheckpointInfo parse_info(const SafetensorsFile& file) {
@@ -86,9 +106,13 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
     if (it == file.metadata().end())
         throw Error(where + " holds no Mantissa checkpoint (its metadata has no \"" + checkpoint_metadata_key +
                     "\"): it is a weights file, which model.init_from reads.");
-    const json j = json::parse(it->second, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-        throw Error(where + ": the checkpoint's metadata is not a JSON object; the file is damaged.");
+    // Read as an experiment file is (config/json_text.h): a key twice and nesting too deep for the
+    // recursive reads that follow are refused, not only bad syntax.
+    json j;
+    if (const JsonProblem problem = parse_json(it->second, j); problem.found)
+        throw Error(where + ": the checkpoint's metadata is not a JSON object (" + problem.sentence +
+                    "); the file is damaged.");
+    if (!j.is_object()) throw Error(where + ": the checkpoint's metadata is not a JSON object; the file is damaged.");
     const MetadataReader r(j, where);
     CheckpointInfo c;
     c.version = static_cast<int>(r.integer("version", 1));
@@ -101,7 +125,7 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
     TrainerState& t = c.trainer;
     t.step = r.integer("step", 0);
     t.time_s = r.real("time_s");
-    t.loss_scale = static_cast<float>(r.real("loss_scale"));
+    const double loss_scale = r.real("loss_scale");  // checked below, once scale_collapsed is read
     t.growth_tracker = r.integer("growth_tracker", 0);
     t.optimizer_steps = r.integer("optimizer_steps", 0);
     t.stochastic_rounding = r.unsigned_integer("stochastic_rounding");
@@ -114,17 +138,38 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
     t.diverged = r.boolean("diverged");
     t.scale_collapsed = r.boolean("scale_collapsed");
     if (!(t.time_s >= 0) || !std::isfinite(t.time_s)) r.fail("\"time_s\" must be a finite number of at least 0");
+    // A loss scale is a positive FP32 number; a dynamic scale that backed off past FP32's smallest
+    // subnormal is 0, and then the Trainer has said it collapsed (a branch with other loss scaling
+    // may still start from there). Anything else would skip or scale every step wrongly.
+    if (!(loss_scale >= 0 && loss_scale <= std::numeric_limits<float>::max()))
+        r.fail("\"loss_scale\" must be a finite FP32 number above 0, not " + number_text(loss_scale));
+    t.loss_scale = static_cast<float>(loss_scale);  // 0 below FP32's smallest subnormal
+    if (t.loss_scale == 0 && !t.scale_collapsed)
+        r.fail("\"loss_scale\" is " + number_text(loss_scale) + " while \"scale_collapsed\" is false (a scale reaches 0 "
+               "only by collapsing)");
     if (t.optimizer_steps > t.step) r.fail("counts more optimizer steps than steps");
+    if (t.growth_tracker > t.step) r.fail("\"growth_tracker\" counts more steps than \"step\" (" + std::to_string(t.step) + ")");
     const MetadataReader s = r.group("summary");
-    c.summary.samples = s.integer("samples", 0);
-    c.summary.overflow_steps = s.integer("overflow_steps", 0);
-    c.summary.skipped_steps = s.integer("skipped_steps", 0);
-    c.summary.final_loss = s.real("final_loss");
-    c.summary.test_loss = s.real("test_loss");
-    c.summary.test_accuracy = s.real("test_accuracy");
-    c.summary.last_eval_step = s.integer("last_eval_step", -1);
+    CheckpointSummary& sum = c.summary;
+    sum.samples = s.integer("samples", 0);
+    sum.overflow_steps = s.integer("overflow_steps", 0);
+    sum.skipped_steps = s.integer("skipped_steps", 0);
+    sum.final_loss = s.real("final_loss");
+    sum.test_loss = s.real("test_loss");
+    sum.test_accuracy = s.real("test_accuracy");
+    sum.last_eval_step = s.integer("last_eval_step", -1);
+    // The counts are of steps taken, the evaluation's step one of them; an accuracy is a fraction.
+    for (const auto& [key, count] : {std::pair{"overflow_steps", sum.overflow_steps},
+                                     std::pair{"skipped_steps", sum.skipped_steps},
+                                     std::pair{"last_eval_step", sum.last_eval_step}})
+        if (count > t.step) s.fail(s.name(key) + " is " + std::to_string(count) + ", beyond \"step\" (" + std::to_string(t.step) + ")");
+    if (!std::isnan(sum.test_accuracy) && !(sum.test_accuracy >= 0 && sum.test_accuracy <= 1))
+        s.fail(s.name("test_accuracy") + " must be a fraction from 0 to 1 (or \"nan\" before an evaluation), not " +
+               number_text(sum.test_accuracy));
+    // Outside the try below, so that its sentence names the file once.
+    const json& experiment = r.at("experiment");
     try {
-        c.experiment = experiment_from_json(r.at("experiment"));
+        c.experiment = experiment_from_json(experiment);
     } catch (const Error& e) {
         throw Error(where + ": the checkpoint's experiment is not one this Mantissa reads: " + e.what());
     }

@@ -173,6 +173,71 @@ private slots:
         QTest::newRow("from a missing file") << QStringList{"bench", "--from", "/nonexistent/bench.json"}
                                              << "cannot read '/nonexistent/bench.json'";
     }
+    // A saved document that is not one bench --json writes: exit 2 and one sentence naming the key
+    // and what it must be, never a JSON library's message, a crash, or tables of "?".
+    void fromBadDocument_data() {
+        QTest::addColumn<QByteArray>("document");
+        QTest::addColumn<QString>("mentions");
+        const QByteArray suite = R"({"name": "numeric", "tables": [{"name": "t", "columns": [{"key": "a"}], "rows": [{"a": 1}]}]})";
+        QTest::newRow("date a number") << QByteArray(R"({"suites": {}, "date": 1})") << "date: expected a string, got a number (1)";
+        QTest::newRow("date a number, with a suite") << QByteArray(R"({"suites": {"numeric": )" + suite + R"(}, "date": 1})")
+                                                     << "date: expected a string, got a number (1)";
+        QTest::newRow("suite a string") << QByteArray(R"({"suites": {"engine": "x"}})")
+                                        << "suites.engine: expected a suite object";
+        QTest::newRow("suite an array") << QByteArray(R"({"suites": {"engine": [1]}})")
+                                        << "suites.engine: expected a suite object";
+        QTest::newRow("no suites") << QByteArray(R"({"suites": {}})") << "the document holds no suite results";
+        QTest::newRow("suites an array") << QByteArray(R"({"suites": []})") << "suites: expected an object of suite results";
+        QTest::newRow("suites null") << QByteArray(R"({"suites": null})") << "suites: expected an object of suite results";
+        QTest::newRow("no suites key") << QByteArray(R"({"date": "x"})") << "the document has no \"suites\"";
+        QTest::newRow("an array") << QByteArray("[]") << "expected a JSON object";
+        QTest::newRow("null") << QByteArray("null") << "expected a JSON object";
+        QTest::newRow("not JSON") << QByteArray("{suites}") << "is not valid JSON: line 1, column 2";
+        QTest::newRow("a key twice") << QByteArray(R"({"suites": {"numeric": )" + suite + R"(}, "suites": {}})")
+                                     << "key suites appears twice";
+        QTest::newRow("rows not objects") << QByteArray(R"({"suites": {"numeric": {"name": "n", "tables": [{"name": "t", "columns": [], "rows": [1]}]}}})")
+                                          << "suites.numeric.tables[0].rows[0]: expected a row object, got a number (1)";
+        QTest::newRow("a column without a key") << QByteArray(R"({"suites": {"numeric": {"name": "n", "tables": [{"name": "t", "columns": [{}], "rows": []}]}}})")
+                                                << "suites.numeric.tables[0].columns[0] has no \"key\", which must be a string";
+        QTest::newRow("decimals out of range") << QByteArray(R"({"suites": {"numeric": {"name": "n", "tables": [{"name": "t", "columns": [{"key": "a", "decimals": 1000}], "rows": []}]}}})")
+                                               << "decimals: expected a whole number from 0 to 20, got a number (1000)";
+        QTest::newRow("suite_order names another suite") << QByteArray(R"({"suites": {"numeric": )" + suite + R"(}, "suite_order": ["engine"]})")
+                                                         << "suite_order[0]: names \"engine\", a suite that \"suites\" does not hold";
+        QTest::newRow("threads negative") << QByteArray(R"({"suites": {"numeric": )" + suite + R"(}, "threads": -2})")
+                                          << "threads: expected a whole number from 0 to";
+        // nlohmann's recursive copy of [[[... overflowed the stack: refused where it parses.
+        QTest::newRow("300000 arrays deep") << QByteArray(R"({"suites": {"engine": )") + QByteArray(300000, '[') +
+                                                   QByteArray(300000, ']') + "}}"
+                                            << "line 1, column 533: the array at suites.engine[0][0]";
+    }
+    void fromBadDocument() {
+        QFETCH(QByteArray, document);
+        QFETCH(QString, mentions);
+        QTemporaryDir dir;
+        QFile f(dir.filePath("bench.json"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(document);
+        f.close();
+        const CliResult r = run_cli({"bench", "--from", f.fileName()});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(mentions), r.err.constData());
+        QVERIFY2(!r.err.contains("json.exception"), r.err.constData());
+        QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);  // one sentence, one line
+        QVERIFY(r.out.isEmpty());
+    }
+
+    // The smallest document that is one: a suite with a table, no header keys (they print "?").
+    void fromMinimalDocument() {
+        QTemporaryDir dir;
+        QFile f(dir.filePath("bench.json"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"suites": {"numeric": {"name": "numeric", "tables": [{"name": "t", "title": "T", "columns": [{"key": "a", "header": "A", "decimals": 2}], "rows": [{"a": 1.5}]}]}}})");
+        f.close();
+        const CliResult r = run_cli({"bench", "--from", f.fileName()});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY2(r.out.contains("== numeric: numeric") && r.out.contains("1.50"), r.out.constData());
+    }
+
     void badInput() {
         QFETCH(QStringList, args);
         QFETCH(QString, mentions);

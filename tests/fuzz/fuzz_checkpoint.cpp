@@ -1,7 +1,8 @@
 // Fuzz target: a checkpoint's metadata (weights/checkpoint_info.h) inside a safetensors file, the
 // input being the metadata's JSON text. The reader accepts it or refuses it with one sentence; an
 // accepted one holds a version this Mantissa reads, a step of at least 0, no more optimizer steps
-// than steps, a finite training time of at least 0, and written again (checkpoint_info_text) it
+// (or growth-tracker steps) than steps, a finite training time of at least 0, a loss scale that is
+// a finite FP32 number above 0 (0 only when collapsed), and written again (checkpoint_info_text) it
 // reads back the same. Corpus: tests/fuzz/corpus/fuzz_checkpoint (docs/fuzzing.md).
 #include <cmath>
 #include <map>
@@ -41,6 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (info.version < 1 || info.version > mantissa::checkpoint_version) fuzz::fail("a version beyond this reader");
         if (t.step < 0 || t.optimizer_steps < 0 || t.optimizer_steps > t.step) fuzz::fail("impossible step counts");
         if (!(t.time_s >= 0) || !std::isfinite(t.time_s)) fuzz::fail("an impossible training time");
+        if (!std::isfinite(t.loss_scale) || !(t.loss_scale > 0 || (t.loss_scale == 0 && t.scale_collapsed)))
+            fuzz::fail("an impossible loss scale");
+        if (t.growth_tracker < 0 || t.growth_tracker > t.step) fuzz::fail("an impossible growth tracker");
         // Written again, read back the same.
         const std::string again = checkpoint_with("again.safetensors", mantissa::checkpoint_info_text(info));
         const mantissa::CheckpointInfo back = mantissa::read_checkpoint_info(mantissa::SafetensorsFile(again));

@@ -62,6 +62,8 @@ private slots:
     void duplicateKeys();
     void errors_data();
     void errors();
+    void tooDeep_data();
+    void tooDeep();
     void everyMistakeHasAPlace();
     void independentCalls();
 };
@@ -79,8 +81,8 @@ void TestJsonText::validDocuments_data() {
     row("top-level null", " null ");
     row("nested objects", R"({"train": {"lr": 0.01, "seed": 7}, "model": {"hidden": [512, 256]}})");
     row("arrays of objects", R"([{"a": 1}, {"b": [{"c": null}, {"d": false}]}, []])");
-    row("deep arrays of objects", nested_arrays_of_objects(300));
-    row("deep arrays", nested_arrays(500));
+    row("deep arrays of objects, to the depth limit", nested_arrays_of_objects(max_json_depth / 2));
+    row("deep arrays, to the depth limit", nested_arrays(max_json_depth));
     row("same key in two objects", R"({"train": {"lr": 0.1}, "layers": {"lr": 1}, "x": [{"lr": 2}, {"lr": 3}]})");
     // Not a raw string: moc misreads a backslash before a quote in one.
     row("escapes", "{\"name\": \"\\u00e9t\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/ \\n\\t\"}");
@@ -393,6 +395,47 @@ void TestJsonText::errors() {
     const JsonProblem problem = parse_json(text.toStdString(), out);
     QVERIFY(problem.found);
     QCOMPARE(problem.syntax, syntax);
+    QCOMPARE(QString::fromStdString(problem.sentence), sentence);
+}
+
+// One level deeper than max_json_depth is refused (valid JSON, so not syntax) at the line and
+// column of the first array or object too deep, naming where it lies: brackets inside strings and
+// comments do not count. Far deeper text is refused the same way, never read to its end.
+void TestJsonText::tooDeep_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QString>("sentence");
+    const auto repeat = [](const std::string& s, int n) {
+        std::string out;
+        for (int i = 0; i < n; ++i) out += s;
+        return out;
+    };
+    const std::string limit = " is nested 513 levels deep; at most 512 levels of arrays and objects inside each other are read";
+    QTest::newRow("arrays") << QByteArray::fromStdString(nested_arrays(max_json_depth + 1))
+                            << QString::fromStdString("line 1, column 513: the array at " + repeat("[0]", 20) + "..." +
+                                                      repeat("[0]", 20) + limit);
+    QTest::newRow("300000 arrays") << QByteArray::fromStdString(nested_arrays(300000))
+                                   << QString::fromStdString("line 1, column 513: the array at " + repeat("[0]", 20) +
+                                                             "..." + repeat("[0]", 20) + limit);
+    // {"a":{"a":...}}: each level 5 characters, the 513th '{' at column 2561.
+    QTest::newRow("objects") << QByteArray::fromStdString(repeat(R"({"a":)", 513) + "1" + repeat("}", 513))
+                             << QString::fromStdString("line 1, column 2561: the object at a" + repeat(".a", 29) +
+                                                       "...a" + repeat(".a", 29) + limit);
+    // After a string and a comment holding brackets, on line 2: {"s": "[{"", // [[
+    //  "m": [{"a":[{"a": ... one object, then 256 arrays of objects: the 513th level is an object.
+    const std::string text = "{\"s\": \"[{\\\"\", // [[\n \"m\": " + nested_arrays_of_objects(256) + "}";
+    QTest::newRow("brackets in a string and a comment do not count")
+        << QByteArray::fromStdString(text)
+        << QString::fromStdString("line 2, column 1538: the object at m" + repeat("[0].a", 11) + "[0]...a" +
+                                  repeat("[0].a", 11) + "[0]" + limit);
+}
+
+void TestJsonText::tooDeep() {
+    QFETCH(QByteArray, text);
+    QFETCH(QString, sentence);
+    json out;
+    const JsonProblem problem = parse_json(text.toStdString(), out);
+    QVERIFY(problem.found);
+    QVERIFY(!problem.syntax);  // json::parse reads it: valid JSON that we refuse
     QCOMPARE(QString::fromStdString(problem.sentence), sentence);
 }
 

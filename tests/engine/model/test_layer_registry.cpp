@@ -30,6 +30,22 @@ QString refusal(const ModelSpec& m, SampleShape input = {1, 8, 8}, std::int64_t 
     return {};
 }
 
+// `depth` residual blocks, each the only layer of the one around it, around `inner`.
+std::string nested_residuals(int depth, const std::string& inner = R"({"type":"linear","out":3})") {
+    std::string text;
+    for (int i = 0; i < depth; ++i) text += R"({"type":"residual","layers":[)";
+    text += inner;
+    for (int i = 0; i < depth; ++i) text += "]}";
+    return "[" + text + "]";
+}
+
+// "model.layers[0]" and then ".layers[0]" for each of `depth` blocks around it.
+std::string nested_path(int depth) {
+    std::string path = "model.layers[0]";
+    for (int i = 0; i < depth; ++i) path += ".layers[0]";
+    return path;
+}
+
 QStringList names(const ModelDesc& d) {
     QStringList n;
     for (const LayerInfo& l : d.layers) n << QString::fromStdString(l.name);
@@ -127,6 +143,21 @@ private slots:
             << R"([{"type":"residual","layers":[{"type":"maxpool2d","kernel":2,"padding":2}]}])"
             << "model.layers[0].layers[0] (block1.pool1): \"padding\" 2 is more than half the kernel (2).";
         QTest::newRow("not an object") << R"([3])" << "model.layers[0] must be an object";
+        // Building a block recurses into its branch: nesting is bounded where the list is read.
+        const std::string too_deep = ": a residual block 33 levels deep, inside 32 others; residual blocks nest at "
+                                     "most 32 levels deep.";
+        QTest::newRow("residual blocks 33 deep") << QString::fromStdString(nested_residuals(33))
+                                                 << QString::fromStdString(nested_path(32) + too_deep);
+        QTest::newRow("residual blocks 10000 deep") << QString::fromStdString(nested_residuals(10000))
+                                                    << QString::fromStdString(nested_path(32) + too_deep);
+        // 512 layers in all, those inside blocks counted: two blocks of 300 reach it in the second.
+        std::string relus;
+        for (int i = 0; i < 300; ++i) relus += std::string(i ? "," : "") + R"({"type":"relu"})";
+        const std::string block = R"({"type":"residual","layers":[)" + relus + "]}";
+        QTest::newRow("more than 512 layers over all blocks")
+            << QString::fromStdString("[" + block + "," + block + "]")
+            << "model.layers[1].layers[210]: model.layers holds more than 512 layers, counting those inside residual "
+               "blocks; at most 512.";
         QTest::newRow("no type") << R"([{"out":3}])" << "model.layers[0]: \"type\" is required";
     }
     void refusalsNameTheLayerAndTheKey() {
@@ -134,6 +165,18 @@ private slots:
         QFETCH(QString, sentence);
         const QString said = refusal(listed(layers.toStdString()));
         QVERIFY2(said.startsWith(sentence), qPrintable(said));
+    }
+
+    // 32 blocks, each inside the one before, are a model (each projects 5 values to the 3 of its branch).
+    void residualBlocks32Deep() {
+        const ModelDesc d = describe_model(listed(nested_residuals(32)), 5, 3, false);
+        QCOMPARE(d.nodes.size(), std::size_t{1});
+        const LayerSpec* inner = &d.nodes.front();
+        for (int i = 0; i < 32; ++i) {
+            QCOMPARE(inner->children.size(), std::size_t{1});
+            inner = &inner->children.front();
+        }
+        QCOMPARE(QString::fromStdString(inner->type), QString("linear"));
     }
 
     void everyRegisteredTypeBuilds() {
