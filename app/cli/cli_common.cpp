@@ -88,8 +88,15 @@ bool Args::has(std::string_view name) const {
 
 std::optional<std::string> Args::value(std::string_view name) const {
     std::optional<std::string> v;
-    for (const auto& g : m_given)
-        if (g.first == name) v = g.second;
+    for (const auto& g : m_given) {
+        if (g.first != name) continue;
+        // An option read as one value given twice: neither may silently win (repeatable ones,
+        // --set and the like, are read with values()).
+        if (v)
+            throw UsageError{"--" + std::string(name) + " was given twice ('" + printable_text(*v) + "' and '" +
+                             printable_text(g.second) + "'); give it once"};
+        v = g.second;
+    }
     return v;
 }
 
@@ -133,9 +140,15 @@ std::optional<long long> Args::integer(std::string_view name) const {
 }
 
 bool store_file_present(const std::string& db) {
+    // No name at all is not "no store yet": opening it says "No run store file was given." (exit 2).
+    if (db.empty()) return true;
     std::error_code ec;
     const bool present = std::filesystem::exists(db, ec);
-    return present || ec;
+    if (ec) return true;
+    if (!present) return false;
+    // An empty file is a store still to be created (docs/schema.md): there is none to read yet.
+    const bool empty = std::filesystem::is_regular_file(db, ec) && !ec && std::filesystem::file_size(db, ec) == 0 && !ec;
+    return !empty;
 }
 
 void require_writable_store(const RunStore& store, const std::string& db, std::string_view what,

@@ -8,6 +8,10 @@
 #include <fstream>
 #include <iostream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli/cli_common.h"
 #include "error.h"
 #include "store/run_store.h"
@@ -27,6 +31,53 @@ void export_to(RunStore& store, std::int64_t id, const std::string& table, RunSt
         throw Error(write_failed(name, errno));
     }
     require_written(out, name);
+}
+
+// Exports into the regular file `output` (existing or not): written beside the file it names (the
+// one a symbolic link leads to, so the link stays and its target gets the export) and renamed onto
+// it at the end, so a failed export leaves no half file and an existing file keeps its permissions.
+void export_to_file(RunStore& store, std::int64_t id, const std::string& table, RunStore::ExportFormat format,
+                    const std::string& output) {
+    const auto destination = app::output_destination(output);
+    if (!destination) throw UsageError{"-o " + output + " cannot be followed: its symbolic links loop"};
+    std::error_code ec;
+    const auto perms = std::filesystem::status(*destination, ec).permissions();
+    const bool existed = !ec && std::filesystem::exists(*destination, ec);
+    // A name of this process's own beside the target; O_EXCL, so nothing already there (a file,
+    // or a link to one) is written through.
+    std::string partial;
+    for (int attempt = 0;; ++attempt) {
+        partial = *destination + ".partial-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+        const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            ::close(fd);
+            break;
+        }
+        // Named as the user named it: the temporary file beside it is ours.
+        if (errno != EEXIST || attempt > 100)
+            throw Error("Cannot write '" + output + "': " + std::strerror(errno) + ".");
+    }
+    {
+        std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+        if (!out) {
+            const int err = errno;
+            std::remove(partial.c_str());
+            throw Error("Cannot write '" + output + "': " + std::strerror(err) + ".");
+        }
+        try {
+            export_to(store, id, table, format, out, output);
+        } catch (...) {
+            out.close();
+            std::remove(partial.c_str());
+            throw;
+        }
+    }
+    if (existed) std::filesystem::permissions(partial, perms, ec);
+    std::filesystem::rename(partial, *destination, ec);
+    if (ec) {
+        std::remove(partial.c_str());
+        throw Error("Cannot write '" + output + "': " + ec.message() + ".");
+    }
 }
 
 int run_export(Args& args) {
@@ -51,33 +102,15 @@ int run_export(Args& args) {
     const std::int64_t id = store.resolve(args.positional().front());
 
     if (to_file) {
-        std::error_code ec;
-        const bool special = std::filesystem::exists(*output, ec) && !std::filesystem::is_regular_file(*output, ec);
-        if (special) {
-            // A device or a pipe (/dev/stdout, a FIFO) is written in place: it cannot be renamed over.
+        struct stat st {};
+        if (::stat(output->c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+            // A device or this process's own standard output (/dev/null, /dev/stdout; the guard
+            // refused a pipe or a disk) is written in place: it cannot be renamed over.
             std::ofstream out(*output, std::ios::binary);
             if (!out) throw Error("Cannot write '" + *output + "': " + std::strerror(errno) + ".");
             export_to(store, id, table, *format, out, *output);
         } else {
-            // Written beside the target and renamed at the end, so a failed export leaves no half file.
-            const std::string partial = *output + ".partial";
-            {
-                std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-                // Named as the user named it: the temporary file beside it is ours.
-                if (!out) throw Error("Cannot write '" + *output + "': " + std::strerror(errno) + ".");
-                try {
-                    export_to(store, id, table, *format, out, *output);
-                } catch (...) {
-                    out.close();
-                    std::remove(partial.c_str());
-                    throw;
-                }
-            }
-            std::filesystem::rename(partial, *output, ec);
-            if (ec) {
-                std::remove(partial.c_str());
-                throw Error("Cannot write '" + *output + "': " + ec.message() + ".");
-            }
+            export_to_file(store, id, table, *format, *output);
         }
         std::fprintf(stderr, "exported %s of run %lld to %s\n", table.c_str(), static_cast<long long>(id),
                      output->c_str());
@@ -116,7 +149,9 @@ MANTISSA_CLI_COMMAND({"export", "export a run's table (steps, layer rows, evalua
                       "                      store version 8)\n"
                       "  -o, --output FILE   write to FILE instead of standard output\n"
                       "  --db FILE           the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n\n"
-                      "FILE is never the run store or any other SQLite database: such a FILE is refused.\n\n"
+                      "FILE is never the run store, any other SQLite database, a Mantissa checkpoint or a named\n"
+                      "pipe: such a FILE is refused. A symbolic link is written through (the file it names gets\n"
+                      "the export); - is standard output.\n\n"
                       "Exit status: 0 ok, 2 bad usage, no such run, or the store or FILE cannot be used\n"
                       "(written in full: a full disk is exit 2).\n",
                       run_export});

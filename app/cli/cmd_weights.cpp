@@ -26,27 +26,6 @@
 namespace mantissa::cli {
 namespace {
 
-// Refuses an output that would replace a checkpoint: any file in the store's checkpoint folder
-// (which the store writes and prunes, store/checkpoint_rows.h), and any existing file that holds
-// a Mantissa checkpoint (another store's).
-void refuse_checkpoint_output(const std::string& out, const std::string& db) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path target = fs::absolute(out, ec).lexically_normal();
-    if (!ec && store::owns_checkpoint_file(db, target.string()))
-        throw UsageError{"-o " + out + " lies in the run store's checkpoint folder, which the store writes and prunes; "
-                         "choose another file."};
-    if (!fs::is_regular_file(out, ec)) return;
-    bool checkpoint = false;
-    try {
-        checkpoint = SafetensorsFile(out).metadata().contains(checkpoint_metadata_key);
-    } catch (const std::exception&) {
-        // not a safetensors file: an ordinary file, which -o may replace
-    }
-    if (checkpoint)
-        throw UsageError{"-o " + out + " holds a Mantissa checkpoint, which is never overwritten; choose another file."};
-}
-
 int export_weights(Args& args) {
     args.allow_only({"output", "step", "db", "json"}, "weights export");
     args.expect_words(2, "give the run whose weights to export", "mantissa-cli weights export RUN -o FILE.safetensors");
@@ -73,8 +52,11 @@ int export_weights(Args& args) {
         }
     }
 
+    // The guard refuses any checkpoint (a file in a store's checkpoint folder, or one holding a
+    // Mantissa checkpoint's metadata), a named pipe and a link loop.
     refuse_unsafe_output("-o", *out, {{db, "the run store"}, {from->file, "the checkpoint it reads"}});
-    refuse_checkpoint_output(*out, db);
+    // Written beside the file a symbolic link leads to and renamed onto it: the link stays.
+    const std::string destination = app::output_destination(*out).value_or(*out);
     const Checkpoint checkpoint(from->file);
     const SafetensorsFile& file = checkpoint.file();
     std::vector<SafetensorsTensor> tensors;
@@ -88,7 +70,7 @@ int export_weights(Args& args) {
         {"mantissa.experiment", experiment_to_json(checkpoint.info().experiment).dump()},
     };
     const std::size_t count = tensors.size();
-    write_safetensors(*out, std::move(tensors), metadata);
+    write_safetensors(destination, std::move(tensors), metadata);
     if (args.has("json")) {
         const nlohmann::ordered_json j = {{"file", *out}, {"run", run.id}, {"step", from->step}, {"tensors", count}};
         std::cout << j.dump(2) << std::endl;

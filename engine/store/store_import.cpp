@@ -154,11 +154,17 @@ bool has_uuid(Statement& q, const std::string& uuid) {
     return found;
 }
 
+// Thrown by copy_store, before it commits, when the other store was read as "immutable" and was
+// written meanwhile: what was read may mix two states of it, so the copy is rolled back and made
+// again through an ordinary read-only connection.
+struct WrittenWhileRead {};
+
 // The copy itself: one snapshot of the other store (a read transaction) copied in one write
 // transaction of this one, which rolls back when anything throws.
-ImportResult copy_store(Connection& from, int version, const std::string& other_path, Connection& db,
+ImportResult copy_store(OtherStore& other, const std::string& other_path, Connection& db,
                         const std::string& store_path) {
-    const auto tables = store_tables(version);
+    Connection& from = other.connection;
+    const auto tables = store_tables(other.version);
     auto has_table = [&](const char* name) {
         return std::any_of(tables.begin(), tables.end(), [&](const char* t) { return std::string_view(t) == name; });
     };
@@ -236,6 +242,7 @@ ImportResult copy_store(Connection& from, int version, const std::string& other_
             mark_interrupted(db, new_id, recorder, when);
         ++result.runs_added;
     }
+    if (other.written_since && other.written_since()) throw WrittenWhileRead{};
     writing.commit();
     return result;
 }
@@ -256,10 +263,13 @@ ImportResult import_store(Connection& db, const std::string& store_path, const s
                     "': both keep their checkpoints in " + shared +
                     " (their names differ only by .sqlite); import into a store of another name.");
     OtherStore other = open_other_store(other_path);
-    Connection& from = other.connection;
-
     try {
-        return copy_store(from, other.version, other_path, db, store_path);
+        try {
+            return copy_store(other, other_path, db, store_path);
+        } catch (const WrittenWhileRead&) {
+            other = open_other_store(other_path, false);
+            return copy_store(other, other_path, db, store_path);
+        }
     } catch (const Error& e) {
         // The write transaction rolled back: say so, whichever store the sentence names.
         throw Error("Nothing was imported from '" + other_path + "': " + continue_sentence(e.what()) + ".");

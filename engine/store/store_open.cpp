@@ -161,7 +161,13 @@ struct Inspected {
     Header header;
 };
 
-Inspected inspect_read_only(const std::string& path) {
+Inspected inspect_read_only(const std::string& path, bool immutable = false) {
+    if (immutable) {
+        Connection db(path, Connection::Mode::immutable);
+        configure_reader(db);
+        Header h = read_header(db);
+        return {std::move(db), h};
+    }
     try {
         Connection db(path, Connection::Mode::read_only);
         configure_reader(db);
@@ -267,6 +273,16 @@ std::string folder_of(const std::string& path) {
     return p.empty() ? std::string(".") : p.string();
 }
 
+// Whether `path` names the default store (run_store.h default_store_path), the one store whose
+// missing folders are made.
+bool is_default_store_path(const std::string& path) {
+    std::error_code ec;
+    const fs::path a = fs::absolute(path, ec).lexically_normal();
+    if (ec) return false;
+    const fs::path b = fs::absolute(default_store_path(), ec).lexically_normal();
+    return !ec && a == b;
+}
+
 // The copy made before migrating: PATH.bak-vN, or PATH.bak-vN.2, .3 ... when that exists and
 // holds something else. VACUUM INTO writes the same bytes for the same content, so the copy is
 // written beside them first and an existing backup with the same bytes is kept instead: a
@@ -314,12 +330,12 @@ void check_columns(Connection& db, const std::string& path) {
 
 // The checks of a read-only open up to the version: an existing file, an SQLite database, a
 // Mantissa store not from a newer version with the tables of its version, not empty.
-Inspected inspect_existing(const std::string& path, const char* why) {
+Inspected inspect_existing(const std::string& path, const char* why, bool immutable = false) {
     std::error_code ec;
     if (!fs::exists(path, ec))
         throw Error("There is no run store at " + in_quotes(path) + " yet (it is created when a run is recorded).");
     check_file_header(path);
-    Inspected in = inspect_read_only(path);
+    Inspected in = inspect_read_only(path, immutable);
     if (check_header(in.header, path))
         throw Error("The file " + in_quotes(path) + " is an empty database, not yet a run store" + std::string(why) +
                     ".");
@@ -356,7 +372,20 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
     const bool exists = fs::exists(path, ec);
     bool current = false;  // an existing store of this version: opening it takes no write lock
     if (!exists) {
-        fs::create_directories(folder, ec);
+        // Only the default store's folder is made (docs/schema.md): a mistyped --db must not
+        // leave folders behind wherever it points.
+        if (!fs::is_directory(folder, ec)) {
+            // The nearest part of the folder's path that is there: a file there is not a folder.
+            fs::path there = folder;
+            while (!there.empty() && !fs::exists(there, ec) && there.has_relative_path()) there = there.parent_path();
+            if (!there.empty() && fs::exists(there, ec) && !fs::is_directory(there, ec))
+                throw Error("Cannot create the run store " + in_quotes(path) + ": " + in_quotes(there.string()) +
+                            " on its path is not a folder.");
+            if (!is_default_store_path(path))
+                throw Error("Cannot create the run store " + in_quotes(path) + ": its folder " + in_quotes(folder) +
+                            " does not exist; create the folder first, or choose a file in a folder that exists.");
+            fs::create_directories(folder, ec);
+        }
         if (ec)
             throw Error("Cannot create the folder " + in_quotes(folder) + " for the run store " + in_quotes(path) +
                         ": " + ec.message() + ".");
@@ -368,11 +397,19 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
         const bool writable = access(path.c_str(), W_OK) == 0 && access(folder.c_str(), W_OK) == 0;
         if (!writable) return open_read_only(path, " (the file or its folder is not writable)");
         const auto size = fs::file_size(path, ec);
+        // A reading command never creates a store, not even in an empty file (docs/schema.md).
+        const auto refuse_empty_when_reading = [&] {
+            if (how == StoreAccess::read)
+                throw Error("The file " + in_quotes(path) +
+                            " is an empty database, not yet a run store (it becomes one when a run is recorded).");
+        };
+        if (!ec && size == 0) refuse_empty_when_reading();
         if (!ec && size > 0) {
             // Look before touching: a file that fails here is never opened for writing.
             const Looked looked = look_before_writing(path, how);
             if (looked.damage) refuse_damaged(path, *looked.damage);
             const bool empty = check_header(looked.header, path);
+            if (empty) refuse_empty_when_reading();
             current = !empty && looked.header.version == schema_version;
         }
     }
@@ -421,17 +458,23 @@ OpenedStore open_store(const std::string& path, StoreAccess how) {
     return out;
 }
 
-OtherStore open_other_store(const std::string& path) {
+OtherStore open_other_store(const std::string& path, bool may_read_immutable) {
     if (path.empty()) throw Error("No run store file was given.");
     if (path == ":memory:")
         throw Error("':memory:' names an SQLite in-memory database, which cannot be a run store; give a file name.");
     if (auto why = unusable_store_path(path)) throw Error(*why);
-    Inspected in = inspect_existing(path, "");
+    // Nobody has it open (no -wal, no -journal): read as "immutable", which leaves nothing beside
+    // it; a read-only connection to a WAL file would create its -wal and -shm files.
+    const FileState before = FileState::of(path);
+    const bool immutable = may_read_immutable && before.quiet();
+    Inspected in = inspect_existing(path, "", immutable);
     const int version = static_cast<int>(in.header.version);
     // An older store lacks the columns of later versions by design; its reader asks for the ones
     // it has (store_import.cpp).
     if (version == schema_version) check_columns(in.connection, path);
-    return {std::move(in.connection), version};
+    OtherStore out{std::move(in.connection), version, {}};
+    if (immutable) out.written_since = [path, before] { return !before.same_as(FileState::of(path)); };
+    return out;
 }
 
 Connection open_writer_connection(const std::string& path, std::int64_t max_page_count) {

@@ -5,6 +5,7 @@
 // -wal or -shm file beside it that was not there (docs/schema.md, "Files Mantissa refuses").
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "store/run_store.h"
@@ -31,11 +32,16 @@ OpenedStore open_store(const std::string& path, StoreAccess access);
 // a read-only open, but a store of an older version is read as it is, not refused or migrated;
 // `version` says which tables and columns it has (schema.h store_tables). Throws mantissa::Error
 // with one sentence: missing, not a Mantissa store, from a newer version, damaged.
+// When nobody has it open (no -wal or -journal beside it) and `may_read_immutable`, it is read
+// through an "immutable" connection, which creates no -wal or -shm file beside it; such a read
+// holds only while nobody writes the file, which `written_since` tells afterwards (it is empty for
+// an ordinary read-only connection, which needs no such check).
 struct OtherStore {
     Connection connection;
     int version = 0;
+    std::function<bool()> written_since;
 };
-OtherStore open_other_store(const std::string& path);
+OtherStore open_other_store(const std::string& path, bool may_read_immutable = true);
 
 // A second connection to a store open_store() has already checked and migrated, for a Recorder's
 // writer thread.

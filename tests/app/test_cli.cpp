@@ -118,6 +118,16 @@ private slots:
         QTest::newRow("a setting without --set") << QStringList{"train", "train.lr=0.1", "--no-record"} << "--set";
         QTest::newRow("two experiment files") << QStringList{"train", "-c", "a.json", "b.json", "--no-record"}
                                               << "'b.json': the experiment file is a.json";
+        QTest::newRow("--config twice") << QStringList{"train", "--config", "a.json", "--config", "b.json", "--no-record"}
+                                        << "--config was given twice ('a.json' and 'b.json'); give it once";
+        QTest::newRow("-c and --config") << QStringList{"train", "-c", "a.json", "--config=b.json", "--no-record"}
+                                         << "--config was given twice";
+        QTest::newRow("--steps twice") << QStringList{"train", "--steps", "3", "--steps", "5", "--no-record"}
+                                       << "--steps was given twice";
+        QTest::newRow("runs with an empty --db") << QStringList{"runs", "--db", ""} << "No run store file was given.";
+        QTest::newRow("sweep list with an empty --db") << QStringList{"sweep", "list", "--db", ""}
+                                                       << "No run store file was given.";
+        QTest::newRow("show with an empty --db") << QStringList{"show", "1", "--db", ""} << "No run store file was given.";
         QTest::newRow("unknown backend") << QStringList{"train", "--backend", "gpu", "--no-record"} << "backend.kind";
         QTest::newRow("--at without a step") << QStringList{"train", "--at", "precision.autocast=bf16", "--no-record"}
                                              << "--at takes STEP:KEY=VALUE";

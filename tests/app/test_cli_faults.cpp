@@ -5,6 +5,8 @@
 // what their headers declare would fail there, so a pass shows that they were refused first.
 #include <QtTest>
 
+#include <QFile>
+#include <QMap>
 #include <QTemporaryDir>
 
 #include <sys/stat.h>
@@ -156,6 +158,87 @@ private slots:
             << "{\"name\": \"x\"}\0{\"train\": {\"lr\": -1}}"s;
         const CliResult r = run_cli({"train", "--no-record", "--steps", "1", path}, {}, 120'000);
         expectOneSentence(r, "Experiment file " + path + " is not valid JSON: line 1, column 14: a NUL byte (\\0)");
+    }
+
+    // Residual blocks nested past their limit (building a block recurses into its branch, and
+    // 10000 of them overflowed the stack): 40 levels are refused naming the 33rd block's place;
+    // 10000 are refused earlier, by the JSON's nesting, at its line and column.
+    void residualBlocksNestedTooDeep_data() {
+        QTest::addColumn<int>("depth");
+        QTest::addColumn<QString>("part");
+        QString path = "model.layers[0]";
+        for (int i = 0; i < 32; ++i) path += ".layers[0]";
+        QTest::newRow("40") << 40 << path + ": a residual block 33 levels deep, inside 32 others; residual blocks nest at most 32 levels deep.";
+        QTest::newRow("10000") << 10000 << "is nested 513 levels deep; at most 512 levels of arrays and objects";
+    }
+    void residualBlocksNestedTooDeep() {
+        QFETCH(int, depth);
+        QFETCH(QString, part);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("e.json");
+        std::string layers;
+        for (int i = 0; i < depth; ++i) layers += R"({"type":"residual","layers":[)";
+        layers += R"({"type":"linear","out":4})";
+        for (int i = 0; i < depth; ++i) layers += "]}";
+        std::ofstream(path.toStdString()) << R"({"dataset":{"kind":"spirals"},"model":{"kind":"layers","layers":[)"
+                                          << layers << R"(,{"type":"linear","out":3}]}})";
+        expectOneSentence(run_cli({"train", "--no-record", "--steps", "1", path}, {}, 120'000), part);
+    }
+
+    // A store whose b-tree leaf pages have garbage cell pointers (the pointer array overwritten in
+    // place, the cell count intact), each page in turn: SQLite walks such a page as if it held fewer
+    // rows unless it checks a page's cells when it loads it, and `export` gave 136 of 360 what-if
+    // rows with exit 0. Each export now gives every row, or the store's one sentence (exit 2), and
+    // leaves the file byte for byte.
+    void damagedPagesAreNotFewerRows() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const CliResult trained = run_cli({"train", "--db", db, "--steps", "20", "--set", "dataset.kind=spirals",
+                                           "--set", "model.hidden=[64,32]", "--set", "train.layer_stats_every=1",
+                                           "--set", "train.what_if.formats=[\"fp16\",\"bf16\",\"fp8-e4m3\",\"mxfp4\"]"},
+                                          {}, 120'000);
+        QVERIFY2(trained.code == 0, trained.err.constData());
+        const QStringList tables = {"what_if_steps", "steps", "layer_steps"};
+        QMap<QString, QByteArray> want;
+        for (const QString& table : tables) {
+            const CliResult r = run_cli({"export", "1", "--table", table, "--db", db});
+            QVERIFY2(r.code == 0, r.err.constData());
+            want[table] = r.out;
+        }
+        QVERIFY(want["what_if_steps"].count('\n') > 100);
+        QFile f(db);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray good = f.readAll();
+        f.close();
+        const int page = (static_cast<unsigned char>(good[16]) << 8) | static_cast<unsigned char>(good[17]);
+        QVERIFY(page >= 512 && good.size() % page == 0);
+        int garbled = 0, refused = 0;
+        for (qsizetype at = page; at < good.size(); at += page) {  // page 1 holds the schema's root
+            if (good[at] != 0x0D && good[at] != 0x0A) continue;     // a table's or an index's leaf page
+            QByteArray bytes = good;
+            for (int i = 8; i < 808 && i + 4 <= page; i += 4) bytes.replace(at + i, 4, QByteArray("\xDE\xAD\xBE\xEF", 4));
+            const QString copy = dir.filePath(QString("garbled-%1.sqlite").arg(at / page + 1));
+            QFile out(copy);
+            QVERIFY(out.open(QIODevice::WriteOnly) && out.write(bytes) == bytes.size());
+            out.close();
+            ++garbled;
+            for (const QString& table : tables) {
+                const CliResult r = run_cli({"export", "1", "--table", table, "--db", copy});
+                if (r.code == 0) {
+                    QVERIFY2(r.out == want[table], qPrintable(QString("page %1 garbled: %2 exported %3 of %4 lines, exit 0")
+                                                                  .arg(at / page + 1).arg(table)
+                                                                  .arg(r.out.count('\n')).arg(want[table].count('\n'))));
+                    continue;
+                }
+                ++refused;
+                expectOneSentence(r, "The run store '" + copy + "' is damaged", "export");
+            }
+            QFile back(copy);
+            QVERIFY(back.open(QIODevice::ReadOnly));
+            QVERIFY2(back.readAll() == bytes, "a damaged store was written to");
+        }
+        QVERIFY(garbled >= 5);
+        QVERIFY(refused >= 1);
     }
 
     // A damaged store whose schema SQLite quotes with line breaks and bytes that are not UTF-8 (found

@@ -1,7 +1,8 @@
 // mantissa-cli's outputs, where a mistake loses data: -o never overwrites the run store or any
 // SQLite database (and never replaces a device such as /dev/full), every write that fails (a full
 // disk, played by /dev/full) is exit 2 with "Writing to F failed: ...", weights export never
-// replaces a checkpoint, and a training run whose
+// replaces a checkpoint (nor does any other -o), -o writes through a symbolic link and never waits on
+// a named pipe, and a training run whose
 // recording stopped early (a file-size limit plays the full disk) is exit 1 with its warning.
 #include <QtTest>
 
@@ -53,14 +54,16 @@ private slots:
         QVERIFY(m_dir.isValid());
         m_db = m_dir.filePath("mantissa/runs.sqlite");
         const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[16]", "--steps", "3",
-                                     "--db", m_db});
+                                     "--db", m_db},
+                                    m_dir.path());  // the default store: its folder is made
         QVERIFY2(r.code == 0, r.err.constData());
         m_other = m_dir.filePath("other.sqlite");
         QVERIFY(QFile::copy(m_db, m_other));
         m_doc = m_dir.filePath("bench.json");
         QFile doc(m_doc);
         QVERIFY(doc.open(QIODevice::WriteOnly));
-        doc.write(R"({"tool": "mantissa-cli bench", "suites": {}})");
+        doc.write(R"({"tool": "mantissa-cli bench", "suites": {"numeric": {"name": "numeric", "tables": )"
+                  R"([{"name": "t", "columns": [{"key": "a"}], "rows": [{"a": 1}]}]}}})");
     }
 
     void outputNeverOverwritesADatabase_data() {
@@ -132,6 +135,116 @@ private slots:
         for (int i = 0; i < 2; ++i) {  // the second replaces the first
             const CliResult r = run_cli({"weights", "export", "1", "--db", m_db, "-o", exported}, m_dir.path());
             QVERIFY2(r.code == 0, r.err.constData());
+        }
+    }
+
+    // Every command's -o (export, bench, weights export) refuses a Mantissa checkpoint: a file in a
+    // store's checkpoint folder (a live one, or a new name there), by a symbolic link too, and a
+    // copy of a checkpoint kept elsewhere; one sentence, exit 2, not a byte changed.
+    void noOutputReplacesACheckpoint_data() {
+        QTest::addColumn<QStringList>("command");
+        QTest::newRow("export") << QStringList{"export", "1", "--db", "{DB}"};
+        QTest::newRow("bench --from") << QStringList{"bench", "--from", "{DOC}"};
+        QTest::newRow("weights export") << QStringList{"weights", "export", "1", "--db", "{DB}"};
+    }
+    void noOutputReplacesACheckpoint() {
+        QFETCH(QStringList, command);
+        QDirIterator it(m_dir.filePath("mantissa/runs.checkpoints"), {"step-*.safetensors"}, QDir::Files,
+                        QDirIterator::Subdirectories);
+        QVERIFY2(it.hasNext(), "the run kept no checkpoint");
+        const QString checkpoint = it.next();
+        const QString copy = m_dir.filePath("kept-elsewhere.safetensors");
+        if (!QFile::exists(copy)) QVERIFY(QFile::copy(checkpoint, copy));
+        const QString link = m_dir.filePath("link-to-checkpoint.safetensors");
+        if (!QFileInfo(link).isSymLink()) QVERIFY(QFile::link(checkpoint, link));
+        auto bytes = [](const QString& path) {
+            QFile f(path);
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        const QByteArray checkpoint_before = bytes(checkpoint), copy_before = bytes(copy);
+        const QString fresh = QFileInfo(checkpoint).absolutePath() + "/new.csv";
+        const QStringList files_before = QDir(QFileInfo(checkpoint).absolutePath()).entryList(QDir::Files);
+        for (const auto& [target, mentions] :
+             {std::pair{checkpoint, QString("lies in the run store's checkpoint folder")},
+              std::pair{fresh, QString("lies in the run store's checkpoint folder")},
+              std::pair{link, QString("lies in the run store's checkpoint folder")},
+              std::pair{copy, QString("holds a Mantissa checkpoint, which is never overwritten")}}) {
+            const CliResult r = run_cli(fill(command) + QStringList{"-o", target}, m_dir.path());
+            QCOMPARE(r.code, 2);
+            const QString err = QString::fromUtf8(r.err);
+            // weights export names the checkpoint it reads as such.
+            QVERIFY2(err.contains("-o " + target + " " + mentions) ||
+                         (command.front() == "weights" && err.contains("-o " + target + " is the checkpoint it reads")),
+                     r.err.constData());
+            QCOMPARE(err.trimmed().count('\n'), 0);
+        }
+        QVERIFY(bytes(checkpoint) == checkpoint_before);
+        QVERIFY(bytes(copy) == copy_before);
+        QVERIFY(QFileInfo(link).isSymLink());
+        QVERIFY(!QFileInfo::exists(fresh));
+        QCOMPARE(QDir(QFileInfo(checkpoint).absolutePath()).entryList(QDir::Files), files_before);  // no partial file left
+    }
+
+    // -o through a symbolic link writes the file it leads to (an existing one, or one the link names
+    // that does not exist yet) and keeps the link, for every command that writes a file.
+    void outputsWriteThroughSymbolicLinks_data() {
+        QTest::addColumn<QStringList>("command");
+        QTest::addColumn<QByteArray>("begins");
+        QTest::newRow("export") << QStringList{"export", "1", "--db", "{DB}"} << QByteArray("step,epoch,");
+        QTest::newRow("bench --from") << QStringList{"bench", "--from", "{DOC}"} << QByteArray("Mantissa ");
+        QTest::newRow("weights export") << QStringList{"weights", "export", "1", "--db", "{DB}"} << QByteArray();
+    }
+    void outputsWriteThroughSymbolicLinks() {
+        QFETCH(QStringList, command);
+        QFETCH(QByteArray, begins);
+        const QString tag = QTest::currentDataTag();
+        QTemporaryDir dir;
+        const QString real = dir.filePath("real-" + tag), link = dir.filePath("link");
+        QVERIFY(QDir().mkpath(dir.filePath("sub")));
+        const QString dangling_target = dir.filePath("sub/new-" + tag), dangling = dir.filePath("dangling");
+        {
+            QFile f(real);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("an earlier output\n");
+        }
+        QVERIFY(QFile::link(real, link));
+        QVERIFY(QFile::link("sub/new-" + tag, dangling));  // relative to the link's folder
+        for (const auto& [through, target] : {std::pair{link, real}, std::pair{dangling, dangling_target}}) {
+            const CliResult r = run_cli(fill(command) + QStringList{"-o", through}, m_dir.path());
+            QVERIFY2(r.code == 0, r.err.constData());
+            QVERIFY2(QFileInfo(through).isSymLink(), "the link was replaced by a file");
+            QFile f(target);
+            QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(target));
+            const QByteArray written = f.readAll();
+            QVERIFY2(written.startsWith(begins) && written.size() > 24, written.left(80).constData());
+            QVERIFY(!written.contains("an earlier output"));
+        }
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::System).size(), 3);  // real, link, dangling: no partial
+    }
+
+    // An -o that is a named pipe is refused at once (export waited forever for a reader), for every
+    // command that writes a file; the process's own standard output (/dev/stdout into a pipe) is
+    // still written.
+    void outputsRefuseANamedPipe_data() {
+        QTest::addColumn<QStringList>("command");
+        QTest::newRow("export") << QStringList{"export", "1", "--db", "{DB}"};
+        QTest::newRow("bench --from") << QStringList{"bench", "--from", "{DOC}"};
+        QTest::newRow("weights export") << QStringList{"weights", "export", "1", "--db", "{DB}"};
+    }
+    void outputsRefuseANamedPipe() {
+        QFETCH(QStringList, command);
+        const QString fifo = m_dir.filePath("out.fifo");
+        if (!QFileInfo::exists(fifo)) QCOMPARE(::mkfifo(fifo.toUtf8().constData(), 0600), 0);
+        const CliResult r = run_cli(fill(command) + QStringList{"-o", fifo}, m_dir.path(), 20'000);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains("-o " + fifo + " is a named pipe (FIFO)"), r.err.constData());
+        QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);
+        if (command.front() == "export") {
+            const CliResult piped = run_program("/bin/sh", {"-c", "\"$0\" \"$@\" | head -c 10", MANTISSA_CLI_PATH,
+                                                            "export", "1", "--db", m_db, "-o", "/dev/stdout"},
+                                                m_dir.path(), 20'000);
+            QCOMPARE(piped.code, 0);
+            QCOMPARE(piped.out, QByteArray("step,epoch"));
         }
     }
 

@@ -147,6 +147,28 @@ private slots:
 
     // `export -o` onto a file SQLite keeps beside the store (or beside any database) would replace
     // a live write-ahead log or journal: refused, the store untouched.
+    // A store path whose folder does not exist is refused (a mistyped --db made folders wherever it
+    // pointed); only the default store's folder is made (docs/schema.md), as XDG_DATA_HOME shows.
+    void storeFolderMustExist() {
+        const QString missing = m_dir.filePath("no-such-folder");
+        const QString db = missing + "/deeper/x.sqlite";
+        for (const QStringList& args : {command("train") + QStringList{"--db", db}, QStringList{"rename", "1", "x", "--db", db},
+                                        QStringList{"import", m_store, "--db", db}}) {
+            const CliResult r = run_cli(args);
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.count('\n') == 1, r.err.constData());
+            QVERIFY(!QFileInfo::exists(missing));
+        }
+        const CliResult train = run_cli(command("train") + QStringList{"--db", db});
+        QVERIFY2(train.err.contains("Cannot create the run store '" + db.toUtf8() + "': its folder '" + missing.toUtf8() +
+                                    "/deeper' does not exist"),
+                 train.err.constData());
+        const QString xdg = m_dir.filePath("xdg-home");
+        const CliResult made = run_cli(command("train"), xdg);
+        QVERIFY2(made.code == 0, made.err.constData());
+        QVERIFY(QFileInfo(xdg + "/mantissa/runs.sqlite").isFile());
+    }
+
     void sideFilesAreNoOutputs_data() {
         QTest::addColumn<QString>("suffix");
         QTest::addColumn<bool>("otherDatabase");

@@ -1,6 +1,8 @@
 // mantissa-cli's store commands end to end (runs, show, export, rm, rename, note, tag, import): the built
 // executable is run on stores made here, and its output, files and exit codes are checked. Bad
 // input exits 2 with one sentence on stderr.
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -42,6 +44,23 @@ Result sh(const QString& line, const QString& db) {
     if (!p.waitForFinished(30000)) return {};
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
             QString::fromUtf8(p.readAllStandardError())};
+}
+
+// Overwrites the cell pointer array of every b-tree leaf page of the store at `path` (the
+// page's header, its cell count too, left as it was) with 0xDEADBEEF: pointers out of the page's
+// range, damage SQLite finds only when it checks a page's cells as it loads it.
+bool garble_leaf_pages(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadWrite)) return false;
+    QByteArray bytes = f.readAll();
+    const int page = (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
+    int garbled = 0;
+    for (qsizetype at = page; at + page <= bytes.size(); at += page) {
+        if (bytes[at] != 0x0D && bytes[at] != 0x0A) continue;
+        for (int i = 8; i < 808 && i + 4 <= page; i += 4) bytes.replace(at + i, 4, QByteArray("\xDE\xAD\xBE\xEF", 4));
+        ++garbled;
+    }
+    return garbled > 0 && f.seek(0) && f.write(bytes) == bytes.size();
 }
 
 void record(RunStore& store, const std::string& name, int steps, RunStatus status) {
@@ -734,6 +753,9 @@ private slots:
         QTest::newRow("unknown option") << QStringList{"runs", "--colour"} << "unknown option '--colour'";
         QTest::newRow("rm unknown") << QStringList{"rm", "42"} << "No run in";
         QTest::newRow("rename without name") << QStringList{"rename", "1"} << "rename RUN NAME";
+        QTest::newRow("rename to a blank name") << QStringList{"rename", "1", "   "} << "A run's name cannot be blank";
+        QTest::newRow("--db twice") << QStringList{"show", "1", "--db", "other.sqlite"}
+                                    << "--db was given twice ('other.sqlite' and '";
         QTest::newRow("export to a missing folder") << QStringList{"export", "1", "-o", "/nonexistent/dir/x.csv"}
                                                     << "Cannot write '/nonexistent/dir/x.csv': No such file or directory.";
     }
@@ -745,6 +767,33 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains(message), qPrintable(r.err));
         QCOMPARE(r.err.count('\n'), 1);  // one sentence
+    }
+
+    // Reading commands never make a store of an empty file (docs/schema.md): `runs` and `sweep
+    // list` say there are none yet (exit 0), the others say why they cannot read it (exit 2), and
+    // the file stays empty with nothing beside it. A --db that names no file is "No run store file
+    // was given." for every command.
+    void readingCommandsLeaveAnEmptyFileEmpty() {
+        const QString path = m_dir.filePath("empty-for-reading.sqlite");
+        {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
+        for (const QStringList& args : {QStringList{"runs"}, QStringList{"runs", "--json"}, QStringList{"sweep", "list"},
+                                        QStringList{"show", "1"}, QStringList{"export", "1"}}) {
+            Result r = cli(args + QStringList{"--db", path});
+            const bool listing = args.front() == "runs" || args.contains("list");
+            QVERIFY2(r.code == (listing ? 0 : 2), qPrintable(args.join(' ') + ": " + r.err));
+            if (!listing) QCOMPARE(r.err.count('\n'), 1);
+            QCOMPARE(QFileInfo(path).size(), 0);
+            for (const char* side : {"-wal", "-shm", "-journal"}) QVERIFY2(!QFileInfo::exists(path + side), side);
+        }
+        for (const QStringList& args : {QStringList{"runs"}, QStringList{"sweep", "list"}, QStringList{"show", "1"}}) {
+            Result r = cli(args + QStringList{"--db", ""});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.endsWith(": No run store file was given.\n"), qPrintable(r.err));
+            QCOMPARE(r.out, QString());
+        }
     }
 
     void newerStoreIsRefused_data() {
@@ -933,8 +982,14 @@ private slots:
             rec->finish(RunStatus::completed);
             record(store, "plain", 5, RunStatus::completed);
         }
-        const QString target = m_dir.filePath("import-target/runs.sqlite");  // its folder does not exist
+        // A store is made only in a folder that exists: nothing is made where the folder is missing.
+        const QString target = m_dir.filePath("import-target/runs.sqlite");
         Result r = cli({"import", source, "--db", target});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("its folder '" + m_dir.filePath("import-target") + "' does not exist"), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(m_dir.filePath("import-target")));
+        QVERIFY(QDir().mkpath(m_dir.filePath("import-target")));
+        r = cli({"import", source, "--db", target});
         QCOMPARE(r.code, 0);
         QCOMPARE(r.out, "Imported 2 runs (0 already there) and 1 sweep from " + source + ".\n");
         QCOMPARE(r.err, QString());
@@ -984,6 +1039,32 @@ private slots:
         const QString nowhere = m_dir.filePath("import-nowhere.sqlite");
         QCOMPARE(cli({"import", missing, "--db", nowhere}).code, 2);
         QVERIFY(!QFile::exists(nowhere));
+        // A STORE found damaged while it is copied: nothing written beside it, and the store this
+        // import had to create is gone again (as is the store an empty file had become).
+        const QString damaged = m_dir.filePath("import-damaged.sqlite");
+        QVERIFY(QFile::copy(m_db, damaged));
+        QVERIFY(garble_leaf_pages(damaged));
+        const QByteArray damaged_bytes = file_sha256(damaged);
+        const QString empty = m_dir.filePath("import-empty.sqlite");
+        {
+            QFile f(empty);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
+        for (const QString& into : {nowhere, empty}) {
+            r = cli({"import", damaged, "--db", into});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.startsWith("mantissa-cli import: ") && r.err.contains("the run store '" + damaged + "' is damaged",
+                                                                                 Qt::CaseInsensitive),
+                     qPrintable(r.err));
+            QCOMPARE(r.err.count('\n'), 1);
+            QCOMPARE(file_sha256(damaged), damaged_bytes);
+            for (const char* side : {"-wal", "-shm", "-journal"}) {
+                QVERIFY2(!QFileInfo::exists(damaged + side), side);
+                QVERIFY2(!QFileInfo::exists(into + side), side);
+            }
+        }
+        QVERIFY(!QFileInfo::exists(nowhere));
+        QCOMPARE(QFileInfo(empty).size(), 0);
 
         r = cli({"import", "--db", target});
         QCOMPARE(r.code, 2);

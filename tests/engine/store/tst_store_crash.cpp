@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRandomGenerator>
+#include <QDir>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
@@ -66,6 +67,7 @@ private slots:
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         const QString path = dir.filePath("crash/runs.sqlite");
+        QVERIFY(QDir().mkpath(dir.filePath("crash")));  // a store is made only in a folder that exists
         const int layers = 2;
         const int wanted_kills = 24;  // kills of a started recording
         quint32 seed = static_cast<quint32>(qEnvironmentVariableIntValue("MANTISSA_CRASH_SEED"));

@@ -237,14 +237,28 @@ private slots:
 
     void initTestCase() { QVERIFY(m_dir.isValid()); }
 
+    // The default store's missing folders are made (docs/schema.md); any other path must name a
+    // folder that exists: a mistyped --db creates no folders anywhere, and no file.
     void createsTheFileAndItsFolders() {
-        const QString path = m_dir.filePath("new/deeper/runs.sqlite");
+        const QString elsewhere = m_dir.filePath("missing/deeper/runs.sqlite");
+        const QString error = error_of([&] { RunStore store(elsewhere.toStdString()); });
+        QVERIFY2(error == "Cannot create the run store '" + elsewhere + "': its folder '" + m_dir.filePath("missing/deeper") +
+                              "' does not exist; create the folder first, or choose a file in a folder that exists.",
+                 qPrintable(error));
+        QVERIFY(!QFileInfo::exists(m_dir.filePath("missing")));
+
+        const QByteArray xdg = qgetenv("XDG_DATA_HOME");
+        const bool had_xdg = qEnvironmentVariableIsSet("XDG_DATA_HOME");
+        qputenv("XDG_DATA_HOME", m_dir.filePath("new/deeper").toUtf8());
+        const QString path = QString::fromStdString(default_store_path());
+        QCOMPARE(path, m_dir.filePath("new/deeper/mantissa/runs.sqlite"));
         {
             RunStore store(path.toStdString());
             QVERIFY(!store.read_only());
             QCOMPARE(store.migrated_from(), 0);
             QVERIFY(store.list_runs().empty());
         }
+        had_xdg ? qputenv("XDG_DATA_HOME", xdg) : qunsetenv("XDG_DATA_HOME");
         RawDb raw(path, true);
         QCOMPARE(raw.integer("PRAGMA application_id"), 0x4D414E54LL);
         QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
@@ -293,6 +307,104 @@ private slots:
         QCOMPARE(raw.text("SELECT \"table\" || ' ' || on_delete FROM pragma_foreign_key_list('block_scale_steps')"),
                  QString("runs CASCADE"));
         QCOMPARE(raw.text("PRAGMA integrity_check"), QString("ok"));
+    }
+
+    // A reading open (runs, show, export) never makes a store, not even of an empty file or an
+    // empty database: it says so and leaves the file as it was, with nothing beside it.
+    void readingOpenLeavesAnEmptyFileAlone() {
+        const QString path = fresh("empty-read.sqlite");
+        write_file(path, {});
+        const QString empty_db = fresh("empty-db.sqlite");
+        QCOMPARE(RawDb(empty_db).exec("PRAGMA user_version = 0"), QString());  // a database with no tables
+        const QByteArray empty_db_bytes = file_sha256(empty_db);
+        for (const QString& p : {path, empty_db}) {
+            const QString error = error_of([&] { RunStore store(p.toStdString(), StoreAccess::read); });
+            QVERIFY2(error.startsWith("The file '" + p + "' is an empty database, not yet a run store"), qPrintable(error));
+            QVERIFY2(!error.contains('\n') && error.endsWith('.'), qPrintable(error));
+            QVERIFY(!QFileInfo::exists(p + "-wal") && !QFileInfo::exists(p + "-shm") &&
+                    !QFileInfo::exists(p + "-journal"));
+        }
+        QCOMPARE(QFileInfo(path).size(), 0);
+        QCOMPARE(file_sha256(empty_db), empty_db_bytes);
+    }
+
+    // A b-tree page whose cell pointers are garbage (the array overwritten in place, its cell count
+    // intact): SQLite walks such a page as if it held fewer rows unless it checks the pointers
+    // when it loads the page. Each leaf page garbled in turn, reading everything either fails with
+    // the store's sentence or gives every row, never part of them without a word.
+    void garbledCellPointersAreDamageNotFewerRows() {
+        const QString good = fresh("garble-good.sqlite");
+        record_small_run(good, 400, 2);
+        const auto everything = [](const QString& path) {
+            RunStore store(path.toStdString(), true);
+            QString text;
+            for (const RunRow& r : store.list_runs())
+                text += QString("%1 %2 %3 %4 %5\n")
+                            .arg(store.steps(r.id).size())
+                            .arg(store.layer_steps(r.id).size())
+                            .arg(store.op_steps(r.id).size())
+                            .arg(store.evals(r.id).size())
+                            .arg(store.events(r.id).size()) +
+                        QString::fromStdString(store.export_table(r.id, "steps", RunStore::ExportFormat::csv));
+            return text;
+        };
+        const QString want = everything(good);
+        // Every row of each table through SQLite alone, as it reads without checking a page's
+        // cells: the row count, or -1 when SQLite reported an error. A page whose damage this
+        // reads as fewer rows without an error is the damage this test is about.
+        const auto plain_counts = [](const QString& path) {
+            QList<int> counts;
+            sqlite3* db = nullptr;
+            sqlite3_open_v2(("file:" + path + "?immutable=1").toUtf8().constData(), &db,
+                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+            for (const char* table : {"steps", "layer_steps", "op_steps", "evals", "events"}) {
+                // By run, as the store reads them (a search of the key, not a scan).
+                const std::string sql = std::string("SELECT * FROM ") + table + " WHERE run_id = 1";
+                sqlite3_stmt* s = nullptr;
+                int n = 0, rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+                while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+                    ++n;
+                    rc = SQLITE_OK;
+                }
+                counts << (rc == SQLITE_DONE ? n : -1);
+                sqlite3_finalize(s);
+            }
+            sqlite3_close(db);
+            return counts;
+        };
+        const QList<int> all_rows = plain_counts(good);
+        QFile f(good);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        f.close();
+        const int page = (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
+        QVERIFY(page >= 512 && bytes.size() % page == 0);
+        int garbled = 0, refused = 0, unnoticed_by_sqlite = 0;
+        for (qsizetype at = page; at < bytes.size(); at += page) {  // page 1 holds the schema
+            const char type = bytes[at];
+            if (type != 0x0D && type != 0x0A) continue;  // a table's or an index's leaf page
+            QByteArray b = bytes;
+            for (int i = 8; i < 808 && i + 4 <= page; i += 4) b.replace(at + i, 4, QByteArray("\xDE\xAD\xBE\xEF", 4));
+            const QString path = fresh("garbled.sqlite");
+            write_file(path, b);
+            ++garbled;
+            const QList<int> counts = plain_counts(path);
+            for (int i = 0; i < counts.size(); ++i)
+                if (counts[i] >= 0 && counts[i] < all_rows[i]) ++unnoticed_by_sqlite;
+            QString got;
+            const QString error = error_of([&] { got = everything(path); });
+            if (error.isEmpty()) {
+                QVERIFY2(got == want,
+                         qPrintable(QString("page %1 garbled was read as other rows, without a word").arg(at / page + 1)));
+                continue;
+            }
+            ++refused;
+            QVERIFY2(error.startsWith("The run store '" + path + "' is damaged"), qPrintable(error));
+            QVERIFY2(!error.contains('\n'), qPrintable(error));
+        }
+        QVERIFY(garbled >= 5);
+        QVERIFY(refused >= 1);
+        QVERIFY2(unnoticed_by_sqlite >= 1, "no garbled page would have been read as fewer rows");
     }
 
     void emptyFileBecomesAStore() {
@@ -1145,7 +1257,7 @@ private slots:
         QTest::addColumn<QString>("kind");
         QTest::addColumn<bool>("readOnly");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("under a regular file") << "under-file" << false << "Cannot create the folder";
+        QTest::newRow("under a regular file") << "under-file" << false << "-plain-file' on its path is not a folder.";
         QTest::newRow("a folder") << "folder" << false << "is a folder, not a run store file";
         QTest::newRow("a folder, read-only") << "folder" << true << "is a folder, not a run store file";
         QTest::newRow("missing, read-only") << "missing" << true << "There is no run store at";

@@ -527,6 +527,10 @@ private slots:
         QCOMPARE(r.notes, std::string("FP16 without loss scaling: watch the underflow."));
         QCOMPARE(r.tags, std::string("fp16,lesson,underflow"));
         QVERIFY_THROWS_EXCEPTION(Error, store.rename(keep, ""));
+        for (const char* blank : {" ", "   ", "\t", " \n "})  // as empty as "" in every list
+            QVERIFY2(error_of([&] { store.rename(keep, blank); }).startsWith("A run's name cannot be blank"),
+                     qPrintable(error_of([&] { store.rename(keep, blank); })));
+        QCOMPARE(store.run(keep).name, std::string("kept"));
         QVERIFY_THROWS_EXCEPTION(Error, store.rename(12345, "x"));
         QVERIFY_THROWS_EXCEPTION(Error, store.set_notes(12345, "x"));
 
