@@ -224,8 +224,10 @@ MANTISSA_CLI_COMMAND({"resume", "continue a stopped or interrupted run, or branc
                       "                    it as its backend.threads\n"
                       "  --db FILE         the run store (default: $XDG_DATA_HOME/mantissa/runs.sqlite)\n"
                       "  --json            print one JSON object, as `train --json` does\n\n"
-                      "Exit status: 0 the run completed or was stopped and was recorded in full, 1 it failed,\n"
-                      "2 bad usage or input: no such run or checkpoint, a damaged checkpoint, a run still running.\n",
+                      "Exit status: 0 the run completed or was stopped and was recorded in full with its\n"
+                      "checkpoints, 1 it failed, its recording stopped early, or a checkpoint could not be written\n"
+                      "(a warning says why), 2 bad usage or input: no such run or checkpoint, a damaged\n"
+                      "checkpoint, a run still running.\n",
                       run_resume});
 
 }  // namespace mantissa::cli

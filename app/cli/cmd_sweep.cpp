@@ -47,6 +47,7 @@
 #include "store/run_text.h"
 #include "sweep/gpu_slots.h"
 #include "sweep/sweep_plan.h"
+#include "train/start_check.h"
 
 extern char** environ;
 
@@ -296,7 +297,8 @@ SlurmOptions slurm_options(const Args& args) {
         throw UsageError{"--time " + o.time + " is not a Slurm time limit: write minutes, HH:MM:SS or D-HH:MM:SS"};
     const long long gpus = args.integer("gpus-per-task").value_or(0), cpus = args.integer("cpus-per-task").value_or(0);
     if (gpus < 0 || gpus > 64) throw UsageError{"--gpus-per-task must be between 0 and 64"};
-    if (cpus < 0 || cpus > 4096) throw UsageError{"--cpus-per-task must be between 0 and 4096"};
+    if (args.has("cpus-per-task") && (cpus < 1 || cpus > 4096))
+        throw UsageError{"--cpus-per-task must be between 1 and 4096 (a task needs a CPU), not " + std::to_string(cpus)};
     o.gpus_per_task = static_cast<int>(gpus);
     o.cpus_per_task = static_cast<int>(cpus);
     o.sbatch_args = args.values("sbatch-arg");
@@ -322,10 +324,57 @@ std::map<std::int64_t, RunRow> recorded_runs(RunStore& store, const SweepRow& sw
     return latest;
 }
 
+// What a submission writes into the sweep's folder (write_array_script) that was not there before
+// it, and the folders it makes on the way: removed again when the submission fails, so a failed
+// one leaves nothing behind and a retry adds nothing. Files that were there (a resubmission's) stay.
+class SubmissionLeftovers {
+public:
+    SubmissionLeftovers(const std::string& folder, const std::vector<std::int64_t>& indices) {
+        std::error_code ec;
+        // The folders create_directories will make: the folder and its missing ancestors.
+        for (fs::path p = fs::absolute(folder, ec); !p.empty() && !fs::exists(fs::symlink_status(p, ec));
+             p = p.parent_path()) {
+            m_new_folders.push_back(p);
+            if (p == p.parent_path()) break;
+        }
+        std::vector<fs::path> files = {fs::path(folder) / "sweep.sbatch"};
+        for (std::int64_t i : indices) files.push_back(fs::path(folder) / ("run-" + std::to_string(i) + ".json"));
+        for (const fs::path& f : files)
+            if (!fs::exists(fs::symlink_status(f, ec))) m_new_files.push_back(f);
+    }
+    // Never throws: the failure being reported matters more than one that cleaning up meets.
+    void remove() const noexcept {
+        std::error_code ec;
+        for (const fs::path& f : m_new_files) fs::remove(f, ec);
+        if (!m_new_folders.empty()) fs::remove_all(m_new_folders.front(), ec);  // made by this submission
+        for (std::size_t i = 1; i < m_new_folders.size(); ++i) fs::remove(m_new_folders[i], ec);  // only if empty
+    }
+
+private:
+    std::vector<fs::path> m_new_files;
+    std::vector<fs::path> m_new_folders;  // the deepest first
+};
+
+// Submits `indices` of the sweep as a job array. When sbatch cannot take it, what this wrote is
+// removed again and, for a sweep created for this submission (`new_sweep`), its row too: the
+// store and the folder are as they were before the command.
 int submit(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>& plan, const std::vector<std::int64_t>& indices,
-           const SlurmOptions& options, const std::string& folder) {
-    const std::string script = write_array_script(folder, sweep, plan, indices, options);
-    const std::string job = submit_array(script);
+           const SlurmOptions& options, const std::string& folder, bool new_sweep) {
+    const SubmissionLeftovers leftovers(folder, indices);
+    std::string script, job;
+    try {
+        script = write_array_script(folder, sweep, plan, indices, options);
+        job = submit_array(script);
+    } catch (...) {
+        leftovers.remove();
+        if (new_sweep) {
+            try {
+                store.remove_sweep(sweep.id);
+            } catch (const std::exception&) {  // the sentence of the failed submission is the one to give
+            }
+        }
+        throw;
+    }
     store.set_sweep_slurm(sweep.id, job, folder);
     std::printf("Submitted sweep %lld (\"%s\") as Slurm job array %s: %zu task%s, script %s.\n"
                 "`mantissa-cli sweep status %lld` follows the tasks; `mantissa-cli sweep collect %lld` imports their runs.\n",
@@ -388,6 +437,16 @@ int new_sweep(Args& args) {
     const int jobs = jobs_of(args);
     check_new_sweep(spec);
     const std::vector<PlannedRun> plan = plan_sweep(spec, name, matmul_layer_names);  // every setting checked here
+    // Each run's experiment as the run will check it when it starts (train/start_check.h): a grid
+    // value every run would refuse is refused here, before a sweep or a run is recorded.
+    for (const PlannedRun& p : plan) {
+        try {
+            check_run_start(p.experiment);
+        } catch (const Error& e) {
+            throw Error("Run " + std::to_string(p.index) + " of the sweep (" + shortened_text(p.label) + ") cannot start: " +
+                        e.what());
+        }
+    }
 
     // The Slurm options checked before anything is planned to run (a dry run too); each names
     // the mode it belongs to rather than being passed over.
@@ -416,7 +475,7 @@ int new_sweep(Args& args) {
         std::vector<std::int64_t> all;
         for (const PlannedRun& p : plan) all.push_back(p.index);
         const std::string folder = args.value("folder") ? fs::absolute(*args.value("folder")).string() : sweep_folder(db, sweep.uuid);
-        return submit(store, sweep, plan, all, options, folder);
+        return submit(store, sweep, plan, all, options, folder, true);
     }
     const StopSignals signals;
     return execute_local(store, sweep, plan, jobs);
@@ -444,6 +503,10 @@ int run_again(Args& args) {
                 throw UsageError{std::string("--") + o + " is for a sweep on Slurm; sweep " + std::to_string(sweep.id) +
                                  " runs on this machine"};
     if (sweep.executor == "slurm") {
+        const SlurmOptions options = slurm_options(args);  // checked before any task store is replaced
+        // A sweep never submitted (one an older Mantissa kept after sbatch refused it) has no
+        // folder yet: the default one, never the working directory.
+        const std::string folder = sweep.folder.empty() ? sweep_folder(store.path(), sweep.uuid) : sweep.folder;
         // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
         const auto recorded = recorded_runs(store, sweep, plan.size());
         std::vector<std::int64_t> todo;
@@ -451,14 +514,14 @@ int run_again(Args& args) {
             const auto it = recorded.find(p.index);
             if (it == recorded.end() || (it->second.status != RunStatus::completed && it->second.status != RunStatus::running)) {
                 todo.push_back(p.index);
-                fs::remove(task_store(sweep.folder, p.index));
+                fs::remove(task_store(folder, p.index));
             }
         }
         if (todo.empty()) {
             std::printf("Every task of sweep %lld has a completed or running run; nothing to submit.\n", static_cast<long long>(sweep.id));
             return exit_ok;
         }
-        return submit(store, sweep, plan, todo, slurm_options(args), sweep.folder);
+        return submit(store, sweep, plan, todo, options, folder, false);
     }
     const StopSignals signals;
     return execute_local(store, sweep, plan, jobs_of(args));
@@ -502,6 +565,9 @@ int collect(Args& args) {
     const SweepRow sweep = store.sweep(store.resolve_sweep(which));
     if (sweep.executor != "slurm")
         throw Error("Sweep " + std::to_string(sweep.id) + " ran on this machine, into this store: there is nothing to collect.");
+    if (sweep.folder.empty())  // never submitted: no task has a store (and none is looked for here)
+        throw Error("Sweep " + std::to_string(sweep.id) + " was never submitted to Slurm: there is nothing to collect; "
+                    "`mantissa-cli sweep run " + std::to_string(sweep.id) + "` submits it.");
     const std::vector<PlannedRun> plan = plan_of(sweep);
     ImportResult total;
     int stores = 0, training = 0;
@@ -662,7 +728,9 @@ MANTISSA_CLI_COMMAND({"sweep", "run an experiment over recipes, a grid of settin
                       "of {id, uuid, name, executor, runs_planned, runs_completed, created_at, slurm_job}). Each\n"
                       "action takes only its own options. docs/sweeps.md has the rest.\n\n"
                       "Exit status: 0 every run completed (or the sweep was stopped), 1 a run failed (its log's\n"
-                      "last line is printed), 2 bad usage or input: a setting or recipe that does not exist.\n",
+                      "last line is printed), 2 bad usage or input: a setting or recipe that does not exist, a\n"
+                      "setting a run would refuse as it starts (a layer the model lacks: nothing is recorded),\n"
+                      "or a Slurm submission sbatch refused (the sweep it recorded is removed again).\n",
                       run_sweep});
 
 }  // namespace mantissa::cli

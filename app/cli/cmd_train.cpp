@@ -6,7 +6,9 @@
 // progress line, and the JSON's `notices`.
 //
 // The run's checkpoints (train.checkpoint_every, and one at its end) go to the folder beside the
-// store (checkpoint_folder); `mantissa-cli resume` continues or branches from them.
+// store (checkpoint_folder); `mantissa-cli resume` continues or branches from them. One that cannot
+// be written is a warning as it happens and exit 1 once the run ends, as a recording cut short is:
+// the run trained, but cannot be resumed from it (cli/run_session.h).
 //
 // Threads: the session trains on its own thread; this (main) thread drives it (cli/run_session.h).
 #include <algorithm>
@@ -159,8 +161,9 @@ MANTISSA_CLI_COMMAND({"train", "train an experiment headless and record the run"
                       "                    samples_per_s (mean over the run: samples / training time), elapsed_s,\n"
                       "                    backend, run_id, notices\n\n"
                       "Exit status: 0 the run completed (or was stopped, by Ctrl-C or a signal) and was recorded\n"
-                      "in full, 1 it failed or its recording stopped early (a full disk: a warning says why), 2 bad\n"
-                      "usage or input, or the summary cannot be written.\n",
+                      "in full with its checkpoints, 1 it failed, its recording stopped early, or a checkpoint\n"
+                      "could not be written (a full disk, a file where the checkpoint folder goes: a warning says\n"
+                      "why, and the JSON's notices), 2 bad usage or input, or the summary cannot be written.\n",
                       run_train});
 
 }  // namespace mantissa::cli

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -67,6 +69,79 @@ public:
 private:
     mutable std::mutex m_mutex;
     Snapshot m_snapshot;
+};
+
+// The checkpoints the session could not write (its notice events marked {"checkpoint": "failed"},
+// engine/train/session.cpp): called on the training thread, read by the main thread, which warns
+// as they come. A run that lost a checkpoint can no longer be resumed from that step, or at all.
+class CheckpointFailures : public TelemetrySink {
+public:
+    void on_step(const StepRecord&, const std::vector<LayerStepRecord>&) override {}
+    void on_eval(const EvalRecord&) override {}
+    void on_event(const Event& e) override {
+        if (e.kind != EventKind::notice) return;
+        const nlohmann::json data = nlohmann::json::parse(e.data_json, nullptr, false);
+        if (!data.is_object() || data.value("checkpoint", "") != "failed") return;
+        std::lock_guard lock(m_mutex);
+        m_failures.push_back({e.step, e.message});
+    }
+    struct Failure {
+        std::int64_t step;
+        std::string message;
+    };
+    // The failures after the first `seen`.
+    std::vector<Failure> since(std::size_t seen) const {
+        std::lock_guard lock(m_mutex);
+        if (seen >= m_failures.size()) return {};
+        return {m_failures.begin() + static_cast<std::ptrdiff_t>(seen), m_failures.end()};
+    }
+
+private:
+    mutable std::mutex m_mutex;
+    std::vector<Failure> m_failures;
+};
+
+// Warns of each checkpoint failure once it comes, on standard error (each reason once: a run that
+// checkpoints every few steps onto a full disk says so once, then how many in all at its end), and
+// keeps the sentences for the JSON's notices.
+class CheckpointWarnings {
+public:
+    explicit CheckpointWarnings(std::shared_ptr<CheckpointFailures> failures) : m_failures(std::move(failures)) {}
+    // Returns whether it printed (the progress line then starts again on a line of its own).
+    bool poll(bool drawing) {
+        bool printed = false;
+        for (const auto& f : m_failures->since(m_count)) {
+            ++m_count;
+            m_last_step = f.step;
+            // The reason: the sentence after "No checkpoint at step N: ".
+            const std::size_t colon = f.message.find(": ");
+            const std::string reason = colon == std::string::npos ? f.message : f.message.substr(colon + 2);
+            if (reason == m_reason) continue;
+            m_reason = reason;
+            std::fprintf(stderr, "%swarning: %s\n", drawing && !printed ? "\n" : "", f.message.c_str());
+            m_notices.push_back(f.message);
+            printed = true;
+        }
+        return printed;
+    }
+    // After the run: how many there were in all, when more than the warnings said.
+    void finish() {
+        if (m_count > m_notices.size()) {
+            const std::string all = std::to_string(m_count) + " of the run's checkpoints could not be written, the last at step " +
+                                    std::to_string(m_last_step) + ".";
+            std::fprintf(stderr, "warning: %s\n", all.c_str());
+            m_notices.push_back(all);
+        }
+    }
+    bool any() const { return m_count > 0; }
+    const std::vector<std::string>& notices() const { return m_notices; }
+
+private:
+    std::shared_ptr<CheckpointFailures> m_failures;
+    std::size_t m_count = 0;
+    std::int64_t m_last_step = 0;
+    std::string m_reason;
+    std::vector<std::string> m_notices;
 };
 
 std::string format_duration(double seconds) {
@@ -143,6 +218,9 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
                const RunRecording& recording, bool json) {
     auto progress = std::make_shared<ProgressSink>();
     session.add_sink(progress);
+    auto checkpoint_failures = std::make_shared<CheckpointFailures>();
+    session.add_sink(checkpoint_failures);
+    CheckpointWarnings checkpoint_warnings(checkpoint_failures);
 
     const bool draw = isatty(STDERR_FILENO) == 1;
     schedule.arm(session);
@@ -159,6 +237,7 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
             std::fprintf(stderr, "%s%s: stopping after the current step (%s again to quit at once)\n", draw ? "\n" : "",
                          signal_text(sig), sig == SIGINT ? "Ctrl-C" : "the signal");
         }
+        checkpoint_warnings.poll(draw);
         if (!stop_posted && schedule.poll(session)) continue;  // resumed at once, not after a nap
         if (draw && std::chrono::steady_clock::now() >= next_draw) {
             next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
@@ -175,6 +254,8 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
     }
     session.wait();
     if (draw) std::fprintf(stderr, "\n");
+    checkpoint_warnings.poll(false);
+    checkpoint_warnings.finish();
 
     const RunSummary summary = session.summary();
     const std::shared_ptr<Recorder>& recorder = recording.recorder;
@@ -186,6 +267,10 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
         record_error = recorder->error();
     }
     const char* status = run_status_name(run_status_of(summary.state));
+
+    // What the session said before training, then what went wrong with its checkpoints.
+    std::vector<std::string> notices = session.notices();
+    notices.insert(notices.end(), checkpoint_warnings.notices().begin(), checkpoint_warnings.notices().end());
 
     if (json) {
         nlohmann::ordered_json out = {
@@ -202,7 +287,7 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
             {"elapsed_s", summary.elapsed_s},
             {"backend", session.backend_name()},
             {"run_id", recorder ? nlohmann::ordered_json(run_id) : nlohmann::ordered_json(nullptr)},
-            {"notices", session.notices()},
+            {"notices", notices},
         };
         if (!summary.error.empty()) out["error"] = summary.error;
         if (!record_error.empty()) out["record_error"] = record_error;
@@ -226,8 +311,11 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
         if (!summary.error.empty()) std::printf("  error: %s\n", summary.error.c_str());
     }
     if (!record_error.empty()) std::fprintf(stderr, "warning: recording stopped early: %s\n", record_error.c_str());
-    // A run whose record is incomplete failed as far as a script is concerned, even if it trained.
-    return summary.state == SessionState::failed || !record_error.empty() ? exit_failed : exit_ok;
+    // A run whose record is incomplete failed as far as a script is concerned, even if it trained;
+    // so did one that lost a checkpoint (a warning said which): its weights at that step are gone,
+    // and without the last one it cannot be resumed or its weights exported.
+    return summary.state == SessionState::failed || !record_error.empty() || checkpoint_warnings.any() ? exit_failed
+                                                                                                      : exit_ok;
 }
 
 }  // namespace mantissa::cli

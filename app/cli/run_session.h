@@ -52,8 +52,10 @@ struct RunRecording {
 
 // Starts `session` (its recorder, if any, already added as a sink, under a live StopSignals) and
 // trains it to its end while drawing progress and applying `schedule`; then finishes the
-// recording with the run's status and prints the summary (`json`: one object). Returns the exit
-// code: 0 completed or stopped and recorded in full, 1 failed or its recording stopped early.
+// recording with the run's status and prints the summary (`json`: one object). A checkpoint the
+// session could not write is a warning on standard error as it happens, and a notice in the JSON.
+// Returns the exit code: 0 completed or stopped, recorded in full with every checkpoint; 1 failed,
+// its recording stopped early, or a checkpoint could not be written.
 int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& schedule,
                const RunRecording& recording, bool json);
 

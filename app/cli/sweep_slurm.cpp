@@ -1,10 +1,13 @@
 // A sweep as a Slurm job array (sweep_slurm.h).
 #include "cli/sweep_slurm.h"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,20 +28,29 @@ std::string quoted(const std::string& s) {
 
 struct CommandResult {
     int code = -1;       // the exit status; -1 when it could not run or was killed
-    std::string output;  // standard output and error together
+    std::string output;  // standard output
+    std::string errors;  // standard error
 };
 
-// Runs argv[0] (found on the PATH) with its output captured.
+// Runs argv[0] (found on the PATH) with its standard output and error captured apart: sbatch
+// --parsable writes the job's id on one and its complaints on the other.
 CommandResult run(const std::vector<std::string>& argv) {
-    int fds[2];
-    if (::pipe(fds) != 0) return {};
+    int out[2], err[2];
+    if (::pipe(out) != 0) return {};
+    if (::pipe(err) != 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        return {};
+    }
     const pid_t pid = ::fork();
-    if (pid < 0) return {};
+    if (pid < 0) {
+        for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+        return {};
+    }
     if (pid == 0) {
-        ::dup2(fds[1], STDOUT_FILENO);
-        ::dup2(fds[1], STDERR_FILENO);
-        ::close(fds[0]);
-        ::close(fds[1]);
+        ::dup2(out[1], STDOUT_FILENO);
+        ::dup2(err[1], STDERR_FILENO);
+        for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
         std::vector<char*> args;
         for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
@@ -46,15 +58,33 @@ CommandResult run(const std::vector<std::string>& argv) {
         std::fprintf(stderr, "%s: %s\n", argv[0].c_str(), std::strerror(errno));
         std::_Exit(127);
     }
-    ::close(fds[1]);
+    ::close(out[1]);
+    ::close(err[1]);
     CommandResult r;
+    // Both pipes read as they fill, so a child that writes much to one never waits on the other.
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    std::string* into[2] = {&r.output, &r.errors};
+    int open = 2;
     char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n > 0) r.output.append(buf, static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR) break;
+    while (open > 0) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+            const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                into[i]->append(buf, static_cast<std::size_t>(n));
+            } else if (n == 0 || errno != EINTR) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open;
+            }
+        }
     }
-    ::close(fds[0]);
+    for (const pollfd& f : fds)
+        if (f.fd >= 0) ::close(f.fd);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -67,19 +97,19 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-// sbatch's lines as one ("sbatch: error: A; sbatch: error: B"), for a sentence on one line.
-std::string one_line(const std::string& text) {
-    std::string out;
+// The first line of `text` that says something, without its final period: what a program's
+// complaint starts with, for the end of a sentence (sbatch repeats itself on the lines after).
+std::string first_line(const std::string& text) {
     std::size_t start = 0;
-    while (start <= text.size()) {
+    while (start < text.size()) {
         const std::size_t end = std::min(text.find('\n', start), text.size());
         std::string line = trimmed(text.substr(start, end - start));
-        while (!line.empty() && line.front() == ' ') line.erase(0, 1);
-        if (!line.empty()) out += (out.empty() ? "" : "; ") + line;
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.erase(0, 1);
+        while (!line.empty() && line.back() == '.') line.pop_back();
+        if (!line.empty()) return line;
         start = end + 1;
     }
-    while (!out.empty() && out.back() == '.') out.pop_back();
-    return out;
+    return {};
 }
 
 }  // namespace
@@ -122,10 +152,13 @@ std::string write_array_script(const std::string& folder, const SweepRow& sweep,
 
 std::string submit_array(const std::string& script) {
     const CommandResult r = run({"sbatch", "--parsable", script});
-    if (r.code == 127 || r.code == -1)
-        throw Error("sbatch could not be run (" + trimmed(r.output) + "); --slurm needs Slurm's client commands on this machine.");
+    if (r.code == 127 || r.code == -1) {
+        const std::string said = first_line(r.errors);
+        throw Error("sbatch could not be run" + (said.empty() ? std::string() : " (" + said + ")") +
+                    "; --slurm needs Slurm's client commands on this machine.");
+    }
     if (r.code != 0) {
-        const std::string said = one_line(trimmed(r.output));
+        const std::string said = first_line(r.errors.empty() ? r.output : r.errors);
         throw Error("sbatch refused the sweep's job array: " +
                     (said.empty() ? "it exited with status " + std::to_string(r.code) + " and said nothing" : said) + ".");
     }

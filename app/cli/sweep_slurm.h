@@ -24,8 +24,8 @@ struct SlurmOptions {
 // for the runs `indices` of `plan`; returns the script's path.
 std::string write_array_script(const std::string& folder, const SweepRow& sweep, const std::vector<PlannedRun>& plan,
                                const std::vector<std::int64_t>& indices, const SlurmOptions& options);
-// sbatch --parsable SCRIPT: the job's id. Throws mantissa::Error with sbatch's own words when it
-// refuses, or when sbatch is not installed.
+// sbatch --parsable SCRIPT: the job's id. Throws mantissa::Error, one sentence ending with the
+// first line sbatch wrote on its standard error, when it refuses, or when sbatch is not installed.
 std::string submit_array(const std::string& script);
 // Each array task's state as squeue --states=all reports it ("PENDING", "RUNNING", "COMPLETED",
 // "FAILED", "CANCELLED", ...), by index; empty when squeue is missing or has forgotten the job.

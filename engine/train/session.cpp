@@ -15,6 +15,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <thread>
@@ -43,12 +44,56 @@ const char* session_state_name(SessionState s) {
     return "created";
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// Why a run failed, as its summary and its run_failed event say it: the engine's own sentence, or
+// for what the standard library throws without one (memory ran out: "std::bad_alloc"), a sentence.
+std::string failure_text(const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return "Not enough memory: an allocation failed while training; use a smaller model or train.batch_size, "
+               "fewer threads (backend.threads), or free some memory.";
+    return e.what();
+}
+
+std::string without_final_period(std::string s) {
+    while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+// Why a checkpoint could not be written into `folder`, for the end of one sentence: the folder and
+// what stood in the way, never a library's raw message (std::filesystem's "filesystem error: ...").
+std::string checkpoint_failure(const std::string& folder, const std::exception& e) {
+    if (const auto* fe = dynamic_cast<const fs::filesystem_error*>(&e)) {
+        // A part of the folder's path that is a file: the usual cause, named.
+        std::error_code ec;
+        for (fs::path p = folder; !p.empty(); p = p.parent_path()) {
+            const fs::file_status st = fs::status(p, ec);
+            if (fs::exists(st) && !fs::is_directory(st))
+                return "the checkpoint folder " + folder + " cannot be made, because " + p.string() +
+                       " is a file, not a folder";
+            if (p == p.parent_path()) break;
+        }
+        std::string why = fe->code().message();  // "No space left on device", "Permission denied"
+        if (!why.empty() && why.front() >= 'A' && why.front() <= 'Z' &&
+            (why.size() < 2 || !(why[1] >= 'A' && why[1] <= 'Z')))
+            why.front() = static_cast<char>(why.front() - 'A' + 'a');
+        return "the checkpoint folder " + folder + " cannot be written: " + without_final_period(why);
+    }
+    if (dynamic_cast<const std::bad_alloc*>(&e)) return "there was not enough memory to copy the run's state out";
+    return without_final_period(e.what());  // write_checkpoint's own sentence names the file
+}
+
+}  // namespace
+
 struct Session::Impl {
     Experiment experiment;
     SessionOptions options;
     std::int64_t first_step = 0;        // the checkpoint's step when resumed
     std::int64_t last_eval = -1;        // the step of the last evaluation
     std::int64_t last_checkpoint = -1;  // the step of the last checkpoint written (or resumed from)
+    std::int64_t failed_checkpoint = -1;  // the step of the last one that could not be written
     bool swept_partials = false;        // the folder's leftovers of a killed writer removed
     std::vector<LayerInfo> layers;
     std::vector<std::string> notices;
@@ -114,6 +159,14 @@ Session::Session(Experiment experiment, SessionOptions options) : m_impl(std::ma
     auto backend = make_backend(im.experiment.backend, im.experiment.device, im.experiment.threads);
     im.backend_name = backend->name();
     im.device_name = backend->device_name();
+    // backend auto trains on the CPU when it finds no usable GPU: a GPU asked for by its index is
+    // then not used, which the run says rather than pass over (GPU 0 is every run's default).
+    if (im.experiment.backend == "auto" && im.backend_name == "cpu" && im.experiment.device != 0) {
+        const std::string gpu = std::to_string(im.experiment.device);
+        im.notices.push_back("backend.device " + gpu + " was ignored: GPU " + gpu +
+                             " is not usable here (`mantissa-cli devices` says why), so this run (backend auto) "
+                             "trains on the CPU.");
+    }
     // MANTISSA_SYNC_STEPS=1: the backend's synchronous calls instead of its step pipeline (on a
     // GPU: no CUDA graphs, a host wait inside each step), to compare or to rule the pipeline out.
     TrainerOptions trainer_options;
@@ -271,15 +324,16 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
             emit(event(EventKind::run_finished, "Run finished after " + steps + " steps.", {{"steps", trainer->steps_taken()}}));
         state = final_state;
     } catch (const std::exception& e) {
+        const std::string error = failure_text(e);
         {
             std::lock_guard lock(summary_mutex);
             summary.state = SessionState::failed;
-            summary.error = e.what();
+            summary.error = error;
             summary.elapsed_s = trainer->elapsed_s();
         }
         state = SessionState::failed;
         try {
-            emit(event(EventKind::run_failed, std::string("Run failed: ") + e.what(), {{"error", e.what()}}));
+            emit(event(EventKind::run_failed, "Run failed: " + error, {{"error", error}}));
         } catch (...) {
             // A sink that fails while reporting a failure has nothing left to report to.
         }
@@ -325,7 +379,9 @@ std::string one_line(const std::string& text) {
 
 void Session::Impl::checkpoint() {
     const std::int64_t step = trainer->steps_taken();
-    if (options.checkpoint_folder.empty() || step == last_checkpoint || step == 0) return;
+    // A step whose checkpoint just failed is not tried again at once (the run's end right after a
+    // checkpoint_every step): the next steps' is.
+    if (options.checkpoint_folder.empty() || step == last_checkpoint || step == failed_checkpoint || step == 0) return;
     char name[64];
     std::snprintf(name, sizeof name, "step-%010lld.safetensors", static_cast<long long>(step));
     const std::string file = (std::filesystem::path(options.checkpoint_folder) / name).string();
@@ -354,8 +410,11 @@ void Session::Impl::checkpoint() {
         write_checkpoint(*trainer, file, options.run_uuid, s);
         record.bytes = static_cast<std::int64_t>(std::filesystem::file_size(file));
     } catch (const std::exception& e) {  // a full disk: the run goes on, said once per checkpoint
-        emit(event(EventKind::notice, std::string("No checkpoint at step ") + std::to_string(step) + ": " + e.what(),
-                   {{"checkpoint", "failed"}, {"step", step}}));
+        emit(event(EventKind::notice,
+                   "No checkpoint at step " + std::to_string(step) + ": " +
+                       one_line(checkpoint_failure(options.checkpoint_folder, e)) + ".",
+                   {{"checkpoint", "failed"}, {"step", step}, {"folder", options.checkpoint_folder}}));
+        failed_checkpoint = step;
         return;
     }
     last_checkpoint = step;

@@ -3,7 +3,10 @@
 // recipe's settings, and `sweep show --json` gives the recipe table with its Pareto marks; running
 // it again runs nothing; SIGINT stops every run (each recorded `stopped`) and `sweep run` resumes
 // them from their checkpoints to completion; a run that cannot start fails the sweep (exit 1) with
-// its own sentence; bad recipes and grids are exit 2.
+// its own sentence; bad recipes and grids are exit 2, and so is a grid value every run would refuse
+// as it starts (a layer the model lacks), before anything is recorded, dry run or not; a Slurm
+// submission that sbatch refuses, or that finds no sbatch, is exit 2 with one sentence and leaves
+// no sweep and no folder behind, and --cpus-per-task 0 is refused before sbatch is asked.
 #include <QtTest>
 
 #include <signal.h>
@@ -14,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "error.h"
 #include "run_cli.h"
 #include "store/run_store.h"
 
@@ -112,11 +116,15 @@ private slots:
         for (int i = 0; i < 300 && !going; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
             if (!std::filesystem::exists(db.toStdString())) continue;
-            RunStore store(db.toStdString(), StoreAccess::read);
-            const auto sweeps = store.list_sweeps();
-            if (sweeps.empty()) continue;
-            const auto runs = store.sweep_runs(sweeps[0].id);
-            going = runs.size() == 2 && runs[0].steps > 100 && runs[1].steps > 100;
+            try {
+                RunStore store(db.toStdString(), StoreAccess::read);
+                const auto sweeps = store.list_sweeps();
+                if (sweeps.empty()) continue;
+                const auto runs = store.sweep_runs(sweeps[0].id);
+                going = runs.size() == 2 && runs[0].steps > 100 && runs[1].steps > 100;
+            } catch (const Error&) {
+                // The sweep's process is creating the store right now (an empty database yet).
+            }
         }
         QVERIFY(going);
         ::kill(static_cast<pid_t>(p.processId()), SIGINT);
@@ -159,6 +167,97 @@ private slots:
         QCOMPARE(r.code, 2);
         r = run_cli({"sweep", "show", "nosuch", "--db", db});
         QCOMPARE(r.code, 2);
+    }
+
+    // A grid value that every run would refuse as it starts (a layer the model does not have) is
+    // refused while the sweep is planned: one sentence naming the run and the layer, exit 2, no
+    // store, no sweep, no run; a dry run says the same.
+    void gridValueRefusedAsRunsWouldRefuseIt() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        for (const bool dry : {true, false}) {
+            QStringList args = QStringList{"sweep", "--grid", "precision.layers.fc9=fp16,bf16", "--db", db} + small(2);
+            if (dry) args << "--dry-run";
+            const CliResult r = run_cli(args);
+            QCOMPARE(r.code, 2);
+            QCOMPARE(QString::fromUtf8(r.err),
+                     QString("mantissa-cli sweep: Run 0 of the sweep (precision.layers.fc9=fp16) cannot start: "
+                             "precision.layers.fc9: the model has no layer \"fc9\" (its layers are fc1..fc3).\n"));
+            QVERIFY(r.out.isEmpty());
+            QVERIFY(!std::filesystem::exists(db.toStdString()));
+            QVERIFY(!std::filesystem::exists(dir.filePath("runs.sweeps").toStdString()));
+        }
+        // A layer only some points have: the first run without it is named.
+        const CliResult r = run_cli(QStringList{"sweep", "--set", "precision.layers.fc3=fp16", "--grid",
+                                                "model.hidden=[[16,16],[16]]", "--dry-run"} + small(2));
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("Run 1 of the sweep (model.hidden=[16]) cannot start: precision.layers.fc3: the model "
+                                "has no layer \"fc3\""),
+                 r.err.constData());
+    }
+
+    // sbatch refusing the array (a stand-in that says four lines on stderr and exits 1), or not
+    // installed: exit 2, one sentence with sbatch's first line at most, and the store and the
+    // folder as they were, however often it is tried.
+    void failedSlurmSubmissionLeavesNothing() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const QString bin = dir.filePath("bin");
+        QVERIFY(QDir().mkpath(bin));
+        QFile sbatch(bin + "/sbatch");
+        QVERIFY(sbatch.open(QIODevice::WriteOnly));
+        sbatch.write("#!/bin/sh\n"
+                     "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\n"
+                     "echo 'sbatch: error: second line' >&2\necho 'sbatch: error: third line' >&2\n"
+                     "echo 'sbatch: error: fourth line' >&2\nexit 1\n");
+        sbatch.close();
+        QVERIFY(sbatch.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        const QString empty = dir.filePath("empty");  // a PATH without sbatch
+        QVERIFY(QDir().mkpath(empty));
+        const auto submit = [&](const QString& path, const QStringList& more = {}) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("PATH", path);
+            p.setProcessEnvironment(env);
+            p.start(MANTISSA_CLI_PATH, QStringList{"sweep", "--slurm", "--folder", dir.filePath("tasks/a"), "--db", db} +
+                                           small(2) + more);
+            p.waitForFinished(60'000);
+            return CliResult{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+                             p.readAllStandardError()};
+        };
+        const QString refusing = bin + ":" + qEnvironmentVariable("PATH");
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const CliResult r = submit(refusing);
+            QCOMPARE(r.code, 2);
+            QCOMPARE(QString::fromUtf8(r.err),
+                     QString("mantissa-cli sweep: sbatch refused the sweep's job array: sbatch: error: Batch job "
+                             "submission failed: Invalid partition name specified.\n"));
+            RunStore store(db.toStdString(), StoreAccess::read);
+            QVERIFY(store.list_sweeps().empty());
+            QVERIFY(!std::filesystem::exists(dir.filePath("tasks").toStdString()));
+        }
+        CliResult r = submit(empty);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.startsWith("mantissa-cli sweep: sbatch could not be run") && r.err.count('\n') == 1, r.err.constData());
+        QVERIFY(!std::filesystem::exists(dir.filePath("tasks").toStdString()));
+        // The default folder beside the store too.
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("PATH", refusing);
+        p.setProcessEnvironment(env);
+        p.start(MANTISSA_CLI_PATH, QStringList{"sweep", "--slurm", "--db", db} + small(2));
+        QVERIFY(p.waitForFinished(60'000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(!std::filesystem::exists(dir.filePath("runs.sweeps").toStdString()));
+        {
+            RunStore store(db.toStdString(), StoreAccess::read);
+            QVERIFY(store.list_sweeps().empty());
+        }
+        // A task needs a CPU: refused before sbatch is asked (this one would say it refused).
+        r = submit(refusing, {"--cpus-per-task", "0"});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err),
+                 QString("mantissa-cli sweep: --cpus-per-task must be between 1 and 4096 (a task needs a CPU), not 0\n"));
     }
 };
 

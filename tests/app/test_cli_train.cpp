@@ -7,7 +7,13 @@
 //   - a dataset that falls back to spirals is a warning on stderr before anything else, and the
 //     JSON's `notices`;
 //   - the run is recorded with its network's layers, which `show` and `export --table layers` give;
-//   - --threads is backend.threads, recorded; out of range it is exit 2 and one sentence;
+//   - --threads is backend.threads, recorded; out of range it is exit 2 and one sentence; so is
+//     MANTISSA_CPU_THREADS out of range or not a number, naming the variable; 1024 threads on a
+//     model whose weight gradient oneDNN would split into a scratchpad per thread still train;
+//   - a checkpoint that cannot be written (a file where its folder goes) is a warning naming the
+//     folder and why, a JSON notice and a clean store event, and exit 1: the run trained but
+//     lost its checkpoints;
+//   - --device with the auto backend and no usable GPU of that index is a notice;
 //   - OpenMP's workers wait passively unless OMP_WAIT_POLICY says otherwise, in the process that
 //     was started (same pid, same name).
 #include <QtTest>
@@ -270,6 +276,95 @@ private slots:
         QCOMPARE(r.code, 2);
         QCOMPARE(QString::fromUtf8(r.err), message);
         QVERIFY(r.out.isEmpty());
+    }
+
+    // MANTISSA_CPU_THREADS is held to the option's range: one sentence naming the variable, exit 2,
+    // before anything trains (it was skipped above 1024, and passed over when not a number).
+    void threadsVariableChecked_data() {
+        QTest::addColumn<QString>("value");
+        QTest::newRow("too many") << "100000";
+        QTest::newRow("not a number") << "abc";
+        QTest::newRow("negative") << "-2";
+    }
+    void threadsVariableChecked() {
+        QFETCH(QString, value);
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("MANTISSA_CPU_THREADS", value);
+        p.setProcessEnvironment(env);
+        p.start(MANTISSA_CLI_PATH, {"train", "--set", "dataset.kind=spirals", "--steps", "1", "--no-record"});
+        QVERIFY(p.waitForFinished(60'000));
+        QCOMPARE(p.exitCode(), 2);
+        QCOMPARE(QString::fromUtf8(p.readAllStandardError()),
+                 "mantissa-cli train: MANTISSA_CPU_THREADS is \"" + value +
+                     "\", but it takes the CPU backend's threads, a whole number from 1 to 1024 (0: as if unset); set "
+                     "it to one, or unset it.\n");
+        QVERIFY(p.readAllStandardOutput().isEmpty());
+    }
+
+    // Threads in the documented range train a model whose weight gradient (4096 × 4096 over a
+    // batch of 2048) oneDNN would otherwise split over the threads with a copy of the result each
+    // (tens of GB at 1024 threads: std::bad_alloc, exit 1).
+    void manyThreadsTrain() {
+        const CliResult r = run_cli({"train", "--threads", "1024", "--steps", "1", "--no-record", "--set",
+                                     "dataset.kind=spirals", "--set", "dataset.samples=3000", "--set",
+                                     "train.batch_size=2048", "--set", "model.hidden=[4096,4096]", "--set",
+                                     "train.eval_every=0", "--set", "train.what_if.formats=[]", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(r.out).object()["status"].toString(), QString("completed"));
+    }
+
+    // Where the store's checkpoint folders go (runs.checkpoints) is a file: the run trains to the
+    // end, but says, as it happens, that each checkpoint could not be written, naming the folder
+    // and why (the store's event too, in the same words, not std::filesystem's), and exits 1 as a
+    // run whose record is incomplete does.
+    void lostCheckpointsAreSaid() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const QString folders = dir.filePath("runs.checkpoints");  // the store's checkpoint folders (store/run_store.h)
+        QFile blocker(folders);
+        QVERIFY(blocker.open(QIODevice::WriteOnly) && blocker.write("x\n") == 2);
+        blocker.close();
+        const CliResult r = run_cli({"train", "--set", "dataset.kind=spirals", "--set", "model.hidden=[8]", "--set",
+                                     "train.checkpoint_every=5", "--steps", "20", "--db", db, "--json"});
+        QCOMPARE(r.code, 1);
+        const QJsonObject out = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(out["status"].toString(), QString("completed"));
+        QCOMPARE(out["steps"].toInt(), 20);
+        const QString why = "cannot be made, because " + folders + " is a file, not a folder.";
+        const QJsonArray notices = out["notices"].toArray();
+        QCOMPARE(notices.size(), 2);  // the reason once, then how many in all
+        QVERIFY2(notices[0].toString().startsWith("No checkpoint at step 5: the checkpoint folder " + folders + "/") &&
+                     notices[0].toString().endsWith(why),
+                 qPrintable(notices[0].toString()));
+        QCOMPARE(notices[1].toString(), QString("4 of the run's checkpoints could not be written, the last at step 20."));
+        const QString err = QString::fromUtf8(r.err);
+        QCOMPARE(err, "warning: " + notices[0].toString() + "\nwarning: " + notices[1].toString() + "\n");
+
+        RunStore store(db.toStdString(), StoreAccess::read_only);
+        int failed = 0;
+        for (const Event& e : store.events(out["run_id"].toInteger())) {
+            if (e.message.find("No checkpoint") == std::string::npos) continue;
+            ++failed;
+            QVERIFY2(QString::fromStdString(e.message).endsWith(why), e.message.c_str());
+            QVERIFY2(e.message.find("filesystem error") == std::string::npos, e.message.c_str());
+        }
+        QCOMPARE(failed, 4);  // steps 5, 10, 15, 20: the end's is not tried twice
+        QVERIFY(store.checkpoints(out["run_id"].toInteger()).empty());
+    }
+
+    // --device with the auto backend where that GPU is not usable: the run trains on the CPU and
+    // says once that the device was ignored (a machine with 256 GPUs is not expected).
+    void ignoredDeviceIsANotice() {
+        const CliResult r = run_cli({"train", "--device", "255", "--set", "dataset.kind=spirals", "--set",
+                                     "model.hidden=[8]", "--steps", "2", "--no-record", "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QJsonObject out = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(out["backend"].toString(), QString("cpu"));
+        const QString notice = "backend.device 255 was ignored: GPU 255 is not usable here (`mantissa-cli devices` says "
+                               "why), so this run (backend auto) trains on the CPU.";
+        QCOMPARE(out["notices"].toArray(), QJsonArray{notice});
+        QCOMPARE(QString::fromUtf8(r.err), "mantissa-cli train: warning: " + notice + "\n");
     }
 
     // OpenMP's workers wait passively (the program set OMP_WAIT_POLICY and executed itself again,

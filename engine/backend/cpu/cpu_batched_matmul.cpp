@@ -1,6 +1,7 @@
 // CpuBatchedMatmul on oneDNN (onednn_matmul.h): a cache of 4-D strided matmul primitives.
 #include "backend/cpu/cpu_batched_matmul.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -15,8 +16,9 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// The operands' type (1: bf16), counts and strides of the three views: the primitive's identity.
-using Key = std::array<std::int64_t, 18>;
+// The operands' type (1: bf16), counts and strides of the three views, and the threads asked for
+// (the primitive is made for them, or fewer: make_onednn_matmul): the primitive's identity.
+using Key = std::array<std::int64_t, 19>;
 
 // A dimension of extent 1 is given the stride oneDNN's plain layouts would give it (its value is
 // never used to address anything), so equal layouts share a primitive.
@@ -59,7 +61,7 @@ bool CpuBatchedMatmul::run(bool bf16, std::int64_t outer, std::int64_t inner, st
     const auto sb = strides_of(bs, outer, inner, k, n);
     const auto sc = strides_of(cs, outer, inner, m, n);
     const Key key = {bf16 ? 1 : 0, outer, inner, m, n, k, sa[0], sa[1], sa[2], sa[3], sb[0], sb[1], sb[2], sb[3],
-                     sc[0], sc[1], sc[2], sc[3]};
+                     sc[0], sc[1], sc[2], sc[3], std::max(1, threads)};
     auto it = m_impl->cache.find(key);
     if (it == m_impl->cache.end()) {
         const dt type = bf16 ? dt::bf16 : dt::f32;
@@ -67,14 +69,14 @@ bool CpuBatchedMatmul::run(bool bf16, std::int64_t outer, std::int64_t inner, st
         try {
             mm = make_onednn_matmul(m_impl->engine, dnnl::memory::desc({outer, inner, m, k}, type, sa),
                                     dnnl::memory::desc({outer, inner, k, n}, type, sb),
-                                    dnnl::memory::desc({outer, inner, m, n}, dt::f32, sc));
+                                    dnnl::memory::desc({outer, inner, m, n}, dt::f32, sc), threads);
         } catch (const dnnl::error&) {
             // mm stays empty, remembered: the caller packs this layout every time
         }
         it = m_impl->cache.emplace(key, std::move(mm)).first;
     }
     if (!it->second) return false;
-    run_onednn_matmul(*it->second, m_impl->stream, a, b, c, threads);
+    run_onednn_matmul(*it->second, m_impl->stream, a, b, c);
     return true;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "backend/cpu/cpu_bf16_copy.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "error.h"
+#include "printable_text.h"
 
 namespace mantissa {
 
@@ -23,10 +25,15 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+// The most threads the CPU backend takes: backend.threads' range (engine/config/experiment.cpp),
+// which MANTISSA_CPU_THREADS and OMP_NUM_THREADS are held to as well.
+constexpr int most_threads = 1024;
+
 struct Key {
     std::int64_t m, n, k;
     bool trans_a, trans_b, bf16;
-    auto tie() const { return std::tie(m, n, k, trans_a, trans_b, bf16); }
+    int threads;  // asked for (threads_for); the primitive may take fewer (make_onednn_matmul)
+    auto tie() const { return std::tie(m, n, k, trans_a, trans_b, bf16, threads); }
     bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
@@ -38,11 +45,27 @@ int CpuMatmul::threads_for(std::int64_t multiply_adds, int max_threads) {
 }
 
 int CpuMatmul::default_threads(int spare) {
-    if (const char* env = std::getenv("MANTISSA_CPU_THREADS")) {
-        const int n = std::atoi(env);
+    // Read as --threads and backend.threads are: a whole number from 1 to most_threads, or 0 (or
+    // nothing) for what it would be unset; anything else is refused, never passed over.
+    if (const char* env = std::getenv("MANTISSA_CPU_THREADS"); env && *env) {
+        const std::string text = env;
+        const bool digits =
+            text.size() <= 9 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const int n = digits ? std::stoi(text) : -1;
+        if (n < 0 || n > most_threads)
+            throw Error("MANTISSA_CPU_THREADS is \"" + printable_text(shortened_text(text)) +
+                        "\", but it takes the CPU backend's threads, a whole number from 1 to " +
+                        std::to_string(most_threads) + " (0: as if unset); set it to one, or unset it.");
         if (n >= 1) return n;
     }
-    if (std::getenv("OMP_NUM_THREADS")) return std::max(1, omp_get_max_threads());
+    if (std::getenv("OMP_NUM_THREADS")) {
+        const int n = omp_get_max_threads();  // libgomp's reading of it (it warns of one it cannot read)
+        if (n > most_threads)
+            throw Error("OMP_NUM_THREADS asks for " + std::to_string(n) + " threads, more than the CPU backend's " +
+                        std::to_string(most_threads) + "; set it to " + std::to_string(most_threads) +
+                        " or fewer, or set MANTISSA_CPU_THREADS.");
+        return std::max(1, n);
+    }
     const int hardware = static_cast<int>(std::thread::hardware_concurrency());
     return std::max(1, hardware - std::max(0, spare));
 }
@@ -67,7 +90,7 @@ struct CpuMatmul::Impl {
         const dnnl::memory::desc b_md({key.k, key.n}, type, key.trans_b ? tag::ba : tag::ab);
         const dnnl::memory::desc c_md({key.m, key.n}, dt::f32, tag::ab);
         try {
-            return cache.emplace(key, make_onednn_matmul(engine, a_md, b_md, c_md)).first->second;
+            return cache.emplace(key, make_onednn_matmul(engine, a_md, b_md, c_md, key.threads)).first->second;
         } catch (const dnnl::error& err) {
             throw Error(std::string("oneDNN could not create a ") + (key.bf16 ? "bf16" : "fp32") +
                         " matmul of shape (" + std::to_string(key.m) + " x " +
@@ -82,16 +105,16 @@ struct CpuMatmul::Impl {
         const bool a16_holds_a = a_unchanged && a16_source == a && a16_count == m * k;
         a16_source = nullptr;
         bool use_bf16 = bf16_operands && bf16;
+        const int t = threads_for(m * n * k, threads);
         OneDnnMatmul* e;
         try {
-            e = &entry({m, n, k, trans_a, trans_b, use_bf16});
+            e = &entry({m, n, k, trans_a, trans_b, use_bf16, t});
         } catch (const Error&) {
             if (!use_bf16) throw;
             // This oneDNN has no bf16 matmul for this shape: the FP32 primitive gives the same products.
             bf16 = use_bf16 = false;
-            e = &entry({m, n, k, trans_a, trans_b, false});
+            e = &entry({m, n, k, trans_a, trans_b, false, t});
         }
-        const int t = threads_for(m * n * k, threads);
         if (use_bf16) {
             const std::uint16_t* a_bits = kept.a;
             bool exact = true;
@@ -114,13 +137,13 @@ struct CpuMatmul::Impl {
                 ++operand_copies;
             }
             if (exact) {
-                run_onednn_matmul(*e, stream, a_bits, b_bits, c, t);
+                run_onednn_matmul(*e, stream, a_bits, b_bits, c);
                 return;
             }
             // A value the bf16 primitive would not multiply exactly: the FP32 one, same products.
-            e = &entry({m, n, k, trans_a, trans_b, false});
+            e = &entry({m, n, k, trans_a, trans_b, false, t});
         }
-        run_onednn_matmul(*e, stream, a, b, c, t);
+        run_onednn_matmul(*e, stream, a, b, c);
     }
 };
 
@@ -168,7 +191,13 @@ const Bf16MatmulChoice& CpuMatmul::measured_bf16_choice() {
 }
 
 CpuMatmul::CpuMatmul() : m_impl(std::make_unique<Impl>()) {
-    m_impl->threads = default_threads();
+    // The maker sets the count (make_backend): where it comes from the environment, that reading
+    // refuses a bad MANTISSA_CPU_THREADS; here, before it, such a value only means every thread.
+    try {
+        m_impl->threads = default_threads();
+    } catch (const Error&) {
+        m_impl->threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    }
     if (const char* env = std::getenv("MANTISSA_CPU_BF16_MATMUL"))
         m_impl->bf16 = std::strcmp(env, "0") != 0 && bf16_available();
     else

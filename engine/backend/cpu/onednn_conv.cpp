@@ -323,6 +323,14 @@ OneDnnConv* OneDnnConv::find(Direction direction, const OneDnnConvDims& dims, in
     const std::int64_t multiply_adds =
         dims.batch * dims.out_channels * dims.out_h() * dims.out_w() * dims.channels * dims.kernel * dims.kernel;
     if (direction != Direction::backward_weights) threads = CpuMatmul::threads_for(multiply_adds, threads);
+    // The weight gradient's chunks go one per thread, each into a copy of dw of its own
+    // (make_impl): threads past the chunks would only hold copies never written (at 1024 threads,
+    // a gigabyte for a 512-channel 3x3 layer). With as many threads as chunks they run as one group
+    // either way, so the sums, and the bits, are the same.
+    if (direction == Direction::backward_weights) {
+        const std::int64_t chunk = wgrad_chunk_samples(dims);
+        threads = static_cast<int>(std::min<std::int64_t>(threads, (dims.batch + chunk - 1) / chunk));
+    }
     threads = std::max(1, threads);
     const CacheKey key{direction, dims, threads, operands};
     if (auto it = cache.find(key); it != cache.end()) return it->second.get();

@@ -334,6 +334,18 @@ private slots:
         QTest::newRow("a key missing") << 4 << "has no \"optimizer_steps\"";
         QTest::newRow("another model") << 5 << "fc1.weight";
         QTest::newRow("unknown bf16 matmul path") << 6 << "\"bf16_matmul\" must be";
+        // Values no run writes, each named with its key (a resumed run would skip every step at
+        // scale 0, or scale its losses by a negative number).
+        QTest::newRow("loss scale 0, not collapsed") << 7 << "\"loss_scale\" is 0 while \"scale_collapsed\" is false";
+        QTest::newRow("loss scale negative") << 8 << "\"loss_scale\" must be a finite FP32 number above 0, not -1";
+        QTest::newRow("loss scale beyond FP32") << 9 << "\"loss_scale\" must be a finite FP32 number above 0, not 1e+39";
+        QTest::newRow("loss scale inf") << 10 << "\"loss_scale\" must be a finite FP32 number above 0, not inf";
+        QTest::newRow("loss scale nan") << 11 << "\"loss_scale\" must be a finite FP32 number above 0, not nan";
+        QTest::newRow("growth tracker beyond the steps") << 12 << "\"growth_tracker\" counts more steps than \"step\" (1)";
+        QTest::newRow("overflow steps beyond the steps") << 13 << "\"summary.overflow_steps\" is 5, beyond \"step\" (1)";
+        QTest::newRow("accuracy above 1") << 14 << "\"summary.test_accuracy\" must be a fraction from 0 to 1";
+        QTest::newRow("no experiment") << 15 << ": the checkpoint's metadata has no \"experiment\"; the file is damaged";
+        QTest::newRow("nested too deep") << 16 << "is nested 513 levels deep";
     }
     void badFilesAreRefused() {
         QFETCH(int, damage);
@@ -367,6 +379,22 @@ private slots:
         case 4: rewrite_metadata([](nlohmann::json& j) { j.erase("optimizer_steps"); }); break;
         case 5: model.model.hidden = {16, 32}; break;
         case 6: rewrite_metadata([](nlohmann::json& j) { j["bf16_matmul"] = "amx"; }); break;
+        case 7: rewrite_metadata([](nlohmann::json& j) { j["loss_scale"] = 0; }); break;
+        case 8: rewrite_metadata([](nlohmann::json& j) { j["loss_scale"] = -1.0; }); break;
+        case 9: rewrite_metadata([](nlohmann::json& j) { j["loss_scale"] = 1e39; }); break;
+        case 10: rewrite_metadata([](nlohmann::json& j) { j["loss_scale"] = "inf"; }); break;
+        case 11: rewrite_metadata([](nlohmann::json& j) { j["loss_scale"] = "nan"; }); break;
+        case 12: rewrite_metadata([](nlohmann::json& j) { j["growth_tracker"] = 2; }); break;
+        case 13: rewrite_metadata([](nlohmann::json& j) { j["summary"]["overflow_steps"] = 5; }); break;
+        case 14: rewrite_metadata([](nlohmann::json& j) { j["summary"]["test_accuracy"] = 2; }); break;
+        case 15: rewrite_metadata([](nlohmann::json& j) { j.erase("experiment"); }); break;
+        case 16:
+            rewrite_metadata([](nlohmann::json& j) {
+                nlohmann::json deep = nlohmann::json::array();
+                for (int i = 0; i < 600; ++i) deep = nlohmann::json::array({std::move(deep)});
+                j["experiment"]["model"]["layers"] = std::move(deep);
+            });
+            break;
         }
         try {
             const Checkpoint c(path);
@@ -376,8 +404,34 @@ private slots:
         } catch (const Error& e) {
             const std::string what = e.what();
             QVERIFY2(what.find(path) != std::string::npos, what.c_str());
+            QVERIFY2(what.find(path, what.find(path) + 1) == std::string::npos, what.c_str());  // named once
             QVERIFY2(what.find(expected.toStdString()) != std::string::npos, what.c_str());
         }
+    }
+
+    // A dynamic scale that backed off past FP32's smallest subnormal is 0, and the run said it
+    // collapsed: such a checkpoint is read (a branch with other loss scaling starts from it).
+    void collapsedScaleOfZeroIsRead() {
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        auto t = make_trainer(r.experiment, r.data());
+        t->step();
+        const std::string path = temp_path(dir, "c.safetensors");
+        write_checkpoint(*t, path, "", {});
+        {
+            const SafetensorsFile f(path);
+            std::vector<SafetensorsTensor> tensors;
+            for (const SafetensorsEntry& e : f.entries()) tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
+            std::map<std::string, std::string> meta = f.metadata();
+            nlohmann::json j = nlohmann::json::parse(meta["mantissa.checkpoint"]);
+            j["loss_scale"] = 0;
+            j["scale_collapsed"] = true;
+            meta["mantissa.checkpoint"] = j.dump();
+            write_safetensors(path, tensors, meta);
+        }
+        const Checkpoint c(path);
+        QCOMPARE(c.info().trainer.loss_scale, 0.0f);
+        QVERIFY(c.info().trainer.scale_collapsed);
     }
 
     void sessionWritesCheckpointsAndResumes() {

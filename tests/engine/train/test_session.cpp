@@ -1,8 +1,14 @@
 // The threaded Session: a run to completion with its events and summary; commands posted from a
 // sink at a known step become events at the next step and take effect there; pause blocks the
 // training thread until resume; stop ends the run as stopped with a final evaluation; a failure
-// on the training thread ends it as failed with the error; bad input is refused at construction.
+// on the training thread ends it as failed with the error (running out of memory as a sentence, not
+// "std::bad_alloc"); bad input is refused at construction, and check_run_start refuses what the
+// construction would, in its words, without the data; a checkpoint that cannot be written is a
+// notice naming the folder and why; a GPU index the auto backend cannot use is a notice.
 #include <QtTest>
+
+#include <QFile>
+#include <QTemporaryDir>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +18,7 @@
 
 #include "error.h"
 #include "train/session.h"
+#include "train/start_check.h"
 #include "train_support.h"
 
 using namespace mantissa;
@@ -373,6 +380,96 @@ private slots:
         QCOMPARE(r.state, SessionState::failed);
         QVERIFY(QString::fromStdString(r.error).contains("disk is full"));
         QCOMPARE(sink->events.back().kind, EventKind::run_failed);
+    }
+
+    // Memory running out on the training thread (an allocation in a step): the run fails with a
+    // sentence that says so, never the library's "std::bad_alloc".
+    void outOfMemoryIsASentence() {
+        Session s(session_experiment(50));
+        auto sink = std::make_shared<ScriptedSink>();
+        sink->after_step = [](const StepRecord& st) {
+            if (st.step == 3) throw std::bad_alloc();
+        };
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::failed);
+        const std::string expected =
+            "Not enough memory: an allocation failed while training; use a smaller model or train.batch_size, fewer "
+            "threads (backend.threads), or free some memory.";
+        QCOMPARE(s.summary().error, expected);
+        QCOMPARE(sink->events.back().kind, EventKind::run_failed);
+        QCOMPARE(sink->events.back().message, "Run failed: " + expected);
+    }
+
+    // The checkpoint folder's parent is a file: the run trains on, and each checkpoint it could
+    // not write is a notice that names the folder and why, marked as a failed checkpoint.
+    void checkpointFailureIsANotice() {
+        QTemporaryDir dir;
+        QFile blocker(dir.filePath("checkpoints"));
+        QVERIFY(blocker.open(QIODevice::WriteOnly) && blocker.write("x") == 1);
+        blocker.close();
+        const std::string folder = dir.filePath("checkpoints/run").toStdString();
+        Experiment e = session_experiment(10);
+        e.train.checkpoint_every = 5;
+        Session s(e);
+        s.set_checkpoint_folder(folder, "run");
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        std::vector<Event> failed;
+        for (const Event& ev : sink->events_of(EventKind::notice))
+            if (nlohmann::json::parse(ev.data_json).value("checkpoint", "") == "failed") failed.push_back(ev);
+        QCOMPARE(failed.size(), std::size_t{2});  // steps 5 and 10; the end (10) is not tried twice
+        QCOMPARE(failed[0].message, "No checkpoint at step 5: the checkpoint folder " + folder +
+                                        " cannot be made, because " + dir.filePath("checkpoints").toStdString() +
+                                        " is a file, not a folder.");
+        QCOMPARE(failed[1].step, std::int64_t{10});
+        QVERIFY(sink->events_of(EventKind::checkpoint).empty());
+    }
+
+    // The checks a sweep makes before recording anything: what the Session would refuse at its
+    // start for the experiment alone, in the same sentence; nothing for what it accepts.
+    void startCheckRefusesWhatTheRunWould() {
+        Experiment e = session_experiment(5);
+        e.precision.layers["fc4"] = LayerPrecision::bf16;
+        QString from_check, from_session;
+        try {
+            check_run_start(e);
+        } catch (const Error& err) {
+            from_check = err.what();
+        }
+        try {
+            Session refused(e);
+        } catch (const Error& err) {
+            from_session = err.what();
+        }
+        QVERIFY(!from_check.isEmpty());
+        QCOMPARE(from_check, from_session);
+        QCOMPARE(from_check, QString("precision.layers.fc4: the model has no layer \"fc4\" (its layers are fc1..fc3)."));
+        e.precision.layers.clear();
+        e.precision.layers["fc3"] = LayerPrecision::bf16;
+        check_run_start(e);  // no throw
+        e.model.hidden = {8};
+        QVERIFY_THROWS_EXCEPTION(Error, check_run_start(e));  // fc1, fc2 only
+    }
+
+    // backend auto without a usable GPU of the index asked for: the run trains on the CPU and
+    // says the device was ignored, before it starts and as an event.
+    void ignoredDeviceIsANotice() {
+        Experiment e = session_experiment(2);
+        e.backend = "auto";
+        e.device = 255;
+        Session s(e);
+        QCOMPARE(QString::fromStdString(s.backend_name()), QString("cpu"));
+        QCOMPARE(s.notices(), std::vector<std::string>{"backend.device 255 was ignored: GPU 255 is not usable here "
+                                                       "(`mantissa-cli devices` says why), so this run (backend auto) "
+                                                       "trains on the CPU."});
+        e.device = 0;  // every run's default: nothing to say
+        Session quiet(e);
+        for (const std::string& n : quiet.notices()) QVERIFY(n.find("backend.device") == std::string::npos);
     }
 
     void destructorStopsARunningSession() {
