@@ -2,15 +2,18 @@
 #include "dock_layout.h"
 
 #include <QDockWidget>
+#include <QEvent>
 #include <QHeaderView>
 #include <QMainWindow>
 #include <QPointer>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QTabBar>
 #include <QTableView>
 #include <QTimer>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "block_scales/block_scale_panel.h"
 #include "charts/charts_panel.h"
@@ -44,6 +47,34 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
         connect(m_docks.blockScales, &QDockWidget::visibilityChanged, this, [this](bool shown) {
             bottomTabShown(m_docks.blockScales, m_docks.blockScales->widget(), BlockScalePanel::usableHeight, shown);
         });
+    // The Layers table's columns change width as a run's numbers arrive, a column shows or hides
+    // (the FP8 scales, classroom mode); once they have settled, the dock follows them.
+    m_layersRefit = new QTimer(this);
+    m_layersRefit->setSingleShot(true);
+    m_layersRefit->setInterval(0);
+    connect(m_layersRefit, &QTimer::timeout, this, &DockLayout::fitLayers);
+    connect(m_layers->view()->horizontalHeader(), &QHeaderView::sectionResized, this, [this] {
+        if (m_compact == 1) m_layersRefit->start();
+    });
+    // The window's dock tab bars are made by Qt as docks are tabbed, each set to elide its titles;
+    // they are polished before they are shown.
+    m_window->installEventFilter(this);
+    polishTabBars();
+}
+
+bool DockLayout::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_window && event->type() == QEvent::ChildPolished) polishTabBars();
+    return QObject::eventFilter(watched, event);
+}
+
+void DockLayout::polishTabBars() {
+    // Whole titles: "Events", not "Eve…". Tabs that do not fit scroll behind the bar's arrows, and
+    // each tab's tooltip is its title (QMainWindow sets it).
+    for (QTabBar* bar : m_window->findChildren<QTabBar*>(Qt::FindDirectChildrenOnly)) {
+        if (bar->elideMode() == Qt::ElideNone && bar->usesScrollButtons()) continue;
+        bar->setElideMode(Qt::ElideNone);
+        bar->setUsesScrollButtons(true);
+    }
 }
 
 void DockLayout::applyInitialSizes() {
@@ -68,9 +99,48 @@ void DockLayout::applyCompact(bool compact) {
     const int width = m_window->width();
     // The table's columns first (at most 70 % of the window), the events beside it; in a large
     // window the first layout's shares.
-    const int layers = compact ? std::min(layersColumnsWidth(), width * 7 / 10) : width * 55 / 100;
-    m_window->resizeDocks({m_docks.layers}, {layers}, Qt::Horizontal);
+    const int around = std::max(0, m_docks.layers->width() - m_layers->width());  // the dock's frame and margins
+    const int layers = compact ? std::min(layersColumnsWidth() + around, width * 7 / 10) : width * 55 / 100;
+    resizeLayers(layers);
     if (compact) m_window->resizeDocks({m_docks.layers}, {m_docks.layers->minimumSizeHint().height()}, Qt::Vertical);
+}
+
+void DockLayout::noteLayersWidth() {
+    m_layersWidth = -1;  // until the window has laid the docks out
+    QTimer::singleShot(0, this, [this] { m_layersWidth = m_docks.layers->width(); });
+}
+
+void DockLayout::fitLayers() {
+    QDockWidget* dock = m_docks.layers;
+    if (m_compact != 1 || dock->isFloating() || !dock->isVisible() ||
+        m_window->dockWidgetArea(dock) != Qt::BottomDockWidgetArea)
+        return;
+    if (m_layersWidth < 0) {  // the last fit is still being laid out: after it
+        m_layersRefit->start();
+        return;
+    }
+    if (std::abs(dock->width() - m_layersWidth) > 2) return;  // not the width given here: a person's drag
+    // The columns, with what the dock puts around the table (its frame and margins).
+    const int around = std::max(0, dock->width() - m_layers->width());
+    const int need = std::min(layersColumnsWidth() + around, m_window->width() * 7 / 10);
+    if (std::abs(dock->width() - need) <= 2) return;
+    resizeLayers(need);
+}
+
+void DockLayout::resizeLayers(int width) {
+    // With the dock beside it named too: resizeDocks gives a single dock only part of what it asks.
+    QDockWidget* beside = nullptr;
+    for (QDockWidget* d : {m_docks.events, m_docks.histogram, m_docks.whatIf, m_docks.blockScales, m_docks.sample})
+        if (!beside && d && d->isVisible() && !d->isFloating() &&
+            m_window->dockWidgetArea(d) == Qt::BottomDockWidgetArea && !d->visibleRegion().isEmpty() &&
+            !m_window->tabifiedDockWidgets(m_docks.layers).contains(d))
+            beside = d;
+    if (beside)
+        m_window->resizeDocks({m_docks.layers, beside},
+                              {width, std::max(0, m_docks.layers->width() + beside->width() - width)}, Qt::Horizontal);
+    else
+        m_window->resizeDocks({m_docks.layers}, {width}, Qt::Horizontal);
+    noteLayersWidth();
 }
 
 void DockLayout::histogramShown(bool shown) {
@@ -162,8 +232,21 @@ void DockLayout::fitLesson() {
     const int frameWidth = area ? dock->width() - area->viewport()->width() : 0;
     const int need = m_lesson->heightForWidth(width - frameWidth) + frameHeight;
     if (form->isVisible() && !form->isFloating() && m_window->dockWidgetArea(form) == Qt::LeftDockWidgetArea) {
-        const int column = form->height() + dock->height();
-        m_window->resizeDocks({form, dock}, {std::max(column - need, 0), need}, Qt::Vertical);
+        // The form's tab bar, when the forms are tabs, stands between the two docks: it is part of
+        // the form's share, not of the lesson's.
+        int tabBar = 0;
+        for (const QTabBar* bar : m_window->findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
+            for (int i = 0; bar->isVisible() && i < bar->count(); ++i)
+                if (bar->tabText(i) == form->windowTitle()) tabBar = bar->height();
+        const int column = form->height() + tabBar + dock->height();
+        // The form keeps the height of what it shows (in classroom mode, the name and the run
+        // buttons), up to 40 % of the column; the lesson then scrolls.
+        auto* formArea = qobject_cast<QScrollArea*>(form->widget());
+        const int formFrame = formArea ? form->height() - formArea->viewport()->height() : 0;
+        const int formNeed =
+            (formArea && formArea->widget() ? formArea->widget()->sizeHint().height() : 0) + formFrame + tabBar;
+        const int formHeight = std::max(column - need, std::min(formNeed, column * 2 / 5));
+        m_window->resizeDocks({form, dock}, {std::max(formHeight, 0), column - formHeight}, Qt::Vertical);
     } else {
         m_window->resizeDocks({dock}, {need}, Qt::Vertical);
     }

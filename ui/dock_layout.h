@@ -13,8 +13,16 @@
 //     rather than 340), and go back to their own sides when the window is widened again. Only
 //     forms where the first layout put them (docked, left and right) are tabbed, and only the
 //     tabs made here are undone: a dock a person has moved stays where they put it;
+//   - the Layers dock, in a small window, follows its columns when they change width (a run's
+//     numbers arrive, the FP8 scale columns appear, classroom mode hides three), unless a person has
+//     dragged it since; the docks tabbed with the Events are each in a scroll area
+//     (main_window.cpp), so a tab whose content grows (the What-if heat map's, when a run starts)
+//     never takes the width the Layers columns need;
 //   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
-//     text, from the height the experiment form (short in classroom mode) can spare;
+//     text, from the height the experiment form can spare: the form keeps what it shows (in
+//     classroom mode, the name and the run buttons) up to 40 % of the column, and the lesson
+//     scrolls if it must;
+//   - the tab bars of tabbed docks show whole titles, scrolling when they do not fit, never "Eve…";
 //   - the gradient histogram, the What-if heat map, the Block scales and a language model's Sample,
 //     tabs behind the events, at a usable height when their tab is raised
 //     (GradientHistogramView::usableHeight, WhatIfPanel's, BlockScalePanel's, SamplePanel's; the
@@ -27,6 +35,7 @@
 
 class QDockWidget;
 class QMainWindow;
+class QTimer;
 
 namespace mantissa::ui {
 
@@ -68,8 +77,18 @@ public:
     void setFormsTabbed(bool tabbed) { m_formsTabbed = tabbed; }
     // The Lesson dock sized to its text (call once the window has laid it out).
     void fitLesson();
+    // In a small window: the Layers dock as wide as its columns (at most 70 % of the window), unless
+    // it is not the width this layout gave it last (a person dragged it). Follows the columns on
+    // its own; public for tests.
+    void fitLayers();
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
+    void polishTabBars();
+    void noteLayersWidth();  // the width the layout gave the Layers dock, once laid out
+    void resizeLayers(int width);  // and the dock beside it the rest of their width
     void applyCompact(bool compact);
     // Narrow: Precision as a tab behind Experiment; wide again: Precision back on the right.
     void tabSideForms(bool narrow);
@@ -89,6 +108,8 @@ private:
     int m_narrow = -1;   // likewise, for the side forms' tabs
     bool m_formsTabbed = false;  // tabSideForms made the tabs (and so may undo them)
     int m_bottomBefore = 0;  // the bottom docks' height before the histogram's tab enlarged them
+    int m_layersWidth = -1;  // the Layers dock's width as this layout left it; -1: not set (or settling)
+    QTimer* m_layersRefit = nullptr;
 };
 
 }  // namespace mantissa::ui

@@ -8,18 +8,23 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QScreen>
 #include <QScrollBar>
 #include <QSettings>
+#include <QShowEvent>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +37,7 @@
 #include "histogram/gradient_histogram_view.h"
 #include "history/run_browser.h"
 #include "history/run_overlay.h"
+#include "series/run_series.h"
 #include "error.h"
 #include "live/run_controller.h"
 #include "live/store_location.h"
@@ -82,6 +88,29 @@ QWidget* sideScrollable(QWidget* content) {
     area->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     area->setMinimumHeight(content->minimumSizeHint().height() + area->horizontalScrollBar()->sizeHint().height());
     return area;
+}
+// A view in a scroll area that scrolls either way, so its minimum size (which can grow when a run
+// brings it content: the What-if heat map's row of pickers and its columns) never becomes the
+// minimum of the docks it is tabbed with, and the docks beside them keep their width.
+QWidget* anyScrollable(QWidget* content) {
+    auto* area = new QScrollArea;
+    area->setWidget(content);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
+// The size a window gets when nothing is remembered: room for the five charts and both forms,
+// but never more than the screen offers, less a title bar's height for the window manager's frame
+// (which is not known before the window is shown).
+constexpr QSize preferredSize(1500, 950);
+QSize roomOn(const QWidget* window) {
+    const QScreen* screen = window->screen() ? window->screen() : QGuiApplication::primaryScreen();
+    if (!screen) return preferredSize;
+    const QSize available = screen->availableGeometry().size();
+    if (available.width() >= preferredSize.width() && available.height() >= preferredSize.height())
+        return available;
+    return available - QSize(0, window->style()->pixelMetric(QStyle::PM_TitleBarHeight));
 }
 }  // namespace
 
@@ -153,7 +182,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     });
     connect(m_reference, &ReferenceRun::ready, this,
             [this](const QString& storePath, std::int64_t runId, const QString& label) {
-                if (overlayRun(storePath, runId, tr("%1 reference").arg(label)))
+                if (overlayRun(storePath, runId, tr("%1 reference").arg(label), OverlayRole::reference))
                     statusBar()->showMessage(
                         tr("The %1 reference (run %2) is drawn faintly on the charts").arg(label).arg(runId), 8000);
             });
@@ -163,7 +192,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_sample->setSeries(&m_controller->series());
     m_whatIf->setSeries(&m_controller->series().whatIf());
     m_blockScales->setSeries(&m_controller->series().blockScales());
-    resize(1500, 950);
+    resize(preferredSize.boundedTo(roomOn(this)));
     updatePlan();  // the engine's defaults, until an experiment is set
     if (m_options.useSettings) restoreSettings();
     updateActions();
@@ -188,7 +217,7 @@ void MainWindow::createDocks() {
     m_lessonDock = makeDock(tr("Lesson"), QStringLiteral("lessonDock"), scrollable(m_lesson), this);
     m_histogramDock = makeDock(tr("Gradient histogram"), QStringLiteral("histogramDock"), sideScrollable(m_histogram), this);
     m_sampleDock = makeDock(tr("Sample"), QStringLiteral("sampleDock"), m_sample, this);
-    m_whatIfDock = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), m_whatIf, this);
+    m_whatIfDock = makeDock(tr("What-if"), QStringLiteral("whatIfDock"), anyScrollable(m_whatIf), this);
     m_blockScaleDock = makeDock(tr("Block scales"), QStringLiteral("blockScaleDock"), m_blockScales, this);
     addDockWidget(Qt::LeftDockWidgetArea, m_experimentDock);
     splitDockWidget(m_experimentDock, m_lessonDock, Qt::Vertical);
@@ -258,7 +287,13 @@ void MainWindow::setExperiment(const Experiment& experiment) {
         clearPreviousRun();
         updatePlan();
         m_charts->clearOverlays();  // they belonged to the experiment shown before
-        m_reference->prepare(experiment, m_controller->storePath());
+        m_pendingReference.reset();
+        if (isVisible()) {
+            m_reference->prepare(experiment, m_controller->storePath());
+        } else {
+            m_reference->cancel();  // the experiment before, if it was shown
+            m_pendingReference = experiment;
+        }
     }
     m_lesson->setLesson(experiment.lesson);
     m_lessonDock->setVisible(m_lesson->hasLesson());
@@ -288,6 +323,9 @@ void MainWindow::applyClassroomMode(bool on) {
     for (int column : {LayerTableModel::Shape, LayerTableModel::Parameters, LayerTableModel::GradAmax})
         m_layers->view()->setColumnHidden(column, on);
     if (on && m_lesson->hasLesson()) m_lessonDock->show();
+    // The form's height changed (classroom mode shows only its name and buttons): the lesson's
+    // share follows, once laid out.
+    if (m_lesson->hasLesson()) QTimer::singleShot(0, m_dockLayout, &DockLayout::fitLesson);
     // A lesson's banner still up says what the mode is now (another message is left alone).
     if (m_lesson->hasLesson() && !m_notice->isHidden() && m_notice->text() == m_lessonNotice) {
         m_lessonNotice = lessonNotice(m_lesson->titleText());
@@ -413,7 +451,18 @@ void MainWindow::updatePlan(bool table) {
             m_precision->setLive(false, names);
         }
         m_experiment->setDatasetNote(QString::fromStdString(plan.dataset_note));
+        // The op charts the run will fill (a lesson's accumulation chart among them) are shown
+        // from now on, empty, so a lesson's text can point at them before Start.
+        std::vector<LayerInfo> infos;
+        for (const PlannedLayer& l : plan.layers) infos.push_back(l.info);
+        auto stats = opStatsOf(infos);
+        if (e.train.accumulation_error) {
+            const auto accumulation = accumulationStatsOf(infos);
+            stats.insert(stats.end(), accumulation.begin(), accumulation.end());
+        }
+        m_charts->setPlannedOpStats(std::move(stats));
     } catch (const std::exception& error) {  // a model the engine cannot build: Start will say so
+        m_charts->setPlannedOpStats({});
         if (table) {
             m_layerModel->clear();
             m_precision->setLive(false, {});
@@ -501,6 +550,7 @@ void MainWindow::onRunFinished(SessionState s, const QString& error) {
     m_precision->setLive(false, names);
     m_experiment->setRunning(false);
     refreshViews();  // the run's last steps, whatever the live pacing skipped
+    m_layers->setFinishedRun(true);  // a precision changed from now on is the next run's
     updateActions();
     if (m_browser && m_browser->isVisible()) m_browser->refresh();
     if (s == SessionState::failed)
@@ -509,8 +559,8 @@ void MainWindow::onRunFinished(SessionState s, const QString& error) {
         statusBar()->showMessage(s == SessionState::completed ? tr("Run completed") : tr("Run stopped"), 10000);
 }
 
-bool MainWindow::overlayRun(const QString& storePath, std::int64_t runId, const QString& name) {
-    const QString error = overlayStoredRun(*m_charts, storePath, runId, name);
+bool MainWindow::overlayRun(const QString& storePath, std::int64_t runId, const QString& name, OverlayRole role) {
+    const QString error = overlayStoredRun(*m_charts, storePath, runId, name, role);
     if (error.isEmpty()) return true;
     showNotice(error);
     return false;
@@ -590,10 +640,30 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
     if (m_dockLayout) m_dockLayout->windowResized();
 }
 
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    // Once shown, a narrow window's forms are tabs (DockLayout) and its minimum width smaller: a
+    // size restored from a larger screen, which that minimum held up, fits now.
+    if (m_fitRestoredGeometry) {
+        m_fitRestoredGeometry = false;
+        QTimer::singleShot(0, this, &MainWindow::fitToScreen);
+    }
+    // After what follows the show in the same turn of the event loop (a screenshot's step count).
+    if (m_pendingReference) QTimer::singleShot(0, this, &MainWindow::preparePendingReference);
+}
+
+void MainWindow::preparePendingReference() {
+    if (!m_pendingReference || m_controller->active()) return;
+    const Experiment experiment = std::move(*m_pendingReference);
+    m_pendingReference.reset();
+    m_reference->prepare(experiment, m_controller->storePath());
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
     // Stop the session, join it and finish its recording (`stopped`) before any widget goes; a
     // lesson's reference still training likewise.
     m_controller->shutdown();
+    m_pendingReference.reset();
     m_reference->cancel();
     if (m_options.useSettings) saveSettings();
     event->accept();
@@ -601,7 +671,10 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::restoreSettings() {
     QSettings settings;
-    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    if (restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
+        fitToScreen();
+        m_fitRestoredGeometry = true;  // and again once shown
+    }
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     m_dockLayout->setFormsTabbed(settings.value(QStringLiteral("window/formsTabbed"), false).toBool());
     m_charts->setSmoothingWeight(settings.value(QStringLiteral("charts/smoothing"), m_charts->smoothingWeight()).toDouble());
@@ -617,6 +690,24 @@ void MainWindow::restoreSettings() {
         showNotice(tr("The last experiment could not be restored (%1); the defaults are shown.")
                        .arg(QString::fromStdString(e.what())));
     }
+}
+
+void MainWindow::fitToScreen() {
+    if (isMaximized() || isFullScreen()) return;
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    if (!screen) return;
+    const QRect available = screen->availableGeometry();
+    // The frame around the window, once it is shown; before that, a title bar's allowance.
+    const QSize frame = frameGeometry().size() - size();
+    const QSize room = frame.isNull() ? roomOn(this) : available.size() - frame;
+    const QSize size = this->size().boundedTo(room);
+    if (size != this->size()) resize(size);
+    // Wholly inside: a window that was at the right of a wider screen comes back into this one.
+    const QSize outer = this->size() + frame;
+    QPoint at = pos();  // the frame's top left
+    at.setX(std::clamp(at.x(), available.left(), std::max(available.left(), available.right() + 1 - outer.width())));
+    at.setY(std::clamp(at.y(), available.top(), std::max(available.top(), available.bottom() + 1 - outer.height())));
+    if (at != pos()) move(at);
 }
 
 void MainWindow::saveSettings() const {

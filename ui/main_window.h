@@ -9,7 +9,9 @@
 // and precisions (plan_model, engine/model/model_plan.h) until Start; for a transformer, every op's
 // format and why (op_table), the Precision panel's op classes and, for a language model, the
 // Sample tab behind the events. Small windows are laid out
-// on purpose (dock_layout.h). Closing the window during a run stops the run (recorded as
+// on purpose (dock_layout.h). A first window is 1500x950 or the room its screen has, whichever is
+// smaller, and a remembered geometry is brought into that room too, so the status bar and the
+// bottom docks are never off-screen. Closing the window during a run stops the run (recorded as
 // `stopped`) before the window goes.
 //
 // Resume and branch (main_window_branch.cpp): a stored run is continued from its latest
@@ -24,6 +26,7 @@
 
 #include <optional>
 
+#include "charts/charts_panel.h"
 #include "train/session.h"
 
 class QAction;
@@ -32,7 +35,6 @@ class QMenu;
 
 namespace mantissa::ui {
 
-class ChartsPanel;
 class DockLayout;
 class EventLogModel;
 class EventsPanel;
@@ -136,10 +138,14 @@ public:
     LessonPanel* lessonPanel() const { return m_lesson; }
     // A lesson's reference run (lesson.reference): found in the store or trained at full speed when
     // the lesson is set, then overlaid on the charts as a faint series (classroom/reference_run.h).
+    // A window not yet shown prepares it only once it is, on the event loop after the show: until
+    // then the experiment may still change (a remembered one replaced by --config, the steps of a
+    // --screenshot), and a reference started for it would be abandoned, recorded `stopped`.
     ReferenceRun* referenceRun() const { return m_reference; }
     // Overlays run `runId` of the store at `storePath` on the live charts (Run history ▸ Overlay on
     // live charts); false and a notice when it cannot be read.
-    bool overlayRun(const QString& storePath, std::int64_t runId, const QString& name = {});
+    bool overlayRun(const QString& storePath, std::int64_t runId, const QString& name = {},
+                    OverlayRole role = OverlayRole::run);
     // The run history (a window of its own, made on first use) over the store runs are recorded in,
     // until "Open store…" picks another.
     RunBrowser* runBrowser();
@@ -173,6 +179,7 @@ public:
 protected:
     void closeEvent(QCloseEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void createActions();
@@ -193,6 +200,11 @@ private:
     void pauseAtFromMenu();
     void restoreSettings();
     void saveSettings() const;
+    // A window larger than this screen's room (a geometry restored from a larger screen): shrunk
+    // and moved into it, as far as the window's minimum size allows (again once shown).
+    void fitToScreen();
+    // The reference of the lesson set while the window was hidden (m_pendingReference), now.
+    void preparePendingReference();
     void applyClassroomMode(bool on);  // the View menu's action, checked or not
     // The banner that announces a lesson, saying whether classroom mode is on now.
     QString lessonNotice(const QString& title) const;
@@ -213,6 +225,8 @@ private:
         QString parentName;
     };
     std::optional<PendingBranch> m_branch;  // prepared, waiting for Start
+    std::optional<Experiment> m_pendingReference;  // set while hidden: its reference waits for the show
+    bool m_fitRestoredGeometry = false;  // a geometry was restored: fitToScreen once shown
     QString branchNotice() const;
 
     Options m_options;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "classroom/reference_run.h"
 #include "live/run_controller.h"
 #include "main_window.h"
 
@@ -18,14 +19,17 @@ ScreenshotJob::ScreenshotJob(MainWindow* window, Options options, QObject* paren
       m_schedule(m_options.actions, [window](const std::string& a) { window->applyLiveSetting(a); }) {
     m_poll.setInterval(50);
     connect(&m_poll, &QTimer::timeout, this, &ScreenshotJob::poll);
-}
-
-void ScreenshotJob::start() {
-    Experiment e = m_window->currentExperiment();
+    // The run's length, set now rather than at start(): a lesson's reference (of the same length)
+    // is prepared on the event loop after the window is shown, so only the one this picture
+    // compares with is trained and recorded (main_window.h, referenceRun).
     if (!m_options.duringRun) {
+        Experiment e = m_window->currentExperiment();
         e.train.steps = m_options.steps;
         m_window->setExperiment(e);
     }
+}
+
+void ScreenshotJob::start() {
     if (!m_window->startRun(m_schedule.first_commands())) {
         fail(m_window->lastError());
         return;
@@ -54,15 +58,20 @@ void ScreenshotJob::poll() {
     applyDueActions();
     if (m_failed) return;
     const bool enough = m_options.duringRun && c->series().stepCount() >= m_options.steps;
-    if (enough || !c->active()) {
+    // A lesson's reference still training: the picture waits for its overlay (and the store keeps
+    // it whole, not cut short when the window closes).
+    const bool referenceReady = !m_window->referenceRun()->training();
+    if ((enough || !c->active()) && referenceReady) {
         m_poll.stop();
         capture();
         return;
     }
     if (QDateTime::currentMSecsSinceEpoch() > m_deadline) {
         m_poll.stop();
+        const bool runDone = enough || !c->active();
         c->shutdown();
-        fail(tr("the run did not reach %1 steps within %2 s").arg(m_options.steps).arg(m_options.timeoutSeconds));
+        fail(runDone ? tr("the lesson's reference did not finish within %1 s").arg(m_options.timeoutSeconds)
+                     : tr("the run did not reach %1 steps within %2 s").arg(m_options.steps).arg(m_options.timeoutSeconds));
     }
 }
 
@@ -73,6 +82,15 @@ void ScreenshotJob::capture() {
         fail(tr("the run failed: %1").arg(QString::fromStdString(c->session()->summary().error)));
         return;
     }
+    m_window->refreshViews();
+    // What the views arrange on the event loop after new data (the Layers dock following its
+    // columns, the events' wrapped rows measured at their final width) settles first; nothing
+    // here spins the loop itself (main.cpp may delete the job between two events).
+    QTimer::singleShot(settleMs, this, &ScreenshotJob::save);
+}
+
+void ScreenshotJob::save() {
+    RunController* c = m_window->controller();
     m_window->refreshViews();
     const QPixmap shot = m_window->grab();
     if (m_options.duringRun) c->shutdown();

@@ -1,12 +1,14 @@
 // ScreenshotJob: the work behind `mantissa --screenshot FILE.png [--steps N] [--during]`. It starts
 // the window's experiment, waits (on the event loop, never blocking it) until the run has finished
 // its N steps, or, with `during`, until N steps have arrived while it is still training, then
-// redraws everything, saves a PNG of the whole main window and reports an exit code. Scripted live
-// changes (--at STEP:KEY=VALUE) let a screenshot show setting markers and overflows; each lands at
-// its step exactly, on a run of any speed: the session pauses before that step (command::PauseAt,
-// posted before the first step for the first one), the job makes the changes as the panels would,
-// asks for the pause before the next action's step and resumes. Works under the offscreen platform
-// and under Xvfb, so the GUI can be reviewed without a display.
+// redraws everything, saves a PNG of the whole main window and reports an exit code. A lesson's
+// reference (main_window.h, referenceRun) is trained at the picture's length, the only one it
+// records, and the picture waits for it to be drawn. Scripted live changes (--at STEP:KEY=VALUE)
+// let a screenshot show setting markers and overflows; each lands at its step exactly, on a run of
+// any speed: the session pauses before that step (command::PauseAt, posted before the first step
+// for the first one), the job makes the changes as the panels would, asks for the pause before
+// the next action's step and resumes. Works under the offscreen platform and under Xvfb, so the
+// GUI can be reviewed without a display.
 #pragma once
 
 #include <QObject>
@@ -35,6 +37,8 @@ public:
         // check_scheduled_changes returns them. Steps the run never reaches are not made.
         std::vector<ScheduledChange> actions;
     };
+    // Sets the window's experiment to the steps to run (unless duringRun), so make it after the
+    // experiment is opened and before the event loop runs.
     ScreenshotJob(MainWindow* window, Options options, QObject* parent = nullptr);
 
     void start();
@@ -45,8 +49,10 @@ signals:
 private:
     void applyDueActions();
     void poll();
-    void capture();
+    void capture();  // the run's data into the views, then save() once their layout has settled
+    void save();
     void fail(const QString& message);
+    static constexpr int settleMs = 100;
 
     MainWindow* m_window;
     Options m_options;

@@ -3,7 +3,8 @@
 // labelled, a read-out that clears when the mouse leaves, marker labels that stay inside the plot,
 // stack when they collide and stay above the data, injected overflows marked like setting
 // changes, loss scales read as powers of two, a read-out that wraps rather than run past a narrow
-// plot, and one number style per history column.
+// plot, one number style per read-out and per history column, and a reference line whose label
+// covers none of the data drawn near it.
 #include <QtTest>
 
 #include <QPushButton>
@@ -162,7 +163,9 @@ private slots:
     void exportsLookAsWithoutAMouse() {
         Shown shown(1000);
         ChartView* loss = shown.panel.lossChart();
-        QVERIFY(!loss->xAxis->tickLabels());  // the panel shows steps on its bottom chart only
+        // The panel numbers the steps on every chart and names the axis on its bottom one only.
+        QVERIFY(loss->xAxis->tickLabels());
+        QVERIFY(loss->xAxis->label().isEmpty());
         const QImage plain = exported(loss, m_dir.filePath(QStringLiteral("plain.png")));
         QVERIFY(!plain.isNull());
         // Hovering: the crosshair and read-out are on screen, not in the file.
@@ -171,13 +174,14 @@ private slots:
         const QImage hovered = exported(loss, m_dir.filePath(QStringLiteral("hovered.png")));
         QCOMPARE(hovered, plain);
         QVERIFY(loss->crosshairShown());  // restored
-        QVERIFY(!loss->xAxis->tickLabels());
+        QVERIFY(loss->xAxis->tickLabels());
+        QVERIFY(loss->xAxis->label().isEmpty());
         loss->setCrosshair(qQNaN());
         // The file has the step axis labelled: as the chart looks with its labels on.
         loss->setXTickLabels(true);
         const QImage labelled = exported(loss, m_dir.filePath(QStringLiteral("labelled.png")));
         QCOMPARE(plain, labelled);
-        loss->setXTickLabels(false);
+        loss->setXTickLabels(true, false);
         // In a stack, the bottom chart carries the step axis.
         ChartView* scale = shown.panel.scaleChart();
         QCOMPARE(exportChartsStacked({loss, scale}, m_dir.filePath(QStringLiteral("stack.png")), {600, 300, 1}), QString());
@@ -352,6 +356,118 @@ private slots:
         // No row left: the label is left out rather than drawn over another.
         const auto crowded = placeMarkerLabels({100, 110}, {60, 60}, 50, 600, 1);
         QVERIFY(crowded[0].visible && !crowded[1].visible);
+    }
+
+    // Lesson 15's chart: fc1 and fc2 just below FP16's unit roundoff, fc3 far below. The line's
+    // label is the legend's last entry, outside the plot: it covers none of the points drawn.
+    void referenceLabelCoversNoData() {
+        RunSeries series;
+        series.reset({"fc1", "fc2", "fc3"});
+        for (std::int64_t i = 0; i < 300; ++i) {
+            StepRecord r;
+            r.step = i;
+            r.loss = 1;
+            r.loss_scale = 65536;
+            series.addStep(r);
+            const double wave = 0.1 * std::sin(0.05 * static_cast<double>(i));
+            series.addOpSteps({{i, "fc1", accumulationErrorStat, 4.2e-4 * (1 + wave)},
+                               {i, "fc2", accumulationErrorStat, 3.9e-4 * (1 - wave)},
+                               {i, "fc3", accumulationErrorStat, 3e-8 * (1 + wave)},
+                               {i, "fc1", accumulationErrorWgradStat, 4.6e-4},
+                               {i, "fc2", accumulationErrorWgradStat, 2.5e-4}});
+        }
+        for (const QSize size : {QSize(1100, 900), QSize(700, 600)}) {
+            ChartsPanel panel;
+            panel.resize(size);
+            panel.show();
+            panel.setSeries(&series);
+            for (int i = 0; i < 4; ++i) {
+                QCoreApplication::processEvents();
+                panel.redrawNow(true);
+            }
+            ChartView* chart = panel.accumulationChart();
+            QVERIFY(!chart->isHidden());
+            chart->replot();
+            const QRect label = chart->referenceLabelRect();
+            QVERIFY2(!label.isEmpty(), "the reference line is not named");
+            QCOMPARE(chart->referenceLabelText(), QStringLiteral("FP16 unit roundoff 2⁻¹¹"));
+            QVERIFY(label.bottom() <= chart->height() && label.right() <= chart->width());
+            QVERIFY(chart->yAxis->range().contains(ChartsPanel::fp16UnitRoundoff));
+            int points = 0;
+            for (int g = 0; g < chart->graphCount(); ++g) {
+                QCPGraph* graph = chart->graph(g);
+                for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+                    const QPointF at(chart->xAxis->coordToPixel(it->key), chart->yAxis->coordToPixel(it->value));
+                    if (!chart->axisRect()->rect().contains(at.toPoint())) continue;  // clipped away
+                    ++points;
+                    QVERIFY2(!QRectF(label).adjusted(-2, -2, 2, 2).contains(at),
+                             qPrintable(QStringLiteral("%1 at step %2 under the label").arg(graph->name()).arg(it->key)));
+                }
+            }
+            QVERIFY(points > 100);
+            // Nor the line itself: the label is outside the plot.
+            QVERIFY(!label.intersects(chart->axisRect()->rect()));
+        }
+    }
+
+    // One number style per read-out: the memory categories all with the decimals that give the
+    // whole stack 4 significant digits (never "0.892" beside "0.7666"), and a chart's lines alike.
+    void readoutHasOneStyle() {
+        QCOMPARE(ReadoutNumberStyle::forLargest(4.58).format(0.8920), QStringLiteral("0.892"));
+        QCOMPARE(ReadoutNumberStyle::forLargest(4.58).format(0.76659), QStringLiteral("0.767"));
+        QCOMPARE(ReadoutNumberStyle::forLargest(20.1).format(0.38), QStringLiteral("0.38"));
+        QCOMPARE(ReadoutNumberStyle::forLargest(85012).format(84000), QStringLiteral("84000"));
+        QCOMPARE(ReadoutNumberStyle::forValues({3.5e-4, 2.9e-8}).format(2.9e-8), QStringLiteral("2.900e-08"));
+        QCOMPARE(ReadoutNumberStyle::forValues({0, 0}).format(0), QStringLiteral("0"));
+        QCOMPARE(ReadoutNumberStyle::forLargest(1).format(qInf()), QStringLiteral("inf"));
+
+        RunSeries series;
+        series.reset({"fc1", "fc2"});
+        for (std::int64_t i = 0; i < 100; ++i) {
+            StepRecord r;
+            r.step = i;
+            r.loss = 0.5;
+            r.loss_scale = 65536;
+            r.samples_per_s = 1000;
+            r.memory.parameters = 472'908;
+            r.memory.master_weights = 935'332;
+            r.memory.gradients = 472'908;
+            r.memory.optimizer_state = 1'881'145;
+            r.memory.activations = 803'850;
+            r.memory.workspace = 234'461;
+            series.addStep(r);
+            for (int l = 0; l < 2; ++l) {
+                LayerSample ls;
+                ls.step = i;
+                ls.layer = l;
+                ls.frac_underflow = l == 0 ? 0.0002 : 0.0000123;
+                series.addLayerSample(ls);
+            }
+        }
+        ChartsPanel panel;
+        panel.resize(1100, 900);
+        panel.show();
+        panel.setSeries(&series);
+        panel.redrawNow(true);
+        // "name 1.234 unit": every value's decimals, from the parts of a read-out.
+        const auto decimals = [](const QString& readout, const QString& unit) {
+            QList<int> out;
+            for (const QString& part : readout.split(QStringLiteral("   "))) {
+                if (!part.endsWith(unit)) continue;
+                const QString number = part.left(part.size() - unit.size()).section(QLatin1Char(' '), -1);
+                out << (number.contains(QLatin1Char('.')) ? static_cast<int>(number.section(QLatin1Char('.'), 1).size()) : 0);
+            }
+            return out;
+        };
+        const QString memory = panel.memoryChart()->readoutText(50);
+        const QList<int> memoryDecimals = decimals(memory, QStringLiteral(" MiB"));
+        QCOMPARE(memoryDecimals.size(), 6);
+        for (int d : memoryDecimals) QVERIFY2(d == 3, qPrintable(memory));  // a 4.58 MiB stack
+        QVERIFY2(memory.contains(QStringLiteral("parameters 0.451 MiB")), qPrintable(memory));
+        const QString underflow = panel.underflowChart()->readoutText(50);
+        const QList<int> underflowDecimals = decimals(underflow, QStringLiteral("%"));
+        QCOMPARE(underflowDecimals.size(), 2);
+        QVERIFY2(underflowDecimals[0] == underflowDecimals[1], qPrintable(underflow));
     }
 
     void lossScaleReadsAsAPowerOfTwo() {

@@ -3,7 +3,8 @@
 // layers, loss smoothed as the live loss is), the legends name it, it follows the live run's range
 // and stays through live redraws and a new live series, removing or clearing takes it off every
 // chart, a run still recording keeps growing on the charts, and the run browser's "Overlay on live
-// charts" asks for it with the store, the run and a name.
+// charts" asks for it with the store, the run and a name. Every overlay is dashed; a reference is
+// grey wherever and whenever it is overlaid, and so is the first overlay after a clear.
 #include <QtTest>
 
 #include <QAction>
@@ -215,6 +216,54 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(drawnPoints(graphNamed(panel.scaleChart(), QStringLiteral("recording"))).back().first >= 79, 5000);
         recorder->finish(RunStatus::completed);
         panel.clearOverlays();  // and its follower with it
+    }
+
+    // One colour rule: a lesson's reference is grey and dashed on every chart, whatever was
+    // overlaid before (a previous lesson's reference, cleared) or beside it (a run that held grey
+    // moves to a colour of its own); the first overlay after a clear is grey too.
+    void referenceOverlaysAreGreyAndDashed() {
+        RunSeries live;
+        fillLive(live, 0, 60);
+        ChartsPanel panel;
+        panel.resize(1000, 800);
+        panel.show();
+        panel.setSeries(&live);
+        const QColor grey = ChartsPanel::referenceOverlayColor();
+        QCOMPARE(grey.red(), grey.green());
+        QCOMPARE(grey.green(), grey.blue());
+        const auto drawnIn = [&](const QString& name, const QColor& color) {
+            for (ChartView* c : {panel.lossChart(), panel.scaleChart(), panel.throughputChart()}) {
+                QCPGraph* g = graphNamed(c, name);
+                if (!g) return false;
+                if (g->pen().style() != Qt::DashLine || g->pen().color().rgb() != color.rgb()) return false;
+            }
+            return true;
+        };
+        // A lesson opened before (its reference overlaid, then cleared with the experiment).
+        QCOMPARE(overlayStoredRun(panel, m_path, m_stored, QStringLiteral("lesson 01 reference"),
+                                  OverlayRole::reference),
+                 QString());
+        QVERIFY(drawnIn(QStringLiteral("lesson 01 reference"), grey));
+        QCOMPARE(overlayStoredRun(panel, m_path, m_stored, QStringLiteral("another run")), QString());
+        panel.clearOverlays();
+        // The next lesson's reference, overlaid as a plain run: the first after a clear is grey.
+        QCOMPARE(overlayStoredRun(panel, m_path, m_stored, QStringLiteral("lesson 15 reference")), QString());
+        QVERIFY(drawnIn(QStringLiteral("lesson 15 reference"), grey));
+        panel.clearOverlays();
+        // A run overlaid first takes grey; a reference then takes it over, and the run moves.
+        QCOMPARE(overlayStoredRun(panel, m_path, m_stored, QStringLiteral("a run")), QString());
+        QVERIFY(drawnIn(QStringLiteral("a run"), grey));
+        QCOMPARE(overlayStoredRun(panel, m_path, m_stored, QStringLiteral("the reference"), OverlayRole::reference),
+                 QString());
+        settle(panel);
+        QVERIFY(drawnIn(QStringLiteral("the reference"), grey));
+        QCPGraph* run = graphNamed(panel.lossChart(), QStringLiteral("a run"));
+        QVERIFY(run);
+        QVERIFY(run->pen().color().rgb() != grey.rgb());
+        QCOMPARE(run->pen().style(), Qt::DashLine);
+        // Never the live loss scale's colour: the scale line and an overlay stay told apart.
+        const QColor scale = graphNamed(panel.scaleChart(), QStringLiteral("scale"))->pen().color();
+        QVERIFY(graphNamed(panel.scaleChart(), QStringLiteral("the reference"))->pen().color().rgb() != scale.rgb());
     }
 
     void overlayStoredRunSaysWhatIsWrong() {

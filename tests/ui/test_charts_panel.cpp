@@ -2,10 +2,15 @@
 // points whatever the run's length, share one step axis (zoom one, all follow; reset follows the
 // run again), centre on an event's step, label setting changes on every chart, read out values
 // under the crosshair, and take their colours from the palette. However short the charts, their
-// y tick labels never overlap and their rotated axis labels are shown whole or not at all.
+// y tick labels never overlap and their rotated axis labels are shown whole or not at all. Every
+// chart numbers its steps (the charts scroll in a short window); an underflow of zeros keeps
+// the empty chart's 0..1 % with its line above the axis; a planned accumulation-error chart is
+// there, with its reference line, before the run starts.
 #include <QtTest>
 
 #include "charts/charts_panel.h"
+#include "charts/number_format.h"
+#include "config/layer_info.h"
 #include "series/run_series.h"
 #include "exact_compare.h"
 
@@ -118,7 +123,7 @@ private slots:
         ChartsPanel& panel = shown.panel;
         QCOMPARE(panel.height(), height);  // the charts scroll; the panel does not grow
         for (ChartView* c : panel.charts()) {
-            if (!c->legend->visible()) continue;
+            if (c->isHidden() || !c->legend->visible()) continue;  // an op chart of a model without such ops
             c->replot();
             const QRect r = c->legend->outerRect();
             const QSize need = c->legend->minimumOuterSizeHint();
@@ -147,7 +152,7 @@ private slots:
         // As drawn by a live refresh (which sets the notes again), not after a layout of our own.
         panel.redrawNow(true);
         for (ChartView* c : panel.charts()) {
-            if (!c->legend->visible()) continue;
+            if (c->isHidden() || !c->legend->visible()) continue;  // an op chart of a model without such ops
             const QString what = c->valueLabel();
             const QRect legendRect = c->legend->outerRect();
             QVERIFY2(legendRect.left() >= 0 && legendRect.right() <= c->width(),
@@ -311,6 +316,138 @@ private slots:
         QCOMPARE(panel.scaleChart()->yAxis->range().lower, 1.0);
     }
 
+    // Every chart shown numbers the steps under it, inside its own widget, so a chart scrolled
+    // away from the bottom one still says where it is (the window sizes a review used, where the
+    // charts scroll); the lowest chart alone names the axis.
+    void everyChartNumbersItsSteps_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("1500x950") << QSize(1100, 780);
+        QTest::newRow("1024x700") << QSize(650, 480);
+        QTest::newRow("short") << QSize(900, 330);
+    }
+    void everyChartNumbersItsSteps() {
+        QFETCH(QSize, size);
+        ShownPanel shown(size.width(), size.height());
+        ChartsPanel& panel = shown.panel;
+        ChartView* lowest = nullptr;
+        for (ChartView* c : panel.charts())
+            if (!c->isHidden()) lowest = c;
+        QVERIFY(lowest);
+        for (ChartView* c : panel.charts()) {
+            if (c->isHidden()) continue;
+            c->replot();
+            const QString what = c->valueLabel();
+            QVERIFY2(c->xAxis->visible() && c->xAxis->tickLabels(), qPrintable(what));
+            int labelled = 0;
+            const QVector<double> ticks = c->xAxis->tickVector();
+            const QVector<QString> labels = c->xAxis->tickVectorLabels();
+            for (int i = 0; i < ticks.size(); ++i)
+                labelled += c->xAxis->range().contains(ticks[i]) && !labels.value(i).isEmpty();
+            QVERIFY2(labelled >= 2, qPrintable(QStringLiteral("%1: %2 step labels").arg(what).arg(labelled)));
+            // The labels fit under the plot, inside the chart.
+            const double labelHeight = QFontMetricsF(c->xAxis->tickLabelFont()).height();
+            QVERIFY2(c->axisRect()->bottom() + labelHeight <= c->height(),
+                     qPrintable(QStringLiteral("%1: plot ends at %2 of %3 px").arg(what).arg(c->axisRect()->bottom()).arg(c->height())));
+            QCOMPARE(c->xAxis->label().isEmpty(), c != lowest);
+        }
+        QCOMPARE(lowest->xAxis->label(), QStringLiteral("step"));
+    }
+
+    // No underflow at all: the chart keeps the empty chart's 0..1 % and draws its lines above the
+    // axis, not on it (nor on a range made up around nothing, 0..0.075 %).
+    void allZeroUnderflowKeepsADefaultRange() {
+        RunSeries s;
+        s.reset({"fc1", "fc2"});
+        for (std::int64_t i = 0; i < 200; ++i) {
+            StepRecord r;
+            r.step = i;
+            r.loss = 1;
+            r.loss_scale = 65536;
+            r.samples_per_s = 1000;
+            s.addStep(r);
+            for (int l = 0; l < 2; ++l) {
+                LayerSample ls;
+                ls.step = i;
+                ls.layer = l;
+                ls.frac_underflow = 0;
+                s.addLayerSample(ls);
+            }
+        }
+        ChartsPanel panel;
+        panel.resize(1000, 900);
+        panel.show();
+        panel.setSeries(&s);
+        for (int i = 0; i < 4; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        ChartView* underflow = panel.underflowChart();
+        underflow->replot();
+        QVERIFY(underflow->drawnPoints() > 0);
+        const QCPRange r = underflow->yAxis->range();
+        QVERIFY2(r.lower < 0 && r.upper == 1.0, qPrintable(QStringLiteral("%1..%2").arg(r.lower).arg(r.upper)));
+        const double zero = underflow->yAxis->coordToPixel(0);
+        QVERIFY2(zero <= underflow->axisRect()->bottom() - 2,
+                 qPrintable(QStringLiteral("zero at %1 px, axis at %2 px").arg(zero).arg(underflow->axisRect()->bottom())));
+        QVERIFY(underflow->yAxis->tickVectorLabels().contains(QStringLiteral("1%")));
+        // Some underflow: the range is the data's again, from zero, and zeros still sit above the axis.
+        LayerSample ls;
+        ls.step = 200;
+        ls.layer = 0;
+        ls.frac_underflow = 0.0005;
+        s.addLayerSample(ls);
+        panel.redrawNow(true);
+        QVERIFY(underflow->yAxis->range().upper < 0.1);
+        QVERIFY(underflow->yAxis->range().upper > 0.05);
+        QVERIFY(underflow->yAxis->coordToPixel(0) <= underflow->axisRect()->bottom() - 2);
+    }
+
+    // The experiment plans accumulation errors (train.accumulation_error): the chart is there
+    // before the run's first step, empty, with its axis in the reference line's range and the
+    // line named in its legend; a plan without them hides it again.
+    void plannedAccumulationChartShowsBeforeTheRun() {
+        RunSeries notStarted;
+        notStarted.reset({});
+        ChartsPanel panel;
+        panel.resize(1000, 900);
+        panel.show();
+        panel.setSeries(&notStarted);
+        QVERIFY(panel.accumulationChart()->isHidden());
+        std::vector<LayerInfo> layers(3);
+        for (int i = 0; i < 3; ++i) {
+            layers[static_cast<std::size_t>(i)].name = "fc" + std::to_string(i + 1);
+            layers[static_cast<std::size_t>(i)].kind = "linear";
+        }
+        const auto planned = accumulationStatsOf(layers);
+        QCOMPARE(planned.size(), std::size_t{6});  // each layer's forward and weight-gradient sums
+        QCOMPARE(planned[1], (std::pair<std::string, std::string>{"fc1", accumulationErrorWgradStat}));
+        panel.setPlannedOpStats(planned);
+        for (int i = 0; i < 4; ++i) {
+            QCoreApplication::processEvents();
+            panel.redrawNow(true);
+        }
+        ChartView* chart = panel.accumulationChart();
+        QVERIFY(!chart->isHidden());
+        QVERIFY(chart->logarithmic());
+        QVERIFY(chart->yAxis->range().contains(ChartsPanel::fp16UnitRoundoff));
+        chart->replot();
+        QVERIFY(!chart->referenceLabelRect().isEmpty());
+        QVERIFY(chart->referenceLabelText().contains(QStringLiteral("roundoff")));
+        // The run starts: its series has no accumulation error yet, and the chart stays.
+        RunSeries started;
+        started.reset({"fc1", "fc2", "fc3"});
+        panel.setSeries(&started);
+        QVERIFY(!chart->isHidden());
+        started.addOpSteps({{0, "fc1", accumulationErrorStat, 3e-4}});
+        panel.redrawNow(true);
+        QCOMPARE(chart->graphCount(), 1);
+        // Another experiment, without them.
+        panel.setPlannedOpStats({});
+        panel.setSeries(&notStarted);
+        QVERIFY(chart->isHidden());
+        QVERIFY(panel.underflowChart()->xAxis->label() == QStringLiteral("step"));
+    }
+
     void oneStepAxisForAllCharts() {
         RunSeries s;
         fill(s, 10000);
@@ -353,14 +490,15 @@ private slots:
         const RunSeries& s = drawn.series;
         const QString loss = panel.lossChart()->readoutText(100);
         QVERIFY2(loss.startsWith(QStringLiteral("step 100")), qPrintable(loss));
-        QVERIFY2(loss.contains(QStringLiteral("loss %1").arg(s.loss().y(100), 0, 'g', 4)), qPrintable(loss));
+        const ReadoutNumberStyle style = ReadoutNumberStyle::forValues({s.loss().y(100), s.lossSmoothed().y(100)});
+        QVERIFY2(loss.contains(QStringLiteral("loss %1").arg(style.format(s.loss().y(100)))), qPrintable(loss));
         const QString scale = panel.scaleChart()->readoutText(999);
         QVERIFY2(scale.contains(QStringLiteral("overflow at 999, step skipped")), qPrintable(scale));
         QVERIFY2(scale.contains(QStringLiteral("scale 2^16 (65536)")), qPrintable(scale));  // a power of two, as the axis
         // Memory: each category's own bytes, not the stacked sum.
         const QString memory = panel.memoryChart()->readoutText(10);
-        QVERIFY2(memory.contains(QStringLiteral("master weights 2 MiB")), qPrintable(memory));
-        QVERIFY2(memory.contains(QStringLiteral("parameters 1 MiB")), qPrintable(memory));
+        QVERIFY2(memory.contains(QStringLiteral("master weights 2.000 MiB")), qPrintable(memory));  // as the 3 MiB total
+        QVERIFY2(memory.contains(QStringLiteral("parameters 1.000 MiB")), qPrintable(memory));
         QCOMPARE(panel.memoryChart()->valueLabel(), QStringLiteral("memory (MiB)"));
         QCOMPARE(panel.memoryChart()->labelForms(panel.memoryChart()->yAxis),
                  QStringList({QStringLiteral("memory (MiB)"), QStringLiteral("MiB")}));

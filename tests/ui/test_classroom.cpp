@@ -1,13 +1,15 @@
 // Classroom mode (a setting, and the experiment file's lesson.classroom flag) and the classroom
 // presets as a class sees them: loaded in the window, their lesson readable in its dock at the
-// default window size, paced for a class, trained on the CPU backend, each lesson's promised
-// effect read from the series the charts and the layer table draw.
+// default window size (and, on a small screen, beside a form that keeps its name field), paced for
+// a class, trained on the CPU backend, each lesson's promised effect read from the series the
+// charts and the layer table draw.
 #include <QtTest>
 
 #include <QComboBox>
 #include <QDockWidget>
 #include <QGroupBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -228,7 +230,8 @@ private slots:
         MainWindow::Options o;
         o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
         o.useSettings = false;
-        MainWindow w(o);  // its default size
+        MainWindow w(o);
+        w.resize(1500, 950);  // the default size, on a screen that has room for it
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         QVERIFY(w.openExperiment(preset(file.toUtf8().constData())));
@@ -245,6 +248,29 @@ private slots:
                                 .arg(area->viewport()->height())
                                 .arg(area->viewport()->width())));
         QCOMPARE(area->verticalScrollBar()->value(), 0);
+    }
+
+    // On a 1024x700 screen the Lesson dock takes the height the form can spare, not the form's
+    // own: in classroom mode the run's name and the run buttons stay whole above it.
+    void lessonDockLeavesTheFormItsName() {
+        auto w = window_test::openWindow(m_dir, {1024, 700});
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QVERIFY(w->openExperiment(preset("lessons/01-fp16-underflow.json")));
+        QVERIFY(w->classroomMode());
+        QTest::qWait(300);  // the dock is fitted once the window has laid it out
+        QVERIFY(w->lessonDock()->isVisible());
+        auto* name = w->experimentPanel()->findChild<QLineEdit*>(QStringLiteral("name"));
+        QVERIFY(name);
+        auto* area = qobject_cast<QScrollArea*>(w->experimentDock()->widget());
+        QVERIFY(area);
+        const QRect inViewport(name->mapTo(area->viewport(), QPoint(0, 0)), name->size());
+        QVERIFY2(area->viewport()->rect().contains(inViewport),
+                 qPrintable(QStringLiteral("the name field at %1..%2 px in a %3 px tall form")
+                                .arg(inViewport.top())
+                                .arg(inViewport.bottom())
+                                .arg(area->viewport()->height())));
+        // The lesson still has a readable share (its title and the start of its text).
+        QVERIFY2(w->lessonDock()->height() >= 150, qPrintable(QString::number(w->lessonDock()->height())));
     }
 
     // The experiment file is all a teacher shares: saving in classroom mode keeps the lesson.

@@ -1,7 +1,8 @@
 // The Events panel's model and view over a RunSeries: repeats on consecutive steps are one row
 // (the engine's rule, config/event_coalesce.h), a live run's last merged row grows in place with
 // "so far", each arriving batch touches only the rows still open, clicking a merged row centres on
-// its first step, the filter still matches, and the tooltip gives the step range. No training.
+// its first step, the filter still matches, the tooltip gives the step range, and a long message
+// wraps in the width the other columns leave. No training.
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -199,6 +200,52 @@ private slots:
         QCOMPARE(view->model()->rowCount(), 2);
         filter->clear();
         QCOMPARE(view->model()->rowCount(), 4);
+    }
+
+    // In a narrow panel a long message wraps at words onto a taller row (three lines at most, the
+    // tooltip whole) in the column the others leave, instead of "Checkpoint at step 1…"; a
+    // narrower panel measures the rows again. The Time column's header says which time it is.
+    void longMessagesWrapInTheRemainingWidth() {
+        RunSeries series;
+        series.reset({"fc1"});
+        series.addEvent(plain(EventKind::run_started, 0, "Run \"fmnist-fp32-reference\" started on cpu."));
+        series.addEvent(plain(EventKind::checkpoint, 100, "Checkpoint at step 100 (2.7 MiB)."));
+        series.addEvent(plain(EventKind::notice, 120,
+                              "A notice long enough to need many lines in a narrow column: it goes on and on, "
+                              "word after word, well past three lines of any reasonable width here."));
+        EventLogModel model;
+        model.setSeries(&series);
+        EventsPanel panel(&model);
+        panel.resize(380, 400);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        QTableView* view = panel.view();
+        const QFontMetrics fm = view->fontMetrics();
+        const auto messageWidth = [view] { return view->columnWidth(EventLogModel::Message); };
+        // The message column takes what the others leave.
+        int others = 0;
+        for (int c = 0; c < EventLogModel::Message; ++c) others += view->columnWidth(c);
+        QTRY_COMPARE(others + messageWidth(), view->viewport()->width());
+        const QString checkpoint = view->model()->index(1, EventLogModel::Message).data().toString();
+        QVERIFY(fm.horizontalAdvance(checkpoint) > messageWidth() - 12);  // the case: it needs two lines
+        QTRY_VERIFY2(view->rowHeight(1) >= 2 * fm.lineSpacing(),
+                     qPrintable(QStringLiteral("row %1 px for %2 px of text in %3 px")
+                                    .arg(view->rowHeight(1)).arg(fm.horizontalAdvance(checkpoint)).arg(messageWidth())));
+        QVERIFY(view->rowHeight(2) <= EventsPanel::maxMessageLines * fm.lineSpacing() + 6);  // at most three lines
+        QVERIFY(view->rowHeight(2) > view->rowHeight(1));
+        QVERIFY(view->model()->index(2, EventLogModel::Message).data(Qt::ToolTipRole).toString().contains(
+            QStringLiteral("well past three lines")));
+        // Wide enough for every message on one line: one-line rows again.
+        panel.resize(1600, 400);
+        QTRY_VERIFY(view->rowHeight(1) < 2 * fm.lineSpacing());
+        QVERIFY(view->rowHeight(0) < 2 * fm.lineSpacing());
+        // Rows arriving later are measured too.
+        panel.resize(380, 400);
+        series.addEvent(plain(EventKind::checkpoint, 200, "Checkpoint at step 200 (2.7 MiB)."));
+        model.sync();
+        QTRY_VERIFY(view->rowHeight(3) >= 2 * fm.lineSpacing());
+        const QString header = view->model()->headerData(EventLogModel::Time, Qt::Horizontal, Qt::ToolTipRole).toString();
+        QVERIFY2(header.contains(QStringLiteral("Training time")), qPrintable(header));
     }
 };
 

@@ -5,7 +5,10 @@
 // where they belong; a run being recorded is followed (and not read while paused); a bad store
 // or run gives one sentence. In a short dock the view stays usable: a small minimum height at
 // which every control is shown whole, and a plot whose y ticks thin out and whose axis labels
-// shorten or go rather than overlap or be cut.
+// shorten or go rather than overlap or be cut; in a narrow dock the controls wrap rather than make
+// the view wider than the dock. The zero row keeps a least height, its own colours and a label
+// with its share; the labels beside the map never overlap one another or the map; the caption
+// names the compute format the shown steps ran in, changes included.
 // A real fp16 run (lesson 01, loss scaling switched on half-way) is trained and shown, and the
 // lesson's point checked on it, in every run of the suite; with MANTISSA_SCREENSHOT_DIR set the
 // view is also saved there as histogram.png, and the short view as histogram-short*.png.
@@ -14,7 +17,11 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QPixmap>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTemporaryDir>
+
+#include <limits>
 
 #include <qcustomplot.h>
 #include <nlohmann/json.hpp>
@@ -34,15 +41,17 @@ namespace {
 constexpr std::int64_t elements = 1000;
 
 // fc1: the unscaled gradient spread over 2^-31 .. 2^-18 (70 % of the non-zero mass below 2^-24);
-// fc2: around 2^-10. 10 % of the elements are zero.
-std::vector<LayerStepRecord> layers(std::int64_t step) {
+// fc2: around 2^-10. 10 % of the elements are zero. fc1 computes in `fc1Format`, fc2 in fp32 from
+// step fp32From (a run where the layers differ).
+std::vector<LayerStepRecord> layers(std::int64_t step, Format fc1Format = Format::fp16,
+                                    std::int64_t fp32From = std::numeric_limits<std::int64_t>::max()) {
     std::vector<LayerStepRecord> v;
     for (int l = 0; l < 2; ++l) {
         LayerStepRecord r;
         r.step = step;
         r.layer = l;
         r.name = "fc" + std::to_string(l + 1);
-        r.precision = Format::fp16;
+        r.precision = l == 0 ? fc1Format : step >= fp32From ? Format::fp32 : Format::fp16;
         r.grad_elements = elements;
         r.frac_zero = 0.1;
         auto put = [&](int exponent, std::uint32_t count) {
@@ -85,6 +94,25 @@ std::int64_t recordRun(RunStore& store, const std::string& name, double scale, i
     return rec->run_id();
 }
 
+// fc1 in fp32 until `switchAt`, then fp16 (autocast switched on live); fc2 in fp16 throughout.
+std::int64_t recordSwitchingRun(RunStore& store, int steps, std::int64_t switchAt) {
+    auto rec = store.start_run({"fp32-then-fp16", "cpu", "test", "{}"}, fast());
+    for (int i = 0; i < steps; ++i)
+        rec->on_step(stepRow(i, 1.0), layers(i, i < switchAt ? Format::fp32 : Format::fp16));
+    rec->finish(RunStatus::completed);
+    return rec->run_id();
+}
+
+// Lays the view out until it settles (the plot's layout, then the labels fitted to it).
+void settle(GradientHistogramView& view) {
+    for (int i = 0; i < 4; ++i) {
+        QCoreApplication::processEvents();
+        view.rebuildNow();
+        QCoreApplication::processEvents();
+        view.plot()->replot();
+    }
+}
+
 // Posts "switch dynamic loss scaling on" once the run reaches `at` (training thread; post is thread-safe).
 class SwitchScalingAt : public TelemetrySink {
 public:
@@ -110,7 +138,7 @@ class TestGradientHistogramView : public QObject {
     Q_OBJECT
     QTemporaryDir m_dir;
     QString m_path;
-    std::int64_t m_unscaled = 0, m_scaled = 0;
+    std::int64_t m_unscaled = 0, m_scaled = 0, m_switching = 0;
 
 private slots:
     void initTestCase() {
@@ -119,6 +147,7 @@ private slots:
         RunStore store(m_path.toStdString());
         m_unscaled = recordRun(store, "fp16-no-scaling", 1.0, 60);
         m_scaled = recordRun(store, "fp16-scaled", 65536.0, 60);
+        m_switching = recordSwitchingRun(store, 60, 40);
     }
 
     void withoutScalingMassFallsBelowTheFp16Floor() {
@@ -348,6 +377,176 @@ private slots:
         QCOMPARE(plot->yAxis->label(), QStringLiteral("|gradient| (log2 binade)"));
         QCOMPARE(fraction->label(), QStringLiteral("fraction of the step's elements"));
         QCOMPARE(plot->xAxis->label(), QStringLiteral("step"));
+    }
+
+    // The zero row is what an underflow lesson shows: at every size at least minimumZeroRowHeight
+    // px tall (a 240-px dock gave it 3 px when it was one binade's row), in colours of its own (red,
+    // which no colour of the heat map is), labelled with the last step's share beside the map.
+    void zeroRowIsVisible_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("usable dock 760x240")
+            << QSize(GradientHistogramView::usableWidth, GradientHistogramView::usableHeight);
+        QTest::newRow("narrow dock 600x240") << QSize(600, 240);
+        QTest::newRow("short 760x170") << QSize(760, 170);
+        QTest::newRow("tall 1000x700") << QSize(1000, 700);
+    }
+    void zeroRowIsVisible() {
+        QFETCH(QSize, size);
+        GradientHistogramView view;
+        view.resize(size);
+        view.show();
+        QCOMPARE(view.setRun(m_path, m_unscaled), QString());
+        settle(view);
+        const QRectF zero = view.zeroRowRect();
+        QVERIFY2(zero.height() >= GradientHistogramView::minimumZeroRowHeight - 0.5,
+                 qPrintable(QStringLiteral("the zero row is %1 px tall").arg(zero.height())));
+        const QRect rect = view.plot()->axisRect()->rect();
+        QVERIFY(rect.contains(zero.center().toPoint()));
+        // Its colour, in the drawn plot: red where 10 % of the elements are zero, unlike any viridis colour.
+        const QImage image = view.plot()->toPixmap().toImage();
+        const QColor c = image.pixelColor(zero.center().toPoint());
+        QVERIFY2(c.red() > c.green() + 40 && c.red() > c.blue() + 40, qPrintable(c.name()));
+        // Its label, at its height beside the map.
+        QCOMPARE(view.zeroRowLabel(), QStringLiteral("zero 10%"));
+        const QList<QRectF> labels = view.labelRects();
+        QVERIFY(std::any_of(labels.begin(), labels.end(), [&](const QRectF& r) {
+            return r.left() >= rect.right() && r.top() <= zero.bottom() + 1 && r.bottom() >= zero.top() - 1;
+        }));
+    }
+
+    // The labels of the range lines and of the zero row stand beside the map, never over one
+    // another, the map, or the colour scale, and inside the plot; at the dock's usable size each
+    // line of fp16's has its label.
+    void labelsNeverOverlap_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::addColumn<bool>("scaled");
+        QTest::newRow("usable dock 760x240") << QSize(760, 240) << false;
+        QTest::newRow("usable dock, scaled run") << QSize(760, 240) << true;
+        QTest::newRow("narrow dock 600x240") << QSize(600, 240) << false;
+        QTest::newRow("short 760x150") << QSize(760, 150) << false;
+        QTest::newRow("wide 1400x320") << QSize(1400, 320) << true;
+        QTest::newRow("tall 1000x700") << QSize(1000, 700) << false;
+    }
+    void labelsNeverOverlap() {
+        QFETCH(QSize, size);
+        QFETCH(bool, scaled);
+        GradientHistogramView view;
+        view.resize(size);
+        view.show();
+        QCOMPARE(view.setRun(m_path, scaled ? m_scaled : m_unscaled), QString());
+        settle(view);
+        QCustomPlot* plot = view.plot();
+        const QList<QRectF> labels = view.labelRects();
+        QVERIFY(!labels.isEmpty());
+        QRectF scale;
+        for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+            if (auto* s = qobject_cast<QCPColorScale*>(e)) scale = QRectF(s->rect());
+        QVERIFY(!scale.isEmpty());
+        const QRectF map(plot->axisRect()->rect());
+        for (int i = 0; i < labels.size(); ++i) {
+            const QRectF a = labels[i].adjusted(0.5, 0.5, -0.5, -0.5);  // QCustomPlot rounds to whole pixels
+            const QString where = QStringLiteral("label %1 at (%2, %3) %4x%5")
+                                      .arg(i)
+                                      .arg(a.left())
+                                      .arg(a.top())
+                                      .arg(a.width())
+                                      .arg(a.height());
+            QVERIFY2(!a.intersects(map), qPrintable(where + QStringLiteral(" covers the map")));
+            QVERIFY2(!a.intersects(scale), qPrintable(where + QStringLiteral(" covers the colour scale")));
+            QVERIFY2(QRectF(plot->rect()).contains(a), qPrintable(where + QStringLiteral(" is cut")));
+            for (int j = i + 1; j < labels.size(); ++j)
+                QVERIFY2(!a.intersects(labels[j].adjusted(0.5, 0.5, -0.5, -0.5)),
+                         qPrintable(where + QStringLiteral(" overlaps label %1").arg(j)));
+        }
+        if (size == QSize(760, 240)) {
+            // fp16's three lines, fp16·e5m2's shared one counted once, and the zero row: all labelled.
+            QVERIFY2(labels.size() >= 5, qPrintable(QString::number(labels.size())));
+        }
+    }
+
+    // The caption names the format the shown steps computed in, as recorded for the layer: one
+    // format, or each with its steps where it changed (it named the last step's alone); nothing
+    // before a step is read (it said fp32).
+    void captionNamesTheComputeFormat() {
+        GradientHistogramView view;
+        view.resize(900, 500);
+        view.show();
+        QCOMPARE(view.setRun(m_path, m_switching), QString());
+        QVERIFY2(view.viewLabel().contains(QStringLiteral("compute format (fp32 to step 39, fp16 from step 40)")),
+                 qPrintable(view.viewLabel()));
+        view.setAsHeld(false);
+        QVERIFY2(view.viewLabel().contains(QStringLiteral("(fp32 to step 39, fp16 from step 40)")),
+                 qPrintable(view.viewLabel()));
+        view.setAsHeld(true);
+        view.setLayer(QStringLiteral("fc2"));  // per layer: fc2 stayed in fp16
+        QVERIFY2(view.viewLabel().contains(QStringLiteral("compute format (fp16):")), qPrintable(view.viewLabel()));
+        QCOMPARE(view.setRun(m_path, m_unscaled), QString());
+        QVERIFY2(view.viewLabel().contains(QStringLiteral("compute format (fp16):")), qPrintable(view.viewLabel()));
+
+        GradientHistogramView paused;
+        paused.feed()->setPaused(true);  // a dock tab not shown: nothing read yet
+        QCOMPARE(paused.setRun(m_path, m_switching), QString());
+        QVERIFY(!paused.viewLabel().contains(QStringLiteral("fp32")));
+        QVERIFY(!paused.viewLabel().contains(QStringLiteral("fp16")));
+        paused.feed()->setPaused(false);
+        paused.rebuildNow();
+        QVERIFY(paused.viewLabel().contains(QStringLiteral("(fp32 to step 39, fp16 from step 40)")));
+    }
+
+    // In a dock narrower than the row of controls (the main window's bottom dock is 340 to 600 px),
+    // the controls wrap: the view is no wider than the dock's scroll area, so nothing is cut at
+    // its right edge, and the caption wraps or elides within it (it was laid out 750 px wide).
+    // Never taller than the area either (its height is cut, not scrolled; the main window sizes
+    // the dock from the view's height): where two rows do not fit, one row, scrolled sideways.
+    void fitsANarrowDock_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::addColumn<bool>("wraps");
+        QTest::newRow("600x260") << QSize(600, 260) << true;
+        QTest::newRow("340x260: three rows") << QSize(340, 260) << true;
+        QTest::newRow("517x138: two rows just fit") << QSize(517, 138) << true;
+        QTest::newRow("517x124: one row, sideways") << QSize(517, 124) << false;
+    }
+    void fitsANarrowDock() {
+        QFETCH(QSize, size);
+        QFETCH(bool, wraps);
+        QScrollArea area;  // as the main window holds the view
+        auto* view = new GradientHistogramView;
+        area.setWidget(view);
+        area.setWidgetResizable(true);
+        area.setFrameShape(QFrame::NoFrame);
+        area.setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        area.resize(size);
+        area.show();
+        QCOMPARE(view->setRun(m_path, m_unscaled), QString());
+        settle(*view);
+        QCoreApplication::processEvents();
+        QVERIFY2(view->height() <= area.viewport()->height(),
+                 qPrintable(QStringLiteral("%1 px tall in %2 px").arg(view->height()).arg(area.viewport()->height())));
+        if (!wraps) {
+            QVERIFY(area.horizontalScrollBar()->isVisible());
+            return;
+        }
+        QVERIFY2(view->minimumSizeHint().width() <= size.width(),
+                 qPrintable(QString::number(view->minimumSizeHint().width())));
+        QCOMPARE(view->width(), area.viewport()->width());
+        QVERIFY(!area.horizontalScrollBar()->isVisible());
+        QList<QWidget*> shown;
+        for (QComboBox* c : view->findChildren<QComboBox*>()) shown.append(c);
+        for (QCheckBox* c : view->findChildren<QCheckBox*>()) shown.append(c);
+        shown.append(view->findChild<QLabel*>(QStringLiteral("viewLabel")));
+        shown.append(view->plot());
+        for (QWidget* w : shown) {
+            const QRect r(w->mapTo(view, QPoint(0, 0)), w->size());
+            QVERIFY2(w->isVisible() && view->rect().contains(r),
+                     qPrintable(w->objectName() + QStringLiteral(" at ") + QString::number(r.left()) +
+                                QStringLiteral(", width ") + QString::number(r.width())));
+        }
+        auto* caption = view->findChild<QLabel*>(QStringLiteral("viewLabel"));
+        QVERIFY(caption->fontMetrics().horizontalAdvance(caption->text()) > caption->width());  // so it wraps
+        QCOMPARE(caption->toolTip(), view->viewLabel());
+        if (const QByteArray dir = qgetenv("MANTISSA_SCREENSHOT_DIR"); !dir.isEmpty())
+            area.grab().save(QDir(QString::fromLocal8Bit(dir))
+                                 .filePath(QStringLiteral("histogram-narrow-%1.png").arg(size.width())));
     }
 
     void badStoreOrRunIsOneSentence() {

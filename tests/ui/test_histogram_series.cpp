@@ -1,6 +1,7 @@
 // HistogramSeries alone, on synthetic histograms: fractions of the step's elements, the zero
 // fraction, the binade shift by the loss scale (as held) against the unscaled view, decimation of
-// steps into columns (equal groups, means), the occupied range, and steps out of order ignored.
+// steps into columns (equal groups, means), the occupied range, steps out of order ignored, and
+// the compute format of each step kept as spans (what the view's caption names).
 #include <QtTest>
 
 #include "histogram/histogram_series.h"
@@ -146,6 +147,36 @@ private slots:
         QVERIFY(s.empty());
         QCOMPARE(s.lastStep(), std::int64_t(-1));
         QCOMPARE(s.grid(10, true).columns, 0);
+    }
+
+    // Each step's compute format, as spans of consecutive steps: a layer that never changed has
+    // one; a step without a format (not known) neither ends a span nor starts one; an ignored step
+    // adds nothing; clear() forgets them.
+    void precisionSpansFollowTheSteps() {
+        HistogramSeries s;
+        QVERIFY(s.precisionSpans().empty());
+        QVERIFY(s.append(0, hist({{-20, 1}}), 1, 1, 0, ComputeFormat(Format::fp32)));
+        QVERIFY(s.append(10, hist({{-20, 1}}), 1, 1, 0, ComputeFormat(Format::fp32)));
+        QCOMPARE(int(s.precisionSpans().size()), 1);
+        QVERIFY(s.append(20, hist({{-20, 1}}), 1, 1, 0.25, ComputeFormat(Format::fp16)));
+        QVERIFY(s.append(30, hist({{-20, 1}}), 1, 1, 0.5));  // not known
+        QVERIFY(s.append(40, hist({{-20, 1}}), 1, 1, 0.75, ComputeFormat(Format::fp16)));
+        QVERIFY(!s.append(40, hist({{-20, 1}}), 1, 1, 0, ComputeFormat(Format::bf16)));  // ignored
+        QVERIFY(s.append(50, hist({{-20, 1}}), 1, 1, 1.0, ComputeFormat(BlockFormat::mxfp4)));
+        const std::vector<PrecisionSpan>& spans = s.precisionSpans();
+        QCOMPARE(int(spans.size()), 3);
+        QCOMPARE(spans[0].first_step, std::int64_t(0));
+        QCOMPARE(spans[0].last_step, std::int64_t(10));
+        QVERIFY(spans[0].precision == ComputeFormat(Format::fp32));
+        QCOMPARE(spans[1].first_step, std::int64_t(20));
+        QCOMPARE(spans[1].last_step, std::int64_t(40));
+        QVERIFY(spans[1].precision == ComputeFormat(Format::fp16));
+        QCOMPARE(spans[2].first_step, std::int64_t(50));
+        QVERIFY(spans[2].precision == ComputeFormat(BlockFormat::mxfp4));
+        QCOMPARE(s.zeroFractionAt(2), 0.25);
+        QCOMPARE(s.zeroFractionAt(s.size() - 1), 1.0);
+        s.clear();
+        QVERIFY(s.precisionSpans().empty());
     }
 };
 

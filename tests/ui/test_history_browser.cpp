@@ -1,10 +1,12 @@
 // The run browser over a store made here (three short spirals runs trained by the engine with
 // different precision settings, and synthetic runs fed to a Recorder): the list and its columns,
 // sorting, filters by text, tag and status, editing that persists in the store, confirmed deletion,
-// read-only and bad stores (and the banner that says so going with its cause), the Configuration
-// column readable at the window's default size, opening a run (the charts' series hold exactly the
-// recorded values; the viewer laid out so an MLP's or a language model's charts, events, sample
-// and what-if table can be read), and following a run that is still being recorded.
+// read-only and bad stores (and the banner that says so going with its cause), the configuration
+// summary (every form of a per-layer setting), the Configuration column readable at the window's
+// default size, long names that share their beginning told apart, opening a run (the charts'
+// series hold exactly the recorded values; the viewer laid out so an MLP's or a language model's
+// charts, events, sample and what-if table can be read), and following a run that is still being
+// recorded.
 #include <QtTest>
 
 #include <csignal>
@@ -24,6 +26,7 @@
 #include "history/run_browser.h"
 #include "history/run_filter_proxy.h"
 #include "history/run_loader.h"
+#include "history/run_table_columns.h"
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "models/event_log_model.h"
@@ -131,6 +134,31 @@ private slots:
                                      << "bf16 · static 1024 · master fp32";
         QTest::newRow("layers") << "precision.autocast=fp16;precision.master_weights=false;precision.layers.fc3=fp32;precision.layers.fc1=auto"
                                 << "fp16 · dynamic · no master · fc3=fp32";
+        // Lesson 15: fc1 and fc2 accumulate in FP16 (objects of their matmuls), its reference in FP32
+        // with the matmuls pinned to autocast's own format, which changes nothing worth saying.
+        const QString fp16Gemms =
+            "precision.layers.%1.forward=fp16;precision.layers.%1.dgrad=fp16;precision.layers.%1.wgrad=fp16";
+        QTest::newRow("fp16 accumulation")
+            << "precision.autocast=fp16;" + fp16Gemms.arg("fc1") + ";" + fp16Gemms.arg("fc2") +
+                   ";precision.layers.fc1.accumulate=fp16;precision.layers.fc2.accumulate=fp16"
+            << "fp16 · dynamic · master fp32 · fc1,fc2 acc fp16";
+        QTest::newRow("autocast's own format")
+            << "precision.autocast=fp16;precision.layers.fc1=fp16;precision.layers.fc2=fp16"
+            << "fp16 · dynamic · master fp32";
+        QTest::newRow("fp16 accumulation, no autocast")
+            << fp16Gemms.arg("fc2") + ";precision.layers.fc2.accumulate=fp16"
+            << "fp32 · dynamic · master fp32 · fc2=fp16, acc fp16";
+        QTest::newRow("per matmul")
+            << "precision.autocast=bf16;precision.layers.fc2.forward=fp8-e4m3;precision.layers.fc2.dgrad=fp8-e4m3"
+            << "bf16 · dynamic · master fp32 · fc2 fwd fp8-e4m3, dgrad fp8-e4m3";
+        QTest::newRow("in the model's order")
+            << "precision.autocast=fp16;precision.layers.fc3=fp32;precision.layers.fc1.wgrad=bf16"
+            << "fp16 · dynamic · master fp32 · fc1 wgrad bf16 · fc3=fp32";
+        QTest::newRow("alike, together")
+            << "precision.autocast=bf16;precision.layers.fc3=fp32;precision.layers.fc2=fp8-e4m3;precision.layers.fc1=fp32"
+            << "bf16 · dynamic · master fp32 · fc1,fc3=fp32 · fc2=fp8-e4m3";
+        QTest::newRow("op class") << "precision.autocast=bf16;precision.ops.softmax=fp32"
+                                  << "bf16 · dynamic · master fp32 · softmax fp32";
     }
     void configSummaries() {
         QFETCH(QString, assignments);
@@ -139,6 +167,18 @@ private slots:
         for (const QString& a : assignments.split(QLatin1Char(';'), Qt::SkipEmptyParts)) apply_setting(e, a.toStdString());
         QCOMPARE(QString::fromStdString(configSummary(experiment_to_json(e).dump())), summary);
         QCOMPARE(QString::fromStdString(configSummary("not json")), QString());
+    }
+
+    void configSummaryReadsEveryFormOfALayerEntry() {
+        // As a file may write them: a matmul left out is auto, accumulation left out is FP32; an
+        // entry this version cannot read is shown as written rather than dropped.
+        const std::string config = R"({"precision": {"autocast": "fp16", "layers": {
+            "fc1": {"accumulate": "fp16"}, "fc2": {"forward": "fp32"}, "fc3": {"forward": "auto", "dgrad": "auto"},
+            "fc4": "auto", "fc5": {"forward": "fp16", "later": "x"}}}})";
+        QCOMPARE(
+            QString::fromStdString(configSummary(config)),
+            QStringLiteral(
+                R"(fp16 · dynamic · master fp32 · fc1 acc fp16 · fc2 fwd fp32 · fc5={"forward":"fp16","later":"x"})"));
     }
 
     void listsRunsWithTheirColumns() {
@@ -482,6 +522,59 @@ private slots:
         const int before = view->columnWidth(RunTableModel::Configuration);
         b->resize(2200, 640);
         QTRY_VERIFY(view->columnWidth(RunTableModel::Configuration) > before + 500);
+    }
+
+    void longNamesStayApart() {
+        // Two runs of one lesson share their first 24 characters: the Name column widens to show
+        // them (up to a maximum), elides what does not fit in the middle, and the tooltip has it all.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        const std::string lesson = "lesson-fp16-accumulation", reference = lesson + "-reference-fp32-accumulation";
+        Experiment fp16Sums = spirals(lesson);  // lesson 15's precision: the longer summary reads whole too
+        fp16Sums.precision.autocast = Autocast::fp16;
+        for (const char* layer : {"fc1", "fc2"}) {
+            LayerSetting s(LayerPrecision::fp16);
+            s.accumulate = Accumulation::fp16;
+            fp16Sums.precision.layers[layer] = s;
+        }
+        {
+            RunStore store(path.toStdString());
+            syntheticRun(store, lesson, 3, RunStatus::completed, experiment_to_json(fp16Sums).dump());
+            syntheticRun(store, reference, 3, RunStatus::completed);
+            syntheticRun(store, reference + "-and-then-some-more-words-to-be-sure", 3, RunStatus::completed);
+        }
+        RunBrowser b;
+        QVERIFY(b.openStore(path));
+        b.resize(1200, 640);
+        b.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&b));
+        QTableView* view = b.view();
+        const int width = view->columnWidth(RunTableModel::Name);
+        QVERIFY2(width > view->fontMetrics().horizontalAdvance(QString::fromStdString(lesson)),
+                 qPrintable(QString::number(width)));
+        QCOMPARE(width, nameMaximumWidth(view));
+        auto* delegate = dynamic_cast<MiddleElideDelegate*>(view->itemDelegateForColumn(RunTableModel::Name));
+        QVERIFY(delegate);
+        QStringList shown;
+        for (int r = 0; r < b.proxy()->rowCount(); ++r) {
+            const QModelIndex index = b.proxy()->index(r, RunTableModel::Name);
+            QStyleOptionViewItem option;
+            option.initFrom(view);
+            delegate->initStyleOption(&option, index);
+            QCOMPARE(option.textElideMode, Qt::ElideMiddle);
+            shown << view->fontMetrics().elidedText(option.text, option.textElideMode, width - 10);
+            QVERIFY(index.data(Qt::ToolTipRole).toString().contains(index.data().toString()));
+        }
+        shown.removeDuplicates();
+        QCOMPARE(shown.size(), 3);
+        QVERIFY(shown.contains(QString::fromStdString(lesson)));  // whole where it fits
+        const QString summary = QStringLiteral("fp16 · dynamic · master fp32 · fc1,fc2 acc fp16");
+        QCOMPARE(cell(b, b.store()->resolve(lesson), RunTableModel::Configuration), summary);
+        QVERIFY(view->columnWidth(RunTableModel::Configuration) > view->fontMetrics().horizontalAdvance(summary));
+        // A drag of the column stands through a refresh that lists the same names.
+        view->setColumnWidth(RunTableModel::Name, width + 40);
+        b.refresh();
+        QCOMPARE(view->columnWidth(RunTableModel::Name), width + 40);
     }
 
     void bannerGoesWithItsCause() {

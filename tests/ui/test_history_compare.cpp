@@ -1,15 +1,21 @@
 // Comparing recorded runs and exporting them: two runs overlaid (both series, one colour each,
-// the legend names them), exactly the differing configuration keys in the table, the step/time
-// toggle and the shared smoothing, nine runs refused; each export writes a valid file (CSV parses
+// the legend names them), exactly the differing configuration keys in the table (precision first,
+// the lesson last, every run's column on screen), each chart's title and read-out with its unit,
+// the step/time toggle and the shared smoothing, nine runs refused; each export writes a valid file (CSV parses
 // to the table's rows, JSON parses, the experiment file re-parses to the recorded experiment).
 // screenshots() builds the browser and the comparison of docs/screenshots from real runs in every
 // run of the suite; with MANTISSA_SCREENSHOT_DIR set it also writes browser.png and compare.png there.
 #include <QtTest>
 
+#include <QHeaderView>
 #include <QLabel>
+#include <QRegularExpression>
+#include <QStyle>
 #include <QTableWidget>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "charts/chart_view.h"
@@ -107,6 +113,29 @@ private slots:
         QCOMPARE(differingKeys({a, b}), (std::vector<std::string>{"h", "p.layers.fc3"}));
         QCOMPARE(differingKeys({a, a, a}), std::vector<std::string>{});
         QVERIFY(flattenConfig("[1]").empty());
+
+        // A layer's setting is one key whatever its form: a name, or an object of its matmuls.
+        const auto named = flattenConfig(R"({"precision": {"layers": {"fc1": "fp16"}}})");
+        const auto gemms = flattenConfig(
+            R"({"precision": {"layers": {"fc1": {"forward": "fp16", "dgrad": "fp16", "wgrad": "fp16"}}}})");
+        const auto fp16Sums = flattenConfig(
+            R"({"precision": {"layers": {"fc1": {"forward": "fp16", "dgrad": "fp16", "wgrad": "fp16", "accumulate": "fp16"}}}})");
+        QCOMPARE(named, gemms);
+        QCOMPARE(fp16Sums.at("precision.layers.fc1"), std::string(R"("fp16, accumulate fp16")"));
+        QCOMPARE(differingKeys({named, fp16Sums}), std::vector<std::string>{"precision.layers.fc1"});
+        QCOMPARE(flattenConfig(R"({"precision": {"layers": {"fc1": {"wgrad": "bf16"}}}})").at("precision.layers.fc1"),
+                 std::string(R"("forward auto, dgrad auto, wgrad bf16")"));
+
+        // What decides the numbers first, the lesson's texts last.
+        const auto c =
+            flattenConfig(R"({"lesson": {"text": "a"}, "name": "x", "train": {"lr": 1}, "model": {"hidden": [1]},
+                                         "precision": {"autocast": "off"}, "dataset": {"kind": "a"}, "backend": {"kind": "cpu"}})");
+        const auto d =
+            flattenConfig(R"({"lesson": {"text": "b"}, "name": "y", "train": {"lr": 2}, "model": {"hidden": [2]},
+                                         "precision": {"autocast": "fp16"}, "dataset": {"kind": "b"}, "backend": {"kind": "cuda"}})");
+        QCOMPARE(differingKeys({c, d}),
+                 (std::vector<std::string>{"precision.autocast", "model.hidden", "train.lr", "dataset.kind",
+                                           "backend.kind", "name", "lesson.text"}));
     }
 
     void comparingTwoRunsOverlaysBoth() {
@@ -154,17 +183,148 @@ private slots:
         QVERIFY(view.legendLabel()->text().contains(ca.color.name()));
 
         // Exactly the keys that differ.
-        QCOMPARE(view.differingKeys(), (std::vector<std::string>{"name", "precision.autocast", "precision.layers.fc3",
-                                                                 "precision.loss_scaling.mode"}));
+        QCOMPARE(view.differingKeys(), (std::vector<std::string>{"precision.autocast", "precision.layers.fc3",
+                                                                 "precision.loss_scaling.mode", "name"}));
         QTableWidget* t = view.differenceTable();
         QCOMPARE(t->rowCount(), 4);
         QCOMPARE(t->columnCount(), 2);
-        QCOMPARE(t->verticalHeaderItem(1)->text(), QStringLiteral("precision.autocast"));
-        QCOMPARE(t->item(1, 0)->text(), QStringLiteral("off"));
-        QCOMPARE(t->item(1, 1)->text(), QStringLiteral("fp16"));
-        QCOMPARE(t->item(2, 0)->text(), QStringLiteral("(absent)"));
-        QCOMPARE(t->item(2, 1)->text(), QStringLiteral("fp32"));
+        QCOMPARE(t->verticalHeaderItem(0)->text(), QStringLiteral("precision.autocast"));
+        QCOMPARE(t->item(0, 0)->text(), QStringLiteral("off"));
+        QCOMPARE(t->item(0, 1)->text(), QStringLiteral("fp16"));
+        QCOMPARE(t->item(1, 0)->text(), QStringLiteral("(absent)"));
+        QCOMPARE(t->item(1, 1)->text(), QStringLiteral("fp32"));
+        QCOMPARE(t->horizontalHeaderItem(0)->text(), QStringLiteral("cmp-fp32"));
         QCOMPARE(t->horizontalHeaderItem(1)->text(), QStringLiteral("cmp-fp16"));
+    }
+
+    // Each chart says what it shows and in what unit, above its plot, however short the layout;
+    // its read-out gives every run's value with the unit and the same decimals.
+    void chartsNameTheirUnits() {
+        CompareView view(m_store);
+        view.resize(1100, 560);  // short charts: the axis labels do not all fit
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCOMPARE(view.setRuns({m_a, m_b}), QString());
+        view.redrawNow();
+        const auto titleShown = [](ChartView* c) {
+            for (QCPLayoutElement* e : c->plotLayout()->elements(true))
+                if (auto* text = qobject_cast<QCPTextElement*>(e); text && !text->text().isEmpty()) return text->text();
+            return QString();
+        };
+        const std::vector<std::pair<ChartView*, QString>> units = {
+            {view.lossChart(), QStringLiteral("loss")},
+            {view.scaleChart(), QStringLiteral("loss scale")},
+            {view.accuracyChart(), QStringLiteral("(%)")},
+            {view.throughputChart(), QStringLiteral("(samples/s)")},
+            {view.underflowChart(), QStringLiteral("(% of values")}};
+        for (const auto& [chart, unit] : units) {
+            QVERIFY2(chart->noteText().contains(unit), qPrintable(chart->noteText()));
+            QTRY_COMPARE(titleShown(chart), chart->noteText());
+            for (const QString& form : chart->labelForms(chart->yAxis))  // never a bare unit
+                QVERIFY2(form.contains(QRegularExpression(QStringLiteral("[a-z]{3}"))), qPrintable(form));
+        }
+        view.setUnderflowLayer(1);
+        QVERIFY(view.underflowChart()->noteText().endsWith(QStringLiteral(": fc2")));
+
+        // The read-outs at an evaluation's step: "NAME 81.30 %" beside "NAME 81.04 %".
+        const double step = m_store->evals(m_a).front().step;
+        const auto parts = [&](ChartView* c) {
+            QStringList p = c->readoutText(step).split(QStringLiteral("   "));
+            p.removeFirst();  // "step N"
+            return p;
+        };
+        const auto decimalsOf = [](const QString& number) {  // "81.30": 2, "3.512e-04": 3
+            const QString mantissa = number.section(QLatin1Char('e'), 0, 0);
+            const qsizetype dot = mantissa.indexOf(QLatin1Char('.'));
+            return dot < 0 ? 0 : mantissa.size() - dot - 1;
+        };
+        const QString number = QStringLiteral(R"((-?[0-9.]+(?:e[-+][0-9]+)?))");
+        const QRegularExpression value(QStringLiteral(" %1(?: \\(raw %1\\))?(.*)$").arg(number));
+        const std::vector<std::pair<ChartView*, QString>> shown = {
+            {view.accuracyChart(), QStringLiteral(" %")},
+            {view.throughputChart(), QStringLiteral(" samples/s")},
+            {view.underflowChart(), QStringLiteral(" %")},
+            {view.lossChart(), QString()}};
+        for (const auto& [chart, unit] : shown) {
+            const QStringList p = parts(chart);
+            QCOMPARE(p.size(), 2);  // one part a run, its raw value inside it
+            std::set<qsizetype> decimals;
+            for (const QString& part : p) {
+                const QRegularExpressionMatch m = value.match(part);
+                QVERIFY2(m.hasMatch(), qPrintable(part));
+                QCOMPARE(m.captured(3), unit);
+                decimals.insert(decimalsOf(m.captured(1)));
+                if (chart == view.throughputChart() || chart == view.lossChart()) {
+                    QVERIFY2(!m.captured(2).isEmpty(), qPrintable(part));
+                    decimals.insert(decimalsOf(m.captured(2)));
+                }
+            }
+            QVERIFY2(decimals.size() == 1, qPrintable(p.join(QStringLiteral(" | "))));
+        }
+    }
+
+    // The differences with a lesson: precision keys first and the lesson's texts last; every run's
+    // column on screen, headed by its name, however long a value; a value on one line, whole in its
+    // tooltip.
+    void differencesReadWithALesson() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("runs.sqlite")).toStdString();
+        Experiment plain = spirals("diff-plain", 5);
+        Experiment lesson = spirals("diff-lesson-with-a-long-name-reference-fp32-accumulation", 5);
+        lesson.precision.autocast = Autocast::fp16;
+        lesson.lesson.title = "A lesson";
+        QString text;
+        for (int i = 0; i < 40; ++i) text += QStringLiteral("A sentence about accumulation, number %1. ").arg(i);
+        text += QStringLiteral("\nThe last line.");
+        lesson.lesson.text = text.toStdString();
+        std::int64_t a = 0, b = 0;
+        {
+            RunStore store(path);
+            syntheticRun(store, plain.name, 5, RunStatus::completed, experiment_to_json(plain).dump());
+            syntheticRun(store, lesson.name, 5, RunStatus::completed, experiment_to_json(lesson).dump());
+            a = store.resolve(plain.name);
+            b = store.resolve(lesson.name);
+        }
+        CompareView view(std::make_shared<RunStore>(path, true));
+        view.resize(900, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCOMPARE(view.setRuns({a, b}), QString());
+        const auto& keys = view.differingKeys();
+        QCOMPARE(keys.front(), std::string("precision.autocast"));
+        QVERIFY(std::is_sorted(keys.begin(), keys.end(), [](const std::string& x, const std::string& y) {
+            return x.starts_with("lesson.") < y.starts_with("lesson.");
+        }));
+        QCOMPARE(keys.back().substr(0, 7), std::string("lesson."));
+
+        QTableWidget* t = view.differenceTable();
+        QTRY_VERIFY(t->isVisible());
+        QHeaderView* header = t->horizontalHeader();
+        for (int col = 0; col < 2; ++col) {
+            // Named, in the middle elided to the column where too long (the header clips, not elides).
+            const QString name = QString::fromStdString(col == 0 ? plain.name : lesson.name);
+            QTableWidgetItem* item = t->horizontalHeaderItem(col);
+            QCOMPARE(item->data(Qt::UserRole).toString(), name);
+            QVERIFY(item->toolTip().contains(name));
+            QTRY_VERIFY2(header->fontMetrics().horizontalAdvance(item->text()) < header->sectionSize(col),
+                         qPrintable(item->text()));
+            const QString shown = item->text();
+            const QChar ellipsis(0x2026);
+            QVERIFY2(shown == name ||
+                         (name.startsWith(shown.section(ellipsis, 0, 0)) && name.endsWith(shown.section(ellipsis, 1))),
+                     qPrintable(shown));
+            QVERIFY2(header->sectionViewportPosition(col) + header->sectionSize(col) <= t->viewport()->width(),
+                     qPrintable(QStringLiteral("column %1 ends at %2 of %3")
+                                    .arg(col)
+                                    .arg(header->sectionViewportPosition(col) + header->sectionSize(col))
+                                    .arg(t->viewport()->width())));
+        }
+        const int row = static_cast<int>(std::find(keys.begin(), keys.end(), "lesson.text") - keys.begin());
+        QVERIFY(row < t->rowCount());
+        QCOMPARE(t->item(row, 0)->text(), QStringLiteral("(empty)"));
+        QVERIFY(!t->item(row, 1)->text().contains(QLatin1Char('\n')));
+        QVERIFY(t->item(row, 1)->toolTip().contains(QStringLiteral("number 39.")));
+        QVERIFY(t->item(row, 1)->toolTip().contains(QStringLiteral("The last line.")));
     }
 
     void alignsByTimeAndSmoothsAll() {

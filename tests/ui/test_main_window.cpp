@@ -5,7 +5,9 @@
 // errors that become messages while the window keeps working. Between runs: a new experiment
 // clears the last run's views and its layers show before Start, as the run then builds them; the
 // default experiment; the dataset fallback's warning; one vocabulary and one number style; the
-// backend's CPU threads; and the layout of a small (1024x700) window.
+// backend's CPU threads; and the layout of a small (1024x700) window: a first window that fits its
+// screen, the Layers dock that keeps and follows its columns' width, the last run's cells marked
+// once a layer's setting changes after it, whole words in the status bar and the dock tabs.
 #include <QtTest>
 #include <QTableView>
 
@@ -20,6 +22,9 @@
 #include <QScrollBar>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QScreen>
+#include <QStatusBar>
+#include <QTabBar>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +42,8 @@
 #include "panels/layers_panel.h"
 #include "panels/notice_bar.h"
 #include "panels/precision_panel.h"
+#include "panels/run_status_bar.h"
+#include "panels/what_if_panel.h"
 #include "error.h"
 #include "store/run_store.h"
 #include "tiny_gpt.h"
@@ -468,7 +475,7 @@ private slots:
     void openingAnExperimentClearsTheLastRun() {
         auto w = makeWindow();
         QVERIFY(w->startRun());
-        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 20, 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 20, 60000);
         stopAndWait(*w);
         w->refreshViews();
         QVERIFY(w->eventsPanel()->view()->model()->rowCount() > 0);
@@ -795,6 +802,161 @@ private slots:
         w->histogramDock()->setFloating(true);
         QTRY_VERIFY(w->histogramDock()->height() >= GradientHistogramView::usableHeight &&
                     w->histogramDock()->width() >= GradientHistogramView::usableWidth);
+    }
+
+    // A first window (nothing remembered) fits the screen it opens on, however small: its status
+    // bar and bottom docks are on it. A geometry remembered from a larger screen is brought in too.
+    void firstWindowFitsTheScreen() {
+        MainWindow::Options o;
+        o.storePath = storePath();
+        o.useSettings = false;
+        MainWindow w(o);
+        QVERIFY(w.screen());
+        const QRect room = w.screen()->availableGeometry();
+        QVERIFY2(room.width() < 1500 || room.height() < 950, "the test needs a screen smaller than 1500x950");
+        QVERIFY2(w.width() <= room.width() && w.height() <= room.height(),
+                 qPrintable(QStringLiteral("a %1x%2 window on a %3x%4 screen")
+                                .arg(w.width()).arg(w.height()).arg(room.width()).arg(room.height())));
+
+        const MainWindow::Options remembering = rememberingOptions();
+        {
+            MainWindow big(remembering);
+            big.resize(room.width() + 700, room.height() + 400);
+            big.move(room.topLeft() + QPoint(300, 200));
+            big.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&big));
+            QVERIFY(big.close());
+        }
+        MainWindow again(remembering);
+        again.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&again));
+        QTRY_VERIFY2(room.contains(again.frameGeometry()),
+                     qPrintable(QStringLiteral("restored at %1,%2, %3x%4 with its frame")
+                                    .arg(again.x()).arg(again.y())
+                                    .arg(again.frameGeometry().width()).arg(again.frameGeometry().height())));
+        QVERIFY(again.close());
+    }
+
+    // At 1024x700 the Layers dock gets the width its columns need, and keeps it when a run starts
+    // (the What-if tab behind the events, filled by the run, once took 170 px of it), follows
+    // them when they widen (the FP8 scale columns), and a per-matmul setting's long text is elided
+    // in a Precision column of bounded width, so Lost updates stays in view.
+    void layersDockKeepsItsColumnsWhenARunStarts() {
+        auto w = makeWindow();
+        w->resize(1024, 700);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QTableView* table = w->layersPanel()->view();
+        const auto columnsUpTo = [table](int last) {
+            int width = 0;
+            for (int c = 0; c <= last; ++c)
+                if (!table->isColumnHidden(c)) width += table->columnWidth(c);
+            return width;
+        };
+        const auto fits = [&](int last) { return columnsUpTo(last) <= table->viewport()->width(); };
+        const auto say = [&](int last) {
+            return QStringLiteral("columns %1 px in %2 px (dock %3 px)")
+                .arg(columnsUpTo(last)).arg(table->viewport()->width()).arg(w->layersDock()->width());
+        };
+        QTRY_VERIFY2(fits(LayerTableModel::ColumnCount - 1), qPrintable(say(LayerTableModel::ColumnCount - 1)));
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 20, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w->whatIfPanel()->showsEmptyState(), 30000);  // the tab that grew has its content
+        w->refreshViews();
+        QTest::qWait(200);
+        QVERIFY2(fits(LayerTableModel::ColumnCount - 1), qPrintable(say(LayerTableModel::ColumnCount - 1)));
+
+        // fc2 per matmul, in FP8 forward: a long Precision text and three more columns.
+        LayerSetting wide;
+        wide.forward = LayerPrecision::fp8_e4m3;
+        wide.dgrad = LayerPrecision::fp8_e4m3;
+        wide.wgrad = LayerPrecision::bf16;
+        QVERIFY(w->layerModel()->setData(w->layerModel()->index(1, LayerTableModel::Precision),
+                                         QVariant::fromValue(wide), LayerTableModel::SettingRole));
+        QTRY_VERIFY_WITH_TIMEOUT(!table->isColumnHidden(LayerTableModel::XScale), 5000);
+        QTest::qWait(200);
+        QVERIFY(table->columnWidth(LayerTableModel::Precision) <= w->layersPanel()->precisionColumnWidth());
+        QVERIFY(QFontMetrics(table->font()).horizontalAdvance(w->layerModel()->index(1, LayerTableModel::Precision).data().toString()) >
+                table->columnWidth(LayerTableModel::Precision));  // elided: the tooltip has it whole
+        QTRY_VERIFY2(fits(LayerTableModel::LostUpdates), qPrintable(say(LayerTableModel::LostUpdates)));
+        QVERIFY(w->layersDock()->width() <= w->width() * 7 / 10 + 2);  // the events keep the rest
+        stopAndWait(*w);
+    }
+
+    // After a run, a layer's setting changed for the next one: its measured cells are the last
+    // run's, under the old setting, and the table says so for that row only; a new run ends it.
+    void changedRowsShowTheLastRunAsSuch() {
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.train.steps = 30;
+        w->setExperiment(e);
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(!w->controller()->active(), 30000);
+        LayersPanel* panel = w->layersPanel();
+        LayerTableModel* model = w->layerModel();
+        QVERIFY(!model->showsPlan());
+        QVERIFY(!model->index(1, LayerTableModel::GradAmax).data().toString().startsWith(QStringLiteral("—")));
+        for (int row = 0; row < model->rowCount(); ++row) QVERIFY(!panel->showsLastRun(row));
+
+        LayerSetting perMatmul;
+        perMatmul.forward = LayerPrecision::fp16;
+        perMatmul.dgrad = LayerPrecision::fp16;
+        perMatmul.wgrad = LayerPrecision::bf16;
+        QVERIFY(model->setData(model->index(1, LayerTableModel::Precision), QVariant::fromValue(perMatmul),
+                               LayerTableModel::SettingRole));
+        QVERIFY(panel->showsLastRun(1));
+        QVERIFY(!panel->showsLastRun(0));
+        QVERIFY(!panel->showsLastRun(2));
+        QVERIFY(LayersPanel::isMeasuredColumn(LayerTableModel::GradAmax));
+        QVERIFY(LayersPanel::isMeasuredColumn(LayerTableModel::LostUpdates));
+        QVERIFY(!LayersPanel::isMeasuredColumn(LayerTableModel::Precision));
+        // Set back as it ran, the numbers are its own again.
+        QVERIFY(model->setData(model->index(1, LayerTableModel::Precision), QVariant::fromValue(LayerSetting{}),
+                               LayerTableModel::SettingRole));
+        QVERIFY(!panel->showsLastRun(1));
+        // An auto layer follows autocast: changed after the run, every auto row is the last run's.
+        PrecisionSpec p = w->currentExperiment().precision;
+        p.autocast = Autocast::bf16;
+        model->setPrecision(p);
+        QVERIFY(panel->showsLastRun(0) && panel->showsLastRun(1) && panel->showsLastRun(2));
+        // The next run measures them again.
+        QVERIFY(w->startRun());
+        QVERIFY(!panel->showsLastRun(0));
+        stopAndWait(*w);
+    }
+
+    // The status bar never cuts a word: the device's description is elided at a word, whole in its
+    // tooltip; the dock tabs show whole titles (scrolling when they do not fit).
+    void statusBarAndTabsShowWholeWords() {
+        auto w = makeWindow();
+        w->resize(1024, 700);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 5, 60000);
+        w->refreshViews();
+        WordElidedLabel* device = w->findChild<RunStatusBar*>()->deviceLabel();
+        const QString full = device->fullText();
+        QVERIFY(full.startsWith(QStringLiteral("cpu · ")));
+        device->resize(device->fontMetrics().horizontalAdvance(full) / 2, device->height());
+        const QString shown = device->text();
+        QVERIFY2(shown.endsWith(QChar(0x2026)), qPrintable(shown));
+        const QString head = shown.chopped(1);
+        QVERIFY(full.startsWith(head));
+        QVERIFY2(!full.at(head.size()).isLetterOrNumber(), qPrintable(shown));  // cut between words
+        QVERIFY(device->toolTip().contains(full));
+        QVERIFY(device->fontMetrics().horizontalAdvance(shown) <= device->contentsRect().width());
+        // The status bar's figures all show: none is squeezed under its text's width.
+        for (QLabel* l : w->statusBar()->findChildren<QLabel*>())
+            if (l != device && l->isVisible() && !l->text().isEmpty())
+                QVERIFY2(l->width() >= l->fontMetrics().horizontalAdvance(l->text()), qPrintable(l->text()));
+        stopAndWait(*w);
+        int bars = 0;
+        for (QTabBar* bar : w->findChildren<QTabBar*>(Qt::FindDirectChildrenOnly)) {
+            if (bar->count() == 0) continue;
+            ++bars;
+            QCOMPARE(bar->elideMode(), Qt::ElideNone);
+            QVERIFY(bar->usesScrollButtons());
+        }
+        QVERIFY(bars >= 2);  // the bottom docks' and, at 1024 px, the two forms'
     }
 
     // A narrow window: the Experiment and Precision forms are two tabs on the left, and the charts

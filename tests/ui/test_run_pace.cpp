@@ -2,7 +2,8 @@
 // offscreen): the pace bounds how many steps a run takes in a given time, before and during a run;
 // "pause at step N" pauses after exactly N steps, logs its pause, and clears itself; a single step
 // while paused takes one step and pauses again; and on every pause the status bar, the table and
-// the charts show the step the run paused at.
+// the charts show the step the run paused at; and one clock for a run's time (training time) in
+// the status bar and the events.
 #include <QtTest>
 
 #include <QComboBox>
@@ -18,6 +19,7 @@
 #include "live/run_controller.h"
 #include "main_window.h"
 #include "main_window_fixture.h"
+#include "panels/run_status_bar.h"
 #include "panels/run_toolbar.h"
 #include "exact_compare.h"
 
@@ -126,6 +128,42 @@ private slots:
         const std::int64_t before = c->stepsDone();
         QTRY_VERIFY_WITH_TIMEOUT(c->stepsDone() >= before + 300, 30000);
         stopAndWait(*w);
+    }
+
+    // One clock for a run's time wherever it is shown: the engine's training time (pauses and a
+    // pace's waits left out, the final evaluation and checkpoint in). The status bar says so
+    // ("training time"), agrees with the run's `finished` event to the second, and a paced run's
+    // time left, a wall-clock forecast, says that it is one.
+    void oneClockForARunsTime() {
+        auto w = makeWindow();
+        Experiment e = spirals();
+        e.dataset.samples = 20000;  // a final evaluation that takes a moment
+        e.train.steps = 60;
+        e.train.eval_every = 30;
+        w->setExperiment(e);
+        choosePace(*w, 20);
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY(w->startRun());
+        RunController* c = w->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(c->stepsDone() >= 20, 20000);
+        w->refreshViews();
+        RunStatusBar* status = w->findChild<RunStatusBar*>();
+        QVERIFY(status);
+        const QString running = status->elapsedLabel()->text();
+        QVERIFY2(running.startsWith(QStringLiteral("training time ")), qPrintable(running));
+        QVERIFY2(status->remainingLabel()->text().contains(QStringLiteral("wall clock")),
+                 qPrintable(status->remainingLabel()->text()));
+        // Paced at 20 steps/s the wall clock ran about a second; training took far less.
+        QVERIFY(clock.elapsed() >= 900);
+        QTRY_VERIFY_WITH_TIMEOUT(!c->active(), 30000);
+        w->refreshViews();
+        const Event* finished = nullptr;
+        for (const Event& ev : c->series().events())
+            if (ev.kind == EventKind::run_finished) finished = &ev;
+        QVERIFY(finished);
+        QCOMPARE(status->elapsedLabel()->text(), QStringLiteral("training time ") + formatDuration(finished->time_s));
+        QCOMPARE(formatDuration(c->session()->summary().elapsed_s), formatDuration(finished->time_s));
     }
 
     // "Pause at step" set before Start: the run pauses after exactly that many steps, logs the

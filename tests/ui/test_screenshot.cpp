@@ -3,7 +3,7 @@
 // experiment file exits 2 with the reason on stderr. Without a display, help and version still
 // answer and the window is refused with a sentence, not Qt's abort. `--at STEP:...` changes land at
 // their steps exactly, read back from the run store, even on a run fast enough to finish between
-// two of the window's refreshes.
+// two of the window's refreshes. A lesson's picture records only the reference it draws.
 #include <QtTest>
 
 #include <QImage>
@@ -109,6 +109,36 @@ private slots:
         QCOMPARE(changes, expected);
         QCOMPARE(overflowStep, std::int64_t{30});  // the injected inf overflows the step it was put in
         QCOMPARE(store.steps(runs.front().id).size(), std::size_t{60});  // the run went on to its end
+    }
+
+    // A lesson's picture records the reference it compares with, at the picture's length, and no
+    // other: not one started for the file's own length and abandoned when --steps changed it.
+    void lessonLeavesOnlyTheReferenceItUsed() {
+        const QString config = writeFile(QStringLiteral("lesson.json"),
+                                         R"({"name": "shot-lesson",
+                                             "lesson": {"title": "A lesson", "pace": 2,
+                                                        "reference": {"name": "FP32", "set": ["precision.autocast=off"]}},
+                                             "dataset": {"kind": "blobs", "samples": 2000},
+                                             "model": {"hidden": [16]},
+                                             "train": {"batch_size": 64, "steps": 100000, "eval_every": 0},
+                                             "precision": {"autocast": "fp16"}, "backend": "cpu"})");
+        const QString db = m_dir.filePath(QStringLiteral("lesson.sqlite"));
+        QString err;
+        const int code = runMantissa({QStringLiteral("--screenshot"), m_dir.filePath(QStringLiteral("lesson.png")),
+                                      QStringLiteral("--steps"), QStringLiteral("15"), QStringLiteral("--config"), config,
+                                      QStringLiteral("--db"), db, QStringLiteral("--size"), QStringLiteral("1024x700")},
+                                     &err);
+        QVERIFY2(code == 0, qPrintable(err));
+        mantissa::RunStore store(db.toStdString(), true);
+        QStringList runs;  // "NAME STATUS STEPS"
+        for (const mantissa::RunRow& r : store.list_runs())
+            runs << QStringLiteral("%1 %2 %3")
+                        .arg(QString::fromStdString(r.name), QString::fromLatin1(mantissa::run_status_name(r.status)))
+                        .arg(store.steps(r.id).size());
+        runs.sort();
+        const QStringList expected{QStringLiteral("shot-lesson completed 15"),
+                                   QStringLiteral("shot-lesson-reference-fp32 completed 15")};
+        QCOMPARE(runs, expected);
     }
 
     void badExperimentFileExits2() {

@@ -10,7 +10,9 @@
 //   - selecting rows rings their points, clicking a point selects its row (through sorting);
 //   - Compare overlays the selected runs, and refuses more than CompareView::maxRuns;
 //   - File ▸ Sweeps… and the run history's "Sweep" open it, the latter on the run's row;
-//   - a spec the plan refuses lists the recorded runs with the reason.
+//   - a spec the plan refuses lists the recorded runs with the reason;
+//   - an empty plot (no sweep, or no completed run yet) shows its figures' own span (accuracy
+//     0..100 %) and says why it is empty.
 // With MANTISSA_SCREENSHOT_DIR set, screenshots() trains the six recipes on spirals for 300 steps
 // (the runs `mantissa-cli sweep --set dataset.kind=spirals --recipes standard --steps 300` makes)
 // and writes sweep.png there.
@@ -434,6 +436,43 @@ private slots:
         QCOMPARE(v.model()->text(0, 0), QString("2"));
         QCOMPARE(v.model()->text(1, 1), QString("x"));
         QVERIFY2(v.noticeBar()->isVisibleTo(&v), "the notice says why");
+    }
+
+    // No point to draw: the accuracy axis spans 0..100 % (not 0..1 under a "%" label), and a
+    // note in the plot says why it is empty; the first completed run takes the note away.
+    void emptyPlotShowsItsUnitsRange() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("empty.sqlite");
+        auto store = std::make_shared<RunStore>(path.toStdString());
+        SweepView v;
+        v.resize(1200, 600);
+        v.setStore(store);  // no sweep at all
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        QCOMPARE(v.yFigure(), SweepFigure::testAccuracy);
+        QVERIFY(v.scatter()->points().empty());
+        QVERIFY(v.scatter()->yAxis->label().startsWith(QStringLiteral("test accuracy (%)")));
+        QCOMPARE(v.scatter()->yAxis->range().lower, 0.0);
+        QCOMPARE(v.scatter()->yAxis->range().upper, 100.0);
+        QCOMPARE(v.scatter()->emptyNoteShown(), QStringLiteral("No runs yet"));
+        v.scatter()->replot();
+        QVERIFY(v.scatter()->yAxis->tickVectorLabels().contains(QStringLiteral("100")));
+
+        // A sweep planned, nothing completed: the same span on whichever axis shows accuracy.
+        const SweepSpec spec = recipesTimesLr();
+        const SweepRow sweep = store->create_sweep({"planned", sweep_spec_to_json(spec).dump(), 12, "local"});
+        v.setStore(store);
+        QCOMPARE(v.sweepId(), sweep.id);
+        v.setAxes(SweepFigure::testAccuracy, SweepFigure::finalLoss);
+        QCOMPARE(v.scatter()->xAxis->range().upper, 100.0);
+        QCOMPARE(v.scatter()->emptyNoteShown(), QStringLiteral("No completed runs yet"));
+
+        const auto plan = plan_sweep(spec, sweep.name, matmulLayers);
+        feedRun(*store, sweep, plan[0], figures().at(0));
+        v.refresh();
+        QCOMPARE(v.scatter()->points().size(), std::size_t(1));
+        QVERIFY(v.scatter()->emptyNoteShown().isEmpty());
+        QVERIFY(v.scatter()->xAxis->range().contains(92.0));
     }
 
     // The picture for docs/gui.md; written only when MANTISSA_SCREENSHOT_DIR is set.

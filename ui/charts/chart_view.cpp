@@ -31,6 +31,46 @@ constexpr double markerLabelAlpha = 210;  // the labels' background: the line an
 // Between the values of a read-out line.
 const QString readoutSeparator = QStringLiteral("   ");
 
+
+// The reference line's entry in the legend: its pen as the icon, then its label, laid out
+// as QCustomPlot lays out a graph's entry (QCPPlottableLegendItem), which has no graph to draw.
+class ReferenceLegendItem : public QCPAbstractLegendItem {
+public:
+    ReferenceLegendItem(QCPLegend* parent, const QString& text) : QCPAbstractLegendItem(parent), m_text(text) {
+        setSelectable(false);
+    }
+    void setText(const QString& text) { m_text = text; }
+    QString text() const { return m_text; }
+    void setLinePen(const QPen& pen) { m_pen = pen; }
+
+protected:
+    void draw(QCPPainter* painter) override {
+        const QSize icon = mParentLegend->iconSize();
+        painter->setFont(mFont);
+        painter->setPen(QPen(mTextColor));
+        const QRect text = painter->fontMetrics().boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+        painter->drawText(mRect.x() + icon.width() + mParentLegend->iconTextPadding(), mRect.y(), text.width(),
+                          std::max(text.height(), icon.height()), Qt::TextDontClip, m_text);
+        const QRect iconRect(mRect.topLeft(), icon);
+        painter->save();
+        painter->setClipRect(iconRect, Qt::IntersectClip);
+        painter->setPen(m_pen);
+        const double y = iconRect.top() + iconRect.height() / 2.0;
+        painter->drawLine(QLineF(iconRect.left(), y, iconRect.right() + 5, y));
+        painter->restore();
+    }
+    QSize minimumOuterSizeHint() const override {
+        const QSize icon = mParentLegend->iconSize();
+        const QRect text = QFontMetrics(mFont).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+        return {icon.width() + mParentLegend->iconTextPadding() + text.width() + mMargins.left() + mMargins.right(),
+                std::max(text.height(), icon.height()) + mMargins.top() + mMargins.bottom()};
+    }
+
+private:
+    QString m_text;
+    QPen m_pen;
+};
+
 }  // namespace
 
 QString wrapReadout(const QStringList& parts, const QFontMetrics& metrics, int width) {
@@ -76,6 +116,8 @@ ChartView::ChartView(const QString& valueLabel, QWidget* parent) : QCustomPlot(p
     yAxis2->setTickLabels(false);
     yAxis2->setTicks(false);
     xAxis->setRange(0, 100);
+    xAxis->setTickLabelPadding(3);  // every chart numbers its steps: as little height as reads well
+    xAxis->setLabelPadding(2);
     setContextMenuPolicy(Qt::CustomContextMenu);
     connect(this, &QWidget::customContextMenuRequested, this, &ChartView::showContextMenu);
 
@@ -198,8 +240,8 @@ QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, con
     case GraphStyle::overlay:
     case GraphStyle::overlaySteps: {
         QColor c = color;
-        c.setAlpha(150);
-        g->setPen(QPen(c, 1.3));
+        c.setAlpha(170);
+        g->setPen(QPen(c, 1.4, Qt::DashLine));  // dashed: never mistaken for a live line of its hue
         if (style == GraphStyle::overlaySteps) g->setLineStyle(QCPGraph::lsStepLeft);
         g->setLayer(QStringLiteral("overlays"));
         break;
@@ -219,6 +261,11 @@ QCPGraph* ChartView::addSeries(const LodSeries* series, const QString& name, con
     }
     }
     m_bindings.push_back({g, series, style, factor, name, {}, g->pen().widthF()});
+    if (m_referenceItem && legend->hasItemWithPlottable(g)) {  // the reference stays the legend's last entry
+        legend->take(m_referenceItem);
+        legend->setFillOrder(legend->fillOrder(), true);  // closes the gap it left
+        legend->addItem(m_referenceItem);
+    }
     m_queriedColumns = -1;  // the new graph has no data yet: the next layout queries it
     return g;
 }
@@ -241,40 +288,60 @@ void ChartView::setReferenceLine(double value, const QString& label) {
     m_referenceValue = value;
     if (!std::isfinite(value)) {
         if (m_referenceLine) removeItem(m_referenceLine);
-        if (m_referenceLabel) removeItem(m_referenceLabel);
+        if (m_referenceItem) legend->removeItem(m_referenceItem);
         m_referenceLine = nullptr;
-        m_referenceLabel = nullptr;
+        m_referenceItem = nullptr;
+        if (legend->itemCount() == 0) legend->setVisible(false);
         return;
     }
     if (!m_referenceLine) {
         m_referenceLine = new QCPItemStraightLine(this);
-        m_referenceLabel = new QCPItemText(this);
-        for (QCPItemPosition* p : {m_referenceLine->point1, m_referenceLine->point2, m_referenceLabel->position}) {
+        for (QCPItemPosition* p : {m_referenceLine->point1, m_referenceLine->point2}) {
             p->setTypeX(QCPItemPosition::ptAxisRectRatio);
             p->setTypeY(QCPItemPosition::ptPlotCoords);
             p->setAxes(xAxis, yAxis);
             p->setAxisRect(axisRect());
         }
-        m_referenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);  // under the line: inside the plot
-        m_referenceLabel->setFont(markerFont(font()));
-        m_referenceLabel->setPadding(QMargins(2, 0, 4, 1));
         m_referenceLine->setSelectable(false);
-        m_referenceLabel->setSelectable(false);
+        m_referenceItem = new ReferenceLegendItem(legend, label);
+        legend->addItem(m_referenceItem);
     }
     m_referenceLine->point1->setCoords(0, value);
     m_referenceLine->point2->setCoords(1, value);
-    m_referenceLabel->position->setCoords(1, value);
-    m_referenceLabel->setText(label);
+    static_cast<ReferenceLegendItem*>(m_referenceItem)->setText(label);
+    legend->setVisible(true);
     applyPalette();
+}
+
+QRect ChartView::referenceLabelRect() const {
+    return m_referenceItem && legend->visible() ? m_referenceItem->outerRect() : QRect();
+}
+
+QString ChartView::referenceLabelText() const {
+    return m_referenceItem ? static_cast<const ReferenceLegendItem*>(m_referenceItem)->text() : QString();
 }
 
 void ChartView::removeAllSeries() {
     clearGraphs();
     m_bindings.clear();
-    legend->setVisible(false);
+    legend->setVisible(m_referenceItem != nullptr);  // the reference line is named even on an empty chart
     m_queriedColumns = -1;
     // An empty chart shows no values: not the last run's range, which would read as this one's.
-    if (logarithmic()) yAxis->setRange(1, 2);
+    setEmptyRange();
+}
+
+void ChartView::setEmptyRange() {
+    const bool log = logarithmic();
+    if (std::isfinite(m_referenceValue) && (!log || m_referenceValue > 0)) {
+        // The reference line in view, where data of its kind would lie (below a limit).
+        const double r = m_referenceValue;
+        if (log)
+            yAxis->setRange(r / 1000, r * 10);
+        else
+            yAxis->setRange(std::min(0.0, r * 1.2), std::max(0.0, r * 1.2));
+        return;
+    }
+    if (log) yAxis->setRange(1, 2);
     else yAxis->setRange(0, 1);
 }
 
@@ -401,14 +468,14 @@ void ChartView::setRightAxis(const QString& label, QCPRange range, const QString
     yAxis2->setRange(range);
 }
 
-void ChartView::setXTickLabels(bool on) {
+void ChartView::setXTickLabels(bool on, bool labelled) {
     xAxis->setTickLabels(on);
-    xAxis->setLabel(on ? m_xLabel : QString());
+    xAxis->setLabel(on && labelled ? m_xLabel : QString());
 }
 
 void ChartView::setXLabel(const QString& label) {
     m_xLabel = label;
-    if (xAxis->tickLabels()) xAxis->setLabel(label);
+    if (xAxis->tickLabels() && !xAxis->label().isEmpty()) xAxis->setLabel(label);
 }
 
 void ChartView::setSideMargins(int left, int right) {
@@ -479,7 +546,10 @@ void ChartView::fitValueAxes() {
         }
     }
     m_fittedHeight = axisRect()->height();
-    if (!(lo <= hi)) return;  // nothing visible: keep the range
+    if (!(lo <= hi)) {  // nothing visible: keep the range, or show the reference line
+        if (m_bindings.empty() || drawnPoints() == 0) setEmptyRange();
+        return;
+    }
     if (std::isfinite(m_referenceValue) && (!log || m_referenceValue > 0)) {
         lo = std::min(lo, m_referenceValue);
         hi = std::max(hi, m_referenceValue);
@@ -495,31 +565,44 @@ void ChartView::fitValueAxes() {
         yAxis->setRange(lower, lower * std::pow(upper / lower, stretch));
         return;
     }
+    const bool touchesZero = m_includeZero && lo == 0;
     if (m_includeZero) {
         lo = std::min(lo, 0.0);
         hi = std::max(hi, 0.0);
     }
+    // Zeros alone (no underflow yet): the empty chart's 0..1, not a range made up around nothing.
+    const bool zeros = lo == 0 && hi == 0;
+    if (zeros) hi = 1;
     double span = hi - lo;
-    if (span <= 0) span = hi != 0 ? std::abs(hi) * 0.1 : 1.0;  // a flat line: show it mid-chart
-    const double lower = lo == 0 && m_includeZero ? 0 : lo - 0.05 * span;
-    const double upper = hi + 0.08 * span;
+    if (span <= 0) span = std::abs(hi) * 0.1;  // a flat line: show it mid-chart
+    // From zero where zero is kept in view; a line at zero a few pixels above the axis, not on it.
+    const double lift = std::clamp(4.0 / std::max(1.0, plotHeight), 0.03, 0.1);
+    const double lower = lo == 0 && m_includeZero ? (touchesZero ? -lift * span : 0.0) : lo - 0.05 * span;
+    const double upper = zeros ? hi : hi + 0.08 * span;
     yAxis->setRange(lower, lower + (upper - lower) * stretch);
 }
 
 QString ChartView::formatReadoutValue(double value) const {
     if (m_powerOfTwoValues) return formatPowerOfTwo(value);
-    return formatValue(value) + m_valueSuffix;
+    return ReadoutNumberStyle::forLargest(value).format(value) + m_valueSuffix;
 }
 
 QStringList ChartView::readoutParts(double step) const {
     const QCPRange x = xAxis->range();
     const double stepsPerPixel = x.size() / std::max(1, axisRect()->width());
-    QStringList parts{tr("step %1").arg(std::llround(step))};
+    // Each graph's part in order; the values of one axis are written in one style, chosen once
+    // all of them are known (ReadoutNumberStyle): a part with a value has its text filled last.
+    struct Part {
+        QString text;                   // a custom read-out's, or the graph's name
+        const QCPAxis* axis = nullptr;  // null: `text` is the whole part
+        double value = 0;
+    };
+    std::vector<Part> found;
     for (const Binding& b : m_bindings) {
         if (!b.graph->visible()) continue;
         if (b.readout) {
             const QString s = b.readout(step);
-            if (!s.isEmpty()) parts << s;
+            if (!s.isEmpty()) found.push_back({s});
             continue;
         }
         std::optional<SeriesPoint> p;
@@ -537,7 +620,24 @@ QStringList ChartView::readoutParts(double step) const {
             break;
         default: p = b.series->nearest(step); break;
         }
-        if (p) parts << QStringLiteral("%1 %2").arg(b.name, formatReadoutValue(p->y * b.factor));
+        if (p) found.push_back({b.name, b.graph->valueAxis(), p->y * b.factor});
+    }
+    QStringList parts{tr("step %1").arg(std::llround(step))};
+    for (const Part& part : found) {
+        if (!part.axis) {
+            parts << part.text;
+            continue;
+        }
+        QString value;
+        if (part.axis == yAxis && m_powerOfTwoValues) {
+            value = formatPowerOfTwo(part.value);
+        } else {
+            std::vector<double> shared;
+            for (const Part& other : found)
+                if (other.axis == part.axis) shared.push_back(other.value);
+            value = ReadoutNumberStyle::forValues(shared).format(part.value) + m_valueSuffix;
+        }
+        parts << QStringLiteral("%1 %2").arg(part.text, value);
     }
     return parts;
 }
@@ -756,9 +856,13 @@ void ChartView::applyPalette() {
     m_note->setTextColor(noteColor);
     for (auto& m : m_markers) styleMarker(m);
     if (m_referenceLine) {
-        const QColor limit(205, 60, 60);  // a limit, in the overflow markers' red
-        m_referenceLine->setPen(QPen(limit, 1.2, Qt::DashLine));
-        m_referenceLabel->setColor(limit);
+        // In the text's colour and dash-dotted: no data line is drawn so (the layers' lines take
+        // the series colours, a red among them, solid or dashed).
+        QColor limit = text;
+        limit.setAlpha(200);
+        const QPen pen(limit, 1.3, Qt::DashDotLine);
+        m_referenceLine->setPen(pen);
+        static_cast<ReferenceLegendItem*>(m_referenceItem)->setLinePen(pen);
     }
 }
 

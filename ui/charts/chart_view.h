@@ -2,10 +2,12 @@
 // visible step window at the axis rect's pixel width, so a redraw costs the same at 10^3 or 10^6
 // points. It adds what every Mantissa chart has: y that fits the visible data, a crosshair with a
 // read-out of each graph's value at the hovered step (wrapped to the plot's width, cleared when
-// the mouse leaves), labelled vertical markers for setting changes and injected overflows (labels
-// along the top, kept inside the plot and above the data: marker_layout.h), and colours from the
-// system palette (light or dark). However short the chart, its value axes keep their tick labels
-// apart and show their labels whole or not at all (axis_fit.h).
+// the mouse leaves; the values of one axis in one number style, number_format.h), labelled
+// vertical markers for setting changes and injected overflows (labels along the top, kept inside
+// the plot and above the data: marker_layout.h), and colours from the system palette (light or
+// dark). However short the chart, its value axes keep their tick labels apart and show their
+// labels whole or not at all (axis_fit.h). Every chart numbers its step axis, so a chart scrolled
+// apart from the others still says where it is.
 //
 // What is drawn is always what the series hold at the plot's real size: the graphs are queried
 // for the x range and the axis rect's width they are drawn at, and queried again after any layout
@@ -38,7 +40,7 @@ enum class GraphStyle {
     points,     // circles, no line (evaluations)
     markers,    // red triangles, no line (overflows)
     stacked,    // a line filled down to the previous stacked graph (or to zero)
-    overlay,       // another run drawn faintly over the live ones: a thin translucent line
+    overlay,       // another run drawn faintly over the live ones: a thin translucent dashed line
     overlaySteps,  // the same as a step function (loss scale)
 };
 
@@ -73,18 +75,25 @@ public:
     // Logarithmic left axis with ticks at powers of `base` (2 for the loss scale, 10 for loss).
     void setLogarithmic(bool on, double base = 10);
     bool logarithmic() const { return yAxis->scaleType() == QCPAxis::stLogarithmic; }
-    // Linear left axis always shows 0 (memory, throughput, underflow).
+    // Linear left axis always shows 0 (memory, throughput, underflow). Data that touches 0 is drawn
+    // a few pixels above the axis, not on it; all zeros keep the empty chart's 0..1.
     void setIncludeZero(bool on) { m_includeZero = on; }
-    // A horizontal reference line at `value` on the left axis, labelled at its right end ("FP16 max
-    // 65504"), always in the fitted range once the chart has data: how far the data is from a
-    // limit. NaN removes it.
+    // A horizontal reference line at `value` on the left axis (dash-dotted), always in the fitted
+    // range: how far the data is from a limit. Its label ("FP16 max 65504") is the legend's last
+    // entry, in the header above the plot, so it never covers the data drawn near the line; the
+    // legend is shown for it even while the chart has no graphs. NaN removes it.
     void setReferenceLine(double value, const QString& label);
     double referenceValue() const { return m_referenceValue; }
+    bool hasReferenceLine() const { return m_referenceLine != nullptr; }
+    // The reference line's label as last laid out, in widget pixels (empty: none, or not shown).
+    QRect referenceLabelRect() const;
+    QString referenceLabelText() const;
     // The right axis shows `range` fixed (accuracy 0..100 %) and is labelled (shorter forms as above).
     void setRightAxis(const QString& label, QCPRange range, const QStringList& shorter = {});
-    // The step axis' tick labels and its label (setXLabel, "step" unless told) shown or not: the
-    // charts of a panel share one x axis, shown on the bottom one.
-    void setXTickLabels(bool on);
+    // The step axis' tick labels shown or not, and with them its label (setXLabel, "step" unless
+    // told) where `labelled`: the charts of a panel number their steps on each chart and name the
+    // axis on the bottom one.
+    void setXTickLabels(bool on, bool labelled = true);
     void setXLabel(const QString& label);
     QString xLabel() const { return m_xLabel; }
     // Left and right margins in pixels, equal on every chart so the step axes line up.
@@ -122,8 +131,9 @@ public:
     void beginExport(bool labelXAxis);
     void endExport();
 
-    // A value as this chart's read-out writes it: powers of two on a log2 axis ("2^17 (131072)"),
-    // otherwise 4 significant digits, and the axis' unit (setValueSuffix).
+    // A value as this chart's read-out writes it alone: powers of two on a log2 axis ("2^17
+    // (131072)"), otherwise 4 significant digits (ReadoutNumberStyle), and the axis' unit
+    // (setValueSuffix). Beside other values of its axis it takes their shared style.
     QString formatReadoutValue(double value) const;
     // The min/max columns the graphs were last queried for (one per two pixels of the plot's width
     // once it is laid out): for tests.
@@ -185,6 +195,8 @@ private:
     bool layoutMarkerLabels();
     void styleMarker(MarkerItems& m) const;
     void fitValueAxes();
+    // The left axis of a chart with nothing to draw: 0..1 (log: 1..2), or around the reference line.
+    void setEmptyRange();
     // After each layout: tick spacing and label forms for the axis rect's height (axis_fit.h).
     void fitAxesToHeight();
     // After each layout: legend columns and the note for the header's width. true: re-lay out.
@@ -205,7 +217,7 @@ private:
     ExportState m_export;
     QCPItemStraightLine* m_crosshair = nullptr;
     QCPItemStraightLine* m_referenceLine = nullptr;  // setReferenceLine (null: none)
-    QCPItemText* m_referenceLabel = nullptr;
+    QCPAbstractLegendItem* m_referenceItem = nullptr;  // its label, in the legend
     double m_referenceValue = qQNaN();
     QCPItemText* m_readout = nullptr;
     QCPTextElement* m_note = nullptr;   // left of the legend, in the header row

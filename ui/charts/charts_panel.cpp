@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "charts/number_format.h"
 #include "history/run_palette.h"
 #include "series/run_series.h"
 
@@ -89,7 +90,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
         connect(c, &ChartView::userChangedRange, this, [this, c](const QCPRange& r) { onUserRange(c, r); });
         connect(c, &ChartView::crosshairRequested, this, &ChartsPanel::onCrosshair);
     }
-    // The loss gets the most room; the lowest chart shown also carries the step axis's labels.
+    // The loss gets the most room.
     const int stretch[] = {3, 2, 2, 2, 2, 2, 2, 3};
     for (int i = 0; i < 8; ++i) splitter->setStretchFactor(i, stretch[i]);
     // Hidden until a run reports op statistics; sized, so that a grab of the window (which sends a
@@ -98,7 +99,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
         c->resize(400, 160);
         c->hide();
     }
-    updateStepAxisOwner();
+    updateStepAxes();
 
     m_smoothing = new QSlider(Qt::Horizontal);
     m_smoothing->setRange(0, 990);
@@ -181,15 +182,16 @@ void ChartsPanel::buildGraphs() {
     m_memoryGraphs.clear();
     m_memoryUnit = 0;
     if (m_series) buildLiveGraphs();
-    const bool logits = m_series && m_series->hasOpStat(logitAmaxStat);
-    const bool variance = m_series && m_series->hasOpStat(minVarianceStat);
-    const bool accumulation = m_series && m_series->hasOpStat(accumulationErrorStat);
+    const auto shows = [this](const char* stat) { return (m_series && m_series->hasOpStat(stat)) || planned(stat); };
+    const bool logits = shows(logitAmaxStat);
+    const bool variance = shows(minVarianceStat);
+    const bool accumulation = shows(accumulationErrorStat);
     if (logits == m_logits->isHidden() || variance == m_variance->isHidden() ||
         accumulation == m_accumulation->isHidden()) {
         m_logits->setVisible(logits);
         m_variance->setVisible(variance);
         m_accumulation->setVisible(accumulation);
-        updateStepAxisOwner();
+        updateStepAxes();
     }
     // A language model's loss is the mean negative log-likelihood of the next token, in nats.
     const bool text = m_series && m_series->textRun();
@@ -198,11 +200,23 @@ void ChartsPanel::buildGraphs() {
     addOverlayGraphs();
 }
 
-void ChartsPanel::updateStepAxisOwner() {
+void ChartsPanel::setPlannedOpStats(std::vector<std::pair<std::string, std::string>> stats) {
+    if (stats == m_plannedOpStats) return;
+    m_plannedOpStats = std::move(stats);
+    buildGraphs();
+    redrawNow();
+}
+
+bool ChartsPanel::planned(const char* stat) const {
+    return std::any_of(m_plannedOpStats.begin(), m_plannedOpStats.end(),
+                       [stat](const auto& s) { return s.second == stat; });
+}
+
+void ChartsPanel::updateStepAxes() {
     ChartView* lowest = nullptr;
     for (ChartView* c : charts())
         if (!c->isHidden()) lowest = c;
-    for (ChartView* c : charts()) c->setXTickLabels(c == lowest);
+    for (ChartView* c : charts()) c->setXTickLabels(true, c == lowest);
 }
 
 void ChartsPanel::buildOpGraphs(ChartView* chart, std::initializer_list<OpLine> kinds) {
@@ -237,7 +251,7 @@ void ChartsPanel::buildOpGraphs(ChartView* chart, std::initializer_list<OpLine> 
             if (!named) g->removeFromLegend();
         }
     chart->setNote(named ? QString() : tr("%1 lines: hover for each one's value").arg(lines));
-    chart->legend->setVisible(named && lines > 0);
+    chart->legend->setVisible((named && lines > 0) || chart->hasReferenceLine());
 }
 
 void ChartsPanel::buildLiveGraphs() {
@@ -282,11 +296,13 @@ void ChartsPanel::buildLiveGraphs() {
                 const auto p = m_series->memoryStack(static_cast<MemoryCategory>(c - 1)).atOrBefore(step);
                 below = p ? p->y : 0;
             }
+            // Every category in one style: 4 significant digits for the whole stack at this step.
             const MemoryUnit unit = memoryUnitFor(m_series->memoryStack(MemoryCategory::workspace).lastY());
+            const auto total = m_series->memoryStack(MemoryCategory::workspace).atOrBefore(step);
+            const ReadoutNumberStyle style = ReadoutNumberStyle::forLargest((total ? total->y : top->y) / unit.bytes);
             return QStringLiteral("%1 %2 %3")
-                .arg(tr(memoryCategoryLabel(category)))
-                .arg((top->y - below) / unit.bytes, 0, 'g', 4)
-                .arg(QLatin1String(unit.name));
+                .arg(tr(memoryCategoryLabel(category)), style.format((top->y - below) / unit.bytes),
+                     QLatin1String(unit.name));
         });
         m_memoryGraphs.push_back(g);
     }
@@ -317,7 +333,7 @@ void ChartsPanel::buildLiveGraphs() {
 
 void ChartsPanel::addOverlayGraphs() {
     for (const Overlay& o : m_overlays) {
-        const RunSeries& s = *o.series;
+        const RunSeries& s = *o.series;  // drawn dashed (GraphStyle::overlay), in the overlay's colour
         m_loss->addSeries(&s.lossSmoothed(), o.name, o.color, GraphStyle::overlay);
         m_scale->addSeries(&s.lossScale(), o.name, o.color, GraphStyle::overlaySteps);
         m_throughput->addSeries(&s.throughputSmoothed(), o.name, o.color, GraphStyle::overlay);
@@ -331,7 +347,22 @@ void ChartsPanel::addOverlayGraphs() {
     }
 }
 
-void ChartsPanel::addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned) {
+QColor ChartsPanel::referenceOverlayColor() { return runColor(7); }  // the palette's grey
+
+QColor ChartsPanel::freeOverlayColor(const QColor& taken) const {
+    // Okabe-Ito colours (history/run_palette.h) from its grey, so the first overlay stands apart
+    // from the live charts' own colours.
+    static const int order[] = {7, 4, 2, 5, 1, 3, 6, 0};
+    for (int i : order) {
+        const QColor c = runColor(i);
+        if (c != taken &&
+            std::none_of(m_overlays.begin(), m_overlays.end(), [&](const Overlay& o) { return o.color == c; }))
+            return c;
+    }
+    return runColor(order[m_overlays.size() % runPaletteSize]);
+}
+
+void ChartsPanel::addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned, OverlayRole role) {
     if (!series) {
         delete owned;
         return;
@@ -349,15 +380,16 @@ void ChartsPanel::addOverlay(const QString& name, std::shared_ptr<RunSeries> ser
         delete m_overlays.front().owned;
         m_overlays.erase(m_overlays.begin());
     }
-    if (!color.isValid()) {
-        // Okabe-Ito colours (history/run_palette.h) from its grey, so the first overlay stands apart
-        // from the live charts' own colours.
-        static const int order[] = {7, 4, 2, 5, 1, 3, 6, 0};
-        color = runColor(order[m_overlayColorNext++ % runPaletteSize]);
+    if (role == OverlayRole::reference) {
+        // A reference is grey; a run that held grey moves to a colour of its own.
+        color = referenceOverlayColor();
+        for (Overlay& o : m_overlays)
+            if (o.color == color && o.role != OverlayRole::reference) o.color = freeOverlayColor(color);
     }
+    if (!color.isValid()) color = freeOverlayColor();
     if (owned && !owned->parent()) owned->setParent(this);
     series->setSmoothingWeight(smoothingWeight());
-    m_overlays.push_back({name, std::move(series), color, owned});
+    m_overlays.push_back({name, std::move(series), color, owned, role});
     ++m_overlayGeneration;
     buildGraphs();
     redrawNow();

@@ -12,18 +12,25 @@
 //               (log y; solid: the forward's, dashed: a linear layer's weight gradient's), with
 //               FP16's unit roundoff, 2^-11, as a reference line; a layer keeps its underflow colour
 // The op charts come after the loss scale, and only for a run that reports them
-// (RunSeries::opStats); the step axis's labels go on the lowest chart shown. A language model's
-// loss axis says nats/token.
+// (RunSeries::opStats) or, before it starts, for the one the experiment plans
+// (setPlannedOpStats): empty, with their axes and reference lines. A reference line is named in
+// its chart's legend, never over the data. Every chart numbers the steps under it (the charts
+// scroll where the window is short, and a chart scrolled away from the bottom one still says
+// where it is); the lowest one shown also names the axis. A language model's loss axis says
+// nats/token. The memory read-out writes its categories in one number style.
 // Every setting change and injected overflow is a labelled vertical marker on every chart. Zoom
 // (wheel) or pan (drag) on any chart moves them all and stops following the run; "Reset view"
 // follows it again.
 //
-// Overlays: recorded runs drawn faintly over the live one, each in one colour and named in the
-// legends: its smoothed loss, loss scale, smoothed throughput and mean underflow over layers (not
-// memory, which is the live run's model). They share the step axis, stay through live redraws and
-// setSeries(), and follow the live run's range (the steps it has reached); with no live run, or
-// before its first step, they show their own. history/run_overlay.h loads one from a store (and keeps following a run that is
-// still recording).
+// Overlays: recorded runs drawn faintly over the live one, dashed, each in one colour and named in
+// the legends: its smoothed loss, loss scale, smoothed throughput and mean underflow over layers
+// (not memory, which is the live run's model). A reference (a lesson's) is always grey; other
+// runs take the first colour of the overlay palette that no overlay shown holds, from its grey,
+// so the first overlay after clearOverlays() is grey whatever was overlaid before. They share the
+// step axis, stay through live redraws and setSeries(), and follow the live run's range (the steps
+// it has reached); with no live run, or before its first step, they show their own.
+// history/run_overlay.h loads one from a store (and keeps following a run that is still
+// recording).
 //
 // GUI thread only. It draws a RunSeries it does not own (the RunController's, or a recorded run's);
 // it shares the ownership of its overlays' series.
@@ -35,6 +42,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "charts/chart_view.h"
@@ -47,6 +56,10 @@ namespace mantissa::ui {
 
 class RunSeries;
 
+// What an overlaid run is to the live one: a reference (a lesson's: what the run should come
+// close to) or any other recorded run.
+enum class OverlayRole { run, reference };
+
 class ChartsPanel : public QWidget {
     Q_OBJECT
 public:
@@ -55,6 +68,11 @@ public:
 
     // Draws `series` (nullptr: nothing); rebuilds the graphs for its layers and follows it.
     void setSeries(RunSeries* series);
+    // The op statistics the next run will report, as RunSeries::declareOpStats takes them (name,
+    // stat; opStatsOf and accumulationStatsOf of the experiment's plan): their charts are shown
+    // from now on, empty until the run reports, instead of appearing at its first statistics
+    // step. Kept until set again (setSeries keeps them); empty: only what the series reports.
+    void setPlannedOpStats(std::vector<std::pair<std::string, std::string>> stats);
     // Live update, called as data arrives: redraws the charts if anything changed, one chart per
     // event-loop turn (so input is never held up for a whole round), and no more often than keeps
     // the redrawing to liveCpuShare of one core (a slow machine redraws less often, not slower).
@@ -73,12 +91,15 @@ public:
     // Draws `series` (a stored run, loaded) over the charts under `name`, replacing an overlay of
     // that name. `owned` (optional: what keeps the series growing, a RunFollower) is deleted with
     // the overlay. A null series is ignored.
-    void addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned = nullptr);
+    void addOverlay(const QString& name, std::shared_ptr<RunSeries> series, QObject* owned = nullptr,
+                    OverlayRole role = OverlayRole::run);
     bool removeOverlay(const QString& name);  // false when there is none of that name
     void clearOverlays();
     QStringList overlays() const;  // names, in the order added
     std::shared_ptr<const RunSeries> overlaySeries(const QString& name) const;
     static constexpr int maxOverlays = 8;  // more than this cannot be told apart: the oldest goes
+    // A reference overlay's colour (grey, drawn dashed as every overlay is).
+    static QColor referenceOverlayColor();
     // The most layers whose underflow lines the legend names; past it, the hover read-out does.
     static constexpr std::size_t underflowLegendLayers = 8;
 
@@ -118,7 +139,10 @@ private:
         GraphStyle style = GraphStyle::line;
     };
     void buildOpGraphs(ChartView* chart, std::initializer_list<OpLine> kinds);
-    void updateStepAxisOwner();  // the lowest chart shown carries the step axis's labels
+    void updateStepAxes();  // every chart shown numbers its steps; the lowest one names the axis
+    bool planned(const char* stat) const;
+    // The first colour of the overlay palette that no overlay holds, nor `taken`.
+    QColor freeOverlayColor(const QColor& taken = QColor()) const;
     void applyRange(const QCPRange& range, ChartView* except = nullptr);
     void updateMemoryUnit();
     void onUserRange(ChartView* source, const QCPRange& range);
@@ -131,12 +155,13 @@ private:
         std::shared_ptr<RunSeries> series;
         QColor color;
         QObject* owned = nullptr;
+        OverlayRole role = OverlayRole::run;
     };
 
     RunSeries* m_series = nullptr;
     std::vector<Overlay> m_overlays;
     std::uint64_t m_overlayGeneration = 0;  // grows when overlays are added or removed
-    int m_overlayColorNext = 0;
+    std::vector<std::pair<std::string, std::string>> m_plannedOpStats;
     ChartView* m_loss = nullptr;
     ChartView* m_scale = nullptr;
     ChartView* m_memory = nullptr;

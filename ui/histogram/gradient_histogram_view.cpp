@@ -1,6 +1,8 @@
-// GradientHistogramView (see gradient_histogram_view.h). The colour map's rows, bottom to top: a
-// "zero" row, a gap, then one row per binade; cells with nothing in them are NaN (transparent) so
-// the empty space reads as empty rather than as the lowest colour.
+// GradientHistogramView (see gradient_histogram_view.h). Bottom to top: the zero row (a colour map
+// of its own, sized in pixels by fitToHeight()), a gap of one binade, then the heat map, one row per
+// binade; the heat map's cells with nothing in them are NaN (transparent) so the empty space reads
+// as empty rather than as the lowest colour. The labels beside the map are placed by
+// stackLabels(), pure geometry in pixels.
 #include "histogram/gradient_histogram_view.h"
 
 #include <algorithm>
@@ -13,7 +15,10 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLayout>
 #include <QPainter>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QTextLayout>
 #include <QTimer>
@@ -53,6 +58,40 @@ QString boundText(float v) {
     return QString::number(static_cast<double>(v), 'g', v >= 1e5f ? 3 : 5);
 }
 
+QString computeFormatName(const ComputeFormat& f) {
+    const std::string_view n = f.name();
+    return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
+}
+
+// The compute format(s) of the steps shown, as the store recorded them for the layer: "fp16";
+// "fp32 to step 1096, fp16 from step 1100" where it changed; empty before any step is read.
+QString precisionText(const std::vector<PrecisionSpan>& spans) {
+    if (spans.empty()) return {};
+    if (spans.size() == 1) return computeFormatName(spans.front().precision);
+    if (spans.size() > 4) {  // switched back and forth: the formats and how often
+        QStringList names;
+        for (const PrecisionSpan& s : spans)
+            if (!names.contains(computeFormatName(s.precision))) names << computeFormatName(s.precision);
+        return QObject::tr("%1, changing %2 times; %3 from step %4")
+            .arg(names.join(QStringLiteral(", ")))
+            .arg(spans.size() - 1)
+            .arg(computeFormatName(spans.back().precision))
+            .arg(spans.back().first_step);
+    }
+    QStringList parts;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        const PrecisionSpan& s = spans[i];
+        const QString name = computeFormatName(s.precision);
+        if (i == 0)
+            parts << QObject::tr("%1 to step %2").arg(name).arg(s.last_step);
+        else if (i + 1 == spans.size())
+            parts << QObject::tr("%1 from step %2").arg(name).arg(s.first_step);
+        else
+            parts << QObject::tr("%1 at steps %2–%3").arg(name).arg(s.first_step).arg(s.last_step);
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
 // A perceptually even gradient (viridis' stops): dark for rare, bright for common.
 QCPColorGradient heatGradient() {
     QCPColorGradient g;
@@ -68,6 +107,184 @@ QCPColorGradient heatGradient() {
     return g;
 }
 
+// The zero row's colours, apart from the heat map's and the formats' lines: the palest where no
+// element is zero, then from a clear salmon for the fewest zeros to deep red where all are
+// (zeroShade(): linear in the fraction above that step, so a few zeros never pass for none).
+const QColor zeroColor(0xa5, 0x0f, 0x15);
+constexpr double zeroFloor = 0.15;
+double zeroShade(double fraction) {
+    return fraction > 0 ? zeroFloor + (1 - zeroFloor) * std::min(fraction, 1.0) : 0.0;
+}
+QCPColorGradient zeroGradient() {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.00, QColor(0xfb, 0xec, 0xe6));
+    g.setColorStopAt(zeroFloor - 0.001, QColor(0xfb, 0xec, 0xe6));
+    g.setColorStopAt(zeroFloor, QColor(0xf4, 0xa0, 0x86));
+    g.setColorStopAt(0.60, QColor(0xe0, 0x4f, 0x3a));
+    g.setColorStopAt(1.00, zeroColor);
+    g.setColorInterpolation(QCPColorGradient::ciRGB);
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    g.setLevelCount(200);
+    return g;
+}
+
+// "100%", "98.7%", "0.0372%", "0%".
+QString percentText(double fraction) {
+    return QStringLiteral("%1%").arg(fraction > 0 ? QString::number(100 * fraction, 'g', 3) : QStringLiteral("0"));
+}
+
+// A label to stand beside the map: it wants its centre at `want` px (down from the axis rect's
+// top), is `height` px tall, and goes before the others when they cannot all fit (lower first).
+struct StackedLabel {
+    double want = 0;
+    double height = 0;
+    int priority = 0;
+    std::size_t index = 0;  // the caller's
+    double top = 0;         // where stackLabels() put it
+};
+
+// Places the labels in one column within [low, high] px, none over another: each as near its
+// wanted height as its neighbours allow (pushed down below the one above, then up from the bottom
+// edge). While they cannot all fit, the one of the highest priority number is left out. Returns
+// the labels placed, top to bottom.
+std::vector<StackedLabel> stackLabels(std::vector<StackedLabel> labels, double low, double high) {
+    std::stable_sort(labels.begin(), labels.end(),
+                     [](const StackedLabel& a, const StackedLabel& b) { return a.want < b.want; });
+    while (!labels.empty()) {
+        double bottom = low;
+        for (StackedLabel& l : labels) {
+            l.top = std::max(l.want - l.height / 2, bottom);
+            bottom = l.top + l.height;
+        }
+        double limit = high;
+        for (auto l = labels.rbegin(); l != labels.rend(); ++l) {
+            l->top = std::min(l->top, limit - l->height);
+            limit = l->top;
+        }
+        if (labels.front().top >= low) return labels;
+        labels.erase(std::max_element(labels.begin(), labels.end(), [](const StackedLabel& a, const StackedLabel& b) {
+            return a.priority < b.priority;
+        }));
+    }
+    return labels;
+}
+
+// A row of widgets that wraps onto more rows where it is narrower than their size hints in a
+// row, as words do, each widget at its size hint (cut to the row's width where even alone it is
+// wider), at most maxRows() rows: its minimum width is the least that keeps to them, its minimum
+// height that of the rows its last width took. So the view asks for no more width than its
+// widest group of controls where it has the height for the rows (a side-scrolling dock would cut
+// the caption and the plot at its edge). No height-for-width: a QScrollArea would take the view's
+// preferred height for its minimum.
+class WrappingRow : public QLayout {
+public:
+    WrappingRow(int spacingX, int spacingY) : m_dx(spacingX), m_dy(spacingY) { setContentsMargins(0, 0, 0, 0); }
+    ~WrappingRow() override {
+        while (QLayoutItem* item = takeAt(0)) delete item;
+    }
+    void addItem(QLayoutItem* item) override { m_items.append(item); }
+    int count() const override { return static_cast<int>(m_items.size()); }
+    QLayoutItem* itemAt(int i) const override { return m_items.value(i); }
+    QLayoutItem* takeAt(int i) override { return i >= 0 && i < m_items.size() ? m_items.takeAt(i) : nullptr; }
+    Qt::Orientations expandingDirections() const override { return {}; }
+    QSize sizeHint() const override {
+        const int width = oneRowWidth();
+        return {width, arrange(QRect(0, 0, m_width > 0 ? std::max(m_width, leastWidth(m_maxRows)) : width, 0), false)};
+    }
+    QSize minimumSize() const override {
+        const int width = leastWidth(m_maxRows);
+        return {width, arrange(QRect(0, 0, m_width > 0 ? std::max(m_width, width) : oneRowWidth(), 0), false)};
+    }
+    void setGeometry(const QRect& rect) override {
+        QLayout::setGeometry(rect);
+        const int before = minimumSize().height();
+        m_width = rect.width();
+        const int height = arrange(rect, true);
+        // Another number of rows: the parent lays out again for the new height (not from here,
+        // inside its own layout pass).
+        if (height != before) QTimer::singleShot(0, this, [this] { invalidate(); });
+    }
+    // 0: as many as the width needs.
+    void setMaxRows(int rows) {
+        if (rows == m_maxRows) return;
+        m_maxRows = rows;
+        invalidate();
+    }
+    int rowsAt(int width) const {
+        int rows = 0;
+        arrange(QRect(0, 0, width, 0), false, &rows);
+        return rows;
+    }
+    // The height of `rows` rows, and the least width that needs no more than `rows` (0: any number).
+    int heightOfRows(int rows) const {
+        int height = 0;
+        for (QLayoutItem* item : m_items)
+            if (!item->isEmpty()) height = std::max(height, item->sizeHint().height());
+        return rows > 0 ? rows * height + (rows - 1) * m_dy : 0;
+    }
+    int leastWidth(int rows) const {
+        int low = 0;
+        for (QLayoutItem* item : m_items)
+            if (!item->isEmpty()) low = std::max(low, item->minimumSize().width());
+        int high = std::max(low, oneRowWidth());
+        if (rows <= 0 || rowsAt(low) <= rows) return low;
+        while (high - low > 1) {  // rowsAt(low) > rows >= rowsAt(high)
+            const int mid = (low + high) / 2;
+            (rowsAt(mid) > rows ? low : high) = mid;
+        }
+        return high;
+    }
+
+private:
+    int oneRowWidth() const {
+        int width = 0;
+        for (QLayoutItem* item : m_items)
+            if (!item->isEmpty()) width += (width > 0 ? m_dx : 0) + item->sizeHint().width();
+        return width;
+    }
+    // Lays the items out in `rect` (when `apply`); returns the height they take.
+    int arrange(const QRect& rect, bool apply, int* rowCount = nullptr) const {
+        int y = rect.y(), rows = 0;
+        for (qsizetype i = 0; i < m_items.size();) {
+            int x = 0, height = 0;
+            qsizetype end = i;
+            for (bool first = true; end < m_items.size(); ++end) {
+                QLayoutItem* item = m_items[end];
+                if (item->isEmpty()) continue;
+                const int w = std::max(std::min(item->sizeHint().width(), rect.width()), item->minimumSize().width());
+                if (!first && x + m_dx + w > rect.width()) break;
+                x += (first ? 0 : m_dx) + w;
+                height = std::max(height, item->sizeHint().height());
+                first = false;
+            }
+            if (apply) {
+                int left = rect.x();
+                for (qsizetype j = i; j < end; ++j) {
+                    QLayoutItem* item = m_items[j];
+                    if (item->isEmpty()) continue;
+                    const QSize hint = item->sizeHint();
+                    const int w = std::max(std::min(hint.width(), rect.width()), item->minimumSize().width());
+                    item->setGeometry(QRect(left, y + (height - hint.height()) / 2, w, hint.height()));
+                    left += w + m_dx;
+                }
+            }
+            if (height > 0) {
+                y += height + m_dy;
+                ++rows;
+            }
+            i = end;
+        }
+        if (rowCount) *rowCount = rows;
+        return rows > 0 ? y - m_dy - rect.y() : 0;
+    }
+
+    QList<QLayoutItem*> m_items;
+    int m_dx, m_dy;
+    int m_width = 0;    // the width of the last geometry, 0 before any
+    int m_maxRows = 0;  // 0: no limit
+};
+
 // The axes' labels, longest first: a short plot shows the longest that fits along it, or none.
 QStringList binadeAxisLabels() {
     return {QObject::tr("|gradient| (log2 binade)"), QObject::tr("|gradient| (binade)"), QObject::tr("|gradient|")};
@@ -77,10 +294,12 @@ QStringList fractionAxisLabels() {
             QObject::tr("fraction")};
 }
 constexpr int stepLabelFromPlotHeight = 130;  // px: shorter, the step axis keeps its numbers alone
+constexpr int captionLinesFromHeight = 420;   // px of view: taller, the caption shows every line it has
 
 // Plain text on as many lines as the label's height holds, the last one elided ("…") when there
 // is more (the view sets the whole text as its tooltip). Its minimum is one line, its size hint
-// every line at its width: a short dock shows one line, a tall one the whole sentence, and none is
+// every line at its width, or at most setMaxHintLines() of them: a short dock shows one line, a
+// tall one the whole sentence, one between the lines that leave the plot its room, and none is
 // ever cut through.
 class ElidingLabel : public QLabel {
 public:
@@ -91,7 +310,15 @@ public:
     QSize minimumSizeHint() const override { return {0, fontMetrics().height()}; }
     QSize sizeHint() const override {
         const int w = width() > 40 ? width() : 400;
-        return {w, std::max(1, static_cast<int>(lines(w).size())) * fontMetrics().lineSpacing()};
+        int shown = std::max(1, static_cast<int>(lines(w).size()));
+        if (m_maxHintLines > 0) shown = std::min(shown, m_maxHintLines);
+        return {w, shown * fontMetrics().lineSpacing()};
+    }
+    // 0: no limit.
+    void setMaxHintLines(int lines) {
+        if (lines == m_maxHintLines) return;
+        m_maxHintLines = lines;
+        updateGeometry();
     }
 
 protected:
@@ -115,6 +342,7 @@ protected:
     }
 
 private:
+    int m_maxHintLines = 0;
     // (start, length) of each wrapped line of the text at `width` px.
     std::vector<std::pair<int, int>> lines(int width) const {
         QTextLayout layout(text(), font());
@@ -140,17 +368,28 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     m_layerChoice->setMinimumContentsLength(6);
     m_viewChoice = new QComboBox(this);
     m_viewChoice->setObjectName(QStringLiteral("viewChoice"));
-    m_viewChoice->addItem(tr("As the format holds it (× loss scale)"), true);
-    m_viewChoice->addItem(tr("Unscaled (as the optimizer sees it)"), false);
+    // Short items, so that the controls take one row in a dock of usableWidth; the caption and
+    // the items' tooltips say the rest.
+    m_viewChoice->addItem(tr("As held (× loss scale)"), true);
+    m_viewChoice->setItemData(
+        0, tr("As the compute format holds it: scaled by the step's loss scale, before unscaling"), Qt::ToolTipRole);
+    m_viewChoice->addItem(tr("Unscaled (÷ loss scale)"), false);
+    m_viewChoice->setItemData(1, tr("As the optimizer sees it: in FP32, after dividing by the loss scale"),
+                              Qt::ToolTipRole);
 
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Layer:"), this));
-    controls->addWidget(m_layerChoice);
-    controls->addSpacing(12);
-    controls->addWidget(new QLabel(tr("Gradient:"), this));
-    controls->addWidget(m_viewChoice);
-    controls->addSpacing(12);
-    controls->addWidget(new QLabel(tr("Ranges:"), this));
+    // Three groups, which wrap onto more rows in a narrow dock (fitControlsToRoom()).
+    auto* controls = new WrappingRow(12, 2);
+    m_controls = controls;
+    auto addGroup = [this, controls](const QList<QWidget*>& widgets) {
+        auto* box = new QWidget(this);
+        auto* row = new QHBoxLayout(box);
+        row->setContentsMargins(0, 0, 0, 0);
+        for (QWidget* w : widgets) row->addWidget(w);
+        controls->addWidget(box);
+    };
+    addGroup({new QLabel(tr("Layer:"), this), m_layerChoice});
+    addGroup({new QLabel(tr("Gradient:"), this), m_viewChoice});
+    QList<QWidget*> ranges{new QLabel(tr("Ranges:"), this)};
     for (Format f : drawn_formats) {
         auto* check = new QCheckBox(formatLabel(f), this);
         check->setChecked(true);
@@ -159,9 +398,9 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
         check->setProperty("format", static_cast<int>(f));
         connect(check, &QCheckBox::toggled, this, [this] { scheduleRebuild(); });
         m_formatChecks.append(check);
-        controls->addWidget(check);
+        ranges.append(check);
     }
-    controls->addStretch(1);
+    addGroup(ranges);
 
     m_caption = new ElidingLabel(this);
     m_caption->setObjectName(QStringLiteral("viewLabel"));
@@ -175,6 +414,11 @@ GradientHistogramView::GradientHistogramView(QWidget* parent) : QWidget(parent) 
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
     m_map->setInterpolate(false);
     m_map->setTightBoundary(true);
+    m_zeroMap = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+    m_zeroMap->setInterpolate(false);
+    m_zeroMap->setTightBoundary(true);
+    m_zeroMap->setGradient(zeroGradient());
+    m_zeroMap->setDataRange(QCPRange(0, 1));
     m_scale = new QCPColorScale(m_plot);
     m_plot->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);
@@ -280,8 +524,51 @@ void GradientHistogramView::onLayersChanged(const QStringList& layers) {
     m_layerChoice->setCurrentText(m_feed.layer());
 }
 
+bool GradientHistogramView::event(QEvent* event) {
+    if (event->type() == QEvent::ParentChange) {
+        if (m_scrollArea) m_scrollArea->removeEventFilter(this);
+        // A QScrollArea's widget is a child of its viewport.
+        QWidget* viewport = parentWidget();
+        m_scrollArea = qobject_cast<QScrollArea*>(viewport ? viewport->parentWidget() : nullptr);
+        if (m_scrollArea) m_scrollArea->installEventFilter(this);
+        fitControlsToRoom();
+    }
+    const bool done = QWidget::event(event);
+    // The layout has just been activated (the status line shown or hidden, the caption's lines):
+    // the rows are fitted to its new least height.
+    if (event->type() == QEvent::LayoutRequest) fitControlsToRoom();
+    return done;
+}
+
+bool GradientHistogramView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_scrollArea && event->type() == QEvent::Resize) fitControlsToRoom();
+    return QWidget::eventFilter(watched, event);
+}
+
+void GradientHistogramView::fitControlsToRoom() {
+    auto* row = static_cast<WrappingRow*>(m_controls);
+    auto* area = qobject_cast<QScrollArea*>(m_scrollArea.data());
+    if (!area) {
+        row->setMaxRows(0);
+        return;
+    }
+    const QRect room = area->contentsRect();  // the viewport and its scroll bars
+    const int bar = area->horizontalScrollBar()->sizeHint().height();
+    const QMargins margins = layout()->contentsMargins();
+    // The view's least height but for its controls' rows.
+    const int others = layout()->minimumSize().height() - row->minimumSize().height();
+    int rows = 1;
+    for (int r = 2; r <= row->count(); ++r) {
+        const bool scrolls = row->leastWidth(r) + margins.left() + margins.right() > room.width();
+        if (others + row->heightOfRows(r) <= room.height() - (scrolls ? bar : 0)) rows = r;
+    }
+    row->setMaxRows(rows);
+}
+
 void GradientHistogramView::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
+    // Below captionLinesFromHeight px the caption asks for two lines at most (the rest on hover).
+    static_cast<ElidingLabel*>(m_caption)->setMaxHintLines(height() >= captionLinesFromHeight ? 0 : 2);
     scheduleRebuild();  // the column count follows the plot's width
 }
 
@@ -304,17 +591,19 @@ void GradientHistogramView::rebuild() {
     }
 
     const QString layer = m_feed.layer().isEmpty() ? tr("the layer") : m_feed.layer();
-    const std::string_view prec = m_feed.lastPrecision().name();
-    const QString precision = QString::fromUtf8(prec.data(), static_cast<qsizetype>(prec.size()));
-    QString caption = m_asHeld
-                          ? tr("%1 weight gradient, as held in the compute format (%2): scaled by each step's loss "
-                               "scale, before unscaling.")
-                                .arg(layer, precision)
-                          : tr("%1 weight gradient, unscaled: as the optimizer sees it, in FP32 after dividing by "
-                               "the loss scale.")
-                                .arg(layer);
+    // The format each shown step computed in, as recorded for this layer; none named before a step is read.
+    const QString precision = precisionText(series.precisionSpans());
+    const QString inFormat = precision.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(precision);
+    QString caption = m_asHeld ? tr("%1 weight gradient, as held in the compute format%2: scaled by each step's loss "
+                                    "scale, before unscaling.")
+                                     .arg(layer, inFormat)
+                               : tr("%1 weight gradient, computed in the compute format%2, unscaled: as the optimizer "
+                                    "sees it, in FP32 after dividing by the loss scale.")
+                                     .arg(layer, inFormat);
     if (!series.empty() && !series.scaled()) caption += tr(" The loss scale was 1 throughout: both views agree.");
-    caption += tr(" Colour: fraction of the step's elements (log scale); bottom row: elements that are zero.");
+    caption +=
+        tr(" Colour: fraction of the step's elements (log scale); red bottom row: elements that are zero "
+           "(flushed or exact), labelled with the last step's share.");
 
     // At most one column per two pixels of the plot (the first layout may not know its width yet).
     const int width = m_plot->axisRect()->width();
@@ -323,6 +612,7 @@ void GradientHistogramView::rebuild() {
 
     if (series.empty()) {
         m_map->data()->clear();
+        m_zeroMap->data()->clear();
         m_status->setText(m_feed.storePath().isEmpty()
                               ? tr("No run chosen: open a run to see its gradient histograms.")
                               : tr("This run has no gradient histograms for %1 yet (they are recorded with the "
@@ -334,19 +624,22 @@ void GradientHistogramView::rebuild() {
                m_status->text().startsWith(QLatin1String("This run has no"))) {
         m_status->hide();
     }
+    m_zeroLabel = series.empty() ? QString() : tr("zero %1").arg(percentText(series.zeroFractionAt(series.size() - 1)));
 
     // The view's y span: the data and at least fp16's range, so its floor is always in sight.
     const bool hasRows = m_grid.rows() > 0;
     const int yLow = std::min(hasRows ? m_grid.min_exponent : -25, -25) - 1;
     const int yHigh = std::max(hasRows ? m_grid.max_exponent + 1 : 17, 17) + 1;
-    const int zeroExp = yLow - 2;  // the zero row's binade slot; yLow - 1 stays empty (a gap)
     const int top = hasRows ? std::max(m_grid.max_exponent, yHigh - 1) : yHigh - 1;
-    const int mapRows = top - zeroExp + 1;
+    const int mapRows = top - yLow + 1;  // binade yLow stays empty (a gap above the zero row's gap)
 
     if (m_grid.columns > 0) {
         const double x0 = m_grid.column_step.front(), x1 = m_grid.column_step.back();
         const QCPRange xr = m_grid.columns > 1 ? QCPRange(x0, x1) : QCPRange(x0 - 0.5, x0 + 0.5);
-        auto* data = new QCPColorMapData(m_grid.columns, mapRows, xr, QCPRange(zeroExp + 0.5, top + 0.5));
+        auto* data = new QCPColorMapData(m_grid.columns, mapRows, xr, QCPRange(yLow + 0.5, top + 0.5));
+        // The zero row: two rows of cells, so that QCustomPlot gives it a height; fitToHeight() sets
+        // its value range. A column with no zeros shows the ramp's palest colour: the row is always there.
+        auto* zeros = new QCPColorMapData(m_grid.columns, 2, xr, QCPRange(0, 1));
         double hi = 0, lo = std::numeric_limits<double>::infinity();
         auto put = [&](int c, int r, double v) {
             if (!(v > 0)) return;
@@ -356,10 +649,13 @@ void GradientHistogramView::rebuild() {
         };
         for (int c = 0; c < m_grid.columns; ++c) {
             for (int r = 0; r < mapRows; ++r) data->setCell(c, r, std::nan(""));
-            put(c, 0, m_grid.zero_fraction[static_cast<std::size_t>(c)]);
-            for (int e = m_grid.min_exponent; e <= m_grid.max_exponent; ++e) put(c, e - zeroExp, m_grid.at(c, e));
+            for (int e = m_grid.min_exponent; e <= m_grid.max_exponent; ++e) put(c, e - yLow, m_grid.at(c, e));
+            const double z = zeroShade(m_grid.zero_fraction[static_cast<std::size_t>(c)]);
+            zeros->setCell(c, 0, z);
+            zeros->setCell(c, 1, z);
         }
         m_map->setData(data);  // takes ownership
+        m_zeroMap->setData(zeros);
         // Colours span the fractions present (a small layer's smallest is 1/elements), five decades at most.
         if (!(hi > 0)) hi = lo = 1;
         m_map->setDataRange(QCPRange(std::max(hi * 1e-5, lo * 0.5), hi * 1.0001));
@@ -369,12 +665,10 @@ void GradientHistogramView::rebuild() {
         m_map->setDataRange(QCPRange(1e-5, 1));
         m_plot->xAxis->setRange(0, 1);
     }
-    m_plot->yAxis->setRange(zeroExp, yHigh);
 
     m_yLow = yLow;
     m_yHigh = yHigh;
-    m_zeroExp = zeroExp;
-    fitToHeight();
+    fitToHeight();  // the y range, with the zero row's height for the plot's
     // Formats whose bounds all lie outside the view say so in the caption.
     QStringList beyond;
     for (QCheckBox* c : m_formatChecks) {
@@ -396,11 +690,39 @@ void GradientHistogramView::rebuild() {
 double GradientHistogramView::pixelsPerBinade() const {
     const int length = m_plot->axisRect()->height();
     // Before the first layout: as if the plot were of an ordinary height.
-    return (length > 0 ? length : 200) / std::max(1.0, double(m_yHigh - m_zeroExp));
+    return (length > 0 ? length : 200) / std::max(1.0, m_yHigh - m_zeroBottom);
+}
+
+QList<QRectF> GradientHistogramView::labelRects() const {
+    QList<QRectF> rects;
+    for (QCPItemText* label : m_labels)
+        rects.append(QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition()).normalized());
+    return rects;
+}
+
+QRectF GradientHistogramView::zeroRowRect() const {
+    const QRect r = m_plot->axisRect()->rect();
+    const double top = m_plot->yAxis->coordToPixel(m_zeroBottom + m_zeroHeight);
+    const double bottom = m_plot->yAxis->coordToPixel(m_zeroBottom);
+    return QRectF(QPointF(r.left(), top), QPointF(r.right() + 1, bottom)).normalized();
 }
 
 void GradientHistogramView::fitToHeight() {
     m_fittedSize = m_plot->axisRect()->size();
+    // The zero row: at least a label's height (minimumZeroRowHeight), at most 40 % of the plot; the
+    // binades from yLow - 1 (the gap) to yHigh share the rest. With H px for S binades and a row
+    // of z binades, a binade is H / (S + z) px: z binades are m px for z = m S / (H - m).
+    const int length = m_plot->axisRect()->height() > 0 ? m_plot->axisRect()->height() : 200;
+    const double zeroPx = std::max<double>(minimumZeroRowHeight, std::ceil(QFontMetricsF(font()).height()) + 2);
+    const double span = m_yHigh - (m_yLow - 1);
+    const double most = span * 0.4 / 0.6;
+    m_zeroHeight = length > zeroPx / 0.4 ? std::clamp(zeroPx * span / (length - zeroPx), 1.0, most) : most;
+    m_zeroBottom = m_yLow - 1 - m_zeroHeight;
+    if (m_zeroMap->data()->keySize() > 0)
+        m_zeroMap->data()->setValueRange(
+            QCPRange(m_zeroBottom + m_zeroHeight / 4, m_zeroBottom + 3 * m_zeroHeight / 4));  // two cells
+    m_plot->yAxis->setRange(m_zeroBottom, m_yHigh);
+
     const double perBinade = pixelsPerBinade();
     const double spacing = TickRoom{0, tickLabelHeight(m_plot->yAxis)}.comfortablePx();
     // Every 4 binades (8 when the span is wide), doubled until the labels are apart; "zero" on the
@@ -408,7 +730,7 @@ void GradientHistogramView::fitToHeight() {
     int every = m_yHigh - m_yLow > 64 ? 8 : 4;
     while (every * perBinade < spacing && every < 1024) every *= 2;
     auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    double below = m_zeroExp + 0.5;
+    double below = m_zeroBottom + m_zeroHeight / 2;
     ticker->addTick(below, tr("zero"));
     const int first = static_cast<int>(std::ceil(double(m_yLow) / every)) * every;
     for (int e = first; e <= m_yHigh; e += every) {
@@ -420,7 +742,6 @@ void GradientHistogramView::fitToHeight() {
     m_plot->yAxis->setTicker(ticker);
     rebuildBounds(m_yLow, m_yHigh);
 }
-
 void GradientHistogramView::fitAxesToHeight() {
     bool changed = fitAxis(m_plot->yAxis, binadeAxisLabels());
     changed = fitAxis(m_scale->axis(), fractionAxisLabels()) || changed;
@@ -446,12 +767,14 @@ void GradientHistogramView::fitAxesToHeight() {
 
 void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
     m_plot->clearItems();
+    m_labels.clear();
     m_boundYs.clear();
     struct Bound {
         double y;
-        QString text;
+        QString name, what, shortWhat, value;  // "fp16", "min subnormal", "sub", "2^-24"
         QColor color;
         Qt::PenStyle style;
+        int priority;  // lower: kept when the labels cannot all fit
     };
     std::vector<Bound> bounds;
     for (QCheckBox* c : m_formatChecks) {
@@ -459,29 +782,27 @@ void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
         const Format f = static_cast<Format>(c->property("format").toInt());
         const FormatInfo& info = format_info(f);
         const QString name = formatLabel(f);
-        bounds.push_back({std::log2(static_cast<double>(info.min_subnormal)),
-                          tr("%1 min subnormal %2").arg(name, boundText(info.min_subnormal)), formatColor(f),
-                          Qt::DotLine});
-        bounds.push_back({std::log2(static_cast<double>(info.min_normal)),
-                          tr("%1 min normal %2").arg(name, boundText(info.min_normal)), formatColor(f), Qt::DashLine});
-        bounds.push_back({std::log2(static_cast<double>(info.max_finite)),
-                          tr("%1 max %2").arg(name, boundText(info.max_finite)), formatColor(f), Qt::SolidLine});
+        const int rank =
+            static_cast<int>(std::find(drawn_formats.begin(), drawn_formats.end(), f) - drawn_formats.begin());
+        bounds.push_back({std::log2(static_cast<double>(info.min_subnormal)), name, tr("min subnormal"), tr("sub"),
+                          boundText(info.min_subnormal), formatColor(f), Qt::DotLine, 10 + rank});
+        bounds.push_back({std::log2(static_cast<double>(info.min_normal)), name, tr("min normal"), tr("norm"),
+                          boundText(info.min_normal), formatColor(f), Qt::DashLine, 20 + rank});
+        bounds.push_back({std::log2(static_cast<double>(info.max_finite)), name, tr("max"), tr("max"),
+                          boundText(info.max_finite), formatColor(f), Qt::SolidLine, 30 + rank});
     }
-    std::sort(bounds.begin(), bounds.end(), [](const Bound& a, const Bound& b) { return a.y < b.y; });
+    std::stable_sort(bounds.begin(), bounds.end(), [](const Bound& a, const Bound& b) { return a.y < b.y; });
 
-    const QColor base = palette().color(QPalette::Base);
-    QColor labelBack = base;
-    labelBack.setAlpha(200);
-    QFont labelFont = font();
-    labelFont.setPointSizeF(labelFont.pointSizeF() * 0.85);
-    // Labels are placed in the axis rect's pixels (y down from the top), each at the leftmost
-    // place where it touches no label placed before it; one that fits nowhere is left out (its
-    // line stays, coloured as its format's check box), never drawn over another or cut.
-    const QFontMetricsF fm(labelFont);
-    const double perBinade = pixelsPerBinade();
-    const double rectWidth = m_plot->axisRect()->width() > 0 ? m_plot->axisRect()->width() : 400.0;
-    const double rectHeight = perBinade * (yHigh - m_zeroExp);
-    std::vector<QRectF> placed;
+    // One label per line height: bounds of a kind at the same value share it ("fp16·e5m2 min
+    // normal 2^-14"), bounds of other kinds there are joined to it (" · ").
+    struct Label {
+        double y;  // plot coordinates: the line's, or the zero row's middle
+        QString longText, shortText;
+        QColor color;
+        QPen leader;
+        int priority;
+    };
+    std::vector<Label> labels;
     for (std::size_t i = 0; i < bounds.size(); ++i) {
         const Bound& b = bounds[i];
         if (b.y < yLow || b.y > yHigh) continue;
@@ -490,40 +811,80 @@ void GradientHistogramView::rebuildBounds(double yLow, double yHigh) {
         line->point2->setCoords(1, b.y);
         line->setPen(QPen(b.color, 1.6, b.style));
         m_boundYs.append(b.y);
-        // Bounds at the same value share one label ("fp16 min normal 2^-14 · e5m2 min normal 2^-14").
-        if (i > 0 && std::fabs(bounds[i - 1].y - b.y) < 1e-9 && bounds[i - 1].y >= yLow) continue;
-        QString text = b.text;
+        bool named = false;  // with an earlier bound of its kind at this value
+        for (std::size_t k = i; k-- > 0 && std::fabs(bounds[k].y - b.y) < 1e-9;)
+            named = named || bounds[k].what == b.what;
+        if (named) continue;
+        QStringList names{b.name};
         for (std::size_t j = i + 1; j < bounds.size() && std::fabs(bounds[j].y - b.y) < 1e-9; ++j)
-            text += QStringLiteral(" · ") + bounds[j].text;
-        // Above its line, or below it where the top of the plot is nearer than the label is tall.
-        const double lineY = (yHigh - b.y) * perBinade;
-        // With the padding, and a pixel each way for QCustomPlot's rounding to whole pixels.
-        const QSizeF size(std::ceil(fm.horizontalAdvance(text)) + 8, std::ceil(fm.height()) + 2);
-        const bool roomAbove = lineY >= size.height();
-        QRectF box(QPointF(4, roomAbove ? lineY - size.height() : lineY), size);
-        if (box.bottom() > rectHeight) continue;
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (const QRectF& other : placed)
-                if (other.intersects(box)) {
-                    box.moveLeft(other.right() + 8);
-                    moved = true;
-                }
+            if (bounds[j].what == b.what) names << bounds[j].name;
+        const QString name = names.join(QStringLiteral("·"));
+        const QString longText = QStringLiteral("%1 %2 %3").arg(name, b.what, b.value);
+        const QString shortText = QStringLiteral("%1 %2 %3").arg(name, b.shortWhat, b.value);
+        if (!labels.empty() && std::fabs(labels.back().y - b.y) < 1e-9) {
+            Label& l = labels.back();
+            l.longText += QStringLiteral(" · ") + longText;
+            l.shortText += QStringLiteral(" · ") + shortText;
+            l.priority = std::min(l.priority, b.priority);
+            continue;
         }
-        if (box.right() > rectWidth) continue;
-        placed.push_back(box);
+        labels.push_back({b.y, longText, shortText, b.color.darker(130), QPen(b.color, 1, Qt::SolidLine), b.priority});
+    }
+    if (!m_zeroLabel.isEmpty() && m_grid.columns > 0)
+        labels.push_back({m_zeroBottom + m_zeroHeight / 2, m_zeroLabel, m_zeroLabel, zeroColor, QPen(zeroColor, 1), 0});
+
+    // The labels' column, right of the map, at most 30 % of the plot's width (which the margin
+    // does not change, so this settles): the long texts, else the short ones, else the zero row's
+    // alone (the lines keep their formats' colours, as the check boxes show them), else none.
+    QFont labelFont = font();
+    labelFont.setPointSizeF(labelFont.pointSizeF() * 0.85);
+    const QFontMetricsF fm(labelFont);
+    constexpr double gap = 10, padX = 2, padY = 1;  // px: a leader's room; the text's padding
+    auto widest = [&](bool shortText) {
+        double w = 0;
+        for (const Label& l : labels) w = std::max(w, fm.horizontalAdvance(shortText ? l.shortText : l.longText));
+        return gap + std::ceil(w) + 2 * padX;
+    };
+    const double budget = 0.3 * m_plot->width();
+    const bool useShort = widest(false) > budget;
+    if (useShort && widest(true) > budget) {
+        std::erase_if(labels, [](const Label& l) { return l.priority > 0; });  // the zero row's is 0
+        if (widest(true) > budget) labels.clear();
+    }
+    const int column = labels.empty() ? 0 : static_cast<int>(widest(useShort)) + 2;
+    const int halfLabel = QFontMetrics(m_plot->yAxis->tickLabelFont()).height() / 2 + 1;
+    if (m_plot->axisRect()->minimumMargins() != QMargins(0, halfLabel, column, 0))
+        m_plot->axisRect()->setMinimumMargins(QMargins(0, halfLabel, column, 0));
+
+    // Stacked in the axis rect's pixels (y down from its top), from the top margin to the bottom.
+    const double perBinade = pixelsPerBinade();
+    const double rectWidth = m_plot->axisRect()->width() > 0 ? m_plot->axisRect()->width() : 400.0;
+    const double rectHeight = perBinade * (yHigh - m_zeroBottom);
+    const double lineHeight = std::ceil(fm.height()) + 2 * padY + 1;  // a pixel for QCustomPlot's rounding
+    std::vector<StackedLabel> wanted;
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        wanted.push_back({(yHigh - labels[i].y) * perBinade, lineHeight, labels[i].priority, i});
+    for (const StackedLabel& slot : stackLabels(wanted, -halfLabel + 1, rectHeight)) {
+        const Label& l = labels[slot.index];
+        const double middle = (slot.top + slot.height / 2) / rectHeight;  // as a fraction of the axis rect
+        auto* leader = new QCPItemLine(m_plot);
+        leader->start->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        leader->start->setTypeY(QCPItemPosition::ptPlotCoords);
+        leader->start->setCoords(1, l.y);
+        leader->end->setType(QCPItemPosition::ptAxisRectRatio);
+        leader->end->setCoords(1 + (gap - 1) / rectWidth, middle);
+        leader->setPen(l.leader);
+        leader->setClipToAxisRect(false);
         auto* label = new QCPItemText(m_plot);
-        label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-        label->position->setTypeY(QCPItemPosition::ptPlotCoords);
-        label->position->setCoords(box.left() / rectWidth, b.y);
-        label->setPositionAlignment(Qt::AlignLeft | (roomAbove ? Qt::AlignBottom : Qt::AlignTop));
-        label->setText(text);
-        label->setColor(b.color.darker(130));
-        label->setBrush(labelBack);
-        label->setPadding(QMargins(3, 0, 3, 0));
+        label->position->setType(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(1 + gap / rectWidth, middle);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+        label->setText(useShort ? l.shortText : l.longText);
+        label->setColor(l.color);
+        label->setPadding(QMargins(int(padX), int(padY), int(padX), int(padY)));
         label->setFont(labelFont);
-        label->setClipToAxisRect(true);
-        label->setLayer(QStringLiteral("legend"));  // above every line, not only the ones drawn before it
+        label->setClipToAxisRect(false);
+        m_labels.append(label);
     }
 }
 

@@ -27,7 +27,6 @@ void HistogramFeed::clear() {
     m_nextStep = 0;
     m_scales.clear();
     m_series.clear();
-    m_lastPrecision = ComputeFormat();
     emit layersChanged(m_layers);
     emit seriesChanged();
 }
@@ -128,8 +127,8 @@ void HistogramFeed::poll() {
                 if (running) break;  // its step row is not committed yet: read it again next poll
                 continue;            // a finished run without the step row: nothing more will come
             }
-            appended |= m_series.append(r.step, r.grad_exponents, scale->second, r.grad_elements, r.frac_zero);
-            m_lastPrecision = r.precision;
+            appended |=
+                m_series.append(r.step, r.grad_exponents, scale->second, r.grad_elements, r.frac_zero, r.precision);
             m_nextStep = r.step + 1;
         }
         m_scales.erase(m_scales.begin(), m_scales.lower_bound(m_nextStep));

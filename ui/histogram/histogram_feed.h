@@ -5,7 +5,8 @@
 //
 // Each poll reads layer_steps(run, next) and steps(run, next); a layer row is appended once its
 // step row (which holds the loss scale) is there too, so a step is never appended with a guessed
-// scale. Polling stops when the run is no longer `running`. While paused (the view is hidden: a
+// scale, and with the layer's compute format at that step (layer_steps.precision, docs/schema.md).
+// Polling stops when the run is no longer `running`. While paused (the view is hidden: a
 // dock tab not shown), nothing is read; resuming reads everything missed in one poll.
 //
 // The store is opened read-only with its own connection on the GUI thread; reads are short (only
@@ -21,7 +22,6 @@
 #include <QTimer>
 
 #include "histogram/histogram_series.h"
-#include "numeric/compute_format.h"
 
 namespace mantissa {
 class RunStore;
@@ -46,8 +46,7 @@ public:
     std::int64_t runId() const { return m_runId; }
     QStringList layers() const { return m_layers; }
     QString layer() const { return m_layer; }
-    // The compute format the layer had at the last step read (fp32 before any).
-    ComputeFormat lastPrecision() const { return m_lastPrecision; }
+    // The layer's steps, each with the compute format it ran in (HistogramSeries::precisionSpans()).
     const HistogramSeries& series() const { return m_series; }
     // following: the run is being recorded and the feed keeps up with it (unless paused);
     // polling: its timer runs now (following and not paused).
@@ -80,7 +79,6 @@ private:
     int m_layerIndex = -1;
     std::int64_t m_nextStep = 0;              // the first step not yet appended
     std::map<std::int64_t, double> m_scales;  // loss scales of steps read but not yet appended
-    ComputeFormat m_lastPrecision;
     HistogramSeries m_series;
     QTimer m_timer;
     bool m_following = false;

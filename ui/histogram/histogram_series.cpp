@@ -35,7 +35,7 @@ int HistogramSeries::shiftFor(double loss_scale) {
 }
 
 bool HistogramSeries::append(std::int64_t step, const ExponentHistogram& histogram, double loss_scale,
-                             std::int64_t elements, double zero_fraction) {
+                             std::int64_t elements, double zero_fraction, std::optional<ComputeFormat> precision) {
     if (!m_steps.empty() && step <= m_steps.back().step) return false;
     const auto& counts = histogram.counts;
     int lo = 0, hi = ExponentHistogram::bins - 1;
@@ -65,12 +65,19 @@ bool HistogramSeries::append(std::int64_t step, const ExponentHistogram& histogr
     }
     m_anyScaled = m_anyScaled || e.shift != 0;
     m_steps.push_back(e);
+    if (precision) {
+        if (!m_precisions.empty() && m_precisions.back().precision == *precision)
+            m_precisions.back().last_step = step;
+        else
+            m_precisions.push_back({step, step, *precision});
+    }
     return true;
 }
 
 void HistogramSeries::clear() {
     m_steps.clear();
     m_pool.clear();
+    m_precisions.clear();
     m_minRaw = m_minHeld = 1;
     m_maxRaw = m_maxHeld = 0;
     m_anyScaled = false;

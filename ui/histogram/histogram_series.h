@@ -6,7 +6,9 @@
 // beside it), and the loss scale of that step. The recorded histogram describes the *unscaled*
 // gradient (the backends histogram after unscaling, in FP32); the view "as held" shifts each step
 // by round(log2 loss_scale) binades, which is where those values sat in the compute format before
-// unscaling (exact for power-of-two scales, which dynamic scaling always uses).
+// unscaling (exact for power-of-two scales, which dynamic scaling always uses). Each step also keeps
+// the compute format its layer ran in (LayerStepRecord::precision), so a caption can name the format
+// of the steps shown, changes included (precisionSpans()), rather than the last step's alone.
 //
 // grid() decimates the steps into at most N columns (consecutive steps, equal counts; a column is
 // the mean of its steps' fractions). Steps arrive in increasing order; a step at or before the last
@@ -15,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "config/telemetry.h"
@@ -40,12 +43,20 @@ struct HistogramGrid {
     double maxFraction() const;
 };
 
+// Consecutive appended steps whose layer ran in one compute format (first_step..last_step are
+// appended steps: a change happened somewhere after last_step and at or before the next span's first).
+struct PrecisionSpan {
+    std::int64_t first_step = 0, last_step = 0;
+    ComputeFormat precision;
+};
+
 class HistogramSeries {
 public:
     // `elements`: the step's gradient elements (0: the histogram's own total); `zero_fraction`:
-    // of those elements, the zeros (LayerStepRecord::frac_zero). Returns false when ignored.
+    // of those elements, the zeros (LayerStepRecord::frac_zero); `precision`: the layer's compute
+    // format at that step (none: not known, left out of precisionSpans()). Returns false when ignored.
     bool append(std::int64_t step, const ExponentHistogram& histogram, double loss_scale, std::int64_t elements = 0,
-                double zero_fraction = 0);
+                double zero_fraction = 0, std::optional<ComputeFormat> precision = std::nullopt);
     void clear();
 
     std::size_t size() const { return m_steps.size(); }
@@ -53,6 +64,8 @@ public:
     std::int64_t firstStep() const;  // -1 when empty
     std::int64_t lastStep() const;   // -1 when empty
     double lossScaleAt(std::size_t index) const { return m_steps[index].loss_scale; }
+    // Of step `index`'s elements, the zeros.
+    double zeroFractionAt(std::size_t index) const { return m_steps[index].zero_fraction; }
     // The binade shift of step `index` in the view as held: round(log2 loss_scale), 0 for a scale <= 0.
     int shiftAt(std::size_t index) const { return m_steps[index].shift; }
     // Whether any step's loss scale is not 1 (the two views differ).
@@ -66,6 +79,10 @@ public:
     int maxExponent(bool as_held) const { return as_held ? m_maxHeld : m_maxRaw; }
 
     HistogramGrid grid(std::size_t max_columns, bool as_held) const;
+
+    // The compute formats of the appended steps, in step order (steps without one left out): one
+    // span for a layer that never changed format, none when no step said.
+    const std::vector<PrecisionSpan>& precisionSpans() const { return m_precisions; }
 
     static int shiftFor(double loss_scale);
 
@@ -81,6 +98,7 @@ private:
     };
     std::vector<StepEntry> m_steps;
     std::vector<double> m_pool;  // every step's occupied bins, contiguous
+    std::vector<PrecisionSpan> m_precisions;
     int m_minRaw = 1, m_maxRaw = 0, m_minHeld = 1, m_maxHeld = 0;
     bool m_anyScaled = false;
 };

@@ -6,18 +6,23 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QScrollBar>
 #include <QLabel>
+#include <QScrollBar>
 #include <QSlider>
 #include <QSplitter>
+#include <QStyle>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "charts/chart_view.h"
+#include "charts/number_format.h"
 #include "history/close_keys.h"
 #include "history/config_summary.h"
 #include "history/run_palette.h"
@@ -96,15 +101,54 @@ void smoothInto(const LodSeries& raw, LodSeries& out, double w) {
 
 }  // namespace
 
+// What a chart's read-out says of each run: the curve hovered (and the raw one under it, when
+// smoothed), scaled for display, and the unit. Every run's values at the hovered step share one
+// number style.
+struct CompareView::Readout {
+    LodSeries RunCurves::*shown;
+    LodSeries RunCurves::*raw;  // null: none
+    double factor;
+    const char* unit;  // after the number: " samples/s", " %"; "" for none
+};
+
+const CompareView::Readout CompareView::lossReadout{&RunCurves::lossSmoothed, &RunCurves::loss, 1, ""};
+const CompareView::Readout CompareView::throughputReadout{&RunCurves::throughputSmoothed, &RunCurves::throughput, 1,
+                                                          " samples/s"};
+const CompareView::Readout CompareView::accuracyReadout{&RunCurves::accuracy, nullptr, 100, " %"};
+const CompareView::Readout CompareView::underflowReadout{&RunCurves::underflow, nullptr, 100, " %"};
+
+std::function<QString(double)> CompareView::readout(const Readout& r, std::size_t run) const {
+    return [this, &r, run](double x) {
+        const auto value = [&](const LodSeries& s) {
+            const std::optional<SeriesPoint> p = s.nearest(x);
+            return p ? p->y * r.factor : NAN;
+        };
+        double largest = 0;
+        for (const RunCurves& c : m_curves)
+            for (LodSeries RunCurves::*member : {r.shown, r.raw})
+                if (member && std::isfinite(value(c.*member))) largest = std::max(largest, std::abs(value(c.*member)));
+        const RunCurves& c = m_curves[run];
+        const double shown = value(c.*r.shown);
+        if (!std::isfinite(shown)) return QString();  // nothing recorded near here
+        // One style for every run's values at this step (charts/number_format.h), so "81.3"
+        // never stands beside "81.04".
+        const ReadoutNumberStyle style = ReadoutNumberStyle::forLargest(largest);
+        QString text = c.name + QLatin1Char(' ') + style.format(shown);
+        if (r.raw) text += tr(" (raw %1)").arg(style.format(value(c.*r.raw)));
+        return text + QString::fromUtf8(r.unit);
+    };
+}
+
 CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWidget(parent), m_store(std::move(store)) {
     m_lossChart = new ChartView(tr("loss"));
     m_scaleChart = new ChartView(tr("loss scale"));
     m_accuracyChart = new ChartView(tr("test acc. (%)"));
-    m_throughputChart = new ChartView(tr("samples/s (per step)"));
-    m_underflowChart = new ChartView(tr("underflow"));
-    // Shorter label forms for short charts, as the live charts have (ChartView::setValueLabel).
+    m_throughputChart = new ChartView(tr("samples/s"));
+    m_underflowChart = new ChartView(tr("underflow (%)"));
+    // Shorter label forms for short charts, as the live charts have (ChartView::setValueLabel); each
+    // keeps the unit, and the title above the plot (updateTitles) stays when none fits.
     m_scaleChart->setValueLabel(tr("loss scale"), {tr("scale")});
-    m_accuracyChart->setValueLabel(tr("test acc. (%)"), {tr("acc. (%)"), tr("%")});
+    m_accuracyChart->setValueLabel(tr("test acc. (%)"), {tr("acc. (%)")});
     m_underflowChart->setValueSuffix(QStringLiteral("%"));
     m_scaleChart->setLogarithmic(true, 2);
     m_throughputChart->setIncludeZero(true);
@@ -117,8 +161,11 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     auto* chartSplitter = new QSplitter(Qt::Vertical);
     chartSplitter->setChildrenCollapsible(false);
     for (ChartView* c : charts()) {
+        // The runs are named once, above the charts (m_legend): a chart's own legend, hidden, would
+        // still claim the width of its entries from the header row and squeeze the title.
+        c->setAutoAddPlottableToLegend(false);
         c->setSideMargins(left, right);
-        c->setXTickLabels(c == m_underflowChart);
+        c->setXTickLabels(true, c == m_underflowChart);  // every chart numbers its steps, the lowest names the axis
         c->yAxis2->setVisible(false);
         chartSplitter->addWidget(c);
         connect(c, &ChartView::userChangedRange, this, [this, c](const QCPRange& r) { applyRange(r, c); });
@@ -173,8 +220,19 @@ CompareView::CompareView(std::shared_ptr<RunStore> store, QWidget* parent) : QWi
     m_diffTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_diffTable->setSelectionMode(QAbstractItemView::NoSelection);
     m_diffTable->verticalHeader()->setDefaultSectionSize(fm.height() + 6);
-    m_diffTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Every run's column shares the width, so none is pushed off-screen by a long value (a lesson's
+    // text): values are one line, elided, whole in their tooltips; run names elide in the middle,
+    // where "…-reference-fp32" and its lesson differ. Narrower than a sane minimum, it scrolls.
+    m_diffTable->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_diffTable->horizontalHeader()->setMinimumSectionSize(fm.horizontalAdvance(QStringLiteral("lesson-fp16-x…")));
+    m_diffTable->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    // The header clips a long label rather than elide it (Qt 6's Fusion style): elided here, once
+    // the header has settled its sections' sizes (while it resizes them, sectionSize() is stale).
+    connect(m_diffTable->horizontalHeader(), &QHeaderView::sectionResized, this, &CompareView::elideRunNames,
+            Qt::QueuedConnection);
     m_diffTable->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    m_diffTable->setWordWrap(false);
+    m_diffTable->setTextElideMode(Qt::ElideRight);
     auto* diffBox = new QWidget;
     auto* diffLayout = new QVBoxLayout(diffBox);
     diffLayout->setContentsMargins(0, 0, 0, 0);
@@ -272,6 +330,7 @@ QString CompareView::setRuns(const std::vector<std::int64_t>& ids) {
     if (m_underflowLayer >= static_cast<int>(names.size())) m_underflowLayer = -1;
     m_layerChoice->setCurrentIndex(m_underflowLayer + 1);
 
+    updateTitles();
     fillDifferenceTable();
     rebuildSeries();
     updateLegend();
@@ -341,7 +400,23 @@ void CompareView::setUnderflowLayer(int layer) {
     m_underflowLayer = layer;
     const QSignalBlocker block(m_layerChoice);
     m_layerChoice->setCurrentIndex(layer + 1);
+    updateTitles();
     rebuildSeries();
+}
+
+void CompareView::updateTitles() {
+    // A language model's loss is the mean negative log-likelihood of the next token, in nats.
+    bool text = !m_runs.empty();
+    for (const auto& r : m_runs) text &= flattenConfig(r->row.config_json)["dataset.kind"] == "\"text\"";
+    m_lossChart->setNote(text ? tr("training loss (nats/token): smoothed, raw faint")
+                              : tr("training loss: smoothed, raw faint"));
+    m_scaleChart->setNote(tr("loss scale (×, log₂ axis)"));
+    m_accuracyChart->setNote(tr("test accuracy (%)"));
+    m_throughputChart->setNote(tr("throughput (samples/s): smoothed, raw faint"));
+    m_underflowChart->setNote(
+        m_underflowLayer < 0
+            ? tr("gradient underflow (% of values rounded to zero): mean over layers")
+            : tr("gradient underflow (% of values rounded to zero): %1").arg(m_layerChoice->currentText()));
 }
 
 void CompareView::setLogLoss(bool on) {
@@ -397,18 +472,29 @@ void CompareView::rebuildSeries() {
 void CompareView::rebuildGraphs() {
     double xMax = 0;
     for (const RunCurves& c : m_curves) {
-        // Raw curves first, so every run's smoothed line is drawn above all the faint ones.
-        m_lossChart->addSeries(&c.loss, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine);
-        m_throughputChart->addSeries(&c.throughput, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine);
+        // Raw curves first, so every run's smoothed line is drawn above all the faint ones. Their
+        // values are read out beside the smoothed ones ("0.512 (raw 0.466)"), not apart.
+        const auto none = [](double) { return QString(); };
+        m_lossChart->setReadout(m_lossChart->addSeries(&c.loss, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine),
+                                none);
+        m_throughputChart->setReadout(
+            m_throughputChart->addSeries(&c.throughput, c.name + tr(" (raw)"), c.color, GraphStyle::faintLine), none);
         xMax = std::max({xMax, c.loss.lastX(), c.accuracy.lastX(), c.underflow.lastX()});
     }
-    for (const RunCurves& c : m_curves) {
-        m_lossChart->addSeries(&c.lossSmoothed, c.name, c.color, GraphStyle::line);
-        m_throughputChart->addSeries(&c.throughputSmoothed, c.name, c.color, GraphStyle::line);
-        m_scaleChart->addSeries(&c.lossScale, c.name, c.color, GraphStyle::steps);
+    for (std::size_t i = 0; i < m_curves.size(); ++i) {
+        const RunCurves& c = m_curves[i];
+        m_lossChart->setReadout(m_lossChart->addSeries(&c.lossSmoothed, c.name, c.color, GraphStyle::line),
+                                readout(lossReadout, i));
+        m_throughputChart->setReadout(
+            m_throughputChart->addSeries(&c.throughputSmoothed, c.name, c.color, GraphStyle::line),
+            readout(throughputReadout, i));
+        m_scaleChart->addSeries(&c.lossScale, c.name, c.color, GraphStyle::steps);  // "2^15 (32768)" as it is
         QCPGraph* acc = m_accuracyChart->addSeries(&c.accuracy, c.name, c.color, GraphStyle::line, false, 100.0);
         acc->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c.color, c.color, 5));
-        m_underflowChart->addSeries(&c.underflow, c.name, c.color, GraphStyle::line, false, 100.0);
+        m_accuracyChart->setReadout(acc, readout(accuracyReadout, i));
+        m_underflowChart->setReadout(
+            m_underflowChart->addSeries(&c.underflow, c.name, c.color, GraphStyle::line, false, 100.0),
+            readout(underflowReadout, i));
     }
     // Where a branch left its parent, when both are compared (by step only: a marker sits on a step).
     std::vector<ChartMarker> markers;
@@ -442,35 +528,61 @@ void CompareView::redrawNow() {
 void CompareView::fillDifferenceTable() {
     std::vector<std::map<std::string, std::string>> configs;
     for (const auto& r : m_runs) configs.push_back(flattenConfig(r->row.config_json));
-    m_keys = ui::differingKeys(configs);
+    m_keys = ui::differingKeys(configs);  // precision.* first, lesson.* last (compareKeyLess)
     m_diffTable->clear();
     m_diffTable->setRowCount(static_cast<int>(m_keys.size()));
     m_diffTable->setColumnCount(static_cast<int>(m_runs.size()));
     for (std::size_t col = 0; col < m_runs.size(); ++col) {
-        auto* header = new QTableWidgetItem(QString::fromStdString(m_runs[col]->row.name));
+        const RunRow& run = m_runs[col]->row;
+        auto* header = new QTableWidgetItem(QString::fromStdString(run.name));
+        header->setData(Qt::UserRole, QString::fromStdString(run.name));  // the text is elided to fit
         header->setForeground(runColor(static_cast<int>(col)));
-        header->setToolTip(tr("run %1").arg(m_runs[col]->row.id));
+        header->setToolTip(tr("#%1 %2").arg(run.id).arg(QString::fromStdString(run.name)));
         m_diffTable->setHorizontalHeaderItem(static_cast<int>(col), header);
     }
+    const QColor quiet = palette().color(QPalette::Disabled, QPalette::Text);
     for (std::size_t row = 0; row < m_keys.size(); ++row) {
         m_diffTable->setVerticalHeaderItem(static_cast<int>(row), new QTableWidgetItem(QString::fromStdString(m_keys[row])));
         for (std::size_t col = 0; col < configs.size(); ++col) {
             const auto it = configs[col].find(m_keys[row]);
             QString text = it == configs[col].end() ? tr("(absent)") : QString::fromStdString(it->second);
             if (text.size() >= 2 && text.startsWith(QLatin1Char('"')) && text.endsWith(QLatin1Char('"')))
-                text = text.mid(1, text.size() - 2);  // strings without their JSON quotes
-            m_diffTable->setItem(static_cast<int>(row), static_cast<int>(col), new QTableWidgetItem(text));
+                text = QString::fromStdString(nlohmann::json::parse(it->second).get<std::string>());  // unquoted
+            auto* item = new QTableWidgetItem;
+            if (text.isEmpty()) {
+                item->setText(tr("(empty)"));
+                item->setForeground(quiet);
+            } else {
+                // One line, elided to the column; the whole value in the tooltip (wrapped: rich text).
+                item->setText(QString(text).replace(QLatin1Char('\n'), QLatin1Char(' ')));
+                item->setToolTip(QStringLiteral("<p>%1</p>").arg(text.toHtmlEscaped()));
+            }
+            if (it == configs[col].end()) item->setForeground(quiet);
+            m_diffTable->setItem(static_cast<int>(row), static_cast<int>(col), item);
         }
     }
     m_diffTable->setVisible(!m_keys.empty());
     // Tall enough for up to eight keys without scrolling; more scroll.
-    m_diffTable->resizeColumnsToContents();
     const int rows = std::min<int>(static_cast<int>(m_keys.size()), 8);
     const int height = m_diffTable->horizontalHeader()->sizeHint().height() +
                        rows * m_diffTable->verticalHeader()->defaultSectionSize() + 2 * m_diffTable->frameWidth() +
                        m_diffTable->horizontalScrollBar()->sizeHint().height();
     m_diffTable->setMinimumHeight(height);
     m_diffNote->setText(differenceNote());
+    elideRunNames();
+}
+
+void CompareView::elideRunNames() {
+    const QHeaderView* header = m_diffTable->horizontalHeader();
+    const int margins = 2 * header->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, header) + 2;
+    for (int col = 0; col < m_diffTable->columnCount(); ++col) {
+        QTableWidgetItem* item = m_diffTable->horizontalHeaderItem(col);
+        if (!item) continue;
+        // In the middle: runs of one lesson differ at their ends ("…-reference-fp32-accumulation").
+        const QString text = header->fontMetrics().elidedText(item->data(Qt::UserRole).toString(), Qt::ElideMiddle,
+                                                              header->sectionSize(col) - margins);
+        if (item->text() != text) item->setText(text);
+    }
 }
 
 QString CompareView::differenceNote() const {

@@ -1,8 +1,12 @@
 // CompareView: two to eight recorded runs overlaid on the same charts, one Okabe-Ito colour per
 // run, named in a legend: loss (smoothed, raw faint), loss scale, test accuracy, throughput and
 // gradient underflow (mean over layers, or one chosen layer). The x axis is the step or the
-// elapsed time (a toggle); one smoothing weight applies to every run. Beside the charts, a table of
-// the experiment keys whose values differ between the runs, one column per run.
+// elapsed time (a toggle); one smoothing weight applies to every run. Each chart is titled above
+// its plot with what it shows and its unit, a title that stays when a short chart has no room for
+// its axis label; the hover read-out gives every run's value with the unit, in one number style
+// for the values shown together. Under the charts, a table of the experiment keys whose values
+// differ between the runs, one column per run headed by its name: the precision keys first, the
+// lesson's texts last, each value on one line (elided; whole in its tooltip).
 //
 // Steps are the runs' own (a branch's first step is its parent's checkpoint step S, never re-based
 // to 0), so a branch compared with its parent lines up with it at S; aligned by step, a labelled
@@ -18,6 +22,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,9 +101,15 @@ public slots:
 
 private:
     struct RunData;
+    struct Readout;
+    static const Readout lossReadout, throughputReadout, accuracyReadout, underflowReadout;
+    // Run `run`'s part of a chart's read-out at a step: "NAME 0.512 (raw 0.466)", "NAME 82.30 %".
+    std::function<QString(double)> readout(const Readout& r, std::size_t run) const;
+    void updateTitles();  // each chart's title (its note), with its unit
     void rebuildSeries();
     void rebuildGraphs();
     void fillDifferenceTable();
+    void elideRunNames();  // the header's run names to their columns' widths
     void applyRange(const QCPRange& range, ChartView* except);
     void updateLegend();
 

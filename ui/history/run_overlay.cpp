@@ -10,7 +10,8 @@
 
 namespace mantissa::ui {
 
-QString overlayStoredRun(ChartsPanel& panel, const QString& storePath, std::int64_t runId, const QString& name) {
+QString overlayStoredRun(ChartsPanel& panel, const QString& storePath, std::int64_t runId, const QString& name,
+                         OverlayRole role) {
     if (!QFileInfo::exists(storePath))
         return QObject::tr("There is no run store at %1; choose a run from the run history.").arg(storePath);
     std::shared_ptr<RunStore> store;
@@ -19,10 +20,11 @@ QString overlayStoredRun(ChartsPanel& panel, const QString& storePath, std::int6
     } catch (const std::exception& e) {
         return QString::fromStdString(e.what());
     }
-    return overlayStoredRun(panel, std::move(store), runId, name);
+    return overlayStoredRun(panel, std::move(store), runId, name, role);
 }
 
-QString overlayStoredRun(ChartsPanel& panel, std::shared_ptr<RunStore> store, std::int64_t runId, const QString& name) {
+QString overlayStoredRun(ChartsPanel& panel, std::shared_ptr<RunStore> store, std::int64_t runId, const QString& name,
+                         OverlayRole role) {
     if (!store) return QObject::tr("No run store is open.");
     auto series = std::make_shared<RunSeries>();
     RunCursor cursor;
@@ -43,7 +45,7 @@ QString overlayStoredRun(ChartsPanel& panel, std::shared_ptr<RunStore> store, st
         QObject::connect(follower, &RunFollower::finished, &panel, [&panel] { panel.refresh(); });
         follower->start();
     }
-    panel.addOverlay(shown, std::move(series), follower);
+    panel.addOverlay(shown, std::move(series), follower, role);
     return {};
 }
 

@@ -12,17 +12,17 @@
 #include <cstdint>
 #include <memory>
 
+#include "charts/charts_panel.h"
 #include "store/run_store.h"
 
 namespace mantissa::ui {
 
-class ChartsPanel;
-
 // "" when the run is overlaid, else one sentence (no such store or run, a store that cannot be
-// read). `name` empty: the run's own name and id, "fp16-baseline (run 12)".
+// read). `name` empty: the run's own name and id, "fp16-baseline (run 12)". `role`: a lesson's
+// reference is drawn in the reference colour (ChartsPanel::addOverlay).
 QString overlayStoredRun(ChartsPanel& panel, const QString& storePath, std::int64_t runId,
-                         const QString& name = {});
+                         const QString& name = {}, OverlayRole role = OverlayRole::run);
 QString overlayStoredRun(ChartsPanel& panel, std::shared_ptr<RunStore> store, std::int64_t runId,
-                         const QString& name = {});
+                         const QString& name = {}, OverlayRole role = OverlayRole::run);
 
 }  // namespace mantissa::ui

@@ -88,6 +88,7 @@ void selectText(QComboBox* combo, const QString& text) {
 
 ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     m_name = new QLineEdit;
+    m_name->setObjectName(QStringLiteral("name"));
     m_name->setToolTip(tr("The run's name in the store and in the run list."));
 
     m_datasetKind = new QComboBox;

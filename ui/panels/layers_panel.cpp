@@ -2,8 +2,12 @@
 #include "panels/layers_panel.h"
 
 #include <QHeaderView>
+#include <QHelpEvent>
 #include <QScrollBar>
+#include <QStyledItemDelegate>
 #include <QTableView>
+#include <QTimer>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -13,10 +17,38 @@
 
 namespace mantissa::ui {
 
-LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(parent) {
+namespace {
+
+// The measured columns: dimmed, without their trouble colour, for a row the panel says shows the
+// last run's numbers under another setting.
+class MeasuredDelegate : public QStyledItemDelegate {
+public:
+    MeasuredDelegate(const LayersPanel* panel, QObject* parent) : QStyledItemDelegate(parent), m_panel(panel) {}
+
+protected:
+    void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override {
+        QStyledItemDelegate::initStyleOption(option, index);
+        if (!m_panel->showsLastRun(index.row())) return;
+        option->backgroundBrush = Qt::NoBrush;
+        const QColor dim = option->palette.color(QPalette::Disabled, QPalette::Text);
+        option->palette.setColor(QPalette::Text, dim);
+        option->palette.setColor(QPalette::HighlightedText, dim);
+        option->font.setItalic(true);
+    }
+
+private:
+    const LayersPanel* m_panel;
+};
+
+}  // namespace
+
+LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(parent), m_model(model) {
     m_view = new QTableView;
     m_view->setModel(model);
     m_view->setItemDelegateForColumn(LayerTableModel::Precision, new PrecisionDelegate(m_view));
+    auto* measured = new MeasuredDelegate(this, m_view);
+    for (int column = 0; column < LayerTableModel::ColumnCount; ++column)
+        if (isMeasuredColumn(column)) m_view->setItemDelegateForColumn(column, measured);
     m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::SelectedClicked |
                             QAbstractItemView::EditKeyPressed);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -24,9 +56,13 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     m_view->verticalHeader()->setVisible(false);
     m_view->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(LayerTableModel::Precision, QHeaderView::Interactive);
     m_view->horizontalHeader()->setStretchLastSection(false);  // a coloured cell stays cell-sized
+    m_view->setTextElideMode(Qt::ElideRight);
+    m_view->setWordWrap(false);
     m_view->setAlternatingRowColors(true);
     m_view->setToolTip(tr("Double-click a layer's precision to change it live."));
+    m_view->viewport()->installEventFilter(this);  // tooltips: an elided cell's whole text first
     // The FP8 scale columns only where a layer is or was FP8: otherwise three empty columns.
     const auto showFp8 = [this](bool shown) {
         for (int column : {LayerTableModel::XScale, LayerTableModel::WScale, LayerTableModel::DyScale})
@@ -43,6 +79,23 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     const auto showKind = [this, model] { m_view->setColumnHidden(LayerTableModel::Kind, !model->mixesKinds()); };
     showKind();
     connect(model, &QAbstractItemModel::modelReset, this, showKind);
+    // A setting or autocast changed after the run: the row's measured cells are redrawn dimmed (the
+    // model says only its Precision and Format (why) cells changed).
+    connect(model, &QAbstractItemModel::dataChanged, this, [this] {
+        if (m_finished) m_view->viewport()->update();
+    });
+    connect(model, &QAbstractItemModel::modelReset, this, [this] { setFinishedRun(false); });
+    // The Precision column follows its texts (once they are all in), up to its cap.
+    auto* fitPrecision = new QTimer(this);
+    fitPrecision->setSingleShot(true);
+    fitPrecision->setInterval(0);
+    connect(fitPrecision, &QTimer::timeout, this, &LayersPanel::fitPrecisionColumn);
+    const auto refit = [fitPrecision] { fitPrecision->start(); };
+    connect(model, &QAbstractItemModel::dataChanged, this, refit);
+    connect(model, &QAbstractItemModel::modelReset, this, refit);
+    connect(model, &QAbstractItemModel::rowsInserted, this, refit);
+    connect(model, &QAbstractItemModel::layoutChanged, this, refit);
+    fitPrecisionColumn();
     // Never fewer than three rows in view (with the header and a horizontal scroll bar), however
     // short the window or far the splitter is dragged: a lesson's three layers stay readable.
     const int row = std::max(m_view->verticalHeader()->defaultSectionSize(), m_view->fontMetrics().height() + 8);
@@ -51,6 +104,77 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_view);
+}
+
+int LayersPanel::precisionColumnWidth() const {
+    return m_view->fontMetrics().horizontalAdvance(QStringLiteral("auto → mxfp8-e4m3")) + 16;
+}
+
+void LayersPanel::fitPrecisionColumn() {
+    const int need = std::max(m_view->horizontalHeader()->sectionSizeHint(LayerTableModel::Precision),
+                              static_cast<const QAbstractItemView*>(m_view)->sizeHintForColumn(LayerTableModel::Precision));
+    if (need == m_precisionNeed) return;  // a width a person dragged stays until the texts change
+    m_precisionNeed = need;
+    m_view->setColumnWidth(LayerTableModel::Precision, std::min(need, precisionColumnWidth()));
+}
+
+bool LayersPanel::isMeasuredColumn(int column) {
+    switch (column) {
+    case LayerTableModel::Memory:
+    case LayerTableModel::GradAmax:
+    case LayerTableModel::Underflow:
+    case LayerTableModel::NonFinite:
+    case LayerTableModel::LostUpdates:
+    case LayerTableModel::XScale:
+    case LayerTableModel::WScale:
+    case LayerTableModel::DyScale: return true;
+    default: return false;
+    }
+}
+
+void LayersPanel::setFinishedRun(bool finished) {
+    if (!finished && !m_finished) return;
+    m_finished = finished && !m_model->showsPlan();
+    m_runSettings.clear();
+    if (m_finished) {
+        for (int row = 0; row < m_model->rowCount(); ++row)
+            if (!m_model->isOpRow(row)) m_runSettings[m_model->layerName(row)] = m_model->setting(row);
+        m_runAutocast = m_model->precision().autocast;
+    }
+    m_view->viewport()->update();
+}
+
+bool LayersPanel::showsLastRun(int row) const {
+    if (!m_finished || m_model->showsPlan() || row < 0 || row >= m_model->rowCount() || m_model->isOpRow(row))
+        return false;
+    const auto it = m_runSettings.find(m_model->layerName(row));
+    if (it == m_runSettings.end()) return false;
+    const LayerSetting now = m_model->setting(row);
+    if (now != it->second) return true;
+    // Left on auto, the layer follows autocast, which may have changed since.
+    return now.uses(LayerPrecision::automatic) && m_model->precision().autocast != m_runAutocast;
+}
+
+bool LayersPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched != m_view->viewport() || event->type() != QEvent::ToolTip) return QWidget::eventFilter(watched, event);
+    const auto* help = static_cast<QHelpEvent*>(event);
+    const QModelIndex index = m_view->indexAt(help->pos());
+    if (!index.isValid()) return QWidget::eventFilter(watched, event);
+    QStringList tip;
+    // A cell narrower than its text (a per-matmul setting in a capped column): the whole text.
+    const QString text = index.data(Qt::DisplayRole).toString();
+    const QRect cell = m_view->visualRect(index);
+    if (!text.isEmpty() && m_view->fontMetrics().horizontalAdvance(text) + 12 > cell.width()) tip << text;
+    if (isMeasuredColumn(index.column()) && showsLastRun(index.row()))
+        tip << tr("Measured in the last run, with %1's setting then (%2); the setting shown has not been trained "
+                  "yet. Start a run to measure it.")
+                   .arg(m_model->layerName(index.row()),
+                        QString::fromStdString(layer_setting_text(m_runSettings.at(m_model->layerName(index.row())))));
+    const QString own = index.data(Qt::ToolTipRole).toString();
+    if (!own.isEmpty()) tip << own;
+    if (tip.isEmpty()) return QWidget::eventFilter(watched, event);  // the view's own tooltip
+    QToolTip::showText(help->globalPos(), tip.join(QStringLiteral("\n\n")), m_view->viewport(), cell);
+    return true;
 }
 
 }  // namespace mantissa::ui

@@ -2,9 +2,25 @@
 // Format (why) column and the attention's op rows only for a model that has such ops. Picking a
 // precision applies it to the running session at the next step (through the model's
 // precisionRequested signal, which the main window routes to the controller).
+//
+// After a run has ended its table stays, and a person may already change a layer's precision for
+// the next one: that row's measured cells (weight bytes, gradient amax, underflow, non-finite, lost
+// updates, the FP8 scales) were measured under the old setting, so they are drawn dimmed, without
+// their trouble colour, and their tooltip says they are the last run's. The same holds for a row
+// left on auto when autocast has changed since. A new run or a plan (the table cleared) ends it.
+//
+// The Precision column is as wide as its texts but at most precisionColumnWidth(), about "auto →
+// mxfp8-e4m3": a per-matmul setting ("forward fp8-e4m3, dgrad fp8-e4m3, wgrad bf16") is elided
+// there, whole in its tooltip, so choosing one does not push the columns after it (Lost updates)
+// out of the dock. A cell whose text is elided has the whole text first in its tooltip. GUI
+// thread only.
 #pragma once
 
 #include <QWidget>
+
+#include <map>
+
+#include "config/experiment.h"
 
 class QTableView;
 
@@ -20,8 +36,27 @@ public:
     explicit LayersPanel(LayerTableModel* model, QWidget* parent = nullptr);
     QTableView* view() const { return m_view; }
 
+    // A run has ended (its table stays): remembers each layer's setting and the autocast it ended
+    // with, to mark the rows changed since. false: a run started or the table shows a plan.
+    void setFinishedRun(bool finished);
+    // Whether `row`'s measured cells are the finished run's under a setting that has changed since.
+    bool showsLastRun(int row) const;
+    static bool isMeasuredColumn(int column);
+    // The widest the Precision column gets by itself (px); a person may drag it wider.
+    int precisionColumnWidth() const;
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+    void fitPrecisionColumn();  // its texts' width, up to precisionColumnWidth(), when that changed
+
+    LayerTableModel* m_model = nullptr;
+    int m_precisionNeed = -1;  // the width the Precision column's texts last asked for
     QTableView* m_view = nullptr;
+    bool m_finished = false;
+    std::map<QString, LayerSetting> m_runSettings;  // each layer's setting when the run ended
+    Autocast m_runAutocast = Autocast::off;
 };
 
 }  // namespace mantissa::ui

@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
+#include <QResizeEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -21,28 +22,87 @@ QString formatDuration(double seconds) {
     return QStringLiteral("%1:%2").arg(m).arg(sec, 2, 10, QLatin1Char('0'));
 }
 
+QString elideWords(const QString& text, const QFontMetrics& metrics, int width) {
+    if (metrics.horizontalAdvance(text) <= width) return text;
+    const QString ellipsis(QChar(0x2026));
+    // Cut at the last space that leaves room for the ellipsis, never inside a word; punctuation
+    // left hanging before the cut (a comma, an opening bracket, a middle dot) goes with it.
+    qsizetype cut = text.size();
+    while ((cut = text.lastIndexOf(QLatin1Char(' '), cut - 1)) > 0) {
+        QString head = text.left(cut);
+        while (!head.isEmpty() && !head.back().isLetterOrNumber() && head.back() != QLatin1Char(')'))
+            head.chop(1);
+        if (!head.isEmpty() && metrics.horizontalAdvance(head + ellipsis) <= width) return head + ellipsis;
+    }
+    const qsizetype space = text.indexOf(QLatin1Char(' '));
+    return space < 0 ? text : text.left(space) + ellipsis;
+}
+
+void WordElidedLabel::setFullText(const QString& text) {
+    if (text == m_full && !text.isEmpty()) return;  // the status bar sets it a few times a second
+    m_full = text;
+    updateGeometry();
+    elide();
+}
+
+void WordElidedLabel::setBaseToolTip(const QString& tip) {
+    m_baseTip = tip;
+    elide();
+}
+
+QSize WordElidedLabel::sizeHint() const {
+    const QSize hint = QLabel::sizeHint();
+    const QMargins m = contentsMargins();
+    return {fontMetrics().horizontalAdvance(m_full) + m.left() + m.right() + 2 * margin(), hint.height()};
+}
+
+QSize WordElidedLabel::minimumSizeHint() const {
+    const QMargins m = contentsMargins();
+    const QString first = elideWords(m_full, fontMetrics(), 0);
+    return {fontMetrics().horizontalAdvance(first) + m.left() + m.right() + 2 * margin(),
+            QLabel::minimumSizeHint().height()};
+}
+
+void WordElidedLabel::resizeEvent(QResizeEvent* event) {
+    QLabel::resizeEvent(event);
+    elide();
+}
+
+void WordElidedLabel::elide() {
+    const QString shown = elideWords(m_full, fontMetrics(), contentsRect().width() - 2 * margin());
+    if (shown != text()) setText(shown);
+    if (shown == m_full)
+        setToolTip(m_baseTip);
+    else
+        setToolTip(m_baseTip.isEmpty() ? m_full : m_full + QStringLiteral("\n\n") + m_baseTip);
+}
+
 RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(16);
-    for (QLabel** l : {&m_device, &m_step, &m_epoch, &m_test, &m_rate, &m_elapsed, &m_remaining}) {
+    // The device takes what the figures leave, down to its first word; the figures keep their width.
+    m_device = new WordElidedLabel;
+    layout->addWidget(m_device, 1);
+    for (QLabel** l : {&m_step, &m_epoch, &m_test, &m_rate, &m_elapsed, &m_remaining}) {
         *l = new QLabel;
         layout->addWidget(*l);
     }
-    m_device->setToolTip(tr("The backend and device training runs on."));
+    m_device->setBaseToolTip(tr("The backend and device training runs on."));
     m_rate->setToolTip(tr("Samples trained so far divided by the training time so far (pauses and paced "
                           "waits left out): the figure mantissa-cli's summary and `show` give for the run."));
-    m_elapsed->setToolTip(tr("Training time so far: pauses and the waits of a pace are left out, as on the charts' "
-                             "time axis."));
+    m_elapsed->setToolTip(tr("Training time since Start: pauses and the waits of a pace are left out (evaluations "
+                             "and checkpoints are in), as in the Events panel and on the charts' time axis."));
     m_test->setToolTip(tr("A language model's last evaluation: the test loss in nats per token (the mean negative "
                           "log-likelihood of the next token) and its perplexity e^loss."));
-    m_remaining->setToolTip(tr("Time left at the pace of the last few hundred steps, or at the Pace chosen in the "
-                               "Run toolbar when that is slower."));
+    m_remaining->setToolTip(tr("Wall-clock time until the last step, at the pace of the last few hundred steps or "
+                               "at the Pace chosen in the Run toolbar when that is slower. Unlike the training time, "
+                               "it counts a pace's waits."));
     clear();
 }
 
 void RunStatusBar::clear() {
-    m_device->setText(tr("no run"));
+    m_device->setFullText(tr("no run"));
     for (QLabel* l : {m_step, m_epoch, m_test, m_rate, m_elapsed, m_remaining}) l->clear();
 }
 
@@ -53,9 +113,10 @@ void RunStatusBar::update(const RunController& c) {
         return;
     }
     const QLocale locale;
-    m_device->setText(QStringLiteral("%1 · %2").arg(QString::fromStdString(session->backend_name()),
+    m_device->setFullText(QStringLiteral("%1 · %2").arg(QString::fromStdString(session->backend_name()),
                                                   QString::fromStdString(session->device_name())));
     const RunSeries& s = c.series();
+    const RunSummary summary = session->summary();
     const std::int64_t total = session->total_steps();
     const auto& last = s.lastStep();
     const std::int64_t done = last ? last->step + 1 : 0;
@@ -70,15 +131,17 @@ void RunStatusBar::update(const RunController& c) {
                               .arg(natsPerTokenText(test.lastY()), perplexityText(test.lastY()))
                         : QString());
     m_rate->setText(last ? tr("%1 samples/s (mean over the run)")
-                               .arg(locale.toString(session->summary().samples_per_s, 'f', 0))
+                               .arg(locale.toString(summary.samples_per_s, 'f', 0))
                          : QString());
-    m_elapsed->setText(last ? tr("elapsed %1").arg(formatDuration(last->time_s)) : QString());
+    // The engine's clock now (the summary's), which also ran through the last evaluation and
+    // checkpoint: what the run's `finished` event says when it ends.
+    m_elapsed->setText(last ? tr("training time %1").arg(formatDuration(summary.elapsed_s)) : QString());
     auto left = s.remainingSeconds(total);
     if (c.pace() > 0) {  // a paced run takes at least a step per 1/pace seconds, whatever the machine does
         const double paced = static_cast<double>(std::max<std::int64_t>(0, total - done)) / c.pace();
         left = left ? std::max(*left, paced) : paced;
     }
-    m_remaining->setText(c.active() && left ? tr("remaining %1").arg(formatDuration(*left)) : QString());
+    m_remaining->setText(c.active() && left ? tr("%1 to go (wall clock)").arg(formatDuration(*left)) : QString());
 }
 
 }  // namespace mantissa::ui

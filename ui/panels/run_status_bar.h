@@ -1,18 +1,48 @@
 // RunStatusBar: the permanent part of the main window's status bar: backend and device, step (of
 // the budget), epoch, samples/s (mean over the run so far: samples trained / training time, the
-// figure the CLI's summary and `show` give, config/throughput.h), elapsed and remaining time; for
-// a language model, its last test loss in nats per token and the perplexity e^loss. Every
-// figure comes from the engine (its step records and the session's summary); remaining time
+// figure the CLI's summary and `show` give, config/throughput.h), training time and the time left;
+// for a language model, its last test loss in nats per token and the perplexity e^loss. Every
+// figure comes from the engine (its step records and the session's summary); the time left
 // extrapolates the recent pace.
+//
+// Time has one definition wherever a run's is shown: the engine's clock (Trainer::elapsed_s, the
+// summary's elapsed_s), training time since Start with pauses and a pace's waits left out,
+// evaluations and checkpoints included. The Events panel's times, the charts' time axis and the
+// store use it too, so "training time 0:22" here and a `finished` event at 22.1 s agree. The time
+// left is different in kind, a wall-clock forecast (a paced run waits between its steps), and its
+// label says so.
+//
+// A narrow window elides the device's description at a word, never inside one, with the whole
+// text in its tooltip; the figures keep their width.
 #pragma once
 
+#include <QLabel>
 #include <QWidget>
-
-class QLabel;
 
 namespace mantissa::ui {
 
 class RunController;
+
+// A label that shows as many whole words of its text as its width allows, then "…"; the tooltip
+// then starts with the whole text. Its minimum width is its first word's.
+class WordElidedLabel : public QLabel {
+public:
+    explicit WordElidedLabel(QWidget* parent = nullptr) : QLabel(parent) {}
+    void setFullText(const QString& text);
+    QString fullText() const { return m_full; }
+    void setBaseToolTip(const QString& tip);  // what the label is, after the whole text when elided
+    bool elided() const { return text() != m_full; }
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void elide();
+    QString m_full;
+    QString m_baseTip;
+};
 
 class RunStatusBar : public QWidget {
     Q_OBJECT
@@ -21,8 +51,12 @@ public:
     void update(const RunController& controller);
     void clear();
 
+    WordElidedLabel* deviceLabel() const { return m_device; }
+    QLabel* elapsedLabel() const { return m_elapsed; }
+    QLabel* remainingLabel() const { return m_remaining; }
+
 private:
-    QLabel* m_device = nullptr;
+    WordElidedLabel* m_device = nullptr;
     QLabel* m_step = nullptr;
     QLabel* m_epoch = nullptr;
     QLabel* m_rate = nullptr;
@@ -33,5 +67,8 @@ private:
 
 // "1:02:03" or "2:03".
 QString formatDuration(double seconds);
+// As many whole words of `text` (split at spaces) as fit in `width` px with "…" after them; the text
+// itself when it fits; the first word with "…" when not even that fits.
+QString elideWords(const QString& text, const QFontMetrics& metrics, int width);
 
 }  // namespace mantissa::ui

@@ -27,6 +27,9 @@ SamplePanel::SamplePanel(QWidget* parent) : QWidget(parent) {
     m_header = new QLabel;
     m_header->setObjectName(QStringLiteral("sampleHeader"));
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Wrapped: on one line its figures would set the dock's minimum width, which the Layers dock
+    // beside it would give up when a language model's run starts (dock_layout.h).
+    m_header->setWordWrap(true);
     m_header->setToolTip(tr("The test loss is the mean negative log-likelihood of the next token, in nats per token; "
                             "the perplexity e^loss is the number of equally likely tokens that loss amounts to (the "
                             "vocabulary's size for a model that knows nothing, 1 for one that is always sure and "

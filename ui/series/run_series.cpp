@@ -93,6 +93,16 @@ std::vector<std::pair<std::string, std::string>> opStatsOf(const std::vector<Lay
     return stats;
 }
 
+std::vector<std::pair<std::string, std::string>> accumulationStatsOf(const std::vector<LayerInfo>& layers) {
+    std::vector<std::pair<std::string, std::string>> stats;
+    for (const LayerInfo& l : layers) {
+        if (l.kind != "linear" && l.kind != "conv2d") continue;
+        stats.emplace_back(l.name, accumulationErrorStat);
+        if (l.kind == "linear") stats.emplace_back(l.name, accumulationErrorWgradStat);
+    }
+    return stats;
+}
+
 std::optional<TextSample> textSampleOf(const Event& event) {
     if (event.kind != EventKind::evaluation) return std::nullopt;
     try {

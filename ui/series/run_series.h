@@ -52,6 +52,10 @@ inline constexpr const char* accumulationErrorWgradStat = "accumulation_error_wg
 // variance, and each attention's (its qkv projection "X.attn.qkv" names the op "X.attn") largest
 // logit. Empty for a model without such ops (an MLP, a CNN).
 std::vector<std::pair<std::string, std::string>> opStatsOf(const std::vector<LayerInfo>& layers);
+// The accumulation-error statistics a run with train.accumulation_error reports
+// (engine/train/accumulation_error.h): every matmul layer's (linear, conv2d) forward sums, and a
+// linear layer's weight-gradient sums too, in layer order.
+std::vector<std::pair<std::string, std::string>> accumulationStatsOf(const std::vector<LayerInfo>& layers);
 
 // What a language model wrote at an evaluation: the `evaluation` event's data (Session::evaluate,
 // engine/train/session.cpp): the prompt taken from the test text and the continuation sampled

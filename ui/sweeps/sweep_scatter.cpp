@@ -55,6 +55,12 @@ SweepScatter::SweepScatter(QWidget* parent) : QCustomPlot(parent) {
         label->setVisible(false);
         m_labels.push_back(label);
     }
+    m_emptyNote = new QCPItemText(this);
+    m_emptyNote->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_emptyNote->position->setCoords(0.5, 0.5);
+    m_emptyNote->setPositionAlignment(Qt::AlignCenter);
+    m_emptyNote->setSelectable(false);
+    m_emptyNote->setText(tr("No completed runs yet"));
     connect(this, &QCustomPlot::afterLayout, this, &SweepScatter::placeLabels);
     applyPalette();
 }
@@ -81,6 +87,9 @@ void SweepScatter::applyPalette() {
     m_selection->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(text, 2), Qt::NoBrush, 18));
     m_step->setPen(QPen(frontColor(), 2));
     for (QCPItemText* l : m_labels) l->setColor(text);
+    QColor faint = text;
+    faint.setAlpha(160);
+    m_emptyNote->setColor(faint);
 }
 
 void SweepScatter::changeEvent(QEvent* event) {
@@ -128,9 +137,10 @@ void SweepScatter::setPoints(std::vector<Point> points, Axis x, Axis y) {
     for (const QPointF& p : m_frontLine) sx << p.x(), sy << p.y();
     m_step->setData(sx, sy);
 
+    m_emptyNote->setVisible(m_points.empty());
     if (m_points.empty()) {
-        xAxis->setRange(0, 1);
-        yAxis->setRange(0, 1);
+        xAxis->setRange(m_x.emptyRange);
+        yAxis->setRange(m_y.emptyRange);
     } else {
         xAxis->setRange(padded(xlo, xhi));
         yAxis->setRange(padded(ylo, yhi));
@@ -195,6 +205,15 @@ void SweepScatter::mousePressEvent(QMouseEvent* event) {
     if (event->button() != Qt::LeftButton) return;
     const int row = rowAt(event->position());
     if (row >= 0) emit rowClicked(row, event->modifiers() & Qt::ControlModifier);
+}
+
+void SweepScatter::setEmptyNote(const QString& note) {
+    m_emptyNote->setText(note);
+    replot(rpQueuedReplot);
+}
+
+QString SweepScatter::emptyNoteShown() const {
+    return m_emptyNote->visible() ? m_emptyNote->text() : QString();
 }
 
 QStringList SweepScatter::labelTexts() const {

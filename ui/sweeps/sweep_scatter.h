@@ -9,7 +9,9 @@
 // The view gives values in display units (accuracy in %, memory in KiB/MiB/GiB) and each point's
 // place on the front (sweep_rows.h, paretoRows: the one definition); the scatter only draws. The
 // labels are placed after each layout (afterLayout), in pixels, beside their point where they fit
-// inside the plot and clear of each other, of the points and of the step line. GUI thread only.
+// inside the plot and clear of each other, of the points and of the step line. With no point to
+// draw, each axis shows the range its figure can take (accuracy 0..100 %, Axis::emptyRange) and
+// a note in the middle of the plot says why it is empty (setEmptyNote). GUI thread only.
 #pragma once
 
 #include <qcustomplot.h>
@@ -32,6 +34,7 @@ public:
         QString label;  // "peak memory (MiB)"
         bool higherBetter = false;
         std::function<QString(double)> format;  // a value as the tooltip writes it
+        QCPRange emptyRange{0, 1};  // shown while there is no point: the figure's usual span
     };
 
     explicit SweepScatter(QWidget* parent = nullptr);
@@ -51,6 +54,9 @@ public:
     QString toolTipAt(const QPointF& pixel) const;
     // The labels drawn, as shown ("bf16, fp16"); empty when there are too many points to label.
     QStringList labelTexts() const;
+    // What the plot says while it has no point ("No completed runs yet"); the text shown, or "".
+    void setEmptyNote(const QString& note);
+    QString emptyNoteShown() const;
 
     static constexpr int maxLabelledPoints = 24;
 
@@ -76,6 +82,7 @@ private:
     QCPGraph* m_selection = nullptr;
     QCPCurve* m_step = nullptr;
     std::vector<QCPItemText*> m_labels;
+    QCPItemText* m_emptyNote = nullptr;  // centred in the plot while there is no point
     std::vector<std::vector<int>> m_labelGroups;  // indices into m_points, one group per label
 };
 

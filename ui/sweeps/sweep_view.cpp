@@ -406,6 +406,7 @@ void SweepView::updateScatter() {
         a.higherBetter = higherIsBetter(f);
         const double scale = scaleOf(f);
         a.format = [this, f, scale](double v) { return m_model->formatFigure(f, v / scale); };
+        if (f == SweepFigure::testAccuracy) a.emptyRange = QCPRange(0, 100);  // no run yet: the whole scale
         return a;
     };
     std::vector<SweepScatter::Point> points;
@@ -424,6 +425,11 @@ void SweepView::updateScatter() {
                           QString::fromStdString(t.hasRecipes ? r.recipe : r.label), front[i]});
     }
     const int onFront = static_cast<int>(std::count(front.begin(), front.end(), true));
+    if (points.empty())
+        m_scatter->setEmptyNote(t.rows.empty() ? tr("No runs yet")
+                                : notRun + notCompleted == static_cast<int>(t.rows.size())
+                                    ? tr("No completed runs yet")
+                                    : tr("No completed run has both figures"));
     m_scatter->setPoints(std::move(points), axisOf(m_x), axisOf(m_y));
     m_scatter->setSelectedRows(selectedRows());
     QStringList missing;
