@@ -93,17 +93,23 @@ struct AdamScalars {
     bool decays;
 };
 
+// One element's AdamW update: m and v updated in place, the new FP32 value returned. Both kernels
+// below inline it, so the buffered and the in-place update share their arithmetic.
+inline float adamw_element(float p, float g, float& m, float& v, const AdamScalars& s) {
+    const float decayed = s.decays ? p * s.decay : p;
+    const float mi = m + s.w1 * (g - m);
+    const float vi = v * s.beta2 + s.w2 * (g * g);
+    m = mi;
+    v = vi;
+    const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
+    return decayed + -s.step_size * (mi / denom);
+}
+
 MANTISSA_HOT void adamw_kernel(const float* __restrict p, const float* __restrict g,
                                float* __restrict m, float* __restrict v, float* __restrict out,
                                std::int64_t n, AdamScalars s, unsigned char* __restrict changed_mask) {
     for (std::int64_t i = 0; i < n; ++i) {
-        const float decayed = s.decays ? p[i] * s.decay : p[i];
-        const float mi = m[i] + s.w1 * (g[i] - m[i]);
-        const float vi = v[i] * s.beta2 + s.w2 * (g[i] * g[i]);
-        m[i] = mi;
-        v[i] = vi;
-        const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
-        const float fresh = decayed + -s.step_size * (mi / denom);
+        const float fresh = adamw_element(p[i], g[i], m[i], v[i], s);
         changed_mask[i] = fresh != p[i];
         out[i] = fresh;
     }
@@ -144,13 +150,7 @@ MANTISSA_HOT std::uint32_t adamw_in_place(float* __restrict p, const float* __re
     std::uint32_t changed = 0;
     for (std::int64_t i = 0; i < n; ++i) {
         const float old = p[i];
-        const float decayed = s.decays ? old * s.decay : old;
-        const float mi = m[i] + s.w1 * (g[i] - m[i]);
-        const float vi = v[i] * s.beta2 + s.w2 * (g[i] * g[i]);
-        m[i] = mi;
-        v[i] = vi;
-        const float denom = std::sqrt(vi) / s.bc2_sqrt + s.eps;
-        const float fresh = decayed + -s.step_size * (mi / denom);
+        const float fresh = adamw_element(old, g[i], m[i], v[i], s);
         changed += fresh != old;
         p[i] = fresh;
     }
