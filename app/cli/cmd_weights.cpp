@@ -2,12 +2,15 @@
 // as a safetensors file PyTorch loads (safetensors.torch.load_file, then load_state_dict): the
 // model's tensors of the checkpoint under their state-dict names and layouts, each in its stored
 // dtype, byte for byte, and the experiment in the metadata. `mantissa-cli weights show FILE` lists
-// what a safetensors file holds (a file from PyTorch before model.init_from reads it).
+// what a safetensors file holds (a file from PyTorch before model.init_from reads it); for a
+// Mantissa checkpoint it first checks every tensor's bytes against the checksum written with them
+// (weights/checkpoint_info.h), so a damaged checkpoint is exit 2 naming the tensor, as resume says.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,11 +88,22 @@ int show_weights(Args& args) {
     args.allow_only({"json"}, "weights show");
     args.expect_words(2, "give the file to show", "mantissa-cli weights show FILE.safetensors");
     const SafetensorsFile file(args.positional()[1]);
+    // A checkpoint's tensors against their checksums, before anything is printed: a damaged one is
+    // one sentence and exit 2. Only the checksums are read from its metadata, so a checkpoint of a
+    // newer Mantissa, or with an experiment this one cannot read, is still listed.
+    const bool checkpoint = file.metadata().contains(checkpoint_metadata_key);
+    bool checksums = false;
+    if (checkpoint) {
+        const std::optional<TensorChecksums> sums = read_checkpoint_checksums(file);
+        verify_checkpoint_tensors(file, sums);
+        checksums = sums.has_value();
+    }
     if (args.has("json")) {
         nlohmann::ordered_json out = {{"file", file.path()}, {"tensors", nlohmann::ordered_json::array()},
                                       {"metadata", file.metadata()}};
         for (const SafetensorsEntry& e : file.entries())
             out["tensors"].push_back({{"name", e.name}, {"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"bytes", e.bytes()}});
+        if (checkpoint) out["checksums"] = checksums ? "match" : "none";
         std::cout << out.dump() << std::endl;
         return exit_ok;
     }
@@ -107,7 +121,10 @@ int show_weights(Args& args) {
     if (const auto it = file.metadata().find("mantissa.experiment"); it != file.metadata().end())
         std::printf("  metadata mantissa.experiment: the run's experiment, %zu bytes of JSON (--json prints it)\n",
                     it->second.size());
-    if (file.metadata().contains("mantissa.checkpoint")) std::printf("  a Mantissa checkpoint (mantissa-cli resume reads it)\n");
+    if (checkpoint)
+        std::printf("  a Mantissa checkpoint (mantissa-cli resume reads it); %s\n",
+                    checksums ? "every tensor's bytes match the checksum written with them"
+                              : "written before checkpoints kept checksums, so its bytes cannot be checked");
     return exit_ok;
 }
 
@@ -137,8 +154,12 @@ MANTISSA_CLI_COMMAND({"weights", "export a run's weights as safetensors, or show
                       "model.init_from starts a run from it. --json prints {\"file\", \"run\", \"step\",\n"
                       "\"tensors\"} for what was written.\n\n"
                       "show lists a safetensors file's tensors (name, dtype, shape) and its metadata (F8_E4M3\n"
-                      "and F8_E5M2 tensors too, from another program); --json prints them as one object.\n\n"
-                      "Exit status: 0 done, 2 bad usage or input (no such run or checkpoint, a damaged file).\n",
+                      "and F8_E5M2 tensors too, from another program); --json prints them as one object. For a\n"
+                      "Mantissa checkpoint it first checks each tensor's bytes against the CRC-32 written with\n"
+                      "them (--json: \"checksums\": \"match\", or \"none\" for a checkpoint from before they\n"
+                      "were kept); a damaged checkpoint is refused, naming the tensor.\n\n"
+                      "Exit status: 0 done, 2 bad usage or input (no such run or checkpoint, a damaged file or\n"
+                      "checkpoint).\n",
                       run_weights});
 
 }  // namespace mantissa::cli

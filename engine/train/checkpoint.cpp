@@ -68,6 +68,10 @@ void write_checkpoint(Trainer& trainer, const std::string& path, const std::stri
                                                  {static_cast<std::uint64_t>(values.size())}, values));
         }
     }
+    // Each tensor's CRC-32, taken from the bytes about to be written (one pass, while they are in
+    // hand), so a reader finds any byte that changed after (verify_checkpoint_tensors).
+    info.checksums.emplace();
+    for (const SafetensorsTensor& t : tensors) info.checksums->emplace(t.name, crc32_of(t.bytes));
     const std::map<std::string, std::string> metadata = {
         {"format", "pt"},
         {"producer", std::string("mantissa ") + MANTISSA_VERSION},
@@ -76,7 +80,9 @@ void write_checkpoint(Trainer& trainer, const std::string& path, const std::stri
     write_safetensors(path, std::move(tensors), metadata);
 }
 
-Checkpoint::Checkpoint(const std::string& path) : m_file(path), m_info(read_checkpoint_info(m_file)) {}
+Checkpoint::Checkpoint(const std::string& path) : m_file(path), m_info(read_checkpoint_info(m_file)) {
+    verify_checkpoint_tensors(m_file, m_info.checksums);
+}
 
 void Checkpoint::restore(Trainer& trainer) const {
     const std::string where = printable_text(m_file.path());

@@ -13,7 +13,7 @@
 //     scaler's state, the optimizer's step count, the stochastic rounding position, the matmul
 //     path of bf16 operands (Backend::bf16_matmul_path, which restore() sets again), the run's
 //     summary so far and the experiment as it stands, live changes applied
-//     (weights/checkpoint_info.h).
+//     (weights/checkpoint_info.h), and the CRC-32 of each tensor's bytes as written ("checksums").
 // The batches need nothing: step s's batch is a function of the data, the seed, the batch size
 // and s. Writing is atomic (write_safetensors): a kill leaves the old file or the whole new one.
 #pragma once
@@ -30,9 +30,12 @@ namespace mantissa {
 void write_checkpoint(Trainer& trainer, const std::string& path, const std::string& run_uuid,
                       const CheckpointSummary& summary);
 
-// A checkpoint file opened and its metadata checked: the safetensors header (checked whole before
-// anything is read), the metadata's JSON, its version (a newer one is refused), its keys and the
-// experiment in it. Reads no tensor. Throws mantissa::Error, one sentence naming the file.
+// A checkpoint file opened and checked: the safetensors header (checked whole before anything is
+// read), the metadata's JSON, its version (a newer one is refused), its keys and the experiment in
+// it, then every tensor's bytes against the checksum written with them (a checkpoint from before
+// checksums were kept has none, and its bytes go unchecked). So a damaged file is refused here,
+// before a resume writes anything to the store or the network. Reads every tensor once (CRC-32 at
+// GB/s) and keeps none. Throws mantissa::Error, one sentence naming the file.
 class Checkpoint {
 public:
     explicit Checkpoint(const std::string& path);

@@ -2,11 +2,13 @@
 // each value against what a run can write: counts of steps no larger than "step", a loss scale
 // that is a finite FP32 number above 0 (0 only once the scale has collapsed), an accuracy from 0 to
 // 1. A file that passes resumes as the run it was taken from would have gone on; one that does not
-// is refused naming the file and the key, before anything is restored.
+// is refused naming the file and the key, before anything is restored. The checksums are checked
+// against the file's tensors by name here, and against their bytes by verify_checkpoint_tensors.
 #include "weights/checkpoint_info.h"
 
 #include <cstdio>
 #include <limits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -100,8 +102,8 @@ private:
     std::string m_prefix;
 };
 
-CheckpointInfo parse_info(const SafetensorsFile& file) {
-    const std::string where = printable_text(file.path());
+// The metadata's JSON object. Throws naming the file when there is none or it is not one.
+json metadata_json(const SafetensorsFile& file, const std::string& where) {
     const auto it = file.metadata().find(checkpoint_metadata_key);
     if (it == file.metadata().end())
         throw Error(where + " holds no Mantissa checkpoint (its metadata has no \"" + checkpoint_metadata_key +
@@ -113,6 +115,33 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
         throw Error(where + ": the checkpoint's metadata is not a JSON object (" + problem.sentence +
                     "); the file is damaged.");
     if (!j.is_object()) throw Error(where + ": the checkpoint's metadata is not a JSON object; the file is damaged.");
+    return j;
+}
+
+// "checksums": absent in a checkpoint written before they were kept; else exactly one CRC-32 for
+// each tensor of the file.
+std::optional<TensorChecksums> parse_checksums(const json& j, const SafetensorsFile& file, const MetadataReader& r) {
+    if (!j.contains("checksums")) return std::nullopt;
+    const json& v = r.at("checksums");
+    if (!v.is_object()) r.fail("\"checksums\" must be an object of each tensor's CRC-32");
+    TensorChecksums checksums;
+    for (const SafetensorsEntry& e : file.entries()) {
+        const auto it = v.find(e.name);
+        if (it == v.end()) r.fail("\"checksums\" has none for tensor " + printable_text(e.name));
+        if (!it->is_number_unsigned() || it->get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max())
+            r.fail("\"checksums\" of tensor " + printable_text(e.name) +
+                   " must be a CRC-32, a whole number from 0 to 4294967295");
+        checksums.emplace(e.name, static_cast<std::uint32_t>(it->get<std::uint64_t>()));
+    }
+    for (const auto& [name, value] : v.items())
+        if (!checksums.contains(name))
+            r.fail("\"checksums\" names " + printable_text(name) + ", which is not a tensor of the file");
+    return checksums;
+}
+
+CheckpointInfo parse_info(const SafetensorsFile& file) {
+    const std::string where = printable_text(file.path());
+    const json j = metadata_json(file, where);
     const MetadataReader r(j, where);
     CheckpointInfo c;
     c.version = static_cast<int>(r.integer("version", 1));
@@ -173,13 +202,42 @@ CheckpointInfo parse_info(const SafetensorsFile& file) {
     } catch (const Error& e) {
         throw Error(where + ": the checkpoint's experiment is not one this Mantissa reads: " + e.what());
     }
+    c.checksums = parse_checksums(j, file, r);
     return c;
 }
 
 }  // namespace
 
-std::string checkpoint_info_text(const CheckpointInfo& info) { return info_json(info).dump(); }
+std::string checkpoint_info_text(const CheckpointInfo& info) {
+    json j = info_json(info);
+    if (info.checksums) j["checksums"] = *info.checksums;  // {"fc1.weight": 2896259690, ...}
+    return j.dump();
+}
 
 CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) { return parse_info(file); }
+
+std::optional<TensorChecksums> read_checkpoint_checksums(const SafetensorsFile& file) {
+    const std::string where = printable_text(file.path());
+    const json j = metadata_json(file, where);
+    return parse_checksums(j, file, MetadataReader(j, where));
+}
+
+void verify_checkpoint_tensors(const SafetensorsFile& file, const std::optional<TensorChecksums>& checksums) {
+    if (!checksums) return;
+    std::vector<const SafetensorsEntry*> damaged;
+    for (const SafetensorsEntry& e : file.entries()) {
+        const auto it = checksums->find(e.name);
+        if (it == checksums->end() || it->second != file.crc32_of(e)) damaged.push_back(&e);
+    }
+    if (damaged.empty()) return;
+    const std::size_t others = damaged.size() - 1;
+    throw Error(printable_text(file.path()) + ": tensor " + printable_text(damaged.front()->name) +
+                "'s bytes do not match the checksum written with them" +
+                (others == 0 ? std::string()
+                             : " (nor do those of " + std::to_string(others) + " other tensor" +
+                                   (others == 1 ? "" : "s") + ")") +
+                "; the checkpoint is damaged, so branch from an earlier one with `mantissa-cli resume RUN --as-new "
+                "--step S` (`mantissa-cli show RUN` lists the run's checkpoints).");
+}
 
 }  // namespace mantissa

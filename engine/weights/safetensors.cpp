@@ -20,6 +20,7 @@
 #include <numeric>
 #include <set>
 
+#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 #include "config/json_text.h"
@@ -225,6 +226,15 @@ std::optional<Format> format_of(Dtype dtype) {
 std::uint64_t SafetensorsEntry::elements() const {
     bool overflow = false;
     return checked_product(shape, overflow);
+}
+
+std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) {
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    // zlib takes a 32-bit length: a tensor of 4 GiB or more goes in pieces.
+    constexpr std::size_t piece = std::size_t{1} << 30;
+    for (std::size_t at = 0; at < bytes.size(); at += piece)
+        crc = ::crc32(crc, bytes.data() + at, static_cast<uInt>(std::min(piece, bytes.size() - at)));
+    return static_cast<std::uint32_t>(crc);
 }
 
 std::string shape_text(std::span<const std::uint64_t> shape) {
@@ -435,6 +445,19 @@ std::vector<std::uint8_t> SafetensorsFile::read_bytes(const SafetensorsEntry& en
     }
     read_at(m_data_start + entry.begin, bytes.data(), entry.bytes(), "tensor " + printable_text(entry.name));
     return bytes;
+}
+
+std::uint32_t SafetensorsFile::crc32_of(const SafetensorsEntry& entry) const {
+    constexpr std::uint64_t piece = std::uint64_t{4} << 20;
+    std::vector<std::uint8_t> buffer(static_cast<std::size_t>(std::min(entry.bytes(), piece)));
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    const std::string what = "tensor " + printable_text(entry.name);
+    for (std::uint64_t at = 0; at < entry.bytes(); at += piece) {
+        const std::uint64_t n = std::min(piece, entry.bytes() - at);
+        read_at(m_data_start + entry.begin + at, buffer.data(), n, what);
+        crc = ::crc32(crc, buffer.data(), static_cast<uInt>(n));
+    }
+    return static_cast<std::uint32_t>(crc);
 }
 
 std::vector<float> SafetensorsFile::read_values(const SafetensorsEntry& entry, Format format) const {

@@ -58,6 +58,10 @@ struct SafetensorsEntry {
     std::uint64_t bytes() const { return end - begin; }
 };
 
+// The CRC-32 of `bytes`: zlib's crc32, the same number as Python's zlib.crc32 (a checkpoint keeps one
+// per tensor, weights/checkpoint_info.h).
+std::uint32_t crc32_of(std::span<const std::uint8_t> bytes);
+
 // "(256, 784)", "(10)", "()": how sentences write a shape.
 std::string shape_text(std::span<const std::uint64_t> shape);
 std::string shape_text(std::span<const std::int64_t> shape);
@@ -80,6 +84,9 @@ public:
 
     // The entry's bytes as the file holds them (any dtype).
     std::vector<std::uint8_t> read_bytes(const SafetensorsEntry& entry) const;
+    // The CRC-32 (crc32_of) of the entry's bytes as the file holds them, read in pieces of at most
+    // 4 MiB, so a large tensor costs no copy of itself.
+    std::uint32_t crc32_of(const SafetensorsEntry& entry) const;
     // The entry's values as values of `format`: F32, F16, BF16, F8_E4M3 and F8_E5M2 values are
     // exact in FP32 and rounded once to `format` (to nearest, ties to even; exact when the format
     // holds them), F64 values are rounded once to `format` the same way (never twice through

@@ -6,6 +6,10 @@
 // - a stopped run resumes as the same run; the refusals (a completed run, --set without --as-new,
 //   a step with no checkpoint, a damaged checkpoint, --threads out of range, a run still being
 //   recorded with no checkpoint yet) are exit 2 and one sentence;
+// - a byte flipped inside a tensor's data of a real checkpoint: resume, a branch from it, weights
+//   export and weights show are exit 2 naming the tensor, nothing is recorded and every checkpoint
+//   and its file stays; a branch from an earlier checkpoint, one written before checkpoints kept
+//   checksums, goes on;
 // - a branch records its parent and step and starts at that step with the changed setting (and
 //   --threads, as backend.threads);
 // - weights export writes the model's tensors of a checkpoint, byte for byte in their dtypes, with
@@ -19,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <random>
@@ -80,6 +85,30 @@ std::int64_t only_run(const std::string& db) {
         if (std::string(e.what()).find("empty database") != std::string::npos) return -1;
         throw;
     }
+}
+
+// Flips the lowest bit of the byte in the middle of `tensor`'s data in the safetensors file at
+// `path`, leaving its header as it was.
+void flip_a_byte(const std::string& path, const std::string& tensor) {
+    std::uint64_t offset = 0;
+    {
+        const SafetensorsFile f(path);
+        const SafetensorsEntry* e = f.find(tensor);
+        QVERIFY2(e, tensor.c_str());
+        offset = e->begin + e->bytes() / 2;
+    }
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char length[8];
+    io.read(reinterpret_cast<char*>(length), 8);
+    std::uint64_t header = 0;
+    for (int i = 8; i-- > 0;) header = (header << 8) | length[i];
+    const auto at = static_cast<std::streamoff>(8 + header + offset);
+    io.seekg(at);
+    char byte = 0;
+    io.get(byte);
+    io.seekp(at);
+    io.put(static_cast<char>(byte ^ 1));
+    QVERIFY(io.good());
 }
 
 }  // namespace
@@ -303,6 +332,119 @@ private slots:
         QVERIFY2(r.err.contains("checkpoint at step 40 is missing") && r.err.contains("are at steps 20 and 60"),
                  r.err.constData());
         QCOMPARE(r.err.count('\n'), 1);
+    }
+
+    // A checkpoint whose tensor bytes were damaged after it was written (disk, copy, a bit flip):
+    // every reader refuses it naming the tensor before anything is recorded, and the run keeps
+    // every checkpoint it had (none pruned by a continuation that would have written new ones).
+    void damagedCheckpointIsRefusedAndNothingIsLost() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const std::string db_path = db.toStdString();
+        CliResult r =
+            run_cli(QStringList{"train", "--db", db} + recipe(40) + QStringList{"--set", "train.checkpoint_every=10"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const std::int64_t run = only_run(db_path);
+        // As a SIGKILL at step 35 leaves a run: its checkpoints at 20 and 30, its steps to 34, still
+        // marked running by a process that is gone; a plain resume would train on from step 30 and
+        // write (and prune) checkpoints.
+        {
+            RunStore store(db_path, StoreAccess::read);
+            const std::vector<CheckpointRow> all = store.checkpoints(run);
+            QCOMPARE(all.size(), std::size_t{3});
+            QCOMPARE(all.back().step, std::int64_t{40});
+            std::filesystem::remove(all.back().file);
+        }
+        sqlite3* raw = nullptr;
+        QCOMPARE(sqlite3_open(db_path.c_str(), &raw), SQLITE_OK);
+        const std::string id = std::to_string(run);
+        const std::string sql =
+            "UPDATE runs SET status = 'running', finished_at = NULL, pid = 999999999 WHERE id = " + id +
+            "; DELETE FROM checkpoints WHERE run_id = " + id +
+            " AND step = 40; DELETE FROM steps "
+            "WHERE run_id = " +
+            id + " AND step >= 35; DELETE FROM evals WHERE run_id = " + id + " AND step >= 35;";
+        QCOMPARE(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(raw);
+        std::vector<CheckpointRow> before;
+        std::size_t steps_before = 0;
+        {
+            RunStore store(db_path);  // marks it interrupted
+            QCOMPARE(store.run(run).status, RunStatus::interrupted);
+            before = store.checkpoints(run);
+            steps_before = store.steps(run).size();
+        }
+        QCOMPARE(before.size(), std::size_t{2});
+        QCOMPARE(steps_before, std::size_t{35});
+        const std::string latest = before.back().file;
+        std::map<std::string, std::uintmax_t> sizes;
+        for (const CheckpointRow& c : before) sizes[c.file] = std::filesystem::file_size(c.file);
+        flip_a_byte(latest, "fc1.weight");
+
+        const QByteArray sentence = QByteArray::fromStdString(
+            latest +
+            ": tensor fc1.weight's bytes do not match the checksum written with them; the checkpoint is damaged, "
+            "so branch from an earlier one with `mantissa-cli resume RUN --as-new --step S` (`mantissa-cli show "
+            "RUN` lists the run's checkpoints).");
+        const QString out = dir.filePath("w.safetensors");
+        const std::vector<QStringList> refused = {
+            {"resume", QString::number(run), "--db", db},
+            {"resume", QString::number(run), "--db", db, "--as-new", "--step", "30"},
+            {"weights", "export", QString::number(run), "--step", "30", "-o", out, "--db", db},
+            {"weights", "show", QString::fromStdString(latest)},
+            {"weights", "show", QString::fromStdString(latest), "--json"},
+        };
+        for (const QStringList& args : refused) {
+            r = run_cli(args);
+            QVERIFY2(r.code == 2, (args.join(' ') + ": " + QString::fromUtf8(r.err)).toUtf8().constData());
+            QVERIFY2(r.err.contains(sentence), r.err.constData());
+            QCOMPARE(r.err.count('\n'), 1);
+            QVERIFY2(r.out.isEmpty(), r.out.constData());
+        }
+        QVERIFY(!std::filesystem::exists(out.toStdString()));
+        {
+            RunStore store(db_path, StoreAccess::read);
+            QCOMPARE(store.list_runs().size(), std::size_t{1});  // no branch recorded
+            QCOMPARE(store.run(run).status, RunStatus::interrupted);
+            QCOMPARE(store.steps(run).size(), steps_before);
+            const std::vector<CheckpointRow> after = store.checkpoints(run);
+            QCOMPARE(after.size(), before.size());
+            for (std::size_t i = 0; i < after.size(); ++i) {
+                QCOMPARE(after[i].step, before[i].step);
+                QCOMPARE(after[i].file, before[i].file);
+                QCOMPARE(std::filesystem::file_size(after[i].file), sizes[after[i].file]);
+            }
+        }
+        // An undamaged checkpoint says so.
+        r = run_cli({"weights", "show", QString::fromStdString(before[0].file)});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY2(r.out.contains("every tensor's bytes match the checksum written with them"), r.out.constData());
+
+        // The way out the sentence names: a branch from the checkpoint at step 20, here one written
+        // before checkpoints kept checksums (its metadata without them), which still resumes.
+        const std::string earlier = before[0].file;
+        {
+            const SafetensorsFile f(earlier);
+            std::vector<SafetensorsTensor> tensors;
+            for (const SafetensorsEntry& e : f.entries())
+                tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
+            std::map<std::string, std::string> meta = f.metadata();
+            nlohmann::json j = nlohmann::json::parse(meta.at("mantissa.checkpoint"));
+            QCOMPARE(j.at("checksums").size(), f.entries().size());
+            j.erase("checksums");
+            meta["mantissa.checkpoint"] = j.dump();
+            write_safetensors(earlier, tensors, meta);
+        }
+        r = run_cli({"weights", "show", QString::fromStdString(earlier), "--json"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QCOMPARE(nlohmann::json::parse(r.out.constData()).at("checksums"), "none");
+        r = run_cli(
+            {"resume", QString::number(run), "--db", db, "--as-new", "--step", "20", "--set", "train.steps=25"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        RunStore store(db_path, StoreAccess::read);
+        QCOMPARE(store.list_runs().size(), std::size_t{2});
+        QCOMPARE(store.checkpoints(run).size(), before.size());
+        for (const CheckpointRow& c : before) QVERIFY2(std::filesystem::exists(c.file), c.file.c_str());
     }
 
     // A run that is still being recorded and has no checkpoint yet: resume says so (not that it

@@ -2,8 +2,10 @@
 // input being the metadata's JSON text. The reader accepts it or refuses it with one sentence; an
 // accepted one holds a version this Mantissa reads, a step of at least 0, no more optimizer steps
 // (or growth-tracker steps) than steps, a finite training time of at least 0, a loss scale that is
-// a finite FP32 number above 0 (0 only when collapsed), and written again (checkpoint_info_text) it
-// reads back the same. Corpus: tests/fuzz/corpus/fuzz_checkpoint (docs/fuzzing.md).
+// a finite FP32 number above 0 (0 only when collapsed), checksums (when it has them) for exactly
+// the file's one tensor, which read_checkpoint_checksums reads the same and verify_checkpoint_tensors
+// accepts or refuses with one sentence, and written again (checkpoint_info_text) it reads back the
+// same. Corpus: tests/fuzz/corpus/fuzz_checkpoint (docs/fuzzing.md).
 #include <cmath>
 #include <map>
 #include <string>
@@ -45,6 +47,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!std::isfinite(t.loss_scale) || !(t.loss_scale > 0 || (t.loss_scale == 0 && t.scale_collapsed)))
             fuzz::fail("an impossible loss scale");
         if (t.growth_tracker < 0 || t.growth_tracker > t.step) fuzz::fail("an impossible growth tracker");
+        const mantissa::SafetensorsFile file(path);
+        if (info.checksums && (info.checksums->size() != 1 || !info.checksums->contains("fc1.weight")))
+            fuzz::fail("checksums that are not one for each tensor");
+        if (mantissa::read_checkpoint_checksums(file) != info.checksums) fuzz::fail("checksums read two ways");
+        try {
+            mantissa::verify_checkpoint_tensors(file, info.checksums);
+        } catch (const mantissa::Error& e) {  // a checksum that is not fc1.weight's
+            fuzz::check_sentence(e.what());
+        }
         // Written again, read back the same.
         const std::string again = checkpoint_with("again.safetensors", mantissa::checkpoint_info_text(info));
         const mantissa::CheckpointInfo back = mantissa::read_checkpoint_info(mantissa::SafetensorsFile(again));

@@ -7,7 +7,10 @@
 // - a resumed run takes the matmul path of bf16 operands its checkpoint's run took (the CPU's
 //   oneDNN bf16 or FP32 primitive, which sum in different orders), whatever this process chose;
 // - a branch with changed settings starts from the checkpoint's weights;
-// - damaged and foreign files are refused with one sentence naming the file;
+// - damaged and foreign files are refused with one sentence naming the file: among them a byte
+//   flipped inside a tensor's data, which the CRC-32 written with each tensor finds before
+//   anything is restored, and checksums that do not name each tensor once;
+// - a checkpoint written before checksums were kept still resumes;
 // - a Session writes checkpoints every train.checkpoint_every steps and at its end, tells its
 //   sinks after the rows of the steps before, and a Session resumed from one continues the run.
 #include <QtTest>
@@ -81,6 +84,42 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 std::string temp_path(const QTemporaryDir& dir, const char* name) { return dir.filePath(name).toStdString(); }
+
+// Flips the lowest bit of the byte in the middle of `tensor`'s data in the file at `path`: damage
+// that leaves the header, and even the value's sign and exponent, as they were.
+void flip_a_byte(const std::string& path, const std::string& tensor) {
+    std::uint64_t data_start = 0;
+    std::uint64_t offset = 0;
+    {
+        const SafetensorsFile f(path);
+        const SafetensorsEntry* e = f.find(tensor);
+        QVERIFY2(e, tensor.c_str());
+        offset = e->begin + e->bytes() / 2;
+    }
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char length[8];
+    io.read(reinterpret_cast<char*>(length), 8);
+    for (int i = 8; i-- > 0;) data_start = (data_start << 8) | length[i];
+    data_start += 8;
+    io.seekg(static_cast<std::streamoff>(data_start + offset));
+    char byte = 0;
+    io.get(byte);
+    io.seekp(static_cast<std::streamoff>(data_start + offset));
+    io.put(static_cast<char>(byte ^ 1));
+    QVERIFY(io.good());
+}
+
+// Rewrites the checkpoint's metadata JSON as `edit` says, its tensors as they are.
+void rewrite_checkpoint_metadata(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+    const SafetensorsFile f(path);
+    std::vector<SafetensorsTensor> tensors;
+    for (const SafetensorsEntry& e : f.entries()) tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
+    std::map<std::string, std::string> meta = f.metadata();
+    nlohmann::json j = nlohmann::json::parse(meta["mantissa.checkpoint"]);
+    edit(j);
+    meta["mantissa.checkpoint"] = j.dump();
+    write_safetensors(path, tensors, meta);
+}
 
 Recipe mlp_recipe() {
     Recipe r;
@@ -286,6 +325,12 @@ private slots:
         QVERIFY(f.find("mantissa.optimizer.fc1.weight.exp_avg"));
         QVERIFY(f.find("mantissa.optimizer.fc1.bias.exp_avg_sq"));
         QCOMPARE(f.metadata().at("format"), std::string("pt"));
+        // A CRC-32 for every tensor, of its bytes as the file holds them.
+        const Checkpoint c(path);
+        QVERIFY(c.info().checksums);
+        QCOMPARE(c.info().checksums->size(), f.entries().size());
+        for (const SafetensorsEntry& e : f.entries())
+            QCOMPARE(c.info().checksums->at(e.name), crc32_of(f.read_bytes(e)));
         // The model's part loads as weights into a fresh network of the same model.
         auto other = make_trainer(r.experiment, r.data());
         load_state_dict(other->network(), f, "mantissa.");
@@ -346,6 +391,32 @@ private slots:
         QTest::newRow("accuracy above 1") << 14 << "\"summary.test_accuracy\" must be a fraction from 0 to 1";
         QTest::newRow("no experiment") << 15 << ": the checkpoint's metadata has no \"experiment\"; the file is damaged";
         QTest::newRow("nested too deep") << 16 << "is nested 513 levels deep";
+        // Checksums: one whole number of 32 bits for each tensor of the file, nothing else.
+        QTest::newRow("checksums not an object")
+            << 17 << "metadata \"checksums\" must be an object of each tensor's CRC-32; the file is damaged";
+        QTest::newRow("a tensor without a checksum")
+            << 18 << "metadata \"checksums\" has none for tensor fc1.bias; the file is damaged";
+        QTest::newRow("a checksum of no tensor")
+            << 19 << "\"checksums\" names fc9.weight, which is not a tensor of the file";
+        QTest::newRow("a checksum that is text")
+            << 20 << "\"checksums\" of tensor fc1.weight must be a CRC-32, a whole number from 0 to 4294967295";
+        QTest::newRow("a checksum below 0") << 21 << "\"checksums\" of tensor fc1.weight must be a CRC-32";
+        QTest::newRow("a checksum beyond 32 bits") << 22 << "\"checksums\" of tensor fc1.weight must be a CRC-32";
+        // Damaged bytes: found before anything is restored, the tensor named.
+        QTest::newRow("a weight's byte flipped")
+            << 23
+            << ": tensor fc1.weight's bytes do not match the checksum written with them; the checkpoint is damaged, so "
+               "branch from an earlier one with `mantissa-cli resume RUN --as-new --step S` (`mantissa-cli show RUN` "
+               "lists the run's checkpoints).";
+        QTest::newRow("optimizer state's byte flipped")
+            << 24
+            << "tensor mantissa.optimizer.fc1.bias.exp_avg_sq's bytes do not match the checksum written with them; the "
+               "checkpoint is damaged";
+        QTest::newRow("a checksum changed")
+            << 25 << "tensor fc2.bias's bytes do not match the checksum written with them";
+        QTest::newRow("two tensors damaged") << 26
+                                             << "tensor fc1.weight's bytes do not match the checksum written with them "
+                                                "(nor do those of 1 other tensor); the checkpoint is damaged";
     }
     void badFilesAreRefused() {
         QFETCH(int, damage);
@@ -395,6 +466,23 @@ private slots:
                 j["experiment"]["model"]["layers"] = std::move(deep);
             });
             break;
+        case 17: rewrite_metadata([](nlohmann::json& j) { j["checksums"] = 5; }); break;
+        case 18: rewrite_metadata([](nlohmann::json& j) { j["checksums"].erase("fc1.bias"); }); break;
+        case 19: rewrite_metadata([](nlohmann::json& j) { j["checksums"]["fc9.weight"] = 1; }); break;
+        case 20: rewrite_metadata([](nlohmann::json& j) { j["checksums"]["fc1.weight"] = "abc"; }); break;
+        case 21: rewrite_metadata([](nlohmann::json& j) { j["checksums"]["fc1.weight"] = -1; }); break;
+        case 22: rewrite_metadata([](nlohmann::json& j) { j["checksums"]["fc1.weight"] = 4294967296u; }); break;
+        case 23: flip_a_byte(path, "fc1.weight"); break;
+        case 24: flip_a_byte(path, "mantissa.optimizer.fc1.bias.exp_avg_sq"); break;
+        case 25:
+            rewrite_metadata([](nlohmann::json& j) {
+                j["checksums"]["fc2.bias"] = j["checksums"]["fc2.bias"].get<std::uint32_t>() ^ 0x80000000u;
+            });
+            break;
+        case 26:
+            flip_a_byte(path, "fc1.weight");
+            flip_a_byte(path, "fc2.weight");
+            break;
         }
         try {
             const Checkpoint c(path);
@@ -432,6 +520,31 @@ private slots:
         const Checkpoint c(path);
         QCOMPARE(c.info().trainer.loss_scale, 0.0f);
         QVERIFY(c.info().trainer.scale_collapsed);
+    }
+
+    // A checkpoint written before checksums were kept (no "checksums" in its metadata) resumes as
+    // it did: the same next step as the run that wrote it.
+    void checkpointWithoutChecksumsStillResumes() {
+        QTemporaryDir dir;
+        Recipe r = mlp_recipe();
+        auto t = make_trainer(r.experiment, r.data());
+        for (int i = 0; i < 4; ++i) t->step();
+        const std::string path = temp_path(dir, "old.safetensors");
+        write_checkpoint(*t, path, "", {});
+        rewrite_checkpoint_metadata(path, [](nlohmann::json& j) {
+            QVERIFY(j.contains("checksums"));
+            j.erase("checksums");
+        });
+        const Checkpoint c(path);
+        QVERIFY(!c.info().checksums);
+        auto resumed = make_trainer(c.info().experiment, r.data());
+        c.restore(*resumed);
+        QCOMPARE(resumed->steps_taken(), std::int64_t{4});
+        const double expected = t->step().step.loss;
+        QCOMPARE(bits(resumed->step().step.loss), bits(expected));
+        // Written again, it has them.
+        write_checkpoint(*resumed, path, "", {});
+        QVERIFY(Checkpoint(path).info().checksums);
     }
 
     void sessionWritesCheckpointsAndResumes() {

@@ -12,7 +12,9 @@
 //  - a GPT (layer norms, attention, embeddings, a tied head) exported and loaded into a new run
 //    that then evaluates exactly as the first;
 //  - load_state_dict's refusals (missing, extra, wrong shape, wrong dtype, a tied weight that
-//    differs), each leaving the network unchanged.
+//    differs), each leaving the network unchanged;
+//  - the CRC-32 a checkpoint keeps per tensor (crc32_of), of bytes in hand and of a tensor read
+//    from its file in pieces, against a bitwise CRC-32 written here from its definition.
 #include <QtTest>
 
 #include <sys/resource.h>
@@ -571,6 +573,37 @@ private slots:
                  QString::fromStdString("The safetensors file " + dir.path().toStdString() + " is a folder, not a file."));
         QCOMPARE(error_of([&] { SafetensorsFile g(path + ".missing"); }),
                  QString::fromStdString("The safetensors file " + path + ".missing does not exist."));
+    }
+
+    // CRC-32 as zlib and Python's zlib.crc32 compute it (reflected polynomial 0xEDB88320, all ones
+    // in and out): its check value, and a tensor of 5 MiB and 3 bytes, which the file's reader
+    // takes in two pieces, against a bitwise reference.
+    void crc32IsZlibsOverTheTensorsBytes() {
+        const auto reference = [](const Bytes& bytes) {
+            std::uint32_t crc = 0xFFFFFFFFu;
+            for (std::uint8_t b : bytes) {
+                crc ^= b;
+                for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+            }
+            return ~crc;
+        };
+        const std::string check = "123456789";
+        QCOMPARE(crc32_of(Bytes(check.begin(), check.end())), 0xCBF43926u);
+        QCOMPARE(crc32_of(Bytes{}), 0u);
+        QTemporaryDir dir;
+        const std::string path = dir.path().toStdString() + "/crc.safetensors";
+        Bytes big((std::size_t{5} << 20) + 3);
+        std::uint32_t x = 12345;
+        for (std::uint8_t& b : big) b = static_cast<std::uint8_t>((x = x * 1103515245u + 12345u) >> 24);
+        write_safetensors(path, {{"big", Dtype::U8, {big.size()}, big},
+                                 {"empty", Dtype::F32, {0}, {}},
+                                 {"one", Dtype::F32, {}, {0x00, 0x00, 0x80, 0x3F}}});
+        const SafetensorsFile f(path);
+        QCOMPARE(f.crc32_of(*f.find("big")), reference(big));
+        QCOMPARE(crc32_of(big), reference(big));
+        QCOMPARE(f.crc32_of(*f.find("empty")), 0u);
+        QCOMPARE(f.crc32_of(*f.find("one")), reference({0x00, 0x00, 0x80, 0x3F}));
+        QCOMPARE(f.crc32_of(*f.find("one")), 0xACA16A6Au);  // Python: zlib.crc32(struct.pack("<f", 1.0))
     }
 
     // A file that claims more than it holds is refused from its header: under an address-space
