@@ -25,11 +25,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +48,7 @@
 #include "printable_text.h"
 #include "store/run_store.h"
 #include "store/run_text.h"
+#include "store/store_files.h"
 #include "sweep/gpu_slots.h"
 #include "sweep/sweep_plan.h"
 #include "train/start_check.h"
@@ -324,9 +328,11 @@ std::map<std::int64_t, RunRow> recorded_runs(RunStore& store, const SweepRow& sw
     return latest;
 }
 
-// What a submission writes into the sweep's folder (write_array_script) that was not there before
-// it, and the folders it makes on the way: removed again when the submission fails, so a failed
-// one leaves nothing behind and a retry adds nothing. Files that were there (a resubmission's) stay.
+// What a submission writes into the sweep's folder (write_array_script) and the folders it makes on
+// the way: when the submission fails, the files that were not there before it and those folders
+// are removed again, and the files that were there (a resubmission's script and experiment files)
+// are written back as they were, so a failed one leaves the folder as it found it and a retry adds
+// nothing.
 class SubmissionLeftovers {
 public:
     SubmissionLeftovers(const std::string& folder, const std::vector<std::int64_t>& indices) {
@@ -339,27 +345,116 @@ public:
         }
         std::vector<fs::path> files = {fs::path(folder) / "sweep.sbatch"};
         for (std::int64_t i : indices) files.push_back(fs::path(folder) / ("run-" + std::to_string(i) + ".json"));
-        for (const fs::path& f : files)
-            if (!fs::exists(fs::symlink_status(f, ec))) m_new_files.push_back(f);
+        for (const fs::path& f : files) {
+            if (!fs::exists(fs::symlink_status(f, ec))) {
+                m_new_files.push_back(f);
+                continue;
+            }
+            std::ifstream in(f, std::ios::binary);  // a script or an experiment file: small, never a store
+            std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (in.bad()) throw Error("Cannot read " + f.string() + " before the resubmission replaces it.");
+            m_old_files.push_back({f, std::move(bytes)});
+        }
     }
     // Never throws: the failure being reported matters more than one that cleaning up meets.
     void remove() const noexcept {
         std::error_code ec;
         for (const fs::path& f : m_new_files) fs::remove(f, ec);
+        for (const auto& [f, bytes] : m_old_files) {
+            std::ofstream out(f, std::ios::binary | std::ios::trunc);
+            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        }
         if (!m_new_folders.empty()) fs::remove_all(m_new_folders.front(), ec);  // made by this submission
         for (std::size_t i = 1; i < m_new_folders.size(); ++i) fs::remove(m_new_folders[i], ec);  // only if empty
     }
 
 private:
     std::vector<fs::path> m_new_files;
+    std::vector<std::pair<fs::path, std::string>> m_old_files;  // with the bytes they held
     std::vector<fs::path> m_new_folders;  // the deepest first
 };
 
+// The task stores a resubmission replaces (task_store), each with the files SQLite keeps beside it
+// (-wal, -shm, -journal; store/store_files.h), moved aside under names of their own until sbatch
+// has taken the new array: deleted once it has (accepted()), put back under their names when it
+// has not (the destructor), so a refused resubmission leaves every task store as it was. A store
+// whose runs could not be collected first (`kept`: damaged, or not a store) is never deleted: it
+// stays aside, and accepted() names it. Renamed,
+// never opened (docs/architecture.md, "The run store"). A task store's checkpoints folder
+// (task-<i>.checkpoints, checkpoint_folder) is left where it is: a run collected into the main
+// store keeps its checkpoints there, and a new run writes under a uuid of its own.
+class ReplacedTaskStores {
+public:
+    ReplacedTaskStores(const std::string& folder, const std::vector<std::int64_t>& indices,
+                       const std::set<std::int64_t>& kept) {
+        const std::string tag = ".resubmitting-" + std::to_string(::getpid());
+        for (std::int64_t i : indices) {
+            const std::string store = task_store(folder, i);
+            std::error_code ec;
+            if (!fs::exists(fs::symlink_status(store, ec))) continue;
+            std::string aside = store + tag;
+            for (int n = 1; fs::exists(fs::symlink_status(aside, ec)) || side_file_present(aside); ++n)
+                aside = store + tag + "-" + std::to_string(n);
+            for (const std::string& suffix : file_suffixes()) {
+                if (!fs::exists(fs::symlink_status(store + suffix, ec))) continue;
+                fs::rename(store + suffix, aside + suffix, ec);
+                if (ec) {
+                    const std::string why = ec.message();
+                    put_back();
+                    throw Error("Cannot set the task store " + store + suffix + " aside while the sweep is submitted again: " +
+                                why + "; nothing was submitted.");
+                }
+                m_moved.push_back({store + suffix, aside + suffix});
+            }
+            if (kept.contains(i)) m_kept.push_back(aside);
+        }
+    }
+    ~ReplacedTaskStores() { put_back(); }
+    ReplacedTaskStores(const ReplacedTaskStores&) = delete;
+    ReplacedTaskStores& operator=(const ReplacedTaskStores&) = delete;
+
+    // sbatch took the array: the old task stores go (a file that cannot be removed stays, aside),
+    // but for the kept ones, whose names aside it returns.
+    std::vector<std::string> accepted() noexcept {
+        std::error_code ec;
+        for (const auto& [store, aside] : m_moved) {
+            const bool keep = std::any_of(m_kept.begin(), m_kept.end(),
+                                          [&](const std::string& k) { return aside.starts_with(k); });
+            if (!keep) fs::remove(aside, ec);
+        }
+        m_moved.clear();
+        return std::exchange(m_kept, {});
+    }
+
+private:
+    // "" (the store itself) and each side file's suffix.
+    static std::vector<std::string> file_suffixes() {
+        std::vector<std::string> s = {""};
+        for (const char* suffix : store::side_file_suffixes) s.emplace_back(suffix);
+        return s;
+    }
+    static bool side_file_present(const std::string& path) {
+        std::error_code ec;
+        for (const char* suffix : store::side_file_suffixes)
+            if (fs::exists(fs::symlink_status(path + suffix, ec))) return true;
+        return false;
+    }
+    void put_back() noexcept {
+        std::error_code ec;
+        for (auto it = m_moved.rbegin(); it != m_moved.rend(); ++it) fs::rename(it->second, it->first, ec);
+        m_moved.clear();
+    }
+
+    std::vector<std::pair<std::string, std::string>> m_moved;  // (its name, the name aside)
+    std::vector<std::string> m_kept;                            // the kept stores' names aside
+};
+
 // Submits `indices` of the sweep as a job array. When sbatch cannot take it, what this wrote is
-// removed again and, for a sweep created for this submission (`new_sweep`), its row too: the
-// store and the folder are as they were before the command.
+// removed again (or written back as it was) and, for a sweep created for this submission
+// (`new_sweep`), its row too: the store and the folder are as they were before the command. The
+// task stores a resubmission replaces (`replaced`) go only once sbatch has taken the array.
 int submit(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>& plan, const std::vector<std::int64_t>& indices,
-           const SlurmOptions& options, const std::string& folder, bool new_sweep) {
+           const SlurmOptions& options, const std::string& folder, bool new_sweep, ReplacedTaskStores* replaced = nullptr) {
     const SubmissionLeftovers leftovers(folder, indices);
     std::string script, job;
     try {
@@ -375,6 +470,9 @@ int submit(RunStore& store, const SweepRow& sweep, const std::vector<PlannedRun>
         }
         throw;
     }
+    if (replaced)  // its tasks may start now: each writes a store of its own
+        for (const std::string& kept : replaced->accepted())
+            std::printf("Kept %s: the task store it replaced, whose runs could not be collected.\n", kept.c_str());
     store.set_sweep_slurm(sweep.id, job, folder);
     std::printf("Submitted sweep %lld (\"%s\") as Slurm job array %s: %zu task%s, script %s.\n"
                 "`mantissa-cli sweep status %lld` follows the tasks; `mantissa-cli sweep collect %lld` imports their runs.\n",
@@ -507,21 +605,37 @@ int run_again(Args& args) {
         // A sweep never submitted (one an older Mantissa kept after sbatch refused it) has no
         // folder yet: the default one, never the working directory.
         const std::string folder = sweep.folder.empty() ? sweep_folder(store.path(), sweep.uuid) : sweep.folder;
-        // Submitted again: the tasks whose run is missing, failed or stopped (a task store is replaced).
+        // Submitted again: the tasks whose run is missing, failed or stopped (a task store is
+        // replaced, once sbatch has taken the array: ReplacedTaskStores).
         const auto recorded = recorded_runs(store, sweep, plan.size());
         std::vector<std::int64_t> todo;
         for (const PlannedRun& p : plan) {
             const auto it = recorded.find(p.index);
-            if (it == recorded.end() || (it->second.status != RunStatus::completed && it->second.status != RunStatus::running)) {
+            if (it == recorded.end() || (it->second.status != RunStatus::completed && it->second.status != RunStatus::running))
                 todo.push_back(p.index);
-                fs::remove(task_store(folder, p.index));
-            }
         }
         if (todo.empty()) {
             std::printf("Every task of sweep %lld has a completed or running run; nothing to submit.\n", static_cast<long long>(sweep.id));
             return exit_ok;
         }
-        return submit(store, sweep, plan, todo, options, folder, false);
+        // The runs of the task stores about to be replaced are collected first (as `sweep collect`
+        // does), so a failed or stopped run nobody collected stays in the history; a store that
+        // cannot be collected is kept aside, never deleted.
+        std::set<std::int64_t> uncollected;
+        for (std::int64_t i : todo) {
+            const std::string file = task_store(folder, i);
+            std::error_code ec;
+            if (!fs::exists(fs::symlink_status(file, ec))) continue;
+            try {
+                store.import_store(file);
+            } catch (const Error& e) {
+                uncollected.insert(i);
+                std::fprintf(stderr, "Task %lld's store cannot be collected (%s); it is kept aside.\n",
+                             static_cast<long long>(i), e.what());
+            }
+        }
+        ReplacedTaskStores replaced(folder, todo, uncollected);
+        return submit(store, sweep, plan, todo, options, folder, false, &replaced);
     }
     const StopSignals signals;
     return execute_local(store, sweep, plan, jobs_of(args));

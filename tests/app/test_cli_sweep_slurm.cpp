@@ -3,7 +3,9 @@
 // four task stores (a second collect adds nothing); a task that cannot start (its model too large
 // for the machine) shows FAILED in `sweep status` and is recorded failed with its sentence; a task
 // cancelled with scancel shows CANCELLED and its run, stopped by Slurm's SIGTERM, is recorded
-// `stopped`. Skipped, with the reason, without Slurm and munge.
+// `stopped`; submitting those two again into a partition sbatch refuses collects the stopped run
+// first and leaves the folder (task stores, checkpoints, logs, script) byte for byte as it was, and
+// once sbatch takes the array the old task stores are gone. Skipped, with the reason, without Slurm and munge.
 #include <QtTest>
 
 #include <memory>
@@ -100,6 +102,28 @@ private slots:
 
         r = sweep({"sweep", "status", "mixed", "--db", db});
         QVERIFY2(r.out.contains("CANCELLED") && r.out.contains("FAILED"), r.out.constData());
+
+        // Submitted again before any collect, into a partition sbatch refuses: exit 2, and the
+        // folder (the task stores with their runs, checkpoints and logs, the script) byte for byte
+        // as it was.
+        const QMap<QString, QByteArray> before = files_in(folder);
+        QVERIFY2(before.contains("task-0.sqlite"), qPrintable(QStringList(before.keys()).join(", ")));
+        r = sweep({"sweep", "run", "mixed", "--partition", "nosuch", "--db", db});
+        QVERIFY2(r.code == 2 && r.err.contains("sbatch refused the sweep's job array") && r.err.count('\n') == 1,
+                 (r.out + r.err).constData());
+        const QMap<QString, QByteArray> after = files_in(folder);
+        QCOMPARE(QStringList(after.keys()), QStringList(before.keys()));
+        for (auto it = before.begin(); it != before.end(); ++it)
+            QVERIFY2(after.value(it.key()) == it.value(), qPrintable(it.key() + " changed"));
+        QCOMPARE(job_of(db), job);
+        {
+            // The stopped run of the task it meant to replace was collected first: never lost.
+            RunStore main(db.toStdString(), StoreAccess::read);
+            const auto collected = main.sweep_runs(main.resolve_sweep("mixed"));
+            QCOMPARE(collected.size(), std::size_t{1});
+            QCOMPARE(collected[0].status, RunStatus::stopped);
+        }
+
         r = sweep({"sweep", "collect", "mixed", "--db", db});
         QVERIFY2(r.code == 0, r.err.constData());
         RunStore store(db.toStdString(), StoreAccess::read);
@@ -108,6 +132,19 @@ private slots:
         QCOMPARE(runs[0].status, RunStatus::stopped);  // SIGTERM from scancel: stopped after its step
         QCOMPARE(runs[1].status, RunStatus::failed);
         QVERIFY2(QString::fromStdString(runs[1].error).contains("more than this machine"), runs[1].error.c_str());
+
+        // Taken (held, so it never runs): the old task stores are gone, nothing is left aside, and
+        // the checkpoints the collected runs name stay.
+        r = sweep({"sweep", "run", "mixed", "--sbatch-arg=--hold", "--db", db});
+        QVERIFY2(r.code == 0, (r.out + r.err).constData());
+        const QString held = job_of(db);
+        QVERIFY(held != job);
+        QCOMPARE(m_cluster->run("scancel", {held}).code, 0);
+        const QMap<QString, QByteArray> replaced = files_in(folder);
+        for (const QString& f : replaced.keys())
+            QVERIFY2(!f.startsWith("task-0.sqlite") && !f.startsWith("task-1.sqlite"), qPrintable(f));
+        for (const QString& f : before.keys())
+            if (f.startsWith("task-0.checkpoints/")) QVERIFY2(replaced.contains(f), qPrintable(f));
     }
 
 private:
@@ -120,6 +157,16 @@ private:
             p.waitForFinished();
         }
         return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+    }
+    // Every file under `folder` (relative path -> its bytes).
+    static QMap<QString, QByteArray> files_in(const QString& folder) {
+        QMap<QString, QByteArray> files;
+        QDirIterator it(folder, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            QFile f(it.next());
+            if (f.open(QIODevice::ReadOnly)) files.insert(QDir(folder).relativeFilePath(f.fileName()), f.readAll());
+        }
+        return files;
     }
     static QString job_of(const QString& db) {
         RunStore store(db.toStdString(), StoreAccess::read);
