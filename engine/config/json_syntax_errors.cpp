@@ -558,10 +558,8 @@ std::string shortened_path(std::string_view path) {
     return printable_text(path.substr(0, head)) + "..." + printable_text(path.substr(tail));
 }
 
-std::string describe_too_deep(std::string_view text, int limit, std::string_view path, bool array) {
-    // The text up to that opening was read without an error, so a plain scan finds it: strings and
-    // comments skipped, brackets counted.
-    std::size_t at = text.size();
+std::size_t too_deep_offset(std::string_view text, int limit) {
+    // Strings and comments skipped, brackets counted: no value is built, so any depth is scanned.
     int depth = 0;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
@@ -575,16 +573,47 @@ std::string describe_too_deep(std::string_view text, int limit, std::string_view
             i = std::min(text.find("*/", i + 2), text.size());
             if (i < text.size()) ++i;
         } else if (c == '[' || c == '{') {
-            if (++depth > limit) {
-                at = i;
-                break;
-            }
+            if (++depth > limit) return i;
         } else if (c == ']' || c == '}') {
             --depth;
         }
     }
+    return std::string_view::npos;
+}
+
+std::string describe_too_deep(std::string_view text, int limit, std::string_view path, bool array) {
+    // The text up to that opening was read without an error, so the plain scan finds it.
+    const std::size_t at = std::min(too_deep_offset(text, limit), text.size());
     return where(text, at) + ": the " + (array ? "array" : "object") + " at " + shortened_path(path) + " is nested " + std::to_string(limit + 1) +
            " levels deep; at most " + std::to_string(limit) + " levels of arrays and objects inside each other are read";
+}
+
+std::string describe_duplicate_key(std::string_view text, std::size_t nth, std::string_view dotted) {
+    const Reading r = read_leniently(text);
+    std::size_t keys = 0;
+    for (std::size_t k = 0; k + 1 < r.tokens.size(); ++k) {
+        const Token& t = r.tokens[k];
+        const Token& next = r.tokens[k + 1];
+        if (t.kind == Token::string && next.kind == Token::punct && text[next.start] == ':' && ++keys == nth)
+            return where(text, t.start) + ": key " + printable_text(dotted) + " appears twice";
+    }
+    return "key " + printable_text(dotted) + " appears twice";  // not reached for text that parsed up to it
+}
+
+std::string describe_number_too_small(std::string_view text, std::size_t nth, std::string_view written) {
+    const Reading r = read_leniently(text);
+    std::size_t numbers = 0;
+    std::size_t at = kNone;
+    for (const Token& t : r.tokens) {
+        const char c = text[t.start];
+        if (t.kind == Token::word && (c == '-' || is_digit(c)) && ++numbers == nth) {
+            at = t.start;
+            break;
+        }
+    }
+    return (at == kNone ? std::string() : where(text, at) + ": ") + "the number " + printable_text(shown(written)) +
+           " is too small: it is not 0, but it would be read as 0 (a number other than 0 must be at least about "
+           "4.9e-324 in size); write 0 if 0 is meant";
 }
 
 std::string describe_nul_in_string(std::string_view text) {

@@ -26,10 +26,25 @@ std::string describe_parse_error(std::string_view text, std::size_t offset, std:
 // would take a NUL for the end of the text and ignore everything after it).
 std::string describe_encoding_problem(std::string_view text);
 
+// The offset in `text` of the first array or object that opens more than `limit` levels deep, by a
+// plain scan (strings and comments skipped, brackets counted, nothing built); npos when none does.
+// For text that parses, that is where parse_json refuses it.
+std::size_t too_deep_offset(std::string_view text, int limit);
+
 // The sentence for an array or object that opens more than `limit` levels deep (parse_json refuses
 // it there): its line and column, the first such opening in `text`, and `path`, where it lies in
 // the document ("model.layers[0].layers[0]"), shortened when long; `array`: an array, not an object.
 std::string describe_too_deep(std::string_view text, int limit, std::string_view path, bool array);
+
+// The sentence for a key that appears twice in its object: `nth` is its place among the keys of
+// `text` in reading order (from 1; the text up to it parsed, so a plain reading finds it), told at
+// its line and column with `dotted`, the keys of the objects around it and its own.
+std::string describe_duplicate_key(std::string_view text, std::size_t nth, std::string_view dotted);
+
+// The sentence for a number that is not zero as written but reads as 0 (1e-400: below the
+// smallest double), `nth` among the numbers of `text` in reading order (from 1), at its line and
+// column; `written` is the number as the parser read it.
+std::string describe_number_too_small(std::string_view text, std::size_t nth, std::string_view written);
 
 // The sentence for a string or key that holds \u0000 (valid JSON, but a NUL would cut a name, a
 // key or a path short wherever it becomes a C string), at the first such escape.

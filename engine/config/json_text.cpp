@@ -35,9 +35,16 @@ public:
 
     bool null() override { return value(nullptr); }
     bool boolean(bool v) override { return value(v); }
-    bool number_integer(number_integer_t v) override { return value(v); }
-    bool number_unsigned(number_unsigned_t v) override { return value(v); }
-    bool number_float(number_float_t v, const string_t& /*as written*/) override { return value(v); }
+    bool number_integer(number_integer_t v) override { return number(v); }
+    bool number_unsigned(number_unsigned_t v) override { return number(v); }
+    bool number_float(number_float_t v, const string_t& written) override {
+        // 1e-400 reads as 0: refused as written, not reported later as a 0 nobody wrote.
+        if (v == 0 && written.find_first_of("123456789") < written.find_first_of("eE")) {
+            problem_ = {true, describe_number_too_small(text_, numbers_ + 1, written), false};
+            return false;
+        }
+        return number(v);
+    }
     bool string(string_t& v) override {
         if (v.find('\0') != string_t::npos) return refuse_nul();
         return value(std::move(v));
@@ -50,13 +57,14 @@ public:
     bool end_array() override { return leave(); }
 
     bool key(string_t& k) override {
+        ++keys_;
         if (k.find('\0') != string_t::npos) return refuse_nul();
         Open& object = open_.back();
         if (object.node->contains(k)) {
             std::string dotted;  // the keys of the enclosing objects; arrays add nothing
             for (const Open& outer : open_)
                 if (&outer != &object && outer.node->is_object()) dotted += outer.key + ".";
-            problem_ = {true, "key " + printable_text(dotted + k) + " appears twice", false};
+            problem_ = {true, describe_duplicate_key(text_, keys_, dotted + k), false};
             return false;
         }
         object.key = std::move(k);
@@ -104,6 +112,11 @@ private:
         place(std::move(v));
         return true;
     }
+    template <typename Number>
+    bool number(Number v) {
+        ++numbers_;
+        return value(v);
+    }
     bool enter(json empty) {
         if (open_.size() >= static_cast<std::size_t>(max_json_depth)) return refuse_too_deep(empty.is_array());
         open_.push_back({place(std::move(empty)), {}});
@@ -133,9 +146,15 @@ private:
     std::string_view text_;
     std::vector<Open> open_;
     JsonProblem problem_;
+    // The keys and numbers read so far: where a refused one lies is found again by its count
+    // (nlohmann's SAX events carry no position).
+    std::size_t keys_ = 0;
+    std::size_t numbers_ = 0;
 };
 
 }  // namespace
+
+bool json_too_deep(std::string_view text) { return too_deep_offset(text, max_json_depth) != std::string_view::npos; }
 
 JsonProblem parse_json(const std::string& text, json& out) {
     // nlohmann takes a NUL byte for the end of the text: refused first, with UTF-16 and UTF-32.

@@ -1,7 +1,9 @@
 // JSON text -> nlohmann::json, with a problem told as one plain sentence instead of an exception.
 //
-// Used for experiment files and --set values. Stricter than json::parse in three ways: a key that
-// appears twice in one object is refused, naming its dotted path (json::parse would keep the last);
+// Used for experiment files and --set values. Stricter than json::parse in four ways: a key that
+// appears twice in one object is refused, naming its dotted path and where it appears the second
+// time (json::parse would keep the last); a number that is not 0 as written but reads as 0
+// (1e-400) is refused where it is written (json::parse would give 0);
 // a NUL byte anywhere in the text is refused at its line and column (json::parse stops there as if
 // the text ended, ignoring the rest), as is UTF-16 or UTF-32 text; and a key or string holding
 // \u0000 is refused (a NUL would cut a name or a path short).
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -27,7 +30,8 @@ namespace mantissa {
 //   "line 1, column 18: expected a value, found 'NaN'; NaN and Infinity are not JSON: write a finite number"
 // Not syntax (valid JSON that is refused):
 //   "line 1, column 16: the number 1e999 is too large (a number must lie within about ±1.8e308)"
-//   "key dataset.kind appears twice" (no position: the parser gives none to a key)
+//   "line 3, column 5: key dataset.kind appears twice" (at its second appearance)
+//   "line 1, column 17: the number 1e-400 is too small: it is not 0, but it would be read as 0 (...)"
 //   "line 1, column 1030: model.layers[0].layers[0]...layers[0] opens an array or object 513 levels
 //    deep; at most 512 levels of arrays and objects inside each other are read"
 //   "line 2, column 9: the string \"a\u0000b\" holds \u0000, a NUL character, which a key, a name or
@@ -47,6 +51,11 @@ struct JsonProblem {
     std::string sentence;
     bool syntax = false;  // not JSON at all (--set then takes the text as a bare word)
 };
+
+// Whether `text` opens an array or object more than max_json_depth levels deep, by a scan that
+// builds nothing (any depth is safe to ask about): for JSON text Mantissa wrote and reads back (a
+// store's config_json), checked before json::parse is trusted with it; parse_json then says where.
+bool json_too_deep(std::string_view text);
 
 // Parses `text` into `out`. On success the problem is not found and `out` is exactly what
 // json::parse(text, nullptr, true, true) gives (the same integer, unsigned and float kinds); on

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_text.h"
 #include "store/block_scale_codec.h"
 #include "store/histogram_codec.h"
 #include "store/sqlite_db.h"
@@ -64,7 +65,10 @@ void write_json_value(const Statement& q, int col, ColumnKind kind, std::string&
         case ColumnKind::text: line += json_quote(q.column_text(col)); break;
         case ColumnKind::json_text: {
             std::string text = q.column_text(col);
-            auto parsed = nlohmann::json::parse(text, nullptr, false);
+            // Nested deeper than JSON Mantissa writes (config/json_text.h): a damaged row, written
+            // as its text, as text that does not parse is; dump() would recurse once per level.
+            auto parsed = json_too_deep(text) ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                              : nlohmann::json::parse(text, nullptr, false);
             line += parsed.is_discarded() ? json_quote(text)
                                           : parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             break;

@@ -25,6 +25,7 @@
 #include "store/store_open.h"
 #include "store/store_util.h"
 #include "store/sweep_rows.h"
+#include "config/json_text.h"
 #include "config/throughput.h"
 
 namespace mantissa {
@@ -120,7 +121,19 @@ LEFT JOIN evals le ON le.id = (SELECT e.id FROM evals e WHERE e.run_id = r.id AN
                                ORDER BY e.step DESC, e.id DESC LIMIT 1)
 )sql";
 
-RunRow read_run_row(const Statement& q, bool read_only) {
+// Stored JSON text (a run's experiment, a sweep's definition) is read back with json::parse by
+// whoever holds the row, and its values recurse once per level when copied or written: text
+// nested deeper than an experiment file may be (config/json_text.h, max_json_depth) can only come
+// from a damaged or hostile file, and is refused here, as it is read, naming the row and the store.
+void check_stored_json(const std::string& text, const std::string& what, const std::string& quoted_path) {
+    if (!json_too_deep(text)) return;
+    nlohmann::json parsed;
+    const JsonProblem problem = parse_json(text, parsed);
+    throw Error("The run store " + quoted_path + " is damaged: " + what + " is nested too deep to read (" +
+                (problem.found ? problem.sentence : "more than " + std::to_string(max_json_depth) + " levels") + ").");
+}
+
+RunRow read_run_row(const Statement& q, bool read_only, const std::string& quoted_path) {
     RunRow r;
     r.id = q.column_int(0);
     r.uuid = q.column_text(1);
@@ -131,6 +144,7 @@ RunRow read_run_row(const Statement& q, bool read_only) {
     r.backend = q.column_text(6);
     r.device = q.column_text(7);
     r.config_json = q.column_text(8);
+    check_stored_json(r.config_json, "the experiment of run " + std::to_string(r.id) + " (runs.config_json)", quoted_path);
     r.notes = q.column_text(9);
     r.tags = q.column_text(10);
     r.app_version = q.column_text(11);
@@ -317,7 +331,7 @@ std::shared_ptr<Recorder> RunStore::continue_run(std::int64_t run_id, std::int64
 std::vector<RunRow> RunStore::list_runs() {
     std::vector<RunRow> rows;
     Statement q(m_impl->db(), std::string(run_select) + " ORDER BY r.id");
-    while (q.step()) rows.push_back(read_run_row(q, read_only()));
+    while (q.step()) rows.push_back(read_run_row(q, read_only(), m_impl->quoted_path()));
     return rows;
 }
 
@@ -325,7 +339,7 @@ RunRow RunStore::run(std::int64_t id) {
     Statement q(m_impl->db(), std::string(run_select) + " WHERE r.id = ?");
     q.bind(1, id);
     if (!q.step()) m_impl->no_such_run(id);
-    return read_run_row(q, read_only());
+    return read_run_row(q, read_only(), m_impl->quoted_path());
 }
 
 std::int64_t RunStore::resolve(const std::string& id_or_prefix) {
@@ -535,7 +549,7 @@ std::optional<std::int64_t> samples_trained(store::Connection& db, std::int64_t 
             batch_read = true;
             Statement c(db, "SELECT config_json FROM runs WHERE id = ?");
             c.bind(1, run_id);
-            if (c.step()) {
+            if (c.step() && !json_too_deep(c.column_text(0))) {  // too deep: refused as its row is read
                 const auto config = nlohmann::json::parse(c.column_text(0), nullptr, false);
                 if (config.is_object() && config.contains("train") && config["train"].is_object()) {
                     const auto& b = config["train"].value("batch_size", nlohmann::json());
@@ -652,12 +666,19 @@ SweepRow RunStore::create_sweep(const SweepInfo& info) {
 }
 
 std::vector<SweepRow> RunStore::list_sweeps() {
-    return store::read_sweeps(m_impl->db());
+    std::vector<SweepRow> rows = store::read_sweeps(m_impl->db());
+    for (const SweepRow& s : rows)
+        check_stored_json(s.spec_json, "the definition of sweep " + std::to_string(s.id) + " (sweeps.spec_json)",
+                          m_impl->quoted_path());
+    return rows;
 }
 
 SweepRow RunStore::sweep(std::int64_t id) {
-    if (auto row = store::read_sweep(m_impl->db(), id)) return *row;
-    m_impl->no_such_sweep(id);
+    auto row = store::read_sweep(m_impl->db(), id);
+    if (!row) m_impl->no_such_sweep(id);
+    check_stored_json(row->spec_json, "the definition of sweep " + std::to_string(id) + " (sweeps.spec_json)",
+                      m_impl->quoted_path());
+    return *row;
 }
 
 std::int64_t RunStore::resolve_sweep(const std::string& id_or_prefix) {
@@ -674,7 +695,7 @@ std::vector<RunRow> RunStore::sweep_runs(std::int64_t sweep_id) {
     Statement q(m_impl->db(), std::string(run_select) + " WHERE r.sweep_uuid = ? ORDER BY r.sweep_index, r.id");
     q.bind(1, s.uuid);
     std::vector<RunRow> rows;
-    while (q.step()) rows.push_back(read_run_row(q, read_only()));
+    while (q.step()) rows.push_back(read_run_row(q, read_only(), m_impl->quoted_path()));
     return rows;
 }
 

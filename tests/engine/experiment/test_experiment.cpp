@@ -697,9 +697,9 @@ private slots:
         expect("empty.json", "is not valid JSON: it is empty");
         QVERIFY2(!load_error("garbage.json").contains("syntax error"), qPrintable(load_error("garbage.json")));
         write_file(dir.filePath("twice.json"), R"({"name": "a", "name": "b"})");
-        expect("twice.json", ": key name appears twice.");
+        expect("twice.json", ", line 1, column 15: key name appears twice.");
         write_file(dir.filePath("twice-nested.json"), R"({"dataset": {"kind": "csv", "path": "a", "kind": "csv"}})");
-        expect("twice-nested.json", ": key dataset.kind appears twice.");
+        expect("twice-nested.json", ", line 1, column 42: key dataset.kind appears twice.");
         write_file(dir.filePath("same-key-apart.json"), R"({"train": {"lr": 0.1}, "precision": {"layers": {"lr": 1}}})");
         expect("same-key-apart.json", "precision.layers.lr: expected one of auto");  // only twice in one object counts
 

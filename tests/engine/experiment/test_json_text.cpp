@@ -90,7 +90,7 @@ void TestJsonText::validDocuments_data() {
     row("integers, unsigned, floats",
         R"([0, -0, 1, -1, 9223372036854775807, 9223372036854775808, 18446744073709551615,
             18446744073709551616, -9223372036854775808, -9223372036854775809, 1.0, -0.0, 1e3, 2E-3,
-            1.7976931348623157e308, 5e-324, 1e-400, 0.1])");
+            1.7976931348623157e308, 5e-324, 0.1])");  // 1e-400 reads as 0 and is refused: errors(), "number too small"
     row("a UTF-8 byte-order mark", "\xEF\xBB\xBF{\"name\": \"x\"}");  // Windows Notepad writes one
     row("line and block comments", "// a preset\n{\"name\": \"x\" /* inline */, /* before */ \"n\": 1 // end\n}\n");
     row("whitespace everywhere", " \t\r\n{ \"a\" : [ 1 , { \"b\" : \"c\" } ] }\n\n");
@@ -141,25 +141,25 @@ void TestJsonText::duplicateKeys_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("sentence");
     QTest::newRow("top level") << R"({"name": "a", "name": "b"})"
-                               << "key name appears twice";
+                               << "line 1, column 15: key name appears twice";
     QTest::newRow("second level") << R"({"dataset": {"kind": "csv", "path": "a", "kind": "csv"}})"
-                                  << "key dataset.kind appears twice";
+                                  << "line 1, column 42: key dataset.kind appears twice";
     QTest::newRow("third level, after a closed sibling") << R"({"a": {"x": {"k": 1}}, "p": {"q": {"k": 1, "k": 2}}})"
-                                                         << "key p.q.k appears twice";
+                                                         << "line 1, column 44: key p.q.k appears twice";
     QTest::newRow("different kinds of value") << R"({"a": {"b": [1], "b": {"c": 2}}})"
-                                              << "key a.b appears twice";
+                                              << "line 1, column 18: key a.b appears twice";
     QTest::newRow("object in an array") << R"({"a": [{"b": 1}, {"b": 1, "b": 2}]})"
-                                        << "key a.b appears twice";
+                                        << "line 1, column 27: key a.b appears twice";
     QTest::newRow("top-level array") << R"([{"x": 1}, {"x": 1, "x": 2}])"
-                                     << "key x appears twice";
+                                     << "line 1, column 21: key x appears twice";
     QTest::newRow("deep, arrays between") << R"({"a": {"b": [{"c": {"d": [1, {"e": 1, "e": 2}]}}]}})"
-                                          << "key a.b.c.d.e appears twice";
+                                          << "line 1, column 39: key a.b.c.d.e appears twice";
     QTest::newRow("the outer key twice, after its group") << R"({"a": {"b": {"c": 1}}, "a": 2})"
-                                                          << "key a appears twice";
+                                                          << "line 1, column 24: key a appears twice";
     QTest::newRow("spelled differently, the same key") << R"({"lr": 1, "\u006cr": 2})"
-                                                       << "key lr appears twice";
+                                                       << "line 1, column 11: key lr appears twice";
     QTest::newRow("between comments") << "{\"a\": 1, // one\n \"a\": /* two */ 2}"
-                                      << "key a appears twice";
+                                      << "line 2, column 2: key a appears twice";
 }
 
 void TestJsonText::duplicateKeys() {
@@ -196,6 +196,14 @@ void TestJsonText::errors_data() {
         "line 1, column 7: the number 1e999 is too large (a number must lie within about ±1.8e308)", false);
     row("negative number too large, line 2", "[1,\n  -2e400]",
         "line 2, column 3: the number -2e400 is too large (a number must lie within about ±1.8e308)", false);
+    row("number too small", R"({"a": 1e-400})",
+        "line 1, column 7: the number 1e-400 is too small: it is not 0, but it would be read as 0 (a number other than 0 "
+        "must be at least about 4.9e-324 in size); write 0 if 0 is meant",
+        false);
+    row("negative number too small after others, line 2", "[0, 1e-300, 0.0e-999,\n  -0.00000000000000000000000000000001e-300]",
+        "line 2, column 3: the number -0.000000000000000000000… is too small: it is not 0, but it would be read as 0 (a "
+        "number other than 0 must be at least about 4.9e-324 in size); write 0 if 0 is meant",
+        false);
     row("NaN", R"({"a": NaN})", "line 1, column 7: expected a value, found 'NaN'" + non_finite);
     row("-Infinity", R"({"a": -Infinity})", "line 1, column 7: expected a value, found '-Infinity'" + non_finite);
     row("nan in an array", "[nan]", "line 1, column 2: expected a value, found 'nan'" + non_finite);

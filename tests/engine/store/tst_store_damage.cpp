@@ -246,6 +246,46 @@ private slots:
         QVERIFY(side_files(path).isEmpty());
         QVERIFY(QDir(m_dir.path()).entryList({QString("stamped-%1.sqlite.bak*").arg(version)}).isEmpty());
     }
+
+    // JSON text nested 100,000 deep, written into a run's experiment, a sweep's definition and an
+    // event's data with sqlite: reading the run or the sweep is one sentence naming the row and the
+    // store (whoever holds a row copies and writes its JSON, recursing per level), and an export
+    // writes the event's data as its text; nothing overflows the stack.
+    void deeplyNestedJsonIsRefusedAsItIsRead() {
+        const QString path = m_dir.filePath("deep.sqlite");
+        write_all(path, m_good);
+        {
+            RunStore store(path.toStdString());
+            store.create_sweep({"deep sweep", "{}", 1, "local"});
+        }
+        const QString deep = QString(100'000, '[') + QString(100'000, ']');
+        {
+            RawDb raw(path);
+            QCOMPARE(raw.exec("UPDATE runs SET config_json = '" + deep + "' WHERE id = 2"), QString());
+            QCOMPARE(raw.exec("UPDATE sweeps SET spec_json = '" + deep + "'"), QString());
+            QCOMPARE(raw.exec("UPDATE events SET data_json = '" + deep + "' WHERE run_id = 1"), QString());
+        }
+        const QString sentence = "The run store '" + path +
+                                 "' is damaged: the experiment of run 2 (runs.config_json) is nested too deep to read "
+                                 "(line 1, column 513: the array at [0][0]";
+        for (StoreAccess access : {StoreAccess::read, StoreAccess::write}) {
+            RunStore store(path.toStdString(), access);
+            for (const QString& error : {error_of([&] { store.list_runs(); }), error_of([&] { store.run(2); })}) {
+                QVERIFY2(error.startsWith(sentence) && error.endsWith(" is nested 513 levels deep; at most 512 levels of "
+                                                                      "arrays and objects inside each other are read)."),
+                         qPrintable(error));
+                QCOMPARE(error.count('\n'), 0);
+            }
+            QCOMPARE(store.run(1).id, 1LL);  // the other runs read as before
+            const QString sweep = error_of([&] { store.list_sweeps(); });
+            QVERIFY2(sweep.startsWith("The run store '" + path + "' is damaged: the definition of sweep 1 "
+                                                                 "(sweeps.spec_json) is nested too deep to read (line 1, column 513: "),
+                     qPrintable(sweep));
+            QCOMPARE(error_of([&] { store.sweep(1); }), sweep);
+            const std::string events = store.export_table(1, "events", RunStore::ExportFormat::json);
+            QVERIFY(events.find("\"data_json\":\"[[[[") != std::string::npos);
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(StoreDamage)
