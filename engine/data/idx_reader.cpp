@@ -84,7 +84,13 @@ public:
             got += r;
             if (r < want) break;
         }
-        if (got < m_payload) throw truncated(m_header_bytes + got, m_gz && m_gz->ended_early());
+        if (got < m_payload) {
+            // The file's last bytes, its gzip trailer, state the declared length: the file is whole
+            // and its deflate data is what is wrong (a cut file's last bytes would be deflate data,
+            // which states that length by chance only once in 2^32).
+            if (m_gz && m_gz->ended_early() && m_size_known) throw damaged_stream(m_header_bytes + got);
+            throw truncated(m_header_bytes + got, m_gz && m_gz->ended_early());
+        }
         std::uint8_t extra = 0;
         if (read(&extra, 1) != 0) throw too_long();
     }
@@ -180,6 +186,11 @@ private:
         return Error("The IDX file " + m_path + " is truncated: its header declares " + std::to_string(total()) +
                      " bytes in all, but " + std::to_string(found_total) + " bytes were found" +
                      (gz_early ? " (the gzip stream ends early)." : "."));
+    }
+    Error damaged_stream(std::uint64_t found_total) const {
+        return Error("The IDX file " + m_path + " is damaged: its gzip trailer states the " + std::to_string(total()) +
+                     " bytes its header declares, but its deflate data ends after " + std::to_string(found_total) +
+                     " bytes without the end-of-stream mark.");
     }
     Error too_long() const {
         return Error("The IDX file " + m_path + " is longer than its header declares (" + std::to_string(total()) +

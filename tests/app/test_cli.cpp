@@ -220,6 +220,16 @@ private slots:
         }
     }
 
+    // resume's help names only what exists: there is no `compare` command, so the place that shows
+    // a branch beside its parent is named as the GUI's compare view.
+    void resumeHelpNamesTheGuiCompareView() {
+        const CliResult r = run_cli({"resume", "--help"});
+        QCOMPARE(r.code, 0);
+        const QString help = QString::fromUtf8(r.out).simplified();
+        QVERIFY2(help.contains("the GUI's compare view marks step S, where the branch left its parent"), r.out.constData());
+        QCOMPARE(help.count("compare"), help.count("the GUI's compare view"));
+    }
+
     // A short run on spirals, recorded in a store of its own; --json has every promised key.
     void trainJson() {
         QTemporaryDir dir;

@@ -180,6 +180,29 @@ private slots:
                  "The IDX file " + path + " is damaged: its gzip data is corrupt at byte 10 (invalid block type).");
     }
 
+    // A whole file whose deflate data stops short of its end-of-stream mark (a stored block that
+    // claims more bytes than follow it, so zlib asks for more input than the file has), while its
+    // trailer states the declared length: damaged, not truncated.
+    void gzip_stream_ending_early_in_a_whole_file_is_damage() {
+        QTemporaryDir dir;
+        const Bytes idx = idx_files::pattern_images(5, 10, 10);  // 16 + 500 bytes
+        idx_files::GzipParts parts = idx_files::gzip_parts(idx);
+        const std::size_t given = 200;
+        parts.deflate = {0x00, 0xFF, 0xFF, 0x00, 0x00};  // not final, stored, LEN 65535 (NLEN its complement)
+        parts.deflate.insert(parts.deflate.end(), idx.begin(), idx.begin() + given);
+        const std::string path = dir.path().toStdString() + "/e.gz";
+        QVERIFY(idx_files::write_raw(path, parts.file()));
+        // zlib hands on the stored bytes, then the trailer's 8 as if they were more of them.
+        QCOMPARE(error_of([&] { data::read_idx_images(path); }),
+                 "The IDX file " + path + " is damaged: its gzip trailer states the 516 bytes its header declares, but "
+                 "its deflate data ends after " + std::to_string(given + 8) + " bytes without the end-of-stream mark.");
+        // The same file cut short inside its data: the trailer is gone, so it is truncated.
+        Bytes cut = parts.file();
+        cut.resize(cut.size() - 20);
+        QVERIFY(idx_files::write_raw(path, cut));
+        VERIFY_CONTAINS(error_of([&] { data::read_idx_images(path); }), " is truncated: its header declares 516 bytes in all");
+    }
+
     // The gzip layer on its own: a file read in chunks of any size gives back exactly its data.
     void gzip_input_reads_in_any_chunk_size() {
         QTemporaryDir dir;
