@@ -19,6 +19,7 @@
 #include "charts/charts_panel.h"
 #include "classroom/lesson_panel.h"
 #include "histogram/gradient_histogram_view.h"
+#include "models/layer_table_model.h"
 #include "panels/layers_panel.h"
 #include "panels/sample_panel.h"
 #include "panels/what_if_panel.h"
@@ -85,22 +86,33 @@ void DockLayout::applyInitialSizes() {
     m_window->resizeDocks({m_docks.layers}, {820}, Qt::Horizontal);  // of 1500: the events take the rest
 }
 
-int DockLayout::layersColumnsWidth() const {
+int DockLayout::layersColumnsWidth(int last) const {
     const QTableView* view = m_layers->view();
     int width = 2 * view->frameWidth() + view->verticalScrollBar()->sizeHint().width();
     // The header resizes its sections to their contents (LayersPanel): their sizes are the need.
-    for (int c = 0; c < view->model()->columnCount(); ++c)
+    const int end = last < 0 ? view->model()->columnCount() : std::min(last + 1, view->model()->columnCount());
+    for (int c = 0; c < end; ++c)
         if (!view->isColumnHidden(c)) width += view->horizontalHeader()->sectionSize(c);
     return width;
+}
+
+int DockLayout::compactLayersWidth(int around) const {
+    const int window = m_window->width();
+    const int most = window * maxLayersShare / 100;
+    // The columns every run fills end with Lost updates (the FP8 scale columns after it come and
+    // go): where even those do not fit, the table scrolls sideways at any width this row can give
+    // it, and taking all of that would leave the events (or a language model's sample) a sliver.
+    if (layersColumnsWidth(LayerTableModel::LostUpdates) + around > most) return window * scrollingLayersShare / 100;
+    return std::min(layersColumnsWidth() + around, most);
 }
 
 void DockLayout::applyCompact(bool compact) {
     m_compact = compact ? 1 : 0;
     const int width = m_window->width();
-    // The table's columns first (at most 70 % of the window), the events beside it; in a large
-    // window the first layout's shares.
+    // The table's columns first (compactLayersWidth), the events beside it; in a large window the
+    // first layout's shares.
     const int around = std::max(0, m_docks.layers->width() - m_layers->width());  // the dock's frame and margins
-    const int layers = compact ? std::min(layersColumnsWidth() + around, width * 7 / 10) : width * 55 / 100;
+    const int layers = compact ? compactLayersWidth(around) : width * 55 / 100;
     resizeLayers(layers);
     if (compact) m_window->resizeDocks({m_docks.layers}, {m_docks.layers->minimumSizeHint().height()}, Qt::Vertical);
 }
@@ -122,7 +134,7 @@ void DockLayout::fitLayers() {
     if (std::abs(dock->width() - m_layersWidth) > 2) return;  // not the width given here: a person's drag
     // The columns, with what the dock puts around the table (its frame and margins).
     const int around = std::max(0, dock->width() - m_layers->width());
-    const int need = std::min(layersColumnsWidth() + around, m_window->width() * 7 / 10);
+    const int need = compactLayersWidth(around);
     if (std::abs(dock->width() - need) <= 2) return;
     resizeLayers(need);
 }

@@ -5,8 +5,10 @@
 //   - small windows (below compactWidth x compactHeight, e.g. a 1024x700 laptop screen): each chart
 //     keeps a plot of at least minPlotHeight px and the chart area scrolls instead of squeezing five
 //     charts into slivers; the bottom docks keep to their minimum height (the Layers table's is
-//     three rows, LayersPanel) and the Layers dock gets the width its columns need, Events the
-//     rest. Decided when the window crosses the threshold (or first shows), so a person's own
+//     three rows, LayersPanel) and the Layers dock gets the width its columns need (at most 70 %),
+//     Events the rest; a table whose columns cannot fit even so (a transformer's, with its Kind and
+//     Format (why) columns) scrolls sideways in 55 %, so the events or the sample beside it stay
+//     readable. Decided when the window crosses the threshold (or first shows), so a person's own
 //     splitter drags stand until then;
 //   - narrow windows (below compactWidth): the Experiment and Precision forms share the left side
 //     as two tabs, so the charts get the width of one of them (at 1024 px, about 670 px of charts
@@ -62,6 +64,8 @@ public:
     static constexpr int minPlotHeight = 72;    // px of plot in each chart, legends and axes apart
     static constexpr int lessonWidth = 380;     // px: about 55 characters a line
     static constexpr int sideFormWidth = 270;   // px: the Precision dock's first width
+    static constexpr int maxLayersShare = 70;   // %: the most of a small window's width the Layers dock takes
+    static constexpr int scrollingLayersShare = 55;  // %: its share where its columns scroll anyway (a large window's)
 
     DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* charts, LayersPanel* layers,
                LessonPanel* lesson);
@@ -77,7 +81,7 @@ public:
     void setFormsTabbed(bool tabbed) { m_formsTabbed = tabbed; }
     // The Lesson dock sized to its text (call once the window has laid it out).
     void fitLesson();
-    // In a small window: the Layers dock as wide as its columns (at most 70 % of the window), unless
+    // In a small window: the Layers dock as wide as its columns (compactLayersWidth), unless
     // it is not the width this layout gave it last (a person dragged it). Follows the columns on
     // its own; public for tests.
     void fitLayers();
@@ -97,7 +101,11 @@ private:
     // `usable` px, and back to their height before when it goes.
     void bottomTabShown(QDockWidget* dock, QWidget* view, int usable, bool shown);
     void histogramFloated(bool floating);
-    int layersColumnsWidth() const;
+    int layersColumnsWidth(int last = -1) const;  // the shown columns up to `last` (-1: all), scroll bar and frame
+    // The Layers dock's width in a small window, `around` the table: its columns' width, at most
+    // maxLayersShare % of the window; scrollingLayersShare % where the columns up to Lost updates do
+    // not fit even in that.
+    int compactLayersWidth(int around) const;
 
     QMainWindow* m_window;
     Docks m_docks;

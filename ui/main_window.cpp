@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGuiApplication>
@@ -34,6 +35,7 @@
 #include "classroom/reference_run.h"
 #include "dock_layout.h"
 #include "explorer/format_explorer.h"
+#include "export/output_check.h"
 #include "histogram/gradient_histogram_view.h"
 #include "history/run_browser.h"
 #include "history/run_overlay.h"
@@ -348,8 +350,14 @@ bool MainWindow::openExperiment(const QString& path) {
 }
 
 bool MainWindow::saveExperiment(const QString& path) {
+    // Never over the run store, a database, a checkpoint or a pipe (export/output_check.h); through
+    // a symbolic link, the file it names is replaced and the link kept.
+    if (const QString refusal = outputRefusal(path); !refusal.isEmpty()) {
+        showError(refusal);
+        return false;
+    }
     try {
-        save_experiment(currentExperiment(), path.toStdString());
+        save_experiment(currentExperiment(), QFile::encodeName(outputDestination(path)).toStdString());
         m_experimentPath = path;
         statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(path).fileName()), 5000);
         return true;

@@ -1,15 +1,24 @@
 // Chart export: a chart (a plain QCustomPlot and a ChartView) written as PNG decodes at the asked
 // size (times the scale), as SVG parses as XML with an <svg> root and the asked view box, as PDF
 // starts with %PDF; charts stack into one image; the dialog follows suffix and format; every bad
-// request returns one sentence and writes nothing.
+// request returns one sentence and writes nothing; a file no output may replace (a checkpoint, a
+// named pipe, an SQLite database and its side files: store/output_guard.h) is refused with the
+// CLI's sentence, by the function and in the dialog, and a symbolic link is written through.
 #include <QtTest>
 
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "charts/chart_view.h"
 #include "export/chart_export.h"
 #include "export/chart_export_dialog.h"
+#include "store/run_store.h"
+#include "weights/checkpoint_info.h"
+#include "weights/safetensors.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -34,6 +43,39 @@ QCustomPlot* makePlot(QWidget* parent, int w, int h) {
 QByteArray readAll(const QString& path) {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// A small Mantissa checkpoint: one tensor and the checkpoint's metadata entry.
+void writeCheckpoint(const QString& path) {
+    const std::vector<float> values = {1.0f, 2.0f};
+    write_safetensors(QFile::encodeName(path).toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
+                      {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
+}
+
+// Makes in `dir` the file `kind` names (a checkpoint, a FIFO, an SQLite database and its -wal, a
+// link to a checkpoint) and returns the path an export is aimed at.
+QString makeGuardedFile(const QString& dir, const QString& kind) {
+    if (kind == QLatin1String("checkpoint")) {
+        const QString path = dir + QStringLiteral("/step-100.png");  // any name: the contents say what it is
+        writeCheckpoint(path);
+        return path;
+    }
+    if (kind == QLatin1String("fifo")) {
+        const QString path = dir + QStringLiteral("/pipe.png");
+        return ::mkfifo(QFile::encodeName(path).constData(), 0600) == 0 ? path : QString();
+    }
+    if (kind == QLatin1String("sqlite") || kind == QLatin1String("wal")) {
+        const QString db = dir + QStringLiteral("/runs-%1.png").arg(kind);
+        { RunStore store(QFile::encodeName(db).toStdString()); }
+        if (kind == QLatin1String("sqlite")) return db;
+        QFile wal(db + QStringLiteral("-wal"));
+        if (!wal.open(QIODevice::WriteOnly) || wal.write("wal frames") < 0) return {};
+        return wal.fileName();
+    }
+    const QString target = dir + QStringLiteral("/linked.safetensors");
+    writeCheckpoint(target);
+    const QString link = dir + QStringLiteral("/link.png");
+    return QFile::link(target, link) ? link : QString();
 }
 }  // namespace
 
@@ -164,6 +206,66 @@ private slots:
         QVERIFY(error.endsWith(QLatin1Char('.')));
         QCOMPARE(error.count(QStringLiteral(". ")), 0);  // one sentence
         if (!QFileInfo(path).isDir()) QVERIFY(!QFileInfo::exists(path));
+    }
+
+    // The files mantissa-cli's -o refuses are refused here with the same sentence (file name
+    // first), by the export function and by the dialog, which keeps the sentence shown and stays
+    // open; nothing is written to them (a pipe gets no bytes, a file keeps its own).
+    void refusesFilesNoOutputMayReplace_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("says");
+        QTest::newRow("checkpoint") << "checkpoint" << "holds a Mantissa checkpoint, which is never overwritten; "
+                                                       "choose another file.";
+        QTest::newRow("named pipe") << "fifo" << "is a named pipe (FIFO), which writing would wait on until a "
+                                                 "program reads it; choose a regular file.";
+        QTest::newRow("SQLite database") << "sqlite" << "is an SQLite database, which is never overwritten; "
+                                                        "choose another file.";
+        QTest::newRow("its -wal") << "wal" << "is the write-ahead log (-wal) of the SQLite database";
+        QTest::newRow("link to a checkpoint") << "link" << "holds a Mantissa checkpoint";
+    }
+    void refusesFilesNoOutputMayReplace() {
+        QFETCH(QString, kind);
+        QFETCH(QString, says);
+        QTemporaryDir dir;
+        const QString target = makeGuardedFile(dir.path(), kind);
+        QVERIFY(!target.isEmpty());
+        const bool pipe = kind == QLatin1String("fifo");
+        // A reader on the pipe, so that code which wrote into it would not block the test but
+        // leave its bytes there.
+        const int reader = pipe ? ::open(QFile::encodeName(target).constData(), O_RDONLY | O_NONBLOCK) : -1;
+        QVERIFY(!pipe || reader >= 0);
+        const QByteArray before = pipe ? QByteArray() : readAll(target);
+        QCustomPlot* plot = makePlot(&m_host, 400, 300);
+
+        const QString error = exportChart(plot, target, ChartFileFormat::png, {});
+        QVERIFY2(error.startsWith(target + QLatin1Char(' ')) && error.contains(says), qPrintable(error));
+        QCOMPARE(error.count(QStringLiteral(". ")), 0);  // one sentence
+        ChartExportDialog dialog({plot});
+        dialog.setPath(target);
+        dialog.accept();
+        QVERIFY(dialog.result() != int(QDialog::Accepted));
+        QCOMPARE(dialog.errorText(), error);
+
+        if (pipe) {
+            char byte = 0;
+            QCOMPARE(::read(reader, &byte, 1), ssize_t(0));  // no writer ever opened it
+            ::close(reader);
+        } else {
+            QCOMPARE(readAll(target), before);
+        }
+        QVERIFY(!QFileInfo::exists(target + QStringLiteral(".partial")));
+    }
+
+    // A symbolic link to a file not written yet: the export creates that file and the link stays.
+    void writesThroughASymbolicLink() {
+        QTemporaryDir dir;
+        const QString real = dir.filePath(QStringLiteral("real.png"));
+        const QString link = dir.filePath(QStringLiteral("link.png"));
+        QVERIFY(QFile::link(real, link));
+        QCustomPlot* plot = makePlot(&m_host, 320, 200);
+        QCOMPARE(exportChart(plot, link, {}), QString());
+        QVERIFY(QFileInfo(link).isSymLink());
+        QCOMPARE(QImage(real).size(), QSize(320, 200));
     }
 
     void dialogFollowsSuffixAndFormat() {

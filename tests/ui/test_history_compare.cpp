@@ -2,7 +2,9 @@
 // the legend names them), exactly the differing configuration keys in the table (precision first,
 // the lesson last, every run's column on screen), each chart's title and read-out with its unit,
 // the step/time toggle and the shared smoothing, nine runs refused; each export writes a valid file (CSV parses
-// to the table's rows, JSON parses, the experiment file re-parses to the recorded experiment).
+// to the table's rows, JSON parses, the experiment file re-parses to the recorded experiment); an
+// export aimed at a checkpoint, a named pipe or the store is refused with mantissa-cli's sentence
+// and leaves it as it was, and one aimed at a symbolic link writes the file it names.
 // screenshots() builds the browser and the comparison of docs/screenshots from real runs in every
 // run of the suite; with MANTISSA_SCREENSHOT_DIR set it also writes browser.png and compare.png there.
 #include <QtTest>
@@ -27,6 +29,10 @@
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "test_history_fixture.h"
+#include "weights/checkpoint_info.h"
+#include "weights/safetensors.h"
+
+#include <sys/stat.h>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -483,6 +489,81 @@ private slots:
         QVERIFY(bad.contains(QStringLiteral("Cannot write")));
         QCOMPARE(suggestedExportName(m_store->run(m_b), {ExportChoice::tableFile, QStringLiteral("evals"), RunStore::ExportFormat::csv}),
                  QStringLiteral("cmp-fp16_evals.csv"));
+    }
+
+    // A table or experiment export never replaces a checkpoint, a named pipe or the store: each is
+    // refused with store/output_guard.h's sentence (the file's name first) and left as it was.
+    void exportRefusesFilesNoOutputMayReplace_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<bool>("experiment");
+        QTest::addColumn<QString>("says");
+        for (const bool experiment : {false, true}) {
+            const char* what = experiment ? " (experiment)" : " (table)";
+            QTest::newRow(qPrintable(QStringLiteral("checkpoint") + what))
+                << "checkpoint" << experiment << "holds a Mantissa checkpoint, which is never overwritten";
+            QTest::newRow(qPrintable(QStringLiteral("named pipe") + what))
+                << "fifo" << experiment << "is a named pipe (FIFO)";
+            QTest::newRow(qPrintable(QStringLiteral("the store") + what))
+                << "store" << experiment << "is an SQLite database, which is never overwritten";
+        }
+    }
+    void exportRefusesFilesNoOutputMayReplace() {
+        QFETCH(QString, kind);
+        QFETCH(bool, experiment);
+        QFETCH(QString, says);
+        QString target = m_dir.filePath(QStringLiteral("export-over-%1.json").arg(kind));
+        QFile::remove(target);
+        if (kind == QLatin1String("checkpoint")) {
+            const std::vector<float> values = {1.0f, 2.0f};
+            write_safetensors(target.toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
+                              {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
+        } else if (kind == QLatin1String("fifo")) {
+            QCOMPARE(::mkfifo(QFile::encodeName(target).constData(), 0600), 0);
+        } else {
+            target = QString::fromStdString(m_path);
+        }
+        const bool pipe = kind == QLatin1String("fifo");
+        // The store is not read with a descriptor of our own (that drops SQLite's locks:
+        // store/store_files.h); its rows are counted instead.
+        const bool store = kind == QLatin1String("store");
+        const std::string before = pipe || store ? std::string() : readAll(target);
+        const auto steps = m_store->steps(m_b).size();
+
+        const ExportChoice choice = experiment ? ExportChoice{ExportChoice::experimentFile, {}, RunStore::ExportFormat::json}
+                                               : ExportChoice{ExportChoice::tableFile, QStringLiteral("steps"),
+                                                              RunStore::ExportFormat::csv};
+        RunViewer viewer(m_store, m_b);
+        QVERIFY(viewer.load());
+        const QString error = viewer.exportTo(choice, target);
+        QVERIFY2(error.startsWith(target + QLatin1Char(' ')) && error.contains(says), qPrintable(error));
+        struct stat st {};
+        QCOMPARE(::lstat(QFile::encodeName(target).constData(), &st), 0);
+        if (pipe)
+            QVERIFY(S_ISFIFO(st.st_mode));
+        else if (!store)
+            QVERIFY(readAll(target) == before);
+        QVERIFY(!QFile::exists(target + QStringLiteral(".partial")));
+        QCOMPARE(m_store->steps(m_b).size(), steps);  // the store still reads
+    }
+
+    // An export aimed at a symbolic link replaces the file the link names; the link stays.
+    void exportWritesThroughASymbolicLink() {
+        const QString real = m_dir.filePath(QStringLiteral("linked-steps.csv"));
+        const QString link = m_dir.filePath(QStringLiteral("steps-link.csv"));
+        QFile::remove(real);
+        QFile::remove(link);
+        QFile old(real);
+        QVERIFY(old.open(QIODevice::WriteOnly) && old.write("an older export\n") > 0);
+        old.close();
+        QVERIFY(QFile::link(real, link));
+        RunViewer viewer(m_store, m_b);
+        QVERIFY(viewer.load());
+        QCOMPARE(viewer.exportTo({ExportChoice::tableFile, QStringLiteral("steps"), RunStore::ExportFormat::csv}, link),
+                 QString());
+        QVERIFY(QFileInfo(link).isSymLink());
+        std::ostringstream direct;
+        m_store->export_table(m_b, "steps", RunStore::ExportFormat::csv, direct);
+        QCOMPARE(readAll(real), direct.str());
     }
 
     // The screenshots' scene for docs/ (real runs, a failed and a live one): it must build and draw;

@@ -7,7 +7,9 @@
 // default experiment; the dataset fallback's warning; one vocabulary and one number style; the
 // backend's CPU threads; and the layout of a small (1024x700) window: a first window that fits its
 // screen, the Layers dock that keeps and follows its columns' width, the last run's cells marked
-// once a layer's setting changes after it, whole words in the status bar and the dock tabs.
+// once a layer's setting changes after it, whole words in the status bar and the dock tabs. Save
+// experiment refuses what mantissa-cli's -o refuses (a checkpoint, a pipe, a database) with its
+// sentence in a message box, and saves through a symbolic link keeping the link.
 #include <QtTest>
 #include <QTableView>
 
@@ -47,6 +49,10 @@
 #include "error.h"
 #include "store/run_store.h"
 #include "tiny_gpt.h"
+#include "weights/checkpoint_info.h"
+#include "weights/safetensors.h"
+
+#include <sys/stat.h>
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -412,6 +418,68 @@ private slots:
         QVERIFY(w->startRun());
         QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 3, 20000);
         stopAndWait(*w);
+    }
+
+    // Save experiment never writes over a checkpoint, a named pipe or an SQLite database: the
+    // sentence store/output_guard.h gives (the file's name first) is the window's error, the file
+    // is left as it was, and the window goes on saving elsewhere.
+    void saveRefusesFilesNoOutputMayReplace_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("says");
+        QTest::newRow("checkpoint") << "checkpoint" << "holds a Mantissa checkpoint, which is never overwritten";
+        QTest::newRow("named pipe") << "fifo" << "is a named pipe (FIFO)";
+        QTest::newRow("SQLite database") << "sqlite" << "is an SQLite database, which is never overwritten";
+    }
+    void saveRefusesFilesNoOutputMayReplace() {
+        QFETCH(QString, kind);
+        QFETCH(QString, says);
+        auto w = makeWindow();
+        const QString target = m_dir.filePath(QStringLiteral("save-over-%1.json").arg(kind));
+        QFile::remove(target);
+        if (kind == QLatin1String("checkpoint")) {
+            const std::vector<float> values = {1.0f, 2.0f};
+            write_safetensors(target.toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
+                              {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
+        } else if (kind == QLatin1String("fifo")) {
+            QCOMPARE(::mkfifo(QFile::encodeName(target).constData(), 0600), 0);
+        } else {
+            RunStore store(target.toStdString());
+        }
+        QFile before(target);
+        const QByteArray bytes = kind == QLatin1String("fifo") || !before.open(QIODevice::ReadOnly) ? QByteArray()
+                                                                                                   : before.readAll();
+        before.close();
+
+        QVERIFY(!w->saveExperiment(target));
+        QVERIFY2(w->lastError().startsWith(target + QLatin1Char(' ')) && w->lastError().contains(says),
+                 qPrintable(w->lastError()));
+        struct stat st {};
+        QCOMPARE(::lstat(QFile::encodeName(target).constData(), &st), 0);
+        if (kind == QLatin1String("fifo")) {
+            QVERIFY(S_ISFIFO(st.st_mode));
+        } else {
+            QFile after(target);
+            QVERIFY(after.open(QIODevice::ReadOnly));
+            QCOMPARE(after.readAll(), bytes);
+        }
+        QVERIFY(!QFile::exists(target + QStringLiteral(".partial")));
+        QVERIFY(w->saveExperiment(m_dir.filePath(QStringLiteral("save-elsewhere.json"))));
+    }
+
+    // Saving to a symbolic link replaces the file it names and keeps the link.
+    void saveWritesThroughASymbolicLink() {
+        auto w = makeWindow();
+        const QString real = m_dir.filePath(QStringLiteral("linked-experiment.json"));
+        const QString link = m_dir.filePath(QStringLiteral("experiment-link.json"));
+        QFile::remove(real);
+        QFile::remove(link);
+        QFile old(real);
+        QVERIFY(old.open(QIODevice::WriteOnly) && old.write("{}\n") > 0);
+        old.close();
+        QVERIFY(QFile::link(real, link));
+        QVERIFY(w->saveExperiment(link));
+        QVERIFY(QFileInfo(link).isSymLink());
+        QCOMPARE(load_experiment(real.toStdString()).name, w->currentExperiment().name);
     }
 
     void unopenableStoreStillTrains() {
@@ -804,6 +872,38 @@ private slots:
                     w->histogramDock()->width() >= GradientHistogramView::usableWidth);
     }
 
+    // A transformer's Layers table (Kind and Format (why) columns) is wider than a 1024 px window
+    // can give it: it scrolls sideways in its share (DockLayout::scrollingLayersShare) rather than
+    // taking 70 % of the width, so the events (and the sample, their tab) keep a readable width, and the columns that
+    // name each op (Layer to Precision) stay whole in view.
+    void transformerLayersDockLeavesTheSampleItsWidth() {
+        QFile corpus(m_dir.filePath(QStringLiteral("share-corpus.txt")));
+        QVERIFY(corpus.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 60; ++i) corpus.write("sphinx of black quartz, judge my vow\n");
+        corpus.close();
+        Experiment e = test::tiny_gpt_experiment(corpus.fileName().toStdString());
+        e.model.depth = 2;
+        e.precision.autocast = Autocast::bf16;
+        auto w = window_test::openWindow(m_dir, {1024, 768});
+        w->setExperiment(e);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QTest::qWait(200);  // the docks settle over a few layouts
+        QTableView* table = w->layersPanel()->view();
+        QVERIFY(!table->isColumnHidden(LayerTableModel::FormatWhy));
+        const auto say = [&] {
+            return QStringLiteral("Layers dock %1 px, events %2 px of %3")
+                .arg(w->layersDock()->width()).arg(w->eventsDock()->width()).arg(w->width());
+        };
+        QTRY_VERIFY2(w->layersDock()->width() <= w->width() * 6 / 10, qPrintable(say()));
+        QVERIFY2(w->eventsDock()->width() >= w->width() * 4 / 10, qPrintable(say()));
+        int named = 0;
+        for (int c = 0; c <= LayerTableModel::Precision; ++c)
+            if (!table->isColumnHidden(c)) named += table->columnWidth(c);
+        QVERIFY2(named <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("Layer to Precision %1 px in %2 px").arg(named).arg(table->viewport()->width())));
+        QVERIFY(table->horizontalScrollBar()->maximum() > 0);  // the rest scrolls into view
+    }
+
     // A first window (nothing remembered) fits the screen it opens on, however small: its status
     // bar and bottom docks are on it. A geometry remembered from a larger screen is brought in too.
     void firstWindowFitsTheScreen() {
@@ -944,7 +1044,10 @@ private slots:
         QVERIFY2(!full.at(head.size()).isLetterOrNumber(), qPrintable(shown));  // cut between words
         QVERIFY(device->toolTip().contains(full));
         QVERIFY(device->fontMetrics().horizontalAdvance(shown) <= device->contentsRect().width());
-        // The status bar's figures all show: none is squeezed under its text's width.
+        // The status bar's figures all show: none is squeezed under its text's width, once the
+        // layout has taken in the texts refreshViews() set (a layout request waits for the event
+        // loop; only those requests are delivered here, so no step changes a text meanwhile).
+        for (int i = 0; i < 3; ++i) QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
         for (QLabel* l : w->statusBar()->findChildren<QLabel*>())
             if (l != device && l->isVisible() && !l->text().isEmpty())
                 QVERIFY2(l->width() >= l->fontMetrics().horizontalAdvance(l->text()), qPrintable(l->text()));

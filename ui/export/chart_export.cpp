@@ -2,8 +2,9 @@
 // QImage, a QSvgGenerator, a QPdfWriter at 72 dpi so one unit is one point), so one code path
 // serves a single chart and a stack of them. The file is checked for writability first, so the
 // sentence a person reads names the real cause rather than "painting failed"; before that, a file
-// that is an SQLite database (the run store among them) or one SQLite keeps beside a database is
-// refused without being opened (store/store_files.h says why it must not be). A ChartView is drawn
+// no output may replace (the run store or any SQLite database and the files SQLite keeps beside
+// one, a Mantissa checkpoint, a named pipe: export/output_check.h) is refused without being
+// opened, and a symbolic link is written through to the file it names. A ChartView is drawn
 // without its hover crosshair and with its step axis labelled (ExportLook below).
 #include "export/chart_export.h"
 
@@ -21,7 +22,7 @@
 #include <QSvgGenerator>
 
 #include "charts/chart_view.h"
-#include "store/store_files.h"
+#include "export/output_check.h"
 
 namespace mantissa::ui {
 
@@ -45,10 +46,8 @@ QString checkWritable(const QString& path) {
     if (!dir.exists() || !dir.isDir())
         return QStringLiteral("The folder '%1' does not exist; choose another place to save the chart.")
             .arg(info.absolutePath());
-    if (const auto role = mantissa::store::database_file_role(QFile::encodeName(path).toStdString()))
-        return QStringLiteral("'%1' is %2, which is never overwritten; choose another file for the chart.")
-            .arg(path, QString::fromStdString(*role));
-    QFile f(path);
+    if (QString refusal = outputRefusal(path); !refusal.isEmpty()) return refusal;
+    QFile f(outputDestination(path));  // a link's own target: removing a new file keeps the link
     const bool existed = f.exists();
     if (!f.open(QIODevice::WriteOnly | QIODevice::Append))
         return QStringLiteral("Cannot write '%1' (%2); choose another place to save the chart.")
@@ -189,12 +188,13 @@ QString exportAs(const QList<QCustomPlot*>& plots, const QString& path, ChartFil
     int w = 0, h = 0;
     if (QString e = place(plots, size, &placed, &w, &h); !e.isEmpty()) return e;
     if (QString e = checkWritable(path); !e.isEmpty()) return e;
+    const QString target = outputDestination(path);
     const ExportLook look(placed);
     QString error;
     switch (format) {
-        case ChartFileFormat::png: error = writePng(placed, w, h, size.scale, path); break;
-        case ChartFileFormat::svg: error = writeSvg(placed, w, h, path); break;
-        case ChartFileFormat::pdf: error = writePdf(placed, w, h, path); break;
+        case ChartFileFormat::png: error = writePng(placed, w, h, size.scale, target); break;
+        case ChartFileFormat::svg: error = writeSvg(placed, w, h, target); break;
+        case ChartFileFormat::pdf: error = writePdf(placed, w, h, target); break;
     }
     // toPainter laid each plot out at the export size; the next replot lays it out for the screen.
     for (const Placed& p : placed) p.plot->replot(QCustomPlot::rpQueuedReplot);

@@ -11,23 +11,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "export/output_check.h"
 #include "store/schema.h"
-#include "store/store_files.h"
 #include "config/experiment.h"
 
 namespace mantissa::ui {
 
 namespace {
 
-// Writes `write`'s output to PATH.partial and renames it onto `path` once complete. Never onto an
-// SQLite database (the run store among them) or a file SQLite keeps beside one (its -wal, -shm or
-// -journal): those are recognised without being opened (store/store_files.h says why).
+// Writes `write`'s output to TARGET.partial and renames it onto TARGET, the file `path` names (the one
+// its symbolic links lead to, so a link stays a link) once complete. Never onto a file no output
+// may replace (the run store or any SQLite database and the files SQLite keeps beside one, a
+// Mantissa checkpoint, a named pipe: export/output_check.h), which is refused before anything is
+// written; sentences name `path` as the person chose it.
 template <typename Writer>
 QString writeAtomically(const QString& path, Writer&& write) {
-    if (const auto role = mantissa::store::database_file_role(QFile::encodeName(path).toStdString()))
-        return QObject::tr("%1 is %2, which is never overwritten; choose another file.")
-            .arg(QDir::toNativeSeparators(path), QString::fromStdString(*role));
-    const QString partial = path + QStringLiteral(".partial");
+    if (QString refusal = outputRefusal(path); !refusal.isEmpty()) return refusal;
+    const QString target = outputDestination(path);
+    const QString partial = target + QStringLiteral(".partial");
     try {
         std::ofstream out(QFile::encodeName(partial).toStdString(), std::ios::binary | std::ios::trunc);
         if (!out) return QObject::tr("Cannot write %1: the folder is missing or not writable.").arg(QDir::toNativeSeparators(path));
@@ -42,11 +43,11 @@ QString writeAtomically(const QString& path, Writer&& write) {
         QFile::remove(partial);
         return QString::fromStdString(e.what());
     }
-    if (QFile::exists(path) && !QFile::remove(path)) {
+    if (QFile::exists(target) && !QFile::remove(target)) {
         QFile::remove(partial);
         return QObject::tr("Cannot replace %1: it is not writable.").arg(QDir::toNativeSeparators(path));
     }
-    if (!QFile::rename(partial, path)) {
+    if (!QFile::rename(partial, target)) {
         QFile::remove(partial);
         return QObject::tr("Cannot write %1.").arg(QDir::toNativeSeparators(path));
     }
