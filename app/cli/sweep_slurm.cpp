@@ -125,7 +125,10 @@ std::string write_array_script(const std::string& folder, const SweepRow& sweep,
         save_experiment(plan.at(static_cast<std::size_t>(i)).experiment,
                         (fs::path(folder) / ("run-" + std::to_string(i) + ".json")).string());
     std::string array;
-    for (std::int64_t i : indices) array += (array.empty() ? "" : ",") + std::to_string(i);
+    for (std::int64_t i : indices) {
+        if (!array.empty()) array += ',';
+        array += std::to_string(i);
+    }
     const std::string cli = fs::read_symlink("/proc/self/exe").string();
     const std::string script = (fs::path(folder) / "sweep.sbatch").string();
     std::ofstream out(script);
@@ -134,7 +137,9 @@ std::string write_array_script(const std::string& folder, const SweepRow& sweep,
         << "# into its own store; `mantissa-cli sweep collect` imports them (docs/sweeps.md).\n"
         << "#SBATCH --job-name=" << quoted("mantissa-" + sweep.name) << "\n"
         << "#SBATCH --array=" << array << "\n"
-        << "#SBATCH --output=" << quoted((fs::path(folder) / "run-%a.log").string()) << "\n";
+        << "#SBATCH --output=" << quoted((fs::path(folder) / "run-%a.log").string()) << "\n"
+        // A task submitted again adds to its log: what the earlier attempt said stays above it.
+        << "#SBATCH --open-mode=append\n";
     if (!options.partition.empty()) out << "#SBATCH --partition=" << quoted(options.partition) << "\n";
     if (!options.time.empty()) out << "#SBATCH --time=" << quoted(options.time) << "\n";
     if (options.cpus_per_task > 0) out << "#SBATCH --cpus-per-task=" << options.cpus_per_task << "\n";

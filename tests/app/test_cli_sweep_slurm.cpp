@@ -51,7 +51,7 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QByteArray text = f.readAll();
         QVERIFY2(text.contains("#SBATCH --array=0,1,2,3") && text.contains("#SBATCH --partition='debug'") &&
-                     text.contains("#SBATCH --time='10'"),
+                     text.contains("#SBATCH --time='10'") && text.contains("#SBATCH --open-mode=append"),
                  text.constData());
         const auto states = m_cluster->wait_finished(job);
         QCOMPARE(states.size(), 4);
