@@ -35,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "error.h"
+#include "checkpoint_edits.h"
 #include "run_cli.h"
 #include "store/run_store.h"
 #include "train/checkpoint.h"
@@ -87,29 +88,6 @@ std::int64_t only_run(const std::string& db) {
     }
 }
 
-// Flips the lowest bit of the byte in the middle of `tensor`'s data in the safetensors file at
-// `path`, leaving its header as it was.
-void flip_a_byte(const std::string& path, const std::string& tensor) {
-    std::uint64_t offset = 0;
-    {
-        const SafetensorsFile f(path);
-        const SafetensorsEntry* e = f.find(tensor);
-        QVERIFY2(e, tensor.c_str());
-        offset = e->begin + e->bytes() / 2;
-    }
-    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
-    unsigned char length[8];
-    io.read(reinterpret_cast<char*>(length), 8);
-    std::uint64_t header = 0;
-    for (int i = 8; i-- > 0;) header = (header << 8) | length[i];
-    const auto at = static_cast<std::streamoff>(8 + header + offset);
-    io.seekg(at);
-    char byte = 0;
-    io.get(byte);
-    io.seekp(at);
-    io.put(static_cast<char>(byte ^ 1));
-    QVERIFY(io.good());
-}
 
 }  // namespace
 
@@ -291,14 +269,7 @@ private slots:
             const std::filesystem::path saved = dir.filePath("saved.safetensors").toStdString();
             std::filesystem::copy_file(checkpoint_file, saved);
             const auto rewrite = [&](const std::function<void(nlohmann::json&)>& edit) {
-                const SafetensorsFile f(saved.string());
-                std::vector<SafetensorsTensor> tensors;
-                for (const SafetensorsEntry& e : f.entries()) tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
-                std::map<std::string, std::string> meta = f.metadata();
-                nlohmann::json j = nlohmann::json::parse(meta["mantissa.checkpoint"]);
-                edit(j);
-                meta["mantissa.checkpoint"] = j.dump();
-                write_safetensors(checkpoint_file, tensors, meta);
+                test::rewrite_checkpoint_metadata(saved.string(), checkpoint_file, edit);
             };
             const std::vector<std::pair<std::function<void(nlohmann::json&)>, QByteArray>> damages = {
                 {[](nlohmann::json& j) { j["loss_scale"] = 0; }, "\"loss_scale\" is 0 while \"scale_collapsed\" is false"},
@@ -379,7 +350,7 @@ private slots:
         const std::string latest = before.back().file;
         std::map<std::string, std::uintmax_t> sizes;
         for (const CheckpointRow& c : before) sizes[c.file] = std::filesystem::file_size(c.file);
-        flip_a_byte(latest, "fc1.weight");
+        test::flip_a_byte(latest, "fc1.weight");
 
         const QByteArray sentence = QByteArray::fromStdString(
             latest +
@@ -423,18 +394,13 @@ private slots:
         // The way out the sentence names: a branch from the checkpoint at step 20, here one written
         // before checkpoints kept checksums (its metadata without them), which still resumes.
         const std::string earlier = before[0].file;
-        {
-            const SafetensorsFile f(earlier);
-            std::vector<SafetensorsTensor> tensors;
-            for (const SafetensorsEntry& e : f.entries())
-                tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
-            std::map<std::string, std::string> meta = f.metadata();
-            nlohmann::json j = nlohmann::json::parse(meta.at("mantissa.checkpoint"));
-            QCOMPARE(j.at("checksums").size(), f.entries().size());
+        const std::size_t tensors = SafetensorsFile(earlier).entries().size();
+        std::size_t checksums = 0;
+        test::rewrite_checkpoint_metadata(earlier, [&](nlohmann::json& j) {
+            checksums = j.at("checksums").size();
             j.erase("checksums");
-            meta["mantissa.checkpoint"] = j.dump();
-            write_safetensors(earlier, tensors, meta);
-        }
+        });
+        QCOMPARE(checksums, tensors);
         r = run_cli({"weights", "show", QString::fromStdString(earlier), "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         QCOMPARE(nlohmann::json::parse(r.out.constData()).at("checksums"), "none");

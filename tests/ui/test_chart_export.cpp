@@ -17,8 +17,7 @@
 #include "export/chart_export.h"
 #include "export/chart_export_dialog.h"
 #include "store/run_store.h"
-#include "weights/checkpoint_info.h"
-#include "weights/safetensors.h"
+#include "checkpoint_edits.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -46,11 +45,7 @@ QByteArray readAll(const QString& path) {
 }
 
 // A small Mantissa checkpoint: one tensor and the checkpoint's metadata entry.
-void writeCheckpoint(const QString& path) {
-    const std::vector<float> values = {1.0f, 2.0f};
-    write_safetensors(QFile::encodeName(path).toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
-                      {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
-}
+void writeCheckpoint(const QString& path) { test::write_checkpoint_like_file(QFile::encodeName(path).toStdString()); }
 
 // Makes in `dir` the file `kind` names (a checkpoint, a FIFO, an SQLite database and its -wal, a
 // link to a checkpoint) and returns the path an export is aimed at.

@@ -29,8 +29,7 @@
 #include "history/run_table_model.h"
 #include "history/run_viewer.h"
 #include "test_history_fixture.h"
-#include "weights/checkpoint_info.h"
-#include "weights/safetensors.h"
+#include "checkpoint_edits.h"
 
 #include <sys/stat.h>
 
@@ -514,9 +513,7 @@ private slots:
         QString target = m_dir.filePath(QStringLiteral("export-over-%1.json").arg(kind));
         QFile::remove(target);
         if (kind == QLatin1String("checkpoint")) {
-            const std::vector<float> values = {1.0f, 2.0f};
-            write_safetensors(target.toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
-                              {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
+            test::write_checkpoint_like_file(target.toStdString());
         } else if (kind == QLatin1String("fifo")) {
             QCOMPARE(::mkfifo(QFile::encodeName(target).constData(), 0600), 0);
         } else {
@@ -550,12 +547,7 @@ private slots:
     void exportWritesThroughASymbolicLink() {
         const QString real = m_dir.filePath(QStringLiteral("linked-steps.csv"));
         const QString link = m_dir.filePath(QStringLiteral("steps-link.csv"));
-        QFile::remove(real);
-        QFile::remove(link);
-        QFile old(real);
-        QVERIFY(old.open(QIODevice::WriteOnly) && old.write("an older export\n") > 0);
-        old.close();
-        QVERIFY(QFile::link(real, link));
+        QVERIFY(test::link_to_older_file(real, link, "an older export\n"));
         RunViewer viewer(m_store, m_b);
         QVERIFY(viewer.load());
         QCOMPARE(viewer.exportTo({ExportChoice::tableFile, QStringLiteral("steps"), RunStore::ExportFormat::csv}, link),

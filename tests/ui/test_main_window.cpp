@@ -49,8 +49,7 @@
 #include "error.h"
 #include "store/run_store.h"
 #include "tiny_gpt.h"
-#include "weights/checkpoint_info.h"
-#include "weights/safetensors.h"
+#include "checkpoint_edits.h"
 
 #include <sys/stat.h>
 
@@ -437,9 +436,7 @@ private slots:
         const QString target = m_dir.filePath(QStringLiteral("save-over-%1.json").arg(kind));
         QFile::remove(target);
         if (kind == QLatin1String("checkpoint")) {
-            const std::vector<float> values = {1.0f, 2.0f};
-            write_safetensors(target.toStdString(), {safetensors_tensor("fc1.weight", Dtype::F32, {2}, values)},
-                              {{checkpoint_metadata_key, checkpoint_info_text(CheckpointInfo{})}});
+            test::write_checkpoint_like_file(target.toStdString());
         } else if (kind == QLatin1String("fifo")) {
             QCOMPARE(::mkfifo(QFile::encodeName(target).constData(), 0600), 0);
         } else {
@@ -471,12 +468,7 @@ private slots:
         auto w = makeWindow();
         const QString real = m_dir.filePath(QStringLiteral("linked-experiment.json"));
         const QString link = m_dir.filePath(QStringLiteral("experiment-link.json"));
-        QFile::remove(real);
-        QFile::remove(link);
-        QFile old(real);
-        QVERIFY(old.open(QIODevice::WriteOnly) && old.write("{}\n") > 0);
-        old.close();
-        QVERIFY(QFile::link(real, link));
+        QVERIFY(test::link_to_older_file(real, link, "{}\n"));
         QVERIFY(w->saveExperiment(link));
         QVERIFY(QFileInfo(link).isSymLink());
         QCOMPARE(load_experiment(real.toStdString()).name, w->currentExperiment().name);

@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_matmul.h"
+#include "checkpoint_edits.h"
 #include "error.h"
 #include "stripes_dataset.h"
 #include "tiny_gpt.h"
@@ -40,6 +41,8 @@
 #include "train_support.h"
 
 using namespace mantissa;
+using mantissa::test::flip_a_byte;
+using mantissa::test::rewrite_checkpoint_metadata;
 using test::quick_experiment;
 
 namespace {
@@ -85,41 +88,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::string temp_path(const QTemporaryDir& dir, const char* name) { return dir.filePath(name).toStdString(); }
 
-// Flips the lowest bit of the byte in the middle of `tensor`'s data in the file at `path`: damage
-// that leaves the header, and even the value's sign and exponent, as they were.
-void flip_a_byte(const std::string& path, const std::string& tensor) {
-    std::uint64_t data_start = 0;
-    std::uint64_t offset = 0;
-    {
-        const SafetensorsFile f(path);
-        const SafetensorsEntry* e = f.find(tensor);
-        QVERIFY2(e, tensor.c_str());
-        offset = e->begin + e->bytes() / 2;
-    }
-    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
-    unsigned char length[8];
-    io.read(reinterpret_cast<char*>(length), 8);
-    for (int i = 8; i-- > 0;) data_start = (data_start << 8) | length[i];
-    data_start += 8;
-    io.seekg(static_cast<std::streamoff>(data_start + offset));
-    char byte = 0;
-    io.get(byte);
-    io.seekp(static_cast<std::streamoff>(data_start + offset));
-    io.put(static_cast<char>(byte ^ 1));
-    QVERIFY(io.good());
-}
-
-// Rewrites the checkpoint's metadata JSON as `edit` says, its tensors as they are.
-void rewrite_checkpoint_metadata(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
-    const SafetensorsFile f(path);
-    std::vector<SafetensorsTensor> tensors;
-    for (const SafetensorsEntry& e : f.entries()) tensors.push_back({e.name, e.dtype, e.shape, f.read_bytes(e)});
-    std::map<std::string, std::string> meta = f.metadata();
-    nlohmann::json j = nlohmann::json::parse(meta["mantissa.checkpoint"]);
-    edit(j);
-    meta["mantissa.checkpoint"] = j.dump();
-    write_safetensors(path, tensors, meta);
-}
 
 Recipe mlp_recipe() {
     Recipe r;
