@@ -127,10 +127,15 @@ std::vector<std::string> progress_lines(RunStore& store, const SweepRow& sweep, 
     for (const Row& r : rows_of(store, sweep, plan, false)) {
         char line[256];
         const std::int64_t total = r.plan->experiment.train.steps;
+        std::string of_total;  // "/1000"; appended piece by piece: "/" + std::to_string trips GCC 12's -Wrestrict
+        if (total > 0) {
+            of_total += '/';
+            of_total += std::to_string(total);
+        }
         std::snprintf(line, sizeof line, "  %4lld  %-40.40s  %-11s  step %6lld%s  loss %s", static_cast<long long>(r.plan->index),
                       r.plan->label.c_str(), r.run ? run_status_name(r.run->status) : "waiting",
                       static_cast<long long>(r.run ? r.run->steps : 0),
-                      total > 0 ? ("/" + std::to_string(total)).c_str() : "",
+                      of_total.c_str(),
                       r.run ? cell(r.run->final_loss, "%.4f").c_str() : "-");
         lines.push_back(line);
     }

@@ -131,7 +131,10 @@ private:
                 path += (path.empty() ? "" : ".") + outer.key;
             } else {  // its open element is its last; the innermost array's new one comes after them
                 const std::size_t n = outer.node->size();
-                path += "[" + std::to_string(&outer == &open_.back() ? n : n - 1) + "]";
+                // Appended piece by piece: "[" + std::to_string(...) trips GCC 12's -Wrestrict.
+                path += '[';
+                path += std::to_string(&outer == &open_.back() ? n : n - 1);
+                path += ']';
             }
         }
         problem_ = {true, describe_too_deep(text_, max_json_depth, path, array), false};
