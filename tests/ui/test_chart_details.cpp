@@ -95,6 +95,22 @@ QVector<double> ticksInside(QCPAxis* axis) {
     return out;
 }
 
+// Step `i` of a run at a flat loss whose memory read-out has all six categories.
+StepRecord memoryStep(std::int64_t i) {
+    StepRecord r;
+    r.step = i;
+    r.loss = 0.5;
+    r.loss_scale = 65536;
+    r.samples_per_s = 1000;
+    r.memory.parameters = 472'908;
+    r.memory.master_weights = 935'332;
+    r.memory.gradients = 472'908;
+    r.memory.optimizer_state = 1'881'145;
+    r.memory.activations = 803'850;
+    r.memory.workspace = 234'461;
+    return r;
+}
+
 }  // namespace
 
 class TestChartDetails : public QObject {
@@ -239,18 +255,7 @@ private slots:
         RunSeries series;
         series.reset({"fc1", "fc2"});
         for (std::int64_t i = 0; i < 400; ++i) {
-            StepRecord r;
-            r.step = i;
-            r.loss = 0.5;
-            r.loss_scale = 65536;
-            r.samples_per_s = 1000;
-            r.memory.parameters = 472'908;
-            r.memory.master_weights = 935'332;
-            r.memory.gradients = 472'908;
-            r.memory.optimizer_state = 1'881'145;
-            r.memory.activations = 803'850;
-            r.memory.workspace = 234'461;
-            series.addStep(r);
+            series.addStep(memoryStep(i));
         }
         ChartsPanel panel;
         panel.resize(620, 900);
@@ -424,18 +429,7 @@ private slots:
         RunSeries series;
         series.reset({"fc1", "fc2"});
         for (std::int64_t i = 0; i < 100; ++i) {
-            StepRecord r;
-            r.step = i;
-            r.loss = 0.5;
-            r.loss_scale = 65536;
-            r.samples_per_s = 1000;
-            r.memory.parameters = 472'908;
-            r.memory.master_weights = 935'332;
-            r.memory.gradients = 472'908;
-            r.memory.optimizer_state = 1'881'145;
-            r.memory.activations = 803'850;
-            r.memory.workspace = 234'461;
-            series.addStep(r);
+            series.addStep(memoryStep(i));
             for (int l = 0; l < 2; ++l) {
                 LayerSample ls;
                 ls.step = i;
