@@ -96,12 +96,16 @@ bool MainWindow::prepareBranch(const QString& storePath, std::int64_t runId, std
                           .arg(checkpointStepsText(checkpoints)));
             return false;
         }
-        const Checkpoint checkpoint(from->file);  // checked whole: a damaged file is said now, not at Start
+        // Checked whole, so a damaged file is said now rather than after the settings are changed.
+        // Start opens and checks it again (RunController::startBranch) rather than keep this one
+        // open: a person may take any time over the panels, and the file restored must be the one
+        // just checked, not one checked before it could have changed on the disk.
+        const Checkpoint checkpoint(from->file);
         experiment = checkpoint.info().experiment;
         experiment.name = run.name + " @" + std::to_string(step);  // as mantissa-cli resume --as-new names it
         parentName = QString::fromStdString(run.name);
     } catch (const std::exception& e) {
-        showError(QString::fromStdString(e.what()));
+        showError(RunController::checkpointErrorText(e));
         return false;
     }
     setExperiment(experiment);  // clears the last run's views and overlays, and any branch prepared before

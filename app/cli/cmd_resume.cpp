@@ -2,10 +2,11 @@
 // failed run continues from its latest checkpoint, recorded as the same run (the steps after the
 // checkpoint are recorded again, and come out bit for bit as they first did on the CPU backend);
 // or, with --as-new, a new run starts from any of its checkpoints with changed settings, recording
-// its parent and the step (a branch). The checkpoint file is checked whole before anything is
-// written to the store.
+// its parent and the step (a branch). The checkpoint file is opened and checked whole once, before
+// anything is written to the store, and the Session restores from that opened file.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/live_change.h"
 #include "train/session.h"
+#include "weights/checkpoint_info.h"
 
 namespace mantissa::cli {
 namespace {
@@ -124,18 +126,25 @@ int run_resume(Args& args) {
                                     : "; branch from another with --as-new --step N (its other checkpoints are at step" +
                                           std::string(others.size() == 1 ? " " : "s ") + steps_text(others) + ")."));
     }
-    const Checkpoint checkpoint(from.file);  // the whole header and the metadata checked
-    if (!checkpoint.info().run_uuid.empty() && checkpoint.info().run_uuid != run.uuid)
-        throw Error(from.file + " is a checkpoint of another run (" + checkpoint.info().run_uuid + "), not of " +
+    // Opened and checked whole (header, metadata, every tensor's checksum) here, once: the Session
+    // restores from this opened file.
+    std::shared_ptr<const Checkpoint> checkpoint;
+    try {
+        checkpoint = std::make_shared<const Checkpoint>(from.file);
+    } catch (const DamagedCheckpointError& e) {
+        throw Error(damaged_checkpoint_sentence(e));
+    }
+    if (!checkpoint->info().run_uuid.empty() && checkpoint->info().run_uuid != run.uuid)
+        throw Error(from.file + " is a checkpoint of another run (" + checkpoint->info().run_uuid + "), not of " +
                     run_label(run) + "; the store's checkpoint folder was changed by hand.");
-    Experiment experiment = checkpoint.info().experiment;
+    Experiment experiment = checkpoint->info().experiment;
     // The speed of the steps, not what they compute (but for the order of sums): a run continued
     // as it was may take it too.
     if (threads) experiment.threads = *threads;
     std::vector<ScheduledChange> at;
     if (branch) {
         apply_settings(experiment, args.values("set"));
-        refuse_another_model(checkpoint.info().experiment, experiment);
+        refuse_another_model(checkpoint->info().experiment, experiment);
         if (auto steps = args.integer("steps")) {
             if (*steps <= 0) throw UsageError{"--steps must be a positive number of steps"};
             experiment.train.steps = *steps;
@@ -151,7 +160,7 @@ int run_resume(Args& args) {
     }
 
     SessionOptions options;
-    options.resume_from = from.file;
+    options.resume_from = std::move(checkpoint);  // the Session releases it once restored
     options.branch = branch;
     options.parent_name = run_label(run);
     Session session(experiment, options);  // builds the model and restores the checkpoint: bad input throws here

@@ -35,7 +35,11 @@ void write_checkpoint(Trainer& trainer, const std::string& path, const std::stri
 // it, then every tensor's bytes against the checksum written with them (a checkpoint from before
 // checksums were kept has none, and its bytes go unchecked). So a damaged file is refused here,
 // before a resume writes anything to the store or the network. Reads every tensor once (CRC-32 at
-// GB/s) and keeps none. Throws mantissa::Error, one sentence naming the file.
+// GB/s) and keeps none, but keeps the file open, so restore() reads the file that was checked even
+// once its path is removed or another file is renamed over it: a resume hands its opened
+// Checkpoint to the Session (SessionOptions::resume_from) rather than the path, to open and check
+// the file once. Throws mantissa::Error, one sentence naming the file; a DamagedCheckpointError
+// (weights/checkpoint_info.h) for bytes that do not match their checksums.
 class Checkpoint {
 public:
     explicit Checkpoint(const std::string& path);

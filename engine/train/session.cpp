@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <span>
 #include <thread>
 
@@ -90,6 +89,7 @@ std::string checkpoint_failure(const std::string& folder, const std::exception& 
 struct Session::Impl {
     Experiment experiment;
     SessionOptions options;
+    bool resumed = false;               // made with options.resume_from (then released)
     std::int64_t first_step = 0;        // the checkpoint's step when resumed
     std::int64_t last_eval = -1;        // the step of the last evaluation
     std::int64_t last_checkpoint = -1;  // the step of the last checkpoint written (or resumed from)
@@ -149,11 +149,11 @@ Session::Session(Experiment experiment, SessionOptions options) : m_impl(std::ma
     Impl& im = *m_impl;
     im.experiment = std::move(experiment);
     im.options = std::move(options);
-    std::optional<Checkpoint> resume;
-    if (!im.options.resume_from.empty()) {
-        resume.emplace(im.options.resume_from);
-        im.experiment.model.init_from.clear();  // the weights come from the checkpoint
-    }
+    // Held only until restored (moving it out leaves options.resume_from empty): the file closes
+    // with the constructor unless the caller holds it too.
+    const std::shared_ptr<const Checkpoint> resume = std::move(im.options.resume_from);
+    im.resumed = resume != nullptr;
+    if (resume) im.experiment.model.init_from.clear();  // the weights come from the checkpoint
     Dataset data = load_dataset(im.experiment.dataset, im.experiment.train.seed);
     im.notices = data.notices;
     auto backend = make_backend(im.experiment.backend, im.experiment.device, im.experiment.threads);
@@ -274,7 +274,7 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
         const std::string where = " on " + backend_name + " (" + device_name + ").";
         nlohmann::json started = {{"backend", backend_name}, {"device", device_name}, {"total_steps", total_steps}};
         std::string sentence = "Run \"" + experiment.name + "\" started" + where;
-        if (!options.resume_from.empty()) {
+        if (resumed) {
             started[options.branch ? "branched_from_step" : "resumed_from_step"] = first_step;
             sentence = options.branch ? "Run \"" + experiment.name + "\" branched from " +
                                             (options.parent_name.empty() ? "its parent" : options.parent_name) +

@@ -20,6 +20,8 @@
 
 namespace mantissa {
 
+class Checkpoint;  // train/checkpoint.h
+
 namespace command {
 // A pause logs a `paused` event and the Resume that ends it a `resumed` one, unless the pause was
 // quiet (PauseAt's, StepOnce's): then neither is logged.
@@ -89,10 +91,13 @@ struct SessionOptions {
     // it fails). Empty: none are written.
     std::string checkpoint_folder;
     std::string run_uuid;  // written into each checkpoint
-    // A checkpoint file to start from instead of step 0. The experiment given with it must be the
-    // checkpoint's own (Checkpoint::info().experiment) for a continuation, or a copy with changes
-    // for a branch; its model.init_from is not read (the weights come from the checkpoint).
-    std::string resume_from;
+    // A checkpoint to start from instead of step 0, opened and checked by the caller (who reads
+    // its experiment and its run first), so a resume opens and checks the file once: the Session
+    // restores from this opened file and does not open the path again. The experiment given with
+    // it must be the checkpoint's own (Checkpoint::info().experiment) for a continuation, or a copy
+    // with changes for a branch; its model.init_from is not read (the weights come from the
+    // checkpoint). Released once restored, which closes the file unless the caller holds it too.
+    std::shared_ptr<const Checkpoint> resume_from;
     // With resume_from: a new run branched from the checkpoint's (its run_started event says so)
     // rather than the same run continued.
     bool branch = false;
@@ -101,9 +106,9 @@ struct SessionOptions {
 
 class Session {
 public:
-    // Loads the dataset and builds the model and the backend (and restores the checkpoint of
-    // options.resume_from); throws mantissa::Error on bad input (a missing dataset file, an
-    // unknown layer name in precision.layers, no such backend, a damaged checkpoint).
+    // Loads the dataset and builds the model and the backend (and restores options.resume_from);
+    // throws mantissa::Error on bad input (a missing dataset file, an unknown layer name in
+    // precision.layers, no such backend, a checkpoint that does not fit the model).
     explicit Session(Experiment experiment, SessionOptions options = {});
     ~Session();  // stops and joins the training thread
     Session(const Session&) = delete;

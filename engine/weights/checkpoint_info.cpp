@@ -231,13 +231,18 @@ void verify_checkpoint_tensors(const SafetensorsFile& file, const std::optional<
     }
     if (damaged.empty()) return;
     const std::size_t others = damaged.size() - 1;
-    throw Error(printable_text(file.path()) + ": tensor " + printable_text(damaged.front()->name) +
-                "'s bytes do not match the checksum written with them" +
-                (others == 0 ? std::string()
-                             : " (nor do those of " + std::to_string(others) + " other tensor" +
-                                   (others == 1 ? "" : "s") + ")") +
-                "; the checkpoint is damaged, so branch from an earlier one with `mantissa-cli resume RUN --as-new "
-                "--step S` (`mantissa-cli show RUN` lists the run's checkpoints).");
+    throw DamagedCheckpointError(printable_text(file.path()) + ": tensor " + printable_text(damaged.front()->name) +
+                                 "'s bytes do not match the checksum written with them" +
+                                 (others == 0 ? std::string()
+                                              : " (nor do those of " + std::to_string(others) + " other tensor" +
+                                                    (others == 1 ? "" : "s") + ")") +
+                                 "; the checkpoint is damaged.");
+}
+
+std::string DamagedCheckpointError::with_advice(const std::string& advice) const {
+    std::string sentence = what();
+    if (sentence.ends_with('.')) sentence.pop_back();
+    return sentence + ", so " + advice + ".";
 }
 
 }  // namespace mantissa

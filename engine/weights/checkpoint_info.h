@@ -16,6 +16,7 @@
 #include <string>
 
 #include "config/experiment.h"
+#include "error.h"
 #include "weights/safetensors.h"
 
 namespace mantissa {
@@ -77,9 +78,19 @@ CheckpointInfo read_checkpoint_info(const SafetensorsFile& file);
 // JSON): for a reader that lists a checkpoint rather than resumes it (`mantissa-cli weights show`),
 // which a newer version or an experiment this Mantissa cannot read should not stop.
 std::optional<TensorChecksums> read_checkpoint_checksums(const SafetensorsFile& file);
+// What verify_checkpoint_tensors throws: a sentence that says what is wrong and ends "; the
+// checkpoint is damaged." What to do instead is each front end's to say, in its own terms (the CLI
+// names a mantissa-cli command, the GUI a menu), so it is caught by this type and given advice.
+class DamagedCheckpointError : public Error {
+public:
+    using Error::Error;
+    // The sentence with `advice` joined on: "...; the checkpoint is damaged, so <advice>."
+    std::string with_advice(const std::string& advice) const;
+};
+
 // Reads every tensor's bytes and checks each against its checksum; nothing without checksums.
-// Throws mantissa::Error, one sentence naming the file and the first tensor whose bytes do not
-// match (and how many others do not), which says the checkpoint is damaged and which to take instead.
+// Throws DamagedCheckpointError, one sentence naming the file and the first tensor whose bytes do
+// not match (and how many others do not).
 void verify_checkpoint_tensors(const SafetensorsFile& file, const std::optional<TensorChecksums>& checksums);
 
 }  // namespace mantissa

@@ -42,6 +42,7 @@
 #include "test_history_fixture.h"
 #include "train/checkpoint.h"
 #include "exact_compare.h"
+#include "checkpoint_edits.h"
 
 using namespace mantissa;
 using namespace mantissa::ui;
@@ -450,6 +451,40 @@ private slots:
         QVERIFY(!c.startBranch(m_path, id, stopAt, e));
         QCOMPARE(errors.count(), 2);
         QVERIFY(trainAndStop(c, tiny("after")) >= 0);
+    }
+
+    // A byte flipped inside a tensor: Resume, a branch and the window's Branch… say so in the GUI's
+    // terms (the run browser's Branch…), never with a mantissa-cli command, and nothing changes.
+    void damagedBytesAreSaidInTheGuisTerms() {
+        RunController& c = *m_controller;
+        const std::int64_t id = trainAndStop(c, tiny("flipped"));
+        QVERIFY(id >= 0);
+        std::string file;
+        {
+            RunStore store(m_path.toStdString());
+            file = store.checkpoints(id).back().file;
+        }
+        test::flip_a_byte(file, "fc1.weight");
+        QSignalSpy errors(&c, &RunController::errorOccurred);
+        QVERIFY(!c.resumeRun(m_path, id));
+        QVERIFY(!c.startBranch(m_path, id, stopAt, tiny("flipped @25")));
+        MainWindow::Options o;
+        o.storePath = m_path;
+        o.useSettings = false;
+        MainWindow w(o);
+        QVERIFY(!w.prepareBranch(m_path, id, stopAt));
+        QCOMPARE(errors.count(), 2);
+        const QString expected = QString::fromStdString(file) +
+                                 QStringLiteral(": tensor fc1.weight's bytes do not match the checksum written with "
+                                                "them; the checkpoint is damaged, so branch from an earlier one with "
+                                                "Run history ▸ Branch… (it lists the run's checkpoints).");
+        for (const QString& sentence : {errors.at(0).at(0).toString(), errors.at(1).at(0).toString(), w.lastError()}) {
+            QCOMPARE(sentence, expected);
+            QVERIFY2(!sentence.contains(QStringLiteral("mantissa-cli")), qPrintable(sentence));
+        }
+        QVERIFY(!c.active());
+        RunStore store(m_path.toStdString());
+        QCOMPARE(store.run(id).status, RunStatus::stopped);
     }
 
     // The main window: Branch… puts the checkpoint's experiment in the panels, Start trains the

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <exception>
+#include <memory>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "live/telemetry_ring.h"
 #include "store/run_store.h"
 #include "train/checkpoint.h"
+#include "weights/checkpoint_info.h"
 
 namespace mantissa::ui {
 
@@ -164,12 +166,14 @@ bool RunController::resumeRun(const QString& storePath, std::int64_t runId, cons
         }
         // Everything that can refuse does so before the store drops the steps after the checkpoint.
         const CheckpointRow& from = checkpoints.back();
-        const Checkpoint checkpoint(from.file);  // the whole header and the metadata checked
-        checkOwner(checkpoint, from, run);
+        // Checked whole (header, metadata, every tensor's checksum), once: the session restores
+        // from this opened file.
+        const auto checkpoint = std::make_shared<const Checkpoint>(from.file);
+        checkOwner(*checkpoint, from, run);
         SessionOptions options;
-        options.resume_from = from.file;
+        options.resume_from = checkpoint;
         options.parent_name = runLabel(run).toStdString();
-        session = std::make_unique<Session>(checkpoint.info().experiment, options);  // restores the state
+        session = std::make_unique<Session>(checkpoint->info().experiment, options);  // restores the state
         // A checkpoint at the run's last step: the run took all its steps but died before it
         // recorded its end, which the session now records (as mantissa-cli resume does).
         ring = std::make_shared<TelemetryRing>(session->layers().size());
@@ -178,7 +182,7 @@ bool RunController::resumeRun(const QString& storePath, std::int64_t runId, cons
         session->add_sink(recorder);
         session->set_checkpoint_folder(checkpoint_folder(store->path(), run.uuid), run.uuid);
     } catch (const std::exception& e) {
-        emit errorOccurred(text(e));
+        emit errorOccurred(checkpointErrorText(e));
         return false;
     }
     // The run's steps before the checkpoint, as the store now holds them, then the live ones.
@@ -226,10 +230,10 @@ bool RunController::startBranch(const QString& storePath, std::int64_t runId, st
                                    .arg(checkpointStepsText(checkpoints)));
             return false;
         }
-        const Checkpoint checkpoint(from->file);
-        checkOwner(checkpoint, *from, run);
+        const auto checkpoint = std::make_shared<const Checkpoint>(from->file);  // checked whole, once
+        checkOwner(*checkpoint, *from, run);
         SessionOptions options;
-        options.resume_from = from->file;
+        options.resume_from = checkpoint;
         options.branch = true;
         options.parent_name = runLabel(run).toStdString();
         session = std::make_unique<Session>(experiment, options);  // a model the checkpoint does not fit throws here
@@ -257,11 +261,19 @@ bool RunController::startBranch(const QString& storePath, std::int64_t runId, st
         session->set_checkpoint_folder(checkpoint_folder(store->path(), uuid), uuid);
     } catch (const std::exception& e) {
         if (recorder) recorder->finish(RunStatus::failed, e.what());
-        emit errorOccurred(text(e));
+        emit errorOccurred(checkpointErrorText(e));
         return false;
     }
     return launch(std::move(session), std::move(ring), std::move(recorder), branchId, storePath, RunKind::branch, first,
                   {});
+}
+
+QString RunController::checkpointErrorText(const std::exception& e) {
+    if (const auto* damaged = dynamic_cast<const DamagedCheckpointError*>(&e))
+        return QString::fromStdString(damaged->with_advice(
+            tr("branch from an earlier one with Run history ▸ Branch… (it lists the run's checkpoints)")
+                .toStdString()));
+    return text(e);
 }
 
 void RunController::resetSeries(const Session& session) {

@@ -14,13 +14,15 @@
 // noticeRaised says why. A recorded run writes its checkpoints (train.checkpoint_every) to the
 // folder beside its store (checkpoint_folder), as mantissa-cli train does; resumeRun() continues a
 // stored run from its latest checkpoint as the same run, and startBranch() starts a new run from
-// any checkpoint with changed settings (the rules of app/cli/cmd_resume.cpp). GUI thread only.
+// any checkpoint with changed settings (the rules of app/cli/cmd_resume.cpp); each opens and checks
+// the checkpoint file once and hands the opened file to the Session. GUI thread only.
 #pragma once
 
 #include <QObject>
 #include <QString>
 #include <QTimer>
 
+#include <exception>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -86,6 +88,11 @@ public:
     // script's quiet one (the screenshot job's --at) replaces it.
     void setPauseAt(std::int64_t step);
     std::int64_t pauseAt() const { return m_pauseAt; }
+
+    // The GUI's sentence for what went wrong in opening a stored run's checkpoint: the engine's as it
+    // is, and for a damaged checkpoint (DamagedCheckpointError) with what to do instead, in the GUI's
+    // terms (the run browser's Branch…) where mantissa-cli names its own command.
+    static QString checkpointErrorText(const std::exception& e);
 
     // Forgets the finished run (its session, series and telemetry): the views show nothing until
     // the next start. Refused (false) while a run is active.

@@ -9,10 +9,13 @@
 // - a branch with changed settings starts from the checkpoint's weights;
 // - damaged and foreign files are refused with one sentence naming the file: among them a byte
 //   flipped inside a tensor's data, which the CRC-32 written with each tensor finds before
-//   anything is restored, and checksums that do not name each tensor once;
+//   anything is restored (a DamagedCheckpointError, its sentence with no front end's advice), and
+//   checksums that do not name each tensor once;
 // - a checkpoint written before checksums were kept still resumes;
 // - a Session writes checkpoints every train.checkpoint_every steps and at its end, tells its
-//   sinks after the rows of the steps before, and a Session resumed from one continues the run.
+//   sinks after the rows of the steps before, and a Session resumed from one continues the run,
+//   restoring from the Checkpoint its caller opened and checked (not opening the path again: a
+//   damaged file renamed over it after it was opened goes unread).
 #include <QtTest>
 
 #include <bit>
@@ -373,9 +376,7 @@ private slots:
         // Damaged bytes: found before anything is restored, the tensor named.
         QTest::newRow("a weight's byte flipped")
             << 23
-            << ": tensor fc1.weight's bytes do not match the checksum written with them; the checkpoint is damaged, so "
-               "branch from an earlier one with `mantissa-cli resume RUN --as-new --step S` (`mantissa-cli show RUN` "
-               "lists the run's checkpoints).";
+            << ": tensor fc1.weight's bytes do not match the checksum written with them; the checkpoint is damaged.";
         QTest::newRow("optimizer state's byte flipped")
             << 24
             << "tensor mantissa.optimizer.fc1.bias.exp_avg_sq's bytes do not match the checksum written with them; the "
@@ -462,6 +463,15 @@ private slots:
             QVERIFY2(what.find(path) != std::string::npos, what.c_str());
             QVERIFY2(what.find(path, what.find(path) + 1) == std::string::npos, what.c_str());  // named once
             QVERIFY2(what.find(expected.toStdString()) != std::string::npos, what.c_str());
+            // Bytes that do not match their checksums are a DamagedCheckpointError, whose sentence
+            // ends at what is wrong: what to do is the CLI's or the GUI's to add, in its own terms.
+            const auto* damaged = dynamic_cast<const DamagedCheckpointError*>(&e);
+            QCOMPARE(damaged != nullptr, damage >= 23);
+            if (damaged) {
+                QVERIFY2(what.ends_with("; the checkpoint is damaged."), what.c_str());
+                QVERIFY2(what.find("mantissa-cli") == std::string::npos, what.c_str());
+                QCOMPARE(damaged->with_advice("do this"), what.substr(0, what.size() - 1) + ", so do this.");
+            }
         }
     }
 
@@ -553,9 +563,17 @@ private slots:
 
         // Resumed from step 10: the steps after it, bit for bit, and the summary of the whole run.
         const std::string from = whole_sink->checkpoints[0].file;
-        const Checkpoint c(from);
+        const auto c = std::make_shared<const Checkpoint>(from);
+        // The file is opened and checked once, by the caller: once opened, its path is replaced by
+        // a damaged copy (renamed over it, as a writer replaces a file), which opening the path
+        // again would refuse; the Session restores from the opened file all the same.
+        const std::string damaged = from + ".damaged";
+        std::filesystem::copy_file(from, damaged);
+        flip_a_byte(damaged, "fc1.weight");
+        std::filesystem::rename(damaged, from);
+        QVERIFY_THROWS_EXCEPTION(DamagedCheckpointError, Checkpoint{from});
         auto resumed_sink = std::make_shared<OrderSink>();
-        Session s(c.info().experiment, {temp_path(dir, "again"), "u", from, false, {}});
+        Session s(c->info().experiment, {temp_path(dir, "again"), "u", c, false, {}});
         QCOMPARE(s.first_step(), std::int64_t{10});
         s.add_sink(resumed_sink);
         s.start();
@@ -565,7 +583,7 @@ private slots:
         for (std::size_t i = 0; i < 20; ++i) {
             QCOMPARE(resumed_sink->steps[i].step, whole_sink->steps[i + 10].step);
             QCOMPARE(bits(resumed_sink->steps[i].loss), bits(whole_sink->steps[i + 10].loss));
-            QVERIFY(resumed_sink->steps[i].time_s >= c.info().trainer.time_s);  // the clock goes on
+            QVERIFY(resumed_sink->steps[i].time_s >= c->info().trainer.time_s);  // the clock goes on
         }
         QCOMPARE(resumed_sink->evals.size(), std::size_t{2});  // at 15 and 30, as the whole run's
         QCOMPARE(bits(resumed_sink->evals.back().loss), bits(whole_sink->evals.back().loss));
