@@ -25,6 +25,8 @@
 #include <QVBoxLayout>
 
 #include "charts/axis_fit.h"
+#include "histogram/eliding_label.h"
+#include "histogram/wrapping_row.h"
 
 namespace mantissa::ui {
 
@@ -170,121 +172,6 @@ std::vector<StackedLabel> stackLabels(std::vector<StackedLabel> labels, double l
     return labels;
 }
 
-// A row of widgets that wraps onto more rows where it is narrower than their size hints in a
-// row, as words do, each widget at its size hint (cut to the row's width where even alone it is
-// wider), at most maxRows() rows: its minimum width is the least that keeps to them, its minimum
-// height that of the rows its last width took. So the view asks for no more width than its
-// widest group of controls where it has the height for the rows (a side-scrolling dock would cut
-// the caption and the plot at its edge). No height-for-width: a QScrollArea would take the view's
-// preferred height for its minimum.
-class WrappingRow : public QLayout {
-public:
-    WrappingRow(int spacingX, int spacingY) : m_dx(spacingX), m_dy(spacingY) { setContentsMargins(0, 0, 0, 0); }
-    ~WrappingRow() override {
-        while (QLayoutItem* item = takeAt(0)) delete item;
-    }
-    void addItem(QLayoutItem* item) override { m_items.append(item); }
-    int count() const override { return static_cast<int>(m_items.size()); }
-    QLayoutItem* itemAt(int i) const override { return m_items.value(i); }
-    QLayoutItem* takeAt(int i) override { return i >= 0 && i < m_items.size() ? m_items.takeAt(i) : nullptr; }
-    Qt::Orientations expandingDirections() const override { return {}; }
-    QSize sizeHint() const override {
-        const int width = oneRowWidth();
-        return {width, arrange(QRect(0, 0, m_width > 0 ? std::max(m_width, leastWidth(m_maxRows)) : width, 0), false)};
-    }
-    QSize minimumSize() const override {
-        const int width = leastWidth(m_maxRows);
-        return {width, arrange(QRect(0, 0, m_width > 0 ? std::max(m_width, width) : oneRowWidth(), 0), false)};
-    }
-    void setGeometry(const QRect& rect) override {
-        QLayout::setGeometry(rect);
-        const int before = minimumSize().height();
-        m_width = rect.width();
-        const int height = arrange(rect, true);
-        // Another number of rows: the parent lays out again for the new height (not from here,
-        // inside its own layout pass).
-        if (height != before) QTimer::singleShot(0, this, [this] { invalidate(); });
-    }
-    // 0: as many as the width needs.
-    void setMaxRows(int rows) {
-        if (rows == m_maxRows) return;
-        m_maxRows = rows;
-        invalidate();
-    }
-    int rowsAt(int width) const {
-        int rows = 0;
-        arrange(QRect(0, 0, width, 0), false, &rows);
-        return rows;
-    }
-    // The height of `rows` rows, and the least width that needs no more than `rows` (0: any number).
-    int heightOfRows(int rows) const {
-        int height = 0;
-        for (QLayoutItem* item : m_items)
-            if (!item->isEmpty()) height = std::max(height, item->sizeHint().height());
-        return rows > 0 ? rows * height + (rows - 1) * m_dy : 0;
-    }
-    int leastWidth(int rows) const {
-        int low = 0;
-        for (QLayoutItem* item : m_items)
-            if (!item->isEmpty()) low = std::max(low, item->minimumSize().width());
-        int high = std::max(low, oneRowWidth());
-        if (rows <= 0 || rowsAt(low) <= rows) return low;
-        while (high - low > 1) {  // rowsAt(low) > rows >= rowsAt(high)
-            const int mid = (low + high) / 2;
-            (rowsAt(mid) > rows ? low : high) = mid;
-        }
-        return high;
-    }
-
-private:
-    int oneRowWidth() const {
-        int width = 0;
-        for (QLayoutItem* item : m_items)
-            if (!item->isEmpty()) width += (width > 0 ? m_dx : 0) + item->sizeHint().width();
-        return width;
-    }
-    // Lays the items out in `rect` (when `apply`); returns the height they take.
-    int arrange(const QRect& rect, bool apply, int* rowCount = nullptr) const {
-        int y = rect.y(), rows = 0;
-        for (qsizetype i = 0; i < m_items.size();) {
-            int x = 0, height = 0;
-            qsizetype end = i;
-            for (bool first = true; end < m_items.size(); ++end) {
-                QLayoutItem* item = m_items[end];
-                if (item->isEmpty()) continue;
-                const int w = std::max(std::min(item->sizeHint().width(), rect.width()), item->minimumSize().width());
-                if (!first && x + m_dx + w > rect.width()) break;
-                x += (first ? 0 : m_dx) + w;
-                height = std::max(height, item->sizeHint().height());
-                first = false;
-            }
-            if (apply) {
-                int left = rect.x();
-                for (qsizetype j = i; j < end; ++j) {
-                    QLayoutItem* item = m_items[j];
-                    if (item->isEmpty()) continue;
-                    const QSize hint = item->sizeHint();
-                    const int w = std::max(std::min(hint.width(), rect.width()), item->minimumSize().width());
-                    item->setGeometry(QRect(left, y + (height - hint.height()) / 2, w, hint.height()));
-                    left += w + m_dx;
-                }
-            }
-            if (height > 0) {
-                y += height + m_dy;
-                ++rows;
-            }
-            i = end;
-        }
-        if (rowCount) *rowCount = rows;
-        return rows > 0 ? y - m_dy - rect.y() : 0;
-    }
-
-    QList<QLayoutItem*> m_items;
-    int m_dx, m_dy;
-    int m_width = 0;    // the width of the last geometry, 0 before any
-    int m_maxRows = 0;  // 0: no limit
-};
-
 // The axes' labels, longest first: a short plot shows the longest that fits along it, or none.
 QStringList binadeAxisLabels() {
     return {QObject::tr("|gradient| (log2 binade)"), QObject::tr("|gradient| (binade)"), QObject::tr("|gradient|")};
@@ -295,70 +182,6 @@ QStringList fractionAxisLabels() {
 }
 constexpr int stepLabelFromPlotHeight = 130;  // px: shorter, the step axis keeps its numbers alone
 constexpr int captionLinesFromHeight = 420;   // px of view: taller, the caption shows every line it has
-
-// Plain text on as many lines as the label's height holds, the last one elided ("…") when there
-// is more (the view sets the whole text as its tooltip). Its minimum is one line, its size hint
-// every line at its width, or at most setMaxHintLines() of them: a short dock shows one line, a
-// tall one the whole sentence, one between the lines that leave the plot its room, and none is
-// ever cut through.
-class ElidingLabel : public QLabel {
-public:
-    explicit ElidingLabel(QWidget* parent) : QLabel(parent) {
-        setTextFormat(Qt::PlainText);
-        setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the view
-    }
-    QSize minimumSizeHint() const override { return {0, fontMetrics().height()}; }
-    QSize sizeHint() const override {
-        const int w = width() > 40 ? width() : 400;
-        int shown = std::max(1, static_cast<int>(lines(w).size()));
-        if (m_maxHintLines > 0) shown = std::min(shown, m_maxHintLines);
-        return {w, shown * fontMetrics().lineSpacing()};
-    }
-    // 0: no limit.
-    void setMaxHintLines(int lines) {
-        if (lines == m_maxHintLines) return;
-        m_maxHintLines = lines;
-        updateGeometry();
-    }
-
-protected:
-    void resizeEvent(QResizeEvent* event) override {
-        QLabel::resizeEvent(event);
-        if (event->size().width() != event->oldSize().width()) updateGeometry();  // the hint follows the width
-    }
-    void paintEvent(QPaintEvent*) override {
-        QPainter painter(this);
-        painter.setPen(palette().color(foregroundRole()));
-        const QFontMetrics fm = fontMetrics();
-        const std::vector<std::pair<int, int>> all = lines(width());
-        const int shown = std::max(1, height() / fm.lineSpacing());
-        for (int i = 0; i < static_cast<int>(all.size()) && i < shown; ++i) {
-            const bool last = i == shown - 1 && i + 1 < static_cast<int>(all.size());
-            const auto [start, length] = all[static_cast<std::size_t>(i)];
-            const QString line = last ? fm.elidedText(text().mid(start).simplified(), Qt::ElideRight, width())
-                                      : text().mid(start, length);
-            painter.drawText(QPoint(0, i * fm.lineSpacing() + fm.ascent()), line);
-        }
-    }
-
-private:
-    int m_maxHintLines = 0;
-    // (start, length) of each wrapped line of the text at `width` px.
-    std::vector<std::pair<int, int>> lines(int width) const {
-        QTextLayout layout(text(), font());
-        QTextOption option;
-        option.setWrapMode(QTextOption::WordWrap);
-        layout.setTextOption(option);
-        std::vector<std::pair<int, int>> out;
-        layout.beginLayout();
-        for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) {
-            line.setLineWidth(std::max(1, width));
-            out.emplace_back(line.textStart(), line.textLength());
-        }
-        layout.endLayout();
-        return out;
-    }
-};
 
 }  // namespace
 
