@@ -49,7 +49,7 @@ std::string cpu_model_name() {
 // ---- tensors
 
 CpuTensor::CpuTensor(TensorDesc desc, std::shared_ptr<CpuLedger> ledger)
-    : Tensor(std::move(desc)), m_data(static_cast<std::size_t>(m_desc.numel()), 0.0f),
+    : Tensor(std::move(desc)), m_data(static_cast<std::size_t>(m_desc.numel())),
       m_ledger(std::move(ledger)), m_stamp(next_stamp()) {
     m_ledger->bytes[static_cast<int>(m_desc.category)] += bytes();
 }

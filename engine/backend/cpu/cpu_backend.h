@@ -106,7 +106,7 @@ public:
 private:
     static std::uint64_t next_stamp();
     std::int64_t bytes() const;
-    CpuBuffer m_data;  // placed for oneDNN (cpu_buffer.h)
+    ZeroedCpuBuffer m_data;  // placed for oneDNN, zeros nobody wrote until a step writes (cpu_buffer.h)
     std::shared_ptr<CpuLedger> m_ledger;
     std::uint64_t m_stamp;
     const CpuTensor* m_source = nullptr;  // compared, never dereferenced

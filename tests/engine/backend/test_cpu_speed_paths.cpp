@@ -10,9 +10,12 @@
 //   its dgrad and then its wgrad): the reused copy gives the products a fresh copy gives, and
 //   without the promise, or after a product whose A was not copied, A is copied again;
 // - every CPU array placed 16 bytes past a 64-byte boundary (cpu_buffer.h: oneDNN's fast case for
-//   4-KiB rows), whatever its size and however it grows, the large ones asking for huge pages.
+//   4-KiB rows), whatever its size and however it grows, the large ones asking for huge pages;
+// - a tensor starts as zeros nobody wrote: a large one's pages are not even in memory until a
+//   step writes them, and storage freed and taken again starts as zeros too.
 #include <QtTest>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +23,9 @@
 #include <memory>
 #include <random>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend_test_util.h"
 #include "huge_page_advice.h"
@@ -182,6 +188,16 @@ private slots:
 
     // A buffer of 2 MB or more asks for huge pages before it is written (cpu_buffer.h): the first
     // write faults it in 2 MB at a time. Its placement stays oneDNN's.
+    // The pages of [p, p + bytes) the kernel holds in memory (mincore).
+    static std::size_t residentPages(const void* p, std::size_t bytes) {
+        const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+        const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
+        const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(p) + bytes;
+        std::vector<unsigned char> in((end - first + page - 1) / page);
+        if (mincore(reinterpret_cast<void*>(first), end - first, in.data()) != 0) return SIZE_MAX;
+        return static_cast<std::size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+    }
+
     void largeBuffersAskForHugePages() {
         if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
             QSKIP("This kernel has no transparent huge pages.");
@@ -193,6 +209,28 @@ private slots:
         QVERIFY2(test::huge_page_advice_at(test::first_huge_page_in(data), &flags), qPrintable("VmFlags: " + flags));
         CpuBuffer grown(std::size_t{3} << 20);  // 12 MB, grown once
         QVERIFY2(test::huge_page_advice_at(test::first_huge_page_in(grown.data()), &flags), qPrintable("VmFlags: " + flags));
+    }
+
+    // Tensors start as zeros, small ones (calloc) and large ones (mapped): a large one has no page
+    // in memory before it is written, so building a model writes nothing (cpu_buffer.h). Storage
+    // written, freed and taken again is zeros again; a buffer built with a value holds it.
+    void tensorsStartAsZerosNobodyWrote() {
+        CpuBackend be;
+        for (int round = 0; round < 2; ++round) {
+            for (std::int64_t cols : {7, 1000, 300000, 2100000}) {  // 28 B to 8.4 MB
+                auto t = be.allocate(TensorDesc{"t", 1, cols, Format::fp32, MemoryCategory::activations});
+                float* data = static_cast<CpuTensor&>(*t).data();
+                QCOMPARE(reinterpret_cast<std::uintptr_t>(data) % 64, std::uintptr_t{16});
+                const auto bytes = static_cast<std::size_t>(cols) * sizeof(float);
+                if (bytes >= (std::size_t{1} << 20)) QCOMPARE(residentPages(data, bytes), std::size_t{0});
+                for (std::int64_t i = 0; i < cols; ++i)
+                    if (std::bit_cast<std::uint32_t>(data[i]) != 0) QFAIL(qPrintable(QString("value %1 of %2").arg(i).arg(cols)));
+                std::fill(data, data + cols, 3.0f);  // the next round's storage may be this one's
+                if (bytes >= (std::size_t{1} << 20)) QVERIFY(residentPages(data, bytes) > 0);
+            }
+        }
+        const ZeroedCpuBuffer filled(std::size_t{300000}, 1.5f);
+        QVERIFY(std::all_of(filled.begin(), filled.end(), [](float v) { return v == 1.5f; }));
     }
 
     void maskTestMatchesTheReferenceOverManyRows() {
