@@ -13,7 +13,6 @@
 
 #include "error.h"
 #include "store/run_store.h"
-#include "weights/checkpoint_info.h"
 
 namespace mantissa::cli {
 
@@ -171,12 +170,6 @@ std::string reason(int err) {
     return err != 0 ? std::strerror(err) : "the data could not all be written";
 }
 }  // namespace
-
-std::string damaged_checkpoint_sentence(const DamagedCheckpointError& e) {
-    return e.with_advice(
-        "branch from an earlier one with `mantissa-cli resume RUN --as-new --step S` "
-        "(`mantissa-cli show RUN` lists the run's checkpoints)");
-}
 
 std::string write_failed(const std::string& name, int err) {
     return "Writing to " + name + " failed: " + reason(err) + ".";

@@ -18,7 +18,6 @@
 
 namespace mantissa {
 class RunStore;
-class DamagedCheckpointError;  // weights/checkpoint_info.h
 }
 
 namespace mantissa::cli {
@@ -105,10 +104,6 @@ std::string write_failed(const std::string& name, int err);
 // why it could not be written, or an empty string. main() calls it after every command that
 // succeeded (one that failed has said its sentence already).
 std::string stdout_write_error();
-
-// A damaged checkpoint's sentence with mantissa-cli's advice: the engine's sentence says what is
-// wrong, what to do instead is the front end's to say (resume, weights export, weights show).
-std::string damaged_checkpoint_sentence(const DamagedCheckpointError& e);
 
 }  // namespace mantissa::cli
 

@@ -22,7 +22,6 @@
 #include "train/checkpoint.h"
 #include "train/live_change.h"
 #include "train/session.h"
-#include "weights/checkpoint_info.h"
 
 namespace mantissa::cli {
 namespace {
@@ -128,12 +127,7 @@ int run_resume(Args& args) {
     }
     // Opened and checked whole (header, metadata, every tensor's checksum) here, once: the Session
     // restores from this opened file.
-    std::shared_ptr<const Checkpoint> checkpoint;
-    try {
-        checkpoint = std::make_shared<const Checkpoint>(from.file);
-    } catch (const DamagedCheckpointError& e) {
-        throw Error(damaged_checkpoint_sentence(e));
-    }
+    auto checkpoint = std::make_shared<const Checkpoint>(from.file);
     if (!checkpoint->info().run_uuid.empty() && checkpoint->info().run_uuid != run.uuid)
         throw Error(from.file + " is a checkpoint of another run (" + checkpoint->info().run_uuid + "), not of " +
                     run_label(run) + "; the store's checkpoint folder was changed by hand.");

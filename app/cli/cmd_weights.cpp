@@ -60,13 +60,7 @@ int export_weights(Args& args) {
     refuse_unsafe_output("-o", *out, {{db, "the run store"}, {from->file, "the checkpoint it reads"}});
     // Written beside the file a symbolic link leads to and renamed onto it: the link stays.
     const std::string destination = app::output_destination(*out).value_or(*out);
-    const Checkpoint checkpoint = [&] {
-        try {
-            return Checkpoint(from->file);
-        } catch (const DamagedCheckpointError& e) {
-            throw Error(damaged_checkpoint_sentence(e));
-        }
-    }();
+    const Checkpoint checkpoint(from->file);
     const SafetensorsFile& file = checkpoint.file();
     std::vector<SafetensorsTensor> tensors;
     for (const SafetensorsEntry& e : file.entries())
@@ -101,11 +95,7 @@ int show_weights(Args& args) {
     bool checksums = false;
     if (checkpoint) {
         const std::optional<TensorChecksums> sums = read_checkpoint_checksums(file);
-        try {
-            verify_checkpoint_tensors(file, sums);
-        } catch (const DamagedCheckpointError& e) {
-            throw Error(damaged_checkpoint_sentence(e));
-        }
+        verify_checkpoint_tensors(file, sums);
         checksums = sums.has_value();
     }
     if (args.has("json")) {

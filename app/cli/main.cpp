@@ -4,7 +4,9 @@
 // size too large to hold (std::length_error) are input a person can change: one sentence saying
 // what the command was doing, and exit 2. A sentence is printed with its control characters and
 // bytes that are not UTF-8 escaped (printable_text.h), so it is one line of text whatever it
-// quotes (a damaged store's schema, as SQLite's message gives it). Standard
+// quotes (a damaged store's schema, as SQLite's message gives it). A damaged checkpoint
+// (DamagedCheckpointError: its bytes do not match their checksums) gets mantissa-cli's advice,
+// whichever command read it; the engine's sentence says only what is wrong. Standard
 // output is flushed and checked before any exit: a write that failed (a full disk) is never exit 0.
 // Before anything else, OpenMP's workers are made to wait passively (app/passive_openmp_waits.h: the
 // program may execute itself again, same process id).
@@ -20,10 +22,18 @@
 #include "passive_openmp_waits.h"
 #include "printable_text.h"
 #include "error.h"
+#include "weights/checkpoint_info.h"
 
 using namespace mantissa::cli;
 
 namespace {
+
+// The engine's sentence with what to do instead, in mantissa-cli's terms.
+std::string damaged_checkpoint_sentence(const mantissa::DamagedCheckpointError& e) {
+    return e.with_advice(
+        "branch from an earlier one with `mantissa-cli resume RUN --as-new --step S` "
+        "(`mantissa-cli show RUN` lists the run's checkpoints)");
+}
 
 void print_overview() {
     std::printf("usage: mantissa-cli COMMAND [OPTIONS]\n\nMantissa %s, a lab for mixed-precision training.\n\n"
@@ -71,6 +81,10 @@ int run(std::vector<std::string> args) {
         return command->run(parsed);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.message).c_str());
+        return exit_usage;
+    } catch (const mantissa::DamagedCheckpointError& e) {
+        std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(),
+                     mantissa::printable_text(damaged_checkpoint_sentence(e)).c_str());
         return exit_usage;
     } catch (const mantissa::Error& e) {
         std::fprintf(stderr, "mantissa-cli %s: %s\n", command->name.c_str(), mantissa::printable_text(e.what()).c_str());
