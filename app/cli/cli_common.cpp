@@ -139,6 +139,10 @@ std::optional<long long> Args::integer(std::string_view name) const {
     return n;
 }
 
+std::string count_of(std::int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 bool store_file_present(const std::string& db) {
     // No name at all is not "no store yet": opening it says "No run store file was given." (exit 2).
     if (db.empty()) return true;
@@ -162,6 +166,7 @@ bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 
 void refuse_unsafe_output(const std::string& option, const std::string& target,
                           const std::vector<app::GuardedFile>& guarded) {
+    if (target.empty()) throw UsageError{option + " needs a file name"};
     if (auto why = app::refuse_output(option, target, guarded)) throw UsageError{*why};
 }
 

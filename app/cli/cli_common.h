@@ -6,6 +6,7 @@
 // (standard output or a file) that cannot be written.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
@@ -84,6 +85,9 @@ bool store_file_present(const std::string& db);
 // "The run store DB can only be read (check its permissions), so WHAT cannot be recorded[; ADVICE]."
 void require_writable_store(const RunStore& store, const std::string& db, std::string_view what,
                             std::string_view advice = {});
+
+// "1 run", "2 runs": n and the word for its number.
+std::string count_of(std::int64_t n, const char* one, const char* many);
 
 // True when stdout is a terminal (progress lines are drawn only then).
 bool stdout_is_terminal();

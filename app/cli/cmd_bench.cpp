@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
@@ -158,7 +160,17 @@ int run_bench(Args& args) {
         }
         o.precisions.push_back(p);
     }
-    if (auto py = args.value("python")) o.python = *py;
+    if (auto py = args.value("python")) {
+        // Named by the user, so a path that cannot run is a mistake to say, not a peer suite to skip
+        // (the default interpreter missing is a skip: PyTorch is optional).
+        if (::access(py->c_str(), X_OK) != 0)
+            throw UsageError{"--python " + *py + " cannot be run: " + std::strerror(errno) +
+                             " (give the interpreter's path, e.g. /usr/bin/python3)"};
+        std::error_code ec;
+        if (std::filesystem::is_directory(*py, ec))
+            throw UsageError{"--python " + *py + " is a folder, not an interpreter (e.g. /usr/bin/python3)"};
+        o.python = *py;
+    }
     if (args.has("peer-blas")) {
         o.peer_blas = split_list(args.values("peer-blas"));
         for (const auto& b : o.peer_blas)

@@ -53,9 +53,17 @@ void export_to_file(RunStore& store, std::int64_t id, const std::string& table, 
             ::close(fd);
             break;
         }
-        // Named as the user named it: the temporary file beside it is ours.
-        if (errno != EEXIST || attempt > 100)
-            throw Error("Cannot write '" + output + "': " + std::strerror(errno) + ".");
+        // Named as the user named it; the reason is the new file's beside it (a folder such as
+        // /proc, where the file exists but nothing can be created, would read as a lie).
+        if (errno != EEXIST || attempt > 100) {
+            const int err = errno;
+            std::string folder = std::filesystem::path(*destination).parent_path().string();
+            if (folder.empty()) folder = ".";
+            if (!std::filesystem::is_directory(folder, ec))
+                throw Error("Cannot write '" + output + "': its folder " + folder + " does not exist.");
+            throw Error("Cannot write '" + output + "': no file can be created in its folder " + folder + " (" +
+                        std::strerror(err) + "); an export is written beside its file, then renamed onto it.");
+        }
     }
     {
         std::ofstream out(partial, std::ios::binary | std::ios::trunc);

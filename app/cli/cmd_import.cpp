@@ -15,10 +15,6 @@
 namespace mantissa::cli {
 namespace {
 
-std::string count_of(std::int64_t n, const char* one, const char* many) {
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 // Undoes the store `db` that an import which failed had made: it holds nothing then (the import
 // rolled back), and a failed command leaves no file behind that was not there, nor an empty file
 // turned into a store. Called once the store is closed; SQLite's side files go with it.
@@ -63,7 +59,12 @@ int run_import(Args& args) {
     const std::string other = args.positional()[0];
     const std::string db = args.value("db").value_or(default_store_path());
     // Before this store is opened (and created, when it does not exist yet).
-    if (!store_file_present(other)) throw Error("There is no run store at '" + other + "' to import.");
+    if (!store_file_present(other)) {
+        std::error_code ec;
+        if (std::filesystem::exists(other, ec))  // an empty file: a store not yet made (docs/schema.md)
+            throw Error("'" + other + "' is an empty file, not yet a run store: it holds nothing to import.");
+        throw Error("There is no run store at '" + other + "' to import.");
+    }
     const ImportResult r = import_into(db, other);
     if (args.has("json")) {
         const nlohmann::ordered_json out = {

@@ -566,8 +566,8 @@ int run_show(Args& args) {
     if (t.samples_per_s)
         std::printf("  throughput   %s %s\n", fixed(t.samples_per_s, "%.0f").c_str(), run_samples_per_s_label);
     if (t.peak_memory_bytes > 0) std::printf("  peak memory  %s\n", format_byte_size(t.peak_memory_bytes).c_str());
-    std::printf("  recorded     %lld layer rows, %lld evaluations, %lld events", static_cast<long long>(t.layer_rows),
-                static_cast<long long>(t.evals), static_cast<long long>(t.events));
+    std::printf("  recorded     %s, %s, %s", count_of(t.layer_rows, "layer row", "layer rows").c_str(),
+                count_of(t.evals, "evaluation", "evaluations").c_str(), count_of(t.events, "event", "events").c_str());
     if (t.op_rows > 0) std::printf(", %lld op rows", static_cast<long long>(t.op_rows));
     if (t.what_if_rows > 0) std::printf(", %lld what-if rows", static_cast<long long>(t.what_if_rows));
     if (t.block_scale_rows > 0) std::printf(", %lld block-scale rows", static_cast<long long>(t.block_scale_rows));

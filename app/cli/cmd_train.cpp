@@ -26,6 +26,32 @@
 namespace mantissa::cli {
 namespace {
 
+// A sweep's run is recorded where it belongs: in the store that holds the sweep, at a place of its
+// plan whose latest run neither completed nor is running (one that failed or stopped is trained
+// again, as `mantissa-cli sweep run` does), or in a store that holds no sweep at all, a Slurm
+// task's, whose runs name the main store's sweep until they are imported (docs/schema.md,
+// "sweeps"). Anything else would put a run in another's row of the recipe table.
+void check_sweep_place(RunStore& store, const std::string& db, const std::string& uuid, std::int64_t index) {
+    const std::vector<SweepRow> sweeps = store.list_sweeps();
+    if (sweeps.empty()) return;
+    const auto sweep = std::find_if(sweeps.begin(), sweeps.end(), [&](const SweepRow& s) { return s.uuid == uuid; });
+    if (sweep == sweeps.end())
+        throw UsageError{"--sweep " + uuid + " names no sweep of the run store " + db +
+                         " (`mantissa-cli sweep list` shows its sweeps)"};
+    const std::string which = "sweep " + std::to_string(sweep->id) + " (\"" + store::printable_text(sweep->name) + "\")";
+    if (index >= sweep->runs_planned)
+        throw UsageError{"--sweep-index " + std::to_string(index) + " is beyond " + which + ", whose " +
+                         std::to_string(sweep->runs_planned) + " runs are numbered from 0 to " +
+                         std::to_string(sweep->runs_planned - 1)};
+    std::optional<RunRow> latest;  // sweep_runs: by place, then by id
+    for (RunRow& r : store.sweep_runs(sweep->id))
+        if (r.sweep_index == index) latest = std::move(r);
+    if (latest && (latest->status == RunStatus::completed || latest->status == RunStatus::running))
+        throw UsageError{"run " + std::to_string(index) + " of " + which + " is recorded already, as run " +
+                         std::to_string(latest->id) + " (" + run_status_name(latest->status) +
+                         "); `mantissa-cli sweep run` trains the places still to be done"};
+}
+
 int run_train(Args& args) {
     args.option("config");
     args.option("set");
@@ -88,7 +114,11 @@ int run_train(Args& args) {
         });
         if (!uuid) throw UsageError{"--sweep takes a sweep's uuid (36 characters of hex digits and dashes)"};
         const auto index = args.integer("sweep-index");
-        if (!index || *index < 0) throw UsageError{"--sweep needs --sweep-index N, the run's place in the sweep"};
+        if (!index) throw UsageError{"--sweep needs --sweep-index N, the run's place in the sweep"};
+        if (*index < 0)
+            throw UsageError{"--sweep-index is a run's place in its sweep, 0 or more, not " + std::to_string(*index)};
+        if (args.has("no-record"))
+            throw UsageError{"--sweep records the run as one of a sweep's, which --no-record would not: leave one out"};
     }
     Session session(experiment);  // loads the data and builds the model: bad input throws here
     check_scheduled_steps(at, session.total_steps(), "--at");  // its length is known now
@@ -108,10 +138,9 @@ int run_train(Args& args) {
         RunInfo info{experiment.name, session.backend_name(), session.device_name(),
                      experiment_to_json(experiment).dump(), session.layers()};
         if (auto sweep = args.value("sweep")) {
-            const auto index = args.integer("sweep-index");
-            if (!index || *index < 0) throw UsageError{"--sweep needs --sweep-index N, the run's place in the sweep"};
             info.sweep_uuid = *sweep;
-            info.sweep_index = *index;
+            info.sweep_index = *args.integer("sweep-index");  // checked above
+            check_sweep_place(*store, db, info.sweep_uuid, *info.sweep_index);
         }
         recorder = store->start_run(info);
         session.add_sink(recorder);

@@ -741,6 +741,9 @@ Experiment experiment_from_json(const json& j) {
     Reader r(j, "");
     r.text("name", e.name);
     if (e.name.empty()) fail("name", "must not be empty");
+    // The run is recorded under this name: spaces alone would be an empty cell in every list.
+    if (e.name.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
+        fail("name", "must have a character other than white space");
     read_dataset(r.group("dataset"), e.dataset);
     read_model(r.group("model"), e.model);
     read_train(r.group("train"), e.train);
@@ -863,6 +866,7 @@ json experiment_to_json(const Experiment& e) {
 // ---- files
 
 Experiment load_experiment(const std::string& path) {
+    if (path.empty()) throw Error("No experiment file was given: its name is empty.");
     const std::string file = "Experiment file " + path;
     const std::string text = read_user_file(path, file, kExperimentFileLimit);
 

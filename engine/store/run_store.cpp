@@ -628,10 +628,6 @@ std::vector<std::string> RunStore::remove(std::int64_t run_id) {
 void RunStore::rename(std::int64_t run_id, const std::string& name) {
     m_impl->require_writable("rename run " + std::to_string(run_id));
     if (name.empty()) throw Error("A run's name cannot be empty.");
-    // Spaces alone would show as an empty cell in every list, and no name could select the run.
-    if (name.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
-        throw Error(
-            "A run's name cannot be blank (white space only); give it a name with at least one other character.");
     store::check_run_text(store::RunText::name, name);
     Statement q(m_impl->db(), "UPDATE runs SET name = ? WHERE id = ?");
     q.bind(1, name).bind(2, run_id);

@@ -138,6 +138,12 @@ void check_run_text(RunText field, std::string_view text) {
     const std::string what = field_name(field);
     std::size_t chars = 0;
     if (!utf8_length(text, chars)) throw Error("The " + what + " must be valid UTF-8 text.");
+    // Spaces alone would show as an empty cell in every list, and no name could select the run.
+    // (An empty name is each caller's to refuse or to replace with its default.)
+    if ((field == RunText::name || field == RunText::sweep_name) && !text.empty() &&
+        text.find_first_not_of(" \t\n\r\v\f") == std::string_view::npos)
+        throw Error(std::string(field == RunText::name ? "A run's" : "A sweep's") +
+                    " name cannot be blank (white space only); give it a name with at least one other character.");
     std::size_t position = 0;
     for (std::size_t i = 0; i < text.size(); ++position) {
         std::uint32_t cp = 0;

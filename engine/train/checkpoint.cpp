@@ -80,8 +80,14 @@ void write_checkpoint(Trainer& trainer, const std::string& path, const std::stri
     write_safetensors(path, std::move(tensors), metadata);
 }
 
-Checkpoint::Checkpoint(const std::string& path) : m_file(path), m_info(read_checkpoint_info(m_file)) {
+// A file Mantissa wrote that is not even a well-formed safetensors file (cut short by a full disk
+// or a copy that stopped) is as damaged as one whose bytes miss their checksums, and is said so.
+Checkpoint::Checkpoint(const std::string& path) try : m_file(path), m_info(read_checkpoint_info(m_file)) {
     verify_checkpoint_tensors(m_file, m_info.checksums);
+} catch (const SafetensorsFormatError& e) {
+    std::string sentence = e.what();
+    if (sentence.ends_with('.')) sentence.pop_back();
+    throw DamagedCheckpointError(sentence + "; the checkpoint is damaged.");
 }
 
 void Checkpoint::restore(Trainer& trainer) const {

@@ -39,7 +39,8 @@ void write_checkpoint(Trainer& trainer, const std::string& path, const std::stri
 // once its path is removed or another file is renamed over it: a resume hands its opened
 // Checkpoint to the Session (SessionOptions::resume_from) rather than the path, to open and check
 // the file once. Throws mantissa::Error, one sentence naming the file; a DamagedCheckpointError
-// (weights/checkpoint_info.h) for bytes that do not match their checksums.
+// (weights/checkpoint_info.h) for bytes that do not match their checksums or that are not a
+// well-formed safetensors file (one cut short).
 class Checkpoint {
 public:
     explicit Checkpoint(const std::string& path);

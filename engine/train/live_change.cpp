@@ -94,6 +94,17 @@ ScheduledChange parse_scheduled_change(const std::string& text, const std::strin
                         std::all_of(step.begin(), step.end(), [](char c) { return c >= '0' && c <= '9'; });
     const std::string rest = colon == std::string::npos ? std::string() : text.substr(colon + 1);
     const auto equals = rest.find('=');
+    const std::string form = " (STEP:KEY=VALUE, e.g. 100:precision.layers.fc1=fp16)";
+    // The part that is wrong, where it can be told apart, else the form.
+    const auto all_digits = [](std::string_view t) {
+        return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (colon != std::string::npos && step.starts_with('-') && all_digits(std::string_view(step).substr(1)))
+        throw Error(option + " " + text + ": the step is negative; steps count from 0" + form + ".");
+    if (colon != std::string::npos && all_digits(step) && !digits)
+        throw Error(option + " " + text + ": the step has more than 15 digits, beyond any run" + form + ".");
+    if (digits && equals != std::string::npos && equals > 0 && equals + 1 == rest.size())
+        throw Error(option + " " + text + ": " + rest.substr(0, equals) + " is given no value" + form + ".");
     if (!digits || equals == std::string::npos || equals == 0 || equals + 1 == rest.size())
         throw Error(option + " takes STEP:KEY=VALUE (e.g. 100:precision.layers.fc1=fp16), not '" + text + "'.");
     return {std::stoll(step), rest};

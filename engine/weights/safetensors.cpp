@@ -254,7 +254,7 @@ std::string shape_text(std::span<const std::int64_t> shape) {
 SafetensorsFile::SafetensorsFile(const std::string& path)
     : m_path(path), m_file(open_user_file(path, "The safetensors file " + printable_text(path))) {
     const std::string file = printable_text(path);
-    const auto refuse = [&](const std::string& what) { throw Error(file + ": " + what + "."); };
+    const auto refuse = [&](const std::string& what) { throw SafetensorsFormatError(file + ": " + what + "."); };
     m_size = user_file_size(m_file);
     if (m_size < 8)
         refuse("it is " + std::to_string(m_size) + (m_size == 1 ? " byte" : " bytes") +
@@ -321,7 +321,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path)
         const JsonProblem problem = parse_json(header, ignored);
         refuse("its header is not JSON: " + (problem.found ? problem.sentence : parse_error_text(e.what())));
     } catch (const std::bad_alloc&) {
-        refuse("there is not enough memory to read its header of " + std::to_string(n) + " bytes");
+        // Not the bytes' fault: a plain Error, which no reader takes for damage.
+        throw Error(file + ": there is not enough memory to read its header of " + std::to_string(n) + " bytes.");
     }
     if (!j.is_object()) refuse("its header is " + kind_of(j) + ", not a JSON object of tensors");
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error.h"
 #include "numeric/format.h"
 #include "user_file.h"
 
@@ -66,6 +67,15 @@ std::uint32_t crc32_of(std::span<const std::uint8_t> bytes);
 std::string shape_text(std::span<const std::uint64_t> shape);
 std::string shape_text(std::span<const std::int64_t> shape);
 
+// What SafetensorsFile's constructor throws when the bytes are not a well-formed safetensors file
+// (cut short, a header that is not JSON, tensors that do not fit the data), as opposed to a file
+// that cannot be opened or read: in a file Mantissa wrote itself, a checkpoint, that is damage
+// (train/checkpoint.h).
+class SafetensorsFormatError : public Error {
+public:
+    using Error::Error;
+};
+
 // A safetensors file opened for reading, its header checked whole.
 class SafetensorsFile {
 public:
@@ -73,7 +83,8 @@ public:
     // the header's length, UTF-8, JSON, an object; each entry's keys and their types, its dtype,
     // its shape (whole numbers, a product that fits in 64 bits, a whole number of bytes), its
     // data_offsets (as many bytes as dtype and shape need); the entries tiling the data; no name
-    // or key twice; "__metadata__" an object of strings. Reads no tensor's data.
+    // or key twice; "__metadata__" an object of strings. Reads no tensor's data. Throws
+    // SafetensorsFormatError for what is wrong in the bytes, mantissa::Error for the rest.
     explicit SafetensorsFile(const std::string& path);
 
     const std::string& path() const { return m_path; }

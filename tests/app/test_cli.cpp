@@ -129,6 +129,8 @@ private slots:
                                                        << "No run store file was given.";
         QTest::newRow("show with an empty --db") << QStringList{"show", "1", "--db", ""} << "No run store file was given.";
         QTest::newRow("unknown backend") << QStringList{"train", "--backend", "gpu", "--no-record"} << "backend.kind";
+        QTest::newRow("an empty --config") << QStringList{"train", "--config=", "--no-record"}
+                                           << "No experiment file was given: its name is empty.";
         QTest::newRow("--at without a step") << QStringList{"train", "--at", "precision.autocast=bf16", "--no-record"}
                                              << "--at takes STEP:KEY=VALUE";
         QTest::newRow("--at a key that cannot change")

@@ -95,13 +95,23 @@ private slots:
         for (int i = header + 1; i <= header + 5; ++i) QCOMPARE(lines[i].size(), lines[header].size());
     }
 
-    void peerSkipsWithoutInterpreter() {
-        const CliResult r = run_cli({"bench", "--quick", "--suite", "peer", "--python", "/nonexistent/python3", "--json"});
+    // An interpreter without PyTorch (torch_peer.py exits 3 then): the suite is skipped, saying
+    // why, and the bench goes on (exit 0). The interpreter here is a script that does just that.
+    void peerSkipsWithoutPyTorch() {
+        QTemporaryDir dir;
+        const QString python = dir.filePath("python-without-torch");
+        {
+            QFile f(python);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("#!/bin/sh\nexit 3\n");
+        }
+        QVERIFY(QFile::setPermissions(python, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        const CliResult r = run_cli({"bench", "--quick", "--suite", "peer", "--python", python, "--json"});
         QVERIFY2(r.code == 0, r.err.constData());
         const QJsonObject peer = QJsonDocument::fromJson(r.out).object()["suites"].toObject()["peer"].toObject();
         QVERIFY(peer["skipped"].toBool());
         const QString notes = QJsonDocument(peer["notes"].toArray()).toJson();
-        QVERIFY2(notes.contains("skipped"), qPrintable(notes));
+        QVERIFY2(notes.contains("skipped: PyTorch is not installed for " + python), qPrintable(notes));
     }
 
     // A model whose PyTorch side dies mid-run is left out with its sentence; the models measured
@@ -170,6 +180,11 @@ private slots:
         QTest::newRow("unknown option") << QStringList{"bench", "--fast"} << "--fast";
         QTest::newRow("positional") << QStringList{"bench", "engine"} << "'engine'";
         QTest::newRow("missing value") << QStringList{"bench", "--suite"} << "--suite needs a value";
+        // An interpreter named by hand that cannot run is a mistake, not a suite to skip.
+        QTest::newRow("python missing") << QStringList{"bench", "--suite", "peer", "--python", "/nonexistent/python3"}
+                                        << "--python /nonexistent/python3 cannot be run: No such file or directory";
+        QTest::newRow("python a folder") << QStringList{"bench", "--suite", "peer", "--python", "/usr"}
+                                         << "--python /usr is a folder, not an interpreter";
         QTest::newRow("from a missing file") << QStringList{"bench", "--from", "/nonexistent/bench.json"}
                                              << "cannot read '/nonexistent/bench.json'";
     }

@@ -413,6 +413,33 @@ private slots:
         for (const CheckpointRow& c : before) QVERIFY2(std::filesystem::exists(c.file), c.file.c_str());
     }
 
+    // A checkpoint cut short (a full disk, a copy that stopped) is damaged as much as one with a
+    // flipped byte, and gets the same advice, naming what is wrong with the file.
+    void checkpointCutShortIsDamaged() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const std::string db_path = db.toStdString();
+        CliResult r =
+            run_cli(QStringList{"train", "--db", db} + recipe(30) + QStringList{"--set", "train.checkpoint_every=10"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const std::int64_t run = only_run(db_path);
+        std::string file;
+        {
+            RunStore store(db_path, StoreAccess::read);
+            file = store.checkpoints(run).front().file;  // step 10
+        }
+        std::filesystem::resize_file(file, std::filesystem::file_size(file) - 100);
+        r = run_cli({"resume", QString::number(run), "--db", db, "--as-new", "--step", "10"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains(QByteArray::fromStdString(file + ": tensor ")) && r.err.contains("data_offsets") &&
+                     r.err.contains("; the checkpoint is damaged, so branch from an earlier one with `mantissa-cli "
+                                    "resume RUN --as-new --step S`"),
+                 r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1);
+        RunStore store(db_path, StoreAccess::read);
+        QCOMPARE(store.list_runs().size(), std::size_t{1});  // no branch recorded
+    }
+
     // A run that is still being recorded and has no checkpoint yet: resume says so (not that it
     // was stopped), exit 2, the run left recording.
     void aRunStillRecordingWithoutACheckpointSaysSo() {

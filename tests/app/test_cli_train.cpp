@@ -278,6 +278,78 @@ private slots:
         QVERIFY(r.out.isEmpty());
     }
 
+    // A name of spaces alone (an empty cell in every list, a run no name selects) is refused
+    // however it is given, as `rename` refuses it; so are sweep options no sweep could take.
+    void badNamesAndSweepOptionsAreRefused_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        const QString uuid = "01234567-89ab-cdef-0123-456789abcdef";
+        QTest::newRow("--name blank") << QStringList{"--name", "   "}
+                                      << "mantissa-cli train: A run's name cannot be blank (white space only); give it "
+                                         "a name with at least one other character.\n";
+        QTest::newRow("--set name blank") << QStringList{"--set", "name= \t"}
+                                          << "mantissa-cli train: name: must have a character other than white space\n";
+        QTest::newRow("--sweep-index negative")
+            << QStringList{"--sweep", uuid, "--sweep-index=-1"}
+            << "mantissa-cli train: --sweep-index is a run's place in its sweep, 0 or more, not -1\n";
+        QTest::newRow("--sweep, not recorded")
+            << QStringList{"--sweep", uuid, "--sweep-index", "0", "--no-record"}
+            << "mantissa-cli train: --sweep records the run as one of a sweep's, which --no-record would not: leave "
+               "one out\n";
+    }
+    void badNamesAndSweepOptionsAreRefused() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const QStringList store = args.contains("--no-record") ? QStringList{} : QStringList{"--db", db};
+        const CliResult r = run_cli(QStringList{"train", "--set", "dataset.kind=spirals", "--steps", "3"} + store + args);
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err), message);
+        QVERIFY(!QFile::exists(db) || RunStore(db.toStdString(), StoreAccess::read).list_runs().empty());
+    }
+
+    // A sweep's run goes where its sweep is: a place of its plan, not one done already (the recipe
+    // table would show it in another run's row), nor a sweep the store does not hold; a store
+    // with no sweep at all is a Slurm task's, which names the main store's sweep.
+    void aSweepsRunGoesToAFreePlaceOfItsSweep() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const QString task_db = dir.filePath("task-0.sqlite");
+        std::string uuid;
+        {
+            RunStore store(db.toStdString());
+            SweepInfo info;
+            info.name = "recipes";
+            info.runs_planned = 2;
+            uuid = store.create_sweep(info).uuid;
+        }
+        const auto train = [&](const QString& store, const QString& sweep, const QString& index) {
+            return run_cli({"train", "--set", "dataset.kind=spirals", "--steps", "3", "--db", store, "--sweep", sweep,
+                            "--sweep-index", index});
+        };
+        const QString sweep = QString::fromStdString(uuid);
+        CliResult r = train(db, sweep, "2");
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err), "mantissa-cli train: --sweep-index 2 is beyond sweep 1 (\"recipes\"), whose "
+                                           "2 runs are numbered from 0 to 1\n");
+        r = train(db, "01234567-89ab-cdef-0123-456789abcdef", "0");
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--sweep 01234567-89ab-cdef-0123-456789abcdef names no sweep of the run store"),
+                 r.err.constData());
+        r = train(db, sweep, "1");
+        QVERIFY2(r.code == 0, r.err.constData());
+        r = train(db, sweep, "1");
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err), "mantissa-cli train: run 1 of sweep 1 (\"recipes\") is recorded already, as "
+                                           "run 1 (completed); `mantissa-cli sweep run` trains the places still to be "
+                                           "done\n");
+        r = train(task_db, sweep, "0");
+        QVERIFY2(r.code == 0, r.err.constData());
+        RunStore store(db.toStdString(), StoreAccess::read);
+        QCOMPARE(store.list_runs().size(), std::size_t{1});
+    }
+
     // MANTISSA_CPU_THREADS is held to the option's range: one sentence naming the variable, exit 2,
     // before anything trains (it was skipped above 1024, and passed over when not a number).
     void threadsVariableChecked_data() {

@@ -757,7 +757,11 @@ private slots:
         QTest::newRow("--db twice") << QStringList{"show", "1", "--db", "other.sqlite"}
                                     << "--db was given twice ('other.sqlite' and '";
         QTest::newRow("export to a missing folder") << QStringList{"export", "1", "-o", "/nonexistent/dir/x.csv"}
-                                                    << "Cannot write '/nonexistent/dir/x.csv': No such file or directory.";
+                                                    << "Cannot write '/nonexistent/dir/x.csv': its folder /nonexistent/dir does not exist.";
+        QTest::newRow("export to no name") << QStringList{"export", "1", "-o", ""} << "-o needs a file name";
+        // The file exists, but nothing can be created beside it: the reason is the folder's.
+        QTest::newRow("export into /proc") << QStringList{"export", "1", "-o", "/proc/version"}
+                                           << "Cannot write '/proc/version': no file can be created in its folder /proc (";
     }
 
     void badInputExitsTwo() {
@@ -1020,9 +1024,15 @@ private slots:
         QVERIFY(QFile::copy(source, newer));
         QCOMPARE(RawDb(newer).exec("PRAGMA user_version = 10"), QString());
         const QString missing = m_dir.filePath("import-missing.sqlite");
+        const QString emptySource = m_dir.filePath("import-empty-source.sqlite");
+        {
+            QFile f(emptySource);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
         const QByteArray before = file_sha256(target);
         const QList<QPair<QString, QString>> bad = {
             {missing, "There is no run store at '" + missing + "' to import."},
+            {emptySource, "'" + emptySource + "' is an empty file, not yet a run store: it holds nothing to import."},
             {garbage, "The file '" + garbage + "' is not an SQLite database, so it is not a Mantissa run store"},
             {newer, "The run store '" + newer + "' was written by a newer Mantissa (schema version 10; this build "
                     "reads versions up to 9); it was left unchanged"},

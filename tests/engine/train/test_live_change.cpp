@@ -124,11 +124,17 @@ private slots:
         QTest::newRow("setting") << "100:precision.layers.fc1=fp16" << 100LL << "precision.layers.fc1=fp16";
         QTest::newRow("inject") << "0:inject=fc2" << 0LL << "inject=fc2";
         QTest::newRow("value with a colon") << "5:name=a:b" << 5LL << "name=a:b";
-        QTest::newRow("no step") << "precision.autocast=bf16" << -1LL << "";
-        QTest::newRow("negative step") << "-3:train.lr=1" << -1LL << "";
-        QTest::newRow("no value") << "3:train.lr=" << -1LL << "";
-        QTest::newRow("no key") << "3:=1" << -1LL << "";
-        QTest::newRow("no assignment") << "3:" << -1LL << "";
+        // Refused (step -1): the start of the sentence, naming the part that is wrong where it can.
+        QTest::newRow("no step") << "precision.autocast=bf16" << -1LL << "--at takes STEP:KEY=VALUE";
+        QTest::newRow("negative step") << "-3:train.lr=1" << -1LL
+                                       << "--at -3:train.lr=1: the step is negative; steps count from 0 (STEP:KEY=VALUE";
+        QTest::newRow("step beyond any run")
+            << "99999999999999999999:train.lr=1" << -1LL
+            << "--at 99999999999999999999:train.lr=1: the step has more than 15 digits, beyond any run";
+        QTest::newRow("no value") << "3:train.lr=" << -1LL << "--at 3:train.lr=: train.lr is given no value";
+        QTest::newRow("no key") << "3:=1" << -1LL << "--at takes STEP:KEY=VALUE";
+        QTest::newRow("no assignment") << "3:" << -1LL << "--at takes STEP:KEY=VALUE";
+        QTest::newRow("a step that is no number") << "1-2:train.lr=1" << -1LL << "--at takes STEP:KEY=VALUE";
     }
     void scheduledChangesParse() {
         QFETCH(QString, text);
@@ -141,7 +147,7 @@ private slots:
             QCOMPARE(QString::fromStdString(c.assignment), assignment);
         } catch (const Error& e) {
             QVERIFY2(step < 0, e.what());
-            QVERIFY(QString::fromStdString(e.what()).startsWith("--at takes STEP:KEY=VALUE"));
+            QVERIFY2(QString::fromStdString(e.what()).startsWith(assignment), e.what());
         }
     }
 
