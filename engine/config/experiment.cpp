@@ -942,6 +942,14 @@ void apply_setting(Experiment& e, const std::string& assignment) {
             if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
             throw Error("--set " + assignment + ": " + why + ".");
         }
+        // A list or an object begun and not closed is a mistake in it, not a word to take whole.
+        const auto first = text.find_first_not_of(" \t");
+        if (first != std::string::npos && (text[first] == '[' || text[first] == '{')) {
+            std::string why = problem.sentence;
+            if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
+            throw Error("--set " + assignment + ": the value is not valid JSON (" + why +
+                        "); a text that begins with [ or { is given in quotes, KEY=\"...\".");
+        }
         value = text;  // a bare word: bf16, fp32, off
     }
     if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");
@@ -974,6 +982,9 @@ void apply_setting(Experiment& e, const std::string& assignment) {
         at += (at.empty() ? "" : ".") + parts[i];
         json& child = (*node)[parts[i]];  // a new name becomes an object that from_json calls unknown
         if (child.is_null()) child = json::object();
+        if (child.is_array())  // model.hidden.0: a list is set whole
+            fail(at + "." + parts[i + 1], "unknown key; " + at + " is a list, set whole (" + at + "=" +
+                                              child.dump() + ")");
         if (!child.is_object())
             fail(at + "." + parts[i + 1], "unknown key; " + at + " is a single value, not a group of keys");
         node = &child;

@@ -235,6 +235,16 @@ private slots:
                  QString("dataset.shape: only kind 'csv' takes a shape; kind 'cifar10' knows its own "
                          "(docs/datasets.md), so remove dataset.shape or set it to null"));
         QVERIFY(set == before);
+        // A list is set whole: a key inside one is unknown, and the sentence shows the way.
+        QCOMPARE(error_of([&] { apply_setting(set, "model.hidden.0=5"); }),
+                 QString("model.hidden.0: unknown key; model.hidden is a list, set whole (model.hidden=[256,128])"));
+        // A list begun and not closed is said so, not taken for a word; quoted, such text is one.
+        QVERIFY(error_of([&] { apply_setting(set, "model.hidden=[512,256"); })
+                    .startsWith("--set model.hidden=[512,256: the value is not valid JSON (the text ends before"));
+        apply_setting(set, "name=\"[draft] run\"");
+        QCOMPARE(set.name, std::string("[draft] run"));
+        QCOMPARE(error_of([&] { apply_setting(set, "train.lr.x=5"); }),
+                 QString("train.lr.x: unknown key; train.lr is a single value, not a group of keys"));
     }
 
     void datasetKindCifar10() {
