@@ -206,10 +206,15 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const std::string& swe
                         for (const std::string& n : names) apply_setting(e, setting = "precision.layers." + n + "=" + recipe->layers);
                     }
                 } catch (const Error& err) {
+                    // The setting once: apply_setting's sentence names its key already, or the
+                    // whole setting after "--set ", an option this sweep was not given.
+                    std::string why = err.what();
+                    if (why.starts_with("--set ")) why.erase(0, 6);
+                    const std::string key = setting.substr(0, setting.find('='));
+                    const bool named = why.starts_with(setting) || why.starts_with(key + ":") || why.starts_with(key + ".");
                     throw Error("Run " + std::to_string(run.index) + " of the sweep (" +
                                 shortened_text(label.empty() ? "run " + std::to_string(run.index) : label) +
-                                "): " + shortened_text(setting) + ": " +
-                                err.what());
+                                "): " + (named ? std::string() : shortened_text(setting) + ": ") + why);
                 }
                 // The repeats count from the run's own seed: the base's, or the grid's where an
                 // axis sets train.seed.

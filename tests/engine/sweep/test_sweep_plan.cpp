@@ -117,8 +117,11 @@ private slots:
         QTest::addColumn<QString>("grid");
         QTest::addColumn<QString>("expected");
         QTest::newRow("unknown recipe") << "fp4" << "" << "There is no recipe \"fp4\"; the recipes are fp32, tf32";
-        QTest::newRow("unknown key") << "" << "train.lr_typo=1,2" << "Run 0 of the sweep (train.lr_typo=1): train.lr_typo=1:";
-        QTest::newRow("bad value") << "" << "train.lr=1e-3,-1" << "Run 1 of the sweep (train.lr=-1): train.lr=-1:";
+        // The setting named once, by the sentence that says what is wrong with it.
+        QTest::newRow("unknown key") << "" << "train.lr_typo=1,2" << "Run 0 of the sweep (train.lr_typo=1): train.lr_typo: ";
+        QTest::newRow("bad value") << "" << "train.lr=1e-3,-1" << "Run 1 of the sweep (train.lr=-1): train.lr: ";
+        QTest::newRow("a list left open") << "" << "model.hidden=[8" << "Run 0 of the sweep (model.hidden=[8): "
+                                                                         "model.hidden=[8: the value is not valid JSON";
         QTest::newRow("no values") << "" << "train.lr=" << "a value is empty";
         QTest::newRow("no key") << "" << "=1,2" << "write KEY=V1,V2";
         QTest::newRow("a recipe twice") << "fp16,bf16,fp16" << "" << "--recipes names fp16 twice; name each recipe once.";
