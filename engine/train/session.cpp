@@ -313,9 +313,11 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
         checkpoint();  // the run's end, or where it stopped (said nothing when already written)
         const SessionState final_state = stopped ? SessionState::stopped : SessionState::completed;
         {
+            // elapsed_s stays the last step's time_s (set in deliver): the final evaluation and
+            // checkpoint come after the last step, so the run's training time leaves them out
+            // (config/throughput.h; the store's totals and `show` give the same).
             std::lock_guard lock(summary_mutex);
             summary.state = final_state;
-            summary.elapsed_s = trainer->elapsed_s();
         }
         const std::string steps = std::to_string(trainer->steps_taken());
         if (stopped)
@@ -329,7 +331,6 @@ void Session::Impl::run(std::atomic<SessionState>& state) {
             std::lock_guard lock(summary_mutex);
             summary.state = SessionState::failed;
             summary.error = error;
-            summary.elapsed_s = trainer->elapsed_s();
         }
         state = SessionState::failed;
         try {
@@ -359,7 +360,8 @@ void Session::Impl::deliver(std::span<const StepReport> reports) {
         summary.final_loss_scale = trainer->scaler().scale();
         summary.samples = samples;
         summary.samples_per_s = run_samples_per_s(samples, r.step.time_s);
-        summary.elapsed_s = trainer->elapsed_s();
+        // The run's clock at this step, not now: the samples/s beside it is over this time.
+        summary.elapsed_s = r.step.time_s;
     }
 }
 

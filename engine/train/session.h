@@ -80,7 +80,10 @@ struct RunSummary {
     std::int64_t samples = 0;           // rows trained, over the steps taken
     double samples_per_s = 0;           // samples/s (mean over the run): samples / the last step's
                                         // time_s (config/throughput.h, run_samples_per_s)
-    double elapsed_s = 0;               // training time so far, the final evaluation included
+    double elapsed_s = 0;               // training time so far: the last step's time_s (pauses and
+                                        // paced waits left out, evaluations between steps in, the
+                                        // final evaluation and checkpoint after the last step out;
+                                        // config/throughput.h), the store's totals.elapsed_s
     std::string error;                  // when failed
 };
 

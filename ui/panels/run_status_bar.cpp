@@ -91,8 +91,9 @@ RunStatusBar::RunStatusBar(QWidget* parent) : QWidget(parent) {
     m_device->setBaseToolTip(tr("The backend and device training runs on."));
     m_rate->setToolTip(tr("Samples trained so far divided by the training time so far (pauses and paced "
                           "waits left out): the figure mantissa-cli's summary and `show` give for the run."));
-    m_elapsed->setToolTip(tr("Training time since Start: pauses and the waits of a pace are left out (evaluations "
-                             "and checkpoints are in), as in the Events panel and on the charts' time axis."));
+    m_elapsed->setToolTip(tr("Training time up to the last step taken: pauses and the waits of a pace are left out, "
+                             "evaluations between steps are in. The samples/s is over this time, and mantissa-cli "
+                             "show gives the same."));
     m_test->setToolTip(tr("A language model's last evaluation: the test loss in nats per token (the mean negative "
                           "log-likelihood of the next token) and its perplexity e^loss."));
     m_remaining->setToolTip(tr("Wall-clock time until the last step, at the pace of the last few hundred steps or "
@@ -133,8 +134,8 @@ void RunStatusBar::update(const RunController& c) {
     m_rate->setText(last ? tr("%1 samples/s (mean over the run)")
                                .arg(locale.toString(summary.samples_per_s, 'f', 0))
                          : QString());
-    // The engine's clock now (the summary's), which also ran through the last evaluation and
-    // checkpoint: what the run's `finished` event says when it ends.
+    // The run's training time, the last step's time_s (the summary's elapsed_s): the time the
+    // samples/s is over (config/throughput.h).
     m_elapsed->setText(last ? tr("training time %1").arg(formatDuration(summary.elapsed_s)) : QString());
     auto left = s.remainingSeconds(total);
     if (c.pace() > 0) {  // a paced run takes at least a step per 1/pace seconds, whatever the machine does

@@ -5,12 +5,12 @@
 // figure comes from the engine (its step records and the session's summary); the time left
 // extrapolates the recent pace.
 //
-// Time has one definition wherever a run's is shown: the engine's clock (Trainer::elapsed_s, the
-// summary's elapsed_s), training time since Start with pauses and a pace's waits left out,
-// evaluations and checkpoints included. The Events panel's times, the charts' time axis and the
-// store use it too, so "training time 0:22" here and a `finished` event at 22.1 s agree. The time
-// left is different in kind, a wall-clock forecast (a paced run waits between its steps), and its
-// label says so.
+// The training time is the run's (config/throughput.h): the engine's clock at the last step taken
+// (the summary's elapsed_s, that step's time_s), pauses and a pace's waits left out, evaluations
+// between steps in. It is what the samples/s beside it is over and what `mantissa-cli show` and
+// the store's totals give; the final evaluation and checkpoint, after the last step, are not in
+// it (the `finished` event, stamped after them, can be later). The time left is different in
+// kind, a wall-clock forecast (a paced run waits between its steps), and its label says so.
 //
 // A narrow window elides the device's description at a word, never inside one, with the whole
 // text in its tooltip; the figures keep their width.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "error.h"
+#include "config/throughput.h"
 #include "train/session.h"
 #include "train/start_check.h"
 #include "train_support.h"
@@ -346,6 +347,26 @@ private slots:
         QVERIFY(resumed[0].time_s - paused[0].time_s < 0.75);  // the pause's 1.5 s left out
         QVERIFY(s.summary().elapsed_s < sink->steps.back().time_s + 0.75);
         QVERIFY(s.summary().elapsed_s >= sink->steps.back().time_s);
+    }
+
+    // The summary's training time is the run's clock at its last step (config/throughput.h), the
+    // time the store's totals and `mantissa-cli show` give and the samples/s is over: the final
+    // evaluation, after the last step, is not in it (the finished event, later, still counts it).
+    void trainingTimeIsTheLastStepsClock() {
+        Experiment e = session_experiment(25);
+        e.dataset.samples = 40000;  // a final evaluation at step 25 that takes a measurable time
+        Session s(e);
+        auto sink = std::make_shared<CollectingSink>();
+        s.add_sink(sink);
+        s.start();
+        s.wait();
+        QCOMPARE(s.state(), SessionState::completed);
+        const RunSummary r = s.summary();
+        QCOMPARE(r.elapsed_s, sink->steps.back().time_s);
+        QCOMPARE(r.samples_per_s, run_samples_per_s(r.samples, r.elapsed_s));
+        const auto finished = sink->events_of(EventKind::run_finished);
+        QCOMPARE(finished.size(), std::size_t{1});
+        QVERIFY(finished[0].time_s > r.elapsed_s);
     }
 
     void stopWhilePausedAndBeforeStart() {
