@@ -393,10 +393,8 @@ void print_last_sample(const std::optional<LastSample>& sample) {
     std::printf("\nLast sample (step %lld, test loss %s nats/token, perplexity %s):\n",
                 static_cast<long long>(sample->step), fixed(json_number(sample->data, "loss"), "%.4f").c_str(),
                 fixed(json_number(sample->data, "perplexity"), "%.2f").c_str());
-    std::string raw = json_text(sample->data, "prompt") + "\u2192" + json_text(sample->data, "sample");
-    for (std::size_t at = raw.find("\r\n"); at != std::string::npos; at = raw.find("\r\n", at))
-        raw.erase(at, 1);  // a CRLF line break is a line break (a lone \r is escaped below)
-    std::string text = store::printable_text(raw, true);
+    std::string text = store::printable_generated_text(json_text(sample->data, "prompt") + "\u2192" +
+                                                        json_text(sample->data, "sample"));
     if (!text.empty() && text.back() == '\n') text.pop_back();  // its own last line break ends the section
     for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
         text.insert(at + 1, 2, ' ');

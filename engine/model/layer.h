@@ -69,6 +69,10 @@ public:
     virtual const char* kind() const = 0;                // the registered type: "linear", "relu"
     const SampleShape& input_shape() const { return m_input; }
     const SampleShape& output_shape() const { return m_output; }
+    // The input as the Layers table, the store's `layers` rows and `mantissa-cli show` describe it
+    // (LayerInfo::in_shape): the tensor's shape, unless what a sample carries is an index rather
+    // than values (an embedding's token id), which is described by the range it picks from.
+    virtual SampleShape described_input_shape() const { return m_input; }
 
     // Layers with parameters are the rows of the Layers table and of the per-layer statistics;
     // index() is their place among them (0 = the first, in the order of the state dict), -1 for

@@ -285,7 +285,7 @@ ModelDesc describe_model(const ModelSpec& spec, SampleShape input, std::int64_t 
         LayerInfo s;
         s.name = layer->name();
         s.kind = layer->kind();
-        s.in_shape = layer->input_shape();
+        s.in_shape = layer->described_input_shape();
         s.out_shape = layer->output_shape();
         s.in_features = s.in_shape.numel();
         s.out_features = s.out_shape.numel();

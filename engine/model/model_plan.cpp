@@ -68,9 +68,11 @@ ModelPlan plan_model(const Experiment& e) {
         p.info = desc.layers[i];
         if (i == 0 && w.features() == 0) p.info.in_features = 0;
         if (i + 1 == desc.layers.size() && w.outputs == 0) p.info.out_features = 0;
-        // The token table has a row per token of the vocabulary, which only the text tells; its
-        // input is known (one token id per row), as the run shows it.
+        // The token table has a row per token of the vocabulary, which only the text tells: its
+        // parameters and its input, described as the vocabulary (Layer::described_input_shape),
+        // are "?" until Start.
         if (!p.known() || (text && p.info.kind == "embedding")) p.info.parameters = 0;
+        if (text && p.info.kind == "embedding") p.info.in_features = 0;
         if (const auto it = e.precision.layers.find(p.info.name); it != e.precision.layers.end()) p.setting = it->second;
         plan.layers.push_back(std::move(p));
     }

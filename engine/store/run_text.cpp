@@ -134,6 +134,13 @@ std::string printable_text(std::string_view text, bool keep_line_breaks) {
     return out;
 }
 
+std::string printable_generated_text(std::string_view text) {
+    std::string raw(text);
+    for (std::size_t at = raw.find("\r\n"); at != std::string::npos; at = raw.find("\r\n", at))
+        raw.erase(at, 1);  // a CRLF line break is a line break (a lone \r is escaped)
+    return printable_text(raw, true);
+}
+
 void check_run_text(RunText field, std::string_view text) {
     const std::string what = field_name(field);
     std::size_t chars = 0;

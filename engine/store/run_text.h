@@ -32,4 +32,9 @@ bool utf8_length(std::string_view text, std::size_t& chars, std::size_t* bad_at 
 // lines nor send escape codes. keep_line_breaks leaves line breaks and tabs as they are (notes).
 std::string printable_text(std::string_view text, bool keep_line_breaks = false);
 
+// A language model's generated text as `mantissa-cli show` and the GUI's Sample panel show it:
+// a CRLF one line break, line breaks and tabs kept, every other control character escaped
+// (printable_text), so a byte-level model's control bytes read as what they are.
+std::string printable_generated_text(std::string_view text);
+
 }  // namespace mantissa::store

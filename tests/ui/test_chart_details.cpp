@@ -363,6 +363,26 @@ private slots:
         QVERIFY(crowded[0].visible && !crowded[1].visible);
     }
 
+    // One tick style per linear axis: a throughput axis up to a million reads "1000000", "500000",
+    // "0", not "1e+06" beside "500000" (QCustomPlot's "g").
+    void linearTicksShareOneStyle() {
+        QCustomPlot plot;  // the ticker ChartView gives a linear axis, on an axis of its own
+        plot.resize(500, 300);
+        plot.yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SpacedTicker));
+        plot.yAxis->setNumberFormat(QStringLiteral("g"));
+        plot.yAxis->setNumberPrecision(6);
+        plot.yAxis->setRange(0, 1.1e6);
+        plot.replot();
+        const QVector<QString> labels = plot.yAxis->tickVectorLabels();
+        QVERIFY(labels.size() >= 2);
+        const QString all = QStringList(labels.begin(), labels.end()).join(QStringLiteral(", "));
+        for (const QString& l : labels) QVERIFY2(!l.contains(QLatin1Char('e')), qPrintable(all));
+        QVERIFY2(labels.contains(plot.locale().toString(1e6, 'f', 0)), qPrintable(all));
+        plot.yAxis->setRange(0, 1.2);  // not whole: "g" as before
+        plot.replot();
+        QVERIFY(plot.yAxis->tickVectorLabels().contains(QStringLiteral("0.5")));
+    }
+
     // Lesson 15's chart: fc1 and fc2 just below FP16's unit roundoff, fc3 far below. The line's
     // label is the legend's last entry, outside the plot: it covers none of the points drawn.
     void referenceLabelCoversNoData() {
@@ -398,6 +418,13 @@ private slots:
             QCOMPARE(chart->referenceLabelText(), QStringLiteral("FP16 unit roundoff 2⁻¹¹"));
             QVERIFY(label.bottom() <= chart->height() && label.right() <= chart->width());
             QVERIFY(chart->yAxis->range().contains(ChartsPanel::fp16UnitRoundoff));
+            // The line itself has headroom: a band below the plot's top border, not on it (over
+            // four decades the data's 1.3× padding alone left it two or three pixels down).
+            const double linePx = chart->yAxis->coordToPixel(ChartsPanel::fp16UnitRoundoff);
+            QVERIFY2(linePx - chart->axisRect()->top() >= std::min(8.0, 0.15 * chart->axisRect()->height()),
+                     qPrintable(QStringLiteral("the FP16 unit roundoff line is %1 px below the top of a %2 px plot")
+                                    .arg(linePx - chart->axisRect()->top())
+                                    .arg(chart->axisRect()->height())));
             int points = 0;
             for (int g = 0; g < chart->graphCount(); ++g) {
                 QCPGraph* graph = chart->graph(g);

@@ -300,6 +300,19 @@ private slots:
         }
     }
 
+    // Every live chart names its values where its plot has room for a name: the samples/s chart's
+    // short form too ("samples/s" where "samples/s (per step)" does not fit), as the loss scale's.
+    void throughputAxisIsTitled_data() { axesFitTheChartHeight_data(); }
+    void throughputAxisIsTitled() {
+        QFETCH(int, height);
+        ShownPanel shown(1000, height);
+        ChartView* c = shown.panel.throughputChart();
+        c->replot();
+        const QFontMetricsF fm(c->yAxis->labelFont());
+        if (fm.horizontalAdvance(QStringLiteral("samples/s")) <= c->axisRect()->height())
+            QVERIFY2(!c->yAxis->label().isEmpty(), qPrintable(QStringLiteral("%1 px plot").arg(c->axisRect()->height())));
+    }
+
     // A series with no steps (another experiment opened, nothing run yet) leaves no value range
     // of the run drawn before: an empty chart reads as empty, not as that run's scale.
     void emptySeriesKeepsNoOldRange() {

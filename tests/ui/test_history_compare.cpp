@@ -118,6 +118,12 @@ private slots:
         QCOMPARE(differingKeys({a, b}), (std::vector<std::string>{"h", "p.layers.fc3"}));
         QCOMPARE(differingKeys({a, a, a}), std::vector<std::string>{});
         QVERIFY(flattenConfig("[1]").empty());
+        // A whole number reads as one, as everywhere else the window shows it: 65536, not 65536.0.
+        const auto numbers = flattenConfig(R"({"scale": 65536.0, "batch": 1024.0, "lr": 0.5, "steps": 3})");
+        QCOMPARE(numbers.at("scale"), std::string("65536"));
+        QCOMPARE(numbers.at("batch"), std::string("1024"));
+        QCOMPARE(numbers.at("lr"), std::string("0.5"));
+        QCOMPARE(numbers.at("steps"), std::string("3"));
 
         // A layer's setting is one key whatever its form: a name, or an object of its matmuls.
         const auto named = flattenConfig(R"({"precision": {"layers": {"fc1": "fp16"}}})");
@@ -190,6 +196,7 @@ private slots:
         // Exactly the keys that differ.
         QCOMPARE(view.differingKeys(), (std::vector<std::string>{"precision.autocast", "precision.layers.fc3",
                                                                  "precision.loss_scaling.mode", "name"}));
+        QVERIFY2(view.differenceNote().startsWith(QStringLiteral("4 keys differ;")), qPrintable(view.differenceNote()));
         QTableWidget* t = view.differenceTable();
         QCOMPARE(t->rowCount(), 4);
         QCOMPARE(t->columnCount(), 2);

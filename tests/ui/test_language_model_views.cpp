@@ -178,6 +178,22 @@ private slots:
         QVERIFY(!opCombo(&p, "opSoftmax")->toolTip().isEmpty());
     }
 
+    // A byte-level model writes control characters: the panel shows them escaped, as
+    // `mantissa-cli show` prints the sample (store::printable_text), never as empty boxes; line
+    // breaks and tabs stay, a CRLF is one line break.
+    void sampleShowsControlCharactersEscaped() {
+        RunSeries series;
+        SamplePanel panel;
+        panel.setSeries(&series);
+        series.setTextRun(true);
+        series.addEvent(evaluationEvent(100, "ab\x08" "c\r\n", "d\u009de\tf\x1b[0m", 2.0));
+        panel.sync();
+        QCOMPARE(panel.sampleCount(), std::size_t{1});
+        QCOMPARE(panel.promptText(), QStringLiteral("ab\\x08c\n"));
+        QCOMPARE(panel.continuationText(), QStringLiteral("d\\u009de\tf\\x1b[0m"));
+        QCOMPARE(panel.textView()->toPlainText(), QStringLiteral("ab\\x08c\nd\\u009de\tf\\x1b[0m"));
+    }
+
     void sampleViewShowsTheEvaluationsSample() {
         RunSeries series;
         SamplePanel panel;

@@ -630,8 +630,9 @@ private slots:
     // The plan's Memory column is the run's: under bf16 autocast a layer norm, the embeddings and
     // the layers without a precision setting keep FP32 (the plan counted them in bf16). Rows whose
     // size only the data tells (the vocabulary's) are "—" in the plan. Its shapes are the run's
-    // too: the token table takes one id a row (it said "? → 16"), and only the head's vocabulary
-    // is "?".
+    // too, but for the vocabulary, "?" in the plan: the token table is described as vocabulary →
+    // width (the shape of its vocab × width parameters, Layer::described_input_shape), and the
+    // head as width → vocabulary.
     void plannedShapesAndMemoryAreTheRuns() {
         QFile corpus(m_dir.filePath(QStringLiteral("plan-corpus.txt")));
         QVERIFY(corpus.open(QIODevice::WriteOnly));
@@ -662,9 +663,13 @@ private slots:
         stopAndWait(*w);
         QCOMPARE(columnTexts(*w, LayerTableModel::Name), names);
         const int wte = names.indexOf(QStringLiteral("wte"));
-        QCOMPARE(plannedShapes[wte], QStringLiteral("1 → 16"));
+        QCOMPARE(plannedShapes[wte], QStringLiteral("? → 16"));
         QCOMPARE(plannedParameters[wte], QStringLiteral("—"));  // a row per token of the vocabulary
-        QCOMPARE(plannedShapes.filter(QStringLiteral("?")), QStringList{QStringLiteral("16 → ?")});  // the head
+        QCOMPARE(plannedShapes.filter(QStringLiteral("?")),
+                 (QStringList{QStringLiteral("? → 16"), QStringLiteral("16 → ?")}));  // wte, the head
+        const qlonglong vocab = QLocale().toLongLong(builtParameters[wte]) / 16;
+        QVERIFY(vocab > 1);
+        QCOMPARE(builtShapes[wte], QStringLiteral("%1 → 16").arg(vocab));  // not "1 → 16": one id of vocab
         for (int r = 0; r < names.size(); ++r) {
             if (!plannedShapes[r].contains(QLatin1Char('?')))
                 QCOMPARE(names[r] + ": " + plannedShapes[r], names[r] + ": " + builtShapes[r]);
@@ -971,6 +976,36 @@ private slots:
                 table->columnWidth(LayerTableModel::Precision));  // elided: the tooltip has it whole
         QTRY_VERIFY2(fits(LayerTableModel::LostUpdates), qPrintable(say(LayerTableModel::LostUpdates)));
         QVERIFY(w->layersDock()->width() <= w->width() * 7 / 10 + 2);  // the events keep the rest
+        stopAndWait(*w);
+    }
+
+    // A numeric cell is never cut mid-value ("6.77e-" for 6.77e-05), however small the window: its
+    // column is as wide as its widest text once the run's figures arrive (not as the "—" it had
+    // before); a text column (Precision) takes the squeeze, elided, and the rest scrolls.
+    void numericColumnsAreNeverCut() {
+        auto w = makeWindow();
+        w->resize(1024, 700);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QTableView* table = w->layersPanel()->view();
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(w->controller()->series().stepCount() >= 20, 60000);
+        w->refreshViews();
+        QTest::qWait(300);
+        const QFontMetrics fm(table->font());
+        int checked = 0;
+        for (int column : {int(LayerTableModel::Shape), int(LayerTableModel::Parameters), int(LayerTableModel::Memory),
+                           int(LayerTableModel::GradAmax), int(LayerTableModel::Underflow),
+                           int(LayerTableModel::NonFinite), int(LayerTableModel::LostUpdates)}) {
+            if (table->isColumnHidden(column)) continue;
+            for (int row = 0; row < w->layerModel()->rowCount(); ++row) {
+                const QString text = w->layerModel()->index(row, column).data().toString();
+                if (text.isEmpty()) continue;
+                ++checked;
+                QVERIFY2(fm.horizontalAdvance(text) + 6 <= table->columnWidth(column),
+                         qPrintable(QStringLiteral("\"%1\" in a %2 px column").arg(text).arg(table->columnWidth(column))));
+            }
+        }
+        QVERIFY(checked > 10);
         stopAndWait(*w);
     }
 

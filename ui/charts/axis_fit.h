@@ -61,6 +61,22 @@ protected:
     QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
         return QCPAxisTicker::getTickLabel(tick, locale, format, precision) + m_suffix;
     }
+    // One style per axis: "g" writes 1000000 as "1e+06" beside "500000" and "0". Where it would mix
+    // the two and every tick is whole, every label is the whole number ("1000000"), as an axis of
+    // smaller values (the live samples/s chart's "2000", "4000") already reads.
+    QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale& locale, QChar format,
+                                       int precision) override {
+        QVector<QString> labels = QCPAxisTicker::createLabelVector(ticks, locale, format, precision);
+        const bool mixed = std::any_of(labels.begin(), labels.end(),
+                                       [](const QString& l) { return l.contains(QLatin1Char('e')); });
+        const bool whole = std::all_of(ticks.begin(), ticks.end(), [](double t) {
+            return std::isfinite(t) && std::abs(t) < 1e15 && t == std::round(t);
+        });
+        if (!mixed || !whole) return labels;
+        for (int i = 0; i < ticks.size(); ++i)
+            labels[i] = locale.toString(ticks[i], 'f', 0) + m_suffix;
+        return labels;
+    }
     double getTickStep(const QCPRange& range) override {
         double step = QCPAxisTicker::getTickStep(range);
         if (!(m_room.lengthPx > 0) || !(step > 0) || !std::isfinite(step)) return step;

@@ -561,7 +561,16 @@ void ChartView::fitValueAxes() {
     const double stretch = m_markerRows > 0 && plotHeight > 3 * band ? plotHeight / (plotHeight - band) : 1.0;
     if (log) {
         const double pad = yAxis->ticker().dynamicCast<Log2Ticker>() ? 2.0 : 1.3;
-        const double lower = lo / pad, upper = hi * pad;
+        const double lower = lo / pad;
+        double upper = hi * pad;
+        if (std::isfinite(m_referenceValue) && m_referenceValue > 0 && m_referenceValue >= hi) {
+            // A reference line at the top of the data (FP16's unit roundoff over accumulation
+            // errors) is kept a readable band below the plot's top border, not drawn on it: over
+            // decades a factor of 1.3 is a pixel or two. The band is a fraction of the log range.
+            const double room = std::clamp(14.0 / std::max(1.0, plotHeight), 0.06, 0.2);
+            const double atLeast = std::exp((std::log(m_referenceValue) - room * std::log(lower)) / (1 - room));
+            upper = std::max(upper, atLeast);
+        }
         yAxis->setRange(lower, lower * std::pow(upper / lower, stretch));
         return;
     }

@@ -42,6 +42,7 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_scale->setValueLabel(tr("loss scale"), {tr("scale")});
     m_memory = new ChartView(tr("memory"));
     m_throughput = new ChartView(tr("samples/s (per step)"));
+    m_throughput->setValueLabel(tr("samples/s (per step)"), {tr("samples/s")});
     m_underflow = new ChartView(tr("underflow"));
     m_underflow->setValueSuffix(QStringLiteral("%"));  // on its ticks: the label is often hidden
     m_logits = new ChartView(tr("largest |QKᵀ/√d|"));

@@ -588,7 +588,9 @@ void CompareView::elideRunNames() {
 QString CompareView::differenceNote() const {
     if (m_runs.empty()) return {};
     if (m_keys.empty()) return tr("No configuration key differs: these runs were set up identically.");
-    return tr("%n key(s) differ; keys the runs share are not shown.", nullptr, static_cast<int>(m_keys.size()));
+    // Singular and plural spelt out: tr()'s %n picks a form only where a translation is loaded.
+    if (m_keys.size() == 1) return tr("1 key differs; keys the runs share are not shown.");
+    return tr("%1 keys differ; keys the runs share are not shown.").arg(m_keys.size());
 }
 
 }  // namespace mantissa::ui

@@ -112,7 +112,8 @@ void flattenInto(const nlohmann::json& j, const std::string& prefix, std::map<st
             flattenInto(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
         return;
     }
-    out[prefix] = j.dump();
+    // A whole number is written as one ("65536", not "65536.0"), as the panels and the CLI show it.
+    out[prefix] = j.is_number_float() ? numberText(j.get<double>()) : j.dump();
 }
 
 // compareKeyLess's groups, in their order.

@@ -248,7 +248,8 @@ void RunViewer::updateSummary() {
     if (m_samplesPerSecond && !following())
         facts << tr("%1 %2").arg(QLocale().toString(*m_samplesPerSecond, 'f', 0),
                                  QString::fromLatin1(run_samples_per_s_label));
-    if (m_series.overflowCount() > 0) facts << tr("%n overflow(s)", nullptr, static_cast<int>(m_series.overflowCount()));
+    if (const auto overflows = m_series.overflowCount(); overflows > 0)  // %n's plural needs a translation
+        facts << (overflows == 1 ? tr("1 overflow") : tr("%1 overflows").arg(overflows));
     // What was changed while it trained: the first few on the configuration line, all in the tooltip.
     const std::vector<SettingChange> changes = liveChanges(m_series.events());
     m_summary->setToolTip(changes.empty() ? QString() : tr("Changed during the run:\n%1").arg(liveChangesList(changes)));

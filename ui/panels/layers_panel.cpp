@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <vector>
 
 #include "models/layer_table_model.h"
 #include "models/precision_delegate.h"
@@ -57,6 +58,7 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
     m_view->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSectionResizeMode(LayerTableModel::Precision, QHeaderView::Interactive);
+    m_view->horizontalHeader()->setSectionResizeMode(LayerTableModel::FormatWhy, QHeaderView::Interactive);
     m_view->horizontalHeader()->setStretchLastSection(false);  // a coloured cell stays cell-sized
     m_view->setTextElideMode(Qt::ElideRight);
     m_view->setWordWrap(false);
@@ -85,17 +87,20 @@ LayersPanel::LayersPanel(LayerTableModel* model, QWidget* parent) : QWidget(pare
         if (m_finished) m_view->viewport()->update();
     });
     connect(model, &QAbstractItemModel::modelReset, this, [this] { setFinishedRun(false); });
-    // The Precision column follows its texts (once they are all in), up to its cap.
-    auto* fitPrecision = new QTimer(this);
-    fitPrecision->setSingleShot(true);
-    fitPrecision->setInterval(0);
-    connect(fitPrecision, &QTimer::timeout, this, &LayersPanel::fitPrecisionColumn);
-    const auto refit = [fitPrecision] { fitPrecision->start(); };
+    // The columns follow their texts (once a batch of changes is in) and the table's width. A
+    // ResizeToContents section is refitted by Qt on a layout, not when a cell's text grows.
+    m_fitTimer = new QTimer(this);
+    m_fitTimer->setSingleShot(true);
+    m_fitTimer->setInterval(0);
+    connect(m_fitTimer, &QTimer::timeout, this, &LayersPanel::fitColumns);
+    const auto refit = [this] { m_fitTimer->start(); };
     connect(model, &QAbstractItemModel::dataChanged, this, refit);
     connect(model, &QAbstractItemModel::modelReset, this, refit);
     connect(model, &QAbstractItemModel::rowsInserted, this, refit);
     connect(model, &QAbstractItemModel::layoutChanged, this, refit);
-    fitPrecisionColumn();
+    connect(model, &LayerTableModel::fp8ColumnsShownChanged, this, refit);
+    connect(model, &LayerTableModel::opsShownChanged, this, refit);
+    fitColumns();
     // Never fewer than three rows in view (with the header and a horizontal scroll bar), however
     // short the window or far the splitter is dragged: a lesson's three layers stay readable.
     const int row = std::max(m_view->verticalHeader()->defaultSectionSize(), m_view->fontMetrics().height() + 8);
@@ -110,12 +115,42 @@ int LayersPanel::precisionColumnWidth() const {
     return m_view->fontMetrics().horizontalAdvance(QStringLiteral("auto → mxfp8-e4m3")) + 16;
 }
 
-void LayersPanel::fitPrecisionColumn() {
-    const int need = std::max(m_view->horizontalHeader()->sectionSizeHint(LayerTableModel::Precision),
-                              static_cast<const QAbstractItemView*>(m_view)->sizeHintForColumn(LayerTableModel::Precision));
-    if (need == m_precisionNeed) return;  // a width a person dragged stays until the texts change
-    m_precisionNeed = need;
-    m_view->setColumnWidth(LayerTableModel::Precision, std::min(need, precisionColumnWidth()));
+void LayersPanel::fitColumns() {
+    QHeaderView* header = m_view->horizontalHeader();
+    const auto* view = static_cast<const QAbstractItemView*>(m_view);
+    const auto need = [&](int column) { return std::max(header->sectionSizeHint(column), view->sizeHintForColumn(column)); };
+    int others = 0;
+    for (int column = 0; column < LayerTableModel::ColumnCount; ++column) {
+        if (m_view->isColumnHidden(column) || column == LayerTableModel::Precision || column == LayerTableModel::FormatWhy)
+            continue;
+        const int width = need(column);
+        if (header->sectionSize(column) != width) header->resizeSection(column, width);
+        others += width;
+    }
+    std::vector<int> text;
+    for (int column : {int(LayerTableModel::Precision), int(LayerTableModel::FormatWhy)})
+        if (!m_view->isColumnHidden(column)) text.push_back(column);
+    // What the text columns were fitted for; a width a person dragged stays until it changes.
+    QString texts;
+    int wanted = 0;
+    for (int column : text) {
+        wanted += need(column);
+        texts += QString::number(need(column)) + QLatin1Char(' ');
+    }
+    const int room = m_view->viewport()->width() - others;
+    if (room == m_fittedFor && texts == m_fittedTexts) return;
+    m_fittedFor = room;
+    m_fittedTexts = texts;
+    // Their whole texts where there is room; else each gives up width in proportion to its want,
+    // down to the floor, past which the table scrolls.
+    const int floor = precisionColumnWidth();
+    for (int column : text) {
+        const int own = need(column);
+        int width = own;
+        if (wanted > room && wanted > 0)
+            width = std::max(std::min(own, floor), static_cast<int>(static_cast<long long>(own) * std::max(room, 0) / wanted));
+        m_view->setColumnWidth(column, width);
+    }
 }
 
 bool LayersPanel::isMeasuredColumn(int column) {
@@ -156,6 +191,7 @@ bool LayersPanel::showsLastRun(int row) const {
 }
 
 bool LayersPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_view->viewport() && event->type() == QEvent::Resize) m_fitTimer->start();
     if (watched != m_view->viewport() || event->type() != QEvent::ToolTip) return QWidget::eventFilter(watched, event);
     const auto* help = static_cast<QHelpEvent*>(event);
     const QModelIndex index = m_view->indexAt(help->pos());

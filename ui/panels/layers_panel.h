@@ -9,11 +9,13 @@
 // their trouble colour, and their tooltip says they are the last run's. The same holds for a row
 // left on auto when autocast has changed since. A new run or a plan (the table cleared) ends it.
 //
-// The Precision column is as wide as its texts but at most precisionColumnWidth(), about "auto →
-// mxfp8-e4m3": a per-matmul setting ("forward fp8-e4m3, dgrad fp8-e4m3, wgrad bf16") is elided
-// there, whole in its tooltip, so choosing one does not push the columns after it (Lost updates)
-// out of the dock. A cell whose text is elided has the whole text first in its tooltip. GUI
-// thread only.
+// Column widths: a number is never cut. Every column but the two of words (Precision and Format
+// (why)) is as wide as its widest text, refitted as the run's figures arrive (a column sized for
+// "—" before Start would cut "6.77e-05" to "6.77e-"). The two text columns get their texts' whole
+// width when the table has room for it; when it has not they take the squeeze, down to
+// precisionColumnWidth() (about "auto → mxfp8-e4m3") each, elided, whole in their tooltips, so a
+// per-matmul setting ("forward fp8-e4m3, dgrad fp8-e4m3, wgrad bf16") does not push the columns
+// after it (Lost updates) out of the dock; past that the table scrolls sideways. GUI thread only.
 #pragma once
 
 #include <QWidget>
@@ -23,6 +25,7 @@
 #include "config/experiment.h"
 
 class QTableView;
+class QTimer;
 
 namespace mantissa::ui {
 
@@ -42,18 +45,21 @@ public:
     // Whether `row`'s measured cells are the finished run's under a setting that has changed since.
     bool showsLastRun(int row) const;
     static bool isMeasuredColumn(int column);
-    // The widest the Precision column gets by itself (px); a person may drag it wider.
+    // The narrowest a text column (Precision, Format (why)) is squeezed to (px) when the table has
+    // no room for its whole texts; a person may drag it wider.
     int precisionColumnWidth() const;
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    void fitPrecisionColumn();  // its texts' width, up to precisionColumnWidth(), when that changed
+    void fitColumns();  // the numbers' columns to their texts, the text columns to what is left
 
     LayerTableModel* m_model = nullptr;
-    int m_precisionNeed = -1;  // the width the Precision column's texts last asked for
+    int m_fittedFor = -1;  // the viewport width and texts the text columns were last fitted for
+    QString m_fittedTexts;
     QTableView* m_view = nullptr;
+    QTimer* m_fitTimer = nullptr;
     bool m_finished = false;
     std::map<QString, LayerSetting> m_runSettings;  // each layer's setting when the run ended
     Autocast m_runAutocast = Autocast::off;

@@ -14,6 +14,7 @@
 
 #include "series/language_figures.h"
 #include "series/run_series.h"
+#include "store/run_text.h"
 
 namespace mantissa::ui {
 
@@ -116,8 +117,9 @@ void SamplePanel::showSample(int index) {
     if (std::isfinite(t.accuracy)) parts << tr("next-token accuracy %1 %").arg(figureOrDash(t.accuracy * 100, 1));
     if (std::isfinite(t.temperature)) parts << tr("temperature %1").arg(QString::number(t.temperature, 'g', 3));
     m_header->setText(parts.join(QStringLiteral(" · ")));
-    m_prompt = QString::fromStdString(t.prompt);
-    m_continuation = QString::fromStdString(t.continuation);
+    // As `mantissa-cli show` prints it: control bytes escaped (\x08, \u009d), not empty boxes.
+    m_prompt = QString::fromStdString(store::printable_generated_text(t.prompt));
+    m_continuation = QString::fromStdString(store::printable_generated_text(t.continuation));
     // Plain text in two colours: inserted, not HTML, so every character (tabs, '<') is the model's own.
     m_text->clear();
     QTextCursor cursor(m_text->document());

@@ -57,6 +57,10 @@ class TokenEmbeddingLayer final : public EmbeddingTableLayer {
 public:
     TokenEmbeddingLayer(std::string name, std::int64_t vocab, std::int64_t dim, double init_std);
     const char* kind() const override { return "embedding"; }
+    // A row's input is one token id of the vocabulary: described as vocab → dim ("113 → 128"), the
+    // shape of the linear layer with the same weights (a one-hot row times the table), so the
+    // shapes agree with the parameters (vocab × dim).
+    SampleShape described_input_shape() const override { return {m_rows, 1, 1}; }
     void declare(const DeclareContext& context) override;
     double declared_values(std::int64_t capacity, Format input_format, bool input_grad) const override;
     const Tensor* input_grad() const override { return nullptr; }  // ids have no gradient

@@ -78,14 +78,15 @@ private slots:
               "softmax auto: %lld overflows, largest logit %.0f",
               static_cast<long long>(fp16.first_overflow), static_cast<long long>(fp16.overflows), fp16.max_logit,
               static_cast<long long>(fp32.overflows), fp32.max_logit);
-        // The text: near step 200 (198 measured here); allow another CPU's summation order to move it.
+        // The text: around steps 200 to 250 (198 measured here on two threads, 245 in the window on
+        // one); allow another CPU's summation order to move it.
         QVERIFY(fp16.first_overflow >= 150 && fp16.first_overflow < 350);
         QVERIFY(fp16.max_logit <= kFp16Max);  // what the FP16 softmax saw was at most 65504, or inf
         QVERIFY(fp16.first_inf_logit >= fp16.first_overflow);  // logits are recorded every 10 steps
         QVERIFY(fp16.first_inf_logit < fp16.first_overflow + 10);
         QVERIFY(std::isnan(fp16.last_loss));  // no scaler skips a step: the NaN reached the weights
         QCOMPARE(fp32.overflows, std::int64_t{0});
-        QVERIFY(fp32.max_logit > 100000);  // the text: passes 100000
+        QVERIFY(fp32.max_logit > kFp16Max);  // the text: its logits grow past 65504 too
         QVERIFY(std::isfinite(fp32.last_loss));
     }
 
