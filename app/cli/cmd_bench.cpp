@@ -148,7 +148,7 @@ int run_bench(Args& args) {
 
     BenchOptions o;
     o.quick = args.has("quick");
-    o.threads = bounded(args, "threads", 1, 1024);
+    o.threads = bounded(args, "threads", 0, 1024);  // 0: the default, as train's --threads 0 (auto)
     o.blocks = bounded(args, "blocks", 1, 1000);
     o.epochs = bounded(args, "epochs", 1, 100);
     o.peer_steps = bounded(args, "peer-steps", 1, 100000);
@@ -275,7 +275,7 @@ MANTISSA_CLI_COMMAND({"bench", "run the performance suites (engine, numeric, sto
                       "  -o, --output FILE    write the tables or the JSON to FILE (never a run store or any\n"
                       "                       other SQLite database: refused)\n"
                       "  --quick              a short run (seconds a suite): fewer, shorter blocks, no wide MLPs\n"
-                      "  --threads N          CPU backend threads (default: all hardware threads); PyTorch\n"
+                      "  --threads N          CPU backend threads (default, or 0: all hardware threads); PyTorch\n"
                       "                       gets the same. The engine suite's threads table times 1, 2, 4, ...\n"
                       "                       up to all hardware threads whatever this says\n"
                       "  --blocks N           timed blocks per figure (default 5 to 15 by suite; 3 with --quick)\n"

@@ -168,7 +168,7 @@ private slots:
         QTest::newRow("unknown suite") << QStringList{"bench", "--suite", "warp"} << "unknown suite 'warp'";
         QTest::newRow("unknown suite in a list") << QStringList{"bench", "--suite", "numeric,warp"} << "unknown suite 'warp'";
         QTest::newRow("threads not a number") << QStringList{"bench", "--threads", "two"} << "--threads needs a whole number";
-        QTest::newRow("threads zero") << QStringList{"bench", "--threads", "0"} << "--threads takes a number from 1";
+        QTest::newRow("threads negative") << QStringList{"bench", "--threads=-1"} << "--threads takes a number from 0 to 1024";
         QTest::newRow("blocks negative") << QStringList{"bench", "--blocks", "-3"} << "--blocks takes a number from 1";
         QTest::newRow("epochs not a number") << QStringList{"bench", "--epochs", "3x"} << "--epochs needs a whole number";
         QTest::newRow("unknown precision") << QStringList{"bench", "--precision", "fp12"} << "unknown precision 'fp12'";
