@@ -106,14 +106,16 @@ MANTISSA_CLI_COMMAND({"rename", "rename a run",
 MANTISSA_CLI_COMMAND({"note", "set a run's notes",
                       std::string("usage: mantissa-cli note RUN TEXT... [--db FILE]\n\n"
                                   "Replaces the run's notes with TEXT (the words after RUN, joined by spaces);\n"
-                                  "note RUN \"\" clears them. `mantissa-cli show RUN` prints them.\n\n") +
+                                  "note RUN \"\" clears them. `mantissa-cli show RUN` prints them. RUN is an id\n"
+                                  "or the unique start of a run's name.\n\n") +
                           db_option + "\nExit status: 0 ok, 2 no such run, or the store cannot be written.\n",
                       run_note});
 
 MANTISSA_CLI_COMMAND({"tag", "set a run's tags",
                       std::string("usage: mantissa-cli tag RUN TAG[,TAG...] [--db FILE]\n\n"
                                   "Replaces the run's tags (comma-separated; spaces around them and repeats are\n"
-                                  "dropped); tag RUN \"\" clears them.\n\n") +
+                                  "dropped); tag RUN \"\" clears them. RUN is an id or the unique start of a\n"
+                                  "run's name.\n\n") +
                           db_option + "\nExit status: 0 ok, 2 no such run, or the store cannot be written.\n",
                       run_tag});
 

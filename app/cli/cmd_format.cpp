@@ -257,7 +257,9 @@ MANTISSA_CLI_COMMAND({"format", "show how values are stored in each precision fo
                       "                mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4, nvfp4): each block's shared\n"
                       "                scale, and each element's bits, value before and after the scale, and\n"
                       "                error; for nvfp4 the values are one tensor, whose amax sets its scale\n"
-                      "  --json        print a JSON array, one object per value (per block with --block)\n",
+                      "  --json        print a JSON array, one object per value (per block with --block)\n\n"
+                      "Exit status: 0 ok, 2 a value that is not a number, an unknown format, or an output\n"
+                      "that cannot be written.\n",
                       run_format});
 
 }  // namespace mantissa::cli
