@@ -61,10 +61,16 @@ DockLayout::DockLayout(QMainWindow* window, const Docks& docks, ChartsPanel* cha
     // they are polished before they are shown.
     m_window->installEventFilter(this);
     polishTabBars();
+    // The left column loses height when the bottom docks grow (a raised Sample or histogram tab)
+    // or the window shrinks: the lesson is fitted again, so the form gives up its height first.
+    if (m_docks.lesson) m_docks.lesson->installEventFilter(this);
 }
 
 bool DockLayout::eventFilter(QObject* watched, QEvent* event) {
     if (watched == m_window && event->type() == QEvent::ChildPolished) polishTabBars();
+    if (watched == m_docks.lesson && event->type() == QEvent::Resize && m_lessonColumn > 0 &&
+        lessonColumnHeight() != m_lessonColumn)
+        QTimer::singleShot(0, this, &DockLayout::fitLesson);  // once the column has its new height
     return QObject::eventFilter(watched, event);
 }
 
@@ -231,33 +237,65 @@ void DockLayout::windowResized() {
     QTimer::singleShot(0, this, [this] { applyCompact(m_compact == 1); });
 }
 
+int DockLayout::formTabBarHeight() const {
+    // The form's tab bar, when the forms are tabs, stands between the two docks: it is part of the
+    // form's share, not of the lesson's.
+    int tabBar = 0;
+    for (const QTabBar* bar : m_window->findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
+        for (int i = 0; bar->isVisible() && i < bar->count(); ++i)
+            if (bar->tabText(i) == m_docks.experiment->windowTitle()) tabBar = bar->height();
+    return tabBar;
+}
+
+bool DockLayout::formAboveLesson() const {
+    QDockWidget* form = m_docks.experiment;
+    return form->isVisible() && !form->isFloating() && m_window->dockWidgetArea(form) == Qt::LeftDockWidgetArea;
+}
+
+int DockLayout::lessonColumnHeight() const {
+    if (!formAboveLesson()) return -1;
+    return m_docks.experiment->height() + formTabBarHeight() + m_docks.lesson->height();
+}
+
+int DockLayout::formNeedHeight() const {
+    // What the form shows (in classroom mode, the name and the run buttons), at the form's width:
+    // its wrapped note is as tall as it reads there, not at the narrow width a plain size hint
+    // assumes.
+    const QDockWidget* form = m_docks.experiment;
+    auto* area = qobject_cast<const QScrollArea*>(form->widget());
+    if (!area || !area->widget()) return formTabBarHeight();
+    const QWidget* content = area->widget();
+    const int height = content->hasHeightForWidth() ? content->heightForWidth(area->viewport()->width())
+                                                    : content->sizeHint().height();
+    return height + form->height() - area->viewport()->height() + formTabBarHeight();
+}
+
 void DockLayout::fitLesson() {
     QDockWidget* dock = m_docks.lesson;
     QDockWidget* form = m_docks.experiment;
+    m_lessonColumn = -1;
     if (!dock->isVisible() || dock->isFloating() || m_window->dockWidgetArea(dock) != Qt::LeftDockWidgetArea) return;
-    // A comfortable line, but never more than 30 % of the window: a small one keeps its charts.
-    const int width = std::max(dock->width(), std::min(lessonWidth, m_window->width() * 3 / 10));
-    m_window->resizeDocks({dock}, {width}, Qt::Horizontal);
-    // The height the text takes at that width, with what the dock adds around it.
+    // The height the text takes at a width, with what the dock adds around it.
     auto* area = qobject_cast<QScrollArea*>(dock->widget());
     const int frameHeight = area ? dock->height() - area->viewport()->height() : 0;
     const int frameWidth = area ? dock->width() - area->viewport()->width() : 0;
-    const int need = m_lesson->heightForWidth(width - frameWidth) + frameHeight;
-    if (form->isVisible() && !form->isFloating() && m_window->dockWidgetArea(form) == Qt::LeftDockWidgetArea) {
-        // The form's tab bar, when the forms are tabs, stands between the two docks: it is part of
-        // the form's share, not of the lesson's.
-        int tabBar = 0;
-        for (const QTabBar* bar : m_window->findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
-            for (int i = 0; bar->isVisible() && i < bar->count(); ++i)
-                if (bar->tabText(i) == form->windowTitle()) tabBar = bar->height();
-        const int column = form->height() + tabBar + dock->height();
-        // The form keeps the height of what it shows (in classroom mode, the name and the run
-        // buttons), up to 40 % of the column; the lesson then scrolls.
-        auto* formArea = qobject_cast<QScrollArea*>(form->widget());
-        const int formFrame = formArea ? form->height() - formArea->viewport()->height() : 0;
-        const int formNeed =
-            (formArea && formArea->widget() ? formArea->widget()->sizeHint().height() : 0) + formFrame + tabBar;
-        const int formHeight = std::max(column - need, std::min(formNeed, column * 2 / 5));
+    const auto needAt = [&](int width) { return m_lesson->heightForWidth(width - frameWidth) + frameHeight; };
+    // A comfortable line, but never more than 30 % of the window: a small one keeps its charts.
+    const int widest = std::max(dock->width(), m_window->width() * 3 / 10);
+    int width = std::max(dock->width(), std::min(lessonWidth, m_window->width() * 3 / 10));
+    const bool withForm = formAboveLesson();
+    const int column = withForm ? lessonColumnHeight() : 0;
+    // The form keeps the height of what it shows, up to 40 % of the column.
+    const int formKeeps = withForm ? std::min(formNeedHeight(), column * 2 / 5) : 0;
+    // A long lesson (08's) that the column's height cannot hold at that line takes longer lines,
+    // within the 30 %, rather than scroll: fewer lines, and "What to watch" reads whole.
+    while (withForm && needAt(width) > column - formKeeps && width + 10 <= widest) width += 10;
+    m_window->resizeDocks({dock}, {width}, Qt::Horizontal);
+    const int need = needAt(width);
+    if (withForm) {
+        m_lessonColumn = column;
+        // The form gives up what the lesson needs down to formKeeps; past that, the lesson scrolls.
+        const int formHeight = std::max(column - need, formKeeps);
         m_window->resizeDocks({form, dock}, {std::max(formHeight, 0), column - formHeight}, Qt::Vertical);
     } else {
         m_window->resizeDocks({dock}, {need}, Qt::Vertical);

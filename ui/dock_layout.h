@@ -20,10 +20,13 @@
 //     dragged it since; the docks tabbed with the Events are each in a scroll area
 //     (main_window.cpp), so a tab whose content grows (the What-if heat map's, when a run starts)
 //     never takes the width the Layers columns need;
-//   - the Lesson dock as wide as a comfortable line (at most 30 % of the window) and as tall as its
+//   - the Lesson dock as wide as a comfortable line (wider, up to 30 % of the window, for a lesson
+//     too long to read whole in the column's height at that line) and as tall as its
 //     text, from the height the experiment form can spare: the form keeps what it shows (in
 //     classroom mode, the name and the run buttons) up to 40 % of the column, and the lesson
-//     scrolls if it must;
+//     scrolls if it must; fitted again whenever that column's height changes (the bottom docks
+//     grow for a raised Sample or histogram tab, the window is resized), so the form gives up
+//     its height before the lesson does;
 //   - the tab bars of tabbed docks show whole titles, scrolling when they do not fit, never "Eve…";
 //   - the gradient histogram, the What-if heat map, the Block scales and a language model's Sample,
 //     tabs behind the events, at a usable height when their tab is raised
@@ -106,6 +109,10 @@ private:
     // maxLayersShare % of the window; scrollingLayersShare % where the columns up to Lost updates do
     // not fit even in that.
     int compactLayersWidth(int around) const;
+    bool formAboveLesson() const;    // the Experiment form docked in the lesson's column
+    int formTabBarHeight() const;    // the tab bar over the form when the forms are tabs, else 0
+    int lessonColumnHeight() const;
+    int formNeedHeight() const;      // the height of what the Experiment form shows, at its width  // the form's and the lesson's height together; -1: no such column
 
     QMainWindow* m_window;
     Docks m_docks;
@@ -118,6 +125,7 @@ private:
     int m_bottomBefore = 0;  // the bottom docks' height before the histogram's tab enlarged them
     int m_layersWidth = -1;  // the Layers dock's width as this layout left it; -1: not set (or settling)
     QTimer* m_layersRefit = nullptr;
+    int m_lessonColumn = -1;  // the column's height fitLesson fitted the lesson to; -1: none
 };
 
 }  // namespace mantissa::ui

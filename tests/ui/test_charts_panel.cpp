@@ -8,6 +8,8 @@
 // there, with its reference line, before the run starts.
 #include <QtTest>
 
+#include <QLabel>
+
 #include "charts/charts_panel.h"
 #include "charts/number_format.h"
 #include "config/layer_info.h"
@@ -90,6 +92,26 @@ private slots:
         QTest::newRow("1e5") << 100000;
         QTest::newRow("1e6") << 1000000;
     }
+    void hintDropsWholeParts() {
+        // At 1280x800 with a lesson open the hint above the charts read "rag: pan · hover: values":
+        // a right-aligned label that gave way clipped its left edge. Now it shows whole parts only.
+        const QString whole = QStringLiteral("wheel: zoom · drag: pan · hover: values");
+        for (const int width : {900, 560, 470, 430, 380, 320}) {
+            ShownPanel shown(width, 600);
+            QLabel* hint = nullptr;
+            for (QLabel* label : shown.panel.findChildren<QLabel*>())
+                if (label->toolTip() == whole || label->text() == whole) hint = label;
+            QVERIFY(hint);
+            const QString text = hint->text();
+            QVERIFY2(text.isEmpty() || whole.startsWith(text), qPrintable(text));
+            QVERIFY2(text.isEmpty() || text == whole || whole.mid(text.size()).startsWith(QStringLiteral(" · ")),
+                     qPrintable(text));  // whole parts
+            QVERIFY2(hint->fontMetrics().horizontalAdvance(text) <= hint->contentsRect().width(),
+                     qPrintable(QStringLiteral("\"%1\" in %2 px at a %3 px panel").arg(text).arg(hint->contentsRect().width()).arg(width)));
+            if (width == 900) QCOMPARE(text, whole);  // room for all of it
+        }
+    }
+
     void drawsABoundedNumberOfPoints() {
         QFETCH(int, steps);
         DrawnPanel drawn(steps);

@@ -250,6 +250,36 @@ private slots:
         QCOMPARE(area->verticalScrollBar()->value(), 0);
     }
 
+    // A language model's lesson raises the Sample tab when its run starts, and the bottom docks
+    // grow to give it a readable height: the left column shrinks, and the form, not the lesson,
+    // gives up the height (lesson 08's "What to watch" was cut with room spare in the form).
+    void lessonStaysWholeWhenTheBottomGrows() {
+        MainWindow::Options o;
+        o.storePath = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        o.useSettings = false;
+        MainWindow w(o);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openExperiment(preset("lessons/08-softmax-fp32.json")));
+        QTest::qWait(300);  // the dock is fitted once the window has laid it out
+        const int bottom = w.layersDock()->height();
+        w.sampleDock()->show();
+        w.sampleDock()->raise();
+        QTRY_VERIFY(w.layersDock()->height() > bottom + 20);  // the bottom docks grew
+        QTest::qWait(300);
+        auto* area = qobject_cast<QScrollArea*>(w.lessonDock()->widget());
+        QVERIFY(area);
+        QLabel* watch = w.lessonPanel()->watchLabel();
+        const QRect inViewport(watch->mapTo(area->viewport(), QPoint(0, 0)), watch->size());
+        QVERIFY2(area->viewport()->rect().contains(inViewport),
+                 qPrintable(QStringLiteral("watch text at %1..%2 px in a %3 px tall dock view, the form %4 px")
+                                .arg(inViewport.top())
+                                .arg(inViewport.bottom())
+                                .arg(area->viewport()->height())
+                                .arg(w.experimentDock()->height())));
+    }
+
     // On a 1024x700 screen the Lesson dock takes the height the form can spare, not the form's
     // own: in classroom mode the run's name and the run buttons stay whole above it.
     void lessonDockLeavesTheFormItsName() {

@@ -3,7 +3,7 @@
 // sorting, filters by text, tag and status, editing that persists in the store, confirmed deletion,
 // read-only and bad stores (and the banner that says so going with its cause), the configuration
 // summary (every form of a per-layer setting), the Configuration column readable at the window's
-// default size, long names that share their beginning told apart, opening a run (the charts'
+// default size, the figures and tags whole beside a long one (which takes the squeeze), long names that share their beginning told apart, opening a run (the charts'
 // series hold exactly the recorded values; the viewer laid out so an MLP's or a language model's
 // charts, events, sample and what-if table can be read), and following a run that is still being
 // recorded.
@@ -14,6 +14,8 @@
 #include <QProcess>
 
 #include <QAction>
+#include <QHeaderView>
+#include <QScrollBar>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -395,6 +397,11 @@ private slots:
             const QString figure = QLocale().toString(*t.samples_per_s, 'f', 0) + QStringLiteral(" samples/s (mean over the run)");
             QVERIFY2(v->summaryText().contains(figure), qPrintable(v->summaryText() + " lacks " + figure));
         }
+        // Counts in words, singular or plural, never "3 overflow(s)".
+        QVERIFY2(!v->summaryText().contains(QStringLiteral("(s)")), qPrintable(v->summaryText()));
+        if (const auto n = s.overflowCount(); n > 0)
+            QVERIFY2(v->summaryText().contains(n == 1 ? QStringLiteral("1 overflow") : QStringLiteral("%1 overflows").arg(n)),
+                     qPrintable(v->summaryText()));
         // Opening it again raises the same window.
         QCOMPARE(b->openRun(m_fp16Dynamic), v);
         QCOMPARE(b->openViewers().size(), 1);
@@ -522,6 +529,62 @@ private slots:
         const int before = view->columnWidth(RunTableModel::Configuration);
         b->resize(2200, 640);
         QTRY_VERIFY(view->columnWidth(RunTableModel::Configuration) > before + 500);
+    }
+
+    void resultColumnsKeepTheirWidth() {
+        // docs/screenshots/browser.png (1440x420) once read "97." under "Test a" with no Tags:
+        // the Configuration column held the widest summary whole and pushed them out. Now it takes
+        // the squeeze, elided, and every other column keeps the width its texts need.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("runs.sqlite"));
+        Experiment fp8;  // a summary far wider than the room it gets
+        fp8.name = "fmnist-fp8-try";
+        fp8.precision.autocast = Autocast::bf16;
+        fp8.precision.layers = {{"fc1", LayerPrecision::fp8_e4m3}, {"fc2", LayerPrecision::fp8_e4m3},
+                                {"fc3", LayerPrecision::fp16}};
+        Experiment plain = spirals("spirals-fp16-fc3-fp32");
+        plain.precision.autocast = Autocast::fp16;
+        plain.precision.layers["fc3"] = LayerPrecision::fp32;
+        {
+            RunStore store(path.toStdString());
+            syntheticRun(store, fp8.name, 60, RunStatus::failed, experiment_to_json(fp8).dump());
+            syntheticRun(store, plain.name, 12, RunStatus::completed, experiment_to_json(plain).dump());
+            store.set_tags(store.resolve(plain.name), "lesson, baseline");
+        }
+        RunBrowser b;
+        QVERIFY(b.openStore(path));
+        b.resize(1440, 420);
+        b.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&b));
+        QTableView* view = b.view();
+        const QFontMetrics fm = view->fontMetrics(), header = view->horizontalHeader()->fontMetrics();
+        const auto needs = [&](int column) {  // the widest cell or header, with the cell's margins
+            int widest = header.horizontalAdvance(b.proxy()->headerData(column, Qt::Horizontal).toString());
+            for (int r = 0; r < b.proxy()->rowCount(); ++r)
+                widest = std::max(widest, fm.horizontalAdvance(b.proxy()->index(r, column).data().toString()));
+            return widest + 6;
+        };
+        const auto checkOthers = [&] {
+            for (int c = 0; c < b.proxy()->columnCount(); ++c)
+                if (c != RunTableModel::Configuration)
+                    QVERIFY2(view->columnWidth(c) >= needs(c),
+                             qPrintable(QStringLiteral("column %1: %2 px for %3").arg(c).arg(view->columnWidth(c)).arg(needs(c))));
+        };
+        checkOthers();
+        QTRY_COMPARE(view->horizontalScrollBar()->maximum(), 0);  // every column on screen, Tags last
+        const std::int64_t id = b.store()->resolve(fp8.name);
+        const QString summary = cell(b, id, RunTableModel::Configuration);
+        const int config = view->columnWidth(RunTableModel::Configuration);
+        QVERIFY2(config < fm.horizontalAdvance(summary), qPrintable(QString::number(config)));
+        QVERIFY(config >= configurationMinimumWidth(view));
+        QVERIFY(b.proxy()->index(rowOf(b, id), RunTableModel::Configuration).data(Qt::ToolTipRole).toString().contains(
+            summary.section(QStringLiteral(" → "), 0, 0)));  // the settings; the changes listed below them
+        // Too narrow for the others and the minimum: the figures still keep theirs, the table
+        // scrolls, and the summaries get the room to read (more than the minimum).
+        b.resize(1000, 420);
+        QTRY_VERIFY(view->horizontalScrollBar()->maximum() > 0);
+        checkOthers();
+        QVERIFY(view->columnWidth(RunTableModel::Configuration) > configurationMinimumWidth(view));
     }
 
     void longNamesStayApart() {

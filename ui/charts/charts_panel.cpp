@@ -1,5 +1,6 @@
 // ChartsPanel: the ChartViews on one step axis (see charts_panel.h).
 #include "charts/charts_panel.h"
+#include "charts/hint_label.h"
 
 #include <QCheckBox>
 #include <QHBoxLayout>
@@ -116,9 +117,11 @@ ChartsPanel::ChartsPanel(QWidget* parent) : QWidget(parent) {
     m_logLoss->setToolTip(tr("Draw the loss on a logarithmic axis, to see progress late in training."));
     auto* reset = new QPushButton(tr("Reset view"));
     reset->setToolTip(tr("Show the whole run again and follow it as it grows (wheel zooms, drag pans)."));
-    auto* hint = new QLabel(tr("wheel: zoom · drag: pan · hover: values"));
+    // Gives way on narrow windows, a part at a time, never cut mid-word.
+    auto* hint = new HintLabel({tr("wheel: zoom"), tr("drag: pan"), tr("hover: values")});
+    hint->setObjectName(QStringLiteral("chartHint"));
     hint->setEnabled(false);
-    hint->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // gives way on narrow windows
+    hint->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
 
     auto* bar = new QHBoxLayout;

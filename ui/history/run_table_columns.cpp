@@ -31,10 +31,9 @@ int widestText(const QTableView* view, int column) {
     return widest;
 }
 
-// Gives Configuration the room the other columns leave (at least its minimum) whenever the table's
-// width or another column's changes. A drag of Configuration itself stands until then. The minimum
-// is what the widest summary listed needs, between configurationMinimumWidth and half as much again
-// (a longer one, with many changes made during its run, elides: its tooltip has it all).
+// Gives Configuration the room the other columns leave (at least configurationMinimumWidth; the
+// readable width when not even that is left, see run_table_columns.h) whenever the table's width or
+// another column's changes. A drag of Configuration itself stands until then.
 class ConfigurationFit : public QObject {
 public:
     explicit ConfigurationFit(QTableView* view) : QObject(view), m_view(view) {
@@ -50,10 +49,12 @@ public:
     }
 
     void measure() {
-        const int typical = configurationMinimumWidth(m_view);
-        const int minimum = std::clamp(widestText(m_view, RunTableModel::Configuration) + 20, typical, typical * 3 / 2);
-        if (minimum == m_minimum) return;
-        m_minimum = minimum;
+        const int typical =
+            m_view->fontMetrics().horizontalAdvance(QStringLiteral("fp16 · dynamic · master fp32 · fc3=fp32")) + 20;
+        const int readable =
+            std::clamp(widestText(m_view, RunTableModel::Configuration) + 20, typical, typical * 3 / 2);
+        if (readable == m_readable) return;
+        m_readable = readable;
         fit();
     }
 
@@ -63,7 +64,8 @@ public:
         for (int c = 0; c < header->count(); ++c)
             if (c != RunTableModel::Configuration && !header->isSectionHidden(c)) others += header->sectionSize(c);
         const int room = m_view->viewport()->width() - others;
-        m_view->setColumnWidth(RunTableModel::Configuration, std::max(room, m_minimum));
+        m_view->setColumnWidth(RunTableModel::Configuration,
+                               room >= configurationMinimumWidth(m_view) ? room : std::max(room, m_readable));
     }
 
 protected:
@@ -74,7 +76,7 @@ protected:
 
 private:
     QTableView* m_view;
-    int m_minimum = 0;
+    int m_readable = 0;
 };
 
 // Sizes the Name column to the longest name listed (all the runs, not only those a filter shows,
@@ -114,12 +116,13 @@ void MiddleElideDelegate::initStyleOption(QStyleOptionViewItem* option, const QM
 
 int nameMaximumWidth(const QTableView* view) {
     // A lesson's name whole, and its reference run's elided in the middle: wider would take the
-    // room the Configuration column reads in (it keeps its minimum, and the table scrolls).
+    // room the Configuration column reads in.
     return view->fontMetrics().horizontalAdvance(QStringLiteral("lesson-fp16-accumulation-xx")) + 20;
 }
 
 int configurationMinimumWidth(const QTableView* view) {
-    return view->fontMetrics().horizontalAdvance(QStringLiteral("fp16 · dynamic · master fp32 · fc3=fp32")) + 20;
+    // The summary's first three parts, which every run has (config_summary.h).
+    return view->fontMetrics().horizontalAdvance(QStringLiteral("fp16 · dynamic · master fp32")) + 20;
 }
 
 void setUpRunColumns(QTableView* view) {
@@ -128,6 +131,7 @@ void setUpRunColumns(QTableView* view) {
     const QFontMetrics fm = view->fontMetrics();
     const auto width = [&](const char* sample) { return fm.horizontalAdvance(QString::fromUtf8(sample)) + 20; };
     view->setItemDelegateForColumn(RunTableModel::Name, new MiddleElideDelegate(view));
+    view->setTextElideMode(Qt::ElideRight);  // Configuration's: its first parts matter most
     (new NameFit(view, width("fmnist-fp16-dynamic-x")))->fit();
     view->setColumnWidth(RunTableModel::Parent, width("Branch of"));
     view->setColumnWidth(RunTableModel::Date, width("2026-11-29 20:00"));

@@ -1,10 +1,15 @@
-// The run browser's column widths. Each column starts at the width its usual contents need; the
-// Configuration column (a run's settings and what changed live, the widest text) takes the width
-// the others leave but never less than the widest summary listed reads whole (at least
-// configurationMinimumWidth, a typical one; at most half as much again), and the table scrolls
-// sideways when the window is narrower than that.
+// The run browser's column widths. Each column starts at the width its usual contents need and
+// keeps it: the figures (steps, final loss, test accuracy) and the short texts beside them are
+// what a person compares runs by, so they never give up width. The Configuration column (a run's
+// settings and what changed live, the widest text) takes the width the others leave, its text
+// elided at the right and whole in its tooltip (RunTableModel), down to configurationMinimumWidth
+// (autocast, loss scaling and master weights, the part every summary starts with). Where even that
+// leaves no room, the table scrolls sideways anyway, and the column then takes what the widest
+// summary listed needs (at least a typical one's width, at most half as much again): once there is
+// a scroll bar, reading the summaries whole costs only a longer scroll.
 // A Stretch section could not keep such a minimum: with the other columns' widths filling the
-// table it was squeezed to a sliver.
+// table it was squeezed to a sliver. Holding the widest summary whole at every width pushed the
+// test accuracy and the tags out of a 1440 px browser instead.
 //
 // The Name column is as wide as the longest name listed, between its usual width and
 // nameMaximumWidth; a longer name is elided in the middle, because runs of one experiment share
