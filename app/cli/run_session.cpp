@@ -276,6 +276,7 @@ int run_to_end(Session& session, const Experiment& experiment, ChangeSchedule& s
         nlohmann::ordered_json out = {
             {"status", status},
             {"steps", summary.steps},
+            {"first_step", session.first_step()},  // 0, or the checkpoint's step for a resume or branch
             {"final_loss", number_or_null(summary.final_loss)},
             {"test_accuracy", number_or_null(summary.test_accuracy)},
             {"test_loss", number_or_null(summary.test_loss)},

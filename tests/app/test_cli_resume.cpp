@@ -221,6 +221,10 @@ private slots:
         QVERIFY2(r.code == 0, r.err.constData());
         const auto out = nlohmann::json::parse(r.out.constData());
         const std::int64_t branch = out.at("run_id").get<std::int64_t>();
+        // The step it reached, counted from its parent's start, and where it began: the 40 steps
+        // the store lists for it are the difference.
+        QCOMPARE(out.at("steps").get<std::int64_t>(), std::int64_t{60});
+        QCOMPARE(out.at("first_step").get<std::int64_t>(), std::int64_t{20});
         {
             RunStore store(db_path, StoreAccess::read);
             const RunRow b = store.run(branch);
