@@ -36,10 +36,21 @@ int run_rm(Args& args) {
     const std::vector<std::string> left = store.remove(id);
     std::printf("Removed run %lld (%s) and its %lld steps.\n", static_cast<long long>(id), r.name.c_str(),
                 static_cast<long long>(r.steps));
-    if (!left.empty())
-        std::printf("Its %zu checkpoint file%s belong%s to another run store and %s left in place (%s).\n",
-                    left.size(), left.size() == 1 ? "" : "s", left.size() == 1 ? "s" : "", left.size() == 1 ? "was" : "were",
-                    store::printable_text(std::filesystem::path(left.front()).parent_path().string()).c_str());
+    if (!left.empty()) {
+        const std::string folder = store::printable_text(std::filesystem::path(left.front()).parent_path().string());
+        const bool one = left.size() == 1;
+        std::error_code ec;
+        const bool any_there = std::any_of(left.begin(), left.end(),
+                                           [&](const std::string& f) { return std::filesystem::exists(f, ec); });
+        // A store copied away from its checkpoints' folder names files that are not there.
+        if (!any_there)
+            std::printf("Its %zu checkpoint file%s %s not found where the store records them (%s), so nothing "
+                        "else was removed.\n",
+                        left.size(), one ? "" : "s", one ? "was" : "were", folder.c_str());
+        else
+            std::printf("Its %zu checkpoint file%s belong%s to another run store and %s left in place (%s).\n",
+                        left.size(), one ? "" : "s", one ? "s" : "", one ? "was" : "were", folder.c_str());
+    }
     return exit_ok;
 }
 

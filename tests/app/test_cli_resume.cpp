@@ -417,6 +417,28 @@ private slots:
         for (const CheckpointRow& c : before) QVERIFY2(std::filesystem::exists(c.file), c.file.c_str());
     }
 
+    // A store copied away from its checkpoints' folder (under another name, so the folder it
+    // names is not its own): rm removes the run and says its files were not found where the
+    // store records them, rather than naming a folder that does not exist as where they were
+    // left; the original store's files are untouched.
+    void rmInACopiedStoreSaysItsCheckpointsAreNotThere() {
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkdir("copy"));
+        const QString db = dir.filePath("s.sqlite");
+        CliResult r =
+            run_cli(QStringList{"train", "--db", db} + recipe(20) + QStringList{"--set", "train.checkpoint_every=10"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QString copy = dir.filePath("copy/r.sqlite");
+        QVERIFY(QFile::copy(db, copy));
+        r = run_cli({"rm", "1", "--db", copy});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY2(r.out.contains("checkpoint files were not found where the store records them (" +
+                                dir.filePath("copy/s.checkpoints/").toUtf8()),
+                 r.out.constData());
+        RunStore store(db.toStdString(), StoreAccess::read);
+        for (const CheckpointRow& c : store.checkpoints(1)) QVERIFY2(std::filesystem::exists(c.file), c.file.c_str());
+    }
+
     // A checkpoint cut short (a full disk, a copy that stopped) is damaged as much as one with a
     // flipped byte, and gets the same advice, naming what is wrong with the file.
     void checkpointCutShortIsDamaged() {
