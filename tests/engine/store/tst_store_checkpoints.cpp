@@ -234,11 +234,17 @@ private slots:
         QCOMPARE(rows[0].step, std::int64_t(0));
         QCOMPARE(rows[0].events_before, std::int64_t(0));
         QCOMPARE(rows[0].evals_before, std::int64_t(0));
-        QCOMPARE(rows[1].events_before, std::int64_t(event_id(raw, id, "E1")));
+        // With a bound of one row the training thread may wait for the writer, and the first wait
+        // queues its notice event then (Recorder::Impl::admit): when that is just before a
+        // checkpoint, the notice is among the events before it. So a row's events end at its own
+        // E or at that notice, never at the E after it.
+        const auto events_between = [&](std::int64_t before, const char* last, const char* next) {
+            return before >= std::int64_t(event_id(raw, id, last)) && before < std::int64_t(event_id(raw, id, next));
+        };
+        QVERIFY2(events_between(rows[1].events_before, "E1", "E2"), qPrintable(QString::number(rows[1].events_before)));
         QCOMPARE(rows[1].evals_before, std::int64_t(eval_id(raw, id, 0)));
-        QCOMPARE(rows[2].events_before, std::int64_t(event_id(raw, id, "E2")));
+        QVERIFY2(events_between(rows[2].events_before, "E2", "E3"), qPrintable(QString::number(rows[2].events_before)));
         QCOMPARE(rows[2].evals_before, std::int64_t(eval_id(raw, id, 1)));
-        QVERIFY(event_id(raw, id, "E3") > rows[2].events_before);
         QVERIFY(eval_id(raw, id, 2) > rows[2].evals_before);
         for (const CheckpointRow& c : rows) {
             QCOMPARE(c.run_id, id);
