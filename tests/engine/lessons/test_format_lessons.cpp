@@ -63,7 +63,7 @@ private slots:
               "FP32 masters %.4f",
               nearest.test_loss, nearest.lost, stochastic.test_loss, stochastic.lost, kahan.test_loss, kahan.lost,
               masters.test_loss);
-        QVERIFY(nearest.lost > 0.8);             // "about nine updates in ten"
+        QVERIFY(nearest.lost > 0.8);             // "almost all of fc1's updates lost" (most weights)
         QVERIFY(stochastic.lost > 0.5);          // "most updates are still not taken"
         QVERIFY(kahan.lost < 0.08);              // "a few percent"
         QVERIFY(nearest.test_loss > 2 * masters.test_loss);

@@ -150,9 +150,9 @@ private slots:
         const double none_loss = none.evaluate().loss;
         qInfo("test loss after %lld steps: fp8 delayed %.4f, bf16 %.4f, fp8 unscaled %.4f",
               static_cast<long long>(e.train.steps), fp8_loss, bf16_loss, none_loss);
-        // The text: 2.597 and 2.565, with seeds spreading BF16 from 2.554 to 2.590.
+        // The text: 2.572 and 2.564, with seeds spreading BF16 from 2.557 to 2.590.
         QVERIFY(std::abs(fp8_loss - bf16_loss) < 0.03 * bf16_loss);
-        QVERIFY(none_loss > 1.1 * bf16_loss);  // the text: 3.11
+        QVERIFY(none_loss > 1.1 * bf16_loss);  // the text: unscaled from the start, it stalls near 3.0
     }
 };
 
