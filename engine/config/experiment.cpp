@@ -937,19 +937,15 @@ void apply_setting(Experiment& e, const std::string& assignment) {
     json value;
     const std::string text = assignment.substr(eq + 1);
     if (const JsonProblem problem = parse_json(text, value); problem.found) {
-        if (!problem.syntax) {  // a number too large, a key twice: JSON, but not acceptable
-            std::string why = problem.sentence;
-            if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
-            throw Error("--set " + assignment + ": " + why + ".");
-        }
+        std::string why = problem.sentence;  // without its "line 1, column 5: ", one line as it is
+        if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
+        // A number too large, a key twice: JSON, but not acceptable.
+        if (!problem.syntax) throw Error("--set " + assignment + ": " + why + ".");
         // A list or an object begun and not closed is a mistake in it, not a word to take whole.
         const auto first = text.find_first_not_of(" \t");
-        if (first != std::string::npos && (text[first] == '[' || text[first] == '{')) {
-            std::string why = problem.sentence;
-            if (const auto colon = why.find(": "); colon != std::string::npos && why.starts_with("line ")) why = why.substr(colon + 2);
+        if (first != std::string::npos && (text[first] == '[' || text[first] == '{'))
             throw Error("--set " + assignment + ": the value is not valid JSON (" + why +
                         "); a text that begins with [ or { is given in quotes, KEY=\"...\".");
-        }
         value = text;  // a bare word: bf16, fp32, off
     }
     if (parts == std::vector<std::string>{"backend"} && value.is_string()) parts.push_back("kind");

@@ -55,6 +55,11 @@ QStringList recipe(int steps) {
             "backend.kind=cpu"};
 }
 
+// The recipe trained into `db` with a checkpoint every 10 steps.
+CliResult train_checkpointed(const QString& db, int steps) {
+    return run_cli(QStringList{"train", "--db", db} + recipe(steps) + QStringList{"--set", "train.checkpoint_every=10"});
+}
+
 std::uint32_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
 
 struct Losses {
@@ -316,8 +321,7 @@ private slots:
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
         const std::string db_path = db.toStdString();
-        CliResult r =
-            run_cli(QStringList{"train", "--db", db} + recipe(40) + QStringList{"--set", "train.checkpoint_every=10"});
+        CliResult r = train_checkpointed(db, 40);
         QVERIFY2(r.code == 0, r.err.constData());
         const std::int64_t run = only_run(db_path);
         // As a SIGKILL at step 35 leaves a run: its checkpoints at 20 and 30, its steps to 34, still
@@ -425,8 +429,7 @@ private slots:
         QTemporaryDir dir;
         QVERIFY(QDir(dir.path()).mkdir("copy"));
         const QString db = dir.filePath("s.sqlite");
-        CliResult r =
-            run_cli(QStringList{"train", "--db", db} + recipe(20) + QStringList{"--set", "train.checkpoint_every=10"});
+        CliResult r = train_checkpointed(db, 20);
         QVERIFY2(r.code == 0, r.err.constData());
         const QString copy = dir.filePath("copy/r.sqlite");
         QVERIFY(QFile::copy(db, copy));
@@ -445,8 +448,7 @@ private slots:
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
         const std::string db_path = db.toStdString();
-        CliResult r =
-            run_cli(QStringList{"train", "--db", db} + recipe(30) + QStringList{"--set", "train.checkpoint_every=10"});
+        CliResult r = train_checkpointed(db, 30);
         QVERIFY2(r.code == 0, r.err.constData());
         const std::int64_t run = only_run(db_path);
         std::string file;

@@ -55,6 +55,21 @@ double latestMean(const RunSeries& s, double LayerSample::*field) {
 
 bool visibleIn(const QWidget* w, const QWidget* window) { return w->isVisibleTo(window); }
 
+// Where the lesson's "What to watch" lies when it is not whole in its dock's view (the lesson
+// dock's widget is a scroll area); empty when it is.
+QString watchTextOutsideView(MainWindow& w) {
+    auto* area = qobject_cast<QScrollArea*>(w.lessonDock()->widget());
+    const QLabel* watch = w.lessonPanel()->watchLabel();
+    const QRect inViewport(watch->mapTo(area->viewport(), QPoint(0, 0)), watch->size());
+    if (area->viewport()->rect().contains(inViewport)) return {};
+    return QStringLiteral("watch text at %1..%2 px in a %3x%4 px dock view, the form %5 px tall")
+        .arg(inViewport.top())
+        .arg(inViewport.bottom())
+        .arg(area->viewport()->width())
+        .arg(area->viewport()->height())
+        .arg(w.experimentDock()->height());
+}
+
 QGroupBox* group(QWidget* parent, const QString& title) {
     for (auto* g : parent->findChildren<QGroupBox*>())
         if (g->title() == title) return g;
@@ -238,15 +253,9 @@ private slots:
         QTest::qWait(300);  // the dock is fitted once the window has laid it out
         auto* area = qobject_cast<QScrollArea*>(w.lessonDock()->widget());
         QVERIFY(area);
-        QLabel* watch = w.lessonPanel()->watchLabel();
-        QVERIFY(watch->isVisible());
-        const QRect inViewport(watch->mapTo(area->viewport(), QPoint(0, 0)), watch->size());
-        QVERIFY2(area->viewport()->rect().contains(inViewport),
-                 qPrintable(QStringLiteral("watch text at %1..%2 px in a %3 px tall dock view (%4 px wide)")
-                                .arg(inViewport.top())
-                                .arg(inViewport.bottom())
-                                .arg(area->viewport()->height())
-                                .arg(area->viewport()->width())));
+        QVERIFY(w.lessonPanel()->watchLabel()->isVisible());
+        const QString outside = watchTextOutsideView(w);
+        QVERIFY2(outside.isEmpty(), qPrintable(outside));
         QCOMPARE(area->verticalScrollBar()->value(), 0);
     }
 
@@ -268,16 +277,9 @@ private slots:
         w.sampleDock()->raise();
         QTRY_VERIFY(w.layersDock()->height() > bottom + 20);  // the bottom docks grew
         QTest::qWait(300);
-        auto* area = qobject_cast<QScrollArea*>(w.lessonDock()->widget());
-        QVERIFY(area);
-        QLabel* watch = w.lessonPanel()->watchLabel();
-        const QRect inViewport(watch->mapTo(area->viewport(), QPoint(0, 0)), watch->size());
-        QVERIFY2(area->viewport()->rect().contains(inViewport),
-                 qPrintable(QStringLiteral("watch text at %1..%2 px in a %3 px tall dock view, the form %4 px")
-                                .arg(inViewport.top())
-                                .arg(inViewport.bottom())
-                                .arg(area->viewport()->height())
-                                .arg(w.experimentDock()->height())));
+        QVERIFY(qobject_cast<QScrollArea*>(w.lessonDock()->widget()));
+        const QString outside = watchTextOutsideView(w);
+        QVERIFY2(outside.isEmpty(), qPrintable(outside));
     }
 
     // On a 1024x700 screen the Lesson dock takes the height the form can spare, not the form's

@@ -42,6 +42,14 @@ using namespace mantissa;
 using namespace mantissa::ui;
 using namespace history_test;
 
+// `store` opened in `b`, shown at `width` x `height` and exposed.
+bool openAndShow(RunBrowser& b, const QString& store, int width, int height) {
+    if (!b.openStore(store)) return false;
+    b.resize(width, height);
+    b.show();
+    return QTest::qWaitForWindowExposed(&b);
+}
+
 // A run with what-if statistics, as the GUI records one; for a language model (`text`) also a text
 // experiment, a sample in each evaluation event and the attention logits and layer-norm
 // variances (seven charts in all).
@@ -552,10 +560,7 @@ private slots:
             store.set_tags(store.resolve(plain.name), "lesson, baseline");
         }
         RunBrowser b;
-        QVERIFY(b.openStore(path));
-        b.resize(1440, 420);
-        b.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&b));
+        QVERIFY(openAndShow(b, path, 1440, 420));
         QTableView* view = b.view();
         const QFontMetrics fm = view->fontMetrics(), header = view->horizontalHeader()->fontMetrics();
         const auto needs = [&](int column) {  // the widest cell or header, with the cell's margins
@@ -607,10 +612,7 @@ private slots:
             syntheticRun(store, reference + "-and-then-some-more-words-to-be-sure", 3, RunStatus::completed);
         }
         RunBrowser b;
-        QVERIFY(b.openStore(path));
-        b.resize(1200, 640);
-        b.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&b));
+        QVERIFY(openAndShow(b, path, 1200, 640));
         QTableView* view = b.view();
         const int width = view->columnWidth(RunTableModel::Name);
         QVERIFY2(width > view->fontMetrics().horizontalAdvance(QString::fromStdString(lesson)),
