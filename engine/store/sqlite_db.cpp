@@ -12,18 +12,16 @@ namespace mantissa::store {
 
 namespace {
 
-std::string sentence_for(int rc, const std::string& path, std::string_view what, const char* detail) {
+std::string sentence_for(int rc, const std::string& path, std::string_view what, const std::string& sqlite_says,
+                         const std::string& reason) {
     const std::string p = "'" + path + "'";
     const std::string w(what);
-    const std::string sqlite_says = detail && *detail ? std::string(detail) : sqlite3_errstr(rc);
     switch (rc & 0xff) {
         case SQLITE_NOTADB:
             return "The file " + p +
                    " is not an SQLite database, so it is not a Mantissa run store; "
                    "choose another file.";
-        case SQLITE_CORRUPT:
-            return "The run store " + p + " is damaged (SQLite: " + sqlite_says + ", while " + w +
-                   "); restore a backup or move the file aside to start a new store.";
+        case SQLITE_CORRUPT: return damaged_store_sentence(path, reason);
         case SQLITE_FULL: return "The disk holding the run store " + p + " is full (while " + w + "); free some space.";
         case SQLITE_READONLY: return "The run store " + p + " is read-only (while " + w + ").";
         case SQLITE_BUSY:
@@ -31,15 +29,30 @@ std::string sentence_for(int rc, const std::string& path, std::string_view what,
             return "The run store " + p + " stayed locked by another process (while " + w +
                    "); try again when it is done.";
         case SQLITE_CANTOPEN:
-            return "Cannot open the run store " + p + " (SQLite: " + sqlite_says + ", while " + w +
+            return "Cannot open the run store " + p + " (" + reason +
                    "); check that the file and its folder exist and are accessible.";
-        case SQLITE_IOERR:
-            return "Could not read or write the run store " + p + " (SQLite: " + sqlite_says + ", while " + w + ").";
+        case SQLITE_IOERR: return "Could not read or write the run store " + p + " (" + reason + ").";
         default: return "The run store " + p + " failed while " + w + " (SQLite: " + sqlite_says + ").";
     }
 }
 
+// The SqliteError for result code rc on the file `path`; `detail` is SQLite's message, when it has one.
+SqliteError error_for(int rc, const std::string& path, std::string_view what, const char* detail) {
+    const std::string sqlite_says = detail && *detail ? std::string(detail) : sqlite3_errstr(rc);
+    std::string reason = "SQLite: " + sqlite_says + ", while " + std::string(what);
+    return SqliteError(sentence_for(rc, path, what, sqlite_says, reason), rc & 0xff, sqlite_says, path,
+                       std::move(reason));
+}
+
 }  // namespace
+
+DamagedStoreError::DamagedStoreError(std::string path, std::string reason)
+    : Error(damaged_store_sentence(path, reason)), m_path(std::move(path)), m_reason(std::move(reason)) {}
+
+std::string damaged_store_sentence(const std::string& path, const std::string& reason) {
+    return "The run store '" + path + "' is damaged (" + reason +
+           "); restore a backup or move the file aside to start a new store.";
+}
 
 // ---- Connection
 
@@ -69,9 +82,9 @@ Connection::Connection(const std::string& path, Mode mode) : m_path(path) {
     if (mode == Mode::immutable) uri += "?immutable=1";
     int rc = sqlite3_open_v2(uri.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
-        std::string detail = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+        const std::string detail = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         close();
-        throw SqliteError(sentence_for(rc, m_path, "opening it", detail.c_str()), rc & 0xff, detail);
+        throw error_for(rc, m_path, "opening it", detail.c_str());
     }
     sqlite3_extended_result_codes(m_db, 1);
     m_held = HeldFile(path);  // the file exists now (created when absent)
@@ -83,7 +96,7 @@ Connection::Connection(const std::string& path, Mode mode) : m_path(path) {
     if (rc != SQLITE_OK) {
         const std::string detail = sqlite3_errmsg(m_db);
         close();  // the destructor does not run for a constructor that throws
-        throw SqliteError(sentence_for(rc, m_path, "turning on its page checks", detail.c_str()), rc & 0xff, detail);
+        throw error_for(rc, m_path, "turning on its page checks", detail.c_str());
     }
 }
 
@@ -113,8 +126,7 @@ void Connection::close() noexcept {
 }
 
 void Connection::fail(int rc, std::string_view what) const {
-    const char* detail = m_db ? sqlite3_errmsg(m_db) : nullptr;
-    throw SqliteError(sentence_for(rc, m_path, what, detail), rc & 0xff, detail ? detail : sqlite3_errstr(rc));
+    throw error_for(rc, m_path, what, m_db ? sqlite3_errmsg(m_db) : nullptr);
 }
 
 void Connection::exec(const std::string& sql, std::string_view what) {

@@ -2,9 +2,10 @@
 //
 // Every SQLite return code is checked; a failure throws SqliteError (a mantissa::Error) whose
 // message is one sentence naming the store file and what was being done, with the common causes
-// (not a database, damaged, disk full, read-only, locked) put in plain words. A Transaction rolls
-// back unless commit() was called, so an exception half-way through a batch leaves the file as it
-// was. Destructors never throw.
+// (not a database, damaged, disk full, read-only, locked) put in plain words; damage the store's
+// own checks find is a DamagedStoreError, worded alike. A Transaction rolls back unless commit()
+// was called, so an exception half-way through a batch leaves the file as it was. Destructors
+// never throw.
 //
 // Threads: a Connection and its Statements belong to one thread at a time (SQLite is built
 // serialized on Debian, but the store never shares a connection between threads anyway).
@@ -24,18 +25,52 @@ struct sqlite3_stmt;
 namespace mantissa::store {
 
 // A failed SQLite call. code() is the primary result code (SQLITE_FULL, SQLITE_CORRUPT, ...);
-// sqlite_says() is SQLite's own message ("database disk image is malformed").
+// sqlite_says() is SQLite's own message ("database disk image is malformed"); path() is the file
+// of the connection that failed, and reason() what the sentence puts in brackets ("SQLite: database
+// disk image is malformed, while reading it"). SQLITE_CORRUPT is the file's damage, as a
+// DamagedStoreError is: a caller that only reads the file words its own sentence from those.
 class SqliteError : public Error {
 public:
-    SqliteError(const std::string& message, int code, std::string sqlite_says = {})
-        : Error(message), m_code(code), m_sqlite_says(std::move(sqlite_says)) {}
+    SqliteError(const std::string& message, int code, std::string sqlite_says = {}, std::string path = {},
+                std::string reason = {})
+        : Error(message),
+          m_code(code),
+          m_sqlite_says(std::move(sqlite_says)),
+          m_path(std::move(path)),
+          m_reason(std::move(reason)) {}
     int code() const { return m_code; }
     const std::string& sqlite_says() const { return m_sqlite_says; }
+    const std::string& path() const { return m_path; }
+    const std::string& reason() const { return m_reason; }
 
 private:
     int m_code;
-    std::string m_sqlite_says;
+    std::string m_sqlite_says, m_path, m_reason;
 };
+
+// A store file that the store's own checks find damaged (store_open.cpp: tables without a schema
+// version, tables of its version missing, columns missing). what() is the sentence for a person's
+// own store, the one they record to, with its advice (restore a backup or move the file aside);
+// path() and reason() (the part in brackets: "only 10 of its 11 tables exist") let a caller that
+// only reads the file (store_import.cpp) word a sentence that fits it instead.
+class DamagedStoreError : public Error {
+public:
+    // what() is damaged_store_sentence(path, reason).
+    DamagedStoreError(std::string path, std::string reason);
+    // what() is `sentence`, for a damage worded otherwise.
+    DamagedStoreError(std::string path, std::string reason, const std::string& sentence)
+        : Error(sentence), m_path(std::move(path)), m_reason(std::move(reason)) {}
+    const std::string& path() const { return m_path; }
+    const std::string& reason() const { return m_reason; }
+
+private:
+    std::string m_path, m_reason;
+};
+
+// "The run store 'PATH' is damaged (REASON); restore a backup or move the file aside to start a new
+// store.": the sentence for a damaged store of one's own, whoever found the damage (SQLite or the
+// store's checks).
+std::string damaged_store_sentence(const std::string& path, const std::string& reason);
 
 class Statement;
 

@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <system_error>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <sqlite3.h>
 
 #include "store/checkpoint_rows.h"
 #include "store/interrupted_runs.h"
@@ -136,14 +139,36 @@ private:
     Statement m_select, m_insert;
 };
 
-// The column of `copy` that holds `name`; one sentence when the other store's table lacks it (a
+// The column of `copy` that holds `name`; the other store's damage when its table lacks it (a
 // file stamped as a store that Mantissa did not write, or damaged).
 int required_column(const TableCopy& copy, const std::string& path, const std::string& table, const std::string& name) {
     const int c = copy.column(name);
-    if (c < 0)
-        throw Error("The run store '" + path + "' is missing column " + name + " of table " + table +
-                    "; it was not written by Mantissa or is damaged.");
+    if (c < 0) {
+        const std::string missing = "column " + name + " of table " + table;
+        throw DamagedStoreError(
+            path, missing + " is missing",
+            "The run store '" + path + "' is missing " + missing + "; it was not written by Mantissa or is damaged.");
+    }
     return c;
+}
+
+// What `e` puts in brackets when it says the store at `path` is damaged: a DamagedStoreError or
+// SQLite's SQLITE_CORRUPT (sqlite_db.h) about that file; nullopt for any other error, and for
+// damage of another file.
+std::optional<std::string> damage_of(const Error& e, const std::string& path) {
+    if (const auto* d = dynamic_cast<const DamagedStoreError*>(&e); d && d->path() == path) return d->reason();
+    if (const auto* s = dynamic_cast<const SqliteError*>(&e); s && s->code() == SQLITE_CORRUPT && s->path() == path)
+        return s->reason();
+    return std::nullopt;
+}
+
+// The sentence for the other store found damaged, while opening or copying it. A damaged store's
+// own sentence (damaged_store_sentence) speaks to the person recording to it: restore a backup or
+// start a new store there. The other store is only read, never started or mended, so the advice
+// is another copy of it to import from.
+Error damaged_other_store(const std::string& path, const std::string& reason) {
+    return Error("Nothing was imported from '" + path + "': it is damaged (" + reason +
+                 ") and was left unchanged; import from a backup or another copy of it.");
 }
 
 bool has_uuid(Statement& q, const std::string& uuid) {
@@ -262,16 +287,28 @@ ImportResult import_store(Connection& db, const std::string& store_path, const s
         throw Error("Cannot import '" + other_path + "' into the run store '" + store_path +
                     "': both keep their checkpoints in " + shared +
                     " (their names differ only by .sqlite); import into a store of another name.");
-    OtherStore other = open_other_store(other_path);
+    // Refusing the other store as it is opened keeps the sentences of open_other_store (missing,
+    // not a store, newer), but for damage, said as when it is found while copying.
+    const auto open = [&](bool may_read_immutable) {
+        try {
+            return open_other_store(other_path, may_read_immutable);
+        } catch (const Error& e) {
+            if (const auto reason = damage_of(e, other_path)) throw damaged_other_store(other_path, *reason);
+            throw;
+        }
+    };
+    OtherStore other = open(true);
     try {
         try {
             return copy_store(other, other_path, db, store_path);
         } catch (const WrittenWhileRead&) {
-            other = open_other_store(other_path, false);
+            other = open(false);
             return copy_store(other, other_path, db, store_path);
         }
     } catch (const Error& e) {
-        // The write transaction rolled back: say so, whichever store the sentence names.
+        // The write transaction rolled back: say so, whichever store the sentence names. Damage of
+        // this store keeps its own sentence, with the advice for a store one records to.
+        if (const auto reason = damage_of(e, other_path)) throw damaged_other_store(other_path, *reason);
         throw Error("Nothing was imported from '" + other_path + "': " + continue_sentence(e.what()) + ".");
     }
 }

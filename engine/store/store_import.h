@@ -20,7 +20,9 @@ namespace mantissa::store {
 
 // Copies into `db` (this store, at `store_path`, writable) what the store at `other_path` holds
 // and `db` does not. Throws one sentence, `db` unchanged, when the other store cannot be read or is
-// this store itself.
+// this store itself. The other store's damage, found while opening it or while copying, is one
+// sentence for a file that is only read: "Nothing was imported from 'F': it is damaged (...) and was
+// left unchanged; import from a backup or another copy of it."
 ImportResult import_store(Connection& db, const std::string& store_path, const std::string& other_path);
 
 }  // namespace mantissa::store

@@ -96,15 +96,12 @@ bool check_header(const Header& h, const std::string& path) {
                     "Mantissa, or record to another file.");
     if (h.version < 1) {
         if (h.objects == 0) return true;
-        throw Error("The run store " + in_quotes(path) +
-                    " is damaged (it has tables but no schema version); "
-                    "restore a backup or move the file aside to start a new store.");
+        throw DamagedStoreError(path, "it has tables but no schema version");
     }
     const auto expected = static_cast<std::int64_t>(tables_of(h.version).size());
     if (h.tables != expected)
-        throw Error("The run store " + in_quotes(path) + " is damaged (only " + std::to_string(h.tables) + " of its " +
-                    std::to_string(expected) +
-                    " tables exist); restore a backup or move the file aside to start a new store.");
+        throw DamagedStoreError(
+            path, "only " + std::to_string(h.tables) + " of its " + std::to_string(expected) + " tables exist");
     return false;
 }
 
@@ -323,9 +320,10 @@ std::string backup_before_migrating(Connection& db, const std::string& path, int
 void check_columns(Connection& db, const std::string& path) {
     const std::string missing = missing_column(db);
     if (!missing.empty())
-        throw Error("The run store " + in_quotes(path) + " is missing " + missing +
-                    "; it was not written by Mantissa or is damaged: restore a backup or move the file aside "
-                    "to start a new store.");
+        throw DamagedStoreError(path, missing + " is missing",
+                                "The run store " + in_quotes(path) + " is missing " + missing +
+                                    "; it was not written by Mantissa or is damaged: restore a backup or move the "
+                                    "file aside to start a new store.");
 }
 
 // The checks of a read-only open up to the version: an existing file, an SQLite database, a

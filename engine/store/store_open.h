@@ -31,7 +31,8 @@ OpenedStore open_store(const std::string& path, StoreAccess access);
 // Another store, to read from and never write (RunStore::import_store): the path and file checks of
 // a read-only open, but a store of an older version is read as it is, not refused or migrated;
 // `version` says which tables and columns it has (schema.h store_tables). Throws mantissa::Error
-// with one sentence: missing, not a Mantissa store, from a newer version, damaged.
+// with one sentence: missing, not a Mantissa store, from a newer version, damaged (a
+// DamagedStoreError, or a SqliteError with SQLITE_CORRUPT, naming `path`: sqlite_db.h).
 // When nobody has it open (no -wal or -journal beside it) and `may_read_immutable`, it is read
 // through an "immutable" connection, which creates no -wal or -shm file beside it; such a read
 // holds only while nobody writes the file, which `written_since` tells afterwards (it is empty for

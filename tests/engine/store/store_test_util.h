@@ -317,6 +317,25 @@ inline QByteArray file_sha256(const QString& path) {
     return h.result().toHex();
 }
 
+// Damaged copies of the store at `path` (closed) as they reach a person: `copy` holds its first
+// half (a copy cut short), or all of it with bytes [from, to) xor-ed with 0x5a (bad sectors), which
+// needs a file longer than `to`. False when the copy could not be made so.
+inline bool copy_cut_in_half(const QString& path, const QString& copy) {
+    QFile in(path), out(copy);
+    if (!in.open(QIODevice::ReadOnly) || !out.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+    const QByteArray bytes = in.readAll();
+    return bytes.size() > 8192 && out.write(bytes.left(bytes.size() / 2)) == bytes.size() / 2;
+}
+
+inline bool copy_with_bytes_flipped(const QString& path, const QString& copy, qsizetype from, qsizetype to) {
+    QFile in(path), out(copy);
+    if (!in.open(QIODevice::ReadOnly) || !out.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+    QByteArray bytes = in.readAll();
+    if (bytes.size() <= to) return false;
+    for (qsizetype i = from; i < to; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+    return out.write(bytes) == bytes.size();
+}
+
 // A plain sqlite3 connection, for building files by hand and checking what the store wrote.
 class RawDb {
 public:

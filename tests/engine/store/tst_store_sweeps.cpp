@@ -154,6 +154,9 @@ const char* const back_to_version_8 =
     "DROP TABLE sweeps; DROP INDEX runs_by_sweep; ALTER TABLE runs DROP COLUMN sweep_uuid; "
     "ALTER TABLE runs DROP COLUMN sweep_index; PRAGMA user_version = 8";
 
+// How the sentence for a damaged store to import from ends: the advice for a file that is only read.
+const char* const damaged_other_store_ends = ") and was left unchanged; import from a backup or another copy of it.";
+
 }  // namespace
 
 class StoreSweeps : public QObject {
@@ -783,11 +786,15 @@ private slots:
     // What import refuses, each in one sentence, leaving this store's rows as they were and the
     // other file byte for byte (nothing created beside a file refused by its header): itself
     // (by another spelling of its path too), a missing file, a file that is not SQLite, another
-    // program's database, an empty database, a store from a newer version, and a store whose
-    // second run cannot be copied (the first one was: the one transaction rolls back).
+    // program's database, an empty database, a store from a newer version, a store whose second
+    // run cannot be copied (the first one was: the one transaction rolls back), and a damaged
+    // store, whether SQLite or the store's checks find it, on opening it or while copying: said
+    // as damage of a file that is only read, not with the advice for one's own store.
     void importRefusals_data() {
         QTest::addColumn<QString>("kind");
         QTest::addColumn<QString>("begins");
+        const QString damaged = "Nothing was imported from '%1': it is damaged (";
+        const QString unchanged = damaged_other_store_ends;
         QTest::newRow("itself") << "itself"
                                 << "Cannot import '%1' into the run store '%2': they are the same file";
         QTest::newRow("itself, another spelling")
@@ -808,6 +815,23 @@ private slots:
             << "broken"
             << "Nothing was imported from '%1': the run store '%2' failed while writing to it (SQLite: "
                "NOT NULL constraint failed: block_scale_steps.exponents)";
+        // Cut in half, its tables lie past its end, found as its header is read; with bytes flipped in
+        // the middle, its header reads and a page of rows fails while copying.
+        QTest::newRow("cut in half") << "cut"
+                                     << damaged +
+                                            "SQLite: database disk image is malformed, while reading its "
+                                            "application id" +
+                                            unchanged;
+        QTest::newRow("bytes flipped") << "flipped"
+                                       << damaged + "SQLite: database disk image is malformed, while reading it" +
+                                              unchanged;
+        QTest::newRow("a table missing") << "no-table" << damaged + "only 10 of its 11 tables exist" + unchanged;
+        QTest::newRow("no schema version")
+            << "no-version" << damaged + "it has tables but no schema version" + unchanged;
+        QTest::newRow("a column missing")
+            << "no-column" << damaged + "column notes of table runs is missing" + unchanged;
+        QTest::newRow("a column of an older store missing")
+            << "no-column-v8" << damaged + "column host of table runs is missing" + unchanged;
     }
 
     void importRefusals() {
@@ -826,8 +850,11 @@ private slots:
         if (kind == "foreign")
             QCOMPARE(RawDb(other).exec("PRAGMA application_id = 42; CREATE TABLE photos(x)"), QString());
         if (kind == "empty") QVERIFY(write_text(other, {}));
-        if (kind == "newer" || kind == "broken") {
-            RunStore from(other.toStdString());
+        const bool damaged = kind == "cut" || kind == "flipped" || kind.startsWith("no-");
+        // A damaged copy is made from a sound store beside it.
+        const QString sound = kind == "cut" || kind == "flipped" ? other + ".sound" : other;
+        if (kind == "newer" || kind == "broken" || damaged) {
+            RunStore from(sound.toStdString());
             record_short_run(from, info("fine"));
             auto rec = from.start_run(info("with views"));
             rec->on_step(make_step(0), {});
@@ -840,6 +867,14 @@ private slots:
         if (kind == "broken")
             QCOMPARE(RawDb(other).exec("ALTER TABLE block_scale_steps DROP COLUMN exponents; PRAGMA user_version = 8"),
                      QString());
+        if (kind == "cut") QVERIFY(copy_cut_in_half(sound, other));
+        if (kind == "flipped") QVERIFY(copy_with_bytes_flipped(sound, other, 20000, 30000));
+        if (kind == "no-table") QCOMPARE(RawDb(other).exec("DROP TABLE sweeps"), QString());
+        if (kind == "no-version") QCOMPARE(RawDb(other).exec("PRAGMA user_version = 0"), QString());
+        if (kind == "no-column") QCOMPARE(RawDb(other).exec("ALTER TABLE runs DROP COLUMN notes"), QString());
+        // Version 8's columns are not checked on opening: the missing one is found while copying.
+        if (kind == "no-column-v8")
+            QCOMPARE(RawDb(other).exec(QString(back_to_version_8) + "; ALTER TABLE runs DROP COLUMN host"), QString());
         const bool exists = QFile::exists(other) && kind != "itself" && kind != "itself-dot";
         const QByteArray other_bytes = exists ? file_sha256(other) : QByteArray();
         const QByteArray before = rows_checksum(path);
@@ -848,6 +883,9 @@ private slots:
         const QString error = error_of([&] { store.import_store(other.toStdString()); });
         const QString expected = begins.contains("%2") ? begins.arg(other, path) : begins.arg(other);
         QVERIFY2(error.startsWith(expected) && one_sentence(error), qPrintable(error));
+        if (damaged)
+            QVERIFY2(error.endsWith(damaged_other_store_ends) && !error.contains("start a new store"),
+                     qPrintable(error));
         QCOMPARE(rows_checksum(path), before);
         QCOMPARE(store.list_runs().size(), std::size_t(1));
         if (exists) QCOMPARE(file_sha256(other), other_bytes);
