@@ -16,7 +16,7 @@ ScreenshotJob::ScreenshotJob(MainWindow* window, Options options, QObject* paren
     : QObject(parent),
       m_window(window),
       m_options(std::move(options)),
-      m_schedule(m_options.actions, [window](const std::string& a) { window->applyLiveSetting(a); }) {
+      m_schedule(m_options.actions, [this](const std::string& a) { applyScheduled(a); }) {
     m_poll.setInterval(50);
     connect(&m_poll, &QTimer::timeout, this, &ScreenshotJob::poll);
     // The run's length, set now rather than at start(): a lesson's reference (of the same length)
@@ -30,6 +30,11 @@ ScreenshotJob::ScreenshotJob(MainWindow* window, Options options, QObject* paren
 }
 
 void ScreenshotJob::start() {
+    // The picture's step, held by the session itself: the GUI thread polls and draws a tick or more
+    // behind the training thread, so a run merely watched for N steps is past N by the time the
+    // window is grabbed. The controller posts the hold before the schedule's first pause, which
+    // replaces it until the last change is made (applyScheduled).
+    if (m_options.duringRun) m_window->controller()->holdAt(m_options.steps);
     if (!m_window->startRun(m_schedule.first_commands())) {
         fail(m_window->lastError());
         return;
@@ -38,6 +43,13 @@ void ScreenshotJob::start() {
     // Actions follow the telemetry (every drain) and the poll, the capture check the poll.
     connect(m_window->controller(), &RunController::telemetryArrived, this, &ScreenshotJob::applyDueActions);
     m_poll.start();
+}
+
+void ScreenshotJob::applyScheduled(const std::string& assignment) {
+    m_window->applyLiveSetting(assignment);
+    // After the last change, the hold again: ChangeSchedule::poll posts its Resume after this, so
+    // the hold is pending before the run takes another step, however fast it goes.
+    if (++m_applied == m_options.actions.size() && m_options.duringRun) m_window->controller()->holdAt(m_options.steps);
 }
 
 void ScreenshotJob::applyDueActions() {
@@ -57,7 +69,9 @@ void ScreenshotJob::poll() {
     RunController* c = m_window->controller();
     applyDueActions();
     if (m_failed) return;
-    const bool enough = m_options.duringRun && c->series().stepCount() >= m_options.steps;
+    // During a run: once it is held at its N steps (they are all reported by then, and no step
+    // follows until it is stopped after the grab).
+    const bool enough = m_options.duringRun && c->held();
     // A lesson's reference still training: the picture waits for its overlay (and the store keeps
     // it whole, not cut short when the window closes).
     const bool referenceReady = !m_window->referenceRun()->training();
@@ -93,13 +107,14 @@ void ScreenshotJob::save() {
     RunController* c = m_window->controller();
     m_window->refreshViews();
     const QPixmap shot = m_window->grab();
-    if (m_options.duringRun) c->shutdown();
+    const std::int64_t shown = c->stepsDone();  // the status bar's step count in the picture
+    if (m_options.duringRun) c->shutdown();  // from the hold: no step is taken after the one shown
     if (shot.isNull() || !shot.save(m_options.file, "PNG", 0)) {
         fail(tr("could not write %1").arg(m_options.file));
         return;
     }
-    std::fprintf(stderr, "mantissa: saved %s (%dx%d, %lld steps)\n", qPrintable(m_options.file), shot.width(),
-                 shot.height(), static_cast<long long>(c->series().stepCount()));
+    std::fprintf(stderr, "mantissa: saved %s (%dx%d, %lld %s)\n", qPrintable(m_options.file), shot.width(),
+                 shot.height(), static_cast<long long>(shown), shown == 1 ? "step" : "steps");
     emit finished(0);
 }
 

@@ -175,8 +175,8 @@ int main(int argc, char** argv) {
                                    QStringLiteral("With --screenshot: the steps to run (default 300)."),
                                    QStringLiteral("N"), QStringLiteral("300"));
     const QCommandLineOption during(QStringLiteral("during"),
-                                    QStringLiteral("With --screenshot: capture after N steps while the run is still "
-                                                   "training (its own budget), then stop it."));
+                                    QStringLiteral("With --screenshot: picture the run at exactly N steps (--steps) "
+                                                   "while it still trains on its own budget, then stop it there."));
     const QCommandLineOption size(QStringLiteral("size"),
                                   QStringLiteral("With --screenshot: the window size (default 1600x1000)."),
                                   QStringLiteral("WxH"), QStringLiteral("1600x1000"));

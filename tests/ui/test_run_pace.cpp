@@ -3,7 +3,8 @@
 // "pause at step N" pauses after exactly N steps, logs its pause, and clears itself; a single step
 // while paused takes one step and pauses again; and on every pause the status bar, the table and
 // the charts show the step the run paused at; and one clock for a run's time (training time) in
-// the status bar and the events.
+// the status bar and the events. A script's hold (the screenshot's --during) stops the run at its
+// step while the window goes on showing it training.
 #include <QtTest>
 
 #include <QComboBox>
@@ -265,6 +266,35 @@ private slots:
         QCOMPARE(c->stepsDone(), at);
         QCOMPARE(c->session()->summary().steps, at);
         stopAndWait(*w);
+    }
+
+    // A script's hold (RunController::holdAt, the screenshot job's --during): the run pauses after
+    // exactly N steps, a fast run included, logs nothing, and the window keeps showing it training
+    // at step N (no stateChanged, Step once off, no "Paused" message) until it is stopped there.
+    void holdShowsTheRunTrainingAtItsStep() {
+        auto w = makeWindow();
+        RunController* c = w->controller();
+        c->holdAt(40);  // before Start, as the job sets it: posted before the first step
+        QSignalSpy states(c, &RunController::stateChanged);
+        QVERIFY(w->startRun());
+        QTRY_VERIFY_WITH_TIMEOUT(c->held(), 30000);
+        QCOMPARE(c->session()->summary().steps, std::int64_t{40});
+        c->drainNow();
+        QTest::qWait(300);  // the timer's drains too: none of them tells the views of the pause
+        c->drainNow();
+        w->refreshViews();
+        QCOMPARE(c->stepsDone(), std::int64_t{40});
+        QVERIFY2(window_test::statusStep(*w).startsWith(stepText(40)), qPrintable(window_test::statusStep(*w)));
+        for (const QList<QVariant>& args : states) QVERIFY(args.at(0).value<SessionState>() != SessionState::paused);
+        QVERIFY(!w->stepAction()->isEnabled());
+        QVERIFY2(!w->statusBar()->currentMessage().contains(QStringLiteral("Paused")),
+                 qPrintable(w->statusBar()->currentMessage()));
+        QCOMPARE(w->runToolBar()->pauseAtBox()->value(), 0);  // not a person's "pause at step"
+        QCOMPARE(eventsOf(c->series(), EventKind::paused), 0);
+        c->shutdown();
+        QCOMPARE(c->state(), SessionState::stopped);
+        QCOMPARE(c->session()->summary().steps, std::int64_t{40});  // stopped where it was held
+        QVERIFY(!c->held());
     }
 
     // Run ▸ Pause at step… (Ctrl+B) puts the focus in the toolbar's box.

@@ -3,7 +3,8 @@
 // experiment file exits 2 with the reason on stderr. Without a display, help and version still
 // answer and the window is refused with a sentence, not Qt's abort. `--at STEP:...` changes land at
 // their steps exactly, read back from the run store, even on a run fast enough to finish between
-// two of the window's refreshes. A lesson's picture records only the reference it draws.
+// two of the window's refreshes. `--during` pictures a run at exactly its N steps and stops it
+// there. A lesson's picture records only the reference it draws.
 #include <QtTest>
 
 #include <QImage>
@@ -109,6 +110,53 @@ private slots:
         QCOMPARE(changes, expected);
         QCOMPARE(overflowStep, std::int64_t{30});  // the injected inf overflows the step it was put in
         QCOMPARE(store.steps(runs.front().id).size(), std::size_t{60});  // the run went on to its end
+    }
+
+    // --during: the picture is of the run at exactly N steps, however fast it trains (this one
+    // takes thousands of steps a second, far more than the window draws between two refreshes):
+    // the count printed is the status bar's in the picture, and the run, stopped after the grab,
+    // recorded N steps and no more. With --at the changes still land at their steps before it.
+    void duringPicturesTheRunAtItsStep_data() {
+        QTest::addColumn<int>("steps");
+        QTest::addColumn<QStringList>("at");
+        QTest::newRow("fast run") << 50 << QStringList{};
+        QTest::newRow("fast run, --at before")
+            << 60 << QStringList{QStringLiteral("20:train.lr=0.01"), QStringLiteral("59:inject=fc2")};
+    }
+    void duringPicturesTheRunAtItsStep() {
+        QFETCH(int, steps);
+        QFETCH(QStringList, at);
+        const QString config = writeFile(QStringLiteral("during.json"),
+                                         R"({"name": "during", "dataset": {"kind": "spirals", "samples": 400},
+                                             "model": {"hidden": [16]},
+                                             "train": {"batch_size": 32, "steps": 100000, "eval_every": 0},
+                                             "backend": "cpu"})");
+        const QString db = m_dir.filePath(QStringLiteral("during-%1.sqlite").arg(steps));
+        QStringList args{QStringLiteral("--screenshot"), m_dir.filePath(QStringLiteral("during.png")),
+                         QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--during"),
+                         QStringLiteral("--config"), config, QStringLiteral("--db"), db,
+                         QStringLiteral("--size"), QStringLiteral("1024x700")};
+        for (const QString& a : at) args << QStringLiteral("--at") << a;
+        QString err;
+        const int code = runMantissa(args, &err);
+        QVERIFY2(code == 0, qPrintable(err));
+        QVERIFY2(err.contains(QStringLiteral(", %1 steps)").arg(steps)), qPrintable(err));
+
+        mantissa::RunStore store(db.toStdString(), true);
+        const auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t{1});
+        QCOMPARE(runs.front().status, mantissa::RunStatus::stopped);
+        const auto recorded = store.steps(runs.front().id);
+        QCOMPARE(recorded.size(), static_cast<std::size_t>(steps));
+        QCOMPARE(recorded.back().step, std::int64_t{steps - 1});
+        QStringList changes;  // "STEP kind", as atLandsAtItsStepOnAFastRun reads them
+        for (const mantissa::Event& e : store.events(runs.front().id))
+            if (e.kind == mantissa::EventKind::setting_change || e.kind == mantissa::EventKind::notice ||
+                e.kind == mantissa::EventKind::paused)
+                changes << QStringLiteral("%1 %2").arg(e.step).arg(QString::fromLatin1(mantissa::event_kind_name(e.kind)));
+        QStringList expected;
+        if (!at.isEmpty()) expected = {QStringLiteral("20 setting_change"), QStringLiteral("59 notice")};
+        QCOMPARE(changes, expected);  // and no pause logged: the hold is the script's
     }
 
     // A lesson's picture records the reference it compares with, at the picture's length, and no

@@ -302,6 +302,7 @@ bool RunController::launch(std::unique_ptr<Session> session, std::shared_ptr<Tel
     try {
         m_session->post(command::SetPace{m_pace});
         if (m_pauseAt >= 0) m_session->post(command::PauseAt{m_pauseAt, false});
+        if (m_holdAt >= 0) m_session->post(command::PauseAt{m_holdAt, true});
         for (const Command& c : first) m_session->post(c);
         m_session->start();
     } catch (const std::exception& e) {
@@ -348,6 +349,19 @@ void RunController::setPauseAt(std::int64_t step) {
     emit pauseAtChanged(m_pauseAt);
 }
 
+void RunController::holdAt(std::int64_t step) {
+    if (step < 0) return;
+    m_holdAt = step;
+    post(command::PauseAt{m_holdAt, true});  // quiet: a script's means, not a person's pause
+}
+
+bool RunController::held() const {
+    // The session's own count, not the views': the steps before a pause are all reported by then,
+    // even one the live ring had no room for.
+    return active() && m_holdAt >= 0 && m_session->state() == SessionState::paused &&
+           m_session->summary().steps >= m_holdAt;
+}
+
 bool RunController::clearRun() {
     if (active()) return false;
     m_session.reset();
@@ -364,7 +378,10 @@ bool RunController::clearRun() {
 
 bool RunController::active() const { return m_session && !m_finished; }
 
-SessionState RunController::state() const { return m_session ? m_session->state() : SessionState::created; }
+SessionState RunController::state() const {
+    if (!m_session) return SessionState::created;
+    return held() ? SessionState::running : m_session->state();
+}
 
 const std::vector<LayerInfo>& RunController::layers() const {
     static const std::vector<LayerInfo> none;
@@ -420,10 +437,12 @@ void RunController::drainNow() {
         if (arrived) emit telemetryArrived();
         return;
     }
-    const SessionState state = m_session->state();
+    const SessionState sessionState = m_session->state();
     // The steps before a pause are in the ring before the state says paused: drain once more so
     // the views that follow stateChanged show the step the run paused at, not one a tick earlier.
-    if (state != m_lastState) arrived = drainRing() || arrived;
+    if (sessionState != m_lastState) arrived = drainRing() || arrived;
+    // Held (holdAt): to the views the run is still training, as it was at the hold's step.
+    const SessionState state = held() ? SessionState::running : sessionState;
     if (arrived) emit telemetryArrived();
     if (state != m_lastState) {
         m_lastState = state;
@@ -448,6 +467,7 @@ void RunController::finishRun() {
     m_timer.stop();
     m_session->wait();  // the training thread has ended or ends after its current step
     m_finished = true;
+    m_holdAt = -1;
     if (m_pauseAt >= 0) {  // a pause the run ended before
         m_pauseAt = -1;
         emit pauseAtChanged(-1);

@@ -88,6 +88,17 @@ public:
     // script's quiet one (the screenshot job's --at) replaces it.
     void setPauseAt(std::int64_t step);
     std::int64_t pauseAt() const { return m_pauseAt; }
+    // A script's hold, for a picture of the run as it trains (the screenshot job's --during): the
+    // run pauses once `step` (>= 0) steps are taken, through a quiet PauseAt (no paused/resumed
+    // events), and the views are not told of that pause (no stateChanged): they go on showing the
+    // run training, at that step, until it is stopped. Posted at once during a run; set before
+    // Start, start() posts it before its `first` commands, so a script's own PauseAt given there
+    // (a ChangeSchedule's) replaces it, and the script holds again after its last change. Like
+    // setPauseAt, it is the session's one pending PauseAt. Ends with the run.
+    void holdAt(std::int64_t step);
+    // The run is paused at its hold (every step before it taken and reported); the views have
+    // every one the live ring kept once drainNow() has run.
+    bool held() const;
 
     // The GUI's sentence for what went wrong in opening a stored run's checkpoint: the engine's as it
     // is, and for a damaged checkpoint (DamagedCheckpointError) with what to do instead, in the GUI's
@@ -101,7 +112,7 @@ public:
     void shutdown();
 
     bool active() const;                // started and not yet finished
-    SessionState state() const;
+    SessionState state() const;         // as the views show it: running while held (holdAt)
     RunSeries& series() { return m_series; }
     const RunSeries& series() const { return m_series; }
     const Session* session() const { return m_session.get(); }
@@ -173,6 +184,7 @@ private:
     bool m_finished = true;  // no session, or its end has been handled
     double m_pace = 0;
     std::int64_t m_pauseAt = -1;
+    std::int64_t m_holdAt = -1;  // holdAt's step, -1 when none
 };
 
 }  // namespace mantissa::ui
