@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
@@ -46,6 +49,49 @@ Outcome train(const Experiment& e, std::int64_t steps = 0, std::int64_t window =
     return o;
 }
 
+// A run as the window drives it: each move is applied before the step it names, as a control
+// changed during a run is before the session's next step; the test set is evaluated every
+// train.eval_every steps and at the end, as the session does. `steps` 0: the whole run.
+struct Move {
+    std::int64_t step;
+    std::function<void(Trainer&)> apply;
+};
+
+struct Curve {
+    std::vector<double> loss;                               // by step
+    std::vector<std::pair<std::int64_t, double>> evals;    // (steps taken, test loss)
+
+    double mean(std::int64_t from, std::int64_t to) const {  // steps [from, to)
+        double sum = 0;
+        for (std::int64_t i = from; i < to; ++i) sum += loss[static_cast<std::size_t>(i)];
+        return sum / static_cast<double>(to - from);
+    }
+    double eval_mean_after(std::int64_t step) const {
+        double sum = 0;
+        int n = 0;
+        for (const auto& [at, l] : evals)
+            if (at > step) {
+                sum += l;
+                ++n;
+            }
+        return n ? sum / n : 0;
+    }
+};
+
+Curve curve(const Experiment& e, const std::vector<Move>& moves = {}, std::int64_t steps = 0) {
+    Trainer t = make(e);
+    if (steps == 0) steps = t.total_steps();
+    Curve c;
+    for (std::int64_t i = 0; i < steps; ++i) {
+        for (const Move& m : moves)
+            if (m.step == i) m.apply(t);
+        c.loss.push_back(t.step().step.loss);
+        const std::int64_t every = e.train.eval_every;
+        if ((every > 0 && (i + 1) % every == 0) || i + 1 == steps) c.evals.emplace_back(i + 1, t.evaluate().loss);
+    }
+    return c;
+}
+
 }  // namespace
 
 class TestFormatLessons : public QObject {
@@ -72,24 +118,72 @@ private slots:
     }
 
     void mxfp4StochasticRounding() {
-        // The whole run in each setting (the lesson switches between them live; each settles in
-        // less than an epoch): MXFP4 everywhere lags BF16; stochastic gradients do not make it
-        // worse and close little of the gap here; fc3 in BF16 closes it.
-        Experiment e = preset("12-mxfp4-stochastic-rounding.json");
-        const Outcome nearest = train(e);
-        e.precision.rounding.gradients = GradientRounding::stochastic;
-        const Outcome stochastic = train(e);
-        e.precision.rounding.gradients = GradientRounding::nearest;
-        e.precision.layers["fc3"] = LayerPrecision::bf16;
-        const Outcome last_bf16 = train(e);
-        const Outcome bf16 = train(lesson_reference_experiment(preset("12-mxfp4-stochastic-rounding.json")));
-        qInfo("test loss (accuracy): MXFP4 nearest %.4f (%.4f), stochastic %.4f (%.4f), fc3 in BF16 %.4f (%.4f), "
-              "BF16 %.4f (%.4f)",
-              nearest.test_loss, nearest.accuracy, stochastic.test_loss, stochastic.accuracy, last_bf16.test_loss,
-              last_bf16.accuracy, bf16.test_loss, bf16.accuracy);
-        QVERIFY(nearest.test_loss > bf16.test_loss + 0.01);              // "a little above it"
-        QVERIFY(stochastic.test_loss < nearest.test_loss + 0.005);      // no worse
-        QVERIFY(std::abs(last_bf16.test_loss - bf16.test_loss) < 0.005);  // "back to the reference"
+        // The lesson as the class runs it, one run with its two live moves (stochastic gradients at
+        // step 469, fc3 in BF16 at 938), beside the BF16 reference and runs that leave out a move or
+        // make another one at 938. The class reads gaps to the reference: the mean training loss
+        // over a window minus the reference's over the same steps. The bounds come from ten seeds
+        // of each run (mantissa-cli train with --set train.seed=1..10 and the same --at moves,
+        // which give the preset's seed the numbers printed here): each lies outside the seeds'
+        // range, 2 to 4 of their standard deviations from their mean, so a change that only moves
+        // the run within the spread of seeds passes, and a claim that stopped being true fails.
+        const Experiment e = preset("12-mxfp4-stochastic-rounding.json");
+        auto stochastic = [](Trainer& t) {
+            RoundingSpec r = t.settings().precision.rounding;
+            r.gradients = GradientRounding::stochastic;
+            t.set_rounding(r);
+        };
+        auto bf16_layers = [](std::vector<const char*> layers) {
+            return [layers](Trainer& t) {
+                for (const char* l : layers) t.set_layer_precision(l, LayerSetting(LayerPrecision::bf16));
+            };
+        };
+        const Curve reference = curve(lesson_reference_experiment(e));
+        const Curve lesson = curve(e, {{469, stochastic}, {938, bf16_layers({"fc3"})}});
+        const Curve nearest = curve(e, {}, 938);
+        const Curve stochastic_only = curve(e, {{469, stochastic}});
+        const Curve fc1_instead = curve(e, {{469, stochastic}, {938, bf16_layers({"fc1"})}});
+        const Curve all_bf16 = curve(e, {{469, stochastic}, {938, bf16_layers({"fc1", "fc2", "fc3"})}});
+        auto gap = [&](const Curve& c, std::int64_t from, std::int64_t to) {
+            return c.mean(from, to) - reference.mean(from, to);
+        };
+        const double first_epoch = gap(lesson, 300, 469);
+        const double sr_gain = gap(nearest, 800, 938) - gap(lesson, 800, 938);
+        const double last_epoch = gap(lesson, 1000, 1407);
+        const double fc3_gain = gap(stochastic_only, 1000, 1407) - last_epoch;
+        const double fc1_vs_fc3 = gap(fc1_instead, 1000, 1407) - last_epoch;
+        const double all_end = gap(all_bf16, 1200, 1407);
+        const double test_gap = lesson.eval_mean_after(938) - reference.eval_mean_after(938);
+        qInfo("training-loss gap to BF16: MXFP4, steps 300-468 %.4f; stochastic gradients take %.4f off it by "
+              "steps 800-937 (nearest %.4f); steps 1000-1406 with fc3 in BF16 %.4f, stochastic alone %.4f (fc3 "
+              "takes %.4f off), fc1 in BF16 instead %+.4f against fc3; all three in BF16, steps 1200-1406 %.4f; "
+              "test loss after step 938 %.4f above BF16's %.4f",
+              first_epoch, sr_gain, gap(nearest, 800, 938), last_epoch, gap(stochastic_only, 1000, 1407), fc3_gain,
+              fc1_vs_fc3, all_end, test_gap, reference.eval_mean_after(938));
+        // "about 0.02 (5%) above it": 0.017 to 0.033 (mean 0.021, sd 0.005).
+        QVERIFY(first_epoch > 0.01 && first_epoch < 0.04);
+        // The gap narrows a little by itself: to nearest it is 0.004 smaller by steps 800-937 on
+        // average (sd 0.004), from 0.013 smaller to 0.001 larger.
+        QVERIFY(gap(nearest, 800, 938) < first_epoch + 0.004);
+        // Stochastic rounding "takes only about 0.002 off the gap, less than runs with other seeds differ by":
+        // -0.002 to 0.008 (mean 0.002, sd 0.003), against gaps of 0.012 to 0.021; never half of one.
+        QVERIFY(sr_gain > -0.005 && sr_gain < 0.5 * gap(nearest, 800, 938));
+        // fc3 in BF16 "takes about 0.004 off, a fifth of the gap", against stochastic rounding
+        // alone: 0.0016 to 0.0058 (mean 0.0036, sd 0.0013), in every seed.
+        QVERIFY(fc3_gain > 0.0005 && fc3_gain < 0.008);
+        // "the loss ... stay[s] about 0.01 above the reference (0.008 to 0.013 in ten seeds)": mean
+        // 0.010, sd 0.002. It does not come back.
+        QVERIFY(last_epoch > 0.005 && last_epoch < 0.016);
+        // "and the test-loss points": the mean of the evaluations after step 938
+        // (1000, 1200, 1400, 1407), 0.0035 to 0.015 above the reference's (mean 0.0095, sd 0.004).
+        QVERIFY(test_gap > 0.001 && test_gap < 0.02);
+        // "fc1 in BF16 would take off about as much": -0.0017 to +0.0013 against fc3 (mean
+        // -0.0007, sd 0.0009), where fc3 itself takes off 0.004; and it leaves as much, 0.0065
+        // to 0.012 (mean 0.0096, sd 0.0018).
+        QVERIFY(std::abs(fc1_vs_fc3) < 0.003);
+        QVERIFY(gap(fc1_instead, 1000, 1407) > 0.005);
+        // "only with all three in BF16 does the loss end within about 0.003 of the reference":
+        // 0.0001 to 0.0052 over the last 200 steps (mean 0.0026, sd 0.0014).
+        QVERIFY(all_end < 0.006);
     }
 
     void nvfp4LastLayerBf16() {
