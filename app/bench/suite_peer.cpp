@@ -16,6 +16,13 @@
 // forces the reference BLAS with LD_LIBRARY_PATH (what a machine without OpenBLAS gets). Both
 // get OMP_NUM_THREADS and OPENBLAS_NUM_THREADS set to the thread count.
 //
+// Mantissa is timed twice in each round: as it trains by default, taking the per-layer statistics
+// the window draws (every step for the MLP and the CNN, every 10 for the GPT, as their presets and
+// the engine suite do), and with none (train.layer_stats_every 0: no exponent histograms, underflow
+// counts, what-if or block-scale views), the work PyTorch's loop does. Both ratios are printed, each
+// against the same aim: the first says what a person gets with the telemetry on, the second what
+// the engine's training itself costs.
+//
 // Both sides' throughput is also held against the machine (docs/benchmarks.md, "Limits"): the
 // model's matmul FLOPs per step (the same for both: model/matmul_flops.h) over the step time, as a
 // share of the peak measured at the start of the suite × the threads, the peak by the rule of the
@@ -89,9 +96,10 @@ const PeerModel peer_models[] = {
 constexpr double kLossAim = 0.02;
 constexpr const char* kLossAimText = "within 2%";
 
-Experiment peer_experiment(const PeerModel& model, const char* mode) {
+Experiment peer_experiment(const PeerModel& model, const char* mode, bool statistics = true) {
     Experiment e = model.experiment();
     find_precision(mode)->apply(e);
+    if (!statistics) e.train.layer_stats_every = 0;  // the Trainer's "never" (trainer.cpp)
     return e;
 }
 
@@ -139,6 +147,10 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                      {"pytorch_spread_pct", "spread", "%", 0, "%"},
                      {"ratio", "Mantissa/PyTorch", "ratio", 2, "x"},
                      {"aim", "aim"},
+                     {"bare_samples_per_s", "no statistics", "samples/s", 0},
+                     {"bare_spread_pct", "spread", "%", 0, "%"},
+                     {"bare_ratio", "no statistics/PyTorch", "ratio", 2, "x"},
+                     {"bare_aim", "aim"},
                      {"mantissa_gflops", "Mantissa GFLOP/s", "GFLOP/s", 1},
                      {"mantissa_limit_pct", "% of limit", "%", 0, "%"},
                      {"pytorch_gflops", "PyTorch GFLOP/s", "GFLOP/s", 1},
@@ -267,9 +279,14 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
             try {
                 // Mantissa's trainers, warmed up; a block is the same number of steps on both sides.
                 const Dataset& data = model.language_model ? text : subset;
-                std::vector<std::unique_ptr<Trainer>> ours;
-                for (const char* m : modes)
+                // ours[m]: with the statistics; bare[m]: without (the file's opening comment).
+                std::vector<std::unique_ptr<Trainer>> ours, bare;
+                for (const char* m : modes) {
                     ours.push_back(std::make_unique<Trainer>(peer_experiment(model, m), data, make_backend("cpu")));
+                    bare.push_back(std::make_unique<Trainer>(peer_experiment(model, m, false), data, make_backend("cpu")));
+                }
+                for (auto& tr : bare)
+                    for (int i = 0; i < 3; ++i) tr->step();
                 double slowest = 0;
                 for (auto& tr : ours) {
                     for (int i = 0; i < 3; ++i) tr->step();
@@ -290,25 +307,32 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                     limits = limits_table(counts, o.quick, peaks);
                     limits_measured = true;
                 }
-                std::vector<std::vector<double>> mine(2), theirs(2);
+                std::vector<std::vector<double>> mine(2), mine_bare(2), theirs(2);
                 for (int round = -1; round < rounds; ++round) {
                     for (int m = 0; m < 2; ++m) {
+                        const auto mi = static_cast<std::size_t>(m);
                         const auto s0 = Clock::now();
-                        for (int i = 0; i < steps; ++i) ours[static_cast<std::size_t>(m)]->step();
+                        for (int i = 0; i < steps; ++i) ours[mi]->step();
                         const double ms = seconds_since(s0);
+                        const auto b0 = Clock::now();
+                        for (int i = 0; i < steps; ++i) bare[mi]->step();
+                        const double bs = seconds_since(b0);
                         peer->write_line(std::string("block ") + modes[m] + " " + std::to_string(steps));
                         const double ts = read_reply(*peer).at("seconds").get<double>();
                         if (round >= 0) {
-                            mine[static_cast<std::size_t>(m)].push_back(ms);
-                            theirs[static_cast<std::size_t>(m)].push_back(ts);
+                            mine[mi].push_back(ms);
+                            mine_bare[mi].push_back(bs);
+                            theirs[mi].push_back(ts);
                         }
                     }
                 }
                 for (int m = 0; m < 2; ++m) {
                     const auto& a = mine[static_cast<std::size_t>(m)];
                     const auto& b = theirs[static_cast<std::size_t>(m)];
-                    const Summary sa = summarize(a), sb = summarize(b);
+                    const auto& c = mine_bare[static_cast<std::size_t>(m)];
+                    const Summary sa = summarize(a), sb = summarize(b), sc = summarize(c);
                     const double ratio = median(ratios(b, a));  // their time / our time = our samples/s / theirs
+                    const double bare_ratio = median(ratios(b, c));
                     const double aim = m == 0 ? model.fp32_aim : model.bf16_aim;
                     const double samples = static_cast<double>(batch) * steps;
                     const StepFlops& f = flops[m];
@@ -323,6 +347,10 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                                           {"pytorch_spread_pct", sb.spread_pct()},
                                           {"ratio", ratio},
                                           {"aim", ">= " + times(aim) + " " + verdict(ratio >= aim)},
+                                          {"bare_samples_per_s", samples / sc.median},
+                                          {"bare_spread_pct", sc.spread_pct()},
+                                          {"bare_ratio", bare_ratio},
+                                          {"bare_aim", ">= " + times(aim) + " " + verdict(bare_ratio >= aim)},
                                           {"mantissa_gflops", number_or_null(achieved_gflops(f, ours_s))},
                                           {"mantissa_limit_pct", number_or_null(limit_pct(f, ours_s, peaks, threads))},
                                           {"pytorch_gflops", number_or_null(achieved_gflops(f, theirs_s))},
@@ -333,6 +361,7 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                                           {"steps_per_block", steps}});
                 }
                 ours.clear();
+                bare.clear();
 
                 if (!accuracy_done && model.language_model) {
                     for (const char* m : modes) {
@@ -433,6 +462,10 @@ SuiteResult run_peer_suite(const BenchOptions& o) {
                     " PyTorch fp32, bf16 >= " + times(m.bf16_aim) + " PyTorch bf16 autocast";
         for (const auto& row : speed.rows) lm = lm || row.value("model", "") == "gpt";
         speed.notes.push_back("aims (docs/benchmarks.md): " + aims);
+        speed.notes.push_back("Mantissa: as it trains by default, with the per-layer statistics the window draws (mlp, "
+                              "cnn: every step; gpt: every 10); no statistics: train.layer_stats_every 0, the work "
+                              "PyTorch's loop does; both timed in the same rounds, each ratio held to the same aim; "
+                              "GFLOP/s and % of limit: the first");
         if (lm)
             speed.notes.push_back("gpt: a sample is a sequence of 128 tokens (tokens/s = 128 x samples/s); "
                                   "mlp, cnn: one image");

@@ -147,9 +147,19 @@ private slots:
         QStringList speed_models, accuracy_models;
         for (const auto& t : peer["tables"].toArray()) {
             const QJsonObject table = t.toObject();
-            for (const auto& row : table["rows"].toArray()) {
-                if (table["name"].toString() == "throughput") speed_models << row.toObject()["model"].toString();
-                if (table["name"].toString() == "accuracy") accuracy_models << row.toObject()["model"].toString();
+            for (const auto& r : table["rows"].toArray()) {
+                const QJsonObject row = r.toObject();
+                if (table["name"].toString() == "throughput") {
+                    speed_models << row["model"].toString();
+                    // Mantissa timed with and without its per-layer statistics, each against the aim.
+                    QVERIFY(row["mantissa_samples_per_s"].toDouble() > 0);
+                    QVERIFY(row["bare_samples_per_s"].toDouble() > 0);
+                    QVERIFY(row["bare_ratio"].toDouble() > 0);
+                    QVERIFY2(row["bare_aim"].toString().startsWith(row["mode"].toString().startsWith("fp32") ? ">= 3x"
+                                                                                                          : ">= 2x"),
+                             qPrintable(row["bare_aim"].toString()));
+                }
+                if (table["name"].toString() == "accuracy") accuracy_models << row["model"].toString();
             }
         }
         QCOMPARE(speed_models, (QStringList{"mlp", "mlp"}));  // fp32 and bf16
