@@ -187,15 +187,74 @@ private slots:
     }
 
     void nvfp4LastLayerBf16() {
-        Experiment e = preset("13-nvfp4-last-layer-bf16.json");
-        const Outcome all = train(e);
-        e.precision.layers["fc3"] = LayerPrecision::bf16;
-        const Outcome last_bf16 = train(e);
-        const Outcome bf16 = train(lesson_reference_experiment(preset("13-nvfp4-last-layer-bf16.json")));
-        qInfo("test loss (accuracy): NVFP4 everywhere %.4f (%.4f), fc3 in BF16 %.4f (%.4f), BF16 %.4f (%.4f)",
-              all.test_loss, all.accuracy, last_bf16.test_loss, last_bf16.accuracy, bf16.test_loss, bf16.accuracy);
-        QVERIFY(all.test_loss > bf16.test_loss + 0.02);  // "it lags"
-        QVERIFY(last_bf16.test_loss - bf16.test_loss < 0.5 * (all.test_loss - bf16.test_loss));  // "close"
+        // The lesson as the class runs it, one run with its live move (fc3 in BF16 at step 200,
+        // after the second test-loss point), beside the BF16 reference, NVFP4 left everywhere, and
+        // runs that move fc1, fc2 or all three at 200 instead. The gaps are the mean training loss
+        // over steps 300-468 minus the reference's over the same steps, as in mxfp4StochasticRounding.
+        // The bounds come from ten seeds of each run (mantissa-cli train with --set train.seed=1..10
+        // and the same --at moves, MANTISSA_CPU_THREADS=1; seed 1, the preset's, gives the numbers
+        // printed here, with one thread or two): each lies outside the seeds' range, so a change
+        // that only moves the run within the spread of seeds passes, and a claim that stopped being
+        // true fails. Unlike MXFP4 (lesson 12), most of NVFP4's cost here is the last layer's.
+        const Experiment e = preset("13-nvfp4-last-layer-bf16.json");
+        auto bf16_layers = [](std::vector<const char*> layers) {
+            return [layers](Trainer& t) {
+                for (const char* l : layers) t.set_layer_precision(l, LayerSetting(LayerPrecision::bf16));
+            };
+        };
+        const Curve reference = curve(lesson_reference_experiment(e));
+        const Curve lesson = curve(e, {{200, bf16_layers({"fc3"})}});
+        const Curve nvfp4 = curve(e);
+        const Curve fc1_instead = curve(e, {{200, bf16_layers({"fc1"})}});
+        const Curve fc2_instead = curve(e, {{200, bf16_layers({"fc2"})}});
+        const Curve all_bf16 = curve(e, {{200, bf16_layers({"fc1", "fc2", "fc3"})}});
+        auto gap = [&](const Curve& c, std::int64_t from = 300, std::int64_t to = 469) {
+            return c.mean(from, to) - reference.mean(from, to);
+        };
+        auto test_gap = [&](const Curve& c) { return c.eval_mean_after(200) - reference.eval_mean_after(200); };
+        const double before = gap(lesson, 100, 200);
+        const double left = gap(nvfp4), after = gap(lesson);
+        const double share = (left - after) / left;
+        const double fc1_gain = left - gap(fc1_instead), fc2_gain = left - gap(fc2_instead);
+        qInfo("training-loss gap to BF16: NVFP4, steps 100-199 %.4f; steps 300-468 NVFP4 left %.4f, fc3 in BF16 "
+              "%.4f (%.0f%% of the gap off), fc1 instead %.4f, fc2 instead %.4f, all three %.4f; test loss after "
+              "step 200 %.4f above BF16's %.4f (NVFP4 left %.4f)",
+              before, left, after, 100 * share, gap(fc1_instead), gap(fc2_instead), gap(all_bf16), test_gap(lesson),
+              reference.eval_mean_after(200), test_gap(nvfp4));
+        // "about 0.015 above it": 0.007 to 0.025 over steps 100-199 (mean 0.014, sd 0.005).
+        QVERIFY(before > 0.004 && before < 0.035);
+        // Left in NVFP4 it stays there: 0.012 to 0.024 over steps 300-468 (mean 0.018, sd 0.005).
+        QVERIFY(left > 0.007 && left < 0.032);
+        // fc3 in BF16: "about 0.006 above the reference (0.003 to 0.009 in ten seeds)": mean 0.0056,
+        // sd 0.002. Closer, not back: above it in every seed.
+        QVERIFY(after > 0.001 && after < 0.012);
+        // "two thirds of the gap": 56% to 78% of the NVFP4 run's gap (mean 68%, sd 8%).
+        QVERIFY(share > 0.45 && share < 0.9);
+        // "The test-loss points after it sit about 0.003 above the reference's, against about 0.016":
+        // the mean of the evaluations at 300, 400 and 469, -0.003 to 0.014 above (mean 0.003, sd
+        // 0.006); NVFP4 left everywhere, 0.005 to 0.036 (mean 0.016); the switch lowers them by
+        // 0.005 to 0.022 in every seed (mean 0.013, sd 0.006).
+        QVERIFY(test_gap(lesson) < 0.018);
+        QVERIFY(test_gap(nvfp4) - test_gap(lesson) > 0.002);
+        // "fc1 or fc2 in BF16 instead would take off only about 0.002, less than runs with other
+        // seeds differ by": fc1 -0.003 to 0.0066 (mean 0.0021, sd 0.0027), fc2 -0.0012 to 0.0057
+        // (mean 0.0023, sd 0.0022); each leaves the loss 0.003 to 0.016 above fc3's move.
+        QVERIFY(fc1_gain > -0.006 && fc1_gain < 0.009);
+        QVERIFY(fc2_gain > -0.006 && fc2_gain < 0.009);
+        QVERIFY(gap(fc1_instead) > after + 0.0015 && gap(fc2_instead) > after + 0.0015);
+        // "only with all three in BF16 does the loss end within about 0.003": 0.000 to 0.0032
+        // (mean 0.0018, sd 0.0011).
+        QVERIFY(gap(all_bf16) < 0.005);
+
+        // "fc3 goes from 726 B to 2.52 KiB": the Memory column is the layer's parameters (128 x 10
+        // weights and 10 biases) times the bytes a value of the format in effect takes
+        // (ui/models/layer_table_model.cpp), and after the move a step records fc3 in BF16.
+        Trainer t = make(e);
+        t.set_layer_precision("fc3", LayerSetting(LayerPrecision::bf16));
+        const StepReport& r = t.step();
+        QCOMPARE(r.layers[2].name, std::string("fc3"));
+        QCOMPARE(1290 * ComputeFormat(BlockFormat::nvfp4).bytes_per_value(), 725.625);
+        QCOMPARE(1290 * r.layers[2].precision.bytes_per_value(), 2580.0);
     }
 
     void fp8CurrentScaling() {
