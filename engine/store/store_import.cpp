@@ -166,9 +166,12 @@ std::optional<std::string> damage_of(const Error& e, const std::string& path) {
 // own sentence (damaged_store_sentence) speaks to the person recording to it: restore a backup or
 // start a new store there. The other store is only read, never started or mended, so the advice
 // is another copy of it to import from.
-Error damaged_other_store(const std::string& path, const std::string& reason) {
-    return Error("Nothing was imported from '" + path + "': it is damaged (" + reason +
-                 ") and was left unchanged; import from a backup or another copy of it.");
+// A DamagedStoreError itself, so that one thrown while reopening the store (import_store's retry)
+// passes through the outer catch with this sentence, not wrapped in a second one.
+DamagedStoreError damaged_other_store(const std::string& path, const std::string& reason) {
+    return DamagedStoreError(path, reason,
+                             "Nothing was imported from '" + path + "': it is damaged (" + reason +
+                                 ") and was left unchanged; import from a backup or another copy of it.");
 }
 
 bool has_uuid(Statement& q, const std::string& uuid) {
