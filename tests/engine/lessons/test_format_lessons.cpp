@@ -57,6 +57,13 @@ struct Move {
     std::function<void(Trainer&)> apply;
 };
 
+// A move that sets these layers to BF16, as the Layers table does.
+std::function<void(Trainer&)> bf16_layers(std::vector<const char*> layers) {
+    return [layers = std::move(layers)](Trainer& t) {
+        for (const char* l : layers) t.set_layer_precision(l, LayerSetting(LayerPrecision::bf16));
+    };
+}
+
 struct Curve {
     std::vector<double> loss;                               // by step
     std::vector<std::pair<std::int64_t, double>> evals;    // (steps taken, test loss)
@@ -132,11 +139,6 @@ private slots:
             r.gradients = GradientRounding::stochastic;
             t.set_rounding(r);
         };
-        auto bf16_layers = [](std::vector<const char*> layers) {
-            return [layers](Trainer& t) {
-                for (const char* l : layers) t.set_layer_precision(l, LayerSetting(LayerPrecision::bf16));
-            };
-        };
         const Curve reference = curve(lesson_reference_experiment(e));
         const Curve lesson = curve(e, {{469, stochastic}, {938, bf16_layers({"fc3"})}});
         const Curve nearest = curve(e, {}, 938);
@@ -197,11 +199,6 @@ private slots:
         // that only moves the run within the spread of seeds passes, and a claim that stopped being
         // true fails. Unlike MXFP4 (lesson 12), most of NVFP4's cost here is the last layer's.
         const Experiment e = preset("13-nvfp4-last-layer-bf16.json");
-        auto bf16_layers = [](std::vector<const char*> layers) {
-            return [layers](Trainer& t) {
-                for (const char* l : layers) t.set_layer_precision(l, LayerSetting(LayerPrecision::bf16));
-            };
-        };
         const Curve reference = curve(lesson_reference_experiment(e));
         const Curve lesson = curve(e, {{200, bf16_layers({"fc3"})}});
         const Curve nvfp4 = curve(e);
